@@ -1,0 +1,295 @@
+//! The engine API: the narrow interface (write, read, stream) through which
+//! the rest of Rocksandra reaches storage. Every implementation passes the
+//! suite in `testkit`.
+
+use std::path::{Path, PathBuf};
+
+use rocksandra_data::{LocalTime, Token};
+
+use crate::cell::{Cell, ColumnId, DeletionTime, LiveRow, LivenessInfo};
+pub use crate::layout::keys::{ClusteringBound, ClusteringColumn};
+use crate::layout::CorruptData;
+
+/// Identifies a table's storage; assigned by the schema, never reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TableId(pub u64);
+
+/// How a table's data is laid out in RocksDB.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompactionStyle {
+    /// Cassandra's LeveledCompactionStrategy.
+    Leveled,
+    /// SizeTieredCompactionStrategy / UnifiedCompactionStrategy.
+    Universal,
+    /// TimeWindowCompactionStrategy: TTL-heavy time series.
+    TimeWindow,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Lz4,
+    Zstd,
+}
+
+/// Per-table storage options (from the table's CQL options).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableOptions {
+    pub gc_grace_seconds: i64,
+    pub compaction: CompactionStyle,
+    pub compression: Compression,
+    pub bloom_filter_fp_chance: f64,
+    /// `default_time_to_live`, for choosing a TTL-aware compaction.
+    pub default_ttl_seconds: i64,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            gc_grace_seconds: 864_000,
+            compaction: CompactionStyle::Universal,
+            compression: Compression::Lz4,
+            bloom_filter_fp_chance: 0.01,
+            default_ttl_seconds: 0,
+        }
+    }
+}
+
+/// What the engine needs to know about a table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableSpec {
+    pub id: TableId,
+    pub clustering: Vec<ClusteringColumn>,
+    pub options: TableOptions,
+}
+
+/// A partition: its serialized key (as Cassandra serializes partition keys)
+/// and its token.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PartitionKey {
+    pub token: Token,
+    pub key: Vec<u8>,
+}
+
+impl PartitionKey {
+    pub fn new(key: Vec<u8>) -> PartitionKey {
+        PartitionKey {
+            token: Token::murmur3(&key),
+            key,
+        }
+    }
+}
+
+/// Changes to one row: any of a primary-key marker, a row deletion, whole
+/// collection deletions and cells.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RowUpdate {
+    pub liveness: Option<LivenessInfo>,
+    pub deletion: Option<DeletionTime>,
+    pub complex_deletions: Vec<(ColumnId, DeletionTime)>,
+    pub cells: Vec<Cell>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RangeTombstone {
+    pub start: ClusteringBound,
+    pub end: ClusteringBound,
+    pub deletion: DeletionTime,
+}
+
+/// All changes to one partition of one table. Applied without reading.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mutation {
+    pub table: TableId,
+    pub partition: PartitionKey,
+    pub partition_deletion: Option<DeletionTime>,
+    pub range_tombstones: Vec<RangeTombstone>,
+    pub static_row: Option<RowUpdate>,
+    pub rows: Vec<(Vec<Vec<u8>>, RowUpdate)>,
+}
+
+impl Mutation {
+    pub fn new(table: TableId, partition: PartitionKey) -> Mutation {
+        Mutation {
+            table,
+            partition,
+            partition_deletion: None,
+            range_tombstones: Vec::new(),
+            static_row: None,
+            rows: Vec::new(),
+        }
+    }
+}
+
+/// Which rows of a partition to read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionRead {
+    pub table: TableId,
+    pub partition: PartitionKey,
+    /// Clustering slices in clustering order, not overlapping; empty = none.
+    /// Use `vec![Slice::all()]` for the whole partition.
+    pub slices: Vec<Slice>,
+    pub reversed: bool,
+    pub include_static: bool,
+    /// At most this many rows (0 = no limit).
+    pub row_limit: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Slice {
+    pub start: ClusteringBound,
+    pub end: ClusteringBound,
+}
+
+impl Slice {
+    pub fn all() -> Slice {
+        Slice {
+            start: ClusteringBound::unbounded(),
+            end: ClusteringBound::unbounded(),
+        }
+    }
+
+    /// Exactly the rows whose clustering starts with `prefix`.
+    pub fn prefix(prefix: Vec<Vec<u8>>) -> Slice {
+        Slice {
+            start: ClusteringBound {
+                prefix: prefix.clone(),
+                inclusive: true,
+            },
+            end: ClusteringBound {
+                prefix,
+                inclusive: true,
+            },
+        }
+    }
+}
+
+/// A live row as a read returns it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Row {
+    pub clustering: Vec<Vec<u8>>,
+    pub content: LiveRow,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Partition {
+    pub key: PartitionKey,
+    pub static_row: Option<LiveRow>,
+    pub rows: Vec<Row>,
+}
+
+/// A token range `(start, end]` as Cassandra writes ranges; `start == end`
+/// means the whole ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenRange {
+    pub start_exclusive: Token,
+    pub end_inclusive: Token,
+}
+
+impl TokenRange {
+    pub fn full() -> TokenRange {
+        TokenRange {
+            start_exclusive: Token(i64::MIN),
+            end_inclusive: Token(i64::MIN),
+        }
+    }
+
+    pub fn contains(&self, token: Token) -> bool {
+        let (s, e) = (self.start_exclusive, self.end_inclusive);
+        if s < e {
+            s < token && token <= e
+        } else {
+            // Wrapping range (or the whole ring when s == e).
+            token > s || token <= e
+        }
+    }
+}
+
+/// Where a paged scan stopped: after this row (or after the static row or
+/// header of the partition when `clustering` is None).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScanPosition {
+    pub partition: PartitionKey,
+    pub clustering: Option<Vec<Vec<u8>>>,
+    /// Rows of this partition already returned (for per-partition limits).
+    pub rows_returned_in_partition: usize,
+}
+
+/// A scan over partitions in token order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RangeScan {
+    pub table: TableId,
+    /// Tokens in `[start, end]`; Token(i64::MIN) as start means from the beginning.
+    pub token_start: Token,
+    pub token_end: Token,
+    pub resume_after: Option<ScanPosition>,
+    pub include_static: bool,
+    /// Rows per partition (0 = all); for DISTINCT and PER PARTITION LIMIT.
+    pub per_partition_limit: usize,
+    /// Stop once this many rows (or static-only partitions) were returned.
+    pub row_limit: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScanPage {
+    pub partitions: Vec<Partition>,
+    /// Set when the limit stopped the scan: where the next page starts.
+    pub next: Option<ScanPosition>,
+}
+
+/// How writes reach the disk, as Cassandra's `commitlog_sync`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// WAL written at once, synced every `period_ms` (acknowledged writes of
+    /// the last period may be lost on power failure, not on a process crash).
+    Periodic { period_ms: u64 },
+    /// Every acknowledged write is synced; concurrent writers share one sync.
+    Batch,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("unknown table {0:?}")]
+    UnknownTable(TableId),
+    #[error("table {0:?} already exists")]
+    TableExists(TableId),
+    #[error(transparent)]
+    Corrupt(#[from] CorruptData),
+    #[error("storage is read-only after an earlier failure: {0}")]
+    ReadOnly(String),
+    #[error("storage IO failed while {action}: {detail}")]
+    Io {
+        action: &'static str,
+        detail: String,
+    },
+    #[error("invalid request: {0}")]
+    Invalid(String),
+}
+
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;
+
+/// The storage engine: write, read, stream.
+pub trait Engine: Send + Sync {
+    fn create_table(&self, spec: TableSpec) -> Result<()>;
+    /// Replaces the options of an existing table (clustering must not change).
+    fn alter_table(&self, spec: TableSpec) -> Result<()>;
+    fn drop_table(&self, table: TableId) -> Result<()>;
+    /// Removes all data of a table.
+    fn truncate(&self, table: TableId) -> Result<()>;
+    /// Applies mutations atomically (one WAL record); durable per `Durability`.
+    fn write(&self, mutations: &[Mutation], now: LocalTime) -> Result<()>;
+    fn read_partition(&self, read: &PartitionRead, now: LocalTime) -> Result<Partition>;
+    fn scan(&self, scan: &RangeScan, now: LocalTime) -> Result<ScanPage>;
+    /// Writes every entry of the token range (with tombstones and timestamps)
+    /// to files in `dir`, to be ingested by another engine.
+    fn stream_out(&self, table: TableId, range: TokenRange, dir: &Path) -> Result<Vec<PathBuf>>;
+    fn stream_in(&self, table: TableId, files: &[PathBuf]) -> Result<()>;
+    /// Drops the data of every token not in `keep`.
+    fn cleanup(&self, table: TableId, keep: &[TokenRange]) -> Result<()>;
+    /// A consistent copy of all data in `dir` (hard links where possible).
+    fn snapshot(&self, dir: &Path) -> Result<()>;
+    /// Persists everything written so far (memtables, WAL).
+    fn flush(&self) -> Result<()>;
+    /// Runs a full compaction of the table (applies TTL expiry and gc_grace).
+    fn compact(&self, table: TableId) -> Result<()>;
+}

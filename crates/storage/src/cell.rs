@@ -1,0 +1,595 @@
+//! The units of Cassandra's data model as the engine stores them (cells,
+//! liveness, deletion times, rows) and the one function that reconciles them.
+//!
+//! Architecture invariant: `reconcile_cells`, `DeletionTime::supersedes` and
+//! `LivenessInfo::supersedes` are the only last-write-wins rules in the code
+//! base. Reads, the merge operator, the compaction filter, streaming and the
+//! test model all call them.
+
+use std::cmp::Ordering;
+
+use rocksandra_data::{LocalTime, Timestamp};
+
+/// Stable identifier of a column within its table; never reused, so dropping
+/// and adding columns needs no rewrite of stored data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ColumnId(pub u32);
+
+/// A deletion: everything written at or before `marked_for_delete_at` is
+/// shadowed. `local_deletion_time` is when it happened on the server clock,
+/// from which `gc_grace_seconds` is counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DeletionTime {
+    pub marked_for_delete_at: Timestamp,
+    pub local_deletion_time: LocalTime,
+}
+
+impl DeletionTime {
+    pub fn new(marked_for_delete_at: i64, local_deletion_time: i64) -> DeletionTime {
+        DeletionTime {
+            marked_for_delete_at: Timestamp(marked_for_delete_at),
+            local_deletion_time: LocalTime(local_deletion_time),
+        }
+    }
+
+    /// Cassandra's `DeletionTime.supersedes`: later marked-for-delete-at wins,
+    /// then later local deletion time.
+    pub fn supersedes(&self, other: &DeletionTime) -> bool {
+        (self.marked_for_delete_at, self.local_deletion_time)
+            > (other.marked_for_delete_at, other.local_deletion_time)
+    }
+
+    pub fn shadows(&self, timestamp: Timestamp) -> bool {
+        timestamp <= self.marked_for_delete_at
+    }
+
+    /// Whether gc_grace has passed, so the deletion may be forgotten.
+    pub fn is_purgeable(&self, now: LocalTime, gc_grace_seconds: i64) -> bool {
+        self.local_deletion_time.plus_seconds(gc_grace_seconds) < now
+    }
+
+    /// The later of two optional deletions.
+    pub fn merge(a: Option<DeletionTime>, b: Option<DeletionTime>) -> Option<DeletionTime> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(if b.supersedes(&a) { b } else { a }),
+            (a, None) => a,
+            (None, b) => b,
+        }
+    }
+}
+
+/// The primary-key marker written by INSERT (not by UPDATE): it keeps a row
+/// alive even when all its regular columns are null.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LivenessInfo {
+    pub timestamp: Timestamp,
+    /// TTL in seconds, 0 when the marker does not expire.
+    pub ttl_seconds: i32,
+    /// For an expiring marker: local time at which it expires.
+    pub local_expiration_time: LocalTime,
+}
+
+impl LivenessInfo {
+    pub fn new(timestamp: i64, ttl_seconds: i32, local_expiration_time: i64) -> LivenessInfo {
+        LivenessInfo {
+            timestamp: Timestamp(timestamp),
+            ttl_seconds,
+            local_expiration_time: LocalTime(local_expiration_time),
+        }
+    }
+
+    pub fn is_expiring(&self) -> bool {
+        self.ttl_seconds > 0
+    }
+
+    pub fn is_live(&self, now: LocalTime) -> bool {
+        !self.is_expiring() || now < self.local_expiration_time
+    }
+
+    /// Cassandra's `LivenessInfo.supersedes`: later timestamp wins; on a tie an
+    /// expiring marker beats a plain one, and the later expiry wins.
+    pub fn supersedes(&self, other: &LivenessInfo) -> bool {
+        if self.timestamp != other.timestamp {
+            return self.timestamp > other.timestamp;
+        }
+        if self.is_expiring() != other.is_expiring() {
+            return self.is_expiring();
+        }
+        self.local_expiration_time > other.local_expiration_time
+    }
+
+    pub fn merge(a: Option<LivenessInfo>, b: Option<LivenessInfo>) -> Option<LivenessInfo> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(if b.supersedes(&a) { b } else { a }),
+            (a, None) => a,
+            (None, b) => b,
+        }
+    }
+}
+
+/// What a cell holds besides its value's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CellKind {
+    /// A plain live value.
+    Live,
+    /// A value that turns into a tombstone at `local_expiration_time`.
+    Expiring {
+        ttl_seconds: i32,
+        local_expiration_time: LocalTime,
+    },
+    /// A deleted value (its bytes are empty).
+    Tombstone { local_deletion_time: LocalTime },
+}
+
+/// One cell: a simple column's value, or one element of a non-frozen
+/// collection or UDT (then `path` names the element, in the order-preserving
+/// encoding of its key, list timeuuid or field index).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Cell {
+    pub column: ColumnId,
+    pub path: Option<Vec<u8>>,
+    pub timestamp: Timestamp,
+    pub kind: CellKind,
+    pub value: Vec<u8>,
+}
+
+impl Cell {
+    pub fn live(column: ColumnId, timestamp: i64, value: Vec<u8>) -> Cell {
+        Cell {
+            column,
+            path: None,
+            timestamp: Timestamp(timestamp),
+            kind: CellKind::Live,
+            value,
+        }
+    }
+
+    pub fn expiring(
+        column: ColumnId,
+        timestamp: i64,
+        ttl_seconds: i32,
+        now: LocalTime,
+        value: Vec<u8>,
+    ) -> Cell {
+        Cell {
+            column,
+            path: None,
+            timestamp: Timestamp(timestamp),
+            kind: CellKind::Expiring {
+                ttl_seconds,
+                local_expiration_time: now.plus_seconds(i64::from(ttl_seconds)),
+            },
+            value,
+        }
+    }
+
+    pub fn tombstone(column: ColumnId, timestamp: i64, now: LocalTime) -> Cell {
+        Cell {
+            column,
+            path: None,
+            timestamp: Timestamp(timestamp),
+            kind: CellKind::Tombstone {
+                local_deletion_time: now,
+            },
+            value: Vec::new(),
+        }
+    }
+
+    pub fn with_path(mut self, path: Vec<u8>) -> Cell {
+        self.path = Some(path);
+        self
+    }
+
+    /// Local deletion time as Cassandra defines it: none for live cells, the
+    /// expiry for expiring cells, the deletion for tombstones.
+    pub fn local_deletion_time(&self) -> Option<LocalTime> {
+        match self.kind {
+            CellKind::Live => None,
+            CellKind::Expiring {
+                local_expiration_time,
+                ..
+            } => Some(local_expiration_time),
+            CellKind::Tombstone {
+                local_deletion_time,
+            } => Some(local_deletion_time),
+        }
+    }
+
+    pub fn is_live(&self, now: LocalTime) -> bool {
+        match self.kind {
+            CellKind::Live => true,
+            CellKind::Expiring {
+                local_expiration_time,
+                ..
+            } => now < local_expiration_time,
+            CellKind::Tombstone { .. } => false,
+        }
+    }
+
+    /// The TTL remaining at `now`, as `ttl()` reports it.
+    pub fn remaining_ttl(&self, now: LocalTime) -> Option<i64> {
+        match self.kind {
+            CellKind::Expiring {
+                local_expiration_time,
+                ..
+            } => Some((local_expiration_time.seconds() - now.seconds()).max(0)),
+            _ => None,
+        }
+    }
+
+    /// An expired cell is a tombstone; Cassandra dates that tombstone at the
+    /// write (expiry minus TTL) so gc_grace runs from the write.
+    pub fn expire(&self, now: LocalTime) -> Option<Cell> {
+        match self.kind {
+            CellKind::Expiring {
+                ttl_seconds,
+                local_expiration_time,
+            } if local_expiration_time <= now => Some(Cell {
+                column: self.column,
+                path: self.path.clone(),
+                timestamp: self.timestamp,
+                kind: CellKind::Tombstone {
+                    local_deletion_time: local_expiration_time
+                        .plus_seconds(-i64::from(ttl_seconds)),
+                },
+                value: Vec::new(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Sort key of cells within a row: column, then element path.
+    pub fn position(&self) -> (ColumnId, Option<&[u8]>) {
+        (self.column, self.path.as_deref())
+    }
+}
+
+/// Which of two versions of the same cell wins: Cassandra's
+/// `Cells.resolveRegular`. Returns `Ordering::Greater` when `left` wins.
+pub fn reconcile_cells(left: &Cell, right: &Cell) -> Ordering {
+    if left.timestamp != right.timestamp {
+        return left.timestamp.cmp(&right.timestamp);
+    }
+    let left_ldt = left.local_deletion_time();
+    let right_ldt = right.local_deletion_time();
+    if left_ldt.is_some() || right_ldt.is_some() {
+        // An expiring cell counts as a tombstone-to-be, so the outcome never
+        // depends on the clock at reconciliation (CASSANDRA-14592).
+        if left_ldt.is_some() != right_ldt.is_some() {
+            return if left_ldt.is_some() {
+                Ordering::Greater
+            } else {
+                Ordering::Less
+            };
+        }
+        let left_tombstone = matches!(left.kind, CellKind::Tombstone { .. });
+        let right_tombstone = matches!(right.kind, CellKind::Tombstone { .. });
+        if left_tombstone != right_tombstone {
+            return if left_tombstone {
+                Ordering::Greater
+            } else {
+                Ordering::Less
+            };
+        }
+        if left_ldt != right_ldt {
+            return left_ldt.cmp(&right_ldt);
+        }
+    }
+    match left.value.cmp(&right.value) {
+        Ordering::Less => Ordering::Less,
+        _ => Ordering::Greater,
+    }
+}
+
+/// The winner of two versions of the same cell.
+pub fn reconcile<'a>(left: &'a Cell, right: &'a Cell) -> &'a Cell {
+    if reconcile_cells(left, right) == Ordering::Less {
+        right
+    } else {
+        left
+    }
+}
+
+/// The stored state of one row (or of the static row, a partition deletion or
+/// a range tombstone, which are rows with only a deletion): the unit the merge
+/// operator combines.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RowState {
+    pub liveness: Option<LivenessInfo>,
+    pub deletion: Option<DeletionTime>,
+    /// Deletions of whole non-frozen collections/UDTs (e.g. from `SET m = {...}`).
+    pub complex_deletions: Vec<(ColumnId, DeletionTime)>,
+    /// Sorted by `Cell::position`, one version per position.
+    pub cells: Vec<Cell>,
+}
+
+impl RowState {
+    pub fn is_empty(&self) -> bool {
+        self.liveness.is_none()
+            && self.deletion.is_none()
+            && self.complex_deletions.is_empty()
+            && self.cells.is_empty()
+    }
+
+    /// Combines two versions of a row; commutative, associative and idempotent,
+    /// which is what lets writes arrive in any order (merge operator, hints,
+    /// repair, streaming). Shadowed data is not dropped here (see `purge`).
+    pub fn merge(self, other: RowState) -> RowState {
+        let mut complex = self.complex_deletions;
+        for (column, deletion) in other.complex_deletions {
+            match complex.iter_mut().find(|(c, _)| *c == column) {
+                Some((_, existing)) => {
+                    if deletion.supersedes(existing) {
+                        *existing = deletion;
+                    }
+                }
+                None => complex.push((column, deletion)),
+            }
+        }
+        complex.sort_by_key(|(c, _)| *c);
+        RowState {
+            liveness: LivenessInfo::merge(self.liveness, other.liveness),
+            deletion: DeletionTime::merge(self.deletion, other.deletion),
+            complex_deletions: complex,
+            cells: merge_cells(self.cells, other.cells),
+        }
+    }
+
+    /// Applies an outer deletion (partition or range tombstone) and this row's
+    /// own deletions, expires cells at `now`, and returns what is still live.
+    /// This is what a read sees.
+    pub fn live_view(&self, outer: Option<DeletionTime>, now: LocalTime) -> LiveRow {
+        let deletion = DeletionTime::merge(outer, self.deletion);
+        let liveness = self
+            .liveness
+            .filter(|l| !deletion.is_some_and(|d| d.shadows(l.timestamp)))
+            .filter(|l| l.is_live(now));
+        let cells = self
+            .cells
+            .iter()
+            .filter(|c| c.is_live(now))
+            .filter(|c| !deletion.is_some_and(|d| d.shadows(c.timestamp)))
+            .filter(|c| !self.complex_shadows(c))
+            .cloned()
+            .collect();
+        LiveRow { liveness, cells }
+    }
+
+    fn complex_shadows(&self, cell: &Cell) -> bool {
+        cell.path.is_some()
+            && self
+                .complex_deletions
+                .iter()
+                .any(|(column, d)| *column == cell.column && d.shadows(cell.timestamp))
+    }
+
+    /// What compaction keeps: drops cells shadowed by the row's own deletions,
+    /// turns expired cells into tombstones, and forgets tombstones and
+    /// deletions whose gc_grace has passed. Only valid on a complete history
+    /// of the entry (a fully merged value).
+    pub fn purge(self, now: LocalTime, gc_grace_seconds: i64) -> RowState {
+        let deletion = self.deletion;
+        let complex: Vec<(ColumnId, DeletionTime)> = self.complex_deletions.clone();
+        let shadowed = |c: &Cell| {
+            deletion.is_some_and(|d| d.shadows(c.timestamp))
+                || (c.path.is_some()
+                    && complex
+                        .iter()
+                        .any(|(col, d)| *col == c.column && d.shadows(c.timestamp)))
+        };
+        let cells = self
+            .cells
+            .into_iter()
+            .filter(|c| !shadowed(c))
+            .map(|c| c.expire(now).unwrap_or(c))
+            .filter(|c| match c.kind {
+                CellKind::Tombstone {
+                    local_deletion_time,
+                } => local_deletion_time.plus_seconds(gc_grace_seconds) >= now,
+                _ => true,
+            })
+            .collect();
+        let liveness = self
+            .liveness
+            .filter(|l| !deletion.is_some_and(|d| d.shadows(l.timestamp)))
+            // An expired marker is a tombstone of the marker: keep it until
+            // gc_grace so it still shadows older markers on other replicas.
+            .filter(|l| {
+                !l.is_expiring()
+                    || l.local_expiration_time
+                        .plus_seconds(gc_grace_seconds - i64::from(l.ttl_seconds))
+                        >= now
+            });
+        RowState {
+            liveness,
+            deletion: deletion.filter(|d| !d.is_purgeable(now, gc_grace_seconds)),
+            complex_deletions: complex
+                .into_iter()
+                .filter(|(_, d)| !d.is_purgeable(now, gc_grace_seconds))
+                .collect(),
+            cells,
+        }
+    }
+}
+
+/// Merges two cell lists sorted by position, reconciling equal positions.
+fn merge_cells(left: Vec<Cell>, right: Vec<Cell>) -> Vec<Cell> {
+    if right.is_empty() {
+        return left;
+    }
+    if left.is_empty() {
+        return right;
+    }
+    let mut out = Vec::with_capacity(left.len() + right.len());
+    let mut left = left.into_iter().peekable();
+    let mut right = right.into_iter().peekable();
+    loop {
+        let order = match (left.peek(), right.peek()) {
+            (Some(l), Some(r)) => l.position().cmp(&r.position()),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => break,
+        };
+        match order {
+            Ordering::Less => out.extend(left.next()),
+            Ordering::Greater => out.extend(right.next()),
+            Ordering::Equal => {
+                if let (Some(l), Some(r)) = (left.next(), right.next()) {
+                    out.push(if reconcile_cells(&l, &r) == Ordering::Less {
+                        r
+                    } else {
+                        l
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The live content of a row at read time.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LiveRow {
+    pub liveness: Option<LivenessInfo>,
+    pub cells: Vec<Cell>,
+}
+
+impl LiveRow {
+    /// A row exists when its primary-key marker or any cell is live.
+    pub fn exists(&self) -> bool {
+        self.liveness.is_some() || !self.cells.is_empty()
+    }
+}
+
+impl RowState {
+    /// Builds a row from cells in any order, reconciling duplicates, so the
+    /// sorted-unique invariant of `cells` holds.
+    pub fn from_parts(
+        liveness: Option<LivenessInfo>,
+        deletion: Option<DeletionTime>,
+        complex_deletions: Vec<(ColumnId, DeletionTime)>,
+        mut cells: Vec<Cell>,
+    ) -> RowState {
+        cells.sort_by(|a, b| a.position().cmp(&b.position()));
+        let mut unique: Vec<Cell> = Vec::with_capacity(cells.len());
+        for cell in cells {
+            match unique.last_mut() {
+                Some(last) if last.position() == cell.position() => {
+                    if reconcile_cells(&cell, last) == Ordering::Greater {
+                        *last = cell;
+                    }
+                }
+                _ => unique.push(cell),
+            }
+        }
+        let mut complex = RowState::default();
+        for (column, d) in complex_deletions {
+            complex = complex.merge(RowState {
+                complex_deletions: vec![(column, d)],
+                ..Default::default()
+            });
+        }
+        RowState {
+            liveness,
+            deletion,
+            complex_deletions: complex.complex_deletions,
+            cells: unique,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: LocalTime = LocalTime(1_000_000);
+
+    fn col(i: u32) -> ColumnId {
+        ColumnId(i)
+    }
+
+    #[test]
+    fn higher_timestamp_wins_whatever_the_kind() {
+        let live = Cell::live(col(1), 10, b"a".to_vec());
+        let tomb = Cell::tombstone(col(1), 9, NOW);
+        assert_eq!(reconcile(&live, &tomb), &live);
+        assert_eq!(reconcile(&tomb, &live), &live);
+    }
+
+    #[test]
+    fn equal_timestamps_tombstone_beats_expiring_beats_live() {
+        let live = Cell::live(col(1), 10, b"z".to_vec());
+        let expiring = Cell::expiring(col(1), 10, 100, NOW, b"a".to_vec());
+        let tomb = Cell::tombstone(col(1), 10, NOW);
+        assert_eq!(reconcile(&live, &expiring), &expiring);
+        assert_eq!(reconcile(&expiring, &live), &expiring);
+        assert_eq!(reconcile(&expiring, &tomb), &tomb);
+        assert_eq!(reconcile(&tomb, &live), &tomb);
+    }
+
+    #[test]
+    fn equal_timestamps_and_kinds_larger_value_wins() {
+        let a = Cell::live(col(1), 10, b"a".to_vec());
+        let b = Cell::live(col(1), 10, b"b".to_vec());
+        assert_eq!(reconcile(&a, &b), &b);
+        assert_eq!(reconcile(&b, &a), &b);
+        // Unsigned byte comparison: 0x80 > 0x7f.
+        let hi = Cell::live(col(1), 10, vec![0x80]);
+        let lo = Cell::live(col(1), 10, vec![0x7f]);
+        assert_eq!(reconcile(&lo, &hi), &hi);
+    }
+
+    #[test]
+    fn expiring_cells_with_equal_timestamps_later_expiry_wins() {
+        let short = Cell::expiring(col(1), 10, 5, NOW, b"z".to_vec());
+        let long = Cell::expiring(col(1), 10, 50, NOW, b"a".to_vec());
+        assert_eq!(reconcile(&short, &long), &long);
+    }
+
+    #[test]
+    fn merge_is_commutative_and_row_deletion_shadows_older_cells() {
+        let a = RowState {
+            cells: vec![Cell::live(col(1), 5, b"x".to_vec())],
+            ..Default::default()
+        };
+        let b = RowState {
+            deletion: Some(DeletionTime::new(6, NOW.0)),
+            cells: vec![Cell::live(col(2), 7, b"y".to_vec())],
+            ..Default::default()
+        };
+        let ab = a.clone().merge(b.clone());
+        let ba = b.merge(a);
+        assert_eq!(ab, ba);
+        let view = ab.live_view(None, NOW);
+        assert_eq!(view.cells, vec![Cell::live(col(2), 7, b"y".to_vec())]);
+    }
+
+    #[test]
+    fn expired_cell_becomes_tombstone_dated_at_write() {
+        let c = Cell::expiring(col(1), 10, 100, NOW, b"v".to_vec());
+        assert!(c.expire(NOW).is_none());
+        let later = NOW.plus_seconds(100);
+        let t = c.expire(later).expect("expired");
+        assert_eq!(
+            t.kind,
+            CellKind::Tombstone {
+                local_deletion_time: NOW
+            }
+        );
+        assert!(!c.is_live(later));
+    }
+
+    #[test]
+    fn purge_forgets_tombstones_only_after_gc_grace() {
+        let row = RowState {
+            cells: vec![Cell::tombstone(col(1), 10, NOW)],
+            deletion: Some(DeletionTime::new(5, NOW.0)),
+            ..Default::default()
+        };
+        let kept = row.clone().purge(NOW.plus_seconds(10), 10);
+        assert_eq!(kept.cells.len(), 1);
+        assert!(kept.deletion.is_some());
+        let gone = row.purge(NOW.plus_seconds(11), 10);
+        assert!(gone.is_empty());
+    }
+}

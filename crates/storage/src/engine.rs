@@ -1,0 +1,665 @@
+//! `KvEngine`: the engine API implemented once over any `KvStore`. It turns
+//! mutations into merge operands and assembles reads from entries; both
+//! backends (RocksDB and in-memory) share this code and so its semantics.
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use rocksandra_data::{LocalTime, Token};
+
+use crate::api::*;
+use crate::cell::{DeletionTime, RowState};
+use crate::kv::{KeyRange, KvOp, KvStore};
+use crate::layout::keys::{self, DecodedKey};
+use crate::layout::values::{decode_row, encode_row};
+use crate::layout::CorruptData;
+
+pub struct KvEngine<S: KvStore> {
+    store: S,
+    tables: RwLock<HashMap<TableId, Arc<TableSpec>>>,
+    /// Set after a failed write: the engine refuses writes from then on.
+    failure: Mutex<Option<String>>,
+}
+
+impl<S: KvStore> KvEngine<S> {
+    pub fn new(store: S) -> KvEngine<S> {
+        KvEngine {
+            store,
+            tables: RwLock::new(HashMap::new()),
+            failure: Mutex::new(None),
+        }
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    fn spec(&self, table: TableId) -> Result<Arc<TableSpec>> {
+        self.tables
+            .read()
+            .map_err(|_| StorageError::ReadOnly("table registry lock poisoned".into()))?
+            .get(&table)
+            .cloned()
+            .ok_or(StorageError::UnknownTable(table))
+    }
+
+    /// Puts the engine in the read-only state; reported on every later write.
+    pub fn fail(&self, reason: String) {
+        if let Ok(mut failure) = self.failure.lock() {
+            failure.get_or_insert(reason);
+        }
+    }
+
+    pub fn failure(&self) -> Option<String> {
+        self.failure.lock().ok().and_then(|f| f.clone())
+    }
+
+    fn mutation_ops(&self, m: &Mutation, ops: &mut Vec<(TableId, KvOp)>) -> Result<()> {
+        let spec = self.spec(m.table)?;
+        let prefix = keys::partition_prefix(m.partition.token, &m.partition.key);
+        let mut merge = |key: Vec<u8>, row: &RowState| {
+            ops.push((
+                m.table,
+                KvOp::Merge {
+                    key,
+                    value: encode_row(row),
+                },
+            ));
+        };
+        if let Some(deletion) = m.partition_deletion {
+            let row = RowState {
+                deletion: Some(deletion),
+                ..Default::default()
+            };
+            merge(keys::partition_header_key(&prefix), &row);
+        }
+        for rt in &m.range_tombstones {
+            let key = keys::range_tombstone_key(&prefix, &spec.clustering, &rt.start, &rt.end)?;
+            let row = RowState {
+                deletion: Some(rt.deletion),
+                ..Default::default()
+            };
+            merge(key, &row);
+        }
+        if let Some(update) = &m.static_row {
+            merge(keys::static_row_key(&prefix), &row_state(update));
+        }
+        for (clustering, update) in &m.rows {
+            if clustering.len() != spec.clustering.len() {
+                return Err(StorageError::Invalid(format!(
+                    "row has {} clustering values, table has {} clustering columns",
+                    clustering.len(),
+                    spec.clustering.len()
+                )));
+            }
+            let key = keys::row_key(&prefix, &spec.clustering, clustering)?;
+            merge(key, &row_state(update));
+        }
+        Ok(())
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        match self.failure() {
+            Some(reason) => Err(StorageError::ReadOnly(reason)),
+            None => Ok(()),
+        }
+    }
+
+    /// Reads partition deletion, static row and range tombstones of one partition.
+    fn partition_head(
+        &self,
+        spec: &TableSpec,
+        prefix: &[u8],
+        now: LocalTime,
+    ) -> Result<PartitionHead> {
+        let range = KeyRange {
+            start: keys::with_kind(prefix, keys::KIND_PARTITION_HEADER),
+            end: Some(keys::with_kind(prefix, keys::KIND_ROW)),
+        };
+        let mut head = PartitionHead::default();
+        let mut error = None;
+        self.store
+            .scan(spec.id, &range, false, &mut |key, value| match head.absorb(
+                spec,
+                &key[prefix.len()..],
+                value,
+            ) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => {
+                    error = Some(e);
+                    ControlFlow::Break(())
+                }
+            })?;
+        if let Some(e) = error {
+            return Err(e.into());
+        }
+        head.finish(spec, now)?;
+        Ok(head)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn scan_rows(
+        &self,
+        spec: &TableSpec,
+        head: &PartitionHead,
+        range: KeyRange,
+        reversed: bool,
+        now: LocalTime,
+        limit: usize,
+        rows: &mut Vec<Row>,
+    ) -> Result<()> {
+        let mut error = None;
+        self.store
+            .scan(spec.id, &range, reversed, &mut |key, value| {
+                if limit > 0 && rows.len() >= limit {
+                    return ControlFlow::Break(());
+                }
+                match head.live_row(spec, key, value, now) {
+                    Ok(Some(row)) => rows.push(row),
+                    Ok(None) => {}
+                    Err(e) => {
+                        error = Some(e);
+                        return ControlFlow::Break(());
+                    }
+                }
+                ControlFlow::Continue(())
+            })?;
+        match error {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
+    }
+
+    fn scan_partitions(
+        &self,
+        spec: &TableSpec,
+        scan: &RangeScan,
+        now: LocalTime,
+    ) -> Result<ScanPage> {
+        let mut page = ScanPage {
+            partitions: Vec::new(),
+            next: None,
+        };
+        let mut returned = 0usize;
+        let mut start = keys::token_start(scan.token_start);
+        if let Some(position) = &scan.resume_after {
+            let prefix = keys::partition_prefix(position.partition.token, &position.partition.key);
+            if let Some(clustering) = &position.clustering {
+                let read = PartitionRead {
+                    table: scan.table,
+                    partition: position.partition.clone(),
+                    slices: vec![Slice {
+                        start: ClusteringBound {
+                            prefix: clustering.clone(),
+                            inclusive: false,
+                        },
+                        end: ClusteringBound::unbounded(),
+                    }],
+                    reversed: false,
+                    include_static: false,
+                    row_limit: remaining_in_partition(scan, position.rows_returned_in_partition)
+                        .min(limit_or_max(scan.row_limit)),
+                };
+                let partition = self.read_partition(&read, now)?;
+                if !partition.rows.is_empty() {
+                    returned += partition.rows.len();
+                    let rows_in_partition =
+                        position.rows_returned_in_partition + partition.rows.len();
+                    if scan.row_limit > 0 && returned >= scan.row_limit {
+                        page.next = partition.rows.last().map(|r| ScanPosition {
+                            partition: position.partition.clone(),
+                            clustering: Some(r.clustering.clone()),
+                            rows_returned_in_partition: rows_in_partition,
+                        });
+                        page.partitions.push(partition);
+                        return Ok(page);
+                    }
+                    page.partitions.push(partition);
+                }
+            }
+            start = keys::with_kind(&prefix, keys::KIND_END);
+        }
+        let range = KeyRange {
+            start,
+            end: keys::token_end(scan.token_end),
+        };
+        let mut state = ScanState::default();
+        let mut error = None;
+        self.store.scan(
+            spec.id,
+            &range,
+            false,
+            &mut |key, value| match state.absorb(
+                spec,
+                scan,
+                now,
+                key,
+                value,
+                &mut page,
+                &mut returned,
+            ) {
+                Ok(flow) => flow,
+                Err(e) => {
+                    error = Some(e);
+                    ControlFlow::Break(())
+                }
+            },
+        )?;
+        if let Some(e) = error {
+            return Err(e);
+        }
+        if page.next.is_none() {
+            state.finish_partition(spec, now, &mut page, &mut returned, scan)?;
+        }
+        Ok(page)
+    }
+
+    fn key_ranges(range: TokenRange) -> Vec<KeyRange> {
+        let start = |t: Token| {
+            if t.0 == i64::MAX {
+                None
+            } else {
+                Some(keys::token_start(Token(t.0 + 1)))
+            }
+        };
+        let (s, e) = (range.start_exclusive, range.end_inclusive);
+        if s < e {
+            start(s)
+                .map(|start| KeyRange {
+                    start,
+                    end: keys::token_end(e),
+                })
+                .into_iter()
+                .collect()
+        } else {
+            let mut ranges = vec![KeyRange {
+                start: Vec::new(),
+                end: keys::token_end(e),
+            }];
+            if let Some(start) = start(s) {
+                ranges.push(KeyRange { start, end: None });
+            }
+            ranges
+        }
+    }
+}
+
+fn limit_or_max(limit: usize) -> usize {
+    if limit == 0 {
+        usize::MAX
+    } else {
+        limit
+    }
+}
+
+fn remaining_in_partition(scan: &RangeScan, already: usize) -> usize {
+    if scan.per_partition_limit == 0 {
+        usize::MAX
+    } else {
+        scan.per_partition_limit.saturating_sub(already)
+    }
+}
+
+fn row_state(update: &RowUpdate) -> RowState {
+    RowState::from_parts(
+        update.liveness,
+        update.deletion,
+        update.complex_deletions.clone(),
+        update.cells.clone(),
+    )
+}
+
+/// Partition-level state that applies to every row read from the partition.
+#[derive(Default)]
+struct PartitionHead {
+    deletion: Option<DeletionTime>,
+    static_row: Option<RowState>,
+    /// Range tombstones as encoded (start, end) bounds over the row-key suffix.
+    tombstones: Vec<(Vec<u8>, Vec<u8>, DeletionTime)>,
+    static_live: Option<crate::cell::LiveRow>,
+}
+
+impl PartitionHead {
+    /// Takes one header, static or tombstone entry (key without the prefix).
+    fn absorb(&mut self, spec: &TableSpec, rest: &[u8], value: &[u8]) -> Result<(), CorruptData> {
+        let row = decode_row(value)?;
+        match keys::decode_after_prefix(&spec.clustering, rest)? {
+            DecodedKey::PartitionHeader => self.deletion = row.deletion,
+            DecodedKey::StaticRow => self.static_row = Some(row),
+            DecodedKey::RangeTombstone { start, end } => {
+                if let Some(deletion) = row.deletion {
+                    let mut lo = vec![keys::KIND_ROW];
+                    keys::encode_bound(&spec.clustering, &start, true, &mut lo)?;
+                    let mut hi = vec![keys::KIND_ROW];
+                    keys::encode_bound(&spec.clustering, &end, false, &mut hi)?;
+                    self.tombstones.push((lo, hi, deletion));
+                }
+            }
+            DecodedKey::Row { .. } => {
+                return Err(CorruptData::new("key", "row among partition head entries"))
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, _spec: &TableSpec, now: LocalTime) -> Result<(), CorruptData> {
+        self.static_live = self
+            .static_row
+            .as_ref()
+            .map(|s| s.live_view(self.deletion, now))
+            .filter(|s| s.exists());
+        Ok(())
+    }
+
+    /// The deletion covering a row, given its key suffix after the prefix.
+    fn covering_deletion(&self, row_suffix: &[u8]) -> Option<DeletionTime> {
+        self.tombstones
+            .iter()
+            .filter(|(lo, hi, _)| lo.as_slice() < row_suffix && row_suffix < hi.as_slice())
+            .fold(self.deletion, |acc, (_, _, d)| {
+                DeletionTime::merge(acc, Some(*d))
+            })
+    }
+
+    fn live_row(
+        &self,
+        spec: &TableSpec,
+        key: &[u8],
+        value: &[u8],
+        now: LocalTime,
+    ) -> Result<Option<Row>, CorruptData> {
+        let (_, _, prefix_len) = keys::split_partition(key)?;
+        let suffix = &key[prefix_len..];
+        let DecodedKey::Row { clustering } = keys::decode_after_prefix(&spec.clustering, suffix)?
+        else {
+            return Err(CorruptData::new("key", "expected a row"));
+        };
+        let content = decode_row(value)?.live_view(self.covering_deletion(suffix), now);
+        Ok(content.exists().then_some(Row {
+            clustering,
+            content,
+        }))
+    }
+}
+
+/// The partition being assembled by a range scan.
+#[derive(Default)]
+struct ScanState {
+    prefix: Vec<u8>,
+    partition: Option<PartitionKey>,
+    head: PartitionHead,
+    head_done: bool,
+    rows: Vec<Row>,
+}
+
+impl ScanState {
+    #[allow(clippy::too_many_arguments)]
+    fn absorb(
+        &mut self,
+        spec: &TableSpec,
+        scan: &RangeScan,
+        now: LocalTime,
+        key: &[u8],
+        value: &[u8],
+        page: &mut ScanPage,
+        returned: &mut usize,
+    ) -> Result<ControlFlow<()>> {
+        let (token, partition_key, prefix_len) = keys::split_partition(key)?;
+        if self.partition.is_none() || key[..prefix_len] != self.prefix[..] {
+            self.finish_partition(spec, now, page, returned, scan)?;
+            if scan.row_limit > 0 && *returned >= scan.row_limit {
+                return Ok(ControlFlow::Break(()));
+            }
+            *self = ScanState {
+                prefix: key[..prefix_len].to_vec(),
+                partition: Some(PartitionKey {
+                    token,
+                    key: partition_key,
+                }),
+                ..Default::default()
+            };
+        }
+        let rest = &key[prefix_len..];
+        if rest.first() != Some(&keys::KIND_ROW) {
+            self.head.absorb(spec, rest, value)?;
+            return Ok(ControlFlow::Continue(()));
+        }
+        if !self.head_done {
+            self.head.finish(spec, now)?;
+            self.head_done = true;
+        }
+        if scan.per_partition_limit > 0 && self.rows.len() >= scan.per_partition_limit {
+            return Ok(ControlFlow::Continue(()));
+        }
+        if let Some(row) = self.head.live_row(spec, key, value, now)? {
+            self.rows.push(row);
+            if scan.row_limit > 0 && *returned + self.rows.len() >= scan.row_limit {
+                let last = self.rows.last().map(|r| r.clustering.clone());
+                let rows_in_partition = self.rows.len();
+                let partition = self.partition.clone();
+                self.finish_partition(spec, now, page, returned, scan)?;
+                page.next = partition.map(|partition| ScanPosition {
+                    partition,
+                    clustering: last,
+                    rows_returned_in_partition: rows_in_partition,
+                });
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
+    fn finish_partition(
+        &mut self,
+        spec: &TableSpec,
+        now: LocalTime,
+        page: &mut ScanPage,
+        returned: &mut usize,
+        scan: &RangeScan,
+    ) -> Result<()> {
+        let Some(key) = self.partition.take() else {
+            return Ok(());
+        };
+        if !self.head_done {
+            self.head.finish(spec, now)?;
+            self.head_done = true;
+        }
+        let static_row = if scan.include_static {
+            self.head.static_live.take()
+        } else {
+            None
+        };
+        let rows = std::mem::take(&mut self.rows);
+        if rows.is_empty() && static_row.is_none() {
+            return Ok(());
+        }
+        *returned += rows.len().max(1);
+        if rows.is_empty() && scan.row_limit > 0 && *returned >= scan.row_limit {
+            page.next = Some(ScanPosition {
+                partition: key.clone(),
+                clustering: None,
+                rows_returned_in_partition: 1,
+            });
+        }
+        page.partitions.push(Partition {
+            key,
+            static_row,
+            rows,
+        });
+        Ok(())
+    }
+}
+
+impl<S: KvStore> Engine for KvEngine<S> {
+    fn create_table(&self, spec: TableSpec) -> Result<()> {
+        let mut tables = self
+            .tables
+            .write()
+            .map_err(|_| StorageError::ReadOnly("table registry lock poisoned".into()))?;
+        if tables.contains_key(&spec.id) {
+            return Err(StorageError::TableExists(spec.id));
+        }
+        self.store.create_table(spec.id, &spec.options)?;
+        tables.insert(spec.id, Arc::new(spec));
+        Ok(())
+    }
+
+    fn alter_table(&self, spec: TableSpec) -> Result<()> {
+        let current = self.spec(spec.id)?;
+        if current.clustering != spec.clustering {
+            return Err(StorageError::Invalid(
+                "clustering columns of a table cannot change".into(),
+            ));
+        }
+        self.store.set_options(spec.id, &spec.options)?;
+        self.tables
+            .write()
+            .map_err(|_| StorageError::ReadOnly("table registry lock poisoned".into()))?
+            .insert(spec.id, Arc::new(spec));
+        Ok(())
+    }
+
+    fn drop_table(&self, table: TableId) -> Result<()> {
+        self.spec(table)?;
+        self.store.drop_table(table)?;
+        self.tables
+            .write()
+            .map_err(|_| StorageError::ReadOnly("table registry lock poisoned".into()))?
+            .remove(&table);
+        Ok(())
+    }
+
+    fn truncate(&self, table: TableId) -> Result<()> {
+        self.check_writable()?;
+        self.spec(table)?;
+        self.store.truncate(table)
+    }
+
+    fn write(&self, mutations: &[Mutation], _now: LocalTime) -> Result<()> {
+        self.check_writable()?;
+        let mut ops = Vec::new();
+        for m in mutations {
+            self.mutation_ops(m, &mut ops)?;
+        }
+        self.store.write(ops).inspect_err(|e| {
+            if matches!(e, StorageError::Io { .. }) {
+                self.fail(e.to_string());
+            }
+        })
+    }
+
+    fn read_partition(&self, read: &PartitionRead, now: LocalTime) -> Result<Partition> {
+        let spec = self.spec(read.table)?;
+        let prefix = keys::partition_prefix(read.partition.token, &read.partition.key);
+        let mut head = self.partition_head(&spec, &prefix, now)?;
+        let mut rows = Vec::new();
+        let slices: Box<dyn Iterator<Item = &Slice>> = if read.reversed {
+            Box::new(read.slices.iter().rev())
+        } else {
+            Box::new(read.slices.iter())
+        };
+        for slice in slices {
+            if read.row_limit > 0 && rows.len() >= read.row_limit {
+                break;
+            }
+            let (start, end) =
+                keys::row_slice(&prefix, &spec.clustering, &slice.start, &slice.end)?;
+            let range = KeyRange {
+                start,
+                end: Some(end),
+            };
+            self.scan_rows(
+                &spec,
+                &head,
+                range,
+                read.reversed,
+                now,
+                read.row_limit,
+                &mut rows,
+            )?;
+        }
+        Ok(Partition {
+            key: read.partition.clone(),
+            static_row: if read.include_static {
+                head.static_live.take()
+            } else {
+                None
+            },
+            rows,
+        })
+    }
+
+    fn scan(&self, scan: &RangeScan, now: LocalTime) -> Result<ScanPage> {
+        let spec = self.spec(scan.table)?;
+        self.scan_partitions(&spec, scan, now)
+    }
+
+    fn stream_out(&self, table: TableId, range: TokenRange, dir: &Path) -> Result<Vec<PathBuf>> {
+        self.spec(table)?;
+        let mut files = Vec::new();
+        for (i, key_range) in Self::key_ranges(range).iter().enumerate() {
+            let part = dir.join(format!("part-{i}"));
+            std::fs::create_dir_all(&part).map_err(|e| StorageError::Io {
+                action: "creating a stream directory",
+                detail: e.to_string(),
+            })?;
+            files.extend(self.store.export(table, key_range, &part)?);
+        }
+        Ok(files)
+    }
+
+    fn stream_in(&self, table: TableId, files: &[PathBuf]) -> Result<()> {
+        self.check_writable()?;
+        self.spec(table)?;
+        self.store.ingest(table, files)
+    }
+
+    fn cleanup(&self, table: TableId, keep: &[TokenRange]) -> Result<()> {
+        self.check_writable()?;
+        self.spec(table)?;
+        // Delete every token not kept: walk the ring's key space in order and
+        // delete the gaps between kept key ranges.
+        let mut kept: Vec<KeyRange> = keep.iter().flat_map(|r| Self::key_ranges(*r)).collect();
+        kept.sort_by(|a, b| a.start.cmp(&b.start));
+        let mut ops = Vec::new();
+        let mut cursor: Option<Vec<u8>> = Some(Vec::new());
+        for range in kept {
+            let Some(from) = cursor.take() else { break };
+            if from < range.start {
+                ops.push((
+                    table,
+                    KvOp::DeleteRange {
+                        start: from.clone(),
+                        end: Some(range.start.clone()),
+                    },
+                ));
+            }
+            cursor = range.end.map(|end| end.max(from));
+        }
+        if let Some(from) = cursor {
+            ops.push((
+                table,
+                KvOp::DeleteRange {
+                    start: from,
+                    end: None,
+                },
+            ));
+        }
+        self.store.write(ops)
+    }
+
+    fn snapshot(&self, dir: &Path) -> Result<()> {
+        self.store.checkpoint(dir)
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.store.flush()
+    }
+
+    fn compact(&self, table: TableId) -> Result<()> {
+        self.spec(table)?;
+        self.store.compact(table)
+    }
+}

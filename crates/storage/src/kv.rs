@@ -1,0 +1,57 @@
+//! The key-value seam under the engine: what a backend (RocksDB, or the
+//! in-memory store) must offer. Keys and values are opaque here; their layout
+//! belongs to `layout`, their merging to `merge`.
+
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use crate::api::{Result, TableId, TableOptions};
+
+/// One change in an atomic batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KvOp {
+    /// Combine `value` with what is stored, through `merge::merge_entry`.
+    Merge { key: Vec<u8>, value: Vec<u8> },
+    /// Remove every key in `[start, end)`; `end: None` means to the end.
+    DeleteRange {
+        start: Vec<u8>,
+        end: Option<Vec<u8>>,
+    },
+}
+
+/// Called for each entry of a scan; `Break` stops the scan.
+pub type Visitor<'a> = dyn FnMut(&[u8], &[u8]) -> ControlFlow<()> + 'a;
+
+/// Keys in `[start, end)`; `end: None` means to the end of the table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyRange {
+    pub start: Vec<u8>,
+    pub end: Option<Vec<u8>>,
+}
+
+pub trait KvStore: Send + Sync + 'static {
+    fn create_table(&self, table: TableId, options: &TableOptions) -> Result<()>;
+    fn set_options(&self, table: TableId, options: &TableOptions) -> Result<()>;
+    fn drop_table(&self, table: TableId) -> Result<()>;
+    /// Removes every entry of the table.
+    fn truncate(&self, table: TableId) -> Result<()>;
+    /// Applies all ops atomically.
+    fn write(&self, ops: Vec<(TableId, KvOp)>) -> Result<()>;
+    fn get(&self, table: TableId, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Visits entries of the range in key order (or reverse), until `visit`
+    /// breaks.
+    fn scan(
+        &self,
+        table: TableId,
+        range: &KeyRange,
+        reverse: bool,
+        visit: &mut Visitor<'_>,
+    ) -> Result<()>;
+    /// Writes the entries of `range` to files in `dir`.
+    fn export(&self, table: TableId, range: &KeyRange, dir: &Path) -> Result<Vec<PathBuf>>;
+    /// Adds entries from files written by `export`, merging with what is stored.
+    fn ingest(&self, table: TableId, files: &[PathBuf]) -> Result<()>;
+    fn checkpoint(&self, dir: &Path) -> Result<()>;
+    fn flush(&self) -> Result<()>;
+    fn compact(&self, table: TableId) -> Result<()>;
+}

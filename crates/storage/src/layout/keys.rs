@@ -1,0 +1,437 @@
+//! RocksDB key layout. One column family per table; within it:
+//!
+//! ```text
+//! partition prefix = token (8 bytes, sign bit flipped, big-endian)
+//!                    partition key bytes, 0x00 escaped as 0x00 0xFF
+//!                    0x00 0x00 (terminator)
+//! key              = partition prefix, kind, rest
+//!   kind 0x01  partition header (partition deletion)     rest: empty
+//!   kind 0x02  static row                                rest: empty
+//!   kind 0x03  range tombstone      rest: start bound, end bound
+//!   kind 0x04  row                  rest: clustering components, 0x38
+//! component        = marker (0x40 value, 0x3F/0x41 empty ASC/DESC), then the
+//!                    order-preserving value (`rocksandra_data::comparable`)
+//! bound            = components, then 0x20 (sorts before extensions of its
+//!                    prefix) or 0x60 (sorts after them)
+//! ```
+//!
+//! Partitions are therefore contiguous and in token order, then in the
+//! unsigned order of their key bytes, as Cassandra orders them; rows sort in
+//! clustering order (DESC columns encoded inverted), so slices are seeks.
+
+use rocksandra_data::{comparable, CqlType, Token};
+
+use super::CorruptData;
+
+pub const KIND_PARTITION_HEADER: u8 = 0x01;
+pub const KIND_STATIC_ROW: u8 = 0x02;
+pub const KIND_RANGE_TOMBSTONE: u8 = 0x03;
+pub const KIND_ROW: u8 = 0x04;
+/// Greater than every kind: `prefix + KIND_END` bounds a partition.
+pub const KIND_END: u8 = 0xFF;
+
+/// Every component starts with one of `comparable`'s marker bytes (null,
+/// empty ASC, present, empty DESC), all between the row terminator and
+/// `BOUND_AFTER`, which is what makes bounds and rows interleave correctly.
+fn is_component_marker(b: u8) -> bool {
+    matches!(
+        b,
+        comparable::NULL_MARKER
+            | comparable::EMPTY_ASCENDING
+            | comparable::SEPARATOR
+            | comparable::EMPTY_DESCENDING
+    )
+}
+/// Ends a full clustering key; between the two bound terminators, so a row
+/// equal to a bound's prefix falls inside inclusive bounds.
+pub const ROW_TERMINATOR: u8 = 0x38;
+/// Bound terminator sorting before every key extending the bound's prefix.
+pub const BOUND_BEFORE: u8 = 0x20;
+/// Bound terminator sorting after every key extending the bound's prefix.
+pub const BOUND_AFTER: u8 = 0x60;
+
+/// A clustering column's type and order, as the key layout needs them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusteringColumn {
+    pub ty: CqlType,
+    pub descending: bool,
+}
+
+/// Encodes the prefix shared by every key of one partition.
+pub fn partition_prefix(token: Token, partition_key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + partition_key.len() + 3);
+    out.extend_from_slice(&token.to_order_preserving_bytes());
+    for &b in partition_key {
+        out.push(b);
+        if b == 0 {
+            out.push(0xFF);
+        }
+    }
+    out.extend_from_slice(&[0, 0]);
+    out
+}
+
+/// The smallest key of any partition with a token >= `token`.
+pub fn token_start(token: Token) -> Vec<u8> {
+    token.to_order_preserving_bytes().to_vec()
+}
+
+/// The smallest key greater than every key of a partition with token <= `token`.
+pub fn token_end(token: Token) -> Option<Vec<u8>> {
+    if token.0 == i64::MAX {
+        None
+    } else {
+        Some(Token(token.0 + 1).to_order_preserving_bytes().to_vec())
+    }
+}
+
+/// Splits a stored key into its partition (token, key bytes, prefix length)
+/// and the remainder after the prefix.
+pub fn split_partition(key: &[u8]) -> Result<(Token, Vec<u8>, usize), CorruptData> {
+    let token_bytes: [u8; 8] = key
+        .get(..8)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| CorruptData::new("key", "shorter than a token"))?;
+    let token = Token::from_order_preserving_bytes(token_bytes);
+    let mut partition_key = Vec::new();
+    let mut i = 8;
+    loop {
+        match (key.get(i), key.get(i + 1)) {
+            (Some(0), Some(0)) => return Ok((token, partition_key, i + 2)),
+            (Some(0), Some(0xFF)) => {
+                partition_key.push(0);
+                i += 2;
+            }
+            (Some(0), _) => return Err(CorruptData::new("key", "bad escape in partition key")),
+            (Some(&b), _) => {
+                partition_key.push(b);
+                i += 1;
+            }
+            (None, _) => return Err(CorruptData::new("key", "unterminated partition key")),
+        }
+    }
+}
+
+pub fn partition_header_key(prefix: &[u8]) -> Vec<u8> {
+    with_kind(prefix, KIND_PARTITION_HEADER)
+}
+
+pub fn static_row_key(prefix: &[u8]) -> Vec<u8> {
+    with_kind(prefix, KIND_STATIC_ROW)
+}
+
+pub fn with_kind(prefix: &[u8], kind: u8) -> Vec<u8> {
+    let mut out = Vec::with_capacity(prefix.len() + 1);
+    out.extend_from_slice(prefix);
+    out.push(kind);
+    out
+}
+
+/// Appends clustering components (prefix of the clustering key) to `out`.
+pub fn encode_components(
+    columns: &[ClusteringColumn],
+    values: &[Vec<u8>],
+    out: &mut Vec<u8>,
+) -> Result<(), CorruptData> {
+    if values.len() > columns.len() {
+        return Err(CorruptData::new("clustering", "more values than columns"));
+    }
+    for (column, value) in columns.iter().zip(values) {
+        comparable::encode(&column.ty, value, column.descending, out)
+            .map_err(|e| CorruptData::new("clustering value", e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Decodes clustering components until the input ends or a byte other than
+/// the separator follows; returns the values (serialized native form).
+pub fn decode_components(
+    columns: &[ClusteringColumn],
+    input: &mut &[u8],
+) -> Result<Vec<Vec<u8>>, CorruptData> {
+    let mut values = Vec::new();
+    while input.first().is_some_and(|b| is_component_marker(*b)) {
+        let column = columns
+            .get(values.len())
+            .ok_or_else(|| CorruptData::new("clustering", "more components than columns"))?;
+        let value = comparable::decode(&column.ty, input, column.descending)
+            .map_err(|e| CorruptData::new("clustering value", e.to_string()))?;
+        values.push(value);
+    }
+    Ok(values)
+}
+
+pub fn row_key(
+    prefix: &[u8],
+    columns: &[ClusteringColumn],
+    clustering: &[Vec<u8>],
+) -> Result<Vec<u8>, CorruptData> {
+    let mut out = with_kind(prefix, KIND_ROW);
+    encode_components(columns, clustering, &mut out)?;
+    out.push(ROW_TERMINATOR);
+    Ok(out)
+}
+
+/// One end of a clustering slice: a clustering prefix and whether the end
+/// includes the rows extending that prefix.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ClusteringBound {
+    pub prefix: Vec<Vec<u8>>,
+    pub inclusive: bool,
+}
+
+impl ClusteringBound {
+    /// The bound that includes everything (empty prefix).
+    pub fn unbounded() -> ClusteringBound {
+        ClusteringBound {
+            prefix: Vec::new(),
+            inclusive: true,
+        }
+    }
+}
+
+/// Encodes a slice start as a key after `KIND_ROW`-style components; the
+/// terminator makes it sort right next to the rows it bounds.
+pub fn encode_bound(
+    columns: &[ClusteringColumn],
+    bound: &ClusteringBound,
+    is_start: bool,
+    out: &mut Vec<u8>,
+) -> Result<(), CorruptData> {
+    encode_components(columns, &bound.prefix, out)?;
+    // Start inclusive / end exclusive sit before the prefix's rows; start
+    // exclusive / end inclusive sit after them.
+    let before = bound.inclusive == is_start;
+    out.push(if before { BOUND_BEFORE } else { BOUND_AFTER });
+    Ok(())
+}
+
+pub fn decode_bound(
+    columns: &[ClusteringColumn],
+    input: &mut &[u8],
+    is_start: bool,
+) -> Result<ClusteringBound, CorruptData> {
+    let prefix = decode_components(columns, input)?;
+    let terminator = *input
+        .first()
+        .ok_or_else(|| CorruptData::new("bound", "missing terminator"))?;
+    *input = &input[1..];
+    let before = match terminator {
+        BOUND_BEFORE => true,
+        BOUND_AFTER => false,
+        other => return Err(CorruptData::new("bound", format!("terminator {other:#x}"))),
+    };
+    Ok(ClusteringBound {
+        prefix,
+        inclusive: before == is_start,
+    })
+}
+
+/// Key of a range tombstone: both bounds, so equal ranges merge into one entry.
+pub fn range_tombstone_key(
+    prefix: &[u8],
+    columns: &[ClusteringColumn],
+    start: &ClusteringBound,
+    end: &ClusteringBound,
+) -> Result<Vec<u8>, CorruptData> {
+    let mut out = with_kind(prefix, KIND_RANGE_TOMBSTONE);
+    encode_bound(columns, start, true, &mut out)?;
+    encode_bound(columns, end, false, &mut out)?;
+    Ok(out)
+}
+
+/// Key range `[start, end)` of the rows within a clustering slice.
+pub fn row_slice(
+    prefix: &[u8],
+    columns: &[ClusteringColumn],
+    start: &ClusteringBound,
+    end: &ClusteringBound,
+) -> Result<(Vec<u8>, Vec<u8>), CorruptData> {
+    let mut lo = with_kind(prefix, KIND_ROW);
+    encode_bound(columns, start, true, &mut lo)?;
+    let mut hi = with_kind(prefix, KIND_ROW);
+    encode_bound(columns, end, false, &mut hi)?;
+    Ok((lo, hi))
+}
+
+/// A decoded key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DecodedKey {
+    PartitionHeader,
+    StaticRow,
+    RangeTombstone {
+        start: ClusteringBound,
+        end: ClusteringBound,
+    },
+    Row {
+        clustering: Vec<Vec<u8>>,
+    },
+}
+
+/// Decodes what follows the partition prefix.
+pub fn decode_after_prefix(
+    columns: &[ClusteringColumn],
+    rest: &[u8],
+) -> Result<DecodedKey, CorruptData> {
+    let (&kind, mut rest) = rest
+        .split_first()
+        .ok_or_else(|| CorruptData::new("key", "missing kind"))?;
+    let decoded = match kind {
+        KIND_PARTITION_HEADER => DecodedKey::PartitionHeader,
+        KIND_STATIC_ROW => DecodedKey::StaticRow,
+        KIND_RANGE_TOMBSTONE => {
+            let start = decode_bound(columns, &mut rest, true)?;
+            let end = decode_bound(columns, &mut rest, false)?;
+            DecodedKey::RangeTombstone { start, end }
+        }
+        KIND_ROW => {
+            let clustering = decode_components(columns, &mut rest)?;
+            match rest.split_first() {
+                Some((&ROW_TERMINATOR, tail)) => rest = tail,
+                _ => return Err(CorruptData::new("key", "row key without terminator")),
+            }
+            DecodedKey::Row { clustering }
+        }
+        other => return Err(CorruptData::new("key", format!("unknown kind {other:#x}"))),
+    };
+    if !rest.is_empty() {
+        return Err(CorruptData::new("key", "trailing bytes"));
+    }
+    Ok(decoded)
+}
+
+/// Whether a clustering key lies within `[start, end]` bounds, by comparing
+/// encodings (the same order RocksDB uses).
+pub fn bound_contains(
+    columns: &[ClusteringColumn],
+    start: &ClusteringBound,
+    end: &ClusteringBound,
+    clustering: &[Vec<u8>],
+) -> Result<bool, CorruptData> {
+    let mut key = Vec::new();
+    encode_components(columns, clustering, &mut key)?;
+    key.push(ROW_TERMINATOR);
+    let mut lo = Vec::new();
+    encode_bound(columns, start, true, &mut lo)?;
+    let mut hi = Vec::new();
+    encode_bound(columns, end, false, &mut hi)?;
+    Ok(lo < key && key < hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocksandra_data::NativeType;
+
+    fn int_col(descending: bool) -> ClusteringColumn {
+        ClusteringColumn {
+            ty: CqlType::Native(NativeType::Int),
+            descending,
+        }
+    }
+
+    fn int(v: i32) -> Vec<u8> {
+        v.to_be_bytes().to_vec()
+    }
+
+    #[test]
+    fn partition_prefix_round_trips_and_orders_by_token_then_key() {
+        let a = partition_prefix(Token(-5), b"z");
+        let b = partition_prefix(Token(3), b"a\0b");
+        let c = partition_prefix(Token(3), b"a\0c");
+        let d = partition_prefix(Token(3), b"a");
+        assert!(a < b && b < c);
+        assert!(d < b, "a key sorts before its extensions");
+        let (token, key, len) = split_partition(&b).expect("decodes");
+        assert_eq!(
+            (token, key.as_slice(), len),
+            (Token(3), &b"a\0b"[..], b.len())
+        );
+    }
+
+    #[test]
+    fn kinds_sort_header_static_tombstones_rows() {
+        let p = partition_prefix(Token(0), b"k");
+        let cols = [int_col(false)];
+        let header = partition_header_key(&p);
+        let stat = static_row_key(&p);
+        let rt = range_tombstone_key(
+            &p,
+            &cols,
+            &ClusteringBound::unbounded(),
+            &ClusteringBound::unbounded(),
+        )
+        .expect("encodes");
+        let row = row_key(&p, &cols, &[int(-7)]).expect("encodes");
+        assert!(header < stat && stat < rt && rt < row);
+        assert!(row < with_kind(&p, KIND_END));
+    }
+
+    #[test]
+    fn bounds_bracket_the_rows_of_their_prefix() {
+        let p = partition_prefix(Token(0), b"k");
+        let cols = [int_col(false), int_col(true)];
+        let row = |a, b| row_key(&p, &cols, &[int(a), int(b)]).expect("encodes");
+        let bound = |v: i32, inclusive| ClusteringBound {
+            prefix: vec![int(v)],
+            inclusive,
+        };
+        let (lo, hi) = row_slice(&p, &cols, &bound(1, true), &bound(2, true)).expect("slice");
+        for (a, b, inside) in [
+            (0, 0, false),
+            (1, 9, true),
+            (1, -9, true),
+            (2, 5, true),
+            (3, 0, false),
+        ] {
+            let k = row(a, b);
+            assert_eq!(lo <= k && k < hi, inside, "row ({a}, {b})");
+        }
+        let (lo, hi) = row_slice(&p, &cols, &bound(1, false), &bound(2, false)).expect("slice");
+        assert!(!(lo <= row(1, 0) && row(1, 0) < hi));
+        assert!(!(lo <= row(2, 0) && row(2, 0) < hi));
+        // DESC second column: (1, 9) sorts before (1, -9).
+        assert!(row(1, 9) < row(1, -9));
+    }
+
+    #[test]
+    fn keys_decode_back() {
+        let p = partition_prefix(Token(42), b"pk");
+        let cols = [int_col(false), int_col(true)];
+        let start = ClusteringBound {
+            prefix: vec![int(1)],
+            inclusive: false,
+        };
+        let end = ClusteringBound {
+            prefix: vec![int(3), int(4)],
+            inclusive: true,
+        };
+        let rt = range_tombstone_key(&p, &cols, &start, &end).expect("encodes");
+        assert_eq!(
+            decode_after_prefix(&cols, &rt[p.len()..]).expect("decodes"),
+            DecodedKey::RangeTombstone { start, end }
+        );
+        let row = row_key(&p, &cols, &[int(5), int(-6)]).expect("encodes");
+        assert_eq!(
+            decode_after_prefix(&cols, &row[p.len()..]).expect("decodes"),
+            DecodedKey::Row {
+                clustering: vec![int(5), int(-6)]
+            }
+        );
+    }
+
+    #[test]
+    fn garbage_keys_are_errors_not_panics() {
+        let cols = [int_col(false)];
+        for bytes in [
+            &b""[..],
+            b"\x01\x02",
+            b"12345678\x00\x01",
+            b"12345678k\x00\x00\x09",
+        ] {
+            if let Ok((_, _, len)) = split_partition(bytes) {
+                let _ = decode_after_prefix(&cols, &bytes[len..]);
+            }
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! The storage engine: Cassandra's data model on an ordered key-value store.
+//!
+//! Layers, top to bottom:
+//! - `api`: the engine API (write, read, stream) the server calls.
+//! - `engine`: `KvEngine`, that API implemented once over any `KvStore`.
+//! - `kv`: the backend seam; `memory` is the in-memory backend, the RocksDB
+//!   backend lives in `rocksandra-storage-rocksdb`.
+//! - `layout`: the byte layout of keys and values (owns every stored byte).
+//! - `cell` + `merge`: reconciliation and purging (the one last-write-wins).
+//! - `testkit`: the conformance suite and the reference model every engine
+//!   is checked against.
+//!
+//! Architecture invariant: this crate does not link RocksDB and does no IO
+//! except writing stream and snapshot files of the in-memory backend.
+
+pub mod api;
+pub mod cell;
+pub mod engine;
+pub mod kv;
+pub mod layout;
+pub mod memory;
+pub mod merge;
+pub mod testkit;
+
+pub use api::*;
+pub use engine::KvEngine;

@@ -1,0 +1,15 @@
+//! The storage conformance suite against the in-memory backend.
+
+use std::sync::Arc;
+
+use rocksandra_data::LocalTime;
+use rocksandra_storage::memory::MemoryStore;
+use rocksandra_storage::testkit::run_conformance_suite;
+use rocksandra_storage::KvEngine;
+
+#[test]
+fn memory_engine_passes_the_conformance_suite() {
+    run_conformance_suite(&|| {
+        KvEngine::new(MemoryStore::new(Arc::new(|| LocalTime(1_700_000_000))))
+    });
+}
