@@ -1,0 +1,33 @@
+//! The syntax error type, shaped like Cassandra's `SyntaxException` text.
+
+use std::fmt;
+
+/// A syntax error at a position in the statement text.
+///
+/// `line` is 1-based and `column` is the 0-based character position within the
+/// line, as ANTLR reports them, so drivers and tools that parse Cassandra's
+/// messages keep working.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct ParseError {
+    pub line: u32,
+    pub column: u32,
+    pub message: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}:{} {}", self.line, self.column, self.message)
+    }
+}
+
+impl ParseError {
+    pub(crate) fn new(line: u32, column: u32, message: impl Into<String>) -> ParseError {
+        ParseError {
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+}
+
+pub(crate) type Result<T> = std::result::Result<T, ParseError>;

@@ -1,0 +1,785 @@
+//! Types, terms, selectors, WHERE relations and WITH properties: the pieces
+//! every statement rule is built from.
+
+use rocksandra_data::types::NativeType;
+
+use super::Parser;
+use crate::ast::{
+    BinaryOp, BindReceiver, ClusteringOrder, Expr, Ident, Literal, MetadataKind, NestedStep,
+    Operator, Property, PropertyValue, QualifiedName, Relation, RelationLhs, TableOptions,
+};
+use crate::error::Result;
+use crate::lexer::TokenKind;
+use crate::types::TypeExpr;
+
+/// Terms are values; selectors may also name columns and pick their parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Term,
+    Selector,
+}
+
+/// The words the lexer would make constants in Cassandra's grammar.
+fn keyword_literal(word: &str) -> Option<Literal> {
+    match word {
+        "true" => Some(Literal::Boolean(true)),
+        "false" => Some(Literal::Boolean(false)),
+        "null" => Some(Literal::Null),
+        "nan" => Some(Literal::Float("NaN".into())),
+        "infinity" => Some(Literal::Float("Infinity".into())),
+        _ => None,
+    }
+}
+
+impl Parser {
+    // ------------------------------------------------------------ types
+
+    pub(crate) fn type_expr(&mut self) -> Result<TypeExpr> {
+        self.nested(Parser::type_expr_inner)
+    }
+
+    fn type_expr_inner(&mut self) -> Result<TypeExpr> {
+        let token = self.peek().clone();
+        match token.kind {
+            TokenKind::String => {
+                self.advance();
+                Ok(TypeExpr::Custom(token.value))
+            }
+            TokenKind::QuotedName => self.udt_type_name(),
+            TokenKind::Ident if self.is_sym_at(1, "<") => self.parameterized_type(&token.value),
+            TokenKind::Ident => match NativeType::from_name(&token.value) {
+                Some(native) if !self.is_sym_at(1, ".") => {
+                    self.advance();
+                    Ok(TypeExpr::Native(native))
+                }
+                _ => self.udt_type_name(),
+            },
+            _ => Err(self.no_viable()),
+        }
+    }
+
+    fn udt_type_name(&mut self) -> Result<TypeExpr> {
+        let QualifiedName { keyspace, name } = self.qualified_name()?;
+        Ok(TypeExpr::Udt { keyspace, name })
+    }
+
+    fn parameterized_type(&mut self, word: &str) -> Result<TypeExpr> {
+        if !matches!(word, "frozen" | "list" | "set" | "map" | "tuple" | "vector") {
+            return Err(self.no_viable());
+        }
+        self.advance();
+        self.expect_sym("<")?;
+        let boxed = |p: &mut Parser| p.type_expr().map(Box::new);
+        let ty = match word {
+            "frozen" => TypeExpr::Frozen(boxed(self)?),
+            "list" => TypeExpr::List(boxed(self)?),
+            "set" => TypeExpr::Set(boxed(self)?),
+            "map" => {
+                let key = boxed(self)?;
+                self.expect_sym(",")?;
+                TypeExpr::Map(key, boxed(self)?)
+            }
+            "tuple" => {
+                let mut items = vec![self.type_expr()?];
+                while self.eat_sym(",") {
+                    items.push(self.type_expr()?);
+                }
+                TypeExpr::Tuple(items)
+            }
+            _ => {
+                let element = boxed(self)?;
+                self.expect_sym(",")?;
+                TypeExpr::Vector(element, self.vector_dimension()?)
+            }
+        };
+        self.expect_sym(">")?;
+        Ok(ty)
+    }
+
+    fn vector_dimension(&mut self) -> Result<u32> {
+        let token = self.peek();
+        match token.value.parse::<u32>() {
+            Ok(n) if token.kind == TokenKind::Integer && n > 0 => {
+                self.advance();
+                Ok(n)
+            }
+            _ => Err(self.mismatch("INTEGER")),
+        }
+    }
+
+    // ------------------------------------------------------------ expressions
+
+    pub(crate) fn term(&mut self) -> Result<Expr> {
+        self.expr(Mode::Term)
+    }
+
+    pub(crate) fn selector_expr(&mut self) -> Result<Expr> {
+        self.expr(Mode::Selector)
+    }
+
+    fn expr(&mut self, mode: Mode) -> Result<Expr> {
+        self.nested(|p| p.additive(mode))
+    }
+
+    fn additive(&mut self, mode: Mode) -> Result<Expr> {
+        let mut left = self.multiplicative(mode)?;
+        loop {
+            let op = match self.peek().value.as_str() {
+                "+" => BinaryOp::Add,
+                "-" => BinaryOp::Subtract,
+                _ => break,
+            };
+            // `SET c = [1] + c` is a prepend: leave `+ c` to the assignment rule.
+            if self.peek().kind != TokenKind::Symbol
+                || (mode == Mode::Term && self.is_column_ref_at(1))
+            {
+                break;
+            }
+            self.advance();
+            let right = self.within(NestedStep::Operand, |p| p.multiplicative(mode))?;
+            left = binary(op, left, right);
+        }
+        Ok(left)
+    }
+
+    fn multiplicative(&mut self, mode: Mode) -> Result<Expr> {
+        let mut left = self.group(mode)?;
+        loop {
+            let op = match self.peek().value.as_str() {
+                "*" => BinaryOp::Multiply,
+                "/" => BinaryOp::Divide,
+                "%" => BinaryOp::Remainder,
+                _ => break,
+            };
+            if self.peek().kind != TokenKind::Symbol {
+                break;
+            }
+            self.advance();
+            let right = self.within(NestedStep::Operand, |p| p.group(mode))?;
+            left = binary(op, left, right);
+        }
+        Ok(left)
+    }
+
+    fn group(&mut self, mode: Mode) -> Result<Expr> {
+        if self.is_sym("-") {
+            if let Some(literal) = self.negative_literal() {
+                return self.modifiers_if_selector(mode, Expr::Literal(literal));
+            }
+            self.advance();
+            let operand = self.nested(|p| p.within(NestedStep::Operand, |p| p.group(mode)))?;
+            return Ok(Expr::Negate(Box::new(operand)));
+        }
+        let base = self.simple(mode)?;
+        self.modifiers_if_selector(mode, base)
+    }
+
+    fn modifiers_if_selector(&mut self, mode: Mode, base: Expr) -> Result<Expr> {
+        match mode {
+            Mode::Selector => self.selector_modifiers(base),
+            Mode::Term => Ok(base),
+        }
+    }
+
+    fn negative_literal_follows(&self) -> bool {
+        let (minus, next) = (self.peek(), self.peek_at(1));
+        let numeric = matches!(
+            next.kind,
+            TokenKind::Integer | TokenKind::Float | TokenKind::Duration
+        ) || (next.kind == TokenKind::Ident && next.value == "infinity");
+        self.is_sym("-") && minus.end == next.start && numeric
+    }
+
+    /// `-1`, `-1.5`, `-1h`, `-Infinity` written without a space: one constant,
+    /// as Cassandra's lexer makes it.
+    fn negative_literal(&mut self) -> Option<Literal> {
+        if !self.negative_literal_follows() {
+            return None;
+        }
+        let next = self.peek_at(1);
+        let text = format!("-{}", next.value);
+        let literal = match next.kind {
+            TokenKind::Integer => Literal::Integer(text),
+            TokenKind::Float => Literal::Float(text),
+            TokenKind::Duration => Literal::Duration(text),
+            TokenKind::Ident if next.value == "infinity" => Literal::Float("-Infinity".into()),
+            _ => return None,
+        };
+        self.pos += 2;
+        Some(literal)
+    }
+
+    /// `.field`, `[key]` and `[from..to]` after a selector.
+    fn selector_modifiers(&mut self, mut base: Expr) -> Result<Expr> {
+        loop {
+            if self.is_sym(".") && self.is_ident_at(1) {
+                self.advance();
+                let field = self.ident()?;
+                base = Expr::Field {
+                    udt: Box::new(base),
+                    field,
+                };
+            } else if self.is_sym("[") {
+                base = self.element_or_slice(base)?;
+            } else {
+                return Ok(base);
+            }
+        }
+    }
+
+    fn element_or_slice(&mut self, collection: Expr) -> Result<Expr> {
+        self.expect_sym("[")?;
+        let receiver = match &collection {
+            Expr::Column(c) => BindReceiver::ElementKey(c.clone()),
+            _ => BindReceiver::Unknown,
+        };
+        let from = match self.is_sym("..") {
+            true => None,
+            false => Some(self.with_receiver(receiver.clone(), Parser::term)?),
+        };
+        let expr = if self.eat_sym("..") {
+            let to = match self.is_sym("]") {
+                true => None,
+                false => Some(Box::new(self.with_receiver(receiver, Parser::term)?)),
+            };
+            Expr::Slice {
+                collection: Box::new(collection),
+                from: from.map(Box::new),
+                to,
+            }
+        } else {
+            let key = from.ok_or_else(|| self.no_viable())?;
+            Expr::Element {
+                collection: Box::new(collection),
+                key: Box::new(key),
+            }
+        };
+        self.expect_sym("]")?;
+        Ok(expr)
+    }
+
+    fn simple(&mut self, mode: Mode) -> Result<Expr> {
+        let token = self.peek().clone();
+        let literal = match token.kind {
+            TokenKind::String => Literal::String(token.value),
+            TokenKind::Integer => Literal::Integer(token.value),
+            TokenKind::Float => Literal::Float(token.value),
+            TokenKind::Uuid => Literal::Uuid(token.value),
+            TokenKind::Hex => Literal::Blob(token.value),
+            TokenKind::Duration => Literal::Duration(token.value),
+            TokenKind::Symbol => return self.symbol_term(mode, &token.value),
+            TokenKind::Ident | TokenKind::QuotedName => return self.word_term(mode),
+            TokenKind::Eof => return Err(self.no_viable()),
+        };
+        self.advance();
+        Ok(Expr::Literal(literal))
+    }
+
+    fn symbol_term(&mut self, mode: Mode, symbol: &str) -> Result<Expr> {
+        match symbol {
+            "?" => {
+                self.advance();
+                Ok(Expr::Bind(self.new_bind(None)?))
+            }
+            ":" => {
+                self.advance();
+                let name = self.ident()?;
+                Ok(Expr::Bind(self.new_bind(Some(name))?))
+            }
+            "[" => self.list_literal(mode),
+            "{" => self.brace_literal(mode),
+            "(" => self.parenthesized_term(mode),
+            _ => Err(self.no_viable()),
+        }
+    }
+
+    fn word_term(&mut self, mode: Mode) -> Result<Expr> {
+        let token = self.peek().clone();
+        if token.kind == TokenKind::Ident {
+            if let Some(literal) = keyword_literal(&token.value) {
+                self.advance();
+                return Ok(Expr::Literal(literal));
+            }
+            if let Some(expr) = self.special_function(mode, &token.value)? {
+                return Ok(expr);
+            }
+        }
+        if self.is_function_call_at(0) {
+            return self.function_call(mode);
+        }
+        match mode {
+            Mode::Selector => Ok(Expr::Column(self.ident()?)),
+            Mode::Term => Err(self.no_viable()),
+        }
+    }
+
+    /// `CAST(x AS t)`, `count(*)`, `writetime(c)`, `maxwritetime(c)`, `ttl(c)`:
+    /// calls with their own syntax or meaning.
+    fn special_function(&mut self, mode: Mode, word: &str) -> Result<Option<Expr>> {
+        if !self.is_sym_at(1, "(") {
+            return Ok(None);
+        }
+        let kind = match word {
+            "cast" => return self.cast(mode).map(Some),
+            "count" if self.is_sym_at(2, "*") && self.is_sym_at(3, ")") => {
+                self.pos += 4;
+                return Ok(Some(Expr::CountStar));
+            }
+            "writetime" => MetadataKind::WriteTime,
+            "maxwritetime" => MetadataKind::MaxWriteTime,
+            "ttl" => MetadataKind::Ttl,
+            _ => return Ok(None),
+        };
+        if mode == Mode::Term {
+            return Ok(None);
+        }
+        self.pos += 2;
+        let column = self.selector_expr()?;
+        self.expect_sym(")")?;
+        Ok(Some(Expr::Metadata {
+            kind,
+            column: Box::new(column),
+        }))
+    }
+
+    fn cast(&mut self, mode: Mode) -> Result<Expr> {
+        self.pos += 2;
+        let expr = self.expr(mode)?;
+        self.expect_kw("as")?;
+        let ty = self.type_expr()?;
+        self.expect_sym(")")?;
+        Ok(Expr::Cast {
+            expr: Box::new(expr),
+            ty,
+        })
+    }
+
+    fn is_function_name_at(&self, ahead: usize) -> bool {
+        self.is_ident_at(ahead) || self.is_kw_at(ahead, "token")
+    }
+
+    /// `f(`, `ks.f(`.
+    pub(crate) fn is_function_call_at(&self, ahead: usize) -> bool {
+        self.is_function_name_at(ahead)
+            && (self.is_sym_at(ahead + 1, "(")
+                || (self.is_sym_at(ahead + 1, ".")
+                    && self.is_function_name_at(ahead + 2)
+                    && self.is_sym_at(ahead + 3, "(")))
+    }
+
+    /// A bare column name (not a call) at `ahead`. Constant words such as
+    /// `true` are reserved, so `is_ident_at` already rules them out.
+    fn is_column_ref_at(&self, ahead: usize) -> bool {
+        self.is_ident_at(ahead)
+            && !self.is_sym_at(ahead + 1, "(")
+            && !self.is_sym_at(ahead + 1, ".")
+    }
+
+    pub(crate) fn function_name(&mut self) -> Result<QualifiedName> {
+        let part = |p: &mut Parser| {
+            if p.is_kw("token") {
+                return Ok(Ident::new(p.advance().value));
+            }
+            p.ident()
+        };
+        let first = part(self)?;
+        if !self.eat_sym(".") {
+            return Ok(QualifiedName {
+                keyspace: None,
+                name: first,
+            });
+        }
+        Ok(QualifiedName {
+            keyspace: Some(first),
+            name: part(self)?,
+        })
+    }
+
+    fn function_call(&mut self, mode: Mode) -> Result<Expr> {
+        let name = self.function_name()?;
+        let mut position = 0;
+        let args = self.parenthesized(true, |p| {
+            let step = NestedStep::FunctionArgument {
+                function: name.clone(),
+                position,
+            };
+            position += 1;
+            p.within(step, |p| p.expr(mode))
+        })?;
+        Ok(Expr::Function { name, args })
+    }
+
+    fn list_literal(&mut self, mode: Mode) -> Result<Expr> {
+        let items = self.delimited(("[", "]"), true, |p| {
+            p.within(NestedStep::ListItem, |p| p.expr(mode))
+        })?;
+        Ok(Expr::List(items))
+    }
+
+    fn brace_literal(&mut self, mode: Mode) -> Result<Expr> {
+        if self.is_sym_at(1, "}") {
+            self.pos += 2;
+            return Ok(Expr::Set(Vec::new()));
+        }
+        if self.is_ident_at(1) && self.is_sym_at(2, ":") {
+            return self.udt_literal(mode);
+        }
+        if self.map_follows() {
+            return self.map_literal(mode);
+        }
+        let items = self.delimited(("{", "}"), false, |p| {
+            p.within(NestedStep::SetItem, |p| p.expr(mode))
+        })?;
+        Ok(Expr::Set(items))
+    }
+
+    fn udt_literal(&mut self, mode: Mode) -> Result<Expr> {
+        let fields = self.delimited(("{", "}"), false, |p| {
+            let field = p.ident()?;
+            p.expect_sym(":")?;
+            let value = p.within(NestedStep::UdtField(field.clone()), |p| p.expr(mode))?;
+            Ok((field, value))
+        })?;
+        Ok(Expr::Udt(fields))
+    }
+
+    fn map_literal(&mut self, mode: Mode) -> Result<Expr> {
+        let entries = self.delimited(("{", "}"), false, |p| {
+            let key = p.within(NestedStep::MapKey, |p| p.expr(mode))?;
+            p.expect_sym(":")?;
+            let value = p.within(NestedStep::MapValue, |p| p.expr(mode))?;
+            Ok((key, value))
+        })?;
+        Ok(Expr::Map(entries))
+    }
+
+    /// Whether the `{` at the cursor opens a map: a `:` after a complete first
+    /// key at the top level (a `:` opening a named marker follows a separator).
+    fn map_follows(&self) -> bool {
+        let mut depth = 0usize;
+        for ahead in 1.. {
+            let token = self.peek_at(ahead);
+            if token.kind == TokenKind::Eof {
+                return false;
+            }
+            if token.kind != TokenKind::Symbol {
+                continue;
+            }
+            match token.value.as_str() {
+                "(" | "[" | "{" => depth += 1,
+                ")" | "]" | "}" if depth == 0 => return false,
+                ")" | "]" | "}" => depth -= 1,
+                "," if depth == 0 => return false,
+                ":" if depth == 0 => {
+                    let before = self.peek_at(ahead - 1);
+                    let separator_before = before.kind == TokenKind::Symbol
+                        && matches!(
+                            before.value.as_str(),
+                            "{" | "," | ":" | "(" | "[" | "+" | "-" | "*" | "/" | "%"
+                        );
+                    if !separator_before {
+                        return true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        false
+    }
+
+    /// `(type) term`, a tuple, or (in selectors) a parenthesised selector.
+    fn parenthesized_term(&mut self, mode: Mode) -> Result<Expr> {
+        let checkpoint = self.checkpoint();
+        if let Some(ty) = self.attempt(|p| {
+            p.expect_sym("(")?;
+            let ty = p.type_expr()?;
+            p.expect_sym(")")?;
+            Ok(ty)
+        }) {
+            // In selectors `(u.f)[1]` reads better as an element of a field than
+            // as a UDT-typed list literal: a bare name may be a column.
+            let name_then_element =
+                mode == Mode::Selector && matches!(ty, TypeExpr::Udt { .. }) && self.is_sym("[");
+            if self.starts_simple_term(mode) && !name_then_element {
+                let expr = self.with_receiver(BindReceiver::Hinted(ty.clone()), |p| {
+                    p.nested(|p| match p.negative_literal() {
+                        Some(literal) => Ok(Expr::Literal(literal)),
+                        None => p.simple(mode),
+                    })
+                })?;
+                return Ok(Expr::TypeHint {
+                    ty,
+                    expr: Box::new(expr),
+                });
+            }
+            self.restore(checkpoint);
+        }
+        let mut position = 0;
+        let mut items = self.parenthesized(false, |p| {
+            // In selectors `(x)` is just `x`, so it must not change x's receiver.
+            if mode == Mode::Selector {
+                return p.expr(mode);
+            }
+            let step = NestedStep::TupleItem(position);
+            position += 1;
+            p.within(step, |p| p.expr(mode))
+        })?;
+        if mode == Mode::Selector && items.len() == 1 {
+            return Ok(items.remove(0));
+        }
+        Ok(Expr::Tuple(items))
+    }
+
+    fn starts_simple_term(&self, mode: Mode) -> bool {
+        let token = self.peek();
+        match token.kind {
+            TokenKind::String
+            | TokenKind::Integer
+            | TokenKind::Float
+            | TokenKind::Uuid
+            | TokenKind::Hex
+            | TokenKind::Duration => true,
+            TokenKind::Symbol if token.value == "-" => self.negative_literal_follows(),
+            // `:name` is written tight; `(t) x: v` in a map is a key, then a value.
+            TokenKind::Symbol if token.value == ":" => {
+                self.is_ident_at(1) && token.end == self.peek_at(1).start
+            }
+            TokenKind::Symbol => matches!(token.value.as_str(), "?" | "[" | "{" | "("),
+            TokenKind::Ident if keyword_literal(&token.value).is_some() => true,
+            // `(t) AS x` ends a selector: read `as` as the alias keyword, not a column.
+            TokenKind::Ident if token.value == "as" => false,
+            TokenKind::Ident | TokenKind::QuotedName => {
+                self.is_function_call_at(0) || (mode == Mode::Selector && self.is_ident_at(0))
+            }
+            TokenKind::Eof => false,
+        }
+    }
+
+    /// LIMIT and USING values: an integer or a bind marker.
+    pub(crate) fn int_value(&mut self, receiver: BindReceiver) -> Result<Expr> {
+        let token = self.peek();
+        let is_integer = token.kind == TokenKind::Integer
+            || (self.is_sym("-") && self.peek_at(1).kind == TokenKind::Integer);
+        if is_integer || self.is_sym("?") || self.is_sym(":") {
+            return self.with_receiver(receiver, |p| p.nested(|p| p.group(Mode::Term)));
+        }
+        Err(self.mismatch("INTEGER"))
+    }
+
+    // ------------------------------------------------------------ WHERE
+
+    pub(crate) fn where_clause(&mut self) -> Result<Vec<Relation>> {
+        self.and_separated(Parser::relation)
+    }
+
+    fn relation(&mut self) -> Result<Relation> {
+        if self.is_sym("(") {
+            let columns = self.parenthesized(false, Parser::ident)?;
+            return self.compare(
+                RelationLhs::Columns(columns.clone()),
+                BindReceiver::Columns(columns),
+            );
+        }
+        if self.is_kw("token") && self.is_sym_at(1, "(") {
+            self.advance();
+            let columns = self.parenthesized(false, Parser::ident)?;
+            return self.compare(
+                RelationLhs::Token(columns.clone()),
+                BindReceiver::Token(columns),
+            );
+        }
+        let column = self.ident()?;
+        if self.eat_kws(&["is", "not", "null"]) {
+            return Ok(Relation::IsNotNull { column });
+        }
+        if self.is_sym("[") {
+            let key = self.element_key(&column)?;
+            let receiver = BindReceiver::ElementValue(column.clone());
+            return self.compare(RelationLhs::Element { column, key }, receiver);
+        }
+        self.compare(
+            RelationLhs::Column(column.clone()),
+            BindReceiver::Column(column),
+        )
+    }
+
+    /// `[term]` addressing an element of `column`.
+    pub(crate) fn element_key(&mut self, column: &Ident) -> Result<Expr> {
+        self.expect_sym("[")?;
+        let key = self.with_receiver(BindReceiver::ElementKey(column.clone()), Parser::term)?;
+        self.expect_sym("]")?;
+        Ok(key)
+    }
+
+    fn compare(&mut self, lhs: RelationLhs, receiver: BindReceiver) -> Result<Relation> {
+        let op = self.operator()?;
+        let rhs = self.operator_value(op, receiver)?;
+        Ok(Relation::Compare { lhs, op, rhs })
+    }
+
+    pub(crate) fn operator(&mut self) -> Result<Operator> {
+        let token = self.peek();
+        let word = match token.kind {
+            TokenKind::Symbol | TokenKind::Ident => token.value.as_str(),
+            _ => "",
+        };
+        let op = match word {
+            "=" => Operator::Eq,
+            "<" => Operator::Lt,
+            "<=" => Operator::Lte,
+            ">" => Operator::Gt,
+            ">=" => Operator::Gte,
+            "!=" => Operator::Neq,
+            "in" => Operator::In,
+            "like" => Operator::Like,
+            "contains" if self.is_kw_at(1, "key") => {
+                self.pos += 2;
+                return Ok(Operator::ContainsKey);
+            }
+            "contains" => Operator::Contains,
+            _ => return Err(self.no_viable()),
+        };
+        self.advance();
+        Ok(op)
+    }
+
+    /// The right side of `op`, with the receiver bind markers there get.
+    pub(crate) fn operator_value(&mut self, op: Operator, receiver: BindReceiver) -> Result<Expr> {
+        let nested = |step| BindReceiver::Nested {
+            parent: Box::new(receiver.clone()),
+            step,
+        };
+        match op {
+            Operator::In => self.in_values(receiver),
+            Operator::Contains => {
+                self.with_receiver(nested(NestedStep::ContainsValue), Parser::term)
+            }
+            Operator::ContainsKey => {
+                self.with_receiver(nested(NestedStep::ContainsKey), Parser::term)
+            }
+            _ => self.with_receiver(receiver, Parser::term),
+        }
+    }
+
+    /// `IN (a, b)` as a tuple of the items, or `IN ?`.
+    fn in_values(&mut self, receiver: BindReceiver) -> Result<Expr> {
+        if !self.is_sym("(") {
+            return self.with_receiver(BindReceiver::InValues(Box::new(receiver)), Parser::term);
+        }
+        let mut position = 0;
+        let items = self.parenthesized(true, |p| {
+            let item = BindReceiver::Nested {
+                parent: Box::new(receiver.clone()),
+                step: NestedStep::InItem(position),
+            };
+            position += 1;
+            p.with_receiver(item, Parser::term)
+        })?;
+        Ok(Expr::Tuple(items))
+    }
+
+    // ------------------------------------------------------------ WITH
+
+    pub(crate) fn properties(&mut self) -> Result<Vec<Property>> {
+        let checkpoint = self.checkpoint();
+        let properties = self.and_separated(Parser::property)?;
+        self.check_unique_properties(&properties, checkpoint)?;
+        Ok(properties)
+    }
+
+    fn check_unique_properties(
+        &self,
+        properties: &[Property],
+        checkpoint: super::Checkpoint,
+    ) -> Result<()> {
+        for (i, property) in properties.iter().enumerate() {
+            if properties[..i].iter().any(|p| p.name == property.name) {
+                return Err(self.error_at(
+                    checkpoint,
+                    format!(
+                        "Multiple definition for property {}",
+                        property.name.as_str()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn property(&mut self) -> Result<Property> {
+        let name = self.ident()?;
+        self.expect_sym("=")?;
+        let value = self.property_value()?;
+        Ok(Property { name, value })
+    }
+
+    fn property_value(&mut self) -> Result<PropertyValue> {
+        let token = self.peek();
+        if token.kind == TokenKind::Ident
+            && keyword_literal(&token.value).is_none()
+            && !self.is_function_call_at(0)
+        {
+            return Ok(PropertyValue::Word(self.advance().value));
+        }
+        let checkpoint = self.checkpoint();
+        let invalid = |p: &Parser| p.error_at(checkpoint, "Invalid property value".into());
+        match self.term()? {
+            Expr::Literal(literal) => Ok(PropertyValue::Constant(literal)),
+            Expr::Set(items) if items.is_empty() => Ok(PropertyValue::Map(Vec::new())),
+            Expr::Map(entries) => {
+                let literals = entries.into_iter().map(|entry| match entry {
+                    (Expr::Literal(k), Expr::Literal(v)) => Ok((k, v)),
+                    _ => Err(invalid(self)),
+                });
+                Ok(PropertyValue::Map(literals.collect::<Result<_>>()?))
+            }
+            _ => Err(invalid(self)),
+        }
+    }
+
+    /// A constant-only map such as role OPTIONS.
+    pub(crate) fn literal_map(&mut self) -> Result<Vec<(Literal, Literal)>> {
+        match self.property_value()? {
+            PropertyValue::Map(entries) => Ok(entries),
+            _ => Err(self.no_viable()),
+        }
+    }
+
+    /// WITH options of CREATE TABLE and CREATE MATERIALIZED VIEW.
+    pub(crate) fn table_options(&mut self) -> Result<TableOptions> {
+        let checkpoint = self.checkpoint();
+        let mut options = TableOptions::default();
+        loop {
+            if self.eat_kws(&["clustering", "order", "by"]) {
+                options.clustering_order = self.parenthesized(false, |p| {
+                    let column = p.ident()?;
+                    let order = match p.eat_kw("desc") {
+                        true => ClusteringOrder::Desc,
+                        false => {
+                            p.eat_kw("asc");
+                            ClusteringOrder::Asc
+                        }
+                    };
+                    Ok((column, order))
+                })?;
+            } else if self.eat_kws(&["compact", "storage"]) {
+                options.compact_storage = true;
+            } else {
+                options.properties.push(self.property()?);
+            }
+            if !self.eat_kw("and") {
+                break;
+            }
+        }
+        self.check_unique_properties(&options.properties, checkpoint)?;
+        Ok(options)
+    }
+}
+
+fn binary(op: BinaryOp, left: Expr, right: Expr) -> Expr {
+    Expr::Binary {
+        op,
+        left: Box::new(left),
+        right: Box::new(right),
+    }
+}

@@ -1,0 +1,533 @@
+//! The recursive-descent parser's core: token cursor, keyword and identifier
+//! matching, backtracking, depth and bind-marker bookkeeping, error text.
+//!
+//! Grammar rules live in the sibling modules, one per statement family.
+
+mod auth;
+mod ddl;
+mod dml;
+mod expr;
+
+use crate::ast::{BindMarker, BindReceiver, BindVariable, Ident, ParsedStatement, QualifiedName};
+use crate::error::{ParseError, Result};
+use crate::lexer::{tokenize, Token, TokenKind};
+use crate::{BIND_MARKERS_MAX, NESTING_DEPTH_MAX, STATEMENT_CHARS_MAX};
+
+/// Keywords that can never be unquoted names (Cassandra's reserved keywords
+/// plus the literal words its lexer turns into booleans).
+const RESERVED: &[&str] = &[
+    "add",
+    "allow",
+    "alter",
+    "and",
+    "apply",
+    "asc",
+    "authorize",
+    "batch",
+    "begin",
+    "by",
+    "columnfamily",
+    "create",
+    "delete",
+    "desc",
+    "describe",
+    "drop",
+    "entries",
+    "execute",
+    "false",
+    "from",
+    "full",
+    "grant",
+    "if",
+    "in",
+    "index",
+    "infinity",
+    "insert",
+    "into",
+    "is",
+    "keyspace",
+    "limit",
+    "materialized",
+    "modify",
+    "nan",
+    "norecursive",
+    "not",
+    "null",
+    "of",
+    "on",
+    "or",
+    "order",
+    "primary",
+    "rename",
+    "revoke",
+    "schema",
+    "select",
+    "set",
+    "table",
+    "to",
+    "token",
+    "true",
+    "truncate",
+    "unlogged",
+    "update",
+    "use",
+    "using",
+    "view",
+    "where",
+    "with",
+];
+
+pub(crate) fn is_reserved(word: &str) -> bool {
+    RESERVED.contains(&word)
+}
+
+/// How many tokens before the offending one the error snippet shows, as Cassandra does.
+const SNIPPET_TOKENS_BEFORE: usize = 10;
+
+pub(crate) struct Parser {
+    chars: Vec<char>,
+    tokens: Vec<Token>,
+    pos: usize,
+    depth: usize,
+    binds: Vec<BindVariable>,
+    /// What a bind marker met now would bind; set by the enclosing rule.
+    receiver: BindReceiver,
+}
+
+/// A position to come back to when a speculative parse fails.
+#[derive(Clone, Copy)]
+pub(crate) struct Checkpoint {
+    pos: usize,
+    binds: usize,
+}
+
+impl Parser {
+    pub(crate) fn new(text: &str) -> Result<Parser> {
+        let chars: Vec<char> = text.chars().collect();
+        if chars.len() > STATEMENT_CHARS_MAX {
+            return Err(ParseError::new(
+                1,
+                0,
+                format!("statement is longer than {STATEMENT_CHARS_MAX} characters"),
+            ));
+        }
+        let tokens = tokenize(&chars)?;
+        Ok(Parser {
+            chars,
+            tokens,
+            pos: 0,
+            depth: 0,
+            binds: Vec::new(),
+            receiver: BindReceiver::Unknown,
+        })
+    }
+
+    /// One statement, optionally followed by semicolons, then the end.
+    pub(crate) fn single(&mut self) -> Result<ParsedStatement> {
+        let parsed = self.statement_with_binds()?;
+        while self.eat_sym(";") {}
+        self.expect_eof()?;
+        Ok(parsed)
+    }
+
+    /// Statements separated by semicolons; empty statements are skipped.
+    pub(crate) fn script(&mut self) -> Result<Vec<ParsedStatement>> {
+        let mut statements = Vec::new();
+        loop {
+            while self.eat_sym(";") {}
+            if self.at_eof() {
+                return Ok(statements);
+            }
+            statements.push(self.statement_with_binds()?);
+            if !self.at_eof() {
+                self.expect_sym(";")?;
+            }
+        }
+    }
+
+    fn statement_with_binds(&mut self) -> Result<ParsedStatement> {
+        self.binds.clear();
+        let statement = self.statement()?;
+        Ok(ParsedStatement {
+            statement,
+            bind_variables: std::mem::take(&mut self.binds),
+        })
+    }
+
+    fn expect_eof(&self) -> Result<()> {
+        if self.at_eof() {
+            Ok(())
+        } else {
+            Err(self.mismatch("<EOF>"))
+        }
+    }
+
+    // ------------------------------------------------------------ cursor
+
+    pub(crate) fn peek(&self) -> &Token {
+        self.peek_at(0)
+    }
+
+    pub(crate) fn peek_at(&self, ahead: usize) -> &Token {
+        let last = self.tokens.len() - 1;
+        &self.tokens[(self.pos + ahead).min(last)]
+    }
+
+    pub(crate) fn advance(&mut self) -> Token {
+        let token = self.peek().clone();
+        if token.kind != TokenKind::Eof {
+            self.pos += 1;
+        }
+        token
+    }
+
+    pub(crate) fn at_eof(&self) -> bool {
+        self.peek().kind == TokenKind::Eof
+    }
+
+    pub(crate) fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            pos: self.pos,
+            binds: self.binds.len(),
+        }
+    }
+
+    pub(crate) fn restore(&mut self, checkpoint: Checkpoint) {
+        self.pos = checkpoint.pos;
+        self.binds.truncate(checkpoint.binds);
+    }
+
+    /// Runs `rule` speculatively: on failure the cursor and bind list are rewound.
+    pub(crate) fn attempt<T>(&mut self, rule: impl FnOnce(&mut Parser) -> Result<T>) -> Option<T> {
+        let checkpoint = self.checkpoint();
+        let depth = self.depth;
+        match rule(self) {
+            Ok(value) => Some(value),
+            Err(_) => {
+                self.restore(checkpoint);
+                self.depth = depth;
+                None
+            }
+        }
+    }
+
+    /// Guards recursion so hostile nesting is an error, never a stack overflow.
+    pub(crate) fn nested<T>(&mut self, rule: impl FnOnce(&mut Parser) -> Result<T>) -> Result<T> {
+        if self.depth >= NESTING_DEPTH_MAX {
+            return Err(self.error_here(format!(
+                "nesting deeper than {NESTING_DEPTH_MAX} levels at input '{}'",
+                self.token_text(self.peek())
+            )));
+        }
+        self.depth += 1;
+        let result = rule(self);
+        self.depth -= 1;
+        result
+    }
+
+    // ------------------------------------------------------------ keywords and symbols
+
+    pub(crate) fn is_kw(&self, keyword: &str) -> bool {
+        self.is_kw_at(0, keyword)
+    }
+
+    pub(crate) fn is_kw_at(&self, ahead: usize, keyword: &str) -> bool {
+        let token = self.peek_at(ahead);
+        token.kind == TokenKind::Ident && token.value == keyword
+    }
+
+    pub(crate) fn eat_kw(&mut self, keyword: &str) -> bool {
+        let found = self.is_kw(keyword);
+        if found {
+            self.pos += 1;
+        }
+        found
+    }
+
+    /// Eats a run of keywords such as `IF NOT EXISTS`, all or nothing.
+    pub(crate) fn eat_kws(&mut self, keywords: &[&str]) -> bool {
+        let found = keywords
+            .iter()
+            .enumerate()
+            .all(|(i, keyword)| self.is_kw_at(i, keyword));
+        if found {
+            self.pos += keywords.len();
+        }
+        found
+    }
+
+    pub(crate) fn expect_kw(&mut self, keyword: &str) -> Result<()> {
+        if self.eat_kw(keyword) {
+            Ok(())
+        } else {
+            Err(self.mismatch(&format!("K_{}", keyword.to_ascii_uppercase())))
+        }
+    }
+
+    pub(crate) fn is_sym(&self, symbol: &str) -> bool {
+        self.is_sym_at(0, symbol)
+    }
+
+    pub(crate) fn is_sym_at(&self, ahead: usize, symbol: &str) -> bool {
+        let token = self.peek_at(ahead);
+        token.kind == TokenKind::Symbol && token.value == symbol
+    }
+
+    pub(crate) fn eat_sym(&mut self, symbol: &str) -> bool {
+        let found = self.is_sym(symbol);
+        if found {
+            self.pos += 1;
+        }
+        found
+    }
+
+    pub(crate) fn expect_sym(&mut self, symbol: &str) -> Result<()> {
+        if self.eat_sym(symbol) {
+            Ok(())
+        } else {
+            Err(self.mismatch(&format!("'{symbol}'")))
+        }
+    }
+
+    /// `IF NOT EXISTS`, as a flag.
+    pub(crate) fn if_not_exists(&mut self) -> bool {
+        self.eat_kws(&["if", "not", "exists"])
+    }
+
+    /// `IF EXISTS`, as a flag.
+    pub(crate) fn if_exists(&mut self) -> bool {
+        self.eat_kws(&["if", "exists"])
+    }
+
+    // ------------------------------------------------------------ names
+
+    /// Whether the token `ahead` can be a name: a quoted name or an unreserved word.
+    pub(crate) fn is_ident_at(&self, ahead: usize) -> bool {
+        let token = self.peek_at(ahead);
+        match token.kind {
+            TokenKind::QuotedName => true,
+            TokenKind::Ident => !is_reserved(&token.value),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn ident(&mut self) -> Result<Ident> {
+        if !self.is_ident_at(0) {
+            return Err(self.no_viable());
+        }
+        Ok(Ident::new(self.advance().value))
+    }
+
+    /// `[keyspace.]name`.
+    pub(crate) fn qualified_name(&mut self) -> Result<QualifiedName> {
+        let first = self.ident()?;
+        if self.eat_sym(".") {
+            let name = self.ident()?;
+            return Ok(QualifiedName {
+                keyspace: Some(first),
+                name,
+            });
+        }
+        Ok(QualifiedName {
+            keyspace: None,
+            name: first,
+        })
+    }
+
+    /// Role and user names may also be string literals.
+    pub(crate) fn role_name(&mut self) -> Result<Ident> {
+        if self.peek().kind == TokenKind::String {
+            return Ok(Ident::new(self.advance().value));
+        }
+        self.ident()
+    }
+
+    pub(crate) fn string(&mut self) -> Result<String> {
+        if self.peek().kind != TokenKind::String {
+            return Err(self.mismatch("STRING_LITERAL"));
+        }
+        Ok(self.advance().value)
+    }
+
+    /// Comma-separated items between parentheses; `allow_empty` permits `()`.
+    pub(crate) fn parenthesized<T>(
+        &mut self,
+        allow_empty: bool,
+        item: impl FnMut(&mut Parser) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        self.delimited(("(", ")"), allow_empty, item)
+    }
+
+    /// Comma-separated items between `open` and `close`.
+    pub(crate) fn delimited<T>(
+        &mut self,
+        (open, close): (&str, &str),
+        allow_empty: bool,
+        mut item: impl FnMut(&mut Parser) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        self.expect_sym(open)?;
+        let mut items = Vec::new();
+        if allow_empty && self.eat_sym(close) {
+            return Ok(items);
+        }
+        loop {
+            items.push(item(self)?);
+            if !self.eat_sym(",") {
+                break;
+            }
+        }
+        self.expect_sym(close)?;
+        Ok(items)
+    }
+
+    /// `item (AND item)*`.
+    pub(crate) fn and_separated<T>(
+        &mut self,
+        mut item: impl FnMut(&mut Parser) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut items = vec![item(self)?];
+        while self.eat_kw("and") {
+            items.push(item(self)?);
+        }
+        Ok(items)
+    }
+
+    // ------------------------------------------------------------ bind markers
+
+    pub(crate) fn with_receiver<T>(
+        &mut self,
+        receiver: BindReceiver,
+        rule: impl FnOnce(&mut Parser) -> Result<T>,
+    ) -> Result<T> {
+        let saved = std::mem::replace(&mut self.receiver, receiver);
+        let result = rule(self);
+        self.receiver = saved;
+        result
+    }
+
+    pub(crate) fn within<T>(
+        &mut self,
+        step: crate::ast::NestedStep,
+        rule: impl FnOnce(&mut Parser) -> Result<T>,
+    ) -> Result<T> {
+        let receiver = BindReceiver::Nested {
+            parent: Box::new(self.receiver.clone()),
+            step,
+        };
+        self.with_receiver(receiver, rule)
+    }
+
+    /// Registers a bind marker against the current receiver.
+    pub(crate) fn new_bind(&mut self, name: Option<Ident>) -> Result<BindMarker> {
+        if self.binds.len() >= BIND_MARKERS_MAX {
+            return Err(self.error_here(format!(
+                "more than {BIND_MARKERS_MAX} bind markers in one statement"
+            )));
+        }
+        let index = self.binds.len();
+        self.binds.push(BindVariable {
+            index,
+            name: name.clone(),
+            receiver: self.receiver.clone(),
+        });
+        Ok(BindMarker { index, name })
+    }
+
+    // ------------------------------------------------------------ errors
+
+    pub(crate) fn token_text(&self, token: &Token) -> String {
+        if token.kind == TokenKind::Eof {
+            return "<EOF>".into();
+        }
+        self.chars[token.start..token.end].iter().collect()
+    }
+
+    pub(crate) fn error_here(&self, message: String) -> ParseError {
+        let token = self.peek();
+        ParseError::new(token.line, token.column, message)
+    }
+
+    /// An error at the token at `checkpoint`, for checks made after parsing a piece.
+    pub(crate) fn error_at(&self, checkpoint: Checkpoint, message: String) -> ParseError {
+        let token = &self.tokens[checkpoint.pos.min(self.tokens.len() - 1)];
+        ParseError::new(token.line, token.column, message)
+    }
+
+    /// ANTLR's "a specific token was expected" error.
+    pub(crate) fn mismatch(&self, expected: &str) -> ParseError {
+        let text = self.token_text(self.peek());
+        self.error_here(format!(
+            "mismatched input '{text}' expecting {expected}{}",
+            self.snippet()
+        ))
+    }
+
+    /// ANTLR's "no alternative of this rule starts here" error.
+    pub(crate) fn no_viable(&self) -> ParseError {
+        let text = self.token_text(self.peek());
+        self.error_here(format!(
+            "no viable alternative at input '{text}'{}",
+            self.snippet()
+        ))
+    }
+
+    /// ` (SELECT [FROM]...)`: the text before the offending token, the token
+    /// bracketed, and `...` where text was cut, as Cassandra's ErrorCollector does.
+    fn snippet(&self) -> String {
+        let offending = self.peek();
+        if offending.kind == TokenKind::Eof {
+            return String::new();
+        }
+        let first = &self.tokens[self.pos.saturating_sub(SNIPPET_TOKENS_BEFORE)];
+        let flat = |from: usize, to: usize| -> String {
+            self.chars[from..to]
+                .iter()
+                .filter(|c| **c != '\n')
+                .collect()
+        };
+        let mut out = String::from(" (");
+        if self.pos > SNIPPET_TOKENS_BEFORE {
+            out.push_str("...");
+        }
+        out.push_str(&flat(first.start, offending.start));
+        out.push('[');
+        out.push_str(&flat(offending.start, offending.end));
+        out.push(']');
+        if self.peek_at(1).kind != TokenKind::Eof {
+            out.push_str("...");
+        }
+        out.push(')');
+        out
+    }
+}
+
+impl Parser {
+    fn statement(&mut self) -> Result<crate::ast::Statement> {
+        use crate::ast::Statement;
+        let token = self.peek();
+        let word = match token.kind {
+            TokenKind::Ident => token.value.clone(),
+            _ => String::new(),
+        };
+        Ok(match word.as_str() {
+            "select" => Statement::Select(Box::new(self.select()?)),
+            "insert" => Statement::Insert(Box::new(self.insert()?)),
+            "update" => Statement::Update(Box::new(self.update()?)),
+            "delete" => Statement::Delete(Box::new(self.delete()?)),
+            "begin" => Statement::Batch(Box::new(self.batch()?)),
+            "use" => {
+                self.advance();
+                Statement::Use(self.ident()?)
+            }
+            "truncate" => Statement::Truncate(self.truncate()?),
+            "create" => self.create()?,
+            "alter" => self.alter()?,
+            "drop" => self.drop_statement()?,
+            "grant" => self.grant()?,
+            "revoke" => self.revoke()?,
+            "list" => self.list()?,
+            "describe" | "desc" => Statement::Describe(self.describe()?),
+            _ => return Err(self.no_viable()),
+        })
+    }
+}
