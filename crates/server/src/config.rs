@@ -1,0 +1,944 @@
+//! Node configuration: the `rocksandra.yaml` file (keys named as in
+//! `cassandra.yaml`), its defaults, Cassandra's duration and data-size
+//! strings, and the command-line flags that override the file.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Parser;
+use serde::Deserialize;
+use thiserror::Error;
+
+/// `cluster_name` when none is configured (Cassandra's default).
+pub const CLUSTER_NAME_DEFAULT: &str = "Test Cluster";
+/// `native_transport_port` when none is configured.
+pub const NATIVE_TRANSPORT_PORT_DEFAULT: u16 = 9042;
+/// `data_file_directories` when none is configured.
+pub const DATA_DIRECTORY_DEFAULT: &str = "./data";
+/// `commitlog_sync_period` when none is configured (Cassandra's 10s).
+pub const COMMITLOG_SYNC_PERIOD_DEFAULT: Duration = Duration::from_secs(10);
+/// `num_tokens` when none is configured (Cassandra 4+'s default).
+pub const NUM_TOKENS_DEFAULT: u32 = 16;
+/// Most `num_tokens` accepted; more vnodes than this only costs memory.
+pub const NUM_TOKENS_MAX: u32 = 1024;
+/// `native_transport_max_frame_size` when none is configured (16 MiB).
+pub const MAX_FRAME_BYTES_DEFAULT: u64 = rocksandra_wire::MAX_FRAME_BYTES_DEFAULT;
+/// Smallest `native_transport_max_frame_size`: below this even a STARTUP
+/// or a short QUERY does not fit.
+pub const MAX_FRAME_BYTES_MIN: u64 = 4 * 1024;
+/// Largest `native_transport_max_frame_size`: the frame length field is an i32.
+pub const MAX_FRAME_BYTES_MAX: u64 = i32::MAX as u64;
+/// Client connections served at once when `native_transport_max_concurrent_connections`
+/// is unset or -1 (Cassandra's "unlimited"): we always keep a bound, because every
+/// connection holds buffers and a task.
+pub const MAX_CONNECTIONS_DEFAULT: usize = 1024;
+/// Requests in flight on one connection before further ones get OVERLOADED.
+/// Above the Java driver's default of 1024 requests per connection.
+pub const MAX_REQUESTS_PER_CONNECTION_DEFAULT: usize = 2048;
+/// Requests in flight over all connections before further ones get OVERLOADED.
+pub const MAX_REQUESTS_DEFAULT: usize = 16_384;
+/// Block cache shared by all RocksDB column families.
+pub const BLOCK_CACHE_BYTES_DEFAULT: u64 = 256 * 1024 * 1024;
+/// `endpoint_snitch` when none is configured.
+pub const ENDPOINT_SNITCH_DEFAULT: &str = "SimpleSnitch";
+/// Data center of this node when none is configured (as SimpleSnitch reports it).
+pub const DATA_CENTER_DEFAULT: &str = "datacenter1";
+/// Rack of this node when none is configured (as SimpleSnitch reports it).
+pub const RACK_DEFAULT: &str = "rack1";
+/// The seed provider class Cassandra ships, and the only one we know.
+pub const SIMPLE_SEED_PROVIDER: &str = "org.apache.cassandra.locator.SimpleSeedProvider";
+
+/// An invalid configuration: a bad file, a bad value, or an unknown key.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("cannot read configuration file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid configuration in {file}: {message}")]
+    Parse { file: String, message: String },
+    #[error("unknown configuration key '{key}' in {file}")]
+    UnknownKey { key: String, file: String },
+    #[error("invalid value for {key}: {message}")]
+    InvalidValue { key: &'static str, message: String },
+    #[error("both {new_key} and its legacy form {legacy_key} are set; keep one")]
+    BothSet {
+        new_key: &'static str,
+        legacy_key: &'static str,
+    },
+}
+
+fn invalid(key: &'static str, message: impl Into<String>) -> ConfigError {
+    ConfigError::InvalidValue {
+        key,
+        message: message.into(),
+    }
+}
+
+/// How the commit log reaches the disk (`commitlog_sync`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CommitlogSync {
+    /// Acknowledge writes at once; sync every `commitlog_sync_period`.
+    Periodic,
+    /// Acknowledge writes only after they are synced.
+    Batch,
+}
+
+/// Who may connect (`authenticator`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Authenticator {
+    /// No login (Cassandra's default).
+    AllowAll,
+    /// SASL PLAIN, checked against the roles in `system_auth`.
+    Password,
+}
+
+impl Authenticator {
+    /// The Java class name sent in AUTHENTICATE, which drivers match on.
+    pub fn class_name(self) -> &'static str {
+        match self {
+            Authenticator::AllowAll => "org.apache.cassandra.auth.AllowAllAuthenticator",
+            Authenticator::Password => "org.apache.cassandra.auth.PasswordAuthenticator",
+        }
+    }
+
+    fn parse(name: &str) -> Result<Authenticator, ConfigError> {
+        match short_class_name(name) {
+            "AllowAllAuthenticator" => Ok(Authenticator::AllowAll),
+            "PasswordAuthenticator" => Ok(Authenticator::Password),
+            _ => Err(invalid(
+                "authenticator",
+                format!("'{name}' (expected AllowAllAuthenticator or PasswordAuthenticator)"),
+            )),
+        }
+    }
+}
+
+/// What an authenticated user may do (`authorizer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Authorizer {
+    /// Everything (Cassandra's default).
+    AllowAll,
+    /// Permissions granted to roles, stored in `system_auth`.
+    Cassandra,
+}
+
+impl Authorizer {
+    fn parse(name: &str) -> Result<Authorizer, ConfigError> {
+        match short_class_name(name) {
+            "AllowAllAuthorizer" => Ok(Authorizer::AllowAll),
+            "CassandraAuthorizer" => Ok(Authorizer::Cassandra),
+            _ => Err(invalid(
+                "authorizer",
+                format!("'{name}' (expected AllowAllAuthorizer or CassandraAuthorizer)"),
+            )),
+        }
+    }
+}
+
+/// `org.apache.cassandra.auth.PasswordAuthenticator` -> `PasswordAuthenticator`.
+fn short_class_name(name: &str) -> &str {
+    name.rsplit('.').next().unwrap_or(name)
+}
+
+/// The seeds this node contacts to join a cluster (`seed_provider`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeedProvider {
+    pub class_name: String,
+    /// `host` or `host:port` entries of the `seeds` parameter, trimmed.
+    pub seeds: Vec<String>,
+}
+
+impl Default for SeedProvider {
+    fn default() -> Self {
+        SeedProvider {
+            class_name: SIMPLE_SEED_PROVIDER.to_string(),
+            seeds: vec!["127.0.0.1:7000".to_string()],
+        }
+    }
+}
+
+/// The validated configuration of one node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub cluster_name: String,
+    /// Address for other nodes (and for clients unless `rpc_address` is set).
+    pub listen_address: IpAddr,
+    /// Address for CQL clients when it differs from `listen_address`.
+    pub rpc_address: Option<IpAddr>,
+    pub native_transport_port: u16,
+    pub data_file_directories: Vec<PathBuf>,
+    pub commitlog_sync: CommitlogSync,
+    pub commitlog_sync_period: Duration,
+    pub num_tokens: u32,
+    pub seed_provider: SeedProvider,
+    pub authenticator: Authenticator,
+    pub authorizer: Authorizer,
+    pub endpoint_snitch: String,
+    pub data_center: String,
+    pub rack: String,
+    /// Largest frame (header and body) a client may send.
+    pub max_frame_bytes: u64,
+    /// Client connections served at once.
+    pub max_connections: usize,
+    /// Requests in flight on one connection.
+    pub max_requests_per_connection: usize,
+    /// Requests in flight over all connections.
+    pub max_requests: usize,
+    /// RocksDB block cache size.
+    pub block_cache_bytes: u64,
+    /// Where metrics will be served for Prometheus. Not served yet: reserved
+    /// so that configuration files can already carry it.
+    pub prometheus_listen_address: Option<SocketAddr>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            cluster_name: CLUSTER_NAME_DEFAULT.to_string(),
+            listen_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            rpc_address: None,
+            native_transport_port: NATIVE_TRANSPORT_PORT_DEFAULT,
+            data_file_directories: vec![PathBuf::from(DATA_DIRECTORY_DEFAULT)],
+            commitlog_sync: CommitlogSync::Periodic,
+            commitlog_sync_period: COMMITLOG_SYNC_PERIOD_DEFAULT,
+            num_tokens: NUM_TOKENS_DEFAULT,
+            seed_provider: SeedProvider::default(),
+            authenticator: Authenticator::AllowAll,
+            authorizer: Authorizer::AllowAll,
+            endpoint_snitch: ENDPOINT_SNITCH_DEFAULT.to_string(),
+            data_center: DATA_CENTER_DEFAULT.to_string(),
+            rack: RACK_DEFAULT.to_string(),
+            max_frame_bytes: MAX_FRAME_BYTES_DEFAULT,
+            max_connections: MAX_CONNECTIONS_DEFAULT,
+            max_requests_per_connection: MAX_REQUESTS_PER_CONNECTION_DEFAULT,
+            max_requests: MAX_REQUESTS_DEFAULT,
+            block_cache_bytes: BLOCK_CACHE_BYTES_DEFAULT,
+            prometheus_listen_address: None,
+        }
+    }
+}
+
+impl Config {
+    /// The address CQL clients connect to: `rpc_address`, else `listen_address`.
+    pub fn native_address(&self) -> SocketAddr {
+        let ip = self.rpc_address.unwrap_or(self.listen_address);
+        SocketAddr::new(ip, self.native_transport_port)
+    }
+
+    /// Reads and validates a YAML file.
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let file_name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        Config::from_yaml(&text, &file_name)
+    }
+
+    /// Parses and validates YAML text; `file_name` names it in errors.
+    pub fn from_yaml(text: &str, file_name: &str) -> Result<Config, ConfigError> {
+        let parse_error = |e: serde_yaml::Error| ConfigError::Parse {
+            file: file_name.to_string(),
+            message: e.to_string(),
+        };
+        // An empty file (or one with only comments) is YAML null: all defaults.
+        let value: serde_yaml::Value = serde_yaml::from_str(text).map_err(parse_error)?;
+        if value.is_null() {
+            return FileConfig::default().into_config();
+        }
+        // Deserializing from the text (not `value`) keeps key paths and line
+        // numbers in serde_yaml's error messages.
+        let mut unknown_keys = Vec::new();
+        let deserializer = serde_yaml::Deserializer::from_str(text);
+        let file: FileConfig = serde_ignored::deserialize(deserializer, |path| {
+            unknown_keys.push(key_path(&path));
+        })
+        .map_err(parse_error)?;
+        if let Some(key) = unknown_keys.into_iter().next() {
+            return Err(ConfigError::UnknownKey {
+                key,
+                file: file_name.to_string(),
+            });
+        }
+        file.into_config()
+    }
+
+    /// Loads the file named by `--config` (or the defaults) and applies the
+    /// other flags on top.
+    pub fn load(cli: &Cli) -> Result<Config, ConfigError> {
+        let mut config = match &cli.config {
+            Some(path) => Config::from_file(path)?,
+            None => Config::default(),
+        };
+        config.apply_overrides(cli);
+        Ok(config)
+    }
+
+    /// Flags win over the file.
+    pub fn apply_overrides(&mut self, cli: &Cli) {
+        if let Some(dir) = &cli.data_dir {
+            self.data_file_directories = vec![dir.clone()];
+        }
+        if let Some(address) = cli.listen_address {
+            self.listen_address = address;
+        }
+        if let Some(address) = cli.rpc_address {
+            self.rpc_address = Some(address);
+        }
+        if let Some(port) = cli.native_port {
+            self.native_transport_port = port;
+        }
+    }
+}
+
+/// `seed_provider.0.extra` for an ignored key, without serde's `?` for options.
+fn key_path(path: &serde_ignored::Path<'_>) -> String {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => String::new(),
+        Path::Seq { parent, index } => join_key(key_path(parent), &index.to_string()),
+        Path::Map { parent, key } => join_key(key_path(parent), key),
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => key_path(parent),
+    }
+}
+
+fn join_key(parent: String, key: &str) -> String {
+    if parent.is_empty() {
+        key.to_string()
+    } else {
+        format!("{parent}.{key}")
+    }
+}
+
+/// `rocksandra [--config FILE] [--data-dir DIR] [--listen-address ADDR]
+/// [--rpc-address ADDR] [--native-port PORT]`
+#[derive(Debug, Clone, Default, PartialEq, Eq, Parser)]
+#[command(
+    name = "rocksandra",
+    version,
+    about = "A Cassandra-compatible database on RocksDB"
+)]
+pub struct Cli {
+    /// YAML configuration file (keys as in cassandra.yaml).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Data directory (replaces data_file_directories).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Address for other nodes, and for CQL clients unless --rpc-address is given.
+    #[arg(long, value_name = "ADDR")]
+    pub listen_address: Option<IpAddr>,
+    /// Address for CQL clients.
+    #[arg(long, value_name = "ADDR")]
+    pub rpc_address: Option<IpAddr>,
+    /// Port for CQL clients (native_transport_port).
+    #[arg(long, value_name = "PORT")]
+    pub native_port: Option<u16>,
+}
+
+/// The file as written: every key optional, legacy spellings included.
+/// Unknown keys are caught by `serde_ignored` in `Config::from_yaml`, which
+/// names them better than `deny_unknown_fields` would.
+#[derive(Debug, Default, Deserialize)]
+struct FileConfig {
+    cluster_name: Option<String>,
+    listen_address: Option<String>,
+    rpc_address: Option<String>,
+    native_transport_port: Option<u16>,
+    data_file_directories: Option<Vec<PathBuf>>,
+    commitlog_sync: Option<CommitlogSync>,
+    commitlog_sync_period: Option<String>,
+    commitlog_sync_period_in_ms: Option<u64>,
+    num_tokens: Option<u32>,
+    seed_provider: Option<Vec<FileSeedProvider>>,
+    authenticator: Option<ClassName>,
+    authorizer: Option<ClassName>,
+    endpoint_snitch: Option<String>,
+    data_center: Option<String>,
+    rack: Option<String>,
+    native_transport_max_frame_size: Option<String>,
+    native_transport_max_frame_size_in_mb: Option<u64>,
+    native_transport_max_concurrent_connections: Option<i64>,
+    native_transport_max_requests_per_connection: Option<i64>,
+    native_transport_max_concurrent_requests: Option<i64>,
+    block_cache_size: Option<String>,
+    prometheus_listen_address: Option<SocketAddr>,
+}
+
+/// `- class_name: ...\n  parameters:\n    - seeds: "a,b"`
+#[derive(Debug, Deserialize)]
+struct FileSeedProvider {
+    class_name: String,
+    #[serde(default)]
+    parameters: Vec<BTreeMap<String, String>>,
+}
+
+/// Cassandra 5 accepts `authenticator: Name` and `authenticator: {class_name: Name}`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum ClassName {
+    Plain(String),
+    Parameterized { class_name: String },
+}
+
+impl ClassName {
+    fn name(&self) -> &str {
+        match self {
+            ClassName::Plain(name) | ClassName::Parameterized { class_name: name } => name,
+        }
+    }
+}
+
+impl FileConfig {
+    fn into_config(self) -> Result<Config, ConfigError> {
+        let defaults = Config::default();
+        let config = Config {
+            cluster_name: self.cluster_name.unwrap_or(defaults.cluster_name),
+            listen_address: match self.listen_address {
+                Some(text) => parse_address("listen_address", &text)?,
+                None => defaults.listen_address,
+            },
+            rpc_address: self
+                .rpc_address
+                .map(|text| parse_address("rpc_address", &text))
+                .transpose()?,
+            native_transport_port: self
+                .native_transport_port
+                .unwrap_or(defaults.native_transport_port),
+            data_file_directories: self
+                .data_file_directories
+                .unwrap_or(defaults.data_file_directories),
+            commitlog_sync: self.commitlog_sync.unwrap_or(defaults.commitlog_sync),
+            commitlog_sync_period: pick_legacy(
+                (
+                    "commitlog_sync_period",
+                    self.commitlog_sync_period,
+                    |text| parse_duration(&text).map_err(|m| invalid("commitlog_sync_period", m)),
+                ),
+                (
+                    "commitlog_sync_period_in_ms",
+                    self.commitlog_sync_period_in_ms,
+                    |ms| Ok(Duration::from_millis(ms)),
+                ),
+            )?
+            .unwrap_or(defaults.commitlog_sync_period),
+            num_tokens: self.num_tokens.unwrap_or(defaults.num_tokens),
+            seed_provider: match self.seed_provider {
+                Some(providers) => seed_provider(providers)?,
+                None => defaults.seed_provider,
+            },
+            authenticator: match self.authenticator {
+                Some(name) => Authenticator::parse(name.name())?,
+                None => defaults.authenticator,
+            },
+            authorizer: match self.authorizer {
+                Some(name) => Authorizer::parse(name.name())?,
+                None => defaults.authorizer,
+            },
+            endpoint_snitch: self.endpoint_snitch.unwrap_or(defaults.endpoint_snitch),
+            data_center: self.data_center.unwrap_or(defaults.data_center),
+            rack: self.rack.unwrap_or(defaults.rack),
+            max_frame_bytes: pick_legacy(
+                (
+                    "native_transport_max_frame_size",
+                    self.native_transport_max_frame_size,
+                    |text| {
+                        parse_data_size(&text)
+                            .map_err(|m| invalid("native_transport_max_frame_size", m))
+                    },
+                ),
+                (
+                    "native_transport_max_frame_size_in_mb",
+                    self.native_transport_max_frame_size_in_mb,
+                    |mb| {
+                        mb.checked_mul(1024 * 1024).ok_or_else(|| {
+                            invalid("native_transport_max_frame_size_in_mb", "too large")
+                        })
+                    },
+                ),
+            )?
+            .unwrap_or(defaults.max_frame_bytes),
+            max_connections: match self.native_transport_max_concurrent_connections {
+                None | Some(-1) => MAX_CONNECTIONS_DEFAULT,
+                Some(n) => positive("native_transport_max_concurrent_connections", n)?,
+            },
+            max_requests_per_connection: match self.native_transport_max_requests_per_connection {
+                None => defaults.max_requests_per_connection,
+                Some(n) => positive("native_transport_max_requests_per_connection", n)?,
+            },
+            max_requests: match self.native_transport_max_concurrent_requests {
+                None => defaults.max_requests,
+                Some(n) => positive("native_transport_max_concurrent_requests", n)?,
+            },
+            block_cache_bytes: match self.block_cache_size {
+                Some(text) => parse_data_size(&text).map_err(|m| invalid("block_cache_size", m))?,
+                None => defaults.block_cache_bytes,
+            },
+            prometheus_listen_address: self.prometheus_listen_address,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+impl Config {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.cluster_name.is_empty() {
+            return Err(invalid("cluster_name", "must not be empty"));
+        }
+        if self.data_file_directories.is_empty() {
+            return Err(invalid(
+                "data_file_directories",
+                "needs at least one directory",
+            ));
+        }
+        if !(1..=NUM_TOKENS_MAX).contains(&self.num_tokens) {
+            return Err(invalid(
+                "num_tokens",
+                format!("{} is outside 1..={NUM_TOKENS_MAX}", self.num_tokens),
+            ));
+        }
+        if !(MAX_FRAME_BYTES_MIN..=MAX_FRAME_BYTES_MAX).contains(&self.max_frame_bytes) {
+            return Err(invalid(
+                "native_transport_max_frame_size",
+                format!(
+                    "{} bytes is outside {MAX_FRAME_BYTES_MIN}..={MAX_FRAME_BYTES_MAX}",
+                    self.max_frame_bytes
+                ),
+            ));
+        }
+        if self.commitlog_sync_period.is_zero() {
+            return Err(invalid("commitlog_sync_period", "must be more than 0"));
+        }
+        Ok(())
+    }
+}
+
+/// Takes the modern key or its legacy spelling, refusing both at once.
+fn pick_legacy<A, B, T>(
+    modern: (
+        &'static str,
+        Option<A>,
+        impl FnOnce(A) -> Result<T, ConfigError>,
+    ),
+    legacy: (
+        &'static str,
+        Option<B>,
+        impl FnOnce(B) -> Result<T, ConfigError>,
+    ),
+) -> Result<Option<T>, ConfigError> {
+    match (modern.1, legacy.1) {
+        (Some(_), Some(_)) => Err(ConfigError::BothSet {
+            new_key: modern.0,
+            legacy_key: legacy.0,
+        }),
+        (Some(value), None) => (modern.2)(value).map(Some),
+        (None, Some(value)) => (legacy.2)(value).map(Some),
+        (None, None) => Ok(None),
+    }
+}
+
+fn positive(key: &'static str, value: i64) -> Result<usize, ConfigError> {
+    usize::try_from(value)
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| invalid(key, format!("{value} (expected a positive number)")))
+}
+
+/// An IP literal, or `localhost` (the value cassandra.yaml ships with).
+fn parse_address(key: &'static str, text: &str) -> Result<IpAddr, ConfigError> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("localhost") {
+        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    }
+    text.parse()
+        .map_err(|_| invalid(key, format!("'{text}' is not an IP address")))
+}
+
+fn seed_provider(providers: Vec<FileSeedProvider>) -> Result<SeedProvider, ConfigError> {
+    let mut providers = providers.into_iter();
+    let (Some(provider), None) = (providers.next(), providers.next()) else {
+        return Err(invalid(
+            "seed_provider",
+            "needs exactly one class_name entry",
+        ));
+    };
+    if short_class_name(&provider.class_name) != "SimpleSeedProvider" {
+        return Err(invalid(
+            "seed_provider",
+            format!(
+                "unknown class '{}' (expected {SIMPLE_SEED_PROVIDER})",
+                provider.class_name
+            ),
+        ));
+    }
+    let mut seeds = Vec::new();
+    for parameters in &provider.parameters {
+        for (name, value) in parameters {
+            if name != "seeds" {
+                return Err(invalid(
+                    "seed_provider",
+                    format!("unknown parameter '{name}' (expected seeds)"),
+                ));
+            }
+            seeds.extend(
+                value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string),
+            );
+        }
+    }
+    Ok(SeedProvider {
+        class_name: provider.class_name,
+        seeds,
+    })
+}
+
+/// Splits `10000ms` into (10000, "ms").
+fn split_number(text: &str) -> Option<(u64, &str)> {
+    let text = text.trim();
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    Some((number.parse().ok()?, unit.trim()))
+}
+
+/// A Cassandra 4+ duration string: a whole number and one of `d`, `h`, `m`,
+/// `s`, `ms`, `us` (or `µs`), `ns`; units are case-insensitive.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("'{text}' is not a duration such as 10s or 10000ms");
+    let (number, unit) = split_number(text).ok_or_else(bad)?;
+    let nanos_per_unit: u64 = match unit.to_ascii_lowercase().as_str() {
+        "d" => 86_400_000_000_000,
+        "h" => 3_600_000_000_000,
+        "m" => 60_000_000_000,
+        "s" => 1_000_000_000,
+        "ms" => 1_000_000,
+        "us" | "µs" => 1_000,
+        "ns" => 1,
+        _ => return Err(bad()),
+    };
+    let nanos = number
+        .checked_mul(nanos_per_unit)
+        .ok_or_else(|| format!("'{text}' is too long"))?;
+    Ok(Duration::from_nanos(nanos))
+}
+
+/// A Cassandra 4+ data-size string: a whole number and one of `B`, `KiB`,
+/// `MiB`, `GiB` (case-sensitive, as Cassandra's `DataStorageSpec`).
+pub fn parse_data_size(text: &str) -> Result<u64, String> {
+    let bad = || format!("'{text}' is not a data size such as 16MiB, 512KiB or 100B");
+    let (number, unit) = split_number(text).ok_or_else(bad)?;
+    let bytes_per_unit: u64 = match unit {
+        "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        _ => return Err(bad()),
+    };
+    number
+        .checked_mul(bytes_per_unit)
+        .ok_or_else(|| format!("'{text}' is too large"))
+}
+
+impl fmt::Display for CommitlogSync {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CommitlogSync::Periodic => "periodic",
+            CommitlogSync::Batch => "batch",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(yaml: &str) -> Result<Config, ConfigError> {
+        Config::from_yaml(yaml, "rocksandra.yaml")
+    }
+
+    fn parse_ok(yaml: &str) -> Config {
+        match parse(yaml) {
+            Ok(config) => config,
+            Err(e) => panic!("{yaml:?} should parse: {e}"),
+        }
+    }
+
+    fn error_text(yaml: &str) -> String {
+        match parse(yaml) {
+            Ok(config) => panic!("{yaml:?} should fail, got {config:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn empty_file_gives_the_defaults() {
+        let config = parse_ok("# nothing but a comment\n");
+        assert_eq!(config, Config::default());
+        assert_eq!(config.cluster_name, "Test Cluster");
+        assert_eq!(
+            config.native_address(),
+            "127.0.0.1:9042".parse().expect("addr")
+        );
+        assert_eq!(config.data_file_directories, vec![PathBuf::from("./data")]);
+        assert_eq!(config.commitlog_sync, CommitlogSync::Periodic);
+        assert_eq!(config.commitlog_sync_period, Duration::from_secs(10));
+        assert_eq!(config.num_tokens, 16);
+        assert_eq!(config.authenticator, Authenticator::AllowAll);
+        assert_eq!(config.max_frame_bytes, 16 * 1024 * 1024);
+        assert_eq!(config.max_connections, MAX_CONNECTIONS_DEFAULT);
+        assert_eq!(parse_ok(""), Config::default());
+    }
+
+    #[test]
+    fn cassandra_style_file_parses() {
+        let config = parse_ok(
+            r#"
+cluster_name: 'My Cluster'
+listen_address: 10.0.0.5
+rpc_address:
+native_transport_port: 19042
+data_file_directories:
+    - /var/lib/rocksandra/data
+commitlog_sync: batch
+commitlog_sync_period: 2s
+num_tokens: 8
+seed_provider:
+  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
+    parameters:
+      - seeds: "10.0.0.1:7000, 10.0.0.2"
+authenticator: PasswordAuthenticator
+authorizer: org.apache.cassandra.auth.CassandraAuthorizer
+endpoint_snitch: GossipingPropertyFileSnitch
+data_center: dc2
+rack: r7
+native_transport_max_frame_size: 32MiB
+native_transport_max_concurrent_connections: -1
+native_transport_max_requests_per_connection: 100
+native_transport_max_concurrent_requests: 1000
+block_cache_size: 1GiB
+prometheus_listen_address: 127.0.0.1:9500
+"#,
+        );
+        assert_eq!(config.cluster_name, "My Cluster");
+        assert_eq!(
+            config.listen_address,
+            "10.0.0.5".parse::<IpAddr>().expect("ip")
+        );
+        assert_eq!(config.rpc_address, None, "an empty rpc_address means unset");
+        assert_eq!(
+            config.native_address(),
+            "10.0.0.5:19042".parse().expect("addr")
+        );
+        assert_eq!(
+            config.data_file_directories,
+            vec![PathBuf::from("/var/lib/rocksandra/data")]
+        );
+        assert_eq!(config.commitlog_sync, CommitlogSync::Batch);
+        assert_eq!(config.commitlog_sync_period, Duration::from_secs(2));
+        assert_eq!(config.num_tokens, 8);
+        assert_eq!(
+            config.seed_provider.seeds,
+            vec!["10.0.0.1:7000", "10.0.0.2"]
+        );
+        assert_eq!(config.authenticator, Authenticator::Password);
+        assert_eq!(config.authorizer, Authorizer::Cassandra);
+        assert_eq!(config.endpoint_snitch, "GossipingPropertyFileSnitch");
+        assert_eq!(
+            (config.data_center.as_str(), config.rack.as_str()),
+            ("dc2", "r7")
+        );
+        assert_eq!(config.max_frame_bytes, 32 << 20);
+        assert_eq!(
+            config.max_connections, MAX_CONNECTIONS_DEFAULT,
+            "-1 keeps our bound"
+        );
+        assert_eq!(config.max_requests_per_connection, 100);
+        assert_eq!(config.max_requests, 1000);
+        assert_eq!(config.block_cache_bytes, 1 << 30);
+        assert_eq!(
+            config.prometheus_listen_address,
+            Some("127.0.0.1:9500".parse().expect("addr"))
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        assert_eq!(
+            error_text("cluster_name: x\nfoo: 1\n"),
+            "unknown configuration key 'foo' in rocksandra.yaml"
+        );
+        assert_eq!(
+            error_text("seed_provider:\n  - class_name: SimpleSeedProvider\n    extra: 1\n"),
+            "unknown configuration key 'seed_provider.0.extra' in rocksandra.yaml"
+        );
+    }
+
+    #[test]
+    fn rpc_address_follows_listen_address_unless_given() {
+        let config = parse_ok("listen_address: 10.1.1.1\nrpc_address: 0.0.0.0\n");
+        assert_eq!(
+            config.native_address(),
+            "0.0.0.0:9042".parse().expect("addr")
+        );
+        let config = parse_ok("listen_address: localhost\n");
+        assert_eq!(
+            config.native_address(),
+            "127.0.0.1:9042".parse().expect("addr")
+        );
+        assert!(error_text("listen_address: my-host\n").contains("listen_address"));
+    }
+
+    #[test]
+    fn legacy_keys_work_but_not_together_with_the_new_ones() {
+        let config = parse_ok(
+            "commitlog_sync_period_in_ms: 2500\nnative_transport_max_frame_size_in_mb: 8\n",
+        );
+        assert_eq!(config.commitlog_sync_period, Duration::from_millis(2500));
+        assert_eq!(config.max_frame_bytes, 8 << 20);
+        assert_eq!(
+            error_text("commitlog_sync_period: 10s\ncommitlog_sync_period_in_ms: 10000\n"),
+            "both commitlog_sync_period and its legacy form commitlog_sync_period_in_ms \
+             are set; keep one"
+        );
+    }
+
+    #[test]
+    fn duration_strings() {
+        assert_eq!(parse_duration("10000ms"), Ok(Duration::from_millis(10_000)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("10S"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("1d"), Ok(Duration::from_secs(86_400)));
+        assert_eq!(parse_duration("5us"), Ok(Duration::from_micros(5)));
+        assert_eq!(parse_duration("5µs"), Ok(Duration::from_micros(5)));
+        assert_eq!(parse_duration("7ns"), Ok(Duration::from_nanos(7)));
+        for bad in [
+            "",
+            "10",
+            "ms",
+            "-1s",
+            "1.5s",
+            "10 sec",
+            "99999999999999999999d",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} should be rejected");
+        }
+        assert!(error_text("commitlog_sync_period: 10\n").contains("commitlog_sync_period"));
+        assert!(error_text("commitlog_sync_period: 0ms\n").contains("more than 0"));
+    }
+
+    #[test]
+    fn data_size_strings() {
+        assert_eq!(parse_data_size("16MiB"), Ok(16 << 20));
+        assert_eq!(parse_data_size("512KiB"), Ok(512 << 10));
+        assert_eq!(parse_data_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_data_size("100B"), Ok(100));
+        for bad in ["16", "16MB", "16mib", "MiB", "-1B", "99999999999999GiB"] {
+            assert!(parse_data_size(bad).is_err(), "{bad:?} should be rejected");
+        }
+        assert!(error_text("native_transport_max_frame_size: 1B\n").contains("outside"));
+    }
+
+    #[test]
+    fn bad_values_are_reported_with_their_key() {
+        assert!(error_text("commitlog_sync: group\n").contains("commitlog_sync"));
+        assert!(error_text("authenticator: LdapAuthenticator\n").contains("authenticator"));
+        assert!(error_text("num_tokens: 0\n").contains("num_tokens"));
+        assert!(
+            error_text("native_transport_max_concurrent_connections: 0\n")
+                .contains("native_transport_max_concurrent_connections")
+        );
+        assert!(error_text("native_transport_port: 70000\n").contains("rocksandra.yaml"));
+        assert!(error_text("seed_provider:\n  - class_name: Foo\n").contains("seed_provider"));
+        assert!(error_text("cluster_name: [unclosed\n").contains("rocksandra.yaml"));
+    }
+
+    #[test]
+    fn authenticator_accepts_cassandra5_parameterized_form() {
+        let config = parse_ok("authenticator:\n  class_name: PasswordAuthenticator\n");
+        assert_eq!(config.authenticator, Authenticator::Password);
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let mut config = parse_ok("listen_address: 10.0.0.5\nnative_transport_port: 1\n");
+        let cli = Cli::parse_from([
+            "rocksandra",
+            "--data-dir",
+            "/tmp/d",
+            "--listen-address",
+            "127.0.0.2",
+            "--native-port",
+            "9999",
+        ]);
+        config.apply_overrides(&cli);
+        assert_eq!(config.data_file_directories, vec![PathBuf::from("/tmp/d")]);
+        assert_eq!(
+            config.native_address(),
+            "127.0.0.2:9999".parse().expect("addr")
+        );
+        let cli = Cli::parse_from(["rocksandra", "--rpc-address", "127.0.0.3"]);
+        config.apply_overrides(&cli);
+        assert_eq!(
+            config.native_address(),
+            "127.0.0.3:9999".parse().expect("addr")
+        );
+        assert_eq!(
+            config.listen_address,
+            "127.0.0.2".parse::<IpAddr>().expect("ip")
+        );
+    }
+
+    #[test]
+    fn load_reads_the_config_flag() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("node.yaml");
+        std::fs::write(&path, "cluster_name: from file\nbogus: true\n").expect("write");
+        let cli = Cli {
+            config: Some(path.clone()),
+            ..Cli::default()
+        };
+        match Config::load(&cli) {
+            Err(e) => assert_eq!(
+                e.to_string(),
+                "unknown configuration key 'bogus' in node.yaml"
+            ),
+            Ok(c) => panic!("should fail: {c:?}"),
+        }
+        std::fs::write(&path, "cluster_name: from file\n").expect("write");
+        assert_eq!(Config::load(&cli).expect("loads").cluster_name, "from file");
+        let missing = Cli {
+            config: Some(dir.path().join("missing.yaml")),
+            ..Cli::default()
+        };
+        assert!(matches!(
+            Config::load(&missing),
+            Err(ConfigError::Read { .. })
+        ));
+    }
+
+    #[test]
+    fn no_arguments_means_defaults() {
+        let cli = Cli::parse_from(["rocksandra"]);
+        assert_eq!(cli, Cli::default());
+        assert_eq!(Config::load(&cli).expect("defaults"), Config::default());
+    }
+}

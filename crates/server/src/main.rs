@@ -1,0 +1,82 @@
+//! The `rocksandra` binary: flags, configuration, logging, the CQL
+//! transport, and a clean stop on SIGTERM/SIGINT.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+use rocksandra_server::{
+    shutdown_signal, Cli, Config, NotReadyHandler, RequestHandler, Server, TransportConfig,
+};
+use tracing::{error, info};
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let config = match Config::load(&cli) {
+        Ok(config) => config,
+        Err(e) => {
+            error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            error!("cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(run(config));
+    // Storage is flushed and closed here, after the transport has stopped
+    // and in-flight requests have finished (or the grace period ran out).
+    match result {
+        Ok(()) => {
+            info!("stopped");
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            error!("{message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to stderr; `RUST_LOG` filters them (default `info`).
+fn init_logging() {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
+/// Builds the handler that executes requests.
+///
+/// THE SEAM: this is where the query executor (CQL, schema, storage) plugs
+/// in. Until it does, `NotReadyHandler` answers every query with a
+/// SERVER_ERROR "query execution is not available in this build".
+fn request_handler(_config: &Config) -> Arc<dyn RequestHandler> {
+    Arc::new(NotReadyHandler)
+}
+
+async fn run(config: Config) -> Result<(), String> {
+    let handler = request_handler(&config);
+    let server = Server::bind(TransportConfig::from(&config), handler)
+        .await
+        .map_err(|e| e.to_string())?;
+    info!(
+        cluster_name = %config.cluster_name,
+        data = ?config.data_file_directories,
+        "listening for CQL clients on {}",
+        server.local_addr()
+    );
+    server.run(shutdown_signal()).await;
+    Ok(())
+}

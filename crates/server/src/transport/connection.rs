@@ -1,0 +1,704 @@
+//! One client connection: reads frames (plain, then v5 segments after
+//! STARTUP), walks the handshake (OPTIONS, STARTUP, AUTH_RESPONSE), answers
+//! REGISTER, and runs QUERY / PREPARE / EXECUTE / BATCH concurrently through
+//! the `RequestHandler` within the in-flight limits.
+//!
+//! Protocol details that follow Cassandra 5.0 rather than the letter of the spec:
+//! - The version is fixed by STARTUP; OPTIONS before it is answered in its
+//!   own version. A version we do not speak gets `unsupported_version_reply`
+//!   (v1-v3 framing for v1-v3, v5 framing above) and the connection closes.
+//! - The USE_BETA flag is ignored: v4 and v5 are released versions, and any
+//!   other version is refused whatever the flag says.
+//! - v5 switches to segments right after the STARTUP response, whether it
+//!   is READY or AUTHENTICATE (so AUTH_RESPONSE already travels in segments),
+//!   as Cassandra's `InitialConnectionHandler` does and drivers expect.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use rocksandra_wire::{
+    decode_request, unsupported_version_reply, BodyCompression, ErrorKind, ErrorResponse, Event,
+    EventType, Frame, FrameDecoder, Limits, Opcode, ProtocolVersion, Request, RequestEnvelope,
+    Response, ResponseEnvelope, SegmentCompression, SegmentedFrameDecoder, StringMap,
+    StringMultimap, WireError, SUPPORTED_VERSIONS,
+};
+use tokio::io::AsyncReadExt;
+use tokio::net::tcp::OwnedReadHalf;
+use tokio::net::TcpStream;
+use tokio::sync::{broadcast, mpsc, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinHandle;
+use tracing::{debug, error, warn};
+
+use super::auth::decode_plain_token;
+use super::writer::{self, Framing, Outbound};
+use super::Shared;
+use crate::config::Authenticator;
+use crate::handler::{Reply, RequestContext, Session};
+
+/// The CQL version announced in SUPPORTED (Cassandra 5.0's).
+pub const CQL_VERSION: &str = "3.4.7";
+/// Compressions announced in SUPPORTED (snappy is for v4 only).
+pub const COMPRESSIONS: [&str; 2] = ["lz4", "snappy"];
+/// Bytes requested from the socket per read.
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+/// After a fatal protocol error, how long unread client bytes are drained so
+/// that closing does not reset the connection before the error is read.
+const CLOSE_LINGER: Duration = Duration::from_millis(500);
+
+/// Cassandra's `ConnectionStage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Only OPTIONS and STARTUP are accepted.
+    Established,
+    /// STARTUP was answered with AUTHENTICATE; only AUTH_RESPONSE is accepted.
+    Authenticating,
+    /// Queries may run.
+    Ready,
+}
+
+/// How incoming bytes are cut into frames.
+enum Inbound {
+    Plain(FrameDecoder),
+    Segments(Box<SegmentedFrameDecoder>),
+}
+
+/// What the read loop does after a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    /// The byte stream cannot be trusted any more: close after answering.
+    Close,
+}
+
+/// Why the read loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    ClientClosed,
+    Shutdown,
+    ProtocolError,
+}
+
+/// Serves one accepted connection until it closes; `_slot` counts it
+/// against `max_connections` while it lives.
+pub(super) async fn serve(
+    socket: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    stop: watch::Receiver<bool>,
+    _slot: OwnedSemaphorePermit,
+) {
+    if let Err(e) = socket.set_nodelay(true) {
+        debug!(%peer, "cannot set TCP_NODELAY: {e}");
+    }
+    let (mut reader, write_half) = socket.into_split();
+    let (outbound, queue) = mpsc::channel(super::OUTBOUND_QUEUE_MESSAGES_MAX);
+    let writer = tokio::spawn(writer::run(write_half, queue));
+    let mut connection = Connection::new(shared, peer, outbound);
+    let end = connection.read_loop(&mut reader, stop).await;
+    debug!(%peer, ?end, "connection stops reading");
+    // In-flight requests keep their own senders: the writer ends once they
+    // have answered.
+    drop(connection);
+    match writer.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => debug!(%peer, "writing to the client failed: {e}"),
+        Err(e) => error!(%peer, "the connection writer task failed: {e}"),
+    }
+    if end == End::ProtocolError {
+        linger(&mut reader).await;
+    }
+}
+
+/// Reads and drops what the client still sends, until it closes or
+/// `CLOSE_LINGER` passes.
+async fn linger(reader: &mut OwnedReadHalf) {
+    let mut sink = [0u8; 4096];
+    let _ = tokio::time::timeout(CLOSE_LINGER, async {
+        while matches!(reader.read(&mut sink).await, Ok(n) if n > 0) {}
+    })
+    .await;
+}
+
+struct Connection {
+    shared: Arc<Shared>,
+    peer: SocketAddr,
+    outbound: mpsc::Sender<Outbound>,
+    limits: Limits,
+    inbound: Inbound,
+    phase: Phase,
+    /// Set by STARTUP: the version, session and v4 body compression.
+    session: Option<Session>,
+    body_compression: Option<BodyCompression>,
+    requests_in_flight: Arc<Semaphore>,
+    registered: Vec<EventType>,
+    event_forwarder: Option<JoinHandle<()>>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let Some(forwarder) = self.event_forwarder.take() {
+            forwarder.abort();
+        }
+    }
+}
+
+impl Connection {
+    fn new(shared: Arc<Shared>, peer: SocketAddr, outbound: mpsc::Sender<Outbound>) -> Connection {
+        let limits = Limits {
+            max_frame_bytes: shared.limits.max_frame_bytes,
+        };
+        let per_connection = shared.limits.max_requests_per_connection;
+        Connection {
+            shared,
+            peer,
+            outbound,
+            limits,
+            inbound: Inbound::Plain(FrameDecoder::new(limits)),
+            phase: Phase::Established,
+            session: None,
+            body_compression: None,
+            requests_in_flight: Arc::new(Semaphore::new(per_connection)),
+            registered: Vec::new(),
+            event_forwarder: None,
+        }
+    }
+
+    async fn read_loop(
+        &mut self,
+        reader: &mut OwnedReadHalf,
+        mut stop: watch::Receiver<bool>,
+    ) -> End {
+        let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
+        loop {
+            loop {
+                let next = match &mut self.inbound {
+                    Inbound::Plain(decoder) => decoder.decode(&mut buf),
+                    Inbound::Segments(decoder) => decoder.decode(&mut buf),
+                };
+                match next {
+                    Ok(Some(frame)) => {
+                        if self.handle_frame(frame).await == Flow::Close {
+                            return End::ProtocolError;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        self.fatal_error(&buf, e).await;
+                        return End::ProtocolError;
+                    }
+                }
+            }
+            buf.reserve(READ_CHUNK_BYTES);
+            tokio::select! {
+                biased;
+                _ = stop.wait_for(|stopping| *stopping) => return End::Shutdown,
+                read = reader.read_buf(&mut buf) => match read {
+                    Ok(0) => return End::ClientClosed,
+                    Ok(_) => {}
+                    Err(e) => {
+                        debug!(peer = %self.peer, "reading from the client failed: {e}");
+                        return End::ClientClosed;
+                    }
+                },
+            }
+        }
+    }
+
+    /// The version responses use: the connection's, or (before STARTUP) the frame's.
+    fn version_for(&self, frame_version: ProtocolVersion) -> ProtocolVersion {
+        self.session
+            .as_ref()
+            .map_or(frame_version, Session::protocol_version)
+    }
+
+    async fn send(&self, item: Outbound) {
+        // Fails only when the writer is gone (socket closed): nothing to tell.
+        let _ = self.outbound.send(item).await;
+    }
+
+    async fn respond(&self, version: ProtocolVersion, stream: i16, response: Response) {
+        self.send(Outbound::response(ResponseEnvelope::new(
+            version, stream, response,
+        )))
+        .await;
+    }
+
+    async fn respond_error(&self, version: ProtocolVersion, stream: i16, error: ErrorResponse) {
+        self.respond(version, stream, Response::Error(error)).await;
+    }
+
+    async fn protocol_error(&self, version: ProtocolVersion, stream: i16, message: String) {
+        let error = ErrorResponse::new(ErrorKind::ProtocolError, message);
+        self.respond_error(version, stream, error).await;
+    }
+
+    /// Answers a decoding error that leaves the byte stream unusable, then closes.
+    async fn fatal_error(&self, buf: &[u8], error: WireError) {
+        debug!(peer = %self.peer, "protocol error, closing: {error}");
+        match error {
+            WireError::UnsupportedVersion { version, stream } => {
+                self.send(Outbound::Raw(unsupported_version_reply(version, stream)))
+                    .await;
+            }
+            error => {
+                let stream = match &error {
+                    WireError::FrameTooBig { stream, .. } => *stream,
+                    _ => 0,
+                };
+                let version = match (&self.session, buf.first()) {
+                    (Some(session), _) => session.protocol_version(),
+                    (None, Some(first)) => {
+                        ProtocolVersion::from_number(first & 0x7f).unwrap_or(ProtocolVersion::V5)
+                    }
+                    (None, None) => ProtocolVersion::V5,
+                };
+                self.respond_error(version, stream, wire_error_response(&error))
+                    .await;
+            }
+        }
+        self.send(Outbound::Close).await;
+    }
+
+    async fn handle_frame(&mut self, frame: Frame) -> Flow {
+        let header = frame.header;
+        let version = self.version_for(header.version);
+        if header.version != version {
+            let message = format!(
+                "Invalid message version. Got {} but previous messages on this connection \
+                 had version {}",
+                version_name(header.version),
+                version_name(version)
+            );
+            self.protocol_error(version, header.stream, message).await;
+            return Flow::Continue;
+        }
+        let envelope = match decode_request(&frame, self.body_compression, self.limits) {
+            Ok(envelope) => envelope,
+            Err(e) => {
+                debug!(peer = %self.peer, stream = header.stream, "undecodable request: {e}");
+                self.respond_error(version, header.stream, wire_error_response(&e))
+                    .await;
+                return if e.is_fatal() {
+                    Flow::Close
+                } else {
+                    Flow::Continue
+                };
+            }
+        };
+        self.handle_request(envelope).await;
+        Flow::Continue
+    }
+
+    async fn handle_request(&mut self, envelope: RequestEnvelope) {
+        let RequestEnvelope {
+            version,
+            stream,
+            tracing,
+            custom_payload,
+            request,
+        } = envelope;
+        let opcode = request.opcode();
+        match (self.phase, request) {
+            (_, Request::Options) if self.phase != Phase::Authenticating => {
+                self.respond(version, stream, Response::Supported(supported()))
+                    .await;
+            }
+            (Phase::Established, Request::Startup(options)) => {
+                self.startup(version, stream, &options).await;
+            }
+            (Phase::Established, _) => {
+                let message = format!(
+                    "Unexpected message {}, expecting STARTUP or OPTIONS",
+                    opcode_name(opcode)
+                );
+                self.protocol_error(version, stream, message).await;
+            }
+            (Phase::Authenticating, Request::AuthResponse(token)) => {
+                self.authenticate(version, stream, token.as_deref().unwrap_or_default())
+                    .await;
+            }
+            (Phase::Authenticating, _) => {
+                let message = format!(
+                    "Unexpected message {}, expecting SASL_RESPONSE",
+                    opcode_name(opcode)
+                );
+                self.protocol_error(version, stream, message).await;
+            }
+            (Phase::Ready, Request::Startup(_)) => {
+                let message = "Unexpected message STARTUP, the connection is already initialized";
+                self.protocol_error(version, stream, message.to_string())
+                    .await;
+            }
+            (Phase::Ready, Request::AuthResponse(_)) => {
+                let message = "Unexpected message AUTH_RESPONSE, the connection is already \
+                               authenticated";
+                self.protocol_error(version, stream, message.to_string())
+                    .await;
+            }
+            (Phase::Ready, Request::Register(types)) => {
+                self.register(types);
+                self.respond(version, stream, Response::Ready).await;
+            }
+            (Phase::Ready, request) => {
+                let context = RequestContext {
+                    stream,
+                    tracing,
+                    custom_payload,
+                };
+                self.dispatch(version, context, request).await;
+            }
+        }
+    }
+
+    async fn startup(&mut self, version: ProtocolVersion, stream: i16, options: &StringMap) {
+        let compression = match startup_compression(version, options) {
+            Ok(compression) => compression,
+            Err(message) => return self.protocol_error(version, stream, message).await,
+        };
+        let session = Session::new(version, self.peer);
+        self.session = Some(session);
+        // Requests after this one arrive in the negotiated framing.
+        let then = if version.uses_segments() {
+            let compression = match compression {
+                Some(_) => SegmentCompression::Lz4,
+                None => SegmentCompression::None,
+            };
+            let decoder = SegmentedFrameDecoder::new(compression, self.limits);
+            self.inbound = Inbound::Segments(Box::new(decoder));
+            Framing::Segments(compression)
+        } else {
+            self.body_compression = compression;
+            Framing::Plain(compression)
+        };
+        let response = match self.shared.authenticator {
+            Authenticator::AllowAll => {
+                self.phase = Phase::Ready;
+                Response::Ready
+            }
+            Authenticator::Password => {
+                self.phase = Phase::Authenticating;
+                Response::Authenticate(Authenticator::Password.class_name().to_string())
+            }
+        };
+        let envelope = ResponseEnvelope::new(version, stream, response);
+        self.send(Outbound::Response {
+            envelope: Box::new(envelope),
+            then: Some(then),
+        })
+        .await;
+    }
+
+    async fn authenticate(&mut self, version: ProtocolVersion, stream: i16, token: &[u8]) {
+        let Some(session) = self.session.clone() else {
+            // Authenticating is only reached through STARTUP, which sets the session.
+            error!(peer = %self.peer, "AUTH_RESPONSE without a session");
+            return;
+        };
+        let credentials = match decode_plain_token(token) {
+            Ok(credentials) => credentials,
+            Err(message) => {
+                let error = ErrorResponse::new(ErrorKind::BadCredentials, message);
+                return self.respond_error(version, stream, error).await;
+            }
+        };
+        let username = credentials.username.clone();
+        match self
+            .shared
+            .handler
+            .authenticate(&session, credentials)
+            .await
+        {
+            Ok(()) => {
+                session.set_authenticated_user(username);
+                self.phase = Phase::Ready;
+                self.respond(version, stream, Response::AuthSuccess(None))
+                    .await;
+            }
+            Err(error) => self.respond_error(version, stream, error).await,
+        }
+    }
+
+    /// Adds event types to this connection's subscription; events are
+    /// forwarded by a task that stops with the connection.
+    fn register(&mut self, types: Vec<EventType>) {
+        for event_type in types {
+            if !self.registered.contains(&event_type) {
+                self.registered.push(event_type);
+            }
+        }
+        let Some(session) = &self.session else {
+            return;
+        };
+        if let Some(old) = self.event_forwarder.take() {
+            old.abort();
+        }
+        let forwarder = forward_events(
+            self.shared.events.subscribe(),
+            self.registered.clone(),
+            session.protocol_version(),
+            self.outbound.clone(),
+            self.peer,
+        );
+        self.event_forwarder = Some(tokio::spawn(forwarder));
+    }
+
+    /// Runs a query-like request on its own task, or answers OVERLOADED
+    /// when a limit of requests in flight is reached.
+    async fn dispatch(&self, version: ProtocolVersion, context: RequestContext, request: Request) {
+        let Some(session) = self.session.clone() else {
+            error!(peer = %self.peer, "query before STARTUP reached dispatch");
+            return;
+        };
+        let stream = context.stream;
+        let Some(permits) = self.acquire_request_permits() else {
+            let error = ErrorResponse::new(ErrorKind::Overloaded, self.overloaded_message());
+            return self.respond_error(version, stream, error).await;
+        };
+        let handler = self.shared.handler.clone();
+        let outbound = self.outbound.clone();
+        tokio::spawn(async move {
+            // The handler runs in a task of its own so that a panic in it
+            // becomes a SERVER_ERROR on its stream instead of a silent hang.
+            let work = tokio::spawn(async move {
+                match request {
+                    Request::Query(query) => handler.query(&session, &context, query).await,
+                    Request::Prepare(prepare) => handler.prepare(&session, &context, prepare).await,
+                    Request::Execute(execute) => handler.execute(&session, &context, execute).await,
+                    Request::Batch(batch) => handler.batch(&session, &context, batch).await,
+                    other => Reply::error(
+                        ErrorKind::ProtocolError,
+                        format!("Unexpected message {}", opcode_name(other.opcode())),
+                    ),
+                }
+            });
+            let reply = work.await.unwrap_or_else(|e| {
+                error!(stream, "request handler failed: {e}");
+                Reply::error(
+                    ErrorKind::ServerError,
+                    "internal error while executing the request",
+                )
+            });
+            let envelope = ResponseEnvelope {
+                version,
+                stream,
+                tracing_id: reply.tracing_id,
+                warnings: reply.warnings,
+                custom_payload: reply.custom_payload,
+                response: reply.response,
+            };
+            let _ = outbound.send(Outbound::response(envelope)).await;
+            // Permits are released only once the response is queued, so that
+            // the outbound queue counts against the limits too.
+            drop(permits);
+        });
+    }
+
+    fn acquire_request_permits(&self) -> Option<(OwnedSemaphorePermit, OwnedSemaphorePermit)> {
+        let connection = self.requests_in_flight.clone().try_acquire_owned().ok()?;
+        let total = self
+            .shared
+            .requests_in_flight
+            .clone()
+            .try_acquire_owned()
+            .ok()?;
+        Some((connection, total))
+    }
+
+    fn overloaded_message(&self) -> String {
+        let limits = self.shared.limits;
+        if self.requests_in_flight.available_permits() == 0 {
+            format!(
+                "Server is in overloaded state. Cannot accept more requests at this point: \
+                 {} requests in flight on this connection \
+                 (native_transport_max_requests_per_connection)",
+                limits.max_requests_per_connection
+            )
+        } else {
+            format!(
+                "Server is in overloaded state. Cannot accept more requests at this point: \
+                 {} requests in flight on this node (native_transport_max_concurrent_requests)",
+                limits.max_requests
+            )
+        }
+    }
+}
+
+/// Forwards subscribed events to the connection on stream -1.
+async fn forward_events(
+    mut events: broadcast::Receiver<Event>,
+    types: Vec<EventType>,
+    version: ProtocolVersion,
+    outbound: mpsc::Sender<Outbound>,
+    peer: SocketAddr,
+) {
+    const EVENT_STREAM: i16 = -1;
+    loop {
+        match events.recv().await {
+            Ok(event) if types.contains(&event.event_type()) => {
+                let envelope = ResponseEnvelope::new(version, EVENT_STREAM, Response::Event(event));
+                if outbound.send(Outbound::response(envelope)).await.is_err() {
+                    return;
+                }
+            }
+            Ok(_) => {}
+            Err(broadcast::error::RecvError::Lagged(missed)) => {
+                warn!(%peer, "client is too slow to read events: {missed} events dropped");
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// The one mapping from codec errors to ERROR responses: every codec error
+/// is a PROTOCOL_ERROR carrying the codec's message (an oversized frame
+/// included: the connection is closed after it).
+fn wire_error_response(error: &WireError) -> ErrorResponse {
+    ErrorResponse::new(ErrorKind::ProtocolError, error.to_string())
+}
+
+/// Checks STARTUP options as Cassandra's `StartupMessage` does, and returns
+/// the negotiated compression.
+fn startup_compression(
+    version: ProtocolVersion,
+    options: &StringMap,
+) -> Result<Option<BodyCompression>, String> {
+    let Some(cql_version) = options.get("CQL_VERSION") else {
+        return Err("Missing value CQL_VERSION in STARTUP message".to_string());
+    };
+    let major = cql_version
+        .split('.')
+        .next()
+        .and_then(|major| major.trim().parse::<u32>().ok());
+    match major {
+        Some(major) if major >= 3 => {}
+        Some(_) => {
+            return Err(format!(
+                "CQL version {cql_version} is not supported by the binary protocol \
+                 (supported version are >= 3.0.0)"
+            ))
+        }
+        None => return Err(format!("Invalid CQL version {cql_version}")),
+    }
+    let Some(name) = options.get("COMPRESSION").filter(|name| !name.is_empty()) else {
+        return Ok(None);
+    };
+    match BodyCompression::from_startup_name(name) {
+        Some(BodyCompression::Snappy) if version.uses_segments() => {
+            Err("Snappy compression is not supported in protocol V5".to_string())
+        }
+        Some(compression) => Ok(Some(compression)),
+        None => Err(format!(
+            "Unknown compression algorithm: {}",
+            name.to_ascii_lowercase()
+        )),
+    }
+}
+
+/// The SUPPORTED answer to OPTIONS.
+fn supported() -> StringMultimap {
+    let strings = |items: &[&str]| items.iter().map(|s| s.to_string()).collect();
+    StringMultimap::from([
+        ("CQL_VERSION".to_string(), strings(&[CQL_VERSION])),
+        ("COMPRESSION".to_string(), strings(&COMPRESSIONS)),
+        (
+            "PROTOCOL_VERSIONS".to_string(),
+            strings(&SUPPORTED_VERSIONS),
+        ),
+    ])
+}
+
+/// `4/v4`, as Cassandra's `ProtocolVersion.toString`.
+fn version_name(version: ProtocolVersion) -> &'static str {
+    match version {
+        ProtocolVersion::V4 => SUPPORTED_VERSIONS[0],
+        ProtocolVersion::V5 => SUPPORTED_VERSIONS[1],
+    }
+}
+
+/// Message type names as Cassandra prints them in errors.
+fn opcode_name(opcode: Opcode) -> &'static str {
+    match opcode {
+        Opcode::Error => "ERROR",
+        Opcode::Startup => "STARTUP",
+        Opcode::Ready => "READY",
+        Opcode::Authenticate => "AUTHENTICATE",
+        Opcode::Options => "OPTIONS",
+        Opcode::Supported => "SUPPORTED",
+        Opcode::Query => "QUERY",
+        Opcode::Result => "RESULT",
+        Opcode::Prepare => "PREPARE",
+        Opcode::Execute => "EXECUTE",
+        Opcode::Register => "REGISTER",
+        Opcode::Event => "EVENT",
+        Opcode::Batch => "BATCH",
+        Opcode::AuthChallenge => "AUTH_CHALLENGE",
+        Opcode::AuthResponse => "AUTH_RESPONSE",
+        Opcode::AuthSuccess => "AUTH_SUCCESS",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(pairs: &[(&str, &str)]) -> StringMap {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn startup_options_are_checked_like_cassandra() {
+        let v4 = ProtocolVersion::V4;
+        let v5 = ProtocolVersion::V5;
+        assert_eq!(
+            startup_compression(v4, &options(&[("CQL_VERSION", "3.0.0")])),
+            Ok(None)
+        );
+        assert_eq!(
+            startup_compression(
+                v4,
+                &options(&[("CQL_VERSION", "3.4.7"), ("COMPRESSION", "LZ4")])
+            ),
+            Ok(Some(BodyCompression::Lz4))
+        );
+        assert_eq!(
+            startup_compression(
+                v4,
+                &options(&[("CQL_VERSION", "3.0.0"), ("COMPRESSION", "snappy")])
+            ),
+            Ok(Some(BodyCompression::Snappy))
+        );
+        assert_eq!(
+            startup_compression(
+                v5,
+                &options(&[("CQL_VERSION", "3.0.0"), ("COMPRESSION", "snappy")])
+            ),
+            Err("Snappy compression is not supported in protocol V5".to_string())
+        );
+        assert_eq!(
+            startup_compression(
+                v4,
+                &options(&[("CQL_VERSION", "3.0.0"), ("COMPRESSION", "zstd")])
+            ),
+            Err("Unknown compression algorithm: zstd".to_string())
+        );
+        assert_eq!(
+            startup_compression(v4, &options(&[])),
+            Err("Missing value CQL_VERSION in STARTUP message".to_string())
+        );
+        assert!(startup_compression(v4, &options(&[("CQL_VERSION", "2.0.0")])).is_err());
+        assert!(startup_compression(v4, &options(&[("CQL_VERSION", "x")])).is_err());
+    }
+
+    #[test]
+    fn supported_lists_versions_and_compressions() {
+        let supported = supported();
+        assert_eq!(supported["CQL_VERSION"], vec!["3.4.7"]);
+        assert_eq!(supported["COMPRESSION"], vec!["lz4", "snappy"]);
+        assert_eq!(supported["PROTOCOL_VERSIONS"], vec!["4/v4", "5/v5"]);
+    }
+}

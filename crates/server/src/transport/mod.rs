@@ -1,0 +1,325 @@
+//! The CQL native transport: the TCP listener, its limits, the event
+//! broadcast, and graceful shutdown. One connection's protocol state lives in
+//! `connection`, its outbound framing in `writer`.
+//!
+//! # Limits (all named, all enforced without unbounded queues)
+//! - `max_connections`: a connection beyond it is accepted, its first frame
+//!   is answered with an OVERLOADED error ("Too many connections") in the
+//!   client's protocol version, and it is closed. At most
+//!   [`REJECTED_CONNECTIONS_MAX`] such answers are pending at once; beyond
+//!   that, extra connections are closed without a word.
+//! - `max_requests_per_connection` and `max_requests`: QUERY, PREPARE,
+//!   EXECUTE and BATCH in flight. A request beyond either limit is answered
+//!   at once with OVERLOADED on its stream.
+//! - `max_frame_bytes`: a larger frame is answered with PROTOCOL_ERROR as soon
+//!   as its header arrives, and the connection is closed.
+//! - Per connection, at most [`OUTBOUND_QUEUE_MESSAGES_MAX`] responses wait
+//!   for the socket; when the client does not read, requests wait, then the
+//!   connection stops reading (TCP backpressure).
+
+mod auth;
+mod connection;
+mod writer;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use rocksandra_wire::{
+    encode_response, unsupported_version_reply, ErrorKind, ErrorResponse, Event, FrameHeader,
+    ProtocolVersion, Response, ResponseEnvelope, WireError,
+};
+use thiserror::Error;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{broadcast, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+use tracing::{debug, error, info, warn};
+
+use crate::config::{Authenticator, Config};
+use crate::handler::RequestHandler;
+
+/// Responses (and events) waiting for one connection's socket.
+pub const OUTBOUND_QUEUE_MESSAGES_MAX: usize = 256;
+/// Connections over `max_connections` being answered at once.
+pub const REJECTED_CONNECTIONS_MAX: usize = 64;
+/// How long a connection over the limit may take to send its first frame header.
+pub const REJECTED_CONNECTION_WAIT: Duration = Duration::from_secs(2);
+/// Events waiting for the slowest subscribed connection; beyond this it
+/// misses events (and a warning is logged).
+pub const EVENT_QUEUE_EVENTS_MAX: usize = 1024;
+/// Default for how long shutdown waits for in-flight requests.
+pub const SHUTDOWN_GRACE_DEFAULT: Duration = Duration::from_secs(10);
+/// Pause after a failed `accept` (e.g. out of file descriptors).
+const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(100);
+/// At most one "too many connections" warning per this interval.
+const REJECT_WARNING_INTERVAL: Duration = Duration::from_secs(10);
+
+/// The transport's limits; `From<&Config>` takes them from the configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransportLimits {
+    pub max_connections: usize,
+    pub max_requests_per_connection: usize,
+    pub max_requests: usize,
+    pub max_frame_bytes: u64,
+}
+
+impl Default for TransportLimits {
+    fn default() -> Self {
+        TransportLimits::from(&Config::default())
+    }
+}
+
+impl From<&Config> for TransportLimits {
+    fn from(config: &Config) -> Self {
+        TransportLimits {
+            max_connections: config.max_connections,
+            max_requests_per_connection: config.max_requests_per_connection,
+            max_requests: config.max_requests,
+            max_frame_bytes: config.max_frame_bytes,
+        }
+    }
+}
+
+/// Everything the transport needs to start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransportConfig {
+    /// Where to listen; port 0 picks a free port (see `Server::local_addr`).
+    pub address: SocketAddr,
+    pub authenticator: Authenticator,
+    pub limits: TransportLimits,
+    /// How long shutdown waits for in-flight requests before dropping them.
+    pub shutdown_grace: Duration,
+}
+
+impl From<&Config> for TransportConfig {
+    fn from(config: &Config) -> Self {
+        TransportConfig {
+            address: config.native_address(),
+            authenticator: config.authenticator,
+            limits: TransportLimits::from(config),
+            shutdown_grace: SHUTDOWN_GRACE_DEFAULT,
+        }
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum TransportError {
+    #[error("cannot listen for CQL clients on {address}: {source}")]
+    Bind {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Pushes events (SCHEMA_CHANGE, later TOPOLOGY_CHANGE and STATUS_CHANGE) to
+/// every connection that REGISTERed for their type; they arrive on stream -1.
+#[derive(Debug, Clone)]
+pub struct EventSender {
+    sender: broadcast::Sender<Event>,
+}
+
+impl EventSender {
+    /// Queues an event for the subscribed connections (none is fine).
+    pub fn send(&self, event: Event) {
+        // An error only means that no connection is subscribed.
+        let _ = self.sender.send(event);
+    }
+
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.sender.subscribe()
+    }
+}
+
+/// State shared by all connections of one server.
+struct Shared {
+    handler: Arc<dyn RequestHandler>,
+    authenticator: Authenticator,
+    limits: TransportLimits,
+    requests_in_flight: Arc<Semaphore>,
+    events: EventSender,
+}
+
+/// A bound listener, ready to `run`.
+pub struct Server {
+    listener: TcpListener,
+    local_addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown_grace: Duration,
+}
+
+impl Server {
+    /// Binds the listening socket (so that the port is known and taken
+    /// before `run`).
+    pub async fn bind(
+        config: TransportConfig,
+        handler: Arc<dyn RequestHandler>,
+    ) -> Result<Server, TransportError> {
+        let bind_error = |source| TransportError::Bind {
+            address: config.address,
+            source,
+        };
+        let listener = TcpListener::bind(config.address)
+            .await
+            .map_err(bind_error)?;
+        let local_addr = listener.local_addr().map_err(bind_error)?;
+        let (sender, _) = broadcast::channel(EVENT_QUEUE_EVENTS_MAX);
+        let shared = Arc::new(Shared {
+            handler,
+            authenticator: config.authenticator,
+            limits: config.limits,
+            requests_in_flight: Arc::new(Semaphore::new(config.limits.max_requests)),
+            events: EventSender { sender },
+        });
+        Ok(Server {
+            listener,
+            local_addr,
+            shared,
+            shutdown_grace: config.shutdown_grace,
+        })
+    }
+
+    /// The bound address (with the real port when bound to port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The sender the executor uses to push events to clients.
+    pub fn events(&self) -> EventSender {
+        self.shared.events.clone()
+    }
+
+    /// Serves clients until `shutdown` completes; then stops accepting,
+    /// stops reading new requests, lets in-flight requests finish and their
+    /// responses go out (waiting at most `shutdown_grace`), and returns.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let connection_slots = Arc::new(Semaphore::new(self.shared.limits.max_connections));
+        let reject_slots = Arc::new(Semaphore::new(REJECTED_CONNECTIONS_MAX));
+        let (stop_sender, stop) = watch::channel(false);
+        let mut tasks = JoinSet::new();
+        let mut last_reject_warning: Option<Instant> = None;
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                () = &mut shutdown => break,
+                accepted = self.listener.accept() => match accepted {
+                    Ok((socket, peer)) => match connection_slots.clone().try_acquire_owned() {
+                        Ok(slot) => {
+                            let shared = self.shared.clone();
+                            let stop = stop.clone();
+                            tasks.spawn(connection::serve(socket, peer, shared, stop, slot));
+                        }
+                        Err(_) => {
+                            warn_rejected(&mut last_reject_warning, self.shared.limits.max_connections);
+                            if let Ok(slot) = reject_slots.clone().try_acquire_owned() {
+                                let limit = self.shared.limits.max_connections;
+                                tasks.spawn(reject_connection(socket, limit, slot));
+                            }
+                        }
+                    },
+                    Err(e) => {
+                        warn!("accepting a CQL connection failed: {e}");
+                        tokio::time::sleep(ACCEPT_ERROR_BACKOFF).await;
+                    }
+                },
+                Some(joined) = tasks.join_next(), if !tasks.is_empty() => log_join(joined),
+            }
+        }
+        drop(self.listener);
+        info!(
+            "shutting down the CQL transport: waiting up to {:?} for {} connections",
+            self.shutdown_grace,
+            tasks.len()
+        );
+        // Every connection stops reading; their in-flight requests finish.
+        let _ = stop_sender.send(true);
+        let drained = tokio::time::timeout(self.shutdown_grace, async {
+            while let Some(joined) = tasks.join_next().await {
+                log_join(joined);
+            }
+        })
+        .await;
+        if drained.is_err() {
+            warn!(
+                "{} connections still busy after {:?}; closing them",
+                tasks.len(),
+                self.shutdown_grace
+            );
+            tasks.shutdown().await;
+        }
+    }
+}
+
+fn log_join(joined: Result<(), tokio::task::JoinError>) {
+    if let Err(e) = joined {
+        if e.is_panic() {
+            error!("a CQL connection task panicked: {e}");
+        }
+    }
+}
+
+fn warn_rejected(last_warning: &mut Option<Instant>, limit: usize) {
+    let now = Instant::now();
+    if last_warning.is_none_or(|at| now.duration_since(at) >= REJECT_WARNING_INTERVAL) {
+        *last_warning = Some(now);
+        warn!(
+            "refusing client connections: {limit} are open \
+             (native_transport_max_concurrent_connections)"
+        );
+    }
+}
+
+/// Answers a connection over the limit: waits briefly for the first frame
+/// header, replies OVERLOADED in the client's version (or the usual
+/// unsupported-version error), and closes.
+async fn reject_connection(mut socket: TcpStream, limit: usize, _slot: OwnedSemaphorePermit) {
+    let mut header = BytesMut::with_capacity(rocksandra_wire::limits::FRAME_HEADER_BYTES);
+    let read = tokio::time::timeout(REJECTED_CONNECTION_WAIT, async {
+        while header.len() < rocksandra_wire::limits::FRAME_HEADER_BYTES {
+            match socket.read_buf(&mut header).await {
+                Ok(0) | Err(_) => return false,
+                Ok(_) => {}
+            }
+        }
+        true
+    })
+    .await;
+    if read != Ok(true) {
+        return;
+    }
+    let message = format!(
+        "Too many connections: this node serves at most {limit} client connections \
+         (native_transport_max_concurrent_connections)"
+    );
+    // Any limit works here: only the version and stream are needed.
+    let reply = match FrameHeader::parse(&header, u64::MAX) {
+        Ok(Some(h)) => overloaded_frame(h.version, h.stream, message),
+        Err(WireError::UnsupportedVersion { version, stream }) => {
+            Some(unsupported_version_reply(version, stream))
+        }
+        _ => None,
+    };
+    if let Some(reply) = reply {
+        let _ = socket.write_all(&reply).await;
+        let _ = socket.shutdown().await;
+    }
+}
+
+fn overloaded_frame(
+    version: ProtocolVersion,
+    stream: i16,
+    message: String,
+) -> Option<bytes::Bytes> {
+    let error = ErrorResponse::new(ErrorKind::Overloaded, message);
+    let envelope = ResponseEnvelope::new(version, stream, Response::Error(error));
+    match encode_response(&envelope, None) {
+        Ok(frame) => Some(frame.to_bytes()),
+        Err(e) => {
+            debug!("cannot encode the too-many-connections error: {e}");
+            None
+        }
+    }
+}

@@ -1,0 +1,881 @@
+//! End-to-end tests of the CQL transport: an in-process server on an
+//! ephemeral port, spoken to over raw TCP with the wire crate's client-side
+//! encoders.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use rocksandra_server::config::Authenticator;
+use rocksandra_server::handler::NOT_READY_MESSAGE;
+use rocksandra_server::{
+    Credentials, EventSender, HandlerFuture, NotReadyHandler, Reply, RequestContext,
+    RequestHandler, Server, Session, TransportConfig, TransportLimits,
+};
+use rocksandra_wire::{
+    decode_response, encode_request, Batch, BodyCompression, ColumnsMetadata, Consistency,
+    ErrorKind, ErrorResponse, Event, EventType, Execute, Frame, FrameDecoder, Limits, Prepare,
+    ProtocolVersion, Query, QueryParameters, Request, RequestEnvelope, Response, ResponseEnvelope,
+    ResultBody, Rows, RowsMetadata, SchemaChange, SchemaChangeTarget, SchemaChangeType,
+    SegmentCodec, SegmentCompression, SegmentedFrameDecoder, StringMap,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::{oneshot, Semaphore};
+use tokio::task::JoinHandle;
+
+/// Longest wait for any expected byte; tests normally take milliseconds.
+const WAIT: Duration = Duration::from_secs(5);
+
+// ---------------------------------------------------------------- server
+
+struct TestServer {
+    address: SocketAddr,
+    events: EventSender,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<()>,
+}
+
+impl TestServer {
+    async fn start(handler: Arc<dyn RequestHandler>) -> TestServer {
+        TestServer::start_with(handler, TransportLimits::default(), Authenticator::AllowAll).await
+    }
+
+    async fn start_with(
+        handler: Arc<dyn RequestHandler>,
+        limits: TransportLimits,
+        authenticator: Authenticator,
+    ) -> TestServer {
+        let config = TransportConfig {
+            address: "127.0.0.1:0".parse().expect("address"),
+            authenticator,
+            limits,
+            shutdown_grace: WAIT,
+        };
+        let server = Server::bind(config, handler).await.expect("binds");
+        let address = server.local_addr();
+        assert_ne!(address.port(), 0, "the bound port is reported");
+        let events = server.events();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(server.run(async {
+            let _ = stopped.await;
+        }));
+        TestServer {
+            address,
+            events,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    async fn connect(&self, version: ProtocolVersion) -> Client {
+        Client::connect(self.address, version).await
+    }
+
+    /// Signals shutdown and waits for `run` to return.
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        tokio::time::timeout(WAIT * 2, &mut self.task)
+            .await
+            .expect("server stops in time")
+            .expect("server task ends cleanly");
+    }
+}
+
+fn limits(per_connection: usize, total: usize, connections: usize) -> TransportLimits {
+    TransportLimits {
+        max_connections: connections,
+        max_requests_per_connection: per_connection,
+        max_requests: total,
+        max_frame_bytes: 256 * 1024,
+    }
+}
+
+// ---------------------------------------------------------------- handler
+
+/// Answers by the query text: `block` waits for a permit of `gate`,
+/// `sleep N` sleeps N ms, `whoami` names the session's user, `panic`
+/// panics; each answers RESULT SetKeyspace(text) so tests can tell replies apart.
+struct ScriptedHandler {
+    gate: Arc<Semaphore>,
+}
+
+impl ScriptedHandler {
+    fn new() -> (Arc<ScriptedHandler>, Arc<Semaphore>) {
+        let gate = Arc::new(Semaphore::new(0));
+        (Arc::new(ScriptedHandler { gate: gate.clone() }), gate)
+    }
+}
+
+fn text_result(text: impl Into<String>) -> Reply {
+    Reply::from(Response::Result(ResultBody::SetKeyspace(text.into())))
+}
+
+/// One row with one cell: for replies too long for a `[string]`.
+fn rows_result(cell: Bytes) -> Reply {
+    Reply::from(Response::Result(ResultBody::Rows(Rows {
+        metadata: RowsMetadata {
+            columns: ColumnsMetadata::NoMetadata { column_count: 1 },
+            paging_state: None,
+            new_metadata_id: None,
+        },
+        rows: vec![vec![Some(cell)]],
+    })))
+}
+
+impl RequestHandler for ScriptedHandler {
+    fn query<'a>(
+        &'a self,
+        session: &'a Session,
+        _context: &'a RequestContext,
+        query: Query,
+    ) -> HandlerFuture<'a, Reply> {
+        Box::pin(async move {
+            let text = query.query;
+            if text == "block" {
+                if let Ok(permit) = self.gate.acquire().await {
+                    permit.forget();
+                }
+            } else if let Some(ms) = text.strip_prefix("sleep ") {
+                let ms = ms.parse().expect("sleep takes milliseconds");
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+            } else if text == "whoami" {
+                let user = session.authenticated_user().unwrap_or_default();
+                return text_result(format!("user={user}"));
+            } else if text == "panic" {
+                panic!("the scripted handler panics on request");
+            } else if text.len() > u16::MAX as usize {
+                return rows_result(Bytes::from(text));
+            }
+            text_result(text)
+        })
+    }
+
+    fn prepare<'a>(
+        &'a self,
+        _: &'a Session,
+        _: &'a RequestContext,
+        _: Prepare,
+    ) -> HandlerFuture<'a, Reply> {
+        Box::pin(async { text_result("prepare") })
+    }
+
+    fn execute<'a>(
+        &'a self,
+        _: &'a Session,
+        _: &'a RequestContext,
+        _: Execute,
+    ) -> HandlerFuture<'a, Reply> {
+        Box::pin(async { text_result("execute") })
+    }
+
+    fn batch<'a>(
+        &'a self,
+        _: &'a Session,
+        _: &'a RequestContext,
+        _: Batch,
+    ) -> HandlerFuture<'a, Reply> {
+        Box::pin(async { text_result("batch") })
+    }
+
+    fn authenticate<'a>(
+        &'a self,
+        _: &'a Session,
+        credentials: Credentials,
+    ) -> HandlerFuture<'a, Result<(), ErrorResponse>> {
+        Box::pin(async move {
+            if credentials.username == "cassandra" && credentials.password == "cassandra" {
+                Ok(())
+            } else {
+                Err(ErrorResponse::new(
+                    ErrorKind::BadCredentials,
+                    format!(
+                        "Provided username {} and/or password are incorrect",
+                        credentials.username
+                    ),
+                ))
+            }
+        })
+    }
+}
+
+// ---------------------------------------------------------------- client
+
+/// A raw CQL client: frames before STARTUP's answer, then (v5) segments.
+struct Client {
+    socket: TcpStream,
+    buf: BytesMut,
+    version: ProtocolVersion,
+    body_compression: Option<BodyCompression>,
+    segments: Option<(SegmentCodec, SegmentedFrameDecoder)>,
+}
+
+const CLIENT_LIMITS: Limits = Limits {
+    max_frame_bytes: 64 * 1024 * 1024,
+};
+
+impl Client {
+    async fn connect(address: SocketAddr, version: ProtocolVersion) -> Client {
+        let socket = TcpStream::connect(address).await.expect("connects");
+        Client {
+            socket,
+            buf: BytesMut::new(),
+            version,
+            body_compression: None,
+            segments: None,
+        }
+    }
+
+    fn frame(&self, stream: i16, request: Request) -> Frame {
+        let envelope = RequestEnvelope {
+            version: self.version,
+            stream,
+            tracing: false,
+            custom_payload: None,
+            request,
+        };
+        encode_request(&envelope, self.body_compression).expect("encodes")
+    }
+
+    async fn send(&mut self, stream: i16, request: Request) {
+        let frame = self.frame(stream, request);
+        let bytes = match &self.segments {
+            Some((codec, _)) => {
+                let mut out = BytesMut::new();
+                codec.encode_frames(&[frame], &mut out).expect("segments");
+                out.freeze()
+            }
+            None => frame.to_bytes(),
+        };
+        self.send_raw(&bytes).await;
+    }
+
+    async fn send_raw(&mut self, bytes: &[u8]) {
+        self.socket.write_all(bytes).await.expect("writes");
+    }
+
+    async fn fill(&mut self) -> usize {
+        let read = tokio::time::timeout(WAIT, self.socket.read_buf(&mut self.buf))
+            .await
+            .expect("server answers in time");
+        read.unwrap_or(0)
+    }
+
+    async fn recv_frame(&mut self) -> Frame {
+        loop {
+            let decoded = match &mut self.segments {
+                Some((_, decoder)) => decoder.decode(&mut self.buf),
+                None => FrameDecoder::new(CLIENT_LIMITS).decode(&mut self.buf),
+            };
+            if let Some(frame) = decoded.expect("server sends valid frames") {
+                return frame;
+            }
+            assert!(
+                self.fill().await > 0,
+                "connection closed while waiting for a frame"
+            );
+        }
+    }
+
+    async fn recv(&mut self) -> ResponseEnvelope {
+        let frame = self.recv_frame().await;
+        decode_response(&frame, self.body_compression, CLIENT_LIMITS).expect("decodes")
+    }
+
+    async fn request(&mut self, stream: i16, request: Request) -> Response {
+        self.send(stream, request).await;
+        let reply = self.recv().await;
+        assert_eq!(reply.stream, stream);
+        reply.response
+    }
+
+    /// STARTUP, then switch to the negotiated framing the way drivers do.
+    async fn startup(&mut self, compression: Option<&str>) -> Response {
+        let mut options = StringMap::new();
+        options.insert("CQL_VERSION".into(), "3.0.0".into());
+        if let Some(name) = compression {
+            options.insert("COMPRESSION".into(), name.into());
+        }
+        let response = self.request(1, Request::Startup(options)).await;
+        if matches!(response, Response::Ready | Response::Authenticate(_)) {
+            let negotiated = compression.and_then(BodyCompression::from_startup_name);
+            if self.version == ProtocolVersion::V5 {
+                let segment_compression = match negotiated {
+                    Some(_) => SegmentCompression::Lz4,
+                    None => SegmentCompression::None,
+                };
+                self.segments = Some((
+                    SegmentCodec::new(segment_compression),
+                    SegmentedFrameDecoder::new(segment_compression, CLIENT_LIMITS),
+                ));
+            } else {
+                self.body_compression = negotiated;
+            }
+        }
+        response
+    }
+
+    async fn ready(address: SocketAddr, version: ProtocolVersion) -> Client {
+        let mut client = Client::connect(address, version).await;
+        assert_eq!(client.startup(None).await, Response::Ready);
+        client
+    }
+
+    /// Reads until the server closes, returning whatever arrived.
+    async fn expect_closed(&mut self) {
+        loop {
+            let read = tokio::time::timeout(WAIT, self.socket.read_buf(&mut self.buf))
+                .await
+                .expect("server closes in time");
+            match read {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    }
+}
+
+fn query(text: &str) -> Request {
+    Request::Query(Query {
+        query: text.to_string(),
+        params: QueryParameters::new(Consistency::One),
+    })
+}
+
+fn expect_error(response: &Response, kind: ErrorKind) -> String {
+    match response {
+        Response::Error(error) if error.kind == kind => error.message.clone(),
+        other => panic!("expected a {kind:?} error, got {other:?}"),
+    }
+}
+
+fn expect_text(response: &Response) -> String {
+    match response {
+        Response::Result(ResultBody::SetKeyspace(text)) => text.clone(),
+        other => panic!("expected a scripted result, got {other:?}"),
+    }
+}
+
+/// A raw request header (for versions and lengths the encoder refuses).
+fn raw_header(version: u8, stream: i16, opcode: u8, body_bytes: u32) -> BytesMut {
+    let mut out = BytesMut::new();
+    out.put_u8(version);
+    out.put_u8(0);
+    out.put_i16(stream);
+    out.put_u8(opcode);
+    out.put_u32(body_bytes);
+    out
+}
+
+/// Parses an ERROR frame by hand: (version byte, stream, code, message).
+fn parse_raw_error(bytes: &[u8], stream_bytes: usize) -> (u8, i16, i32, String) {
+    let version = bytes[0];
+    let stream = if stream_bytes == 1 {
+        i16::from(bytes[2] as i8)
+    } else {
+        i16::from_be_bytes([bytes[2], bytes[3]])
+    };
+    // version, flags, stream, opcode, body length
+    let body = &bytes[2 + stream_bytes + 1 + 4..];
+    let code = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+    let len = u16::from_be_bytes([body[4], body[5]]) as usize;
+    let message = String::from_utf8(body[6..6 + len].to_vec()).expect("utf8");
+    (version, stream, code, message)
+}
+
+const OPCODE_OPTIONS: u8 = 0x05;
+const PROTOCOL_ERROR_CODE: i32 = 0x000A;
+
+// ---------------------------------------------------------------- tests
+
+#[tokio::test]
+async fn options_gets_supported_in_v4_and_v5() {
+    let server = TestServer::start(Arc::new(NotReadyHandler)).await;
+    for version in [ProtocolVersion::V4, ProtocolVersion::V5] {
+        let mut client = server.connect(version).await;
+        let response = client.request(7, Request::Options).await;
+        let Response::Supported(options) = response else {
+            panic!("expected SUPPORTED, got {response:?}");
+        };
+        assert_eq!(options["CQL_VERSION"], vec!["3.4.7"]);
+        assert_eq!(options["COMPRESSION"], vec!["lz4", "snappy"]);
+        assert_eq!(options["PROTOCOL_VERSIONS"], vec!["4/v4", "5/v5"]);
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn v4_startup_ready_then_query_gets_the_not_ready_error() {
+    let server = TestServer::start(Arc::new(NotReadyHandler)).await;
+    let mut client = Client::ready(server.address, ProtocolVersion::V4).await;
+    let response = client.request(3, query("SELECT * FROM system.local")).await;
+    assert_eq!(
+        expect_error(&response, ErrorKind::ServerError),
+        NOT_READY_MESSAGE
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn v5_switches_to_segments_after_ready() {
+    let server = TestServer::start(Arc::new(NotReadyHandler)).await;
+    let mut client = server.connect(ProtocolVersion::V5).await;
+    // READY itself comes as a bare frame (checked by the plain decoder).
+    assert_eq!(client.startup(None).await, Response::Ready);
+    // From here on, `Client` frames and unframes segments; a bare frame
+    // would fail the segment header CRC.
+    let response = client
+        .request(9, query("SELECT now() FROM system.local"))
+        .await;
+    assert_eq!(
+        expect_error(&response, ErrorKind::ServerError),
+        NOT_READY_MESSAGE
+    );
+    let response = client.request(10, Request::Options).await;
+    assert!(matches!(response, Response::Supported(_)));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn v5_frames_larger_than_a_segment_are_reassembled() {
+    let (handler, _gate) = ScriptedHandler::new();
+    let server = TestServer::start(handler).await;
+    for compression in [None, Some("lz4")] {
+        let mut client = server.connect(ProtocolVersion::V5).await;
+        assert_eq!(client.startup(compression).await, Response::Ready);
+        // 200 KiB of query text spans two segments each way.
+        let text: String = (0..200 * 1024)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let response = client.request(4, query(&text)).await;
+        let Response::Result(ResultBody::Rows(rows)) = response else {
+            panic!("expected rows, got {response:?}");
+        };
+        assert_eq!(rows.rows, vec![vec![Some(Bytes::from(text))]]);
+        // Small frames still work after the large ones.
+        assert_eq!(
+            expect_text(&client.request(5, query("small")).await),
+            "small"
+        );
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn unsupported_versions_get_a_protocol_error_drivers_step_down_on() {
+    let server = TestServer::start(Arc::new(NotReadyHandler)).await;
+
+    // v6: answered in v5 framing, as Cassandra does for versions above its own.
+    let mut client = server.connect(ProtocolVersion::V5).await;
+    client.send_raw(&raw_header(6, 5, OPCODE_OPTIONS, 0)).await;
+    client.expect_closed().await;
+    let (version, stream, code, message) = parse_raw_error(&client.buf, 2);
+    assert_eq!((version, stream, code), (0x85, 5, PROTOCOL_ERROR_CODE));
+    assert_eq!(
+        message,
+        "Invalid or unsupported protocol version (6); supported versions are (4/v4, 5/v5)"
+    );
+
+    // v3: answered in v3's own framing, so that an old driver can read it.
+    let mut client = server.connect(ProtocolVersion::V4).await;
+    client.send_raw(&raw_header(3, 2, OPCODE_OPTIONS, 0)).await;
+    client.expect_closed().await;
+    let (version, stream, code, message) = parse_raw_error(&client.buf, 2);
+    assert_eq!((version, stream, code), (0x83, 2, PROTOCOL_ERROR_CODE));
+    assert!(
+        message.contains("(3); supported versions are (4/v4, 5/v5)"),
+        "{message}"
+    );
+
+    // v6 with the beta flag is still v6.
+    let mut client = server.connect(ProtocolVersion::V5).await;
+    let mut header = raw_header(6, 1, OPCODE_OPTIONS, 0);
+    header[1] = 0x10;
+    client.send_raw(&header).await;
+    client.expect_closed().await;
+    assert_eq!(parse_raw_error(&client.buf, 2).2, PROTOCOL_ERROR_CODE);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn beta_flag_is_ignored_on_released_versions() {
+    let server = TestServer::start(Arc::new(NotReadyHandler)).await;
+    let mut client = server.connect(ProtocolVersion::V5).await;
+    let mut header = raw_header(5, 1, OPCODE_OPTIONS, 0);
+    header[1] = 0x10;
+    client.send_raw(&header).await;
+    assert!(matches!(
+        client.recv().await.response,
+        Response::Supported(_)
+    ));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn garbage_gets_a_protocol_error_and_the_server_stays_up() {
+    let server = TestServer::start(Arc::new(NotReadyHandler)).await;
+
+    // Text where a frame should be: the first byte is not a version.
+    let mut client = server.connect(ProtocolVersion::V4).await;
+    client
+        .send_raw(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await;
+    client.expect_closed().await;
+    assert_eq!(parse_raw_error(&client.buf, 2).2, PROTOCOL_ERROR_CODE);
+
+    // A well-framed request with an unknown opcode and one with a truncated
+    // body: each is answered on its stream, and the connection lives on.
+    let mut client = Client::ready(server.address, ProtocolVersion::V4).await;
+    client.send_raw(&raw_header(4, 11, 0x42, 0)).await;
+    let reply = client.recv().await;
+    assert_eq!(reply.stream, 11);
+    let message = expect_error(&reply.response, ErrorKind::ProtocolError);
+    assert!(message.contains("opcode"), "{message}");
+    let mut truncated = raw_header(4, 12, 0x07, 3);
+    truncated.put_slice(&[0, 0, 9]);
+    client.send_raw(&truncated).await;
+    let reply = client.recv().await;
+    assert_eq!(reply.stream, 12);
+    expect_error(&reply.response, ErrorKind::ProtocolError);
+    let response = client.request(13, query("SELECT 1")).await;
+    expect_error(&response, ErrorKind::ServerError);
+
+    // Corrupt v5 segments close that connection only.
+    let mut client = Client::ready(server.address, ProtocolVersion::V5).await;
+    client.send_raw(&[0xff; 64]).await;
+    client.expect_closed().await;
+
+    // New connections are still served.
+    let mut client = Client::ready(server.address, ProtocolVersion::V4).await;
+    expect_error(
+        &client.request(2, query("SELECT 1")).await,
+        ErrorKind::ServerError,
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn messages_out_of_phase_are_protocol_errors() {
+    let server = TestServer::start(Arc::new(NotReadyHandler)).await;
+    let mut client = server.connect(ProtocolVersion::V4).await;
+    let response = client.request(1, query("SELECT 1")).await;
+    assert_eq!(
+        expect_error(&response, ErrorKind::ProtocolError),
+        "Unexpected message QUERY, expecting STARTUP or OPTIONS"
+    );
+    assert_eq!(client.startup(None).await, Response::Ready);
+    let response = client.request(2, Request::Startup(StringMap::new())).await;
+    assert_eq!(
+        expect_error(&response, ErrorKind::ProtocolError),
+        "Unexpected message STARTUP, the connection is already initialized"
+    );
+
+    let mut client = server.connect(ProtocolVersion::V4).await;
+    let message = expect_error(
+        &client.startup(Some("zstd")).await,
+        ErrorKind::ProtocolError,
+    );
+    assert_eq!(message, "Unknown compression algorithm: zstd");
+    let mut client = server.connect(ProtocolVersion::V5).await;
+    let message = expect_error(
+        &client.startup(Some("snappy")).await,
+        ErrorKind::ProtocolError,
+    );
+    assert_eq!(
+        message,
+        "Snappy compression is not supported in protocol V5"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn oversized_frame_gets_a_protocol_error_and_the_connection_closes() {
+    let server = TestServer::start_with(
+        Arc::new(NotReadyHandler),
+        limits(16, 64, 16),
+        Authenticator::AllowAll,
+    )
+    .await;
+    let mut client = server.connect(ProtocolVersion::V4).await;
+    // Only the header: the body is refused before it is read.
+    client.send_raw(&raw_header(4, 21, 0x07, 1 << 30)).await;
+    let reply = client.recv().await;
+    assert_eq!(reply.stream, 21);
+    let message = expect_error(&reply.response, ErrorKind::ProtocolError);
+    assert!(message.starts_with("Request is too big"), "{message}");
+    client.expect_closed().await;
+
+    // Inside v5 segments too.
+    let mut client = Client::ready(server.address, ProtocolVersion::V5).await;
+    let text = "x".repeat(300 * 1024);
+    let response = client.request(22, query(&text)).await;
+    expect_error(&response, ErrorKind::ProtocolError);
+    client.expect_closed().await;
+
+    let mut client = Client::ready(server.address, ProtocolVersion::V4).await;
+    expect_error(
+        &client.request(2, query("SELECT 1")).await,
+        ErrorKind::ServerError,
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn requests_beyond_the_per_connection_limit_are_overloaded() {
+    let (handler, gate) = ScriptedHandler::new();
+    let server = TestServer::start_with(handler, limits(2, 100, 16), Authenticator::AllowAll).await;
+    let mut client = Client::ready(server.address, ProtocolVersion::V4).await;
+    client.send(1, query("block")).await;
+    client.send(2, query("block")).await;
+    client.send(3, query("block")).await;
+    let reply = client.recv().await;
+    assert_eq!(reply.stream, 3, "the third request is answered at once");
+    let message = expect_error(&reply.response, ErrorKind::Overloaded);
+    assert!(
+        message.contains("native_transport_max_requests_per_connection"),
+        "{message}"
+    );
+
+    // Other connections are not affected by this connection's limit.
+    let mut other = Client::ready(server.address, ProtocolVersion::V4).await;
+    assert_eq!(
+        expect_text(&other.request(1, query("hello")).await),
+        "hello"
+    );
+
+    gate.add_permits(2);
+    let mut streams = vec![client.recv().await.stream, client.recv().await.stream];
+    streams.sort();
+    assert_eq!(streams, vec![1, 2]);
+    // The slots are free again.
+    assert_eq!(
+        expect_text(&client.request(4, query("again")).await),
+        "again"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn requests_beyond_the_total_limit_are_overloaded() {
+    let (handler, gate) = ScriptedHandler::new();
+    let server = TestServer::start_with(handler, limits(10, 2, 16), Authenticator::AllowAll).await;
+    let mut first = Client::ready(server.address, ProtocolVersion::V4).await;
+    let mut second = Client::ready(server.address, ProtocolVersion::V5).await;
+    first.send(1, query("block")).await;
+    first.send(2, query("block")).await;
+    // Make sure both are in flight before the second connection asks.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let response = second.request(1, query("hello")).await;
+    let message = expect_error(&response, ErrorKind::Overloaded);
+    assert!(
+        message.contains("native_transport_max_concurrent_requests"),
+        "{message}"
+    );
+    gate.add_permits(2);
+    first.recv().await;
+    first.recv().await;
+    assert_eq!(
+        expect_text(&second.request(2, query("hello")).await),
+        "hello"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn responses_come_back_in_completion_order() {
+    let (handler, _gate) = ScriptedHandler::new();
+    let server = TestServer::start(handler).await;
+    let mut client = Client::ready(server.address, ProtocolVersion::V4).await;
+    client.send(1, query("sleep 300")).await;
+    client.send(2, query("sleep 0")).await;
+    let first = client.recv().await;
+    let second = client.recv().await;
+    assert_eq!((first.stream, second.stream), (2, 1));
+    assert_eq!(expect_text(&second.response), "sleep 300");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn handler_panic_is_a_server_error_on_its_stream() {
+    let (handler, _gate) = ScriptedHandler::new();
+    let server = TestServer::start(handler).await;
+    let mut client = Client::ready(server.address, ProtocolVersion::V4).await;
+    expect_error(
+        &client.request(5, query("panic")).await,
+        ErrorKind::ServerError,
+    );
+    assert_eq!(
+        expect_text(&client.request(6, query("still here")).await),
+        "still here"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn max_connections_is_enforced() {
+    let server = TestServer::start_with(
+        Arc::new(NotReadyHandler),
+        limits(16, 64, 1),
+        Authenticator::AllowAll,
+    )
+    .await;
+    let first = Client::ready(server.address, ProtocolVersion::V4).await;
+    let mut second = server.connect(ProtocolVersion::V4).await;
+    second.send(3, Request::Options).await;
+    let reply = second.recv().await;
+    assert_eq!(reply.stream, 3);
+    let message = expect_error(&reply.response, ErrorKind::Overloaded);
+    assert!(message.starts_with("Too many connections"), "{message}");
+    second.expect_closed().await;
+
+    drop(first);
+    // The slot is freed once the server notices the close.
+    let mut served = false;
+    for _ in 0..50 {
+        let mut client = server.connect(ProtocolVersion::V4).await;
+        client.send(1, Request::Options).await;
+        if matches!(client.recv().await.response, Response::Supported(_)) {
+            served = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        served,
+        "a new connection is served after the first one closed"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn v4_body_compression_lz4_and_snappy() {
+    let (handler, _gate) = ScriptedHandler::new();
+    let server = TestServer::start(handler).await;
+    for name in ["lz4", "snappy"] {
+        let mut client = server.connect(ProtocolVersion::V4).await;
+        // STARTUP and READY are never compressed.
+        assert_eq!(client.startup(Some(name)).await, Response::Ready);
+        let text = "compress me ".repeat(100);
+        client.send(2, query(&text)).await;
+        let frame = client.recv_frame().await;
+        assert!(
+            frame.header.flags.compression,
+            "{name}: responses are compressed"
+        );
+        assert!(frame.body.len() < text.len(), "{name}: and smaller");
+        let reply =
+            decode_response(&frame, client.body_compression, CLIENT_LIMITS).expect("decompresses");
+        assert_eq!(expect_text(&reply.response), text);
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn v5_with_lz4_segments() {
+    let server = TestServer::start(Arc::new(NotReadyHandler)).await;
+    let mut client = server.connect(ProtocolVersion::V5).await;
+    assert_eq!(client.startup(Some("lz4")).await, Response::Ready);
+    let response = client
+        .request(3, query(&"SELECT * FROM t; ".repeat(50)))
+        .await;
+    assert_eq!(
+        expect_error(&response, ErrorKind::ServerError),
+        NOT_READY_MESSAGE
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn password_authentication() {
+    let (handler, _gate) = ScriptedHandler::new();
+    let server =
+        TestServer::start_with(handler, TransportLimits::default(), Authenticator::Password).await;
+    for version in [ProtocolVersion::V4, ProtocolVersion::V5] {
+        let mut client = server.connect(version).await;
+        assert_eq!(
+            client.startup(None).await,
+            Response::Authenticate("org.apache.cassandra.auth.PasswordAuthenticator".into())
+        );
+        let response = client.request(2, query("whoami")).await;
+        assert_eq!(
+            expect_error(&response, ErrorKind::ProtocolError),
+            "Unexpected message QUERY, expecting SASL_RESPONSE"
+        );
+        let wrong = Bytes::from_static(b"\0cassandra\0wrong");
+        let response = client.request(3, Request::AuthResponse(Some(wrong))).await;
+        assert_eq!(
+            expect_error(&response, ErrorKind::BadCredentials),
+            "Provided username cassandra and/or password are incorrect"
+        );
+        let malformed = Bytes::from_static(b"cassandra");
+        let response = client
+            .request(4, Request::AuthResponse(Some(malformed)))
+            .await;
+        expect_error(&response, ErrorKind::BadCredentials);
+        let right = Bytes::from_static(b"\0cassandra\0cassandra");
+        let response = client.request(5, Request::AuthResponse(Some(right))).await;
+        assert_eq!(response, Response::AuthSuccess(None));
+        let response = client.request(6, query("whoami")).await;
+        assert_eq!(expect_text(&response), "user=cassandra");
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn registered_connections_get_schema_change_events_on_stream_minus_one() {
+    let server = TestServer::start(Arc::new(NotReadyHandler)).await;
+    let mut listener = Client::ready(server.address, ProtocolVersion::V5).await;
+    let response = listener
+        .request(1, Request::Register(vec![EventType::SchemaChange]))
+        .await;
+    assert_eq!(response, Response::Ready);
+    let mut bystander = Client::ready(server.address, ProtocolVersion::V4).await;
+
+    let change = SchemaChange {
+        change_type: SchemaChangeType::Created,
+        target: SchemaChangeTarget::Keyspace {
+            keyspace: "ks".into(),
+        },
+    };
+    server.events.send(Event::SchemaChange(change.clone()));
+    let event = listener.recv().await;
+    assert_eq!(event.stream, -1);
+    assert_eq!(event.response, Response::Event(Event::SchemaChange(change)));
+
+    // The unregistered connection got nothing: its next answer is its own.
+    let response = bystander.request(4, Request::Options).await;
+    assert!(matches!(response, Response::Supported(_)));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn shutdown_lets_in_flight_requests_finish() {
+    let (handler, gate) = ScriptedHandler::new();
+    let server = TestServer::start(handler).await;
+    let address = server.address;
+    let mut client = Client::ready(address, ProtocolVersion::V4).await;
+    client.send(1, query("block")).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let stopping = tokio::spawn(server.stop());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        !stopping.is_finished(),
+        "shutdown waits for the blocked request"
+    );
+    // New connections are refused once shutdown has begun.
+    assert!(TcpStream::connect(address).await.is_err());
+    gate.add_permits(1);
+    let reply = client.recv().await;
+    assert_eq!(
+        (reply.stream, expect_text(&reply.response)),
+        (1, "block".to_string())
+    );
+    client.expect_closed().await;
+    tokio::time::timeout(WAIT, stopping)
+        .await
+        .expect("shutdown completes")
+        .expect("no panic");
+}
