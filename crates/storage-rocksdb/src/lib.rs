@@ -1,0 +1,600 @@
+//! The RocksDB backend: `RocksStore` implements the storage `KvStore` seam on
+//! one RocksDB instance, one column family per table, with the engine's merge
+//! operator and compaction filter installed on every column family.
+//!
+//! Architecture invariant: this is the only crate that links RocksDB. It
+//! decides nothing about Cassandra semantics: merging and purging call
+//! `rocksandra_storage::merge`.
+
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rocksdb::compaction_filter::{CompactionFilter, Decision};
+use rocksdb::compaction_filter_factory::{CompactionFilterContext, CompactionFilterFactory};
+use rocksdb::merge_operator::MergeOperands;
+use rocksdb::{
+    BlockBasedOptions, BottommostLevelCompaction, Cache, ColumnFamilyDescriptor, CompactOptions,
+    DBCompactionStyle, DBCompressionType, DBWithThreadMode, IngestExternalFileOptions,
+    MultiThreaded, Options, ReadOptions, SstFileWriter, WriteBatch, WriteOptions,
+};
+
+use rocksandra_data::LocalTime;
+use rocksandra_storage::api::{
+    CompactionStyle, Compression, Durability, Result, StorageError, TableId, TableOptions,
+};
+use rocksandra_storage::kv::{KeyRange, KvOp, KvStore};
+use rocksandra_storage::memory::Clock;
+use rocksandra_storage::merge::{filter_entry, merge_entry, FilterDecision};
+use rocksandra_storage::KvEngine;
+
+type Db = DBWithThreadMode<MultiThreaded>;
+
+/// Stream files are cut at this size, as the seed system did (512 MiB there).
+pub const STREAM_FILE_BYTES_MAX: u64 = 256 << 20;
+
+/// How the RocksDB instance is sized and synced.
+#[derive(Clone, Debug)]
+pub struct RocksConfig {
+    pub durability: Durability,
+    /// One block cache shared by all tables.
+    pub block_cache_bytes: usize,
+    /// Limit on all memtables of all tables together.
+    pub write_buffer_bytes_max: usize,
+    /// Memtable size of one table.
+    pub table_write_buffer_bytes: usize,
+    pub background_jobs: i32,
+}
+
+impl Default for RocksConfig {
+    fn default() -> Self {
+        RocksConfig {
+            durability: Durability::Periodic { period_ms: 10_000 },
+            block_cache_bytes: 256 << 20,
+            write_buffer_bytes_max: 256 << 20,
+            table_write_buffer_bytes: 64 << 20,
+            background_jobs: 2,
+        }
+    }
+}
+
+struct Shared {
+    db: Db,
+    config: RocksConfig,
+    cache: Cache,
+    clock: Clock,
+    /// gc_grace_seconds per column family, read by compaction filters.
+    gc_grace: RwLock<HashMap<String, Arc<AtomicI64>>>,
+    failure: Mutex<Option<String>>,
+    stopping: AtomicBool,
+}
+
+pub struct RocksStore {
+    shared: Arc<Shared>,
+    syncer: Option<JoinHandle<()>>,
+}
+
+/// Opens a RocksDB-backed engine in `dir`.
+pub fn open_engine(dir: &Path, config: RocksConfig, clock: Clock) -> Result<KvEngine<RocksStore>> {
+    Ok(KvEngine::new(RocksStore::open(dir, config, clock)?))
+}
+
+fn cf_name(table: TableId) -> String {
+    format!("t{}", table.0)
+}
+
+fn rocks_error(action: &'static str) -> impl Fn(rocksdb::Error) -> StorageError {
+    move |e| StorageError::Io {
+        action,
+        detail: e.to_string(),
+    }
+}
+
+impl RocksStore {
+    pub fn open(dir: &Path, config: RocksConfig, clock: Clock) -> Result<RocksStore> {
+        let cache = Cache::new_lru_cache(config.block_cache_bytes);
+        let mut db_options = Options::default();
+        db_options.create_if_missing(true);
+        db_options.create_missing_column_families(true);
+        db_options.set_db_write_buffer_size(config.write_buffer_bytes_max);
+        db_options.set_max_background_jobs(config.background_jobs);
+        db_options.set_enable_pipelined_write(true);
+        let existing = if dir.join("CURRENT").exists() {
+            Db::list_cf(&db_options, dir).map_err(rocks_error("listing column families"))?
+        } else {
+            vec!["default".to_string()]
+        };
+        let gc_grace: HashMap<String, Arc<AtomicI64>> = existing
+            .iter()
+            .map(|name| (name.clone(), Arc::new(AtomicI64::new(TableOptions::default().gc_grace_seconds))))
+            .collect();
+        let descriptors: Vec<ColumnFamilyDescriptor> = existing
+            .iter()
+            .map(|name| {
+                let options = table_options(
+                    &config,
+                    &cache,
+                    &TableOptions::default(),
+                    gc_grace.get(name).cloned().unwrap_or_default(),
+                    clock.clone(),
+                );
+                ColumnFamilyDescriptor::new(name, options)
+            })
+            .collect();
+        let db = Db::open_cf_descriptors(&db_options, dir, descriptors)
+            .map_err(rocks_error("opening RocksDB"))?;
+        let shared = Arc::new(Shared {
+            db,
+            config: config.clone(),
+            cache,
+            clock,
+            gc_grace: RwLock::new(gc_grace),
+            failure: Mutex::new(None),
+            stopping: AtomicBool::new(false),
+        });
+        let syncer = match config.durability {
+            Durability::Periodic { period_ms } => Some(spawn_syncer(shared.clone(), period_ms)),
+            Durability::Batch => None,
+        };
+        Ok(RocksStore { shared, syncer })
+    }
+
+    pub fn db(&self) -> &DBWithThreadMode<MultiThreaded> {
+        &self.shared.db
+    }
+
+    /// Why the store refuses writes, if it does.
+    pub fn failure(&self) -> Option<String> {
+        self.shared.failure()
+    }
+
+    fn cf(&self, table: TableId) -> Result<Arc<rocksdb::BoundColumnFamily<'_>>> {
+        self.shared
+            .db
+            .cf_handle(&cf_name(table))
+            .ok_or(StorageError::UnknownTable(table))
+    }
+}
+
+impl Shared {
+    fn failure(&self) -> Option<String> {
+        self.failure.lock().ok().and_then(|f| f.clone())
+    }
+
+    fn fail(&self, reason: String) {
+        if let Ok(mut f) = self.failure.lock() {
+            if f.is_none() {
+                eprintln!("rocksandra storage: entering read-only state: {reason}");
+                *f = Some(reason);
+            }
+        }
+    }
+
+    /// Turns a RocksDB background error into the read-only state.
+    fn check_background_errors(&self) {
+        if let Ok(Some(n)) = self.db.property_int_value("rocksdb.background-errors") {
+            if n > 0 {
+                self.fail(format!("{n} RocksDB background error(s)"));
+            }
+        }
+    }
+}
+
+fn spawn_syncer(shared: Arc<Shared>, period_ms: u64) -> JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("wal-sync".into())
+        .spawn(move || {
+            let tick = Duration::from_millis(period_ms.clamp(1, 100));
+            let mut waited = 0u64;
+            while !shared.stopping.load(Ordering::Acquire) {
+                std::thread::sleep(tick);
+                waited += tick.as_millis() as u64;
+                if waited < period_ms {
+                    continue;
+                }
+                waited = 0;
+                if let Err(e) = shared.db.flush_wal(true) {
+                    shared.fail(format!("WAL sync failed: {e}"));
+                }
+                shared.check_background_errors();
+            }
+        })
+        .unwrap_or_else(|e| panic!("cannot start the WAL sync thread: {e}"))
+}
+
+impl Drop for RocksStore {
+    fn drop(&mut self) {
+        self.shared.stopping.store(true, Ordering::Release);
+        if let Some(handle) = self.syncer.take() {
+            let _ = handle.join();
+        }
+        // Clean shutdown loses nothing whatever the sync mode.
+        let _ = self.shared.db.flush_wal(true);
+    }
+}
+
+fn table_options(
+    config: &RocksConfig,
+    cache: &Cache,
+    table: &TableOptions,
+    gc_grace: Arc<AtomicI64>,
+    clock: Clock,
+) -> Options {
+    let mut options = Options::default();
+    options.set_merge_operator_associative("rocksandra-row-merge", merge_operator);
+    options.set_compaction_filter_factory(PurgeFilterFactory {
+        gc_grace,
+        clock,
+        name: CString::from(c"rocksandra-purge"),
+    });
+    options.set_write_buffer_size(config.table_write_buffer_bytes);
+    let mut block = BlockBasedOptions::default();
+    block.set_block_cache(cache);
+    if table.bloom_filter_fp_chance > 0.0 && table.bloom_filter_fp_chance < 1.0 {
+        // bits per key for a false-positive rate p: -ln(p) / ln(2)^2.
+        let bits = -table.bloom_filter_fp_chance.ln() / (std::f64::consts::LN_2.powi(2));
+        block.set_bloom_filter(bits.clamp(1.0, 30.0), false);
+    }
+    block.set_cache_index_and_filter_blocks(true);
+    options.set_block_based_table_factory(&block);
+    options.set_compression_type(match table.compression {
+        Compression::None => DBCompressionType::None,
+        Compression::Lz4 => DBCompressionType::Lz4,
+        Compression::Zstd => DBCompressionType::Zstd,
+    });
+    match table.compaction {
+        CompactionStyle::Leveled => {
+            options.set_compaction_style(DBCompactionStyle::Level);
+            options.set_level_compaction_dynamic_level_bytes(true);
+        }
+        CompactionStyle::Universal => options.set_compaction_style(DBCompactionStyle::Universal),
+        CompactionStyle::TimeWindow => {
+            // TTL-heavy data: universal compaction, with periodic compactions
+            // so expired cells are purged even in cold files.
+            options.set_compaction_style(DBCompactionStyle::Universal);
+            let ttl = table.default_ttl_seconds.max(3600) as u64;
+            options.set_periodic_compaction_seconds(ttl);
+        }
+    }
+    options
+}
+
+fn merge_operator(_key: &[u8], existing: Option<&[u8]>, operands: &MergeOperands) -> Option<Vec<u8>> {
+    match merge_entry(existing, operands.iter()) {
+        Ok(merged) => Some(merged),
+        Err(e) => {
+            // Returning None fails the read or compaction with a corruption
+            // error rather than silently losing data.
+            eprintln!("rocksandra storage: merge failed: {e}");
+            None
+        }
+    }
+}
+
+struct PurgeFilterFactory {
+    gc_grace: Arc<AtomicI64>,
+    clock: Clock,
+    name: CString,
+}
+
+impl CompactionFilterFactory for PurgeFilterFactory {
+    type Filter = PurgeFilter;
+
+    fn create(&mut self, _context: CompactionFilterContext) -> PurgeFilter {
+        PurgeFilter {
+            now: (self.clock)(),
+            gc_grace_seconds: self.gc_grace.load(Ordering::Relaxed),
+            changed: Vec::new(),
+            name: self.name.clone(),
+        }
+    }
+
+    fn name(&self) -> &CStr {
+        &self.name
+    }
+}
+
+/// Expires TTLs and purges tombstones past gc_grace during compaction.
+/// RocksDB only passes fully merged values here, never merge operands, so
+/// each value holds the complete history of its key.
+struct PurgeFilter {
+    now: LocalTime,
+    gc_grace_seconds: i64,
+    changed: Vec<u8>,
+    name: CString,
+}
+
+impl CompactionFilter for PurgeFilter {
+    fn filter(&mut self, _level: u32, key: &[u8], value: &[u8]) -> Decision {
+        match filter_entry(key, value, self.now, self.gc_grace_seconds) {
+            FilterDecision::Keep => Decision::Keep,
+            FilterDecision::Remove => Decision::Remove,
+            FilterDecision::Change(bytes) => {
+                self.changed = bytes;
+                // SAFETY: RocksDB copies the new value before this filter is
+                // called again (the C shim assigns it into a std::string right
+                // after the callback returns), and `self.changed` is not
+                // touched until the next call, so the slice outlives its use.
+                let slice: &'static [u8] =
+                    unsafe { std::mem::transmute::<&[u8], &'static [u8]>(self.changed.as_slice()) };
+                Decision::Change(slice)
+            }
+        }
+    }
+
+    fn name(&self) -> &CStr {
+        &self.name
+    }
+}
+
+impl KvStore for RocksStore {
+    fn create_table(&self, table: TableId, options: &TableOptions) -> Result<()> {
+        let name = cf_name(table);
+        let gc_grace = {
+            let mut map = self
+                .shared
+                .gc_grace
+                .write()
+                .map_err(|_| StorageError::ReadOnly("gc_grace lock poisoned".into()))?;
+            map.entry(name.clone())
+                .or_insert_with(|| Arc::new(AtomicI64::new(options.gc_grace_seconds)))
+                .clone()
+        };
+        gc_grace.store(options.gc_grace_seconds, Ordering::Relaxed);
+        if self.shared.db.cf_handle(&name).is_some() {
+            // Reopened after a restart: only dynamic options can change.
+            return self.set_options(table, options);
+        }
+        let cf_options = table_options(
+            &self.shared.config,
+            &self.shared.cache,
+            options,
+            gc_grace,
+            self.shared.clock.clone(),
+        );
+        self.shared
+            .db
+            .create_cf(&name, &cf_options)
+            .map_err(rocks_error("creating a column family"))
+    }
+
+    fn set_options(&self, table: TableId, options: &TableOptions) -> Result<()> {
+        let name = cf_name(table);
+        if let Ok(map) = self.shared.gc_grace.read() {
+            if let Some(g) = map.get(&name) {
+                g.store(options.gc_grace_seconds, Ordering::Relaxed);
+            }
+        }
+        let cf = self.cf(table)?;
+        let compression = match options.compression {
+            Compression::None => "kNoCompression",
+            Compression::Lz4 => "kLZ4Compression",
+            Compression::Zstd => "kZSTD",
+        };
+        self.shared
+            .db
+            .set_options_cf(&cf, &[("compression", compression)])
+            .map_err(rocks_error("changing table options"))
+    }
+
+    fn drop_table(&self, table: TableId) -> Result<()> {
+        let name = cf_name(table);
+        if self.shared.db.cf_handle(&name).is_none() {
+            return Ok(());
+        }
+        self.shared
+            .db
+            .drop_cf(&name)
+            .map_err(rocks_error("dropping a column family"))
+    }
+
+    fn truncate(&self, table: TableId) -> Result<()> {
+        let cf = self.cf(table)?;
+        let mut batch = WriteBatch::default();
+        if let Some(end) = self.end_of_table(table)? {
+            batch.delete_range_cf(&cf, Vec::new(), end);
+        }
+        self.write_batch(batch)
+    }
+
+    fn write(&self, ops: Vec<(TableId, KvOp)>) -> Result<()> {
+        if let Some(reason) = self.shared.failure() {
+            return Err(StorageError::ReadOnly(reason));
+        }
+        let mut batch = WriteBatch::default();
+        for (table, op) in ops {
+            let cf = self.cf(table)?;
+            match op {
+                KvOp::Merge { key, value } => batch.merge_cf(&cf, key, value),
+                KvOp::DeleteRange { start, end } => {
+                    let end = match end {
+                        Some(end) => Some(end),
+                        None => self.end_of_table(table)?,
+                    };
+                    if let Some(end) = end {
+                        if start < end {
+                            batch.delete_range_cf(&cf, start, end);
+                        }
+                    }
+                }
+            }
+        }
+        self.write_batch(batch)
+    }
+
+    fn get(&self, table: TableId, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let cf = self.cf(table)?;
+        self.shared
+            .db
+            .get_cf(&cf, key)
+            .map_err(rocks_error("reading"))
+    }
+
+    fn scan(
+        &self,
+        table: TableId,
+        range: &KeyRange,
+        reverse: bool,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>,
+    ) -> Result<()> {
+        let cf = self.cf(table)?;
+        let mut read_options = ReadOptions::default();
+        read_options.set_iterate_lower_bound(range.start.clone());
+        if let Some(end) = &range.end {
+            read_options.set_iterate_upper_bound(end.clone());
+        }
+        let mut iter = self.shared.db.raw_iterator_cf_opt(&cf, read_options);
+        if reverse {
+            iter.seek_to_last();
+        } else {
+            iter.seek(&range.start);
+        }
+        while iter.valid() {
+            let (Some(key), Some(value)) = (iter.key(), iter.value()) else {
+                break;
+            };
+            if visit(key, value).is_break() {
+                break;
+            }
+            if reverse {
+                iter.prev();
+            } else {
+                iter.next();
+            }
+        }
+        iter.status().map_err(rocks_error("scanning"))
+    }
+
+    fn export(&self, table: TableId, range: &KeyRange, dir: &Path) -> Result<Vec<PathBuf>> {
+        let options = Options::default();
+        let mut files = Vec::new();
+        let mut writer: Option<(SstFileWriter, PathBuf)> = None;
+        let mut error = None;
+        self.scan(table, range, false, &mut |key, value| {
+            let result = (|| -> Result<()> {
+                if writer.is_none() {
+                    let path = dir.join(format!("stream-{}.sst", files.len()));
+                    let w = SstFileWriter::create(&options);
+                    w.open(&path).map_err(rocks_error("opening a stream file"))?;
+                    writer = Some((w, path));
+                }
+                if let Some((w, path)) = writer.as_mut() {
+                    // Merge entries, so ingestion merges with the receiver's data.
+                    w.merge(key, value).map_err(rocks_error("writing a stream file"))?;
+                    if w.file_size() >= STREAM_FILE_BYTES_MAX {
+                        w.finish().map_err(rocks_error("finishing a stream file"))?;
+                        files.push(path.clone());
+                        writer = None;
+                    }
+                }
+                Ok(())
+            })();
+            match result {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => {
+                    error = Some(e);
+                    ControlFlow::Break(())
+                }
+            }
+        })?;
+        if let Some(e) = error {
+            return Err(e);
+        }
+        if let Some((mut w, path)) = writer {
+            w.finish().map_err(rocks_error("finishing a stream file"))?;
+            files.push(path);
+        }
+        Ok(files)
+    }
+
+    fn ingest(&self, table: TableId, files: &[PathBuf]) -> Result<()> {
+        if files.is_empty() {
+            return Ok(());
+        }
+        if let Some(reason) = self.shared.failure() {
+            return Err(StorageError::ReadOnly(reason));
+        }
+        let cf = self.cf(table)?;
+        let mut options = IngestExternalFileOptions::default();
+        options.set_move_files(false);
+        self.shared
+            .db
+            .ingest_external_file_cf_opts(&cf, &options, files.to_vec())
+            .map_err(rocks_error("ingesting stream files"))
+    }
+
+    fn checkpoint(&self, dir: &Path) -> Result<()> {
+        let checkpoint = rocksdb::checkpoint::Checkpoint::new(&self.shared.db)
+            .map_err(rocks_error("preparing a snapshot"))?;
+        checkpoint
+            .create_checkpoint(dir)
+            .map_err(rocks_error("creating a snapshot"))
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.shared
+            .db
+            .flush_wal(true)
+            .map_err(rocks_error("syncing the WAL"))?;
+        let names: Vec<String> = self
+            .shared
+            .gc_grace
+            .read()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
+        for name in names {
+            if let Some(cf) = self.shared.db.cf_handle(&name) {
+                self.shared
+                    .db
+                    .flush_cf(&cf)
+                    .map_err(rocks_error("flushing memtables"))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn compact(&self, table: TableId) -> Result<()> {
+        let cf = self.cf(table)?;
+        let mut options = CompactOptions::default();
+        options.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
+        self.shared
+            .db
+            .compact_range_cf_opt(&cf, None::<&[u8]>, None::<&[u8]>, &options);
+        self.shared.check_background_errors();
+        Ok(())
+    }
+}
+
+impl RocksStore {
+    fn write_batch(&self, batch: WriteBatch) -> Result<()> {
+        let mut options = WriteOptions::default();
+        options.set_sync(matches!(self.shared.config.durability, Durability::Batch));
+        self.shared.db.write_opt(batch, &options).map_err(|e| {
+            let reason = format!("write failed: {e}");
+            self.shared.fail(reason.clone());
+            StorageError::Io {
+                action: "writing",
+                detail: e.to_string(),
+            }
+        })
+    }
+
+    /// A key greater than every key of the table, if it has any.
+    fn end_of_table(&self, table: TableId) -> Result<Option<Vec<u8>>> {
+        let cf = self.cf(table)?;
+        let mut iter = self.shared.db.raw_iterator_cf(&cf);
+        iter.seek_to_last();
+        let last = iter.key().map(|k| {
+            let mut end = k.to_vec();
+            end.push(0);
+            end
+        });
+        iter.status().map_err(rocks_error("finding the end of a table"))?;
+        Ok(last)
+    }
+}

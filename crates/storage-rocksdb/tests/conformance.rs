@@ -1,0 +1,26 @@
+//! The storage conformance suite against the RocksDB backend.
+
+use std::sync::Arc;
+
+use rocksandra_data::LocalTime;
+use rocksandra_storage::api::Durability;
+use rocksandra_storage::testkit::{run_conformance_suite, tempdir};
+use rocksandra_storage_rocksdb::{open_engine, RocksConfig};
+
+#[test]
+fn rocksdb_engine_passes_the_conformance_suite() {
+    let dirs = std::sync::Mutex::new(Vec::new());
+    run_conformance_suite(&|| {
+        let dir = tempdir("rocks-conformance");
+        dirs.lock().expect("lock").push(dir.clone());
+        let config = RocksConfig {
+            durability: Durability::Periodic { period_ms: 1000 },
+            block_cache_bytes: 8 << 20,
+            ..Default::default()
+        };
+        open_engine(&dir, config, Arc::new(|| LocalTime(1_700_000_000))).expect("open")
+    });
+    for dir in dirs.into_inner().expect("lock") {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
