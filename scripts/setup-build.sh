@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs what building Rocksandra needs on a fresh Debian machine
+# (bindgen's libclang, a C++ compiler), then nothing else. Idempotent.
+set -euo pipefail
+need=()
+dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
+command -v clang >/dev/null 2>&1 || need+=(clang)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+command -v cargo >/dev/null 2>&1 || { echo "cargo not found: install Rust with rustup first" >&2; exit 1; }
