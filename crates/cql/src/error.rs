@@ -14,8 +14,15 @@ pub struct ParseError {
     pub message: String,
 }
 
+/// The column of errors at the end of the input: ANTLR reports them at
+/// `line 0:-1` (the EOF token has no position), and so does Cassandra.
+pub const END_OF_INPUT_COLUMN: u32 = u32::MAX;
+
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.column == END_OF_INPUT_COLUMN {
+            return write!(f, "line {}:-1 {}", self.line, self.message);
+        }
         write!(f, "line {}:{} {}", self.line, self.column, self.message)
     }
 }

@@ -444,6 +444,9 @@ impl Parser {
 
     pub(crate) fn error_here(&self, message: String) -> ParseError {
         let token = self.peek();
+        if token.kind == TokenKind::Eof {
+            return ParseError::new(0, crate::error::END_OF_INPUT_COLUMN, message);
+        }
         ParseError::new(token.line, token.column, message)
     }
 
@@ -478,7 +481,37 @@ impl Parser {
         if offending.kind == TokenKind::Eof {
             return String::new();
         }
-        let first = &self.tokens[self.pos.saturating_sub(SNIPPET_TOKENS_BEFORE)];
+        // Walk back over up to SNIPPET_TOKENS_BEFORE ANTLR tokens, where the
+        // text between two tokens (whitespace, comments) is one hidden token.
+        let mut budget = SNIPPET_TOKENS_BEFORE;
+        let mut start = offending.start;
+        let mut index = self.pos;
+        let mut cut = false;
+        loop {
+            let previous_end = if index == 0 {
+                0
+            } else {
+                self.tokens[index - 1].end
+            };
+            if start > previous_end {
+                if budget == 0 {
+                    cut = true;
+                    break;
+                }
+                start = previous_end;
+                budget -= 1;
+            }
+            if index == 0 {
+                break;
+            }
+            if budget == 0 {
+                cut = true;
+                break;
+            }
+            index -= 1;
+            start = self.tokens[index].start;
+            budget -= 1;
+        }
         let flat = |from: usize, to: usize| -> String {
             self.chars[from..to]
                 .iter()
@@ -486,10 +519,10 @@ impl Parser {
                 .collect()
         };
         let mut out = String::from(" (");
-        if self.pos > SNIPPET_TOKENS_BEFORE {
+        if cut {
             out.push_str("...");
         }
-        out.push_str(&flat(first.start, offending.start));
+        out.push_str(&flat(start, offending.start));
         out.push('[');
         out.push_str(&flat(offending.start, offending.end));
         out.push(']');
