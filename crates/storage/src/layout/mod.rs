@@ -4,6 +4,7 @@
 //! here needs a format version bump and a fixture.
 
 pub mod keys;
+pub mod paths;
 pub mod stream_file;
 pub mod values;
 
