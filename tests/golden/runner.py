@@ -38,10 +38,19 @@ durations like 1mo2d3ns, inets as strings, [lists], {sets} (driver-sorted),
 
 Exit status: 0 when every case matched (or was recorded), 1 otherwise. The last
 line printed is 'N passed, M failed'.
+
+Statement-level ratchet (for a server that does not match every case yet):
+    --baseline FILE        JSON {case: statements that must match}; the exit
+                           status is then 0 when every case matches at least
+                           its baseline count of statements (a drop fails)
+    --write-baseline FILE  write the per-case matched-statement counts
+Each statement's block (echo and output) counts as matched when it equals the
+expected block at the same position. The counts are printed for every case.
 """
 
 import argparse
 import datetime
+import json
 import decimal
 import difflib
 import ipaddress
@@ -414,6 +423,8 @@ def main(argv=None):
     ap.add_argument("--server-name",
                     help="also write actual output to tests/golden/actual/<NAME>/<case>.out")
     ap.add_argument("--quiet", action="store_true", help="do not print diffs")
+    ap.add_argument("--baseline", help="JSON file of per-case matched-statement minimums")
+    ap.add_argument("--write-baseline", help="write per-case matched-statement counts here")
     ap.add_argument("cases", nargs="*",
                     help="case names or .cql paths (default: every tests/golden/cases/*.cql)")
     args = ap.parse_args(argv)
@@ -440,6 +451,12 @@ def main(argv=None):
                       execution_profiles={EXEC_PROFILE_DEFAULT: profile},
                       connect_timeout=10, control_connection_timeout=10)
     passed = failed = 0
+    matched_counts = {}
+    baseline = None
+    if args.baseline:
+        with open(args.baseline, encoding="utf-8") as f:
+            baseline = json.load(f)
+    below = []
     try:
         for path in paths:
             name = os.path.splitext(os.path.basename(path))[0]
@@ -468,7 +485,14 @@ def main(argv=None):
                 except FileNotFoundError:
                     expected = None
                 ok = expected == actual
-                print("%-32s %s (%.1fs)" % (name, "ok" if ok else ("FAILED" if expected is not None else "FAILED (no expected output)"), elapsed))
+                exp_blocks = split_blocks(expected or "")
+                act_blocks = split_blocks(actual)
+                matched = sum(1 for e, a in zip(exp_blocks, act_blocks) if e == a)
+                matched_counts[name] = matched
+                status = "ok" if ok else ("FAILED" if expected is not None else "FAILED (no expected output)")
+                print("%-32s %s (%.1fs) %d/%d statements match" % (name, status, elapsed, matched, len(exp_blocks)))
+                if baseline is not None and matched < baseline.get(name, 0):
+                    below.append("%s: %d < baseline %d" % (name, matched, baseline.get(name, 0)))
                 if not ok and not args.quiet:
                     diff = difflib.unified_diff(
                         (expected or "").splitlines(keepends=True), actual.splitlines(keepends=True),
@@ -481,7 +505,31 @@ def main(argv=None):
     finally:
         cluster.shutdown()
     print("%d passed, %d failed" % (passed, failed))
+    total_matched = sum(matched_counts.values())
+    if matched_counts:
+        print("%d statements match" % total_matched)
+    if args.write_baseline:
+        with open(args.write_baseline, "w", encoding="utf-8") as f:
+            json.dump(matched_counts, f, indent=2, sort_keys=True)
+            f.write("\n")
+    if baseline is not None:
+        for line in below:
+            print("BELOW BASELINE " + line)
+        return 0 if not below else 1
     return 0 if failed == 0 else 1
+
+
+def split_blocks(text):
+    """The output of each statement: blocks start at lines beginning with '> '."""
+    blocks, current = [], []
+    for line in text.splitlines():
+        if line.startswith("> ") and current:
+            blocks.append("\n".join(current).rstrip())
+            current = []
+        current.append(line)
+    if current:
+        blocks.append("\n".join(current).rstrip())
+    return blocks
 
 
 if __name__ == "__main__":

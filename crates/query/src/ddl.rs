@@ -1,0 +1,1599 @@
+//! Schema statements: keyspaces, tables, user types, indexes. Each function
+//! takes the current schema and returns the changed copy plus what changed;
+//! `executor` applies storage effects, persists and publishes it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use rocksandra_cql::ast::{
+    AlterKeyspace, AlterTable, AlterTableAction, AlterType, AlterTypeAction, ClusteringOrder,
+    CreateIndex, CreateKeyspace, CreateTable, CreateType, Ident, IndexTargetKind, Literal,
+    Property, PropertyValue, QualifiedName,
+};
+use rocksandra_cql::TypeExpr;
+use rocksandra_data::types::{quote_identifier_if_needed, CqlType, NativeType, UdtType};
+use rocksandra_storage::cell::ColumnId;
+use rocksandra_storage::TableId;
+use rocksandra_wire::{SchemaChange, SchemaChangeTarget, SchemaChangeType};
+
+use crate::error::{QueryError, Result};
+use crate::schema::{
+    is_system_keyspace, Column, ColumnKind, DroppedColumn, Index, Keyspace, KeyspaceTypes, Schema,
+    Table, TableParams,
+};
+
+/// Longest keyspace or table name (Cassandra's `SchemaConstants.NAME_LENGTH`).
+pub const NAME_LENGTH_MAX: usize = 48;
+
+/// What a DDL statement did to storage, beside the new schema.
+#[derive(Debug, Default)]
+pub struct StorageEffects {
+    pub create: Vec<Arc<Table>>,
+    pub alter: Vec<Arc<Table>>,
+    pub drop: Vec<TableId>,
+}
+
+/// The result of a schema statement: the new schema (None when nothing
+/// changed, e.g. IF NOT EXISTS on an existing object) and the change event.
+pub struct DdlOutcome {
+    pub schema: Option<Schema>,
+    pub change: SchemaChange,
+    pub effects: StorageEffects,
+}
+
+fn change(change_type: SchemaChangeType, target: SchemaChangeTarget) -> SchemaChange {
+    SchemaChange {
+        change_type,
+        target,
+    }
+}
+
+fn keyspace_target(keyspace: &str) -> SchemaChangeTarget {
+    SchemaChangeTarget::Keyspace {
+        keyspace: keyspace.to_string(),
+    }
+}
+
+fn table_target(keyspace: &str, table: &str) -> SchemaChangeTarget {
+    SchemaChangeTarget::Table {
+        keyspace: keyspace.to_string(),
+        table: table.to_string(),
+    }
+}
+
+fn type_target(keyspace: &str, name: &str) -> SchemaChangeTarget {
+    SchemaChangeTarget::Type {
+        keyspace: keyspace.to_string(),
+        name: name.to_string(),
+    }
+}
+
+/// `keyspace.table` as Cassandra prints names in messages.
+pub fn display_name(keyspace: &str, table: &str) -> String {
+    format!(
+        "{}.{}",
+        quote_identifier_if_needed(keyspace),
+        quote_identifier_if_needed(table)
+    )
+}
+
+fn literal_text(literal: &Literal) -> String {
+    match literal {
+        Literal::String(s)
+        | Literal::Integer(s)
+        | Literal::Float(s)
+        | Literal::Uuid(s)
+        | Literal::Blob(s)
+        | Literal::Duration(s) => s.clone(),
+        Literal::Boolean(b) => b.to_string(),
+        Literal::Null => "null".into(),
+    }
+}
+
+fn property_text(p: &Property) -> Result<String> {
+    match &p.value {
+        PropertyValue::Constant(l) => Ok(literal_text(l)),
+        PropertyValue::Word(w) => Ok(w.clone()),
+        PropertyValue::Map(_) => Err(QueryError::syntax(format!(
+            "Invalid value for property '{}'. It should be a string",
+            p.name.as_str()
+        ))),
+    }
+}
+
+fn property_map(p: &Property) -> Result<BTreeMap<String, String>> {
+    match &p.value {
+        PropertyValue::Map(entries) => Ok(entries
+            .iter()
+            .map(|(k, v)| (literal_text(k), literal_text(v)))
+            .collect()),
+        _ => Err(QueryError::syntax(format!(
+            "Invalid value for property '{}'. It should be a map.",
+            p.name.as_str()
+        ))),
+    }
+}
+
+fn property_bool(p: &Property) -> Result<bool> {
+    let text = property_text(p)?;
+    match text.to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(QueryError::syntax(format!(
+            "Invalid boolean value {text} for '{}'. Valid values are 'true' or 'false'.",
+            p.name.as_str()
+        ))),
+    }
+}
+
+fn check_duplicate_properties(properties: &[Property]) -> Result<()> {
+    let mut seen = BTreeSet::new();
+    for p in properties {
+        if !seen.insert(p.name.as_str()) {
+            return Err(QueryError::syntax(format!(
+                "Multiple definitions for property '{}'",
+                p.name.as_str()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+// ---------------------------------------------------------------- keyspaces
+
+const SIMPLE_STRATEGY: &str = "org.apache.cassandra.locator.SimpleStrategy";
+const NETWORK_STRATEGY: &str = "org.apache.cassandra.locator.NetworkTopologyStrategy";
+
+/// Validates and normalizes a replication map (class name expanded).
+fn replication(
+    keyspace: &str,
+    given: &BTreeMap<String, String>,
+    data_centers: &[String],
+) -> Result<BTreeMap<String, String>> {
+    let Some(class) = given.get("class") else {
+        return Err(QueryError::config("Missing replication strategy class"));
+    };
+    let full = if class.contains('.') {
+        class.clone()
+    } else {
+        format!("org.apache.cassandra.locator.{class}")
+    };
+    let mut out = BTreeMap::new();
+    let options: Vec<(&String, &String)> = given.iter().filter(|(k, _)| *k != "class").collect();
+    let parse_rf = |value: &str| -> Result<i64> {
+        // Cassandra accepts "n" or "full/transient"; transient replication is
+        // not supported here.
+        let rf: i64 = value
+            .trim()
+            .parse()
+            .map_err(|_| QueryError::config(format!("For input string: \"{value}\"")))?;
+        if rf < 0 {
+            return Err(QueryError::config(format!(
+                "Replication factor must be non-negative, found {rf}"
+            )));
+        }
+        Ok(rf)
+    };
+    match full.as_str() {
+        SIMPLE_STRATEGY => {
+            let unknown: Vec<&str> = options
+                .iter()
+                .filter(|(k, _)| k.as_str() != "replication_factor")
+                .map(|(k, _)| k.as_str())
+                .collect();
+            if !unknown.is_empty() {
+                return Err(QueryError::config(format!(
+                    "Unrecognized strategy option {{{}}} passed to SimpleStrategy for keyspace {keyspace}",
+                    unknown.join(", ")
+                )));
+            }
+            // Without a factor Cassandra uses default_keyspace_rf (1).
+            let rf = given
+                .get("replication_factor")
+                .map(String::as_str)
+                .unwrap_or("1");
+            out.insert("replication_factor".to_string(), parse_rf(rf)?.to_string());
+        }
+        NETWORK_STRATEGY => {
+            let unknown: Vec<&str> = options
+                .iter()
+                .filter(|(k, _)| k.as_str() != "replication_factor" && !data_centers.contains(k))
+                .map(|(k, _)| k.as_str())
+                .collect();
+            if !unknown.is_empty() {
+                return Err(QueryError::config(format!(
+                    "Unrecognized strategy option {{{}}} passed to NetworkTopologyStrategy for keyspace {keyspace}",
+                    unknown.join(", ")
+                )));
+            }
+            if let Some(rf) = given.get("replication_factor") {
+                let rf = parse_rf(rf)?;
+                for dc in data_centers {
+                    out.insert(dc.clone(), rf.to_string());
+                }
+            }
+            for (dc, rf) in options {
+                if dc != "replication_factor" {
+                    out.insert(dc.clone(), parse_rf(rf)?.to_string());
+                }
+            }
+        }
+        "org.apache.cassandra.locator.LocalStrategy"
+        | "org.apache.cassandra.locator.EverywhereStrategy" => {
+            return Err(QueryError::config(
+                "Unable to use given strategy class: LocalStrategy is reserved for internal use.",
+            ));
+        }
+        _ => {
+            return Err(QueryError::config(format!(
+                "Unable to find replication strategy class '{full}'"
+            )));
+        }
+    }
+    out.insert("class".to_string(), full);
+    Ok(out)
+}
+
+fn check_keyspace_name(name: &str) -> Result<()> {
+    if name.len() > NAME_LENGTH_MAX {
+        return Err(QueryError::invalid(format!(
+            "Keyspace name must not be more than {NAME_LENGTH_MAX} characters long (got {} characters for \"{name}\")",
+            name.len()
+        )));
+    }
+    if !valid_name(name) {
+        return Err(QueryError::invalid(format!(
+            "Keyspace name must not be empty and must contain alphanumeric or underscore characters only (got \"{name}\")"
+        )));
+    }
+    Ok(())
+}
+
+struct KeyspaceProperties {
+    replication: Option<BTreeMap<String, String>>,
+    durable_writes: Option<bool>,
+}
+
+fn keyspace_properties(properties: &[Property]) -> Result<KeyspaceProperties> {
+    check_duplicate_properties(properties)?;
+    let mut out = KeyspaceProperties {
+        replication: None,
+        durable_writes: None,
+    };
+    for p in properties {
+        match p.name.as_str() {
+            "replication" => out.replication = Some(property_map(p)?),
+            "durable_writes" => out.durable_writes = Some(property_bool(p)?),
+            other => {
+                return Err(QueryError::syntax(format!("Unknown property '{other}'")));
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub fn create_keyspace(
+    schema: &Schema,
+    stmt: &CreateKeyspace,
+    data_centers: &[String],
+) -> Result<DdlOutcome> {
+    let name = stmt.name.as_str();
+    let event = change(SchemaChangeType::Created, keyspace_target(name));
+    if is_system_keyspace(name) {
+        return Err(QueryError::invalid(format!(
+            "System keyspace '{name}' is not user-modifiable"
+        )));
+    }
+    check_keyspace_name(name)?;
+    let props = keyspace_properties(&stmt.properties)?;
+    if schema.keyspace(name).is_some() {
+        if stmt.if_not_exists {
+            return Ok(DdlOutcome {
+                schema: None,
+                change: event,
+                effects: StorageEffects::default(),
+            });
+        }
+        return Err(QueryError::AlreadyExists {
+            keyspace: name.to_string(),
+            table: String::new(),
+            message: format!("Cannot add existing keyspace \"{name}\""),
+        });
+    }
+    let Some(given) = props.replication else {
+        return Err(QueryError::invalid(
+            "Missing mandatory option 'replication'",
+        ));
+    };
+    let replication = replication(name, &given, data_centers)?;
+    let mut next = schema.clone();
+    next.keyspaces.insert(
+        name.to_string(),
+        Arc::new(Keyspace {
+            name: name.to_string(),
+            replication,
+            durable_writes: props.durable_writes.unwrap_or(true),
+            tables: BTreeMap::new(),
+            types: Vec::new(),
+            is_virtual: false,
+        }),
+    );
+    Ok(DdlOutcome {
+        schema: Some(next),
+        change: event,
+        effects: StorageEffects::default(),
+    })
+}
+
+fn not_user_modifiable(name: &str) -> QueryError {
+    QueryError::Unauthorized(format!("{name} keyspace is not user-modifiable."))
+}
+
+pub fn alter_keyspace(
+    schema: &Schema,
+    stmt: &AlterKeyspace,
+    data_centers: &[String],
+) -> Result<DdlOutcome> {
+    let name = stmt.name.as_str();
+    let event = change(SchemaChangeType::Updated, keyspace_target(name));
+    if is_system_keyspace(name) {
+        return Err(not_user_modifiable(name));
+    }
+    let props = keyspace_properties(&stmt.properties)?;
+    let Some(current) = schema.keyspace(name) else {
+        if stmt.if_exists {
+            return Ok(DdlOutcome {
+                schema: None,
+                change: event,
+                effects: StorageEffects::default(),
+            });
+        }
+        return Err(QueryError::invalid(format!(
+            "Keyspace '{name}' doesn't exist"
+        )));
+    };
+    let mut keyspace = Keyspace::clone(current);
+    if let Some(given) = props.replication {
+        keyspace.replication = replication(name, &given, data_centers)?;
+    }
+    if let Some(durable) = props.durable_writes {
+        keyspace.durable_writes = durable;
+    }
+    let mut next = schema.clone();
+    next.keyspaces.insert(name.to_string(), Arc::new(keyspace));
+    Ok(DdlOutcome {
+        schema: Some(next),
+        change: event,
+        effects: StorageEffects::default(),
+    })
+}
+
+pub fn drop_keyspace(schema: &Schema, name: &str, if_exists: bool) -> Result<DdlOutcome> {
+    let event = change(SchemaChangeType::Dropped, keyspace_target(name));
+    if is_system_keyspace(name) {
+        return Err(not_user_modifiable(name));
+    }
+    let Some(current) = schema.keyspace(name) else {
+        if if_exists {
+            return Ok(DdlOutcome {
+                schema: None,
+                change: event,
+                effects: StorageEffects::default(),
+            });
+        }
+        return Err(QueryError::invalid(format!(
+            "Keyspace '{name}' doesn't exist"
+        )));
+    };
+    let effects = StorageEffects {
+        drop: current.tables.values().map(|t| t.storage_id).collect(),
+        ..StorageEffects::default()
+    };
+    let mut next = schema.clone();
+    next.keyspaces.remove(name);
+    Ok(DdlOutcome {
+        schema: Some(next),
+        change: event,
+        effects,
+    })
+}
+
+// ---------------------------------------------------------------- types
+
+fn resolve_type(keyspace: &Keyspace, ty: &TypeExpr) -> Result<CqlType> {
+    ty.resolve(&KeyspaceTypes(&keyspace.types))
+        .map_err(|e| QueryError::invalid(format!("Unknown type {}.{}", keyspace.name, e.0)))
+}
+
+/// Checks a column type as Cassandra's `CQL3Type.Raw.prepare` does.
+fn check_column_type(ty: &CqlType, top: bool) -> Result<()> {
+    match ty {
+        CqlType::List(e) | CqlType::Set(e) => {
+            if e.is_multi_cell() {
+                return Err(QueryError::invalid(format!(
+                    "Non-frozen collections are not allowed inside collections: {ty}"
+                )));
+            }
+            if e.is_counter() {
+                return Err(QueryError::invalid(
+                    "Counters are not allowed inside collections: ".to_string() + &ty.to_string(),
+                ));
+            }
+            check_column_type(e, false)
+        }
+        CqlType::Map(k, v) => {
+            if k.is_multi_cell() || v.is_multi_cell() {
+                return Err(QueryError::invalid(format!(
+                    "Non-frozen collections are not allowed inside collections: {ty}"
+                )));
+            }
+            check_column_type(k, false)?;
+            check_column_type(v, false)
+        }
+        CqlType::Vector(e, n) => {
+            if *n == 0 {
+                return Err(QueryError::invalid(format!(
+                    "vectors may only have positive dimensions; given {n}"
+                )));
+            }
+            check_column_type(e, false)
+        }
+        // Everything inside frozen<> is frozen too.
+        CqlType::Frozen(_) => Ok(()),
+        CqlType::Udt(u) if !top => {
+            if ty.is_multi_cell() {
+                return Err(QueryError::invalid(format!(
+                    "Non-frozen UDTs are not allowed inside collections: {}",
+                    u.name
+                )));
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+pub fn create_type(schema: &Schema, keyspace: &str, stmt: &CreateType) -> Result<DdlOutcome> {
+    let name = stmt.name.name.as_str();
+    let event = change(SchemaChangeType::Created, type_target(keyspace, name));
+    let ks = existing_keyspace(schema, keyspace)?;
+    if ks.user_type(name).is_some() {
+        if stmt.if_not_exists {
+            return Ok(DdlOutcome {
+                schema: None,
+                change: event,
+                effects: StorageEffects::default(),
+            });
+        }
+        return Err(QueryError::invalid(format!(
+            "A user type with name '{name}' already exists"
+        )));
+    }
+    if NativeType::from_name(name).is_some() {
+        return Err(QueryError::invalid(format!(
+            "Type name '{name}' is reserved"
+        )));
+    }
+    let mut fields: Vec<(String, CqlType)> = Vec::new();
+    for (field, ty) in &stmt.fields {
+        if fields.iter().any(|(n, _)| n == field.as_str()) {
+            return Err(QueryError::invalid(format!(
+                "Duplicate field name '{}' in type '{name}'",
+                field.as_str()
+            )));
+        }
+        let resolved = resolve_type(ks, ty)?;
+        if resolved.is_counter() {
+            return Err(QueryError::invalid("A user type cannot contain counters"));
+        }
+        // Field types are frozen: a UDT value is stored as one cell per field.
+        let resolved = if resolved.is_multi_cell() {
+            resolved.freeze()
+        } else {
+            resolved
+        };
+        fields.push((field.as_str().to_string(), resolved));
+    }
+    let mut keyspace_def = Keyspace::clone(ks);
+    keyspace_def.types.push(UdtType {
+        keyspace: keyspace.to_string(),
+        name: name.to_string(),
+        fields,
+    });
+    let mut next = schema.clone();
+    next.keyspaces
+        .insert(keyspace.to_string(), Arc::new(keyspace_def));
+    Ok(DdlOutcome {
+        schema: Some(next),
+        change: event,
+        effects: StorageEffects::default(),
+    })
+}
+
+/// Replaces every use of type `updated` in `ty`.
+fn replace_udt(ty: &CqlType, updated: &UdtType) -> CqlType {
+    match ty {
+        CqlType::Udt(u) if u.keyspace == updated.keyspace && u.name == updated.name => {
+            CqlType::Udt(updated.clone())
+        }
+        CqlType::Udt(u) => CqlType::Udt(UdtType {
+            keyspace: u.keyspace.clone(),
+            name: u.name.clone(),
+            fields: u
+                .fields
+                .iter()
+                .map(|(n, t)| (n.clone(), replace_udt(t, updated)))
+                .collect(),
+        }),
+        CqlType::List(e) => CqlType::List(Box::new(replace_udt(e, updated))),
+        CqlType::Set(e) => CqlType::Set(Box::new(replace_udt(e, updated))),
+        CqlType::Map(k, v) => CqlType::Map(
+            Box::new(replace_udt(k, updated)),
+            Box::new(replace_udt(v, updated)),
+        ),
+        CqlType::Tuple(items) => {
+            CqlType::Tuple(items.iter().map(|t| replace_udt(t, updated)).collect())
+        }
+        CqlType::Vector(e, n) => CqlType::Vector(Box::new(replace_udt(e, updated)), *n),
+        CqlType::Frozen(inner) => CqlType::Frozen(Box::new(replace_udt(inner, updated))),
+        other => other.clone(),
+    }
+}
+
+fn uses_udt(ty: &CqlType, keyspace: &str, name: &str) -> bool {
+    match ty {
+        CqlType::Udt(u) => {
+            (u.keyspace == keyspace && u.name == name)
+                || u.fields.iter().any(|(_, t)| uses_udt(t, keyspace, name))
+        }
+        CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) | CqlType::Vector(e, _) => {
+            uses_udt(e, keyspace, name)
+        }
+        CqlType::Map(k, v) => uses_udt(k, keyspace, name) || uses_udt(v, keyspace, name),
+        CqlType::Tuple(items) => items.iter().any(|t| uses_udt(t, keyspace, name)),
+        _ => false,
+    }
+}
+
+pub fn alter_type(schema: &Schema, keyspace: &str, stmt: &AlterType) -> Result<DdlOutcome> {
+    let name = stmt.name.name.as_str();
+    let event = change(SchemaChangeType::Updated, type_target(keyspace, name));
+    let ks = existing_keyspace(schema, keyspace)?;
+    let Some(current) = ks.user_type(name) else {
+        if stmt.if_exists {
+            return Ok(DdlOutcome {
+                schema: None,
+                change: event,
+                effects: StorageEffects::default(),
+            });
+        }
+        return Err(QueryError::invalid(format!(
+            "No user type named '{name}' exists."
+        )));
+    };
+    let mut updated = current.clone();
+    match &stmt.action {
+        AlterTypeAction::Add {
+            if_not_exists,
+            field,
+            ty,
+        } => {
+            if updated.fields.iter().any(|(n, _)| n == field.as_str()) {
+                if *if_not_exists {
+                    return Ok(DdlOutcome {
+                        schema: None,
+                        change: event,
+                        effects: StorageEffects::default(),
+                    });
+                }
+                return Err(QueryError::invalid(format!(
+                    "Cannot add new field '{}' to type {}: a field with name '{}' already exists",
+                    field.as_str(),
+                    display_name(keyspace, name),
+                    field.as_str()
+                )));
+            }
+            let resolved = resolve_type(ks, ty)?;
+            if uses_udt(&resolved, keyspace, name) {
+                return Err(QueryError::invalid(format!(
+                    "Cannot add new field '{}' of type {} to user type {} as it would create a circular reference",
+                    field.as_str(),
+                    resolved,
+                    display_name(keyspace, name)
+                )));
+            }
+            updated.fields.push((field.as_str().to_string(), resolved));
+        }
+        AlterTypeAction::Rename { if_exists, renames } => {
+            for (from, to) in renames {
+                let Some(i) = updated.fields.iter().position(|(n, _)| n == from.as_str()) else {
+                    if *if_exists {
+                        continue;
+                    }
+                    return Err(QueryError::invalid(format!(
+                        "Unkown field {} in user type {}",
+                        from.as_str(),
+                        display_name(keyspace, name)
+                    )));
+                };
+                if updated.fields.iter().any(|(n, _)| n == to.as_str()) {
+                    return Err(QueryError::invalid(format!(
+                        "Duplicate field name {} in type {}",
+                        to.as_str(),
+                        display_name(keyspace, name)
+                    )));
+                }
+                updated.fields[i].0 = to.as_str().to_string();
+            }
+        }
+        AlterTypeAction::AlterFieldType { .. } => {
+            return Err(QueryError::invalid("Alter field type is not supported"));
+        }
+    }
+    let mut keyspace_def = Keyspace::clone(ks);
+    for t in keyspace_def.types.iter_mut() {
+        if t.name == name {
+            *t = updated.clone();
+        } else {
+            t.fields = t
+                .fields
+                .iter()
+                .map(|(n, ty)| (n.clone(), replace_udt(ty, &updated)))
+                .collect();
+        }
+    }
+    let mut effects = StorageEffects::default();
+    let names: Vec<String> = keyspace_def.tables.keys().cloned().collect();
+    for table_name in names {
+        let Some(table) = keyspace_def.tables.get(&table_name) else {
+            continue;
+        };
+        if table
+            .columns
+            .iter()
+            .any(|c| uses_udt(&c.ty, keyspace, name))
+        {
+            let mut t = Table::clone(table);
+            for c in t.columns.iter_mut() {
+                c.ty = replace_udt(&c.ty, &updated);
+            }
+            let t = Arc::new(t);
+            effects.alter.push(t.clone());
+            keyspace_def.tables.insert(table_name, t);
+        }
+    }
+    let mut next = schema.clone();
+    next.keyspaces
+        .insert(keyspace.to_string(), Arc::new(keyspace_def));
+    Ok(DdlOutcome {
+        schema: Some(next),
+        change: event,
+        effects,
+    })
+}
+
+pub fn drop_type(
+    schema: &Schema,
+    keyspace: &str,
+    name: &str,
+    if_exists: bool,
+) -> Result<DdlOutcome> {
+    let event = change(SchemaChangeType::Dropped, type_target(keyspace, name));
+    let ks = match schema.keyspace(keyspace) {
+        Some(ks) => ks,
+        None if if_exists => {
+            return Ok(DdlOutcome {
+                schema: None,
+                change: event,
+                effects: StorageEffects::default(),
+            })
+        }
+        None => {
+            return Err(QueryError::invalid(format!(
+                "Keyspace '{keyspace}' doesn't exist"
+            )))
+        }
+    };
+    if ks.user_type(name).is_none() {
+        if if_exists {
+            return Ok(DdlOutcome {
+                schema: None,
+                change: event,
+                effects: StorageEffects::default(),
+            });
+        }
+        return Err(QueryError::invalid(format!(
+            "Type '{}' doesn't exist",
+            display_name(keyspace, name)
+        )));
+    }
+    for t in &ks.types {
+        if t.name != name && t.fields.iter().any(|(_, ty)| uses_udt(ty, keyspace, name)) {
+            return Err(QueryError::invalid(format!(
+                "Cannot drop user type '{}' as it is still used by user type {}",
+                display_name(keyspace, name),
+                t.name
+            )));
+        }
+    }
+    for t in ks.tables.values() {
+        if t.columns.iter().any(|c| uses_udt(&c.ty, keyspace, name)) {
+            return Err(QueryError::invalid(format!(
+                "Cannot drop user type '{}' as it is still used by table {}",
+                display_name(keyspace, name),
+                display_name(keyspace, &t.name)
+            )));
+        }
+    }
+    let mut keyspace_def = Keyspace::clone(ks);
+    keyspace_def.types.retain(|t| t.name != name);
+    let mut next = schema.clone();
+    next.keyspaces
+        .insert(keyspace.to_string(), Arc::new(keyspace_def));
+    Ok(DdlOutcome {
+        schema: Some(next),
+        change: event,
+        effects: StorageEffects::default(),
+    })
+}
+
+// ---------------------------------------------------------------- tables
+
+pub fn existing_keyspace<'a>(schema: &'a Schema, keyspace: &str) -> Result<&'a Arc<Keyspace>> {
+    schema
+        .keyspace(keyspace)
+        .ok_or_else(|| QueryError::invalid(format!("Keyspace '{keyspace}' doesn't exist")))
+}
+
+/// Applies WITH properties of CREATE/ALTER TABLE to `params`.
+pub fn apply_table_properties(params: &mut TableParams, properties: &[Property]) -> Result<()> {
+    check_duplicate_properties(properties)?;
+    for p in properties {
+        let name = p.name.as_str();
+        let int = |p: &Property| -> Result<i64> {
+            let text = property_text(p)?;
+            text.parse::<i64>().map_err(|_| {
+                QueryError::syntax(format!(
+                    "Invalid integer value {text} for '{}'",
+                    p.name.as_str()
+                ))
+            })
+        };
+        let double = |p: &Property| -> Result<f64> {
+            let text = property_text(p)?;
+            text.parse::<f64>().map_err(|_| {
+                QueryError::syntax(format!(
+                    "Invalid double value {text} for '{}'",
+                    p.name.as_str()
+                ))
+            })
+        };
+        match name {
+            "comment" => params.comment = property_text(p)?,
+            "default_time_to_live" => {
+                let v = int(p)?;
+                if v < 0 {
+                    return Err(QueryError::config(format!(
+                        "default_time_to_live must be greater than or equal to 0 (got {v})"
+                    )));
+                }
+                if v > i64::from(crate::MAX_TTL_SECONDS) {
+                    return Err(QueryError::config(format!(
+                        "default_time_to_live must be less than or equal to {} (got {v})",
+                        crate::MAX_TTL_SECONDS
+                    )));
+                }
+                params.default_time_to_live = v as i32;
+            }
+            "gc_grace_seconds" => {
+                let v = int(p)?;
+                if v < 0 {
+                    return Err(QueryError::config(format!(
+                        "gc_grace_seconds must be greater than or equal to 0 (got {v})"
+                    )));
+                }
+                params.gc_grace_seconds = v.min(i64::from(i32::MAX)) as i32;
+            }
+            "bloom_filter_fp_chance" => {
+                let v = double(p)?;
+                if v <= 0.0 || v > 1.0 {
+                    return Err(QueryError::config(format!(
+                        "bloom_filter_fp_chance must be larger than 0.0 and less than or equal to 1.0 (got {v})"
+                    )));
+                }
+                params.bloom_filter_fp_chance = v;
+            }
+            "crc_check_chance" => {
+                let v = double(p)?;
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(QueryError::config(format!(
+                        "crc_check_chance must be larger than or equal to 0 and smaller than or equal to 1.0 (got {v})"
+                    )));
+                }
+                params.crc_check_chance = v;
+            }
+            "memtable_flush_period_in_ms" => params.memtable_flush_period_in_ms = int(p)? as i32,
+            "min_index_interval" => params.min_index_interval = int(p)? as i32,
+            "max_index_interval" => params.max_index_interval = int(p)? as i32,
+            "speculative_retry" => params.speculative_retry = property_text(p)?,
+            "additional_write_policy" => params.additional_write_policy = property_text(p)?,
+            "read_repair" => {
+                let v = property_text(p)?.to_ascii_uppercase();
+                if v != "BLOCKING" && v != "NONE" {
+                    return Err(QueryError::config(format!("Invalid read_repair value {v}")));
+                }
+                params.read_repair = v;
+            }
+            "memtable" => params.memtable = property_text(p)?,
+            "cdc" => params.cdc = property_bool(p)?,
+            "allow_auto_snapshot" => params.allow_auto_snapshot = property_bool(p)?,
+            "incremental_backups" => params.incremental_backups = property_bool(p)?,
+            "caching" => {
+                let mut m = property_map(p)?;
+                if let Some(keys) = m.get("keys") {
+                    if keys != "ALL" && keys != "NONE" {
+                        return Err(QueryError::config(format!(
+                            "Invalid value '{keys}' for caching sub-option 'keys': only 'ALL' and 'NONE' are allowed"
+                        )));
+                    }
+                }
+                m.entry("keys".into()).or_insert_with(|| "ALL".into());
+                m.entry("rows_per_partition".into())
+                    .or_insert_with(|| "NONE".into());
+                params.caching = m;
+            }
+            "compaction" => {
+                let mut m = property_map(p)?;
+                let Some(class) = m.get("class").cloned() else {
+                    return Err(QueryError::config(
+                        "Missing sub-option 'class' for the 'compaction' option.",
+                    ));
+                };
+                let full = if class.contains('.') {
+                    class
+                } else {
+                    format!("org.apache.cassandra.db.compaction.{class}")
+                };
+                const KNOWN: [&str; 4] = [
+                    "SizeTieredCompactionStrategy",
+                    "LeveledCompactionStrategy",
+                    "TimeWindowCompactionStrategy",
+                    "UnifiedCompactionStrategy",
+                ];
+                if !KNOWN.iter().any(|k| full.ends_with(k)) {
+                    return Err(QueryError::config(format!(
+                        "Unable to find compaction strategy class '{full}'"
+                    )));
+                }
+                m.insert("class".into(), full);
+                m.entry("max_threshold".into())
+                    .or_insert_with(|| "32".into());
+                m.entry("min_threshold".into())
+                    .or_insert_with(|| "4".into());
+                params.compaction = m;
+            }
+            "compression" => {
+                let mut m = property_map(p)?;
+                if m.get("enabled").map(String::as_str) == Some("false") {
+                    params.compression = BTreeMap::from([("enabled".into(), "false".into())]);
+                    continue;
+                }
+                let class = m
+                    .remove("class")
+                    .or_else(|| m.remove("sstable_compression"))
+                    .ok_or_else(|| {
+                        QueryError::config(
+                            "Missing sub-option 'class' for the 'compression' option.",
+                        )
+                    })?;
+                let full = if class.contains('.') {
+                    class
+                } else {
+                    format!("org.apache.cassandra.io.compress.{class}")
+                };
+                const COMPRESSORS: [&str; 5] = [
+                    "LZ4Compressor",
+                    "SnappyCompressor",
+                    "DeflateCompressor",
+                    "ZstdCompressor",
+                    "NoopCompressor",
+                ];
+                if !COMPRESSORS
+                    .iter()
+                    .any(|c| full == format!("org.apache.cassandra.io.compress.{c}"))
+                {
+                    return Err(QueryError::config(format!(
+                        "Could not create Compression for type {full}"
+                    )));
+                }
+                m.remove("enabled");
+                m.insert("class".into(), full);
+                m.entry("chunk_length_in_kb".into())
+                    .or_insert_with(|| "16".into());
+                params.compression = m;
+            }
+            "extensions" => {
+                params.extensions = property_map(p)?
+                    .into_iter()
+                    .map(|(k, v)| (k, v.into_bytes()))
+                    .collect();
+            }
+            "id" => return Err(QueryError::config("Cannot alter table id.".to_string())),
+            other => {
+                return Err(QueryError::syntax(format!("Unknown property '{other}'")));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_key_column_type(name: &str, ty: &CqlType) -> Result<()> {
+    if ty.is_multi_cell() {
+        if ty.is_collection() {
+            return Err(QueryError::invalid(format!(
+                "Invalid non-frozen collection type {ty} for PRIMARY KEY column '{name}'"
+            )));
+        }
+        return Err(QueryError::invalid(format!(
+            "Invalid non-frozen user-defined type {ty} for PRIMARY KEY column '{name}'"
+        )));
+    }
+    if ty.is_counter() {
+        return Err(QueryError::invalid(format!(
+            "counter type is not supported for PRIMARY KEY column '{name}'"
+        )));
+    }
+    if !ty.can_be_key() {
+        return Err(QueryError::invalid(format!(
+            "{ty} type is not supported for PRIMARY KEY column '{name}'"
+        )));
+    }
+    Ok(())
+}
+
+pub fn new_uuid(random: &dyn Fn() -> u64) -> [u8; 16] {
+    let mut id = [0u8; 16];
+    id[..8].copy_from_slice(&random().to_be_bytes());
+    id[8..].copy_from_slice(&random().to_be_bytes());
+    id[6] = (id[6] & 0x0f) | 0x40;
+    id[8] = (id[8] & 0x3f) | 0x80;
+    id
+}
+
+pub fn create_table(
+    schema: &Schema,
+    keyspace: &str,
+    stmt: &CreateTable,
+    random: &dyn Fn() -> u64,
+) -> Result<DdlOutcome> {
+    let name = stmt.name.name.as_str();
+    let event = change(SchemaChangeType::Created, table_target(keyspace, name));
+    if is_system_keyspace(keyspace) {
+        return Err(not_user_modifiable(keyspace));
+    }
+    let ks = existing_keyspace(schema, keyspace)?;
+    if ks.tables.contains_key(name) {
+        if stmt.if_not_exists {
+            return Ok(DdlOutcome {
+                schema: None,
+                change: event,
+                effects: StorageEffects::default(),
+            });
+        }
+        return Err(QueryError::AlreadyExists {
+            keyspace: keyspace.to_string(),
+            table: name.to_string(),
+            message: format!(
+                "Cannot add already existing table \"{name}\" to keyspace \"{keyspace}\""
+            ),
+        });
+    }
+    if !valid_name(name) {
+        return Err(QueryError::config(format!(
+            "{keyspace}.{name}: Table name must not be empty or not contain non-alphanumeric-underscore characters (got \"{name}\")"
+        )));
+    }
+    if stmt.partition_key.is_empty() {
+        return Err(QueryError::invalid(format!(
+            "No PRIMARY KEY specifed for table '{name}' (exactly one required)"
+        )));
+    }
+    // Columns, in declaration order.
+    let mut declared: Vec<(String, CqlType, bool)> = Vec::new();
+    for def in &stmt.columns {
+        let cname = def.name.as_str();
+        if declared.iter().any(|(n, _, _)| n == cname) {
+            return Err(QueryError::invalid(format!(
+                "Duplicate column '{cname}' declaration for table '{name}'"
+            )));
+        }
+        let ty = resolve_type(ks, &def.ty)?;
+        check_column_type(&ty, true)?;
+        declared.push((cname.to_string(), ty, def.is_static));
+    }
+    let find = |ident: &Ident| -> Result<usize> {
+        declared
+            .iter()
+            .position(|(n, _, _)| n == ident.as_str())
+            .ok_or_else(|| {
+                QueryError::invalid(format!(
+                    "Unknown column '{}' referenced in PRIMARY KEY for table '{name}'",
+                    ident.as_str()
+                ))
+            })
+    };
+    let mut key_positions = Vec::new();
+    for ident in stmt.partition_key.iter().chain(&stmt.clustering_key) {
+        let i = find(ident)?;
+        if key_positions.contains(&i) {
+            return Err(QueryError::invalid(format!(
+                "Column '{}' appears twice in PRIMARY KEY for table '{name}'",
+                ident.as_str()
+            )));
+        }
+        key_positions.push(i);
+    }
+    // Clustering order.
+    let mut descending = vec![false; stmt.clustering_key.len()];
+    let not_clustering: Vec<&str> = stmt
+        .options
+        .clustering_order
+        .iter()
+        .filter(|(c, _)| !stmt.clustering_key.contains(c))
+        .map(|(c, _)| c.as_str())
+        .collect();
+    if !not_clustering.is_empty() {
+        return Err(QueryError::invalid(format!(
+            "Only clustering key columns can be defined in CLUSTERING ORDER directive: [{}] are not clustering columns",
+            not_clustering.join(", ")
+        )));
+    }
+    for (i, (column, order)) in stmt.options.clustering_order.iter().enumerate() {
+        let position = stmt
+            .clustering_key
+            .iter()
+            .position(|c| c == column)
+            .unwrap_or(usize::MAX);
+        if position != i {
+            let expected = stmt.clustering_key.get(i).map(|c| c.as_str()).unwrap_or("");
+            return Err(QueryError::invalid(format!(
+                "The order of columns in the CLUSTERING ORDER directive must match that of the clustering columns ({} must appear before {})",
+                expected,
+                column.as_str()
+            )));
+        }
+        descending[i] = *order == ClusteringOrder::Desc;
+    }
+    let mut columns = Vec::new();
+    let mut next_id = 0u32;
+    for (position, ident) in stmt.partition_key.iter().enumerate() {
+        let (cname, ty, is_static) = &declared[find(ident)?];
+        if *is_static {
+            return Err(QueryError::invalid(format!(
+                "Static column {cname} cannot be part of the PRIMARY KEY"
+            )));
+        }
+        check_key_column_type(cname, ty)?;
+        columns.push(Column {
+            name: cname.clone(),
+            ty: ty.clone(),
+            kind: ColumnKind::PartitionKey,
+            position,
+            descending: false,
+            id: ColumnId(next_id),
+        });
+        next_id += 1;
+    }
+    for (position, ident) in stmt.clustering_key.iter().enumerate() {
+        let (cname, ty, is_static) = &declared[find(ident)?];
+        if *is_static {
+            return Err(QueryError::invalid(format!(
+                "Static column {cname} cannot be part of the PRIMARY KEY"
+            )));
+        }
+        check_key_column_type(cname, ty)?;
+        columns.push(Column {
+            name: cname.clone(),
+            ty: ty.clone(),
+            kind: ColumnKind::Clustering,
+            position,
+            descending: descending[position],
+            id: ColumnId(next_id),
+        });
+        next_id += 1;
+    }
+    let mut counters = 0;
+    let mut values = 0;
+    for (i, (cname, ty, is_static)) in declared.iter().enumerate() {
+        if key_positions.contains(&i) {
+            continue;
+        }
+        if *is_static && stmt.clustering_key.is_empty() {
+            return Err(QueryError::invalid(
+                "Static columns are only useful (and thus allowed) if the table has at least one clustering column",
+            ));
+        }
+        values += 1;
+        if ty.is_counter() {
+            counters += 1;
+        }
+        columns.push(Column {
+            name: cname.clone(),
+            ty: ty.clone(),
+            kind: if *is_static {
+                ColumnKind::Static
+            } else {
+                ColumnKind::Regular
+            },
+            position: 0,
+            descending: false,
+            id: ColumnId(next_id),
+        });
+        next_id += 1;
+    }
+    if counters > 0 && counters != values {
+        return Err(QueryError::invalid(
+            "Cannot mix counter and non counter columns in the same table",
+        ));
+    }
+    let mut params = TableParams::default();
+    apply_table_properties(&mut params, &stmt.options.properties)?;
+    if counters > 0 && params.default_time_to_live > 0 {
+        return Err(QueryError::invalid(
+            "Cannot set default_time_to_live on a table with counters",
+        ));
+    }
+    let mut table = Table {
+        keyspace: keyspace.to_string(),
+        name: name.to_string(),
+        id: new_uuid(random),
+        storage_id: TableId(schema.next_table_id),
+        partition_key_count: stmt.partition_key.len(),
+        clustering_count: stmt.clustering_key.len(),
+        columns,
+        params,
+        next_column_id: next_id,
+        dropped: Vec::new(),
+        indexes: Vec::new(),
+        is_virtual: false,
+    };
+    table.sort_value_columns();
+    let table = Arc::new(table);
+    let mut next = schema.clone();
+    next.next_table_id += 1;
+    let mut keyspace_def = Keyspace::clone(ks);
+    keyspace_def.tables.insert(name.to_string(), table.clone());
+    next.keyspaces
+        .insert(keyspace.to_string(), Arc::new(keyspace_def));
+    Ok(DdlOutcome {
+        schema: Some(next),
+        change: event,
+        effects: StorageEffects {
+            create: vec![table],
+            ..StorageEffects::default()
+        },
+    })
+}
+
+fn table_missing(keyspace: &str, name: &str) -> QueryError {
+    QueryError::invalid(format!(
+        "Table '{}' doesn't exist",
+        display_name(keyspace, name)
+    ))
+}
+
+fn replace_table(schema: &Schema, table: Table) -> Schema {
+    let mut next = schema.clone();
+    if let Some(ks) = schema.keyspace(&table.keyspace) {
+        let mut keyspace_def = Keyspace::clone(ks);
+        keyspace_def
+            .tables
+            .insert(table.name.clone(), Arc::new(table));
+        next.keyspaces
+            .insert(keyspace_def.name.clone(), Arc::new(keyspace_def));
+    }
+    next
+}
+
+pub fn alter_table(
+    schema: &Schema,
+    keyspace: &str,
+    stmt: &AlterTable,
+    now_micros: i64,
+) -> Result<DdlOutcome> {
+    let name = stmt.table.name.as_str();
+    let event = change(SchemaChangeType::Updated, table_target(keyspace, name));
+    let noop = || DdlOutcome {
+        schema: None,
+        change: event.clone(),
+        effects: StorageEffects::default(),
+    };
+    if is_system_keyspace(keyspace) {
+        return Err(not_user_modifiable(keyspace));
+    }
+    let current = match schema.table(keyspace, name) {
+        Some(t) => t,
+        None if stmt.if_exists => return Ok(noop()),
+        None => return Err(table_missing(keyspace, name)),
+    };
+    let ks = existing_keyspace(schema, keyspace)?;
+    let mut table = Table::clone(current);
+    let qualified = format!("{keyspace}.{name}");
+    match &stmt.action {
+        AlterTableAction::Add {
+            if_not_exists,
+            columns,
+        } => {
+            for def in columns {
+                let cname = def.name.as_str();
+                if table.column(cname).is_some() {
+                    if *if_not_exists {
+                        continue;
+                    }
+                    return Err(QueryError::invalid(format!(
+                        "Column with name '{cname}' already exists"
+                    )));
+                }
+                let ty = resolve_type(ks, &def.ty)?;
+                check_column_type(&ty, true)?;
+                if def.is_static && table.clustering_count == 0 {
+                    return Err(QueryError::invalid(
+                        "Static columns are only useful (and thus allowed) if the table has at least one clustering column",
+                    ));
+                }
+                if ty.is_counter() != table.is_counter() && !table.value_columns().is_empty() {
+                    return Err(QueryError::invalid(if ty.is_counter() {
+                        "Cannot add a counter column (".to_string()
+                            + cname
+                            + ") in a non counter column family"
+                    } else {
+                        "Cannot add a non counter column (".to_string()
+                            + cname
+                            + ") in a counter column family"
+                    }));
+                }
+                if let Some(dropped) = table.dropped.iter().find(|d| d.name == cname) {
+                    if dropped.type_text != ty.to_string() && ty.is_multi_cell() {
+                        return Err(QueryError::invalid(format!(
+                            "Cannot re-add previously dropped column '{cname}' of type {}, incompatible with previous type {}",
+                            ty, dropped.type_text
+                        )));
+                    }
+                }
+                table.columns.push(Column {
+                    name: cname.to_string(),
+                    ty,
+                    kind: if def.is_static {
+                        ColumnKind::Static
+                    } else {
+                        ColumnKind::Regular
+                    },
+                    position: 0,
+                    descending: false,
+                    id: ColumnId(table.next_column_id),
+                });
+                table.next_column_id += 1;
+            }
+            table.sort_value_columns();
+        }
+        AlterTableAction::Drop {
+            if_exists,
+            columns,
+            timestamp,
+        } => {
+            for ident in columns {
+                let cname = ident.as_str();
+                let Some(i) = table.column_index(cname) else {
+                    if *if_exists {
+                        continue;
+                    }
+                    return Err(QueryError::invalid(format!(
+                        "Column {cname} was not found in table '{qualified}'"
+                    )));
+                };
+                let column = table.columns[i].clone();
+                if column.kind.is_primary_key() {
+                    return Err(QueryError::invalid(format!(
+                        "Cannot drop PRIMARY KEY column {cname}"
+                    )));
+                }
+                if !table.indexes.is_empty()
+                    && table.indexes.iter().any(|ix| {
+                        ix.options
+                            .get("target")
+                            .is_some_and(|t| index_target_column(t) == cname)
+                    })
+                {
+                    return Err(QueryError::invalid(format!(
+                        "Cannot drop column {cname} because it has dependent secondary indexes ({})",
+                        table
+                            .indexes
+                            .iter()
+                            .filter(|ix| ix.options.get("target").is_some_and(|t| index_target_column(t) == cname))
+                            .map(|ix| ix.name.clone())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
+                table.columns.remove(i);
+                table.dropped.retain(|d| d.name != cname);
+                table.dropped.push(DroppedColumn {
+                    name: cname.to_string(),
+                    type_text: column.ty.to_string(),
+                    kind: column.kind,
+                    dropped_time: timestamp.unwrap_or(now_micros),
+                });
+            }
+        }
+        AlterTableAction::Rename { if_exists, renames } => {
+            for (from, to) in renames {
+                let Some(i) = table.column_index(from.as_str()) else {
+                    if *if_exists {
+                        continue;
+                    }
+                    return Err(QueryError::invalid(format!(
+                        "Column {} was not found in table {qualified}",
+                        from.as_str()
+                    )));
+                };
+                if !table.columns[i].kind.is_primary_key() {
+                    return Err(QueryError::invalid(format!(
+                        "Cannot rename non PRIMARY KEY column {}",
+                        from.as_str()
+                    )));
+                }
+                if table.column(to.as_str()).is_some() {
+                    return Err(QueryError::invalid(format!(
+                        "Cannot rename column {} to {} in table '{qualified}'; another column with that name already exists",
+                        from.as_str(),
+                        to.as_str()
+                    )));
+                }
+                table.columns[i].name = to.as_str().to_string();
+            }
+        }
+        AlterTableAction::AlterColumnType { .. } => {
+            return Err(QueryError::invalid(
+                "Altering column types is no longer supported",
+            ));
+        }
+        AlterTableAction::With(properties) => {
+            apply_table_properties(&mut table.params, properties)?;
+            if table.is_counter() && table.params.default_time_to_live > 0 {
+                return Err(QueryError::invalid(
+                    "Cannot set default_time_to_live on a table with counters",
+                ));
+            }
+        }
+    }
+    let table = Arc::new(table);
+    let next = replace_table(schema, Table::clone(&table));
+    Ok(DdlOutcome {
+        schema: Some(next),
+        change: event,
+        effects: StorageEffects {
+            alter: vec![table],
+            ..StorageEffects::default()
+        },
+    })
+}
+
+pub fn drop_table(
+    schema: &Schema,
+    keyspace: &str,
+    name: &str,
+    if_exists: bool,
+) -> Result<DdlOutcome> {
+    let event = change(SchemaChangeType::Dropped, table_target(keyspace, name));
+    if is_system_keyspace(keyspace) {
+        return Err(not_user_modifiable(keyspace));
+    }
+    let Some(table) = schema.table(keyspace, name) else {
+        if if_exists {
+            return Ok(DdlOutcome {
+                schema: None,
+                change: event,
+                effects: StorageEffects::default(),
+            });
+        }
+        return Err(table_missing(keyspace, name));
+    };
+    let mut next = schema.clone();
+    if let Some(ks) = schema.keyspace(keyspace) {
+        let mut keyspace_def = Keyspace::clone(ks);
+        keyspace_def.tables.remove(name);
+        next.keyspaces
+            .insert(keyspace.to_string(), Arc::new(keyspace_def));
+    }
+    Ok(DdlOutcome {
+        schema: Some(next),
+        change: event,
+        effects: StorageEffects {
+            drop: vec![table.storage_id],
+            ..StorageEffects::default()
+        },
+    })
+}
+
+// ---------------------------------------------------------------- indexes
+
+/// The column an index `target` option names (`values(m)` -> `m`).
+pub fn index_target_column(target: &str) -> &str {
+    let inner = match (target.find('('), target.rfind(')')) {
+        (Some(open), Some(close)) if open < close => &target[open + 1..close],
+        _ => target,
+    };
+    inner.trim_matches('"')
+}
+
+pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Result<DdlOutcome> {
+    let table_name = stmt.table.name.as_str();
+    let event = change(
+        SchemaChangeType::Updated,
+        table_target(keyspace, table_name),
+    );
+    if is_system_keyspace(keyspace) {
+        return Err(not_user_modifiable(keyspace));
+    }
+    let ks = existing_keyspace(schema, keyspace)?;
+    let Some(current) = ks.tables.get(table_name) else {
+        return Err(QueryError::invalid(format!(
+            "Table '{}' doesn't exist",
+            display_name(keyspace, table_name)
+        )));
+    };
+    let [target] = stmt.targets.as_slice() else {
+        return Err(QueryError::invalid(
+            "Only CUSTOM indexes support multiple columns",
+        ));
+    };
+    let Some(column) = current.column(target.column.as_str()) else {
+        return Err(QueryError::invalid(format!(
+            "Column '{}' doesn't exist",
+            target.column.as_str()
+        )));
+    };
+    let quoted = quote_identifier_if_needed(&column.name);
+    let target_text = match target.kind {
+        IndexTargetKind::Simple if column.ty.is_multi_cell() => format!("values({quoted})"),
+        IndexTargetKind::Simple => quoted,
+        IndexTargetKind::Keys => format!("keys({quoted})"),
+        IndexTargetKind::Values => format!("values({quoted})"),
+        IndexTargetKind::Entries => format!("entries({quoted})"),
+        IndexTargetKind::Full => format!("full({quoted})"),
+    };
+    let name = match &stmt.name {
+        Some(n) => n.as_str().to_string(),
+        None => {
+            let base = format!("{table_name}_{}_idx", column.name)
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect::<String>();
+            let mut candidate = base.clone();
+            let mut i = 1;
+            while ks
+                .tables
+                .values()
+                .any(|t| t.indexes.iter().any(|ix| ix.name == candidate))
+            {
+                candidate = format!("{base}_{i}");
+                i += 1;
+            }
+            candidate
+        }
+    };
+    if ks
+        .tables
+        .values()
+        .any(|t| t.indexes.iter().any(|ix| ix.name == name))
+    {
+        if stmt.if_not_exists {
+            return Ok(DdlOutcome {
+                schema: None,
+                change: event,
+                effects: StorageEffects::default(),
+            });
+        }
+        return Err(QueryError::invalid(format!(
+            "Index '{name}' already exists"
+        )));
+    }
+    if let Some(existing) = current
+        .indexes
+        .iter()
+        .find(|ix| ix.options.get("target").map(String::as_str) == Some(target_text.as_str()))
+    {
+        return Err(QueryError::invalid(format!(
+            "Index {name} is a duplicate of existing index {}",
+            existing.name
+        )));
+    }
+    if stmt
+        .class
+        .as_deref()
+        .is_some_and(|c| c.ends_with("SASIIndex"))
+    {
+        return Err(QueryError::invalid(
+            "SASI indexes are disabled. Enable in cassandra.yaml to use.",
+        ));
+    }
+    let mut options = BTreeMap::new();
+    if let Some(class) = &stmt.class {
+        options.insert("class_name".to_string(), class.clone());
+    }
+    for p in &stmt.properties {
+        if p.name.as_str() == "options" {
+            options.extend(property_map(p)?);
+        }
+    }
+    options.insert("target".to_string(), target_text);
+    let mut table = Table::clone(current);
+    table.indexes.push(Index {
+        name,
+        kind: if stmt.custom || stmt.class.is_some() {
+            "CUSTOM".into()
+        } else {
+            "COMPOSITES".into()
+        },
+        options,
+    });
+    let next = replace_table(schema, table);
+    Ok(DdlOutcome {
+        schema: Some(next),
+        change: event,
+        effects: StorageEffects::default(),
+    })
+}
+
+pub fn drop_index(
+    schema: &Schema,
+    keyspace: &str,
+    name: &str,
+    if_exists: bool,
+) -> Result<DdlOutcome> {
+    let ks = existing_keyspace(schema, keyspace)?;
+    let Some(table) = ks
+        .tables
+        .values()
+        .find(|t| t.indexes.iter().any(|ix| ix.name == name))
+    else {
+        let event = change(SchemaChangeType::Updated, keyspace_target(keyspace));
+        if if_exists {
+            return Ok(DdlOutcome {
+                schema: None,
+                change: event,
+                effects: StorageEffects::default(),
+            });
+        }
+        return Err(QueryError::invalid(format!(
+            "Index '{}' doesn't exist'",
+            display_name(keyspace, name)
+        )));
+    };
+    let event = change(
+        SchemaChangeType::Updated,
+        table_target(keyspace, &table.name),
+    );
+    let mut updated = Table::clone(table);
+    updated.indexes.retain(|ix| ix.name != name);
+    Ok(DdlOutcome {
+        schema: Some(replace_table(schema, updated)),
+        change: event,
+        effects: StorageEffects::default(),
+    })
+}
+
+/// The keyspace a qualified name refers to, or the session's.
+pub fn keyspace_of<'a>(name: &'a QualifiedName, session: Option<&'a str>) -> Result<&'a str> {
+    match (&name.keyspace, session) {
+        (Some(k), _) => Ok(k.as_str()),
+        (None, Some(k)) => Ok(k),
+        (None, None) => Err(QueryError::invalid(
+            "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename",
+        )),
+    }
+}

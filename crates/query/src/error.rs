@@ -1,0 +1,102 @@
+//! Errors of query execution, and their one mapping to CQL error codes.
+//!
+//! Architecture invariant: `QueryError::to_response` is the only place where
+//! an execution failure becomes a native-protocol ERROR. Storage errors,
+//! parse errors and value errors all convert into `QueryError` first.
+
+use bytes::Bytes;
+use rocksandra_cql::ParseError;
+use rocksandra_data::ValueError;
+use rocksandra_storage::StorageError;
+use rocksandra_wire::{ErrorKind, ErrorResponse};
+
+/// Why a statement failed, by the CQL error class a client sees.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    #[error("{0}")]
+    Syntax(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Config(String),
+    #[error("{0}")]
+    Unauthorized(String),
+    #[error("{message}")]
+    AlreadyExists {
+        keyspace: String,
+        /// Empty for a keyspace.
+        table: String,
+        message: String,
+    },
+    #[error("Prepared query with ID {} not found (either the query was not prepared on this host (maybe the host has been restarted?) or you have prepared too many queries and it has been evicted from the internal cache)", hex(.0))]
+    Unprepared(Bytes),
+    #[error("{0}")]
+    Truncate(String),
+    #[error("{0}")]
+    Overloaded(String),
+    /// A failure of this server, not of the request.
+    #[error("{0}")]
+    Server(String),
+}
+
+pub type Result<T, E = QueryError> = std::result::Result<T, E>;
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl QueryError {
+    pub fn invalid(message: impl Into<String>) -> QueryError {
+        QueryError::Invalid(message.into())
+    }
+
+    pub fn syntax(message: impl Into<String>) -> QueryError {
+        QueryError::Syntax(message.into())
+    }
+
+    pub fn config(message: impl Into<String>) -> QueryError {
+        QueryError::Config(message.into())
+    }
+
+    /// The ERROR message for this failure.
+    pub fn to_response(&self) -> ErrorResponse {
+        let kind = match self {
+            QueryError::Syntax(_) => ErrorKind::SyntaxError,
+            QueryError::Invalid(_) => ErrorKind::Invalid,
+            QueryError::Config(_) => ErrorKind::ConfigError,
+            QueryError::Unauthorized(_) => ErrorKind::Unauthorized,
+            QueryError::AlreadyExists {
+                keyspace, table, ..
+            } => ErrorKind::AlreadyExists {
+                keyspace: keyspace.clone(),
+                table: table.clone(),
+            },
+            QueryError::Unprepared(id) => ErrorKind::Unprepared { id: id.clone() },
+            QueryError::Truncate(_) => ErrorKind::TruncateError,
+            QueryError::Overloaded(_) => ErrorKind::Overloaded,
+            QueryError::Server(_) => ErrorKind::ServerError,
+        };
+        ErrorResponse::new(kind, self.to_string())
+    }
+}
+
+impl From<ParseError> for QueryError {
+    fn from(e: ParseError) -> QueryError {
+        QueryError::Syntax(e.to_string())
+    }
+}
+
+impl From<StorageError> for QueryError {
+    fn from(e: StorageError) -> QueryError {
+        match e {
+            StorageError::Invalid(m) => QueryError::Invalid(m),
+            other => QueryError::Server(other.to_string()),
+        }
+    }
+}
+
+impl From<ValueError> for QueryError {
+    fn from(e: ValueError) -> QueryError {
+        QueryError::Invalid(e.to_string())
+    }
+}

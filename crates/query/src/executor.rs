@@ -1,0 +1,816 @@
+//! The executor: parses and runs statements against the schema and the
+//! storage engine. One instance serves every connection.
+//!
+//! Time and randomness come in through `Env`, so tests control them.
+//! Schema changes are serialized by `ddl_lock`; a published schema is an
+//! immutable `Arc<Schema>` swapped under `schema`.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+
+use bytes::Bytes;
+use md5::{Digest, Md5};
+use rocksandra_cql::ast::{BindReceiver, DropKind, ParsedStatement, Statement};
+use rocksandra_data::types::{CqlType, NativeType};
+use rocksandra_data::LocalTime;
+use rocksandra_storage::Engine;
+use rocksandra_wire::{
+    ColumnSpec, ColumnsMetadata, Prepared, PreparedMetadata, ResultBody, Rows, RowsMetadata,
+    SchemaChange, TableSpec,
+};
+
+use crate::ddl::{self, keyspace_of, DdlOutcome};
+use crate::error::{QueryError, Result};
+use crate::schema::{write_atomically, Schema, Table, SCHEMA_FILE};
+use crate::{modify, select, NodeInfo};
+
+/// Most prepared statements kept; the oldest is evicted beyond it
+/// (drivers re-prepare on UNPREPARED).
+pub const PREPARED_STATEMENTS_MAX: usize = 10_000;
+
+/// Where time and randomness come from.
+#[derive(Clone)]
+pub struct Env {
+    /// Microseconds since the Unix epoch.
+    pub now_micros: Arc<dyn Fn() -> i64 + Send + Sync>,
+    pub random: Arc<dyn Fn() -> u64 + Send + Sync>,
+}
+
+impl Env {
+    /// The system clock and a seeded xorshift generator.
+    pub fn system() -> Env {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let now = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_micros() as i64)
+                .unwrap_or(0)
+        };
+        let seed =
+            AtomicU64::new((now() as u64) ^ 0x9E37_79B9_7F4A_7C15 ^ u64::from(std::process::id()));
+        Env {
+            now_micros: Arc::new(now),
+            random: Arc::new(move || {
+                // SplitMix64: good enough for ids, not for secrets.
+                let mut z = seed.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                z ^ (z >> 31)
+            }),
+        }
+    }
+}
+
+/// One request's options (from QUERY/EXECUTE parameters).
+#[derive(Clone, Debug, Default)]
+pub struct Request {
+    /// The session keyspace, or the v5 per-query keyspace.
+    pub keyspace: Option<String>,
+    /// Positional values.
+    pub values: Vec<rocksandra_wire::Value>,
+    /// Named values (v3+ NAMES flag): matched to markers by name.
+    pub names: Option<Vec<String>>,
+    pub page_size: Option<usize>,
+    pub paging_state: Option<Bytes>,
+    pub timestamp: Option<i64>,
+    pub now_in_seconds: Option<i32>,
+    pub skip_metadata: bool,
+}
+
+/// What running a statement produced.
+#[derive(Debug)]
+pub struct Outcome {
+    pub body: ResultBody,
+    pub warnings: Vec<String>,
+    /// Sent as a SCHEMA_CHANGE event to registered connections.
+    pub schema_change: Option<SchemaChange>,
+}
+
+impl Outcome {
+    pub fn void() -> Outcome {
+        Outcome {
+            body: ResultBody::Void,
+            warnings: Vec::new(),
+            schema_change: None,
+        }
+    }
+
+    pub fn rows(rows: Rows) -> Outcome {
+        Outcome {
+            body: ResultBody::Rows(rows),
+            warnings: Vec::new(),
+            schema_change: None,
+        }
+    }
+}
+
+/// A prepared statement.
+pub struct PreparedStatement {
+    pub text: String,
+    pub keyspace: Option<String>,
+    pub parsed: ParsedStatement,
+    pub bind_specs: Vec<ColumnSpec>,
+    pub pk_indexes: Vec<u16>,
+    pub result_specs: Vec<ColumnSpec>,
+    pub result_metadata_id: Bytes,
+}
+
+struct PreparedCache {
+    by_id: HashMap<Bytes, Arc<PreparedStatement>>,
+    order: VecDeque<Bytes>,
+}
+
+pub struct Executor {
+    schema: RwLock<Arc<Schema>>,
+    ddl_lock: Mutex<()>,
+    schema_dir: Option<PathBuf>,
+    pub(crate) engine: Arc<dyn Engine>,
+    node: RwLock<NodeInfo>,
+    prepared: Mutex<PreparedCache>,
+    pub(crate) env: Env,
+    /// Serializes read-before-write statements (conditional updates, list
+    /// index operations, counters) on this node.
+    pub(crate) rmw_lock: Mutex<()>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Executor {
+    /// Builds the executor: system keyspaces, the stored schema from
+    /// `schema_dir` (if any), and every stored table opened in the engine.
+    pub fn open(
+        engine: Arc<dyn Engine>,
+        schema_dir: Option<PathBuf>,
+        node: NodeInfo,
+        env: Env,
+    ) -> Result<Executor> {
+        let mut schema = Schema {
+            keyspaces: Default::default(),
+            version: [0; 16],
+            next_table_id: 1,
+        };
+        for ks in crate::system::system_keyspaces() {
+            schema.keyspaces.insert(ks.name.clone(), Arc::new(ks));
+        }
+        let mut loaded = false;
+        if let Some(dir) = &schema_dir {
+            let path = dir.join(SCHEMA_FILE);
+            match std::fs::read(&path) {
+                Ok(bytes) => {
+                    schema.load_stored_json(&bytes)?;
+                    loaded = true;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(QueryError::Server(format!(
+                        "cannot read {}: {e}",
+                        path.display()
+                    )))
+                }
+            }
+        }
+        if !loaded {
+            schema.version = ddl::new_uuid(&*env.random);
+        }
+        for table in schema.tables() {
+            if !table.is_virtual {
+                engine.create_table(table.storage_spec())?;
+            }
+        }
+        Ok(Executor {
+            schema: RwLock::new(Arc::new(schema)),
+            ddl_lock: Mutex::new(()),
+            schema_dir,
+            engine,
+            node: RwLock::new(node),
+            prepared: Mutex::new(PreparedCache {
+                by_id: HashMap::new(),
+                order: VecDeque::new(),
+            }),
+            env,
+            rmw_lock: Mutex::new(()),
+        })
+    }
+
+    pub fn schema(&self) -> Arc<Schema> {
+        self.schema
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn node(&self) -> NodeInfo {
+        self.node.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn now_micros(&self) -> i64 {
+        (self.env.now_micros)()
+    }
+
+    pub(crate) fn local_now(&self, request: &Request) -> LocalTime {
+        match request.now_in_seconds {
+            Some(s) => LocalTime(i64::from(s)),
+            None => LocalTime(self.now_micros().div_euclid(1_000_000)),
+        }
+    }
+
+    /// Flushes storage (clean shutdown).
+    pub fn flush(&self) -> Result<()> {
+        Ok(self.engine.flush()?)
+    }
+
+    // ------------------------------------------------------------ entry points
+
+    /// QUERY: parse and run one statement.
+    pub fn query(&self, text: &str, request: &Request) -> Result<Outcome> {
+        let parsed = rocksandra_cql::parse_statement(text)?;
+        let values = bind_values(&parsed, request)?;
+        self.run(&parsed, request, &values)
+    }
+
+    /// PREPARE.
+    pub fn prepare(&self, text: &str, keyspace: Option<&str>) -> Result<Prepared> {
+        let parsed = rocksandra_cql::parse_statement(text)?;
+        let schema = self.schema();
+        let (bind_specs, pk_indexes) = self.bind_metadata(&schema, &parsed, keyspace)?;
+        let result_specs = match &parsed.statement {
+            Statement::Select(s) => select::result_specs(self, &schema, s, keyspace)?,
+            _ => Vec::new(),
+        };
+        let id = statement_id(text, keyspace);
+        let result_metadata_id = metadata_id(&result_specs);
+        let prepared = Arc::new(PreparedStatement {
+            text: text.to_string(),
+            keyspace: keyspace.map(str::to_string),
+            parsed,
+            bind_specs: bind_specs.clone(),
+            pk_indexes: pk_indexes.clone(),
+            result_specs: result_specs.clone(),
+            result_metadata_id: result_metadata_id.clone(),
+        });
+        {
+            let mut cache = lock(&self.prepared);
+            if !cache.by_id.contains_key(&id) {
+                cache.order.push_back(id.clone());
+                while cache.order.len() > PREPARED_STATEMENTS_MAX {
+                    if let Some(old) = cache.order.pop_front() {
+                        cache.by_id.remove(&old);
+                    }
+                }
+            }
+            cache.by_id.insert(id.clone(), prepared);
+        }
+        Ok(Prepared {
+            id,
+            result_metadata_id: Some(result_metadata_id),
+            bind_metadata: PreparedMetadata {
+                pk_indexes,
+                columns: bind_specs,
+            },
+            result_metadata: RowsMetadata {
+                columns: ColumnsMetadata::Specs(result_specs),
+                paging_state: None,
+                new_metadata_id: None,
+            },
+        })
+    }
+
+    pub fn prepared(&self, id: &[u8]) -> Result<Arc<PreparedStatement>> {
+        lock(&self.prepared)
+            .by_id
+            .get(id)
+            .cloned()
+            .ok_or_else(|| QueryError::Unprepared(Bytes::copy_from_slice(id)))
+    }
+
+    /// EXECUTE of a prepared statement.
+    pub fn execute(&self, id: &[u8], request: &Request) -> Result<Outcome> {
+        let prepared = self.prepared(id)?;
+        let mut request = request.clone();
+        if request.keyspace.is_none() {
+            request.keyspace = prepared.keyspace.clone();
+        }
+        let values = bind_values(&prepared.parsed, &request)?;
+        self.run(&prepared.parsed, &request, &values)
+    }
+
+    /// Runs a parsed statement with its bound values.
+    pub fn run(
+        &self,
+        parsed: &ParsedStatement,
+        request: &Request,
+        values: &[rocksandra_wire::Value],
+    ) -> Result<Outcome> {
+        let session_ks = request.keyspace.as_deref();
+        match &parsed.statement {
+            Statement::Select(s) => select::execute(self, s, request, values),
+            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
+                modify::execute_single(self, &parsed.statement, request, values)
+            }
+            Statement::Batch(b) => modify::execute_batch_statement(self, b, request, values),
+            Statement::Use(ks) => {
+                let schema = self.schema();
+                if schema.keyspace(ks.as_str()).is_none() {
+                    return Err(QueryError::invalid(format!(
+                        "Keyspace '{}' does not exist",
+                        ks.as_str()
+                    )));
+                }
+                Ok(Outcome {
+                    body: ResultBody::SetKeyspace(ks.as_str().to_string()),
+                    warnings: Vec::new(),
+                    schema_change: None,
+                })
+            }
+            Statement::Truncate(name) => {
+                let keyspace = keyspace_of(name, session_ks)?;
+                let schema = self.schema();
+                if crate::schema::is_system_keyspace(keyspace) {
+                    return Err(QueryError::Unauthorized(format!(
+                        "{keyspace} keyspace is not user-modifiable."
+                    )));
+                }
+                if schema.keyspace(keyspace).is_none() {
+                    return Err(QueryError::invalid(format!(
+                        "keyspace {keyspace} does not exist"
+                    )));
+                }
+                let Some(table) = schema.table(keyspace, name.name.as_str()) else {
+                    return Err(QueryError::invalid(format!(
+                        "table {} does not exist",
+                        name.name.as_str()
+                    )));
+                };
+                self.engine
+                    .truncate(table.storage_id)
+                    .map_err(|e| QueryError::Truncate(e.to_string()))?;
+                Ok(Outcome::void())
+            }
+            Statement::CreateKeyspace(s) => {
+                let dcs = self.data_centers();
+                let mut outcome = self.ddl(|schema| ddl::create_keyspace(schema, s, &dcs))?;
+                outcome.warnings = self.replication_warnings(s.name.as_str());
+                Ok(outcome)
+            }
+            Statement::AlterKeyspace(s) => {
+                let dcs = self.data_centers();
+                let mut outcome = self.ddl(|schema| ddl::alter_keyspace(schema, s, &dcs))?;
+                outcome.warnings = self.replication_warnings(s.name.as_str());
+                Ok(outcome)
+            }
+            Statement::CreateTable(s) => {
+                let keyspace = keyspace_of(&s.name, session_ks)?;
+                let random = self.env.random.clone();
+                self.ddl(|schema| ddl::create_table(schema, keyspace, s, &*random))
+            }
+            Statement::AlterTable(s) => {
+                let keyspace = keyspace_of(&s.table, session_ks)?;
+                let now = self.now_micros();
+                self.ddl(|schema| ddl::alter_table(schema, keyspace, s, now))
+            }
+            Statement::CreateType(s) => {
+                let keyspace = keyspace_of(&s.name, session_ks)?;
+                self.ddl(|schema| ddl::create_type(schema, keyspace, s))
+            }
+            Statement::AlterType(s) => {
+                let keyspace = keyspace_of(&s.name, session_ks)?;
+                self.ddl(|schema| ddl::alter_type(schema, keyspace, s))
+            }
+            Statement::CreateIndex(s) => {
+                let keyspace = keyspace_of(&s.table, session_ks)?;
+                self.ddl(|schema| ddl::create_index(schema, keyspace, s))
+            }
+            Statement::Drop(d) => match d.kind {
+                DropKind::Keyspace => {
+                    self.ddl(|schema| ddl::drop_keyspace(schema, d.name.name.as_str(), d.if_exists))
+                }
+                DropKind::Table => {
+                    let keyspace = keyspace_of(&d.name, session_ks)?;
+                    self.ddl(|schema| {
+                        ddl::drop_table(schema, keyspace, d.name.name.as_str(), d.if_exists)
+                    })
+                }
+                DropKind::Type => {
+                    let keyspace = keyspace_of(&d.name, session_ks)?;
+                    self.ddl(|schema| {
+                        ddl::drop_type(schema, keyspace, d.name.name.as_str(), d.if_exists)
+                    })
+                }
+                DropKind::Index => {
+                    let keyspace = keyspace_of(&d.name, session_ks)?;
+                    self.ddl(|schema| {
+                        ddl::drop_index(schema, keyspace, d.name.name.as_str(), d.if_exists)
+                    })
+                }
+                DropKind::MaterializedView => Err(QueryError::invalid(
+                    "Materialized views are disabled. Enable in cassandra.yaml to use.",
+                )),
+            },
+            Statement::Describe(d) => {
+                let schema = self.schema();
+                let node = self.node();
+                let result = crate::describe::describe(d, &schema, session_ks, &node)?;
+                Ok(Outcome::rows(result.into_rows()))
+            }
+            Statement::CreateMaterializedView(_) | Statement::AlterMaterializedView(_) => {
+                Err(QueryError::invalid(
+                    "Materialized views are disabled. Enable in cassandra.yaml to use.",
+                ))
+            }
+            Statement::CreateTrigger(t) => Err(QueryError::invalid(format!(
+                "Trigger class '{}' couldn't be loaded",
+                t.class
+            ))),
+            Statement::DropTrigger(t) => Err(QueryError::invalid(format!(
+                "Trigger {} doesn't exist",
+                t.name.as_str()
+            ))),
+            Statement::CreateFunction(_)
+            | Statement::CreateAggregate(_)
+            | Statement::DropFunction(_) => Err(QueryError::invalid(
+                "User-defined functions are disabled in cassandra.yaml - set user_defined_functions_enabled=true to enable",
+            )),
+            Statement::CreateRole(rocksandra_cql::ast::CreateRole { options, .. })
+            | Statement::AlterRole(rocksandra_cql::ast::AlterRole { options, .. })
+                if options.iter().any(|o| {
+                    matches!(
+                        o,
+                        rocksandra_cql::ast::RoleOption::Password(_)
+                            | rocksandra_cql::ast::RoleOption::HashedPassword(_)
+                    )
+                }) =>
+            {
+                // With AllowAllAuthenticator (the default), as in Cassandra.
+                Err(QueryError::invalid(
+                    "org.apache.cassandra.auth.CassandraRoleManager doesn't support PASSWORD",
+                ))
+            }
+            Statement::CreateRole(_)
+            | Statement::AlterRole(_)
+            | Statement::DropRole(_)
+            | Statement::GrantPermissions(_)
+            | Statement::RevokePermissions(_)
+            | Statement::ListPermissions(_)
+            | Statement::GrantRole(_)
+            | Statement::RevokeRole(_)
+            | Statement::ListRoles(_)
+            | Statement::ListUsers => Err(QueryError::Unauthorized(
+                "You have to be logged in and not anonymous to perform this request".into(),
+            )),
+        }
+    }
+
+    /// Cassandra's warnings for a replication factor above the node count.
+    fn replication_warnings(&self, keyspace: &str) -> Vec<String> {
+        let schema = self.schema();
+        let Some(ks) = schema.keyspace(keyspace) else {
+            return Vec::new();
+        };
+        let node = self.node();
+        let nodes_in = |dc: &str| {
+            usize::from(node.data_center == dc)
+                + node.peers.iter().filter(|p| p.data_center == dc).count()
+        };
+        let mut warnings = Vec::new();
+        let class = ks
+            .replication
+            .get("class")
+            .map(String::as_str)
+            .unwrap_or("");
+        if class.ends_with("SimpleStrategy") {
+            let rf: usize = ks
+                .replication
+                .get("replication_factor")
+                .and_then(|r| r.parse().ok())
+                .unwrap_or(0);
+            let nodes = 1 + node.peers.len();
+            if rf > nodes {
+                warnings.push(format!(
+                    "Your replication factor {rf} for keyspace {keyspace} is higher than the number of nodes {nodes}"
+                ));
+            }
+        } else {
+            for (dc, rf) in &ks.replication {
+                if dc == "class" {
+                    continue;
+                }
+                let rf: usize = rf.parse().unwrap_or(0);
+                let nodes = nodes_in(dc);
+                if rf > nodes {
+                    warnings.push(format!(
+                        "Your replication factor {rf} for keyspace {keyspace} is higher than the number of nodes {nodes} for datacenter {dc}"
+                    ));
+                }
+            }
+        }
+        warnings
+    }
+
+    fn data_centers(&self) -> Vec<String> {
+        let node = self.node();
+        let mut dcs = vec![node.data_center.clone()];
+        for p in &node.peers {
+            if !dcs.contains(&p.data_center) {
+                dcs.push(p.data_center.clone());
+            }
+        }
+        dcs
+    }
+
+    /// Runs a schema change: computes the new schema, applies its storage
+    /// effects, persists and publishes it.
+    fn ddl(&self, change: impl FnOnce(&Schema) -> Result<DdlOutcome>) -> Result<Outcome> {
+        let _guard = lock(&self.ddl_lock);
+        let current = self.schema();
+        let outcome = change(&current)?;
+        let Some(mut next) = outcome.schema else {
+            // IF [NOT] EXISTS made it a no-op: Cassandra answers VOID.
+            return Ok(Outcome::void());
+        };
+        next.version = ddl::new_uuid(&*self.env.random);
+        // Tables are created before the schema naming them is stored, and
+        // dropped after: a crash leaves at worst an unused column family.
+        for table in &outcome.effects.create {
+            self.engine.create_table(table.storage_spec())?;
+        }
+        for table in &outcome.effects.alter {
+            self.engine.alter_table(table.storage_spec())?;
+        }
+        self.persist(&next)?;
+        for id in &outcome.effects.drop {
+            self.engine.drop_table(*id)?;
+        }
+        *self.schema.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        Ok(Outcome {
+            body: ResultBody::SchemaChange(outcome.change.clone()),
+            warnings: Vec::new(),
+            schema_change: Some(outcome.change),
+        })
+    }
+
+    fn persist(&self, schema: &Schema) -> Result<()> {
+        let Some(dir) = &self.schema_dir else {
+            return Ok(());
+        };
+        write_atomically(dir, SCHEMA_FILE, &schema.to_stored_json())
+            .map_err(|e| QueryError::Server(format!("cannot store the schema: {e}")))
+    }
+
+    // ------------------------------------------------------------ prepared metadata
+
+    fn bind_metadata(
+        &self,
+        schema: &Schema,
+        parsed: &ParsedStatement,
+        session_ks: Option<&str>,
+    ) -> Result<(Vec<ColumnSpec>, Vec<u16>)> {
+        let table = statement_table(schema, &parsed.statement, session_ks)?;
+        let spec = |name: &str, ty: CqlType| ColumnSpec {
+            table: TableSpec {
+                keyspace: table
+                    .as_ref()
+                    .map(|t| t.keyspace.clone())
+                    .unwrap_or_default(),
+                table: table.as_ref().map(|t| t.name.clone()).unwrap_or_default(),
+            },
+            name: name.to_string(),
+            cql_type: ty,
+        };
+        let mut specs = Vec::with_capacity(parsed.bind_variables.len());
+        for var in &parsed.bind_variables {
+            let (name, ty) = receiver_spec(schema, table.as_deref(), &var.receiver, session_ks)?;
+            let name = var
+                .name
+                .as_ref()
+                .map(|n| n.as_str().to_string())
+                .unwrap_or(name);
+            specs.push(spec(&name, ty));
+        }
+        let mut pk_indexes = Vec::new();
+        if let Some(table) = &table {
+            let is_modification_or_select = matches!(
+                parsed.statement,
+                Statement::Select(_)
+                    | Statement::Insert(_)
+                    | Statement::Update(_)
+                    | Statement::Delete(_)
+            );
+            if is_modification_or_select {
+                for column in table.partition_key() {
+                    let found = parsed.bind_variables.iter().position(|v| {
+                        matches!(&v.receiver, BindReceiver::Column(c) if c.as_str() == column.name)
+                    });
+                    match found {
+                        Some(i) => pk_indexes.push(i as u16),
+                        None => {
+                            pk_indexes.clear();
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        Ok((specs, pk_indexes))
+    }
+}
+
+/// The table a DML statement works on, if any.
+fn statement_table(
+    schema: &Schema,
+    statement: &Statement,
+    session_ks: Option<&str>,
+) -> Result<Option<Arc<Table>>> {
+    let name = match statement {
+        Statement::Select(s) => &s.table,
+        Statement::Insert(s) => &s.table,
+        Statement::Update(s) => &s.table,
+        Statement::Delete(s) => &s.table,
+        _ => return Ok(None),
+    };
+    let keyspace = keyspace_of(name, session_ks)?;
+    Ok(Some(
+        crate::select::lookup_table(schema, keyspace, name.name.as_str())?.clone(),
+    ))
+}
+
+/// The name and type of what a bind marker binds.
+fn receiver_spec(
+    schema: &Schema,
+    table: Option<&Table>,
+    receiver: &BindReceiver,
+    session_ks: Option<&str>,
+) -> Result<(String, CqlType)> {
+    let native = |t: NativeType| CqlType::Native(t);
+    let column = |name: &str| -> Result<CqlType> {
+        let table =
+            table.ok_or_else(|| QueryError::invalid("bind marker outside a table statement"))?;
+        table
+            .column(name)
+            .map(|c| c.ty.clone())
+            .ok_or_else(|| QueryError::invalid(format!("Undefined column name {name}")))
+    };
+    Ok(match receiver {
+        BindReceiver::Column(c) => (c.as_str().to_string(), column(c.as_str())?),
+        BindReceiver::Columns(cs) => {
+            let mut types = Vec::new();
+            for c in cs {
+                types.push(column(c.as_str())?);
+            }
+            (
+                format!(
+                    "({})",
+                    cs.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(",")
+                ),
+                CqlType::Tuple(types),
+            )
+        }
+        BindReceiver::ElementKey(c) => match column(c.as_str())?.unfrozen() {
+            CqlType::Map(k, _) => (format!("key({})", c.as_str()), (**k).clone()),
+            CqlType::List(_) => (format!("idx({})", c.as_str()), native(NativeType::Int)),
+            CqlType::Set(e) => (format!("key({})", c.as_str()), (**e).clone()),
+            _ => (c.as_str().to_string(), native(NativeType::Blob)),
+        },
+        BindReceiver::ElementValue(c) => match column(c.as_str())?.unfrozen() {
+            CqlType::Map(_, v) => (format!("value({})", c.as_str()), (**v).clone()),
+            CqlType::List(e) | CqlType::Set(e) => (format!("value({})", c.as_str()), (**e).clone()),
+            _ => (c.as_str().to_string(), native(NativeType::Blob)),
+        },
+        BindReceiver::Field { column: c, field } => match column(c.as_str())?.unfrozen() {
+            CqlType::Udt(u) => {
+                let ty = u
+                    .fields
+                    .iter()
+                    .find(|(n, _)| n == field.as_str())
+                    .map(|(_, t)| t.clone())
+                    .ok_or_else(|| {
+                        QueryError::invalid(format!(
+                            "UDT column {} does not have a field named {}",
+                            c.as_str(),
+                            field.as_str()
+                        ))
+                    })?;
+                (field.as_str().to_string(), ty)
+            }
+            _ => (field.as_str().to_string(), native(NativeType::Blob)),
+        },
+        BindReceiver::Token(_) => ("partition key token".into(), native(NativeType::Bigint)),
+        BindReceiver::InValues(inner) => {
+            let (name, ty) = receiver_spec(schema, table, inner, session_ks)?;
+            (format!("in({name})"), CqlType::List(Box::new(ty)))
+        }
+        BindReceiver::Limit => ("[limit]".into(), native(NativeType::Int)),
+        BindReceiver::PerPartitionLimit => {
+            ("[per_partition_limit]".into(), native(NativeType::Int))
+        }
+        BindReceiver::Timestamp => ("[timestamp]".into(), native(NativeType::Bigint)),
+        BindReceiver::Ttl => ("[ttl]".into(), native(NativeType::Int)),
+        BindReceiver::Json => ("[json]".into(), native(NativeType::Text)),
+        BindReceiver::Hinted(ty) => {
+            let types = session_ks
+                .and_then(|k| schema.keyspace(k))
+                .map(|k| k.types.clone())
+                .unwrap_or_default();
+            let ty = ty
+                .resolve(&crate::schema::KeyspaceTypes(&types))
+                .map_err(|e| QueryError::invalid(format!("Unknown type {}", e.0)))?;
+            ("[hinted]".into(), ty)
+        }
+        BindReceiver::Nested { parent, step } => {
+            use rocksandra_cql::ast::NestedStep;
+            let (name, ty) = receiver_spec(schema, table, parent, session_ks)?;
+            let ty = ty.unfrozen().clone();
+            let inner = match (step, &ty) {
+                (
+                    NestedStep::ListItem | NestedStep::SetItem,
+                    CqlType::List(e) | CqlType::Set(e),
+                ) => (**e).clone(),
+                (NestedStep::ListItem, CqlType::Vector(e, _)) => (**e).clone(),
+                (NestedStep::MapKey, CqlType::Map(k, _)) => (**k).clone(),
+                (NestedStep::MapValue, CqlType::Map(_, v)) => (**v).clone(),
+                (NestedStep::TupleItem(i), CqlType::Tuple(items)) => {
+                    items.get(*i).cloned().unwrap_or(native(NativeType::Blob))
+                }
+                (NestedStep::UdtField(f), CqlType::Udt(u)) => u
+                    .fields
+                    .iter()
+                    .find(|(n, _)| n == f.as_str())
+                    .map(|(_, t)| t.clone())
+                    .unwrap_or(native(NativeType::Blob)),
+                (NestedStep::InItem(_), CqlType::List(e)) => (**e).clone(),
+                (NestedStep::InItem(_), other) => other.clone(),
+                (NestedStep::ContainsValue, CqlType::Map(_, v)) => (**v).clone(),
+                (NestedStep::ContainsValue, CqlType::List(e) | CqlType::Set(e)) => (**e).clone(),
+                (NestedStep::ContainsKey, CqlType::Map(k, _)) => (**k).clone(),
+                (_, other) => other.clone(),
+            };
+            (name, inner)
+        }
+        BindReceiver::Unknown => ("[unknown]".into(), native(NativeType::Blob)),
+    })
+}
+
+/// Cassandra's prepared id: MD5 of the keyspace and the query text.
+fn statement_id(text: &str, keyspace: Option<&str>) -> Bytes {
+    let mut hasher = Md5::new();
+    if let Some(k) = keyspace {
+        hasher.update(k.as_bytes());
+    }
+    hasher.update(text.as_bytes());
+    Bytes::copy_from_slice(&hasher.finalize())
+}
+
+/// v5 result metadata id: MD5 over the result column specs.
+pub fn metadata_id(specs: &[ColumnSpec]) -> Bytes {
+    let mut hasher = Md5::new();
+    for s in specs {
+        hasher.update(s.table.keyspace.as_bytes());
+        hasher.update(s.table.table.as_bytes());
+        hasher.update(s.name.as_bytes());
+        hasher.update(s.cql_type.to_string().as_bytes());
+    }
+    Bytes::copy_from_slice(&hasher.finalize())
+}
+
+/// The request's values in marker order (named values placed by name).
+pub fn bind_values(
+    parsed: &ParsedStatement,
+    request: &Request,
+) -> Result<Vec<rocksandra_wire::Value>> {
+    let count = parsed.bind_variables.len();
+    match &request.names {
+        None => {
+            if request.values.len() != count {
+                return Err(QueryError::invalid(format!(
+                    "There were {count} markers(?) in CQL but {} bound variables",
+                    request.values.len()
+                )));
+            }
+            Ok(request.values.clone())
+        }
+        Some(names) => {
+            let mut out = vec![rocksandra_wire::Value::Unset; count];
+            for (var, slot) in parsed.bind_variables.iter().zip(out.iter_mut()) {
+                let Some(name) = &var.name else {
+                    return Err(QueryError::invalid(
+                        "Named values given for a query with positional markers",
+                    ));
+                };
+                let Some(i) = names.iter().position(|n| n == name.as_str()) else {
+                    return Err(QueryError::invalid(format!(
+                        "No value has been specified for bind variable {}",
+                        name.as_str()
+                    )));
+                };
+                *slot = request
+                    .values
+                    .get(i)
+                    .cloned()
+                    .unwrap_or(rocksandra_wire::Value::Unset);
+            }
+            Ok(out)
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! Query execution: the schema catalog, the built-in system tables, and CQL
+//! statements run against the storage engine. No sockets: the server crate
+//! hands requests in and writes the results out, and the tests here call the
+//! executor directly.
+
+pub mod ddl;
+pub mod describe;
+pub mod error;
+pub mod executor;
+pub mod functions;
+pub mod json;
+pub mod modify;
+pub mod restrict;
+pub mod rows;
+pub mod schema;
+pub mod select;
+pub mod system;
+pub mod term;
+
+pub use error::{QueryError, Result};
+pub use executor::{Env, Executor, Outcome, Request};
+pub use modify::MAX_TTL_SECONDS;
+
+use std::net::IpAddr;
+
+/// What this node says about itself in system.local, system.peers and
+/// DESCRIBE CLUSTER.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeInfo {
+    pub cluster_name: String,
+    /// `listen_address`: where other nodes reach this one.
+    pub listen_address: IpAddr,
+    /// `rpc_address`: where clients reach this one.
+    pub rpc_address: IpAddr,
+    pub native_port: u16,
+    pub data_center: String,
+    pub rack: String,
+    pub host_id: [u8; 16],
+    /// This node's tokens (Murmur3), as decimal strings in system.local.
+    pub tokens: Vec<i64>,
+    /// Other nodes of the cluster (empty for a single node).
+    pub peers: Vec<PeerInfo>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PeerInfo {
+    pub listen_address: IpAddr,
+    pub rpc_address: IpAddr,
+    pub native_port: u16,
+    pub data_center: String,
+    pub rack: String,
+    pub host_id: [u8; 16],
+    pub tokens: Vec<i64>,
+    pub schema_version: [u8; 16],
+}
+
+/// The Cassandra version this server speaks for (release_version).
+pub const RELEASE_VERSION: &str = "5.0.6";
+/// The CQL language version (cql_version).
+pub const CQL_VERSION: &str = "3.4.7";
+pub const PARTITIONER: &str = "org.apache.cassandra.dht.Murmur3Partitioner";

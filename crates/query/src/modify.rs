@@ -1,0 +1,1901 @@
+//! INSERT, UPDATE, DELETE and BATCH: statements become storage mutations,
+//! written without reading except where CQL requires a read (list index
+//! operations, removing list elements by value, conditions).
+
+use std::collections::BTreeMap;
+
+use rocksandra_cql::ast::{
+    AssignOp, Assignment, Batch, BatchKind, ColumnTarget, Delete, Expr, Insert, InsertValues,
+    Modification, Statement, Update, UsingParam,
+};
+use rocksandra_data::types::{CqlType, NativeType};
+use rocksandra_data::{LocalTime, Value};
+use rocksandra_storage::cell::{Cell, CellKind, DeletionTime, LivenessInfo};
+use rocksandra_storage::layout::paths;
+use rocksandra_storage::{
+    Mutation, PartitionKey, PartitionRead, RangeTombstone, RowUpdate, Slice, TableId,
+};
+
+use crate::error::{QueryError, Result};
+use crate::executor::{Executor, Outcome, Request};
+use crate::restrict::{analyze, PartitionSelection};
+use crate::rows::partition_key_bytes;
+use crate::schema::{Column, ColumnKind, Table};
+use crate::select::lookup_table;
+use crate::term::{evaluate, EvalContext, Term};
+
+/// Longest TTL Cassandra accepts: 20 years.
+pub const MAX_TTL_SECONDS: i32 = 630_720_000;
+
+/// Statement-wide write parameters.
+#[derive(Clone, Copy, Debug)]
+struct WriteParams {
+    timestamp: i64,
+    /// 0 = no TTL.
+    ttl: i32,
+    now: LocalTime,
+}
+
+impl WriteParams {
+    fn cell(&self, column: &Column, value: Vec<u8>) -> Cell {
+        if self.ttl > 0 {
+            Cell::expiring(column.id, self.timestamp, self.ttl, self.now, value)
+        } else {
+            Cell::live(column.id, self.timestamp, value)
+        }
+    }
+
+    fn tombstone(&self, column: &Column) -> Cell {
+        Cell::tombstone(column.id, self.timestamp, self.now)
+    }
+
+    fn deletion(&self) -> DeletionTime {
+        DeletionTime::new(self.timestamp, self.now.0)
+    }
+}
+
+fn context<'a>(
+    executor: &Executor,
+    schema: &'a crate::schema::Schema,
+    keyspace: &'a str,
+    values: &'a [rocksandra_wire::Value],
+    random: &'a dyn Fn() -> u64,
+) -> EvalContext<'a> {
+    let types = schema
+        .keyspace(keyspace)
+        .map(|k| k.types.as_slice())
+        .unwrap_or(&[]);
+    EvalContext {
+        binds: values,
+        now_micros: executor.now_micros(),
+        keyspace,
+        types: crate::schema::KeyspaceTypes(types),
+        random,
+    }
+}
+
+fn int_param(
+    expr: &Expr,
+    name: &str,
+    ty: NativeType,
+    ctx: &EvalContext<'_>,
+) -> Result<Option<i64>> {
+    match evaluate(expr, &CqlType::Native(ty), name, ctx)? {
+        Term::Value(b) => match Value::deserialize(&CqlType::Native(ty), &b)? {
+            Value::Int(i) => Ok(Some(i64::from(i))),
+            Value::Bigint(i) => Ok(Some(i)),
+            _ => Ok(None),
+        },
+        Term::Null => Err(QueryError::invalid(format!("Invalid null value of {name}"))),
+        Term::Unset => Ok(None),
+    }
+}
+
+fn write_params(
+    executor: &Executor,
+    table: &Table,
+    using: &[UsingParam],
+    request: &Request,
+    ctx: &EvalContext<'_>,
+) -> Result<WriteParams> {
+    let mut timestamp = None;
+    let mut ttl = None;
+    for u in using {
+        match u {
+            UsingParam::Timestamp(e) => {
+                timestamp = int_param(e, "[timestamp]", NativeType::Bigint, ctx)?;
+            }
+            UsingParam::Ttl(e) => {
+                let t = int_param(e, "[ttl]", NativeType::Int, ctx)?;
+                if let Some(t) = t {
+                    if t < 0 {
+                        return Err(QueryError::invalid(format!(
+                            "A TTL must be greater or equal to 0, but was {t}"
+                        )));
+                    }
+                    if t > i64::from(MAX_TTL_SECONDS) {
+                        return Err(QueryError::invalid(format!(
+                            "ttl is too large. requested ({t}) maximum ({MAX_TTL_SECONDS})"
+                        )));
+                    }
+                }
+                ttl = t;
+            }
+        }
+    }
+    if timestamp == Some(i64::MIN) {
+        return Err(QueryError::invalid(
+            "Out of bound timestamp, must be in [-9223372036854775807, 9223372036854775807]",
+        ));
+    }
+    Ok(WriteParams {
+        timestamp: timestamp
+            .or(request.timestamp)
+            .unwrap_or_else(|| executor.now_micros()),
+        ttl: ttl.unwrap_or(i64::from(table.params.default_time_to_live)) as i32,
+        now: executor.local_now(request),
+    })
+}
+
+fn modifiable_table(
+    executor: &Executor,
+    schema: &crate::schema::Schema,
+    name: &rocksandra_cql::ast::QualifiedName,
+    request: &Request,
+) -> Result<std::sync::Arc<Table>> {
+    let keyspace = crate::ddl::keyspace_of(name, request.keyspace.as_deref())?;
+    let table = lookup_table(schema, keyspace, name.name.as_str())?.clone();
+    if table.is_virtual || crate::schema::is_system_keyspace(keyspace) {
+        return Err(QueryError::Unauthorized(format!(
+            "{keyspace} keyspace is not user-modifiable."
+        )));
+    }
+    let _ = executor;
+    Ok(table)
+}
+
+/// Runs one INSERT, UPDATE or DELETE.
+pub fn execute_single(
+    executor: &Executor,
+    statement: &Statement,
+    request: &Request,
+    values: &[rocksandra_wire::Value],
+) -> Result<Outcome> {
+    let mut mutations = Vec::new();
+    let modification = match statement {
+        Statement::Insert(i) => Modification::Insert(Insert::clone(i)),
+        Statement::Update(u) => Modification::Update(Update::clone(u)),
+        Statement::Delete(d) => Modification::Delete(Delete::clone(d)),
+        _ => return Err(QueryError::Server("not a modification".into())),
+    };
+    if has_condition(&modification) {
+        return execute_conditional(executor, &[(&modification, values, request.clone())], &[]);
+    }
+    let _guard = counter_lock(executor, &[&modification], request)?;
+    collect(
+        executor,
+        &modification,
+        request,
+        values,
+        &[],
+        &mut mutations,
+    )?;
+    write(executor, mutations, request)?;
+    Ok(Outcome::void())
+}
+
+/// Counter updates read before they write: they hold the node's
+/// read-modify-write lock for the whole statement.
+fn counter_lock<'a>(
+    executor: &'a Executor,
+    statements: &[&Modification],
+    request: &Request,
+) -> Result<Option<std::sync::MutexGuard<'a, ()>>> {
+    let schema = executor.schema();
+    for m in statements {
+        if let Modification::Update(u) = m {
+            let keyspace = crate::ddl::keyspace_of(&u.table, request.keyspace.as_deref())?;
+            if schema
+                .table(keyspace, u.table.name.as_str())
+                .is_some_and(|t| t.is_counter())
+            {
+                return Ok(Some(
+                    executor.rmw_lock.lock().unwrap_or_else(|p| p.into_inner()),
+                ));
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn has_condition(m: &Modification) -> bool {
+    match m {
+        Modification::Insert(i) => i.if_not_exists,
+        Modification::Update(u) => u.condition.is_some(),
+        Modification::Delete(d) => d.condition.is_some(),
+    }
+}
+
+fn write(executor: &Executor, mutations: Vec<Mutation>, request: &Request) -> Result<()> {
+    if mutations.is_empty() {
+        return Ok(());
+    }
+    let merged = merge_mutations(mutations);
+    executor
+        .engine
+        .write(&merged, executor.local_now(request))?;
+    Ok(())
+}
+
+/// Merges mutations of the same partition so a batch is one write each.
+fn merge_mutations(mutations: Vec<Mutation>) -> Vec<Mutation> {
+    let mut by_key: BTreeMap<(TableId, PartitionKey), Mutation> = BTreeMap::new();
+    for m in mutations {
+        match by_key.get_mut(&(m.table, m.partition.clone())) {
+            Some(existing) => {
+                existing.partition_deletion =
+                    DeletionTime::merge(existing.partition_deletion, m.partition_deletion);
+                existing.range_tombstones.extend(m.range_tombstones);
+                if let Some(s) = m.static_row {
+                    match &mut existing.static_row {
+                        Some(e) => merge_row(e, s),
+                        None => existing.static_row = Some(s),
+                    }
+                }
+                existing.rows.extend(m.rows);
+            }
+            None => {
+                by_key.insert((m.table, m.partition.clone()), m);
+            }
+        }
+    }
+    by_key.into_values().collect()
+}
+
+fn merge_row(into: &mut RowUpdate, from: RowUpdate) {
+    into.liveness = LivenessInfo::merge(into.liveness, from.liveness);
+    into.deletion = DeletionTime::merge(into.deletion, from.deletion);
+    into.complex_deletions.extend(from.complex_deletions);
+    into.cells.extend(from.cells);
+}
+
+/// A BATCH statement given as CQL text.
+pub fn execute_batch_statement(
+    executor: &Executor,
+    batch: &Batch,
+    request: &Request,
+    values: &[rocksandra_wire::Value],
+) -> Result<Outcome> {
+    if batch.statements.iter().any(has_condition) {
+        for m in &batch.statements {
+            check_batch_kind(executor, batch.kind, m, request)?;
+        }
+        let statements: Vec<(&Modification, &[rocksandra_wire::Value], Request)> = batch
+            .statements
+            .iter()
+            .map(|m| (m, values, request.clone()))
+            .collect();
+        return execute_conditional(executor, &statements, &batch.using);
+    }
+    let mut mutations = Vec::new();
+    let all: Vec<&Modification> = batch.statements.iter().collect();
+    let _guard = counter_lock(executor, &all, request)?;
+    for m in &batch.statements {
+        check_batch_kind(executor, batch.kind, m, request)?;
+        collect(executor, m, request, values, &batch.using, &mut mutations)?;
+    }
+    write(executor, mutations, request)?;
+    Ok(Outcome::void())
+}
+
+/// A BATCH message: statements with their own values and keyspace.
+pub fn execute_batch_message(
+    executor: &Executor,
+    kind: BatchKind,
+    statements: Vec<(Modification, Vec<rocksandra_wire::Value>, Option<String>)>,
+    request: &Request,
+) -> Result<Outcome> {
+    if statements.iter().any(|(m, _, _)| has_condition(m)) {
+        let with_requests: Vec<(&Modification, &[rocksandra_wire::Value], Request)> = statements
+            .iter()
+            .map(|(m, values, keyspace)| {
+                (
+                    m,
+                    values.as_slice(),
+                    Request {
+                        keyspace: keyspace.clone(),
+                        ..request.clone()
+                    },
+                )
+            })
+            .collect();
+        return execute_conditional(executor, &with_requests, &[]);
+    }
+    let mut mutations = Vec::new();
+    let all: Vec<&Modification> = statements.iter().map(|(m, _, _)| m).collect();
+    let _guard = counter_lock(executor, &all, request)?;
+    for (m, values, keyspace) in &statements {
+        let request = Request {
+            keyspace: keyspace.clone(),
+            ..request.clone()
+        };
+        check_batch_kind(executor, kind, m, &request)?;
+        collect(executor, m, &request, values, &[], &mut mutations)?;
+    }
+    write(executor, mutations, request)?;
+    Ok(Outcome::void())
+}
+
+fn check_batch_kind(
+    executor: &Executor,
+    kind: BatchKind,
+    m: &Modification,
+    request: &Request,
+) -> Result<()> {
+    let name = match m {
+        Modification::Insert(i) => &i.table,
+        Modification::Update(u) => &u.table,
+        Modification::Delete(d) => &d.table,
+    };
+    let schema = executor.schema();
+    let table = modifiable_table(executor, &schema, name, request)?;
+    match (kind, table.is_counter()) {
+        (BatchKind::Counter, false) => Err(QueryError::invalid(
+            "Cannot include non-counter statement in a counter batch",
+        )),
+        (BatchKind::Logged | BatchKind::Unlogged, true) => Err(QueryError::invalid(
+            "Counter and non-counter mutations cannot exist in the same batch",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Adds the mutations of one statement.
+fn collect(
+    executor: &Executor,
+    m: &Modification,
+    request: &Request,
+    values: &[rocksandra_wire::Value],
+    batch_using: &[UsingParam],
+    out: &mut Vec<Mutation>,
+) -> Result<()> {
+    let has_timestamp =
+        |using: &[UsingParam]| using.iter().any(|u| matches!(u, UsingParam::Timestamp(_)));
+    if has_timestamp(batch_using) && has_timestamp(using_of(m)) {
+        return Err(QueryError::invalid(
+            "Timestamp must be set either on BATCH or individual statements",
+        ));
+    }
+    let schema = executor.schema();
+    let random = executor.env.random.clone();
+    match m {
+        Modification::Insert(insert) => {
+            let table = modifiable_table(executor, &schema, &insert.table, request)?;
+            let ctx = context(executor, &schema, &table.keyspace, values, &*random);
+            let using: Vec<UsingParam> = batch_using.iter().chain(&insert.using).cloned().collect();
+            let params = write_params(executor, &table, &using, request, &ctx)?;
+            insert_mutation(executor, &table, insert, params, &ctx, out)
+        }
+        Modification::Update(update) => {
+            let table = modifiable_table(executor, &schema, &update.table, request)?;
+            if table.is_counter() {
+                if update.using.iter().any(|u| matches!(u, UsingParam::Ttl(_))) {
+                    return Err(QueryError::invalid(
+                        "Cannot provide custom TTL for counter updates",
+                    ));
+                }
+                if update
+                    .using
+                    .iter()
+                    .any(|u| matches!(u, UsingParam::Timestamp(_)))
+                {
+                    return Err(QueryError::invalid(
+                        "Cannot provide custom timestamp for counter updates",
+                    ));
+                }
+            }
+            let ctx = context(executor, &schema, &table.keyspace, values, &*random);
+            let using: Vec<UsingParam> = batch_using.iter().chain(&update.using).cloned().collect();
+            let params = write_params(executor, &table, &using, request, &ctx)?;
+            update_mutation(executor, &table, update, params, &ctx, request, out)
+        }
+        Modification::Delete(delete) => {
+            let table = modifiable_table(executor, &schema, &delete.table, request)?;
+            let ctx = context(executor, &schema, &table.keyspace, values, &*random);
+            let using: Vec<UsingParam> = batch_using.iter().chain(&delete.using).cloned().collect();
+            if using.iter().any(|u| matches!(u, UsingParam::Ttl(_))) {
+                return Err(QueryError::invalid(
+                    "TTL cannot be used with DELETE statements",
+                ));
+            }
+            let params = write_params(executor, &table, &using, request, &ctx)?;
+            delete_mutation(executor, &table, delete, params, &ctx, request, out)
+        }
+    }
+}
+
+fn key_value(column: &Column, term: Term, single_component_key: bool) -> Result<Vec<u8>> {
+    match term {
+        Term::Value(v) => {
+            if v.is_empty() && column.kind == ColumnKind::PartitionKey && single_component_key {
+                // Only a whole partition key may not be empty.
+                return Err(QueryError::invalid("Key may not be empty"));
+            }
+            if v.len() > usize::from(u16::MAX) && column.kind == ColumnKind::PartitionKey {
+                return Err(QueryError::invalid(format!(
+                    "Key length of {} is longer than maximum of {}",
+                    v.len(),
+                    u16::MAX
+                )));
+            }
+            Ok(v)
+        }
+        Term::Null => Err(QueryError::invalid(format!(
+            "Invalid null value in condition for column {}",
+            column.name
+        ))),
+        Term::Unset => Err(QueryError::invalid(format!(
+            "Invalid unset value for column {}",
+            column.name
+        ))),
+    }
+}
+
+fn insert_mutation(
+    executor: &Executor,
+    table: &Table,
+    insert: &Insert,
+    params: WriteParams,
+    ctx: &EvalContext<'_>,
+    out: &mut Vec<Mutation>,
+) -> Result<()> {
+    if table.is_counter() {
+        return Err(QueryError::invalid(
+            "INSERT statements are not allowed on counter tables, use UPDATE instead",
+        ));
+    }
+    let (names, exprs): (Vec<String>, Vec<Expr>) = match &insert.values {
+        InsertValues::Columns { columns, values } => {
+            if columns.len() != values.len() {
+                return Err(QueryError::invalid("Unmatched column names/values"));
+            }
+            (
+                columns.iter().map(|c| c.as_str().to_string()).collect(),
+                values.clone(),
+            )
+        }
+        InsertValues::Json {
+            value,
+            default_unset,
+        } => {
+            return insert_json(executor, table, value, *default_unset, params, ctx, out);
+        }
+    };
+    let mut given: Vec<Option<Term>> = vec![None; table.columns.len()];
+    for (name, expr) in names.iter().zip(&exprs) {
+        let Some(i) = table.column_index(name) else {
+            return Err(undefined_column(table, name));
+        };
+        if given[i].is_some() {
+            return Err(QueryError::invalid("The column names contains duplicates"));
+        }
+        let column = &table.columns[i];
+        given[i] = Some(evaluate(expr, &column.ty, &column.name, ctx)?);
+    }
+    insert_terms(executor, table, names, given, params, out)
+}
+
+/// The mutation of an INSERT whose column values are evaluated.
+fn insert_terms(
+    executor: &Executor,
+    table: &Table,
+    names: Vec<String>,
+    mut given: Vec<Option<Term>>,
+    params: WriteParams,
+    out: &mut Vec<Mutation>,
+) -> Result<()> {
+    let mut pk = Vec::new();
+    for (i, column) in table.partition_key().iter().enumerate() {
+        let Some(term) = given[i].take() else {
+            return Err(QueryError::invalid(format!(
+                "Some partition key parts are missing: {}",
+                missing(table.partition_key(), &names)
+            )));
+        };
+        pk.push(key_value(column, term, table.partition_key_count == 1)?);
+    }
+    let mut clustering = Vec::new();
+    for (j, column) in table.clustering().iter().enumerate() {
+        let i = table.partition_key_count + j;
+        let Some(term) = given[i].take() else {
+            let only_static = table
+                .columns
+                .iter()
+                .zip(&given)
+                .all(|(c, g)| g.is_none() || c.kind == ColumnKind::Static);
+            if only_static && clustering.is_empty() {
+                break;
+            }
+            return Err(QueryError::invalid(format!(
+                "Some clustering keys are missing: {}",
+                missing(table.clustering(), &names)
+            )));
+        };
+        clustering.push(key_value(column, term, false)?);
+    }
+    let mut mutation = new_mutation(table, &pk);
+    let mut row = RowUpdate::default();
+    let mut static_row = RowUpdate::default();
+    let static_only = clustering.is_empty() && table.clustering_count > 0;
+    if !static_only {
+        row.liveness = Some(if params.ttl > 0 {
+            LivenessInfo::new(
+                params.timestamp,
+                params.ttl,
+                params.now.plus_seconds(i64::from(params.ttl)).0,
+            )
+        } else {
+            LivenessInfo::new(params.timestamp, 0, i64::MAX)
+        });
+    }
+    for (i, term) in given.into_iter().enumerate() {
+        let Some(term) = term else { continue };
+        let column = &table.columns[i];
+        let target = if column.kind == ColumnKind::Static {
+            &mut static_row
+        } else {
+            &mut row
+        };
+        set_column(executor, column, term, params, target)?;
+    }
+    if !static_row.cells.is_empty() || !static_row.complex_deletions.is_empty() {
+        mutation.static_row = Some(static_row);
+    }
+    if !static_only {
+        mutation.rows.push((clustering, row));
+    }
+    out.push(mutation);
+    Ok(())
+}
+
+fn undefined_column(table: &Table, name: &str) -> QueryError {
+    QueryError::invalid(format!(
+        "Undefined column name {} in table {}",
+        rocksandra_data::types::quote_identifier_if_needed(name),
+        crate::ddl::display_name(&table.keyspace, &table.name)
+    ))
+}
+
+/// `INSERT INTO t JSON '{...}' [DEFAULT UNSET]`: the document's columns as
+/// an INSERT of those columns; absent columns are null (or left unset).
+fn insert_json(
+    executor: &Executor,
+    table: &Table,
+    value: &Expr,
+    default_unset: bool,
+    params: WriteParams,
+    ctx: &EvalContext<'_>,
+    out: &mut Vec<Mutation>,
+) -> Result<()> {
+    let text_type = CqlType::Native(NativeType::Text);
+    let text = match evaluate(value, &text_type, "[json]", ctx)? {
+        Term::Value(bytes) => String::from_utf8(bytes)
+            .map_err(|_| QueryError::invalid("JSON document is not UTF-8"))?,
+        _ => return Err(QueryError::invalid("Got null for INSERT JSON values")),
+    };
+    let document = crate::json::parse(&text).map_err(QueryError::Invalid)?;
+    let serde_json::Value::Object(entries) = document else {
+        return Err(QueryError::invalid(format!(
+            "Could not decode JSON string as a map: {text}"
+        )));
+    };
+    let mut names = Vec::new();
+    let mut terms: Vec<Option<Term>> = vec![None; table.columns.len()];
+    for (key, json) in &entries {
+        let name = crate::json::column_name(key);
+        let Some(i) = table.column_index(&name) else {
+            return Err(QueryError::invalid(format!(
+                "JSON values map contains unrecognized column: {name}"
+            )));
+        };
+        let column = &table.columns[i];
+        let term = match crate::json::from_json(&column.ty, json, ctx.now_micros.div_euclid(1000)) {
+            Ok(Some(b)) => Term::Value(b),
+            Ok(None) => Term::Null,
+            Err(e) => {
+                return Err(QueryError::invalid(format!(
+                    "Error decoding JSON value for {name}: {e}"
+                )))
+            }
+        };
+        terms[i] = Some(term);
+        names.push(name);
+    }
+    if !default_unset {
+        for (i, column) in table.columns.iter().enumerate() {
+            if terms[i].is_none() && !column.kind.is_primary_key() {
+                terms[i] = Some(Term::Null);
+            }
+        }
+    }
+    insert_terms(executor, table, names, terms, params, out)
+}
+
+fn missing(columns: &[Column], given: &[String]) -> String {
+    columns
+        .iter()
+        .filter(|c| !given.contains(&c.name))
+        .map(|c| c.name.clone())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn new_mutation(table: &Table, pk: &[Vec<u8>]) -> Mutation {
+    Mutation::new(table.storage_id, PartitionKey::new(partition_key_bytes(pk)))
+}
+
+/// `column = term` for a whole column (INSERT value or UPDATE SET).
+fn set_column(
+    executor: &Executor,
+    column: &Column,
+    term: Term,
+    params: WriteParams,
+    row: &mut RowUpdate,
+) -> Result<()> {
+    if !column.ty.is_multi_cell() {
+        match term {
+            Term::Unset => {}
+            Term::Null => row.cells.push(params.tombstone(column)),
+            Term::Value(v) => row.cells.push(params.cell(column, v)),
+        }
+        return Ok(());
+    }
+    match term {
+        Term::Unset => Ok(()),
+        Term::Null => {
+            row.complex_deletions
+                .push((column.id, DeletionTime::new(params.timestamp, params.now.0)));
+            Ok(())
+        }
+        Term::Value(bytes) => {
+            // Overwriting a collection deletes what was there just before.
+            row.complex_deletions.push((
+                column.id,
+                DeletionTime::new(params.timestamp - 1, params.now.0),
+            ));
+            add_elements(executor, column, &bytes, params, row, false)
+        }
+    }
+}
+
+/// Element cells for the elements of a collection or UDT value.
+fn add_elements(
+    executor: &Executor,
+    column: &Column,
+    bytes: &[u8],
+    params: WriteParams,
+    row: &mut RowUpdate,
+    prepend: bool,
+) -> Result<()> {
+    let value = Value::deserialize(&column.ty, bytes)?;
+    match (&column.ty, value) {
+        (CqlType::List(_), Value::List(items)) => {
+            let n = items.len();
+            for (k, item) in items.into_iter().enumerate() {
+                let id = if prepend {
+                    prepend_timeuuid(executor, n - k)
+                } else {
+                    list_timeuuid(executor, params.timestamp, k)
+                };
+                row.cells.push(
+                    params
+                        .cell(column, item.to_bytes())
+                        .with_path(paths::list_path(id)),
+                );
+            }
+        }
+        (CqlType::Set(e), Value::Set(items)) => {
+            for item in items {
+                let path = paths::element_path(e, &item.to_bytes())?;
+                row.cells
+                    .push(params.cell(column, Vec::new()).with_path(path));
+            }
+        }
+        (CqlType::Map(k, _), Value::Map(entries)) => {
+            for (key, value) in entries {
+                let path = paths::element_path(k, &key.to_bytes())?;
+                row.cells
+                    .push(params.cell(column, value.to_bytes()).with_path(path));
+            }
+        }
+        (CqlType::Udt(_), Value::Udt(fields)) => {
+            for (i, field) in fields.into_iter().enumerate() {
+                let path = paths::field_path(i);
+                match field {
+                    Some(v) => row
+                        .cells
+                        .push(params.cell(column, v.to_bytes()).with_path(path)),
+                    None => row.cells.push(params.tombstone(column).with_path(path)),
+                }
+            }
+        }
+        _ => {
+            return Err(QueryError::invalid(format!(
+                "Invalid value for column {}",
+                column.name
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// A version-1 UUID for the `k`-th appended element at `timestamp` micros:
+/// increasing with the write time, unique per element.
+fn list_timeuuid(executor: &Executor, timestamp: i64, k: usize) -> [u8; 16] {
+    // 100-ns intervals since 1582-10-15.
+    let t = (timestamp as i128 * 10 + 0x01B2_1DD2_1381_4000i128 + k as i128) as u64;
+    timeuuid_from(t, (executor.env.random)())
+}
+
+/// Prepended elements get times before 2010-01-01, decreasing with each
+/// prepend, as Cassandra's `Lists.PrecisionTime` does.
+fn prepend_timeuuid(executor: &Executor, k: usize) -> [u8; 16] {
+    const REFERENCE_MICROS: i64 = 1_262_304_000_000_000; // 2010-01-01
+    let now = executor.now_micros();
+    let micros = REFERENCE_MICROS - (now - REFERENCE_MICROS);
+    let t = ((micros as i128) * 10 + 0x01B2_1DD2_1381_4000i128 - k as i128) as u64;
+    timeuuid_from(t, (executor.env.random)())
+}
+
+fn timeuuid_from(t: u64, random: u64) -> [u8; 16] {
+    let mut id = [0u8; 16];
+    let time_low = (t & 0xFFFF_FFFF) as u32;
+    let time_mid = ((t >> 32) & 0xFFFF) as u16;
+    let time_hi = ((t >> 48) & 0x0FFF) as u16 | 0x1000;
+    id[0..4].copy_from_slice(&time_low.to_be_bytes());
+    id[4..6].copy_from_slice(&time_mid.to_be_bytes());
+    id[6..8].copy_from_slice(&time_hi.to_be_bytes());
+    id[8..16].copy_from_slice(&random.to_be_bytes());
+    id[8] = (id[8] & 0x3f) | 0x80;
+    id
+}
+
+/// Partition keys and clustering prefixes a WHERE clause designates for a
+/// modification.
+struct Targets {
+    keys: Vec<Vec<Vec<u8>>>,
+    slices: Vec<Slice>,
+    exact: bool,
+    restricted: bool,
+}
+
+fn targets(
+    table: &Table,
+    where_clause: &[rocksandra_cql::ast::Relation],
+    ctx: &EvalContext<'_>,
+) -> Result<Targets> {
+    for r in where_clause {
+        if let rocksandra_cql::ast::Relation::Compare { lhs, op, .. } = r {
+            match lhs {
+                rocksandra_cql::ast::RelationLhs::Column(c) => {
+                    let Some(column) = table.column(c.as_str()) else {
+                        return Err(undefined_column(table, c.as_str()));
+                    };
+                    if !column.kind.is_primary_key() {
+                        return Err(QueryError::invalid(format!(
+                            "Non PRIMARY KEY columns found in where clause: {} ",
+                            c.as_str()
+                        )));
+                    }
+                    if column.kind == ColumnKind::PartitionKey
+                        && !matches!(op, rocksandra_cql::ast::Operator::Eq | rocksandra_cql::ast::Operator::In)
+                    {
+                        return Err(QueryError::invalid(
+                            "Only EQ and IN relation are supported on the partition key (unless you use the token() function)",
+                        ));
+                    }
+                }
+                rocksandra_cql::ast::RelationLhs::Token(_) => {
+                    return Err(QueryError::invalid(
+                        "The token function cannot be used in WHERE clauses for UPDATE and DELETE statements",
+                    ))
+                }
+                _ => {}
+            }
+        }
+    }
+    let r = analyze(table, where_clause, ctx)?;
+    if let Some(e) = r.clustering_error {
+        return Err(e);
+    }
+    let PartitionSelection::Keys(keys) = r.partition else {
+        let given: Vec<String> = where_clause
+            .iter()
+            .filter_map(|r| match r {
+                rocksandra_cql::ast::Relation::Compare {
+                    lhs: rocksandra_cql::ast::RelationLhs::Column(c),
+                    ..
+                } => Some(c.as_str().to_string()),
+                _ => None,
+            })
+            .collect();
+        return Err(QueryError::invalid(format!(
+            "Some partition key parts are missing: {}",
+            missing(table.partition_key(), &given)
+        )));
+    };
+    for key in &keys {
+        for (column, v) in table.partition_key().iter().zip(key) {
+            key_value(
+                column,
+                Term::Value(v.clone()),
+                table.partition_key_count == 1,
+            )?;
+        }
+    }
+    Ok(Targets {
+        keys,
+        slices: r.slices,
+        exact: r.clustering_is_exact,
+        restricted: r.clustering_restricted,
+    })
+}
+
+fn update_mutation(
+    executor: &Executor,
+    table: &Table,
+    update: &Update,
+    params: WriteParams,
+    ctx: &EvalContext<'_>,
+    request: &Request,
+    out: &mut Vec<Mutation>,
+) -> Result<()> {
+    let t = targets(table, &update.where_clause, ctx)?;
+    let mut assigned: Vec<&Column> = Vec::new();
+    for a in &update.assignments {
+        let name = a.target.column().as_str();
+        let Some(column) = table.column(name) else {
+            return Err(undefined_column(table, name));
+        };
+        if column.kind.is_primary_key() {
+            return Err(QueryError::invalid(format!(
+                "PRIMARY KEY part {name} found in SET part"
+            )));
+        }
+        assigned.push(column);
+    }
+    let static_only = assigned.iter().all(|c| c.kind == ColumnKind::Static);
+    if static_only && t.restricted && table.clustering_count > 0 && !t.exact {
+        return Err(QueryError::invalid(
+            "Invalid restrictions on clustering columns since the UPDATE statement modifies only static columns",
+        ));
+    }
+    let rows: Vec<Vec<Vec<u8>>> = if static_only && !t.restricted {
+        Vec::new()
+    } else {
+        if !t.exact {
+            let given: Vec<String> = update
+                .where_clause
+                .iter()
+                .filter_map(|r| match r {
+                    rocksandra_cql::ast::Relation::Compare {
+                        lhs: rocksandra_cql::ast::RelationLhs::Column(c),
+                        ..
+                    } => Some(c.as_str().to_string()),
+                    _ => None,
+                })
+                .collect();
+            return Err(QueryError::invalid(format!(
+                "Some clustering keys are missing: {}",
+                missing(table.clustering(), &given)
+            )));
+        }
+        t.slices.iter().map(|s| s.start.prefix.clone()).collect()
+    };
+    for key in &t.keys {
+        let mut mutation = new_mutation(table, key);
+        let mut static_row = RowUpdate::default();
+        let row_targets: Vec<&Vec<Vec<u8>>> = if table.clustering_count == 0 {
+            vec![]
+        } else {
+            rows.iter().collect()
+        };
+        let mut regular_rows: Vec<(Vec<Vec<u8>>, RowUpdate)> = if table.clustering_count == 0 {
+            vec![(Vec::new(), RowUpdate::default())]
+        } else {
+            row_targets
+                .iter()
+                .map(|c| ((*c).clone(), RowUpdate::default()))
+                .collect()
+        };
+        for (a, column) in update.assignments.iter().zip(&assigned) {
+            if column.kind == ColumnKind::Static {
+                apply_assignment(
+                    executor,
+                    table,
+                    key,
+                    None,
+                    a,
+                    column,
+                    params,
+                    ctx,
+                    request,
+                    &mut static_row,
+                )?;
+            } else {
+                for (clustering, row) in regular_rows.iter_mut() {
+                    apply_assignment(
+                        executor,
+                        table,
+                        key,
+                        Some(clustering.as_slice()),
+                        a,
+                        column,
+                        params,
+                        ctx,
+                        request,
+                        row,
+                    )?;
+                }
+            }
+        }
+        if !static_row.cells.is_empty() || !static_row.complex_deletions.is_empty() {
+            mutation.static_row = Some(static_row);
+        }
+        mutation.rows = regular_rows
+            .into_iter()
+            .filter(|(_, r)| !r.cells.is_empty() || !r.complex_deletions.is_empty())
+            .collect();
+        out.push(mutation);
+    }
+    Ok(())
+}
+
+/// Reads the current value of a multi-cell list column (for index
+/// operations and removals by value): its element cells in order.
+fn read_list(
+    executor: &Executor,
+    table: &Table,
+    pk: &[Vec<u8>],
+    clustering: Option<&[Vec<u8>]>,
+    column: &Column,
+    request: &Request,
+) -> Result<Vec<Cell>> {
+    let read = PartitionRead {
+        table: table.storage_id,
+        partition: PartitionKey::new(partition_key_bytes(pk)),
+        slices: match clustering {
+            Some(c) => vec![Slice::prefix(c.to_vec())],
+            None => Vec::new(),
+        },
+        reversed: false,
+        include_static: clustering.is_none(),
+        row_limit: 1,
+    };
+    let partition = executor
+        .engine
+        .read_partition(&read, executor.local_now(request))?;
+    let row = match clustering {
+        Some(_) => partition.rows.into_iter().next().map(|r| r.content),
+        None => partition.static_row,
+    };
+    Ok(row
+        .map(|r| {
+            r.cells
+                .into_iter()
+                .filter(|c| c.column == column.id)
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply_assignment(
+    executor: &Executor,
+    table: &Table,
+    pk: &[Vec<u8>],
+    clustering: Option<&[Vec<u8>]>,
+    a: &Assignment,
+    column: &Column,
+    params: WriteParams,
+    ctx: &EvalContext<'_>,
+    request: &Request,
+    row: &mut RowUpdate,
+) -> Result<()> {
+    let name = column.name.as_str();
+    if column.ty.is_counter() {
+        let delta_sign = match (&a.target, a.op) {
+            (ColumnTarget::Column(_), AssignOp::Add) => 1i64,
+            (ColumnTarget::Column(_), AssignOp::Subtract) => -1i64,
+            _ => {
+                return Err(QueryError::invalid(format!(
+                    "Cannot set the value of counter column {name} (counters can only be incremented/decremented, not set)"
+                )))
+            }
+        };
+        let bigint = CqlType::Native(NativeType::Bigint);
+        let delta = match evaluate(&a.value, &bigint, name, ctx)? {
+            Term::Value(b) => match Value::deserialize(&bigint, &b)? {
+                Value::Bigint(d) => d,
+                _ => 0,
+            },
+            Term::Null => {
+                return Err(QueryError::invalid(
+                    "Invalid null value for counter increment",
+                ))
+            }
+            Term::Unset => return Ok(()),
+        };
+        // Single node: counters are read, changed and written under the
+        // statement's read-modify-write lock (taken by the caller).
+        let cells = read_list(executor, table, pk, clustering, column, request)?;
+        let (current, last_write) = cells
+            .first()
+            .map(|c| {
+                let v = <[u8; 8]>::try_from(c.value.as_slice())
+                    .map(i64::from_be_bytes)
+                    .unwrap_or(0);
+                (v, c.timestamp.0)
+            })
+            .unwrap_or((0, i64::MIN));
+        let value = current.wrapping_add(delta_sign.wrapping_mul(delta));
+        let timestamp = params.timestamp.max(last_write.saturating_add(1));
+        row.cells.push(Cell::live(
+            column.id,
+            timestamp,
+            value.to_be_bytes().to_vec(),
+        ));
+        return Ok(());
+    }
+    match (&a.target, a.op) {
+        (ColumnTarget::Column(_), AssignOp::Set) => {
+            let term = evaluate(&a.value, &column.ty, name, ctx)?;
+            set_column(executor, column, term, params, row)
+        }
+        (ColumnTarget::Column(_), AssignOp::Add | AssignOp::Prepend) => {
+            if !column.ty.is_multi_cell() {
+                let what = if column.ty.is_collection() {
+                    "frozen collection"
+                } else {
+                    "non counter"
+                };
+                let text = if a.op == AssignOp::Prepend {
+                    format!("{name} = {} + {name}", a.value)
+                } else {
+                    format!("{name} = {name} + {}", a.value)
+                };
+                return Err(QueryError::invalid(format!(
+                    "Invalid operation ({text}) for {what} column {name}"
+                )));
+            }
+            match evaluate(&a.value, &column.ty, name, ctx)? {
+                Term::Value(bytes) => add_elements(
+                    executor,
+                    column,
+                    &bytes,
+                    params,
+                    row,
+                    a.op == AssignOp::Prepend,
+                ),
+                Term::Null => Ok(()),
+                Term::Unset => Ok(()),
+            }
+        }
+        (ColumnTarget::Column(_), AssignOp::Subtract) => {
+            if !column.ty.is_multi_cell() {
+                let what = if column.ty.is_collection() {
+                    "frozen collection"
+                } else {
+                    "non counter"
+                };
+                return Err(QueryError::invalid(format!(
+                    "Invalid operation ({name} = {name} - {}) for {what} column {name}",
+                    a.value
+                )));
+            }
+            let value_type = match &column.ty {
+                CqlType::Map(k, _) => CqlType::Set(k.clone()),
+                other => other.clone(),
+            };
+            let Term::Value(bytes) = evaluate(&a.value, &value_type, name, ctx)? else {
+                return Ok(());
+            };
+            match (&column.ty, Value::deserialize(&value_type, &bytes)?) {
+                (CqlType::Set(e), Value::Set(items)) | (CqlType::Map(e, _), Value::Set(items)) => {
+                    for item in items {
+                        let path = paths::element_path(e, &item.to_bytes())?;
+                        row.cells.push(params.tombstone(column).with_path(path));
+                    }
+                }
+                (CqlType::List(e), Value::List(items)) => {
+                    let _guard = executor.rmw_lock.lock().unwrap_or_else(|p| p.into_inner());
+                    let removed: Vec<Vec<u8>> = items.iter().map(Value::to_bytes).collect();
+                    for cell in read_list(executor, table, pk, clustering, column, request)? {
+                        if removed.iter().any(|r| {
+                            rocksandra_data::value::compare(e, r, &cell.value)
+                                == std::cmp::Ordering::Equal
+                        }) {
+                            if let Some(path) = cell.path {
+                                row.cells.push(params.tombstone(column).with_path(path));
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+            Ok(())
+        }
+        (ColumnTarget::Element { key, .. }, AssignOp::Set) => match &column.ty {
+            CqlType::Map(kt, vt) => {
+                let Term::Value(k) = evaluate(key, kt, name, ctx)? else {
+                    return Err(QueryError::invalid(format!(
+                        "Invalid null value for map key of {name}"
+                    )));
+                };
+                let path = paths::element_path(kt, &k)?;
+                match evaluate(&a.value, vt, name, ctx)? {
+                    Term::Value(v) => row.cells.push(params.cell(column, v).with_path(path)),
+                    Term::Null => row.cells.push(params.tombstone(column).with_path(path)),
+                    Term::Unset => {}
+                }
+                Ok(())
+            }
+            CqlType::List(et) => {
+                let int = CqlType::Native(NativeType::Int);
+                let Term::Value(k) = evaluate(key, &int, name, ctx)? else {
+                    return Err(QueryError::invalid(format!(
+                        "Invalid null value for list index of {name}"
+                    )));
+                };
+                let index = match Value::deserialize(&int, &k)? {
+                    Value::Int(i) => i,
+                    _ => 0,
+                };
+                let _guard = executor.rmw_lock.lock().unwrap_or_else(|p| p.into_inner());
+                let cells = read_list(executor, table, pk, clustering, column, request)?;
+                if cells.is_empty() {
+                    return Err(QueryError::invalid(
+                        "Attempted to set an element on a list which is null",
+                    ));
+                }
+                let Some(cell) = usize::try_from(index).ok().and_then(|i| cells.get(i)) else {
+                    return Err(QueryError::invalid(format!(
+                        "List index {index} out of bound, list has size {}",
+                        cells.len()
+                    )));
+                };
+                let path = cell.path.clone().unwrap_or_default();
+                match evaluate(&a.value, et, name, ctx)? {
+                    Term::Value(v) => row.cells.push(params.cell(column, v).with_path(path)),
+                    Term::Null => row.cells.push(params.tombstone(column).with_path(path)),
+                    Term::Unset => {}
+                }
+                Ok(())
+            }
+            other => {
+                let key = match &a.target {
+                    ColumnTarget::Element { key, .. } => key.to_string(),
+                    _ => String::new(),
+                };
+                let what = if other.is_collection() {
+                    "frozen collection"
+                } else {
+                    "non collection"
+                };
+                Err(QueryError::invalid(format!(
+                    "Invalid operation ({name}[{key}] = {}) for {what} column {name}",
+                    a.value
+                )))
+            }
+        },
+        (ColumnTarget::Field { field, .. }, AssignOp::Set) => {
+            let CqlType::Udt(u) = &column.ty else {
+                let what = if matches!(column.ty.unfrozen(), CqlType::Udt(_)) {
+                    "frozen UDT"
+                } else {
+                    "non-UDT"
+                };
+                return Err(QueryError::invalid(format!(
+                    "Invalid operation ({name}.{} = {}) for {what} column {name}",
+                    field.as_str(),
+                    a.value
+                )));
+            };
+            let Some(i) = u.fields.iter().position(|(n, _)| n == field.as_str()) else {
+                return Err(QueryError::invalid(format!(
+                    "UDT column {name} does not have a field named {}",
+                    field.as_str()
+                )));
+            };
+            let path = paths::field_path(i);
+            match evaluate(&a.value, &u.fields[i].1, name, ctx)? {
+                Term::Value(v) => row.cells.push(params.cell(column, v).with_path(path)),
+                Term::Null => row.cells.push(params.tombstone(column).with_path(path)),
+                Term::Unset => {}
+            }
+            Ok(())
+        }
+        _ => Err(QueryError::invalid(format!(
+            "Invalid operation on column {name}"
+        ))),
+    }
+}
+
+fn delete_mutation(
+    executor: &Executor,
+    table: &Table,
+    delete: &Delete,
+    params: WriteParams,
+    ctx: &EvalContext<'_>,
+    request: &Request,
+    out: &mut Vec<Mutation>,
+) -> Result<()> {
+    let t = targets(table, &delete.where_clause, ctx)?;
+    let deletion = params.deletion();
+    for key in &t.keys {
+        let mut mutation = new_mutation(table, key);
+        if delete.targets.is_empty() {
+            if !t.restricted {
+                mutation.partition_deletion = Some(deletion);
+            } else if t.exact {
+                for s in &t.slices {
+                    mutation.rows.push((
+                        s.start.prefix.clone(),
+                        RowUpdate {
+                            deletion: Some(deletion),
+                            ..RowUpdate::default()
+                        },
+                    ));
+                }
+            } else {
+                for s in &t.slices {
+                    mutation.range_tombstones.push(RangeTombstone {
+                        start: s.start.clone(),
+                        end: s.end.clone(),
+                        deletion,
+                    });
+                }
+            }
+            out.push(mutation);
+            continue;
+        }
+        let mut static_row = RowUpdate::default();
+        let mut regular: Vec<(Vec<Vec<u8>>, RowUpdate)> = Vec::new();
+        let all_static = delete.targets.iter().all(|target| {
+            table.column(target.column().as_str()).map(|c| c.kind) == Some(ColumnKind::Static)
+        });
+        if !all_static {
+            if !t.exact {
+                return Err(QueryError::invalid(
+                    "Range deletions are not supported for specific columns",
+                ));
+            }
+            regular = if table.clustering_count == 0 {
+                vec![(Vec::new(), RowUpdate::default())]
+            } else {
+                t.slices
+                    .iter()
+                    .map(|s| (s.start.prefix.clone(), RowUpdate::default()))
+                    .collect()
+            };
+        }
+        for target in &delete.targets {
+            let name = target.column().as_str();
+            let Some(column) = table.column(name) else {
+                return Err(undefined_column(table, name));
+            };
+            if column.kind.is_primary_key() {
+                return Err(QueryError::invalid(format!(
+                    "Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)"
+                )));
+            }
+            let rows: Vec<(Option<Vec<Vec<u8>>>, &mut RowUpdate)> =
+                if column.kind == ColumnKind::Static {
+                    vec![(None, &mut static_row)]
+                } else {
+                    regular
+                        .iter_mut()
+                        .map(|(c, r)| (Some(c.clone()), r))
+                        .collect()
+                };
+            for (clustering, row) in rows {
+                delete_target(
+                    executor,
+                    table,
+                    key,
+                    clustering.as_deref(),
+                    target,
+                    column,
+                    params,
+                    ctx,
+                    request,
+                    row,
+                )?;
+            }
+        }
+        if !static_row.cells.is_empty() || !static_row.complex_deletions.is_empty() {
+            mutation.static_row = Some(static_row);
+        }
+        mutation.rows = regular;
+        out.push(mutation);
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn delete_target(
+    executor: &Executor,
+    table: &Table,
+    pk: &[Vec<u8>],
+    clustering: Option<&[Vec<u8>]>,
+    target: &ColumnTarget,
+    column: &Column,
+    params: WriteParams,
+    ctx: &EvalContext<'_>,
+    request: &Request,
+    row: &mut RowUpdate,
+) -> Result<()> {
+    let name = column.name.as_str();
+    match target {
+        ColumnTarget::Column(_) => {
+            if column.ty.is_multi_cell() {
+                row.complex_deletions.push((column.id, params.deletion()));
+            } else {
+                row.cells.push(params.tombstone(column));
+            }
+            Ok(())
+        }
+        ColumnTarget::Element { key, .. } => match &column.ty {
+            CqlType::Map(kt, _) | CqlType::Set(kt) => {
+                let Term::Value(k) = evaluate(key, kt, name, ctx)? else {
+                    return Err(QueryError::invalid(format!(
+                        "Invalid null value for map key of {name}"
+                    )));
+                };
+                let path = paths::element_path(kt, &k)?;
+                row.cells.push(params.tombstone(column).with_path(path));
+                Ok(())
+            }
+            CqlType::List(_) => {
+                let int = CqlType::Native(NativeType::Int);
+                let Term::Value(k) = evaluate(key, &int, name, ctx)? else {
+                    return Err(QueryError::invalid(format!(
+                        "Invalid null value for list index of {name}"
+                    )));
+                };
+                let index = match Value::deserialize(&int, &k)? {
+                    Value::Int(i) => i,
+                    _ => 0,
+                };
+                let _guard = executor.rmw_lock.lock().unwrap_or_else(|p| p.into_inner());
+                let cells = read_list(executor, table, pk, clustering, column, request)?;
+                let Some(cell) = usize::try_from(index).ok().and_then(|i| cells.get(i)) else {
+                    return Err(QueryError::invalid(format!(
+                        "List index {index} out of bound, list has size {}",
+                        cells.len()
+                    )));
+                };
+                row.cells.push(
+                    params
+                        .tombstone(column)
+                        .with_path(cell.path.clone().unwrap_or_default()),
+                );
+                Ok(())
+            }
+            _ => Err(QueryError::invalid(format!(
+                "Invalid deletion operation for {} column {name}",
+                if column.ty.is_collection() {
+                    "frozen collection"
+                } else {
+                    "non collection"
+                }
+            ))),
+        },
+        ColumnTarget::Field { field, .. } => {
+            let CqlType::Udt(u) = &column.ty else {
+                return Err(QueryError::invalid(format!(
+                    "Invalid deletion operation for non-UDT column {name}"
+                )));
+            };
+            let Some(i) = u.fields.iter().position(|(n, _)| n == field.as_str()) else {
+                return Err(QueryError::invalid(format!(
+                    "UDT column {name} does not have a field named {}",
+                    field.as_str()
+                )));
+            };
+            row.cells
+                .push(params.tombstone(column).with_path(paths::field_path(i)));
+            Ok(())
+        }
+    }
+}
+
+/// Whether a cell kind is a tombstone (for tests and callers).
+pub fn is_tombstone(kind: &CellKind) -> bool {
+    matches!(kind, CellKind::Tombstone { .. })
+}
+
+// ---------------------------------------------------------------- conditions
+
+/// What a conditional statement checks, for one statement of a batch.
+struct Check<'a> {
+    table: std::sync::Arc<Table>,
+    pk: Vec<Vec<u8>>,
+    clustering: Option<Vec<Vec<u8>>>,
+    kind: CheckKind<'a>,
+}
+
+enum CheckKind<'a> {
+    NotExists,
+    Exists,
+    Columns(&'a [rocksandra_cql::ast::ColumnCondition]),
+}
+
+fn where_of(m: &Modification) -> &[rocksandra_cql::ast::Relation] {
+    match m {
+        Modification::Insert(_) => &[],
+        Modification::Update(u) => &u.where_clause,
+        Modification::Delete(d) => &d.where_clause,
+    }
+}
+
+fn table_name_of(m: &Modification) -> &rocksandra_cql::ast::QualifiedName {
+    match m {
+        Modification::Insert(i) => &i.table,
+        Modification::Update(u) => &u.table,
+        Modification::Delete(d) => &d.table,
+    }
+}
+
+fn using_of(m: &Modification) -> &[UsingParam] {
+    match m {
+        Modification::Insert(i) => &i.using,
+        Modification::Update(u) => &u.using,
+        Modification::Delete(d) => &d.using,
+    }
+}
+
+/// The row a conditional statement addresses.
+fn check_of<'a>(
+    executor: &Executor,
+    m: &'a Modification,
+    request: &Request,
+    values: &[rocksandra_wire::Value],
+) -> Result<Check<'a>> {
+    let schema = executor.schema();
+    let table = modifiable_table(executor, &schema, table_name_of(m), request)?;
+    if using_of(m)
+        .iter()
+        .any(|u| matches!(u, UsingParam::Timestamp(_)))
+    {
+        return Err(QueryError::invalid(
+            "Cannot provide custom timestamp for conditional updates",
+        ));
+    }
+    let random = executor.env.random.clone();
+    let ctx = context(executor, &schema, &table.keyspace, values, &*random);
+    let (pk, clustering) = match m {
+        Modification::Insert(insert) => {
+            let InsertValues::Columns { columns, values } = &insert.values else {
+                return Err(QueryError::invalid(
+                    "INSERT JSON with IF NOT EXISTS is not supported yet",
+                ));
+            };
+            let mut pk = Vec::new();
+            let mut clustering = Vec::new();
+            for column in table.partition_key().iter().chain(table.clustering()) {
+                let Some(i) = columns.iter().position(|c| c.as_str() == column.name) else {
+                    if column.kind == ColumnKind::Clustering {
+                        break;
+                    }
+                    return Err(QueryError::invalid(format!(
+                        "Some partition key parts are missing: {}",
+                        column.name
+                    )));
+                };
+                let v = key_value(
+                    column,
+                    evaluate(&values[i], &column.ty, &column.name, &ctx)?,
+                    table.partition_key_count == 1,
+                )?;
+                if column.kind == ColumnKind::PartitionKey {
+                    pk.push(v);
+                } else {
+                    clustering.push(v);
+                }
+            }
+            (pk, Some(clustering))
+        }
+        _ => {
+            if where_of(m).iter().any(|r| {
+                matches!(r, rocksandra_cql::ast::Relation::Compare { op: rocksandra_cql::ast::Operator::In, lhs: rocksandra_cql::ast::RelationLhs::Column(c), .. }
+                    if table.column(c.as_str()).map(|c| c.kind) == Some(ColumnKind::PartitionKey))
+            }) {
+                return Err(QueryError::invalid(
+                    "IN on the partition key is not supported with conditional updates",
+                ));
+            }
+            let t = targets(&table, where_of(m), &ctx)?;
+            let [pk] = t.keys.as_slice() else {
+                return Err(QueryError::invalid(
+                    "IN on the partition key is not supported with conditional updates",
+                ));
+            };
+            let clustering = if t.restricted {
+                if !t.exact || t.slices.len() != 1 {
+                    return Err(QueryError::invalid(
+                        "IN on the clustering key columns is not supported with conditional updates",
+                    ));
+                }
+                Some(t.slices[0].start.prefix.clone())
+            } else if table.clustering_count == 0 {
+                Some(Vec::new())
+            } else {
+                None
+            };
+            (pk.clone(), clustering)
+        }
+    };
+    let kind = match m {
+        Modification::Insert(_) => CheckKind::NotExists,
+        Modification::Update(u) => match &u.condition {
+            Some(rocksandra_cql::ast::Condition::Exists) => CheckKind::Exists,
+            Some(rocksandra_cql::ast::Condition::Columns(c)) => CheckKind::Columns(c),
+            None => CheckKind::Columns(&[]),
+        },
+        Modification::Delete(d) => match &d.condition {
+            Some(rocksandra_cql::ast::Condition::Exists) => CheckKind::Exists,
+            Some(rocksandra_cql::ast::Condition::Columns(c)) => CheckKind::Columns(c),
+            None => CheckKind::Columns(&[]),
+        },
+    };
+    if let CheckKind::Columns(conditions) = &kind {
+        for c in conditions.iter() {
+            let name = c.target.column().as_str();
+            match table.column(name) {
+                None => {
+                    return Err(QueryError::invalid(format!(
+                        "Undefined column name {name} in table {}",
+                        crate::ddl::display_name(&table.keyspace, &table.name)
+                    )))
+                }
+                Some(col) if col.kind.is_primary_key() => {
+                    return Err(QueryError::invalid(format!(
+                        "PRIMARY KEY column '{name}' cannot have IF conditions"
+                    )))
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(Check {
+        table,
+        pk,
+        clustering,
+        kind,
+    })
+}
+
+/// The current row of a check (None when it does not exist).
+fn current_row(
+    executor: &Executor,
+    check: &Check<'_>,
+    request: &Request,
+) -> Result<Option<crate::rows::CqlRow>> {
+    let table = &check.table;
+    let read = PartitionRead {
+        table: table.storage_id,
+        partition: PartitionKey::new(partition_key_bytes(&check.pk)),
+        slices: match &check.clustering {
+            Some(c) if table.clustering_count > 0 => vec![Slice::prefix(c.clone())],
+            Some(_) => vec![Slice::all()],
+            None => Vec::new(),
+        },
+        reversed: false,
+        include_static: true,
+        row_limit: 1,
+    };
+    let now = executor.local_now(request);
+    let partition = executor.engine.read_partition(&read, now)?;
+    let rows = crate::rows::partition_rows(table, &partition, now, check.clustering.is_none())?;
+    Ok(rows.into_iter().next())
+}
+
+/// A column reported by a failed condition: its index and current value.
+type ReportedColumn = (usize, Option<Vec<u8>>);
+
+/// Evaluates a check: whether it holds and the columns to report if not.
+fn evaluate_check(
+    executor: &Executor,
+    check: &Check<'_>,
+    request: &Request,
+    values: &[rocksandra_wire::Value],
+) -> Result<(bool, Vec<ReportedColumn>)> {
+    let row = current_row(executor, check, request)?;
+    let table = &check.table;
+    let all_columns = |row: &crate::rows::CqlRow| -> Vec<(usize, Option<Vec<u8>>)> {
+        (0..table.columns.len())
+            .map(|i| (i, row.columns[i].value.clone()))
+            .collect()
+    };
+    match &check.kind {
+        CheckKind::NotExists => match row {
+            Some(r) if r.clustering.is_some() || table.clustering_count == 0 => {
+                Ok((false, all_columns(&r)))
+            }
+            _ => Ok((true, Vec::new())),
+        },
+        CheckKind::Exists => match row {
+            Some(r) if r.clustering.is_some() || check.clustering.is_none() => {
+                Ok((true, all_columns(&r)))
+            }
+            _ => Ok((false, Vec::new())),
+        },
+        CheckKind::Columns(conditions) => {
+            let schema = executor.schema();
+            let random = executor.env.random.clone();
+            let ctx = context(executor, &schema, &table.keyspace, values, &*random);
+            let mut holds = true;
+            let mut reported: Vec<usize> = Vec::new();
+            for c in conditions.iter() {
+                let name = c.target.column().as_str();
+                let Some(i) = table.column_index(name) else {
+                    continue;
+                };
+                let column = &table.columns[i];
+                if !reported.contains(&i) {
+                    reported.push(i);
+                }
+                let current = row.as_ref().and_then(|r| r.columns[i].value.clone());
+                let (ty, actual) = match &c.target {
+                    ColumnTarget::Element { key, .. } => match column.ty.unfrozen() {
+                        CqlType::Map(kt, vt) => {
+                            let Term::Value(k) = evaluate(key, kt, name, &ctx)? else {
+                                return Err(QueryError::invalid(
+                                    "Invalid null value for map element access",
+                                ));
+                            };
+                            let found = match &current {
+                                Some(b) => match Value::deserialize(&column.ty, b)? {
+                                    Value::Map(entries) => entries
+                                        .into_iter()
+                                        .find(|(ek, _)| ek.to_bytes() == k)
+                                        .map(|(_, v)| v.to_bytes()),
+                                    _ => None,
+                                },
+                                None => None,
+                            };
+                            ((**vt).clone(), found)
+                        }
+                        CqlType::List(et) => {
+                            let int = CqlType::Native(NativeType::Int);
+                            let Term::Value(k) = evaluate(key, &int, name, &ctx)? else {
+                                return Err(QueryError::invalid(
+                                    "Invalid null value for list element access",
+                                ));
+                            };
+                            let index =
+                                i32::from_be_bytes(k.as_slice().try_into().unwrap_or([0; 4]));
+                            let found = match &current {
+                                Some(b) => match Value::deserialize(&column.ty, b)? {
+                                    Value::List(items) => usize::try_from(index)
+                                        .ok()
+                                        .and_then(|i| items.get(i))
+                                        .map(Value::to_bytes),
+                                    _ => None,
+                                },
+                                None => None,
+                            };
+                            ((**et).clone(), found)
+                        }
+                        _ => {
+                            return Err(QueryError::invalid(format!(
+                                "Invalid element access on column {name}"
+                            )))
+                        }
+                    },
+                    ColumnTarget::Field { field, .. } => match column.ty.unfrozen() {
+                        CqlType::Udt(u) => {
+                            let Some(fi) = u.fields.iter().position(|(n, _)| n == field.as_str())
+                            else {
+                                return Err(QueryError::invalid(format!(
+                                    "UDT column {name} does not have a field named {}",
+                                    field.as_str()
+                                )));
+                            };
+                            let found = match &current {
+                                Some(b) => match Value::deserialize(&column.ty, b)? {
+                                    Value::Udt(fields) => {
+                                        fields.get(fi).cloned().flatten().map(|v| v.to_bytes())
+                                    }
+                                    _ => None,
+                                },
+                                None => None,
+                            };
+                            (u.fields[fi].1.clone(), found)
+                        }
+                        _ => {
+                            return Err(QueryError::invalid(format!(
+                                "Invalid field access on column {name}"
+                            )))
+                        }
+                    },
+                    ColumnTarget::Column(_) => (column.ty.clone(), current.clone()),
+                };
+                let ok = match c.op {
+                    rocksandra_cql::ast::Operator::In => {
+                        let list = CqlType::List(Box::new(ty.clone()));
+                        let candidates: Vec<Option<Vec<u8>>> = match &c.value {
+                            Expr::Tuple(items) => items
+                                .iter()
+                                .map(|e| match evaluate(e, &ty, name, &ctx) {
+                                    Ok(Term::Value(v)) => Ok(Some(v)),
+                                    Ok(_) => Ok(None),
+                                    Err(e) => Err(e),
+                                })
+                                .collect::<Result<_>>()?,
+                            other => match evaluate(other, &list, name, &ctx)? {
+                                Term::Value(b) => match Value::deserialize(&list, &b)? {
+                                    Value::List(items) => {
+                                        items.iter().map(|v| Some(v.to_bytes())).collect()
+                                    }
+                                    _ => Vec::new(),
+                                },
+                                _ => Vec::new(),
+                            },
+                        };
+                        candidates.iter().any(|cand| match (cand, &actual) {
+                            (None, None) => true,
+                            (Some(a), Some(b)) => {
+                                rocksandra_data::value::compare(&ty, a, b)
+                                    == std::cmp::Ordering::Equal
+                            }
+                            _ => false,
+                        })
+                    }
+                    op => {
+                        let expected = match evaluate(&c.value, &ty, name, &ctx)? {
+                            Term::Value(v) => Some(v),
+                            Term::Null => None,
+                            Term::Unset => {
+                                return Err(QueryError::invalid(
+                                    "Invalid 'unset' value in condition",
+                                ))
+                            }
+                        };
+                        compare_condition(&ty, op, actual.as_deref(), expected.as_deref())?
+                    }
+                };
+                holds &= ok;
+            }
+            reported.sort_unstable();
+            let report = reported
+                .into_iter()
+                .map(|i| (i, row.as_ref().and_then(|r| r.columns[i].value.clone())))
+                .collect();
+            Ok((holds, report))
+        }
+    }
+}
+
+fn compare_condition(
+    ty: &CqlType,
+    op: rocksandra_cql::ast::Operator,
+    actual: Option<&[u8]>,
+    expected: Option<&[u8]>,
+) -> Result<bool> {
+    use rocksandra_cql::ast::Operator as Op;
+    use std::cmp::Ordering;
+    Ok(match (actual, expected) {
+        (None, None) => matches!(op, Op::Eq | Op::Lte | Op::Gte),
+        (None, Some(_)) => op == Op::Neq,
+        (Some(_), None) => match op {
+            Op::Eq => false,
+            Op::Neq => true,
+            _ => {
+                return Err(QueryError::invalid(format!(
+                    "Invalid comparison with null for operator \"{}\"",
+                    match op {
+                        Op::Lt => "<",
+                        Op::Lte => "<=",
+                        Op::Gt => ">",
+                        _ => ">=",
+                    }
+                )))
+            }
+        },
+        (Some(a), Some(e)) => {
+            let o = rocksandra_data::value::compare(ty, a, e);
+            match op {
+                Op::Eq => o == Ordering::Equal,
+                Op::Neq => o != Ordering::Equal,
+                Op::Lt => o == Ordering::Less,
+                Op::Lte => o != Ordering::Greater,
+                Op::Gt => o == Ordering::Greater,
+                Op::Gte => o != Ordering::Less,
+                _ => false,
+            }
+        }
+    })
+}
+
+/// The `[applied]` result of a conditional statement or batch.
+fn applied_rows(table: &Table, applied: bool, report: &[(usize, Option<Vec<u8>>)]) -> Outcome {
+    use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, TableSpec};
+    let spec = |name: &str, ty: CqlType| ColumnSpec {
+        table: TableSpec {
+            keyspace: table.keyspace.clone(),
+            table: table.name.clone(),
+        },
+        name: name.to_string(),
+        cql_type: ty,
+    };
+    let mut specs = vec![spec("[applied]", CqlType::Native(NativeType::Boolean))];
+    let mut row = vec![Some(bytes::Bytes::from(vec![u8::from(applied)]))];
+    if !applied {
+        for (i, v) in report {
+            specs.push(spec(&table.columns[*i].name, table.columns[*i].ty.clone()));
+            row.push(v.clone().map(bytes::Bytes::from));
+        }
+    }
+    Outcome::rows(Rows {
+        metadata: RowsMetadata {
+            columns: ColumnsMetadata::Specs(specs),
+            paging_state: None,
+            new_metadata_id: None,
+        },
+        rows: vec![row],
+    })
+}
+
+/// Runs statements of which at least one has a condition: all conditions
+/// are checked and, when all hold, all statements are applied, atomically
+/// with respect to other conditional and read-before-write statements.
+fn execute_conditional(
+    executor: &Executor,
+    statements: &[(&Modification, &[rocksandra_wire::Value], Request)],
+    batch_using: &[UsingParam],
+) -> Result<Outcome> {
+    let mut checks = Vec::new();
+    for (m, values, request) in statements {
+        let check = check_of(executor, m, request, values)?;
+        checks.push(check);
+    }
+    if let Some(first) = checks.first() {
+        if checks
+            .iter()
+            .any(|c| c.table.storage_id != first.table.storage_id || c.pk != first.pk)
+        {
+            return Err(QueryError::invalid(
+                "Batch with conditions cannot span multiple partitions",
+            ));
+        }
+    }
+    let _guard = executor.rmw_lock.lock().unwrap_or_else(|p| p.into_inner());
+    let mut all_hold = true;
+    let mut report = Vec::new();
+    for ((m, values, request), check) in statements.iter().zip(&checks) {
+        if !has_condition(m) {
+            continue;
+        }
+        let (holds, r) = evaluate_check(executor, check, request, values)?;
+        all_hold &= holds;
+        if !holds && report.is_empty() {
+            report = r;
+        }
+    }
+    let table = checks
+        .first()
+        .map(|c| c.table.clone())
+        .ok_or_else(|| QueryError::invalid("empty batch"))?;
+    if !all_hold {
+        return Ok(applied_rows(&table, false, &report));
+    }
+    let mut mutations = Vec::new();
+    for (m, values, request) in statements {
+        collect(executor, m, request, values, batch_using, &mut mutations)?;
+    }
+    let request = &statements[0].2;
+    write(executor, mutations, request)?;
+    Ok(applied_rows(&table, true, &[]))
+}

@@ -1,0 +1,827 @@
+//! WHERE clauses: which partitions, which clustering slices, and which
+//! remaining relations filter rows. Shared by SELECT, UPDATE and DELETE.
+
+use std::cmp::Ordering;
+
+use rocksandra_cql::ast::{Expr, Operator, Relation, RelationLhs};
+use rocksandra_data::types::CqlType;
+use rocksandra_data::{Token, Value};
+use rocksandra_storage::{ClusteringBound, Slice};
+
+use crate::error::{QueryError, Result};
+use crate::rows::CqlRow;
+use crate::schema::{ColumnKind, Table};
+use crate::term::{evaluate, EvalContext, Term};
+
+/// Most partition keys or clustering prefixes an IN product may produce
+/// (Cassandra's `max_in_values`-like guard against huge cartesian products).
+pub const IN_PRODUCT_MAX: usize = 10_000;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum PartitionSelection {
+    /// Exactly these partitions (each a list of key components), in order.
+    Keys(Vec<Vec<Vec<u8>>>),
+    /// A token range: `start` exclusive/inclusive, `end` exclusive/inclusive.
+    Tokens {
+        start: Option<(Token, bool)>,
+        end: Option<(Token, bool)>,
+    },
+}
+
+/// A relation applied to rows after reading.
+#[derive(Clone, Debug)]
+pub struct Filter {
+    pub column: usize,
+    pub op: Operator,
+    /// For IN, every value; otherwise one. None is null.
+    pub values: Vec<Option<Vec<u8>>>,
+    /// For `m[key] = v`: the map key.
+    pub element_key: Option<Vec<u8>>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Restrictions {
+    pub partition: PartitionSelection,
+    /// Clustering slices in clustering order (empty = none selected; the
+    /// whole partition is `[Slice::all()]`).
+    pub slices: Vec<Slice>,
+    /// Whether the clustering restrictions select exactly full keys with EQ/IN.
+    pub clustering_is_exact: bool,
+    /// Whether any clustering column is restricted.
+    pub clustering_restricted: bool,
+    /// Clustering restrictions that cannot select slices (a column after an
+    /// unrestricted or range-restricted one): filters with ALLOW FILTERING,
+    /// this error otherwise.
+    pub clustering_error: Option<QueryError>,
+    pub filters: Vec<Filter>,
+    /// Filters that need ALLOW FILTERING in a SELECT.
+    pub needs_filtering: bool,
+}
+
+fn column_index(table: &Table, name: &str) -> Result<usize> {
+    table.column_index(name).ok_or_else(|| {
+        QueryError::invalid(format!(
+            "Undefined column name {} in table {}",
+            rocksandra_data::types::quote_identifier_if_needed(name),
+            crate::ddl::display_name(&table.keyspace, &table.name)
+        ))
+    })
+}
+
+fn term_value(term: Term, name: &str) -> Result<Option<Vec<u8>>> {
+    match term {
+        Term::Value(v) => Ok(Some(v)),
+        Term::Null => Ok(None),
+        Term::Unset => Err(QueryError::invalid(format!(
+            "Invalid unset value for column {name}"
+        ))),
+    }
+}
+
+/// Evaluates the right side of `IN`: a tuple of terms or one bound list.
+fn in_values(
+    expr: &Expr,
+    ty: &CqlType,
+    name: &str,
+    ctx: &EvalContext<'_>,
+) -> Result<Vec<Option<Vec<u8>>>> {
+    match expr {
+        Expr::Tuple(items) => items
+            .iter()
+            .map(|e| term_value(evaluate(e, ty, name, ctx)?, name))
+            .collect(),
+        other => {
+            let list_type = CqlType::List(Box::new(ty.clone()));
+            match evaluate(other, &list_type, name, ctx)? {
+                Term::Value(bytes) => match Value::deserialize(&list_type, &bytes)? {
+                    Value::List(items) => Ok(items.iter().map(|v| Some(v.to_bytes())).collect()),
+                    _ => Err(QueryError::invalid(format!("Invalid IN value for {name}"))),
+                },
+                Term::Null => Err(QueryError::invalid(format!(
+                    "Invalid null value for IN restriction on {name}"
+                ))),
+                Term::Unset => Err(QueryError::invalid(format!(
+                    "Invalid unset value for column {name}"
+                ))),
+            }
+        }
+    }
+}
+
+/// Per-column restriction gathered from the relations.
+#[derive(Default, Clone)]
+struct ColumnRestriction {
+    /// EQ (one value) or IN (several).
+    values: Option<Vec<Option<Vec<u8>>>>,
+    lower: Option<(Vec<u8>, bool)>,
+    upper: Option<(Vec<u8>, bool)>,
+}
+
+/// One side of a single-column slice: the value and whether it is included.
+type SliceSide = Option<(Vec<u8>, bool)>;
+
+/// Analyzes a WHERE clause.
+pub fn analyze(
+    table: &Table,
+    relations: &[Relation],
+    ctx: &EvalContext<'_>,
+) -> Result<Restrictions> {
+    let pk_count = table.partition_key_count;
+    let ck_count = table.clustering_count;
+    let mut per_column: Vec<ColumnRestriction> =
+        vec![ColumnRestriction::default(); table.columns.len()];
+    let mut token_start: Option<(Token, bool)> = None;
+    let mut token_end: Option<(Token, bool)> = None;
+    let mut has_token = false;
+    let mut filters = Vec::new();
+    let mut needs_filtering = false;
+    // Multi-column slice on clustering columns: (columns start, values, inclusive) per side.
+    let mut multi_lower: Option<(Vec<Vec<u8>>, bool)> = None;
+    let mut multi_upper: Option<(Vec<Vec<u8>>, bool)> = None;
+    let mut multi_eq: Option<Vec<Vec<Vec<u8>>>> = None;
+
+    for relation in relations {
+        let Relation::Compare { lhs, op, rhs } = relation else {
+            if let Relation::IsNotNull { column } = relation {
+                column_index(table, column.as_str())?;
+            }
+            continue;
+        };
+        match lhs {
+            RelationLhs::Column(name) => {
+                let i = column_index(table, name.as_str())?;
+                let column = &table.columns[i];
+                let name = column.name.as_str();
+                let is_key = column.kind.is_primary_key();
+                if matches!(
+                    op,
+                    Operator::Contains | Operator::ContainsKey | Operator::Like | Operator::Neq
+                ) || !is_key
+                {
+                    let values = match op {
+                        Operator::In => in_values(rhs, &column.ty, name, ctx)?,
+                        Operator::Contains => {
+                            let elem = match column.ty.unfrozen() {
+                                CqlType::List(e) | CqlType::Set(e) => (**e).clone(),
+                                CqlType::Map(_, v) => (**v).clone(),
+                                _ => {
+                                    return Err(QueryError::invalid(format!(
+                                        "Cannot use CONTAINS on non-collection column {name}"
+                                    )))
+                                }
+                            };
+                            vec![term_value(evaluate(rhs, &elem, name, ctx)?, name)?]
+                        }
+                        Operator::ContainsKey => {
+                            let CqlType::Map(k, _) = column.ty.unfrozen() else {
+                                return Err(QueryError::invalid(format!(
+                                    "Cannot use CONTAINS KEY on non-map column {name}"
+                                )));
+                            };
+                            vec![term_value(evaluate(rhs, k, name, ctx)?, name)?]
+                        }
+                        _ => vec![term_value(evaluate(rhs, &column.ty, name, ctx)?, name)?],
+                    };
+                    if column.kind != ColumnKind::PartitionKey
+                        || !matches!(op, Operator::Eq | Operator::In)
+                    {
+                        needs_filtering = true;
+                    }
+                    filters.push(Filter {
+                        column: i,
+                        op: *op,
+                        values,
+                        element_key: None,
+                    });
+                    if !is_key {
+                        continue;
+                    }
+                    if matches!(
+                        op,
+                        Operator::Contains | Operator::ContainsKey | Operator::Like | Operator::Neq
+                    ) {
+                        continue;
+                    }
+                }
+                let slot = &mut per_column[i];
+                match op {
+                    Operator::Eq => {
+                        let v = term_value(evaluate(rhs, &column.ty, name, ctx)?, name)?;
+                        if slot.values.is_some() {
+                            return Err(QueryError::invalid(format!(
+                                "{name} cannot be restricted by more than one relation if it includes an Equal"
+                            )));
+                        }
+                        slot.values = Some(vec![v]);
+                    }
+                    Operator::In => {
+                        if slot.values.is_some() {
+                            return Err(QueryError::invalid(format!(
+                                "{name} cannot be restricted by more than one relation if it includes a IN"
+                            )));
+                        }
+                        slot.values = Some(in_values(rhs, &column.ty, name, ctx)?);
+                    }
+                    Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
+                        if column.kind == ColumnKind::PartitionKey {
+                            return Err(QueryError::invalid(
+                                "Only EQ and IN relation are supported on the partition key (unless you use the token() function)",
+                            ));
+                        }
+                        let Some(v) = term_value(evaluate(rhs, &column.ty, name, ctx)?, name)?
+                        else {
+                            return Err(QueryError::invalid(format!(
+                                "Invalid null value for column {name}"
+                            )));
+                        };
+                        let inclusive = matches!(op, Operator::Lte | Operator::Gte);
+                        let side = if matches!(op, Operator::Gt | Operator::Gte) {
+                            &mut slot.lower
+                        } else {
+                            &mut slot.upper
+                        };
+                        if side.is_some() {
+                            return Err(QueryError::invalid(format!(
+                                "More than one restriction was found for the {} bound on {name}",
+                                if matches!(op, Operator::Gt | Operator::Gte) {
+                                    "start"
+                                } else {
+                                    "end"
+                                }
+                            )));
+                        }
+                        *side = Some((v, inclusive));
+                    }
+                    _ => {}
+                }
+            }
+            RelationLhs::Element { column, key } => {
+                let i = column_index(table, column.as_str())?;
+                let col = &table.columns[i];
+                let CqlType::Map(kt, vt) = col.ty.unfrozen() else {
+                    return Err(QueryError::invalid(format!(
+                        "Column {} cannot be used as a map",
+                        col.name
+                    )));
+                };
+                let k = term_value(evaluate(key, kt, &col.name, ctx)?, &col.name)?;
+                let v = term_value(evaluate(rhs, vt, &col.name, ctx)?, &col.name)?;
+                needs_filtering = true;
+                filters.push(Filter {
+                    column: i,
+                    op: *op,
+                    values: vec![v],
+                    element_key: k,
+                });
+            }
+            RelationLhs::Columns(names) => {
+                let mut idx = Vec::new();
+                for (j, n) in names.iter().enumerate() {
+                    let i = column_index(table, n.as_str())?;
+                    if table.columns[i].kind != ColumnKind::Clustering {
+                        return Err(QueryError::invalid(format!(
+                            "Multi-column relations can only be applied to clustering columns but was applied to: {}",
+                            n.as_str()
+                        )));
+                    }
+                    if table.columns[i].position != j {
+                        return Err(QueryError::invalid(format!(
+                            "Clustering columns must appear in the PRIMARY KEY order in multi-column relations: ({})",
+                            names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
+                        )));
+                    }
+                    idx.push(i);
+                }
+                let types: Vec<CqlType> =
+                    idx.iter().map(|i| table.columns[*i].ty.clone()).collect();
+                let tuple_type = CqlType::Tuple(types);
+                let label = format!(
+                    "({})",
+                    names
+                        .iter()
+                        .map(|n| n.as_str())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                );
+                let tuple_values = |bytes: Vec<u8>| -> Result<Vec<Vec<u8>>> {
+                    match Value::deserialize(&tuple_type, &bytes)? {
+                        Value::Tuple(items) => items
+                            .into_iter()
+                            .map(|v| {
+                                v.map(|v| v.to_bytes()).ok_or_else(|| {
+                                    QueryError::invalid(format!(
+                                        "Invalid null value in condition for column {label}"
+                                    ))
+                                })
+                            })
+                            .collect(),
+                        _ => Err(QueryError::invalid("Invalid tuple")),
+                    }
+                };
+                match op {
+                    Operator::Eq => {
+                        let Some(b) = term_value(evaluate(rhs, &tuple_type, &label, ctx)?, &label)?
+                        else {
+                            return Err(QueryError::invalid(format!(
+                                "Invalid null value for {label}"
+                            )));
+                        };
+                        multi_eq = Some(vec![tuple_values(b)?]);
+                    }
+                    Operator::In => {
+                        let mut all = Vec::new();
+                        for v in in_values(rhs, &tuple_type, &label, ctx)? {
+                            let Some(b) = v else {
+                                return Err(QueryError::invalid(format!(
+                                    "Invalid null value for {label}"
+                                )));
+                            };
+                            all.push(tuple_values(b)?);
+                        }
+                        multi_eq = Some(all);
+                    }
+                    Operator::Gt | Operator::Gte | Operator::Lt | Operator::Lte => {
+                        let Some(b) = term_value(evaluate(rhs, &tuple_type, &label, ctx)?, &label)?
+                        else {
+                            return Err(QueryError::invalid(format!(
+                                "Invalid null value for {label}"
+                            )));
+                        };
+                        let values = tuple_values(b)?;
+                        let inclusive = matches!(op, Operator::Gte | Operator::Lte);
+                        if matches!(op, Operator::Gt | Operator::Gte) {
+                            multi_lower = Some((values, inclusive));
+                        } else {
+                            multi_upper = Some((values, inclusive));
+                        }
+                    }
+                    _ => {
+                        return Err(QueryError::invalid(format!(
+                            "Unsupported operator {op:?} on multi-column relation"
+                        )))
+                    }
+                }
+            }
+            RelationLhs::Token(names) => {
+                let expected: Vec<&str> = table
+                    .partition_key()
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect();
+                let given: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
+                if given.len() != expected.len() {
+                    return Err(QueryError::invalid(
+                        "The token() function must be applied to all partition key components or none of them",
+                    ));
+                }
+                if given != expected {
+                    return Err(QueryError::invalid(format!(
+                        "The token function arguments must be in the partition key order: {}",
+                        expected.join(", ")
+                    )));
+                }
+                let bigint = CqlType::Native(rocksandra_data::NativeType::Bigint);
+                let value = match rhs {
+                    // token(<terms>): the token of the partition key they make.
+                    Expr::Function { name, args }
+                        if name.keyspace.is_none() && name.name.as_str() == "token" =>
+                    {
+                        if args.len() != table.partition_key_count {
+                            return Err(QueryError::invalid(format!(
+                                "Invalid number of arguments in call to function system.token: {} required but {} provided",
+                                table.partition_key_count,
+                                args.len()
+                            )));
+                        }
+                        let mut parts = Vec::new();
+                        for (arg, column) in args.iter().zip(table.partition_key()) {
+                            let Some(v) = term_value(
+                                evaluate(arg, &column.ty, &column.name, ctx)?,
+                                &column.name,
+                            )?
+                            else {
+                                return Err(QueryError::invalid(format!(
+                                    "Invalid null value for partition key part {}",
+                                    column.name
+                                )));
+                            };
+                            parts.push(v);
+                        }
+                        let key = crate::rows::partition_key_bytes(&parts);
+                        Term::Value(Token::murmur3(&key).0.to_be_bytes().to_vec())
+                    }
+                    other => evaluate(other, &bigint, "partition key token", ctx)?,
+                };
+                let Some(b) = term_value(value, "token")? else {
+                    return Err(QueryError::invalid(
+                        "Invalid null value for partition key token",
+                    ));
+                };
+                let t = Token(i64::from_be_bytes(
+                    b.as_slice()
+                        .try_into()
+                        .map_err(|_| QueryError::invalid("Invalid token value"))?,
+                ));
+                has_token = true;
+                match op {
+                    Operator::Gt => token_start = Some((t, false)),
+                    Operator::Gte => token_start = Some((t, true)),
+                    Operator::Lt => token_end = Some((t, false)),
+                    Operator::Lte => token_end = Some((t, true)),
+                    Operator::Eq => {
+                        token_start = Some((t, true));
+                        token_end = Some((t, true));
+                    }
+                    _ => {
+                        return Err(QueryError::invalid(format!(
+                            "Unsupported operator on token: {op:?}"
+                        )))
+                    }
+                }
+            }
+        }
+    }
+
+    // Partition key.
+    let pk_restricted: Vec<bool> = (0..pk_count)
+        .map(|i| per_column[i].values.is_some())
+        .collect();
+    let partition = if pk_restricted.iter().all(|r| *r) && !has_token {
+        let mut keys: Vec<Vec<Vec<u8>>> = vec![Vec::new()];
+        for (i, column) in table.partition_key().iter().enumerate() {
+            let values = per_column[i].values.clone().unwrap_or_default();
+            let mut next = Vec::new();
+            let mut distinct: Vec<Vec<u8>> = Vec::new();
+            for v in values {
+                let Some(v) = v else {
+                    return Err(QueryError::invalid(format!(
+                        "Invalid null value in condition for column {}",
+                        column.name
+                    )));
+                };
+                if !distinct.contains(&v) {
+                    distinct.push(v);
+                }
+            }
+            for prefix in &keys {
+                for v in &distinct {
+                    let mut k = prefix.clone();
+                    k.push(v.clone());
+                    next.push(k);
+                }
+            }
+            if next.len() > IN_PRODUCT_MAX {
+                return Err(QueryError::invalid(format!(
+                    "The cartesian product of the IN relations on the partition key is larger than {IN_PRODUCT_MAX}"
+                )));
+            }
+            keys = next;
+        }
+        // Partitions are read in token order, as Cassandra returns them.
+        keys.sort_by_cached_key(|k| {
+            let bytes = crate::rows::partition_key_bytes(k);
+            (Token::murmur3(&bytes), bytes)
+        });
+        PartitionSelection::Keys(keys)
+    } else {
+        if pk_restricted.iter().any(|r| *r) {
+            needs_filtering = true;
+            for (i, column) in table.partition_key().iter().enumerate() {
+                if let Some(values) = &per_column[i].values {
+                    if !filters.iter().any(|f| f.column == i) {
+                        filters.push(Filter {
+                            column: i,
+                            op: if values.len() == 1 {
+                                Operator::Eq
+                            } else {
+                                Operator::In
+                            },
+                            values: values.clone(),
+                            element_key: None,
+                        });
+                    }
+                    let _ = column;
+                }
+            }
+        }
+        PartitionSelection::Tokens {
+            start: token_start,
+            end: token_end,
+        }
+    };
+
+    // Clustering key.
+    let mut slices = vec![Slice::all()];
+    let mut clustering_is_exact = ck_count == 0;
+    let mut clustering_restricted = false;
+    let mut clustering_error: Option<QueryError> = None;
+    if let Some(tuples) = multi_eq {
+        clustering_restricted = true;
+        let mut sorted = tuples;
+        sorted.sort_by(|a, b| compare_prefix(table, a, b));
+        sorted.dedup();
+        clustering_is_exact = sorted.first().map(|t| t.len()) == Some(ck_count);
+        slices = sorted.into_iter().map(Slice::prefix).collect();
+    } else if multi_lower.is_some() || multi_upper.is_some() {
+        clustering_restricted = true;
+        // Single-column bounds beside a multi-column slice narrow it further.
+        for j in 0..ck_count {
+            filters.extend(column_filters(pk_count + j, &per_column[pk_count + j]));
+        }
+        slices = vec![Slice {
+            start: multi_lower
+                .map(|(prefix, inclusive)| ClusteringBound { prefix, inclusive })
+                .unwrap_or_else(ClusteringBound::unbounded),
+            end: multi_upper
+                .map(|(prefix, inclusive)| ClusteringBound { prefix, inclusive })
+                .unwrap_or_else(ClusteringBound::unbounded),
+        }];
+    } else {
+        let clustering: Vec<&ColumnRestriction> = (pk_count..pk_count + ck_count)
+            .map(|i| &per_column[i])
+            .collect();
+        let mut prefixes: Vec<Vec<Vec<u8>>> = vec![Vec::new()];
+        let mut slice: Option<(SliceSide, SliceSide)> = None;
+        let mut stopped_at: Option<usize> = None;
+        for (j, r) in clustering.iter().enumerate() {
+            let name = &table.columns[pk_count + j].name;
+            let restricted = r.values.is_some() || r.lower.is_some() || r.upper.is_some();
+            if !restricted {
+                if stopped_at.is_none() {
+                    stopped_at = Some(j);
+                }
+                continue;
+            }
+            if let Some(at) = stopped_at {
+                let previous = &table.columns[pk_count + at.min(j.saturating_sub(1))].name;
+                let error = if slice.is_some() {
+                    QueryError::invalid(format!(
+                        "Clustering column \"{name}\" cannot be restricted (preceding column \"{previous}\" is restricted by a non-EQ relation)"
+                    ))
+                } else {
+                    QueryError::invalid(format!(
+                        "PRIMARY KEY column \"{name}\" cannot be restricted as preceding column \"{previous}\" is not restricted"
+                    ))
+                };
+                // Usable only as a filter (with ALLOW FILTERING in a SELECT).
+                clustering_error.get_or_insert(error);
+                needs_filtering = true;
+                filters.extend(column_filters(pk_count + j, r));
+                continue;
+            }
+            clustering_restricted = true;
+            if let Some(values) = &r.values {
+                let mut distinct: Vec<Vec<u8>> = Vec::new();
+                for v in values {
+                    let Some(v) = v else {
+                        return Err(QueryError::invalid(format!(
+                            "Invalid null value in condition for column {name}"
+                        )));
+                    };
+                    if !distinct.contains(v) {
+                        distinct.push(v.clone());
+                    }
+                }
+                let ty = &table.columns[pk_count + j].ty;
+                distinct.sort_by(|a, b| rocksandra_data::value::compare(ty, a, b));
+                let mut next = Vec::new();
+                for p in &prefixes {
+                    for v in &distinct {
+                        let mut k = p.clone();
+                        k.push(v.clone());
+                        next.push(k);
+                    }
+                }
+                if next.len() > IN_PRODUCT_MAX {
+                    return Err(QueryError::invalid(format!(
+                        "The cartesian product of the IN relations on the clustering key is larger than {IN_PRODUCT_MAX}"
+                    )));
+                }
+                prefixes = next;
+            } else {
+                slice = Some((r.lower.clone(), r.upper.clone()));
+                stopped_at = Some(j + 1);
+            }
+        }
+        let eq_len = prefixes.first().map(Vec::len).unwrap_or(0);
+        clustering_is_exact = slice.is_none() && eq_len == ck_count;
+        if clustering_restricted {
+            slices = prefixes
+                .into_iter()
+                .map(|prefix| match &slice {
+                    None => Slice::prefix(prefix),
+                    Some((lower, upper)) => {
+                        let bound = |side: &Option<(Vec<u8>, bool)>| match side {
+                            Some((v, inclusive)) => {
+                                let mut p = prefix.clone();
+                                p.push(v.clone());
+                                ClusteringBound {
+                                    prefix: p,
+                                    inclusive: *inclusive,
+                                }
+                            }
+                            None => ClusteringBound {
+                                prefix: prefix.clone(),
+                                inclusive: true,
+                            },
+                        };
+                        // A slice's bounds are given in clustering order;
+                        // a DESC column swaps which side is the start.
+                        let descending = table.columns[pk_count + eq_len].descending;
+                        if descending {
+                            Slice {
+                                start: bound(upper),
+                                end: bound(lower),
+                            }
+                        } else {
+                            Slice {
+                                start: bound(lower),
+                                end: bound(upper),
+                            }
+                        }
+                    }
+                })
+                .collect();
+        }
+    }
+    Ok(Restrictions {
+        partition,
+        slices,
+        clustering_is_exact,
+        clustering_restricted,
+        clustering_error,
+        filters,
+        needs_filtering,
+    })
+}
+
+/// The filters equivalent to one column's restriction.
+fn column_filters(column: usize, r: &ColumnRestriction) -> Vec<Filter> {
+    let mut out = Vec::new();
+    if let Some(values) = &r.values {
+        out.push(Filter {
+            column,
+            op: if values.len() == 1 {
+                Operator::Eq
+            } else {
+                Operator::In
+            },
+            values: values.clone(),
+            element_key: None,
+        });
+    }
+    if let Some((v, inclusive)) = &r.lower {
+        out.push(Filter {
+            column,
+            op: if *inclusive {
+                Operator::Gte
+            } else {
+                Operator::Gt
+            },
+            values: vec![Some(v.clone())],
+            element_key: None,
+        });
+    }
+    if let Some((v, inclusive)) = &r.upper {
+        out.push(Filter {
+            column,
+            op: if *inclusive {
+                Operator::Lte
+            } else {
+                Operator::Lt
+            },
+            values: vec![Some(v.clone())],
+            element_key: None,
+        });
+    }
+    out
+}
+
+/// Compares clustering prefixes in clustering order.
+pub fn compare_prefix(table: &Table, a: &[Vec<u8>], b: &[Vec<u8>]) -> Ordering {
+    for (j, column) in table.clustering().iter().enumerate() {
+        match (a.get(j), b.get(j)) {
+            (Some(x), Some(y)) => {
+                let o = rocksandra_data::value::compare(&column.ty, x, y);
+                let o = if column.descending { o.reverse() } else { o };
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+        }
+    }
+    Ordering::Equal
+}
+
+/// Whether a row passes every filter.
+pub fn row_matches(table: &Table, row: &CqlRow, filters: &[Filter]) -> Result<bool> {
+    for f in filters {
+        let column = &table.columns[f.column];
+        let Some(actual) = &row.columns[f.column].value else {
+            return Ok(false);
+        };
+        let ty = &column.ty;
+        let matched = match f.op {
+            Operator::Eq
+            | Operator::Neq
+            | Operator::Lt
+            | Operator::Lte
+            | Operator::Gt
+            | Operator::Gte => {
+                let (value_type, actual_value): (CqlType, Option<Vec<u8>>) = match &f.element_key {
+                    Some(key) => {
+                        let CqlType::Map(kt, vt) = ty.unfrozen() else {
+                            return Ok(false);
+                        };
+                        let found = match Value::deserialize(ty, actual)? {
+                            Value::Map(entries) => entries
+                                .into_iter()
+                                .find(|(k, _)| {
+                                    rocksandra_data::value::compare(kt, &k.to_bytes(), key)
+                                        == Ordering::Equal
+                                })
+                                .map(|(_, v)| v.to_bytes()),
+                            _ => None,
+                        };
+                        ((**vt).clone(), found)
+                    }
+                    None => (ty.clone(), Some(actual.clone())),
+                };
+                let Some(actual_value) = actual_value else {
+                    return Ok(false);
+                };
+                let Some(Some(expected)) = f.values.first() else {
+                    return Ok(false);
+                };
+                let o = rocksandra_data::value::compare(&value_type, &actual_value, expected);
+                match f.op {
+                    Operator::Eq => o == Ordering::Equal,
+                    Operator::Neq => o != Ordering::Equal,
+                    Operator::Lt => o == Ordering::Less,
+                    Operator::Lte => o != Ordering::Greater,
+                    Operator::Gt => o == Ordering::Greater,
+                    _ => o != Ordering::Less,
+                }
+            }
+            Operator::In => f
+                .values
+                .iter()
+                .flatten()
+                .any(|v| rocksandra_data::value::compare(ty, actual, v) == Ordering::Equal),
+            Operator::Contains | Operator::ContainsKey => {
+                let Some(Some(needle)) = f.values.first() else {
+                    return Ok(false);
+                };
+                let value = Value::deserialize(ty, actual)?;
+                let (elem_ty, items): (CqlType, Vec<Vec<u8>>) = match (ty.unfrozen(), value) {
+                    (CqlType::List(e), Value::List(v)) | (CqlType::Set(e), Value::Set(v)) => {
+                        ((**e).clone(), v.iter().map(Value::to_bytes).collect())
+                    }
+                    (CqlType::Map(k, v), Value::Map(entries)) => {
+                        if f.op == Operator::ContainsKey {
+                            (
+                                (**k).clone(),
+                                entries.iter().map(|(k, _)| k.to_bytes()).collect(),
+                            )
+                        } else {
+                            (
+                                (**v).clone(),
+                                entries.iter().map(|(_, v)| v.to_bytes()).collect(),
+                            )
+                        }
+                    }
+                    _ => return Ok(false),
+                };
+                items.iter().any(|i| {
+                    rocksandra_data::value::compare(&elem_ty, i, needle) == Ordering::Equal
+                })
+            }
+            Operator::Like => {
+                let Some(Some(pattern)) = f.values.first() else {
+                    return Ok(false);
+                };
+                like(actual, pattern)
+            }
+        };
+        if !matched {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// LIKE with `%` at the start and/or end (SASI's prefix/suffix/contains).
+fn like(value: &[u8], pattern: &[u8]) -> bool {
+    let starts = pattern.first() == Some(&b'%');
+    let ends = pattern.len() > 1 && pattern.last() == Some(&b'%');
+    let core = &pattern[usize::from(starts)..pattern.len() - usize::from(ends)];
+    match (starts, ends) {
+        (true, true) => value.windows(core.len().max(1)).any(|w| w == core) || core.is_empty(),
+        (true, false) => value.ends_with(core),
+        (false, true) => value.starts_with(core),
+        (false, false) => value == core,
+    }
+}

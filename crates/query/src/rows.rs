@@ -1,0 +1,219 @@
+//! From storage rows to CQL rows: partition key components, clustering
+//! values and the columns' values (collections rebuilt from their element
+//! cells), with write times and TTLs for `writetime()` and `ttl()`.
+
+use rocksandra_data::types::CqlType;
+use rocksandra_data::{LocalTime, Value};
+use rocksandra_storage::cell::{Cell, CellKind, LiveRow};
+use rocksandra_storage::layout::paths;
+use rocksandra_storage::PartitionKey;
+
+use crate::error::{QueryError, Result};
+use crate::schema::{Column, ColumnKind, Table};
+
+/// One column's content in a row.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ColumnValue {
+    /// Serialized value; None is null.
+    pub value: Option<Vec<u8>>,
+    /// Write time(s) in microseconds: one for a simple column, one per
+    /// element for a multi-cell column.
+    pub writetimes: Vec<i64>,
+    /// Remaining TTL(s) in seconds; None for cells that do not expire.
+    pub ttls: Vec<Option<i32>>,
+}
+
+/// A CQL row: a value per table column (`Table::columns` order).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CqlRow {
+    pub partition: PartitionKey,
+    /// None for a partition that only has a static row.
+    pub clustering: Option<Vec<Vec<u8>>>,
+    pub columns: Vec<ColumnValue>,
+}
+
+/// Splits a serialized partition key into its components.
+pub fn partition_components(table: &Table, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+    if table.partition_key_count == 1 {
+        return Ok(vec![key.to_vec()]);
+    }
+    rocksandra_data::token::split_partition_key(key, table.partition_key_count)
+        .map(|parts| parts.into_iter().map(|p| p.to_vec()).collect())
+        .map_err(|e| QueryError::Server(format!("corrupt partition key: {e}")))
+}
+
+/// The serialized partition key of components (one per key column).
+pub fn partition_key_bytes(components: &[Vec<u8>]) -> Vec<u8> {
+    if components.len() == 1 {
+        return components[0].clone();
+    }
+    let refs: Vec<&[u8]> = components.iter().map(Vec::as_slice).collect();
+    rocksandra_data::token::serialize_partition_key(&refs)
+}
+
+fn remaining_ttl(cell: &Cell, now: LocalTime) -> Option<i32> {
+    match cell.kind {
+        CellKind::Expiring {
+            local_expiration_time,
+            ..
+        } => Some((local_expiration_time.0 - now.0).clamp(0, i64::from(i32::MAX)) as i32),
+        _ => None,
+    }
+}
+
+/// Builds the value of a column from its live cells (sorted by path).
+fn column_value(column: &Column, cells: &[&Cell], now: LocalTime) -> Result<ColumnValue> {
+    let mut out = ColumnValue::default();
+    if cells.is_empty() {
+        return Ok(out);
+    }
+    for c in cells {
+        out.writetimes.push(c.timestamp.0);
+        out.ttls.push(remaining_ttl(c, now));
+    }
+    if !column.ty.is_multi_cell() {
+        out.value = Some(cells[0].value.clone());
+        return Ok(out);
+    }
+    let corrupt = |e: rocksandra_storage::layout::CorruptData| QueryError::Server(e.to_string());
+    let mut bytes = Vec::new();
+    match &column.ty {
+        CqlType::List(_) => {
+            put_count(&mut bytes, cells.len());
+            for c in cells {
+                put_value(&mut bytes, &c.value);
+            }
+        }
+        CqlType::Set(e) => {
+            put_count(&mut bytes, cells.len());
+            for c in cells {
+                let path = c.path.as_deref().unwrap_or_default();
+                put_value(
+                    &mut bytes,
+                    &paths::element_from_path(e, path).map_err(corrupt)?,
+                );
+            }
+        }
+        CqlType::Map(k, _) => {
+            put_count(&mut bytes, cells.len());
+            for c in cells {
+                let path = c.path.as_deref().unwrap_or_default();
+                put_value(
+                    &mut bytes,
+                    &paths::element_from_path(k, path).map_err(corrupt)?,
+                );
+                put_value(&mut bytes, &c.value);
+            }
+        }
+        CqlType::Udt(u) => {
+            let mut fields: Vec<Option<&[u8]>> = vec![None; u.fields.len()];
+            for c in cells {
+                let path = c.path.as_deref().unwrap_or_default();
+                let i = paths::field_index_from_path(path).map_err(corrupt)?;
+                if let Some(slot) = fields.get_mut(i) {
+                    *slot = Some(&c.value);
+                }
+            }
+            // Trailing nulls are left out, as Cassandra serializes UDTs.
+            while matches!(fields.last(), Some(None)) {
+                fields.pop();
+            }
+            for f in fields {
+                match f {
+                    Some(v) => put_value(&mut bytes, v),
+                    None => bytes.extend_from_slice(&(-1i32).to_be_bytes()),
+                }
+            }
+        }
+        _ => {
+            out.value = Some(cells[0].value.clone());
+            return Ok(out);
+        }
+    }
+    out.value = Some(bytes);
+    Ok(out)
+}
+
+fn put_count(out: &mut Vec<u8>, n: usize) {
+    out.extend_from_slice(&(n as i32).to_be_bytes());
+}
+
+fn put_value(out: &mut Vec<u8>, v: &[u8]) {
+    out.extend_from_slice(&(v.len() as i32).to_be_bytes());
+    out.extend_from_slice(v);
+}
+
+/// Fills the values of the columns of `kind` (static or regular) from a
+/// storage row.
+pub fn fill_columns(
+    table: &Table,
+    row: &LiveRow,
+    static_row: bool,
+    now: LocalTime,
+    out: &mut [ColumnValue],
+) -> Result<()> {
+    for (i, column) in table.columns.iter().enumerate() {
+        let wanted = match column.kind {
+            ColumnKind::Static => static_row,
+            ColumnKind::Regular => !static_row,
+            _ => false,
+        };
+        if !wanted {
+            continue;
+        }
+        let cells: Vec<&Cell> = row.cells.iter().filter(|c| c.column == column.id).collect();
+        out[i] = column_value(column, &cells, now)?;
+    }
+    Ok(())
+}
+
+/// Builds CQL rows from a storage partition: one per live row, or one with
+/// only the static columns when the partition has no live row but a live
+/// static row (Cassandra's behaviour when no clustering restriction applies).
+pub fn partition_rows(
+    table: &Table,
+    partition: &rocksandra_storage::Partition,
+    now: LocalTime,
+    include_static_only: bool,
+) -> Result<Vec<CqlRow>> {
+    let pk = partition_components(table, &partition.key.key)?;
+    let mut base = vec![ColumnValue::default(); table.columns.len()];
+    for (i, component) in pk.iter().enumerate() {
+        base[i].value = Some(component.clone());
+    }
+    if let Some(static_row) = &partition.static_row {
+        fill_columns(table, static_row, true, now, &mut base)?;
+    }
+    let mut rows = Vec::with_capacity(partition.rows.len());
+    for row in &partition.rows {
+        let mut columns = base.clone();
+        for (j, value) in row.clustering.iter().enumerate() {
+            if let Some(slot) = columns.get_mut(table.partition_key_count + j) {
+                slot.value = Some(value.clone());
+            }
+        }
+        fill_columns(table, &row.content, false, now, &mut columns)?;
+        rows.push(CqlRow {
+            partition: partition.key.clone(),
+            clustering: Some(row.clustering.clone()),
+            columns,
+        });
+    }
+    if rows.is_empty() && include_static_only {
+        if let Some(static_row) = &partition.static_row {
+            if static_row.exists() {
+                rows.push(CqlRow {
+                    partition: partition.key.clone(),
+                    clustering: None,
+                    columns: base,
+                });
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// Decodes a serialized value for display or computation.
+pub fn decode(ty: &CqlType, bytes: &[u8]) -> Result<Value> {
+    Ok(Value::deserialize(ty, bytes)?)
+}

@@ -1,0 +1,531 @@
+//! The schema catalog: keyspaces, tables, columns, user types, indexes, and
+//! the file that makes them durable.
+//!
+//! A `Schema` value is immutable once published: DDL clones it, changes the
+//! clone, persists it and swaps it in (see `catalog::Catalog`). Readers hold
+//! an `Arc<Schema>` for the length of one statement.
+//!
+//! Stored form (`schema.json` in the data directory, written to a temporary
+//! file, synced, renamed): keyspaces with their user types in creation order
+//! and tables whose column types are CQL type text. System keyspaces are
+//! built in and never stored.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use rocksandra_data::types::{CqlType, UdtResolver, UdtType};
+use rocksandra_storage::cell::ColumnId;
+use rocksandra_storage::{ClusteringColumn, TableId};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{QueryError, Result};
+
+/// Keyspaces Cassandra creates itself; their schema cannot be changed.
+pub const SYSTEM_KEYSPACES: [&str; 7] = [
+    "system",
+    "system_schema",
+    "system_auth",
+    "system_distributed",
+    "system_traces",
+    "system_views",
+    "system_virtual_schema",
+];
+
+pub fn is_system_keyspace(name: &str) -> bool {
+    SYSTEM_KEYSPACES.contains(&name)
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Schema {
+    pub keyspaces: BTreeMap<String, Arc<Keyspace>>,
+    /// Changes on every DDL statement (`schema_version` in system.local).
+    pub version: [u8; 16],
+    /// The storage id the next table gets; never reused.
+    pub next_table_id: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Keyspace {
+    pub name: String,
+    /// `class` plus its options, as stored in system_schema.keyspaces.
+    pub replication: BTreeMap<String, String>,
+    pub durable_writes: bool,
+    pub tables: BTreeMap<String, Arc<Table>>,
+    /// In creation order: a type may only use types created before it.
+    pub types: Vec<UdtType>,
+    /// Built in: system_schema and friends; not stored, not alterable.
+    pub is_virtual: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ColumnKind {
+    PartitionKey,
+    Clustering,
+    Static,
+    Regular,
+}
+
+impl ColumnKind {
+    /// As in system_schema.columns.kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            ColumnKind::PartitionKey => "partition_key",
+            ColumnKind::Clustering => "clustering",
+            ColumnKind::Static => "static",
+            ColumnKind::Regular => "regular",
+        }
+    }
+
+    pub fn is_primary_key(self) -> bool {
+        matches!(self, ColumnKind::PartitionKey | ColumnKind::Clustering)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Column {
+    pub name: String,
+    pub ty: CqlType,
+    pub kind: ColumnKind,
+    /// Position within the partition key or clustering key; 0 otherwise.
+    pub position: usize,
+    pub descending: bool,
+    pub id: ColumnId,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DroppedColumn {
+    pub name: String,
+    pub type_text: String,
+    pub kind: ColumnKind,
+    /// Microseconds; data written at or before it is ignored.
+    pub dropped_time: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Index {
+    pub name: String,
+    /// `COMPOSITES`, `KEYS` or `CUSTOM`.
+    pub kind: String,
+    pub options: BTreeMap<String, String>,
+}
+
+/// The CQL table options, with Cassandra 5.0's defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TableParams {
+    pub additional_write_policy: String,
+    pub allow_auto_snapshot: bool,
+    pub bloom_filter_fp_chance: f64,
+    pub caching: BTreeMap<String, String>,
+    pub cdc: bool,
+    pub comment: String,
+    pub compaction: BTreeMap<String, String>,
+    pub compression: BTreeMap<String, String>,
+    pub memtable: String,
+    pub crc_check_chance: f64,
+    pub default_time_to_live: i32,
+    pub extensions: BTreeMap<String, Vec<u8>>,
+    pub gc_grace_seconds: i32,
+    pub incremental_backups: bool,
+    pub max_index_interval: i32,
+    pub memtable_flush_period_in_ms: i32,
+    pub min_index_interval: i32,
+    pub read_repair: String,
+    pub speculative_retry: String,
+}
+
+fn string_map(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
+    entries
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+impl Default for TableParams {
+    fn default() -> Self {
+        TableParams {
+            additional_write_policy: "99p".into(),
+            allow_auto_snapshot: true,
+            bloom_filter_fp_chance: 0.01,
+            caching: string_map(&[("keys", "ALL"), ("rows_per_partition", "NONE")]),
+            cdc: false,
+            comment: String::new(),
+            compaction: string_map(&[
+                (
+                    "class",
+                    "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy",
+                ),
+                ("max_threshold", "32"),
+                ("min_threshold", "4"),
+            ]),
+            compression: string_map(&[
+                ("chunk_length_in_kb", "16"),
+                ("class", "org.apache.cassandra.io.compress.LZ4Compressor"),
+            ]),
+            memtable: "default".into(),
+            crc_check_chance: 1.0,
+            default_time_to_live: 0,
+            extensions: BTreeMap::new(),
+            gc_grace_seconds: 864_000,
+            incremental_backups: true,
+            max_index_interval: 2048,
+            memtable_flush_period_in_ms: 0,
+            min_index_interval: 128,
+            read_repair: "BLOCKING".into(),
+            speculative_retry: "99p".into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    pub keyspace: String,
+    pub name: String,
+    /// The table's UUID (system_schema.tables.id).
+    pub id: [u8; 16],
+    pub storage_id: TableId,
+    /// Partition key columns (by position), clustering columns (by
+    /// position), then static and regular columns in Cassandra's order
+    /// (simple before complex, then by name).
+    pub columns: Vec<Column>,
+    pub partition_key_count: usize,
+    pub clustering_count: usize,
+    pub params: TableParams,
+    pub next_column_id: u32,
+    pub dropped: Vec<DroppedColumn>,
+    pub indexes: Vec<Index>,
+    /// Built-in system table: rows come from `system::rows`, not storage.
+    pub is_virtual: bool,
+}
+
+impl Table {
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|c| c.name == name)
+    }
+
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+
+    pub fn partition_key(&self) -> &[Column] {
+        &self.columns[..self.partition_key_count]
+    }
+
+    pub fn clustering(&self) -> &[Column] {
+        &self.columns[self.partition_key_count..self.partition_key_count + self.clustering_count]
+    }
+
+    /// Static and regular columns.
+    pub fn value_columns(&self) -> &[Column] {
+        &self.columns[self.partition_key_count + self.clustering_count..]
+    }
+
+    pub fn has_static(&self) -> bool {
+        self.columns.iter().any(|c| c.kind == ColumnKind::Static)
+    }
+
+    pub fn is_counter(&self) -> bool {
+        self.value_columns().iter().any(|c| c.ty.is_counter())
+    }
+
+    /// What the storage engine needs to know about this table.
+    pub fn storage_spec(&self) -> rocksandra_storage::TableSpec {
+        use rocksandra_storage::{CompactionStyle, Compression, TableOptions};
+        let class = self
+            .params
+            .compaction
+            .get("class")
+            .map(String::as_str)
+            .unwrap_or("");
+        let compaction = if class.ends_with("LeveledCompactionStrategy") {
+            CompactionStyle::Leveled
+        } else if class.ends_with("TimeWindowCompactionStrategy") {
+            CompactionStyle::TimeWindow
+        } else {
+            CompactionStyle::Universal
+        };
+        let compression = match self
+            .params
+            .compression
+            .get("class")
+            .map(String::as_str)
+            .unwrap_or("")
+        {
+            c if c.ends_with("ZstdCompressor") => Compression::Zstd,
+            c if c.ends_with("LZ4Compressor") => Compression::Lz4,
+            _ if self.params.compression.get("enabled").map(String::as_str) == Some("false") => {
+                Compression::None
+            }
+            "" => Compression::None,
+            _ => Compression::Lz4,
+        };
+        rocksandra_storage::TableSpec {
+            id: self.storage_id,
+            clustering: self
+                .clustering()
+                .iter()
+                .map(|c| ClusteringColumn {
+                    ty: c.ty.clone(),
+                    descending: c.descending,
+                })
+                .collect(),
+            options: TableOptions {
+                gc_grace_seconds: i64::from(self.params.gc_grace_seconds),
+                compaction,
+                compression,
+                bloom_filter_fp_chance: self.params.bloom_filter_fp_chance,
+                default_ttl_seconds: i64::from(self.params.default_time_to_live),
+            },
+        }
+    }
+
+    /// Puts static and regular columns in Cassandra's order: simple columns
+    /// before complex (multi-cell) ones, each by name.
+    pub fn sort_value_columns(&mut self) {
+        let start = self.partition_key_count + self.clustering_count;
+        self.columns[start..].sort_by(|a, b| {
+            (a.ty.is_multi_cell(), a.name.as_bytes())
+                .cmp(&(b.ty.is_multi_cell(), b.name.as_bytes()))
+        });
+    }
+}
+
+impl Keyspace {
+    pub fn user_type(&self, name: &str) -> Option<&UdtType> {
+        self.types.iter().find(|t| t.name == name)
+    }
+}
+
+/// Resolves type names of one keyspace.
+pub struct KeyspaceTypes<'a>(pub &'a [UdtType]);
+
+impl UdtResolver for KeyspaceTypes<'_> {
+    fn resolve_udt(&self, name: &str) -> Option<UdtType> {
+        self.0.iter().find(|t| t.name == name).cloned()
+    }
+}
+
+impl rocksandra_cql::UdtResolver for KeyspaceTypes<'_> {
+    fn resolve_udt(&self, _keyspace: Option<&str>, name: &str) -> Option<UdtType> {
+        self.0.iter().find(|t| t.name == name).cloned()
+    }
+}
+
+impl Schema {
+    pub fn keyspace(&self, name: &str) -> Option<&Arc<Keyspace>> {
+        self.keyspaces.get(name)
+    }
+
+    pub fn table(&self, keyspace: &str, name: &str) -> Option<&Arc<Table>> {
+        self.keyspaces.get(keyspace)?.tables.get(name)
+    }
+
+    /// Every table, system ones included.
+    pub fn tables(&self) -> impl Iterator<Item = &Arc<Table>> {
+        self.keyspaces.values().flat_map(|k| k.tables.values())
+    }
+}
+
+// ---------------------------------------------------------------- stored form
+
+#[derive(Serialize, Deserialize)]
+struct StoredSchema {
+    format: u32,
+    version: [u8; 16],
+    next_table_id: u64,
+    keyspaces: Vec<StoredKeyspace>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredKeyspace {
+    name: String,
+    replication: BTreeMap<String, String>,
+    durable_writes: bool,
+    types: Vec<StoredType>,
+    tables: Vec<StoredTable>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredType {
+    name: String,
+    fields: Vec<(String, String)>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredTable {
+    name: String,
+    id: [u8; 16],
+    storage_id: u64,
+    columns: Vec<StoredColumn>,
+    params: TableParams,
+    next_column_id: u32,
+    dropped: Vec<DroppedColumn>,
+    indexes: Vec<Index>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredColumn {
+    name: String,
+    type_text: String,
+    kind: ColumnKind,
+    position: usize,
+    descending: bool,
+    id: u32,
+}
+
+const SCHEMA_FORMAT: u32 = 1;
+pub const SCHEMA_FILE: &str = "schema.json";
+
+impl Schema {
+    /// The user keyspaces as JSON.
+    pub fn to_stored_json(&self) -> Vec<u8> {
+        let stored = StoredSchema {
+            format: SCHEMA_FORMAT,
+            version: self.version,
+            next_table_id: self.next_table_id,
+            keyspaces: self
+                .keyspaces
+                .values()
+                .filter(|k| !k.is_virtual)
+                .map(|k| StoredKeyspace {
+                    name: k.name.clone(),
+                    replication: k.replication.clone(),
+                    durable_writes: k.durable_writes,
+                    types: k
+                        .types
+                        .iter()
+                        .map(|t| StoredType {
+                            name: t.name.clone(),
+                            fields: t
+                                .fields
+                                .iter()
+                                .map(|(n, ty)| (n.clone(), ty.to_string()))
+                                .collect(),
+                        })
+                        .collect(),
+                    tables: k
+                        .tables
+                        .values()
+                        .map(|t| StoredTable {
+                            name: t.name.clone(),
+                            id: t.id,
+                            storage_id: t.storage_id.0,
+                            columns: t
+                                .columns
+                                .iter()
+                                .map(|c| StoredColumn {
+                                    name: c.name.clone(),
+                                    type_text: c.ty.to_string(),
+                                    kind: c.kind,
+                                    position: c.position,
+                                    descending: c.descending,
+                                    id: c.id.0,
+                                })
+                                .collect(),
+                            params: t.params.clone(),
+                            next_column_id: t.next_column_id,
+                            dropped: t.dropped.clone(),
+                            indexes: t.indexes.clone(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        };
+        // Serializing plain data structures to JSON cannot fail.
+        serde_json::to_vec_pretty(&stored).unwrap_or_default()
+    }
+
+    /// Reads user keyspaces back and adds them to `self` (the built-in ones).
+    pub fn load_stored_json(&mut self, bytes: &[u8]) -> Result<()> {
+        let stored: StoredSchema = serde_json::from_slice(bytes)
+            .map_err(|e| QueryError::Server(format!("cannot read the stored schema: {e}")))?;
+        if stored.format != SCHEMA_FORMAT {
+            return Err(QueryError::Server(format!(
+                "stored schema has format {}, this build reads {SCHEMA_FORMAT}",
+                stored.format
+            )));
+        }
+        self.version = stored.version;
+        self.next_table_id = stored.next_table_id;
+        for k in stored.keyspaces {
+            let mut types: Vec<UdtType> = Vec::new();
+            for t in k.types {
+                let mut fields = Vec::new();
+                for (name, text) in t.fields {
+                    fields.push((name, parse_stored_type(&text, &types)?));
+                }
+                types.push(UdtType {
+                    keyspace: k.name.clone(),
+                    name: t.name,
+                    fields,
+                });
+            }
+            let mut tables = BTreeMap::new();
+            for t in k.tables {
+                let mut columns = Vec::new();
+                for c in t.columns {
+                    columns.push(Column {
+                        ty: parse_stored_type(&c.type_text, &types)?,
+                        name: c.name,
+                        kind: c.kind,
+                        position: c.position,
+                        descending: c.descending,
+                        id: ColumnId(c.id),
+                    });
+                }
+                let table = Table {
+                    keyspace: k.name.clone(),
+                    partition_key_count: columns
+                        .iter()
+                        .filter(|c| c.kind == ColumnKind::PartitionKey)
+                        .count(),
+                    clustering_count: columns
+                        .iter()
+                        .filter(|c| c.kind == ColumnKind::Clustering)
+                        .count(),
+                    name: t.name.clone(),
+                    id: t.id,
+                    storage_id: TableId(t.storage_id),
+                    columns,
+                    params: t.params,
+                    next_column_id: t.next_column_id,
+                    dropped: t.dropped,
+                    indexes: t.indexes,
+                    is_virtual: false,
+                };
+                tables.insert(t.name, Arc::new(table));
+            }
+            self.keyspaces.insert(
+                k.name.clone(),
+                Arc::new(Keyspace {
+                    name: k.name,
+                    replication: k.replication,
+                    durable_writes: k.durable_writes,
+                    tables,
+                    types,
+                    is_virtual: false,
+                }),
+            );
+        }
+        Ok(())
+    }
+}
+
+fn parse_stored_type(text: &str, types: &[UdtType]) -> Result<CqlType> {
+    CqlType::parse(text, &KeyspaceTypes(types))
+        .map_err(|e| QueryError::Server(format!("stored schema has a bad type {text:?}: {e}")))
+}
+
+/// Writes `bytes` to `dir/name` atomically: temporary file, fsync, rename,
+/// fsync of the directory.
+pub fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = dir.join(format!("{name}.tmp"));
+    {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&tmp, dir.join(name))?;
+    std::fs::File::open(dir)?.sync_all()
+}

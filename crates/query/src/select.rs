@@ -1,0 +1,1937 @@
+//! SELECT: restrictions to storage reads, rows to selectors, aggregates,
+//! limits and paging.
+//!
+//! Paging state (opaque to clients, produced and read only here):
+//! `0x01`, rows returned so far (u64), index of the current partition in a
+//! key list (u32), then for a position: partition key (u32 length + bytes),
+//! a flag (0: after the static-only row, 1: after a clustering), the
+//! clustering values (u16 count, each u32 length + bytes), and the rows
+//! already returned from that partition (u32).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rocksandra_cql::ast::{
+    Expr, MetadataKind, OrderingKind, Select, Selection, Selector as AstSelector,
+};
+use rocksandra_data::types::{CqlType, NativeType};
+use rocksandra_data::{Token, Value};
+use rocksandra_storage::{
+    ClusteringBound, PartitionKey, PartitionRead, RangeScan, ScanPosition, Slice,
+};
+use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, TableSpec};
+
+use crate::error::{QueryError, Result};
+use crate::executor::{metadata_id, Executor, Outcome, Request};
+use crate::restrict::{analyze, compare_prefix, row_matches, PartitionSelection, Restrictions};
+use crate::rows::{partition_key_bytes, partition_rows, CqlRow};
+use crate::schema::{ColumnKind, Schema, Table};
+use crate::term::{evaluate, EvalContext, Term};
+
+/// Rows read from storage per round trip when filtering or aggregating.
+pub const READ_BATCH_ROWS: usize = 1000;
+
+/// Most rows a single unpaged result may hold before the query fails
+/// instead of exhausting memory.
+pub const UNPAGED_ROWS_MAX: usize = 1_000_000;
+
+pub fn lookup_table<'a>(schema: &'a Schema, keyspace: &str, name: &str) -> Result<&'a Arc<Table>> {
+    let Some(ks) = schema.keyspace(keyspace) else {
+        return Err(QueryError::invalid(format!(
+            "keyspace {keyspace} does not exist"
+        )));
+    };
+    ks.tables
+        .get(name)
+        .ok_or_else(|| QueryError::invalid(format!("table {name} does not exist")))
+}
+
+/// One output column.
+#[derive(Clone, Debug)]
+enum Sel {
+    Column(usize),
+    WriteTime {
+        column: usize,
+        max: bool,
+    },
+    Ttl(usize),
+    CountStar,
+    Aggregate {
+        function: Aggregate,
+        arg: Box<Sel>,
+        ty: CqlType,
+    },
+    Token,
+    Field {
+        udt: Box<Sel>,
+        index: usize,
+    },
+    Cast {
+        arg: Box<Sel>,
+        from: CqlType,
+        to: CqlType,
+    },
+    Function {
+        function: Box<crate::functions::Function>,
+        args: Vec<Sel>,
+        now_micros: i64,
+    },
+    Constant(Option<Vec<u8>>),
+    ToJson {
+        arg: Box<Sel>,
+        ty: CqlType,
+    },
+    /// `c[key]` on a set or map.
+    Element {
+        collection: Box<Sel>,
+        ty: CqlType,
+        key: Option<Vec<u8>>,
+    },
+    /// `c[from..to]` on a set or map.
+    Range {
+        collection: Box<Sel>,
+        ty: CqlType,
+        from: Option<Vec<u8>>,
+        to: Option<Vec<u8>>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Aggregate {
+    Count,
+    Min,
+    Max,
+    Sum,
+    Avg,
+}
+
+struct Output {
+    sel: Sel,
+    name: String,
+    ty: CqlType,
+}
+
+fn is_aggregate(sel: &Sel) -> bool {
+    match sel {
+        Sel::CountStar | Sel::Aggregate { .. } => true,
+        Sel::Field { udt, .. } => is_aggregate(udt),
+        Sel::Cast { arg, .. } | Sel::ToJson { arg, .. } => is_aggregate(arg),
+        Sel::Element { collection, .. } | Sel::Range { collection, .. } => is_aggregate(collection),
+        Sel::Function { args, .. } => args.iter().any(is_aggregate),
+        _ => false,
+    }
+}
+
+fn column_label(name: &str) -> String {
+    rocksandra_data::types::quote_identifier_if_needed(name)
+}
+
+fn plan_selector(
+    table: &Table,
+    expr: &Expr,
+    ctx: &EvalContext<'_>,
+) -> Result<(Sel, String, CqlType)> {
+    let bigint = CqlType::Native(NativeType::Bigint);
+    match expr {
+        Expr::Column(c) => {
+            let Some(i) = table.column_index(c.as_str()) else {
+                return Err(QueryError::invalid(format!(
+                    "Undefined column name {} in table {}",
+                    column_label(c.as_str()),
+                    crate::ddl::display_name(&table.keyspace, &table.name)
+                )));
+            };
+            Ok((
+                Sel::Column(i),
+                table.columns[i].name.clone(),
+                table.columns[i].ty.clone(),
+            ))
+        }
+        Expr::CountStar => Ok((Sel::CountStar, "count".into(), bigint)),
+        Expr::Metadata { kind, column } => {
+            let Expr::Column(c) = column.as_ref() else {
+                return Err(QueryError::invalid(
+                    "writetime and ttl only apply to columns",
+                ));
+            };
+            let Some(i) = table.column_index(c.as_str()) else {
+                return Err(QueryError::invalid(format!(
+                    "Undefined column name {} in table {}",
+                    column_label(c.as_str()),
+                    crate::ddl::display_name(&table.keyspace, &table.name)
+                )));
+            };
+            let col = &table.columns[i];
+            let fname = match kind {
+                MetadataKind::WriteTime => "writetime",
+                MetadataKind::MaxWriteTime => "maxwritetime",
+                MetadataKind::Ttl => "ttl",
+            };
+            if col.kind.is_primary_key() {
+                return Err(QueryError::invalid(format!(
+                    "Cannot use selection function {fname} on PRIMARY KEY part {}",
+                    col.name
+                )));
+            }
+            let label = format!("{fname}({})", column_label(&col.name));
+            let multi = col.ty.is_multi_cell();
+            Ok(match kind {
+                MetadataKind::WriteTime if multi => (
+                    Sel::WriteTime {
+                        column: i,
+                        max: false,
+                    },
+                    label,
+                    CqlType::List(Box::new(bigint)),
+                ),
+                MetadataKind::WriteTime => (
+                    Sel::WriteTime {
+                        column: i,
+                        max: false,
+                    },
+                    label,
+                    bigint,
+                ),
+                MetadataKind::MaxWriteTime => (
+                    Sel::WriteTime {
+                        column: i,
+                        max: true,
+                    },
+                    label,
+                    bigint,
+                ),
+                MetadataKind::Ttl if multi => (
+                    Sel::Ttl(i),
+                    label,
+                    CqlType::List(Box::new(CqlType::Native(NativeType::Int))),
+                ),
+                MetadataKind::Ttl => (Sel::Ttl(i), label, CqlType::Native(NativeType::Int)),
+            })
+        }
+        Expr::Field { udt, field } => {
+            let (sel, label, ty) = plan_selector(table, udt, ctx)?;
+            let CqlType::Udt(u) = ty.unfrozen() else {
+                return Err(QueryError::invalid(format!(
+                    "Invalid field selection: {label} of type {ty} is not a user type"
+                )));
+            };
+            let Some(index) = u.fields.iter().position(|(n, _)| n == field.as_str()) else {
+                return Err(QueryError::invalid(format!(
+                    "{label} of type {ty} has no field {}",
+                    field.as_str()
+                )));
+            };
+            Ok((
+                Sel::Field {
+                    udt: Box::new(sel),
+                    index,
+                },
+                format!("{label}.{}", column_label(field.as_str())),
+                u.fields[index].1.clone(),
+            ))
+        }
+        Expr::Cast { expr, ty } => {
+            let (sel, label, from) = plan_selector(table, expr, ctx)?;
+            let to = ty
+                .resolve(&ctx.types)
+                .map_err(|e| QueryError::invalid(format!("Unknown type {}", e.0)))?;
+            Ok((
+                Sel::Cast {
+                    arg: Box::new(sel),
+                    from,
+                    to: to.clone(),
+                },
+                format!("cast({label} as {to})"),
+                to,
+            ))
+        }
+        Expr::Function { name, args } => {
+            let fname = name.name.as_str();
+            if fname == "token" && name.keyspace.is_none() {
+                let mut cols = Vec::new();
+                for a in args {
+                    let Expr::Column(c) = a else {
+                        return Err(QueryError::invalid(
+                            "token() only accepts partition key columns",
+                        ));
+                    };
+                    let Some(i) = table.column_index(c.as_str()) else {
+                        return Err(QueryError::invalid(format!(
+                            "Undefined column name {}",
+                            c.as_str()
+                        )));
+                    };
+                    cols.push(i);
+                }
+                let expected: Vec<usize> = (0..table.partition_key_count).collect();
+                if cols != expected {
+                    return Err(QueryError::invalid(format!(
+                        "Invalid number of arguments in call to function system.token: {} required but {} provided",
+                        table.partition_key_count,
+                        cols.len()
+                    )));
+                }
+                let labels: Vec<String> = cols
+                    .iter()
+                    .map(|i| column_label(&table.columns[*i].name))
+                    .collect();
+                return Ok((
+                    Sel::Token,
+                    format!("system.token({})", labels.join(", ")),
+                    bigint,
+                ));
+            }
+            let aggregate = match fname {
+                "count" => Some(Aggregate::Count),
+                "min" => Some(Aggregate::Min),
+                "max" => Some(Aggregate::Max),
+                "sum" => Some(Aggregate::Sum),
+                "avg" => Some(Aggregate::Avg),
+                _ => None,
+            };
+            if let Some(function) = aggregate {
+                let [arg] = args.as_slice() else {
+                    return Err(QueryError::invalid(format!(
+                        "Invalid number of arguments in call to function system.{fname}: 1 required but {} provided",
+                        args.len()
+                    )));
+                };
+                let (sel, label, ty) = plan_selector(table, arg, ctx)?;
+                let out_ty = if function == Aggregate::Count {
+                    bigint
+                } else {
+                    ty.clone()
+                };
+                return Ok((
+                    Sel::Aggregate {
+                        function,
+                        arg: Box::new(sel),
+                        ty,
+                    },
+                    format!("system.{fname}({label})"),
+                    out_ty,
+                ));
+            }
+            if fname == "tojson" && name.keyspace.is_none() {
+                let [arg] = args.as_slice() else {
+                    return Err(QueryError::invalid(format!(
+                        "toJson() only accepts one argument (got {})",
+                        args.len()
+                    )));
+                };
+                let (sel, label, ty) = plan_selector(table, arg, ctx)?;
+                return Ok((
+                    Sel::ToJson {
+                        arg: Box::new(sel),
+                        ty,
+                    },
+                    format!("system.tojson({label})"),
+                    CqlType::Native(NativeType::Text),
+                ));
+            }
+            if !crate::functions::exists(fname) {
+                return Err(QueryError::invalid(format!("Unknown function '{fname}'")));
+            }
+            let mut planned = Vec::new();
+            let mut labels = Vec::new();
+            let mut types: Vec<Option<CqlType>> = Vec::new();
+            for a in args {
+                let is_term = matches!(
+                    a,
+                    Expr::Literal(_)
+                        | Expr::Bind(_)
+                        | Expr::List(_)
+                        | Expr::Set(_)
+                        | Expr::Map(_)
+                        | Expr::Tuple(_)
+                        | Expr::Udt(_)
+                        | Expr::Negate(_)
+                );
+                if is_term {
+                    planned.push(Sel::Constant(None));
+                    labels.push(literal_label(a));
+                    types.push(None);
+                } else {
+                    let (s, l, t) = plan_selector(table, a, ctx)?;
+                    planned.push(s);
+                    labels.push(l);
+                    types.push(Some(t));
+                }
+            }
+            let resolved = {
+                let arg_views: Vec<crate::functions::Arg<'_>> = args
+                    .iter()
+                    .zip(&types)
+                    .map(|(a, t)| match t {
+                        Some(t) => crate::functions::Arg::Typed(t),
+                        None => crate::functions::Arg::Term(a),
+                    })
+                    .collect();
+                crate::functions::resolve(fname, &arg_views)?
+            };
+            for (k, a) in args.iter().enumerate() {
+                if types[k].is_none() {
+                    let ty = resolved
+                        .arg_types()
+                        .get(k)
+                        .cloned()
+                        .unwrap_or(CqlType::Native(NativeType::Blob));
+                    let value = match evaluate(a, &ty, fname, ctx)? {
+                        Term::Value(v) => Some(v),
+                        _ => None,
+                    };
+                    planned[k] = Sel::Constant(value);
+                }
+            }
+            let ty = resolved.return_type().clone();
+            Ok((
+                Sel::Function {
+                    function: Box::new(resolved),
+                    args: planned,
+                    now_micros: ctx.now_micros,
+                },
+                format!("system.{fname}({})", labels.join(", ")),
+                ty,
+            ))
+        }
+        Expr::Element { collection, key } => {
+            let (sel, label, ty) = plan_selector(table, collection, ctx)?;
+            let (key_ty, out_ty) = match ty.unfrozen() {
+                CqlType::Map(k, v) => ((**k).clone(), (**v).clone()),
+                CqlType::Set(e) => ((**e).clone(), (**e).clone()),
+                CqlType::List(_) => {
+                    return Err(QueryError::invalid(format!(
+                        "Element selection is only allowed on sets and maps, but {label} is a list"
+                    )))
+                }
+                other => return Err(QueryError::invalid(format!(
+                    "Element selection is only allowed on sets and maps, but {label} is a {other}"
+                ))),
+            };
+            let key_value = match evaluate(key, &key_ty, &label, ctx)? {
+                Term::Value(v) => Some(v),
+                _ => None,
+            };
+            Ok((
+                Sel::Element {
+                    collection: Box::new(sel),
+                    ty: ty.clone(),
+                    key: key_value,
+                },
+                format!("{label}[{}]", literal_label(key)),
+                out_ty,
+            ))
+        }
+        Expr::Slice {
+            collection,
+            from,
+            to,
+        } => {
+            let (sel, label, ty) = plan_selector(table, collection, ctx)?;
+            let key_ty = match ty.unfrozen() {
+                CqlType::Map(k, _) => (**k).clone(),
+                CqlType::Set(e) => (**e).clone(),
+                _ => {
+                    return Err(QueryError::invalid(format!(
+                        "Slice selection is only allowed on sets and maps, but {label} is a list"
+                    )))
+                }
+            };
+            let bound = |e: &Option<Box<Expr>>| -> Result<Option<Vec<u8>>> {
+                Ok(match e {
+                    Some(e) => match evaluate(e, &key_ty, &label, ctx)? {
+                        Term::Value(v) => Some(v),
+                        _ => None,
+                    },
+                    None => None,
+                })
+            };
+            let (f, t) = (bound(from)?, bound(to)?);
+            let text =
+                |e: &Option<Box<Expr>>| e.as_ref().map(|e| literal_label(e)).unwrap_or_default();
+            Ok((
+                Sel::Range {
+                    collection: Box::new(sel),
+                    ty: ty.clone(),
+                    from: f,
+                    to: t,
+                },
+                format!("{label}[{}..{}]", text(from), text(to)),
+                ty,
+            ))
+        }
+        Expr::TypeHint { ty, expr } => {
+            let ty = ty
+                .resolve(&ctx.types)
+                .map_err(|e| QueryError::invalid(format!("Unknown type {}", e.0)))?;
+            let value = match evaluate(expr, &ty, "selection", ctx)? {
+                Term::Value(v) => Some(v),
+                _ => None,
+            };
+            Ok((
+                Sel::Constant(value),
+                format!("({ty}){}", literal_label(expr)),
+                ty,
+            ))
+        }
+        other => Err(QueryError::invalid(format!(
+            "Cannot infer type for term {} in selection clause (try using a cast to force a type)",
+            literal_label(other)
+        ))),
+    }
+}
+
+fn literal_label(expr: &Expr) -> String {
+    use rocksandra_cql::ast::Literal;
+    match expr {
+        Expr::Literal(Literal::String(s)) => format!("'{}'", s.replace('\'', "''")),
+        Expr::Literal(
+            Literal::Integer(s)
+            | Literal::Float(s)
+            | Literal::Uuid(s)
+            | Literal::Blob(s)
+            | Literal::Duration(s),
+        ) => s.clone(),
+        Expr::Literal(Literal::Boolean(b)) => b.to_string(),
+        Expr::Literal(Literal::Null) => "null".into(),
+        Expr::Bind(_) => "?".into(),
+        _ => "?".into(),
+    }
+}
+
+fn plan(table: &Table, select: &Select, ctx: &EvalContext<'_>) -> Result<Vec<Output>> {
+    let mut outputs = Vec::new();
+    match &select.selection {
+        Selection::Wildcard => {
+            let mut order: Vec<usize> =
+                (0..table.partition_key_count + table.clustering_count).collect();
+            let mut statics: Vec<usize> = Vec::new();
+            let mut regulars: Vec<usize> = Vec::new();
+            for (i, c) in table.columns.iter().enumerate().skip(order.len()) {
+                if c.kind == ColumnKind::Static {
+                    statics.push(i);
+                } else {
+                    regulars.push(i);
+                }
+            }
+            statics.sort_by(|a, b| {
+                table.columns[*a]
+                    .name
+                    .as_bytes()
+                    .cmp(table.columns[*b].name.as_bytes())
+            });
+            regulars.sort_by(|a, b| {
+                table.columns[*a]
+                    .name
+                    .as_bytes()
+                    .cmp(table.columns[*b].name.as_bytes())
+            });
+            order.extend(statics);
+            order.extend(regulars);
+            for i in order {
+                outputs.push(Output {
+                    sel: Sel::Column(i),
+                    name: table.columns[i].name.clone(),
+                    ty: table.columns[i].ty.clone(),
+                });
+            }
+        }
+        Selection::Selectors(selectors) => {
+            for AstSelector { expr, alias } in selectors {
+                let (sel, label, ty) = plan_selector(table, expr, ctx)?;
+                outputs.push(Output {
+                    sel,
+                    name: alias
+                        .as_ref()
+                        .map(|a| a.as_str().to_string())
+                        .unwrap_or(label),
+                    ty,
+                });
+            }
+        }
+    }
+    if select.distinct {
+        for o in &outputs {
+            let ok = match &o.sel {
+                Sel::Column(i) => matches!(
+                    table.columns[*i].kind,
+                    ColumnKind::PartitionKey | ColumnKind::Static
+                ),
+                Sel::CountStar | Sel::Token => true,
+                _ => false,
+            };
+            if !ok {
+                let name = match &o.sel {
+                    Sel::Column(i) => table.columns[*i].name.clone(),
+                    _ => o.name.clone(),
+                };
+                return Err(QueryError::invalid(format!(
+                    "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {name})"
+                )));
+            }
+        }
+        let selected: Vec<usize> = outputs
+            .iter()
+            .filter_map(|o| match o.sel {
+                Sel::Column(i) if i < table.partition_key_count => Some(i),
+                _ => None,
+            })
+            .collect();
+        if selected.len() != table.partition_key_count {
+            let missing: Vec<&str> = table
+                .partition_key()
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !selected.contains(i))
+                .map(|(_, c)| c.name.as_str())
+                .collect();
+            return Err(QueryError::invalid(format!(
+                "SELECT DISTINCT queries must request all the partition key columns (missing {})",
+                missing.join(", ")
+            )));
+        }
+    }
+    Ok(outputs)
+}
+
+fn specs(table: &Table, outputs: &[Output]) -> Vec<ColumnSpec> {
+    outputs
+        .iter()
+        .map(|o| ColumnSpec {
+            table: TableSpec {
+                keyspace: table.keyspace.clone(),
+                table: table.name.clone(),
+            },
+            name: o.name.clone(),
+            cql_type: o.ty.clone(),
+        })
+        .collect()
+}
+
+fn eval_context<'a>(
+    executor: &Executor,
+    schema: &'a Schema,
+    keyspace: &'a str,
+    values: &'a [rocksandra_wire::Value],
+    random: &'a dyn Fn() -> u64,
+) -> EvalContext<'a> {
+    EvalContext {
+        binds: values,
+        now_micros: executor.now_micros(),
+        keyspace,
+        types: crate::schema::KeyspaceTypes(
+            schema
+                .keyspace(keyspace)
+                .map(|k| k.types.as_slice())
+                .unwrap_or(&[]),
+        ),
+        random,
+    }
+}
+
+/// Result columns of a SELECT, for PREPARE.
+pub fn result_specs(
+    executor: &Executor,
+    schema: &Schema,
+    select: &Select,
+    session_ks: Option<&str>,
+) -> Result<Vec<ColumnSpec>> {
+    let keyspace = crate::ddl::keyspace_of(&select.table, session_ks)?;
+    let table = lookup_table(schema, keyspace, select.table.name.as_str())?;
+    let random = executor.env.random.clone();
+    let ctx = eval_context(executor, schema, keyspace, &[], &*random);
+    if select.json {
+        return Ok(vec![ColumnSpec {
+            table: TableSpec {
+                keyspace: table.keyspace.clone(),
+                table: table.name.clone(),
+            },
+            name: "[json]".into(),
+            cql_type: CqlType::Native(NativeType::Text),
+        }]);
+    }
+    // Bind markers are not known at PREPARE: selectors with terms fall back
+    // to the types their functions declare.
+    Ok(plan(table, select, &ctx)
+        .map(|o| specs(table, &o))
+        .unwrap_or_default())
+}
+
+fn limit_value(expr: &Option<Expr>, name: &str, ctx: &EvalContext<'_>) -> Result<Option<usize>> {
+    let Some(e) = expr else { return Ok(None) };
+    let int = CqlType::Native(NativeType::Int);
+    match evaluate(e, &int, name, ctx)? {
+        Term::Value(b) => match Value::deserialize(&int, &b)? {
+            Value::Int(n) if n > 0 => Ok(Some(n as usize)),
+            Value::Int(_) => Err(QueryError::invalid(format!(
+                "{} must be strictly positive",
+                if name == "[limit]" {
+                    "LIMIT"
+                } else {
+                    "PER PARTITION LIMIT"
+                }
+            ))),
+            _ => Ok(None),
+        },
+        Term::Null => Err(QueryError::invalid("Invalid null value of limit")),
+        Term::Unset => Ok(None),
+    }
+}
+
+/// Paging position.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct PagingState {
+    rows_so_far: u64,
+    partition_index: u32,
+    position: Option<Position>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct Position {
+    partition: Vec<u8>,
+    clustering: Option<Vec<Vec<u8>>>,
+    rows_in_partition: u32,
+}
+
+impl PagingState {
+    fn encode(&self) -> Bytes {
+        let mut out = vec![1u8];
+        out.extend_from_slice(&self.rows_so_far.to_be_bytes());
+        out.extend_from_slice(&self.partition_index.to_be_bytes());
+        if let Some(p) = &self.position {
+            out.extend_from_slice(&(p.partition.len() as u32).to_be_bytes());
+            out.extend_from_slice(&p.partition);
+            match &p.clustering {
+                None => out.push(0),
+                Some(c) => {
+                    out.push(1);
+                    out.extend_from_slice(&(c.len() as u16).to_be_bytes());
+                    for v in c {
+                        out.extend_from_slice(&(v.len() as u32).to_be_bytes());
+                        out.extend_from_slice(v);
+                    }
+                }
+            }
+            out.extend_from_slice(&p.rows_in_partition.to_be_bytes());
+        }
+        Bytes::from(out)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<PagingState> {
+        let bad = || QueryError::Syntax("Invalid value for the paging state".into()).to_protocol();
+        let mut r = bytes;
+        let mut take = |n: usize| -> Result<Vec<u8>> {
+            if r.len() < n {
+                return Err(bad());
+            }
+            let (a, b) = r.split_at(n);
+            r = b;
+            Ok(a.to_vec())
+        };
+        if take(1)? != [1] {
+            return Err(bad());
+        }
+        let rows_so_far = u64::from_be_bytes(take(8)?.try_into().map_err(|_| bad())?);
+        let partition_index = u32::from_be_bytes(take(4)?.try_into().map_err(|_| bad())?);
+        let mut state = PagingState {
+            rows_so_far,
+            partition_index,
+            position: None,
+        };
+        let Ok(len) = take(4) else { return Ok(state) };
+        let len = u32::from_be_bytes(len.try_into().map_err(|_| bad())?) as usize;
+        let partition = take(len)?;
+        let clustering = match take(1)?.first() {
+            Some(0) => None,
+            Some(1) => {
+                let n = u16::from_be_bytes(take(2)?.try_into().map_err(|_| bad())?);
+                let mut c = Vec::new();
+                for _ in 0..n {
+                    let l = u32::from_be_bytes(take(4)?.try_into().map_err(|_| bad())?) as usize;
+                    c.push(take(l)?);
+                }
+                Some(c)
+            }
+            _ => return Err(bad()),
+        };
+        let rows_in_partition = u32::from_be_bytes(take(4)?.try_into().map_err(|_| bad())?);
+        state.position = Some(Position {
+            partition,
+            clustering,
+            rows_in_partition,
+        });
+        Ok(state)
+    }
+}
+
+trait ToProtocol {
+    fn to_protocol(self) -> QueryError;
+}
+
+impl ToProtocol for QueryError {
+    fn to_protocol(self) -> QueryError {
+        // Cassandra answers a corrupt paging state with a protocol error; the
+        // closest class here that keeps the connection open is Invalid.
+        QueryError::Invalid(self.to_string())
+    }
+}
+
+/// Restricts slices to what comes after `last` in read order.
+fn slices_after(table: &Table, slices: &[Slice], last: &[Vec<u8>], reversed: bool) -> Vec<Slice> {
+    let mut out = Vec::new();
+    for s in slices {
+        if !reversed {
+            // Keep the part of the slice after `last`.
+            let end = &s.end;
+            if !end.prefix.is_empty() {
+                let o = compare_prefix(
+                    table,
+                    &last[..end.prefix.len().min(last.len())],
+                    &end.prefix,
+                );
+                if o == std::cmp::Ordering::Greater
+                    || (o == std::cmp::Ordering::Equal
+                        && last.len() == end.prefix.len()
+                        && !end.inclusive)
+                {
+                    continue;
+                }
+            }
+            let start_before = s.start.prefix.is_empty()
+                || compare_prefix(
+                    table,
+                    &s.start.prefix,
+                    &last[..s.start.prefix.len().min(last.len())],
+                ) != std::cmp::Ordering::Greater;
+            if start_before {
+                out.push(Slice {
+                    start: ClusteringBound {
+                        prefix: last.to_vec(),
+                        inclusive: false,
+                    },
+                    end: s.end.clone(),
+                });
+            } else {
+                out.push(s.clone());
+            }
+        } else {
+            let start = &s.start;
+            if !start.prefix.is_empty() {
+                let o = compare_prefix(
+                    table,
+                    &last[..start.prefix.len().min(last.len())],
+                    &start.prefix,
+                );
+                if o == std::cmp::Ordering::Less
+                    || (o == std::cmp::Ordering::Equal
+                        && last.len() == start.prefix.len()
+                        && !start.inclusive)
+                {
+                    continue;
+                }
+            }
+            let end_after = s.end.prefix.is_empty()
+                || compare_prefix(
+                    table,
+                    &s.end.prefix,
+                    &last[..s.end.prefix.len().min(last.len())],
+                ) != std::cmp::Ordering::Less;
+            if end_after {
+                out.push(Slice {
+                    start: s.start.clone(),
+                    end: ClusteringBound {
+                        prefix: last.to_vec(),
+                        inclusive: false,
+                    },
+                });
+            } else {
+                out.push(s.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Reads rows in query order, page by page, applying filters and limits.
+struct Reader<'a> {
+    executor: &'a Executor,
+    table: &'a Table,
+    restrictions: &'a Restrictions,
+    reversed: bool,
+    distinct: bool,
+    per_partition_limit: usize,
+    include_static_only: bool,
+    request: &'a Request,
+    schema: &'a Schema,
+}
+
+impl Reader<'_> {
+    /// Reads up to `want` rows after `state`, returning them and the state
+    /// after the last one (None when the data is exhausted).
+    fn read(&self, state: &PagingState, want: usize) -> Result<(Vec<CqlRow>, Option<PagingState>)> {
+        if self.table.is_virtual {
+            return self.read_virtual(state, want);
+        }
+        match &self.restrictions.partition {
+            PartitionSelection::Keys(keys) => self.read_keys(keys, state, want),
+            PartitionSelection::Tokens { start, end } => self.read_range(*start, *end, state, want),
+        }
+    }
+
+    fn accept(&self, row: &CqlRow) -> Result<bool> {
+        row_matches(self.table, row, &self.restrictions.filters)
+    }
+
+    fn read_virtual(
+        &self,
+        state: &PagingState,
+        want: usize,
+    ) -> Result<(Vec<CqlRow>, Option<PagingState>)> {
+        let node = self.executor.node();
+        let all = crate::system::rows(self.table, self.schema, &node);
+        let mut rows = Vec::new();
+        let mut index = state.partition_index as usize;
+        let mut per_partition: Vec<(Vec<u8>, usize)> = Vec::new();
+        while index < all.len() && rows.len() < want {
+            let values = &all[index];
+            index += 1;
+            let pk: Vec<Vec<u8>> = values[..self.table.partition_key_count]
+                .iter()
+                .map(|v| v.clone().unwrap_or_default())
+                .collect();
+            let key = partition_key_bytes(&pk);
+            let clustering: Vec<Vec<u8>> = values[self.table.partition_key_count
+                ..self.table.partition_key_count + self.table.clustering_count]
+                .iter()
+                .map(|v| v.clone().unwrap_or_default())
+                .collect();
+            let row = CqlRow {
+                partition: PartitionKey::new(key.clone()),
+                clustering: Some(clustering.clone()),
+                columns: values
+                    .iter()
+                    .map(|v| crate::rows::ColumnValue {
+                        value: v.clone(),
+                        writetimes: Vec::new(),
+                        ttls: Vec::new(),
+                    })
+                    .collect(),
+            };
+            if let PartitionSelection::Keys(keys) = &self.restrictions.partition {
+                if !keys.contains(&pk) {
+                    continue;
+                }
+            }
+            if self.restrictions.clustering_restricted
+                && !self
+                    .restrictions
+                    .slices
+                    .iter()
+                    .any(|s| in_slice(self.table, &clustering, s))
+            {
+                continue;
+            }
+            if !self.accept(&row)? {
+                continue;
+            }
+            let count = match per_partition.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, n)) => {
+                    *n += 1;
+                    *n
+                }
+                None => {
+                    per_partition.push((key.clone(), 1));
+                    1
+                }
+            };
+            if self.per_partition_limit > 0 && count > self.per_partition_limit {
+                continue;
+            }
+            rows.push(row);
+        }
+        let next = (index < all.len() || rows.len() >= want).then_some(PagingState {
+            rows_so_far: 0,
+            partition_index: index as u32,
+            position: None,
+        });
+        Ok((rows, next))
+    }
+
+    fn partition_read(&self, key: &[u8], slices: Vec<Slice>, limit: usize) -> Result<Vec<CqlRow>> {
+        let read = PartitionRead {
+            table: self.table.storage_id,
+            partition: PartitionKey::new(key.to_vec()),
+            slices,
+            reversed: self.reversed,
+            include_static: true,
+            row_limit: limit,
+        };
+        let partition = self
+            .executor
+            .engine
+            .read_partition(&read, self.executor.local_now(self.request))?;
+        partition_rows(
+            self.table,
+            &partition,
+            self.executor.local_now(self.request),
+            self.include_static_only,
+        )
+    }
+
+    fn read_keys(
+        &self,
+        keys: &[Vec<Vec<u8>>],
+        state: &PagingState,
+        want: usize,
+    ) -> Result<(Vec<CqlRow>, Option<PagingState>)> {
+        let mut rows = Vec::new();
+        let mut index = state.partition_index as usize;
+        let mut position = state.position.clone();
+        while index < keys.len() {
+            let key = partition_key_bytes(&keys[index]);
+            let mut in_partition = 0usize;
+            let mut slices = self.restrictions.slices.clone();
+            if let Some(p) = &position {
+                if p.partition == key {
+                    in_partition = p.rows_in_partition as usize;
+                    match &p.clustering {
+                        Some(c) => slices = slices_after(self.table, &slices, c, self.reversed),
+                        None => {
+                            // The static-only row was returned: nothing more here.
+                            index += 1;
+                            position = None;
+                            continue;
+                        }
+                    }
+                }
+            }
+            position = None;
+            loop {
+                let remaining_pp = if self.per_partition_limit > 0 {
+                    self.per_partition_limit.saturating_sub(in_partition)
+                } else {
+                    usize::MAX
+                };
+                if remaining_pp == 0 || slices.is_empty() {
+                    break;
+                }
+                let batch = (want - rows.len())
+                    .min(READ_BATCH_ROWS)
+                    .min(remaining_pp)
+                    .max(1);
+                let filtering = !self.restrictions.filters.is_empty();
+                let limit = if filtering { READ_BATCH_ROWS } else { batch };
+                let got = self.partition_read(&key, slices.clone(), limit)?;
+                let exhausted = got.len() < limit || got.iter().any(|r| r.clustering.is_none());
+                let mut last: Option<Vec<Vec<u8>>> = None;
+                for row in got {
+                    last = row.clustering.clone();
+                    if !self.accept(&row)? {
+                        continue;
+                    }
+                    in_partition += 1;
+                    let static_only = row.clustering.is_none();
+                    rows.push(row);
+                    if rows.len() >= want
+                        || (self.per_partition_limit > 0
+                            && in_partition >= self.per_partition_limit)
+                    {
+                        let done_partition = static_only
+                            || (self.per_partition_limit > 0
+                                && in_partition >= self.per_partition_limit);
+                        if rows.len() >= want {
+                            let next = if done_partition {
+                                PagingState {
+                                    rows_so_far: 0,
+                                    partition_index: (index + 1) as u32,
+                                    position: None,
+                                }
+                            } else {
+                                PagingState {
+                                    rows_so_far: 0,
+                                    partition_index: index as u32,
+                                    position: Some(Position {
+                                        partition: key.clone(),
+                                        clustering: rows.last().and_then(|r| r.clustering.clone()),
+                                        rows_in_partition: in_partition as u32,
+                                    }),
+                                }
+                            };
+                            return Ok((rows, Some(next)));
+                        }
+                        break;
+                    }
+                }
+                if exhausted {
+                    break;
+                }
+                match last {
+                    Some(c) => slices = slices_after(self.table, &slices, &c, self.reversed),
+                    None => break,
+                }
+            }
+            index += 1;
+        }
+        Ok((rows, None))
+    }
+
+    fn read_range(
+        &self,
+        start: Option<(Token, bool)>,
+        end: Option<(Token, bool)>,
+        state: &PagingState,
+        want: usize,
+    ) -> Result<(Vec<CqlRow>, Option<PagingState>)> {
+        let token_start = match start {
+            None => Token(i64::MIN),
+            Some((t, true)) => t,
+            Some((t, false)) => {
+                if t.0 == i64::MAX {
+                    return Ok((Vec::new(), None));
+                }
+                Token(t.0 + 1)
+            }
+        };
+        let token_end = match end {
+            None => Token(i64::MAX),
+            Some((t, true)) => t,
+            Some((t, false)) => {
+                if t.0 == i64::MIN {
+                    return Ok((Vec::new(), None));
+                }
+                Token(t.0 - 1)
+            }
+        };
+        if token_start > token_end {
+            return Ok((Vec::new(), None));
+        }
+        let mut resume = state.position.as_ref().map(|p| ScanPosition {
+            partition: PartitionKey::new(p.partition.clone()),
+            clustering: p.clustering.clone(),
+            rows_returned_in_partition: p.rows_in_partition as usize,
+        });
+        let mut rows: Vec<CqlRow> = Vec::new();
+        let now = self.executor.local_now(self.request);
+        let filtering =
+            !self.restrictions.filters.is_empty() || self.restrictions.clustering_restricted;
+        loop {
+            let batch = if filtering {
+                READ_BATCH_ROWS
+            } else {
+                (want - rows.len()).clamp(1, READ_BATCH_ROWS)
+            };
+            let scan = RangeScan {
+                table: self.table.storage_id,
+                token_start,
+                token_end,
+                resume_after: resume.clone(),
+                include_static: true,
+                per_partition_limit: if self.distinct {
+                    1
+                } else {
+                    self.per_partition_limit
+                },
+                row_limit: batch,
+            };
+            let page = self.executor.engine.scan(&scan, now)?;
+            let next = page.next.clone();
+            for partition in &page.partitions {
+                let mut prows =
+                    partition_rows(self.table, partition, now, self.include_static_only)?;
+                if self.distinct {
+                    if prows.is_empty() {
+                        if let Some(s) = &partition.static_row {
+                            if s.exists() {
+                                prows = partition_rows(self.table, partition, now, true)?;
+                            }
+                        }
+                    }
+                    prows.truncate(1);
+                    if let Some(r) = prows.first_mut() {
+                        r.clustering = None;
+                    }
+                }
+                let partition_starts_fresh = resume
+                    .as_ref()
+                    .map(|r| r.partition != partition.key)
+                    .unwrap_or(true);
+                let mut in_partition = if partition_starts_fresh {
+                    0
+                } else {
+                    resume
+                        .as_ref()
+                        .map(|r| r.rows_returned_in_partition)
+                        .unwrap_or(0)
+                };
+                for row in prows {
+                    if self.restrictions.clustering_restricted {
+                        match &row.clustering {
+                            Some(c)
+                                if self
+                                    .restrictions
+                                    .slices
+                                    .iter()
+                                    .any(|s| in_slice(self.table, c, s)) => {}
+                            _ => continue,
+                        }
+                    }
+                    if !self.accept(&row)? {
+                        continue;
+                    }
+                    if self.per_partition_limit > 0 && in_partition >= self.per_partition_limit {
+                        continue;
+                    }
+                    in_partition += 1;
+                    rows.push(row);
+                    if rows.len() >= want {
+                        let last = rows
+                            .last()
+                            .map(|r| (r.partition.key.clone(), r.clustering.clone()));
+                        let (pk, clustering) = last.unwrap_or_default();
+                        // DISTINCT and static-only rows end their partition.
+                        let position = Position {
+                            partition: pk,
+                            clustering: if self.distinct { None } else { clustering },
+                            rows_in_partition: in_partition as u32,
+                        };
+                        // A full page always carries a paging state, as in
+                        // Cassandra, even when the data ends exactly here.
+                        let state = PagingState {
+                            rows_so_far: 0,
+                            partition_index: 0,
+                            position: Some(position),
+                        };
+                        return Ok((rows, Some(state)));
+                    }
+                }
+            }
+            match next {
+                Some(n) => resume = Some(n),
+                None => return Ok((rows, None)),
+            }
+        }
+    }
+}
+
+fn in_slice(table: &Table, clustering: &[Vec<u8>], slice: &Slice) -> bool {
+    use std::cmp::Ordering;
+    let start = &slice.start;
+    if !start.prefix.is_empty() {
+        let n = start.prefix.len().min(clustering.len());
+        let o = compare_prefix(table, &clustering[..n], &start.prefix);
+        if o == Ordering::Less || (o == Ordering::Equal && !start.inclusive) {
+            return false;
+        }
+    }
+    let end = &slice.end;
+    if !end.prefix.is_empty() {
+        let n = end.prefix.len().min(clustering.len());
+        let o = compare_prefix(table, &clustering[..n], &end.prefix);
+        if o == Ordering::Greater || (o == Ordering::Equal && !end.inclusive) {
+            return false;
+        }
+    }
+    true
+}
+
+pub fn execute(
+    executor: &Executor,
+    select: &Select,
+    request: &Request,
+    values: &[rocksandra_wire::Value],
+) -> Result<Outcome> {
+    let schema = executor.schema();
+    let keyspace = crate::ddl::keyspace_of(&select.table, request.keyspace.as_deref())?;
+    let table = lookup_table(&schema, keyspace, select.table.name.as_str())?.clone();
+    let random = executor.env.random.clone();
+    let ctx = eval_context(executor, &schema, keyspace, values, &*random);
+    let outputs = plan(&table, select, &ctx)?;
+    let restrictions = analyze(&table, &select.where_clause, &ctx)?;
+    if let (Some(e), false) = (&restrictions.clustering_error, select.allow_filtering) {
+        return Err(e.clone());
+    }
+    if restrictions.needs_filtering && !select.allow_filtering && !table.is_virtual {
+        let only_clustering_filter = false;
+        if !only_clustering_filter {
+            return Err(QueryError::invalid(
+                "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING",
+            ));
+        }
+    }
+    if select.distinct && restrictions.clustering_restricted {
+        return Err(QueryError::invalid(
+            "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.",
+        ));
+    }
+    let mut group_columns: Vec<usize> = Vec::new();
+    for (k, e) in select.group_by.iter().enumerate() {
+        let column = match e {
+            Expr::Column(c) => table.column_index(c.as_str()),
+            _ => None,
+        };
+        match column {
+            Some(i) if i == k && table.columns[i].kind.is_primary_key() => group_columns.push(i),
+            Some(_) => {
+                return Err(QueryError::invalid(
+                    "Group by currently only support groups of columns following their declared order in the PRIMARY KEY",
+                ))
+            }
+            None => {
+                return Err(QueryError::invalid(format!(
+                    "Undefined column name {} in table {}",
+                    literal_label(e),
+                    crate::ddl::display_name(&table.keyspace, &table.name)
+                )))
+            }
+        }
+    }
+    if !group_columns.is_empty() && group_columns.len() < table.partition_key_count {
+        return Err(QueryError::invalid(
+            "Group by is not supported on only a part of the partition key",
+        ));
+    }
+    // ORDER BY.
+    let mut reversed = false;
+    if !select.order_by.is_empty() {
+        if !matches!(restrictions.partition, PartitionSelection::Keys(_)) {
+            return Err(QueryError::invalid(
+                "ORDER BY is only supported when the partition key is restricted by an EQ or an IN.",
+            ));
+        }
+        let mut direction: Option<bool> = None;
+        for (k, o) in select.order_by.iter().enumerate() {
+            let Some(column) = table.column(o.column.as_str()) else {
+                return Err(QueryError::invalid(format!(
+                    "Order by on unknown column {}",
+                    o.column.as_str()
+                )));
+            };
+            if column.kind != ColumnKind::Clustering {
+                return Err(QueryError::invalid(format!(
+                    "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {}",
+                    column.name
+                )));
+            }
+            if column.position != k {
+                return Err(QueryError::invalid(
+                    "Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY",
+                ));
+            }
+            let desc = match &o.kind {
+                OrderingKind::Asc => false,
+                OrderingKind::Desc => true,
+                OrderingKind::Ann(_) => {
+                    return Err(QueryError::invalid(
+                        "ANN ordering requires a storage-attached index",
+                    ))
+                }
+            };
+            let rev = desc != column.descending;
+            if let Some(d) = direction {
+                if d != rev {
+                    return Err(QueryError::invalid("Unsupported order by relation"));
+                }
+            }
+            direction = Some(rev);
+        }
+        reversed = direction.unwrap_or(false);
+        if let PartitionSelection::Keys(keys) = &restrictions.partition {
+            if keys.len() > 1 && request.page_size.is_some() {
+                return Err(QueryError::invalid(
+                    "Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query",
+                ));
+            }
+        }
+    }
+    let limit = limit_value(&select.limit, "[limit]", &ctx)?;
+    let per_partition_limit =
+        limit_value(&select.per_partition_limit, "[per_partition_limit]", &ctx)?;
+    let grouped = !group_columns.is_empty();
+    let aggregate = grouped || outputs.iter().any(|o| is_aggregate(&o.sel));
+    let mut warnings = Vec::new();
+    if aggregate {
+        match &restrictions.partition {
+            PartitionSelection::Keys(keys) if keys.len() > 1 => warnings.push(
+                "Aggregation query used on multiple partition keys (IN restriction)".to_string(),
+            ),
+            PartitionSelection::Keys(_) => {}
+            PartitionSelection::Tokens { .. } if !table.is_virtual => {
+                warnings.push("Aggregation query used without partition key".to_string())
+            }
+            PartitionSelection::Tokens { .. } => {}
+        }
+    }
+    let reader = Reader {
+        executor,
+        table: &table,
+        restrictions: &restrictions,
+        reversed,
+        distinct: select.distinct,
+        per_partition_limit: if select.distinct {
+            1
+        } else {
+            per_partition_limit.unwrap_or(0)
+        },
+        include_static_only: !restrictions.clustering_restricted
+            && restrictions
+                .filters
+                .iter()
+                .all(|f| table.columns[f.column].kind != ColumnKind::Regular),
+        request,
+        schema: &schema,
+    };
+    let state = match &request.paging_state {
+        Some(b) if !aggregate || grouped => PagingState::decode(b)?,
+        _ => PagingState::default(),
+    };
+    let already = state.rows_so_far as usize;
+    let remaining_limit = limit.map(|l| l.saturating_sub(already));
+    let page_size = if aggregate {
+        None
+    } else {
+        request.page_size.filter(|p| *p > 0)
+    };
+    let want = match (page_size, remaining_limit) {
+        (Some(p), Some(l)) => p.min(l),
+        (Some(p), None) => p,
+        (None, Some(l)) => l,
+        (None, None) => UNPAGED_ROWS_MAX,
+    };
+    let (mut rows, mut next) = if want == 0 {
+        (Vec::new(), None)
+    } else {
+        let start = if grouped {
+            PagingState::default()
+        } else {
+            state.clone()
+        };
+        reader.read(&start, if aggregate { usize::MAX } else { want })?
+    };
+    // Multi-partition IN with ORDER BY: sort across partitions.
+    if !select.order_by.is_empty() {
+        if let PartitionSelection::Keys(keys) = &restrictions.partition {
+            if keys.len() > 1 {
+                rows.sort_by(|a, b| {
+                    let o = compare_prefix(
+                        &table,
+                        a.clustering.as_deref().unwrap_or(&[]),
+                        b.clustering.as_deref().unwrap_or(&[]),
+                    );
+                    if reversed {
+                        o.reverse()
+                    } else {
+                        o
+                    }
+                });
+            }
+        }
+    }
+    if rows.len() > UNPAGED_ROWS_MAX {
+        return Err(QueryError::invalid(format!(
+            "Query returned more than {UNPAGED_ROWS_MAX} rows without paging"
+        )));
+    }
+    let returned = already + rows.len();
+    if let (Some(l), Some(_)) = (limit, &next) {
+        if returned >= l {
+            next = None;
+        }
+    }
+    if page_size.is_none() {
+        next = None;
+    }
+    let node_now = executor.local_now(request);
+    let mut group_state: Option<PagingState> = None;
+    let result_rows: Vec<Vec<Option<Bytes>>> = if grouped {
+        // Groups are consecutive rows with equal grouping columns; pages
+        // and LIMIT count groups.
+        let mut groups: Vec<&[CqlRow]> = Vec::new();
+        let mut start = 0;
+        for i in 1..=rows.len() {
+            let boundary = i == rows.len()
+                || group_columns
+                    .iter()
+                    .any(|c| rows[i].columns[*c].value != rows[start].columns[*c].value);
+            if boundary {
+                groups.push(&rows[start..i]);
+                start = i;
+            }
+        }
+        let offset = (state.partition_index as usize).min(groups.len());
+        let mut take = groups.len() - offset;
+        if let Some(l) = remaining_limit {
+            take = take.min(l);
+        }
+        let group_page = request.page_size.filter(|p| *p > 0);
+        if let Some(p) = group_page {
+            if take >= p {
+                take = p;
+                let total = already + take;
+                if limit.is_none_or(|l| total < l) {
+                    group_state = Some(PagingState {
+                        rows_so_far: total as u64,
+                        partition_index: (offset + take) as u32,
+                        position: None,
+                    });
+                }
+            }
+        }
+        groups[offset..offset + take]
+            .iter()
+            .map(|g| aggregate_row(&table, &outputs, g, node_now))
+            .collect::<Result<_>>()?
+    } else if aggregate {
+        vec![aggregate_row(&table, &outputs, &rows, node_now)?]
+    } else {
+        rows.iter()
+            .map(|r| {
+                outputs
+                    .iter()
+                    .map(|o| eval_sel(&table, &o.sel, r).map(|v| v.map(Bytes::from)))
+                    .collect()
+            })
+            .collect::<Result<_>>()?
+    };
+    let result_rows = if select.json {
+        json_rows(&outputs, result_rows)?
+    } else {
+        result_rows
+    };
+    let specs = if select.json {
+        vec![ColumnSpec {
+            table: TableSpec {
+                keyspace: table.keyspace.clone(),
+                table: table.name.clone(),
+            },
+            name: "[json]".into(),
+            cql_type: CqlType::Native(NativeType::Text),
+        }]
+    } else {
+        specs(&table, &outputs)
+    };
+    let paging_state = if grouped {
+        group_state.map(|s| s.encode())
+    } else {
+        next.map(|mut s| {
+            s.rows_so_far = returned as u64;
+            s.encode()
+        })
+    };
+    let _ = metadata_id;
+    let mut outcome = Outcome::rows(Rows {
+        metadata: RowsMetadata {
+            columns: if request.skip_metadata {
+                ColumnsMetadata::NoMetadata {
+                    column_count: specs.len() as u32,
+                }
+            } else {
+                ColumnsMetadata::Specs(specs)
+            },
+            paging_state,
+            new_metadata_id: None,
+        },
+        rows: result_rows,
+    });
+    outcome.warnings = warnings;
+    Ok(outcome)
+}
+
+fn json_rows(outputs: &[Output], rows: Vec<Vec<Option<Bytes>>>) -> Result<Vec<Vec<Option<Bytes>>>> {
+    let mut out = Vec::new();
+    for row in rows {
+        let mut fields = Vec::new();
+        for (o, v) in outputs.iter().zip(row) {
+            let name = if o.name.chars().any(|c| c.is_ascii_uppercase()) {
+                format!("\"\\\"{}\\\"\"", o.name)
+            } else {
+                format!("\"{}\"", o.name)
+            };
+            let value = match v {
+                None => "null".to_string(),
+                Some(b) => Value::deserialize(&o.ty, &b)?.to_json(&o.ty),
+            };
+            fields.push(format!("{name}: {value}"));
+        }
+        out.push(vec![Some(Bytes::from(format!(
+            "{{{}}}",
+            fields.join(", ")
+        )))]);
+    }
+    Ok(out)
+}
+
+fn eval_sel(table: &Table, sel: &Sel, row: &CqlRow) -> Result<Option<Vec<u8>>> {
+    Ok(match sel {
+        Sel::Column(i) => row.columns[*i].value.clone(),
+        Sel::WriteTime { column, max } => {
+            let c = &row.columns[*column];
+            if c.value.is_none() {
+                None
+            } else if table.columns[*column].ty.is_multi_cell() && !max {
+                Some(
+                    Value::List(c.writetimes.iter().map(|t| Value::Bigint(*t)).collect())
+                        .to_bytes(),
+                )
+            } else {
+                c.writetimes.iter().max().map(|t| t.to_be_bytes().to_vec())
+            }
+        }
+        Sel::Ttl(column) => {
+            let c = &row.columns[*column];
+            if c.value.is_none() {
+                None
+            } else if table.columns[*column].ty.is_multi_cell() {
+                Some(
+                    Value::List(
+                        c.ttls
+                            .iter()
+                            .map(|t| t.map(Value::Int).unwrap_or(Value::Int(0)))
+                            .collect(),
+                    )
+                    .to_bytes(),
+                )
+            } else {
+                c.ttls
+                    .first()
+                    .copied()
+                    .flatten()
+                    .map(|t| t.to_be_bytes().to_vec())
+            }
+        }
+        Sel::Token => Some(row.partition.token.0.to_be_bytes().to_vec()),
+        Sel::Field { udt, index } => {
+            let Some(bytes) = eval_sel(table, udt, row)? else {
+                return Ok(None);
+            };
+            udt_field(&bytes, *index)
+        }
+        Sel::Cast { arg, from, to } => {
+            let v = eval_sel(table, arg, row)?;
+            crate::functions::cast(v.as_deref(), from, to)?
+        }
+        Sel::Function {
+            function,
+            args,
+            now_micros,
+        } => {
+            let mut values = Vec::new();
+            for a in args {
+                values.push(eval_sel(table, a, row)?);
+            }
+            let random = || 0x5eed_u64;
+            function.call(
+                &values,
+                &crate::functions::CallContext {
+                    now_micros: *now_micros,
+                    random: &random,
+                },
+            )?
+        }
+        Sel::Constant(v) => v.clone(),
+        Sel::ToJson { arg, ty } => Some(
+            match eval_sel(table, arg, row)? {
+                Some(b) => Value::deserialize(ty, &b)?.to_json(ty),
+                None => "null".to_string(),
+            }
+            .into_bytes(),
+        ),
+        Sel::Element {
+            collection,
+            ty,
+            key,
+        } => {
+            let (Some(bytes), Some(key)) = (eval_sel(table, collection, row)?, key) else {
+                return Ok(None);
+            };
+            match (ty.unfrozen(), Value::deserialize(ty, &bytes)?) {
+                (CqlType::Map(kt, _), Value::Map(entries)) => entries
+                    .into_iter()
+                    .find(|(k, _)| {
+                        rocksandra_data::value::compare(kt, &k.to_bytes(), key)
+                            == std::cmp::Ordering::Equal
+                    })
+                    .map(|(_, v)| v.to_bytes()),
+                (CqlType::Set(et), Value::Set(items)) => items
+                    .into_iter()
+                    .find(|v| {
+                        rocksandra_data::value::compare(et, &v.to_bytes(), key)
+                            == std::cmp::Ordering::Equal
+                    })
+                    .map(|v| v.to_bytes()),
+                _ => None,
+            }
+        }
+        Sel::Range {
+            collection,
+            ty,
+            from,
+            to,
+        } => {
+            let Some(bytes) = eval_sel(table, collection, row)? else {
+                return Ok(None);
+            };
+            let in_range = |kt: &CqlType, k: &[u8]| {
+                from.as_ref().is_none_or(|f| {
+                    rocksandra_data::value::compare(kt, k, f) != std::cmp::Ordering::Less
+                }) && to.as_ref().is_none_or(|t| {
+                    rocksandra_data::value::compare(kt, k, t) != std::cmp::Ordering::Greater
+                })
+            };
+            match (ty.unfrozen(), Value::deserialize(ty, &bytes)?) {
+                (CqlType::Map(kt, _), Value::Map(entries)) => Some(
+                    Value::Map(
+                        entries
+                            .into_iter()
+                            .filter(|(k, _)| in_range(kt, &k.to_bytes()))
+                            .collect(),
+                    )
+                    .to_bytes(),
+                ),
+                (CqlType::Set(et), Value::Set(items)) => Some(
+                    Value::Set(
+                        items
+                            .into_iter()
+                            .filter(|v| in_range(et, &v.to_bytes()))
+                            .collect(),
+                    )
+                    .to_bytes(),
+                ),
+                _ => None,
+            }
+        }
+        Sel::CountStar | Sel::Aggregate { .. } => None,
+    })
+}
+
+fn udt_field(bytes: &[u8], index: usize) -> Option<Vec<u8>> {
+    let mut r = bytes;
+    for i in 0..=index {
+        if r.len() < 4 {
+            return None;
+        }
+        let len = i32::from_be_bytes([r[0], r[1], r[2], r[3]]);
+        r = &r[4..];
+        if len < 0 {
+            if i == index {
+                return None;
+            }
+            continue;
+        }
+        let len = len as usize;
+        if r.len() < len {
+            return None;
+        }
+        if i == index {
+            return Some(r[..len].to_vec());
+        }
+        r = &r[len..];
+    }
+    None
+}
+
+fn aggregate_row(
+    table: &Table,
+    outputs: &[Output],
+    rows: &[CqlRow],
+    _now: rocksandra_data::LocalTime,
+) -> Result<Vec<Option<Bytes>>> {
+    let mut out = Vec::new();
+    for o in outputs {
+        let v = aggregate_value(table, &o.sel, rows)?;
+        out.push(v.map(Bytes::from));
+    }
+    Ok(out)
+}
+
+fn aggregate_value(table: &Table, sel: &Sel, rows: &[CqlRow]) -> Result<Option<Vec<u8>>> {
+    match sel {
+        Sel::CountStar => Ok(Some((rows.len() as i64).to_be_bytes().to_vec())),
+        Sel::Aggregate { function, arg, ty } => {
+            let mut values = Vec::new();
+            for r in rows {
+                if let Some(v) = eval_sel(table, arg, r)? {
+                    values.push(v);
+                }
+            }
+            match function {
+                Aggregate::Count => Ok(Some((values.len() as i64).to_be_bytes().to_vec())),
+                Aggregate::Min => Ok(values
+                    .into_iter()
+                    .min_by(|a, b| rocksandra_data::value::compare(ty, a, b))),
+                Aggregate::Max => Ok(values
+                    .into_iter()
+                    .max_by(|a, b| rocksandra_data::value::compare(ty, a, b))),
+                Aggregate::Sum | Aggregate::Avg => {
+                    numeric_aggregate(*function, ty, &values).map(Some)
+                }
+            }
+        }
+        other => Ok(match rows.first() {
+            Some(r) => eval_sel(table, other, r)?,
+            None => None,
+        }),
+    }
+}
+
+fn numeric_aggregate(function: Aggregate, ty: &CqlType, values: &[Vec<u8>]) -> Result<Vec<u8>> {
+    use num_bigint::BigInt;
+    let decoded: Vec<Value> = values
+        .iter()
+        .map(|v| Value::deserialize(ty, v))
+        .collect::<std::result::Result<_, _>>()?;
+    let n = decoded.len() as i64;
+    let avg = function == Aggregate::Avg;
+    Ok(match ty {
+        CqlType::Native(NativeType::Int) => {
+            let s: i64 = decoded
+                .iter()
+                .map(|v| {
+                    if let Value::Int(i) = v {
+                        i64::from(*i)
+                    } else {
+                        0
+                    }
+                })
+                .sum();
+            let r = if avg {
+                if n == 0 {
+                    0
+                } else {
+                    s / n
+                }
+            } else {
+                s
+            };
+            Value::Int(r as i32).to_bytes()
+        }
+        CqlType::Native(NativeType::Bigint) | CqlType::Native(NativeType::Counter) => {
+            let s: i128 = decoded
+                .iter()
+                .map(|v| match v {
+                    Value::Bigint(i) | Value::Counter(i) => i128::from(*i),
+                    _ => 0,
+                })
+                .sum();
+            let r = if avg {
+                if n == 0 {
+                    0
+                } else {
+                    s / i128::from(n)
+                }
+            } else {
+                s
+            };
+            (r as i64).to_be_bytes().to_vec()
+        }
+        CqlType::Native(NativeType::Smallint) => {
+            let s: i64 = decoded
+                .iter()
+                .map(|v| {
+                    if let Value::Smallint(i) = v {
+                        i64::from(*i)
+                    } else {
+                        0
+                    }
+                })
+                .sum();
+            let r = if avg {
+                if n == 0 {
+                    0
+                } else {
+                    s / n
+                }
+            } else {
+                s
+            };
+            Value::Smallint(r as i16).to_bytes()
+        }
+        CqlType::Native(NativeType::Tinyint) => {
+            let s: i64 = decoded
+                .iter()
+                .map(|v| {
+                    if let Value::Tinyint(i) = v {
+                        i64::from(*i)
+                    } else {
+                        0
+                    }
+                })
+                .sum();
+            let r = if avg {
+                if n == 0 {
+                    0
+                } else {
+                    s / n
+                }
+            } else {
+                s
+            };
+            Value::Tinyint(r as i8).to_bytes()
+        }
+        CqlType::Native(NativeType::Double) => {
+            let s: f64 = decoded
+                .iter()
+                .map(|v| if let Value::Double(f) = v { *f } else { 0.0 })
+                .sum();
+            let r = if avg {
+                if n == 0 {
+                    0.0
+                } else {
+                    s / n as f64
+                }
+            } else {
+                s
+            };
+            Value::Double(r).to_bytes()
+        }
+        CqlType::Native(NativeType::Float) => {
+            let s: f64 = decoded
+                .iter()
+                .map(|v| {
+                    if let Value::Float(f) = v {
+                        f64::from(*f)
+                    } else {
+                        0.0
+                    }
+                })
+                .sum();
+            let r = if avg {
+                if n == 0 {
+                    0.0
+                } else {
+                    s / n as f64
+                }
+            } else {
+                s
+            };
+            Value::Float(r as f32).to_bytes()
+        }
+        CqlType::Native(NativeType::Varint) => {
+            let s: BigInt = decoded
+                .iter()
+                .map(|v| {
+                    if let Value::Varint(i) = v {
+                        i.clone()
+                    } else {
+                        BigInt::from(0)
+                    }
+                })
+                .sum();
+            let r = if avg {
+                if n == 0 {
+                    BigInt::from(0)
+                } else {
+                    s / n
+                }
+            } else {
+                s
+            };
+            Value::Varint(r).to_bytes()
+        }
+        other => {
+            return Err(QueryError::invalid(format!(
+                "Invalid call to function system.{}: type {other} is not numeric",
+                if avg { "avg" } else { "sum" }
+            )))
+        }
+    })
+}

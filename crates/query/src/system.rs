@@ -1,0 +1,671 @@
+//! The built-in system keyspaces and the rows of their virtual tables.
+//!
+//! Definitions come from `system/catalog.rs`, generated from a running
+//! Cassandra 5.0.6 so that drivers and cqlsh see exactly the tables, types
+//! and options they know. Every built-in table is `is_virtual` here: its rows
+//! are computed by [`rows`] from the schema and the node description, never
+//! read from storage.
+//!
+//! Tables whose content this server does not keep yet (`system_auth`,
+//! `system_traces`, `system_distributed`, `system.size_estimates`,
+//! `system_views`, ...) answer with no rows. Roles will come from storage:
+//! the executor will route `system_auth` reads there instead of calling
+//! [`rows`] once authentication exists.
+
+mod catalog;
+mod def;
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use md5::{Digest, Md5};
+use rocksandra_data::token::Token;
+use rocksandra_data::types::{CqlType, NoUdts};
+use rocksandra_data::value::compare;
+use rocksandra_data::Value;
+use rocksandra_storage::cell::ColumnId;
+use rocksandra_storage::TableId;
+
+use crate::schema::{
+    Column, ColumnKind, DroppedColumn, Index, Keyspace, Schema, Table, TableParams,
+};
+use crate::{NodeInfo, CQL_VERSION, PARTITIONER, RELEASE_VERSION};
+
+/// Keyspaces that are virtual in Cassandra itself: listed in
+/// `system_virtual_schema`, not in `system_schema`, and described as
+/// `VIRTUAL KEYSPACE`.
+pub const VIRTUAL_KEYSPACES: [&str; 2] = ["system_views", "system_virtual_schema"];
+
+/// The port other nodes reach this one on (`storage_port`), as reported in
+/// `system.local` and `system.peers_v2`; Cassandra's default.
+pub const STORAGE_PORT: u16 = 7000;
+
+/// The native protocol version system.local advertises.
+const NATIVE_PROTOCOL_VERSION: &str = "5";
+
+const LOCATOR_PACKAGE: &str = "org.apache.cassandra.locator.";
+
+pub fn is_virtual_in_cassandra(keyspace: &str) -> bool {
+    VIRTUAL_KEYSPACES.contains(&keyspace)
+}
+
+/// A row of a system table: one serialized cell per column, None for null.
+pub type Row = Vec<Option<Vec<u8>>>;
+
+// ---------------------------------------------------------------- definitions
+
+/// The built-in keyspaces, each marked `is_virtual` with all its tables.
+pub fn system_keyspaces() -> Vec<Keyspace> {
+    let mut keyspaces: BTreeMap<&str, Keyspace> = BTreeMap::new();
+    for def in catalog::TABLES {
+        let keyspace = keyspaces
+            .entry(def.keyspace)
+            .or_insert_with(|| empty_keyspace(def.keyspace));
+        keyspace
+            .tables
+            .insert(def.name.to_string(), Arc::new(build_table(def)));
+    }
+    keyspaces.into_values().collect()
+}
+
+fn empty_keyspace(name: &str) -> Keyspace {
+    let mut replication = BTreeMap::new();
+    let (class, replication_factor) = match name {
+        "system_auth" => ("SimpleStrategy", Some("1")),
+        "system_distributed" => ("SimpleStrategy", Some("3")),
+        "system_traces" => ("SimpleStrategy", Some("2")),
+        _ => ("LocalStrategy", None),
+    };
+    replication.insert("class".to_string(), format!("{LOCATOR_PACKAGE}{class}"));
+    if let Some(rf) = replication_factor {
+        replication.insert("replication_factor".to_string(), rf.to_string());
+    }
+    Keyspace {
+        name: name.to_string(),
+        replication,
+        durable_writes: true,
+        tables: BTreeMap::new(),
+        types: Vec::new(),
+        is_virtual: true,
+    }
+}
+
+/// The type of built-in type text. The catalog's texts all parse (a test
+/// checks it); an unknown one would show as a custom type, never panic.
+fn builtin_type(text: &str) -> CqlType {
+    CqlType::parse(text, &NoUdts).unwrap_or_else(|_| CqlType::Custom(text.to_string()))
+}
+
+fn build_table(def: &def::TableDef) -> Table {
+    let mut keys: Vec<&def::ColumnDef> = def
+        .columns
+        .iter()
+        .filter(|c| c.kind.is_primary_key())
+        .collect();
+    keys.sort_by_key(|c| (c.kind != ColumnKind::PartitionKey, c.position));
+    let columns: Vec<Column> = keys
+        .into_iter()
+        .chain(def.columns.iter().filter(|c| !c.kind.is_primary_key()))
+        .map(|c| Column {
+            name: c.name.to_string(),
+            ty: builtin_type(c.type_text),
+            kind: c.kind,
+            position: usize::try_from(c.position).unwrap_or(0),
+            descending: c.descending,
+            id: ColumnId(0),
+        })
+        .collect();
+    let partition_key_count = columns
+        .iter()
+        .filter(|c| c.kind == ColumnKind::PartitionKey)
+        .count();
+    let clustering_count = columns
+        .iter()
+        .filter(|c| c.kind == ColumnKind::Clustering)
+        .count();
+    let mut params = TableParams {
+        comment: def.comment.to_string(),
+        gc_grace_seconds: def.gc_grace_seconds,
+        memtable_flush_period_in_ms: def.memtable_flush_period_in_ms,
+        default_time_to_live: def.default_time_to_live,
+        ..TableParams::default()
+    };
+    if !def.compaction.is_empty() {
+        params.compaction = def
+            .compaction
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+    }
+    let mut indexes = Vec::new();
+    if def.keyspace == "system" && def.name == "paxos" {
+        indexes.push(Index {
+            name: "PaxosUncommittedIndex".into(),
+            kind: "CUSTOM".into(),
+            options: [
+                (
+                    "class_name",
+                    "org.apache.cassandra.service.paxos.uncommitted.PaxosUncommittedIndex",
+                ),
+                ("target", ""),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        });
+    }
+    let mut table = Table {
+        keyspace: def.keyspace.to_string(),
+        name: def.name.to_string(),
+        id: system_table_id(def.keyspace, def.name),
+        storage_id: TableId(0),
+        columns,
+        partition_key_count,
+        clustering_count,
+        params,
+        next_column_id: 0,
+        dropped: def
+            .dropped
+            .iter()
+            .map(|d| DroppedColumn {
+                name: d.name.to_string(),
+                type_text: d.type_text.to_string(),
+                kind: d.kind,
+                dropped_time: d.dropped_time,
+            })
+            .collect(),
+        indexes,
+        is_virtual: true,
+    };
+    table.sort_value_columns();
+    for (i, column) in table.columns.iter_mut().enumerate() {
+        column.id = ColumnId(i as u32);
+    }
+    table.next_column_id = table.columns.len() as u32;
+    table
+}
+
+/// Cassandra's fixed id of a built-in table (`TableId.forSystemTable`): the
+/// name-based (version 3) UUID of the keyspace name followed by the table name.
+pub fn system_table_id(keyspace: &str, table: &str) -> [u8; 16] {
+    let mut hasher = Md5::new();
+    hasher.update(keyspace.as_bytes());
+    hasher.update(table.as_bytes());
+    let mut id: [u8; 16] = hasher.finalize().into();
+    id[6] = (id[6] & 0x0f) | 0x30;
+    id[8] = (id[8] & 0x3f) | 0x80;
+    id
+}
+
+/// A type as Cassandra writes it in schema tables and DESCRIBE: tuples are
+/// always `frozen<tuple<...>>`, user types by their (quoted if needed) name.
+pub fn cql_type_text(ty: &CqlType) -> String {
+    match ty {
+        CqlType::Native(n) => n.name().to_string(),
+        CqlType::List(e) => format!("list<{}>", cql_type_text(e)),
+        CqlType::Set(e) => format!("set<{}>", cql_type_text(e)),
+        CqlType::Map(k, v) => format!("map<{}, {}>", cql_type_text(k), cql_type_text(v)),
+        CqlType::Tuple(items) => format!("frozen<{}>", tuple_text(items)),
+        CqlType::Frozen(inner) => match inner.as_ref() {
+            CqlType::Tuple(items) => format!("frozen<{}>", tuple_text(items)),
+            CqlType::Frozen(_) => cql_type_text(inner),
+            other => format!("frozen<{}>", cql_type_text(other)),
+        },
+        CqlType::Vector(e, n) => format!("vector<{}, {n}>", cql_type_text(e)),
+        CqlType::Udt(_) | CqlType::Custom(_) => ty.to_string(),
+    }
+}
+
+fn tuple_text(items: &[CqlType]) -> String {
+    let items: Vec<String> = items.iter().map(cql_type_text).collect();
+    format!("tuple<{}>", items.join(", "))
+}
+
+/// The replication class with its package, as `system_schema.keyspaces`
+/// stores it.
+pub fn qualified_strategy(class: &str) -> String {
+    if class.contains('.') {
+        class.to_string()
+    } else {
+        format!("{LOCATOR_PACKAGE}{class}")
+    }
+}
+
+/// The replication class without Cassandra's package, as DESCRIBE prints it.
+pub fn short_strategy(class: &str) -> &str {
+    class.strip_prefix(LOCATOR_PACKAGE).unwrap_or(class)
+}
+
+// ---------------------------------------------------------------- rows
+
+/// All rows of a built-in table, each in `table.columns` order, sorted in
+/// the table's primary-key order (partition token, then clustering).
+pub fn rows(table: &Table, schema: &Schema, node: &NodeInfo) -> Vec<Row> {
+    let built: Vec<Cells> = match (table.keyspace.as_str(), table.name.as_str()) {
+        ("system", "local") => vec![local_row(schema, node)],
+        ("system", "peers") => node.peers.iter().map(peer_row).collect(),
+        ("system", "peers_v2") => node.peers.iter().map(peer_v2_row).collect(),
+        ("system_schema", "keyspaces") => keyspace_rows(schema),
+        ("system_schema", "tables") => table_rows(schema),
+        ("system_schema", "columns") => column_rows(schema, false),
+        ("system_schema", "dropped_columns") => dropped_column_rows(schema),
+        ("system_schema", "types") => type_rows(schema),
+        ("system_schema", "indexes") => index_rows(schema),
+        ("system_virtual_schema", "keyspaces") => virtual_keyspace_rows(schema),
+        ("system_virtual_schema", "tables") => virtual_table_rows(schema),
+        ("system_virtual_schema", "columns") => column_rows(schema, true),
+        // No content kept (yet) for the others: triggers, views, functions,
+        // aggregates, column masks, size estimates, auth, traces, metrics.
+        _ => Vec::new(),
+    };
+    let mut rows: Vec<Row> = built
+        .into_iter()
+        .map(|cells| cells.project(table))
+        .collect();
+    sort_rows(table, &mut rows);
+    rows
+}
+
+/// The cells of one row by column name; columns not set are null.
+#[derive(Default)]
+struct Cells(BTreeMap<&'static str, Vec<u8>>);
+
+impl Cells {
+    fn set(&mut self, column: &'static str, value: Value) -> &mut Cells {
+        self.0.insert(column, value.to_bytes());
+        self
+    }
+
+    fn text(&mut self, column: &'static str, value: &str) -> &mut Cells {
+        self.set(column, Value::Text(value.to_string()))
+    }
+
+    fn take(&mut self) -> Cells {
+        std::mem::take(self)
+    }
+
+    fn project(mut self, table: &Table) -> Row {
+        table
+            .columns
+            .iter()
+            .map(|c| self.0.remove(c.name.as_str()))
+            .collect()
+    }
+}
+
+fn text_set(mut items: Vec<String>) -> Value {
+    items.sort();
+    items.dedup();
+    Value::Set(items.into_iter().map(Value::Text).collect())
+}
+
+fn text_map(map: &BTreeMap<String, String>) -> Value {
+    Value::Map(
+        map.iter()
+            .map(|(k, v)| (Value::Text(k.clone()), Value::Text(v.clone())))
+            .collect(),
+    )
+}
+
+fn text_list(items: impl IntoIterator<Item = String>) -> Value {
+    Value::List(items.into_iter().map(Value::Text).collect())
+}
+
+fn tokens_value(tokens: &[i64]) -> Value {
+    text_set(tokens.iter().map(i64::to_string).collect())
+}
+
+fn local_row(schema: &Schema, node: &NodeInfo) -> Cells {
+    let mut row = Cells::default();
+    row.text("key", "local")
+        .text("bootstrapped", "COMPLETED")
+        .set("broadcast_address", Value::Inet(node.listen_address))
+        .set("broadcast_port", Value::Int(i32::from(STORAGE_PORT)))
+        .text("cluster_name", &node.cluster_name)
+        .text("cql_version", CQL_VERSION)
+        .text("data_center", &node.data_center)
+        .set("host_id", Value::Uuid(node.host_id))
+        .set("listen_address", Value::Inet(node.listen_address))
+        .set("listen_port", Value::Int(i32::from(STORAGE_PORT)))
+        .text("native_protocol_version", NATIVE_PROTOCOL_VERSION)
+        .text("partitioner", PARTITIONER)
+        .text("rack", &node.rack)
+        .text("release_version", RELEASE_VERSION)
+        .set("rpc_address", Value::Inet(node.rpc_address))
+        .set("rpc_port", Value::Int(i32::from(node.native_port)))
+        .set("schema_version", Value::Uuid(schema.version))
+        .set("tokens", tokens_value(&node.tokens));
+    row
+}
+
+fn peer_row(peer: &crate::PeerInfo) -> Cells {
+    let mut row = Cells::default();
+    row.set("peer", Value::Inet(peer.listen_address))
+        .text("data_center", &peer.data_center)
+        .set("host_id", Value::Uuid(peer.host_id))
+        .text("rack", &peer.rack)
+        .text("release_version", RELEASE_VERSION)
+        .set("rpc_address", Value::Inet(peer.rpc_address))
+        .set("schema_version", Value::Uuid(peer.schema_version))
+        .set("tokens", tokens_value(&peer.tokens));
+    row
+}
+
+fn peer_v2_row(peer: &crate::PeerInfo) -> Cells {
+    let mut row = Cells::default();
+    row.set("peer", Value::Inet(peer.listen_address))
+        .set("peer_port", Value::Int(i32::from(STORAGE_PORT)))
+        .text("data_center", &peer.data_center)
+        .set("host_id", Value::Uuid(peer.host_id))
+        .set("native_address", Value::Inet(peer.rpc_address))
+        .set("native_port", Value::Int(i32::from(peer.native_port)))
+        .text("rack", &peer.rack)
+        .text("release_version", RELEASE_VERSION)
+        .set("schema_version", Value::Uuid(peer.schema_version))
+        .set("tokens", tokens_value(&peer.tokens));
+    row
+}
+
+/// Keyspaces listed in `system_schema` (all but Cassandra's virtual ones).
+fn schema_keyspaces(schema: &Schema) -> impl Iterator<Item = &Arc<Keyspace>> {
+    schema
+        .keyspaces
+        .values()
+        .filter(|k| !is_virtual_in_cassandra(&k.name))
+}
+
+fn virtual_keyspaces(schema: &Schema) -> impl Iterator<Item = &Arc<Keyspace>> {
+    schema
+        .keyspaces
+        .values()
+        .filter(|k| is_virtual_in_cassandra(&k.name))
+}
+
+fn keyspace_rows(schema: &Schema) -> Vec<Cells> {
+    schema_keyspaces(schema)
+        .map(|k| {
+            let mut replication = k.replication.clone();
+            if let Some(class) = replication.get_mut("class") {
+                *class = qualified_strategy(class);
+            }
+            let mut row = Cells::default();
+            row.text("keyspace_name", &k.name)
+                .set("durable_writes", Value::Boolean(k.durable_writes))
+                .set("replication", text_map(&replication));
+            row
+        })
+        .collect()
+}
+
+/// `system_schema.tables.flags`: every CQL table is compound.
+pub fn table_flags(table: &Table) -> Vec<String> {
+    let mut flags = vec!["compound".to_string()];
+    if table.is_counter() {
+        flags.push("counter".to_string());
+    }
+    flags
+}
+
+fn table_rows(schema: &Schema) -> Vec<Cells> {
+    let mut out = Vec::new();
+    for keyspace in schema_keyspaces(schema) {
+        for table in keyspace.tables.values() {
+            let p = &table.params;
+            let mut row = Cells::default();
+            row.text("keyspace_name", &table.keyspace)
+                .text("table_name", &table.name)
+                .text("additional_write_policy", &p.additional_write_policy)
+                .set(
+                    "bloom_filter_fp_chance",
+                    Value::Double(p.bloom_filter_fp_chance),
+                )
+                .set("caching", text_map(&p.caching))
+                .text("comment", &p.comment)
+                .set("compaction", text_map(&p.compaction))
+                .set("compression", text_map(&p.compression))
+                .set("crc_check_chance", Value::Double(p.crc_check_chance))
+                .set("dclocal_read_repair_chance", Value::Double(0.0))
+                .set("default_time_to_live", Value::Int(p.default_time_to_live))
+                .set(
+                    "extensions",
+                    Value::Map(
+                        p.extensions
+                            .iter()
+                            .map(|(k, v)| (Value::Text(k.clone()), Value::Blob(v.clone())))
+                            .collect(),
+                    ),
+                )
+                .set("flags", text_set(table_flags(table)))
+                .set("gc_grace_seconds", Value::Int(p.gc_grace_seconds))
+                .set("id", Value::Uuid(table.id))
+                .set("max_index_interval", Value::Int(p.max_index_interval))
+                .set(
+                    "memtable_flush_period_in_ms",
+                    Value::Int(p.memtable_flush_period_in_ms),
+                )
+                .set("min_index_interval", Value::Int(p.min_index_interval))
+                .text("read_repair", &p.read_repair)
+                .set("read_repair_chance", Value::Double(0.0))
+                .text("speculative_retry", &p.speculative_retry);
+            // Cassandra writes these only when they differ from the default.
+            if !p.allow_auto_snapshot {
+                row.set("allow_auto_snapshot", Value::Boolean(false));
+            }
+            if p.cdc {
+                row.set("cdc", Value::Boolean(true));
+            }
+            if !p.incremental_backups {
+                row.set("incremental_backups", Value::Boolean(false));
+            }
+            if p.memtable != "default" {
+                row.text("memtable", &p.memtable);
+            }
+            out.push(row.take());
+        }
+    }
+    out
+}
+
+fn column_rows(schema: &Schema, virtual_keyspaces_only: bool) -> Vec<Cells> {
+    let mut out = Vec::new();
+    for keyspace in schema
+        .keyspaces
+        .values()
+        .filter(|k| is_virtual_in_cassandra(&k.name) == virtual_keyspaces_only)
+    {
+        for table in keyspace.tables.values() {
+            for column in &table.columns {
+                let clustering_order = match (column.kind, column.descending) {
+                    (ColumnKind::Clustering, true) => "desc",
+                    (ColumnKind::Clustering, false) => "asc",
+                    _ => "none",
+                };
+                let position = if column.kind.is_primary_key() {
+                    i32::try_from(column.position).unwrap_or(i32::MAX)
+                } else {
+                    -1
+                };
+                let mut row = Cells::default();
+                row.text("keyspace_name", &table.keyspace)
+                    .text("table_name", &table.name)
+                    .text("column_name", &column.name)
+                    .text("clustering_order", clustering_order)
+                    .set(
+                        "column_name_bytes",
+                        Value::Blob(column.name.as_bytes().to_vec()),
+                    )
+                    .text("kind", column.kind.name())
+                    .set("position", Value::Int(position))
+                    .text("type", &cql_type_text(&column.ty));
+                out.push(row.take());
+            }
+        }
+    }
+    out
+}
+
+fn dropped_column_rows(schema: &Schema) -> Vec<Cells> {
+    let mut out = Vec::new();
+    for keyspace in schema_keyspaces(schema) {
+        for table in keyspace.tables.values() {
+            for dropped in &table.dropped {
+                let mut row = Cells::default();
+                row.text("keyspace_name", &table.keyspace)
+                    .text("table_name", &table.name)
+                    .text("column_name", &dropped.name)
+                    .set(
+                        "dropped_time",
+                        Value::Timestamp(dropped.dropped_time / 1000),
+                    )
+                    .text("kind", dropped.kind.name())
+                    .text("type", &dropped.type_text);
+                out.push(row.take());
+            }
+        }
+    }
+    out
+}
+
+fn type_rows(schema: &Schema) -> Vec<Cells> {
+    let mut out = Vec::new();
+    for keyspace in schema_keyspaces(schema) {
+        for udt in &keyspace.types {
+            let mut row = Cells::default();
+            row.text("keyspace_name", &keyspace.name)
+                .text("type_name", &udt.name)
+                .set(
+                    "field_names",
+                    text_list(udt.fields.iter().map(|(name, _)| name.clone())),
+                )
+                .set(
+                    "field_types",
+                    text_list(udt.fields.iter().map(|(_, ty)| cql_type_text(ty))),
+                );
+            out.push(row.take());
+        }
+    }
+    out
+}
+
+fn index_rows(schema: &Schema) -> Vec<Cells> {
+    let mut out = Vec::new();
+    for keyspace in schema_keyspaces(schema) {
+        for table in keyspace.tables.values() {
+            for index in &table.indexes {
+                let mut row = Cells::default();
+                row.text("keyspace_name", &table.keyspace)
+                    .text("table_name", &table.name)
+                    .text("index_name", &index.name)
+                    .text("kind", &index.kind)
+                    .set("options", text_map(&index.options));
+                out.push(row.take());
+            }
+        }
+    }
+    out
+}
+
+fn virtual_keyspace_rows(schema: &Schema) -> Vec<Cells> {
+    virtual_keyspaces(schema)
+        .map(|k| {
+            let mut row = Cells::default();
+            row.text("keyspace_name", &k.name);
+            row
+        })
+        .collect()
+}
+
+fn virtual_table_rows(schema: &Schema) -> Vec<Cells> {
+    let mut out = Vec::new();
+    for keyspace in virtual_keyspaces(schema) {
+        for table in keyspace.tables.values() {
+            let mut row = Cells::default();
+            row.text("keyspace_name", &table.keyspace)
+                .text("table_name", &table.name)
+                .text("comment", &table.params.comment);
+            out.push(row.take());
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------- ordering
+
+/// Sorts rows by the token of their partition key, then the key bytes (to
+/// keep equal tokens apart), then clustering in the table's order. Tables of
+/// Cassandra's virtual keyspaces use a local partitioner instead: partition
+/// keys in their type's order.
+fn sort_rows(table: &Table, rows: &mut [Row]) {
+    let by_key_value = is_virtual_in_cassandra(&table.keyspace);
+    let keyed: Vec<(Token, Vec<u8>)> = rows
+        .iter()
+        .map(|row| {
+            let key = partition_key(table, row);
+            let token = if by_key_value {
+                Token(0)
+            } else {
+                Token::murmur3(&key)
+            };
+            (token, key)
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&a, &b| {
+        let partition = if by_key_value {
+            compare_columns(table.partition_key(), 0, &rows[a], &rows[b])
+        } else {
+            keyed[a].cmp(&keyed[b])
+        };
+        partition.then_with(|| {
+            compare_columns(
+                table.clustering(),
+                table.partition_key_count,
+                &rows[a],
+                &rows[b],
+            )
+        })
+    });
+    let mut sorted: Vec<Row> = order
+        .iter()
+        .map(|&i| std::mem::take(&mut rows[i]))
+        .collect();
+    for (slot, row) in rows.iter_mut().zip(sorted.drain(..)) {
+        *slot = row;
+    }
+}
+
+fn partition_key(table: &Table, row: &Row) -> Vec<u8> {
+    let parts: Vec<&[u8]> = row[..table.partition_key_count.min(row.len())]
+        .iter()
+        .map(|cell| cell.as_deref().unwrap_or(&[]))
+        .collect();
+    if parts.len() == 1 {
+        parts[0].to_vec()
+    } else {
+        rocksandra_data::token::serialize_partition_key(&parts)
+    }
+}
+
+/// Compares the cells of `columns`, found from index `start` of the rows.
+fn compare_columns(columns: &[Column], start: usize, a: &Row, b: &Row) -> Ordering {
+    for (i, column) in columns.iter().enumerate() {
+        let (x, y) = (&a[start + i], &b[start + i]);
+        let order = match (x, y) {
+            (Some(x), Some(y)) => compare(&column.ty, x, y),
+            (x, y) => x.is_some().cmp(&y.is_some()),
+        };
+        let order = if column.descending {
+            order.reverse()
+        } else {
+            order
+        };
+        if order != Ordering::Equal {
+            return order;
+        }
+    }
+    Ordering::Equal
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

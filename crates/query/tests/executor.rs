@@ -1,0 +1,269 @@
+//! Data-driven executor tests: CQL in, rows (as CQL literals) or an error
+//! class and message out, against the in-memory engine with a fixed clock.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use rocksandra_data::types::CqlType;
+use rocksandra_data::{LocalTime, Value};
+use rocksandra_query::{Env, Executor, NodeInfo, Request};
+use rocksandra_storage::memory::MemoryStore;
+use rocksandra_storage::KvEngine;
+use rocksandra_wire::{ColumnsMetadata, ResultBody};
+
+struct Harness {
+    executor: Executor,
+    keyspace: Option<String>,
+    clock: Arc<AtomicI64>,
+}
+
+fn node() -> NodeInfo {
+    NodeInfo {
+        cluster_name: "Test Cluster".into(),
+        listen_address: "127.0.0.1".parse().expect("address"),
+        rpc_address: "127.0.0.1".parse().expect("address"),
+        native_port: 9042,
+        data_center: "datacenter1".into(),
+        rack: "rack1".into(),
+        host_id: [7; 16],
+        tokens: vec![0],
+        peers: Vec::new(),
+    }
+}
+
+fn harness(dir: Option<std::path::PathBuf>) -> Harness {
+    let clock = Arc::new(AtomicI64::new(1_700_000_000_000_000));
+    let c = clock.clone();
+    let storage_clock: rocksandra_storage::memory::Clock =
+        Arc::new(move || LocalTime(c.load(Ordering::SeqCst) / 1_000_000));
+    let engine = Arc::new(KvEngine::new(MemoryStore::new(storage_clock)));
+    let c = clock.clone();
+    let counter = Arc::new(AtomicI64::new(1));
+    let env = Env {
+        now_micros: Arc::new(move || c.fetch_add(1, Ordering::SeqCst)),
+        random: Arc::new(move || counter.fetch_add(0x9E37_79B9, Ordering::SeqCst) as u64),
+    };
+    Harness {
+        executor: Executor::open(engine, dir, node(), env).expect("executor opens"),
+        keyspace: None,
+        clock,
+    }
+}
+
+impl Harness {
+    /// Runs one statement; rows come back as `a | b` lines, errors as
+    /// `ERROR <code> <message>`.
+    fn run(&mut self, cql: &str) -> String {
+        let request = Request {
+            keyspace: self.keyspace.clone(),
+            ..Request::default()
+        };
+        match self.executor.query(cql, &request) {
+            Ok(outcome) => match outcome.body {
+                ResultBody::Rows(rows) => {
+                    let ColumnsMetadata::Specs(specs) = &rows.metadata.columns else {
+                        panic!("no metadata");
+                    };
+                    let types: Vec<CqlType> = specs.iter().map(|s| s.cql_type.clone()).collect();
+                    rows.rows
+                        .iter()
+                        .map(|r| {
+                            r.iter()
+                                .zip(&types)
+                                .map(|(v, t)| match v {
+                                    None => "null".to_string(),
+                                    Some(b) => Value::deserialize(t, b)
+                                        .map(|v| v.to_cql_literal(t))
+                                        .unwrap_or_else(|e| format!("<{e}>")),
+                                })
+                                .collect::<Vec<_>>()
+                                .join(" | ")
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                }
+                ResultBody::SetKeyspace(k) => {
+                    self.keyspace = Some(k);
+                    "OK".into()
+                }
+                _ => "OK".into(),
+            },
+            Err(e) => {
+                let r = e.to_response();
+                format!("ERROR {:#06x} {}", r.kind.code(), r.message)
+            }
+        }
+    }
+
+    fn check(&mut self, script: &[(&str, &str)]) {
+        for (cql, expected) in script {
+            let got = self.run(cql);
+            assert_eq!(&got, expected, "statement: {cql}");
+        }
+    }
+}
+
+const SETUP: &[(&str, &str)] = &[
+    (
+        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+        "OK",
+    ),
+    ("USE ks", "OK"),
+];
+
+#[test]
+fn insert_select_update_delete() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE t (p int, c int, v text, PRIMARY KEY (p, c))", "OK"),
+        ("INSERT INTO t (p, c, v) VALUES (1, 2, 'a')", "OK"),
+        ("INSERT INTO t (p, c, v) VALUES (1, 1, 'b')", "OK"),
+        ("INSERT INTO t (p, c, v) VALUES (2, 1, 'c')", "OK"),
+        ("SELECT c, v FROM t WHERE p = 1", "1 | 'b'\n2 | 'a'"),
+        ("SELECT * FROM t WHERE p = 1 AND c = 2", "1 | 2 | 'a'"),
+        ("SELECT v FROM t WHERE p = 1 ORDER BY c DESC", "'a'\n'b'"),
+        ("SELECT v FROM t WHERE p = 1 AND c > 1", "'a'"),
+        ("UPDATE t SET v = 'z' WHERE p = 1 AND c = 1", "OK"),
+        ("SELECT v FROM t WHERE p = 1 AND c = 1", "'z'"),
+        ("DELETE v FROM t WHERE p = 1 AND c = 1", "OK"),
+        ("SELECT c, v FROM t WHERE p = 1", "1 | null\n2 | 'a'"),
+        ("DELETE FROM t WHERE p = 1", "OK"),
+        ("SELECT * FROM t WHERE p = 1", ""),
+        ("SELECT count(*) FROM t", "1"),
+        (
+            "SELECT * FROM t WHERE v = 'c'",
+            "ERROR 0x2200 Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING",
+        ),
+        ("SELECT p FROM t WHERE v = 'c' ALLOW FILTERING", "2"),
+        ("SELECT * FROM nosuch", "ERROR 0x2200 table nosuch does not exist"),
+    ]);
+}
+
+#[test]
+fn ddl_errors_match_cassandra() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        (
+            "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+            "ERROR 0x2400 Cannot add existing keyspace \"ks\"",
+        ),
+        ("CREATE TABLE bad1 (k int, v int)", "ERROR 0x2200 No PRIMARY KEY specifed for table 'bad1' (exactly one required)"),
+        ("CREATE TABLE bad14 (k int PRIMARY KEY, c counter, v int)", "ERROR 0x2200 Cannot mix counter and non counter columns in the same table"),
+        ("CREATE TABLE bad16 (k int PRIMARY KEY, v int) WITH no_such_option = 1", "ERROR 0x2000 Unknown property 'no_such_option'"),
+        ("DROP KEYSPACE system", "ERROR 0x2100 system keyspace is not user-modifiable."),
+    ]);
+}
+
+#[test]
+fn collections_ttl_and_static() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        (
+            "CREATE TABLE c (k int PRIMARY KEY, l list<int>, s set<text>, m map<text, int>)",
+            "OK",
+        ),
+        (
+            "INSERT INTO c (k, l, s, m) VALUES (1, [1, 2], {'b', 'a'}, {'x': 1})",
+            "OK",
+        ),
+        (
+            "UPDATE c SET l = l + [3], s = s + {'c'}, m['y'] = 2 WHERE k = 1",
+            "OK",
+        ),
+        ("UPDATE c SET l = [0] + l WHERE k = 1", "OK"),
+        (
+            "SELECT l, s, m FROM c WHERE k = 1",
+            "[0, 1, 2, 3] | {'a', 'b', 'c'} | {'x': 1, 'y': 2}",
+        ),
+        ("UPDATE c SET l[1] = 10 WHERE k = 1", "OK"),
+        ("DELETE s['a'], m['x'] FROM c WHERE k = 1", "OK"),
+        ("UPDATE c SET l = l - [2] WHERE k = 1", "OK"),
+        (
+            "SELECT l, s, m FROM c WHERE k = 1",
+            "[0, 10, 3] | {'b', 'c'} | {'y': 2}",
+        ),
+        (
+            "CREATE TABLE st (p int, c int, s int static, v int, PRIMARY KEY (p, c))",
+            "OK",
+        ),
+        ("INSERT INTO st (p, s) VALUES (1, 5)", "OK"),
+        ("SELECT p, c, s, v FROM st", "1 | null | 5 | null"),
+        (
+            "INSERT INTO st (p, c, v) VALUES (1, 1, 1) USING TTL 10",
+            "OK",
+        ),
+        (
+            "SELECT c, s, v, ttl(v) FROM st WHERE p = 1",
+            "1 | 5 | 1 | 10",
+        ),
+    ]);
+    // Eleven seconds later the row has expired; the static row remains.
+    h.clock.fetch_add(11_000_000, Ordering::SeqCst);
+    h.check(&[("SELECT p, c, s, v FROM st", "1 | null | 5 | null")]);
+}
+
+#[test]
+fn paging_resumes_where_it_stopped() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[("CREATE TABLE p (k int, c int, PRIMARY KEY (k, c))", "OK")]);
+    for k in 0..3 {
+        for c in 0..5 {
+            h.run(&format!("INSERT INTO p (k, c) VALUES ({k}, {c})"));
+        }
+    }
+    for query in ["SELECT k, c FROM p", "SELECT k, c FROM p WHERE k = 1"] {
+        let full = h.run(query);
+        let mut pages = Vec::new();
+        let mut state = None;
+        loop {
+            let request = Request {
+                keyspace: Some("ks".into()),
+                page_size: Some(2),
+                paging_state: state.clone(),
+                ..Request::default()
+            };
+            let outcome = h.executor.query(query, &request).unwrap();
+            let ResultBody::Rows(rows) = outcome.body else {
+                panic!()
+            };
+            for r in &rows.rows {
+                let k = i32::from_be_bytes(r[0].as_ref().unwrap()[..].try_into().unwrap());
+                let c = i32::from_be_bytes(r[1].as_ref().unwrap()[..].try_into().unwrap());
+                pages.push(format!("{k} | {c}"));
+            }
+            assert!(rows.rows.len() <= 2);
+            state = rows.metadata.paging_state;
+            if state.is_none() {
+                break;
+            }
+        }
+        assert_eq!(pages.join("\n"), full, "{query}");
+    }
+}
+
+#[test]
+fn schema_survives_restart() {
+    let dir = std::env::temp_dir().join(format!("rocksandra-query-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    {
+        let mut h = harness(Some(dir.clone()));
+        h.check(SETUP);
+        h.check(&[
+            ("CREATE TYPE a (s text, n int)", "OK"),
+            (
+                "CREATE TABLE t (k int PRIMARY KEY, v frozen<a>) WITH comment = 'x'",
+                "OK",
+            ),
+        ]);
+    }
+    let h = harness(Some(dir.clone()));
+    let table = h.executor.schema().table("ks", "t").cloned().unwrap();
+    assert_eq!(table.params.comment, "x");
+    assert_eq!(table.columns[1].ty.to_string(), "frozen<a>");
+    let _ = std::fs::remove_dir_all(&dir);
+}
