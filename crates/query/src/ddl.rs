@@ -444,7 +444,15 @@ fn check_column_type(ty: &CqlType, top: bool) -> Result<()> {
         }
         // Everything inside frozen<> is frozen too.
         CqlType::Frozen(_) => Ok(()),
-        CqlType::Udt(u) if !top => {
+        CqlType::Udt(u) if top => {
+            if u.fields.iter().any(|(_, t)| t.is_multi_cell()) {
+                return Err(QueryError::invalid(
+                    "Non-frozen UDTs with nested non-frozen collections are not supported",
+                ));
+            }
+            Ok(())
+        }
+        CqlType::Udt(u) => {
             if ty.is_multi_cell() {
                 return Err(QueryError::invalid(format!(
                     "Non-frozen UDTs are not allowed inside collections: {}",
@@ -490,12 +498,6 @@ pub fn create_type(schema: &Schema, keyspace: &str, stmt: &CreateType) -> Result
         if resolved.is_counter() {
             return Err(QueryError::invalid("A user type cannot contain counters"));
         }
-        // Field types are frozen: a UDT value is stored as one cell per field.
-        let resolved = if resolved.is_multi_cell() {
-            resolved.freeze()
-        } else {
-            resolved
-        };
         fields.push((field.as_str().to_string(), resolved));
     }
     let mut keyspace_def = Keyspace::clone(ks);
@@ -572,7 +574,8 @@ pub fn alter_type(schema: &Schema, keyspace: &str, stmt: &AlterType) -> Result<D
             });
         }
         return Err(QueryError::invalid(format!(
-            "No user type named '{name}' exists."
+            "Type {} doesn't exist",
+            display_name(keyspace, name)
         )));
     };
     let mut updated = current.clone();
@@ -591,7 +594,7 @@ pub fn alter_type(schema: &Schema, keyspace: &str, stmt: &AlterType) -> Result<D
                     });
                 }
                 return Err(QueryError::invalid(format!(
-                    "Cannot add new field '{}' to type {}: a field with name '{}' already exists",
+                    "Cannot add field {} to type {}: a field with name {} already exists",
                     field.as_str(),
                     display_name(keyspace, name),
                     field.as_str()
@@ -631,7 +634,9 @@ pub fn alter_type(schema: &Schema, keyspace: &str, stmt: &AlterType) -> Result<D
             }
         }
         AlterTypeAction::AlterFieldType { .. } => {
-            return Err(QueryError::invalid("Alter field type is not supported"));
+            return Err(QueryError::invalid(
+                "Altering field types is no longer supported",
+            ));
         }
     }
     let mut keyspace_def = Keyspace::clone(ks);
@@ -714,7 +719,7 @@ pub fn drop_type(
     for t in &ks.types {
         if t.name != name && t.fields.iter().any(|(_, ty)| uses_udt(ty, keyspace, name)) {
             return Err(QueryError::invalid(format!(
-                "Cannot drop user type '{}' as it is still used by user type {}",
+                "Cannot drop user type '{}' as it is still used by user types {}",
                 display_name(keyspace, name),
                 t.name
             )));
@@ -723,9 +728,9 @@ pub fn drop_type(
     for t in ks.tables.values() {
         if t.columns.iter().any(|c| uses_udt(&c.ty, keyspace, name)) {
             return Err(QueryError::invalid(format!(
-                "Cannot drop user type '{}' as it is still used by table {}",
+                "Cannot drop user type '{}' as it is still used by tables {}",
                 display_name(keyspace, name),
-                display_name(keyspace, &t.name)
+                t.name
             )));
         }
     }
@@ -938,8 +943,12 @@ fn check_key_column_type(name: &str, ty: &CqlType) -> Result<()> {
                 "Invalid non-frozen collection type {ty} for PRIMARY KEY column '{name}'"
             )));
         }
+        let type_name = match ty {
+            CqlType::Udt(u) => display_name(&u.keyspace, &u.name),
+            other => other.to_string(),
+        };
         return Err(QueryError::invalid(format!(
-            "Invalid non-frozen user-defined type {ty} for PRIMARY KEY column '{name}'"
+            "Invalid non-frozen user-defined type \"{type_name}\" for PRIMARY KEY column '{name}'"
         )));
     }
     if ty.is_counter() {

@@ -862,10 +862,22 @@ fn update_mutation(
                 "PRIMARY KEY part {name} found in SET part"
             )));
         }
+        let whole = matches!(a.target, ColumnTarget::Column(_)) && a.op == AssignOp::Set;
+        let clashes = update.assignments.iter().zip(&assigned).any(|(other, c)| {
+            c.name == column.name
+                && (whole
+                    || (matches!(other.target, ColumnTarget::Column(_))
+                        && other.op == AssignOp::Set))
+        });
+        if clashes {
+            return Err(QueryError::syntax(format!(
+                "Multiple incompatible setting of column {name}"
+            )));
+        }
         assigned.push(column);
     }
     let static_only = assigned.iter().all(|c| c.kind == ColumnKind::Static);
-    if static_only && t.restricted && table.clustering_count > 0 && !t.exact {
+    if static_only && t.restricted && table.clustering_count > 0 {
         return Err(QueryError::invalid(
             "Invalid restrictions on clustering columns since the UPDATE statement modifies only static columns",
         ));
@@ -1264,6 +1276,11 @@ fn delete_mutation(
         let all_static = delete.targets.iter().all(|target| {
             table.column(target.column().as_str()).map(|c| c.kind) == Some(ColumnKind::Static)
         });
+        if all_static && t.restricted {
+            return Err(QueryError::invalid(
+                "Invalid restrictions on clustering columns since the DELETE statement modifies only static columns",
+            ));
+        }
         if !all_static {
             if !t.exact {
                 return Err(QueryError::invalid(

@@ -113,6 +113,7 @@ fn in_values(
 struct ColumnRestriction {
     /// EQ (one value) or IN (several).
     values: Option<Vec<Option<Vec<u8>>>>,
+    is_in: bool,
     lower: Option<(Vec<u8>, bool)>,
     upper: Option<(Vec<u8>, bool)>,
 }
@@ -144,6 +145,10 @@ pub fn analyze(
         let Relation::Compare { lhs, op, rhs } = relation else {
             if let Relation::IsNotNull { column } = relation {
                 column_index(table, column.as_str())?;
+                return Err(QueryError::invalid(format!(
+                    "Unsupported restriction: {} IS NOT NULL",
+                    column.as_str()
+                )));
             }
             continue;
         };
@@ -153,10 +158,43 @@ pub fn analyze(
                 let column = &table.columns[i];
                 let name = column.name.as_str();
                 let is_key = column.kind.is_primary_key();
-                if matches!(
-                    op,
-                    Operator::Contains | Operator::ContainsKey | Operator::Like | Operator::Neq
-                ) || !is_key
+                match op {
+                    Operator::Neq => {
+                        return Err(QueryError::invalid(format!(
+                            "Unsupported \"!=\" relation: {relation}"
+                        )))
+                    }
+                    Operator::Like => {
+                        return Err(QueryError::invalid(format!(
+                            "LIKE restriction is only supported on properly indexed columns. {relation} is not valid."
+                        )))
+                    }
+                    Operator::Eq
+                    | Operator::Lt
+                    | Operator::Lte
+                    | Operator::Gt
+                    | Operator::Gte
+                    | Operator::In
+                        if column.ty.is_multi_cell() =>
+                    {
+                        return Err(QueryError::invalid(format!(
+                            "Collection column '{name}' ({}) cannot be restricted by a '{}' relation",
+                            column.ty, op_text(*op)
+                        )))
+                    }
+                    _ => {}
+                }
+                let partition_range = column.kind == ColumnKind::PartitionKey
+                    && matches!(
+                        op,
+                        Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte
+                    );
+                if partition_range
+                    || matches!(
+                        op,
+                        Operator::Contains | Operator::ContainsKey | Operator::Like | Operator::Neq
+                    )
+                    || !is_key
                 {
                     let values = match op {
                         Operator::In => in_values(rhs, &column.ty, name, ctx)?,
@@ -205,28 +243,38 @@ pub fn analyze(
                 }
                 let slot = &mut per_column[i];
                 match op {
-                    Operator::Eq => {
-                        let v = term_value(evaluate(rhs, &column.ty, name, ctx)?, name)?;
-                        if slot.values.is_some() {
+                    Operator::Eq | Operator::In => {
+                        if let Some(existing) = &slot.values {
+                            let what = if slot.is_in { "a IN" } else { "an Equal" };
+                            let _ = existing;
                             return Err(QueryError::invalid(format!(
-                                "{name} cannot be restricted by more than one relation if it includes an Equal"
+                                "{name} cannot be restricted by more than one relation if it includes {what}"
                             )));
                         }
-                        slot.values = Some(vec![v]);
-                    }
-                    Operator::In => {
-                        if slot.values.is_some() {
+                        if slot.lower.is_some() || slot.upper.is_some() {
+                            let what = if *op == Operator::In {
+                                "a IN"
+                            } else {
+                                "an Equal"
+                            };
                             return Err(QueryError::invalid(format!(
-                                "{name} cannot be restricted by more than one relation if it includes a IN"
+                                "{name} cannot be restricted by more than one relation if it includes {what}"
                             )));
                         }
-                        slot.values = Some(in_values(rhs, &column.ty, name, ctx)?);
+                        if *op == Operator::In {
+                            slot.is_in = true;
+                            slot.values = Some(in_values(rhs, &column.ty, name, ctx)?);
+                        } else {
+                            let v = term_value(evaluate(rhs, &column.ty, name, ctx)?, name)?;
+                            slot.values = Some(vec![v]);
+                        }
                     }
                     Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
-                        if column.kind == ColumnKind::PartitionKey {
-                            return Err(QueryError::invalid(
-                                "Only EQ and IN relation are supported on the partition key (unless you use the token() function)",
-                            ));
+                        if slot.values.is_some() {
+                            let what = if slot.is_in { "a IN" } else { "an Equal" };
+                            return Err(QueryError::invalid(format!(
+                                "{name} cannot be restricted by more than one relation if it includes {what}"
+                            )));
                         }
                         let Some(v) = term_value(evaluate(rhs, &column.ty, name, ctx)?, name)?
                         else {
@@ -477,10 +525,16 @@ pub fn analyze(
             }
             keys = next;
         }
-        // Partitions are read in token order, as Cassandra returns them.
-        keys.sort_by_cached_key(|k| {
-            let bytes = crate::rows::partition_key_bytes(k);
-            (Token::murmur3(&bytes), bytes)
+        // IN values come back in key order (Cassandra keeps them in a sorted
+        // set), not in the order written.
+        keys.sort_by(|a, b| {
+            for (column, (x, y)) in table.partition_key().iter().zip(a.iter().zip(b)) {
+                let o = rocksandra_data::value::compare(&column.ty, x, y);
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            Ordering::Equal
         });
         PartitionSelection::Keys(keys)
     } else {
@@ -653,6 +707,21 @@ pub fn analyze(
         filters,
         needs_filtering,
     })
+}
+
+fn op_text(op: Operator) -> &'static str {
+    match op {
+        Operator::Eq => "=",
+        Operator::Lt => "<",
+        Operator::Lte => "<=",
+        Operator::Gt => ">",
+        Operator::Gte => ">=",
+        Operator::Neq => "!=",
+        Operator::In => "IN",
+        Operator::Contains => "CONTAINS",
+        Operator::ContainsKey => "CONTAINS KEY",
+        Operator::Like => "LIKE",
+    }
 }
 
 /// The filters equivalent to one column's restriction.

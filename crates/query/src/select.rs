@@ -81,6 +81,15 @@ enum Sel {
         arg: Box<Sel>,
         ty: CqlType,
     },
+    /// `a + b` and friends on numbers, `a + b` on text.
+    Arith {
+        op: rocksandra_cql::ast::BinaryOp,
+        left: Box<Sel>,
+        left_ty: CqlType,
+        right: Box<Sel>,
+        right_ty: CqlType,
+        ty: CqlType,
+    },
     /// `c[key]` on a set or map.
     Element {
         collection: Box<Sel>,
@@ -116,6 +125,7 @@ fn is_aggregate(sel: &Sel) -> bool {
         Sel::CountStar | Sel::Aggregate { .. } => true,
         Sel::Field { udt, .. } => is_aggregate(udt),
         Sel::Cast { arg, .. } | Sel::ToJson { arg, .. } => is_aggregate(arg),
+        Sel::Arith { left, right, .. } => is_aggregate(left) || is_aggregate(right),
         Sel::Element { collection, .. } | Sel::Range { collection, .. } => is_aggregate(collection),
         Sel::Function { args, .. } => args.iter().any(is_aggregate),
         _ => false,
@@ -289,6 +299,10 @@ fn plan_selector(
                 "avg" => Some(Aggregate::Avg),
                 _ => None,
             };
+            if let (Some(Aggregate::Count), [Expr::Literal(_)]) = (aggregate, args.as_slice()) {
+                // count(1) counts rows, like count(*).
+                return Ok((Sel::CountStar, "count".into(), bigint));
+            }
             if let Some(function) = aggregate {
                 let [arg] = args.as_slice() else {
                     return Err(QueryError::invalid(format!(
@@ -404,9 +418,11 @@ fn plan_selector(
                         "Element selection is only allowed on sets and maps, but {label} is a list"
                     )))
                 }
-                other => return Err(QueryError::invalid(format!(
+                other => {
+                    return Err(QueryError::invalid(format!(
                     "Element selection is only allowed on sets and maps, but {label} is a {other}"
-                ))),
+                )))
+                }
             };
             let key_value = match evaluate(key, &key_ty, &label, ctx)? {
                 Term::Value(v) => Some(v),
@@ -460,6 +476,70 @@ fn plan_selector(
                 ty,
             ))
         }
+        Expr::Binary { op, left, right } => {
+            let is_term =
+                |e: &Expr| matches!(e, Expr::Literal(_) | Expr::Bind(_) | Expr::Negate(_));
+            let planned = |e: &Expr, other: Option<&CqlType>| -> Result<(Sel, String, CqlType)> {
+                if !is_term(e) {
+                    return plan_selector(table, e, ctx);
+                }
+                use rocksandra_cql::ast::Literal;
+                let ty = match (e, other) {
+                    (Expr::Literal(Literal::Float(_)), _) => CqlType::Native(NativeType::Double),
+                    (Expr::Literal(Literal::String(_)), _) => CqlType::Native(NativeType::Text),
+                    (_, Some(CqlType::Native(t))) if numeric_rank(*t).is_some() => {
+                        CqlType::Native(*t)
+                    }
+                    _ => CqlType::Native(NativeType::Int),
+                };
+                let value = match evaluate(e, &ty, "selection", ctx)? {
+                    Term::Value(v) => Some(v),
+                    _ => None,
+                };
+                Ok((Sel::Constant(value), e.to_string(), ty))
+            };
+            let (l, ll, lt) = if is_term(left) && !is_term(right) {
+                let (_, _, rt) = plan_selector(table, right, ctx)?;
+                planned(left, Some(&rt))?
+            } else {
+                planned(left, None)?
+            };
+            let (r, rl, rt) = planned(right, Some(&lt))?;
+            let symbol = crate::term::binary_op(*op).symbol();
+            let unsupported = || {
+                QueryError::invalid(format!(
+                    "the operation '{ll} {symbol} {rl}' is not supported between {lt} and {rt}"
+                ))
+            };
+            let ty = match (lt.unfrozen(), rt.unfrozen()) {
+                (CqlType::Native(NativeType::Text | NativeType::Ascii), _)
+                | (_, CqlType::Native(NativeType::Text | NativeType::Ascii))
+                    if *op == rocksandra_cql::ast::BinaryOp::Add =>
+                {
+                    CqlType::Native(NativeType::Text)
+                }
+                (CqlType::Native(a), CqlType::Native(b)) => {
+                    match (numeric_rank(*a), numeric_rank(*b)) {
+                        (Some(x), Some(y)) => CqlType::Native(if x >= y { *a } else { *b }),
+                        _ => return Err(unsupported()),
+                    }
+                }
+                _ => return Err(unsupported()),
+            };
+            let label = format!("{ll} {symbol} {rl}");
+            Ok((
+                Sel::Arith {
+                    op: *op,
+                    left: Box::new(l),
+                    left_ty: lt,
+                    right: Box::new(r),
+                    right_ty: rt,
+                    ty: ty.clone(),
+                },
+                label,
+                ty,
+            ))
+        }
         Expr::TypeHint { ty, expr } => {
             let ty = ty
                 .resolve(&ctx.types)
@@ -479,6 +559,21 @@ fn plan_selector(
             literal_label(other)
         ))),
     }
+}
+
+/// Cassandra's widening order for arithmetic results.
+fn numeric_rank(t: NativeType) -> Option<u8> {
+    Some(match t {
+        NativeType::Tinyint => 0,
+        NativeType::Smallint => 1,
+        NativeType::Int => 2,
+        NativeType::Bigint | NativeType::Counter => 3,
+        NativeType::Float => 4,
+        NativeType::Double => 5,
+        NativeType::Varint => 6,
+        NativeType::Decimal => 7,
+        _ => return None,
+    })
 }
 
 fn literal_label(expr: &Expr) -> String {
@@ -652,9 +747,8 @@ pub fn result_specs(
     }
     // Bind markers are not known at PREPARE: selectors with terms fall back
     // to the types their functions declare.
-    Ok(plan(table, select, &ctx)
-        .map(|o| specs(table, &o))
-        .unwrap_or_default())
+    let outputs = plan(table, select, &ctx)?;
+    Ok(specs(table, &outputs))
 }
 
 fn limit_value(expr: &Option<Expr>, name: &str, ctx: &EvalContext<'_>) -> Result<Option<usize>> {
@@ -1264,13 +1358,32 @@ pub fn execute(
         ));
     }
     let mut group_columns: Vec<usize> = Vec::new();
-    for (k, e) in select.group_by.iter().enumerate() {
+    // Columns restricted by `=` may be left out of GROUP BY.
+    let eq_restricted = |i: usize| {
+        select.where_clause.iter().any(|r| {
+            matches!(r, rocksandra_cql::ast::Relation::Compare {
+                lhs: rocksandra_cql::ast::RelationLhs::Column(c),
+                op: rocksandra_cql::ast::Operator::Eq,
+                ..
+            } if table.column_index(c.as_str()) == Some(i))
+        })
+    };
+    let mut next_group_column = 0;
+    for e in &select.group_by {
         let column = match e {
             Expr::Column(c) => table.column_index(c.as_str()),
             _ => None,
         };
+        if let Some(i) = column {
+            while next_group_column < i && eq_restricted(next_group_column) {
+                next_group_column += 1;
+            }
+        }
         match column {
-            Some(i) if i == k && table.columns[i].kind.is_primary_key() => group_columns.push(i),
+            Some(i) if i == next_group_column && table.columns[i].kind.is_primary_key() => {
+                group_columns.push(i);
+                next_group_column += 1;
+            }
             Some(_) => {
                 return Err(QueryError::invalid(
                     "Group by currently only support groups of columns following their declared order in the PRIMARY KEY",
@@ -1285,7 +1398,7 @@ pub fn execute(
             }
         }
     }
-    if !group_columns.is_empty() && group_columns.len() < table.partition_key_count {
+    if !group_columns.is_empty() && next_group_column < table.partition_key_count {
         return Err(QueryError::invalid(
             "Group by is not supported on only a part of the partition key",
         ));
@@ -1355,10 +1468,9 @@ pub fn execute(
                 "Aggregation query used on multiple partition keys (IN restriction)".to_string(),
             ),
             PartitionSelection::Keys(_) => {}
-            PartitionSelection::Tokens { .. } if !table.is_virtual => {
+            PartitionSelection::Tokens { .. } => {
                 warnings.push("Aggregation query used without partition key".to_string())
             }
-            PartitionSelection::Tokens { .. } => {}
         }
     }
     let reader = Reader {
@@ -1628,6 +1740,41 @@ fn eval_sel(table: &Table, sel: &Sel, row: &CqlRow) -> Result<Option<Vec<u8>>> {
             )?
         }
         Sel::Constant(v) => v.clone(),
+        Sel::Arith {
+            op,
+            left,
+            left_ty,
+            right,
+            right_ty,
+            ty,
+        } => {
+            let (Some(a), Some(b)) = (eval_sel(table, left, row)?, eval_sel(table, right, row)?)
+            else {
+                return Ok(None);
+            };
+            if let CqlType::Native(NativeType::Text | NativeType::Ascii) = ty {
+                let text = |ty: &CqlType, b: &[u8]| -> Result<Vec<u8>> {
+                    Ok(match ty {
+                        CqlType::Native(NativeType::Text | NativeType::Ascii) => b.to_vec(),
+                        other => Value::deserialize(other, b)?
+                            .to_cql_literal(other)
+                            .into_bytes(),
+                    })
+                };
+                let mut joined = text(left_ty, &a)?;
+                joined.extend(text(right_ty, &b)?);
+                return Ok(Some(joined));
+            }
+            if a.is_empty() || b.is_empty() {
+                return Ok(None);
+            }
+            let CqlType::Native(target) = ty else {
+                return Ok(None);
+            };
+            let x = crate::functions::Num::decode(left_ty, &a)?.convert(*target)?;
+            let y = crate::functions::Num::decode(right_ty, &b)?.convert(*target)?;
+            Some(x.binary(crate::term::binary_op(*op), &y)?.encode())
+        }
         Sel::ToJson { arg, ty } => Some(
             match eval_sel(table, arg, row)? {
                 Some(b) => Value::deserialize(ty, &b)?.to_json(ty),

@@ -616,7 +616,7 @@ fn ungroup(expr: &Expr) -> &Expr {
     }
 }
 
-fn binary_op(op: ast::BinaryOp) -> BinaryOp {
+pub(crate) fn binary_op(op: ast::BinaryOp) -> BinaryOp {
     match op {
         ast::BinaryOp::Add => BinaryOp::Add,
         ast::BinaryOp::Subtract => BinaryOp::Subtract,
