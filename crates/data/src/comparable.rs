@@ -780,7 +780,9 @@ fn decimal_bytes(
         .checked_sub(exponent)
         .and_then(|s| s.checked_mul(2))
         .ok_or_else(|| malformed("decimal scale"))?;
-    while scale > i64::from(i32::MIN) && (&unscaled % &ten).is_zero() {
+    // Trailing zeros are dropped down to scale 0 only: the encoding keeps the
+    // value, not the scale, and `10` reads back better as 10 than as 1E+1.
+    while scale > 0 && (&unscaled % &ten).is_zero() {
         unscaled /= &ten;
         scale -= 1;
     }

@@ -1786,6 +1786,10 @@ fn evaluate_check(
                 holds &= ok;
             }
             reported.sort_unstable();
+            if row.is_none() {
+                // Nothing to show when the row does not exist.
+                reported.clear();
+            }
             let report = reported
                 .into_iter()
                 .map(|i| (i, row.as_ref().and_then(|r| r.columns[i].value.clone())))

@@ -39,6 +39,37 @@ pub struct Filter {
     pub element_key: Option<Vec<u8>>,
 }
 
+/// `(a, b) > (x, y)`: a bound on a tuple of clustering columns, by value.
+#[derive(Clone, Debug)]
+pub struct TupleFilter {
+    pub columns: Vec<usize>,
+    /// A lower bound (`>`/`>=`) or an upper one.
+    pub lower: bool,
+    pub inclusive: bool,
+    pub values: Vec<Vec<u8>>,
+}
+
+impl TupleFilter {
+    pub fn matches(&self, table: &Table, row: &CqlRow) -> bool {
+        let mut ordering = Ordering::Equal;
+        for (column, expected) in self.columns.iter().zip(&self.values) {
+            let Some(actual) = &row.columns[*column].value else {
+                return false;
+            };
+            ordering =
+                rocksandra_data::value::compare(&table.columns[*column].ty, actual, expected);
+            if ordering != Ordering::Equal {
+                break;
+            }
+        }
+        match (ordering, self.lower) {
+            (Ordering::Equal, _) => self.inclusive,
+            (Ordering::Greater, lower) => lower,
+            (Ordering::Less, lower) => !lower,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Restrictions {
     pub partition: PartitionSelection,
@@ -54,6 +85,8 @@ pub struct Restrictions {
     /// this error otherwise.
     pub clustering_error: Option<QueryError>,
     pub filters: Vec<Filter>,
+    /// Multi-column bounds applied to rows (tables with DESC columns).
+    pub tuple_filters: Vec<TupleFilter>,
     /// Filters that need ALLOW FILTERING in a SELECT.
     pub needs_filtering: bool,
 }
@@ -417,7 +450,7 @@ pub fn analyze(
                     .map(|c| c.name.as_str())
                     .collect();
                 let given: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
-                if given.len() != expected.len() {
+                if given.len() != expected.len() || given.iter().any(|g| !expected.contains(g)) {
                     return Err(QueryError::invalid(
                         "The token() function must be applied to all partition key components or none of them",
                     ));
@@ -494,7 +527,7 @@ pub fn analyze(
     let pk_restricted: Vec<bool> = (0..pk_count)
         .map(|i| per_column[i].values.is_some())
         .collect();
-    let partition = if pk_restricted.iter().all(|r| *r) && !has_token {
+    let partition = if pk_restricted.iter().all(|r| *r) {
         let mut keys: Vec<Vec<Vec<u8>>> = vec![Vec::new()];
         for (i, column) in table.partition_key().iter().enumerate() {
             let values = per_column[i].values.clone().unwrap_or_default();
@@ -536,6 +569,24 @@ pub fn analyze(
             }
             Ordering::Equal
         });
+        if has_token {
+            // Keys and a token range: the keys whose token is in the range.
+            keys.retain(|k| {
+                let t = Token::murmur3(&crate::rows::partition_key_bytes(k));
+                let after_start = match token_start {
+                    None => true,
+                    Some((s, true)) => t >= s,
+                    Some((s, false)) => t > s,
+                };
+                let before_end = match token_end {
+                    None => true,
+                    Some((e, _)) if e.0 == i64::MIN => true,
+                    Some((e, true)) => t <= e,
+                    Some((e, false)) => t < e,
+                };
+                after_start && before_end
+            });
+        }
         PartitionSelection::Keys(keys)
     } else {
         if pk_restricted.iter().any(|r| *r) {
@@ -569,6 +620,7 @@ pub fn analyze(
     let mut clustering_is_exact = ck_count == 0;
     let mut clustering_restricted = false;
     let mut clustering_error: Option<QueryError> = None;
+    let mut tuple_filters: Vec<TupleFilter> = Vec::new();
     if let Some(tuples) = multi_eq {
         clustering_restricted = true;
         let mut sorted = tuples;
@@ -582,14 +634,31 @@ pub fn analyze(
         for j in 0..ck_count {
             filters.extend(column_filters(pk_count + j, &per_column[pk_count + j]));
         }
-        slices = vec![Slice {
-            start: multi_lower
-                .map(|(prefix, inclusive)| ClusteringBound { prefix, inclusive })
-                .unwrap_or_else(ClusteringBound::unbounded),
-            end: multi_upper
-                .map(|(prefix, inclusive)| ClusteringBound { prefix, inclusive })
-                .unwrap_or_else(ClusteringBound::unbounded),
-        }];
+        let mixed_order = table.clustering().iter().any(|c| c.descending);
+        if mixed_order {
+            // Tuple bounds compare by value, which is not the clustering order
+            // when a column is DESC: read everything, keep what compares.
+            for (bound, lower) in [(&multi_lower, true), (&multi_upper, false)] {
+                if let Some((values, inclusive)) = bound {
+                    tuple_filters.push(TupleFilter {
+                        columns: (pk_count..pk_count + values.len()).collect(),
+                        lower,
+                        inclusive: *inclusive,
+                        values: values.clone(),
+                    });
+                }
+            }
+            slices = vec![Slice::all()];
+        } else {
+            slices = vec![Slice {
+                start: multi_lower
+                    .map(|(prefix, inclusive)| ClusteringBound { prefix, inclusive })
+                    .unwrap_or_else(ClusteringBound::unbounded),
+                end: multi_upper
+                    .map(|(prefix, inclusive)| ClusteringBound { prefix, inclusive })
+                    .unwrap_or_else(ClusteringBound::unbounded),
+            }];
+        }
     } else {
         let clustering: Vec<&ColumnRestriction> = (pk_count..pk_count + ck_count)
             .map(|i| &per_column[i])
@@ -705,6 +774,7 @@ pub fn analyze(
         clustering_restricted,
         clustering_error,
         filters,
+        tuple_filters,
         needs_filtering,
     })
 }
@@ -783,6 +853,18 @@ pub fn compare_prefix(table: &Table, a: &[Vec<u8>], b: &[Vec<u8>]) -> Ordering {
         }
     }
     Ordering::Equal
+}
+
+/// Whether a row passes every filter and tuple bound.
+pub fn row_passes(table: &Table, row: &CqlRow, restrictions: &Restrictions) -> Result<bool> {
+    if !restrictions
+        .tuple_filters
+        .iter()
+        .all(|t| t.matches(table, row))
+    {
+        return Ok(false);
+    }
+    row_matches(table, row, &restrictions.filters)
 }
 
 /// Whether a row passes every filter.

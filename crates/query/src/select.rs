@@ -23,7 +23,7 @@ use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, TableSpec
 
 use crate::error::{QueryError, Result};
 use crate::executor::{metadata_id, Executor, Outcome, Request};
-use crate::restrict::{analyze, compare_prefix, row_matches, PartitionSelection, Restrictions};
+use crate::restrict::{analyze, compare_prefix, PartitionSelection, Restrictions};
 use crate::rows::{partition_key_bytes, partition_rows, CqlRow};
 use crate::schema::{ColumnKind, Schema, Table};
 use crate::term::{evaluate, EvalContext, Term};
@@ -759,11 +759,8 @@ fn limit_value(expr: &Option<Expr>, name: &str, ctx: &EvalContext<'_>) -> Result
             Value::Int(n) if n > 0 => Ok(Some(n as usize)),
             Value::Int(_) => Err(QueryError::invalid(format!(
                 "{} must be strictly positive",
-                if name == "[limit]" {
-                    "LIMIT"
-                } else {
-                    "PER PARTITION LIMIT"
-                }
+                // Cassandra says LIMIT for PER PARTITION LIMIT too.
+                if name.is_empty() { "" } else { "LIMIT" }
             ))),
             _ => Ok(None),
         },
@@ -973,7 +970,7 @@ impl Reader<'_> {
     }
 
     fn accept(&self, row: &CqlRow) -> Result<bool> {
-        row_matches(self.table, row, &self.restrictions.filters)
+        crate::restrict::row_passes(self.table, row, self.restrictions)
     }
 
     fn read_virtual(
@@ -1042,6 +1039,17 @@ impl Reader<'_> {
                 continue;
             }
             rows.push(row);
+        }
+        if let PartitionSelection::Keys(keys) = &self.restrictions.partition {
+            // IN results come back in key order (keys are sorted).
+            let position = |r: &CqlRow| {
+                let pk: Vec<Vec<u8>> = r.columns[..self.table.partition_key_count]
+                    .iter()
+                    .map(|c| c.value.clone().unwrap_or_default())
+                    .collect();
+                keys.iter().position(|k| *k == pk).unwrap_or(usize::MAX)
+            };
+            rows.sort_by_key(|r| position(r));
         }
         let next = (index < all.len() || rows.len() >= want).then_some(PagingState {
             rows_so_far: 0,
@@ -1113,7 +1121,8 @@ impl Reader<'_> {
                     .min(READ_BATCH_ROWS)
                     .min(remaining_pp)
                     .max(1);
-                let filtering = !self.restrictions.filters.is_empty();
+                let filtering = !self.restrictions.filters.is_empty()
+                    || !self.restrictions.tuple_filters.is_empty();
                 let limit = if filtering { READ_BATCH_ROWS } else { batch };
                 let got = self.partition_read(&key, slices.clone(), limit)?;
                 let exhausted = got.len() < limit || got.iter().any(|r| r.clustering.is_none());
@@ -1187,14 +1196,12 @@ impl Reader<'_> {
             }
         };
         let token_end = match end {
+            // The minimum token as an end bound means the end of the ring,
+            // as in Cassandra (`token(k) < -9223372036854775808` is everything).
             None => Token(i64::MAX),
+            Some((t, _)) if t.0 == i64::MIN => Token(i64::MAX),
             Some((t, true)) => t,
-            Some((t, false)) => {
-                if t.0 == i64::MIN {
-                    return Ok((Vec::new(), None));
-                }
-                Token(t.0 - 1)
-            }
+            Some((t, false)) => Token(t.0 - 1),
         };
         if token_start > token_end {
             return Ok((Vec::new(), None));
