@@ -28,7 +28,7 @@ use rocksandra_data::LocalTime;
 use rocksandra_storage::api::{
     CompactionStyle, Compression, Durability, Result, StorageError, TableId, TableOptions,
 };
-use rocksandra_storage::kv::{KeyRange, KvOp, KvStore};
+use rocksandra_storage::kv::{KeyRange, KvOp, KvStore, Visitor};
 use rocksandra_storage::memory::Clock;
 use rocksandra_storage::merge::{filter_entry, merge_entry, FilterDecision};
 use rocksandra_storage::KvEngine;
@@ -111,7 +111,12 @@ impl RocksStore {
         };
         let gc_grace: HashMap<String, Arc<AtomicI64>> = existing
             .iter()
-            .map(|name| (name.clone(), Arc::new(AtomicI64::new(TableOptions::default().gc_grace_seconds))))
+            .map(|name| {
+                (
+                    name.clone(),
+                    Arc::new(AtomicI64::new(TableOptions::default().gc_grace_seconds)),
+                )
+            })
             .collect();
         let descriptors: Vec<ColumnFamilyDescriptor> = existing
             .iter()
@@ -138,7 +143,7 @@ impl RocksStore {
             stopping: AtomicBool::new(false),
         });
         let syncer = match config.durability {
-            Durability::Periodic { period_ms } => Some(spawn_syncer(shared.clone(), period_ms)),
+            Durability::Periodic { period_ms } => Some(spawn_syncer(shared.clone(), period_ms)?),
             Durability::Batch => None,
         };
         Ok(RocksStore { shared, syncer })
@@ -185,7 +190,7 @@ impl Shared {
     }
 }
 
-fn spawn_syncer(shared: Arc<Shared>, period_ms: u64) -> JoinHandle<()> {
+fn spawn_syncer(shared: Arc<Shared>, period_ms: u64) -> Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("wal-sync".into())
         .spawn(move || {
@@ -204,7 +209,10 @@ fn spawn_syncer(shared: Arc<Shared>, period_ms: u64) -> JoinHandle<()> {
                 shared.check_background_errors();
             }
         })
-        .unwrap_or_else(|e| panic!("cannot start the WAL sync thread: {e}"))
+        .map_err(|e| StorageError::Io {
+            action: "starting the WAL sync thread",
+            detail: e.to_string(),
+        })
 }
 
 impl Drop for RocksStore {
@@ -264,7 +272,11 @@ fn table_options(
     options
 }
 
-fn merge_operator(_key: &[u8], existing: Option<&[u8]>, operands: &MergeOperands) -> Option<Vec<u8>> {
+fn merge_operator(
+    _key: &[u8],
+    existing: Option<&[u8]>,
+    operands: &MergeOperands,
+) -> Option<Vec<u8>> {
     match merge_entry(existing, operands.iter()) {
         Ok(merged) => Some(merged),
         Err(e) => {
@@ -315,11 +327,18 @@ impl CompactionFilter for PurgeFilter {
             FilterDecision::Keep => Decision::Keep,
             FilterDecision::Remove => Decision::Remove,
             FilterDecision::Change(bytes) => {
+                // `Decision::Change` takes a `&'static [u8]` although RocksDB
+                // only reads the slice until the callback returns; the bytes
+                // live in `self.changed` instead of being leaked per entry.
                 self.changed = bytes;
-                // SAFETY: RocksDB copies the new value before this filter is
-                // called again (the C shim assigns it into a std::string right
-                // after the callback returns), and `self.changed` is not
-                // touched until the next call, so the slice outlives its use.
+                // SAFETY: the only reader of the slice is the C shim that
+                // called us (`rocksdb_compactionfilter_t::Filter` in
+                // librocksdb-sys's rocksdb/db/c.cc), which copies it with
+                // `new_value->assign(ptr, len)` right after this callback
+                // returns. A filter made by a factory is used by one thread
+                // at a time, so `self.changed` is neither written nor dropped
+                // (the next `filter` call, or dropping the filter) before that
+                // copy is done; the slice is never read after that.
                 let slice: &'static [u8] =
                     unsafe { std::mem::transmute::<&[u8], &'static [u8]>(self.changed.as_slice()) };
                 Decision::Change(slice)
@@ -384,6 +403,9 @@ impl KvStore for RocksStore {
 
     fn drop_table(&self, table: TableId) -> Result<()> {
         let name = cf_name(table);
+        if let Ok(mut map) = self.shared.gc_grace.write() {
+            map.remove(&name);
+        }
         if self.shared.db.cf_handle(&name).is_none() {
             return Ok(());
         }
@@ -440,7 +462,7 @@ impl KvStore for RocksStore {
         table: TableId,
         range: &KeyRange,
         reverse: bool,
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>,
+        visit: &mut Visitor<'_>,
     ) -> Result<()> {
         let cf = self.cf(table)?;
         let mut read_options = ReadOptions::default();
@@ -480,12 +502,14 @@ impl KvStore for RocksStore {
                 if writer.is_none() {
                     let path = dir.join(format!("stream-{}.sst", files.len()));
                     let w = SstFileWriter::create(&options);
-                    w.open(&path).map_err(rocks_error("opening a stream file"))?;
+                    w.open(&path)
+                        .map_err(rocks_error("opening a stream file"))?;
                     writer = Some((w, path));
                 }
                 if let Some((w, path)) = writer.as_mut() {
                     // Merge entries, so ingestion merges with the receiver's data.
-                    w.merge(key, value).map_err(rocks_error("writing a stream file"))?;
+                    w.merge(key, value)
+                        .map_err(rocks_error("writing a stream file"))?;
                     if w.file_size() >= STREAM_FILE_BYTES_MAX {
                         w.finish().map_err(rocks_error("finishing a stream file"))?;
                         files.push(path.clone());
@@ -572,6 +596,9 @@ impl KvStore for RocksStore {
 
 impl RocksStore {
     fn write_batch(&self, batch: WriteBatch) -> Result<()> {
+        if let Some(reason) = self.shared.failure() {
+            return Err(StorageError::ReadOnly(reason));
+        }
         let mut options = WriteOptions::default();
         options.set_sync(matches!(self.shared.config.durability, Durability::Batch));
         self.shared.db.write_opt(batch, &options).map_err(|e| {
@@ -594,7 +621,8 @@ impl RocksStore {
             end.push(0);
             end
         });
-        iter.status().map_err(rocks_error("finding the end of a table"))?;
+        iter.status()
+            .map_err(rocks_error("finding the end of a table"))?;
         Ok(last)
     }
 }

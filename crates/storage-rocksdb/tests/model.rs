@@ -9,7 +9,10 @@ use rocksandra_storage_rocksdb::{open_engine, RocksConfig};
 
 #[test]
 fn rocksdb_engine_agrees_with_the_model() {
-    let seeds: Vec<u64> = match std::env::var("ROCKSANDRA_SEED").ok().and_then(|s| s.parse().ok()) {
+    let seeds: Vec<u64> = match std::env::var("ROCKSANDRA_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
         Some(seed) => vec![seed],
         None => (0..60).collect(),
     };
@@ -20,7 +23,8 @@ fn rocksdb_engine_agrees_with_the_model() {
                 block_cache_bytes: 4 << 20,
                 ..Default::default()
             };
-            let engine = open_engine(&dir, config, Arc::new(|| LocalTime(1_700_000_000))).expect("open");
+            let engine =
+                open_engine(&dir, config, Arc::new(|| LocalTime(1_700_000_000))).expect("open");
             check_against_model(&engine, &random_ops(seed, 150), seed);
         }
         let _ = std::fs::remove_dir_all(dir);
