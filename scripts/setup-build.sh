@@ -6,6 +6,9 @@ need=()
 dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
 command -v clang >/dev/null 2>&1 || need+=(clang)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
+# The driver tests run in a Python virtualenv (scripts/test-env.sh).
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+python3 -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine and runs every test: formatting, lints, the Rust
 # test suites of all crates (storage conformance on both engines, property
-# tests, crash loop, codecs, parser). Cargo's target directory lives under
-# $HOME/.cache so RocksDB (about 20 CPU-minutes) is built once per machine.
+# tests, crash loop, codecs, parser, executor), then the suites that need a
+# real server process (scripts/test-server.sh: golden CQL suite, Python
+# driver and cqlsh tests). Cargo's target directory lives under
+# $HOME/.cache so RocksDB (about 45 minutes on two cores) is built once per
+# machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-build.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/rocksandra-target}"
+. scripts/rocksdb-env.sh
 export CARGO_TERM_COLOR=never
 echo "== cargo fmt"
 cargo fmt --all -- --check
@@ -14,3 +18,5 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test"
 cargo test --workspace
+echo "== server suites"
+scripts/test-server.sh

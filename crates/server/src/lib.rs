@@ -5,10 +5,13 @@
 //! up logging, bind the transport with a handler, serve until a signal.
 
 pub mod config;
+pub mod exec_handler;
 pub mod handler;
+pub mod node;
 pub mod transport;
 
 pub use config::{Cli, Config, ConfigError};
+pub use exec_handler::ExecutorHandler;
 pub use handler::{
     Credentials, HandlerFuture, NotReadyHandler, Reply, RequestContext, RequestHandler, Session,
 };

@@ -6,9 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
-use rocksandra_server::{
-    shutdown_signal, Cli, Config, NotReadyHandler, RequestHandler, Server, TransportConfig,
-};
+use rocksandra_server::{shutdown_signal, Cli, Config, ExecutorHandler, Server, TransportConfig};
 use tracing::{error, info};
 use tracing_subscriber::EnvFilter;
 
@@ -57,26 +55,26 @@ fn init_logging() {
         .init();
 }
 
-/// Builds the handler that executes requests.
-///
-/// THE SEAM: this is where the query executor (CQL, schema, storage) plugs
-/// in. Until it does, `NotReadyHandler` answers every query with a
-/// SERVER_ERROR "query execution is not available in this build".
-fn request_handler(_config: &Config) -> Arc<dyn RequestHandler> {
-    Arc::new(NotReadyHandler)
-}
-
 async fn run(config: Config) -> Result<(), String> {
-    let handler = request_handler(&config);
-    let server = Server::bind(TransportConfig::from(&config), handler)
+    let started = std::time::Instant::now();
+    let executor = rocksandra_server::node::open(&config)?;
+    let handler = Arc::new(ExecutorHandler::new(executor.clone()));
+    let server = Server::bind(TransportConfig::from(&config), handler.clone())
         .await
         .map_err(|e| e.to_string())?;
+    handler.set_events(server.events());
     info!(
         cluster_name = %config.cluster_name,
         data = ?config.data_file_directories,
-        "listening for CQL clients on {}",
-        server.local_addr()
+        "listening for CQL clients on {} (ready in {} ms)",
+        server.local_addr(),
+        started.elapsed().as_millis()
     );
     server.run(shutdown_signal()).await;
+    // In-flight requests have finished (or the grace period ran out): make
+    // everything acknowledged durable before exiting.
+    executor
+        .flush()
+        .map_err(|e| format!("flush at shutdown failed: {e}"))?;
     Ok(())
 }

@@ -1,0 +1,99 @@
+//! Opening a node: its identity (host id, tokens) kept in the data
+//! directory, the RocksDB engine, and the executor over them.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rocksandra_data::LocalTime;
+use rocksandra_query::{Env, Executor, NodeInfo};
+use rocksandra_storage::{Durability, Engine};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{CommitlogSync, Config};
+
+/// What a node keeps about itself across restarts (`node.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeIdentity {
+    pub host_id: [u8; 16],
+    pub tokens: Vec<i64>,
+}
+
+const NODE_FILE: &str = "node.json";
+
+impl NodeIdentity {
+    /// Reads the identity of `dir`, or creates one (random host id and
+    /// `num_tokens` random tokens) and stores it.
+    pub fn load_or_create(
+        dir: &Path,
+        num_tokens: u32,
+        random: &dyn Fn() -> u64,
+    ) -> Result<NodeIdentity, String> {
+        let path = dir.join(NODE_FILE);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| format!("cannot read {}: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let host_id = rocksandra_query::ddl::new_uuid(random);
+                let mut tokens: Vec<i64> = (0..num_tokens.max(1))
+                    .map(|_| random() as i64)
+                    .filter(|t| *t != i64::MIN)
+                    .collect();
+                tokens.sort_unstable();
+                tokens.dedup();
+                let identity = NodeIdentity { host_id, tokens };
+                let bytes = serde_json::to_vec_pretty(&identity).map_err(|e| e.to_string())?;
+                rocksandra_query::schema::write_atomically(dir, NODE_FILE, &bytes)
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                Ok(identity)
+            }
+            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        }
+    }
+}
+
+/// The data directory: the first of `data_file_directories`.
+pub fn data_dir(config: &Config) -> PathBuf {
+    config
+        .data_file_directories
+        .first()
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from(crate::config::DATA_DIRECTORY_DEFAULT))
+}
+
+/// Opens storage and the executor for `config`.
+pub fn open(config: &Config) -> Result<Arc<Executor>, String> {
+    let dir = data_dir(config);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let env = Env::system();
+    let identity = NodeIdentity::load_or_create(&dir, config.num_tokens, &*env.random)?;
+    let now = env.now_micros.clone();
+    let clock: rocksandra_storage::memory::Clock =
+        Arc::new(move || LocalTime(now().div_euclid(1_000_000)));
+    let rocks = rocksandra_storage_rocksdb::RocksConfig {
+        durability: match config.commitlog_sync {
+            CommitlogSync::Batch => Durability::Batch,
+            CommitlogSync::Periodic => Durability::Periodic {
+                period_ms: config.commitlog_sync_period.as_millis().max(1) as u64,
+            },
+        },
+        block_cache_bytes: usize::try_from(config.block_cache_bytes).unwrap_or(usize::MAX),
+        ..rocksandra_storage_rocksdb::RocksConfig::default()
+    };
+    let engine: Arc<dyn Engine> = Arc::new(
+        rocksandra_storage_rocksdb::open_engine(&dir.join("rocksdb"), rocks, clock)
+            .map_err(|e| format!("cannot open storage in {}: {e}", dir.display()))?,
+    );
+    let node = NodeInfo {
+        cluster_name: config.cluster_name.clone(),
+        listen_address: config.listen_address,
+        rpc_address: config.rpc_address.unwrap_or(config.listen_address),
+        native_port: config.native_transport_port,
+        data_center: config.data_center.clone(),
+        rack: config.rack.clone(),
+        host_id: identity.host_id,
+        tokens: identity.tokens,
+        peers: Vec::new(),
+    };
+    let executor = Executor::open(engine, Some(dir), node, env).map_err(|e| e.to_string())?;
+    Ok(Arc::new(executor))
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Runs the suites that need a real server process: builds `rocksandra`,
+# starts it on a free loopback port with a fresh data directory, runs the
+# golden CQL suite (statement-level baseline in tests/golden/baseline.json)
+# and the Python driver and cqlsh tests through unmodified clients, then
+# stops it with SIGTERM (a clean shutdown is part of the test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/rocksandra-target}"
+. scripts/rocksdb-env.sh
+scripts/test-env.sh
+cargo build -p rocksandra-server --bin rocksandra
+BIN="$CARGO_TARGET_DIR/debug/rocksandra"
+
+WORK=$(mktemp -d)
+# The golden suite was recorded against a node on 9042 (system.local shows
+# its rpc_port), so the server under test listens there too.
+PORT=${ROCKSANDRA_TEST_PORT:-9042}
+if python3 -c "import socket; socket.create_connection(('127.0.0.1', $PORT), 0.2)" 2>/dev/null; then
+    echo "port $PORT is already in use (stop the server there, or set ROCKSANDRA_TEST_PORT)" >&2
+    exit 1
+fi
+"$BIN" --data-dir "$WORK/data" --listen-address 127.0.0.1 --native-port "$PORT" >"$WORK/server.log" 2>&1 &
+PID=$!
+stop() {
+    if kill -0 "$PID" 2>/dev/null; then
+        kill -TERM "$PID"
+        for _ in $(seq 1 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
+        if kill -0 "$PID" 2>/dev/null; then
+            echo "server did not stop within 10 s of SIGTERM" >&2
+            kill -9 "$PID"; return 1
+        fi
+    fi
+    wait "$PID" 2>/dev/null || true
+}
+trap 'stop || true; echo "--- server log (last 40 lines)"; tail -40 "$WORK/server.log"; rm -rf "$WORK"' EXIT
+for _ in $(seq 1 100); do
+    if python3 -c "import socket; socket.create_connection(('127.0.0.1', $PORT), 0.2)" 2>/dev/null; then break; fi
+    sleep 0.1
+done
+
+status=0
+echo "== golden CQL suite (protocol v4)"
+.venv/bin/python tests/golden/runner.py --host 127.0.0.1 --port "$PORT" --quiet \
+    --baseline tests/golden/baseline.json || status=1
+echo "== golden CQL suite (protocol v5)"
+.venv/bin/python tests/golden/runner.py --host 127.0.0.1 --port "$PORT" --quiet \
+    --protocol-version 5 --baseline tests/golden/baseline.json || status=1
+echo "== Python driver and cqlsh tests"
+ROCKSANDRA_HOST=127.0.0.1 ROCKSANDRA_PORT="$PORT" .venv/bin/pytest -q -p no:cacheprovider \
+    tests/drivers/python || status=1
+echo "== clean shutdown"
+stop || status=1
+echo "== process tests (restart, kill -9)"
+ROCKSANDRA_BIN="$BIN" .venv/bin/pytest -q -p no:cacheprovider tests/process || status=1
+exit $status
