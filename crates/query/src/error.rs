@@ -33,6 +33,8 @@ pub enum QueryError {
     #[error("{0}")]
     Truncate(String),
     #[error("{0}")]
+    BadCredentials(String),
+    #[error("{0}")]
     Overloaded(String),
     /// A failure of this server, not of the request.
     #[error("{0}")]
@@ -73,6 +75,7 @@ impl QueryError {
             },
             QueryError::Unprepared(id) => ErrorKind::Unprepared { id: id.clone() },
             QueryError::Truncate(_) => ErrorKind::TruncateError,
+            QueryError::BadCredentials(_) => ErrorKind::BadCredentials,
             QueryError::Overloaded(_) => ErrorKind::Overloaded,
             QueryError::Server(_) => ErrorKind::ServerError,
         };

@@ -76,6 +76,11 @@ pub struct Request {
     pub timestamp: Option<i64>,
     pub now_in_seconds: Option<i32>,
     pub skip_metadata: bool,
+    /// The logged-in user (PasswordAuthenticator), None when anonymous.
+    pub user: Option<String>,
+    /// Issued by the server itself (role management): may write the
+    /// system tables kept in storage. Never set from a client request.
+    pub internal: bool,
 }
 
 /// What running a statement produced.
@@ -132,6 +137,7 @@ pub struct Executor {
     /// Serializes read-before-write statements (conditional updates, list
     /// index operations, counters) on this node.
     pub(crate) rmw_lock: Mutex<()>,
+    pub(crate) auth: RwLock<crate::auth::AuthConfig>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -192,6 +198,7 @@ impl Executor {
             }),
             env,
             rmw_lock: Mutex::new(()),
+            auth: RwLock::new(crate::auth::AuthConfig::default()),
         })
     }
 
@@ -433,33 +440,26 @@ impl Executor {
             | Statement::DropFunction(_) => Err(QueryError::invalid(
                 "User-defined functions are disabled in cassandra.yaml - set user_defined_functions_enabled=true to enable",
             )),
-            Statement::CreateRole(rocksandra_cql::ast::CreateRole { options, .. })
-            | Statement::AlterRole(rocksandra_cql::ast::AlterRole { options, .. })
-                if options.iter().any(|o| {
-                    matches!(
-                        o,
-                        rocksandra_cql::ast::RoleOption::Password(_)
-                            | rocksandra_cql::ast::RoleOption::HashedPassword(_)
-                    )
-                }) =>
-            {
-                // With AllowAllAuthenticator (the default), as in Cassandra.
-                Err(QueryError::invalid(
-                    "org.apache.cassandra.auth.CassandraRoleManager doesn't support PASSWORD",
-                ))
-            }
-            Statement::CreateRole(_)
-            | Statement::AlterRole(_)
-            | Statement::DropRole(_)
-            | Statement::GrantPermissions(_)
+            Statement::CreateRole(s) => self.create_role(s, request),
+            Statement::AlterRole(s) => self.alter_role(s, request),
+            Statement::DropRole(s) => self.drop_role(s, request),
+            Statement::ListRoles(s) => self.list_roles(Some(s), false, request),
+            Statement::ListUsers => self.list_roles(None, true, request),
+            Statement::GrantPermissions(_)
             | Statement::RevokePermissions(_)
             | Statement::ListPermissions(_)
             | Statement::GrantRole(_)
-            | Statement::RevokeRole(_)
-            | Statement::ListRoles(_)
-            | Statement::ListUsers => Err(QueryError::Unauthorized(
-                "You have to be logged in and not anonymous to perform this request".into(),
-            )),
+            | Statement::RevokeRole(_) => {
+                if request.user.is_none() {
+                    return Err(QueryError::Unauthorized(
+                        "You have to be logged in and not anonymous to perform this request"
+                            .into(),
+                    ));
+                }
+                Err(QueryError::invalid(
+                    "Permissions and role grants need CassandraAuthorizer, which Rocksandra does not provide yet (authorizer is AllowAllAuthorizer)",
+                ))
+            }
         }
     }
 

@@ -3,6 +3,7 @@
 //! hands requests in and writes the results out, and the tests here call the
 //! executor directly.
 
+pub mod auth;
 pub mod ddl;
 pub mod describe;
 pub mod error;

@@ -6,11 +6,10 @@
 //! are computed by [`rows`] from the schema and the node description, never
 //! read from storage.
 //!
-//! Tables whose content this server does not keep yet (`system_auth`,
-//! `system_traces`, `system_distributed`, `system.size_estimates`,
-//! `system_views`, ...) answer with no rows. Roles will come from storage:
-//! the executor will route `system_auth` reads there instead of calling
-//! [`rows`] once authentication exists.
+//! Exceptions: the tables of [`STORED_SYSTEM_TABLES`] (`system_auth` roles)
+//! are kept in storage like user tables. Tables whose content this server
+//! does not keep yet (`system_traces`, `system_distributed`,
+//! `system.size_estimates`, `system_views`, ...) answer with no rows.
 
 mod catalog;
 mod def;
@@ -56,15 +55,31 @@ pub type Row = Vec<Option<Vec<u8>>>;
 // ---------------------------------------------------------------- definitions
 
 /// The built-in keyspaces, each marked `is_virtual` with all its tables.
+/// Built-in tables whose rows live in storage, with their reserved storage
+/// ids (user tables count up from 1 and never reach these).
+pub const STORED_SYSTEM_TABLES: [(&str, &str, u64); 3] = [
+    ("system_auth", "roles", u64::MAX - 1),
+    ("system_auth", "role_members", u64::MAX - 2),
+    ("system_auth", "role_permissions", u64::MAX - 3),
+];
+
 pub fn system_keyspaces() -> Vec<Keyspace> {
     let mut keyspaces: BTreeMap<&str, Keyspace> = BTreeMap::new();
     for def in catalog::TABLES {
         let keyspace = keyspaces
             .entry(def.keyspace)
             .or_insert_with(|| empty_keyspace(def.keyspace));
+        let mut table = build_table(def);
+        if let Some((_, _, id)) = STORED_SYSTEM_TABLES
+            .iter()
+            .find(|(k, t, _)| *k == def.keyspace && *t == def.name)
+        {
+            table.is_virtual = false;
+            table.storage_id = TableId(*id);
+        }
         keyspace
             .tables
-            .insert(def.name.to_string(), Arc::new(build_table(def)));
+            .insert(def.name.to_string(), Arc::new(table));
     }
     keyspaces.into_values().collect()
 }
@@ -107,13 +122,15 @@ fn build_table(def: &def::TableDef) -> Table {
     let columns: Vec<Column> = keys
         .into_iter()
         .chain(def.columns.iter().filter(|c| !c.kind.is_primary_key()))
-        .map(|c| Column {
+        .enumerate()
+        .map(|(i, c)| Column {
             name: c.name.to_string(),
             ty: builtin_type(c.type_text),
             kind: c.kind,
             position: usize::try_from(c.position).unwrap_or(0),
             descending: c.descending,
-            id: ColumnId(0),
+            // Stable ids for the built-in tables kept in storage (system_auth).
+            id: ColumnId(i as u32),
         })
         .collect();
     let partition_key_count = columns

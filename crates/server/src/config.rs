@@ -196,6 +196,8 @@ pub struct Config {
     /// Where metrics will be served for Prometheus. Not served yet: reserved
     /// so that configuration files can already carry it.
     pub prometheus_listen_address: Option<SocketAddr>,
+    /// bcrypt cost of stored passwords (PasswordAuthenticator).
+    pub auth_bcrypt_gensalt_log2_rounds: u32,
 }
 
 impl Default for Config {
@@ -221,6 +223,7 @@ impl Default for Config {
             max_requests: MAX_REQUESTS_DEFAULT,
             block_cache_bytes: BLOCK_CACHE_BYTES_DEFAULT,
             prometheus_listen_address: None,
+            auth_bcrypt_gensalt_log2_rounds: 10,
         }
     }
 }
@@ -375,6 +378,7 @@ struct FileConfig {
     native_transport_max_concurrent_requests: Option<i64>,
     block_cache_size: Option<String>,
     prometheus_listen_address: Option<SocketAddr>,
+    auth_bcrypt_gensalt_log2_rounds: Option<u32>,
 }
 
 /// `- class_name: ...\n  parameters:\n    - seeds: "a,b"`
@@ -487,6 +491,16 @@ impl FileConfig {
                 None => defaults.block_cache_bytes,
             },
             prometheus_listen_address: self.prometheus_listen_address,
+            auth_bcrypt_gensalt_log2_rounds: match self.auth_bcrypt_gensalt_log2_rounds {
+                Some(r) if (4..=31).contains(&r) => r,
+                Some(r) => {
+                    return Err(invalid(
+                        "auth_bcrypt_gensalt_log2_rounds",
+                        format!("{r} (expected 4 to 31)"),
+                    ))
+                }
+                None => defaults.auth_bcrypt_gensalt_log2_rounds,
+            },
         };
         config.validate()?;
         Ok(config)

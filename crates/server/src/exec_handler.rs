@@ -75,6 +75,8 @@ fn request(session: &Session, params: &QueryParameters) -> Request {
         timestamp: params.default_timestamp_micros,
         now_in_seconds: params.now_in_seconds,
         skip_metadata: params.skip_metadata,
+        user: session.authenticated_user(),
+        internal: false,
     }
 }
 
@@ -155,7 +157,8 @@ impl RequestHandler for ExecutorHandler {
         Box::pin(async move {
             let executor = self.executor.clone();
             let keyspace = batch.keyspace.clone().or_else(|| session.keyspace());
-            let result = blocking(move || run_batch(&executor, batch, keyspace))
+            let user = session.authenticated_user();
+            let result = blocking(move || run_batch(&executor, batch, keyspace, user))
                 .await
                 .and_then(|r| r);
             self.reply(session, result)
@@ -168,13 +171,16 @@ impl RequestHandler for ExecutorHandler {
         credentials: Credentials,
     ) -> HandlerFuture<'a, Result<(), ErrorResponse>> {
         Box::pin(async move {
-            Err(ErrorResponse::new(
-                ErrorKind::BadCredentials,
-                format!(
-                    "Provided username {} and/or password are incorrect",
-                    credentials.username
-                ),
-            ))
+            let executor = self.executor.clone();
+            let result = blocking(move || {
+                executor.authenticate(&credentials.username, &credentials.password)
+            })
+            .await
+            .and_then(|r| r);
+            result.map_err(|e| match e {
+                QueryError::BadCredentials(_) => e.to_response(),
+                other => ErrorResponse::new(ErrorKind::ServerError, other.to_string()),
+            })
         })
     }
 }
@@ -185,6 +191,7 @@ fn run_batch(
     executor: &Executor,
     batch: Batch,
     keyspace: Option<String>,
+    user: Option<String>,
 ) -> Result<Outcome, QueryError> {
     let kind = match batch.batch_type {
         BatchType::Logged => BatchKind::Logged,
@@ -192,6 +199,7 @@ fn run_batch(
         BatchType::Counter => BatchKind::Counter,
     };
     let base = Request {
+        user,
         keyspace: keyspace.clone(),
         timestamp: batch.default_timestamp_micros,
         now_in_seconds: batch.now_in_seconds,

@@ -95,5 +95,11 @@ pub fn open(config: &Config) -> Result<Arc<Executor>, String> {
         peers: Vec::new(),
     };
     let executor = Executor::open(engine, Some(dir), node, env).map_err(|e| e.to_string())?;
+    executor
+        .enable_password_authentication(rocksandra_query::auth::AuthConfig {
+            password_authenticator: config.authenticator == crate::config::Authenticator::Password,
+            bcrypt_cost: config.auth_bcrypt_gensalt_log2_rounds,
+        })
+        .map_err(|e| format!("cannot set up authentication: {e}"))?;
     Ok(Arc::new(executor))
 }
