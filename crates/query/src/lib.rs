@@ -17,6 +17,7 @@ pub mod schema;
 pub mod select;
 pub mod system;
 pub mod term;
+pub mod trace;
 
 pub use error::{QueryError, Result};
 pub use executor::{Env, Executor, Outcome, Request};

@@ -145,7 +145,9 @@ fn modifiable_table(
 ) -> Result<std::sync::Arc<Table>> {
     let keyspace = crate::ddl::keyspace_of(name, request.keyspace.as_deref())?;
     let table = lookup_table(schema, keyspace, name.name.as_str())?.clone();
-    let internal_write = request.internal && !table.is_virtual && keyspace == "system_auth";
+    let internal_write = request.internal
+        && !table.is_virtual
+        && matches!(keyspace, "system_auth" | "system_traces");
     if !internal_write && (table.is_virtual || crate::schema::is_system_keyspace(keyspace)) {
         return Err(QueryError::Unauthorized(format!(
             "{keyspace} keyspace is not user-modifiable."

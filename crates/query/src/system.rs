@@ -6,7 +6,8 @@
 //! are computed by [`rows`] from the schema and the node description, never
 //! read from storage.
 //!
-//! Exceptions: the tables of [`STORED_SYSTEM_TABLES`] (`system_auth` roles)
+//! Exceptions: the tables of [`STORED_SYSTEM_TABLES`] (`system_auth` roles,
+//! `system_traces` sessions and events)
 //! are kept in storage like user tables. Tables whose content this server
 //! does not keep yet (`system_traces`, `system_distributed`,
 //! `system.size_estimates`, `system_views`, ...) answer with no rows.
@@ -57,10 +58,12 @@ pub type Row = Vec<Option<Vec<u8>>>;
 /// The built-in keyspaces, each marked `is_virtual` with all its tables.
 /// Built-in tables whose rows live in storage, with their reserved storage
 /// ids (user tables count up from 1 and never reach these).
-pub const STORED_SYSTEM_TABLES: [(&str, &str, u64); 3] = [
+pub const STORED_SYSTEM_TABLES: [(&str, &str, u64); 5] = [
     ("system_auth", "roles", u64::MAX - 1),
     ("system_auth", "role_members", u64::MAX - 2),
     ("system_auth", "role_permissions", u64::MAX - 3),
+    ("system_traces", "sessions", u64::MAX - 4),
+    ("system_traces", "events", u64::MAX - 5),
 ];
 
 pub fn system_keyspaces() -> Vec<Keyspace> {

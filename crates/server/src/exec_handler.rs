@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use rocksandra_cql::ast::{BatchKind, Modification, Statement};
 use rocksandra_query::executor::bind_values;
+use rocksandra_query::trace::{TraceEvent, TraceSession};
 use rocksandra_query::{Executor, Outcome, QueryError, Request};
 use rocksandra_wire::{
     Batch, BatchQuery, BatchType, BoundValues, ErrorKind, ErrorResponse, Event, Execute, Prepare,
@@ -35,6 +36,17 @@ impl ExecutorHandler {
 
     pub fn executor(&self) -> &Arc<Executor> {
         &self.executor
+    }
+
+    fn traced_reply(&self, session: &Session, result: Result<TracedOutcome, QueryError>) -> Reply {
+        match result {
+            Ok((outcome, tracing_id)) => {
+                let mut reply = self.reply(session, outcome);
+                reply.tracing_id = tracing_id;
+                reply
+            }
+            Err(e) => self.reply(session, Err(e)),
+        }
     }
 
     fn reply(&self, session: &Session, result: Result<Outcome, QueryError>) -> Reply {
@@ -80,6 +92,79 @@ fn request(session: &Session, params: &QueryParameters) -> Request {
     }
 }
 
+/// A request's outcome and, when it was traced, its trace session id.
+type TracedOutcome = (Result<Outcome, QueryError>, Option<[u8; 16]>);
+
+/// What a traced request records (None when the client did not ask).
+struct TraceRequest {
+    client: std::net::IpAddr,
+    command: &'static str,
+    text: String,
+}
+
+fn trace_request(
+    session: &Session,
+    context: &RequestContext,
+    command: &'static str,
+    text: &str,
+) -> Option<TraceRequest> {
+    context.tracing.then(|| TraceRequest {
+        client: session.client_address().ip(),
+        command,
+        text: text.to_string(),
+    })
+}
+
+/// Runs `run` and, when traced, records the session and its events in
+/// system_traces before the reply goes out (drivers read them right after).
+fn traced(
+    executor: &Executor,
+    tracing: Option<TraceRequest>,
+    run: impl FnOnce(&Executor) -> Result<Outcome, QueryError>,
+) -> TracedOutcome {
+    let Some(trace) = tracing else {
+        return (run(executor), None);
+    };
+    let started_at = executor.now_micros();
+    let clock = std::time::Instant::now();
+    let result = run(executor);
+    let elapsed = clock.elapsed().as_micros() as i64;
+    let session_id = executor.new_trace_id();
+    let mut events = vec![
+        TraceEvent {
+            activity: format!("Parsing {}", trace.text),
+            elapsed_micros: 0,
+        },
+        TraceEvent {
+            activity: "Executing statement".to_string(),
+            elapsed_micros: 1.min(elapsed),
+        },
+    ];
+    if let Err(e) = &result {
+        events.push(TraceEvent {
+            activity: format!("Request failed: {e}"),
+            elapsed_micros: elapsed,
+        });
+    }
+    let session = TraceSession {
+        session_id,
+        client: trace.client,
+        command: trace.command.to_string(),
+        request: "Execute CQL3 query".to_string(),
+        parameters: vec![("query".to_string(), trace.text)],
+        started_at_micros: started_at,
+        duration_micros: elapsed.max(1),
+        events,
+    };
+    match executor.record_trace(&session) {
+        Ok(()) => (result, Some(session_id)),
+        Err(e) => {
+            tracing::warn!("cannot record a trace: {e}");
+            (result, None)
+        }
+    }
+}
+
 /// Runs blocking work off the async threads.
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
@@ -93,16 +178,16 @@ impl RequestHandler for ExecutorHandler {
     fn query<'a>(
         &'a self,
         session: &'a Session,
-        _context: &'a RequestContext,
+        context: &'a RequestContext,
         query: Query,
     ) -> HandlerFuture<'a, Reply> {
         Box::pin(async move {
             let executor = self.executor.clone();
             let req = request(session, &query.params);
-            let result = blocking(move || executor.query(&query.query, &req))
-                .await
-                .and_then(|r| r);
-            self.reply(session, result)
+            let tracing = trace_request(session, context, "QUERY", &query.query);
+            let result =
+                blocking(move || traced(&executor, tracing, |e| e.query(&query.query, &req))).await;
+            self.traced_reply(session, result)
         })
     }
 
@@ -134,34 +219,41 @@ impl RequestHandler for ExecutorHandler {
     fn execute<'a>(
         &'a self,
         session: &'a Session,
-        _context: &'a RequestContext,
+        context: &'a RequestContext,
         execute: Execute,
     ) -> HandlerFuture<'a, Reply> {
         Box::pin(async move {
             let executor = self.executor.clone();
             let req = request(session, &execute.params);
             let id = execute.id.clone();
-            let result = blocking(move || executor.execute(&id, &req))
-                .await
-                .and_then(|r| r);
-            self.reply(session, result)
+            let text = self
+                .executor
+                .prepared(&id)
+                .map(|p| p.text.clone())
+                .unwrap_or_default();
+            let tracing = trace_request(session, context, "EXECUTE", &text);
+            let result =
+                blocking(move || traced(&executor, tracing, |e| e.execute(&id, &req))).await;
+            self.traced_reply(session, result)
         })
     }
 
     fn batch<'a>(
         &'a self,
         session: &'a Session,
-        _context: &'a RequestContext,
+        context: &'a RequestContext,
         batch: Batch,
     ) -> HandlerFuture<'a, Reply> {
         Box::pin(async move {
             let executor = self.executor.clone();
             let keyspace = batch.keyspace.clone().or_else(|| session.keyspace());
             let user = session.authenticated_user();
-            let result = blocking(move || run_batch(&executor, batch, keyspace, user))
-                .await
-                .and_then(|r| r);
-            self.reply(session, result)
+            let tracing = trace_request(session, context, "BATCH", "BATCH");
+            let result = blocking(move || {
+                traced(&executor, tracing, |e| run_batch(e, batch, keyspace, user))
+            })
+            .await;
+            self.traced_reply(session, result)
         })
     }
 

@@ -444,3 +444,18 @@ def test_prepare_errors(session, keyspace):
     ps = session.prepare("INSERT INTO t (k, v) VALUES (?, ?)")
     with pytest.raises(TypeError):
         session.execute(ps, (1, "not an int"))
+
+
+def test_tracing(session, keyspace):
+    session.execute("CREATE TABLE traced (k int PRIMARY KEY, v int)")
+    rs = session.execute("INSERT INTO traced (k, v) VALUES (1, 2)", trace=True)
+    trace = rs.get_query_trace(max_wait_sec=10)
+    assert trace.trace_id == rs.response_future.get_query_trace_ids()[0]
+    assert trace.duration is not None and trace.duration.total_seconds() >= 0
+    assert trace.coordinator
+    assert trace.parameters["query"] == "INSERT INTO traced (k, v) VALUES (1, 2)"
+    assert len(trace.events) >= 1
+    ps = session.prepare("SELECT v FROM traced WHERE k = ?")
+    rs = session.execute(ps, (1,), trace=True)
+    assert rs.one().v == 2
+    assert rs.get_query_trace(max_wait_sec=10).events

@@ -1,0 +1,125 @@
+//! Query tracing: a traced request gets a session id, and its session row
+//! and events are written to `system_traces.sessions` and `.events` (kept in
+//! storage, expiring after a day as in Cassandra), where drivers and cqlsh
+//! read them.
+
+use std::net::IpAddr;
+
+use rocksandra_data::Value;
+
+use crate::error::Result;
+use crate::executor::{Executor, Request};
+
+/// How long trace rows live (Cassandra's `tracetype_query_ttl`, one day).
+pub const TRACE_TTL_SECONDS: i32 = 86_400;
+
+/// One event of a traced request.
+#[derive(Clone, Debug)]
+pub struct TraceEvent {
+    pub activity: String,
+    /// Microseconds since the request started.
+    pub elapsed_micros: i64,
+}
+
+/// What a traced request did.
+#[derive(Clone, Debug)]
+pub struct TraceSession {
+    pub session_id: [u8; 16],
+    pub client: IpAddr,
+    /// `QUERY`, `EXECUTE`, `BATCH`, `PREPARE`.
+    pub command: String,
+    pub request: String,
+    pub parameters: Vec<(String, String)>,
+    pub started_at_micros: i64,
+    pub duration_micros: i64,
+    pub events: Vec<TraceEvent>,
+}
+
+fn bytes(b: Vec<u8>) -> rocksandra_wire::Value {
+    rocksandra_wire::Value::Bytes(bytes::Bytes::from(b))
+}
+
+fn inet(ip: IpAddr) -> Vec<u8> {
+    match ip {
+        IpAddr::V4(v) => v.octets().to_vec(),
+        IpAddr::V6(v) => v.octets().to_vec(),
+    }
+}
+
+impl Executor {
+    /// A new trace session id (a timeuuid, as Cassandra uses).
+    pub fn new_trace_id(&self) -> [u8; 16] {
+        crate::functions::timeuuid_at(self.now_micros(), (self.env.random)())
+    }
+
+    /// Writes a traced request's session and events.
+    pub fn record_trace(&self, trace: &TraceSession) -> Result<()> {
+        let node = self.node();
+        let request = Request {
+            internal: true,
+            ..Request::default()
+        };
+        let ttl = TRACE_TTL_SECONDS.to_be_bytes().to_vec();
+        let session = rocksandra_cql::parse_statement(
+            "INSERT INTO system_traces.sessions (session_id, client, command, coordinator, \
+             coordinator_port, duration, parameters, request, started_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
+        )?;
+        let parameters = Value::Map(
+            trace
+                .parameters
+                .iter()
+                .map(|(k, v)| (Value::Text(k.clone()), Value::Text(v.clone())))
+                .collect(),
+        );
+        self.run(
+            &session,
+            &request,
+            &[
+                bytes(trace.session_id.to_vec()),
+                bytes(inet(trace.client)),
+                bytes(trace.command.clone().into_bytes()),
+                bytes(inet(node.listen_address)),
+                bytes(7000i32.to_be_bytes().to_vec()),
+                bytes(
+                    (trace.duration_micros.clamp(0, i64::from(i32::MAX)) as i32)
+                        .to_be_bytes()
+                        .to_vec(),
+                ),
+                bytes(parameters.to_bytes()),
+                bytes(trace.request.clone().into_bytes()),
+                bytes((trace.started_at_micros / 1000).to_be_bytes().to_vec()),
+                bytes(ttl.clone()),
+            ],
+        )?;
+        let event = rocksandra_cql::parse_statement(
+            "INSERT INTO system_traces.events (session_id, event_id, activity, source, \
+             source_elapsed, source_port, thread) VALUES (?, ?, ?, ?, ?, ?, ?) USING TTL ?",
+        )?;
+        for e in &trace.events {
+            let id = crate::functions::timeuuid_at(
+                trace.started_at_micros + e.elapsed_micros,
+                (self.env.random)(),
+            );
+            self.run(
+                &event,
+                &request,
+                &[
+                    bytes(trace.session_id.to_vec()),
+                    bytes(id.to_vec()),
+                    bytes(e.activity.clone().into_bytes()),
+                    bytes(inet(node.listen_address)),
+                    bytes(
+                        (e.elapsed_micros.clamp(0, i64::from(i32::MAX)) as i32)
+                            .to_be_bytes()
+                            .to_vec(),
+                    ),
+                    bytes(7000i32.to_be_bytes().to_vec()),
+                    bytes(b"Native-Transport-Requests".to_vec()),
+                    bytes(ttl.clone()),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+}
