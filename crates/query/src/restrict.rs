@@ -202,6 +202,13 @@ pub fn analyze(
                             "LIKE restriction is only supported on properly indexed columns. {relation} is not valid."
                         )))
                     }
+                    Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte
+                        if column.ty == CqlType::Native(rocksandra_data::NativeType::Duration) =>
+                    {
+                        return Err(QueryError::invalid(
+                            "Slice restrictions are not supported on duration columns",
+                        ))
+                    }
                     Operator::Eq
                     | Operator::Lt
                     | Operator::Lte
@@ -303,6 +310,11 @@ pub fn analyze(
                         }
                     }
                     Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
+                        if column.ty == CqlType::Native(rocksandra_data::NativeType::Duration) {
+                            return Err(QueryError::invalid(
+                                "Slice restrictions are not supported on duration columns",
+                            ));
+                        }
                         if slot.values.is_some() {
                             let what = if slot.is_in { "a IN" } else { "an Equal" };
                             return Err(QueryError::invalid(format!(

@@ -930,7 +930,7 @@ fn evaluate_tuple(
     for (i, item) in items.iter().enumerate() {
         let Some(component) = types.get(i) else {
             return Err(QueryError::invalid(format!(
-                "Invalid tuple literal for {receiver_name}: too many elements. Type {} expects {} but got {}",
+                "Invalid tuple literal for {receiver_name}: too many elements. Type frozen<{}> expects {} but got {}",
                 receiver.unfrozen(),
                 types.len(),
                 items.len()

@@ -30,8 +30,10 @@ pub(crate) fn from_string(ty: NativeType, text: &str, now_millis: i64) -> Marsha
             text.as_bytes().to_vec()
         }
         N::Text => text.as_bytes().to_vec(),
-        N::Blob => hex_to_bytes(text.strip_prefix("0x").unwrap_or(text))
-            .ok_or_else(|| format!("cannot parse '{text}' as hex bytes"))?,
+        N::Blob => {
+            let hex = text.strip_prefix("0x").unwrap_or(text);
+            hex_to_bytes(hex).ok_or_else(|| format!("cannot parse '{hex}' as hex bytes"))?
+        }
         N::Boolean => {
             if text.is_empty() {
                 return Ok(Vec::new());
@@ -442,8 +444,7 @@ pub(crate) fn parse_timestamp(text: &str, now_millis: i64) -> MarshalResult<i64>
             .parse::<i64>()
             .map_err(|_| format!("Unable to make long (for date) from: '{text}'"));
     }
-    parse_date_time(text)
-        .ok_or_else(|| format!("Unable to coerce '{text}' to a formatted date (long)"))
+    parse_date_time(text).ok_or_else(|| format!("Unable to parse a date/time from '{text}'"))
 }
 
 /// `yyyy-MM-dd[( |T)HH:mm[:ss[.fff]]][ ][zone]`, zone being `Z`, `±HH`,
