@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs the suites that need a real server process: builds `rocksandra`,
-# starts it on a free loopback port with a fresh data directory, runs the
-# golden CQL suite (statement-level baseline in tests/golden/baseline.json)
-# and the Python driver and cqlsh tests through unmodified clients, then
-# stops it with SIGTERM (a clean shutdown is part of the test).
+# starts it on 127.0.0.1:9042 with a fresh data directory, runs the golden
+# CQL suite (statement-level baseline in tests/golden/baseline.json), the
+# Python driver and cqlsh tests and the Go driver (gocql) tests through
+# unmodified clients, stops it with SIGTERM (a clean shutdown is part of the
+# test), then the process tests (restart, kill -9, PasswordAuthenticator).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -50,6 +51,8 @@ echo "== golden CQL suite (protocol v5)"
 echo "== Python driver and cqlsh tests"
 ROCKSANDRA_HOST=127.0.0.1 ROCKSANDRA_PORT="$PORT" .venv/bin/pytest -q -p no:cacheprovider \
     tests/drivers/python || status=1
+echo "== Go driver (gocql) tests"
+ROCKSANDRA_HOST=127.0.0.1 ROCKSANDRA_PORT="$PORT" tests/drivers/go/run.sh || status=1
 echo "== clean shutdown"
 stop || status=1
 echo "== process tests (restart, kill -9)"
