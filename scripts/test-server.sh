@@ -2,7 +2,7 @@
 # Runs the suites that need a real server process: builds `rocksandra`,
 # starts it on 127.0.0.1:9042 with a fresh data directory, runs the golden
 # CQL suite (statement-level baseline in tests/golden/baseline.json), the
-# Python driver and cqlsh tests and the Go driver (gocql) tests through
+# Python driver and cqlsh tests, the Rust (scylla) and Go (gocql) driver tests through
 # unmodified clients, stops it with SIGTERM (a clean shutdown is part of the
 # test), then the process tests (restart, kill -9, PasswordAuthenticator).
 set -euo pipefail
@@ -51,6 +51,9 @@ echo "== golden CQL suite (protocol v5)"
 echo "== Python driver and cqlsh tests"
 ROCKSANDRA_HOST=127.0.0.1 ROCKSANDRA_PORT="$PORT" .venv/bin/pytest -q -p no:cacheprovider \
     tests/drivers/python || status=1
+echo "== Rust driver (scylla) tests"
+ROCKSANDRA_HOST=127.0.0.1 ROCKSANDRA_PORT="$PORT" CARGO_TARGET_DIR="$HOME/.cache/target-drivers-rust" \
+    tests/drivers/rust/run.sh || status=1
 echo "== Go driver (gocql) tests"
 ROCKSANDRA_HOST=127.0.0.1 ROCKSANDRA_PORT="$PORT" tests/drivers/go/run.sh || status=1
 echo "== clean shutdown"
