@@ -966,6 +966,55 @@ fn update_mutation(
     Ok(())
 }
 
+/// `l[index]` in SET or DELETE: the index term and what it is evaluated for.
+struct ListElement<'a> {
+    key: &'a Expr,
+    name: &'a str,
+    ctx: &'a EvalContext<'a>,
+}
+
+impl ListElement<'_> {
+    /// The cell path of the element at the index, read from storage (the
+    /// caller holds the read-modify-write lock). Setting an element of a
+    /// null list is its own error, as in Cassandra.
+    #[allow(clippy::too_many_arguments)]
+    fn path(
+        &self,
+        executor: &Executor,
+        table: &Table,
+        pk: &[Vec<u8>],
+        clustering: Option<&[Vec<u8>]>,
+        column: &Column,
+        request: &Request,
+        setting: bool,
+    ) -> Result<Vec<u8>> {
+        let int = CqlType::Native(NativeType::Int);
+        let Term::Value(k) = evaluate(self.key, &int, self.name, self.ctx)? else {
+            return Err(QueryError::invalid(format!(
+                "Invalid null value for list index of {}",
+                self.name
+            )));
+        };
+        let index = match Value::deserialize(&int, &k)? {
+            Value::Int(i) => i,
+            _ => 0,
+        };
+        let cells = read_list(executor, table, pk, clustering, column, request)?;
+        if setting && cells.is_empty() {
+            return Err(QueryError::invalid(
+                "Attempted to set an element on a list which is null",
+            ));
+        }
+        let Some(cell) = usize::try_from(index).ok().and_then(|i| cells.get(i)) else {
+            return Err(QueryError::invalid(format!(
+                "List index {index} out of bound, list has size {}",
+                cells.len()
+            )));
+        };
+        Ok(cell.path.clone().unwrap_or_default())
+    }
+}
+
 /// Reads the current value of a multi-cell list column (for index
 /// operations and removals by value): its element cells in order.
 fn read_list(
@@ -1156,30 +1205,9 @@ fn apply_assignment(
                 Ok(())
             }
             CqlType::List(et) => {
-                let int = CqlType::Native(NativeType::Int);
-                let Term::Value(k) = evaluate(key, &int, name, ctx)? else {
-                    return Err(QueryError::invalid(format!(
-                        "Invalid null value for list index of {name}"
-                    )));
-                };
-                let index = match Value::deserialize(&int, &k)? {
-                    Value::Int(i) => i,
-                    _ => 0,
-                };
                 let _guard = executor.rmw_lock.lock().unwrap_or_else(|p| p.into_inner());
-                let cells = read_list(executor, table, pk, clustering, column, request)?;
-                if cells.is_empty() {
-                    return Err(QueryError::invalid(
-                        "Attempted to set an element on a list which is null",
-                    ));
-                }
-                let Some(cell) = usize::try_from(index).ok().and_then(|i| cells.get(i)) else {
-                    return Err(QueryError::invalid(format!(
-                        "List index {index} out of bound, list has size {}",
-                        cells.len()
-                    )));
-                };
-                let path = cell.path.clone().unwrap_or_default();
+                let element = ListElement { key, name, ctx };
+                let path = element.path(executor, table, pk, clustering, column, request, true)?;
                 match evaluate(&a.value, et, name, ctx)? {
                     Term::Value(v) => row.cells.push(params.cell(column, v).with_path(path)),
                     Term::Null => row.cells.push(params.tombstone(column).with_path(path)),
@@ -1377,29 +1405,10 @@ fn delete_target(
                 Ok(())
             }
             CqlType::List(_) => {
-                let int = CqlType::Native(NativeType::Int);
-                let Term::Value(k) = evaluate(key, &int, name, ctx)? else {
-                    return Err(QueryError::invalid(format!(
-                        "Invalid null value for list index of {name}"
-                    )));
-                };
-                let index = match Value::deserialize(&int, &k)? {
-                    Value::Int(i) => i,
-                    _ => 0,
-                };
                 let _guard = executor.rmw_lock.lock().unwrap_or_else(|p| p.into_inner());
-                let cells = read_list(executor, table, pk, clustering, column, request)?;
-                let Some(cell) = usize::try_from(index).ok().and_then(|i| cells.get(i)) else {
-                    return Err(QueryError::invalid(format!(
-                        "List index {index} out of bound, list has size {}",
-                        cells.len()
-                    )));
-                };
-                row.cells.push(
-                    params
-                        .tombstone(column)
-                        .with_path(cell.path.clone().unwrap_or_default()),
-                );
+                let element = ListElement { key, name, ctx };
+                let path = element.path(executor, table, pk, clustering, column, request, false)?;
+                row.cells.push(params.tombstone(column).with_path(path));
                 Ok(())
             }
             _ => Err(QueryError::invalid(format!(

@@ -1935,91 +1935,31 @@ fn numeric_aggregate(function: Aggregate, ty: &CqlType, values: &[Vec<u8>]) -> R
         .collect::<std::result::Result<_, _>>()?;
     let n = decoded.len() as i64;
     let avg = function == Aggregate::Avg;
+    // Integer sums and averages are computed wide, then narrowed to the
+    // column's type (wrapping, as Java's arithmetic does).
+    let integral = |v: &Value| -> i128 {
+        match v {
+            Value::Tinyint(i) => i128::from(*i),
+            Value::Smallint(i) => i128::from(*i),
+            Value::Int(i) => i128::from(*i),
+            Value::Bigint(i) | Value::Counter(i) => i128::from(*i),
+            _ => 0,
+        }
+    };
+    let total = || -> i128 {
+        let s: i128 = decoded.iter().map(integral).sum();
+        match (avg, n) {
+            (false, _) => s,
+            (true, 0) => 0,
+            (true, n) => s / i128::from(n),
+        }
+    };
     Ok(match ty {
-        CqlType::Native(NativeType::Int) => {
-            let s: i64 = decoded
-                .iter()
-                .map(|v| {
-                    if let Value::Int(i) = v {
-                        i64::from(*i)
-                    } else {
-                        0
-                    }
-                })
-                .sum();
-            let r = if avg {
-                if n == 0 {
-                    0
-                } else {
-                    s / n
-                }
-            } else {
-                s
-            };
-            Value::Int(r as i32).to_bytes()
-        }
+        CqlType::Native(NativeType::Tinyint) => Value::Tinyint(total() as i8).to_bytes(),
+        CqlType::Native(NativeType::Smallint) => Value::Smallint(total() as i16).to_bytes(),
+        CqlType::Native(NativeType::Int) => Value::Int(total() as i32).to_bytes(),
         CqlType::Native(NativeType::Bigint) | CqlType::Native(NativeType::Counter) => {
-            let s: i128 = decoded
-                .iter()
-                .map(|v| match v {
-                    Value::Bigint(i) | Value::Counter(i) => i128::from(*i),
-                    _ => 0,
-                })
-                .sum();
-            let r = if avg {
-                if n == 0 {
-                    0
-                } else {
-                    s / i128::from(n)
-                }
-            } else {
-                s
-            };
-            (r as i64).to_be_bytes().to_vec()
-        }
-        CqlType::Native(NativeType::Smallint) => {
-            let s: i64 = decoded
-                .iter()
-                .map(|v| {
-                    if let Value::Smallint(i) = v {
-                        i64::from(*i)
-                    } else {
-                        0
-                    }
-                })
-                .sum();
-            let r = if avg {
-                if n == 0 {
-                    0
-                } else {
-                    s / n
-                }
-            } else {
-                s
-            };
-            Value::Smallint(r as i16).to_bytes()
-        }
-        CqlType::Native(NativeType::Tinyint) => {
-            let s: i64 = decoded
-                .iter()
-                .map(|v| {
-                    if let Value::Tinyint(i) = v {
-                        i64::from(*i)
-                    } else {
-                        0
-                    }
-                })
-                .sum();
-            let r = if avg {
-                if n == 0 {
-                    0
-                } else {
-                    s / n
-                }
-            } else {
-                s
-            };
-            Value::Tinyint(r as i8).to_bytes()
+            (total() as i64).to_be_bytes().to_vec()
         }
         CqlType::Native(NativeType::Double) => {
             let s: f64 = decoded
