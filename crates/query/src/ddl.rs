@@ -409,6 +409,45 @@ fn resolve_type(keyspace: &Keyspace, ty: &TypeExpr) -> Result<CqlType> {
         .map_err(|e| QueryError::invalid(format!("Unknown type {}.{}", keyspace.name, e.0)))
 }
 
+/// Checks a column type as written, before resolving freezes what is
+/// nested: `frozen<>` only around collections, tuples and UDTs, and no
+/// non-frozen collection inside a collection.
+fn check_written_type(ty: &TypeExpr) -> Result<()> {
+    let is_collection =
+        |t: &TypeExpr| matches!(t, TypeExpr::List(_) | TypeExpr::Set(_) | TypeExpr::Map(..));
+    match ty {
+        TypeExpr::Frozen(inner) => {
+            if let TypeExpr::Native(n) = inner.as_ref() {
+                return Err(QueryError::syntax(format!(
+                    "frozen<> is only allowed on collections, tuples, and user-defined types (got {})",
+                    n.name()
+                )));
+            }
+            check_written_type(inner)
+        }
+        TypeExpr::List(e) | TypeExpr::Set(e) => {
+            if is_collection(e) {
+                return Err(QueryError::invalid(format!(
+                    "Non-frozen collections are not allowed inside collections: {ty}"
+                )));
+            }
+            check_written_type(e)
+        }
+        TypeExpr::Map(k, v) => {
+            if is_collection(k) || is_collection(v) {
+                return Err(QueryError::invalid(format!(
+                    "Non-frozen collections are not allowed inside collections: {ty}"
+                )));
+            }
+            check_written_type(k)?;
+            check_written_type(v)
+        }
+        TypeExpr::Tuple(items) => items.iter().try_for_each(check_written_type),
+        TypeExpr::Vector(e, _) => check_written_type(e),
+        _ => Ok(()),
+    }
+}
+
 /// Checks a column type as Cassandra's `CQL3Type.Raw.prepare` does.
 fn check_column_type(ty: &CqlType, top: bool) -> Result<()> {
     match ty {
@@ -1020,6 +1059,7 @@ pub fn create_table(
                 "Duplicate column '{cname}' declaration for table '{name}'"
             )));
         }
+        check_written_type(&def.ty)?;
         let ty = resolve_type(ks, &def.ty)?;
         check_column_type(&ty, true)?;
         declared.push((cname.to_string(), ty, def.is_static));
@@ -1247,6 +1287,7 @@ pub fn alter_table(
                         "Column with name '{cname}' already exists"
                     )));
                 }
+                check_written_type(&def.ty)?;
                 let ty = resolve_type(ks, &def.ty)?;
                 check_column_type(&ty, true)?;
                 if def.is_static && table.clustering_count == 0 {
