@@ -227,3 +227,80 @@ pub fn parse(text: &str) -> Result<Json, String> {
     serde_json::from_str(text)
         .map_err(|e| format!("Could not decode JSON string as a map: {e}. (String was: {text})"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use rocksandra_data::types::NoUdts;
+
+    fn ty(text: &str) -> CqlType {
+        CqlType::parse(text, &NoUdts).expect("type")
+    }
+
+    #[test]
+    fn documents_convert_like_cassandra() {
+        let cases: &[(&str, &str, Result<Value, &str>)] = &[
+            ("int", "5", Ok(Value::Int(5))),
+            ("int", "\"7\"", Ok(Value::Int(7))),
+            ("bigint", "\"x\"", Err("Unable to make long from 'x'")),
+            ("text", "\"a\\\"b\"", Ok(Value::Text("a\"b".into()))),
+            ("boolean", "true", Ok(Value::Boolean(true))),
+            (
+                "list<int>",
+                "[1, 2]",
+                Ok(Value::List(vec![Value::Int(1), Value::Int(2)])),
+            ),
+            (
+                "set<int>",
+                "[2, 1, 2]",
+                Ok(Value::Set(vec![Value::Int(1), Value::Int(2)])),
+            ),
+            (
+                "map<int, text>",
+                "{\"2\": \"b\", \"1\": \"a\"}",
+                Ok(Value::Map(vec![
+                    (Value::Int(1), Value::Text("a".into())),
+                    (Value::Int(2), Value::Text("b".into())),
+                ])),
+            ),
+            ("text", "5", Err("Expected a UTF-8 string")),
+        ];
+        for (t, json, expected) in cases {
+            let ty = ty(t);
+            let parsed = parse(json).expect("json");
+            let got = from_json(&ty, &parsed, 0);
+            match expected {
+                Ok(v) => {
+                    let bytes = got.expect("converts").expect("not null");
+                    assert_eq!(
+                        &Value::deserialize(&ty, &bytes).expect("valid"),
+                        v,
+                        "{t} {json}"
+                    );
+                }
+                Err(prefix) => {
+                    let e = got.expect_err("fails");
+                    assert!(e.starts_with(prefix), "{t} {json}: {e}");
+                }
+            }
+        }
+        assert_eq!(column_name("\"Key\""), "Key");
+        assert_eq!(column_name("Key"), "key");
+    }
+
+    proptest! {
+        /// Any JSON text against common types: a value valid for the type, an
+        /// error, or null; never a panic.
+        #[test]
+        fn any_document_converts_or_fails(text in ".{0,40}", pick in 0usize..6) {
+            let types = ["int", "text", "list<int>", "map<text, int>", "frozen<tuple<int, text>>", "timestamp"];
+            let ty = ty(types[pick]);
+            if let Ok(json) = parse(&text) {
+                if let Ok(Some(bytes)) = from_json(&ty, &json, 0) {
+                    prop_assert!(rocksandra_data::value::validate(&ty, &bytes).is_ok());
+                }
+            }
+        }
+    }
+}

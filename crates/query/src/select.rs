@@ -2029,3 +2029,51 @@ fn numeric_aggregate(function: Aggregate, ty: &CqlType, values: &[Vec<u8>]) -> R
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn paging_state_round_trips() {
+        let state = PagingState {
+            rows_so_far: 7,
+            partition_index: 3,
+            position: Some(Position {
+                partition: vec![0, 0, 0, 5],
+                clustering: Some(vec![vec![1, 2], Vec::new()]),
+                rows_in_partition: 2,
+            }),
+        };
+        assert_eq!(PagingState::decode(&state.encode()).unwrap(), state);
+        let bare = PagingState::default();
+        assert_eq!(PagingState::decode(&bare.encode()).unwrap(), bare);
+    }
+
+    proptest! {
+        /// Paging states come from clients: any bytes decode or fail, never panic.
+        #[test]
+        fn paging_state_decoding_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = PagingState::decode(&bytes);
+        }
+
+        /// Truncated or extended valid states never panic either.
+        #[test]
+        fn damaged_paging_states_never_panic(cut in 0usize..40, extra in proptest::collection::vec(any::<u8>(), 0..8)) {
+            let state = PagingState {
+                rows_so_far: 1,
+                partition_index: 0,
+                position: Some(Position {
+                    partition: vec![9; 5],
+                    clustering: Some(vec![vec![1; 3]]),
+                    rows_in_partition: 1,
+                }),
+            };
+            let mut bytes = state.encode().to_vec();
+            bytes.truncate(cut);
+            bytes.extend(extra);
+            let _ = PagingState::decode(&bytes);
+        }
+    }
+}
