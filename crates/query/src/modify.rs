@@ -10,7 +10,7 @@ use rocksandra_cql::ast::{
 };
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_data::{LocalTime, Value};
-use rocksandra_storage::cell::{Cell, CellKind, DeletionTime, LivenessInfo};
+use rocksandra_storage::cell::{Cell, DeletionTime, LivenessInfo};
 use rocksandra_storage::layout::paths;
 use rocksandra_storage::{
     Mutation, PartitionKey, PartitionRead, RangeTombstone, RowUpdate, Slice, TableId,
@@ -1437,11 +1437,6 @@ fn delete_target(
             Ok(())
         }
     }
-}
-
-/// Whether a cell kind is a tombstone (for tests and callers).
-pub fn is_tombstone(kind: &CellKind) -> bool {
-    matches!(kind, CellKind::Tombstone { .. })
 }
 
 // ---------------------------------------------------------------- conditions

@@ -284,9 +284,8 @@ pub fn analyze(
                 let slot = &mut per_column[i];
                 match op {
                     Operator::Eq | Operator::In => {
-                        if let Some(existing) = &slot.values {
+                        if slot.values.is_some() {
                             let what = if slot.is_in { "a IN" } else { "an Equal" };
-                            let _ = existing;
                             return Err(QueryError::invalid(format!(
                                 "{name} cannot be restricted by more than one relation if it includes {what}"
                             )));
@@ -603,7 +602,7 @@ pub fn analyze(
     } else {
         if pk_restricted.iter().any(|r| *r) {
             needs_filtering = true;
-            for (i, column) in table.partition_key().iter().enumerate() {
+            for i in 0..table.partition_key_count {
                 if let Some(values) = &per_column[i].values {
                     if !filters.iter().any(|f| f.column == i) {
                         filters.push(Filter {
@@ -617,7 +616,6 @@ pub fn analyze(
                             element_key: None,
                         });
                     }
-                    let _ = column;
                 }
             }
         }

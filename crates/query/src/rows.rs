@@ -3,7 +3,7 @@
 //! cells), with write times and TTLs for `writetime()` and `ttl()`.
 
 use rocksandra_data::types::CqlType;
-use rocksandra_data::{LocalTime, Value};
+use rocksandra_data::LocalTime;
 use rocksandra_storage::cell::{Cell, CellKind, LiveRow};
 use rocksandra_storage::layout::paths;
 use rocksandra_storage::PartitionKey;
@@ -211,9 +211,4 @@ pub fn partition_rows(
         }
     }
     Ok(rows)
-}
-
-/// Decodes a serialized value for display or computation.
-pub fn decode(ty: &CqlType, bytes: &[u8]) -> Result<Value> {
-    Ok(Value::deserialize(ty, bytes)?)
 }

@@ -22,7 +22,7 @@ use rocksandra_storage::{
 use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, TableSpec};
 
 use crate::error::{QueryError, Result};
-use crate::executor::{metadata_id, Executor, Outcome, Request};
+use crate::executor::{Executor, Outcome, Request};
 use crate::restrict::{analyze, compare_prefix, PartitionSelection, Restrictions};
 use crate::rows::{partition_key_bytes, partition_rows, CqlRow};
 use crate::schema::{ColumnKind, Schema, Table};
@@ -809,7 +809,9 @@ impl PagingState {
     }
 
     fn decode(bytes: &[u8]) -> Result<PagingState> {
-        let bad = || QueryError::Syntax("Invalid value for the paging state".into()).to_protocol();
+        // Cassandra answers a corrupt paging state with a protocol error; the
+        // closest class that keeps the connection open is Invalid.
+        let bad = || QueryError::invalid("Invalid value for the paging state");
         let mut r = bytes;
         let mut take = |n: usize| -> Result<Vec<u8>> {
             if r.len() < n {
@@ -852,18 +854,6 @@ impl PagingState {
             rows_in_partition,
         });
         Ok(state)
-    }
-}
-
-trait ToProtocol {
-    fn to_protocol(self) -> QueryError;
-}
-
-impl ToProtocol for QueryError {
-    fn to_protocol(self) -> QueryError {
-        // Cassandra answers a corrupt paging state with a protocol error; the
-        // closest class here that keeps the connection open is Invalid.
-        QueryError::Invalid(self.to_string())
     }
 }
 
@@ -1352,12 +1342,9 @@ pub fn execute(
         return Err(e.clone());
     }
     if restrictions.needs_filtering && !select.allow_filtering && !table.is_virtual {
-        let only_clustering_filter = false;
-        if !only_clustering_filter {
-            return Err(QueryError::invalid(
-                "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING",
-            ));
-        }
+        return Err(QueryError::invalid(
+            "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING",
+        ));
     }
     if select.distinct && restrictions.clustering_restricted {
         return Err(QueryError::invalid(
@@ -1559,7 +1546,6 @@ pub fn execute(
     if page_size.is_none() {
         next = None;
     }
-    let node_now = executor.local_now(request);
     let mut group_state: Option<PagingState> = None;
     let result_rows: Vec<Vec<Option<Bytes>>> = if grouped {
         // Groups are consecutive rows with equal grouping columns; pages
@@ -1597,10 +1583,10 @@ pub fn execute(
         }
         groups[offset..offset + take]
             .iter()
-            .map(|g| aggregate_row(&table, &outputs, g, node_now))
+            .map(|g| aggregate_row(&table, &outputs, g))
             .collect::<Result<_>>()?
     } else if aggregate {
-        vec![aggregate_row(&table, &outputs, &rows, node_now)?]
+        vec![aggregate_row(&table, &outputs, &rows)?]
     } else {
         rows.iter()
             .map(|r| {
@@ -1636,7 +1622,6 @@ pub fn execute(
             s.encode()
         })
     };
-    let _ = metadata_id;
     let mut outcome = Outcome::rows(Rows {
         metadata: RowsMetadata {
             columns: if request.skip_metadata {
@@ -1883,12 +1868,7 @@ fn udt_field(bytes: &[u8], index: usize) -> Option<Vec<u8>> {
     None
 }
 
-fn aggregate_row(
-    table: &Table,
-    outputs: &[Output],
-    rows: &[CqlRow],
-    _now: rocksandra_data::LocalTime,
-) -> Result<Vec<Option<Bytes>>> {
+fn aggregate_row(table: &Table, outputs: &[Output], rows: &[CqlRow]) -> Result<Vec<Option<Bytes>>> {
     let mut out = Vec::new();
     for o in outputs {
         let v = aggregate_value(table, &o.sel, rows)?;
