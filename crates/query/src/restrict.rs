@@ -602,8 +602,8 @@ pub fn analyze(
     } else {
         if pk_restricted.iter().any(|r| *r) {
             needs_filtering = true;
-            for i in 0..table.partition_key_count {
-                if let Some(values) = &per_column[i].values {
+            for (i, restriction) in per_column[..pk_count].iter().enumerate() {
+                if let Some(values) = &restriction.values {
                     if !filters.iter().any(|f| f.column == i) {
                         filters.push(Filter {
                             column: i,
