@@ -217,6 +217,28 @@ impl Executor {
         (self.env.now_micros)()
     }
 
+    /// What term evaluation needs for a statement on `keyspace`.
+    pub(crate) fn eval_context<'a>(
+        &self,
+        schema: &'a Schema,
+        keyspace: &'a str,
+        values: &'a [rocksandra_wire::Value],
+        random: &'a dyn Fn() -> u64,
+    ) -> crate::term::EvalContext<'a> {
+        crate::term::EvalContext {
+            binds: values,
+            now_micros: self.now_micros(),
+            keyspace,
+            types: crate::schema::KeyspaceTypes(
+                schema
+                    .keyspace(keyspace)
+                    .map(|k| k.types.as_slice())
+                    .unwrap_or(&[]),
+            ),
+            random,
+        }
+    }
+
     pub(crate) fn local_now(&self, request: &Request) -> LocalTime {
         match request.now_in_seconds {
             Some(s) => LocalTime(i64::from(s)),
@@ -293,10 +315,10 @@ impl Executor {
             .ok_or_else(|| QueryError::Unprepared(Bytes::copy_from_slice(id)))
     }
 
-    /// EXECUTE of a prepared statement.
-    pub fn execute(&self, id: &[u8], request: &Request) -> Result<Outcome> {
+    /// EXECUTE of a prepared statement (the statement's keyspace applies
+    /// when the request names none).
+    pub fn execute(&self, id: &[u8], mut request: Request) -> Result<Outcome> {
         let prepared = self.prepared(id)?;
-        let mut request = request.clone();
         if request.keyspace.is_none() {
             request.keyspace = prepared.keyspace.clone();
         }
@@ -774,11 +796,12 @@ pub fn metadata_id(specs: &[ColumnSpec]) -> Bytes {
     Bytes::copy_from_slice(&hasher.finalize())
 }
 
-/// The request's values in marker order (named values placed by name).
-pub fn bind_values(
+/// The request's values in marker order (named values placed by name);
+/// positional values are used as they are, without a copy.
+pub fn bind_values<'a>(
     parsed: &ParsedStatement,
-    request: &Request,
-) -> Result<Vec<rocksandra_wire::Value>> {
+    request: &'a Request,
+) -> Result<std::borrow::Cow<'a, [rocksandra_wire::Value]>> {
     let count = parsed.bind_variables.len();
     match &request.names {
         None => {
@@ -788,7 +811,7 @@ pub fn bind_values(
                     request.values.len()
                 )));
             }
-            Ok(request.values.clone())
+            Ok(std::borrow::Cow::Borrowed(&request.values))
         }
         Some(names) => {
             let mut out = vec![rocksandra_wire::Value::Unset; count];
@@ -810,7 +833,7 @@ pub fn bind_values(
                     .cloned()
                     .unwrap_or(rocksandra_wire::Value::Unset);
             }
-            Ok(out)
+            Ok(std::borrow::Cow::Owned(out))
         }
     }
 }

@@ -54,26 +54,6 @@ impl WriteParams {
     }
 }
 
-fn context<'a>(
-    executor: &Executor,
-    schema: &'a crate::schema::Schema,
-    keyspace: &'a str,
-    values: &'a [rocksandra_wire::Value],
-    random: &'a dyn Fn() -> u64,
-) -> EvalContext<'a> {
-    let types = schema
-        .keyspace(keyspace)
-        .map(|k| k.types.as_slice())
-        .unwrap_or(&[]);
-    EvalContext {
-        binds: values,
-        now_micros: executor.now_micros(),
-        keyspace,
-        types: crate::schema::KeyspaceTypes(types),
-        random,
-    }
-}
-
 fn int_param(
     expr: &Expr,
     name: &str,
@@ -374,7 +354,7 @@ fn collect(
     match m {
         Modification::Insert(insert) => {
             let table = modifiable_table(executor, &schema, &insert.table, request)?;
-            let ctx = context(executor, &schema, &table.keyspace, values, &*random);
+            let ctx = executor.eval_context(&schema, &table.keyspace, values, &*random);
             let using: Vec<UsingParam> = batch_using.iter().chain(&insert.using).cloned().collect();
             let params = write_params(executor, &table, &using, request, &ctx)?;
             insert_mutation(executor, &table, insert, params, &ctx, out)
@@ -397,14 +377,14 @@ fn collect(
                     ));
                 }
             }
-            let ctx = context(executor, &schema, &table.keyspace, values, &*random);
+            let ctx = executor.eval_context(&schema, &table.keyspace, values, &*random);
             let using: Vec<UsingParam> = batch_using.iter().chain(&update.using).cloned().collect();
             let params = write_params(executor, &table, &using, request, &ctx)?;
             update_mutation(executor, &table, update, params, &ctx, request, out)
         }
         Modification::Delete(delete) => {
             let table = modifiable_table(executor, &schema, &delete.table, request)?;
-            let ctx = context(executor, &schema, &table.keyspace, values, &*random);
+            let ctx = executor.eval_context(&schema, &table.keyspace, values, &*random);
             let using: Vec<UsingParam> = batch_using.iter().chain(&delete.using).cloned().collect();
             if using.iter().any(|u| matches!(u, UsingParam::Ttl(_))) {
                 return Err(QueryError::invalid(
@@ -1497,7 +1477,7 @@ fn check_of<'a>(
         ));
     }
     let random = executor.env.random.clone();
-    let ctx = context(executor, &schema, &table.keyspace, values, &*random);
+    let ctx = executor.eval_context(&schema, &table.keyspace, values, &*random);
     let (pk, clustering) = match m {
         Modification::Insert(insert) => {
             let InsertValues::Columns { columns, values } = &insert.values else {
@@ -1658,7 +1638,7 @@ fn evaluate_check(
         CheckKind::Columns(conditions) => {
             let schema = executor.schema();
             let random = executor.env.random.clone();
-            let ctx = context(executor, &schema, &table.keyspace, values, &*random);
+            let ctx = executor.eval_context(&schema, &table.keyspace, values, &*random);
             let mut holds = true;
             let mut reported: Vec<usize> = Vec::new();
             for c in conditions.iter() {

@@ -703,27 +703,6 @@ fn specs(table: &Table, outputs: &[Output]) -> Vec<ColumnSpec> {
         .collect()
 }
 
-fn eval_context<'a>(
-    executor: &Executor,
-    schema: &'a Schema,
-    keyspace: &'a str,
-    values: &'a [rocksandra_wire::Value],
-    random: &'a dyn Fn() -> u64,
-) -> EvalContext<'a> {
-    EvalContext {
-        binds: values,
-        now_micros: executor.now_micros(),
-        keyspace,
-        types: crate::schema::KeyspaceTypes(
-            schema
-                .keyspace(keyspace)
-                .map(|k| k.types.as_slice())
-                .unwrap_or(&[]),
-        ),
-        random,
-    }
-}
-
 /// Result columns of a SELECT, for PREPARE.
 pub fn result_specs(
     executor: &Executor,
@@ -734,7 +713,7 @@ pub fn result_specs(
     let keyspace = crate::ddl::keyspace_of(&select.table, session_ks)?;
     let table = lookup_table(schema, keyspace, select.table.name.as_str())?;
     let random = executor.env.random.clone();
-    let ctx = eval_context(executor, schema, keyspace, &[], &*random);
+    let ctx = executor.eval_context(schema, keyspace, &[], &*random);
     if select.json {
         return Ok(vec![ColumnSpec {
             table: TableSpec {
@@ -942,7 +921,8 @@ struct Reader<'a> {
     distinct: bool,
     per_partition_limit: usize,
     include_static_only: bool,
-    request: &'a Request,
+    /// The request's local time, read once for every page of storage.
+    now: rocksandra_data::LocalTime,
     schema: &'a Schema,
 }
 
@@ -1058,16 +1038,8 @@ impl Reader<'_> {
             include_static: true,
             row_limit: limit,
         };
-        let partition = self
-            .executor
-            .engine
-            .read_partition(&read, self.executor.local_now(self.request))?;
-        partition_rows(
-            self.table,
-            &partition,
-            self.executor.local_now(self.request),
-            self.include_static_only,
-        )
+        let partition = self.executor.engine.read_partition(&read, self.now)?;
+        partition_rows(self.table, &partition, self.now, self.include_static_only)
     }
 
     fn read_keys(
@@ -1202,7 +1174,7 @@ impl Reader<'_> {
             rows_returned_in_partition: p.rows_in_partition as usize,
         });
         let mut rows: Vec<CqlRow> = Vec::new();
-        let now = self.executor.local_now(self.request);
+        let now = self.now;
         let filtering =
             !self.restrictions.filters.is_empty() || self.restrictions.clustering_restricted;
         loop {
@@ -1335,7 +1307,7 @@ pub fn execute(
     let keyspace = crate::ddl::keyspace_of(&select.table, request.keyspace.as_deref())?;
     let table = lookup_table(&schema, keyspace, select.table.name.as_str())?.clone();
     let random = executor.env.random.clone();
-    let ctx = eval_context(executor, &schema, keyspace, values, &*random);
+    let ctx = executor.eval_context(&schema, keyspace, values, &*random);
     let outputs = plan(&table, select, &ctx)?;
     let restrictions = analyze(&table, &select.where_clause, &ctx)?;
     if let (Some(e), false) = (&restrictions.clustering_error, select.allow_filtering) {
@@ -1483,7 +1455,7 @@ pub fn execute(
                 .filters
                 .iter()
                 .all(|f| table.columns[f.column].kind != ColumnKind::Regular),
-        request,
+        now: executor.local_now(request),
         schema: &schema,
     };
     let state = match &request.paging_state {

@@ -226,14 +226,15 @@ impl RequestHandler for ExecutorHandler {
             let executor = self.executor.clone();
             let req = request(session, &execute.params);
             let id = execute.id.clone();
-            let text = self
-                .executor
-                .prepared(&id)
-                .map(|p| p.text.clone())
-                .unwrap_or_default();
-            let tracing = trace_request(session, context, "EXECUTE", &text);
+            // The statement text is looked up only for traced requests.
+            let tracing = if context.tracing {
+                let text = self.executor.prepared(&id).map(|p| p.text.clone());
+                trace_request(session, context, "EXECUTE", &text.unwrap_or_default())
+            } else {
+                None
+            };
             let result =
-                blocking(move || traced(&executor, tracing, |e| e.execute(&id, &req))).await;
+                blocking(move || traced(&executor, tracing, |e| e.execute(&id, req))).await;
             self.traced_reply(session, result)
         })
     }
@@ -308,10 +309,10 @@ fn run_batch(
         };
         let req = Request {
             keyspace: ks,
-            values: s.values.clone(),
+            values: s.values,
             ..base.clone()
         };
-        let values = bind_values(&parsed, &req)?;
+        let values = bind_values(&parsed, &req)?.into_owned();
         let modification = match parsed.statement {
             Statement::Insert(i) => Modification::Insert(*i),
             Statement::Update(u) => Modification::Update(*u),
