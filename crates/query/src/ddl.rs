@@ -1119,7 +1119,18 @@ pub fn create_table(
     }
     let mut columns = Vec::new();
     let mut next_id = 0u32;
-    for (position, ident) in stmt.partition_key.iter().enumerate() {
+    let key_columns = stmt
+        .partition_key
+        .iter()
+        .map(|ident| (ident, ColumnKind::PartitionKey))
+        .enumerate()
+        .chain(
+            stmt.clustering_key
+                .iter()
+                .map(|ident| (ident, ColumnKind::Clustering))
+                .enumerate(),
+        );
+    for (position, (ident, kind)) in key_columns {
         let (cname, ty, is_static) = &declared[find(ident)?];
         if *is_static {
             return Err(QueryError::invalid(format!(
@@ -1130,27 +1141,9 @@ pub fn create_table(
         columns.push(Column {
             name: cname.clone(),
             ty: ty.clone(),
-            kind: ColumnKind::PartitionKey,
+            kind,
             position,
-            descending: false,
-            id: ColumnId(next_id),
-        });
-        next_id += 1;
-    }
-    for (position, ident) in stmt.clustering_key.iter().enumerate() {
-        let (cname, ty, is_static) = &declared[find(ident)?];
-        if *is_static {
-            return Err(QueryError::invalid(format!(
-                "Static column {cname} cannot be part of the PRIMARY KEY"
-            )));
-        }
-        check_key_column_type(cname, ty)?;
-        columns.push(Column {
-            name: cname.clone(),
-            ty: ty.clone(),
-            kind: ColumnKind::Clustering,
-            position,
-            descending: descending[position],
+            descending: kind == ColumnKind::Clustering && descending[position],
             id: ColumnId(next_id),
         });
         next_id += 1;

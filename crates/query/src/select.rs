@@ -838,76 +838,53 @@ impl PagingState {
 
 /// Restricts slices to what comes after `last` in read order.
 fn slices_after(table: &Table, slices: &[Slice], last: &[Vec<u8>], reversed: bool) -> Vec<Slice> {
+    use std::cmp::Ordering;
+    // In read order, a slice is read from its `near` bound to its `far` one;
+    // `later` is how a clustering that comes after another compares to it.
+    let later = if reversed {
+        Ordering::Less
+    } else {
+        Ordering::Greater
+    };
+    let truncated = |bound: &ClusteringBound| &last[..bound.prefix.len().min(last.len())];
     let mut out = Vec::new();
     for s in slices {
-        if !reversed {
-            // Keep the part of the slice after `last`.
-            let end = &s.end;
-            if !end.prefix.is_empty() {
-                let o = compare_prefix(
-                    table,
-                    &last[..end.prefix.len().min(last.len())],
-                    &end.prefix,
-                );
-                if o == std::cmp::Ordering::Greater
-                    || (o == std::cmp::Ordering::Equal
-                        && last.len() == end.prefix.len()
-                        && !end.inclusive)
-                {
-                    continue;
-                }
-            }
-            let start_before = s.start.prefix.is_empty()
-                || compare_prefix(
-                    table,
-                    &s.start.prefix,
-                    &last[..s.start.prefix.len().min(last.len())],
-                ) != std::cmp::Ordering::Greater;
-            if start_before {
-                out.push(Slice {
-                    start: ClusteringBound {
-                        prefix: last.to_vec(),
-                        inclusive: false,
-                    },
-                    end: s.end.clone(),
-                });
-            } else {
-                out.push(s.clone());
-            }
+        let (near, far) = if reversed {
+            (&s.end, &s.start)
         } else {
-            let start = &s.start;
-            if !start.prefix.is_empty() {
-                let o = compare_prefix(
-                    table,
-                    &last[..start.prefix.len().min(last.len())],
-                    &start.prefix,
-                );
-                if o == std::cmp::Ordering::Less
-                    || (o == std::cmp::Ordering::Equal
-                        && last.len() == start.prefix.len()
-                        && !start.inclusive)
-                {
-                    continue;
-                }
-            }
-            let end_after = s.end.prefix.is_empty()
-                || compare_prefix(
-                    table,
-                    &s.end.prefix,
-                    &last[..s.end.prefix.len().min(last.len())],
-                ) != std::cmp::Ordering::Less;
-            if end_after {
-                out.push(Slice {
-                    start: s.start.clone(),
-                    end: ClusteringBound {
-                        prefix: last.to_vec(),
-                        inclusive: false,
-                    },
-                });
-            } else {
-                out.push(s.clone());
+            (&s.start, &s.end)
+        };
+        // Slices that end at or before `last` are done.
+        if !far.prefix.is_empty() {
+            let o = compare_prefix(table, truncated(far), &far.prefix);
+            if o == later
+                || (o == Ordering::Equal && last.len() == far.prefix.len() && !far.inclusive)
+            {
+                continue;
             }
         }
+        // A slice that starts at or before `last` resumes right after it.
+        let started =
+            near.prefix.is_empty() || compare_prefix(table, &near.prefix, truncated(near)) != later;
+        if !started {
+            out.push(s.clone());
+            continue;
+        }
+        let resume = ClusteringBound {
+            prefix: last.to_vec(),
+            inclusive: false,
+        };
+        out.push(if reversed {
+            Slice {
+                start: s.start.clone(),
+                end: resume,
+            }
+        } else {
+            Slice {
+                start: resume,
+                end: s.end.clone(),
+            }
+        });
     }
     out
 }
