@@ -60,15 +60,43 @@ pub fn data_dir(config: &Config) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(crate::config::DATA_DIRECTORY_DEFAULT))
 }
 
+/// How often partition deletions and range tombstones that compactions found
+/// past gc_grace are pushed down and purged (`Engine::purge_tombstones`).
+pub const TOMBSTONE_PURGE_PERIOD: std::time::Duration = std::time::Duration::from_secs(60);
+
+fn local_clock(env: &Env) -> rocksandra_storage::memory::Clock {
+    let now = env.now_micros.clone();
+    Arc::new(move || LocalTime(now().div_euclid(1_000_000)))
+}
+
+/// A background thread that ends once the engine is dropped.
+fn spawn_tombstone_purger(
+    engine: &Arc<dyn Engine>,
+    clock: rocksandra_storage::memory::Clock,
+) -> Result<(), String> {
+    let engine = Arc::downgrade(engine);
+    std::thread::Builder::new()
+        .name("tombstone-purge".into())
+        .spawn(move || loop {
+            std::thread::sleep(TOMBSTONE_PURGE_PERIOD);
+            let Some(engine) = engine.upgrade() else {
+                return;
+            };
+            if let Err(e) = engine.purge_tombstones(clock()) {
+                eprintln!("rocksandra: purging tombstones failed: {e}");
+            }
+        })
+        .map(drop)
+        .map_err(|e| format!("cannot start the tombstone purge thread: {e}"))
+}
+
 /// Opens storage and the executor for `config`.
 pub fn open(config: &Config) -> Result<Arc<Executor>, String> {
     let dir = data_dir(config);
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let env = Env::system();
     let identity = NodeIdentity::load_or_create(&dir, config.num_tokens, &*env.random)?;
-    let now = env.now_micros.clone();
-    let clock: rocksandra_storage::memory::Clock =
-        Arc::new(move || LocalTime(now().div_euclid(1_000_000)));
+    let clock = local_clock(&env);
     let rocks = rocksandra_storage_rocksdb::RocksConfig {
         durability: match config.commitlog_sync {
             CommitlogSync::Batch => Durability::Batch,
@@ -94,6 +122,7 @@ pub fn open(config: &Config) -> Result<Arc<Executor>, String> {
         tokens: identity.tokens,
         peers: Vec::new(),
     };
+    spawn_tombstone_purger(&engine, local_clock(&env))?;
     let executor = Executor::open(engine, Some(dir), node, env).map_err(|e| e.to_string())?;
     executor
         .enable_password_authentication(rocksandra_query::auth::AuthConfig {

@@ -6,7 +6,7 @@
 //! decides nothing about Cassandra semantics: merging and purging call
 //! `rocksandra_storage::merge`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::{CStr, CString};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -29,6 +29,7 @@ use rocksandra_storage::api::{
     CompactionStyle, Compression, Durability, Result, StorageError, TableId, TableOptions,
 };
 use rocksandra_storage::kv::{KeyRange, KvOp, KvStore, Visitor};
+use rocksandra_storage::layout::table_options as table_options_file;
 use rocksandra_storage::memory::Clock;
 use rocksandra_storage::merge::{filter_entry, merge_entry, FilterDecision};
 use rocksandra_storage::KvEngine;
@@ -37,6 +38,13 @@ type Db = DBWithThreadMode<MultiThreaded>;
 
 /// Stream files are cut at this size, as the seed system did (512 MiB there).
 pub const STREAM_FILE_BYTES_MAX: u64 = 256 << 20;
+
+/// Partitions with a tombstone past gc_grace, remembered between two calls of
+/// `take_purge_candidates`; more are forgotten until a later compaction
+/// reports them again.
+pub const PURGE_CANDIDATES_MAX: usize = 100_000;
+
+type Candidates = Arc<Mutex<BTreeSet<(u64, Vec<u8>)>>>;
 
 /// How the RocksDB instance is sized and synced.
 #[derive(Clone, Debug)]
@@ -72,6 +80,44 @@ struct Shared {
     gc_grace: RwLock<HashMap<String, Arc<AtomicI64>>>,
     failure: Mutex<Option<String>>,
     stopping: AtomicBool,
+    purge_candidates: Candidates,
+    /// Options of every table, mirrored in `TABLE_OPTIONS_FILE`.
+    table_options: Mutex<BTreeMap<TableId, TableOptions>>,
+    dir: PathBuf,
+}
+
+/// Options of every column family, which RocksDB needs before the schema is
+/// loaded (`rocksandra_storage::layout::table_options`).
+pub const TABLE_OPTIONS_FILE: &str = "TABLE-OPTIONS";
+
+fn read_table_options(dir: &Path) -> Result<BTreeMap<TableId, TableOptions>> {
+    match std::fs::read_to_string(dir.join(TABLE_OPTIONS_FILE)) {
+        Ok(text) => Ok(table_options_file::decode(&text)?.into_iter().collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
+        Err(e) => Err(StorageError::Io {
+            action: "reading the table options file",
+            detail: e.to_string(),
+        }),
+    }
+}
+
+/// Replaces the table options file atomically (write, sync, rename, sync).
+fn write_table_options(dir: &Path, tables: &BTreeMap<TableId, TableOptions>) -> Result<()> {
+    let io = |e: std::io::Error| StorageError::Io {
+        action: "writing the table options file",
+        detail: e.to_string(),
+    };
+    let list: Vec<(TableId, TableOptions)> =
+        tables.iter().map(|(id, o)| (*id, o.clone())).collect();
+    let tmp = dir.join(format!("{TABLE_OPTIONS_FILE}.tmp"));
+    {
+        let mut file = std::fs::File::create(&tmp).map_err(io)?;
+        std::io::Write::write_all(&mut file, table_options_file::encode(&list).as_bytes())
+            .map_err(io)?;
+        file.sync_all().map_err(io)?;
+    }
+    std::fs::rename(&tmp, dir.join(TABLE_OPTIONS_FILE)).map_err(io)?;
+    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(io)
 }
 
 pub struct RocksStore {
@@ -86,6 +132,11 @@ pub fn open_engine(dir: &Path, config: RocksConfig, clock: Clock) -> Result<KvEn
 
 fn cf_name(table: TableId) -> String {
     format!("t{}", table.0)
+}
+
+/// The table of a column family named by `cf_name` (None for `default`).
+fn table_of(cf_name: &str) -> Option<TableId> {
+    cf_name.strip_prefix('t')?.parse().ok().map(TableId)
 }
 
 fn rocks_error(action: &'static str) -> impl Fn(rocksdb::Error) -> StorageError {
@@ -109,24 +160,33 @@ impl RocksStore {
         } else {
             vec!["default".to_string()]
         };
+        let stored = read_table_options(dir)?;
+        let options_of = |name: &str| {
+            table_of(name)
+                .and_then(|t| stored.get(&t).cloned())
+                .unwrap_or_default()
+        };
         let gc_grace: HashMap<String, Arc<AtomicI64>> = existing
             .iter()
             .map(|name| {
-                (
-                    name.clone(),
-                    Arc::new(AtomicI64::new(TableOptions::default().gc_grace_seconds)),
-                )
+                let grace = options_of(name).gc_grace_seconds;
+                (name.clone(), Arc::new(AtomicI64::new(grace)))
             })
             .collect();
+        let purge_candidates = Candidates::default();
         let descriptors: Vec<ColumnFamilyDescriptor> = existing
             .iter()
             .map(|name| {
                 let options = table_options(
                     &config,
                     &cache,
-                    &TableOptions::default(),
-                    gc_grace.get(name).cloned().unwrap_or_default(),
-                    clock.clone(),
+                    &options_of(name),
+                    FilterShared {
+                        table: table_of(name),
+                        gc_grace: gc_grace.get(name).cloned().unwrap_or_default(),
+                        clock: clock.clone(),
+                        candidates: purge_candidates.clone(),
+                    },
                 );
                 ColumnFamilyDescriptor::new(name, options)
             })
@@ -141,6 +201,9 @@ impl RocksStore {
             gc_grace: RwLock::new(gc_grace),
             failure: Mutex::new(None),
             stopping: AtomicBool::new(false),
+            purge_candidates,
+            table_options: Mutex::new(stored),
+            dir: dir.to_path_buf(),
         });
         let syncer = match config.durability {
             Durability::Periodic { period_ms } => Some(spawn_syncer(shared.clone(), period_ms)?),
@@ -167,6 +230,12 @@ impl RocksStore {
 }
 
 impl Shared {
+    fn options_lock(&self) -> Result<std::sync::MutexGuard<'_, BTreeMap<TableId, TableOptions>>> {
+        self.table_options
+            .lock()
+            .map_err(|_| StorageError::ReadOnly("table options lock poisoned".into()))
+    }
+
     fn failure(&self) -> Option<String> {
         self.failure.lock().ok().and_then(|f| f.clone())
     }
@@ -226,18 +295,24 @@ impl Drop for RocksStore {
     }
 }
 
+/// What the compaction filters of one column family share with the store.
+struct FilterShared {
+    table: Option<TableId>,
+    gc_grace: Arc<AtomicI64>,
+    clock: Clock,
+    candidates: Candidates,
+}
+
 fn table_options(
     config: &RocksConfig,
     cache: &Cache,
     table: &TableOptions,
-    gc_grace: Arc<AtomicI64>,
-    clock: Clock,
+    filter: FilterShared,
 ) -> Options {
     let mut options = Options::default();
     options.set_merge_operator_associative("rocksandra-row-merge", merge_operator);
     options.set_compaction_filter_factory(PurgeFilterFactory {
-        gc_grace,
-        clock,
+        shared: filter,
         name: CString::from(c"rocksandra-purge"),
     });
     options.set_write_buffer_size(config.table_write_buffer_bytes);
@@ -289,8 +364,7 @@ fn merge_operator(
 }
 
 struct PurgeFilterFactory {
-    gc_grace: Arc<AtomicI64>,
-    clock: Clock,
+    shared: FilterShared,
     name: CString,
 }
 
@@ -299,8 +373,10 @@ impl CompactionFilterFactory for PurgeFilterFactory {
 
     fn create(&mut self, _context: CompactionFilterContext) -> PurgeFilter {
         PurgeFilter {
-            now: (self.clock)(),
-            gc_grace_seconds: self.gc_grace.load(Ordering::Relaxed),
+            now: (self.shared.clock)(),
+            gc_grace_seconds: self.shared.gc_grace.load(Ordering::Relaxed),
+            table: self.shared.table,
+            candidates: self.shared.candidates.clone(),
             changed: Vec::new(),
             name: self.name.clone(),
         }
@@ -311,20 +387,40 @@ impl CompactionFilterFactory for PurgeFilterFactory {
     }
 }
 
-/// Expires TTLs and purges tombstones past gc_grace during compaction.
-/// RocksDB only passes fully merged values here, never merge operands, so
-/// each value holds the complete history of its key.
+/// Expires TTLs and purges tombstones past gc_grace during compaction, and
+/// reports partition-level tombstones past gc_grace to the engine.
+/// Through RocksDB's C API this sees plain values only: merge operands are
+/// kept as they are, and a value merged by this compaction is seen by the
+/// next one. A plain value hides every older version of its key, so each
+/// value seen holds the complete history of its key.
 struct PurgeFilter {
     now: LocalTime,
     gc_grace_seconds: i64,
+    table: Option<TableId>,
+    candidates: Candidates,
     changed: Vec<u8>,
     name: CString,
+}
+
+impl PurgeFilter {
+    fn report(&self, partition_prefix: &[u8]) {
+        let Some(table) = self.table else { return };
+        if let Ok(mut set) = self.candidates.lock() {
+            if set.len() < PURGE_CANDIDATES_MAX {
+                set.insert((table.0, partition_prefix.to_vec()));
+            }
+        }
+    }
 }
 
 impl CompactionFilter for PurgeFilter {
     fn filter(&mut self, _level: u32, key: &[u8], value: &[u8]) -> Decision {
         match filter_entry(key, value, self.now, self.gc_grace_seconds) {
             FilterDecision::Keep => Decision::Keep,
+            FilterDecision::KeepUntilPushedDown { prefix_len } => {
+                self.report(key.get(..prefix_len).unwrap_or(key));
+                Decision::Keep
+            }
             FilterDecision::Remove => Decision::Remove,
             FilterDecision::Change(bytes) => {
                 // `Decision::Change` takes a `&'static [u8]` although RocksDB
@@ -373,9 +469,16 @@ impl KvStore for RocksStore {
             &self.shared.config,
             &self.shared.cache,
             options,
-            gc_grace,
-            self.shared.clock.clone(),
+            FilterShared {
+                table: Some(table),
+                gc_grace,
+                clock: self.shared.clock.clone(),
+                candidates: self.shared.purge_candidates.clone(),
+            },
         );
+        let mut tables = self.shared.options_lock()?;
+        tables.insert(table, options.clone());
+        write_table_options(&self.shared.dir, &tables)?;
         self.shared
             .db
             .create_cf(&name, &cf_options)
@@ -390,6 +493,19 @@ impl KvStore for RocksStore {
             }
         }
         let cf = self.cf(table)?;
+        {
+            let mut tables = self.shared.options_lock()?;
+            let mut stored = options.clone();
+            // RocksDB cannot switch the compaction style of a column family
+            // in place: the style chosen at creation stays.
+            if let Some(previous) = tables.get(&table) {
+                stored.compaction = previous.compaction;
+            }
+            if tables.get(&table) != Some(&stored) {
+                tables.insert(table, stored);
+                write_table_options(&self.shared.dir, &tables)?;
+            }
+        }
         let compression = match options.compression {
             Compression::None => "kNoCompression",
             Compression::Lz4 => "kLZ4Compression",
@@ -405,6 +521,12 @@ impl KvStore for RocksStore {
         let name = cf_name(table);
         if let Ok(mut map) = self.shared.gc_grace.write() {
             map.remove(&name);
+        }
+        {
+            let mut tables = self.shared.options_lock()?;
+            if tables.remove(&table).is_some() {
+                write_table_options(&self.shared.dir, &tables)?;
+            }
         }
         if self.shared.db.cf_handle(&name).is_none() {
             return Ok(());
@@ -557,7 +679,9 @@ impl KvStore for RocksStore {
             .map_err(rocks_error("preparing a snapshot"))?;
         checkpoint
             .create_checkpoint(dir)
-            .map_err(rocks_error("creating a snapshot"))
+            .map_err(rocks_error("creating a snapshot"))?;
+        let tables = self.shared.options_lock()?;
+        write_table_options(dir, &tables)
     }
 
     fn flush(&self) -> Result<()> {
@@ -586,11 +710,25 @@ impl KvStore for RocksStore {
         let cf = self.cf(table)?;
         let mut options = CompactOptions::default();
         options.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
-        self.shared
-            .db
-            .compact_range_cf_opt(&cf, None::<&[u8]>, None::<&[u8]>, &options);
+        // Values merged by a compaction are not passed to its filter, only
+        // to the next one's: the second run purges what the first merged.
+        for _ in 0..2 {
+            self.shared
+                .db
+                .compact_range_cf_opt(&cf, None::<&[u8]>, None::<&[u8]>, &options);
+        }
         self.shared.check_background_errors();
         Ok(())
+    }
+
+    fn take_purge_candidates(&self) -> Vec<(TableId, Vec<u8>)> {
+        match self.shared.purge_candidates.lock() {
+            Ok(mut set) => std::mem::take(&mut *set)
+                .into_iter()
+                .map(|(table, prefix)| (TableId(table), prefix))
+                .collect(),
+            Err(_) => Vec::new(),
+        }
     }
 }
 

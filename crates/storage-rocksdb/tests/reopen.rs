@@ -1,14 +1,16 @@
-//! Table options are not stored by the RocksDB backend: the schema layer
-//! calls `create_table` again after every start. This checks that doing so on
-//! a column family that already exists keeps its data and applies the options
-//! given then (gc_grace_seconds, read by the compaction filter).
+//! Table options across restarts. The RocksDB backend keeps them in its
+//! table options file, so column families reopen with their own options
+//! before the schema is loaded; the schema layer then calls `create_table`
+//! again, which keeps the data and applies the options given then.
 
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
 
 use rocksandra_data::LocalTime;
-use rocksandra_storage::api::{Engine, Mutation, RowUpdate, TableSpec};
+use rocksandra_storage::api::{
+    CompactionStyle, Compression, Engine, Mutation, RowUpdate, TableSpec,
+};
 use rocksandra_storage::cell::{Cell, ColumnId, DeletionTime};
 use rocksandra_storage::kv::{KeyRange, KvStore};
 use rocksandra_storage::testkit::{clustering, full_read, pk, tempdir, test_table};
@@ -42,12 +44,9 @@ fn entry_count(engine: &KvEngine<RocksStore>, spec: &TableSpec) -> usize {
     count
 }
 
-/// Merged values are filtered by the compaction after the one that merged
-/// them, so compact twice.
 fn compact_fully(engine: &KvEngine<RocksStore>, spec: &TableSpec) {
     engine.flush().expect("flush");
-    engine.compact(spec.id).expect("compact");
-    engine.compact(spec.id).expect("compact again");
+    engine.compact(spec.id, WRITTEN_AT).expect("compact");
 }
 
 fn row_values(engine: &KvEngine<RocksStore>, spec: &TableSpec, now: LocalTime) -> Vec<Vec<u8>> {
@@ -114,6 +113,86 @@ fn create_table_after_reopen_keeps_data_and_applies_gc_grace() {
         row_values(&engine, &no_grace, later),
         vec![b"alive".to_vec()]
     );
+    drop(engine);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The options RocksDB itself reports using for a column family, from the
+/// newest `OPTIONS-*` file it wrote when opening.
+fn rocksdb_cf_options(dir: &Path, cf: &str) -> String {
+    let newest = std::fs::read_dir(dir)
+        .expect("read dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("OPTIONS-") && !n.ends_with(".dbtmp"))
+        })
+        .max()
+        .expect("an OPTIONS file");
+    let text = std::fs::read_to_string(newest).expect("read OPTIONS");
+    let header = format!("[CFOptions \"{cf}\"]");
+    let start = text.find(&header).expect("column family section");
+    let section = &text[start + header.len()..];
+    let end = section.find("\n[").unwrap_or(section.len());
+    section[..end].to_string()
+}
+
+#[test]
+fn column_families_reopen_with_their_own_options_before_the_schema_loads() {
+    let dir = tempdir("rocks-reopen-options");
+    let mut spec = test_table(11);
+    spec.options.gc_grace_seconds = 0;
+    spec.options.compaction = CompactionStyle::Leveled;
+    spec.options.compression = Compression::Zstd;
+    {
+        let engine = open(&dir, WRITTEN_AT);
+        engine.create_table(spec.clone()).expect("create");
+        let mut m = Mutation::new(spec.id, pk("p"));
+        m.rows.push((
+            clustering(1, "a"),
+            RowUpdate {
+                cells: vec![Cell::live(ColumnId(1), 10, b"alive".to_vec())],
+                ..Default::default()
+            },
+        ));
+        m.rows.push((
+            clustering(2, "b"),
+            RowUpdate {
+                deletion: Some(DeletionTime::new(20, WRITTEN_AT.0)),
+                ..Default::default()
+            },
+        ));
+        engine.write(&[m], WRITTEN_AT).expect("write");
+        engine.flush().expect("flush");
+    }
+    let later = LocalTime(WRITTEN_AT.0 + 10);
+    let engine = open(&dir, later);
+    let cf = rocksdb_cf_options(&dir, "t11");
+    assert!(cf.contains("compaction_style=kCompactionStyleLevel"), "{cf}");
+    assert!(cf.contains("compression=kZSTD"), "{cf}");
+    // No create_table yet: the store compacts with the stored gc_grace (0).
+    assert_eq!(entry_count(&engine, &spec), 2);
+    for _ in 0..2 {
+        engine.store().compact(spec.id).expect("compact");
+    }
+    assert_eq!(
+        entry_count(&engine, &spec),
+        1,
+        "gc_grace_seconds = 0 from the table options file purged the row tombstone"
+    );
+    // ALTER to a different compaction keeps the creation style, applies the rest.
+    engine.create_table(spec.clone()).expect("register");
+    let mut altered = spec.clone();
+    altered.options.compaction = CompactionStyle::Universal;
+    altered.options.compression = Compression::None;
+    engine.alter_table(altered).expect("alter");
+    drop(engine);
+    let engine = open(&dir, later);
+    let cf = rocksdb_cf_options(&dir, "t11");
+    assert!(cf.contains("compaction_style=kCompactionStyleLevel"), "{cf}");
+    assert!(cf.contains("compression=kNoCompression"), "{cf}");
     drop(engine);
     let _ = std::fs::remove_dir_all(dir);
 }

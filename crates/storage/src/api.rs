@@ -290,6 +290,11 @@ pub trait Engine: Send + Sync {
     fn snapshot(&self, dir: &Path) -> Result<()>;
     /// Persists everything written so far (memtables, WAL).
     fn flush(&self) -> Result<()>;
-    /// Runs a full compaction of the table (applies TTL expiry and gc_grace).
-    fn compact(&self, table: TableId) -> Result<()>;
+    /// Runs a full compaction of the table: applies TTL expiry and purges
+    /// every tombstone past gc_grace, partition and range tombstones included.
+    fn compact(&self, table: TableId, now: LocalTime) -> Result<()>;
+    /// Purges the partition deletions and range tombstones past gc_grace that
+    /// background compactions came across since the last call; returns how
+    /// many were removed. The server calls it periodically.
+    fn purge_tombstones(&self, now: LocalTime) -> Result<usize>;
 }

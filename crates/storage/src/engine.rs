@@ -16,9 +16,14 @@ use crate::layout::keys::{self, DecodedKey};
 use crate::layout::values::{decode_row, encode_row};
 use crate::layout::CorruptData;
 
+mod purge;
+
 pub struct KvEngine<S: KvStore> {
     store: S,
     tables: RwLock<HashMap<TableId, Arc<TableSpec>>>,
+    /// Shared by every write; held exclusively only to remove a tombstone
+    /// entry after its deletion was pushed down (see `purge`).
+    write_gate: RwLock<()>,
     /// Set after a failed write: the engine refuses writes from then on.
     failure: Mutex<Option<String>>,
 }
@@ -28,6 +33,7 @@ impl<S: KvStore> KvEngine<S> {
         KvEngine {
             store,
             tables: RwLock::new(HashMap::new()),
+            write_gate: RwLock::new(()),
             failure: Mutex::new(None),
         }
     }
@@ -98,6 +104,13 @@ impl<S: KvStore> KvEngine<S> {
             merge(key, &row_state(update));
         }
         Ok(())
+    }
+
+    /// The shared side of the write gate, held while a write is applied.
+    fn gate(&self) -> Result<std::sync::RwLockReadGuard<'_, ()>> {
+        self.write_gate
+            .read()
+            .map_err(|_| StorageError::ReadOnly("write gate poisoned".into()))
     }
 
     fn check_writable(&self) -> Result<()> {
@@ -543,6 +556,7 @@ impl<S: KvStore> Engine for KvEngine<S> {
         for m in mutations {
             self.mutation_ops(m, &mut ops)?;
         }
+        let _shared = self.gate()?;
         self.store.write(ops).inspect_err(|e| {
             if matches!(e, StorageError::Io { .. }) {
                 self.fail(e.to_string());
@@ -613,6 +627,7 @@ impl<S: KvStore> Engine for KvEngine<S> {
     fn stream_in(&self, table: TableId, files: &[PathBuf]) -> Result<()> {
         self.check_writable()?;
         self.spec(table)?;
+        let _shared = self.gate()?;
         self.store.ingest(table, files)
     }
 
@@ -658,8 +673,17 @@ impl<S: KvStore> Engine for KvEngine<S> {
         self.store.flush()
     }
 
-    fn compact(&self, table: TableId) -> Result<()> {
-        self.spec(table)?;
+    fn compact(&self, table: TableId, now: LocalTime) -> Result<()> {
+        let spec = self.spec(table)?;
+        let everything = KeyRange {
+            start: Vec::new(),
+            end: None,
+        };
+        self.purge_range(&spec, &everything, now)?;
         self.store.compact(table)
+    }
+
+    fn purge_tombstones(&self, now: LocalTime) -> Result<usize> {
+        self.purge_reported(now)
     }
 }

@@ -54,4 +54,13 @@ pub trait KvStore: Send + Sync + 'static {
     fn checkpoint(&self, dir: &Path) -> Result<()>;
     fn flush(&self) -> Result<()>;
     fn compact(&self, table: TableId) -> Result<()>;
+    /// Partitions (table, partition prefix) whose partition deletion or range
+    /// tombstone a compaction found past gc_grace since the last call. Such
+    /// tombstones are kept by `merge::filter_entry` until the engine has
+    /// pushed them down (`engine::purge`). A backend may report nothing, and
+    /// may forget candidates beyond a bound: later compactions report them
+    /// again, and `compact` finds every one.
+    fn take_purge_candidates(&self) -> Vec<(TableId, Vec<u8>)> {
+        Vec::new()
+    }
 }

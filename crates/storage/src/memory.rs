@@ -230,7 +230,7 @@ impl KvStore for MemoryStore {
         for key in keys {
             let Some(value) = t.get(&key) else { continue };
             match filter_entry(&key, value, now, gc_grace) {
-                FilterDecision::Keep => {}
+                FilterDecision::Keep | FilterDecision::KeepUntilPushedDown { .. } => {}
                 FilterDecision::Remove => {
                     t.remove(&key);
                 }

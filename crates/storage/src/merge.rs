@@ -5,7 +5,9 @@
 use rocksandra_data::LocalTime;
 
 use crate::cell::RowState;
-use crate::layout::keys::{split_partition, KIND_ROW, KIND_STATIC_ROW};
+use crate::layout::keys::{
+    split_partition, KIND_PARTITION_HEADER, KIND_RANGE_TOMBSTONE, KIND_ROW, KIND_STATIC_ROW,
+};
 use crate::layout::values::{decode_row, encode_row};
 use crate::layout::CorruptData;
 
@@ -30,6 +32,11 @@ pub enum FilterDecision {
     Keep,
     Remove,
     Change(Vec<u8>),
+    /// Keep this partition deletion or range tombstone, which is past
+    /// gc_grace: the engine purges it after pushing it down to the rows it
+    /// covers (`engine::purge`). The key's first `prefix_len` bytes name its
+    /// partition.
+    KeepUntilPushedDown { prefix_len: usize },
 }
 
 /// Expires TTL cells and purges what gc_grace allows, for one entry that
@@ -37,23 +44,35 @@ pub enum FilterDecision {
 ///
 /// Partition deletions and range tombstones are kept whatever their age: they
 /// shadow rows stored under other keys, which this entry-at-a-time filter
-/// cannot see, and dropping them could resurrect those rows.
+/// cannot see, and dropping them could resurrect those rows. Past gc_grace
+/// they are reported for the engine's pushdown instead.
 pub fn filter_entry(
     key: &[u8],
     value: &[u8],
     now: LocalTime,
     gc_grace_seconds: i64,
 ) -> FilterDecision {
-    let kind = split_partition(key)
+    let Some((kind, prefix_len)) = split_partition(key)
         .ok()
-        .and_then(|(_, _, len)| key.get(len).copied());
-    if !matches!(kind, Some(KIND_ROW) | Some(KIND_STATIC_ROW)) {
+        .and_then(|(_, _, len)| Some((*key.get(len)?, len)))
+    else {
         return FilterDecision::Keep;
-    }
+    };
     let Ok(row) = decode_row(value) else {
         // Never destroy what we cannot read; reads will report it.
         return FilterDecision::Keep;
     };
+    if matches!(kind, KIND_PARTITION_HEADER | KIND_RANGE_TOMBSTONE) {
+        return match row.deletion {
+            Some(d) if d.is_purgeable(now, gc_grace_seconds) => {
+                FilterDecision::KeepUntilPushedDown { prefix_len }
+            }
+            _ => FilterDecision::Keep,
+        };
+    }
+    if !matches!(kind, KIND_ROW | KIND_STATIC_ROW) {
+        return FilterDecision::Keep;
+    }
     let purged = row.clone().purge(now, gc_grace_seconds);
     if purged.is_empty() {
         FilterDecision::Remove

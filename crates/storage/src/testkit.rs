@@ -272,6 +272,7 @@ pub fn run_conformance_suite<E: Engine>(make: &dyn Fn() -> E) {
     case_scan_and_paging(&make());
     case_stream_round_trip(&make(), &make());
     case_compaction_keeps_visible_data(&make());
+    case_purge_after_gc_grace(&make());
     case_cleanup_and_truncate(&make());
 }
 
@@ -808,11 +809,90 @@ fn case_compaction_keeps_visible_data<E: Engine>(engine: &E) {
     let before: Vec<Partition> = (0..10)
         .map(|p| read_full(engine, &spec, &format!("k{p}")))
         .collect();
-    engine.compact(spec.id).expect("compact");
+    engine.compact(spec.id, NOW).expect("compact");
     let after: Vec<Partition> = (0..10)
         .map(|p| read_full(engine, &spec, &format!("k{p}")))
         .collect();
     assert_eq!(before, after);
+}
+
+/// Partition deletions and range tombstones past gc_grace are purged by a
+/// full compaction without resurrecting what they shadowed; younger ones stay.
+/// That a tombstone is gone shows the way Cassandra shows it: a write older
+/// than the tombstone, arriving after the purge, is visible again.
+fn case_purge_after_gc_grace<E: Engine>(engine: &E) {
+    let mut spec = test_table(8);
+    spec.options.gc_grace_seconds = 60;
+    engine.create_table(spec.clone()).expect("create table");
+    let old = NOW.0 - 100; // deleted 100 s ago: past gc_grace
+    let mut writes = Vec::new();
+    for (key, deleted_at) in [("old", old), ("young", NOW.0)] {
+        for c1 in 0..6 {
+            let ts = if c1 % 2 == 0 { 10 } else { 30 };
+            let mut row = cells(&[(1, ts, "v")]);
+            row.liveness = Some(LivenessInfo::new(ts, 0, 0));
+            writes.push(row_write(spec.id, key, clustering(c1, "a"), row));
+        }
+        let mut static_row = Mutation::new(spec.id, pk(key));
+        static_row.static_row = Some(cells(&[(STATIC_COLUMN.0, 10, "s")]));
+        writes.push(static_row);
+        let mut deletion = Mutation::new(spec.id, pk(key));
+        deletion.partition_deletion = Some(DeletionTime::new(20, deleted_at));
+        writes.push(deletion);
+        let mut range = Mutation::new(spec.id, pk(key));
+        range.range_tombstones.push(RangeTombstone {
+            start: ClusteringBound {
+                prefix: clustering(3, "")[..1].to_vec(),
+                inclusive: true,
+            },
+            end: ClusteringBound {
+                prefix: clustering(4, "")[..1].to_vec(),
+                inclusive: true,
+            },
+            deletion: DeletionTime::new(40, deleted_at),
+        });
+        writes.push(range);
+    }
+    engine.write(&writes, NOW).expect("write");
+    engine.flush().expect("flush");
+    let before: Vec<Partition> = ["old", "young"]
+        .iter()
+        .map(|k| read_full(engine, &spec, k))
+        .collect();
+    let kept: Vec<i32> = vec![1, 5]; // ts 30 > 20, outside the range tombstone
+    for p in &before {
+        assert_eq!(p.rows.len(), kept.len(), "{p:?}");
+        assert!(p.static_row.is_none(), "static cell at ts 10 < 20 is deleted");
+    }
+    engine.compact(spec.id, NOW).expect("compact");
+    let after: Vec<Partition> = ["old", "young"]
+        .iter()
+        .map(|k| read_full(engine, &spec, k))
+        .collect();
+    assert_eq!(before, after, "purging resurrects nothing");
+    // Late writes with timestamps older than both tombstones.
+    let mut late = Vec::new();
+    for key in ["old", "young"] {
+        for c1 in [0, 3] {
+            late.push(row_write(
+                spec.id,
+                key,
+                clustering(c1, "late"),
+                cells(&[(1, 15, "late")]),
+            ));
+        }
+    }
+    engine.write(&late, NOW).expect("write");
+    let visible = |key: &str| -> Vec<i32> {
+        read_full(engine, &spec, key)
+            .rows
+            .iter()
+            .filter(|r| r.clustering[1] == b"late")
+            .filter_map(|r| Some(i32::from_be_bytes(r.clustering[0].clone().try_into().ok()?)))
+            .collect()
+    };
+    assert_eq!(visible("old"), vec![0, 3], "both tombstones were purged");
+    assert!(visible("young").is_empty(), "tombstones within gc_grace stay");
 }
 
 fn case_cleanup_and_truncate<E: Engine>(engine: &E) {
@@ -1052,7 +1132,7 @@ pub fn check_against_model<E: Engine>(engine: &E, ops: &[Op], seed: u64) {
                 model.apply(mutations);
             }
             Op::Flush => engine.flush().expect("flush"),
-            Op::Compact => engine.compact(spec.id).expect("compact"),
+            Op::Compact => engine.compact(spec.id, NOW).expect("compact"),
             Op::Read(read, at) => {
                 let got = engine.read_partition(read, *at).expect("read");
                 let want = model.read_partition(&spec, read, *at);

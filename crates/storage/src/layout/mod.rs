@@ -6,6 +6,7 @@
 pub mod keys;
 pub mod paths;
 pub mod stream_file;
+pub mod table_options;
 pub mod values;
 
 /// Error from decoding stored bytes: corrupt or foreign data, never a panic.
