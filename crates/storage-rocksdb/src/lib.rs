@@ -117,7 +117,9 @@ fn write_table_options(dir: &Path, tables: &BTreeMap<TableId, TableOptions>) -> 
         file.sync_all().map_err(io)?;
     }
     std::fs::rename(&tmp, dir.join(TABLE_OPTIONS_FILE)).map_err(io)?;
-    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(io)
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io)
 }
 
 pub struct RocksStore {

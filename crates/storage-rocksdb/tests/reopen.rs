@@ -170,7 +170,10 @@ fn column_families_reopen_with_their_own_options_before_the_schema_loads() {
     let later = LocalTime(WRITTEN_AT.0 + 10);
     let engine = open(&dir, later);
     let cf = rocksdb_cf_options(&dir, "t11");
-    assert!(cf.contains("compaction_style=kCompactionStyleLevel"), "{cf}");
+    assert!(
+        cf.contains("compaction_style=kCompactionStyleLevel"),
+        "{cf}"
+    );
     assert!(cf.contains("compression=kZSTD"), "{cf}");
     // No create_table yet: the store compacts with the stored gc_grace (0).
     assert_eq!(entry_count(&engine, &spec), 2);
@@ -191,7 +194,10 @@ fn column_families_reopen_with_their_own_options_before_the_schema_loads() {
     drop(engine);
     let engine = open(&dir, later);
     let cf = rocksdb_cf_options(&dir, "t11");
-    assert!(cf.contains("compaction_style=kCompactionStyleLevel"), "{cf}");
+    assert!(
+        cf.contains("compaction_style=kCompactionStyleLevel"),
+        "{cf}"
+    );
     assert!(cf.contains("compression=kNoCompression"), "{cf}");
     drop(engine);
     let _ = std::fs::remove_dir_all(dir);

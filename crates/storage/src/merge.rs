@@ -36,7 +36,9 @@ pub enum FilterDecision {
     /// gc_grace: the engine purges it after pushing it down to the rows it
     /// covers (`engine::purge`). The key's first `prefix_len` bytes name its
     /// partition.
-    KeepUntilPushedDown { prefix_len: usize },
+    KeepUntilPushedDown {
+        prefix_len: usize,
+    },
 }
 
 /// Expires TTL cells and purges what gc_grace allows, for one entry that

@@ -862,7 +862,10 @@ fn case_purge_after_gc_grace<E: Engine>(engine: &E) {
     let kept: Vec<i32> = vec![1, 5]; // ts 30 > 20, outside the range tombstone
     for p in &before {
         assert_eq!(p.rows.len(), kept.len(), "{p:?}");
-        assert!(p.static_row.is_none(), "static cell at ts 10 < 20 is deleted");
+        assert!(
+            p.static_row.is_none(),
+            "static cell at ts 10 < 20 is deleted"
+        );
     }
     engine.compact(spec.id, NOW).expect("compact");
     let after: Vec<Partition> = ["old", "young"]
@@ -892,7 +895,10 @@ fn case_purge_after_gc_grace<E: Engine>(engine: &E) {
             .collect()
     };
     assert_eq!(visible("old"), vec![0, 3], "both tombstones were purged");
-    assert!(visible("young").is_empty(), "tombstones within gc_grace stay");
+    assert!(
+        visible("young").is_empty(),
+        "tombstones within gc_grace stay"
+    );
 }
 
 fn case_cleanup_and_truncate<E: Engine>(engine: &E) {

@@ -70,13 +70,7 @@ struct Pushdown {
 }
 
 impl Pushdown {
-    fn absorb(
-        &mut self,
-        spec: &TableSpec,
-        now: LocalTime,
-        key: &[u8],
-        value: &[u8],
-    ) -> Result<()> {
+    fn absorb(&mut self, spec: &TableSpec, now: LocalTime, key: &[u8], value: &[u8]) -> Result<()> {
         let (_, _, prefix_len) = keys::split_partition(key)?;
         if key[..prefix_len] != self.current.prefix[..] {
             self.current = PartitionTombstones {

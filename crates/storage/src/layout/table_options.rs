@@ -45,7 +45,11 @@ pub fn decode(text: &str) -> Result<Vec<(TableId, TableOptions)>, CorruptData> {
             let (name, value) = word
                 .split_once('=')
                 .ok_or_else(|| bad(format!("no '=' in {word:?}")))?;
-            let number = || value.parse().map_err(|_| bad(format!("bad number {word:?}")));
+            let number = || {
+                value
+                    .parse()
+                    .map_err(|_| bad(format!("bad number {word:?}")))
+            };
             match name {
                 "gc_grace" => options.gc_grace_seconds = number()?,
                 "default_ttl" => options.default_ttl_seconds = number()?,
@@ -103,7 +107,13 @@ mod tests {
 
     #[test]
     fn rejects_garbage_without_panicking() {
-        for text in ["x", "1 gc_grace", "1 gc_grace=x", "1 compaction=lsm", "\u{0}"] {
+        for text in [
+            "x",
+            "1 gc_grace",
+            "1 gc_grace=x",
+            "1 compaction=lsm",
+            "\u{0}",
+        ] {
             assert!(decode(text).is_err(), "{text:?}");
         }
         assert_eq!(decode("").expect("empty"), Vec::new());

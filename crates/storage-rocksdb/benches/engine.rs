@@ -1,0 +1,230 @@
+//! Criterion benches of the engine on RocksDB: point reads served from the
+//! block cache and from outside it, single-row writes (WAL written, not
+//! synced: the periodic mode), a 100-row clustering slice, and the raw
+//! RocksDB get underneath for comparison. Results: docs/benchmarks/.
+//!
+//! Run with the optimised RocksDB:
+//! `ROCKSANDRA_ROCKSDB_PROFILE=release . scripts/rocksdb-env.sh && cargo bench -p rocksandra-storage-rocksdb`
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use rocksandra_data::LocalTime;
+use rocksandra_storage::api::{
+    ClusteringBound, Durability, Engine, Mutation, PartitionKey, PartitionRead, RowUpdate, Slice,
+    TableId, TableOptions, TableSpec,
+};
+use rocksandra_storage::cell::{Cell, ColumnId, LivenessInfo};
+use rocksandra_storage::kv::KvStore;
+use rocksandra_storage::testkit::{clustering, tempdir, test_table};
+use rocksandra_storage::KvEngine;
+use rocksandra_storage_rocksdb::{open_engine, RocksConfig, RocksStore};
+
+const NOW: LocalTime = LocalTime(1_700_000_000);
+/// Rows of about 1 KB (three 300-byte cells), as the benchmark's `emp` table.
+const CELL_BYTES: usize = 300;
+
+struct Bench {
+    engine: KvEngine<RocksStore>,
+    spec: TableSpec,
+    dir: PathBuf,
+}
+
+impl Drop for Bench {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn open(tag: &str, block_cache_bytes: usize) -> Bench {
+    let dir = tempdir(tag);
+    let config = RocksConfig {
+        durability: Durability::Periodic { period_ms: 10_000 },
+        block_cache_bytes,
+        ..Default::default()
+    };
+    let engine = open_engine(&dir, config, Arc::new(|| NOW)).expect("open");
+    let mut spec = test_table(1);
+    spec.options = TableOptions::default();
+    engine.create_table(spec.clone()).expect("create");
+    Bench { engine, spec, dir }
+}
+
+fn key(i: u64) -> PartitionKey {
+    PartitionKey::new(format!("employee-{i:010}").into_bytes())
+}
+
+fn row(timestamp: i64, cell_bytes: usize) -> RowUpdate {
+    RowUpdate {
+        liveness: Some(LivenessInfo::new(timestamp, 0, 0)),
+        cells: (1..=3)
+            .map(|c| Cell::live(ColumnId(c), timestamp, vec![b'a' + c as u8; cell_bytes]))
+            .collect(),
+        ..Default::default()
+    }
+}
+
+fn one_row(table: TableId, partition: u64, timestamp: i64) -> Mutation {
+    let mut m = Mutation::new(table, key(partition));
+    m.rows
+        .push((clustering(1, "a"), row(timestamp, CELL_BYTES)));
+    m
+}
+
+/// `partitions` partitions of one ~1 KB row, flushed to SST files.
+fn load(bench: &Bench, partitions: u64) {
+    for chunk in (0..partitions).collect::<Vec<_>>().chunks(1000) {
+        let batch: Vec<Mutation> = chunk
+            .iter()
+            .map(|&p| one_row(bench.spec.id, p, 1))
+            .collect();
+        bench.engine.write(&batch, NOW).expect("load");
+    }
+    bench.engine.flush().expect("flush");
+    bench.engine.compact(bench.spec.id, NOW).expect("compact");
+}
+
+fn point_read(table: TableId, partition: u64) -> PartitionRead {
+    PartitionRead {
+        table,
+        partition: key(partition),
+        slices: vec![Slice::prefix(clustering(1, "a"))],
+        reversed: false,
+        include_static: true,
+        row_limit: 0,
+    }
+}
+
+/// A cheap deterministic sequence over `0..n` (splitmix64).
+struct Keys(u64);
+impl Keys {
+    fn next_below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % n
+    }
+}
+
+fn reads(c: &mut Criterion) {
+    // Block-cache hit: 10,000 rows (~10 MB), a 256 MiB cache, warmed.
+    let hot = open("bench-hot", 256 << 20);
+    load(&hot, 10_000);
+    for p in 0..10_000 {
+        hot.engine
+            .read_partition(&point_read(hot.spec.id, p), NOW)
+            .expect("warm");
+    }
+    let mut keys = Keys(1);
+    c.bench_function("read/point, block-cache hit", |b| {
+        b.iter(|| {
+            let p = keys.next_below(10_000);
+            let partition = hot
+                .engine
+                .read_partition(&point_read(hot.spec.id, p), NOW)
+                .expect("read");
+            assert_eq!(partition.rows.len(), 1);
+            black_box(partition)
+        })
+    });
+    c.bench_function("read/point of a missing partition (bloom filter)", |b| {
+        b.iter(|| {
+            let p = 1_000_000 + keys.next_below(1_000_000);
+            let partition = hot
+                .engine
+                .read_partition(&point_read(hot.spec.id, p), NOW)
+                .expect("read");
+            assert!(partition.rows.is_empty());
+            black_box(partition)
+        })
+    });
+    let store = hot.engine.store();
+    let raw_keys: Vec<Vec<u8>> = {
+        let mut out = Vec::new();
+        let everything = rocksandra_storage::kv::KeyRange {
+            start: Vec::new(),
+            end: None,
+        };
+        store
+            .scan(hot.spec.id, &everything, false, &mut |k, _| {
+                out.push(k.to_vec());
+                std::ops::ControlFlow::Continue(())
+            })
+            .expect("scan");
+        out
+    };
+    c.bench_function("read/raw RocksDB get, block-cache hit", |b| {
+        b.iter(|| {
+            let k = &raw_keys[keys.next_below(raw_keys.len() as u64) as usize];
+            black_box(store.get(hot.spec.id, k).expect("get"))
+        })
+    });
+    drop(hot);
+
+    // Block-cache miss: 200,000 rows (~200 MB) against an 8 MiB cache, so
+    // nearly every read loads its blocks (from the OS page cache).
+    let cold = open("bench-cold", 8 << 20);
+    load(&cold, 200_000);
+    c.bench_function("read/point, block-cache miss", |b| {
+        b.iter(|| {
+            let p = keys.next_below(200_000);
+            let partition = cold
+                .engine
+                .read_partition(&point_read(cold.spec.id, p), NOW)
+                .expect("read");
+            assert_eq!(partition.rows.len(), 1);
+            black_box(partition)
+        })
+    });
+}
+
+fn writes(c: &mut Criterion) {
+    let bench = open("bench-write", 64 << 20);
+    let mut n = 0u64;
+    c.bench_function("write/one 1 KB row, WAL not synced", |b| {
+        b.iter(|| {
+            n += 1;
+            bench
+                .engine
+                .write(&[one_row(bench.spec.id, n, n as i64)], NOW)
+                .expect("write")
+        })
+    });
+}
+
+fn slices(c: &mut Criterion) {
+    let bench = open("bench-slice", 256 << 20);
+    let mut m = Mutation::new(bench.spec.id, key(0));
+    for i in 0..1000 {
+        m.rows.push((clustering(i, "row"), row(1, 30)));
+    }
+    bench.engine.write(&[m], NOW).expect("write");
+    bench.engine.flush().expect("flush");
+    bench.engine.compact(bench.spec.id, NOW).expect("compact");
+    let read = PartitionRead {
+        table: bench.spec.id,
+        partition: key(0),
+        slices: vec![Slice {
+            start: ClusteringBound {
+                prefix: clustering(450, "")[..1].to_vec(),
+                inclusive: true,
+            },
+            end: ClusteringBound::unbounded(),
+        }],
+        reversed: false,
+        include_static: false,
+        row_limit: 100,
+    };
+    c.bench_function("read/slice of 100 rows from a 1,000-row partition", |b| {
+        b.iter(|| {
+            let partition = bench.engine.read_partition(&read, NOW).expect("read");
+            assert_eq!(partition.rows.len(), 100);
+            black_box(partition)
+        })
+    });
+}
+
+criterion_group!(benches, reads, writes, slices);
+criterion_main!(benches);
