@@ -3,7 +3,8 @@
 # test suites of all crates (storage conformance on both engines, property
 # tests, crash loop, codecs, parser, executor), then the suites that need a
 # real server process (scripts/test-server.sh: golden CQL suite, Python
-# driver and cqlsh tests). Cargo's target directory lives under
+# driver and cqlsh tests), then a smoke run of the benchmark harness
+# against Apache Cassandra and Rocksandra (bench/run --smoke). Cargo's target directory lives under
 # $HOME/.cache so RocksDB (about 45 minutes on two cores) is built once per
 # machine.
 set -euo pipefail
@@ -20,3 +21,5 @@ echo "== cargo test"
 cargo test --workspace
 echo "== server suites"
 scripts/test-server.sh
+echo "== benchmark harness (bench/run --smoke: tiny sizes, debug builds, no timing asserted)"
+bench/run --smoke

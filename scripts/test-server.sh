@@ -3,8 +3,9 @@
 # starts it on 127.0.0.1:9042 with a fresh data directory, runs the golden
 # CQL suite (statement-level baseline in tests/golden/baseline.json), the
 # Python driver and cqlsh tests, the Rust (scylla) and Go (gocql) driver tests through
-# unmodified clients, stops it with SIGTERM (a clean shutdown is part of the
-# test), then the process tests (restart, kill -9, PasswordAuthenticator).
+# unmodified clients, scrapes its metrics endpoint, stops it with SIGTERM (a
+# clean shutdown is part of the test), then the process tests (restart,
+# kill -9, PasswordAuthenticator).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -22,7 +23,10 @@ if python3 -c "import socket; socket.create_connection(('127.0.0.1', $PORT), 0.2
     echo "port $PORT is already in use (stop the server there, or set ROCKSANDRA_TEST_PORT)" >&2
     exit 1
 fi
-"$BIN" --data-dir "$WORK/data" --listen-address 127.0.0.1 --native-port "$PORT" >"$WORK/server.log" 2>&1 &
+# The metrics endpoint on a free port (9180 may belong to another server here).
+METRICS_PORT=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+"$BIN" --data-dir "$WORK/data" --listen-address 127.0.0.1 --native-port "$PORT" \
+    --prometheus-port "$METRICS_PORT" >"$WORK/server.log" 2>&1 &
 PID=$!
 stop() {
     if kill -0 "$PID" 2>/dev/null; then
@@ -56,6 +60,18 @@ ROCKSANDRA_HOST=127.0.0.1 ROCKSANDRA_PORT="$PORT" CARGO_TARGET_DIR="$HOME/.cache
     tests/drivers/rust/run.sh || status=1
 echo "== Go driver (gocql) tests"
 ROCKSANDRA_HOST=127.0.0.1 ROCKSANDRA_PORT="$PORT" tests/drivers/go/run.sh || status=1
+echo "== metrics endpoint"
+python3 - "$METRICS_PORT" <<'PY' || status=1
+import sys, urllib.request
+with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=10) as r:
+    assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), r.headers
+    samples = dict(l.rsplit(" ", 1) for l in r.read().decode().splitlines() if not l.startswith("#"))
+for op in ("query", "execute", "prepare", "batch"):
+    assert float(samples['rocksandra_cql_requests_total{op="%s"}' % op]) > 0, op
+assert float(samples["rocksandra_storage_sst_bytes"]) >= 0
+assert float(samples["rocksandra_process_resident_memory_bytes"]) > 0
+print("requests counted, storage and process metrics present")
+PY
 echo "== clean shutdown"
 stop || status=1
 echo "== process tests (restart, kill -9)"

@@ -26,7 +26,9 @@ def server():
         log = open(os.path.join(d, "server.log"), "wb")
         proc = subprocess.Popen(
             [BIN, "--config", config, "--data-dir", os.path.join(d, "data"),
-             "--listen-address", "127.0.0.1", "--native-port", str(PORT)],
+             "--listen-address", "127.0.0.1", "--native-port", str(PORT),
+             # No metrics endpoint: 9180 may be taken by another server on this host.
+             "--prometheus-port", "0"],
             stdout=log, stderr=log)
         try:
             wait_for_port(PORT)

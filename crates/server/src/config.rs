@@ -42,6 +42,12 @@ pub const MAX_REQUESTS_PER_CONNECTION_DEFAULT: usize = 2048;
 pub const MAX_REQUESTS_DEFAULT: usize = 16_384;
 /// Block cache shared by all RocksDB column families.
 pub const BLOCK_CACHE_BYTES_DEFAULT: u64 = 256 * 1024 * 1024;
+/// `prometheus_address` when none is configured: metrics stay on this host
+/// unless an operator opens them up.
+pub const PROMETHEUS_ADDRESS_DEFAULT: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+/// `prometheus_port` when none is configured (ScyllaDB's); 0 turns the
+/// metrics endpoint off.
+pub const PROMETHEUS_PORT_DEFAULT: u16 = 9180;
 /// `endpoint_snitch` when none is configured.
 pub const ENDPOINT_SNITCH_DEFAULT: &str = "SimpleSnitch";
 /// Data center of this node when none is configured (as SimpleSnitch reports it).
@@ -193,9 +199,12 @@ pub struct Config {
     pub max_requests: usize,
     /// RocksDB block cache size.
     pub block_cache_bytes: u64,
-    /// Where metrics will be served for Prometheus. Not served yet: reserved
-    /// so that configuration files can already carry it.
-    pub prometheus_listen_address: Option<SocketAddr>,
+    /// Address of the Prometheus metrics endpoint (`prometheus_address`).
+    pub prometheus_address: IpAddr,
+    /// Its port (`prometheus_port`); None when configured as 0, which turns
+    /// the endpoint off. `Some(0)`, which a file cannot ask for, binds a
+    /// free port (for tests; `Service::metrics_address` tells which).
+    pub prometheus_port: Option<u16>,
     /// bcrypt cost of stored passwords (PasswordAuthenticator).
     pub auth_bcrypt_gensalt_log2_rounds: u32,
 }
@@ -222,7 +231,8 @@ impl Default for Config {
             max_requests_per_connection: MAX_REQUESTS_PER_CONNECTION_DEFAULT,
             max_requests: MAX_REQUESTS_DEFAULT,
             block_cache_bytes: BLOCK_CACHE_BYTES_DEFAULT,
-            prometheus_listen_address: None,
+            prometheus_address: PROMETHEUS_ADDRESS_DEFAULT,
+            prometheus_port: Some(PROMETHEUS_PORT_DEFAULT),
             auth_bcrypt_gensalt_log2_rounds: 10,
         }
     }
@@ -233,6 +243,12 @@ impl Config {
     pub fn native_address(&self) -> SocketAddr {
         let ip = self.rpc_address.unwrap_or(self.listen_address);
         SocketAddr::new(ip, self.native_transport_port)
+    }
+
+    /// Where the metrics endpoint listens; None when it is off.
+    pub fn prometheus_listen_address(&self) -> Option<SocketAddr> {
+        let port = self.prometheus_port?;
+        Some(SocketAddr::new(self.prometheus_address, port))
     }
 
     /// Reads and validates a YAML file.
@@ -301,6 +317,9 @@ impl Config {
         if let Some(port) = cli.native_port {
             self.native_transport_port = port;
         }
+        if let Some(port) = cli.prometheus_port {
+            self.prometheus_port = port_or_off(port);
+        }
     }
 }
 
@@ -326,7 +345,7 @@ fn join_key(parent: String, key: &str) -> String {
 }
 
 /// `rocksandra [--config FILE] [--data-dir DIR] [--listen-address ADDR]
-/// [--rpc-address ADDR] [--native-port PORT]`
+/// [--rpc-address ADDR] [--native-port PORT] [--prometheus-port PORT]`
 #[derive(Debug, Clone, Default, PartialEq, Eq, Parser)]
 #[command(
     name = "rocksandra",
@@ -349,6 +368,9 @@ pub struct Cli {
     /// Port for CQL clients (native_transport_port).
     #[arg(long, value_name = "PORT")]
     pub native_port: Option<u16>,
+    /// Port of the Prometheus metrics endpoint (prometheus_port); 0 turns it off.
+    #[arg(long, value_name = "PORT")]
+    pub prometheus_port: Option<u16>,
 }
 
 /// The file as written: every key optional, legacy spellings included.
@@ -377,6 +399,10 @@ struct FileConfig {
     native_transport_max_requests_per_connection: Option<i64>,
     native_transport_max_concurrent_requests: Option<i64>,
     block_cache_size: Option<String>,
+    prometheus_address: Option<String>,
+    prometheus_port: Option<u16>,
+    /// The single `host:port` key this file format reserved before the
+    /// endpoint existed; still read, but not together with the two above.
     prometheus_listen_address: Option<SocketAddr>,
     auth_bcrypt_gensalt_log2_rounds: Option<u32>,
 }
@@ -408,6 +434,7 @@ impl ClassName {
 impl FileConfig {
     fn into_config(self) -> Result<Config, ConfigError> {
         let defaults = Config::default();
+        let (prometheus_address, prometheus_port) = self.prometheus()?;
         let config = Config {
             cluster_name: self.cluster_name.unwrap_or(defaults.cluster_name),
             listen_address: match self.listen_address {
@@ -490,7 +517,8 @@ impl FileConfig {
                 Some(text) => parse_data_size(&text).map_err(|m| invalid("block_cache_size", m))?,
                 None => defaults.block_cache_bytes,
             },
-            prometheus_listen_address: self.prometheus_listen_address,
+            prometheus_address,
+            prometheus_port,
             auth_bcrypt_gensalt_log2_rounds: match self.auth_bcrypt_gensalt_log2_rounds {
                 Some(r) if (4..=31).contains(&r) => r,
                 Some(r) => {
@@ -505,6 +533,35 @@ impl FileConfig {
         config.validate()?;
         Ok(config)
     }
+}
+
+impl FileConfig {
+    /// `prometheus_address` and `prometheus_port`, or the legacy
+    /// `prometheus_listen_address` standing for both.
+    fn prometheus(&self) -> Result<(IpAddr, Option<u16>), ConfigError> {
+        if let Some(legacy) = self.prometheus_listen_address {
+            let new_key = match (&self.prometheus_address, self.prometheus_port) {
+                (None, None) => return Ok((legacy.ip(), port_or_off(legacy.port()))),
+                (Some(_), _) => "prometheus_address",
+                (None, Some(_)) => "prometheus_port",
+            };
+            return Err(ConfigError::BothSet {
+                new_key,
+                legacy_key: "prometheus_listen_address",
+            });
+        }
+        let ip = match &self.prometheus_address {
+            Some(text) => parse_address("prometheus_address", text)?,
+            None => PROMETHEUS_ADDRESS_DEFAULT,
+        };
+        let port = self.prometheus_port.unwrap_or(PROMETHEUS_PORT_DEFAULT);
+        Ok((ip, port_or_off(port)))
+    }
+}
+
+/// A configured metrics port: 0 turns the endpoint off, as in ScyllaDB.
+fn port_or_off(port: u16) -> Option<u16> {
+    (port != 0).then_some(port)
 }
 
 impl Config {
@@ -747,7 +804,8 @@ native_transport_max_concurrent_connections: -1
 native_transport_max_requests_per_connection: 100
 native_transport_max_concurrent_requests: 1000
 block_cache_size: 1GiB
-prometheus_listen_address: 127.0.0.1:9500
+prometheus_address: 0.0.0.0
+prometheus_port: 9500
 "#,
         );
         assert_eq!(config.cluster_name, "My Cluster");
@@ -787,9 +845,56 @@ prometheus_listen_address: 127.0.0.1:9500
         assert_eq!(config.max_requests, 1000);
         assert_eq!(config.block_cache_bytes, 1 << 30);
         assert_eq!(
-            config.prometheus_listen_address,
-            Some("127.0.0.1:9500".parse().expect("addr"))
+            config.prometheus_listen_address(),
+            Some("0.0.0.0:9500".parse().expect("addr"))
         );
+    }
+
+    #[test]
+    fn prometheus_endpoint_defaults_to_localhost_9180_and_port_0_turns_it_off() {
+        let metrics = |yaml: &str| parse_ok(yaml).prometheus_listen_address();
+        let address = |text: &str| Some(text.parse::<SocketAddr>().expect("addr"));
+        assert_eq!(metrics(""), address("127.0.0.1:9180"));
+        assert_eq!(
+            metrics("prometheus_port: 9999\n"),
+            address("127.0.0.1:9999")
+        );
+        assert_eq!(
+            metrics("prometheus_address: localhost\n"),
+            address("127.0.0.1:9180")
+        );
+        assert_eq!(metrics("prometheus_address: ::1\n"), address("[::1]:9180"));
+        assert_eq!(metrics("prometheus_port: 0\n"), None);
+        assert_eq!(
+            metrics("prometheus_listen_address: 10.0.0.1:9500\n"),
+            address("10.0.0.1:9500"),
+            "the reserved single key still works"
+        );
+        assert_eq!(metrics("prometheus_listen_address: 10.0.0.1:0\n"), None);
+        assert_eq!(
+            error_text("prometheus_listen_address: 10.0.0.1:9500\nprometheus_port: 9180\n"),
+            "both prometheus_port and its legacy form prometheus_listen_address are set; \
+             keep one"
+        );
+        assert!(error_text("prometheus_address: metrics-host\n").contains("prometheus_address"));
+        assert!(error_text("prometheus_port: 70000\n").contains("rocksandra.yaml"));
+    }
+
+    #[test]
+    fn prometheus_port_flag_overrides_the_file() {
+        let mut config = parse_ok("prometheus_address: 10.0.0.5\nprometheus_port: 0\n");
+        assert_eq!(config.prometheus_listen_address(), None);
+        config.apply_overrides(&Cli::parse_from([
+            "rocksandra",
+            "--prometheus-port",
+            "9500",
+        ]));
+        assert_eq!(
+            config.prometheus_listen_address(),
+            Some("10.0.0.5:9500".parse().expect("addr"))
+        );
+        config.apply_overrides(&Cli::parse_from(["rocksandra", "--prometheus-port", "0"]));
+        assert_eq!(config.prometheus_listen_address(), None);
     }
 
     #[test]

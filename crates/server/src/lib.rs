@@ -1,13 +1,16 @@
 //! The rocksandra server library: configuration, the CQL native transport,
-//! and the `RequestHandler` seam where query execution plugs in.
+//! the `RequestHandler` seam where query execution plugs in, and the
+//! metrics the server keeps about itself.
 //!
-//! `main.rs` only wires these together: parse flags and configuration, set
-//! up logging, bind the transport with a handler, serve until a signal.
+//! `main.rs` only parses flags and configuration, sets up logging, and runs
+//! a `Service` (storage, transport, metrics endpoint) until a signal.
 
 pub mod config;
 pub mod exec_handler;
 pub mod handler;
+pub mod metrics;
 pub mod node;
+pub mod service;
 pub mod transport;
 
 pub use config::{Cli, Config, ConfigError};
@@ -15,6 +18,7 @@ pub use exec_handler::ExecutorHandler;
 pub use handler::{
     Credentials, HandlerFuture, NotReadyHandler, Reply, RequestContext, RequestHandler, Session,
 };
+pub use service::Service;
 pub use transport::{EventSender, Server, TransportConfig, TransportError, TransportLimits};
 
 /// Completes on the first SIGINT (Ctrl-C) or SIGTERM. If a signal handler

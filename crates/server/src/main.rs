@@ -1,12 +1,11 @@
-//! The `rocksandra` binary: flags, configuration, logging, the CQL
-//! transport, and a clean stop on SIGTERM/SIGINT.
+//! The `rocksandra` binary: flags, configuration, logging, the node's
+//! service (CQL transport, metrics endpoint), and a clean stop on SIGTERM/SIGINT.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Parser;
-use rocksandra_server::{shutdown_signal, Cli, Config, ExecutorHandler, Server, TransportConfig};
+use rocksandra_server::{shutdown_signal, Cli, Config, Service};
 use tracing::{error, info};
 use tracing_subscriber::EnvFilter;
 
@@ -57,24 +56,17 @@ fn init_logging() {
 
 async fn run(config: Config) -> Result<(), String> {
     let started = std::time::Instant::now();
-    let executor = rocksandra_server::node::open(&config)?;
-    let handler = Arc::new(ExecutorHandler::new(executor.clone()));
-    let server = Server::bind(TransportConfig::from(&config), handler.clone())
-        .await
-        .map_err(|e| e.to_string())?;
-    handler.set_events(server.events());
+    let service = Service::start(&config).await?;
     info!(
         cluster_name = %config.cluster_name,
         data = ?config.data_file_directories,
         "listening for CQL clients on {} (ready in {} ms)",
-        server.local_addr(),
+        service.native_address(),
         started.elapsed().as_millis()
     );
-    server.run(shutdown_signal()).await;
-    // In-flight requests have finished (or the grace period ran out): make
-    // everything acknowledged durable before exiting.
-    executor
-        .flush()
-        .map_err(|e| format!("flush at shutdown failed: {e}"))?;
-    Ok(())
+    match service.metrics_address() {
+        Some(address) => info!("serving Prometheus metrics on http://{address}/metrics"),
+        None => info!("Prometheus metrics endpoint off (prometheus_port: 0)"),
+    }
+    service.run(shutdown_signal()).await
 }

@@ -90,8 +90,15 @@ fn spawn_tombstone_purger(
         .map_err(|e| format!("cannot start the tombstone purge thread: {e}"))
 }
 
+/// An opened node: the executor, and the storage under it (which the
+/// metrics endpoint asks for its figures).
+pub struct Node {
+    pub executor: Arc<Executor>,
+    pub storage: Arc<dyn Engine>,
+}
+
 /// Opens storage and the executor for `config`.
-pub fn open(config: &Config) -> Result<Arc<Executor>, String> {
+pub fn open(config: &Config) -> Result<Node, String> {
     let dir = data_dir(config);
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let env = Env::system();
@@ -123,12 +130,16 @@ pub fn open(config: &Config) -> Result<Arc<Executor>, String> {
         peers: Vec::new(),
     };
     spawn_tombstone_purger(&engine, local_clock(&env))?;
-    let executor = Executor::open(engine, Some(dir), node, env).map_err(|e| e.to_string())?;
+    let executor =
+        Executor::open(engine.clone(), Some(dir), node, env).map_err(|e| e.to_string())?;
     executor
         .enable_password_authentication(rocksandra_query::auth::AuthConfig {
             password_authenticator: config.authenticator == crate::config::Authenticator::Password,
             bcrypt_cost: config.auth_bcrypt_gensalt_log2_rounds,
         })
         .map_err(|e| format!("cannot set up authentication: {e}"))?;
-    Ok(Arc::new(executor))
+    Ok(Node {
+        executor: Arc::new(executor),
+        storage: engine,
+    })
 }

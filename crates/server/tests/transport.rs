@@ -9,30 +9,29 @@ use std::time::Duration;
 use bytes::{BufMut, Bytes, BytesMut};
 use rocksandra_server::config::Authenticator;
 use rocksandra_server::handler::NOT_READY_MESSAGE;
+use rocksandra_server::metrics::{RequestKind, RequestSnapshot, ServerMetrics};
 use rocksandra_server::{
     Credentials, EventSender, HandlerFuture, NotReadyHandler, Reply, RequestContext,
     RequestHandler, Server, Session, TransportConfig, TransportLimits,
 };
 use rocksandra_wire::{
-    decode_response, encode_request, Batch, BodyCompression, ColumnsMetadata, Consistency,
-    ErrorKind, ErrorResponse, Event, EventType, Execute, Frame, FrameDecoder, Limits, Prepare,
-    ProtocolVersion, Query, QueryParameters, Request, RequestEnvelope, Response, ResponseEnvelope,
-    ResultBody, Rows, RowsMetadata, SchemaChange, SchemaChangeTarget, SchemaChangeType,
-    SegmentCodec, SegmentCompression, SegmentedFrameDecoder, StringMap,
+    decode_response, Batch, ColumnsMetadata, ErrorKind, ErrorResponse, Event, EventType, Execute,
+    Prepare, ProtocolVersion, Query, Request, Response, ResultBody, Rows, RowsMetadata,
+    SchemaChange, SchemaChangeTarget, SchemaChangeType, StringMap,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Semaphore};
 use tokio::task::JoinHandle;
 
-/// Longest wait for any expected byte; tests normally take milliseconds.
-const WAIT: Duration = Duration::from_secs(5);
+mod common;
+use common::{query, Client, CLIENT_LIMITS, WAIT};
 
 // ---------------------------------------------------------------- server
 
 struct TestServer {
     address: SocketAddr,
     events: EventSender,
+    metrics: Arc<ServerMetrics>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
 }
@@ -57,6 +56,7 @@ impl TestServer {
         let address = server.local_addr();
         assert_ne!(address.port(), 0, "the bound port is reported");
         let events = server.events();
+        let metrics = server.metrics();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(server.run(async {
             let _ = stopped.await;
@@ -64,6 +64,7 @@ impl TestServer {
         TestServer {
             address,
             events,
+            metrics,
             stop: Some(stop),
             task,
         }
@@ -200,149 +201,6 @@ impl RequestHandler for ScriptedHandler {
             }
         })
     }
-}
-
-// ---------------------------------------------------------------- client
-
-/// A raw CQL client: frames before STARTUP's answer, then (v5) segments.
-struct Client {
-    socket: TcpStream,
-    buf: BytesMut,
-    version: ProtocolVersion,
-    body_compression: Option<BodyCompression>,
-    segments: Option<(SegmentCodec, SegmentedFrameDecoder)>,
-}
-
-const CLIENT_LIMITS: Limits = Limits {
-    max_frame_bytes: 64 * 1024 * 1024,
-};
-
-impl Client {
-    async fn connect(address: SocketAddr, version: ProtocolVersion) -> Client {
-        let socket = TcpStream::connect(address).await.expect("connects");
-        Client {
-            socket,
-            buf: BytesMut::new(),
-            version,
-            body_compression: None,
-            segments: None,
-        }
-    }
-
-    fn frame(&self, stream: i16, request: Request) -> Frame {
-        let envelope = RequestEnvelope {
-            version: self.version,
-            stream,
-            tracing: false,
-            custom_payload: None,
-            request,
-        };
-        encode_request(&envelope, self.body_compression).expect("encodes")
-    }
-
-    async fn send(&mut self, stream: i16, request: Request) {
-        let frame = self.frame(stream, request);
-        let bytes = match &self.segments {
-            Some((codec, _)) => {
-                let mut out = BytesMut::new();
-                codec.encode_frames(&[frame], &mut out).expect("segments");
-                out.freeze()
-            }
-            None => frame.to_bytes(),
-        };
-        self.send_raw(&bytes).await;
-    }
-
-    async fn send_raw(&mut self, bytes: &[u8]) {
-        self.socket.write_all(bytes).await.expect("writes");
-    }
-
-    async fn fill(&mut self) -> usize {
-        let read = tokio::time::timeout(WAIT, self.socket.read_buf(&mut self.buf))
-            .await
-            .expect("server answers in time");
-        read.unwrap_or(0)
-    }
-
-    async fn recv_frame(&mut self) -> Frame {
-        loop {
-            let decoded = match &mut self.segments {
-                Some((_, decoder)) => decoder.decode(&mut self.buf),
-                None => FrameDecoder::new(CLIENT_LIMITS).decode(&mut self.buf),
-            };
-            if let Some(frame) = decoded.expect("server sends valid frames") {
-                return frame;
-            }
-            assert!(
-                self.fill().await > 0,
-                "connection closed while waiting for a frame"
-            );
-        }
-    }
-
-    async fn recv(&mut self) -> ResponseEnvelope {
-        let frame = self.recv_frame().await;
-        decode_response(&frame, self.body_compression, CLIENT_LIMITS).expect("decodes")
-    }
-
-    async fn request(&mut self, stream: i16, request: Request) -> Response {
-        self.send(stream, request).await;
-        let reply = self.recv().await;
-        assert_eq!(reply.stream, stream);
-        reply.response
-    }
-
-    /// STARTUP, then switch to the negotiated framing the way drivers do.
-    async fn startup(&mut self, compression: Option<&str>) -> Response {
-        let mut options = StringMap::new();
-        options.insert("CQL_VERSION".into(), "3.0.0".into());
-        if let Some(name) = compression {
-            options.insert("COMPRESSION".into(), name.into());
-        }
-        let response = self.request(1, Request::Startup(options)).await;
-        if matches!(response, Response::Ready | Response::Authenticate(_)) {
-            let negotiated = compression.and_then(BodyCompression::from_startup_name);
-            if self.version == ProtocolVersion::V5 {
-                let segment_compression = match negotiated {
-                    Some(_) => SegmentCompression::Lz4,
-                    None => SegmentCompression::None,
-                };
-                self.segments = Some((
-                    SegmentCodec::new(segment_compression),
-                    SegmentedFrameDecoder::new(segment_compression, CLIENT_LIMITS),
-                ));
-            } else {
-                self.body_compression = negotiated;
-            }
-        }
-        response
-    }
-
-    async fn ready(address: SocketAddr, version: ProtocolVersion) -> Client {
-        let mut client = Client::connect(address, version).await;
-        assert_eq!(client.startup(None).await, Response::Ready);
-        client
-    }
-
-    /// Reads until the server closes, returning whatever arrived.
-    async fn expect_closed(&mut self) {
-        loop {
-            let read = tokio::time::timeout(WAIT, self.socket.read_buf(&mut self.buf))
-                .await
-                .expect("server closes in time");
-            match read {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-        }
-    }
-}
-
-fn query(text: &str) -> Request {
-    Request::Query(Query {
-        query: text.to_string(),
-        params: QueryParameters::new(Consistency::One),
-    })
 }
 
 fn expect_error(response: &Response, kind: ErrorKind) -> String {
@@ -710,6 +568,68 @@ async fn handler_panic_is_a_server_error_on_its_stream() {
     assert_eq!(
         expect_text(&client.request(6, query("still here")).await),
         "still here"
+    );
+    server.stop().await;
+}
+
+/// What the server's metrics say about one kind of request.
+fn counted(server: &TestServer, kind: RequestKind) -> RequestSnapshot {
+    let snapshot = server.metrics.snapshot();
+    let found = snapshot.requests.iter().find(|r| r.kind == kind);
+    *found.expect("every kind is counted")
+}
+
+#[tokio::test]
+async fn requests_errors_and_connections_are_counted() {
+    let (handler, gate) = ScriptedHandler::new();
+    let server = TestServer::start_with(handler, limits(1, 100, 16), Authenticator::AllowAll).await;
+    let mut client = Client::ready(server.address, ProtocolVersion::V5).await;
+    assert_eq!(server.metrics.snapshot().connections, 1);
+    assert_eq!(counted(&server, RequestKind::Other).started, 1, "STARTUP");
+
+    client.send(1, query("block")).await;
+    client
+        .send(2, query("refused: one request per connection"))
+        .await;
+    expect_error(&client.recv().await.response, ErrorKind::Overloaded);
+    assert_eq!(server.metrics.snapshot().requests_in_flight, 1);
+    gate.add_permits(1);
+    assert_eq!(client.recv().await.stream, 1);
+    expect_error(
+        &client.request(3, query("panic")).await,
+        ErrorKind::ServerError,
+    );
+    let prepare = Prepare {
+        query: "x".to_string(),
+        keyspace: None,
+    };
+    client.request(4, Request::Prepare(prepare)).await;
+    client.request(5, Request::Options).await;
+    // STARTUP again is out of place: a protocol error under `other`.
+    client.request(6, Request::Startup(StringMap::new())).await;
+
+    let query_counts = counted(&server, RequestKind::Query);
+    assert_eq!(query_counts.started, 3);
+    assert_eq!(query_counts.failed, 2, "OVERLOADED and the handler's panic");
+    assert_eq!(query_counts.latency.count(), 3);
+    let prepare_counts = counted(&server, RequestKind::Prepare);
+    assert_eq!((prepare_counts.started, prepare_counts.failed), (1, 0));
+    let other = counted(&server, RequestKind::Other);
+    assert_eq!((other.started, other.failed), (3, 1));
+    assert_eq!(counted(&server, RequestKind::Execute).started, 0);
+    assert_eq!(server.metrics.snapshot().requests_in_flight, 0);
+
+    drop(client);
+    for _ in 0..100 {
+        if server.metrics.snapshot().connections == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        server.metrics.snapshot().connections,
+        0,
+        "closed connections are not counted"
     );
     server.stop().await;
 }

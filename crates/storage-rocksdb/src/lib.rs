@@ -18,17 +18,22 @@ use std::time::Duration;
 use rocksdb::compaction_filter::{CompactionFilter, Decision};
 use rocksdb::compaction_filter_factory::{CompactionFilterContext, CompactionFilterFactory};
 use rocksdb::merge_operator::MergeOperands;
+use rocksdb::properties::{self, PropName};
+use rocksdb::statistics::{StatsLevel, Ticker};
 use rocksdb::{
-    BlockBasedOptions, BottommostLevelCompaction, Cache, ColumnFamilyDescriptor, CompactOptions,
-    DBCompactionStyle, DBCompressionType, DBWithThreadMode, IngestExternalFileOptions,
-    MultiThreaded, Options, ReadOptions, SstFileWriter, WriteBatch, WriteOptions,
+    BlockBasedIndexType, BlockBasedOptions, BottommostLevelCompaction, Cache,
+    ColumnFamilyDescriptor, CompactOptions, DBCompactionStyle, DBCompressionType, DBWithThreadMode,
+    IngestExternalFileOptions, MultiThreaded, Options, ReadOptions, SliceTransform, SstFileWriter,
+    WriteBatch, WriteOptions,
 };
 
 use rocksandra_data::LocalTime;
 use rocksandra_storage::api::{
-    CompactionStyle, Compression, Durability, Result, StorageError, TableId, TableOptions,
+    CompactionStyle, Compression, Durability, Result, StorageError, StorageStats, TableId,
+    TableOptions,
 };
-use rocksandra_storage::kv::{KeyRange, KvOp, KvStore, Visitor};
+use rocksandra_storage::kv::{KeyRange, KvOp, KvStore, RangesVisitor, Visitor};
+use rocksandra_storage::layout::keys::partition_prefix_len;
 use rocksandra_storage::layout::table_options as table_options_file;
 use rocksandra_storage::memory::Clock;
 use rocksandra_storage::merge::{filter_entry, merge_entry, FilterDecision};
@@ -73,6 +78,8 @@ impl Default for RocksConfig {
 
 struct Shared {
     db: Db,
+    /// The DB options, kept for their statistics (tickers are read from here).
+    db_options: Options,
     config: RocksConfig,
     cache: Cache,
     clock: Clock,
@@ -157,6 +164,10 @@ impl RocksStore {
         db_options.set_db_write_buffer_size(config.write_buffer_bytes_max);
         db_options.set_max_background_jobs(config.background_jobs);
         db_options.set_enable_pipelined_write(true);
+        // Tickers only (write stalls, block cache hits and misses): the
+        // cheapest level that keeps them, without histograms or timers.
+        db_options.enable_statistics();
+        db_options.set_statistics_level(StatsLevel::ExceptHistogramOrTimers);
         let existing = if dir.join("CURRENT").exists() {
             Db::list_cf(&db_options, dir).map_err(rocks_error("listing column families"))?
         } else {
@@ -197,6 +208,7 @@ impl RocksStore {
             .map_err(rocks_error("opening RocksDB"))?;
         let shared = Arc::new(Shared {
             db,
+            db_options,
             config: config.clone(),
             cache,
             clock,
@@ -249,6 +261,25 @@ impl Shared {
                 *f = Some(reason);
             }
         }
+    }
+
+    /// An integer property of the DB, 0 when RocksDB does not report it.
+    fn property(&self, name: &PropName) -> u64 {
+        self.db.property_int_value(name).ok().flatten().unwrap_or(0)
+    }
+
+    /// An integer property summed over every column family.
+    fn property_of_all_tables(&self, name: &PropName) -> u64 {
+        let names: Vec<String> = self
+            .gc_grace
+            .read()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
+        names
+            .iter()
+            .filter_map(|cf| self.db.cf_handle(cf))
+            .filter_map(|cf| self.db.property_int_value_cf(&cf, name).ok().flatten())
+            .fold(0, u64::saturating_add)
     }
 
     /// Turns a RocksDB background error into the read-only state.
@@ -325,7 +356,24 @@ fn table_options(
         let bits = -table.bloom_filter_fp_chance.ln() / (std::f64::consts::LN_2.powi(2));
         block.set_bloom_filter(bits.clamp(1.0, 30.0), false);
     }
+    // Partition blooms: a read of an absent partition, or of one that is
+    // not in a file, skips that file (`scan_ranges` reads one partition).
+    block.set_whole_key_filtering(false);
+    options.set_prefix_extractor(SliceTransform::create(
+        "rocksandra-partition",
+        |key| &key[..partition_prefix_len(key).unwrap_or(key.len())],
+        Some(|key| partition_prefix_len(key).is_some()),
+    ));
+    // Index and filters in the shared block cache, partitioned so a large
+    // file does not load a multi-megabyte index block per read; their top
+    // level stays pinned.
     block.set_cache_index_and_filter_blocks(true);
+    block.set_cache_index_and_filter_blocks_with_high_priority(true);
+    block.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
+    block.set_partition_filters(true);
+    block.set_metadata_block_size(4096);
+    block.set_pin_top_level_index_and_filter(true);
+    block.set_pin_l0_filter_and_index_blocks_in_cache(true);
     options.set_block_based_table_factory(&block);
     options.set_compression_type(match table.compression {
         Compression::None => DBCompressionType::None,
@@ -590,6 +638,8 @@ impl KvStore for RocksStore {
     ) -> Result<()> {
         let cf = self.cf(table)?;
         let mut read_options = ReadOptions::default();
+        // Any range, across partitions: not limited by the prefix extractor.
+        read_options.set_total_order_seek(true);
         read_options.set_iterate_lower_bound(range.start.clone());
         if let Some(end) = &range.end {
             read_options.set_iterate_upper_bound(end.clone());
@@ -614,6 +664,69 @@ impl KvStore for RocksStore {
             }
         }
         iter.status().map_err(rocks_error("scanning"))
+    }
+
+    fn scan_ranges(
+        &self,
+        table: TableId,
+        within: &KeyRange,
+        ranges: &[(KeyRange, bool)],
+        visit: &mut RangesVisitor<'_>,
+    ) -> Result<()> {
+        let cf = self.cf(table)?;
+        let mut read_options = ReadOptions::default();
+        // Within one partition: seeks use the partition prefix blooms.
+        read_options.set_prefix_same_as_start(true);
+        read_options.set_iterate_lower_bound(within.start.clone());
+        if let Some(end) = &within.end {
+            read_options.set_iterate_upper_bound(end.clone());
+        }
+        let mut iter = self.shared.db.raw_iterator_cf_opt(&cf, read_options);
+        // End of the previous forward range, if the iterator stands on the
+        // first key at or after it: the next forward range starting there
+        // or later needs no seek when that key is already inside it.
+        let mut forward_end: Option<&[u8]> = None;
+        for (i, (range, reverse)) in ranges.iter().enumerate() {
+            let before_end = |key: &[u8]| range.end.as_deref().is_none_or(|end| key < end);
+            if *reverse {
+                match &range.end {
+                    Some(end) => {
+                        iter.seek_for_prev(end);
+                        if iter.key() == Some(end.as_slice()) {
+                            iter.prev();
+                        }
+                    }
+                    None => iter.seek_to_last(),
+                }
+            } else {
+                let positioned = forward_end.is_some_and(|end| end <= range.start.as_slice())
+                    && iter.key().is_some_and(|k| k >= range.start.as_slice());
+                if !positioned {
+                    iter.seek(&range.start);
+                }
+            }
+            while let (Some(key), Some(value)) = (iter.key(), iter.value()) {
+                let inside = if *reverse {
+                    key >= range.start.as_slice()
+                } else {
+                    before_end(key)
+                };
+                if !inside {
+                    break;
+                }
+                if visit(i, key, value).is_break() {
+                    return iter.status().map_err(rocks_error("scanning"));
+                }
+                if *reverse {
+                    iter.prev();
+                } else {
+                    iter.next();
+                }
+            }
+            iter.status().map_err(rocks_error("scanning"))?;
+            forward_end = if *reverse { None } else { range.end.as_deref() };
+        }
+        Ok(())
     }
 
     fn export(&self, table: TableId, range: &KeyRange, dir: &Path) -> Result<Vec<PathBuf>> {
@@ -732,6 +845,24 @@ impl KvStore for RocksStore {
             Err(_) => Vec::new(),
         }
     }
+
+    fn stats(&self) -> StorageStats {
+        let shared = &self.shared;
+        shared.check_background_errors();
+        let ticker = |ticker| shared.db_options.get_ticker_count(ticker);
+        StorageStats {
+            write_stall_micros: ticker(Ticker::StallMicros),
+            block_cache_hits: ticker(Ticker::BlockCacheHit),
+            block_cache_misses: ticker(Ticker::BlockCacheMiss),
+            block_cache_usage_bytes: shared.cache.get_usage() as u64,
+            compaction_pending_bytes: shared
+                .property_of_all_tables(properties::ESTIMATE_PENDING_COMPACTION_BYTES),
+            compactions_running: shared.property(properties::NUM_RUNNING_COMPACTIONS),
+            memtable_bytes: shared.property_of_all_tables(properties::CUR_SIZE_ALL_MEM_TABLES),
+            sst_bytes: shared.property_of_all_tables(properties::LIVE_SST_FILES_SIZE),
+            read_only: shared.failure().is_some(),
+        }
+    }
 }
 
 impl RocksStore {
@@ -754,7 +885,9 @@ impl RocksStore {
     /// A key greater than every key of the table, if it has any.
     fn end_of_table(&self, table: TableId) -> Result<Option<Vec<u8>>> {
         let cf = self.cf(table)?;
-        let mut iter = self.shared.db.raw_iterator_cf(&cf);
+        let mut read_options = ReadOptions::default();
+        read_options.set_total_order_seek(true);
+        let mut iter = self.shared.db.raw_iterator_cf_opt(&cf, read_options);
         iter.seek_to_last();
         let last = iter.key().map(|k| {
             let mut end = k.to_vec();

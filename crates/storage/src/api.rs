@@ -268,6 +268,27 @@ pub enum StorageError {
 
 pub type Result<T, E = StorageError> = std::result::Result<T, E>;
 
+/// What an engine reports about itself for monitoring: counters since it
+/// was opened and gauges of now. A backend without a figure reports 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StorageStats {
+    /// Time writes were delayed or stopped so that flushes and compactions
+    /// could catch up.
+    pub write_stall_micros: u64,
+    pub block_cache_hits: u64,
+    pub block_cache_misses: u64,
+    pub block_cache_usage_bytes: u64,
+    /// Bytes compactions still have to rewrite to bring every table into shape.
+    pub compaction_pending_bytes: u64,
+    pub compactions_running: u64,
+    /// Active and immutable memtables of every table.
+    pub memtable_bytes: u64,
+    /// Live SST files of every table.
+    pub sst_bytes: u64,
+    /// Writes are refused after an earlier failure (`StorageError::ReadOnly`).
+    pub read_only: bool,
+}
+
 /// The storage engine: write, read, stream.
 pub trait Engine: Send + Sync {
     fn create_table(&self, spec: TableSpec) -> Result<()>;
@@ -297,4 +318,7 @@ pub trait Engine: Send + Sync {
     /// background compactions came across since the last call; returns how
     /// many were removed. The server calls it periodically.
     fn purge_tombstones(&self, now: LocalTime) -> Result<usize>;
+    /// Counters and gauges for monitoring; cheap enough to call on every
+    /// metrics scrape.
+    fn stats(&self) -> StorageStats;
 }

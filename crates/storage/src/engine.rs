@@ -120,71 +120,6 @@ impl<S: KvStore> KvEngine<S> {
         }
     }
 
-    /// Reads partition deletion, static row and range tombstones of one partition.
-    fn partition_head(
-        &self,
-        spec: &TableSpec,
-        prefix: &[u8],
-        now: LocalTime,
-    ) -> Result<PartitionHead> {
-        let range = KeyRange {
-            start: keys::with_kind(prefix, keys::KIND_PARTITION_HEADER),
-            end: Some(keys::with_kind(prefix, keys::KIND_ROW)),
-        };
-        let mut head = PartitionHead::default();
-        let mut error = None;
-        self.store
-            .scan(spec.id, &range, false, &mut |key, value| match head.absorb(
-                spec,
-                &key[prefix.len()..],
-                value,
-            ) {
-                Ok(()) => ControlFlow::Continue(()),
-                Err(e) => {
-                    error = Some(e);
-                    ControlFlow::Break(())
-                }
-            })?;
-        if let Some(e) = error {
-            return Err(e.into());
-        }
-        head.finish(spec, now)?;
-        Ok(head)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn scan_rows(
-        &self,
-        spec: &TableSpec,
-        head: &PartitionHead,
-        range: KeyRange,
-        reversed: bool,
-        now: LocalTime,
-        limit: usize,
-        rows: &mut Vec<Row>,
-    ) -> Result<()> {
-        let mut error = None;
-        self.store
-            .scan(spec.id, &range, reversed, &mut |key, value| {
-                if limit > 0 && rows.len() >= limit {
-                    return ControlFlow::Break(());
-                }
-                match head.live_row(spec, key, value, now) {
-                    Ok(Some(row)) => rows.push(row),
-                    Ok(None) => {}
-                    Err(e) => {
-                        error = Some(e);
-                        return ControlFlow::Break(());
-                    }
-                }
-                ControlFlow::Continue(())
-            })?;
-        match error {
-            Some(e) => Err(e.into()),
-            None => Ok(()),
-        }
-    }
-
     fn scan_partitions(
         &self,
         spec: &TableSpec,
@@ -567,32 +502,73 @@ impl<S: KvStore> Engine for KvEngine<S> {
     fn read_partition(&self, read: &PartitionRead, now: LocalTime) -> Result<Partition> {
         let spec = self.spec(read.table)?;
         let prefix = keys::partition_prefix(read.partition.token, &read.partition.key);
-        let mut head = self.partition_head(&spec, &prefix, now)?;
-        let mut rows = Vec::new();
+        // One read of the store: the head entries (partition deletion, static
+        // row, range tombstones), then each clustering slice.
+        let mut ranges = vec![(
+            KeyRange {
+                start: keys::with_kind(&prefix, keys::KIND_PARTITION_HEADER),
+                end: Some(keys::with_kind(&prefix, keys::KIND_ROW)),
+            },
+            false,
+        )];
         let slices: Box<dyn Iterator<Item = &Slice>> = if read.reversed {
             Box::new(read.slices.iter().rev())
         } else {
             Box::new(read.slices.iter())
         };
         for slice in slices {
-            if read.row_limit > 0 && rows.len() >= read.row_limit {
-                break;
-            }
             let (start, end) =
                 keys::row_slice(&prefix, &spec.clustering, &slice.start, &slice.end)?;
-            let range = KeyRange {
-                start,
-                end: Some(end),
-            };
-            self.scan_rows(
-                &spec,
-                &head,
-                range,
+            ranges.push((
+                KeyRange {
+                    start,
+                    end: Some(end),
+                },
                 read.reversed,
-                now,
-                read.row_limit,
-                &mut rows,
-            )?;
+            ));
+        }
+        let within = KeyRange {
+            start: keys::with_kind(&prefix, keys::KIND_PARTITION_HEADER),
+            end: Some(keys::with_kind(&prefix, keys::KIND_END)),
+        };
+        let mut head = PartitionHead::default();
+        let mut head_done = false;
+        let mut rows = Vec::new();
+        let mut error = None;
+        let limit = read.row_limit;
+        {
+            self.store
+                .scan_ranges(spec.id, &within, &ranges, &mut |i, key, value| {
+                    let step = if i == 0 {
+                        head.absorb(&spec, &key[prefix.len()..], value)
+                    } else {
+                        let finished = if head_done {
+                            Ok(())
+                        } else {
+                            head_done = true;
+                            head.finish(&spec, now)
+                        };
+                        finished
+                            .and_then(|()| head.live_row(&spec, key, value, now))
+                            .map(|row| {
+                                rows.extend(row);
+                            })
+                    };
+                    match step {
+                        Err(e) => {
+                            error = Some(e);
+                            ControlFlow::Break(())
+                        }
+                        Ok(()) if limit > 0 && rows.len() >= limit => ControlFlow::Break(()),
+                        Ok(()) => ControlFlow::Continue(()),
+                    }
+                })?;
+        }
+        if let Some(e) = error {
+            return Err(e.into());
+        }
+        if !head_done {
+            head.finish(&spec, now)?;
         }
         Ok(Partition {
             key: read.partition.clone(),
@@ -685,5 +661,9 @@ impl<S: KvStore> Engine for KvEngine<S> {
 
     fn purge_tombstones(&self, now: LocalTime) -> Result<usize> {
         self.purge_reported(now)
+    }
+
+    fn stats(&self) -> StorageStats {
+        self.store.stats()
     }
 }

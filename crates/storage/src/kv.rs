@@ -5,7 +5,7 @@
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use crate::api::{Result, TableId, TableOptions};
+use crate::api::{Result, StorageStats, TableId, TableOptions};
 
 /// One change in an atomic batch.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,6 +21,10 @@ pub enum KvOp {
 
 /// Called for each entry of a scan; `Break` stops the scan.
 pub type Visitor<'a> = dyn FnMut(&[u8], &[u8]) -> ControlFlow<()> + 'a;
+
+/// Called for each entry of `scan_ranges` with the index of its range;
+/// `Break` stops the whole scan.
+pub type RangesVisitor<'a> = dyn FnMut(usize, &[u8], &[u8]) -> ControlFlow<()> + 'a;
 
 /// Keys in `[start, end)`; `end: None` means to the end of the table.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,6 +51,32 @@ pub trait KvStore: Send + Sync + 'static {
         reverse: bool,
         visit: &mut Visitor<'_>,
     ) -> Result<()>;
+    /// Visits several ranges, in the order given, each forward or reversed
+    /// (`(range, reverse)`), as one read: a backend may serve them with one
+    /// iterator, which is what makes a partition read one seek. Every range
+    /// lies within `within`; forward ranges that follow each other are in key
+    /// order and do not overlap.
+    fn scan_ranges(
+        &self,
+        table: TableId,
+        within: &KeyRange,
+        ranges: &[(KeyRange, bool)],
+        visit: &mut RangesVisitor<'_>,
+    ) -> Result<()> {
+        let _ = within;
+        for (i, (range, reverse)) in ranges.iter().enumerate() {
+            let mut stopped = false;
+            self.scan(table, range, *reverse, &mut |k, v| {
+                let flow = visit(i, k, v);
+                stopped = flow.is_break();
+                flow
+            })?;
+            if stopped {
+                break;
+            }
+        }
+        Ok(())
+    }
     /// Writes the entries of `range` to files in `dir`.
     fn export(&self, table: TableId, range: &KeyRange, dir: &Path) -> Result<Vec<PathBuf>>;
     /// Adds entries from files written by `export`, merging with what is stored.
@@ -62,5 +92,10 @@ pub trait KvStore: Send + Sync + 'static {
     /// again, and `compact` finds every one.
     fn take_purge_candidates(&self) -> Vec<(TableId, Vec<u8>)> {
         Vec::new()
+    }
+    /// Counters and gauges for monitoring (`Engine::stats`); a backend
+    /// without them (the in-memory store) reports zeros.
+    fn stats(&self) -> StorageStats {
+        StorageStats::default()
     }
 }

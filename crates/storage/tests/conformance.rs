@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use rocksandra_data::LocalTime;
+use rocksandra_storage::api::{Engine, StorageStats};
 use rocksandra_storage::memory::MemoryStore;
 use rocksandra_storage::testkit::run_conformance_suite;
 use rocksandra_storage::KvEngine;
@@ -12,4 +13,10 @@ fn memory_engine_passes_the_conformance_suite() {
     run_conformance_suite(&|| {
         KvEngine::new(MemoryStore::new(Arc::new(|| LocalTime(1_700_000_000))))
     });
+}
+
+#[test]
+fn memory_engine_reports_zero_stats() {
+    let engine = KvEngine::new(MemoryStore::new(Arc::new(|| LocalTime(1_700_000_000))));
+    assert_eq!(engine.stats(), StorageStats::default());
 }

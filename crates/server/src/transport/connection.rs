@@ -36,6 +36,7 @@ use super::writer::{self, Framing, Outbound};
 use super::Shared;
 use crate::config::Authenticator;
 use crate::handler::{Reply, RequestContext, Session};
+use crate::metrics::{RequestKind, RequestTimer};
 
 /// The CQL version announced in SUPPORTED (Cassandra 5.0's).
 pub const CQL_VERSION: &str = "3.4.7";
@@ -89,6 +90,7 @@ pub(super) async fn serve(
     stop: watch::Receiver<bool>,
     _slot: OwnedSemaphorePermit,
 ) {
+    let _counted = shared.metrics.connection_opened();
     if let Err(e) = socket.set_nodelay(true) {
         debug!(%peer, "cannot set TCP_NODELAY: {e}");
     }
@@ -271,6 +273,8 @@ impl Connection {
                 version_name(header.version),
                 version_name(version)
             );
+            let kind = header.opcode().map_or(RequestKind::Other, RequestKind::of);
+            self.shared.metrics.request_started(kind).finish(true);
             self.protocol_error(version, header.stream, message).await;
             return Flow::Continue;
         }
@@ -278,6 +282,8 @@ impl Connection {
             Ok(envelope) => envelope,
             Err(e) => {
                 debug!(peer = %self.peer, stream = header.stream, "undecodable request: {e}");
+                let kind = header.opcode().map_or(RequestKind::Other, RequestKind::of);
+                self.shared.metrics.request_started(kind).finish(true);
                 self.respond_error(version, header.stream, wire_error_response(&e))
                     .await;
                 return if e.is_fatal() {
@@ -300,13 +306,15 @@ impl Connection {
             request,
         } = envelope;
         let opcode = request.opcode();
-        match (self.phase, request) {
+        let timer = self.shared.metrics.request_started(RequestKind::of(opcode));
+        let answered = match (self.phase, request) {
             (_, Request::Options) if self.phase != Phase::Authenticating => {
                 self.respond(version, stream, Response::Supported(supported()))
                     .await;
+                true
             }
             (Phase::Established, Request::Startup(options)) => {
-                self.startup(version, stream, &options).await;
+                self.startup(version, stream, &options).await
             }
             (Phase::Established, _) => {
                 let message = format!(
@@ -314,10 +322,11 @@ impl Connection {
                     opcode_name(opcode)
                 );
                 self.protocol_error(version, stream, message).await;
+                false
             }
             (Phase::Authenticating, Request::AuthResponse(token)) => {
                 self.authenticate(version, stream, token.as_deref().unwrap_or_default())
-                    .await;
+                    .await
             }
             (Phase::Authenticating, _) => {
                 let message = format!(
@@ -325,21 +334,25 @@ impl Connection {
                     opcode_name(opcode)
                 );
                 self.protocol_error(version, stream, message).await;
+                false
             }
             (Phase::Ready, Request::Startup(_)) => {
                 let message = "Unexpected message STARTUP, the connection is already initialized";
                 self.protocol_error(version, stream, message.to_string())
                     .await;
+                false
             }
             (Phase::Ready, Request::AuthResponse(_)) => {
                 let message = "Unexpected message AUTH_RESPONSE, the connection is already \
                                authenticated";
                 self.protocol_error(version, stream, message.to_string())
                     .await;
+                false
             }
             (Phase::Ready, Request::Register(types)) => {
                 self.register(types);
                 self.respond(version, stream, Response::Ready).await;
+                true
             }
             (Phase::Ready, request) => {
                 let context = RequestContext {
@@ -347,15 +360,26 @@ impl Connection {
                     tracing,
                     custom_payload,
                 };
-                self.dispatch(version, context, request).await;
+                // The request's task finishes the timer when it answers.
+                return self.dispatch(version, context, request, timer).await;
             }
-        }
+        };
+        timer.finish(!answered);
     }
 
-    async fn startup(&mut self, version: ProtocolVersion, stream: i16, options: &StringMap) {
+    /// Answers STARTUP; false when it was refused with an error.
+    async fn startup(
+        &mut self,
+        version: ProtocolVersion,
+        stream: i16,
+        options: &StringMap,
+    ) -> bool {
         let compression = match startup_compression(version, options) {
             Ok(compression) => compression,
-            Err(message) => return self.protocol_error(version, stream, message).await,
+            Err(message) => {
+                self.protocol_error(version, stream, message).await;
+                return false;
+            }
         };
         let session = Session::new(version, self.peer);
         self.session = Some(session);
@@ -388,19 +412,22 @@ impl Connection {
             then: Some(then),
         })
         .await;
+        true
     }
 
-    async fn authenticate(&mut self, version: ProtocolVersion, stream: i16, token: &[u8]) {
+    /// Answers AUTH_RESPONSE; false unless the login succeeded.
+    async fn authenticate(&mut self, version: ProtocolVersion, stream: i16, token: &[u8]) -> bool {
         let Some(session) = self.session.clone() else {
             // Authenticating is only reached through STARTUP, which sets the session.
             error!(peer = %self.peer, "AUTH_RESPONSE without a session");
-            return;
+            return false;
         };
         let credentials = match decode_plain_token(token) {
             Ok(credentials) => credentials,
             Err(message) => {
                 let error = ErrorResponse::new(ErrorKind::BadCredentials, message);
-                return self.respond_error(version, stream, error).await;
+                self.respond_error(version, stream, error).await;
+                return false;
             }
         };
         let username = credentials.username.clone();
@@ -415,8 +442,12 @@ impl Connection {
                 self.phase = Phase::Ready;
                 self.respond(version, stream, Response::AuthSuccess(None))
                     .await;
+                true
             }
-            Err(error) => self.respond_error(version, stream, error).await,
+            Err(error) => {
+                self.respond_error(version, stream, error).await;
+                false
+            }
         }
     }
 
@@ -445,16 +476,24 @@ impl Connection {
     }
 
     /// Runs a query-like request on its own task, or answers OVERLOADED
-    /// when a limit of requests in flight is reached.
-    async fn dispatch(&self, version: ProtocolVersion, context: RequestContext, request: Request) {
+    /// when a limit of requests in flight is reached. `timer` is finished
+    /// when the answer is ready.
+    async fn dispatch(
+        &self,
+        version: ProtocolVersion,
+        context: RequestContext,
+        request: Request,
+        timer: RequestTimer,
+    ) {
         let Some(session) = self.session.clone() else {
             error!(peer = %self.peer, "query before STARTUP reached dispatch");
-            return;
+            return timer.finish(true);
         };
         let stream = context.stream;
         let Some(permits) = self.acquire_request_permits() else {
             let error = ErrorResponse::new(ErrorKind::Overloaded, self.overloaded_message());
-            return self.respond_error(version, stream, error).await;
+            self.respond_error(version, stream, error).await;
+            return timer.finish(true);
         };
         let handler = self.shared.handler.clone();
         let outbound = self.outbound.clone();
@@ -480,6 +519,7 @@ impl Connection {
                     "internal error while executing the request",
                 )
             });
+            timer.finish(matches!(reply.response, Response::Error(_)));
             let envelope = ResponseEnvelope {
                 version,
                 stream,

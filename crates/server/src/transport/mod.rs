@@ -40,6 +40,7 @@ use tracing::{debug, error, info, warn};
 
 use crate::config::{Authenticator, Config};
 use crate::handler::RequestHandler;
+use crate::metrics::ServerMetrics;
 
 /// Responses (and events) waiting for one connection's socket.
 pub const OUTBOUND_QUEUE_MESSAGES_MAX: usize = 256;
@@ -141,6 +142,7 @@ struct Shared {
     limits: TransportLimits,
     requests_in_flight: Arc<Semaphore>,
     events: EventSender,
+    metrics: Arc<ServerMetrics>,
 }
 
 /// A bound listener, ready to `run`.
@@ -173,6 +175,7 @@ impl Server {
             limits: config.limits,
             requests_in_flight: Arc::new(Semaphore::new(config.limits.max_requests)),
             events: EventSender { sender },
+            metrics: Arc::new(ServerMetrics::default()),
         });
         Ok(Server {
             listener,
@@ -185,6 +188,11 @@ impl Server {
     /// The bound address (with the real port when bound to port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// What the transport measures: requests by kind, connections.
+    pub fn metrics(&self) -> Arc<ServerMetrics> {
+        self.shared.metrics.clone()
     }
 
     /// The sender the executor uses to push events to clients.

@@ -112,6 +112,24 @@ pub fn split_partition(key: &[u8]) -> Result<(Token, Vec<u8>, usize), CorruptDat
     }
 }
 
+/// Length of the partition prefix a stored key starts with, without decoding
+/// it; None for bytes that hold no complete prefix. Used as RocksDB's prefix
+/// extractor, so bloom filters and seeks work per partition.
+pub fn partition_prefix_len(key: &[u8]) -> Option<usize> {
+    let mut i = 8;
+    if key.len() < i {
+        return None;
+    }
+    loop {
+        match (key.get(i)?, key.get(i + 1)) {
+            (0, Some(0)) => return Some(i + 2),
+            (0, Some(0xFF)) => i += 2,
+            (0, _) => return None,
+            _ => i += 1,
+        }
+    }
+}
+
 pub fn partition_header_key(prefix: &[u8]) -> Vec<u8> {
     with_kind(prefix, KIND_PARTITION_HEADER)
 }
@@ -321,6 +339,28 @@ pub fn bound_contains(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prefix_len_agrees_with_split_partition() {
+        for key in [&b""[..], b"a", b"\0", b"a\0b", b"\0\0\0"] {
+            let prefix = partition_prefix(Token(-5), key);
+            let mut row = prefix.clone();
+            row.extend_from_slice(&[KIND_ROW, 1, 2, 0, 0]);
+            for stored in [&prefix, &row] {
+                let (_, _, len) = split_partition(stored).expect("split");
+                assert_eq!(partition_prefix_len(stored), Some(len));
+                assert_eq!(len, prefix.len());
+            }
+        }
+        for bad in [
+            &b"1234567"[..],
+            b"12345678",
+            b"12345678a\0",
+            b"12345678\0\x01",
+        ] {
+            assert_eq!(partition_prefix_len(bad), None, "{bad:?}");
+        }
+    }
     use rocksandra_data::NativeType;
 
     fn int_col(descending: bool) -> ClusteringColumn {

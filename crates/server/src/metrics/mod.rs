@@ -1,0 +1,416 @@
+//! What the server measures about itself, and the Prometheus endpoint that
+//! exports it: CQL requests by kind (counts, errors, latency histograms),
+//! requests in flight and connections, event-loop pauses, storage figures
+//! from `Engine::stats`, and the process's memory and CPU.
+//!
+//! Recording is lock-free and cheap (a few relaxed atomic adds per request):
+//! the transport records on every request. Everything else is read when a
+//! scrape arrives. `exposition` turns a `Snapshot` into Prometheus text,
+//! `http` serves it, `process` reads `/proc`.
+
+pub mod exposition;
+pub mod http;
+pub mod process;
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rocksandra_storage::{Engine, StorageStats};
+use rocksandra_wire::Opcode;
+
+use self::process::ProcessStats;
+
+/// Upper bounds (inclusive, as Prometheus' `le`) of the latency histogram
+/// buckets, in nanoseconds: 1-2.5-5 steps from 25 µs to 10 s. Slower
+/// observations land in the `+Inf` bucket only.
+pub const LATENCY_BUCKET_BOUNDS_NANOS: [u64; 18] = [
+    25_000,
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    25_000_000,
+    50_000_000,
+    100_000_000,
+    250_000_000,
+    500_000_000,
+    1_000_000_000,
+    2_500_000_000,
+    5_000_000_000,
+    10_000_000_000,
+];
+/// Buckets of a histogram: one per bound, and one for slower observations.
+const BUCKETS: usize = LATENCY_BUCKET_BOUNDS_NANOS.len() + 1;
+
+/// How long the event-loop probe sleeps between wake-ups; the lag is how
+/// much later than this it wakes.
+pub const EVENT_LOOP_PROBE_INTERVAL: Duration = Duration::from_millis(10);
+
+/// A histogram over `LATENCY_BUCKET_BOUNDS_NANOS`, recorded without locks.
+#[derive(Debug, Default)]
+pub struct Histogram {
+    /// Observations per bucket (not cumulative); the last is above every bound.
+    buckets: [AtomicU64; BUCKETS],
+    sum_nanos: AtomicU64,
+}
+
+impl Histogram {
+    pub fn record(&self, elapsed: Duration) {
+        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        // The first bound at or above `nanos`; past the last bound, the overflow bucket.
+        let index = LATENCY_BUCKET_BOUNDS_NANOS.partition_point(|bound| *bound < nanos);
+        if let Some(bucket) = self.buckets.get(index) {
+            bucket.fetch_add(1, Ordering::Relaxed);
+        }
+        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    pub fn snapshot(&self) -> HistogramSnapshot {
+        HistogramSnapshot {
+            buckets: std::array::from_fn(|i| self.buckets[i].load(Ordering::Relaxed)),
+            sum_nanos: self.sum_nanos.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A histogram's counts at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HistogramSnapshot {
+    /// Observations per bucket (not cumulative); the last is above every bound.
+    pub buckets: [u64; BUCKETS],
+    pub sum_nanos: u64,
+}
+
+impl HistogramSnapshot {
+    /// Every observation: the `+Inf` bucket and `_count`.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().fold(0, |sum, n| sum.saturating_add(*n))
+    }
+}
+
+/// The `op` label: CQL requests by opcode. QUERY, EXECUTE, BATCH and PREPARE
+/// are the work; `Other` is the rest of the protocol (OPTIONS, STARTUP,
+/// AUTH_RESPONSE, REGISTER, and whatever a client sends out of place).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestKind {
+    Query,
+    Execute,
+    Batch,
+    Prepare,
+    Other,
+}
+
+impl RequestKind {
+    pub const ALL: [RequestKind; 5] = [
+        RequestKind::Query,
+        RequestKind::Execute,
+        RequestKind::Batch,
+        RequestKind::Prepare,
+        RequestKind::Other,
+    ];
+
+    pub fn of(opcode: Opcode) -> RequestKind {
+        match opcode {
+            Opcode::Query => RequestKind::Query,
+            Opcode::Execute => RequestKind::Execute,
+            Opcode::Batch => RequestKind::Batch,
+            Opcode::Prepare => RequestKind::Prepare,
+            _ => RequestKind::Other,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            RequestKind::Query => "query",
+            RequestKind::Execute => "execute",
+            RequestKind::Batch => "batch",
+            RequestKind::Prepare => "prepare",
+            RequestKind::Other => "other",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+#[derive(Debug, Default)]
+struct RequestMetrics {
+    started: AtomicU64,
+    failed: AtomicU64,
+    latency: Histogram,
+}
+
+/// The transport's and the event loop's measurements. One per server,
+/// shared by every connection.
+#[derive(Debug, Default)]
+pub struct ServerMetrics {
+    requests: [RequestMetrics; RequestKind::ALL.len()],
+    requests_in_flight: AtomicI64,
+    connections: AtomicI64,
+    event_loop_lag: Histogram,
+    event_loop_lag_max_nanos: AtomicU64,
+}
+
+impl ServerMetrics {
+    /// Counts a request as it arrives; the timer records its end.
+    pub fn request_started(self: &Arc<Self>, kind: RequestKind) -> RequestTimer {
+        self.requests[kind.index()]
+            .started
+            .fetch_add(1, Ordering::Relaxed);
+        self.requests_in_flight.fetch_add(1, Ordering::Relaxed);
+        RequestTimer {
+            metrics: self.clone(),
+            kind,
+            started: Instant::now(),
+            finished: false,
+        }
+    }
+
+    /// Counts a client connection while the returned guard lives.
+    pub fn connection_opened(self: &Arc<Self>) -> ConnectionGuard {
+        self.connections.fetch_add(1, Ordering::Relaxed);
+        ConnectionGuard {
+            metrics: self.clone(),
+        }
+    }
+
+    pub fn record_event_loop_lag(&self, lag: Duration) {
+        self.event_loop_lag.record(lag);
+        let nanos = u64::try_from(lag.as_nanos()).unwrap_or(u64::MAX);
+        self.event_loop_lag_max_nanos
+            .fetch_max(nanos, Ordering::Relaxed);
+    }
+
+    pub fn snapshot(&self) -> ServerSnapshot {
+        ServerSnapshot {
+            requests: RequestKind::ALL.map(|kind| {
+                let metrics = &self.requests[kind.index()];
+                RequestSnapshot {
+                    kind,
+                    started: metrics.started.load(Ordering::Relaxed),
+                    failed: metrics.failed.load(Ordering::Relaxed),
+                    latency: metrics.latency.snapshot(),
+                }
+            }),
+            requests_in_flight: self.requests_in_flight.load(Ordering::Relaxed),
+            connections: self.connections.load(Ordering::Relaxed),
+            event_loop_lag: self.event_loop_lag.snapshot(),
+            event_loop_lag_max_nanos: self.event_loop_lag_max_nanos.load(Ordering::Relaxed),
+        }
+    }
+
+    fn request_finished(&self, kind: RequestKind, elapsed: Duration, failed: bool) {
+        let metrics = &self.requests[kind.index()];
+        metrics.latency.record(elapsed);
+        if failed {
+            metrics.failed.fetch_add(1, Ordering::Relaxed);
+        }
+        self.requests_in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// One request in flight. `finish` records its latency and outcome; a
+/// timer dropped unfinished (its task was cancelled) counts as an error.
+#[derive(Debug)]
+pub struct RequestTimer {
+    metrics: Arc<ServerMetrics>,
+    kind: RequestKind,
+    started: Instant,
+    finished: bool,
+}
+
+impl RequestTimer {
+    /// `failed`: the request was answered with an ERROR.
+    pub fn finish(mut self, failed: bool) {
+        self.record(failed);
+    }
+
+    fn record(&mut self, failed: bool) {
+        if !self.finished {
+            self.finished = true;
+            let elapsed = self.started.elapsed();
+            self.metrics.request_finished(self.kind, elapsed, failed);
+        }
+    }
+}
+
+impl Drop for RequestTimer {
+    fn drop(&mut self) {
+        self.record(true);
+    }
+}
+
+/// An open client connection, counted until dropped.
+#[derive(Debug)]
+pub struct ConnectionGuard {
+    metrics: Arc<ServerMetrics>,
+}
+
+impl Drop for ConnectionGuard {
+    fn drop(&mut self) {
+        self.metrics.connections.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Sleeps `EVENT_LOOP_PROBE_INTERVAL` in a loop and records how late each
+/// wake-up is: a worker thread busy with blocking work, or too many ready
+/// tasks, delays every connection the same way. Tokio's timer has
+/// millisecond resolution, so up to about 1 ms of lag is the clock, not a pause.
+pub async fn watch_event_loop(metrics: Arc<ServerMetrics>) {
+    loop {
+        let slept_at = Instant::now();
+        tokio::time::sleep(EVENT_LOOP_PROBE_INTERVAL).await;
+        let lag = slept_at.elapsed().saturating_sub(EVENT_LOOP_PROBE_INTERVAL);
+        metrics.record_event_loop_lag(lag);
+    }
+}
+
+/// `ServerMetrics` at one moment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerSnapshot {
+    pub requests: [RequestSnapshot; RequestKind::ALL.len()],
+    pub requests_in_flight: i64,
+    pub connections: i64,
+    pub event_loop_lag: HistogramSnapshot,
+    pub event_loop_lag_max_nanos: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestSnapshot {
+    pub kind: RequestKind,
+    /// Requests received, finished or not.
+    pub started: u64,
+    /// Requests answered with an ERROR (or cancelled).
+    pub failed: u64,
+    /// Latency of finished requests.
+    pub latency: HistogramSnapshot,
+}
+
+/// Everything one scrape exports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Snapshot {
+    pub server: ServerSnapshot,
+    /// None when the server runs without storage (tests of the transport).
+    pub storage: Option<StorageStats>,
+    pub process: ProcessStats,
+}
+
+/// Where a scrape's figures come from.
+#[derive(Clone)]
+pub struct MetricsSource {
+    pub server: Arc<ServerMetrics>,
+    pub storage: Option<Arc<dyn Engine>>,
+}
+
+impl MetricsSource {
+    /// Reads every figure now. Blocking (storage properties, `/proc`): call
+    /// it off the async threads.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            server: self.server.snapshot(),
+            storage: self.storage.as_ref().map(|engine| engine.stats()),
+            process: ProcessStats::read(),
+        }
+    }
+
+    /// The Prometheus text of `snapshot`.
+    pub fn render(&self) -> String {
+        exposition::render(&self.snapshot())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_are_inclusive_upper_bounds() {
+        let histogram = Histogram::default();
+        histogram.record(Duration::from_micros(25));
+        histogram.record(Duration::from_nanos(25_001));
+        histogram.record(Duration::ZERO);
+        histogram.record(Duration::from_secs(10));
+        histogram.record(Duration::from_secs(11));
+        histogram.record(Duration::MAX);
+        let snapshot = histogram.snapshot();
+        assert_eq!(snapshot.buckets[0], 2, "0 and 25 µs are <= 25 µs");
+        assert_eq!(snapshot.buckets[1], 1, "25.001 µs is <= 50 µs");
+        assert_eq!(snapshot.buckets[BUCKETS - 2], 1, "10 s is <= 10 s");
+        assert_eq!(snapshot.buckets[BUCKETS - 1], 2, "above 10 s: +Inf only");
+        assert_eq!(snapshot.count(), 6);
+    }
+
+    #[test]
+    fn timers_count_requests_errors_and_in_flight() {
+        let metrics = Arc::new(ServerMetrics::default());
+        let query = metrics.request_started(RequestKind::Query);
+        let batch = metrics.request_started(RequestKind::Batch);
+        let other = metrics.request_started(RequestKind::Other);
+        assert_eq!(metrics.snapshot().requests_in_flight, 3);
+        query.finish(false);
+        batch.finish(true);
+        drop(other);
+        let snapshot = metrics.snapshot();
+        assert_eq!(snapshot.requests_in_flight, 0);
+        let by_kind = |kind: RequestKind| snapshot.requests[kind.index()];
+        assert_eq!(by_kind(RequestKind::Query).started, 1);
+        assert_eq!(by_kind(RequestKind::Query).failed, 0);
+        assert_eq!(by_kind(RequestKind::Query).latency.count(), 1);
+        assert_eq!(by_kind(RequestKind::Batch).failed, 1);
+        assert_eq!(
+            by_kind(RequestKind::Other).failed,
+            1,
+            "a dropped timer is a cancelled request"
+        );
+        assert_eq!(by_kind(RequestKind::Execute).started, 0);
+        for kind in RequestKind::ALL {
+            assert_eq!(by_kind(kind).kind, kind);
+        }
+    }
+
+    #[test]
+    fn connections_are_counted_while_their_guard_lives() {
+        let metrics = Arc::new(ServerMetrics::default());
+        let first = metrics.connection_opened();
+        let second = metrics.connection_opened();
+        assert_eq!(metrics.snapshot().connections, 2);
+        drop(first);
+        drop(second);
+        assert_eq!(metrics.snapshot().connections, 0);
+    }
+
+    #[test]
+    fn event_loop_lag_keeps_its_maximum() {
+        let metrics = ServerMetrics::default();
+        metrics.record_event_loop_lag(Duration::from_millis(3));
+        metrics.record_event_loop_lag(Duration::from_millis(40));
+        metrics.record_event_loop_lag(Duration::from_millis(1));
+        let snapshot = metrics.snapshot();
+        assert_eq!(snapshot.event_loop_lag_max_nanos, 40_000_000);
+        assert_eq!(snapshot.event_loop_lag.count(), 3);
+        assert_eq!(snapshot.event_loop_lag.sum_nanos, 44_000_000);
+    }
+
+    #[tokio::test]
+    async fn the_event_loop_probe_records_wake_ups_and_pauses() {
+        let metrics = Arc::new(ServerMetrics::default());
+        let probe = tokio::spawn(watch_event_loop(metrics.clone()));
+        tokio::time::sleep(EVENT_LOOP_PROBE_INTERVAL * 3).await;
+        // Blocks the only thread of this runtime: the probe wakes late.
+        std::thread::sleep(Duration::from_millis(60));
+        tokio::time::sleep(EVENT_LOOP_PROBE_INTERVAL * 3).await;
+        probe.abort();
+        let snapshot = metrics.snapshot();
+        assert!(snapshot.event_loop_lag.count() >= 2, "{snapshot:?}");
+        assert!(
+            snapshot.event_loop_lag_max_nanos >= 40_000_000,
+            "a 60 ms pause shows: {snapshot:?}"
+        );
+    }
+}

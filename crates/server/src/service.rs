@@ -1,0 +1,83 @@
+//! The node as `main` runs it: storage and the executor opened, the CQL
+//! transport and (unless `prometheus_port` is 0) the metrics endpoint bound,
+//! then served until shutdown, and storage flushed.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rocksandra_query::Executor;
+
+use crate::config::Config;
+use crate::exec_handler::ExecutorHandler;
+use crate::metrics::http::{MetricsServer, Render};
+use crate::metrics::{watch_event_loop, MetricsSource};
+use crate::transport::{Server, TransportConfig};
+
+/// A node with its storage open and its listeners bound, ready to `run`.
+pub struct Service {
+    executor: Arc<Executor>,
+    server: Server,
+    metrics: Option<MetricsServer>,
+}
+
+impl Service {
+    /// Opens storage and binds every listener, so that the ports are known
+    /// (and taken) before `run`.
+    pub async fn start(config: &Config) -> Result<Service, String> {
+        let node = crate::node::open(config)?;
+        let handler = Arc::new(ExecutorHandler::new(node.executor.clone()));
+        let server = Server::bind(TransportConfig::from(config), handler.clone())
+            .await
+            .map_err(|e| e.to_string())?;
+        handler.set_events(server.events());
+        let metrics = match config.prometheus_listen_address() {
+            Some(address) => {
+                let source = MetricsSource {
+                    server: server.metrics(),
+                    storage: Some(node.storage),
+                };
+                let render: Render = Arc::new(move || source.render());
+                let endpoint = MetricsServer::bind(address, render)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Some(endpoint)
+            }
+            None => None,
+        };
+        Ok(Service {
+            executor: node.executor,
+            server,
+            metrics,
+        })
+    }
+
+    /// Where CQL clients connect (with the real port when bound to port 0).
+    pub fn native_address(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    /// Where Prometheus scrapes `/metrics`; None when the endpoint is off.
+    pub fn metrics_address(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(MetricsServer::local_addr)
+    }
+
+    /// Serves until `shutdown` completes, then stops the transport (letting
+    /// in-flight requests finish, up to its grace period) and the metrics
+    /// endpoint, and makes everything acknowledged durable.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), String> {
+        // The event-loop probe runs only for the endpoint, its only reader.
+        let endpoint = self.metrics.map(|endpoint| {
+            let probe = tokio::spawn(watch_event_loop(self.server.metrics()));
+            (probe, tokio::spawn(endpoint.run()))
+        });
+        self.server.run(shutdown).await;
+        if let Some((probe, endpoint)) = endpoint {
+            probe.abort();
+            endpoint.abort();
+        }
+        self.executor
+            .flush()
+            .map_err(|e| format!("flush at shutdown failed: {e}"))
+    }
+}

@@ -1,0 +1,162 @@
+//! What the end-to-end tests share: a raw CQL client built on the wire
+//! crate's client-side encoders (frames before STARTUP's answer, then v5
+//! segments), and the longest wait for anything expected.
+
+// Each test file uses a different part of this module.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use rocksandra_wire::{
+    decode_response, encode_request, BodyCompression, Consistency, Frame, FrameDecoder, Limits,
+    ProtocolVersion, Query, QueryParameters, Request, RequestEnvelope, Response, ResponseEnvelope,
+    SegmentCodec, SegmentCompression, SegmentedFrameDecoder, StringMap,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Longest wait for any expected byte; tests normally take milliseconds.
+pub const WAIT: Duration = Duration::from_secs(5);
+
+/// A raw CQL client: frames before STARTUP's answer, then (v5) segments.
+pub struct Client {
+    pub socket: TcpStream,
+    pub buf: BytesMut,
+    version: ProtocolVersion,
+    pub body_compression: Option<BodyCompression>,
+    segments: Option<(SegmentCodec, SegmentedFrameDecoder)>,
+}
+
+pub const CLIENT_LIMITS: Limits = Limits {
+    max_frame_bytes: 64 * 1024 * 1024,
+};
+
+impl Client {
+    pub async fn connect(address: SocketAddr, version: ProtocolVersion) -> Client {
+        let socket = TcpStream::connect(address).await.expect("connects");
+        Client {
+            socket,
+            buf: BytesMut::new(),
+            version,
+            body_compression: None,
+            segments: None,
+        }
+    }
+
+    pub fn frame(&self, stream: i16, request: Request) -> Frame {
+        let envelope = RequestEnvelope {
+            version: self.version,
+            stream,
+            tracing: false,
+            custom_payload: None,
+            request,
+        };
+        encode_request(&envelope, self.body_compression).expect("encodes")
+    }
+
+    pub async fn send(&mut self, stream: i16, request: Request) {
+        let frame = self.frame(stream, request);
+        let bytes = match &self.segments {
+            Some((codec, _)) => {
+                let mut out = BytesMut::new();
+                codec.encode_frames(&[frame], &mut out).expect("segments");
+                out.freeze()
+            }
+            None => frame.to_bytes(),
+        };
+        self.send_raw(&bytes).await;
+    }
+
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        self.socket.write_all(bytes).await.expect("writes");
+    }
+
+    pub async fn fill(&mut self) -> usize {
+        let read = tokio::time::timeout(WAIT, self.socket.read_buf(&mut self.buf))
+            .await
+            .expect("server answers in time");
+        read.unwrap_or(0)
+    }
+
+    pub async fn recv_frame(&mut self) -> Frame {
+        loop {
+            let decoded = match &mut self.segments {
+                Some((_, decoder)) => decoder.decode(&mut self.buf),
+                None => FrameDecoder::new(CLIENT_LIMITS).decode(&mut self.buf),
+            };
+            if let Some(frame) = decoded.expect("server sends valid frames") {
+                return frame;
+            }
+            assert!(
+                self.fill().await > 0,
+                "connection closed while waiting for a frame"
+            );
+        }
+    }
+
+    pub async fn recv(&mut self) -> ResponseEnvelope {
+        let frame = self.recv_frame().await;
+        decode_response(&frame, self.body_compression, CLIENT_LIMITS).expect("decodes")
+    }
+
+    pub async fn request(&mut self, stream: i16, request: Request) -> Response {
+        self.send(stream, request).await;
+        let reply = self.recv().await;
+        assert_eq!(reply.stream, stream);
+        reply.response
+    }
+
+    /// STARTUP, then switch to the negotiated framing the way drivers do.
+    pub async fn startup(&mut self, compression: Option<&str>) -> Response {
+        let mut options = StringMap::new();
+        options.insert("CQL_VERSION".into(), "3.0.0".into());
+        if let Some(name) = compression {
+            options.insert("COMPRESSION".into(), name.into());
+        }
+        let response = self.request(1, Request::Startup(options)).await;
+        if matches!(response, Response::Ready | Response::Authenticate(_)) {
+            let negotiated = compression.and_then(BodyCompression::from_startup_name);
+            if self.version == ProtocolVersion::V5 {
+                let segment_compression = match negotiated {
+                    Some(_) => SegmentCompression::Lz4,
+                    None => SegmentCompression::None,
+                };
+                self.segments = Some((
+                    SegmentCodec::new(segment_compression),
+                    SegmentedFrameDecoder::new(segment_compression, CLIENT_LIMITS),
+                ));
+            } else {
+                self.body_compression = negotiated;
+            }
+        }
+        response
+    }
+
+    pub async fn ready(address: SocketAddr, version: ProtocolVersion) -> Client {
+        let mut client = Client::connect(address, version).await;
+        assert_eq!(client.startup(None).await, Response::Ready);
+        client
+    }
+
+    /// Reads until the server closes, returning whatever arrived.
+    pub async fn expect_closed(&mut self) {
+        loop {
+            let read = tokio::time::timeout(WAIT, self.socket.read_buf(&mut self.buf))
+                .await
+                .expect("server closes in time");
+            match read {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    }
+}
+
+pub fn query(text: &str) -> Request {
+    Request::Query(Query {
+        query: text.to_string(),
+        params: QueryParameters::new(Consistency::One),
+    })
+}

@@ -1,0 +1,302 @@
+//! The Prometheus endpoint end to end: a whole node (`Service`, RocksDB in a
+//! temporary directory) on free ports, CQL through the raw test client,
+//! scrapes over real sockets; and the HTTP responder against bad requests.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use rocksandra_server::config::Config;
+use rocksandra_server::metrics::http::{MetricsServer, Render, REQUEST_HEAD_BYTES_MAX};
+use rocksandra_server::metrics::{MetricsSource, ServerMetrics};
+use rocksandra_server::Service;
+use rocksandra_wire::{
+    Batch, BatchQuery, BatchStatement, BatchType, BoundValues, Consistency, ErrorKind, Execute,
+    Prepare, ProtocolVersion, QueryParameters, Request, Response, ResultBody, Value,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+
+mod common;
+use common::{query, Client, WAIT};
+
+// ---------------------------------------------------------------- http
+
+/// An HTTP answer, split up.
+struct Answer {
+    status_line: String,
+    head: String,
+    body: String,
+}
+
+/// Sends `request` as is and reads the answer until the server closes.
+async fn exchange(address: SocketAddr, request: &[u8]) -> Answer {
+    let mut socket = TcpStream::connect(address).await.expect("connects");
+    socket.write_all(request).await.expect("writes");
+    let mut bytes = Vec::new();
+    tokio::time::timeout(WAIT, socket.read_to_end(&mut bytes))
+        .await
+        .expect("the server answers and closes in time")
+        .expect("reads");
+    let text = String::from_utf8(bytes).expect("utf-8");
+    let (head, body) = text.split_once("\r\n\r\n").expect("a head and a body");
+    Answer {
+        status_line: head.lines().next().unwrap_or_default().to_string(),
+        head: head.to_string(),
+        body: body.to_string(),
+    }
+}
+
+async fn scrape(address: SocketAddr) -> String {
+    let answer = exchange(
+        address,
+        b"GET /metrics HTTP/1.1\r\nHost: test\r\nAccept: text/plain\r\n\r\n",
+    )
+    .await;
+    assert_eq!(answer.status_line, "HTTP/1.1 200 OK");
+    assert!(
+        answer
+            .head
+            .contains("\r\nContent-Type: text/plain; version=0.0.4"),
+        "{}",
+        answer.head
+    );
+    assert!(answer
+        .head
+        .contains(&format!("\r\nContent-Length: {}", answer.body.len())));
+    answer.body
+}
+
+/// The value of the sample written exactly as `series` (name and labels).
+fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no sample {series} in\n{text}"))
+        .parse()
+        .expect("a number")
+}
+
+#[tokio::test]
+async fn bad_http_gets_its_status_and_the_endpoint_stays_up() {
+    let source = MetricsSource {
+        server: Arc::new(ServerMetrics::default()),
+        storage: None,
+    };
+    let render: Render = Arc::new(move || source.render());
+    let endpoint = MetricsServer::bind("127.0.0.1:0".parse().expect("address"), render)
+        .await
+        .expect("binds");
+    let address = endpoint.local_addr();
+    let serving = tokio::spawn(endpoint.run());
+
+    let garbage = exchange(
+        address,
+        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n",
+    )
+    .await;
+    assert_eq!(garbage.status_line, "HTTP/1.1 400 Bad Request");
+
+    let mut oversized = b"GET /metrics HTTP/1.1\r\nX-Filler: ".to_vec();
+    oversized.resize(2 * REQUEST_HEAD_BYTES_MAX, b'a');
+    let oversized = exchange(address, &oversized).await;
+    assert_eq!(
+        oversized.status_line,
+        "HTTP/1.1 431 Request Header Fields Too Large"
+    );
+
+    let not_found = exchange(address, b"GET /status HTTP/1.1\r\n\r\n").await;
+    assert_eq!(not_found.status_line, "HTTP/1.1 404 Not Found");
+
+    let post = exchange(
+        address,
+        b"POST /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello",
+    )
+    .await;
+    assert_eq!(post.status_line, "HTTP/1.1 405 Method Not Allowed");
+    assert!(post.head.contains("\r\nAllow: GET"), "{}", post.head);
+
+    // A client that sends half a head and stops writing.
+    let mut half = TcpStream::connect(address).await.expect("connects");
+    half.write_all(b"GET /metr").await.expect("writes");
+    half.shutdown().await.expect("half-closes");
+    let mut answer = String::new();
+    tokio::time::timeout(WAIT, half.read_to_string(&mut answer))
+        .await
+        .expect("answered in time")
+        .expect("reads");
+    assert!(
+        answer.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+        "{answer}"
+    );
+
+    // A port check: connect, send nothing, close.
+    drop(TcpStream::connect(address).await.expect("connects"));
+
+    let text = scrape(address).await;
+    assert!(text.contains("# TYPE rocksandra_cql_requests_total counter"));
+    assert!(!text.contains("rocksandra_storage_"), "no storage here");
+    serving.abort();
+}
+
+// ---------------------------------------------------------------- node
+
+fn int(value: i32) -> Value {
+    Value::Bytes(Bytes::copy_from_slice(&value.to_be_bytes()))
+}
+
+fn params(values: Vec<Value>) -> QueryParameters {
+    QueryParameters {
+        values: BoundValues::Positional(values),
+        ..QueryParameters::new(Consistency::One)
+    }
+}
+
+fn expect_result(response: Response) -> ResultBody {
+    match response {
+        Response::Result(body) => body,
+        other => panic!("expected a RESULT, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scrape_counts_cql_requests_and_reports_storage() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let config = Config {
+        data_file_directories: vec![data.path().to_path_buf()],
+        native_transport_port: 0,
+        prometheus_port: Some(0),
+        ..Config::default()
+    };
+    let service = Service::start(&config).await.expect("starts");
+    let native = service.native_address();
+    let metrics = service.metrics_address().expect("the endpoint is on");
+    assert_ne!(metrics.port(), 0, "the bound port is reported");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let running = tokio::spawn(service.run(async {
+        let _ = stopped.await;
+    }));
+
+    let before = scrape(metrics).await;
+    assert_eq!(
+        sample(&before, "rocksandra_cql_requests_total{op=\"query\"}"),
+        0.0
+    );
+    assert_eq!(sample(&before, "rocksandra_cql_connections"), 0.0);
+
+    let mut client = Client::ready(native, ProtocolVersion::V5).await;
+    for statement in [
+        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+        "CREATE TABLE ks.t (k int PRIMARY KEY, v int)",
+        "INSERT INTO ks.t (k, v) VALUES (1, 10)",
+    ] {
+        expect_result(client.request(2, query(statement)).await);
+    }
+    match client.request(3, query("SELECT * FROM ks.missing")).await {
+        Response::Error(error) => assert_eq!(error.kind, ErrorKind::Invalid),
+        other => panic!("expected an error, got {other:?}"),
+    }
+    let prepare = Prepare {
+        query: "SELECT v FROM ks.t WHERE k = ?".to_string(),
+        keyspace: None,
+    };
+    let ResultBody::Prepared(prepared) =
+        expect_result(client.request(4, Request::Prepare(prepare)).await)
+    else {
+        panic!("PREPARE answers Prepared");
+    };
+    let execute = Execute {
+        id: prepared.id.clone(),
+        result_metadata_id: prepared.result_metadata_id.clone(),
+        params: params(vec![int(1)]),
+    };
+    let ResultBody::Rows(rows) = expect_result(client.request(5, Request::Execute(execute)).await)
+    else {
+        panic!("EXECUTE of a SELECT answers Rows");
+    };
+    assert_eq!(rows.rows.len(), 1);
+    let batch = Batch {
+        batch_type: BatchType::Logged,
+        statements: vec![BatchStatement {
+            query: BatchQuery::Text("INSERT INTO ks.t (k, v) VALUES (2, 20)".to_string()),
+            values: Vec::new(),
+        }],
+        consistency: Consistency::One,
+        serial_consistency: None,
+        default_timestamp_micros: None,
+        keyspace: None,
+        now_in_seconds: None,
+    };
+    expect_result(client.request(6, Request::Batch(batch)).await);
+    // At least one wake-up of the 10 ms event-loop probe.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+
+    let after = scrape(metrics).await;
+    let requests = |op: &str| {
+        sample(
+            &after,
+            &format!("rocksandra_cql_requests_total{{op=\"{op}\"}}"),
+        )
+    };
+    let errors = |op: &str| {
+        sample(
+            &after,
+            &format!("rocksandra_cql_errors_total{{op=\"{op}\"}}"),
+        )
+    };
+    let latency = "rocksandra_cql_request_latency_seconds";
+    let answered = |op: &str| sample(&after, &format!("{latency}_count{{op=\"{op}\"}}"));
+    for (op, count) in [
+        ("query", 4.0),
+        ("prepare", 1.0),
+        ("execute", 1.0),
+        ("batch", 1.0),
+    ] {
+        assert_eq!(requests(op), count, "{op} requests");
+        assert_eq!(answered(op), count, "{op} latencies");
+        assert_eq!(
+            sample(
+                &after,
+                &format!("{latency}_bucket{{op=\"{op}\",le=\"+Inf\"}}")
+            ),
+            count
+        );
+    }
+    assert!(requests("other") >= 1.0, "STARTUP is counted");
+    assert_eq!(errors("query"), 1.0, "the SELECT of a missing table");
+    assert_eq!(errors("batch") + errors("execute") + errors("prepare"), 0.0);
+    assert!(sample(&after, &format!("{latency}_sum{{op=\"query\"}}")) > 0.0);
+    assert_eq!(sample(&after, "rocksandra_cql_requests_in_flight"), 0.0);
+    assert_eq!(sample(&after, "rocksandra_cql_connections"), 1.0);
+    assert!(sample(&after, "rocksandra_event_loop_lag_seconds_count") >= 1.0);
+    assert!(sample(&after, "rocksandra_event_loop_lag_max_seconds") >= 0.0);
+
+    assert!(
+        sample(&after, "rocksandra_storage_memtable_bytes") > 0.0,
+        "rows were written"
+    );
+    assert_eq!(sample(&after, "rocksandra_storage_read_only"), 0.0);
+    for name in [
+        "rocksandra_storage_write_stall_seconds_total",
+        "rocksandra_storage_block_cache_hits_total",
+        "rocksandra_storage_block_cache_misses_total",
+        "rocksandra_storage_block_cache_usage_bytes",
+        "rocksandra_storage_compaction_pending_bytes",
+        "rocksandra_storage_compactions_running",
+        "rocksandra_storage_sst_bytes",
+    ] {
+        assert!(sample(&after, name) >= 0.0, "{name}");
+    }
+    assert!(sample(&after, "rocksandra_process_resident_memory_bytes") > 0.0);
+    assert!(sample(&after, "rocksandra_process_peak_resident_memory_bytes") > 0.0);
+    assert!(sample(&after, "rocksandra_process_cpu_seconds_total") > 0.0);
+
+    drop(client);
+    let _ = stop.send(());
+    tokio::time::timeout(WAIT * 3, running)
+        .await
+        .expect("stops in time")
+        .expect("the service task ends cleanly")
+        .expect("stops without error");
+}
