@@ -121,6 +121,26 @@ pub struct PreparedStatement {
     pub result_metadata_id: Bytes,
 }
 
+impl PreparedStatement {
+    /// A read of one partition (every partition key column bound): bounded
+    /// work that takes no lock, short enough to run on a network thread.
+    pub fn is_short_read(&self) -> bool {
+        !self.pk_indexes.is_empty() && matches!(self.parsed.statement, Statement::Select(_))
+    }
+
+    /// A write to one partition without a condition: no read, no lock wait
+    /// (only the WAL write, and its sync in batch mode).
+    pub fn is_short_write(&self) -> bool {
+        !self.pk_indexes.is_empty()
+            && match &self.parsed.statement {
+                Statement::Insert(i) => !i.if_not_exists,
+                Statement::Update(u) => u.condition.is_none(),
+                Statement::Delete(d) => d.condition.is_none(),
+                _ => false,
+            }
+    }
+}
+
 struct PreparedCache {
     by_id: HashMap<Bytes, Arc<PreparedStatement>>,
     order: VecDeque<Bytes>,

@@ -19,12 +19,16 @@ use crate::transport::EventSender;
 pub struct ExecutorHandler {
     executor: Arc<Executor>,
     events: OnceLock<EventSender>,
+    /// Whether short writes run on the network thread (not when every write
+    /// waits for a WAL sync: `commitlog_sync: batch`).
+    inline_short_writes: bool,
 }
 
 impl ExecutorHandler {
-    pub fn new(executor: Arc<Executor>) -> ExecutorHandler {
+    pub fn new(executor: Arc<Executor>, inline_short_writes: bool) -> ExecutorHandler {
         ExecutorHandler {
             executor,
+            inline_short_writes,
             events: OnceLock::new(),
         }
     }
@@ -227,14 +231,26 @@ impl RequestHandler for ExecutorHandler {
             let req = request(session, &execute.params);
             let id = execute.id.clone();
             // The statement text is looked up only for traced requests.
+            let prepared = self.executor.prepared(&id).ok();
             let tracing = if context.tracing {
-                let text = self.executor.prepared(&id).map(|p| p.text.clone());
+                let text = prepared.as_ref().map(|p| p.text.clone());
                 trace_request(session, context, "EXECUTE", &text.unwrap_or_default())
             } else {
                 None
             };
-            let result =
-                blocking(move || traced(&executor, tracing, |e| e.execute(&id, req))).await;
+            // Single-partition reads and unconditional writes run here, on
+            // the network thread: handing them to the blocking pool costs
+            // two thread switches, more than the work itself. Everything
+            // else (scans, LWT, DDL, tracing) goes to the pool.
+            let short = tracing.is_none()
+                && prepared.is_some_and(|p| {
+                    p.is_short_read() || (self.inline_short_writes && p.is_short_write())
+                });
+            let result = if short {
+                Ok((executor.execute(&id, req), None))
+            } else {
+                blocking(move || traced(&executor, tracing, |e| e.execute(&id, req))).await
+            };
             self.traced_reply(session, result)
         })
     }

@@ -9,6 +9,9 @@ use rocksandra_server::{shutdown_signal, Cli, Config, Service};
 use tracing::{error, info};
 use tracing_subscriber::EnvFilter;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();

@@ -26,7 +26,11 @@ impl Service {
     /// (and taken) before `run`.
     pub async fn start(config: &Config) -> Result<Service, String> {
         let node = crate::node::open(config)?;
-        let handler = Arc::new(ExecutorHandler::new(node.executor.clone()));
+        let inline_short_writes = config.commitlog_sync != crate::config::CommitlogSync::Batch;
+        let handler = Arc::new(ExecutorHandler::new(
+            node.executor.clone(),
+            inline_short_writes,
+        ));
         let server = Server::bind(TransportConfig::from(config), handler.clone())
             .await
             .map_err(|e| e.to_string())?;
