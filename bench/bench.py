@@ -364,16 +364,8 @@ def plots(results, out_dir, stem):
             ax.plot([r["reads"]["throughput"] for r in sweep], [r["reads"][key] for r in sweep],
                     marker="o", label=s["label"])
         ax.set_xlabel("reads/s achieved")
-        ax.set_ylabel("latency (ms, log)")
-        ax.set_yscale("log")
-        ax.set_title("Read-only sweep: %s latency" % title)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend()
-    path = os.path.join(out_dir, stem + "-read-sweep.png")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    files.append(path)
-    plt.close(fig)
+        finish_axes(ax, "Read-only sweep: %s latency" % title)
+    files.append(save(plt, fig, os.path.join(out_dir, stem + "-read-sweep.png")))
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
     for ax, kind in zip(axes, ["reads", "writes"]):
@@ -383,20 +375,26 @@ def plots(results, out_dir, stem):
                 xs = [100.0 / (100.0 - q) if q < 100 else 1e5 for q, _ in pct]
                 ax.plot(xs, [v for _, v in pct], marker="o", label=s["label"])
         ax.set_xscale("log")
-        ax.set_yscale("log")
-        ticks = [2, 10, 100, 1000, 10000, 1e5]
-        ax.set_xticks(ticks)
+        ax.set_xticks([2, 10, 100, 1000, 10000, 1e5])
         ax.set_xticklabels(["P50", "P90", "P99", "P99.9", "P99.99", "max"])
-        ax.set_ylabel("latency (ms, log)")
-        ax.set_title("Mixed 50/50 load: %s latency by percentile" % kind)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend()
-    path = os.path.join(out_dir, stem + "-mixed-percentiles.png")
+        finish_axes(ax, "Mixed 50/50 load: %s latency by percentile" % kind)
+    files.append(save(plt, fig, os.path.join(out_dir, stem + "-mixed-percentiles.png")))
+    return files
+
+
+def finish_axes(ax, title):
+    ax.set_ylabel("latency (ms, log)")
+    ax.set_yscale("log")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+
+
+def save(plt, fig, path):
     fig.tight_layout()
     fig.savefig(path, dpi=90)
-    files.append(path)
     plt.close(fig)
-    return files
+    return path
 
 
 def cmd_report(opts):
