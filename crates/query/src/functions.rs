@@ -29,6 +29,8 @@ use crate::error::{QueryError, Result};
 use crate::term::literal::{civil_from_days, parse_decimal, DATE_EPOCH_OFFSET, MILLIS_PER_DAY};
 use crate::term::{test_assignment, Assignment};
 
+mod masking;
+
 /// What a function call may need besides its arguments.
 pub struct CallContext<'a> {
     /// The request's time, in microseconds since the epoch.
@@ -82,6 +84,12 @@ enum Kind {
     CollectionMax,
     CollectionSum,
     CollectionAvg,
+    MaskNull,
+    MaskDefault,
+    MaskReplace,
+    MaskInner,
+    MaskOuter,
+    MaskHash,
 }
 
 impl Function {
@@ -201,6 +209,12 @@ impl Function {
                 (Some(bytes), Some(ty)) => self.collection_function(ty, bytes)?,
                 _ => None,
             },
+            Kind::MaskNull
+            | Kind::MaskDefault
+            | Kind::MaskReplace
+            | Kind::MaskInner
+            | Kind::MaskOuter
+            | Kind::MaskHash => masking::call(self, args)?,
         })
     }
 
@@ -361,7 +375,9 @@ fn collection_kind(name: &str) -> Option<Kind> {
 
 /// Whether `name` is a native scalar function handled here.
 pub fn exists(name: &str) -> bool {
-    collection_kind(name).is_some() || !candidates(name).is_empty()
+    collection_kind(name).is_some()
+        || masking::mask_kind(name).is_some()
+        || !candidates(name).is_empty()
 }
 
 fn arg_text(arg: &Arg<'_>) -> String {
@@ -390,6 +406,9 @@ fn test_arg(arg: &Arg<'_>, param: &CqlType) -> Assignment {
 pub fn resolve(name: &str, args: &[Arg<'_>]) -> Result<Function> {
     if let Some(kind) = collection_kind(name) {
         return resolve_collection(name, kind, args);
+    }
+    if let Some(kind) = masking::mask_kind(name) {
+        return masking::resolve(name, kind, args);
     }
     let all = candidates(name);
     if all.is_empty() {

@@ -576,6 +576,10 @@ fn numeric_rank(t: NativeType) -> Option<u8> {
     })
 }
 
+fn labels<'a>(items: impl Iterator<Item = &'a Expr>) -> String {
+    items.map(literal_label).collect::<Vec<_>>().join(", ")
+}
+
 fn literal_label(expr: &Expr) -> String {
     use rocksandra_cql::ast::Literal;
     match expr {
@@ -588,7 +592,17 @@ fn literal_label(expr: &Expr) -> String {
             | Literal::Duration(s),
         ) => s.clone(),
         Expr::Literal(Literal::Boolean(b)) => b.to_string(),
-        Expr::Literal(Literal::Null) => "null".into(),
+        Expr::Literal(Literal::Null) => "NULL".into(),
+        Expr::List(items) => format!("[{}]", labels(items.iter())),
+        Expr::Set(items) => format!("{{{}}}", labels(items.iter())),
+        Expr::Tuple(items) => format!("({})", labels(items.iter())),
+        Expr::Map(entries) => {
+            let entries: Vec<String> = entries
+                .iter()
+                .map(|(k, v)| format!("{}: {}", literal_label(k), literal_label(v)))
+                .collect();
+            format!("{{{}}}", entries.join(", "))
+        }
         Expr::Bind(_) => "?".into(),
         _ => "?".into(),
     }
