@@ -337,8 +337,16 @@ impl Executor {
 
     /// EXECUTE of a prepared statement (the statement's keyspace applies
     /// when the request names none).
-    pub fn execute(&self, id: &[u8], mut request: Request) -> Result<Outcome> {
-        let prepared = self.prepared(id)?;
+    pub fn execute(&self, id: &[u8], request: Request) -> Result<Outcome> {
+        self.execute_prepared(&*self.prepared(id)?, request)
+    }
+
+    /// EXECUTE of a statement already looked up with `prepared`.
+    pub fn execute_prepared(
+        &self,
+        prepared: &PreparedStatement,
+        mut request: Request,
+    ) -> Result<Outcome> {
         if request.keyspace.is_none() {
             request.keyspace = prepared.keyspace.clone();
         }

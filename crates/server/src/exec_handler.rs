@@ -229,11 +229,10 @@ impl RequestHandler for ExecutorHandler {
         Box::pin(async move {
             let executor = self.executor.clone();
             let req = request(session, &execute.params);
-            let id = execute.id.clone();
-            // The statement text is looked up only for traced requests.
-            let prepared = self.executor.prepared(&id).ok();
+            // Looked up once: an unknown id is answered UNPREPARED below.
+            let prepared = self.executor.prepared(&execute.id);
             let tracing = if context.tracing {
-                let text = prepared.as_ref().map(|p| p.text.clone());
+                let text = prepared.as_ref().ok().map(|p| p.text.clone());
                 trace_request(session, context, "EXECUTE", &text.unwrap_or_default())
             } else {
                 None
@@ -243,13 +242,14 @@ impl RequestHandler for ExecutorHandler {
             // two thread switches, more than the work itself. Everything
             // else (scans, LWT, DDL, tracing) goes to the pool.
             let short = tracing.is_none()
-                && prepared.is_some_and(|p| {
+                && prepared.as_ref().is_ok_and(|p| {
                     p.is_short_read() || (self.inline_short_writes && p.is_short_write())
                 });
+            let run = move |e: &Executor| prepared.and_then(|p| e.execute_prepared(&p, req));
             let result = if short {
-                Ok((executor.execute(&id, req), None))
+                Ok((run(&executor), None))
             } else {
-                blocking(move || traced(&executor, tracing, |e| e.execute(&id, req))).await
+                blocking(move || traced(&executor, tracing, run)).await
             };
             self.traced_reply(session, result)
         })
