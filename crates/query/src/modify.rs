@@ -335,21 +335,15 @@ fn verify_batch(
     mutations: &[Mutation],
 ) -> Result<Vec<String>> {
     let schema = executor.schema();
-    let name_of = |id: TableId| {
-        schema
-            .tables()
-            .find(|t| t.storage_id == id)
-            .map(|t| (t.keyspace.clone(), format!("{}.{}", t.keyspace, t.name)))
-    };
     // Cassandra counts one mutation per keyspace and partition key.
     let mut partitions = BTreeSet::new();
     let mut tables = BTreeSet::new();
     let mut size = 0u64;
     for m in mutations {
         let table = schema.tables().find(|t| t.storage_id == m.table);
-        if let Some((keyspace, name)) = name_of(m.table) {
-            partitions.insert((keyspace, m.partition.key.clone()));
-            tables.insert(name);
+        if let Some(t) = table {
+            partitions.insert((t.keyspace.clone(), m.partition.key.clone()));
+            tables.insert(format!("{}.{}", t.keyspace, t.name));
         }
         size += data_size(m, table.map(|t| t.as_ref()));
     }
