@@ -541,33 +541,9 @@ pub fn analyze(
     let partition = if pk_restricted.iter().all(|r| *r) {
         let mut keys: Vec<Vec<Vec<u8>>> = vec![Vec::new()];
         for (i, column) in table.partition_key().iter().enumerate() {
-            let values = per_column[i].values.clone().unwrap_or_default();
-            let mut next = Vec::new();
-            let mut distinct: Vec<Vec<u8>> = Vec::new();
-            for v in values {
-                let Some(v) = v else {
-                    return Err(QueryError::invalid(format!(
-                        "Invalid null value in condition for column {}",
-                        column.name
-                    )));
-                };
-                if !distinct.contains(&v) {
-                    distinct.push(v);
-                }
-            }
-            for prefix in &keys {
-                for v in &distinct {
-                    let mut k = prefix.clone();
-                    k.push(v.clone());
-                    next.push(k);
-                }
-            }
-            if next.len() > IN_PRODUCT_MAX {
-                return Err(QueryError::invalid(format!(
-                    "The cartesian product of the IN relations on the partition key is larger than {IN_PRODUCT_MAX}"
-                )));
-            }
-            keys = next;
+            let values = per_column[i].values.as_deref().unwrap_or_default();
+            let distinct = distinct_values(values, &column.name)?;
+            keys = extend_product(&keys, &distinct, "partition")?;
         }
         // IN values come back in key order (Cassandra keeps them in a sorted
         // set), not in the order written.
@@ -704,33 +680,10 @@ pub fn analyze(
             }
             clustering_restricted = true;
             if let Some(values) = &r.values {
-                let mut distinct: Vec<Vec<u8>> = Vec::new();
-                for v in values {
-                    let Some(v) = v else {
-                        return Err(QueryError::invalid(format!(
-                            "Invalid null value in condition for column {name}"
-                        )));
-                    };
-                    if !distinct.contains(v) {
-                        distinct.push(v.clone());
-                    }
-                }
+                let mut distinct = distinct_values(values, name)?;
                 let ty = &table.columns[pk_count + j].ty;
                 distinct.sort_by(|a, b| rocksandra_data::value::compare(ty, a, b));
-                let mut next = Vec::new();
-                for p in &prefixes {
-                    for v in &distinct {
-                        let mut k = p.clone();
-                        k.push(v.clone());
-                        next.push(k);
-                    }
-                }
-                if next.len() > IN_PRODUCT_MAX {
-                    return Err(QueryError::invalid(format!(
-                        "The cartesian product of the IN relations on the clustering key is larger than {IN_PRODUCT_MAX}"
-                    )));
-                }
-                prefixes = next;
+                prefixes = extend_product(&prefixes, &distinct, "clustering")?;
             } else {
                 slice = Some((r.lower.clone(), r.upper.clone()));
                 stopped_at = Some(j + 1);
@@ -985,4 +938,44 @@ fn like(value: &[u8], pattern: &[u8]) -> bool {
         (false, true) => value.starts_with(core),
         (false, false) => value == core,
     }
+}
+
+/// The distinct values of an `=` or `IN` restriction, in the order written;
+/// a null is refused.
+fn distinct_values(values: &[Option<Vec<u8>>], column: &str) -> Result<Vec<Vec<u8>>> {
+    let mut distinct: Vec<Vec<u8>> = Vec::new();
+    for v in values {
+        let Some(v) = v else {
+            return Err(QueryError::invalid(format!(
+                "Invalid null value in condition for column {column}"
+            )));
+        };
+        if !distinct.contains(v) {
+            distinct.push(v.clone());
+        }
+    }
+    Ok(distinct)
+}
+
+/// Every prefix extended with every value (the cartesian product of IN
+/// restrictions), refused beyond `IN_PRODUCT_MAX` keys.
+fn extend_product(
+    prefixes: &[Vec<Vec<u8>>],
+    values: &[Vec<u8>],
+    key: &str,
+) -> Result<Vec<Vec<Vec<u8>>>> {
+    let mut next = Vec::with_capacity(prefixes.len() * values.len());
+    for prefix in prefixes {
+        for v in values {
+            let mut k = prefix.clone();
+            k.push(v.clone());
+            next.push(k);
+        }
+    }
+    if next.len() > IN_PRODUCT_MAX {
+        return Err(QueryError::invalid(format!(
+            "The cartesian product of the IN relations on the {key} key is larger than {IN_PRODUCT_MAX}"
+        )));
+    }
+    Ok(next)
 }
