@@ -259,13 +259,48 @@ fn row_state(update: &RowUpdate) -> RowState {
     )
 }
 
+/// The deletions of one partition that reach its rows: the partition
+/// deletion and range tombstones. Reads apply all of them; the purge pushes
+/// down those past gc_grace.
+#[derive(Default)]
+struct Coverage {
+    partition: Option<DeletionTime>,
+    /// Range tombstones as encoded (start, end) bounds over the row-key suffix.
+    ranges: Vec<(Vec<u8>, Vec<u8>, DeletionTime)>,
+}
+
+impl Coverage {
+    fn add_range(
+        &mut self,
+        spec: &TableSpec,
+        start: &ClusteringBound,
+        end: &ClusteringBound,
+        deletion: DeletionTime,
+    ) -> Result<(), CorruptData> {
+        let mut lo = vec![keys::KIND_ROW];
+        keys::encode_bound(&spec.clustering, start, true, &mut lo)?;
+        let mut hi = vec![keys::KIND_ROW];
+        keys::encode_bound(&spec.clustering, end, false, &mut hi)?;
+        self.ranges.push((lo, hi, deletion));
+        Ok(())
+    }
+
+    /// The deletion covering a row, given its key suffix after the prefix.
+    fn covering(&self, row_suffix: &[u8]) -> Option<DeletionTime> {
+        self.ranges
+            .iter()
+            .filter(|(lo, hi, _)| lo.as_slice() < row_suffix && row_suffix < hi.as_slice())
+            .fold(self.partition, |acc, (_, _, d)| {
+                DeletionTime::merge(acc, Some(*d))
+            })
+    }
+}
+
 /// Partition-level state that applies to every row read from the partition.
 #[derive(Default)]
 struct PartitionHead {
-    deletion: Option<DeletionTime>,
+    coverage: Coverage,
     static_row: Option<RowState>,
-    /// Range tombstones as encoded (start, end) bounds over the row-key suffix.
-    tombstones: Vec<(Vec<u8>, Vec<u8>, DeletionTime)>,
     static_live: Option<crate::cell::LiveRow>,
 }
 
@@ -274,15 +309,11 @@ impl PartitionHead {
     fn absorb(&mut self, spec: &TableSpec, rest: &[u8], value: &[u8]) -> Result<(), CorruptData> {
         let row = decode_row(value)?;
         match keys::decode_after_prefix(&spec.clustering, rest)? {
-            DecodedKey::PartitionHeader => self.deletion = row.deletion,
+            DecodedKey::PartitionHeader => self.coverage.partition = row.deletion,
             DecodedKey::StaticRow => self.static_row = Some(row),
             DecodedKey::RangeTombstone { start, end } => {
                 if let Some(deletion) = row.deletion {
-                    let mut lo = vec![keys::KIND_ROW];
-                    keys::encode_bound(&spec.clustering, &start, true, &mut lo)?;
-                    let mut hi = vec![keys::KIND_ROW];
-                    keys::encode_bound(&spec.clustering, &end, false, &mut hi)?;
-                    self.tombstones.push((lo, hi, deletion));
+                    self.coverage.add_range(spec, &start, &end, deletion)?;
                 }
             }
             DecodedKey::Row { .. } => {
@@ -296,19 +327,9 @@ impl PartitionHead {
         self.static_live = self
             .static_row
             .as_ref()
-            .map(|s| s.live_view(self.deletion, now))
+            .map(|s| s.live_view(self.coverage.partition, now))
             .filter(|s| s.exists());
         Ok(())
-    }
-
-    /// The deletion covering a row, given its key suffix after the prefix.
-    fn covering_deletion(&self, row_suffix: &[u8]) -> Option<DeletionTime> {
-        self.tombstones
-            .iter()
-            .filter(|(lo, hi, _)| lo.as_slice() < row_suffix && row_suffix < hi.as_slice())
-            .fold(self.deletion, |acc, (_, _, d)| {
-                DeletionTime::merge(acc, Some(*d))
-            })
     }
 
     fn live_row(
@@ -324,7 +345,7 @@ impl PartitionHead {
         else {
             return Err(CorruptData::new("key", "expected a row"));
         };
-        let content = decode_row(value)?.live_view(self.covering_deletion(suffix), now);
+        let content = decode_row(value)?.live_view(self.coverage.covering(suffix), now);
         Ok(content.exists().then_some(Row {
             clustering,
             content,

@@ -30,7 +30,7 @@ use crate::kv::{KeyRange, KvOp, KvStore};
 use crate::layout::keys::{self, DecodedKey};
 use crate::layout::values::{decode_row, encode_row};
 
-use super::KvEngine;
+use super::{Coverage, KvEngine};
 
 /// Row deletions pushed down per write batch, so a huge partition is not one
 /// huge batch.
@@ -46,19 +46,7 @@ struct Pushed {
 #[derive(Default)]
 struct PartitionTombstones {
     prefix: Vec<u8>,
-    partition: Option<DeletionTime>,
-    /// Encoded `(start, end)` bounds over the row-key suffix, as reads use them.
-    ranges: Vec<(Vec<u8>, Vec<u8>, DeletionTime)>,
-}
-
-impl PartitionTombstones {
-    fn covering(&self, row_suffix: &[u8]) -> Option<DeletionTime> {
-        self.ranges
-            .iter()
-            .filter(|(lo, hi, _)| lo.as_slice() < row_suffix && row_suffix < hi.as_slice())
-            .map(|(_, _, d)| *d)
-            .fold(self.partition, |acc, d| DeletionTime::merge(acc, Some(d)))
-    }
+    purgeable: Coverage,
 }
 
 /// What one walk over a key range found to do.
@@ -84,7 +72,7 @@ impl Pushdown {
         match keys::decode_after_prefix(&spec.clustering, rest)? {
             DecodedKey::PartitionHeader => {
                 if let Some(deletion) = purgeable(&decode_row(value)?) {
-                    self.current.partition = Some(deletion);
+                    self.current.purgeable.partition = Some(deletion);
                     self.tombstones.push(Pushed {
                         key: key.to_vec(),
                         deletion,
@@ -93,19 +81,19 @@ impl Pushdown {
             }
             DecodedKey::RangeTombstone { start, end } => {
                 if let Some(deletion) = purgeable(&decode_row(value)?) {
-                    let mut lo = vec![keys::KIND_ROW];
-                    keys::encode_bound(&spec.clustering, &start, true, &mut lo)?;
-                    let mut hi = vec![keys::KIND_ROW];
-                    keys::encode_bound(&spec.clustering, &end, false, &mut hi)?;
-                    self.current.ranges.push((lo, hi, deletion));
+                    self.current
+                        .purgeable
+                        .add_range(spec, &start, &end, deletion)?;
                     self.tombstones.push(Pushed {
                         key: key.to_vec(),
                         deletion,
                     });
                 }
             }
-            DecodedKey::StaticRow => self.push_row(spec.id, key, self.current.partition),
-            DecodedKey::Row { .. } => self.push_row(spec.id, key, self.current.covering(rest)),
+            DecodedKey::StaticRow => self.push_row(spec.id, key, self.current.purgeable.partition),
+            DecodedKey::Row { .. } => {
+                self.push_row(spec.id, key, self.current.purgeable.covering(rest))
+            }
         }
         Ok(())
     }
