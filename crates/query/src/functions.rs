@@ -430,14 +430,7 @@ pub fn resolve(name: &str, args: &[Arg<'_>]) -> Result<Function> {
                 args.len()
             )));
         }
-        for (i, (arg, param)) in args.iter().zip(params).enumerate() {
-            if test_arg(arg, param) == Assignment::NotAssignable {
-                return Err(QueryError::invalid(format!(
-                    "Type error: {} cannot be passed as argument {i} of function system.{name} of type {param}",
-                    arg_text(arg)
-                )));
-            }
-        }
+        check_assignable(name, args, params)?;
         return Ok(build(all.into_iter().next().ok_or_else(|| {
             QueryError::Server("a single candidate vanished".to_string())
         })?));
@@ -477,6 +470,19 @@ pub fn resolve(name: &str, args: &[Arg<'_>]) -> Result<Function> {
             )))
         }
     }
+}
+
+/// Refuses an argument that cannot be passed as its parameter's type.
+fn check_assignable(name: &str, args: &[Arg<'_>], params: &[CqlType]) -> Result<()> {
+    for (i, (arg, param)) in args.iter().zip(params).enumerate() {
+        if test_arg(arg, param) == Assignment::NotAssignable {
+            return Err(QueryError::invalid(format!(
+                "Type error: {} cannot be passed as argument {i} of function system.{name} of type {param}",
+                arg_text(arg)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The 5.0 collection functions take any collection of the right kind, so

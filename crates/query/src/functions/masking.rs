@@ -8,7 +8,7 @@ use rocksandra_data::types::{CqlType, NativeType};
 use sha1::Sha1;
 use sha2::{Digest, Sha256, Sha384, Sha512};
 
-use super::{arg_text, native, test_arg, Arg, Assignment, Function, Kind};
+use super::{arg_text, check_assignable, native, Arg, Function, Kind};
 use crate::error::{QueryError, Result};
 
 pub(super) fn mask_kind(name: &str) -> Option<Kind> {
@@ -72,14 +72,8 @@ pub(super) fn resolve(name: &str, kind: Kind, args: &[Arg<'_>]) -> Result<Functi
         }
         _ => (vec![ty.clone()], ty.clone()),
     };
-    for (i, (arg, param)) in args.iter().zip(&arg_types).enumerate().skip(1) {
-        if test_arg(arg, param) == Assignment::NotAssignable {
-            return Err(QueryError::invalid(format!(
-                "Type error: {} cannot be passed as argument {i} of function system.{name} of type {param}",
-                arg_text(arg)
-            )));
-        }
-    }
+    // The first argument has the parameter's own type.
+    check_assignable(name, args, &arg_types)?;
     Ok(Function {
         name: name.to_string(),
         kind,
