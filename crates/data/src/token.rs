@@ -4,9 +4,11 @@
 use std::fmt;
 use std::str::FromStr;
 
+use serde::{Deserialize, Serialize};
+
 /// A position on the token ring, as Cassandra's Murmur3Partitioner computes
 /// it. A node owns (previous token, its token].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Token(pub i64);
 
 /// Errors from taking a serialized partition key apart, or building one.

@@ -1201,7 +1201,8 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn format_uuid(u: &[u8; 16]) -> String {
+/// A UUID in its usual text form (`8-4-4-4-12` hex digits).
+pub fn format_uuid(u: &[u8; 16]) -> String {
     let h = hex(u);
     format!(
         "{}-{}-{}-{}-{}",

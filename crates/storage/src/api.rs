@@ -5,13 +5,14 @@
 use std::path::{Path, PathBuf};
 
 use rocksandra_data::{LocalTime, Token};
+use serde::{Deserialize, Serialize};
 
 use crate::cell::{Cell, ColumnId, DeletionTime, LiveRow, LivenessInfo};
 pub use crate::layout::keys::{ClusteringBound, ClusteringColumn};
 use crate::layout::CorruptData;
 
 /// Identifies a table's storage; assigned by the schema, never reused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct TableId(pub u64);
 
 /// How a table's data is laid out in RocksDB.
@@ -65,7 +66,8 @@ pub struct TableSpec {
 
 /// A partition: its serialized key (as Cassandra serializes partition keys)
 /// and its token.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "PartitionKeyFields")]
 pub struct PartitionKey {
     pub token: Token,
     pub key: Vec<u8>,
@@ -80,9 +82,33 @@ impl PartitionKey {
     }
 }
 
+/// A `PartitionKey` as it arrives from another node, checked before use: a
+/// token that is not the key's would store the partition where no read finds it.
+#[derive(Deserialize)]
+struct PartitionKeyFields {
+    token: Token,
+    key: Vec<u8>,
+}
+
+impl TryFrom<PartitionKeyFields> for PartitionKey {
+    type Error = String;
+
+    fn try_from(fields: PartitionKeyFields) -> Result<PartitionKey, String> {
+        let key = PartitionKey::new(fields.key);
+        if key.token == fields.token {
+            Ok(key)
+        } else {
+            Err(format!(
+                "partition key token {:?} is not the key's token {:?}",
+                fields.token, key.token
+            ))
+        }
+    }
+}
+
 /// Changes to one row: any of a primary-key marker, a row deletion, whole
 /// collection deletions and cells.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RowUpdate {
     pub liveness: Option<LivenessInfo>,
     pub deletion: Option<DeletionTime>,
@@ -90,7 +116,7 @@ pub struct RowUpdate {
     pub cells: Vec<Cell>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RangeTombstone {
     pub start: ClusteringBound,
     pub end: ClusteringBound,
@@ -98,7 +124,7 @@ pub struct RangeTombstone {
 }
 
 /// All changes to one partition of one table. Applied without reading.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mutation {
     pub table: TableId,
     pub partition: PartitionKey,
@@ -122,7 +148,7 @@ impl Mutation {
 }
 
 /// Which rows of a partition to read.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartitionRead {
     pub table: TableId,
     pub partition: PartitionKey,
@@ -135,7 +161,7 @@ pub struct PartitionRead {
     pub row_limit: usize,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Slice {
     pub start: ClusteringBound,
     pub end: ClusteringBound,
@@ -165,22 +191,35 @@ impl Slice {
 }
 
 /// A live row as a read returns it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Row {
     pub clustering: Vec<Vec<u8>>,
     pub content: LiveRow,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Partition {
     pub key: PartitionKey,
     pub static_row: Option<LiveRow>,
     pub rows: Vec<Row>,
 }
 
+/// The stored state of what a `PartitionRead` selects (`Engine::read_raw`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RawPartition {
+    /// Applied to another engine, reproduces the read there. `rows` are in
+    /// the order read: clustering order, or reverse clustering order for a
+    /// reversed read.
+    pub data: Mutation,
+    /// Rows live at `now` among `data.rows`.
+    pub live_rows: usize,
+    /// The read stopped at `row_limit` live rows (more rows may follow).
+    pub limit_reached: bool,
+}
+
 /// A token range `(start, end]` as Cassandra writes ranges; `start == end`
 /// means the whole ring.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenRange {
     pub start_exclusive: Token,
     pub end_inclusive: Token,
@@ -207,7 +246,7 @@ impl TokenRange {
 
 /// Where a paged scan stopped: after this row (or after the static row or
 /// header of the partition when `clustering` is None).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScanPosition {
     pub partition: PartitionKey,
     pub clustering: Option<Vec<Vec<u8>>>,
@@ -216,7 +255,7 @@ pub struct ScanPosition {
 }
 
 /// A scan over partitions in token order.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RangeScan {
     pub table: TableId,
     /// Tokens in `[start, end]`; Token(i64::MIN) as start means from the beginning.
@@ -230,7 +269,7 @@ pub struct RangeScan {
     pub row_limit: usize,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScanPage {
     pub partitions: Vec<Partition>,
     /// Set when the limit stopped the scan: where the next page starts.
@@ -300,6 +339,15 @@ pub trait Engine: Send + Sync {
     /// Applies mutations atomically (one WAL record); durable per `Durability`.
     fn write(&self, mutations: &[Mutation], now: LocalTime) -> Result<()>;
     fn read_partition(&self, read: &PartitionRead, now: LocalTime) -> Result<Partition>;
+    /// The stored state of the rows `read` selects, tombstones and timestamps
+    /// included, as a mutation that reproduces it when applied to another
+    /// engine: what a coordinator reconciles replicas with. The partition
+    /// deletion, every range tombstone of the partition and (with
+    /// `include_static`) the static row are included; rows follow the slices
+    /// and `reversed`; `row_limit` counts rows live at `now` (dead rows met
+    /// before the limit is reached are included too). Cells are as stored:
+    /// an expired cell stays an expiring cell.
+    fn read_raw(&self, read: &PartitionRead, now: LocalTime) -> Result<RawPartition>;
     fn scan(&self, scan: &RangeScan, now: LocalTime) -> Result<ScanPage>;
     /// Writes every entry of the token range (with tombstones and timestamps)
     /// to files in `dir`, to be ingested by another engine.
@@ -321,4 +369,27 @@ pub trait Engine: Send + Sync {
     /// Counters and gauges for monitoring; cheap enough to call on every
     /// metrics scrape.
     fn stats(&self) -> StorageStats;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_keys_decode_only_with_their_own_token() {
+        let key = PartitionKey::new(b"k".to_vec());
+        let json = serde_json::to_string(&key).expect("encode");
+        let decoded: PartitionKey = serde_json::from_str(&json).expect("decode");
+        assert_eq!(decoded, key);
+        let forged = PartitionKey {
+            token: Token(key.token.0.wrapping_add(1)),
+            ..key
+        };
+        let json = serde_json::to_string(&forged).expect("encode");
+        let error = serde_json::from_str::<PartitionKey>(&json).expect_err("forged token");
+        assert!(
+            error.to_string().contains("is not the key's token"),
+            "{error}"
+        );
+    }
 }

@@ -9,16 +9,17 @@
 use std::cmp::Ordering;
 
 use rocksandra_data::{LocalTime, Timestamp};
+use serde::{Deserialize, Serialize};
 
 /// Stable identifier of a column within its table; never reused, so dropping
 /// and adding columns needs no rewrite of stored data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct ColumnId(pub u32);
 
 /// A deletion: everything written at or before `marked_for_delete_at` is
 /// shadowed. `local_deletion_time` is when it happened on the server clock,
 /// from which `gc_grace_seconds` is counted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DeletionTime {
     pub marked_for_delete_at: Timestamp,
     pub local_deletion_time: LocalTime,
@@ -60,7 +61,7 @@ impl DeletionTime {
 
 /// The primary-key marker written by INSERT (not by UPDATE): it keeps a row
 /// alive even when all its regular columns are null.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct LivenessInfo {
     pub timestamp: Timestamp,
     /// TTL in seconds, 0 when the marker does not expire.
@@ -108,7 +109,7 @@ impl LivenessInfo {
 }
 
 /// What a cell holds besides its value's bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum CellKind {
     /// A plain live value.
     Live,
@@ -124,7 +125,7 @@ pub enum CellKind {
 /// One cell: a simple column's value, or one element of a non-frozen
 /// collection or UDT (then `path` names the element, in the order-preserving
 /// encoding of its key, list timeuuid or field index).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Cell {
     pub column: ColumnId,
     pub path: Option<Vec<u8>>,
@@ -448,7 +449,7 @@ fn merge_cells(left: Vec<Cell>, right: Vec<Cell>) -> Vec<Cell> {
 }
 
 /// The live content of a row at read time.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LiveRow {
     pub liveness: Option<LivenessInfo>,
     pub cells: Vec<Cell>,

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use rocksandra_data::{LocalTime, Token};
 
 use crate::api::*;
-use crate::cell::{DeletionTime, RowState};
+use crate::cell::{DeletionTime, LiveRow, RowState};
 use crate::kv::{KeyRange, KvOp, KvStore};
 use crate::layout::keys::{self, DecodedKey};
 use crate::layout::values::{decode_row, encode_row};
@@ -118,6 +118,91 @@ impl<S: KvStore> KvEngine<S> {
             Some(reason) => Err(StorageError::ReadOnly(reason)),
             None => Ok(()),
         }
+    }
+
+    /// The one partition read behind `read_partition` and `read_raw`: hands
+    /// every row entry `read` selects to `visit`, in the order read, until
+    /// `row_limit` of them were live at `now`.
+    fn read_rows(
+        &self,
+        spec: &TableSpec,
+        read: &PartitionRead,
+        now: LocalTime,
+        visit: &mut dyn FnMut(StoredRow),
+    ) -> Result<PartitionMet> {
+        let prefix = keys::partition_prefix(read.partition.token, &read.partition.key);
+        // One read of the store: the head entries (partition deletion, static
+        // row, range tombstones), then each clustering slice.
+        let mut ranges = vec![(
+            KeyRange {
+                start: keys::with_kind(&prefix, keys::KIND_PARTITION_HEADER),
+                end: Some(keys::with_kind(&prefix, keys::KIND_ROW)),
+            },
+            false,
+        )];
+        let slices: Box<dyn Iterator<Item = &Slice>> = if read.reversed {
+            Box::new(read.slices.iter().rev())
+        } else {
+            Box::new(read.slices.iter())
+        };
+        for slice in slices {
+            let (start, end) =
+                keys::row_slice(&prefix, &spec.clustering, &slice.start, &slice.end)?;
+            ranges.push((
+                KeyRange {
+                    start,
+                    end: Some(end),
+                },
+                read.reversed,
+            ));
+        }
+        let within = KeyRange {
+            start: keys::with_kind(&prefix, keys::KIND_PARTITION_HEADER),
+            end: Some(keys::with_kind(&prefix, keys::KIND_END)),
+        };
+        let mut head = PartitionHead::default();
+        let mut head_done = false;
+        let mut live_rows = 0;
+        let mut error = None;
+        let limit = read.row_limit;
+        self.store
+            .scan_ranges(spec.id, &within, &ranges, &mut |i, key, value| {
+                let step = if i == 0 {
+                    head.absorb(spec, &key[prefix.len()..], value)
+                } else {
+                    let finished = if head_done {
+                        Ok(())
+                    } else {
+                        head_done = true;
+                        head.finish(spec, now)
+                    };
+                    finished
+                        .and_then(|()| head.row(spec, key, value, now))
+                        .map(|row| {
+                            live_rows += usize::from(row.live.exists());
+                            visit(row);
+                        })
+                };
+                match step {
+                    Err(e) => {
+                        error = Some(e);
+                        ControlFlow::Break(())
+                    }
+                    Ok(()) if limit > 0 && live_rows >= limit => ControlFlow::Break(()),
+                    Ok(()) => ControlFlow::Continue(()),
+                }
+            })?;
+        if let Some(e) = error {
+            return Err(e.into());
+        }
+        if !head_done {
+            head.finish(spec, now)?;
+        }
+        Ok(PartitionMet {
+            head,
+            live_rows,
+            limit_reached: limit > 0 && live_rows >= limit,
+        })
     }
 
     fn scan_partitions(
@@ -259,6 +344,16 @@ fn row_state(update: &RowUpdate) -> RowState {
     )
 }
 
+/// The stored state of a row as a write that reproduces it (`read_raw`).
+fn row_update(state: RowState) -> RowUpdate {
+    RowUpdate {
+        liveness: state.liveness,
+        deletion: state.deletion,
+        complex_deletions: state.complex_deletions,
+        cells: state.cells,
+    }
+}
+
 /// The deletions of one partition that reach its rows: the partition
 /// deletion and range tombstones. Reads apply all of them; the purge pushes
 /// down those past gc_grace.
@@ -300,8 +395,10 @@ impl Coverage {
 #[derive(Default)]
 struct PartitionHead {
     coverage: Coverage,
+    /// The range tombstones of `coverage` as stored, for `read_raw`.
+    range_tombstones: Vec<RangeTombstone>,
     static_row: Option<RowState>,
-    static_live: Option<crate::cell::LiveRow>,
+    static_live: Option<LiveRow>,
 }
 
 impl PartitionHead {
@@ -314,6 +411,11 @@ impl PartitionHead {
             DecodedKey::RangeTombstone { start, end } => {
                 if let Some(deletion) = row.deletion {
                     self.coverage.add_range(spec, &start, &end, deletion)?;
+                    self.range_tombstones.push(RangeTombstone {
+                        start,
+                        end,
+                        deletion,
+                    });
                 }
             }
             DecodedKey::Row { .. } => {
@@ -332,6 +434,29 @@ impl PartitionHead {
         Ok(())
     }
 
+    /// Decodes a row entry of the partition and what of it is live at `now`.
+    fn row(
+        &self,
+        spec: &TableSpec,
+        key: &[u8],
+        value: &[u8],
+        now: LocalTime,
+    ) -> Result<StoredRow, CorruptData> {
+        let (_, _, prefix_len) = keys::split_partition(key)?;
+        let suffix = &key[prefix_len..];
+        let DecodedKey::Row { clustering } = keys::decode_after_prefix(&spec.clustering, suffix)?
+        else {
+            return Err(CorruptData::new("key", "expected a row"));
+        };
+        let state = decode_row(value)?;
+        let live = state.live_view(self.coverage.covering(suffix), now);
+        Ok(StoredRow {
+            clustering,
+            state,
+            live,
+        })
+    }
+
     fn live_row(
         &self,
         spec: &TableSpec,
@@ -339,18 +464,32 @@ impl PartitionHead {
         value: &[u8],
         now: LocalTime,
     ) -> Result<Option<Row>, CorruptData> {
-        let (_, _, prefix_len) = keys::split_partition(key)?;
-        let suffix = &key[prefix_len..];
-        let DecodedKey::Row { clustering } = keys::decode_after_prefix(&spec.clustering, suffix)?
-        else {
-            return Err(CorruptData::new("key", "expected a row"));
-        };
-        let content = decode_row(value)?.live_view(self.coverage.covering(suffix), now);
-        Ok(content.exists().then_some(Row {
-            clustering,
-            content,
-        }))
+        Ok(self.row(spec, key, value, now)?.into_live())
     }
+}
+
+/// A row entry as a partition read meets it.
+struct StoredRow {
+    clustering: Vec<Vec<u8>>,
+    state: RowState,
+    /// What a read sees at `now`, the partition's deletions applied.
+    live: LiveRow,
+}
+
+impl StoredRow {
+    fn into_live(self) -> Option<Row> {
+        self.live.exists().then_some(Row {
+            clustering: self.clustering,
+            content: self.live,
+        })
+    }
+}
+
+/// What a partition read met besides the rows it handed on.
+struct PartitionMet {
+    head: PartitionHead,
+    live_rows: usize,
+    limit_reached: bool,
 }
 
 /// The partition being assembled by a range scan.
@@ -522,83 +661,34 @@ impl<S: KvStore> Engine for KvEngine<S> {
 
     fn read_partition(&self, read: &PartitionRead, now: LocalTime) -> Result<Partition> {
         let spec = self.spec(read.table)?;
-        let prefix = keys::partition_prefix(read.partition.token, &read.partition.key);
-        // One read of the store: the head entries (partition deletion, static
-        // row, range tombstones), then each clustering slice.
-        let mut ranges = vec![(
-            KeyRange {
-                start: keys::with_kind(&prefix, keys::KIND_PARTITION_HEADER),
-                end: Some(keys::with_kind(&prefix, keys::KIND_ROW)),
-            },
-            false,
-        )];
-        let slices: Box<dyn Iterator<Item = &Slice>> = if read.reversed {
-            Box::new(read.slices.iter().rev())
-        } else {
-            Box::new(read.slices.iter())
-        };
-        for slice in slices {
-            let (start, end) =
-                keys::row_slice(&prefix, &spec.clustering, &slice.start, &slice.end)?;
-            ranges.push((
-                KeyRange {
-                    start,
-                    end: Some(end),
-                },
-                read.reversed,
-            ));
-        }
-        let within = KeyRange {
-            start: keys::with_kind(&prefix, keys::KIND_PARTITION_HEADER),
-            end: Some(keys::with_kind(&prefix, keys::KIND_END)),
-        };
-        let mut head = PartitionHead::default();
-        let mut head_done = false;
         let mut rows = Vec::new();
-        let mut error = None;
-        let limit = read.row_limit;
-        {
-            self.store
-                .scan_ranges(spec.id, &within, &ranges, &mut |i, key, value| {
-                    let step = if i == 0 {
-                        head.absorb(&spec, &key[prefix.len()..], value)
-                    } else {
-                        let finished = if head_done {
-                            Ok(())
-                        } else {
-                            head_done = true;
-                            head.finish(&spec, now)
-                        };
-                        finished
-                            .and_then(|()| head.live_row(&spec, key, value, now))
-                            .map(|row| {
-                                rows.extend(row);
-                            })
-                    };
-                    match step {
-                        Err(e) => {
-                            error = Some(e);
-                            ControlFlow::Break(())
-                        }
-                        Ok(()) if limit > 0 && rows.len() >= limit => ControlFlow::Break(()),
-                        Ok(()) => ControlFlow::Continue(()),
-                    }
-                })?;
-        }
-        if let Some(e) = error {
-            return Err(e.into());
-        }
-        if !head_done {
-            head.finish(&spec, now)?;
-        }
+        let mut met = self.read_rows(&spec, read, now, &mut |row| rows.extend(row.into_live()))?;
         Ok(Partition {
             key: read.partition.clone(),
             static_row: if read.include_static {
-                head.static_live.take()
+                met.head.static_live.take()
             } else {
                 None
             },
             rows,
+        })
+    }
+
+    fn read_raw(&self, read: &PartitionRead, now: LocalTime) -> Result<RawPartition> {
+        let spec = self.spec(read.table)?;
+        let mut data = Mutation::new(read.table, read.partition.clone());
+        let met = self.read_rows(&spec, read, now, &mut |row| {
+            data.rows.push((row.clustering, row_update(row.state)));
+        })?;
+        data.partition_deletion = met.head.coverage.partition;
+        data.range_tombstones = met.head.range_tombstones;
+        if read.include_static {
+            data.static_row = met.head.static_row.map(row_update);
+        }
+        Ok(RawPartition {
+            data,
+            live_rows: met.live_rows,
+            limit_reached: met.limit_reached,
         })
     }
 

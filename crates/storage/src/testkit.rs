@@ -13,7 +13,9 @@ use std::collections::BTreeSet;
 use rocksandra_data::{value, CqlType, LocalTime, NativeType};
 
 use crate::api::*;
-use crate::cell::{reconcile, Cell, ColumnId, DeletionTime, LiveRow, LivenessInfo, RowState};
+use crate::cell::{
+    reconcile, Cell, CellKind, ColumnId, DeletionTime, LiveRow, LivenessInfo, RowState,
+};
 
 /// The table every suite case uses: `pk blob, c1 int ASC, c2 text DESC,
 /// s static, r1, r2 regular, set column 4`.
@@ -274,6 +276,9 @@ pub fn run_conformance_suite<E: Engine>(make: &dyn Fn() -> E) {
     case_compaction_keeps_visible_data(&make());
     case_purge_after_gc_grace(&make());
     case_cleanup_and_truncate(&make());
+    case_read_raw_counts_live_rows(&make());
+    case_read_raw_round_trip(&make(), &make());
+    case_read_raw_reconciles_replicas(&make(), &[make(), make()], &make());
 }
 
 fn setup<E: Engine>(engine: &E) -> TableSpec {
@@ -939,6 +944,319 @@ fn case_cleanup_and_truncate<E: Engine>(engine: &E) {
         )
         .expect("scan");
     assert!(page.partitions.is_empty());
+}
+
+/// A bound on the first clustering column only.
+fn c1_bound(c1: i32, inclusive: bool) -> ClusteringBound {
+    ClusteringBound {
+        prefix: vec![c1.to_be_bytes().to_vec()],
+        inclusive,
+    }
+}
+
+/// `read_raw` hands on dead rows met before the limit, counts only the live
+/// ones, and includes every tombstone of the partition whatever the slices.
+fn case_read_raw_counts_live_rows<E: Engine>(engine: &E) {
+    let spec = setup(engine);
+    let mut writes = Vec::new();
+    for c1 in 0..6 {
+        let row = if c1 == 1 {
+            RowUpdate {
+                cells: vec![Cell::expiring(ColumnId(1), 10, 5, NOW, b"t".to_vec())],
+                ..Default::default()
+            }
+        } else {
+            cells(&[(1, 10, "v")])
+        };
+        writes.push(row_write(spec.id, "p", clustering(c1, "a"), row));
+    }
+    let row_delete = RowUpdate {
+        deletion: Some(DeletionTime::new(11, NOW.0)),
+        ..Default::default()
+    };
+    writes.push(row_write(spec.id, "p", clustering(2, "a"), row_delete));
+    let mut head = Mutation::new(spec.id, pk("p"));
+    head.partition_deletion = Some(DeletionTime::new(5, NOW.0));
+    head.static_row = Some(cells(&[(STATIC_COLUMN.0, 10, "s")]));
+    head.range_tombstones.push(RangeTombstone {
+        start: c1_bound(4, true),
+        end: c1_bound(4, true),
+        deletion: DeletionTime::new(20, NOW.0),
+    });
+    writes.push(head.clone());
+    engine.write(&writes, NOW).expect("write");
+    // At `at`: rows 0, 3 and 5 live; 1 expired, 2 deleted, 4 range-deleted.
+    let at = NOW.plus_seconds(10);
+    let raw = |slices: Vec<Slice>, reversed, include_static, row_limit| {
+        let read = PartitionRead {
+            table: spec.id,
+            partition: pk("p"),
+            slices,
+            reversed,
+            include_static,
+            row_limit,
+        };
+        engine.read_raw(&read, at).expect("read raw")
+    };
+    let c1s = |raw: &RawPartition| -> Vec<i32> {
+        raw.data
+            .rows
+            .iter()
+            .filter_map(|(c, _)| Some(i32::from_be_bytes(c[0].clone().try_into().ok()?)))
+            .collect()
+    };
+    let all = raw(vec![Slice::all()], false, true, 0);
+    assert_eq!(c1s(&all), vec![0, 1, 2, 3, 4, 5]);
+    assert_eq!((all.live_rows, all.limit_reached), (3, false));
+    assert_eq!(all.data.partition_deletion, head.partition_deletion);
+    assert_eq!(all.data.range_tombstones, head.range_tombstones);
+    assert_eq!(all.data.static_row, head.static_row);
+    assert!(
+        matches!(all.data.rows[1].1.cells[0].kind, CellKind::Expiring { .. }),
+        "an expired cell is returned as stored"
+    );
+    assert_eq!(
+        all.data.rows[2].1.deletion,
+        Some(DeletionTime::new(11, NOW.0))
+    );
+    let limited = raw(vec![Slice::all()], false, true, 2);
+    assert_eq!(c1s(&limited), vec![0, 1, 2, 3]);
+    assert_eq!((limited.live_rows, limited.limit_reached), (2, true));
+    let reversed = raw(vec![Slice::all()], true, true, 2);
+    assert_eq!(c1s(&reversed), vec![5, 4, 3]);
+    assert_eq!((reversed.live_rows, reversed.limit_reached), (2, true));
+    let exact = raw(vec![Slice::all()], false, true, 3);
+    assert_eq!(c1s(&exact), vec![0, 1, 2, 3, 4, 5]);
+    assert_eq!((exact.live_rows, exact.limit_reached), (3, true));
+    let beyond = raw(vec![Slice::all()], false, true, 4);
+    assert_eq!((beyond.live_rows, beyond.limit_reached), (3, false));
+    let up_to_3 = Slice {
+        start: ClusteringBound::unbounded(),
+        end: c1_bound(3, true),
+    };
+    let sliced = raw(vec![up_to_3], false, false, 0);
+    assert_eq!(c1s(&sliced), vec![0, 1, 2, 3]);
+    assert_eq!((sliced.live_rows, sliced.limit_reached), (2, false));
+    assert_eq!(sliced.data.static_row, None);
+    assert_eq!(
+        sliced.data.range_tombstones, head.range_tombstones,
+        "tombstones outside the slices too"
+    );
+    assert_eq!(sliced.data.partition, pk("p"));
+    assert_eq!(sliced.data.table, spec.id);
+}
+
+/// Table ids that no other case uses, one per seed of a `read_raw` case.
+fn next_table_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1_000);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Writes random mutations one by one, with flushes and compactions among
+/// them; returns them and the clock after the last write.
+fn write_history<E: Engine>(
+    engine: &E,
+    spec: &TableSpec,
+    rng: &mut SplitMix,
+    count: usize,
+) -> (Vec<Mutation>, LocalTime) {
+    let mut now = NOW;
+    let mut all = Vec::with_capacity(count);
+    for _ in 0..count {
+        if rng.chance(10) {
+            now = now.plus_seconds(rng.below(8) as i64);
+        }
+        let mutation = random_mutation(rng, spec.id, now);
+        engine
+            .write(std::slice::from_ref(&mutation), now)
+            .expect("write");
+        all.push(mutation);
+        if rng.chance(3) {
+            engine.flush().expect("flush");
+        }
+        if rng.chance(2) {
+            engine.compact(spec.id, now).expect("compact");
+        }
+    }
+    (all, now)
+}
+
+/// Reads of one partition: whole (forward, reversed, limited), two slices,
+/// and random ones.
+fn raw_reads(rng: &mut SplitMix, table: TableId, partition: &PartitionKey) -> Vec<PartitionRead> {
+    let whole = full_read(table, partition.clone());
+    let mut reads = vec![
+        whole.clone(),
+        PartitionRead {
+            reversed: true,
+            ..whole.clone()
+        },
+        PartitionRead {
+            row_limit: 2,
+            ..whole.clone()
+        },
+        PartitionRead {
+            reversed: true,
+            row_limit: 1,
+            include_static: false,
+            ..whole.clone()
+        },
+        PartitionRead {
+            slices: vec![
+                Slice {
+                    start: ClusteringBound::unbounded(),
+                    end: c1_bound(0, true),
+                },
+                Slice {
+                    start: c1_bound(1, false),
+                    end: ClusteringBound::unbounded(),
+                },
+            ],
+            reversed: rng.chance(50),
+            row_limit: rng.below(3) as usize,
+            ..whole
+        },
+    ];
+    for _ in 0..4 {
+        reads.push(PartitionRead {
+            partition: partition.clone(),
+            ..random_read(rng, table)
+        });
+    }
+    reads
+}
+
+/// Applies `raws` to `target`, whose table of the read is empty, and
+/// answers `reads` from it, each at its time; empties the table again after.
+fn read_through_raw<E: Engine>(
+    target: &E,
+    raws: Vec<RawPartition>,
+    reads: &[(&PartitionRead, LocalTime)],
+) -> Vec<Partition> {
+    let mutations: Vec<Mutation> = raws.into_iter().map(|raw| raw.data).collect();
+    target.write(&mutations, NOW).expect("write raw");
+    let answers = reads
+        .iter()
+        .map(|(read, at)| target.read_partition(read, *at).expect("read"))
+        .collect();
+    for table in BTreeSet::from_iter(mutations.iter().map(|m| m.table)) {
+        target.truncate(table).expect("truncate");
+    }
+    answers
+}
+
+/// Asserts what `read_raw` says of itself: rows in the order read, as many
+/// live ones as the read returns, the limit reached exactly when it was.
+fn assert_raw_consistent(
+    spec: &TableSpec,
+    raw: &RawPartition,
+    read: &PartitionRead,
+    answer: &Partition,
+) {
+    let context = format!("{read:?}");
+    assert_eq!(raw.live_rows, answer.rows.len(), "{context}");
+    assert_eq!(
+        raw.limit_reached,
+        read.row_limit > 0 && raw.live_rows == read.row_limit,
+        "{context}"
+    );
+    let order = if read.reversed {
+        Ordering::Greater
+    } else {
+        Ordering::Less
+    };
+    for pair in raw.data.rows.windows(2) {
+        assert_eq!(
+            compare_clustering(spec, &pair[0].0, &pair[1].0),
+            order,
+            "{context}"
+        );
+    }
+}
+
+/// What `read_raw` returns, written to an empty engine, answers the same
+/// read there as in the source engine, limits included.
+fn case_read_raw_round_trip<E: Engine>(source: &E, target: &E) {
+    for seed in 0..6 {
+        let mut rng = SplitMix::new(seed);
+        let spec = test_table(next_table_id());
+        source.create_table(spec.clone()).expect("create table");
+        target.create_table(spec.clone()).expect("create table");
+        let (_, now) = write_history(source, &spec, &mut rng, 80);
+        for key in KEYS.map(pk) {
+            for read in raw_reads(&mut rng, spec.id, &key) {
+                let at = now.plus_seconds(rng.below(25) as i64);
+                let later = at.plus_seconds(30);
+                let raw = source.read_raw(&read, at).expect("read raw");
+                let want = source.read_partition(&read, at).expect("read");
+                assert_raw_consistent(&spec, &raw, &read, &want);
+                let mut reads = vec![(&read, at)];
+                if read.row_limit == 0 {
+                    // Without a limit every row of the slices travelled, so
+                    // the copy also expires as the source does.
+                    reads.push((&read, later));
+                }
+                let got = read_through_raw(target, vec![raw], &reads);
+                let context = format!("seed {seed}: {read:?} at {at:?}");
+                assert_same(&got[0], &want, &context);
+                if let Some(later_answer) = got.get(1) {
+                    let source_later = source.read_partition(&read, later).expect("read");
+                    assert_same(later_answer, &source_later, &context);
+                }
+            }
+        }
+    }
+}
+
+/// Replicas that each missed some writes, reconciled by applying all their
+/// `read_raw`s to one engine, answer as a replica that got every write.
+/// (Reads without a limit: with one, a replica's rows past its limit may be
+/// needed where another replica's tombstones hide rows within it, Cassandra's
+/// short reads.)
+fn case_read_raw_reconciles_replicas<E: Engine>(complete: &E, partial: &[E], coordinator: &E) {
+    for seed in 0..6 {
+        let mut rng = SplitMix::new(1_000 + seed);
+        let spec = test_table(next_table_id());
+        for engine in partial.iter().chain([complete, coordinator]) {
+            engine.create_table(spec.clone()).expect("create table");
+        }
+        let (all, now) = write_history(complete, &spec, &mut rng, 80);
+        for mutation in &all {
+            // One partial replica gets the write, each other one by chance.
+            let owner = rng.below(partial.len() as u64) as usize;
+            for (i, replica) in partial.iter().enumerate() {
+                if i == owner || rng.chance(50) {
+                    replica
+                        .write(std::slice::from_ref(mutation), now)
+                        .expect("write");
+                }
+                if rng.chance(3) {
+                    replica.flush().expect("flush");
+                }
+            }
+        }
+        let mut model = Model::default();
+        model.apply(&all);
+        for key in KEYS.map(pk) {
+            for read in raw_reads(&mut rng, spec.id, &key) {
+                let read = PartitionRead {
+                    row_limit: 0,
+                    ..read
+                };
+                let at = now.plus_seconds(rng.below(25) as i64);
+                let raws = partial
+                    .iter()
+                    .map(|replica| replica.read_raw(&read, at).expect("read raw"))
+                    .collect();
+                let got = read_through_raw(coordinator, raws, &[(&read, at)]);
+                let want = complete.read_partition(&read, at).expect("read");
+                let context = format!("seed {seed}: {read:?} at {at:?}");
+                assert_same(&got[0], &want, &context);
+                assert_same(&want, &model.read_partition(&spec, &read, at), &context);
+            }
+        }
+    }
 }
 
 /// A fresh directory under the system temp dir.

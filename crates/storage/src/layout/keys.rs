@@ -20,6 +20,7 @@
 //! clustering order (DESC columns encoded inverted), so slices are seeks.
 
 use rocksandra_data::{comparable, CqlType, Token};
+use serde::{Deserialize, Serialize};
 
 use super::CorruptData;
 
@@ -192,7 +193,7 @@ pub fn row_key(
 
 /// One end of a clustering slice: a clustering prefix and whether the end
 /// includes the rows extending that prefix.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ClusteringBound {
     pub prefix: Vec<Vec<u8>>,
     pub inclusive: bool,
