@@ -8,7 +8,7 @@ use bytes::Bytes;
 use rocksandra_cql::ParseError;
 use rocksandra_data::ValueError;
 use rocksandra_storage::StorageError;
-use rocksandra_wire::{ErrorKind, ErrorResponse};
+use rocksandra_wire::{Consistency, ErrorKind, ErrorResponse, WriteType};
 
 /// Why a statement failed, by the CQL error class a client sees.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,6 +39,31 @@ pub enum QueryError {
     /// A failure of this server, not of the request.
     #[error("{0}")]
     Server(String),
+    /// Fewer live replicas than the consistency level needs.
+    #[error("Cannot achieve consistency level {}", .consistency.name())]
+    Unavailable {
+        consistency: Consistency,
+        required: usize,
+        alive: usize,
+    },
+    #[error("Operation timed out - received only {received} responses.")]
+    ReadTimeout {
+        consistency: Consistency,
+        received: usize,
+        block_for: usize,
+        data_present: bool,
+    },
+    #[error("Operation timed out - received only {received} responses.")]
+    WriteTimeout {
+        consistency: Consistency,
+        received: usize,
+        block_for: usize,
+        write_type: WriteType,
+    },
+}
+
+fn count(n: usize) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
 }
 
 pub type Result<T, E = QueryError> = std::result::Result<T, E>;
@@ -78,6 +103,38 @@ impl QueryError {
             QueryError::BadCredentials(_) => ErrorKind::BadCredentials,
             QueryError::Overloaded(_) => ErrorKind::Overloaded,
             QueryError::Server(_) => ErrorKind::ServerError,
+            QueryError::Unavailable {
+                consistency,
+                required,
+                alive,
+            } => ErrorKind::Unavailable {
+                consistency: *consistency,
+                required: count(*required),
+                alive: count(*alive),
+            },
+            QueryError::ReadTimeout {
+                consistency,
+                received,
+                block_for,
+                data_present,
+            } => ErrorKind::ReadTimeout {
+                consistency: *consistency,
+                received: count(*received),
+                block_for: count(*block_for),
+                data_present: *data_present,
+            },
+            QueryError::WriteTimeout {
+                consistency,
+                received,
+                block_for,
+                write_type,
+            } => ErrorKind::WriteTimeout {
+                consistency: *consistency,
+                received: count(*received),
+                block_for: count(*block_for),
+                write_type: write_type.clone(),
+                contentions: None,
+            },
         };
         ErrorResponse::new(kind, self.to_string())
     }

@@ -14,7 +14,7 @@ use md5::{Digest, Md5};
 use rocksandra_cql::ast::{BindReceiver, DropKind, ParsedStatement, Statement};
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_data::LocalTime;
-use rocksandra_storage::Engine;
+use rocksandra_storage::{Engine, TableId};
 use rocksandra_wire::{
     ColumnSpec, ColumnsMetadata, Prepared, PreparedMetadata, ResultBody, Rows, RowsMetadata,
     SchemaChange, TableSpec,
@@ -81,6 +81,9 @@ pub struct Request {
     /// Issued by the server itself (role management): may write the
     /// system tables kept in storage. Never set from a client request.
     pub internal: bool,
+    pub consistency: rocksandra_wire::Consistency,
+    /// For conditional statements (SERIAL or LOCAL_SERIAL).
+    pub serial_consistency: Option<rocksandra_wire::Consistency>,
 }
 
 /// What running a statement produced.
@@ -151,6 +154,12 @@ pub struct Executor {
     ddl_lock: Mutex<()>,
     schema_dir: Option<PathBuf>,
     pub(crate) engine: Arc<dyn Engine>,
+    /// User data on a single node: storage directly.
+    local: crate::proxy::LocalProxy,
+    /// User data in a cluster: the coordinator, once set.
+    cluster: std::sync::OnceLock<Arc<dyn crate::proxy::DataProxy>>,
+    /// Schema changes in a cluster: serialized and spread by this.
+    schema_sync: std::sync::OnceLock<Arc<dyn crate::proxy::SchemaSync>>,
     node: RwLock<NodeInfo>,
     prepared: Mutex<PreparedCache>,
     pub(crate) env: Env,
@@ -173,14 +182,7 @@ impl Executor {
         node: NodeInfo,
         env: Env,
     ) -> Result<Executor> {
-        let mut schema = Schema {
-            keyspaces: Default::default(),
-            version: [0; 16],
-            next_table_id: 1,
-        };
-        for ks in crate::system::system_keyspaces() {
-            schema.keyspaces.insert(ks.name.clone(), Arc::new(ks));
-        }
+        let mut schema = Schema::builtin();
         let mut loaded = false;
         if let Some(dir) = &schema_dir {
             let path = dir.join(SCHEMA_FILE);
@@ -199,7 +201,9 @@ impl Executor {
             }
         }
         if !loaded {
-            schema.version = ddl::new_uuid(&*env.random);
+            // Every fresh node starts with the same schema, so a new
+            // cluster agrees before its first schema change.
+            schema.version = crate::schema::INITIAL_SCHEMA_VERSION;
         }
         for table in schema.tables() {
             if !table.is_virtual {
@@ -210,6 +214,9 @@ impl Executor {
             schema: RwLock::new(Arc::new(schema)),
             ddl_lock: Mutex::new(()),
             schema_dir,
+            local: crate::proxy::LocalProxy::new(engine.clone()),
+            cluster: std::sync::OnceLock::new(),
+            schema_sync: std::sync::OnceLock::new(),
             engine,
             node: RwLock::new(node),
             prepared: Mutex::new(PreparedCache {
@@ -227,6 +234,27 @@ impl Executor {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// Routes user data through `proxy` (the cluster's coordinator) from
+    /// now on; can be set once.
+    pub fn set_data_proxy(&self, proxy: Arc<dyn crate::proxy::DataProxy>) -> Result<()> {
+        self.cluster
+            .set(proxy)
+            .map_err(|_| QueryError::Server("the data proxy is already set".into()))
+    }
+
+    /// Where user data goes: the cluster's coordinator, or local storage.
+    pub(crate) fn data(&self) -> &dyn crate::proxy::DataProxy {
+        match self.cluster.get() {
+            Some(proxy) => &**proxy,
+            None => &self.local,
+        }
+    }
+
+    /// The storage engine of this node.
+    pub fn engine(&self) -> &Arc<dyn Engine> {
+        &self.engine
     }
 
     pub fn node(&self) -> NodeInfo {
@@ -573,7 +601,25 @@ impl Executor {
     /// Runs a schema change: computes the new schema, applies its storage
     /// effects, persists and publishes it.
     fn ddl(&self, change: impl FnOnce(&Schema) -> Result<DdlOutcome>) -> Result<Outcome> {
-        let _guard = lock(&self.ddl_lock);
+        let Some(sync) = self.schema_sync.get() else {
+            let _guard = lock(&self.ddl_lock);
+            return self.apply_ddl(change);
+        };
+        // In a cluster: hold the cluster's schema lock, start from the
+        // newest schema, and spread the result before answering.
+        let lease = sync.acquire(self)?;
+        let outcome = {
+            let _guard = lock(&self.ddl_lock);
+            self.apply_ddl(change)
+        };
+        match &outcome {
+            Ok(o) if o.schema_change.is_some() => sync.publish(self, lease)?,
+            _ => sync.release(lease),
+        }
+        outcome
+    }
+
+    fn apply_ddl(&self, change: impl FnOnce(&Schema) -> Result<DdlOutcome>) -> Result<Outcome> {
         let current = self.schema();
         let outcome = change(&current)?;
         let Some(mut next) = outcome.schema else {
@@ -581,6 +627,7 @@ impl Executor {
             return Ok(Outcome::void());
         };
         next.version = ddl::new_uuid(&*self.env.random);
+        next.epoch = current.epoch + 1;
         // Tables are created before the schema naming them is stored, and
         // dropped after: a crash leaves at worst an unused column family.
         for table in &outcome.effects.create {
@@ -599,6 +646,70 @@ impl Executor {
             warnings: Vec::new(),
             schema_change: Some(outcome.change),
         })
+    }
+
+    /// Serializes and spreads schema changes from now on (cluster mode);
+    /// can be set once.
+    pub fn set_schema_sync(&self, sync: Arc<dyn crate::proxy::SchemaSync>) -> Result<()> {
+        self.schema_sync
+            .set(sync)
+            .map_err(|_| QueryError::Server("the schema sync is already set".into()))
+    }
+
+    /// The schema as nodes exchange it: epoch, version and stored JSON.
+    pub fn schema_blob(&self) -> (u64, [u8; 16], Vec<u8>) {
+        let schema = self.schema();
+        (schema.epoch, schema.version, schema.to_stored_json())
+    }
+
+    /// Adopts a schema another node sent when its epoch is newer than
+    /// this node's: creates, alters and drops tables in storage to match,
+    /// stores and publishes it. Returns the changes drivers are told of
+    /// (none when the schema was not newer).
+    pub fn install_schema(&self, epoch: u64, json: &[u8]) -> Result<Vec<SchemaChange>> {
+        let _guard = lock(&self.ddl_lock);
+        let current = self.schema();
+        if epoch <= current.epoch {
+            return Ok(Vec::new());
+        }
+        let mut next = Schema::builtin();
+        next.load_stored_json(json)?;
+        let changes = crate::schema::diff(&current, &next);
+        let old: HashMap<TableId, &Arc<crate::schema::Table>> = current
+            .tables()
+            .filter(|t| !t.is_virtual)
+            .map(|t| (t.storage_id, t))
+            .collect();
+        let new_ids: std::collections::HashSet<TableId> = next
+            .tables()
+            .filter(|t| !t.is_virtual)
+            .map(|t| t.storage_id)
+            .collect();
+        for table in next.tables().filter(|t| !t.is_virtual) {
+            match old.get(&table.storage_id) {
+                None => self.engine.create_table(table.storage_spec())?,
+                Some(before) if before.storage_spec() != table.storage_spec() => {
+                    self.engine.alter_table(table.storage_spec())?
+                }
+                Some(_) => {}
+            }
+        }
+        self.persist(&next)?;
+        for id in old.keys().filter(|id| !new_ids.contains(id)) {
+            self.engine.drop_table(*id)?;
+        }
+        *self.schema.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        Ok(changes)
+    }
+
+    /// This node's tokens (once a cluster allocated them).
+    pub fn set_tokens(&self, tokens: Vec<i64>) {
+        self.node.write().unwrap_or_else(|p| p.into_inner()).tokens = tokens;
+    }
+
+    /// Replaces what system.peers shows (the cluster's other nodes).
+    pub fn set_peers(&self, peers: Vec<crate::PeerInfo>) {
+        self.node.write().unwrap_or_else(|p| p.into_inner()).peers = peers;
     }
 
     fn persist(&self, schema: &Schema) -> Result<()> {

@@ -11,6 +11,7 @@ pub mod executor;
 pub mod functions;
 pub mod json;
 pub mod modify;
+pub mod proxy;
 pub mod restrict;
 pub mod rows;
 pub mod schema;

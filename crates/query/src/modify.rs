@@ -19,11 +19,13 @@ use rocksandra_storage::{
 
 use crate::error::{QueryError, Result};
 use crate::executor::{Executor, Outcome, Request};
+use crate::proxy::WriteOptions;
 use crate::restrict::{analyze, PartitionSelection};
 use crate::rows::partition_key_bytes;
 use crate::schema::{Column, ColumnKind, Table};
 use crate::select::lookup_table;
 use crate::term::{evaluate, EvalContext, Term};
+use rocksandra_wire::{Consistency, WriteType};
 
 /// Longest TTL Cassandra accepts: 20 years.
 pub const MAX_TTL_SECONDS: i32 = 630_720_000;
@@ -164,7 +166,8 @@ pub fn execute_single(
         &[],
         &mut mutations,
     )?;
-    write(executor, mutations, request)?;
+    let counter = _guard.is_some();
+    write(executor, mutations, request, write_type(None, counter))?;
     Ok(Outcome::void())
 }
 
@@ -200,15 +203,43 @@ fn has_condition(m: &Modification) -> bool {
     }
 }
 
-fn write(executor: &Executor, mutations: Vec<Mutation>, request: &Request) -> Result<()> {
+fn write(
+    executor: &Executor,
+    mutations: Vec<Mutation>,
+    request: &Request,
+    write_type: WriteType,
+) -> Result<()> {
     if mutations.is_empty() {
         return Ok(());
     }
     let merged = merge_mutations(mutations);
-    executor
-        .engine
-        .write(&merged, executor.local_now(request))?;
-    Ok(())
+    let options = WriteOptions {
+        consistency: request.consistency,
+        write_type,
+        now: executor.local_now(request),
+    };
+    executor.data().write(&executor.schema(), merged, &options)
+}
+
+/// The write type a timeout reports for a statement or batch.
+fn write_type(kind: Option<BatchKind>, counter: bool) -> WriteType {
+    match kind {
+        _ if counter => WriteType::Counter,
+        None => WriteType::Simple,
+        Some(BatchKind::Logged) => WriteType::Batch,
+        Some(BatchKind::Unlogged) => WriteType::UnloggedBatch,
+        Some(BatchKind::Counter) => WriteType::Counter,
+    }
+}
+
+/// The consistency of the reads a statement makes before it writes:
+/// conditions read at the serial consistency's quorum.
+fn read_before_write_consistency(request: &Request) -> Consistency {
+    match request.serial_consistency {
+        Some(Consistency::LocalSerial) => Consistency::LocalQuorum,
+        Some(Consistency::Serial) => Consistency::Quorum,
+        _ => request.consistency,
+    }
 }
 
 /// Merges mutations of the same partition so a batch is one write each.
@@ -269,7 +300,13 @@ pub fn execute_batch_statement(
         collect(executor, m, request, values, &batch.using, &mut mutations)?;
     }
     let warnings = verify_batch(executor, batch.kind, &mutations)?;
-    write(executor, mutations, request)?;
+    let counter = _guard.is_some();
+    write(
+        executor,
+        mutations,
+        request,
+        write_type(Some(batch.kind), counter),
+    )?;
     Ok(Outcome {
         warnings,
         ..Outcome::void()
@@ -311,7 +348,13 @@ pub fn execute_batch_message(
         collect(executor, m, &request, values, &[], &mut mutations)?;
     }
     let warnings = verify_batch(executor, kind, &mutations)?;
-    write(executor, mutations, request)?;
+    let counter = _guard.is_some();
+    write(
+        executor,
+        mutations,
+        request,
+        write_type(Some(kind), counter),
+    )?;
     Ok(Outcome {
         warnings,
         ..Outcome::void()
@@ -1133,9 +1176,13 @@ fn read_list(
         include_static: clustering.is_none(),
         row_limit: 1,
     };
-    let partition = executor
-        .engine
-        .read_partition(&read, executor.local_now(request))?;
+    let partition = executor.data().read_partition(
+        &executor.schema(),
+        table,
+        &read,
+        read_before_write_consistency(request),
+        executor.local_now(request),
+    )?;
     let row = match clustering {
         Some(_) => partition.rows.into_iter().next().map(|r| r.content),
         None => partition.static_row,
@@ -1717,7 +1764,13 @@ fn current_row(
         row_limit: 1,
     };
     let now = executor.local_now(request);
-    let partition = executor.engine.read_partition(&read, now)?;
+    let partition = executor.data().read_partition(
+        &executor.schema(),
+        table,
+        &read,
+        read_before_write_consistency(request),
+        now,
+    )?;
     let rows = crate::rows::partition_rows(table, &partition, now, check.clustering.is_none())?;
     Ok(rows.into_iter().next())
 }
@@ -2021,6 +2074,6 @@ fn execute_conditional(
         collect(executor, m, request, values, batch_using, &mut mutations)?;
     }
     let request = &statements[0].2;
-    write(executor, mutations, request)?;
+    write(executor, mutations, request, WriteType::Cas)?;
     Ok(applied_rows(&table, true, &[]))
 }

@@ -43,6 +43,8 @@ pub struct Schema {
     pub version: [u8; 16],
     /// The storage id the next table gets; never reused.
     pub next_table_id: u64,
+    /// Counts schema changes; in a cluster the highest epoch wins.
+    pub epoch: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -311,7 +313,110 @@ impl rocksandra_cql::UdtResolver for KeyspaceTypes<'_> {
     }
 }
 
+/// The schema version of a node that has never changed its schema (the
+/// same on every fresh node, so a new cluster starts in agreement).
+pub const INITIAL_SCHEMA_VERSION: [u8; 16] = [
+    0x59, 0xad, 0xb2, 0x4e, 0xf3, 0xcd, 0x37, 0x02, 0x97, 0x39, 0x5b, 0x4c, 0x18, 0x52, 0xa8, 0x6a,
+];
+
+/// What changed from `old` to `new`, as SCHEMA_CHANGE events tell drivers.
+pub fn diff(old: &Schema, new: &Schema) -> Vec<rocksandra_wire::SchemaChange> {
+    use rocksandra_wire::{SchemaChange, SchemaChangeTarget as Target, SchemaChangeType as Type};
+    let mut changes = Vec::new();
+    let mut push = |change_type, target| {
+        changes.push(SchemaChange {
+            change_type,
+            target,
+        })
+    };
+    for (name, ks) in &new.keyspaces {
+        let before = old.keyspaces.get(name);
+        let keyspace = || Target::Keyspace {
+            keyspace: name.clone(),
+        };
+        match before {
+            None => push(Type::Created, keyspace()),
+            Some(b) if b.replication != ks.replication || b.durable_writes != ks.durable_writes => {
+                push(Type::Updated, keyspace())
+            }
+            Some(_) => {}
+        }
+        for t in &ks.types {
+            let was = before.and_then(|b| b.types.iter().find(|o| o.name == t.name));
+            let target = Target::Type {
+                keyspace: name.clone(),
+                name: t.name.clone(),
+            };
+            match was {
+                None => push(Type::Created, target),
+                Some(w) if w != t => push(Type::Updated, target),
+                Some(_) => {}
+            }
+        }
+        for (tname, table) in &ks.tables {
+            let was = before.and_then(|b| b.tables.get(tname));
+            let target = Target::Table {
+                keyspace: name.clone(),
+                table: tname.clone(),
+            };
+            match was {
+                None => push(Type::Created, target),
+                Some(w) if w != table => push(Type::Updated, target),
+                Some(_) => {}
+            }
+        }
+    }
+    for (name, ks) in &old.keyspaces {
+        let now = new.keyspaces.get(name);
+        for tname in ks.tables.keys() {
+            if now.is_none_or(|n| !n.tables.contains_key(tname)) {
+                push(
+                    Type::Dropped,
+                    Target::Table {
+                        keyspace: name.clone(),
+                        table: tname.clone(),
+                    },
+                );
+            }
+        }
+        for t in &ks.types {
+            if now.is_none_or(|n| !n.types.iter().any(|o| o.name == t.name)) {
+                push(
+                    Type::Dropped,
+                    Target::Type {
+                        keyspace: name.clone(),
+                        name: t.name.clone(),
+                    },
+                );
+            }
+        }
+        if now.is_none() {
+            push(
+                Type::Dropped,
+                Target::Keyspace {
+                    keyspace: name.clone(),
+                },
+            );
+        }
+    }
+    changes
+}
+
 impl Schema {
+    /// The built-in keyspaces only, before any schema change.
+    pub fn builtin() -> Schema {
+        let mut schema = Schema {
+            keyspaces: Default::default(),
+            version: INITIAL_SCHEMA_VERSION,
+            next_table_id: 1,
+            epoch: 0,
+        };
+        for ks in crate::system::system_keyspaces() {
+            schema.keyspaces.insert(ks.name.clone(), Arc::new(ks));
+        }
+        schema
+    }
+
     pub fn keyspace(&self, name: &str) -> Option<&Arc<Keyspace>> {
         self.keyspaces.get(name)
     }
@@ -324,6 +429,16 @@ impl Schema {
     pub fn tables(&self) -> impl Iterator<Item = &Arc<Table>> {
         self.keyspaces.values().flat_map(|k| k.tables.values())
     }
+
+    /// The keyspace and table stored under `id`.
+    pub fn table_by_storage_id(&self, id: TableId) -> Option<(&Arc<Keyspace>, &Arc<Table>)> {
+        self.keyspaces.values().find_map(|k| {
+            k.tables
+                .values()
+                .find(|t| t.storage_id == id)
+                .map(|t| (k, t))
+        })
+    }
 }
 
 // ---------------------------------------------------------------- stored form
@@ -333,6 +448,8 @@ struct StoredSchema {
     format: u32,
     version: [u8; 16],
     next_table_id: u64,
+    #[serde(default)]
+    epoch: u64,
     keyspaces: Vec<StoredKeyspace>,
 }
 
@@ -383,6 +500,7 @@ impl Schema {
             format: SCHEMA_FORMAT,
             version: self.version,
             next_table_id: self.next_table_id,
+            epoch: self.epoch,
             keyspaces: self
                 .keyspaces
                 .values()
@@ -447,6 +565,7 @@ impl Schema {
         }
         self.version = stored.version;
         self.next_table_id = stored.next_table_id;
+        self.epoch = stored.epoch;
         for k in stored.keyspaces {
             let mut types: Vec<UdtType> = Vec::new();
             for t in k.types {

@@ -915,6 +915,7 @@ struct Reader<'a> {
     /// The request's local time, read once for every page of storage.
     now: rocksandra_data::LocalTime,
     schema: &'a Schema,
+    consistency: rocksandra_wire::Consistency,
 }
 
 impl Reader<'_> {
@@ -1029,7 +1030,13 @@ impl Reader<'_> {
             include_static: true,
             row_limit: limit,
         };
-        let partition = self.executor.engine.read_partition(&read, self.now)?;
+        let partition = self.executor.data().read_partition(
+            self.schema,
+            self.table,
+            &read,
+            self.consistency,
+            self.now,
+        )?;
         partition_rows(self.table, &partition, self.now, self.include_static_only)
     }
 
@@ -1187,7 +1194,10 @@ impl Reader<'_> {
                 },
                 row_limit: batch,
             };
-            let page = self.executor.engine.scan(&scan, now)?;
+            let page =
+                self.executor
+                    .data()
+                    .scan(self.schema, self.table, &scan, self.consistency, now)?;
             let next = page.next.clone();
             for partition in &page.partitions {
                 let mut prows =
@@ -1447,6 +1457,7 @@ pub fn execute(
                 .iter()
                 .all(|f| table.columns[f.column].kind != ColumnKind::Regular),
         now: executor.local_now(request),
+        consistency: request.consistency,
         schema: &schema,
     };
     let state = match &request.paging_state {

@@ -11,9 +11,11 @@ use crate::limits::TYPE_NESTING_DEPTH_MAX;
 use crate::primitives::{put_short_len, put_string, Reader};
 
 /// `[consistency]` (spec section 3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Consistency {
     Any,
+    /// The default of requests the server issues itself.
+    #[default]
     One,
     Two,
     Three,

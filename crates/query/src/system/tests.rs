@@ -108,6 +108,7 @@ pub(crate) fn schema_with(extra: Vec<Keyspace>) -> Schema {
         keyspaces,
         version: [0x11; 16],
         next_table_id: 10,
+        epoch: 0,
     }
 }
 
