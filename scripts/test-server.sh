@@ -5,7 +5,7 @@
 # Python driver and cqlsh tests, the Rust (scylla) and Go (gocql) driver tests through
 # unmodified clients, scrapes its metrics endpoint, stops it with SIGTERM (a
 # clean shutdown is part of the test), then the process tests (restart,
-# kill -9, PasswordAuthenticator).
+# kill -9, PasswordAuthenticator) and the multi-process cluster tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -76,4 +76,6 @@ echo "== clean shutdown"
 stop || status=1
 echo "== process tests (restart, kill -9)"
 ROCKSANDRA_BIN="$BIN" .venv/bin/pytest -q -p no:cacheprovider tests/process || status=1
+echo "== cluster tests (real nodes on 127.0.0.11-15)"
+ROCKSANDRA_BIN="$BIN" .venv/bin/pytest -q -p no:cacheprovider tests/cluster || status=1
 exit $status

@@ -54,6 +54,8 @@ pub const ENDPOINT_SNITCH_DEFAULT: &str = "SimpleSnitch";
 pub const DATA_CENTER_DEFAULT: &str = "datacenter1";
 /// Rack of this node when none is configured (as SimpleSnitch reports it).
 pub const RACK_DEFAULT: &str = "rack1";
+/// Cassandra's `storage_port`.
+pub const STORAGE_PORT_DEFAULT: u16 = 7000;
 /// The seed provider class Cassandra ships, and the only one we know.
 pub const SIMPLE_SEED_PROVIDER: &str = "org.apache.cassandra.locator.SimpleSeedProvider";
 
@@ -184,6 +186,14 @@ pub struct Config {
     pub commitlog_sync_period: Duration,
     pub num_tokens: u32,
     pub seed_provider: SeedProvider,
+    /// Seeds were given (`seed_provider` in the file, or `--seeds`): the
+    /// node joins a cluster (gossip and internode messaging on
+    /// `storage_port`). Without them it runs alone.
+    pub clustered: bool,
+    /// Port for other nodes (internode TCP, gossip UDP).
+    pub storage_port: u16,
+    /// A new node takes its ranges' data from the cluster before serving.
+    pub auto_bootstrap: bool,
     pub authenticator: Authenticator,
     pub authorizer: Authorizer,
     pub endpoint_snitch: String,
@@ -221,6 +231,9 @@ impl Default for Config {
             commitlog_sync_period: COMMITLOG_SYNC_PERIOD_DEFAULT,
             num_tokens: NUM_TOKENS_DEFAULT,
             seed_provider: SeedProvider::default(),
+            clustered: false,
+            storage_port: STORAGE_PORT_DEFAULT,
+            auto_bootstrap: true,
             authenticator: Authenticator::AllowAll,
             authorizer: Authorizer::AllowAll,
             endpoint_snitch: ENDPOINT_SNITCH_DEFAULT.to_string(),
@@ -320,6 +333,39 @@ impl Config {
         if let Some(port) = cli.prometheus_port {
             self.prometheus_port = port_or_off(port);
         }
+        if let Some(seeds) = &cli.seeds {
+            self.seed_provider.seeds = split_seeds(seeds);
+            self.clustered = true;
+        }
+        if let Some(dc) = &cli.dc {
+            self.data_center = dc.clone();
+        }
+        if let Some(rack) = &cli.rack {
+            self.rack = rack.clone();
+        }
+        if let Some(n) = cli.num_tokens {
+            self.num_tokens = n;
+        }
+        if let Some(port) = cli.storage_port {
+            self.storage_port = port;
+        }
+    }
+
+    /// The seeds' internode addresses (`host` or `host:port`; the port
+    /// defaults to this node's `storage_port`).
+    pub fn seed_addresses(&self) -> Result<Vec<SocketAddr>, String> {
+        self.seed_provider
+            .seeds
+            .iter()
+            .map(|s| {
+                s.parse::<SocketAddr>()
+                    .or_else(|_| {
+                        s.parse::<IpAddr>()
+                            .map(|ip| SocketAddr::new(ip, self.storage_port))
+                    })
+                    .map_err(|_| format!("seed {s:?} is not an IP address (or address:port)"))
+            })
+            .collect()
     }
 }
 
@@ -353,6 +399,8 @@ fn join_key(parent: String, key: &str) -> String {
     about = "A Cassandra-compatible database on RocksDB"
 )]
 pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
     /// YAML configuration file (keys as in cassandra.yaml).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -371,6 +419,48 @@ pub struct Cli {
     /// Port of the Prometheus metrics endpoint (prometheus_port); 0 turns it off.
     #[arg(long, value_name = "PORT")]
     pub prometheus_port: Option<u16>,
+    /// Seeds to join a cluster through, comma-separated (`127.0.0.1` or
+    /// `127.0.0.1:7000`); a node naming itself starts a new cluster.
+    #[arg(long, value_name = "ADDRS")]
+    pub seeds: Option<String>,
+    /// Data center of this node.
+    #[arg(long, value_name = "DC")]
+    pub dc: Option<String>,
+    /// Rack of this node.
+    #[arg(long, value_name = "RACK")]
+    pub rack: Option<String>,
+    /// Tokens (vnodes) of a new node.
+    #[arg(long, value_name = "N")]
+    pub num_tokens: Option<u32>,
+    /// Port for other nodes (storage_port).
+    #[arg(long, value_name = "PORT")]
+    pub storage_port: Option<u16>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, clap::Subcommand)]
+pub enum Command {
+    /// Operator commands against a running node, as Cassandra's nodetool:
+    /// status, ring, info, describering KEYSPACE, flush, compact, cleanup,
+    /// snapshot [-t TAG], repair [KEYSPACE], decommission, removenode HOST_ID.
+    Nodetool {
+        /// The node's listen address.
+        #[arg(long, short = 'H', default_value = "127.0.0.1")]
+        host: IpAddr,
+        /// Its storage port.
+        #[arg(long, short = 'p', default_value_t = STORAGE_PORT_DEFAULT)]
+        port: u16,
+        /// The command and its arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        args: Vec<String>,
+    },
+}
+
+fn split_seeds(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// The file as written: every key optional, legacy spellings included.
@@ -405,6 +495,8 @@ struct FileConfig {
     /// endpoint existed; still read, but not together with the two above.
     prometheus_listen_address: Option<SocketAddr>,
     auth_bcrypt_gensalt_log2_rounds: Option<u32>,
+    storage_port: Option<u16>,
+    auto_bootstrap: Option<bool>,
 }
 
 /// `- class_name: ...\n  parameters:\n    - seeds: "a,b"`
@@ -466,10 +558,13 @@ impl FileConfig {
             )?
             .unwrap_or(defaults.commitlog_sync_period),
             num_tokens: self.num_tokens.unwrap_or(defaults.num_tokens),
+            clustered: self.seed_provider.is_some(),
             seed_provider: match self.seed_provider {
                 Some(providers) => seed_provider(providers)?,
                 None => defaults.seed_provider,
             },
+            storage_port: self.storage_port.unwrap_or(defaults.storage_port),
+            auto_bootstrap: self.auto_bootstrap.unwrap_or(defaults.auto_bootstrap),
             authenticator: match self.authenticator {
                 Some(name) => Authenticator::parse(name.name())?,
                 None => defaults.authenticator,

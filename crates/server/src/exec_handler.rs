@@ -22,14 +22,30 @@ pub struct ExecutorHandler {
     /// Whether short writes run on the network thread (not when every write
     /// waits for a WAL sync: `commitlog_sync: batch`).
     inline_short_writes: bool,
+    /// Whether short reads run on the network thread (not in a cluster,
+    /// where they may wait for other nodes).
+    inline_short_reads: bool,
 }
 
 impl ExecutorHandler {
-    pub fn new(executor: Arc<Executor>, inline_short_writes: bool) -> ExecutorHandler {
+    pub fn new(
+        executor: Arc<Executor>,
+        inline_short_writes: bool,
+        inline_short_reads: bool,
+    ) -> ExecutorHandler {
         ExecutorHandler {
             executor,
             inline_short_writes,
+            inline_short_reads,
             events: OnceLock::new(),
+        }
+    }
+
+    /// Sends an event to registered connections (once the transport is
+    /// bound; dropped before).
+    pub fn send_event(&self, event: Event) {
+        if let Some(events) = self.events.get() {
+            events.send(event);
         }
     }
 
@@ -93,6 +109,8 @@ fn request(session: &Session, params: &QueryParameters) -> Request {
         skip_metadata: params.skip_metadata,
         user: session.authenticated_user(),
         internal: false,
+        consistency: params.consistency,
+        serial_consistency: params.serial_consistency,
     }
 }
 
@@ -243,7 +261,8 @@ impl RequestHandler for ExecutorHandler {
             // else (scans, LWT, DDL, tracing) goes to the pool.
             let short = tracing.is_none()
                 && prepared.as_ref().is_ok_and(|p| {
-                    p.is_short_read() || (self.inline_short_writes && p.is_short_write())
+                    (self.inline_short_reads && p.is_short_read())
+                        || (self.inline_short_writes && p.is_short_write())
                 });
             let run = move |e: &Executor| prepared.and_then(|p| e.execute_prepared(&p, req));
             let result = if short {
@@ -312,6 +331,8 @@ fn run_batch(
         keyspace: keyspace.clone(),
         timestamp: batch.default_timestamp_micros,
         now_in_seconds: batch.now_in_seconds,
+        consistency: batch.consistency,
+        serial_consistency: batch.serial_consistency,
         ..Request::default()
     };
     let mut statements = Vec::with_capacity(batch.statements.len());

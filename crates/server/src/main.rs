@@ -14,6 +14,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(rocksandra_server::config::Command::Nodetool { host, port, args }) = &cli.command {
+        return nodetool(*host, *port, args);
+    }
     init_logging();
     let config = match Config::load(&cli) {
         Ok(config) => config,
@@ -42,6 +45,27 @@ fn main() -> ExitCode {
         }
         Err(message) => {
             error!("{message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `rocksandra nodetool`: one command to a running node, its answer printed.
+fn nodetool(host: std::net::IpAddr, port: u16, args: &[String]) -> ExitCode {
+    let command = match rocksandra_cluster::admin::parse_command(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("nodetool: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match rocksandra_cluster::admin::call(std::net::SocketAddr::new(host, port), command) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("nodetool: {e}");
             ExitCode::FAILURE
         }
     }

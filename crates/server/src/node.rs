@@ -22,7 +22,8 @@ const NODE_FILE: &str = "node.json";
 
 impl NodeIdentity {
     /// Reads the identity of `dir`, or creates one (random host id and
-    /// `num_tokens` random tokens) and stores it.
+    /// `num_tokens` random tokens; no tokens when `num_tokens` is 0, for a
+    /// cluster to allocate) and stores it.
     pub fn load_or_create(
         dir: &Path,
         num_tokens: u32,
@@ -34,20 +35,27 @@ impl NodeIdentity {
                 .map_err(|e| format!("cannot read {}: {e}", path.display())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let host_id = rocksandra_query::ddl::new_uuid(random);
-                let mut tokens: Vec<i64> = (0..num_tokens.max(1))
+                let mut tokens: Vec<i64> = (0..num_tokens)
                     .map(|_| random() as i64)
                     .filter(|t| *t != i64::MIN)
                     .collect();
                 tokens.sort_unstable();
                 tokens.dedup();
                 let identity = NodeIdentity { host_id, tokens };
-                let bytes = serde_json::to_vec_pretty(&identity).map_err(|e| e.to_string())?;
-                rocksandra_query::schema::write_atomically(dir, NODE_FILE, &bytes)
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                identity.store(dir)?;
                 Ok(identity)
             }
             Err(e) => Err(format!("cannot read {}: {e}", path.display())),
         }
+    }
+}
+
+impl NodeIdentity {
+    /// Writes `node.json` atomically.
+    pub fn store(&self, dir: &Path) -> Result<(), String> {
+        let bytes = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
+        rocksandra_query::schema::write_atomically(dir, NODE_FILE, &bytes)
+            .map_err(|e| format!("cannot write {}: {e}", dir.join(NODE_FILE).display()))
     }
 }
 
@@ -95,6 +103,8 @@ fn spawn_tombstone_purger(
 pub struct Node {
     pub executor: Arc<Executor>,
     pub storage: Arc<dyn Engine>,
+    pub identity: NodeIdentity,
+    pub dir: PathBuf,
 }
 
 /// Opens storage and the executor for `config`.
@@ -102,7 +112,13 @@ pub fn open(config: &Config) -> Result<Node, String> {
     let dir = data_dir(config);
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let env = Env::system();
-    let identity = NodeIdentity::load_or_create(&dir, config.num_tokens, &*env.random)?;
+    // In a cluster, tokens are allocated once the ring is known.
+    let num_tokens = if config.clustered {
+        0
+    } else {
+        config.num_tokens.max(1)
+    };
+    let identity = NodeIdentity::load_or_create(&dir, num_tokens, &*env.random)?;
     let clock = local_clock(&env);
     let rocks = rocksandra_storage_rocksdb::RocksConfig {
         durability: match config.commitlog_sync {
@@ -126,12 +142,12 @@ pub fn open(config: &Config) -> Result<Node, String> {
         data_center: config.data_center.clone(),
         rack: config.rack.clone(),
         host_id: identity.host_id,
-        tokens: identity.tokens,
+        tokens: identity.tokens.clone(),
         peers: Vec::new(),
     };
     spawn_tombstone_purger(&engine, local_clock(&env))?;
     let executor =
-        Executor::open(engine.clone(), Some(dir), node, env).map_err(|e| e.to_string())?;
+        Executor::open(engine.clone(), Some(dir.clone()), node, env).map_err(|e| e.to_string())?;
     executor
         .enable_password_authentication(rocksandra_query::auth::AuthConfig {
             password_authenticator: config.authenticator == crate::config::Authenticator::Password,
@@ -141,5 +157,53 @@ pub fn open(config: &Config) -> Result<Node, String> {
     Ok(Node {
         executor: Arc::new(executor),
         storage: engine,
+        identity,
+        dir,
     })
+}
+
+/// Joins the cluster `config` names (gossip, internode messaging, the
+/// coordinator), keeping the tokens a new node was given.
+pub async fn join_cluster(
+    config: &Config,
+    node: &Node,
+    events: rocksandra_cluster::EventSink,
+) -> Result<Arc<rocksandra_cluster::ClusterNode>, String> {
+    let cluster = rocksandra_cluster::ClusterConfig {
+        cluster_name: config.cluster_name.clone(),
+        listen_address: config.listen_address,
+        storage_port: config.storage_port,
+        seeds: config.seed_addresses()?,
+        dc: config.data_center.clone(),
+        rack: config.rack.clone(),
+        host_id: node.identity.host_id,
+        tokens: node
+            .identity
+            .tokens
+            .iter()
+            .map(|t| rocksandra_data::Token(*t))
+            .collect(),
+        num_tokens: config.num_tokens.max(1) as usize,
+        rpc_address: config.rpc_address.unwrap_or(config.listen_address),
+        native_port: config.native_transport_port,
+        data_dir: node.dir.clone(),
+        auto_bootstrap: config.auto_bootstrap,
+    };
+    let joined = rocksandra_cluster::ClusterNode::start(
+        cluster,
+        node.storage.clone(),
+        node.executor.clone(),
+        events,
+    )
+    .await?;
+    let tokens: Vec<i64> = joined.tokens.iter().map(|t| t.0).collect();
+    if tokens != node.identity.tokens {
+        NodeIdentity {
+            host_id: node.identity.host_id,
+            tokens: tokens.clone(),
+        }
+        .store(&node.dir)?;
+        node.executor.set_tokens(tokens);
+    }
+    Ok(joined)
 }

@@ -19,6 +19,8 @@ pub struct Service {
     executor: Arc<Executor>,
     server: Server,
     metrics: Option<MetricsServer>,
+    /// This node's membership of a cluster (None when it runs alone).
+    cluster: Option<Arc<rocksandra_cluster::ClusterNode>>,
 }
 
 impl Service {
@@ -27,14 +29,24 @@ impl Service {
     pub async fn start(config: &Config) -> Result<Service, String> {
         let node = crate::node::open(config)?;
         let inline_short_writes = config.commitlog_sync != crate::config::CommitlogSync::Batch;
+        // In a cluster, requests may wait for other nodes: none runs on
+        // the network thread.
         let handler = Arc::new(ExecutorHandler::new(
             node.executor.clone(),
-            inline_short_writes,
+            inline_short_writes && !config.clustered,
+            !config.clustered,
         ));
         let server = Server::bind(TransportConfig::from(config), handler.clone())
             .await
             .map_err(|e| e.to_string())?;
         handler.set_events(server.events());
+        let cluster = if config.clustered {
+            let events = handler.clone();
+            let sink: rocksandra_cluster::EventSink = Arc::new(move |e| events.send_event(e));
+            Some(crate::node::join_cluster(config, &node, sink).await?)
+        } else {
+            None
+        };
         let metrics = match config.prometheus_listen_address() {
             Some(address) => {
                 let source = MetricsSource {
@@ -53,6 +65,7 @@ impl Service {
             executor: node.executor,
             server,
             metrics,
+            cluster,
         })
     }
 
@@ -76,6 +89,7 @@ impl Service {
             (probe, tokio::spawn(endpoint.run()))
         });
         self.server.run(shutdown).await;
+        drop(self.cluster);
         if let Some((probe, endpoint)) = endpoint {
             probe.abort();
             endpoint.abort();

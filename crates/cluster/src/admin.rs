@@ -1,0 +1,356 @@
+//! Operator commands (`rocksandra nodetool`), answered by the node as text
+//! shaped like Apache Cassandra's nodetool output.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use rocksandra_data::LocalTime;
+
+use crate::message::{AdminCommand, RemoteError, Response};
+use crate::node::ClusterNode;
+use crate::ring::{MemberStatus, Strategy};
+
+fn uuid(bytes: &[u8; 16]) -> String {
+    rocksandra_data::value::format_uuid(bytes)
+}
+
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} bytes")
+    } else {
+        format!("{value:.2} {}", UNITS[unit])
+    }
+}
+
+fn failed(e: impl ToString) -> Response {
+    Response::Error(RemoteError::Failed(e.to_string()))
+}
+
+pub fn run(node: &ClusterNode, command: AdminCommand) -> Response {
+    match command {
+        AdminCommand::Status => Response::Text(status(node, None)),
+        AdminCommand::Ring => Response::Text(ring(node)),
+        AdminCommand::Info => Response::Text(info(node)),
+        AdminCommand::DescribeRing { keyspace } => describe_ring(node, &keyspace),
+        AdminCommand::Compact => {
+            let now = LocalTime(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs() as i64)
+                    .unwrap_or(0),
+            );
+            let schema = node.executor().schema();
+            for table in schema.tables().filter(|t| !t.is_virtual) {
+                if let Err(e) = node.shared.engine.compact(table.storage_id, now) {
+                    return failed(e);
+                }
+            }
+            Response::Text(String::new())
+        }
+        AdminCommand::Cleanup => cleanup(node),
+        AdminCommand::Snapshot { tag } => {
+            let parent = node.config().data_dir.join("snapshots");
+            if let Err(e) = std::fs::create_dir_all(&parent) {
+                return failed(format!("cannot create {}: {e}", parent.display()));
+            }
+            let dir = parent.join(&tag);
+            match node.shared.engine.snapshot(&dir) {
+                Ok(()) => Response::Text(format!(
+                    "Requested creating snapshot(s) for [all keyspaces] with snapshot name [{tag}]\nSnapshot directory: {}\n",
+                    dir.display()
+                )),
+                Err(e) => failed(e),
+            }
+        }
+        AdminCommand::Repair { .. } => {
+            failed("repair is not implemented yet in Rocksandra (read repair and hints are)")
+        }
+        AdminCommand::Decommission => failed("decommission is not implemented yet in Rocksandra"),
+        AdminCommand::RemoveNode { .. } => {
+            failed("removenode is not implemented yet in Rocksandra")
+        }
+        AdminCommand::Flush | AdminCommand::Isolate { .. } => failed("handled by the node"),
+    }
+}
+
+/// `nodetool status`, grouped by datacenter.
+fn status(node: &ClusterNode, keyspace: Option<&str>) -> String {
+    let topology = node.shared.topology();
+    let schema = node.executor().schema();
+    let strategy = keyspace
+        .and_then(|k| schema.keyspace(k))
+        .map(|k| Strategy::from_replication(&k.replication));
+    let ownership = topology
+        .ring
+        .effective_ownership(strategy.as_ref().unwrap_or(&Strategy::Simple { rf: 1 }));
+    let local_load = node.shared.engine.stats().sst_bytes;
+    let mut by_dc: BTreeMap<&str, Vec<&crate::gossip::NodeView>> = BTreeMap::new();
+    for view in topology.nodes.values() {
+        by_dc.entry(view.member.dc.as_str()).or_default().push(view);
+    }
+    let mut out = String::new();
+    for (dc, nodes) in by_dc {
+        let title = format!("Datacenter: {dc}");
+        let _ = writeln!(out, "{title}\n{}", "=".repeat(title.len()));
+        let _ = writeln!(
+            out,
+            "Status=Up/Down\n|/ State=Normal/Leaving/Joining/Moving"
+        );
+        let _ = writeln!(
+            out,
+            "--  {:<15} {:<11} {:<7} {:<17} {:<37} Rack",
+            "Address", "Load", "Tokens", "Owns (effective)", "Host ID"
+        );
+        for v in nodes {
+            let up = if v.alive { 'U' } else { 'D' };
+            let state = match v.member.status {
+                MemberStatus::Normal => 'N',
+                MemberStatus::Joining => 'J',
+                MemberStatus::Leaving => 'L',
+            };
+            let load = if v.member.address == topology.local {
+                human_bytes(local_load)
+            } else {
+                "?".to_string()
+            };
+            let owns = ownership
+                .get(&v.member.address)
+                .map(|o| format!("{:.1}%", o * 100.0))
+                .unwrap_or_else(|| "?".into());
+            let _ = writeln!(
+                out,
+                "{up}{state}  {:<15} {:<11} {:<7} {:<17} {:<37} {}",
+                v.member.address.to_string(),
+                load,
+                v.member.tokens.len(),
+                owns,
+                uuid(&v.member.host_id),
+                v.member.rack
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `nodetool ring`: every token with its owner.
+fn ring(node: &ClusterNode) -> String {
+    let topology = node.shared.topology();
+    let mut tokens: Vec<(i64, &crate::gossip::NodeView)> = topology
+        .nodes
+        .values()
+        .flat_map(|v| v.member.tokens.iter().map(move |t| (t.0, v)))
+        .collect();
+    tokens.sort_by_key(|(t, _)| *t);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n{:<15} {:<8} {:<7} {:<8} {:<20}",
+        "Address", "Rack", "Status", "State", "Token"
+    );
+    if let Some((last, _)) = tokens.last() {
+        let _ = writeln!(out, "{:>63}", last);
+    }
+    for (token, v) in tokens {
+        let _ = writeln!(
+            out,
+            "{:<15} {:<8} {:<7} {:<8} {:<20}",
+            v.member.address.to_string(),
+            v.member.rack,
+            if v.alive { "Up" } else { "Down" },
+            match v.member.status {
+                MemberStatus::Normal => "Normal",
+                MemberStatus::Joining => "Joining",
+                MemberStatus::Leaving => "Leaving",
+            },
+            token
+        );
+    }
+    out
+}
+
+fn info(node: &ClusterNode) -> String {
+    let topology = node.shared.topology();
+    let config = node.config();
+    let stats = node.shared.engine.stats();
+    let mut out = String::new();
+    let _ = writeln!(out, "{:<24}: {}", "ID", uuid(&config.host_id));
+    let _ = writeln!(out, "{:<24}: true", "Gossip active");
+    let _ = writeln!(out, "{:<24}: true", "Native Transport active");
+    let _ = writeln!(out, "{:<24}: {}", "Load", human_bytes(stats.sst_bytes));
+    let _ = writeln!(out, "{:<24}: {}", "Data Center", config.dc);
+    let _ = writeln!(out, "{:<24}: {}", "Rack", config.rack);
+    let _ = writeln!(out, "{:<24}: {}", "Status", node.status());
+    let _ = writeln!(
+        out,
+        "{:<24}: {} nodes, {} up",
+        "Cluster",
+        topology.nodes.len(),
+        topology.nodes.values().filter(|v| v.alive).count()
+    );
+    let _ = writeln!(
+        out,
+        "{:<24}: {}",
+        "Hints pending for",
+        node.shared.hints.hosts().len()
+    );
+    let _ = writeln!(
+        out,
+        "{:<24}: {}",
+        "Token",
+        format_args!(
+            "(invoke with -T/--tokens to see all {} tokens)",
+            node.tokens.len()
+        )
+    );
+    out
+}
+
+/// `nodetool describering KEYSPACE`: each range with its replicas.
+fn describe_ring(node: &ClusterNode, keyspace: &str) -> Response {
+    let schema = node.executor().schema();
+    let Some(ks) = schema.keyspace(keyspace) else {
+        return failed(format!("The keyspace {keyspace}, does not exist"));
+    };
+    let strategy = Strategy::from_replication(&ks.replication);
+    let topology = node.shared.topology();
+    let mut out = format!("Schema Version:{}\nTokenRange: \n", uuid(&schema.version));
+    for (range, replicas) in topology.ring.ranges(&strategy) {
+        let endpoints: Vec<String> = replicas.iter().map(|e| e.to_string()).collect();
+        let details: Vec<String> = replicas
+            .iter()
+            .map(|e| {
+                format!(
+                    "EndpointDetails(host:{e}, datacenter:{}, rack:{})",
+                    topology.dc_of(*e).unwrap_or_default(),
+                    topology
+                        .nodes
+                        .get(e)
+                        .map(|v| v.member.rack.clone())
+                        .unwrap_or_default()
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "\tTokenRange(start_token:{}, end_token:{}, endpoints:[{}], rpc_endpoints:[{}], endpoint_details:[{}])",
+            range.start_exclusive.0,
+            range.end_inclusive.0,
+            endpoints.join(", "),
+            endpoints.join(", "),
+            details.join(", ")
+        );
+    }
+    Response::Text(out)
+}
+
+/// `nodetool cleanup`: drops the data of ranges this node no longer
+/// replicates.
+fn cleanup(node: &ClusterNode) -> Response {
+    let topology = node.shared.topology();
+    let schema = node.executor().schema();
+    for (keyspace, strategy) in crate::topology::replicated_keyspaces(&schema) {
+        let keep = topology.ring.ranges_of(&strategy, topology.local);
+        for table in keyspace.tables.values() {
+            if let Err(e) = node.shared.engine.cleanup(table.storage_id, &keep) {
+                return failed(e);
+            }
+        }
+    }
+    Response::Text(String::new())
+}
+
+/// `rocksandra nodetool`: sends `command` to the node at `address` (its
+/// storage port) and returns the node's text answer.
+pub fn call(address: std::net::SocketAddr, command: AdminCommand) -> Result<String, String> {
+    use crate::message::{decode_body, encode_frame, frame_length, Envelope, Hello, HELLO_MAGIC};
+    use std::io::Read;
+    let timeout = std::time::Duration::from_secs(600);
+    let mut stream =
+        std::net::TcpStream::connect_timeout(&address, std::time::Duration::from_secs(5))
+            .map_err(|e| format!("cannot connect to {address}: {e}"))?;
+    stream
+        .set_read_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
+    let local = stream.local_addr().map_err(|e| e.to_string())?.ip();
+    let hello = Hello {
+        magic: HELLO_MAGIC,
+        cluster_name: String::new(),
+        from: local,
+    };
+    let request = Envelope::Request {
+        id: 1,
+        body: crate::message::Request::Admin(command),
+    };
+    std::io::Write::write_all(&mut stream, &encode_frame(&hello)).map_err(|e| e.to_string())?;
+    std::io::Write::write_all(&mut stream, &encode_frame(&request)).map_err(|e| e.to_string())?;
+    let mut header = [0u8; 4];
+    stream
+        .read_exact(&mut header)
+        .map_err(|e| format!("no answer from {address}: {e}"))?;
+    let len = frame_length(header).map_err(|e| e.to_string())?;
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body).map_err(|e| e.to_string())?;
+    match decode_body::<Envelope>(&body).map_err(|e| e.to_string())? {
+        Envelope::Response {
+            body: Response::Text(text),
+            ..
+        } => Ok(text),
+        Envelope::Response {
+            body: Response::Error(e),
+            ..
+        } => Err(e.to_string()),
+        other => Err(format!("unexpected answer: {other:?}")),
+    }
+}
+
+/// A nodetool command line (after the options) as a command.
+pub fn parse_command(args: &[String]) -> Result<AdminCommand, String> {
+    let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    let command = match words.as_slice() {
+        ["status", ..] => AdminCommand::Status,
+        ["ring", ..] => AdminCommand::Ring,
+        ["info", ..] => AdminCommand::Info,
+        ["describering", keyspace] => AdminCommand::DescribeRing {
+            keyspace: (*keyspace).to_string(),
+        },
+        ["flush", ..] => AdminCommand::Flush,
+        ["compact", ..] => AdminCommand::Compact,
+        ["cleanup", ..] => AdminCommand::Cleanup,
+        ["snapshot"] => AdminCommand::Snapshot {
+            tag: format!(
+                "{}",
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_millis())
+                    .unwrap_or(0)
+            ),
+        },
+        ["snapshot", "-t", tag] => AdminCommand::Snapshot {
+            tag: (*tag).to_string(),
+        },
+        ["repair"] => AdminCommand::Repair { keyspace: None },
+        ["repair", keyspace] => AdminCommand::Repair {
+            keyspace: Some((*keyspace).to_string()),
+        },
+        ["decommission"] => AdminCommand::Decommission,
+        ["removenode", host_id] => AdminCommand::RemoveNode {
+            host_id: (*host_id).to_string(),
+        },
+        ["isolate", peers @ ..] => AdminCommand::Isolate {
+            peers: peers
+                .iter()
+                .map(|p| p.parse().map_err(|_| format!("{p} is not an IP address")))
+                .collect::<Result<_, _>>()?,
+        },
+        _ => return Err(format!("unknown or malformed command: {}", words.join(" "))),
+    };
+    Ok(command)
+}

@@ -1,0 +1,971 @@
+//! The coordinator: any node runs a request's reads and writes against the
+//! replicas of the data, as the consistency level asks (Cassandra's
+//! StorageProxy).
+//!
+//! - Writes go to every live natural and pending replica; the call returns
+//!   once each mutation has enough acknowledgements. Down replicas, and
+//!   replicas that fail or stay silent until the timeout, get a hint.
+//! - Reads ask the closest replica for data and the others for digests
+//!   (speculating on one more replica when an answer is late); on a
+//!   mismatch, every answering replica sends its stored state, the
+//!   coordinator reconciles them (storage's own reconciliation, on an
+//!   in-memory engine) and repairs the replicas that differ before it
+//!   answers (blocking read repair).
+//! - Scans walk the ring's ranges in token order, one replica per range at
+//!   ONE and comparing pages of several at higher levels.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::IpAddr;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use rocksandra_data::{LocalTime, Token};
+use rocksandra_query::proxy::{DataProxy, WriteOptions};
+use rocksandra_query::schema::{Schema, Table};
+use rocksandra_query::QueryError;
+use rocksandra_storage::memory::MemoryStore;
+use rocksandra_storage::{
+    Engine, KvEngine, Mutation, Partition, PartitionRead, RangeScan, RawPartition, ScanPage,
+    ScanPosition, TokenRange,
+};
+use rocksandra_wire::Consistency;
+
+use crate::consistency::{requirement, ConsistencyError, Operation, Requirement};
+use crate::hints::Hints;
+use crate::message::{digest, RemoteError, Request, Response};
+use crate::messaging::{Messaging, Reply, SendError};
+use crate::replica;
+use crate::ring::Strategy;
+use crate::topology::Topology;
+
+/// Cassandra's `write_request_timeout`.
+pub const WRITE_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// Cassandra's `read_request_timeout`.
+pub const READ_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Cassandra's `range_request_timeout`.
+pub const RANGE_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// A read answer later than this makes the coordinator ask one more replica.
+pub const SPECULATIVE_RETRY_AFTER: Duration = Duration::from_millis(50);
+/// Cassandra's `max_hint_window`: no hints for a node down longer.
+pub const MAX_HINT_WINDOW: Duration = Duration::from_secs(3 * 3600);
+/// Writes whose slow replicas are still watched (to hint the ones that
+/// never answer) after the client was answered; beyond it they are not.
+pub const WRITE_FOLLOWUPS_MAX: usize = 10_000;
+
+/// What the coordinator shares with the node's loops.
+pub struct Shared {
+    pub local: IpAddr,
+    pub engine: Arc<dyn Engine>,
+    pub messaging: Arc<Messaging>,
+    pub topology: RwLock<Arc<Topology>>,
+    pub hints: Hints,
+    pub now_micros: Arc<dyn Fn() -> i64 + Send + Sync>,
+    /// When each node was first seen down (for the hint window).
+    pub down_since: RwLock<HashMap<IpAddr, Instant>>,
+    followups: std::sync::mpsc::SyncSender<Followup>,
+}
+
+/// Replicas a write still waits on after the client was answered.
+struct Followup {
+    replies: Receiver<Reply>,
+    outstanding: HashMap<IpAddr, Vec<Mutation>>,
+    deadline: Instant,
+}
+
+impl Shared {
+    pub fn new(
+        local: IpAddr,
+        engine: Arc<dyn Engine>,
+        messaging: Arc<Messaging>,
+        topology: Topology,
+        hints: Hints,
+        now_micros: Arc<dyn Fn() -> i64 + Send + Sync>,
+    ) -> std::io::Result<Arc<Shared>> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Followup>(WRITE_FOLLOWUPS_MAX);
+        let shared = Arc::new(Shared {
+            local,
+            engine,
+            messaging,
+            topology: RwLock::new(Arc::new(topology)),
+            hints,
+            now_micros,
+            down_since: RwLock::new(HashMap::new()),
+            followups: tx,
+        });
+        let weak = Arc::downgrade(&shared);
+        std::thread::Builder::new()
+            .name("write-followup".into())
+            .spawn(move || {
+                // Deadlines come in order: each job is waited for in turn.
+                while let Ok(job) = rx.recv() {
+                    let Some(shared) = weak.upgrade() else { return };
+                    shared.finish_followup(job);
+                }
+            })?;
+        Ok(shared)
+    }
+
+    pub fn topology(&self) -> Arc<Topology> {
+        self.topology
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Keeps `mutations` for `endpoint` until it is back (unless it has
+    /// been down longer than the hint window).
+    pub fn hint(&self, topology: &Topology, endpoint: IpAddr, mutations: &[Mutation]) {
+        let Some(host) = topology.host_id(endpoint) else {
+            return;
+        };
+        let too_long = self
+            .down_since
+            .read()
+            .ok()
+            .and_then(|d| {
+                d.get(&endpoint)
+                    .map(|since| since.elapsed() > MAX_HINT_WINDOW)
+            })
+            .unwrap_or(false);
+        if too_long {
+            return;
+        }
+        if let Err(e) = self.hints.store(host, (self.now_micros)(), mutations) {
+            tracing::warn!("cannot store a hint for {endpoint}: {e}");
+        }
+    }
+
+    fn finish_followup(&self, mut job: Followup) {
+        while !job.outstanding.is_empty() {
+            let left = job.deadline.saturating_duration_since(Instant::now());
+            match job.replies.recv_timeout(left) {
+                Ok((endpoint, Ok(Response::Ack))) => {
+                    job.outstanding.remove(&endpoint);
+                }
+                Ok((endpoint, _)) => {
+                    if let Some(m) = job.outstanding.remove(&endpoint) {
+                        self.hint(&self.topology(), endpoint, &m);
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        let topology = self.topology();
+        for (endpoint, mutations) in job.outstanding {
+            self.hint(&topology, endpoint, &mutations);
+        }
+    }
+
+    /// Runs `request` here (a local replica) or sends it; local answers go
+    /// to the same channel.
+    fn dispatch(&self, endpoint: IpAddr, request: Request, reply: &std::sync::mpsc::Sender<Reply>) {
+        if endpoint == self.local {
+            let response = match replica::serve(&*self.engine, request) {
+                Ok(r) => r,
+                Err(_) => Response::Error(RemoteError::Invalid("not a data request".into())),
+            };
+            let _ = reply.send((endpoint, Ok(response)));
+        } else {
+            self.messaging.send(endpoint, request, reply.clone());
+        }
+    }
+}
+
+pub struct Coordinator {
+    shared: Arc<Shared>,
+}
+
+impl Coordinator {
+    pub fn new(shared: Arc<Shared>) -> Coordinator {
+        Coordinator { shared }
+    }
+}
+
+fn consistency_error(e: ConsistencyError) -> QueryError {
+    match e {
+        ConsistencyError::Unavailable {
+            cl,
+            required,
+            alive,
+            ..
+        } => QueryError::Unavailable {
+            consistency: cl,
+            required,
+            alive,
+        },
+        other => QueryError::Invalid(other.to_string()),
+    }
+}
+
+fn remote_error(endpoint: IpAddr, e: &RemoteError) -> QueryError {
+    match e {
+        RemoteError::Overloaded(m) => QueryError::Overloaded(format!("{endpoint}: {m}")),
+        RemoteError::Invalid(m) => QueryError::Invalid(format!("{endpoint}: {m}")),
+        other => QueryError::Server(format!("{endpoint}: {other}")),
+    }
+}
+
+fn keyspace_strategy(schema: &Schema, keyspace: &str) -> Strategy {
+    schema
+        .keyspace(keyspace)
+        .map(|k| Strategy::from_replication(&k.replication))
+        .unwrap_or(Strategy::Local)
+}
+
+struct WriteTrack {
+    requirement: Requirement,
+    acked: Vec<String>,
+}
+
+impl WriteTrack {
+    fn done(&self) -> bool {
+        let dcs: Vec<&str> = self.acked.iter().map(String::as_str).collect();
+        self.requirement.is_satisfied(&dcs)
+    }
+}
+
+impl DataProxy for Coordinator {
+    fn write(
+        &self,
+        schema: &Schema,
+        mutations: Vec<Mutation>,
+        options: &WriteOptions,
+    ) -> Result<(), QueryError> {
+        let shared = &self.shared;
+        let topology = shared.topology();
+        let cl = options.consistency;
+        let mut tracks = Vec::with_capacity(mutations.len());
+        let mut per_endpoint: BTreeMap<IpAddr, Vec<usize>> = BTreeMap::new();
+        let mut down: Vec<(IpAddr, usize)> = Vec::new();
+        for (i, m) in mutations.iter().enumerate() {
+            let Some((keyspace, _)) = schema.table_by_storage_id(m.table) else {
+                return Err(QueryError::invalid("unknown table"));
+            };
+            let strategy = Strategy::from_replication(&keyspace.replication);
+            let natural = topology.replicas(&strategy, m.partition.token);
+            let pending = topology.pending(&strategy, m.partition.token);
+            let pending_dcs: Vec<String> = topology
+                .with_dcs(&pending)
+                .into_iter()
+                .map(|(_, dc)| dc)
+                .collect();
+            let pending_refs: Vec<&str> = pending_dcs.iter().map(String::as_str).collect();
+            // Pending replicas raise the bar (Cassandra's block-for).
+            let requirement = requirement(cl, Operation::Write, &strategy, &topology.local_dc)
+                .map_err(consistency_error)?
+                .with_pending(cl, &pending_refs);
+            let live: Vec<IpAddr> = natural
+                .iter()
+                .chain(pending.iter())
+                .copied()
+                .filter(|e| topology.is_alive(*e))
+                .collect();
+            if cl != Consistency::Any {
+                let with_dcs = topology.with_dcs(&live);
+                let refs: Vec<(IpAddr, &str)> =
+                    with_dcs.iter().map(|(e, d)| (*e, d.as_str())).collect();
+                requirement
+                    .check_available(cl, &refs)
+                    .map_err(consistency_error)?;
+            }
+            for e in natural.iter().chain(pending.iter()) {
+                if topology.is_alive(*e) {
+                    per_endpoint.entry(*e).or_default().push(i);
+                } else {
+                    down.push((*e, i));
+                }
+            }
+            tracks.push(WriteTrack {
+                requirement,
+                acked: Vec::new(),
+            });
+        }
+        let dc = |e: IpAddr| topology.dc_of(e).unwrap_or_default();
+        for (e, i) in &down {
+            shared.hint(&topology, *e, std::slice::from_ref(&mutations[*i]));
+            if cl == Consistency::Any {
+                tracks[*i].acked.push(dc(*e));
+            }
+        }
+        let (tx, rx) = std::sync::mpsc::channel::<Reply>();
+        let mut outstanding: HashMap<IpAddr, Vec<usize>> = HashMap::new();
+        for (e, indexes) in &per_endpoint {
+            if *e == shared.local {
+                continue;
+            }
+            let batch: Vec<Mutation> = indexes.iter().map(|i| mutations[*i].clone()).collect();
+            shared.messaging.send(
+                *e,
+                Request::Mutate {
+                    mutations: batch,
+                    now: options.now,
+                },
+                tx.clone(),
+            );
+            outstanding.insert(*e, indexes.clone());
+        }
+        if let Some(indexes) = per_endpoint.get(&shared.local) {
+            let local: Vec<Mutation> = indexes.iter().map(|i| mutations[*i].clone()).collect();
+            shared.engine.write(&local, options.now)?;
+            for i in indexes {
+                tracks[*i].acked.push(topology.local_dc.clone());
+            }
+        }
+        let deadline = Instant::now() + WRITE_REQUEST_TIMEOUT;
+        let mut failure: Option<QueryError> = None;
+        while !tracks.iter().all(WriteTrack::done) && !outstanding.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok((e, Ok(Response::Ack))) => {
+                    for i in outstanding.remove(&e).unwrap_or_default() {
+                        tracks[i].acked.push(dc(e));
+                    }
+                }
+                Ok((e, result)) => {
+                    let indexes = outstanding.remove(&e).unwrap_or_default();
+                    let batch: Vec<Mutation> =
+                        indexes.iter().map(|i| mutations[*i].clone()).collect();
+                    shared.hint(&topology, e, &batch);
+                    if let Ok(Response::Error(err)) = &result {
+                        failure.get_or_insert(remote_error(e, err));
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        if !tracks.iter().all(WriteTrack::done) {
+            for (e, indexes) in &outstanding {
+                let batch: Vec<Mutation> = indexes.iter().map(|i| mutations[*i].clone()).collect();
+                shared.hint(&topology, *e, &batch);
+            }
+            if let Some(e) = failure.filter(|_| outstanding.is_empty()) {
+                // Every replica answered and one failed: its error, as
+                // Cassandra's WriteFailure would carry.
+                return Err(e);
+            }
+            let worst = tracks
+                .iter()
+                .filter(|t| !t.done())
+                .min_by_key(|t| t.acked.len())
+                .map(|t| (t.acked.len(), t.requirement.block_for()))
+                .unwrap_or((0, 1));
+            return Err(QueryError::WriteTimeout {
+                consistency: cl,
+                received: worst.0,
+                block_for: worst.1,
+                write_type: options.write_type.clone(),
+            });
+        }
+        if !outstanding.is_empty() {
+            let outstanding = outstanding
+                .into_iter()
+                .map(|(e, indexes)| {
+                    let batch: Vec<Mutation> =
+                        indexes.iter().map(|i| mutations[*i].clone()).collect();
+                    (e, batch)
+                })
+                .collect();
+            let job = Followup {
+                replies: rx,
+                outstanding,
+                deadline,
+            };
+            // A full queue: these replicas get no hint if they never answer
+            // (repair fixes them).
+            let _ = shared.followups.try_send(job);
+        }
+        Ok(())
+    }
+
+    fn read_partition(
+        &self,
+        schema: &Schema,
+        table: &Table,
+        read: &PartitionRead,
+        cl: Consistency,
+        now: LocalTime,
+    ) -> Result<Partition, QueryError> {
+        let topology = self.shared.topology();
+        let strategy = keyspace_strategy(schema, &table.keyspace);
+        let plan = ReadPlan::new(&topology, &strategy, read.partition.token, cl)?;
+        if plan.block_for == 1 && plan.candidates.first() == Some(&self.shared.local) {
+            return Ok(self.shared.engine.read_partition(read, now)?);
+        }
+        self.read_with_digests(&topology, table, read, cl, now, &plan)
+    }
+
+    fn scan(
+        &self,
+        schema: &Schema,
+        table: &Table,
+        scan: &RangeScan,
+        cl: Consistency,
+        now: LocalTime,
+    ) -> Result<ScanPage, QueryError> {
+        let topology = self.shared.topology();
+        let strategy = keyspace_strategy(schema, &table.keyspace);
+        let requirement = requirement(cl, Operation::Read, &strategy, &topology.local_dc)
+            .map_err(consistency_error)?;
+        let pieces = scan_pieces(&topology, &strategy, scan);
+        let mut page = ScanPage {
+            partitions: Vec::new(),
+            next: None,
+        };
+        let mut returned = 0usize;
+        let mut resume = scan.resume_after.clone();
+        let mut i = 0;
+        while i < pieces.len() {
+            // Neighbouring pieces with the same replicas are one request.
+            let (start, mut end, replicas) = pieces[i].clone();
+            let mut j = i + 1;
+            while j < pieces.len() && pieces[j].2 == replicas {
+                end = pieces[j].1;
+                j += 1;
+            }
+            i = j;
+            let mut live: Vec<IpAddr> = replicas
+                .iter()
+                .copied()
+                .filter(|e| topology.is_alive(*e))
+                .collect();
+            let dc_of = |e: IpAddr| topology.dc_of(e);
+            crate::consistency::sort_by_proximity(
+                &mut live,
+                topology.local,
+                &topology.local_dc,
+                &dc_of,
+            );
+            let with_dcs = topology.with_dcs(&live);
+            let refs: Vec<(IpAddr, &str)> =
+                with_dcs.iter().map(|(e, d)| (*e, d.as_str())).collect();
+            requirement
+                .check_available(cl, &refs)
+                .map_err(consistency_error)?;
+            let candidates: Vec<IpAddr> = with_dcs
+                .iter()
+                .filter(|(_, d)| requirement.counts(d))
+                .map(|(e, _)| *e)
+                .collect();
+            let limit = if scan.row_limit == 0 {
+                0
+            } else {
+                scan.row_limit - returned
+            };
+            let sub = RangeScan {
+                token_start: start,
+                token_end: end,
+                resume_after: resume.take(),
+                row_limit: limit,
+                ..scan.clone()
+            };
+            let part = self.scan_piece(
+                &topology,
+                table,
+                &sub,
+                cl,
+                now,
+                &candidates[..requirement.block_for().min(candidates.len())],
+            )?;
+            returned += part
+                .partitions
+                .iter()
+                .map(|p| p.rows.len().max(1))
+                .sum::<usize>();
+            page.partitions.extend(part.partitions);
+            if part.next.is_some() {
+                page.next = part.next;
+                return Ok(page);
+            }
+            if scan.row_limit > 0 && returned >= scan.row_limit {
+                break;
+            }
+        }
+        Ok(page)
+    }
+}
+
+/// The replicas a single-partition read contacts, closest first.
+struct ReadPlan {
+    candidates: Vec<IpAddr>,
+    block_for: usize,
+}
+
+impl ReadPlan {
+    fn new(
+        topology: &Topology,
+        strategy: &Strategy,
+        token: Token,
+        cl: Consistency,
+    ) -> Result<ReadPlan, QueryError> {
+        let requirement = requirement(cl, Operation::Read, strategy, &topology.local_dc)
+            .map_err(consistency_error)?;
+        let live = topology.live_replicas_by_proximity(strategy, token);
+        let with_dcs = topology.with_dcs(&live);
+        let refs: Vec<(IpAddr, &str)> = with_dcs.iter().map(|(e, d)| (*e, d.as_str())).collect();
+        requirement
+            .check_available(cl, &refs)
+            .map_err(consistency_error)?;
+        let candidates = match &requirement {
+            // EACH_QUORUM: the first replicas of each dc in turn.
+            Requirement::EachDc { counts } => {
+                let mut chosen = Vec::new();
+                for (dc, n) in counts {
+                    chosen.extend(
+                        with_dcs
+                            .iter()
+                            .filter(|(_, d)| d == dc)
+                            .take(*n)
+                            .map(|(e, _)| *e),
+                    );
+                }
+                let extra: Vec<IpAddr> = with_dcs
+                    .iter()
+                    .map(|(e, _)| *e)
+                    .filter(|e| !chosen.contains(e))
+                    .collect();
+                chosen.extend(extra);
+                chosen
+            }
+            _ => with_dcs
+                .iter()
+                .filter(|(_, d)| requirement.counts(d))
+                .map(|(e, _)| *e)
+                .collect(),
+        };
+        Ok(ReadPlan {
+            candidates,
+            block_for: requirement.block_for(),
+        })
+    }
+}
+
+impl Coordinator {
+    fn read_with_digests(
+        &self,
+        topology: &Topology,
+        table: &Table,
+        read: &PartitionRead,
+        cl: Consistency,
+        now: LocalTime,
+        plan: &ReadPlan,
+    ) -> Result<Partition, QueryError> {
+        let shared = &self.shared;
+        let block_for = plan.block_for;
+        let (tx, rx) = std::sync::mpsc::channel::<Reply>();
+        let ask = |e: IpAddr, digest_only: bool| {
+            shared.dispatch(
+                e,
+                Request::Read {
+                    read: read.clone(),
+                    now,
+                    digest: digest_only,
+                },
+                &tx,
+            )
+        };
+        let mut next = 0;
+        // Remote requests first, so they run while local ones do.
+        let mut order: Vec<(IpAddr, bool)> = plan.candidates[..block_for]
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (*e, i != 0))
+            .collect();
+        order.sort_by_key(|(e, _)| *e == shared.local);
+        for (e, d) in &order {
+            ask(*e, *d);
+            next += 1;
+        }
+        let started = Instant::now();
+        let deadline = started + READ_REQUEST_TIMEOUT;
+        let mut speculated = false;
+        let mut data: Option<(IpAddr, Partition)> = None;
+        let mut digests: Vec<(IpAddr, [u8; 16])> = Vec::new();
+        let mut data_asked_of = plan.candidates[0];
+        while data.is_none() || digests.len() + 1 < block_for {
+            let wait_until = if speculated || next >= plan.candidates.len() {
+                deadline
+            } else {
+                deadline.min(started + SPECULATIVE_RETRY_AFTER)
+            };
+            match rx.recv_timeout(wait_until.saturating_duration_since(Instant::now())) {
+                Ok((e, Ok(Response::Data(p)))) => {
+                    if data.is_none() {
+                        data = Some((e, p));
+                    } else {
+                        digests.push((e, digest(&p)));
+                    }
+                }
+                Ok((e, Ok(Response::Digest(d)))) => digests.push((e, d)),
+                Ok((e, other)) => {
+                    // A failed replica: try another one if there is one.
+                    if next < plan.candidates.len() {
+                        let extra = plan.candidates[next];
+                        next += 1;
+                        let wants_data = e == data_asked_of;
+                        if wants_data {
+                            data_asked_of = extra;
+                        }
+                        ask(extra, !wants_data);
+                    } else if let Ok(Response::Error(err)) = &other {
+                        return Err(remote_error(e, err));
+                    }
+                }
+                Err(_) if Instant::now() < deadline && !speculated => {
+                    // Speculative retry: one more replica, for data if it
+                    // is the data that is late.
+                    speculated = true;
+                    if next < plan.candidates.len() {
+                        let extra = plan.candidates[next];
+                        next += 1;
+                        ask(extra, data.is_some());
+                    }
+                }
+                Err(_) => {
+                    return Err(QueryError::ReadTimeout {
+                        consistency: cl,
+                        received: digests.len() + usize::from(data.is_some()),
+                        block_for,
+                        data_present: data.is_some(),
+                    })
+                }
+            }
+        }
+        let Some((data_from, data)) = data else {
+            return Err(QueryError::Server("read finished without data".into()));
+        };
+        let expected = digest(&data);
+        if digests.iter().all(|(_, d)| *d == expected) {
+            return Ok(data);
+        }
+        // Mismatch: reconcile everyone who answered, repair who differs.
+        let mut answered: Vec<(IpAddr, [u8; 16])> = digests;
+        answered.push((data_from, expected));
+        self.reconcile(topology, table, read, cl, now, &answered)
+    }
+
+    /// Reads the stored state of every replica in `answered`, merges it
+    /// and repairs the replicas whose digest differs from the merged answer.
+    fn reconcile(
+        &self,
+        topology: &Topology,
+        table: &Table,
+        read: &PartitionRead,
+        cl: Consistency,
+        now: LocalTime,
+        answered: &[(IpAddr, [u8; 16])],
+    ) -> Result<Partition, QueryError> {
+        let raws = self.read_raws(read, cl, now, answered)?;
+        let merged = merged_engine(table, now)?;
+        let mut union: Vec<Mutation> = Vec::new();
+        for (_, raw) in &raws {
+            merged.write(std::slice::from_ref(&raw.data), now)?;
+            union.push(raw.data.clone());
+        }
+        let result = merged.read_partition(read, now)?;
+        // Short read protection: a replica that stopped at the limit may
+        // hold more rows the others' tombstones do not cover.
+        let short = read.row_limit > 0
+            && result.rows.len() < read.row_limit
+            && raws.iter().any(|(_, r)| r.limit_reached);
+        let result = if short {
+            let unlimited = PartitionRead {
+                row_limit: 0,
+                ..read.clone()
+            };
+            let raws = self.read_raws(&unlimited, cl, now, answered)?;
+            union.clear();
+            for (_, raw) in &raws {
+                merged.write(std::slice::from_ref(&raw.data), now)?;
+                union.push(raw.data.clone());
+            }
+            merged.read_partition(read, now)?
+        } else {
+            result
+        };
+        let good = digest(&result);
+        let stale: Vec<IpAddr> = answered
+            .iter()
+            .filter(|(_, d)| *d != good)
+            .map(|(e, _)| *e)
+            .collect();
+        self.repair(topology, &stale, union, cl, now)?;
+        Ok(result)
+    }
+
+    fn read_raws(
+        &self,
+        read: &PartitionRead,
+        cl: Consistency,
+        now: LocalTime,
+        from: &[(IpAddr, [u8; 16])],
+    ) -> Result<Vec<(IpAddr, RawPartition)>, QueryError> {
+        let (tx, rx) = std::sync::mpsc::channel::<Reply>();
+        let mut order: Vec<IpAddr> = from.iter().map(|(e, _)| *e).collect();
+        order.sort_by_key(|e| *e == self.shared.local);
+        for e in &order {
+            self.shared.dispatch(
+                *e,
+                Request::ReadRaw {
+                    read: read.clone(),
+                    now,
+                },
+                &tx,
+            );
+        }
+        let deadline = Instant::now() + READ_REQUEST_TIMEOUT;
+        let mut raws = Vec::new();
+        while raws.len() < order.len() {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok((e, Ok(Response::Raw(raw)))) => raws.push((e, raw)),
+                Ok((e, Ok(Response::Error(err)))) => return Err(remote_error(e, &err)),
+                Ok(_) | Err(_) => {
+                    return Err(QueryError::ReadTimeout {
+                        consistency: cl,
+                        received: raws.len(),
+                        block_for: order.len(),
+                        data_present: true,
+                    })
+                }
+            }
+        }
+        Ok(raws)
+    }
+
+    /// Blocking read repair: `union` to every stale replica, acknowledged
+    /// before the read is answered.
+    fn repair(
+        &self,
+        topology: &Topology,
+        stale: &[IpAddr],
+        union: Vec<Mutation>,
+        cl: Consistency,
+        now: LocalTime,
+    ) -> Result<(), QueryError> {
+        if stale.is_empty() {
+            return Ok(());
+        }
+        let (tx, rx) = std::sync::mpsc::channel::<Reply>();
+        for e in stale {
+            self.shared.dispatch(
+                *e,
+                Request::Mutate {
+                    mutations: union.clone(),
+                    now,
+                },
+                &tx,
+            );
+        }
+        let deadline = Instant::now() + WRITE_REQUEST_TIMEOUT;
+        let mut pending: HashSet<IpAddr> = stale.iter().copied().collect();
+        while !pending.is_empty() {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok((e, Ok(Response::Ack))) => {
+                    pending.remove(&e);
+                }
+                Ok((e, _)) => {
+                    pending.remove(&e);
+                    self.shared.hint(topology, e, &union);
+                }
+                Err(_) => {
+                    for e in &pending {
+                        self.shared.hint(topology, *e, &union);
+                    }
+                    return Err(QueryError::ReadTimeout {
+                        consistency: cl,
+                        received: stale.len() - pending.len(),
+                        block_for: stale.len(),
+                        data_present: true,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One scan request over `targets` (one at ONE); with several, their
+    /// pages must agree or the page's partitions are reconciled one by one.
+    #[allow(clippy::too_many_arguments)]
+    fn scan_piece(
+        &self,
+        topology: &Topology,
+        table: &Table,
+        sub: &RangeScan,
+        cl: Consistency,
+        now: LocalTime,
+        targets: &[IpAddr],
+    ) -> Result<ScanPage, QueryError> {
+        if targets == [self.shared.local] {
+            return Ok(self.shared.engine.scan(sub, now)?);
+        }
+        let (tx, rx) = std::sync::mpsc::channel::<Reply>();
+        let mut order = targets.to_vec();
+        order.sort_by_key(|e| *e == self.shared.local);
+        for e in &order {
+            self.shared.dispatch(
+                *e,
+                Request::Scan {
+                    scan: sub.clone(),
+                    now,
+                },
+                &tx,
+            );
+        }
+        let deadline = Instant::now() + RANGE_REQUEST_TIMEOUT;
+        let mut pages: Vec<(IpAddr, ScanPage)> = Vec::new();
+        while pages.len() < order.len() {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok((e, Ok(Response::Page(p)))) => pages.push((e, p)),
+                Ok((e, Ok(Response::Error(err)))) => return Err(remote_error(e, &err)),
+                Ok((_, Err(SendError::QueueFull(e)))) => {
+                    return Err(QueryError::Overloaded(format!(
+                        "too many requests queued for {e}"
+                    )))
+                }
+                Ok(_) | Err(_) => {
+                    return Err(QueryError::ReadTimeout {
+                        consistency: cl,
+                        received: pages.len(),
+                        block_for: order.len(),
+                        data_present: !pages.is_empty(),
+                    })
+                }
+            }
+        }
+        let first = pages[0].1.clone();
+        if pages.iter().all(|(_, p)| *p == first) {
+            return Ok(first);
+        }
+        self.reconcile_pages(topology, table, sub, cl, now, &pages)
+    }
+
+    /// Pages that disagree: every partition any of them holds, up to where
+    /// the first of them stopped, read again with reconciliation.
+    #[allow(clippy::too_many_arguments)]
+    fn reconcile_pages(
+        &self,
+        topology: &Topology,
+        table: &Table,
+        sub: &RangeScan,
+        cl: Consistency,
+        now: LocalTime,
+        pages: &[(IpAddr, ScanPage)],
+    ) -> Result<ScanPage, QueryError> {
+        let stop = pages
+            .iter()
+            .filter_map(|(_, p)| p.next.as_ref().map(|n| n.partition.clone()))
+            .min();
+        let mut keys: Vec<rocksandra_storage::PartitionKey> = pages
+            .iter()
+            .flat_map(|(_, p)| p.partitions.iter().map(|x| x.key.clone()))
+            .filter(|k| stop.as_ref().is_none_or(|s| k <= s))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        let replicas: Vec<(IpAddr, [u8; 16])> = pages.iter().map(|(e, _)| (*e, [0; 16])).collect();
+        let mut out = ScanPage {
+            partitions: Vec::new(),
+            next: None,
+        };
+        for key in keys {
+            let resume = sub
+                .resume_after
+                .as_ref()
+                .filter(|r| r.partition == key)
+                .and_then(|r| r.clustering.clone());
+            let read = PartitionRead {
+                table: sub.table,
+                partition: key.clone(),
+                slices: vec![match resume {
+                    Some(after) => rocksandra_storage::Slice {
+                        start: rocksandra_storage::ClusteringBound {
+                            prefix: after,
+                            inclusive: false,
+                        },
+                        end: rocksandra_storage::ClusteringBound::unbounded(),
+                    },
+                    None => rocksandra_storage::Slice::all(),
+                }],
+                reversed: false,
+                include_static: sub.include_static,
+                row_limit: sub.per_partition_limit,
+            };
+            let partition = self.reconcile(topology, table, &read, cl, now, &replicas)?;
+            if partition.rows.is_empty() && partition.static_row.is_none() {
+                continue;
+            }
+            if stop.as_ref() == Some(&key) {
+                out.next = Some(ScanPosition {
+                    partition: key.clone(),
+                    clustering: partition.rows.last().map(|r| r.clustering.clone()),
+                    rows_returned_in_partition: partition.rows.len().max(1),
+                });
+            }
+            out.partitions.push(partition);
+        }
+        if stop.is_some() && out.next.is_none() {
+            // The stop partition vanished in reconciliation: resume after
+            // the last partition returned, or after the stop key.
+            out.next = stop.map(|partition| ScanPosition {
+                partition,
+                clustering: None,
+                rows_returned_in_partition: 0,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// An in-memory engine holding one table, to reconcile replicas' states.
+fn merged_engine(table: &Table, now: LocalTime) -> Result<KvEngine<MemoryStore>, QueryError> {
+    let engine = KvEngine::new(MemoryStore::new(Arc::new(move || now)));
+    engine.create_table(table.storage_spec())?;
+    Ok(engine)
+}
+
+/// The scan's token interval cut at the ring's tokens, in token order:
+/// (first token, last token, replicas) with both ends inclusive.
+fn scan_pieces(
+    topology: &Topology,
+    strategy: &Strategy,
+    scan: &RangeScan,
+) -> Vec<(Token, Token, Vec<IpAddr>)> {
+    let ranges: Vec<(TokenRange, Vec<IpAddr>)> = match strategy {
+        Strategy::Local => Vec::new(),
+        _ => topology.ring.ranges(strategy),
+    };
+    let mut start = scan.token_start;
+    if let Some(position) = &scan.resume_after {
+        start = start.max(position.partition.token);
+    }
+    let end = scan.token_end;
+    if ranges.is_empty()
+        || ranges.len() == 1 && ranges[0].0.start_exclusive == ranges[0].0.end_inclusive
+    {
+        let replicas = ranges
+            .first()
+            .map(|(_, r)| r.clone())
+            .filter(|r| !r.is_empty())
+            .unwrap_or_else(|| vec![topology.local]);
+        return vec![(start, end, replicas)];
+    }
+    // Linear pieces over [MIN, MAX]: the wrapping range splits in two.
+    let mut linear: Vec<(Token, Token, Vec<IpAddr>)> = Vec::new();
+    for (range, replicas) in &ranges {
+        let (s, e) = (range.start_exclusive.0, range.end_inclusive.0);
+        if s < e {
+            linear.push((Token(s + 1), Token(e), replicas.clone()));
+        } else {
+            linear.push((Token(i64::MIN), Token(e), replicas.clone()));
+            if s < i64::MAX {
+                linear.push((Token(s + 1), Token(i64::MAX), replicas.clone()));
+            }
+        }
+    }
+    linear.sort_by_key(|(s, _, _)| *s);
+    linear
+        .into_iter()
+        .filter(|(s, e, _)| *e >= start && *s <= end)
+        .map(|(s, e, r)| (s.max(start), e.min(end), r))
+        .collect()
+}

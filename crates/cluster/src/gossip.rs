@@ -1,0 +1,331 @@
+//! Membership by gossip: chitchat's scuttlebutt gossip over UDP on the
+//! storage port, with its phi-accrual failure detector. Each node publishes
+//! its application state as key-values (`KEY_*`); `Gossip::view` turns what
+//! it knows of every node into `NodeView`s. The same isolation set as the
+//! messaging layer filters datagrams, so a test's network partition cuts
+//! gossip too.
+
+use std::collections::{BTreeMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use chitchat::transport::{RecvOutcome, SendOutcome, Socket, Transport, UdpTransport};
+use chitchat::FailureDetectorConfig;
+use chitchat::{spawn_chitchat, ChitchatConfig, ChitchatEnvelope, ChitchatHandle, ChitchatId};
+use rocksandra_data::Token;
+
+use crate::ring::{Member, MemberStatus};
+
+/// How often a node gossips with a random peer.
+pub const GOSSIP_INTERVAL: Duration = Duration::from_millis(250);
+/// Phi above which a silent node is declared down (Cassandra's
+/// `phi_convict_threshold` default).
+pub const PHI_CONVICT_THRESHOLD: f64 = 8.0;
+
+pub const KEY_HOST_ID: &str = "host_id";
+pub const KEY_DC: &str = "dc";
+pub const KEY_RACK: &str = "rack";
+pub const KEY_TOKENS: &str = "tokens";
+pub const KEY_STATUS: &str = "status";
+pub const KEY_RPC_ADDRESS: &str = "rpc_address";
+pub const KEY_NATIVE_PORT: &str = "native_port";
+pub const KEY_SCHEMA_VERSION: &str = "schema_version";
+pub const KEY_SCHEMA_EPOCH: &str = "schema_epoch";
+pub const KEY_RELEASE: &str = "release_version";
+
+/// What gossip says about one node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeView {
+    pub member: Member,
+    /// The failure detector thinks it is up (always true for this node).
+    pub alive: bool,
+    /// Decommissioned or removed: it owns nothing any more.
+    pub left: bool,
+    pub rpc_address: IpAddr,
+    pub native_port: u16,
+    pub schema_version: [u8; 16],
+    pub schema_epoch: u64,
+    /// Its start time; a restarted node has a higher one.
+    pub generation: u64,
+}
+
+/// This node's application state, as published.
+#[derive(Clone, Debug)]
+pub struct LocalState {
+    pub host_id: [u8; 16],
+    pub dc: String,
+    pub rack: String,
+    pub tokens: Vec<Token>,
+    pub status: &'static str,
+    pub rpc_address: IpAddr,
+    pub native_port: u16,
+    pub schema_version: [u8; 16],
+    pub schema_epoch: u64,
+}
+
+pub const STATUS_NORMAL: &str = "NORMAL";
+pub const STATUS_JOINING: &str = "JOINING";
+pub const STATUS_LEAVING: &str = "LEAVING";
+pub const STATUS_LEFT: &str = "LEFT";
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn parse_hex16(text: &str) -> Option<[u8; 16]> {
+    if text.len() != 32 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, chunk) in text.as_bytes().chunks(2).enumerate() {
+        let s = std::str::from_utf8(chunk).ok()?;
+        out[i] = u8::from_str_radix(s, 16).ok()?;
+    }
+    Some(out)
+}
+
+impl LocalState {
+    fn key_values(&self) -> Vec<(String, String)> {
+        let tokens: Vec<String> = self.tokens.iter().map(|t| t.0.to_string()).collect();
+        vec![
+            (KEY_HOST_ID.into(), hex(&self.host_id)),
+            (KEY_DC.into(), self.dc.clone()),
+            (KEY_RACK.into(), self.rack.clone()),
+            (KEY_TOKENS.into(), tokens.join(",")),
+            (KEY_STATUS.into(), self.status.into()),
+            (KEY_RPC_ADDRESS.into(), self.rpc_address.to_string()),
+            (KEY_NATIVE_PORT.into(), self.native_port.to_string()),
+            (KEY_SCHEMA_VERSION.into(), hex(&self.schema_version)),
+            (KEY_SCHEMA_EPOCH.into(), self.schema_epoch.to_string()),
+            (KEY_RELEASE.into(), rocksandra_query::RELEASE_VERSION.into()),
+        ]
+    }
+}
+
+/// Parses a node's published state; None while it is incomplete.
+pub fn parse_view(
+    address: IpAddr,
+    generation: u64,
+    alive: bool,
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Option<NodeView> {
+    let host_id = parse_hex16(&get(KEY_HOST_ID)?)?;
+    let tokens: Vec<Token> = get(KEY_TOKENS)?
+        .split(',')
+        .filter(|t| !t.is_empty())
+        .map(|t| t.parse().map(Token))
+        .collect::<Result<_, _>>()
+        .ok()?;
+    let status_text = get(KEY_STATUS)?;
+    let (status, left) = match status_text.as_str() {
+        STATUS_NORMAL => (MemberStatus::Normal, false),
+        STATUS_JOINING => (MemberStatus::Joining, false),
+        STATUS_LEAVING => (MemberStatus::Leaving, false),
+        STATUS_LEFT => (MemberStatus::Normal, true),
+        _ => return None,
+    };
+    Some(NodeView {
+        member: Member {
+            address,
+            host_id,
+            dc: get(KEY_DC)?,
+            rack: get(KEY_RACK)?,
+            tokens,
+            status,
+        },
+        alive,
+        left,
+        rpc_address: get(KEY_RPC_ADDRESS)?.parse().ok()?,
+        native_port: get(KEY_NATIVE_PORT)?.parse().ok()?,
+        schema_version: get(KEY_SCHEMA_VERSION)
+            .and_then(|v| parse_hex16(&v))
+            .unwrap_or([0; 16]),
+        schema_epoch: get(KEY_SCHEMA_EPOCH)
+            .and_then(|e| e.parse().ok())
+            .unwrap_or(0),
+        generation,
+    })
+}
+
+pub struct Gossip {
+    handle: ChitchatHandle,
+    local: IpAddr,
+}
+
+impl Gossip {
+    /// Joins the cluster through `seeds` (gossip addresses).
+    pub async fn start(
+        local: IpAddr,
+        port: u16,
+        cluster_name: &str,
+        seeds: Vec<SocketAddr>,
+        generation: u64,
+        state: &LocalState,
+        isolated: Arc<RwLock<HashSet<IpAddr>>>,
+    ) -> Result<Gossip, String> {
+        let listen = SocketAddr::new(local, port);
+        let config = ChitchatConfig {
+            chitchat_id: ChitchatId::new(local.to_string(), generation, listen),
+            cluster_id: cluster_name.to_string(),
+            gossip_interval: GOSSIP_INTERVAL,
+            listen_addr: listen,
+            seed_nodes: seeds
+                .iter()
+                .filter(|s| **s != listen)
+                .map(|s| s.to_string())
+                .collect(),
+            failure_detector_config: FailureDetectorConfig {
+                phi_threshold: PHI_CONVICT_THRESHOLD,
+                sampling_window_size: 1000,
+                max_interval: Duration::from_secs(10),
+                initial_interval: GOSSIP_INTERVAL * 4,
+                dead_node_grace_period: Duration::from_secs(24 * 3600),
+            },
+            marked_for_deletion_grace_period: Duration::from_secs(3600),
+            catchup_callback: None,
+            extra_liveness_predicate: None,
+            protocol_version: chitchat::ProtocolVersion::V0,
+        };
+        let transport = FilteredTransport { isolated };
+        let handle = spawn_chitchat(config, state.key_values(), &transport)
+            .await
+            .map_err(|e| format!("cannot start gossip on {listen}: {e}"))?;
+        Ok(Gossip { handle, local })
+    }
+
+    /// Publishes a new value of one of this node's keys.
+    pub async fn set(&self, key: &str, value: String) {
+        let chitchat = self.handle.chitchat();
+        let mut chitchat = chitchat.lock().await;
+        chitchat.self_node_state().set(key, value);
+    }
+
+    /// Every node gossip knows of (this one included), the newest
+    /// generation of each address.
+    pub async fn view(&self) -> Vec<NodeView> {
+        let chitchat = self.handle.chitchat();
+        let chitchat = chitchat.lock().await;
+        let live: HashSet<&ChitchatId> = chitchat.live_nodes().collect();
+        let mut newest: BTreeMap<IpAddr, NodeView> = BTreeMap::new();
+        for (id, state) in chitchat.node_states() {
+            let Ok(address) = id.node_id.parse::<IpAddr>() else {
+                continue;
+            };
+            let alive = address == self.local || live.contains(id);
+            let get = |k: &str| state.get(k).map(str::to_string);
+            let Some(view) = parse_view(address, id.generation_id, alive, &get) else {
+                continue;
+            };
+            match newest.get(&address) {
+                Some(v) if v.generation >= view.generation => {}
+                _ => {
+                    newest.insert(address, view);
+                }
+            }
+        }
+        newest.into_values().collect()
+    }
+
+    pub async fn shutdown(self) {
+        let _ = self.handle.shutdown().await;
+    }
+}
+
+/// chitchat's UDP transport, dropping datagrams to and from isolated peers.
+struct FilteredTransport {
+    isolated: Arc<RwLock<HashSet<IpAddr>>>,
+}
+
+#[async_trait::async_trait]
+impl Transport for FilteredTransport {
+    async fn open(&self, listen_addr: SocketAddr) -> anyhow::Result<Box<dyn Socket>> {
+        let inner = UdpTransport.open(listen_addr).await?;
+        Ok(Box::new(FilteredSocket {
+            inner,
+            isolated: self.isolated.clone(),
+        }))
+    }
+}
+
+struct FilteredSocket {
+    inner: Box<dyn Socket>,
+    isolated: Arc<RwLock<HashSet<IpAddr>>>,
+}
+
+impl FilteredSocket {
+    fn blocked(&self, peer: IpAddr) -> bool {
+        self.isolated
+            .read()
+            .map(|s| s.contains(&peer))
+            .unwrap_or(false)
+    }
+}
+
+#[async_trait::async_trait]
+impl Socket for FilteredSocket {
+    fn local_addr(&self) -> anyhow::Result<SocketAddr> {
+        self.inner.local_addr()
+    }
+
+    async fn send(
+        &mut self,
+        to: SocketAddr,
+        envelope: ChitchatEnvelope,
+    ) -> anyhow::Result<SendOutcome> {
+        if self.blocked(to.ip()) {
+            return Ok(SendOutcome { num_bytes_sent: 0 });
+        }
+        self.inner.send(to, envelope).await
+    }
+
+    async fn recv(&mut self) -> anyhow::Result<RecvOutcome> {
+        loop {
+            let outcome = self.inner.recv().await?;
+            if !self.blocked(outcome.from_addr.ip()) {
+                return Ok(outcome);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn published_state_parses_back() {
+        let state = LocalState {
+            host_id: [7; 16],
+            dc: "dc1".into(),
+            rack: "r1".into(),
+            tokens: vec![Token(-5), Token(42)],
+            status: STATUS_JOINING,
+            rpc_address: "127.0.0.2".parse().expect("ip"),
+            native_port: 9042,
+            schema_version: [3; 16],
+            schema_epoch: 12,
+        };
+        let kv: BTreeMap<String, String> = state.key_values().into_iter().collect();
+        let get = |k: &str| kv.get(k).cloned();
+        let address: IpAddr = "127.0.0.2".parse().expect("ip");
+        let view = parse_view(address, 9, true, &get).expect("parses");
+        assert_eq!(view.member.host_id, [7; 16]);
+        assert_eq!(view.member.tokens, vec![Token(-5), Token(42)]);
+        assert_eq!(view.member.status, MemberStatus::Joining);
+        assert_eq!(view.schema_epoch, 12);
+        assert_eq!(view.schema_version, [3; 16]);
+        assert_eq!(view.native_port, 9042);
+        assert!(!view.left);
+        // Incomplete state (a key missing) is not a node yet.
+        let partial = |k: &str| (k != KEY_TOKENS).then(|| kv.get(k).cloned()).flatten();
+        assert_eq!(parse_view(address, 9, true, &partial), None);
+    }
+
+    #[test]
+    fn hex_round_trips() {
+        let bytes = [0xab; 16];
+        assert_eq!(parse_hex16(&hex(&bytes)), Some(bytes));
+        assert_eq!(parse_hex16("zz"), None);
+    }
+}

@@ -1,0 +1,22 @@
+//! Several Rocksandra nodes as one database: the token ring and replica
+//! placement (`ring`), consistency levels (`consistency`), the internode
+//! message format (`message`) and transport (`messaging`), gossip membership
+//! (`gossip`), the topology a node believes in (`topology`), the coordinator
+//! that runs reads and writes against replicas (`coordinator`, with
+//! `replica` for the replica side), hinted handoff (`hints`), the node's
+//! membership, schema agreement and bootstrap (`node`) and operator
+//! commands (`admin`).
+
+pub mod admin;
+pub mod consistency;
+pub mod coordinator;
+pub mod gossip;
+pub mod hints;
+pub mod message;
+pub mod messaging;
+pub mod node;
+pub mod replica;
+pub mod ring;
+pub mod topology;
+
+pub use node::{ClusterConfig, ClusterNode, EventSink};

@@ -1,0 +1,276 @@
+//! The internode message format: every byte nodes send each other.
+//!
+//! A connection starts with a `Hello` frame from the connecting node; after
+//! that, frames carry `Envelope`s. A frame is a 4-byte big-endian length
+//! (of what follows), a format version byte (`FORMAT_VERSION`) and the
+//! body encoded with postcard (serde). A node refuses frames of another
+//! version and frames longer than `MAX_FRAME_BYTES`. Layout details:
+//! `docs/internals/internode.md`.
+
+use std::net::IpAddr;
+
+use rocksandra_data::LocalTime;
+use rocksandra_storage::{
+    Mutation, Partition, PartitionRead, RangeScan, RawPartition, ScanPage, TokenRange,
+};
+use serde::{Deserialize, Serialize};
+
+/// Changes whenever any message changes shape.
+pub const FORMAT_VERSION: u8 = 1;
+
+/// The largest frame a node sends or accepts (length prefix excluded).
+pub const MAX_FRAME_BYTES: usize = 256 << 20;
+
+/// Marks the first frame of a Rocksandra internode connection.
+pub const HELLO_MAGIC: u32 = 0x5253_4e44; // "RSND"
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    pub magic: u32,
+    pub cluster_name: String,
+    /// The connecting node's listen address.
+    pub from: IpAddr,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Envelope {
+    Request { id: u64, body: Request },
+    Response { id: u64, body: Response },
+}
+
+/// What one node asks another.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Request {
+    /// Apply these mutations (a replica write, a hint or a read repair).
+    Mutate {
+        mutations: Vec<Mutation>,
+        now: LocalTime,
+    },
+    /// A data read (`Response::Data`) or, with `digest`, only the digest of
+    /// what it would return (`Response::Digest`).
+    Read {
+        read: PartitionRead,
+        now: LocalTime,
+        digest: bool,
+    },
+    /// The stored state for reconciliation (`Response::Raw`).
+    ReadRaw {
+        read: PartitionRead,
+        now: LocalTime,
+    },
+    Scan {
+        scan: RangeScan,
+        now: LocalTime,
+    },
+    /// The sender's schema (`Response::Schema`).
+    SchemaPull,
+    /// Adopt this schema if it is newer than yours.
+    SchemaPush {
+        schema: SchemaBlob,
+    },
+    /// Take (or, with `release`, give back) the cluster's schema lock; the
+    /// schema leader answers `Ack` when granted.
+    SchemaLock {
+        release: bool,
+    },
+    /// Write files of the token ranges of `table` for the sender.
+    StreamOut {
+        table: u64,
+        ranges: Vec<TokenRange>,
+    },
+    /// An operator command (`rocksandra nodetool`).
+    Admin(AdminCommand),
+}
+
+/// The schema as nodes exchange it: the stored JSON with its epoch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SchemaBlob {
+    pub epoch: u64,
+    pub version: [u8; 16],
+    pub json: Vec<u8>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum AdminCommand {
+    Status,
+    Ring,
+    Info,
+    DescribeRing {
+        keyspace: String,
+    },
+    Flush,
+    Compact,
+    /// Drops what this node no longer replicates.
+    Cleanup,
+    Snapshot {
+        tag: String,
+    },
+    Repair {
+        keyspace: Option<String>,
+    },
+    Decommission,
+    RemoveNode {
+        host_id: String,
+    },
+    /// Test-only fault injection: drop every message to and from these
+    /// peers (an empty list heals).
+    Isolate {
+        peers: Vec<IpAddr>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Response {
+    Ack,
+    Data(Partition),
+    Digest([u8; 16]),
+    Raw(RawPartition),
+    Page(ScanPage),
+    Schema(SchemaBlob),
+    /// Stream files written for the requester: (file name, bytes).
+    Files(Vec<(String, Vec<u8>)>),
+    /// An operator command's output.
+    Text(String),
+    Error(RemoteError),
+}
+
+/// Why a node could not do what was asked.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RemoteError {
+    /// Too many requests in flight on that node.
+    Overloaded(String),
+    /// The request was wrong (e.g. an unknown table: schemas disagree).
+    Invalid(String),
+    /// The node failed (storage error).
+    Failed(String),
+}
+
+impl std::fmt::Display for RemoteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RemoteError::Overloaded(m) | RemoteError::Invalid(m) | RemoteError::Failed(m) => {
+                f.write_str(m)
+            }
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DecodeError {
+    #[error("frame of {0} bytes is over the limit of {MAX_FRAME_BYTES}")]
+    TooLong(usize),
+    #[error("frame has format version {0}, this node speaks {FORMAT_VERSION}")]
+    Version(u8),
+    #[error("empty frame")]
+    Empty,
+    #[error("malformed message: {0}")]
+    Malformed(String),
+}
+
+/// A frame for `body`: length, version, postcard bytes.
+pub fn encode_frame<T: Serialize>(body: &T) -> Vec<u8> {
+    let mut frame = vec![0u8; 5];
+    frame[4] = FORMAT_VERSION;
+    // Serializing plain data into a Vec cannot fail.
+    let frame = postcard::to_extend(body, frame).unwrap_or_default();
+    let len = (frame.len().saturating_sub(4)) as u32;
+    let mut frame = frame;
+    if frame.len() >= 4 {
+        frame[..4].copy_from_slice(&len.to_be_bytes());
+    }
+    frame
+}
+
+/// The length a frame header announces, checked against the limit.
+pub fn frame_length(header: [u8; 4]) -> Result<usize, DecodeError> {
+    let len = u32::from_be_bytes(header) as usize;
+    if len > MAX_FRAME_BYTES {
+        return Err(DecodeError::TooLong(len));
+    }
+    if len == 0 {
+        return Err(DecodeError::Empty);
+    }
+    Ok(len)
+}
+
+/// Decodes a frame's contents (after the length): version byte and body.
+pub fn decode_body<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, DecodeError> {
+    let (&version, body) = bytes.split_first().ok_or(DecodeError::Empty)?;
+    if version != FORMAT_VERSION {
+        return Err(DecodeError::Version(version));
+    }
+    postcard::from_bytes(body).map_err(|e| DecodeError::Malformed(e.to_string()))
+}
+
+/// The digest replicas compare: MD5 over the encoded live partition.
+pub fn digest(partition: &Partition) -> [u8; 16] {
+    use md5::Digest;
+    let bytes = postcard::to_stdvec(partition).unwrap_or_default();
+    md5::Md5::digest(&bytes).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocksandra_storage::PartitionKey;
+
+    #[test]
+    fn frames_round_trip() {
+        let envelope = Envelope::Request {
+            id: 7,
+            body: Request::SchemaPull,
+        };
+        let frame = encode_frame(&envelope);
+        let len = frame_length([frame[0], frame[1], frame[2], frame[3]]).expect("length");
+        assert_eq!(len, frame.len() - 4);
+        let back: Envelope = decode_body(&frame[4..]).expect("decodes");
+        assert_eq!(back, envelope);
+    }
+
+    #[test]
+    fn bad_frames_are_refused() {
+        assert_eq!(
+            frame_length(((MAX_FRAME_BYTES + 1) as u32).to_be_bytes()),
+            Err(DecodeError::TooLong(MAX_FRAME_BYTES + 1))
+        );
+        assert_eq!(frame_length([0; 4]), Err(DecodeError::Empty));
+        assert_eq!(
+            decode_body::<Envelope>(&[FORMAT_VERSION + 1, 0]),
+            Err(DecodeError::Version(FORMAT_VERSION + 1))
+        );
+        assert!(matches!(
+            decode_body::<Envelope>(&[FORMAT_VERSION, 9, 9, 9]),
+            Err(DecodeError::Malformed(_))
+        ));
+        // A huge announced vector length must fail, not allocate.
+        assert!(
+            decode_body::<Envelope>(&[FORMAT_VERSION, 0, 1, 0, 0xff, 0xff, 0xff, 0x0f]).is_err()
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn random_bytes_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+            let _ = decode_body::<Envelope>(&bytes);
+            let mut versioned = vec![FORMAT_VERSION];
+            versioned.extend_from_slice(&bytes);
+            let _ = decode_body::<Envelope>(&versioned);
+            let _ = decode_body::<Hello>(&versioned);
+        }
+    }
+
+    #[test]
+    fn digests_differ_with_content() {
+        let a = Partition {
+            key: PartitionKey::new(b"a".to_vec()),
+            static_row: None,
+            rows: Vec::new(),
+        };
+        let b = Partition {
+            key: PartitionKey::new(b"b".to_vec()),
+            ..a.clone()
+        };
+        assert_eq!(digest(&a), digest(&a.clone()));
+        assert_ne!(digest(&a), digest(&b));
+    }
+}

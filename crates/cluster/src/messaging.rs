@@ -1,0 +1,417 @@
+//! Internode messaging: one persistent TCP connection per peer for the
+//! requests this node sends (answers come back on it), and the connections
+//! peers open to this node for theirs. Requests are matched to answers by
+//! id; every queue has a named limit, and a full one fails the request at
+//! once rather than waiting.
+//!
+//! Callers are blocking threads (the coordinator): `send` queues a request
+//! and the answer (or its failure) arrives on a std channel the caller
+//! waits on with its own deadline. Requests that arrive are answered by a
+//! `Handler` on tokio's blocking pool.
+//!
+//! Fault injection for tests: `isolate` drops every message to and from the
+//! given peers, as a network partition would.
+
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, Semaphore};
+
+use crate::message::{
+    decode_body, encode_frame, frame_length, DecodeError, Envelope, Hello, RemoteError, Request,
+    Response, HELLO_MAGIC,
+};
+
+/// Requests queued for one peer before `send` fails with Overloaded.
+pub const OUTBOUND_QUEUE_MESSAGES: usize = 4096;
+/// Requests from all peers being handled at once; more are answered
+/// with `RemoteError::Overloaded`.
+pub const MAX_INBOUND_REQUESTS: usize = 512;
+/// Answers queued on one inbound connection.
+pub const INBOUND_REPLY_QUEUE: usize = 1024;
+/// How long connecting to a peer may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Requests waiting for an answer longer than this are forgotten (the
+/// caller gave up long before: its own timeout is shorter).
+pub const PENDING_EXPIRY: Duration = Duration::from_secs(120);
+
+/// Answers requests from other nodes; runs on a blocking thread.
+pub trait Handler: Send + Sync + 'static {
+    fn handle(&self, from: IpAddr, request: Request) -> Response;
+}
+
+/// Why a request got no answer from its peer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    #[error("cannot reach {0}: {1}")]
+    Unreachable(IpAddr, String),
+    #[error("too many requests queued for {0}")]
+    QueueFull(IpAddr),
+    #[error("connection to {0} lost")]
+    ConnectionLost(IpAddr),
+}
+
+/// Where an answer goes: the peer asked and its answer.
+pub type Reply = (IpAddr, Result<Response, SendError>);
+pub type ReplySender = std::sync::mpsc::Sender<Reply>;
+
+struct PendingRequest {
+    reply: ReplySender,
+    since: Instant,
+}
+
+struct Outbound {
+    peer: IpAddr,
+    queue: mpsc::Sender<(u64, Vec<u8>)>,
+    pending: Mutex<HashMap<u64, PendingRequest>>,
+}
+
+impl Outbound {
+    fn fail_all(&self, error: SendError) {
+        let pending: Vec<PendingRequest> = self
+            .pending
+            .lock()
+            .map(|mut p| p.drain().map(|(_, v)| v).collect())
+            .unwrap_or_default();
+        for p in pending {
+            let _ = p.reply.send((self.peer, Err(error.clone())));
+        }
+    }
+
+    fn complete(&self, id: u64, response: Response) {
+        let entry = self.pending.lock().ok().and_then(|mut p| p.remove(&id));
+        if let Some(p) = entry {
+            let _ = p.reply.send((self.peer, Ok(response)));
+        }
+    }
+
+    fn fail(&self, id: u64, error: SendError) {
+        let entry = self.pending.lock().ok().and_then(|mut p| p.remove(&id));
+        if let Some(p) = entry {
+            let _ = p.reply.send((self.peer, Err(error)));
+        }
+    }
+
+    fn expire(&self) {
+        if let Ok(mut p) = self.pending.lock() {
+            p.retain(|_, r| r.since.elapsed() < PENDING_EXPIRY);
+        }
+    }
+}
+
+pub struct Messaging {
+    local: IpAddr,
+    port: u16,
+    cluster_name: String,
+    runtime: tokio::runtime::Handle,
+    handler: Arc<dyn Handler>,
+    outbound: Mutex<HashMap<IpAddr, Arc<Outbound>>>,
+    next_id: AtomicU64,
+    isolated: RwLock<HashSet<IpAddr>>,
+    inbound_permits: Arc<Semaphore>,
+}
+
+impl Messaging {
+    /// Binds `local:port` and serves peers' requests with `handler`.
+    pub async fn start(
+        local: IpAddr,
+        port: u16,
+        cluster_name: String,
+        handler: Arc<dyn Handler>,
+    ) -> std::io::Result<Arc<Messaging>> {
+        let listener = TcpListener::bind(SocketAddr::new(local, port)).await?;
+        let port = listener.local_addr()?.port();
+        let messaging = Arc::new(Messaging {
+            local,
+            port,
+            cluster_name,
+            runtime: tokio::runtime::Handle::current(),
+            handler,
+            outbound: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            isolated: RwLock::new(HashSet::new()),
+            inbound_permits: Arc::new(Semaphore::new(MAX_INBOUND_REQUESTS)),
+        });
+        let weak = Arc::downgrade(&messaging);
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let Some(messaging) = weak.upgrade() else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    if let Err(e) = messaging.serve(stream).await {
+                        tracing::debug!("internode connection closed: {e}");
+                    }
+                });
+            }
+        });
+        Ok(messaging)
+    }
+
+    pub fn local(&self) -> IpAddr {
+        self.local
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    fn is_isolated(&self, peer: IpAddr) -> bool {
+        self.isolated
+            .read()
+            .map(|s| s.contains(&peer))
+            .unwrap_or(false)
+    }
+
+    /// Drops every message to and from `peers` from now on (tests' network
+    /// partitions); an empty list heals.
+    pub fn isolate(&self, peers: &[IpAddr]) {
+        if let Ok(mut set) = self.isolated.write() {
+            *set = peers.iter().copied().collect();
+        }
+    }
+
+    pub fn isolated_peers(&self) -> Vec<IpAddr> {
+        self.isolated
+            .read()
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// Sends `request` to `peer`; its answer, or why there is none, goes to
+    /// `reply` (nothing at all when the peer is isolated: the caller's
+    /// timeout decides).
+    pub fn send(&self, peer: IpAddr, request: Request, reply: ReplySender) {
+        if self.is_isolated(peer) {
+            return;
+        }
+        let outbound = self.outbound(peer);
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let frame = encode_frame(&Envelope::Request { id, body: request });
+        if let Ok(mut p) = outbound.pending.lock() {
+            p.insert(
+                id,
+                PendingRequest {
+                    reply,
+                    since: Instant::now(),
+                },
+            );
+        }
+        if outbound.queue.try_send((id, frame)).is_err() {
+            outbound.fail(id, SendError::QueueFull(peer));
+        }
+    }
+
+    /// Sends and waits up to `timeout` for the answer.
+    pub fn call(
+        &self,
+        peer: IpAddr,
+        request: Request,
+        timeout: Duration,
+    ) -> Result<Response, SendError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.send(peer, request, tx);
+        match rx.recv_timeout(timeout) {
+            Ok((_, result)) => result,
+            Err(_) => Err(SendError::Unreachable(peer, "timed out".into())),
+        }
+    }
+
+    fn outbound(&self, peer: IpAddr) -> Arc<Outbound> {
+        let mut map = match self.outbound.lock() {
+            Ok(m) => m,
+            Err(p) => p.into_inner(),
+        };
+        if let Some(o) = map.get(&peer) {
+            return o.clone();
+        }
+        let (tx, rx) = mpsc::channel(OUTBOUND_QUEUE_MESSAGES);
+        let outbound = Arc::new(Outbound {
+            peer,
+            queue: tx,
+            pending: Mutex::new(HashMap::new()),
+        });
+        map.insert(peer, outbound.clone());
+        let hello = Hello {
+            magic: HELLO_MAGIC,
+            cluster_name: self.cluster_name.clone(),
+            from: self.local,
+        };
+        let address = SocketAddr::new(peer, self.port);
+        self.runtime
+            .spawn(run_outbound(outbound.clone(), rx, address, hello));
+        outbound
+    }
+
+    /// Serves one connection a peer opened: its requests, our answers.
+    async fn serve(self: Arc<Self>, stream: TcpStream) -> Result<(), String> {
+        stream.set_nodelay(true).map_err(|e| e.to_string())?;
+        let (mut read, mut write) = stream.into_split();
+        let hello: Hello = read_frame(&mut read).await?;
+        if hello.magic != HELLO_MAGIC {
+            return Err("not a Rocksandra node".into());
+        }
+        // An operator's tool (`rocksandra nodetool`) names no cluster and
+        // may only send admin commands.
+        let admin_only = hello.cluster_name.is_empty();
+        if !admin_only && hello.cluster_name != self.cluster_name {
+            return Err(format!(
+                "{} belongs to cluster {:?}, this node to {:?}",
+                hello.from, hello.cluster_name, self.cluster_name
+            ));
+        }
+        let from = hello.from;
+        let (tx, mut rx) = mpsc::channel::<Vec<u8>>(INBOUND_REPLY_QUEUE);
+        tokio::spawn(async move {
+            while let Some(frame) = rx.recv().await {
+                if write.write_all(&frame).await.is_err() {
+                    return;
+                }
+            }
+        });
+        loop {
+            let envelope: Envelope = read_frame(&mut read).await?;
+            let Envelope::Request { id, body } = envelope else {
+                return Err("an answer on an inbound connection".into());
+            };
+            if self.is_isolated(from) {
+                continue;
+            }
+            if admin_only && !matches!(body, Request::Admin(_)) {
+                return Err("only admin commands from an operator tool".into());
+            }
+            let tx = tx.clone();
+            let Ok(permit) = self.inbound_permits.clone().try_acquire_owned() else {
+                let frame = encode_frame(&Envelope::Response {
+                    id,
+                    body: Response::Error(RemoteError::Overloaded(format!(
+                        "{} requests in flight on {}",
+                        MAX_INBOUND_REQUESTS, self.local
+                    ))),
+                });
+                let _ = tx.try_send(frame);
+                continue;
+            };
+            let messaging = self.clone();
+            tokio::task::spawn_blocking(move || {
+                let response = messaging.handler.handle(from, body);
+                drop(permit);
+                if messaging.is_isolated(from) {
+                    return;
+                }
+                let frame = encode_frame(&Envelope::Response { id, body: response });
+                // A full reply queue means the peer stopped reading: the
+                // answer is dropped and the peer's request times out.
+                let _ = tx.try_send(frame);
+            });
+        }
+    }
+}
+
+async fn read_frame<T: for<'de> serde::Deserialize<'de>>(
+    read: &mut (impl AsyncReadExt + Unpin),
+) -> Result<T, String> {
+    let mut header = [0u8; 4];
+    read.read_exact(&mut header)
+        .await
+        .map_err(|e| e.to_string())?;
+    let len = frame_length(header).map_err(|e: DecodeError| e.to_string())?;
+    let mut body = vec![0u8; len];
+    read.read_exact(&mut body)
+        .await
+        .map_err(|e| e.to_string())?;
+    decode_body(&body).map_err(|e| e.to_string())
+}
+
+/// The connection loop of one peer: connect when there is something to
+/// send, write queued requests, route answers; on failure fail what is
+/// pending and connect again for the next request.
+async fn run_outbound(
+    outbound: Arc<Outbound>,
+    mut queue: mpsc::Receiver<(u64, Vec<u8>)>,
+    address: SocketAddr,
+    hello: Hello,
+) {
+    let peer = address.ip();
+    let mut expiry = tokio::time::interval(Duration::from_secs(10));
+    loop {
+        // Wait for the first request before connecting.
+        let first = tokio::select! {
+            next = queue.recv() => match next {
+                Some(m) => m,
+                None => return,
+            },
+            _ = expiry.tick() => { outbound.expire(); continue; }
+        };
+        let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await
+        {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => {
+                outbound.fail(first.0, SendError::Unreachable(peer, e.to_string()));
+                drain_failed(&outbound, &mut queue, peer);
+                continue;
+            }
+            Err(_) => {
+                outbound.fail(
+                    first.0,
+                    SendError::Unreachable(peer, "connect timed out".into()),
+                );
+                drain_failed(&outbound, &mut queue, peer);
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let (mut read, mut write) = stream.into_split();
+        if write.write_all(&encode_frame(&hello)).await.is_err()
+            || write.write_all(&first.1).await.is_err()
+        {
+            outbound.fail_all(SendError::ConnectionLost(peer));
+            continue;
+        }
+        let reader_outbound = outbound.clone();
+        let mut reader = tokio::spawn(async move {
+            loop {
+                match read_frame::<Envelope>(&mut read).await {
+                    Ok(Envelope::Response { id, body }) => reader_outbound.complete(id, body),
+                    Ok(Envelope::Request { .. }) => return,
+                    Err(_) => return,
+                }
+            }
+        });
+        loop {
+            tokio::select! {
+                next = queue.recv() => match next {
+                    Some((id, frame)) => {
+                        if write.write_all(&frame).await.is_err() {
+                            outbound.fail(id, SendError::ConnectionLost(peer));
+                            break;
+                        }
+                    }
+                    None => { reader.abort(); return; }
+                },
+                _ = &mut reader => break,
+                _ = expiry.tick() => outbound.expire(),
+            }
+        }
+        reader.abort();
+        outbound.fail_all(SendError::ConnectionLost(peer));
+    }
+}
+
+/// Fails the requests already queued for an unreachable peer.
+fn drain_failed(outbound: &Outbound, queue: &mut mpsc::Receiver<(u64, Vec<u8>)>, peer: IpAddr) {
+    while let Ok((id, _)) = queue.try_recv() {
+        outbound.fail(
+            id,
+            SendError::Unreachable(peer, "connection refused".into()),
+        );
+    }
+}

@@ -1,0 +1,830 @@
+//! A node as a member of a cluster: starts messaging and gossip, picks its
+//! tokens, keeps the topology current (and system.peers, and drivers'
+//! events), replays hints, spreads schema changes, bootstraps its ranges,
+//! and answers other nodes' requests.
+
+use std::collections::{BTreeMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use rocksandra_data::Token;
+use rocksandra_query::proxy::{SchemaLease, SchemaSync};
+use rocksandra_query::{Executor, PeerInfo, QueryError};
+use rocksandra_storage::{Engine, TableId};
+use rocksandra_wire::{Event, StatusChangeType, TopologyChangeType};
+
+use crate::coordinator::{Coordinator, Shared};
+use crate::gossip::{Gossip, LocalState, NodeView};
+use crate::hints::Hints;
+use crate::message::{AdminCommand, RemoteError, Request, Response, SchemaBlob};
+use crate::messaging::{Handler, Messaging};
+use crate::ring::{allocate_tokens, MemberStatus, Ring};
+use crate::topology::Topology;
+
+/// How often the membership loop reads gossip.
+pub const MEMBERSHIP_PERIOD: Duration = Duration::from_millis(250);
+/// How often hints are offered to nodes that are back.
+pub const HINT_REPLAY_PERIOD: Duration = Duration::from_secs(1);
+/// How long a new node waits to hear of the cluster from its seeds.
+pub const SEED_WAIT: Duration = Duration::from_secs(15);
+/// How long a schema change waits for the cluster's schema lock, and for
+/// every live node to take the new schema.
+pub const SCHEMA_TIMEOUT: Duration = Duration::from_secs(10);
+/// A schema lock whose holder went silent is free again after this.
+pub const SCHEMA_LOCK_LEASE: Duration = Duration::from_secs(30);
+/// Timeout of one streaming request (a token range of one table).
+pub const STREAM_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What a node needs to know to join.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    pub cluster_name: String,
+    pub listen_address: IpAddr,
+    pub storage_port: u16,
+    pub seeds: Vec<SocketAddr>,
+    pub dc: String,
+    pub rack: String,
+    pub host_id: [u8; 16],
+    /// Tokens kept from an earlier start; empty for a new node.
+    pub tokens: Vec<Token>,
+    pub num_tokens: usize,
+    pub rpc_address: IpAddr,
+    pub native_port: u16,
+    /// For hints and streaming files.
+    pub data_dir: PathBuf,
+    /// A new node takes its ranges' data from the others before it serves.
+    pub auto_bootstrap: bool,
+}
+
+pub type EventSink = Arc<dyn Fn(Event) + Send + Sync>;
+
+pub struct ClusterNode {
+    config: ClusterConfig,
+    pub shared: Arc<Shared>,
+    executor: Arc<Executor>,
+    gossip: Gossip,
+    events: EventSink,
+    status: Mutex<&'static str>,
+    /// Tokens in use (allocated on first start).
+    pub tokens: Vec<Token>,
+    pulling_schema: AtomicBool,
+    /// The schema lock, on the node that is the schema leader.
+    schema_lock: Mutex<Option<(IpAddr, Instant)>>,
+}
+
+/// Answers other nodes; set up before messaging starts, given the node
+/// once it exists.
+struct NodeHandler {
+    node: OnceLock<Arc<ClusterNode>>,
+    engine: Arc<dyn Engine>,
+}
+
+impl Handler for NodeHandler {
+    fn handle(&self, from: IpAddr, request: Request) -> Response {
+        let request = match crate::replica::serve(&*self.engine, request) {
+            Ok(response) => return response,
+            Err(other) => other,
+        };
+        match self.node.get() {
+            Some(node) => node.handle(from, request),
+            None => Response::Error(RemoteError::Overloaded("node is starting".into())),
+        }
+    }
+}
+
+fn micros_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
+
+impl ClusterNode {
+    /// Joins the cluster and routes `executor`'s data and schema changes
+    /// through it.
+    pub async fn start(
+        config: ClusterConfig,
+        engine: Arc<dyn Engine>,
+        executor: Arc<Executor>,
+        events: EventSink,
+    ) -> Result<Arc<ClusterNode>, String> {
+        let handler = Arc::new(NodeHandler {
+            node: OnceLock::new(),
+            engine: engine.clone(),
+        });
+        let messaging = Messaging::start(
+            config.listen_address,
+            config.storage_port,
+            config.cluster_name.clone(),
+            handler.clone(),
+        )
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot listen for other nodes on {}:{}: {e}",
+                config.listen_address, config.storage_port
+            )
+        })?;
+        let isolated = Arc::new(std::sync::RwLock::new(HashSet::new()));
+        let new_node = config.tokens.is_empty();
+        let (epoch, version, _) = executor.schema_blob();
+        let mut state = LocalState {
+            host_id: config.host_id,
+            dc: config.dc.clone(),
+            rack: config.rack.clone(),
+            tokens: config.tokens.clone(),
+            status: if new_node {
+                crate::gossip::STATUS_JOINING
+            } else {
+                crate::gossip::STATUS_NORMAL
+            },
+            rpc_address: config.rpc_address,
+            native_port: config.native_port,
+            schema_version: version,
+            schema_epoch: epoch,
+        };
+        let generation = (micros_now() / 1000) as u64;
+        let gossip = Gossip::start(
+            config.listen_address,
+            config.storage_port,
+            &config.cluster_name,
+            config.seeds.clone(),
+            generation,
+            &state,
+            isolated,
+        )
+        .await?;
+        let local = config.listen_address;
+        let is_seed = config.seeds.iter().any(|s| s.ip() == local);
+        // A new node learns the ring before choosing tokens.
+        let mut views = gossip.view().await;
+        if new_node && !is_seed {
+            let started = Instant::now();
+            while !views
+                .iter()
+                .any(|v| v.member.address != local && v.member.status == MemberStatus::Normal)
+            {
+                if started.elapsed() > SEED_WAIT {
+                    return Err(format!(
+                        "no seed answered within {} s (seeds: {:?})",
+                        SEED_WAIT.as_secs(),
+                        config.seeds
+                    ));
+                }
+                tokio::time::sleep(MEMBERSHIP_PERIOD).await;
+                views = gossip.view().await;
+            }
+        }
+        let tokens = if new_node {
+            let others = Ring::new(
+                views
+                    .iter()
+                    .filter(|v| v.member.address != local && !v.left)
+                    .map(|v| v.member.clone()),
+            );
+            let mut seed = micros_now() as u64
+                ^ u64::from_be_bytes([
+                    config.host_id[0],
+                    config.host_id[1],
+                    config.host_id[2],
+                    config.host_id[3],
+                    config.host_id[4],
+                    config.host_id[5],
+                    config.host_id[6],
+                    config.host_id[7],
+                ]);
+            let mut random = move || {
+                seed = seed
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                seed ^ (seed >> 33)
+            };
+            allocate_tokens(&others, &config.dc, config.num_tokens.max(1), &mut random)
+        } else {
+            config.tokens.clone()
+        };
+        state.tokens = tokens.clone();
+        let token_text: Vec<String> = tokens.iter().map(|t| t.0.to_string()).collect();
+        gossip
+            .set(crate::gossip::KEY_TOKENS, token_text.join(","))
+            .await;
+        let hints = Hints::open(&config.data_dir.join("hints"))
+            .map_err(|e| format!("cannot open the hints directory: {e}"))?;
+        let topology = Topology::new(local, config.dc.clone(), gossip.view().await);
+        let shared = Shared::new(
+            local,
+            engine,
+            messaging,
+            topology,
+            hints,
+            Arc::new(micros_now),
+        )
+        .map_err(|e| format!("cannot start the coordinator: {e}"))?;
+        let node = Arc::new(ClusterNode {
+            config,
+            shared: shared.clone(),
+            executor: executor.clone(),
+            gossip,
+            events,
+            status: Mutex::new(state.status),
+            tokens,
+            pulling_schema: AtomicBool::new(false),
+            schema_lock: Mutex::new(None),
+        });
+        let _ = handler.node.set(node.clone());
+        executor
+            .set_data_proxy(Arc::new(Coordinator::new(shared)))
+            .map_err(|e| e.to_string())?;
+        executor
+            .set_schema_sync(Arc::new(NodeSchemaSync(Arc::downgrade(&node))))
+            .map_err(|e| e.to_string())?;
+        node.refresh().await;
+        if new_node {
+            if !is_seed {
+                // Wait until gossip calls another normal node up: schema
+                // and data come from the live ones.
+                let started = Instant::now();
+                loop {
+                    node.refresh().await;
+                    let topology = node.shared.topology();
+                    let others_up = topology.nodes.values().any(|v| {
+                        v.alive
+                            && v.member.address != local
+                            && v.member.status == MemberStatus::Normal
+                    });
+                    if others_up {
+                        break;
+                    }
+                    if started.elapsed() > SEED_WAIT {
+                        return Err("no other node of the cluster is up".into());
+                    }
+                    tokio::time::sleep(MEMBERSHIP_PERIOD).await;
+                }
+                node.pull_newest_schema_async().await;
+                if node.config.auto_bootstrap {
+                    // Wait until the others see this node joining, so they
+                    // send it the writes of its future ranges meanwhile.
+                    for _ in 0..8 {
+                        tokio::time::sleep(MEMBERSHIP_PERIOD).await;
+                        node.refresh().await;
+                    }
+                    let n = node.clone();
+                    tokio::task::spawn_blocking(move || n.bootstrap())
+                        .await
+                        .map_err(|e| e.to_string())??;
+                }
+            }
+            node.set_status(crate::gossip::STATUS_NORMAL).await;
+        }
+        tokio::spawn(membership_loop(Arc::downgrade(&node)));
+        let weak = Arc::downgrade(&node);
+        std::thread::Builder::new()
+            .name("hint-replay".into())
+            .spawn(move || hint_loop(weak))
+            .map_err(|e| format!("cannot start hint replay: {e}"))?;
+        Ok(node)
+    }
+
+    async fn set_status(self: &Arc<Self>, status: &'static str) {
+        *self.status.lock().unwrap_or_else(|p| p.into_inner()) = status;
+        self.gossip
+            .set(crate::gossip::KEY_STATUS, status.to_string())
+            .await;
+        self.refresh().await;
+    }
+
+    pub fn status(&self) -> &'static str {
+        *self.status.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reads gossip into a new topology: peers for system.peers, events
+    /// for drivers, the local schema version for others to see.
+    async fn refresh(self: &Arc<Self>) {
+        let views = self.gossip.view().await;
+        let next = Topology::new(self.config.listen_address, self.config.dc.clone(), views);
+        let previous = self.shared.topology();
+        self.emit_events(&previous, &next);
+        if let Ok(mut down) = self.shared.down_since.write() {
+            for (address, view) in &next.nodes {
+                if view.alive {
+                    down.remove(address);
+                } else {
+                    down.entry(*address).or_insert_with(Instant::now);
+                }
+            }
+        }
+        let peers: Vec<PeerInfo> = next
+            .nodes
+            .values()
+            .filter(|v| v.member.address != self.config.listen_address)
+            .map(|v| PeerInfo {
+                listen_address: v.member.address,
+                rpc_address: v.rpc_address,
+                native_port: v.native_port,
+                data_center: v.member.dc.clone(),
+                rack: v.member.rack.clone(),
+                host_id: v.member.host_id,
+                tokens: v.member.tokens.iter().map(|t| t.0).collect(),
+                schema_version: v.schema_version,
+            })
+            .collect();
+        self.executor.set_peers(peers);
+        let newest = next
+            .nodes
+            .values()
+            .filter(|v| v.alive)
+            .map(|v| v.schema_epoch)
+            .max()
+            .unwrap_or(0);
+        *self
+            .shared
+            .topology
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        let (epoch, version, _) = self.executor.schema_blob();
+        let published = self
+            .shared
+            .topology()
+            .nodes
+            .get(&self.config.listen_address)
+            .map(|v| (v.schema_epoch, v.schema_version));
+        if published != Some((epoch, version)) {
+            self.gossip
+                .set(
+                    crate::gossip::KEY_SCHEMA_VERSION,
+                    crate::gossip::hex(&version),
+                )
+                .await;
+            self.gossip
+                .set(crate::gossip::KEY_SCHEMA_EPOCH, epoch.to_string())
+                .await;
+        }
+        if newest > epoch {
+            self.pull_newest_schema_async().await;
+        }
+    }
+
+    fn emit_events(&self, previous: &Topology, next: &Topology) {
+        let local = self.config.listen_address;
+        let client_address = |v: &NodeView| SocketAddr::new(v.rpc_address, v.native_port);
+        for (address, view) in &next.nodes {
+            if *address == local {
+                continue;
+            }
+            match previous.nodes.get(address) {
+                None => {
+                    if view.member.status == MemberStatus::Normal {
+                        (self.events)(Event::TopologyChange {
+                            change: TopologyChangeType::NewNode,
+                            address: client_address(view),
+                        });
+                    }
+                }
+                Some(before) => {
+                    if before.member.status != MemberStatus::Normal
+                        && view.member.status == MemberStatus::Normal
+                    {
+                        (self.events)(Event::TopologyChange {
+                            change: TopologyChangeType::NewNode,
+                            address: client_address(view),
+                        });
+                    }
+                    if before.alive != view.alive {
+                        (self.events)(Event::StatusChange {
+                            change: if view.alive {
+                                StatusChangeType::Up
+                            } else {
+                                StatusChangeType::Down
+                            },
+                            address: client_address(view),
+                        });
+                    }
+                }
+            }
+        }
+        for (address, view) in &previous.nodes {
+            if *address != local && !next.nodes.contains_key(address) {
+                (self.events)(Event::TopologyChange {
+                    change: TopologyChangeType::RemovedNode,
+                    address: client_address(view),
+                });
+            }
+        }
+    }
+
+    async fn pull_newest_schema_async(self: &Arc<Self>) {
+        if self.pulling_schema.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let node = self.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Err(e) = node.pull_newest_schema() {
+                tracing::warn!("cannot pull the newest schema: {e}");
+            }
+            node.pulling_schema.store(false, Ordering::Release);
+        })
+        .await;
+    }
+
+    /// Installs the schema of the live node with the highest epoch, if it
+    /// is newer than this node's (blocking).
+    fn pull_newest_schema(&self) -> Result<(), String> {
+        let topology = self.shared.topology();
+        let (epoch, _, _) = self.executor.schema_blob();
+        let mut sources: Vec<&NodeView> = topology
+            .nodes
+            .values()
+            .filter(|v| v.alive && v.member.address != self.config.listen_address)
+            .collect();
+        sources.sort_by_key(|v| std::cmp::Reverse(v.schema_epoch));
+        let Some(source) = sources.first().filter(|v| v.schema_epoch > epoch) else {
+            return Ok(());
+        };
+        self.pull_schema_from(source.member.address)
+    }
+
+    fn pull_schema_from(&self, address: IpAddr) -> Result<(), String> {
+        match self
+            .shared
+            .messaging
+            .call(address, Request::SchemaPull, SCHEMA_TIMEOUT)
+        {
+            Ok(Response::Schema(blob)) => self.install(&blob),
+            Ok(other) => Err(format!("unexpected answer to a schema pull: {other:?}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    fn install(&self, blob: &SchemaBlob) -> Result<(), String> {
+        let changes = self
+            .executor
+            .install_schema(blob.epoch, &blob.json)
+            .map_err(|e| e.to_string())?;
+        for change in changes {
+            (self.events)(Event::SchemaChange(change));
+        }
+        Ok(())
+    }
+
+    /// The node that hands out the schema lock: the lowest address among
+    /// the live normal nodes.
+    fn schema_leader(&self) -> IpAddr {
+        let topology = self.shared.topology();
+        topology
+            .nodes
+            .values()
+            .filter(|v| v.alive && v.member.status == MemberStatus::Normal)
+            .map(|v| v.member.address)
+            .min()
+            .unwrap_or(self.config.listen_address)
+    }
+
+    fn lock_schema(&self, holder: IpAddr, release: bool) -> Response {
+        let mut lock = self.schema_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if release {
+            if lock.is_some_and(|(h, _)| h == holder) {
+                *lock = None;
+            }
+            return Response::Ack;
+        }
+        match *lock {
+            Some((h, since)) if h != holder && since.elapsed() < SCHEMA_LOCK_LEASE => {
+                Response::Error(RemoteError::Overloaded(format!(
+                    "schema change in progress on {h}"
+                )))
+            }
+            _ => {
+                *lock = Some((holder, Instant::now()));
+                Response::Ack
+            }
+        }
+    }
+
+    fn handle(&self, from: IpAddr, request: Request) -> Response {
+        match request {
+            Request::SchemaPull => {
+                let (epoch, version, json) = self.executor.schema_blob();
+                Response::Schema(SchemaBlob {
+                    epoch,
+                    version,
+                    json,
+                })
+            }
+            Request::SchemaPush { schema } => match self.install(&schema) {
+                Ok(()) => Response::Ack,
+                Err(e) => Response::Error(RemoteError::Failed(e)),
+            },
+            Request::SchemaLock { release } => self.lock_schema(from, release),
+            Request::StreamOut { table, ranges } => self.stream_out(TableId(table), &ranges),
+            Request::Admin(command) => self.admin(command),
+            other => Response::Error(RemoteError::Invalid(format!(
+                "unexpected request {other:?}"
+            ))),
+        }
+    }
+
+    /// Writes the table's data in `ranges` to files and sends them.
+    fn stream_out(&self, table: TableId, ranges: &[rocksandra_storage::TokenRange]) -> Response {
+        let dir = self.config.data_dir.join("streaming").join(format!(
+            "out-{}-{}",
+            table.0,
+            micros_now()
+        ));
+        let result = (|| -> Result<Vec<(String, Vec<u8>)>, String> {
+            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            let mut files = Vec::new();
+            for (i, range) in ranges.iter().enumerate() {
+                let sub = dir.join(i.to_string());
+                std::fs::create_dir_all(&sub).map_err(|e| e.to_string())?;
+                for path in self
+                    .shared
+                    .engine
+                    .stream_out(table, *range, &sub)
+                    .map_err(|e| e.to_string())?
+                {
+                    let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
+                    let name = format!(
+                        "{i}-{}",
+                        path.file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_default()
+                    );
+                    files.push((name, bytes));
+                }
+            }
+            Ok(files)
+        })();
+        let _ = std::fs::remove_dir_all(&dir);
+        match result {
+            Ok(files) => Response::Files(files),
+            Err(e) => Response::Error(RemoteError::Failed(e)),
+        }
+    }
+
+    /// Takes the data of this node's ranges from their current replicas
+    /// (SST files written by the sources, ingested here).
+    fn bootstrap(&self) -> Result<(), String> {
+        let topology = self.shared.topology();
+        let schema = self.executor.schema();
+        let local = self.config.listen_address;
+        // The ring as it will be once this node is normal.
+        let future = Ring::new(topology.nodes.values().map(|v| {
+            let mut m = v.member.clone();
+            if m.address == local {
+                m.status = MemberStatus::Normal;
+            }
+            m
+        }));
+        let started = Instant::now();
+        let mut bytes = 0usize;
+        for (keyspace, strategy) in crate::topology::replicated_keyspaces(&schema) {
+            // For each range this node will hold: a current replica of it.
+            let mut by_source: BTreeMap<IpAddr, Vec<rocksandra_storage::TokenRange>> =
+                BTreeMap::new();
+            for range in future.ranges_of(&strategy, local) {
+                let source = topology
+                    .ring
+                    .replicas(&strategy, range.end_inclusive)
+                    .into_iter()
+                    .find(|e| *e != local && topology.is_alive(*e));
+                if let Some(source) = source {
+                    by_source.entry(source).or_default().push(range);
+                }
+            }
+            for table in keyspace.tables.values() {
+                for (source, ranges) in &by_source {
+                    let response = self
+                        .shared
+                        .messaging
+                        .call(
+                            *source,
+                            Request::StreamOut {
+                                table: table.storage_id.0,
+                                ranges: ranges.clone(),
+                            },
+                            STREAM_TIMEOUT,
+                        )
+                        .map_err(|e| format!("streaming from {source} failed: {e}"))?;
+                    let Response::Files(files) = response else {
+                        return Err(format!("streaming from {source} failed: {response:?}"));
+                    };
+                    bytes += self.ingest(table.storage_id, files)?;
+                }
+            }
+        }
+        let secs = started.elapsed().as_secs_f64().max(0.001);
+        tracing::info!(
+            "bootstrap streamed {bytes} bytes in {secs:.1} s ({:.1} MB/s)",
+            bytes as f64 / secs / 1e6
+        );
+        Ok(())
+    }
+
+    fn ingest(&self, table: TableId, files: Vec<(String, Vec<u8>)>) -> Result<usize, String> {
+        if files.is_empty() {
+            return Ok(0);
+        }
+        let dir =
+            self.config
+                .data_dir
+                .join("streaming")
+                .join(format!("in-{}-{}", table.0, micros_now()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let mut paths = Vec::new();
+        let mut bytes = 0;
+        for (name, content) in files {
+            let safe: String = name
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                .collect();
+            let path = dir.join(safe);
+            bytes += content.len();
+            std::fs::write(&path, content).map_err(|e| e.to_string())?;
+            paths.push(path);
+        }
+        let result = self
+            .shared
+            .engine
+            .stream_in(table, &paths)
+            .map_err(|e| e.to_string());
+        let _ = std::fs::remove_dir_all(&dir);
+        result.map(|()| bytes)
+    }
+
+    fn admin(&self, command: AdminCommand) -> Response {
+        match command {
+            AdminCommand::Isolate { peers } => {
+                self.shared.messaging.isolate(&peers);
+                Response::Text(format!("isolated from {peers:?}"))
+            }
+            AdminCommand::Flush => match self.shared.engine.flush() {
+                Ok(()) => Response::Text(String::new()),
+                Err(e) => Response::Error(RemoteError::Failed(e.to_string())),
+            },
+            other => crate::admin::run(self, other),
+        }
+    }
+
+    pub fn executor(&self) -> &Arc<Executor> {
+        &self.executor
+    }
+
+    pub fn config(&self) -> &ClusterConfig {
+        &self.config
+    }
+}
+
+async fn membership_loop(node: std::sync::Weak<ClusterNode>) {
+    loop {
+        tokio::time::sleep(MEMBERSHIP_PERIOD).await;
+        let Some(node) = node.upgrade() else { return };
+        node.refresh().await;
+    }
+}
+
+fn hint_loop(node: std::sync::Weak<ClusterNode>) {
+    loop {
+        std::thread::sleep(HINT_REPLAY_PERIOD);
+        let Some(node) = node.upgrade() else { return };
+        let topology = node.shared.topology();
+        for host in node.shared.hints.hosts() {
+            let Some(endpoint) = topology.endpoint_of_host(host) else {
+                continue;
+            };
+            if !topology.is_alive(endpoint) || endpoint == node.config.listen_address {
+                continue;
+            }
+            let now = rocksandra_data::LocalTime(micros_now() / 1_000_000);
+            let messaging = node.shared.messaging.clone();
+            let result = node.shared.hints.replay(host, &mut |mutations| {
+                matches!(
+                    messaging.call(
+                        endpoint,
+                        Request::Mutate { mutations, now },
+                        crate::coordinator::WRITE_REQUEST_TIMEOUT * 5
+                    ),
+                    Ok(Response::Ack)
+                )
+            });
+            match result {
+                Ok(n) if n > 0 => tracing::info!("replayed {n} hints to {endpoint}"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!("cannot replay hints to {endpoint}: {e}"),
+            }
+        }
+    }
+}
+
+/// The executor's hook for schema changes in the cluster.
+struct NodeSchemaSync(std::sync::Weak<ClusterNode>);
+
+impl NodeSchemaSync {
+    fn node(&self) -> Result<Arc<ClusterNode>, QueryError> {
+        self.0
+            .upgrade()
+            .ok_or_else(|| QueryError::Server("the node is shutting down".into()))
+    }
+}
+
+impl SchemaSync for NodeSchemaSync {
+    fn acquire(&self, _executor: &Executor) -> Result<SchemaLease, QueryError> {
+        let node = self.node()?;
+        let local = node.config.listen_address;
+        let started = Instant::now();
+        let leader = loop {
+            let leader = node.schema_leader();
+            let answer = if leader == local {
+                node.lock_schema(local, false)
+            } else {
+                node.shared
+                    .messaging
+                    .call(
+                        leader,
+                        Request::SchemaLock { release: false },
+                        SCHEMA_TIMEOUT,
+                    )
+                    .unwrap_or_else(|e| Response::Error(RemoteError::Failed(e.to_string())))
+            };
+            if answer == Response::Ack {
+                break leader;
+            }
+            if started.elapsed() > SCHEMA_TIMEOUT {
+                return Err(QueryError::Server(format!(
+                    "cannot take the cluster's schema lock from {leader}: {answer:?}"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // Start from the newest schema: the leader's, or newer.
+        if leader != local {
+            if let Err(e) = node.pull_schema_from(leader) {
+                tracing::warn!("cannot pull the schema from {leader}: {e}");
+            }
+        }
+        if let Err(e) = node.pull_newest_schema() {
+            tracing::warn!("cannot pull the newest schema: {e}");
+        }
+        Ok(SchemaLease(u64::from(leader == local)))
+    }
+
+    fn publish(&self, executor: &Executor, lease: SchemaLease) -> Result<(), QueryError> {
+        let node = self.node()?;
+        let (epoch, version, json) = executor.schema_blob();
+        let blob = SchemaBlob {
+            epoch,
+            version,
+            json,
+        };
+        let topology = node.shared.topology();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut waiting = HashSet::new();
+        for view in topology.nodes.values() {
+            let address = view.member.address;
+            if view.alive && address != node.config.listen_address {
+                node.shared.messaging.send(
+                    address,
+                    Request::SchemaPush {
+                        schema: blob.clone(),
+                    },
+                    tx.clone(),
+                );
+                waiting.insert(address);
+            }
+        }
+        let deadline = Instant::now() + SCHEMA_TIMEOUT;
+        while !waiting.is_empty() {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok((address, result)) => {
+                    if !matches!(result, Ok(Response::Ack)) {
+                        tracing::warn!("{address} did not take schema epoch {epoch}: {result:?}");
+                    }
+                    waiting.remove(&address);
+                }
+                Err(_) => {
+                    tracing::warn!("no answer to schema epoch {epoch} from {waiting:?}");
+                    break;
+                }
+            }
+        }
+        self.release(lease);
+        Ok(())
+    }
+
+    fn release(&self, _lease: SchemaLease) {
+        let Ok(node) = self.node() else { return };
+        let local = node.config.listen_address;
+        let leader = node.schema_leader();
+        if leader == local {
+            node.lock_schema(local, true);
+        } else {
+            let _ = node.shared.messaging.call(
+                leader,
+                Request::SchemaLock { release: true },
+                SCHEMA_TIMEOUT,
+            );
+        }
+    }
+}

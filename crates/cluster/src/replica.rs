@@ -1,0 +1,44 @@
+//! What a replica does with a data request, whether it came over the
+//! network or from this node's own coordinator.
+
+use rocksandra_storage::{Engine, StorageError};
+
+use crate::message::{digest, RemoteError, Request, Response};
+
+fn failed(e: StorageError) -> Response {
+    Response::Error(match e {
+        StorageError::UnknownTable(t) => {
+            RemoteError::Invalid(format!("unknown table {t:?} (schemas disagree)"))
+        }
+        StorageError::Invalid(m) => RemoteError::Invalid(m),
+        other => RemoteError::Failed(other.to_string()),
+    })
+}
+
+/// Runs a data request on this node's storage; None for other requests.
+pub fn serve(engine: &dyn Engine, request: Request) -> Result<Response, Request> {
+    Ok(match request {
+        Request::Mutate { mutations, now } => match engine.write(&mutations, now) {
+            Ok(()) => Response::Ack,
+            Err(e) => failed(e),
+        },
+        Request::Read {
+            read,
+            now,
+            digest: d,
+        } => match engine.read_partition(&read, now) {
+            Ok(p) if d => Response::Digest(digest(&p)),
+            Ok(p) => Response::Data(p),
+            Err(e) => failed(e),
+        },
+        Request::ReadRaw { read, now } => match engine.read_raw(&read, now) {
+            Ok(raw) => Response::Raw(raw),
+            Err(e) => failed(e),
+        },
+        Request::Scan { scan, now } => match engine.scan(&scan, now) {
+            Ok(page) => Response::Page(page),
+            Err(e) => failed(e),
+        },
+        other => return Err(other),
+    })
+}

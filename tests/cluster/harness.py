@@ -1,0 +1,225 @@
+"""Processes and driver sessions for the multi-process cluster tests.
+
+Every node is a real `rocksandra` process on its own loopback address
+(127.0.0.11-15: CQL on :9042, internode TCP and gossip UDP on :7000) with a
+fresh data directory; its log goes to `<dir>/node.log`. Only processes started
+here are ever signalled.
+"""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+from cassandra.policies import (ConstantReconnectionPolicy, FallthroughRetryPolicy,
+                                RoundRobinPolicy, TokenAwarePolicy, WhiteListRoundRobinPolicy)
+from cassandra.query import SimpleStatement
+
+BIN = os.environ.get("ROCKSANDRA_BIN",
+                     os.path.expanduser("~/.cache/rocksandra-target/debug/rocksandra"))
+CQL_PORT = 9042
+STORAGE_PORT = 7000
+SEED = "127.0.0.11"
+# ROCKSANDRA_CLUSTER_KEEP=1 keeps the data directories and logs for a post-mortem.
+KEEP = os.environ.get("ROCKSANDRA_CLUSTER_KEEP") == "1"
+
+STATUS_LINE = re.compile(r"^([UD][NLJM])\s+(\d+\.\d+\.\d+\.\d+)\s")
+
+
+def port_open(ip, port):
+    try:
+        socket.create_connection((ip, port), 0.2).close()
+        return True
+    except OSError:
+        return False
+
+
+class Node:
+    def __init__(self, ip, root, seeds=SEED, extra=()):
+        self.ip = ip
+        self.dir = os.path.join(root, ip)
+        self.data_dir = os.path.join(self.dir, "data")
+        os.makedirs(self.data_dir, exist_ok=True)
+        self.log_path = os.path.join(self.dir, "node.log")
+        self.seeds = seeds
+        self.extra = list(extra)
+        self.proc = None
+        self.log = None
+
+    def start(self, timeout=60):
+        assert self.proc is None or self.proc.poll() is not None, "%s already running" % self.ip
+        # A listener we did not start would make the readiness check lie.
+        assert not port_open(self.ip, CQL_PORT), "%s:%d is already taken" % (self.ip, CQL_PORT)
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [BIN, "--data-dir", self.data_dir, "--listen-address", self.ip,
+             "--seeds", self.seeds, "--prometheus-port", "0", "--native-port", str(CQL_PORT)]
+            + self.extra,
+            stdout=self.log, stderr=self.log)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError("%s exited with %s before listening:\n%s"
+                                     % (self.ip, self.proc.returncode, self.tail()))
+            if port_open(self.ip, CQL_PORT):
+                return
+            time.sleep(0.05)
+        raise AssertionError("%s did not listen for CQL within %ds:\n%s"
+                             % (self.ip, timeout, self.tail()))
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def _closed(self):
+        if self.log:
+            self.log.close()
+            self.log = None
+
+    def kill9(self):
+        self.proc.kill()
+        self.proc.wait(timeout=30)
+        self._closed()
+
+    def terminate(self, timeout=30):
+        """SIGTERM; returns the exit code (SIGKILL after `timeout`)."""
+        if not self.running():
+            self._closed()
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            code = "killed after %ds without stopping" % timeout
+        self._closed()
+        return code
+
+    def tail(self, lines=40):
+        try:
+            with open(self.log_path, "rb") as f:
+                text = f.read().decode("utf-8", "replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join("  [%s] %s" % (self.ip, l) for l in text.splitlines()[-lines:])
+
+    def log_text(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def nodetool(self, *args, check=True, timeout=60):
+        r = subprocess.run([BIN, "nodetool", "--host", self.ip] + list(args),
+                           capture_output=True, text=True, timeout=timeout)
+        if check:
+            assert r.returncode == 0, "nodetool %s on %s failed (%d): %s%s" % (
+                " ".join(args), self.ip, r.returncode, r.stdout, r.stderr)
+        return r
+
+    def status(self):
+        """{address: 'UN' | 'DN' | ...} as this node's `nodetool status` shows."""
+        r = self.nodetool("status", check=False, timeout=20)
+        if r.returncode != 0:
+            return None
+        out = {}
+        for line in r.stdout.splitlines():
+            m = STATUS_LINE.match(line)
+            if m:
+                out[m.group(2)] = m.group(1)
+        return out
+
+
+class Nodes:
+    """The nodes a test started, in one temporary root; `close` stops them all."""
+
+    def __init__(self):
+        self.root = tempfile.mkdtemp(prefix="rocksandra-cluster-")
+        self.nodes = {}
+        self.clusters = []
+
+    def add(self, ip, **kw):
+        node = Node(ip, self.root, **kw)
+        self.nodes[ip] = node
+        return node
+
+    def __getitem__(self, ip):
+        return self.nodes[ip]
+
+    def start(self, *ips, **kw):
+        for ip in ips:
+            (self.nodes.get(ip) or self.add(ip, **kw)).start()
+
+    def connect(self, ip, pinned=True):
+        cluster, session = connect(ip, pinned)
+        self.clusters.append(cluster)
+        return session
+
+    def logs(self, lines=40):
+        return "\n".join(n.tail(lines) for n in self.nodes.values())
+
+    def wait_status(self, expected, askers=None, timeout=30):
+        """Polls `nodetool status` on `askers` (default: the running nodes)
+        until each shows `expected` ({ip: 'UN'|'DN'}) for the listed nodes."""
+        askers = askers or [ip for ip, n in self.nodes.items() if n.running()]
+        deadline = time.monotonic() + timeout
+        seen = {}
+        while time.monotonic() < deadline:
+            seen = {a: self.nodes[a].status() for a in askers}
+            if all(s is not None and all(s.get(ip) == st for ip, st in expected.items())
+                   for s in seen.values()):
+                return seen
+            time.sleep(0.25)
+        raise AssertionError("status did not reach %s within %ds: last seen %s\n%s"
+                             % (expected, timeout, seen, self.logs(20)))
+
+    def close(self):
+        for c in self.clusters:
+            try:
+                c.shutdown()
+            except Exception:
+                pass
+        self.clusters = []
+        codes = {ip: n.terminate() for ip, n in self.nodes.items() if n.proc is not None}
+        if not KEEP:
+            shutil.rmtree(self.root, ignore_errors=True)
+        else:
+            print("kept cluster data and logs in", self.root)
+        return codes
+
+
+def connect(ip, pinned=True):
+    """A driver session through `ip`: pinned to that node only, or token aware
+    over every node the driver discovers."""
+    lbp = WhiteListRoundRobinPolicy([ip]) if pinned else TokenAwarePolicy(RoundRobinPolicy())
+    profile = ExecutionProfile(load_balancing_policy=lbp, request_timeout=20,
+                               retry_policy=FallthroughRetryPolicy())
+    cluster = Cluster([ip], port=CQL_PORT, protocol_version=4,
+                      execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+                      reconnection_policy=ConstantReconnectionPolicy(0.5, None),
+                      connect_timeout=10, control_connection_timeout=10)
+    return cluster, cluster.connect()
+
+
+def stmt(query, cl):
+    return SimpleStatement(query, consistency_level=cl)
+
+
+def bound(prepared, values, cl):
+    b = prepared.bind(values)
+    b.consistency_level = cl
+    return b
+
+
+def wait_until(predicate, timeout, interval=0.25, what="condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last is True:
+            return
+        time.sleep(interval)
+    raise AssertionError("%s did not hold within %ds (last: %r)" % (what, timeout, last))

@@ -1,0 +1,379 @@
+"""Cluster mode across real processes: formation, schema agreement, replication
+and consistency levels, failure and hinted handoff, read repair under a
+partition, nodetool, and bootstrap streaming. Each node is a `rocksandra`
+process on its own loopback address (127.0.0.11-13); see harness.py.
+
+    /work/main/.venv/bin/pytest -q -p no:cacheprovider tests/cluster
+
+The tests in `TestThreeNodes` share one 3-node cluster (in file order; the
+kill -9 test is last and restarts its node); the bootstrap test forms its own.
+"""
+
+import os
+import re
+import struct
+import threading
+import time
+
+import pytest
+from cassandra import ConsistencyLevel as CL
+from cassandra import Unavailable
+from cassandra.metadata import Murmur3Token
+
+from harness import Nodes, bound, stmt, wait_until
+
+A, B, C = "127.0.0.11", "127.0.0.12", "127.0.0.13"
+THREE = [A, B, C]
+NUM_TOKENS = 16
+
+
+class Shared:
+    def __init__(self, nodes):
+        self.nodes = nodes
+        self.pinned = {ip: nodes.connect(ip) for ip in THREE}
+
+    def repin(self, ip):
+        self.pinned[ip] = self.nodes.connect(ip)
+        return self.pinned[ip]
+
+
+@pytest.fixture(scope="class")
+def three():
+    nodes = Nodes()
+    try:
+        for ip in THREE:
+            nodes.start(ip)
+        nodes.wait_status({ip: "UN" for ip in THREE})
+        yield Shared(nodes)
+    finally:
+        codes = nodes.close()
+    assert all(c == 0 for c in codes.values()), "unclean stops: %s" % codes
+
+
+def create_keyspace(session, name, rf):
+    session.execute("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = "
+                    "{'class': 'SimpleStrategy', 'replication_factor': %d}" % (name, rf))
+
+
+def schema_versions(shared):
+    """Every node's own schema_version and the versions it sees for its peers."""
+    versions = {}
+    for ip, s in shared.pinned.items():
+        versions[ip] = s.execute("SELECT schema_version FROM system.local").one().schema_version
+        for p in s.execute("SELECT peer, schema_version FROM system.peers"):
+            versions["%s@%s" % (p.peer, ip)] = p.schema_version
+    return versions
+
+
+def tables_on(session, keyspace):
+    return {r.table_name for r in session.execute(
+        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))}
+
+
+def read_all(session, prepared, keys, cl):
+    out = {}
+    for k in keys:
+        row = session.execute(bound(prepared, (k,), cl)).one()
+        out[k] = row.v if row else None
+    return out
+
+
+def parse_ranges(text):
+    """describering's TokenRange lines as (start, end, [endpoints])."""
+    pat = re.compile(r"TokenRange\(start_token:(-?\d+), end_token:(-?\d+), endpoints:\[([^\]]*)\]")
+    return [(int(m.group(1)), int(m.group(2)), [e.strip() for e in m.group(3).split(",")])
+            for m in pat.finditer(text)]
+
+
+def in_range(token, start, end):
+    if start < end:
+        return start < token <= end
+    return token > start or token <= end  # wraps around
+
+
+class TestThreeNodes:
+    def test_formation(self, three):
+        local = {}
+        peers = {}
+        for ip in THREE:
+            s = three.pinned[ip]
+            row = s.execute("SELECT host_id, tokens, data_center, rack, rpc_address, "
+                            "listen_address FROM system.local").one()
+            assert len(row.tokens) == NUM_TOKENS, (ip, row.tokens)
+            assert str(row.rpc_address) == ip and str(row.listen_address) == ip
+            assert row.data_center == "datacenter1" and row.rack == "rack1"
+            local[ip] = row
+            peers[ip] = {str(p.peer): p for p in s.execute(
+                "SELECT peer, rpc_address, data_center, rack, host_id, tokens FROM system.peers")}
+            assert sorted(peers[ip]) == sorted(set(THREE) - {ip}), (ip, sorted(peers[ip]))
+        assert len({r.host_id for r in local.values()}) == 3
+        all_tokens = [t for r in local.values() for t in r.tokens]
+        assert len(set(all_tokens)) == 3 * NUM_TOKENS, "tokens collide"
+        for ip in THREE:
+            for peer, p in peers[ip].items():
+                assert str(p.rpc_address) == peer
+                assert p.data_center == "datacenter1" and p.rack == "rack1"
+                assert p.host_id == local[peer].host_id, (ip, peer)
+                assert set(p.tokens) == set(local[peer].tokens), (ip, peer)
+
+        for ip in THREE:
+            status = three.nodes[ip].status()
+            assert status == {a: "UN" for a in THREE}, (ip, status)
+
+        # The driver discovers the others and builds a token map from them.
+        cluster = three.nodes.connect(A, pinned=False).cluster
+        assert sorted(h.address for h in cluster.metadata.all_hosts()) == THREE
+        assert all(h.is_up for h in cluster.metadata.all_hosts())
+        create_keyspace(cluster.connect(), "formation3", 3)
+        create_keyspace(cluster.connect(), "formation1", 1)
+        cluster.refresh_schema_metadata()
+        token_map = cluster.metadata.token_map
+        assert token_map is not None and len(token_map.ring) == 3 * NUM_TOKENS
+        key = struct.pack(">i", 42)
+        assert len(cluster.metadata.get_replicas("formation3", key)) == 3
+        # With RF 1 the driver's replica is the one the server's ring names.
+        ranges = parse_ranges(three.nodes[A].nodetool("describering", "formation1").stdout)
+        for k in range(20):
+            key = struct.pack(">i", k)
+            token = Murmur3Token.from_key(key).value
+            [server] = [eps for s, e, eps in ranges if in_range(token, s, e)]
+            driver = [h.address for h in cluster.metadata.get_replicas("formation1", key)]
+            assert driver == server, (k, token, driver, server)
+
+    def test_nodetool(self, three):
+        create_keyspace(three.pinned[A], "nt3", 3)
+        node = three.nodes[B]
+        ring = node.nodetool("ring").stdout
+        token_lines = [l for l in ring.splitlines()
+                       if re.match(r"^\d+\.\d+\.\d+\.\d+\s+\S+\s+Up\s+Normal\s+-?\d+\s*$", l)]
+        assert len(token_lines) == 3 * NUM_TOKENS, ring
+        assert {l.split()[0] for l in token_lines} == set(THREE)
+
+        ranges = parse_ranges(node.nodetool("describering", "nt3").stdout)
+        assert len(ranges) == 3 * NUM_TOKENS
+        for start, end, eps in ranges:
+            assert sorted(eps) == THREE, (start, end, eps)
+        # The ranges tile the ring.
+        for (_, end, _), (start, _, _) in zip(ranges, ranges[1:] + ranges[:1]):
+            assert end == start
+
+        info = node.nodetool("info").stdout
+        assert re.search(r"^Status\s*:\s*NORMAL\s*$", info, re.M), info
+        assert re.search(r"^Gossip active\s*:\s*true", info, re.M), info
+        node.nodetool("flush")
+        node.nodetool("cleanup")
+
+    def test_nodetool_snapshot(self, three):
+        node = three.nodes[B]
+        for tag in ("first", "second"):
+            out = node.nodetool("snapshot", "-t", tag).stdout
+            snap = os.path.join(node.data_dir, "snapshots", tag)
+            assert os.path.isdir(snap) and os.listdir(snap), (out, snap)
+
+    def test_schema_agreement(self, three):
+        sa = three.pinned[A]
+        sa.execute("CREATE KEYSPACE schema_ks WITH replication = "
+                   "{'class': 'SimpleStrategy', 'replication_factor': 3}")
+        sa.execute("CREATE TABLE schema_ks.t (k int PRIMARY KEY, v text)")
+        sa.execute("ALTER TABLE schema_ks.t ADD extra int")
+        # Spread before each statement returned: no polling.
+        for ip, s in three.pinned.items():
+            assert tables_on(s, "schema_ks") == {"t"}, ip
+            cols = {r.column_name for r in s.execute(
+                "SELECT column_name FROM system_schema.columns "
+                "WHERE keyspace_name = 'schema_ks' AND table_name = 't'")}
+            assert cols == {"k", "v", "extra"}, (ip, cols)
+        versions = schema_versions(three)
+        assert len(set(versions.values())) == 1, versions
+        # The new column is usable through every node.
+        three.pinned[B].execute(stmt("INSERT INTO schema_ks.t (k, v, extra) VALUES (1, 'a', 7)",
+                                     CL.ALL))
+        row = three.pinned[C].execute(stmt("SELECT extra FROM schema_ks.t WHERE k = 1",
+                                           CL.ALL)).one()
+        assert row.extra == 7
+
+    def test_concurrent_ddl(self, three):
+        create_keyspace(three.pinned[A], "ddl_ks", 3)
+        expected = set()
+        errors = []
+        for rnd in range(3):
+            barrier = threading.Barrier(len(THREE))
+
+            def create(ip, name):
+                try:
+                    barrier.wait(timeout=30)
+                    three.pinned[ip].execute(
+                        "CREATE TABLE ddl_ks.%s (k int PRIMARY KEY, v text)" % name)
+                except Exception as e:  # reported below
+                    errors.append((ip, name, repr(e)))
+
+            threads = []
+            for i, ip in enumerate(THREE):
+                name = "t%d_%d" % (rnd, i)
+                expected.add(name)
+                threads.append(threading.Thread(target=create, args=(ip, name)))
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+        assert not errors, errors
+        for ip, s in three.pinned.items():
+            assert tables_on(s, "ddl_ks") == expected, ip
+        versions = schema_versions(three)
+        assert len(set(versions.values())) == 1, versions
+        # Every table is writable through another node than its creator.
+        for name in sorted(expected):
+            three.pinned[C].execute(stmt("INSERT INTO ddl_ks.%s (k, v) VALUES (1, 'x')" % name,
+                                         CL.ALL))
+
+    def test_replication_rf3(self, three):
+        sa = three.pinned[A]
+        create_keyspace(sa, "rep3", 3)
+        sa.execute("CREATE TABLE rep3.t (k int PRIMARY KEY, v text)")
+        ins = sa.prepare("INSERT INTO rep3.t (k, v) VALUES (?, ?)")
+        keys = list(range(200))
+        for k in keys:
+            sa.execute(bound(ins, (k, "v%d" % k), CL.QUORUM))
+        for ip, s in three.pinned.items():
+            sel = s.prepare("SELECT v FROM rep3.t WHERE k = ?")
+            got = read_all(s, sel, keys, CL.ONE)
+            missing = [k for k in keys if got[k] != "v%d" % k]
+            assert not missing, "%s misses %d rows, e.g. %s" % (ip, len(missing), missing[:5])
+            scanned = {r.k: r.v for r in s.execute(stmt("SELECT k, v FROM rep3.t", CL.ONE))}
+            assert scanned == {k: "v%d" % k for k in keys}, ip
+
+    def test_replication_rf1_forwards(self, three):
+        create_keyspace(three.pinned[A], "rep1", 1)
+        three.pinned[A].execute("CREATE TABLE rep1.t (k int PRIMARY KEY, v text)")
+        keys = list(range(90))
+        for k in keys:  # each row through a different node
+            s = three.pinned[THREE[k % 3]]
+            s.execute(stmt("INSERT INTO rep1.t (k, v) VALUES (%d, 'w%d')" % (k, k), CL.ONE))
+        for ip, s in three.pinned.items():
+            sel = s.prepare("SELECT v FROM rep1.t WHERE k = ?")
+            got = read_all(s, sel, keys, CL.ONE)
+            missing = [k for k in keys if got[k] != "w%d" % k]
+            assert not missing, "%s misses %d rows, e.g. %s" % (ip, len(missing), missing[:5])
+            scanned = {r.k: r.v for r in s.execute(stmt("SELECT k, v FROM rep1.t", CL.ONE))}
+            assert scanned == {k: "w%d" % k for k in keys}, ip
+
+    def test_read_repair_after_partition(self, three):
+        sa, sc = three.pinned[A], three.pinned[C]
+        create_keyspace(sa, "rr", 3)
+        sa.execute("CREATE TABLE rr.t (k int PRIMARY KEY, v text)")
+        ins = sa.prepare("INSERT INTO rr.t (k, v) VALUES (?, ?)")
+        sel_c = sc.prepare("SELECT v FROM rr.t WHERE k = ?")
+        keys = list(range(50))
+        for k in keys:
+            sa.execute(bound(ins, (k, "old%d" % k), CL.ALL))
+        nodes = three.nodes
+        try:
+            nodes[C].nodetool("isolate", A, B)
+            nodes[A].nodetool("isolate", C)
+            nodes[B].nodetool("isolate", C)
+            t0 = time.monotonic()
+            for k in keys:
+                sa.execute(bound(ins, (k, "new%d" % k), CL.QUORUM))
+            # C's own copy (ONE through C reads locally) missed the writes.
+            stale = read_all(sc, sel_c, keys, CL.ONE)
+            assert stale == {k: "old%d" % k for k in keys}, "isolated C received writes"
+            partitioned_for = time.monotonic() - t0
+        finally:
+            for ip in THREE:
+                nodes[ip].nodetool("isolate")
+        nodes.wait_status({ip: "UN" for ip in THREE}, timeout=30)
+        hints_before = "replayed" in nodes[A].log_text()
+        # ALL through C: C's stale data and A/B's digests differ -> reconcile + repair.
+        got = read_all(sc, sel_c, keys, CL.ALL)
+        assert got == {k: "new%d" % k for k in keys}
+        got = read_all(sc, sel_c, keys, CL.ONE)
+        assert got == {k: "new%d" % k for k in keys}, "read repair did not write C"
+        print("partitioned for %.1f s; hints replayed before the ALL read: %s"
+              % (partitioned_for, hints_before))
+
+    def test_kill9_unavailable_then_hints(self, three):
+        nodes = three.nodes
+        sa = three.pinned[A]
+        create_keyspace(sa, "fail", 3)
+        sa.execute("CREATE TABLE fail.t (k int PRIMARY KEY, v text)")
+        ins = sa.prepare("INSERT INTO fail.t (k, v) VALUES (?, ?)")
+        three.pinned[C].cluster.shutdown()
+        nodes[C].kill9()
+        nodes.wait_status({C: "DN", A: "UN", B: "UN"}, askers=[A, B], timeout=30)
+
+        keys = list(range(100))
+        for k in keys:
+            sa.execute(bound(ins, (k, "down%d" % k), CL.QUORUM))
+        with pytest.raises(Unavailable) as err:
+            sa.execute(bound(ins, (1000, "all"), CL.ALL))
+        assert err.value.required_replicas == 3 and err.value.alive_replicas == 2, err.value
+        assert err.value.consistency == CL.ALL
+        # QUORUM reads through the other live node see the writes.
+        sb = three.pinned[B]
+        sel_b = sb.prepare("SELECT v FROM fail.t WHERE k = ?")
+        assert read_all(sb, sel_b, keys, CL.QUORUM) == {k: "down%d" % k for k in keys}
+
+        nodes[C].start()
+        nodes.wait_status({ip: "UN" for ip in THREE}, timeout=30)
+        sc = three.repin(C)
+        sel_c = sc.prepare("SELECT v FROM fail.t WHERE k = ?")
+        want = {k: "down%d" % k for k in keys}
+        last = {}
+
+        def replayed():
+            last.update(read_all(sc, sel_c, keys, CL.ONE))
+            return last == want or sum(1 for k in keys if last[k] != want[k])
+
+        wait_until(replayed, 30, interval=0.5, what="hint replay to the restarted node "
+                   "(value = rows still missing)")
+        assert re.search(r"replayed \d+ hints to 127\.0\.0\.13", nodes[A].log_text())
+
+        def no_hints_pending():
+            info = nodes[A].nodetool("info").stdout
+            m = re.search(r"^Hints pending for\s*:\s*(\d+)", info, re.M)
+            return bool(m) and m.group(1) == "0" or info
+        wait_until(no_hints_pending, 10, what="A's hints drained")
+        # Writes at ALL work again.
+        sa.execute(bound(ins, (1000, "all"), CL.ALL))
+
+
+def test_bootstrap_streams_ranges():
+    nodes = Nodes()
+    try:
+        nodes.start(A, B)
+        nodes.wait_status({A: "UN", B: "UN"})
+        sa = nodes.connect(A)
+        create_keyspace(sa, "boot", 2)
+        sa.execute("CREATE TABLE boot.t (k int PRIMARY KEY, v text)")
+        ins = sa.prepare("INSERT INTO boot.t (k, v) VALUES (?, ?)")
+        keys = list(range(500))
+        want = {k: "b%d-%s" % (k, "x" * 64) for k in keys}
+        for k in keys:
+            sa.execute(bound(ins, (k, want[k]), CL.ALL))
+
+        nodes.start(C)
+        nodes.wait_status({ip: "UN" for ip in THREE})
+        line = re.search(r"bootstrap streamed .*", nodes[C].log_text())
+        assert line, nodes[C].tail()
+        print("new node:", line.group(0))
+        sc = nodes.connect(C)
+        sel_c = sc.prepare("SELECT v FROM boot.t WHERE k = ?")
+        ranges = parse_ranges(nodes[C].nodetool("describering", "boot").stdout)
+        assert any(C in eps for _, _, eps in ranges), "the new node owns no range"
+
+        # With one old node stopped, the ranges it shared with the new node
+        # are only on the new node: every row must still be found.
+        for stopped, other in ((B, A), (A, B)):
+            assert nodes[stopped].terminate() == 0
+            nodes.wait_status({stopped: "DN"}, askers=[other, C], timeout=30)
+            got = read_all(sc, sel_c, keys, CL.ONE)
+            missing = [k for k in keys if got[k] != want[k]]
+            assert not missing, ("with %s stopped, %d rows missing, e.g. %s"
+                                 % (stopped, len(missing), missing[:5]))
+            scanned = {r.k: r.v for r in sc.execute(stmt("SELECT k, v FROM boot.t", CL.ONE))}
+            assert scanned == want, "scan with %s stopped: %d rows" % (stopped, len(scanned))
+            nodes[stopped].start()
+            nodes.wait_status({ip: "UN" for ip in THREE}, timeout=30)
+    finally:
+        codes = nodes.close()
+    assert all(c == 0 for c in codes.values()), codes
