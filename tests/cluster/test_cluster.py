@@ -65,6 +65,23 @@ def schema_versions(shared):
     return versions
 
 
+def assert_schema_agreement(shared, timeout=10):
+    """Every node's own version agrees at once (the change reached every
+    node before the statement returned); the versions nodes show for their
+    peers come by gossip and agree within the drivers' schema agreement
+    wait (max_schema_agreement_wait, 10 s)."""
+    local = {ip: s.execute("SELECT schema_version FROM system.local").one().schema_version
+             for ip, s in shared.pinned.items()}
+    assert len(set(local.values())) == 1, local
+    deadline = time.monotonic() + timeout
+    while True:
+        versions = schema_versions(shared)
+        if len(set(versions.values())) == 1:
+            return
+        assert time.monotonic() < deadline, versions
+        time.sleep(0.1)
+
+
 def tables_on(session, keyspace):
     return {r.table_name for r in session.execute(
         "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,))}
@@ -183,8 +200,7 @@ class TestThreeNodes:
                 "SELECT column_name FROM system_schema.columns "
                 "WHERE keyspace_name = 'schema_ks' AND table_name = 't'")}
             assert cols == {"k", "v", "extra"}, (ip, cols)
-        versions = schema_versions(three)
-        assert len(set(versions.values())) == 1, versions
+        assert_schema_agreement(three)
         # The new column is usable through every node.
         three.pinned[B].execute(stmt("INSERT INTO schema_ks.t (k, v, extra) VALUES (1, 'a', 7)",
                                      CL.ALL))
@@ -219,8 +235,7 @@ class TestThreeNodes:
         assert not errors, errors
         for ip, s in three.pinned.items():
             assert tables_on(s, "ddl_ks") == expected, ip
-        versions = schema_versions(three)
-        assert len(set(versions.values())) == 1, versions
+        assert_schema_agreement(three)
         # Every table is writable through another node than its creator.
         for name in sorted(expected):
             three.pinned[C].execute(stmt("INSERT INTO ddl_ks.%s (k, v) VALUES (1, 'x')" % name,
