@@ -177,6 +177,24 @@ impl ClusterNode {
                 tokio::time::sleep(MEMBERSHIP_PERIOD).await;
                 views = gossip.view().await;
             }
+            // Then until gossip has settled (the same nodes and tokens for
+            // a second), so tokens are not chosen from a partial ring.
+            let mut stable = 0;
+            while stable < 4 && started.elapsed() < SEED_WAIT {
+                tokio::time::sleep(MEMBERSHIP_PERIOD).await;
+                let next = gossip.view().await;
+                let key = |v: &[NodeView]| -> Vec<(IpAddr, usize)> {
+                    v.iter()
+                        .map(|n| (n.member.address, n.member.tokens.len()))
+                        .collect()
+                };
+                stable = if key(&next) == key(&views) {
+                    stable + 1
+                } else {
+                    0
+                };
+                views = next;
+            }
         }
         let tokens = if new_node {
             let others = Ring::new(
