@@ -172,6 +172,20 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// Sends the same request to every target, remote ones first so they
+    /// run while the local one does; the answers arrive on the receiver.
+    fn ask_all(&self, targets: &[IpAddr], request: impl Fn() -> Request) -> Receiver<Reply> {
+        let (tx, rx) = std::sync::mpsc::channel::<Reply>();
+        let mut order = targets.to_vec();
+        order.sort_by_key(|e| *e == self.local);
+        for e in order {
+            self.dispatch(e, request(), &tx);
+        }
+        rx
+    }
+}
+
 pub struct Coordinator {
     shared: Arc<Shared>,
 }
@@ -204,6 +218,22 @@ fn remote_error(endpoint: IpAddr, e: &RemoteError) -> QueryError {
         RemoteError::Invalid(m) => QueryError::Invalid(format!("{endpoint}: {m}")),
         other => QueryError::Server(format!("{endpoint}: {other}")),
     }
+}
+
+/// Err(Unavailable) unless the `live` replicas satisfy `requirement`;
+/// returns them with their data centers.
+fn check_live(
+    topology: &Topology,
+    requirement: &Requirement,
+    cl: Consistency,
+    live: &[IpAddr],
+) -> Result<Vec<(IpAddr, String)>, QueryError> {
+    let with_dcs = topology.with_dcs(live);
+    let refs: Vec<(IpAddr, &str)> = with_dcs.iter().map(|(e, d)| (*e, d.as_str())).collect();
+    requirement
+        .check_available(cl, &refs)
+        .map_err(consistency_error)?;
+    Ok(with_dcs)
 }
 
 fn keyspace_strategy(schema: &Schema, keyspace: &str) -> Strategy {
@@ -262,12 +292,7 @@ impl DataProxy for Coordinator {
                 .filter(|e| topology.is_alive(*e))
                 .collect();
             if cl != Consistency::Any {
-                let with_dcs = topology.with_dcs(&live);
-                let refs: Vec<(IpAddr, &str)> =
-                    with_dcs.iter().map(|(e, d)| (*e, d.as_str())).collect();
-                requirement
-                    .check_available(cl, &refs)
-                    .map_err(consistency_error)?;
+                check_live(&topology, &requirement, cl, &live)?;
             }
             for e in natural.iter().chain(pending.iter()) {
                 if topology.is_alive(*e) {
@@ -436,12 +461,7 @@ impl DataProxy for Coordinator {
                 &topology.local_dc,
                 &dc_of,
             );
-            let with_dcs = topology.with_dcs(&live);
-            let refs: Vec<(IpAddr, &str)> =
-                with_dcs.iter().map(|(e, d)| (*e, d.as_str())).collect();
-            requirement
-                .check_available(cl, &refs)
-                .map_err(consistency_error)?;
+            let with_dcs = check_live(&topology, &requirement, cl, &live)?;
             let candidates: Vec<IpAddr> = with_dcs
                 .iter()
                 .filter(|(_, d)| requirement.counts(d))
@@ -501,11 +521,7 @@ impl ReadPlan {
         let requirement = requirement(cl, Operation::Read, strategy, &topology.local_dc)
             .map_err(consistency_error)?;
         let live = topology.live_replicas_by_proximity(strategy, token);
-        let with_dcs = topology.with_dcs(&live);
-        let refs: Vec<(IpAddr, &str)> = with_dcs.iter().map(|(e, d)| (*e, d.as_str())).collect();
-        requirement
-            .check_available(cl, &refs)
-            .map_err(consistency_error)?;
+        let with_dcs = check_live(topology, &requirement, cl, &live)?;
         let candidates = match &requirement {
             // EACH_QUORUM: the first replicas of each dc in turn.
             Requirement::EachDc { counts } => {
@@ -700,19 +716,11 @@ impl Coordinator {
         now: LocalTime,
         from: &[(IpAddr, [u8; 16])],
     ) -> Result<Vec<(IpAddr, RawPartition)>, QueryError> {
-        let (tx, rx) = std::sync::mpsc::channel::<Reply>();
-        let mut order: Vec<IpAddr> = from.iter().map(|(e, _)| *e).collect();
-        order.sort_by_key(|e| *e == self.shared.local);
-        for e in &order {
-            self.shared.dispatch(
-                *e,
-                Request::ReadRaw {
-                    read: read.clone(),
-                    now,
-                },
-                &tx,
-            );
-        }
+        let order: Vec<IpAddr> = from.iter().map(|(e, _)| *e).collect();
+        let rx = self.shared.ask_all(&order, || Request::ReadRaw {
+            read: read.clone(),
+            now,
+        });
         let deadline = Instant::now() + READ_REQUEST_TIMEOUT;
         let mut raws = Vec::new();
         while raws.len() < order.len() {
@@ -745,17 +753,10 @@ impl Coordinator {
         if stale.is_empty() {
             return Ok(());
         }
-        let (tx, rx) = std::sync::mpsc::channel::<Reply>();
-        for e in stale {
-            self.shared.dispatch(
-                *e,
-                Request::Mutate {
-                    mutations: union.clone(),
-                    now,
-                },
-                &tx,
-            );
-        }
+        let rx = self.shared.ask_all(stale, || Request::Mutate {
+            mutations: union.clone(),
+            now,
+        });
         let deadline = Instant::now() + WRITE_REQUEST_TIMEOUT;
         let mut pending: HashSet<IpAddr> = stale.iter().copied().collect();
         while !pending.is_empty() {
@@ -798,22 +799,13 @@ impl Coordinator {
         if targets == [self.shared.local] {
             return Ok(self.shared.engine.scan(sub, now)?);
         }
-        let (tx, rx) = std::sync::mpsc::channel::<Reply>();
-        let mut order = targets.to_vec();
-        order.sort_by_key(|e| *e == self.shared.local);
-        for e in &order {
-            self.shared.dispatch(
-                *e,
-                Request::Scan {
-                    scan: sub.clone(),
-                    now,
-                },
-                &tx,
-            );
-        }
+        let rx = self.shared.ask_all(targets, || Request::Scan {
+            scan: sub.clone(),
+            now,
+        });
         let deadline = Instant::now() + RANGE_REQUEST_TIMEOUT;
         let mut pages: Vec<(IpAddr, ScanPage)> = Vec::new();
-        while pages.len() < order.len() {
+        while pages.len() < targets.len() {
             match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
                 Ok((e, Ok(Response::Page(p)))) => pages.push((e, p)),
                 Ok((e, Ok(Response::Error(err)))) => return Err(remote_error(e, &err)),
@@ -826,7 +818,7 @@ impl Coordinator {
                     return Err(QueryError::ReadTimeout {
                         consistency: cl,
                         received: pages.len(),
-                        block_for: order.len(),
+                        block_for: targets.len(),
                         data_present: !pages.is_empty(),
                     })
                 }

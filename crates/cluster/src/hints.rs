@@ -15,6 +15,8 @@ use std::sync::Mutex;
 use rocksandra_storage::Mutation;
 use serde::{Deserialize, Serialize};
 
+use crate::gossip::hex;
+
 /// Hints kept for one host at most; later ones are dropped (repair fixes
 /// what they would have), as Cassandra's `max_hints_size_per_host`.
 pub const MAX_HINT_BYTES_PER_HOST: u64 = 512 << 20;
@@ -32,10 +34,6 @@ pub struct HintRecord {
 pub struct Hints {
     dir: PathBuf,
     files: Mutex<HashMap<[u8; 16], (File, u64)>>,
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Hints {

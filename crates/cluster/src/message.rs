@@ -169,12 +169,10 @@ pub enum DecodeError {
 
 /// A frame for `body`: length, version, postcard bytes.
 pub fn encode_frame<T: Serialize>(body: &T) -> Vec<u8> {
-    let mut frame = vec![0u8; 5];
-    frame[4] = FORMAT_VERSION;
-    // Serializing plain data into a Vec cannot fail.
-    let frame = postcard::to_extend(body, frame).unwrap_or_default();
-    let len = (frame.len().saturating_sub(4)) as u32;
-    let mut frame = frame;
+    // Length placeholder and version, then the body. Serializing plain
+    // data into a Vec cannot fail.
+    let mut frame = postcard::to_extend(body, vec![0, 0, 0, 0, FORMAT_VERSION]).unwrap_or_default();
+    let len = frame.len().saturating_sub(4) as u32;
     if frame.len() >= 4 {
         frame[..4].copy_from_slice(&len.to_be_bytes());
     }
