@@ -4,8 +4,8 @@
 //! (`gossip`), the topology a node believes in (`topology`), the coordinator
 //! that runs reads and writes against replicas (`coordinator`, with
 //! `replica` for the replica side), hinted handoff (`hints`), the node's
-//! membership, schema agreement and bootstrap (`node`) and operator
-//! commands (`admin`).
+//! membership, schema agreement and bootstrap (`node`), moving token
+//! ranges' data between nodes (`streaming`) and operator commands (`admin`).
 
 pub mod admin;
 pub mod consistency;
@@ -17,6 +17,7 @@ pub mod messaging;
 pub mod node;
 pub mod replica;
 pub mod ring;
+pub mod streaming;
 pub mod topology;
 
 pub use node::{ClusterConfig, ClusterNode, EventSink};

@@ -546,40 +546,19 @@ impl ClusterNode {
 
     /// Writes the table's data in `ranges` to files and sends them.
     fn stream_out(&self, table: TableId, ranges: &[rocksandra_storage::TokenRange]) -> Response {
-        let dir = self.config.data_dir.join("streaming").join(format!(
-            "out-{}-{}",
-            table.0,
-            micros_now()
-        ));
-        let result = (|| -> Result<Vec<(String, Vec<u8>)>, String> {
-            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-            let mut files = Vec::new();
-            for (i, range) in ranges.iter().enumerate() {
-                let sub = dir.join(i.to_string());
-                std::fs::create_dir_all(&sub).map_err(|e| e.to_string())?;
-                for path in self
-                    .shared
-                    .engine
-                    .stream_out(table, *range, &sub)
-                    .map_err(|e| e.to_string())?
-                {
-                    let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
-                    let name = format!(
-                        "{i}-{}",
-                        path.file_name()
-                            .map(|n| n.to_string_lossy().into_owned())
-                            .unwrap_or_default()
-                    );
-                    files.push((name, bytes));
-                }
-            }
-            Ok(files)
-        })();
-        let _ = std::fs::remove_dir_all(&dir);
-        match result {
+        let dir = self.streaming_dir("out", table);
+        match crate::streaming::export(&*self.shared.engine, table, ranges, &dir) {
             Ok(files) => Response::Files(files),
             Err(e) => Response::Error(RemoteError::Failed(e)),
         }
+    }
+
+    fn streaming_dir(&self, direction: &str, table: TableId) -> PathBuf {
+        self.config.data_dir.join("streaming").join(format!(
+            "{direction}-{}-{}",
+            table.0,
+            micros_now()
+        ))
     }
 
     /// Takes the data of this node's ranges from their current replicas
@@ -641,35 +620,13 @@ impl ClusterNode {
         Ok(())
     }
 
-    fn ingest(&self, table: TableId, files: Vec<(String, Vec<u8>)>) -> Result<usize, String> {
-        if files.is_empty() {
-            return Ok(0);
-        }
-        let dir =
-            self.config
-                .data_dir
-                .join("streaming")
-                .join(format!("in-{}-{}", table.0, micros_now()));
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let mut paths = Vec::new();
-        let mut bytes = 0;
-        for (name, content) in files {
-            let safe: String = name
-                .chars()
-                .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-                .collect();
-            let path = dir.join(safe);
-            bytes += content.len();
-            std::fs::write(&path, content).map_err(|e| e.to_string())?;
-            paths.push(path);
-        }
-        let result = self
-            .shared
-            .engine
-            .stream_in(table, &paths)
-            .map_err(|e| e.to_string());
-        let _ = std::fs::remove_dir_all(&dir);
-        result.map(|()| bytes)
+    fn ingest(
+        &self,
+        table: TableId,
+        files: crate::streaming::StreamFiles,
+    ) -> Result<usize, String> {
+        let dir = self.streaming_dir("in", table);
+        crate::streaming::import(&*self.shared.engine, table, files, &dir)
     }
 
     fn admin(&self, command: AdminCommand) -> Response {
