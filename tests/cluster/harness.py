@@ -1,7 +1,8 @@
 """Processes and driver sessions for the multi-process cluster tests.
 
 Every node is a real `rocksandra` process on its own loopback address
-(127.0.0.11-15: CQL on :9042, internode TCP and gossip UDP on :7000) with a
+(127.0.0.11-15 by default: CQL on :9042, internode TCP and gossip UDP on
+:7000) with a
 fresh data directory; its log goes to `<dir>/node.log`. Only processes started
 here are ever signalled.
 """
@@ -24,7 +25,11 @@ BIN = os.environ.get("ROCKSANDRA_BIN",
                      os.path.expanduser("~/.cache/rocksandra-target/debug/rocksandra"))
 CQL_PORT = 9042
 STORAGE_PORT = 7000
-SEED = "127.0.0.11"
+# ROCKSANDRA_CLUSTER_NET=127.0.0.2 puts the nodes on 127.0.0.21-25 instead, so
+# two checkouts can run their cluster tests at once.
+NET = os.environ.get("ROCKSANDRA_CLUSTER_NET", "127.0.0.1")
+ADDRESSES = ["%s%d" % (NET, i) for i in range(1, 6)]
+SEED = ADDRESSES[0]
 # ROCKSANDRA_CLUSTER_KEEP=1 keeps the data directories and logs for a post-mortem.
 KEEP = os.environ.get("ROCKSANDRA_CLUSTER_KEEP") == "1"
 

@@ -20,9 +20,9 @@ from cassandra import ConsistencyLevel as CL
 from cassandra import Unavailable
 from cassandra.metadata import Murmur3Token
 
-from harness import Nodes, bound, stmt, wait_until
+from harness import ADDRESSES, Nodes, bound, stmt, wait_until
 
-A, B, C = "127.0.0.11", "127.0.0.12", "127.0.0.13"
+A, B, C = ADDRESSES[:3]
 THREE = [A, B, C]
 NUM_TOKENS = 16
 
