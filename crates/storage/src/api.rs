@@ -353,6 +353,16 @@ pub trait Engine: Send + Sync {
     /// to files in `dir`, to be ingested by another engine.
     fn stream_out(&self, table: TableId, range: TokenRange, dir: &Path) -> Result<Vec<PathBuf>>;
     fn stream_in(&self, table: TableId, files: &[PathBuf]) -> Result<()>;
+    /// The partitions stored in `range`, those holding only tombstones too,
+    /// in token order: at most `limit` of them after `after` (repair walks
+    /// a range with it, reading each partition's stored state).
+    fn partition_keys(
+        &self,
+        table: TableId,
+        range: TokenRange,
+        after: Option<&PartitionKey>,
+        limit: usize,
+    ) -> Result<Vec<PartitionKey>>;
     /// Drops the data of every token not in `keep`.
     fn cleanup(&self, table: TableId, keep: &[TokenRange]) -> Result<()>;
     /// A consistent copy of all data in `dir` (hard links where possible).

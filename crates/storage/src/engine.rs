@@ -718,6 +718,59 @@ impl<S: KvStore> Engine for KvEngine<S> {
         self.store.ingest(table, files)
     }
 
+    fn partition_keys(
+        &self,
+        table: TableId,
+        range: TokenRange,
+        after: Option<&PartitionKey>,
+        limit: usize,
+    ) -> Result<Vec<PartitionKey>> {
+        self.spec(table)?;
+        // Every key of a partition sorts below its prefix followed by 0xFF.
+        let resume = after.map(|p| {
+            let mut key = keys::partition_prefix(p.token, &p.key);
+            key.push(0xFF);
+            key
+        });
+        let mut found: Vec<PartitionKey> = Vec::new();
+        let mut error = None;
+        for mut key_range in Self::key_ranges(range) {
+            if let Some(resume) = &resume {
+                if key_range.end.as_ref().is_some_and(|end| end <= resume) {
+                    continue;
+                }
+                if *resume > key_range.start {
+                    key_range.start = resume.clone();
+                }
+            }
+            self.store.scan(table, &key_range, false, &mut |key, _| {
+                if found.len() >= limit.max(1) {
+                    return ControlFlow::Break(());
+                }
+                match keys::split_partition(key) {
+                    Ok((token, bytes, _)) => {
+                        if found
+                            .last()
+                            .is_none_or(|last| last.token != token || last.key != bytes)
+                        {
+                            found.push(PartitionKey { token, key: bytes });
+                        }
+                        ControlFlow::Continue(())
+                    }
+                    Err(e) => {
+                        error = Some(e);
+                        ControlFlow::Break(())
+                    }
+                }
+            })?;
+            if let Some(e) = error.take() {
+                return Err(e.into());
+            }
+        }
+        found.truncate(limit.max(1));
+        Ok(found)
+    }
+
     fn cleanup(&self, table: TableId, keep: &[TokenRange]) -> Result<()> {
         self.check_writable()?;
         self.spec(table)?;
