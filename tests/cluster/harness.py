@@ -61,11 +61,7 @@ class Node:
         # A listener we did not start would make the readiness check lie.
         assert not port_open(self.ip, CQL_PORT), "%s:%d is already taken" % (self.ip, CQL_PORT)
         self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [BIN, "--data-dir", self.data_dir, "--listen-address", self.ip,
-             "--seeds", self.seeds, "--prometheus-port", "0", "--native-port", str(CQL_PORT)]
-            + self.extra,
-            stdout=self.log, stderr=self.log)
+        self.proc = subprocess.Popen(self.command(), stdout=self.log, stderr=self.log)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -76,6 +72,16 @@ class Node:
             time.sleep(0.05)
         raise AssertionError("%s did not listen for CQL within %ds:\n%s"
                              % (self.ip, timeout, self.tail()))
+
+    def command(self):
+        return ([BIN, "--data-dir", self.data_dir, "--listen-address", self.ip,
+                 "--seeds", self.seeds, "--prometheus-port", "0", "--native-port", str(CQL_PORT)]
+                + self.extra)
+
+    def start_refused(self, timeout=30):
+        """Starts the node expecting it to refuse: returns (exit code, output)."""
+        r = subprocess.run(self.command(), capture_output=True, text=True, timeout=timeout)
+        return r.returncode, r.stdout + r.stderr
 
     def running(self):
         return self.proc is not None and self.proc.poll() is None

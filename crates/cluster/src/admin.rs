@@ -69,14 +69,13 @@ pub fn run(node: &ClusterNode, command: AdminCommand) -> Response {
                 Err(e) => failed(e),
             }
         }
-        AdminCommand::Repair { .. } => {
-            failed("repair is not implemented yet in Rocksandra (read repair and hints are)")
-        }
-        AdminCommand::Decommission => failed("decommission is not implemented yet in Rocksandra"),
-        AdminCommand::RemoveNode { .. } => {
-            failed("removenode is not implemented yet in Rocksandra")
-        }
-        AdminCommand::Flush | AdminCommand::Isolate { .. } => failed("handled by the node"),
+        AdminCommand::Flush
+        | AdminCommand::Isolate { .. }
+        | AdminCommand::Repair { .. }
+        | AdminCommand::Decommission
+        | AdminCommand::RemoveNode { .. }
+        | AdminCommand::Rebuild { .. }
+        | AdminCommand::Netstats => failed("handled by the node"),
     }
 }
 
@@ -336,10 +335,31 @@ pub fn parse_command(args: &[String]) -> Result<AdminCommand, String> {
         ["snapshot", "-t", tag] => AdminCommand::Snapshot {
             tag: (*tag).to_string(),
         },
-        ["repair"] => AdminCommand::Repair { keyspace: None },
-        ["repair", keyspace] => AdminCommand::Repair {
-            keyspace: Some((*keyspace).to_string()),
+        ["repair", rest @ ..] => {
+            let primary_range = rest
+                .iter()
+                .any(|w| *w == "-pr" || *w == "--partitioner-range");
+            let mut names = rest
+                .iter()
+                .filter(|w| !w.starts_with('-'))
+                .map(|w| (*w).to_string());
+            if let Some(option) = rest.iter().find(|w| {
+                w.starts_with('-')
+                    && !matches!(**w, "-pr" | "--partitioner-range" | "-full" | "--full")
+            }) {
+                return Err(format!("repair: unsupported option {option}"));
+            }
+            AdminCommand::Repair {
+                keyspace: names.next(),
+                tables: names.collect(),
+                primary_range,
+            }
+        }
+        ["rebuild"] => AdminCommand::Rebuild { source_dc: None },
+        ["rebuild", dc] => AdminCommand::Rebuild {
+            source_dc: Some((*dc).to_string()),
         },
+        ["netstats", ..] => AdminCommand::Netstats,
         ["decommission"] => AdminCommand::Decommission,
         ["removenode", host_id] => AdminCommand::RemoveNode {
             host_id: (*host_id).to_string(),

@@ -47,8 +47,6 @@ pub const READ_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 pub const RANGE_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// A read answer later than this makes the coordinator ask one more replica.
 pub const SPECULATIVE_RETRY_AFTER: Duration = Duration::from_millis(50);
-/// Cassandra's `max_hint_window`: no hints for a node down longer.
-pub const MAX_HINT_WINDOW: Duration = Duration::from_secs(3 * 3600);
 /// Writes whose slow replicas are still watched (to hint the ones that
 /// never answer) after the client was answered; beyond it they are not.
 pub const WRITE_FOLLOWUPS_MAX: usize = 10_000;
@@ -119,16 +117,13 @@ impl Shared {
         let Some(host) = topology.host_id(endpoint) else {
             return;
         };
-        let too_long = self
+        let down_for = self
             .down_since
             .read()
             .ok()
-            .and_then(|d| {
-                d.get(&endpoint)
-                    .map(|since| since.elapsed() > MAX_HINT_WINDOW)
-            })
-            .unwrap_or(false);
-        if too_long {
+            .and_then(|d| d.get(&endpoint).map(|since| since.elapsed()))
+            .unwrap_or_default();
+        if !self.hints.accepts(down_for) {
             return;
         }
         if let Err(e) = self.hints.store(host, (self.now_micros)(), mutations) {

@@ -33,6 +33,9 @@ pub const KEY_NATIVE_PORT: &str = "native_port";
 pub const KEY_SCHEMA_VERSION: &str = "schema_version";
 pub const KEY_SCHEMA_EPOCH: &str = "schema_epoch";
 pub const KEY_RELEASE: &str = "release_version";
+/// Nodes this node is removing (`nodetool removenode`), as
+/// `hostid=removing` or `hostid=removed`, comma-separated.
+pub const KEY_REMOVALS: &str = "removals";
 
 /// What gossip says about one node.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,6 +51,26 @@ pub struct NodeView {
     pub schema_epoch: u64,
     /// Its start time; a restarted node has a higher one.
     pub generation: u64,
+    /// Dead nodes it is removing: (host id, finished).
+    pub removals: Vec<([u8; 16], bool)>,
+}
+
+/// `KEY_REMOVALS`'s value for these removals.
+pub fn format_removals(removals: &[([u8; 16], bool)]) -> String {
+    removals
+        .iter()
+        .map(|(id, done)| format!("{}={}", hex(id), if *done { "removed" } else { "removing" }))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn parse_removals(text: &str) -> Vec<([u8; 16], bool)> {
+    text.split(',')
+        .filter_map(|item| {
+            let (id, state) = item.split_once('=')?;
+            Some((parse_hex16(id)?, state == "removed"))
+        })
+        .collect()
 }
 
 /// This node's application state, as published.
@@ -145,6 +168,9 @@ pub fn parse_view(
             .and_then(|e| e.parse().ok())
             .unwrap_or(0),
         generation,
+        removals: get(KEY_REMOVALS)
+            .map(|r| parse_removals(&r))
+            .unwrap_or_default(),
     })
 }
 

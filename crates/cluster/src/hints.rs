@@ -11,6 +11,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use rocksandra_storage::Mutation;
 use serde::{Deserialize, Serialize};
@@ -34,15 +35,23 @@ pub struct HintRecord {
 pub struct Hints {
     dir: PathBuf,
     files: Mutex<HashMap<[u8; 16], (File, u64)>>,
+    /// Cassandra's `max_hint_window`; None when hinted handoff is off.
+    window: Option<Duration>,
 }
 
 impl Hints {
-    pub fn open(dir: &Path) -> std::io::Result<Hints> {
+    pub fn open(dir: &Path, window: Option<Duration>) -> std::io::Result<Hints> {
         std::fs::create_dir_all(dir)?;
         Ok(Hints {
             dir: dir.to_path_buf(),
             files: Mutex::new(HashMap::new()),
+            window,
         })
+    }
+
+    /// Whether a replica down for `down_for` still gets hints.
+    pub fn accepts(&self, down_for: Duration) -> bool {
+        self.window.is_some_and(|w| down_for <= w)
     }
 
     fn path(&self, host: &[u8; 16]) -> PathBuf {
@@ -101,6 +110,15 @@ impl Hints {
                 (meta.len() > 0).then(|| crate::gossip::parse_hex16(stem))?
             })
             .collect()
+    }
+
+    /// Forgets the hints of a host that left the cluster (decommissioned
+    /// or removed): they have nowhere to go.
+    pub fn drop_host(&self, host: [u8; 16]) {
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        files.remove(&host);
+        let _ = std::fs::remove_file(self.path(&host));
+        let _ = std::fs::remove_file(self.dir.join(format!("{}.replaying", hex(&host))));
     }
 
     /// Replays the hints of `host` through `send` (in order, stopping at
@@ -183,7 +201,7 @@ mod tests {
     #[test]
     fn hints_replay_in_order_and_keep_failures() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let hints = Hints::open(dir.path()).expect("opens");
+        let hints = Hints::open(dir.path(), Some(Duration::from_secs(3600))).expect("opens");
         let host = [1u8; 16];
         for k in ["a", "b", "c"] {
             assert!(hints.store(host, 1, &[mutation(k)]).expect("stores"));
@@ -222,14 +240,14 @@ mod tests {
     #[test]
     fn a_torn_tail_is_ignored() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let hints = Hints::open(dir.path()).expect("opens");
+        let hints = Hints::open(dir.path(), Some(Duration::from_secs(3600))).expect("opens");
         let host = [2u8; 16];
         hints.store(host, 1, &[mutation("a")]).expect("stores");
         drop(hints);
         let path = dir.path().join(format!("{}.hints", hex(&host)));
         let mut file = OpenOptions::new().append(true).open(&path).expect("opens");
         file.write_all(&[0, 0, 0, 50, 1, 2]).expect("writes");
-        let hints = Hints::open(dir.path()).expect("opens");
+        let hints = Hints::open(dir.path(), Some(Duration::from_secs(3600))).expect("opens");
         let mut n = 0;
         hints
             .replay(host, &mut |_| {

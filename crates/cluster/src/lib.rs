@@ -5,7 +5,9 @@
 //! that runs reads and writes against replicas (`coordinator`, with
 //! `replica` for the replica side), hinted handoff (`hints`), the node's
 //! membership, schema agreement and bootstrap (`node`), moving token
-//! ranges' data between nodes (`streaming`) and operator commands (`admin`).
+//! ranges' data between nodes (`streaming`), decommission, removenode,
+//! rebuild and Merkle-tree repair (`operations`, `repair`) and operator
+//! commands (`admin`).
 
 pub mod admin;
 pub mod consistency;
@@ -15,6 +17,8 @@ pub mod hints;
 pub mod message;
 pub mod messaging;
 pub mod node;
+pub mod operations;
+pub mod repair;
 pub mod replica;
 pub mod ring;
 pub mod streaming;

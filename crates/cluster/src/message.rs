@@ -80,6 +80,27 @@ pub enum Request {
     },
     /// An operator command (`rocksandra nodetool`).
     Admin(AdminCommand),
+    /// Ingest these stream files (written by the sender's `StreamOut`
+    /// logic) into `table`: decommission pushes its ranges this way.
+    StreamIn {
+        table: u64,
+        files: Vec<(String, Vec<u8>)>,
+    },
+    /// Fetch the token ranges of `table` from `source` and ingest them
+    /// (removenode asks the nodes that gain ranges to do this).
+    StreamFrom {
+        table: u64,
+        ranges: Vec<TokenRange>,
+        source: IpAddr,
+    },
+    /// The leaf hashes of a Merkle tree of `table` over `range` with 2^depth
+    /// leaves (`Response::Merkle`), for repair.
+    MerkleTree {
+        table: u64,
+        range: TokenRange,
+        depth: u8,
+        now: LocalTime,
+    },
 }
 
 /// The schema as nodes exchange it: the stored JSON with its epoch.
@@ -105,8 +126,12 @@ pub enum AdminCommand {
     Snapshot {
         tag: String,
     },
+    /// Repair the ranges this node replicates (only its primary ranges
+    /// with `primary_range`) of a keyspace's tables (all when empty).
     Repair {
         keyspace: Option<String>,
+        tables: Vec<String>,
+        primary_range: bool,
     },
     Decommission,
     RemoveNode {
@@ -117,6 +142,13 @@ pub enum AdminCommand {
     Isolate {
         peers: Vec<IpAddr>,
     },
+    /// Stream every range this node replicates from other replicas (of
+    /// `source_dc` when given).
+    Rebuild {
+        source_dc: Option<String>,
+    },
+    /// Streaming sessions, running and finished.
+    Netstats,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -132,6 +164,8 @@ pub enum Response {
     /// An operator command's output.
     Text(String),
     Error(RemoteError),
+    /// Leaf hashes of a Merkle tree, in ring order.
+    Merkle(Vec<[u8; 16]>),
 }
 
 /// Why a node could not do what was asked.

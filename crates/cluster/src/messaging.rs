@@ -112,7 +112,8 @@ pub struct Messaging {
     handler: Arc<dyn Handler>,
     outbound: Mutex<HashMap<IpAddr, Arc<Outbound>>>,
     next_id: AtomicU64,
-    isolated: RwLock<HashSet<IpAddr>>,
+    /// Peers cut off by `isolate`; gossip filters with the same set.
+    isolated: Arc<RwLock<HashSet<IpAddr>>>,
     inbound_permits: Arc<Semaphore>,
 }
 
@@ -134,7 +135,7 @@ impl Messaging {
             handler,
             outbound: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
-            isolated: RwLock::new(HashSet::new()),
+            isolated: Arc::new(RwLock::new(HashSet::new())),
             inbound_permits: Arc::new(Semaphore::new(MAX_INBOUND_REQUESTS)),
         });
         let weak = Arc::downgrade(&messaging);
@@ -177,6 +178,11 @@ impl Messaging {
         if let Ok(mut set) = self.isolated.write() {
             *set = peers.iter().copied().collect();
         }
+    }
+
+    /// The isolation set, for gossip's transport.
+    pub fn isolation(&self) -> Arc<RwLock<HashSet<IpAddr>>> {
+        self.isolated.clone()
     }
 
     pub fn isolated_peers(&self) -> Vec<IpAddr> {

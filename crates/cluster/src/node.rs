@@ -37,6 +37,9 @@ pub const SCHEMA_TIMEOUT: Duration = Duration::from_secs(10);
 pub const SCHEMA_LOCK_LEASE: Duration = Duration::from_secs(30);
 /// Timeout of one streaming request (a token range of one table).
 pub const STREAM_TIMEOUT: Duration = Duration::from_secs(300);
+/// A file in the data directory of a decommissioned node: it does not
+/// start again (its data belongs to others now).
+pub const DECOMMISSIONED_MARKER: &str = "decommissioned";
 
 /// What a node needs to know to join.
 #[derive(Clone, Debug)]
@@ -57,6 +60,9 @@ pub struct ClusterConfig {
     pub data_dir: PathBuf,
     /// A new node takes its ranges' data from the others before it serves.
     pub auto_bootstrap: bool,
+    /// Hints are kept for replicas down at most this long; None: no hints
+    /// (`hinted_handoff_enabled: false`).
+    pub hint_window: Option<Duration>,
 }
 
 pub type EventSink = Arc<dyn Fn(Event) + Send + Sync>;
@@ -73,6 +79,14 @@ pub struct ClusterNode {
     pulling_schema: AtomicBool,
     /// The schema lock, on the node that is the schema leader.
     schema_lock: Mutex<Option<(IpAddr, Instant)>>,
+    /// Streaming sessions for `nodetool netstats`.
+    pub(crate) sessions: crate::operations::Sessions,
+    /// Dead nodes this node removes or has seen removed (host id, done),
+    /// published under `KEY_REMOVALS`.
+    removals: Mutex<Vec<([u8; 16], bool)>>,
+    runtime: tokio::runtime::Handle,
+    /// Becomes true when the node has left the ring (decommission).
+    left: tokio::sync::watch::Sender<bool>,
 }
 
 /// Answers other nodes; set up before messaging starts, given the node
@@ -111,6 +125,12 @@ impl ClusterNode {
         executor: Arc<Executor>,
         events: EventSink,
     ) -> Result<Arc<ClusterNode>, String> {
+        if config.data_dir.join(DECOMMISSIONED_MARKER).exists() {
+            return Err(format!(
+                "this node was decommissioned; its data directory {} cannot join again (remove it to start a new node)",
+                config.data_dir.display()
+            ));
+        }
         let handler = Arc::new(NodeHandler {
             node: OnceLock::new(),
             engine: engine.clone(),
@@ -128,7 +148,7 @@ impl ClusterNode {
                 config.listen_address, config.storage_port
             )
         })?;
-        let isolated = Arc::new(std::sync::RwLock::new(HashSet::new()));
+        let isolated = messaging.isolation();
         let new_node = config.tokens.is_empty();
         let (epoch, version, _) = executor.schema_blob();
         let mut state = LocalState {
@@ -195,6 +215,25 @@ impl ClusterNode {
                 };
                 views = next;
             }
+            // Two nodes joining at once would split the same ranges at the
+            // same midpoints: the one with the higher address waits until
+            // every joining node below it has published its tokens.
+            while started.elapsed() < SEED_WAIT * 2 {
+                let waiting_for = views.iter().find(|v| {
+                    v.member.address < local
+                        && v.member.status == MemberStatus::Joining
+                        && v.member.tokens.is_empty()
+                        && v.alive
+                        && !v.left
+                });
+                let Some(other) = waiting_for else { break };
+                tracing::info!(
+                    "waiting for {} (also joining) to choose its tokens",
+                    other.member.address
+                );
+                tokio::time::sleep(MEMBERSHIP_PERIOD).await;
+                views = gossip.view().await;
+            }
         }
         let tokens = if new_node {
             let others = Ring::new(
@@ -229,7 +268,7 @@ impl ClusterNode {
         gossip
             .set(crate::gossip::KEY_TOKENS, token_text.join(","))
             .await;
-        let hints = Hints::open(&config.data_dir.join("hints"))
+        let hints = Hints::open(&config.data_dir.join("hints"), config.hint_window)
             .map_err(|e| format!("cannot open the hints directory: {e}"))?;
         let topology = Topology::new(local, config.dc.clone(), gossip.view().await);
         let shared = Shared::new(
@@ -251,6 +290,10 @@ impl ClusterNode {
             tokens,
             pulling_schema: AtomicBool::new(false),
             schema_lock: Mutex::new(None),
+            sessions: Default::default(),
+            removals: Mutex::new(Vec::new()),
+            runtime: tokio::runtime::Handle::current(),
+            left: tokio::sync::watch::channel(false).0,
         });
         let _ = handler.node.set(node.clone());
         executor
@@ -314,6 +357,52 @@ impl ClusterNode {
         self.refresh().await;
     }
 
+    /// `set_status` from a blocking thread.
+    pub(crate) fn set_status_blocking(self: &Arc<Self>, status: &'static str) {
+        self.runtime.block_on(self.set_status(status));
+    }
+
+    /// Completes once the node has left the ring (decommissioned): the
+    /// server then stops.
+    pub async fn wait_until_left(&self) {
+        let mut left = self.left.subscribe();
+        let _ = left.wait_for(|l| *l).await;
+    }
+
+    /// Gossip knows `host` has left the ring (decommissioned or removed).
+    fn gossip_says_left(&self, host: [u8; 16]) -> bool {
+        let removed = self
+            .removals
+            .lock()
+            .map(|r| r.contains(&(host, true)))
+            .unwrap_or(false);
+        removed
+            || self
+                .runtime
+                .block_on(self.gossip.view())
+                .iter()
+                .any(|v| v.member.host_id == host && v.left)
+    }
+
+    pub(crate) fn announce_left(&self) {
+        self.left.send_replace(true);
+    }
+
+    /// Publishes that this node removes (`done` false) or has removed the
+    /// node `host_id`.
+    pub(crate) fn publish_removal(self: &Arc<Self>, host_id: [u8; 16], done: bool) {
+        let text = {
+            let mut removals = self.removals.lock().unwrap_or_else(|p| p.into_inner());
+            removals.retain(|(id, _)| *id != host_id);
+            removals.push((host_id, done));
+            crate::gossip::format_removals(&removals)
+        };
+        self.runtime.block_on(async {
+            self.gossip.set(crate::gossip::KEY_REMOVALS, text).await;
+            self.refresh().await;
+        });
+    }
+
     pub fn status(&self) -> &'static str {
         *self.status.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -322,6 +411,7 @@ impl ClusterNode {
     /// for drivers, the local schema version for others to see.
     async fn refresh(self: &Arc<Self>) {
         let views = self.gossip.view().await;
+        let views_for_removals = views.clone();
         let next = Topology::new(self.config.listen_address, self.config.dc.clone(), views);
         let previous = self.shared.topology();
         self.emit_events(&previous, &next);
@@ -357,6 +447,23 @@ impl ClusterNode {
             .map(|v| v.schema_epoch)
             .max()
             .unwrap_or(0);
+        // Removals finished by others stay published here too, so a removed
+        // node stays out of the ring whoever leaves later.
+        let seen: Vec<[u8; 16]> = next_removed(&views_for_removals);
+        let republish = {
+            let mut removals = self.removals.lock().unwrap_or_else(|p| p.into_inner());
+            for id in seen {
+                if !removals.contains(&(id, true)) {
+                    removals.retain(|(r, _)| *r != id);
+                    removals.push((id, true));
+                }
+            }
+            (published_removals(&next, self.config.listen_address) != *removals)
+                .then(|| crate::gossip::format_removals(&removals))
+        };
+        if let Some(text) = republish {
+            self.gossip.set(crate::gossip::KEY_REMOVALS, text).await;
+        }
         *self
             .shared
             .topology
@@ -521,7 +628,7 @@ impl ClusterNode {
         }
     }
 
-    fn handle(&self, from: IpAddr, request: Request) -> Response {
+    fn handle(self: &Arc<Self>, from: IpAddr, request: Request) -> Response {
         match request {
             Request::SchemaPull => {
                 let (epoch, version, json) = self.executor.schema_blob();
@@ -538,6 +645,9 @@ impl ClusterNode {
             Request::SchemaLock { release } => self.lock_schema(from, release),
             Request::StreamOut { table, ranges } => self.stream_out(TableId(table), &ranges),
             Request::Admin(command) => self.admin(command),
+            request @ (Request::StreamIn { .. } | Request::StreamFrom { .. }) => {
+                self.serve_streaming(request)
+            }
             other => Response::Error(RemoteError::Invalid(format!(
                 "unexpected request {other:?}"
             ))),
@@ -553,7 +663,7 @@ impl ClusterNode {
         }
     }
 
-    fn streaming_dir(&self, direction: &str, table: TableId) -> PathBuf {
+    pub(crate) fn streaming_dir(&self, direction: &str, table: TableId) -> PathBuf {
         self.config.data_dir.join("streaming").join(format!(
             "{direction}-{}-{}",
             table.0,
@@ -576,7 +686,7 @@ impl ClusterNode {
             m
         }));
         let started = Instant::now();
-        let mut bytes = 0usize;
+        let mut bytes = 0u64;
         for (keyspace, strategy) in crate::topology::replicated_keyspaces(&schema) {
             // For each range this node will hold: a current replica of it.
             let mut by_source: BTreeMap<IpAddr, Vec<rocksandra_storage::TokenRange>> =
@@ -593,22 +703,7 @@ impl ClusterNode {
             }
             for table in keyspace.tables.values() {
                 for (source, ranges) in &by_source {
-                    let response = self
-                        .shared
-                        .messaging
-                        .call(
-                            *source,
-                            Request::StreamOut {
-                                table: table.storage_id.0,
-                                ranges: ranges.clone(),
-                            },
-                            STREAM_TIMEOUT,
-                        )
-                        .map_err(|e| format!("streaming from {source} failed: {e}"))?;
-                    let Response::Files(files) = response else {
-                        return Err(format!("streaming from {source} failed: {response:?}"));
-                    };
-                    bytes += self.ingest(table.storage_id, files)?;
+                    bytes += self.pull_ranges("Bootstrap", *source, table.storage_id, ranges)?;
                 }
             }
         }
@@ -620,7 +715,7 @@ impl ClusterNode {
         Ok(())
     }
 
-    fn ingest(
+    pub(crate) fn ingest(
         &self,
         table: TableId,
         files: crate::streaming::StreamFiles,
@@ -629,8 +724,21 @@ impl ClusterNode {
         crate::streaming::import(&*self.shared.engine, table, files, &dir)
     }
 
-    fn admin(&self, command: AdminCommand) -> Response {
+    fn admin(self: &Arc<Self>, command: AdminCommand) -> Response {
+        let text = |result: Result<String, String>| match result {
+            Ok(t) => Response::Text(t),
+            Err(e) => Response::Error(RemoteError::Failed(e)),
+        };
         match command {
+            AdminCommand::Decommission => text(self.decommission()),
+            AdminCommand::RemoveNode { host_id } => text(self.remove_node(&host_id)),
+            AdminCommand::Rebuild { source_dc } => text(self.rebuild(source_dc.as_deref())),
+            AdminCommand::Repair {
+                keyspace,
+                tables,
+                primary_range,
+            } => text(self.repair(keyspace.as_deref(), &tables, primary_range)),
+            AdminCommand::Netstats => Response::Text(self.netstats()),
             AdminCommand::Isolate { peers } => {
                 self.shared.messaging.isolate(&peers);
                 Response::Text(format!("isolated from {peers:?}"))
@@ -652,6 +760,31 @@ impl ClusterNode {
     }
 }
 
+/// Host ids some node says it has removed.
+fn next_removed(views: &[NodeView]) -> Vec<[u8; 16]> {
+    let mut ids: Vec<[u8; 16]> = views
+        .iter()
+        .flat_map(|v| {
+            v.removals
+                .iter()
+                .filter(|(_, done)| *done)
+                .map(|(id, _)| *id)
+        })
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+/// What this node's gossip state says it removes.
+fn published_removals(topology: &Topology, local: IpAddr) -> Vec<([u8; 16], bool)> {
+    topology
+        .nodes
+        .get(&local)
+        .map(|v| v.removals.clone())
+        .unwrap_or_default()
+}
+
 async fn membership_loop(node: std::sync::Weak<ClusterNode>) {
     loop {
         tokio::time::sleep(MEMBERSHIP_PERIOD).await;
@@ -667,6 +800,11 @@ fn hint_loop(node: std::sync::Weak<ClusterNode>) {
         let topology = node.shared.topology();
         for host in node.shared.hints.hosts() {
             let Some(endpoint) = topology.endpoint_of_host(host) else {
+                // Gone from the ring (left or removed) and known to gossip
+                // as such: its hints have nowhere to go.
+                if node.gossip_says_left(host) {
+                    node.shared.hints.drop_host(host);
+                }
                 continue;
             };
             if !topology.is_alive(endpoint) || endpoint == node.config.listen_address {

@@ -1,7 +1,7 @@
 //! What a replica does with a data request, whether it came over the
 //! network or from this node's own coordinator.
 
-use rocksandra_storage::{Engine, StorageError};
+use rocksandra_storage::{Engine, StorageError, TableId};
 
 use crate::message::{digest, RemoteError, Request, Response};
 
@@ -38,6 +38,15 @@ pub fn serve(engine: &dyn Engine, request: Request) -> Result<Response, Request>
         Request::Scan { scan, now } => match engine.scan(&scan, now) {
             Ok(page) => Response::Page(page),
             Err(e) => failed(e),
+        },
+        Request::MerkleTree {
+            table,
+            range,
+            depth,
+            now,
+        } => match crate::repair::leaf_hashes(engine, TableId(table), range, depth, now) {
+            Ok(leaves) => Response::Merkle(leaves),
+            Err(e) => Response::Error(RemoteError::Failed(e)),
         },
         other => return Err(other),
     })

@@ -8,7 +8,7 @@ use rocksandra_data::Token;
 
 use crate::consistency::sort_by_proximity;
 use crate::gossip::NodeView;
-use crate::ring::{Endpoint, Ring, Strategy};
+use crate::ring::{Endpoint, MemberStatus, Ring, Strategy};
 
 #[derive(Clone, Debug)]
 pub struct Topology {
@@ -20,13 +20,27 @@ pub struct Topology {
 }
 
 impl Topology {
-    /// Builds the topology from gossip's view (nodes that left are not
-    /// members of the ring).
+    /// Builds the topology from gossip's view. Nodes that left, or that a
+    /// live node has removed, are not members of the ring; nodes being
+    /// removed are leaving.
     pub fn new(local: Endpoint, local_dc: String, views: Vec<NodeView>) -> Topology {
+        let removals: BTreeMap<[u8; 16], bool> = views
+            .iter()
+            .filter(|v| !v.left)
+            .flat_map(|v| v.removals.iter().copied())
+            .fold(BTreeMap::new(), |mut all, (id, done)| {
+                *all.entry(id).or_insert(false) |= done;
+                all
+            });
         let nodes: BTreeMap<Endpoint, NodeView> = views
             .into_iter()
-            .filter(|v| !v.left)
-            .map(|v| (v.member.address, v))
+            .filter(|v| !v.left && removals.get(&v.member.host_id) != Some(&true))
+            .map(|mut v| {
+                if removals.contains_key(&v.member.host_id) {
+                    v.member.status = MemberStatus::Leaving;
+                }
+                (v.member.address, v)
+            })
             .collect();
         let ring = Ring::new(nodes.values().map(|v| v.member.clone()));
         Topology {
@@ -116,4 +130,66 @@ pub fn replicated_keyspaces(
         .map(|k| (k, Strategy::from_replication(&k.replication)))
         .filter(|(_, s)| *s != Strategy::Local)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use super::*;
+    use crate::ring::Member;
+
+    fn view(last: u8, token: i64) -> NodeView {
+        NodeView {
+            member: Member {
+                address: IpAddr::V4(Ipv4Addr::new(127, 0, 0, last)),
+                host_id: [last; 16],
+                dc: "dc1".into(),
+                rack: "r1".into(),
+                tokens: vec![Token(token)],
+                status: MemberStatus::Normal,
+            },
+            alive: true,
+            left: false,
+            rpc_address: IpAddr::V4(Ipv4Addr::new(127, 0, 0, last)),
+            native_port: 9042,
+            schema_version: [0; 16],
+            schema_epoch: 0,
+            generation: 1,
+            removals: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn removed_nodes_leave_the_ring_and_removing_ones_are_leaving() {
+        let local = view(1, 0).member.address;
+        let mut remover = view(1, 0);
+        let mut dead = view(3, 200);
+        dead.alive = false;
+        remover.removals = vec![([3; 16], false)];
+        let t = Topology::new(
+            local,
+            "dc1".into(),
+            vec![remover.clone(), view(2, 100), dead.clone()],
+        );
+        assert_eq!(
+            t.nodes[&dead.member.address].member.status,
+            MemberStatus::Leaving
+        );
+        // Removed: gone, even when only a dead node still says so.
+        remover.removals = vec![([3; 16], true)];
+        remover.alive = false;
+        let t = Topology::new(
+            local,
+            "dc1".into(),
+            vec![remover, view(2, 100), dead.clone()],
+        );
+        assert!(!t.nodes.contains_key(&dead.member.address));
+        assert_eq!(
+            t.ring
+                .replicas(&Strategy::Simple { rf: 1 }, Token(150))
+                .len(),
+            1
+        );
+    }
 }

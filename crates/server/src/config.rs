@@ -20,6 +20,8 @@ pub const NATIVE_TRANSPORT_PORT_DEFAULT: u16 = 9042;
 pub const DATA_DIRECTORY_DEFAULT: &str = "./data";
 /// `commitlog_sync_period` when none is configured (Cassandra's 10s).
 pub const COMMITLOG_SYNC_PERIOD_DEFAULT: Duration = Duration::from_secs(10);
+/// Cassandra's `max_hint_window` default.
+pub const MAX_HINT_WINDOW_DEFAULT: Duration = Duration::from_secs(3 * 3600);
 /// `num_tokens` when none is configured (Cassandra 4+'s default).
 pub const NUM_TOKENS_DEFAULT: u32 = 16;
 /// Most `num_tokens` accepted; more vnodes than this only costs memory.
@@ -194,6 +196,10 @@ pub struct Config {
     pub storage_port: u16,
     /// A new node takes its ranges' data from the cluster before serving.
     pub auto_bootstrap: bool,
+    /// Coordinators keep hints for down replicas (`hinted_handoff_enabled`)
+    /// for at most `max_hint_window` of a replica's downtime.
+    pub hinted_handoff_enabled: bool,
+    pub max_hint_window: Duration,
     pub authenticator: Authenticator,
     pub authorizer: Authorizer,
     pub endpoint_snitch: String,
@@ -234,6 +240,8 @@ impl Default for Config {
             clustered: false,
             storage_port: STORAGE_PORT_DEFAULT,
             auto_bootstrap: true,
+            hinted_handoff_enabled: true,
+            max_hint_window: MAX_HINT_WINDOW_DEFAULT,
             authenticator: Authenticator::AllowAll,
             authorizer: Authorizer::AllowAll,
             endpoint_snitch: ENDPOINT_SNITCH_DEFAULT.to_string(),
@@ -441,7 +449,8 @@ pub struct Cli {
 pub enum Command {
     /// Operator commands against a running node, as Cassandra's nodetool:
     /// status, ring, info, describering KEYSPACE, flush, compact, cleanup,
-    /// snapshot [-t TAG], repair [KEYSPACE], decommission, removenode HOST_ID.
+    /// snapshot [-t TAG], repair [-pr] [KEYSPACE [TABLE...]], decommission,
+    /// removenode HOST_ID, rebuild [SOURCE_DC], netstats.
     Nodetool {
         /// The node's listen address.
         #[arg(long, short = 'H', default_value = "127.0.0.1")]
@@ -497,6 +506,9 @@ struct FileConfig {
     auth_bcrypt_gensalt_log2_rounds: Option<u32>,
     storage_port: Option<u16>,
     auto_bootstrap: Option<bool>,
+    hinted_handoff_enabled: Option<bool>,
+    max_hint_window: Option<String>,
+    max_hint_window_in_ms: Option<u64>,
 }
 
 /// `- class_name: ...\n  parameters:\n    - seeds: "a,b"`
@@ -565,6 +577,18 @@ impl FileConfig {
             },
             storage_port: self.storage_port.unwrap_or(defaults.storage_port),
             auto_bootstrap: self.auto_bootstrap.unwrap_or(defaults.auto_bootstrap),
+            hinted_handoff_enabled: self
+                .hinted_handoff_enabled
+                .unwrap_or(defaults.hinted_handoff_enabled),
+            max_hint_window: pick_legacy(
+                ("max_hint_window", self.max_hint_window, |text| {
+                    parse_duration(&text).map_err(|m| invalid("max_hint_window", m))
+                }),
+                ("max_hint_window_in_ms", self.max_hint_window_in_ms, |ms| {
+                    Ok(Duration::from_millis(ms))
+                }),
+            )?
+            .unwrap_or(defaults.max_hint_window),
             authenticator: match self.authenticator {
                 Some(name) => Authenticator::parse(name.name())?,
                 None => defaults.authenticator,

@@ -188,6 +188,9 @@ pub async fn join_cluster(
         native_port: config.native_transport_port,
         data_dir: node.dir.clone(),
         auto_bootstrap: config.auto_bootstrap,
+        hint_window: config
+            .hinted_handoff_enabled
+            .then_some(config.max_hint_window),
     };
     let joined = rocksandra_cluster::ClusterNode::start(
         cluster,

@@ -36,10 +36,9 @@ impl Service {
             inline_short_writes && !config.clustered,
             !config.clustered,
         ));
-        let server = Server::bind(TransportConfig::from(config), handler.clone())
-            .await
-            .map_err(|e| e.to_string())?;
-        handler.set_events(server.events());
+        // A node joins its cluster before it opens the CQL port, as
+        // Cassandra does: clients (and whoever waits for the port) see it
+        // only once it owns its ranges. Events before then reach no client.
         let cluster = if config.clustered {
             let events = handler.clone();
             let sink: rocksandra_cluster::EventSink = Arc::new(move |e| events.send_event(e));
@@ -47,6 +46,10 @@ impl Service {
         } else {
             None
         };
+        let server = Server::bind(TransportConfig::from(config), handler.clone())
+            .await
+            .map_err(|e| e.to_string())?;
+        handler.set_events(server.events());
         let metrics = match config.prometheus_listen_address() {
             Some(address) => {
                 let source = MetricsSource {
@@ -88,7 +91,22 @@ impl Service {
             let probe = tokio::spawn(watch_event_loop(self.server.metrics()));
             (probe, tokio::spawn(endpoint.run()))
         });
-        self.server.run(shutdown).await;
+        // A decommissioned node stops by itself once it has left the ring.
+        let cluster = self.cluster.clone();
+        let left = async move {
+            match cluster {
+                Some(node) => node.wait_until_left().await,
+                None => std::future::pending().await,
+            }
+        };
+        self.server
+            .run(async move {
+                tokio::select! {
+                    () = shutdown => {}
+                    () = left => tracing::info!("decommissioned: this node left the ring and stops"),
+                }
+            })
+            .await;
         drop(self.cluster);
         if let Some((probe, endpoint)) = endpoint {
             probe.abort();

@@ -41,8 +41,9 @@ use rocksandra_storage::KvEngine;
 
 type Db = DBWithThreadMode<MultiThreaded>;
 
-/// Stream files are cut at this size, as the seed system did (512 MiB there).
-pub const STREAM_FILE_BYTES_MAX: u64 = 256 << 20;
+/// Stream files are cut at this size (the seed system used 512 MiB); with
+/// 64 MiB one always fits in an internode frame (`MAX_FRAME_BYTES`).
+pub const STREAM_FILE_BYTES_MAX: u64 = 64 << 20;
 
 /// Partitions with a tombstone past gc_grace, remembered between two calls of
 /// `take_purge_candidates`; more are forgotten until a later compaction

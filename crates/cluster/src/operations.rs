@@ -1,0 +1,701 @@
+//! Operations that move data between nodes, run by `nodetool` on a node's
+//! blocking thread: decommission, removenode, rebuild and repair, with the
+//! streaming sessions `nodetool netstats` shows while they run.
+//!
+//! Which ranges move where is decided by pure functions over rings
+//! (`transfers`); the rest is I/O.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rocksandra_data::LocalTime;
+use rocksandra_storage::{TableId, TokenRange};
+
+use crate::gossip::{STATUS_LEAVING, STATUS_LEFT, STATUS_NORMAL};
+use crate::message::{RemoteError, Request, Response};
+use crate::node::{ClusterNode, STREAM_TIMEOUT};
+use crate::repair::{self, MerkleTree};
+use crate::ring::{Endpoint, MemberStatus, Ring, Strategy};
+use crate::streaming::StreamFiles;
+use crate::topology::replicated_keyspaces;
+
+/// Stream files sent in one request, at most (a request is one frame).
+pub const STREAM_BATCH_BYTES: usize = 64 << 20;
+/// Finished sessions `netstats` still lists.
+pub const FINISHED_SESSIONS_KEPT: usize = 32;
+/// How long a node waits for a status change (LEAVING, a removal) to reach
+/// the others by gossip before it streams.
+pub const STATUS_SPREAD_WAIT: Duration = Duration::from_secs(2);
+
+/// One streaming session with one peer: what `nodetool netstats` shows.
+#[derive(Clone, Debug)]
+pub struct StreamSession {
+    pub operation: &'static str,
+    pub peer: IpAddr,
+    pub sending: bool,
+    pub ranges: usize,
+    pub files_total: usize,
+    pub files_done: usize,
+    pub bytes_done: u64,
+    pub started: Instant,
+    pub finished: Option<Result<Duration, String>>,
+}
+
+/// Running and recently finished sessions of this node.
+#[derive(Default)]
+pub struct Sessions {
+    list: Mutex<Vec<StreamSession>>,
+}
+
+impl Sessions {
+    fn open(&self, operation: &'static str, peer: IpAddr, sending: bool, ranges: usize) -> usize {
+        let mut list = self.list.lock().unwrap_or_else(|p| p.into_inner());
+        let finished = list.iter().filter(|s| s.finished.is_some()).count();
+        if finished > FINISHED_SESSIONS_KEPT {
+            if let Some(i) = list.iter().position(|s| s.finished.is_some()) {
+                list.remove(i);
+            }
+        }
+        list.push(StreamSession {
+            operation,
+            peer,
+            sending,
+            ranges,
+            files_total: 0,
+            files_done: 0,
+            bytes_done: 0,
+            started: Instant::now(),
+            finished: None,
+        });
+        list.len() - 1
+    }
+
+    fn update(&self, id: usize, change: impl FnOnce(&mut StreamSession)) {
+        let mut list = self.list.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = list.get_mut(id) {
+            change(s);
+        }
+    }
+
+    /// Runs `stream` (given the session's id, returning bytes moved) as a
+    /// session that ends finished or failed.
+    fn run(
+        &self,
+        operation: &'static str,
+        peer: IpAddr,
+        sending: bool,
+        ranges: usize,
+        stream: impl FnOnce(usize) -> Result<u64, String>,
+    ) -> Result<u64, String> {
+        let id = self.open(operation, peer, sending, ranges);
+        let started = Instant::now();
+        let result = stream(id);
+        self.update(id, |s| {
+            if let Ok(bytes) = &result {
+                s.bytes_done = *bytes;
+            }
+            s.finished = Some(result.clone().map(|_| started.elapsed()));
+        });
+        result
+    }
+
+    pub fn snapshot(&self) -> Vec<StreamSession> {
+        self.list.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// For each range `leaving` replicates now, the endpoints that replicate
+/// it in `future` but not in `current`: where its data must go. Ranges
+/// are `current`'s (each lies within one range of `future`).
+pub fn transfers(
+    current: &Ring,
+    future: &Ring,
+    strategy: &Strategy,
+    leaving: Endpoint,
+) -> Vec<(TokenRange, Vec<Endpoint>, Vec<Endpoint>)> {
+    current
+        .ranges(strategy)
+        .into_iter()
+        .filter(|(_, replicas)| replicas.contains(&leaving))
+        .filter_map(|(range, replicas)| {
+            let gaining: Vec<Endpoint> = future
+                .replicas(strategy, range.end_inclusive)
+                .into_iter()
+                .filter(|e| !replicas.contains(e))
+                .collect();
+            (!gaining.is_empty()).then_some((range, replicas, gaining))
+        })
+        .collect()
+}
+
+/// Why `leaving` cannot go: a keyspace would have fewer nodes than
+/// replicas. Cassandra's message.
+pub fn check_replication_after(
+    topology: &crate::topology::Topology,
+    schema: &rocksandra_query::schema::Schema,
+    leaving: Endpoint,
+) -> Result<(), String> {
+    let remaining: Vec<&crate::gossip::NodeView> = topology
+        .nodes
+        .values()
+        .filter(|v| v.member.address != leaving && v.member.status == MemberStatus::Normal)
+        .collect();
+    let leaving_dc = topology.dc_of(leaving).unwrap_or_default();
+    for (keyspace, strategy) in replicated_keyspaces(schema) {
+        let (rf, nodes) = match &strategy {
+            Strategy::Simple { rf } => (*rf, remaining.len()),
+            Strategy::NetworkTopology { dcs } => match dcs.get(&leaving_dc) {
+                Some(rf) => (
+                    *rf,
+                    remaining
+                        .iter()
+                        .filter(|v| v.member.dc == leaving_dc)
+                        .count(),
+                ),
+                None => continue,
+            },
+            Strategy::Local => continue,
+        };
+        if rf > nodes {
+            return Err(format!(
+                "Not enough live nodes to maintain replication factor in keyspace {} (RF = {rf}, N = {}). Perform a forceful decommission to ignore.",
+                keyspace.name,
+                nodes + 1
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Groups files into requests of at most `STREAM_BATCH_BYTES` (a larger
+/// file travels alone).
+fn batches(files: StreamFiles, limit: usize) -> Vec<StreamFiles> {
+    let mut out: Vec<StreamFiles> = Vec::new();
+    let mut size = 0;
+    for file in files {
+        if out.is_empty() || size + file.1.len() > limit {
+            out.push(Vec::new());
+            size = 0;
+        }
+        size += file.1.len();
+        if let Some(last) = out.last_mut() {
+            last.push(file);
+        }
+    }
+    out
+}
+
+fn now_seconds() -> LocalTime {
+    LocalTime(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0),
+    )
+}
+
+impl ClusterNode {
+    /// Sends `table`'s data in `ranges` to `target` (push).
+    fn push_ranges(
+        &self,
+        operation: &'static str,
+        target: IpAddr,
+        table: TableId,
+        ranges: &[TokenRange],
+    ) -> Result<u64, String> {
+        self.sessions
+            .run(operation, target, true, ranges.len(), |id| {
+                let dir = self.streaming_dir("push", table);
+                let files = crate::streaming::export(&*self.shared.engine, table, ranges, &dir)?;
+                self.sessions.update(id, |s| s.files_total = files.len());
+                let mut bytes = 0u64;
+                for batch in batches(files, STREAM_BATCH_BYTES) {
+                    let (count, size) =
+                        (batch.len(), batch.iter().map(|f| f.1.len()).sum::<usize>());
+                    match self.shared.messaging.call(
+                        target,
+                        Request::StreamIn {
+                            table: table.0,
+                            files: batch,
+                        },
+                        STREAM_TIMEOUT,
+                    ) {
+                        Ok(Response::Ack) => {}
+                        Ok(other) => {
+                            return Err(format!("streaming to {target} failed: {other:?}"))
+                        }
+                        Err(e) => return Err(format!("streaming to {target} failed: {e}")),
+                    }
+                    bytes += size as u64;
+                    self.sessions.update(id, |s| {
+                        s.files_done += count;
+                        s.bytes_done = bytes;
+                    });
+                }
+                Ok(bytes)
+            })
+    }
+
+    /// Takes `table`'s data in `ranges` from `source` (pull).
+    pub(crate) fn pull_ranges(
+        &self,
+        operation: &'static str,
+        source: IpAddr,
+        table: TableId,
+        ranges: &[TokenRange],
+    ) -> Result<u64, String> {
+        self.sessions
+            .run(operation, source, false, ranges.len(), |id| {
+                let response = self
+                    .shared
+                    .messaging
+                    .call(
+                        source,
+                        Request::StreamOut {
+                            table: table.0,
+                            ranges: ranges.to_vec(),
+                        },
+                        STREAM_TIMEOUT,
+                    )
+                    .map_err(|e| format!("streaming from {source} failed: {e}"))?;
+                let Response::Files(files) = response else {
+                    return Err(format!("streaming from {source} failed: {response:?}"));
+                };
+                let count = files.len();
+                self.sessions.update(id, |s| s.files_total = count);
+                let bytes = self.ingest(table, files)? as u64;
+                self.sessions.update(id, |s| {
+                    s.files_done = count;
+                    s.bytes_done = bytes;
+                });
+                Ok(bytes)
+            })
+    }
+
+    /// `nodetool decommission`: this node streams its ranges to the nodes
+    /// that take them over, leaves the ring, and stops.
+    pub(crate) fn decommission(self: &Arc<Self>) -> Result<String, String> {
+        let local = self.config().listen_address;
+        if self.status() != STATUS_NORMAL {
+            return Err(format!(
+                "Node is in {} state; only a NORMAL node can be decommissioned",
+                self.status()
+            ));
+        }
+        let topology = self.shared.topology();
+        if !topology
+            .nodes
+            .values()
+            .any(|v| v.member.address != local && v.member.status == MemberStatus::Normal)
+        {
+            return Err(
+                "no other normal nodes in the ring; decommission would be pointless".into(),
+            );
+        }
+        let schema = self.executor().schema();
+        check_replication_after(&topology, &schema, local)?;
+        self.set_status_blocking(STATUS_LEAVING);
+        std::thread::sleep(STATUS_SPREAD_WAIT);
+        let topology = self.shared.topology();
+        let future = Ring::new(
+            topology
+                .nodes
+                .values()
+                .filter(|v| v.member.address != local)
+                .map(|v| v.member.clone()),
+        );
+        let started = Instant::now();
+        let mut bytes = 0;
+        for (keyspace, strategy) in replicated_keyspaces(&schema) {
+            let mut plan: BTreeMap<IpAddr, Vec<TokenRange>> = BTreeMap::new();
+            for (range, _, gaining) in transfers(&topology.ring, &future, &strategy, local) {
+                for target in gaining {
+                    plan.entry(target).or_default().push(range);
+                }
+            }
+            for table in keyspace.tables.values() {
+                for (target, ranges) in &plan {
+                    bytes += self
+                        .push_ranges("Unbootstrap", *target, table.storage_id, ranges)
+                        .inspect_err(|_| self.set_status_blocking(STATUS_NORMAL))?;
+                }
+            }
+        }
+        let secs = started.elapsed().as_secs_f64().max(0.001);
+        tracing::info!(
+            "decommission streamed {bytes} bytes in {secs:.1} s ({:.1} MB/s)",
+            bytes as f64 / secs / 1e6
+        );
+        self.set_status_blocking(STATUS_LEFT);
+        // Marks the data directory first: a restart must not rejoin.
+        let _ = std::fs::write(
+            self.config()
+                .data_dir
+                .join(crate::node::DECOMMISSIONED_MARKER),
+            b"decommissioned\n",
+        );
+        std::thread::sleep(STATUS_SPREAD_WAIT);
+        self.announce_left();
+        Ok(format!(
+            "Decommissioned: streamed {bytes} bytes in {secs:.1} s; the node stops now.\n"
+        ))
+    }
+
+    /// `nodetool removenode HOST_ID`: the ranges of a dead node are copied
+    /// from the remaining replicas to the nodes that take them over, then
+    /// the node is out of the ring.
+    pub(crate) fn remove_node(self: &Arc<Self>, host_id: &str) -> Result<String, String> {
+        let id = crate::gossip::parse_hex16(&host_id.replace('-', ""))
+            .ok_or_else(|| format!("{host_id} is not a host id"))?;
+        let topology = self.shared.topology();
+        let Some(dead) = topology.endpoint_of_host(id) else {
+            return Err(format!("Host ID not found: {host_id}"));
+        };
+        if dead == self.config().listen_address {
+            return Err("Cannot remove self".into());
+        }
+        if topology.is_alive(dead) {
+            return Err(format!(
+                "Node /{dead} is alive and owns this ID. Use decommission command to remove it from the ring"
+            ));
+        }
+        let schema = self.executor().schema();
+        self.publish_removal(id, false);
+        std::thread::sleep(STATUS_SPREAD_WAIT);
+        let future = Ring::new(
+            topology
+                .nodes
+                .values()
+                .filter(|v| v.member.address != dead)
+                .map(|v| v.member.clone()),
+        );
+        let mut bytes = 0;
+        for (keyspace, strategy) in replicated_keyspaces(&schema) {
+            // (target, source) -> ranges
+            let mut plan: BTreeMap<(IpAddr, IpAddr), Vec<TokenRange>> = BTreeMap::new();
+            for (range, replicas, gaining) in transfers(&topology.ring, &future, &strategy, dead) {
+                let Some(source) = replicas
+                    .iter()
+                    .copied()
+                    .find(|e| *e != dead && topology.is_alive(*e))
+                else {
+                    tracing::warn!("removenode: no live replica holds {range:?}; its data is lost");
+                    continue;
+                };
+                for target in gaining {
+                    plan.entry((target, source)).or_default().push(range);
+                }
+            }
+            for table in keyspace.tables.values() {
+                for ((target, source), ranges) in &plan {
+                    let table_id = table.storage_id;
+                    bytes += if *target == self.config().listen_address {
+                        self.pull_ranges("Restore replica count", *source, table_id, ranges)?
+                    } else {
+                        self.sessions.run(
+                            "Restore replica count",
+                            *target,
+                            true,
+                            ranges.len(),
+                            |_| match self.shared.messaging.call(
+                                *target,
+                                Request::StreamFrom {
+                                    table: table_id.0,
+                                    ranges: ranges.clone(),
+                                    source: *source,
+                                },
+                                STREAM_TIMEOUT,
+                            ) {
+                                Ok(Response::Text(n)) => Ok(n.trim().parse::<u64>().unwrap_or(0)),
+                                Ok(other) => Err(format!("{target} could not stream: {other:?}")),
+                                Err(e) => Err(format!("{target} could not stream: {e}")),
+                            },
+                        )?
+                    };
+                }
+            }
+        }
+        self.publish_removal(id, true);
+        self.shared.hints.drop_host(id);
+        Ok(format!(
+            "Removed {host_id} (/{dead}); streamed {bytes} bytes.\n"
+        ))
+    }
+
+    /// `nodetool rebuild [SOURCE_DC]`: streams every range this node
+    /// replicates from another live replica.
+    pub(crate) fn rebuild(&self, source_dc: Option<&str>) -> Result<String, String> {
+        let topology = self.shared.topology();
+        let local = self.config().listen_address;
+        let schema = self.executor().schema();
+        let mut bytes = 0;
+        for (keyspace, strategy) in replicated_keyspaces(&schema) {
+            let mut by_source: BTreeMap<IpAddr, Vec<TokenRange>> = BTreeMap::new();
+            for (range, replicas) in topology.ring.ranges(&strategy) {
+                if !replicas.contains(&local) {
+                    continue;
+                }
+                let source = replicas.into_iter().find(|e| {
+                    *e != local
+                        && topology.is_alive(*e)
+                        && source_dc.is_none_or(|dc| topology.dc_of(*e).as_deref() == Some(dc))
+                });
+                if let Some(source) = source {
+                    by_source.entry(source).or_default().push(range);
+                }
+            }
+            for table in keyspace.tables.values() {
+                for (source, ranges) in &by_source {
+                    bytes += self.pull_ranges("Rebuild", *source, table.storage_id, ranges)?;
+                }
+            }
+        }
+        Ok(format!("Rebuild finished: {bytes} bytes received.\n"))
+    }
+
+    /// `nodetool repair [KEYSPACE [TABLE...]] [-pr]`: for each range this
+    /// node replicates (its primary ranges with `-pr`), compares Merkle
+    /// trees of every replica and syncs only the slices that differ: this
+    /// node takes them from each replica, then sends the merged slices back.
+    pub(crate) fn repair(
+        &self,
+        keyspace: Option<&str>,
+        tables: &[String],
+        primary_range: bool,
+    ) -> Result<String, String> {
+        let topology = self.shared.topology();
+        let local = self.config().listen_address;
+        let schema = self.executor().schema();
+        let keyspaces: Vec<_> = replicated_keyspaces(&schema)
+            .into_iter()
+            .filter(|(k, _)| keyspace.is_none_or(|name| k.name == name))
+            .collect();
+        if let Some(name) = keyspace {
+            if keyspaces.is_empty() {
+                return Err(match schema.keyspace(name) {
+                    Some(_) => format!("Keyspace {name} is not replicated; nothing to repair"),
+                    None => format!("Keyspace [{name}] does not exist."),
+                });
+            }
+        }
+        let now = now_seconds();
+        let mut out = String::new();
+        let (mut compared, mut out_of_sync, mut bytes) = (0usize, 0usize, 0u64);
+        for (keyspace, strategy) in keyspaces {
+            let selected: Vec<_> = keyspace
+                .tables
+                .values()
+                .filter(|t| tables.is_empty() || tables.iter().any(|n| *n == t.name))
+                .collect();
+            if let Some(missing) = tables
+                .iter()
+                .find(|n| !keyspace.tables.values().any(|t| t.name == **n))
+            {
+                return Err(format!(
+                    "Unknown keyspace/cf pair ({}.{missing})",
+                    keyspace.name
+                ));
+            }
+            for (range, replicas) in topology.ring.ranges(&strategy) {
+                if !replicas.contains(&local) || primary_range && replicas.first() != Some(&local) {
+                    continue;
+                }
+                if let Some(down) = replicas.iter().find(|e| !topology.is_alive(**e)) {
+                    return Err(format!(
+                        "Repair failed: endpoint /{down} died or is down (range {range:?})"
+                    ));
+                }
+                for table in &selected {
+                    compared += 1;
+                    let (differing, moved) =
+                        self.repair_range(table.storage_id, range, &replicas, now)?;
+                    if differing > 0 {
+                        out_of_sync += 1;
+                        let _ = writeln!(
+                            out,
+                            "[{}.{}] range ({}, {}]: {differing} of {} slices out of sync, {moved} bytes streamed",
+                            keyspace.name,
+                            table.name,
+                            range.start_exclusive.0,
+                            range.end_inclusive.0,
+                            1usize << repair::DEFAULT_DEPTH
+                        );
+                    }
+                    bytes += moved;
+                }
+            }
+        }
+        let _ = writeln!(
+            out,
+            "Repair completed: {compared} table ranges compared, {out_of_sync} out of sync, {bytes} bytes streamed"
+        );
+        tracing::info!("{}", out.trim_end());
+        Ok(out)
+    }
+
+    /// Repairs one range of one table; returns (differing slices, bytes).
+    fn repair_range(
+        &self,
+        table: TableId,
+        range: TokenRange,
+        replicas: &[Endpoint],
+        now: LocalTime,
+    ) -> Result<(usize, u64), String> {
+        let local = self.config().listen_address;
+        let depth = repair::DEFAULT_DEPTH;
+        let mut trees = Vec::new();
+        for replica in replicas {
+            let leaves = if *replica == local {
+                repair::leaf_hashes(&*self.shared.engine, table, range, depth, now)?
+            } else {
+                match self.shared.messaging.call(
+                    *replica,
+                    Request::MerkleTree {
+                        table: table.0,
+                        range,
+                        depth,
+                        now,
+                    },
+                    STREAM_TIMEOUT,
+                ) {
+                    Ok(Response::Merkle(leaves)) => leaves,
+                    Ok(other) => return Err(format!("no Merkle tree from {replica}: {other:?}")),
+                    Err(e) => return Err(format!("no Merkle tree from {replica}: {e}")),
+                }
+            };
+            trees.push((*replica, MerkleTree::new(leaves)));
+        }
+        let all: Vec<MerkleTree> = trees.iter().map(|(_, t)| t.clone()).collect();
+        let differing = repair::differing_leaves(&all);
+        if differing.is_empty() {
+            return Ok((0, 0));
+        }
+        let slices = repair::coalesce(&repair::leaf_ranges(range, depth), &differing);
+        let differing_set: BTreeSet<usize> = differing.iter().copied().collect();
+        let mut bytes = 0;
+        // Take every other replica's version of the slices, then send back
+        // the union to each.
+        for (replica, _) in trees.iter().filter(|(r, _)| *r != local) {
+            bytes += self.pull_ranges("Repair", *replica, table, &slices)?;
+        }
+        for (replica, _) in trees.iter().filter(|(r, _)| *r != local) {
+            bytes += self.push_ranges("Repair", *replica, table, &slices)?;
+        }
+        Ok((differing_set.len(), bytes))
+    }
+
+    /// Serves `StreamIn` (push) and `StreamFrom` (pull from a third node).
+    pub(crate) fn serve_streaming(&self, request: Request) -> Response {
+        match request {
+            Request::StreamIn { table, files } => match self.ingest(TableId(table), files) {
+                Ok(_) => Response::Ack,
+                Err(e) => Response::Error(RemoteError::Failed(e)),
+            },
+            Request::StreamFrom {
+                table,
+                ranges,
+                source,
+            } => match self.pull_ranges("Restore replica count", source, TableId(table), &ranges) {
+                Ok(bytes) => Response::Text(bytes.to_string()),
+                Err(e) => Response::Error(RemoteError::Failed(e)),
+            },
+            other => Response::Error(RemoteError::Invalid(format!(
+                "unexpected request {other:?}"
+            ))),
+        }
+    }
+
+    /// `nodetool netstats`.
+    pub(crate) fn netstats(&self) -> String {
+        let mode = match self.status() {
+            STATUS_LEFT => "DECOMMISSIONED",
+            other => other,
+        };
+        let mut out = format!("Mode: {mode}\n");
+        let sessions = self.sessions.snapshot();
+        if sessions.is_empty() {
+            out.push_str("Not sending any streams.\n");
+            return out;
+        }
+        for s in sessions {
+            let (verb, done_verb) = if s.sending {
+                ("Sending", "sent")
+            } else {
+                ("Receiving", "received")
+            };
+            let state = match &s.finished {
+                None => format!("running for {:.1} s", s.started.elapsed().as_secs_f64()),
+                Some(Ok(d)) => format!("completed in {:.1} s", d.as_secs_f64()),
+                Some(Err(e)) => format!("failed: {e}"),
+            };
+            let _ = writeln!(
+                out,
+                "{} /{} ({state})\n    {verb} {} ranges in {} files. Already {done_verb} {} files, {} bytes total",
+                s.operation, s.peer, s.ranges, s.files_total, s.files_done, s.bytes_done
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use rocksandra_data::Token;
+
+    use super::*;
+    use crate::ring::Member;
+
+    fn member(last: u8, tokens: &[i64]) -> Member {
+        Member {
+            address: IpAddr::V4(Ipv4Addr::new(127, 0, 0, last)),
+            host_id: [last; 16],
+            dc: "dc1".into(),
+            rack: "r1".into(),
+            tokens: tokens.iter().map(|t| Token(*t)).collect(),
+            status: MemberStatus::Normal,
+        }
+    }
+
+    #[test]
+    fn a_leaving_node_hands_each_range_to_its_new_replica() {
+        let members = vec![
+            member(1, &[0, 300]),
+            member(2, &[100, 400]),
+            member(3, &[200, 500]),
+        ];
+        let leaving = members[2].address;
+        let current = Ring::new(members.clone());
+        let future = Ring::new(members.into_iter().filter(|m| m.address != leaving));
+        let strategy = Strategy::Simple { rf: 2 };
+        let moves = transfers(&current, &future, &strategy, leaving);
+        // Every range node 3 held moves, to exactly the one node that
+        // replicates it afterwards and not before.
+        assert_eq!(moves.len(), current.ranges_of(&strategy, leaving).len());
+        for (range, before, gaining) in &moves {
+            assert!(before.contains(&leaving));
+            assert_eq!(gaining.len(), 1, "{range:?}");
+            let after = future.replicas(&strategy, range.end_inclusive);
+            assert!(after.contains(&gaining[0]) && !before.contains(&gaining[0]));
+        }
+        // With RF equal to the node count nothing can move but the count
+        // check refuses first; with RF 1 data moves to the successor.
+        let one = transfers(&current, &future, &Strategy::Simple { rf: 1 }, leaving);
+        assert_eq!(one.len(), 2);
+    }
+
+    #[test]
+    fn batches_stay_under_the_limit() {
+        let file = |n: usize| ("f".to_string(), vec![0u8; n]);
+        let groups = batches(vec![file(50), file(50), file(1), file(200), file(3)], 100);
+        let sizes: Vec<Vec<usize>> = groups
+            .iter()
+            .map(|g| g.iter().map(|f| f.1.len()).collect())
+            .collect();
+        assert_eq!(sizes, vec![vec![50, 50], vec![1], vec![200], vec![3]]);
+    }
+}

@@ -1,0 +1,244 @@
+"""Ring changes that move data, across real processes: bootstrap and
+decommission under a write load, removenode of a dead node, Merkle-tree
+repair of a replica that missed writes, rebuild, and the streaming sessions
+`nodetool netstats` shows. Each test forms its own cluster (see harness.py).
+
+    /work/main/.venv/bin/pytest -q -p no:cacheprovider tests/cluster/test_streaming.py
+"""
+
+import os
+import re
+import threading
+import time
+
+from cassandra import ConsistencyLevel as CL
+
+from harness import ADDRESSES, Nodes, bound, stmt, wait_until
+
+A, B, C, D = ADDRESSES[:4]
+
+
+def create_table(session, keyspace, rf):
+    session.execute("CREATE KEYSPACE %s WITH replication = "
+                    "{'class': 'SimpleStrategy', 'replication_factor': %d}" % (keyspace, rf))
+    session.execute("CREATE TABLE %s.t (k int PRIMARY KEY, v text)" % keyspace)
+
+
+def read_all(session, keyspace, keys, cl):
+    sel = session.prepare("SELECT v FROM %s.t WHERE k = ?" % keyspace)
+    out = {}
+    for k in keys:
+        row = session.execute(bound(sel, (k,), cl)).one()
+        out[k] = row.v if row else None
+    return out
+
+
+def missing_rows(session, keyspace, want, cl):
+    got = read_all(session, keyspace, sorted(want), cl)
+    return [k for k in sorted(want) if got[k] != want[k]]
+
+
+class Writer(threading.Thread):
+    """Writes new rows at QUORUM through a token-aware session until
+    stopped; remembers every acknowledged one."""
+
+    def __init__(self, session, keyspace, first_key):
+        super().__init__(daemon=True)
+        self.ins = session.prepare("INSERT INTO %s.t (k, v) VALUES (?, ?)" % keyspace)
+        self.session = session
+        self.next = first_key
+        self.acked = {}
+        self.failures = 0
+        self.halt = threading.Event()
+
+    def run(self):
+        while not self.halt.is_set():
+            k, v = self.next, "w%d" % self.next
+            self.next += 1
+            try:
+                self.session.execute(bound(self.ins, (k, v), CL.QUORUM))
+                self.acked[k] = v
+            except Exception:
+                self.failures += 1
+                time.sleep(0.05)
+
+    def stop(self):
+        self.halt.set()
+        self.join(30)
+        return self.acked
+
+
+def status_addresses(nodes, asker):
+    return set((nodes[asker].status() or {}).keys())
+
+
+def test_bootstrap_and_decommission_under_load():
+    nodes = Nodes()
+    try:
+        nodes.start(A, B, C)
+        nodes.wait_status({ip: "UN" for ip in (A, B, C)})
+        sa = nodes.connect(A)
+        create_table(sa, "moves", 2)
+        want = {k: "first%d" % k for k in range(300)}
+        ins = sa.prepare("INSERT INTO moves.t (k, v) VALUES (?, ?)")
+        for k, v in want.items():
+            sa.execute(bound(ins, (k, v), CL.ALL))
+        writer = Writer(nodes.connect(A, pinned=False), "moves", 10_000)
+        writer.start()
+
+        # A fourth node joins while writes go on.
+        nodes.start(D)
+        nodes.wait_status({ip: "UN" for ip in (A, B, C, D)}, timeout=40)
+        netstats = nodes[D].nodetool("netstats").stdout
+        assert "Mode: NORMAL" in netstats, netstats
+        assert re.search(r"Bootstrap /\S+ \(completed", netstats), netstats
+
+        # Then C leaves, still under load: it streams its ranges away and stops.
+        before = len(writer.acked)
+        out = nodes[C].nodetool("decommission", timeout=120)
+        assert "Decommissioned" in out.stdout, out.stdout + out.stderr
+        assert re.search(r"decommission streamed \d+ bytes", nodes[C].log_text())
+        assert nodes[C].proc.wait(30) == 0, nodes[C].tail()
+        nodes[C].proc = None
+        wait_until(lambda: status_addresses(nodes, A) == {A, B, D}, 20,
+                   what="C gone from A's status")
+        wait_until(lambda: status_addresses(nodes, D) == {A, B, D}, 20,
+                   what="C gone from D's status")
+        peers = {r.peer for r in sa.execute("SELECT peer FROM system.peers")}
+        assert C not in {str(p) for p in peers}, peers
+        time.sleep(1)
+        acked = writer.stop()
+        assert len(acked) > before, "no write was acknowledged during the decommission"
+        want.update(acked)
+        print("acknowledged during the ring changes: %d writes (%d failures)"
+              % (len(acked), writer.failures))
+
+        # Every acknowledged write is readable at QUORUM, and with any one of
+        # the remaining nodes stopped, at ONE: each row is on both replicas.
+        assert not missing_rows(sa, "moves", want, CL.QUORUM)
+        for stopped, reader in ((D, A), (A, B)):
+            assert nodes[stopped].terminate() == 0
+            nodes.wait_status({stopped: "DN"}, askers=[reader], timeout=30)
+            session = nodes.connect(reader)
+            missing = missing_rows(session, "moves", want, CL.ONE)
+            assert not missing, "with %s stopped, %d rows missing, e.g. %s" % (
+                stopped, len(missing), missing[:5])
+            nodes[stopped].start()
+            nodes.wait_status({ip: "UN" for ip in (A, B, D)}, timeout=30)
+
+        # A decommissioned data directory does not start again.
+        code, output = nodes[C].start_refused()
+        assert code != 0 and "decommissioned" in output, (code, output)
+    finally:
+        codes = nodes.close()
+    assert all(c == 0 for c in codes.values()), codes
+
+
+def test_removenode_restores_replica_count():
+    nodes = Nodes()
+    try:
+        nodes.start(A, B, C)
+        nodes.wait_status({ip: "UN" for ip in (A, B, C)})
+        sa = nodes.connect(A)
+        create_table(sa, "rm", 2)
+        want = {k: "r%d" % k for k in range(300)}
+        ins = sa.prepare("INSERT INTO rm.t (k, v) VALUES (?, ?)")
+        for k, v in want.items():
+            sa.execute(bound(ins, (k, v), CL.ALL))
+        host_id = str(sa.execute("SELECT host_id FROM system.peers WHERE peer = %s",
+                                 (C,)).one().host_id)
+        nodes[C].kill9()
+        nodes.wait_status({C: "DN"}, askers=[A, B], timeout=30)
+
+        out = nodes[A].nodetool("removenode", host_id, timeout=120)
+        assert "Removed" in out.stdout, out.stdout + out.stderr
+        wait_until(lambda: status_addresses(nodes, A) == {A, B}
+                   and status_addresses(nodes, B) == {A, B}, 20, what="C removed everywhere")
+        netstats = nodes[A].nodetool("netstats").stdout
+        assert "Restore replica count" in netstats, netstats
+        # Every range C held now has a second live copy: with B stopped, A
+        # alone answers every key.
+        assert nodes[B].terminate() == 0
+        nodes.wait_status({B: "DN"}, askers=[A], timeout=30)
+        missing = missing_rows(sa, "rm", want, CL.ONE)
+        assert not missing, "%d rows missing after removenode, e.g. %s" % (
+            len(missing), missing[:5])
+        nodes[B].start()
+        nodes.wait_status({A: "UN", B: "UN"}, askers=[A, B], timeout=30)
+        # Removing an unknown or live node is refused.
+        bad = nodes[A].nodetool("removenode", "00000000-0000-0000-0000-000000000000",
+                                check=False)
+        assert bad.returncode != 0 and "Host ID not found" in bad.stderr + bad.stdout
+    finally:
+        codes = nodes.close()
+    assert codes.get(A) == 0 and codes.get(B) == 0, codes
+
+
+def test_repair_syncs_a_replica_that_missed_writes():
+    nodes = Nodes()
+    # Without hints, only repair can bring C up to date.
+    config = os.path.join(nodes.root, "no-hints.yaml")
+    with open(config, "w") as f:
+        f.write("hinted_handoff_enabled: false\n")
+    try:
+        for ip in (A, B, C):
+            nodes.add(ip, extra=["--config", config])
+        nodes.start(A, B, C)
+        nodes.wait_status({ip: "UN" for ip in (A, B, C)})
+        sa = nodes.connect(A)
+        create_table(sa, "rep", 3)
+        ins = sa.prepare("INSERT INTO rep.t (k, v) VALUES (?, ?)")
+        for k in range(200):
+            sa.execute(bound(ins, (k, "old%d" % k), CL.ALL))
+        # C misses the next writes and deletes.
+        assert nodes[C].terminate() == 0
+        nodes.wait_status({C: "DN"}, askers=[A, B], timeout=30)
+        want = {k: "old%d" % k for k in range(200)}
+        for k in range(0, 200, 3):
+            sa.execute(bound(ins, (k, "new%d" % k), CL.QUORUM))
+            want[k] = "new%d" % k
+        dele = sa.prepare("DELETE FROM rep.t WHERE k = ?")
+        for k in range(1, 200, 10):
+            sa.execute(bound(dele, (k,), CL.QUORUM))
+            want[k] = None
+        nodes[C].start()
+        nodes.wait_status({ip: "UN" for ip in (A, B, C)}, timeout=30)
+
+        # C alone (cut off from the others) still has the old data.
+        def alone(ip, others):
+            nodes[ip].nodetool("isolate", *others)
+            try:
+                return read_all(nodes.connect(ip), "rep", sorted(want), CL.ONE)
+            finally:
+                nodes[ip].nodetool("isolate")
+        stale = alone(C, [A, B])
+        changed = set(range(0, 200, 3)) | set(range(1, 200, 10))
+        assert {k for k in want if stale[k] != want[k]} == changed
+        nodes.wait_status({ip: "UN" for ip in (A, B, C)}, timeout=30)
+
+        out = nodes[C].nodetool("repair", "rep", timeout=120)
+        assert "Repair completed" in out.stdout, out.stdout + out.stderr
+        m = re.search(r"(\d+) table ranges compared, (\d+) out of sync", out.stdout)
+        assert m and int(m.group(2)) > 0, out.stdout
+        # Only slices that differed were streamed: far fewer than all.
+        slices = sum(int(x) for x in re.findall(r"(\d+) of \d+ slices out of sync", out.stdout))
+        total = sum(int(x) for x in re.findall(r"of (\d+) slices out of sync", out.stdout))
+        assert 0 < slices < total, out.stdout
+
+        nodes.wait_status({ip: "UN" for ip in (A, B, C)}, timeout=30)
+        repaired = alone(C, [A, B])
+        wrong = [k for k in want if repaired[k] != want[k]]
+        assert not wrong, "after repair C still differs on %d keys, e.g. %s" % (
+            len(wrong), wrong[:5])
+        # A second repair finds nothing to do.
+        again = nodes[C].nodetool("repair", "rep", timeout=120).stdout
+        assert re.search(r", 0 out of sync", again), again
+        # Rebuild streams every range from the others and changes nothing.
+        rebuilt = nodes[C].nodetool("rebuild", timeout=120).stdout
+        assert "Rebuild finished" in rebuilt, rebuilt
+        assert alone(C, [A, B]) == repaired
+        bad = nodes[C].nodetool("repair", "nosuch", check=False)
+        assert bad.returncode != 0 and "does not exist" in bad.stderr + bad.stdout
+    finally:
+        codes = nodes.close()
+    assert all(c == 0 for c in codes.values()), codes
