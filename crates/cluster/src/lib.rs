@@ -3,7 +3,8 @@
 //! message format (`message`) and transport (`messaging`), gossip membership
 //! (`gossip`), the topology a node believes in (`topology`), the coordinator
 //! that runs reads and writes against replicas (`coordinator`, with
-//! `replica` for the replica side), hinted handoff (`hints`), the node's
+//! `replica` for the replica side), hinted handoff (`hints`), Paxos for lightweight transactions (`paxos`,
+//! with the acceptors' durable state in `paxos_store`), the node's
 //! membership, schema agreement and bootstrap (`node`), moving token
 //! ranges' data between nodes (`streaming`) and operator commands (`admin`).
 
@@ -15,6 +16,8 @@ pub mod hints;
 pub mod message;
 pub mod messaging;
 pub mod node;
+pub mod paxos;
+pub mod paxos_store;
 pub mod replica;
 pub mod ring;
 pub mod streaming;

@@ -111,6 +111,8 @@ impl ClusterNode {
         executor: Arc<Executor>,
         events: EventSink,
     ) -> Result<Arc<ClusterNode>, String> {
+        crate::paxos_store::open(&*engine)
+            .map_err(|e| format!("cannot open the paxos state table: {e}"))?;
         let handler = Arc::new(NodeHandler {
             node: OnceLock::new(),
             engine: engine.clone(),
