@@ -1382,7 +1382,12 @@ impl Coordinator {
                             }
                             return Ok(());
                         }
-                        (ProposeOutcome::Partial, accepts) => {
+                        // An update partly accepted may still be chosen by
+                        // a later round (finishing it): its outcome is
+                        // unknown, and deciding again could apply it twice.
+                        // An empty one changes nothing either way, so it
+                        // is simply retried (Cassandra times out there too).
+                        (ProposeOutcome::Partial, accepts) if !proposal.is_empty() => {
                             return Err(self.round_timeout(plan, accepts))
                         }
                         _ => {
