@@ -40,6 +40,10 @@ pub enum ConsistencyError {
     /// update.
     #[error("{} is not supported as conditional update commit consistency. Use ANY if you mean \"make sure it is accepted but I don't care how many replicas commit it for non-SERIAL reads\"", .cl.name())]
     SerialForCasCommit { cl: Consistency },
+    /// A serial consistency (of a conditional update or its reads) that is
+    /// not SERIAL or LOCAL_SERIAL.
+    #[error("Invalid consistency for conditional update. Must be one of SERIAL or LOCAL_SERIAL")]
+    SerialRequired { cl: Consistency },
     /// Not enough live replicas: the UNAVAILABLE error (consistency,
     /// required, alive). For EACH_QUORUM `required` and `alive` are those of
     /// the first dc that falls short, as Cassandra reports them.

@@ -20,21 +20,25 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use rocksandra_data::{LocalTime, Token};
-use rocksandra_query::proxy::{DataProxy, WriteOptions};
+use rocksandra_data::{LocalTime, Timestamp, Token};
+use rocksandra_query::proxy::{CasDecide, CasOptions, DataProxy, WriteOptions};
 use rocksandra_query::schema::{Schema, Table};
 use rocksandra_query::QueryError;
 use rocksandra_storage::memory::MemoryStore;
 use rocksandra_storage::{
-    Engine, KvEngine, Mutation, Partition, PartitionRead, RangeScan, RawPartition, ScanPage,
-    ScanPosition, TokenRange,
+    Engine, KvEngine, Mutation, Partition, PartitionKey, PartitionRead, RangeScan, RawPartition,
+    ScanPage, ScanPosition, TokenRange,
 };
-use rocksandra_wire::Consistency;
+use rocksandra_wire::{Consistency, WriteType};
 
 use crate::consistency::{requirement, ConsistencyError, Operation, Requirement};
 use crate::hints::Hints;
 use crate::message::{digest, RemoteError, Request, Response};
 use crate::messaging::{Messaging, Reply, SendError};
+use crate::paxos::{
+    after_promises, propose_outcome, Ballot, BallotClock, NextStep, Participants, PaxosKey,
+    PrepareAnswer, Proposal, ProposeOutcome, CAS_CONTENTION_TIMEOUT, CONTENTION_BACKOFF_MAX,
+};
 use crate::replica;
 use crate::ring::Strategy;
 use crate::topology::Topology;
@@ -62,6 +66,16 @@ pub struct Shared {
     /// When each node was first seen down (for the hint window).
     pub down_since: RwLock<HashMap<IpAddr, Instant>>,
     followups: std::sync::mpsc::SyncSender<Followup>,
+    /// This coordinator's Paxos ballots.
+    ballots: std::sync::Mutex<BallotClock>,
+}
+
+/// A node's ballot tie-breaker: its address (unique among live nodes).
+fn proposer_id(local: IpAddr) -> [u8; 16] {
+    match local {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
+        IpAddr::V6(v6) => v6.octets(),
+    }
 }
 
 /// Replicas a write still waits on after the client was answered.
@@ -90,6 +104,7 @@ impl Shared {
             now_micros,
             down_since: RwLock::new(HashMap::new()),
             followups: tx,
+            ballots: std::sync::Mutex::new(BallotClock::new(proposer_id(local))),
         });
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
@@ -102,6 +117,15 @@ impl Shared {
                 }
             })?;
         Ok(shared)
+    }
+
+    /// The next Paxos ballot of this coordinator (above `above`).
+    fn next_ballot(&self, above: Option<Ballot>) -> Ballot {
+        let now = (self.now_micros)();
+        self.ballots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .next(now, above)
     }
 
     pub fn topology(&self) -> Arc<Topology> {
@@ -406,6 +430,9 @@ impl DataProxy for Coordinator {
         cl: Consistency,
         now: LocalTime,
     ) -> Result<Partition, QueryError> {
+        if matches!(cl, Consistency::Serial | Consistency::LocalSerial) {
+            return self.read_serial(schema, table, read, cl, now);
+        }
         let topology = self.shared.topology();
         let strategy = keyspace_strategy(schema, &table.keyspace);
         let plan = ReadPlan::new(&topology, &strategy, read.partition.token, cl)?;
@@ -497,6 +524,66 @@ impl DataProxy for Coordinator {
             }
         }
         Ok(page)
+    }
+
+    fn cas(
+        &self,
+        schema: &Schema,
+        table: &Table,
+        partition: &PartitionKey,
+        options: &CasOptions,
+        decide: &mut CasDecide<'_>,
+    ) -> Result<(), QueryError> {
+        self.cas_impl(schema, table, partition, options, decide)
+    }
+}
+
+impl Coordinator {
+    /// Compare-and-set over Paxos (the `DataProxy::cas` of a cluster).
+    fn cas_impl(
+        &self,
+        schema: &Schema,
+        table: &Table,
+        partition: &PartitionKey,
+        options: &CasOptions,
+        decide: &mut CasDecide<'_>,
+    ) -> Result<(), QueryError> {
+        let strategy = keyspace_strategy(schema, &table.keyspace);
+        crate::consistency::validate_cas_commit(options.commit, &strategy)
+            .map_err(consistency_error)?;
+        let (topology, plan) = self.paxos_plan(
+            schema,
+            table,
+            partition,
+            options.serial,
+            options.now,
+            options.write_type.clone(),
+        )?;
+        // The commit's consistency must be reachable before anything is
+        // proposed.
+        if options.commit != Consistency::Any {
+            let pending_refs: Vec<&str> = plan.pending_dcs.iter().map(String::as_str).collect();
+            let commit_requirement = requirement(
+                options.commit,
+                Operation::Write,
+                &strategy,
+                &topology.local_dc,
+            )
+            .map_err(consistency_error)?
+            .with_pending(options.commit, &pending_refs);
+            let live: Vec<IpAddr> = plan
+                .replicas
+                .iter()
+                .copied()
+                .filter(|e| topology.is_alive(*e))
+                .collect();
+            check_live(&topology, &commit_requirement, options.commit, &live)?;
+        }
+        let commit_write_type = match options.write_type {
+            WriteType::Cas => WriteType::Simple,
+            ref other => other.clone(),
+        };
+        self.run_paxos(&topology, &plan, options.commit, commit_write_type, decide)
     }
 }
 
@@ -955,4 +1042,392 @@ fn scan_pieces(
         .filter(|(s, e, _)| *e >= start && *s <= end)
         .map(|(s, e, r)| (s.max(start), e.min(end), r))
         .collect()
+}
+
+// ------------------------------------------------------------------ Paxos
+
+/// One compare-and-set's fixed facts: where its rounds go and what they need.
+struct PaxosPlan {
+    key: PaxosKey,
+    serial: Consistency,
+    participants: Participants<IpAddr>,
+    /// Every natural and pending replica (commits go to all of them).
+    replicas: Vec<IpAddr>,
+    strategy: Strategy,
+    pending_dcs: Vec<String>,
+    ttl_seconds: i32,
+    now: LocalTime,
+    /// Reported by the rounds' timeouts.
+    write_type: WriteType,
+}
+
+enum Prepared {
+    Promised(Vec<(IpAddr, Option<Proposal>, Option<Proposal>)>),
+    Rejected(Ballot),
+}
+
+impl Coordinator {
+    fn paxos_plan(
+        &self,
+        schema: &Schema,
+        table: &Table,
+        partition: &PartitionKey,
+        serial: Consistency,
+        now: LocalTime,
+        write_type: WriteType,
+    ) -> Result<(Arc<Topology>, PaxosPlan), QueryError> {
+        let topology = self.shared.topology();
+        let strategy = keyspace_strategy(schema, &table.keyspace);
+        let mut natural = topology.replicas(&strategy, partition.token);
+        if natural.is_empty() {
+            natural.push(self.shared.local);
+        }
+        let pending = topology.pending(&strategy, partition.token);
+        let describe = |endpoints: &[IpAddr]| -> Vec<(IpAddr, String, bool)> {
+            endpoints
+                .iter()
+                .map(|e| {
+                    (
+                        *e,
+                        topology.dc_of(*e).unwrap_or_default(),
+                        topology.is_alive(*e),
+                    )
+                })
+                .collect()
+        };
+        let (natural_info, pending_info) = (describe(&natural), describe(&pending));
+        let natural_refs: Vec<(IpAddr, &str, bool)> = natural_info
+            .iter()
+            .map(|(e, d, a)| (*e, d.as_str(), *a))
+            .collect();
+        let pending_refs: Vec<(IpAddr, &str, bool)> = pending_info
+            .iter()
+            .map(|(e, d, a)| (*e, d.as_str(), *a))
+            .collect();
+        let participants =
+            crate::paxos::participants(&natural_refs, &pending_refs, serial, &topology.local_dc)
+                .map_err(consistency_error)?;
+        let pending_dcs = pending_info.iter().map(|(_, d, _)| d.clone()).collect();
+        let plan = PaxosPlan {
+            key: PaxosKey {
+                table: table.storage_id,
+                partition: partition.clone(),
+            },
+            serial,
+            participants,
+            replicas: natural.iter().chain(pending.iter()).copied().collect(),
+            strategy,
+            pending_dcs,
+            ttl_seconds: crate::paxos::state_ttl_seconds(i64::from(table.params.gc_grace_seconds)),
+            now,
+            write_type,
+        };
+        Ok((topology, plan))
+    }
+
+    fn round_timeout(&self, plan: &PaxosPlan, received: usize) -> QueryError {
+        QueryError::WriteTimeout {
+            consistency: plan.serial,
+            received,
+            block_for: plan.participants.required,
+            write_type: plan.write_type.clone(),
+        }
+    }
+
+    /// Phase 1 at the participants: a quorum of promises or the first
+    /// refusal.
+    fn paxos_prepare(&self, plan: &PaxosPlan, ballot: Ballot) -> Result<Prepared, QueryError> {
+        let live = &plan.participants.live;
+        let rx = self.shared.ask_all(live, || Request::PaxosPrepare {
+            key: plan.key.clone(),
+            ballot,
+            ttl_seconds: plan.ttl_seconds,
+            now: plan.now,
+        });
+        let deadline = Instant::now() + WRITE_REQUEST_TIMEOUT;
+        let mut promises = Vec::new();
+        let mut failed = 0;
+        while promises.len() < plan.participants.required {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok((
+                    e,
+                    Ok(Response::PaxosPrepared(PrepareAnswer::Promise {
+                        accepted,
+                        committed,
+                    })),
+                )) => {
+                    promises.push((e, accepted, committed));
+                }
+                Ok((_, Ok(Response::PaxosPrepared(PrepareAnswer::Reject { highest })))) => {
+                    return Ok(Prepared::Rejected(highest));
+                }
+                Ok((e, other)) => {
+                    failed += 1;
+                    if live.len() - failed < plan.participants.required {
+                        return Err(match other {
+                            Ok(Response::Error(err)) => remote_error(e, &err),
+                            _ => self.round_timeout(plan, promises.len()),
+                        });
+                    }
+                }
+                Err(_) => return Err(self.round_timeout(plan, promises.len())),
+            }
+        }
+        Ok(Prepared::Promised(promises))
+    }
+
+    /// Phase 2 at the participants. Waits until a quorum accepted, every
+    /// participant refused, or a quorum is out of reach with some accepts.
+    fn paxos_propose(
+        &self,
+        plan: &PaxosPlan,
+        proposal: &Proposal,
+    ) -> Result<(ProposeOutcome, usize), QueryError> {
+        let live = &plan.participants.live;
+        let rx = self.shared.ask_all(live, || Request::PaxosPropose {
+            key: plan.key.clone(),
+            proposal: proposal.clone(),
+            ttl_seconds: plan.ttl_seconds,
+            now: plan.now,
+        });
+        let deadline = Instant::now() + WRITE_REQUEST_TIMEOUT;
+        let (mut accepts, mut refusals) = (0, 0);
+        loop {
+            let outcome =
+                propose_outcome(accepts, refusals, live.len(), plan.participants.required);
+            if outcome != ProposeOutcome::Pending {
+                return Ok((outcome, accepts));
+            }
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok((_, Ok(Response::PaxosAccepted(true)))) => accepts += 1,
+                // A refusal or a failure: this replica did not accept.
+                Ok(_) => refusals += 1,
+                Err(_) => return Err(self.round_timeout(plan, accepts)),
+            }
+        }
+    }
+
+    /// Commits `proposal` on every replica (hints for the down ones) and
+    /// waits as `cl` asks (not at all for ANY).
+    fn paxos_commit(
+        &self,
+        topology: &Topology,
+        plan: &PaxosPlan,
+        proposal: &Proposal,
+        cl: Consistency,
+        write_type: WriteType,
+    ) -> Result<(), QueryError> {
+        let pending_refs: Vec<&str> = plan.pending_dcs.iter().map(String::as_str).collect();
+        let requirement = requirement(cl, Operation::Write, &plan.strategy, &topology.local_dc)
+            .map_err(consistency_error)?
+            .with_pending(cl, &pending_refs);
+        let (live, down): (Vec<IpAddr>, Vec<IpAddr>) =
+            plan.replicas.iter().partition(|e| topology.is_alive(**e));
+        for e in &down {
+            self.shared.hint(topology, *e, &proposal.mutations);
+        }
+        let rx = self.shared.ask_all(&live, || Request::PaxosCommit {
+            key: plan.key.clone(),
+            proposal: proposal.clone(),
+            ttl_seconds: plan.ttl_seconds,
+            now: plan.now,
+        });
+        let deadline = Instant::now() + WRITE_REQUEST_TIMEOUT;
+        let dc = |e: IpAddr| topology.dc_of(e).unwrap_or_default();
+        let mut acked: Vec<String> = Vec::new();
+        let mut outstanding: HashMap<IpAddr, Vec<Mutation>> = live
+            .iter()
+            .map(|e| (*e, proposal.mutations.clone()))
+            .collect();
+        let done = |acked: &[String]| {
+            cl == Consistency::Any || {
+                let dcs: Vec<&str> = acked.iter().map(String::as_str).collect();
+                requirement.is_satisfied(&dcs)
+            }
+        };
+        while !done(&acked) && !outstanding.is_empty() {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok((e, Ok(Response::Ack))) => {
+                    outstanding.remove(&e);
+                    acked.push(dc(e));
+                }
+                Ok((e, _)) => {
+                    if let Some(m) = outstanding.remove(&e) {
+                        self.shared.hint(topology, e, &m);
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        if !done(&acked) {
+            for (e, m) in &outstanding {
+                self.shared.hint(topology, *e, m);
+            }
+            return Err(QueryError::WriteTimeout {
+                consistency: cl,
+                received: acked.len(),
+                block_for: requirement.block_for(),
+                write_type,
+            });
+        }
+        if !outstanding.is_empty() {
+            // The slower replicas are hinted if they never answer.
+            let _ = self.shared.followups.try_send(Followup {
+                replies: rx,
+                outstanding,
+                deadline,
+            });
+        }
+        Ok(())
+    }
+
+    /// Sends the most recent commit to the promising replicas that lack it
+    /// and waits for them (failures only mean another round).
+    fn paxos_repair_commit(&self, plan: &PaxosPlan, commit: &Proposal, replicas: &[IpAddr]) {
+        let rx = self.shared.ask_all(replicas, || Request::PaxosCommit {
+            key: plan.key.clone(),
+            proposal: commit.clone(),
+            ttl_seconds: plan.ttl_seconds,
+            now: plan.now,
+        });
+        let deadline = Instant::now() + WRITE_REQUEST_TIMEOUT;
+        for _ in replicas {
+            if rx
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+
+    /// A random pause below `CONTENTION_BACKOFF_MAX` after a lost round.
+    fn contention_backoff(&self) {
+        let seed = ((self.shared.now_micros)() as u64)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(29);
+        let max = CONTENTION_BACKOFF_MAX.as_micros() as u64;
+        std::thread::sleep(Duration::from_micros(seed % max.max(1)));
+    }
+
+    /// Cassandra's `doPaxos`: rounds until `decide`'s update (empty for a
+    /// SERIAL read, or when it returns None) is chosen, finishing earlier
+    /// in-progress updates on the way; then commits it at `commit_cl`.
+    #[allow(clippy::too_many_arguments)]
+    fn run_paxos(
+        &self,
+        topology: &Topology,
+        plan: &PaxosPlan,
+        commit_cl: Consistency,
+        commit_write_type: WriteType,
+        decide: &mut CasDecide<'_>,
+    ) -> Result<(), QueryError> {
+        let replay_cl = if plan.serial == Consistency::LocalSerial {
+            Consistency::LocalQuorum
+        } else {
+            Consistency::Quorum
+        };
+        let started = Instant::now();
+        let mut above: Option<Ballot> = None;
+        while started.elapsed() < CAS_CONTENTION_TIMEOUT {
+            let ballot = self.shared.next_ballot(above);
+            let promises = match self.paxos_prepare(plan, ballot)? {
+                Prepared::Rejected(highest) => {
+                    above = Some(highest);
+                    self.contention_backoff();
+                    continue;
+                }
+                Prepared::Promised(p) => p,
+            };
+            let now_micros = (self.shared.now_micros)();
+            match after_promises(&promises, now_micros, plan.ttl_seconds) {
+                NextStep::FinishInProgress(in_progress) => {
+                    let refreshed = Proposal {
+                        ballot,
+                        mutations: in_progress.mutations,
+                    };
+                    match self.paxos_propose(plan, &refreshed)? {
+                        (ProposeOutcome::Accepted, _) => self.paxos_commit(
+                            topology,
+                            plan,
+                            &refreshed,
+                            replay_cl,
+                            WriteType::Simple,
+                        )?,
+                        _ => self.contention_backoff(),
+                    }
+                }
+                NextStep::RepairCommit { commit, replicas } => {
+                    self.paxos_repair_commit(plan, &commit, &replicas);
+                }
+                NextStep::Proceed => {
+                    let mutations = decide(Some(Timestamp(ballot.micros)))?.unwrap_or_default();
+                    let proposal = Proposal { ballot, mutations };
+                    match self.paxos_propose(plan, &proposal)? {
+                        (ProposeOutcome::Accepted, _) => {
+                            // Empty updates are not committed (Cassandra).
+                            if !proposal.is_empty() {
+                                self.paxos_commit(
+                                    topology,
+                                    plan,
+                                    &proposal,
+                                    commit_cl,
+                                    commit_write_type,
+                                )?;
+                            }
+                            return Ok(());
+                        }
+                        // An update partly accepted may still be chosen by
+                        // a later round (finishing it): its outcome is
+                        // unknown, and deciding again could apply it twice.
+                        // An empty one changes nothing either way, so it
+                        // is simply retried (Cassandra times out there too).
+                        (ProposeOutcome::Partial, accepts) if !proposal.is_empty() => {
+                            return Err(self.round_timeout(plan, accepts))
+                        }
+                        _ => {
+                            above = Some(ballot);
+                            self.contention_backoff();
+                        }
+                    }
+                }
+            }
+        }
+        Err(self.round_timeout(plan, 0))
+    }
+
+    /// A SERIAL or LOCAL_SERIAL read: a Paxos round with an empty update
+    /// (finishing any update in progress), then a read at the matching
+    /// quorum (Cassandra's `readWithPaxos`).
+    fn read_serial(
+        &self,
+        schema: &Schema,
+        table: &Table,
+        read: &PartitionRead,
+        serial: Consistency,
+        now: LocalTime,
+    ) -> Result<Partition, QueryError> {
+        let (topology, plan) =
+            self.paxos_plan(schema, table, &read.partition, serial, now, WriteType::Cas)?;
+        let quorum = if serial == Consistency::LocalSerial {
+            Consistency::LocalQuorum
+        } else {
+            Consistency::Quorum
+        };
+        let result = self.run_paxos(&topology, &plan, quorum, WriteType::Simple, &mut |_| {
+            Ok(None)
+        });
+        match result {
+            Err(QueryError::WriteTimeout { .. }) => {
+                return Err(QueryError::ReadTimeout {
+                    consistency: serial,
+                    received: 0,
+                    block_for: plan.participants.required,
+                    data_present: false,
+                })
+            }
+            other => other?,
+        }
+        self.read_partition(schema, table, read, quorum, now)
+    }
 }

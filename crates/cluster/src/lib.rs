@@ -3,7 +3,8 @@
 //! message format (`message`) and transport (`messaging`), gossip membership
 //! (`gossip`), the topology a node believes in (`topology`), the coordinator
 //! that runs reads and writes against replicas (`coordinator`, with
-//! `replica` for the replica side), hinted handoff (`hints`), the node's
+//! `replica` for the replica side), hinted handoff (`hints`), Paxos for lightweight transactions (`paxos`,
+//! with the acceptors' durable state in `paxos_store`), the node's
 //! membership, schema agreement and bootstrap (`node`), moving token
 //! ranges' data between nodes (`streaming`), decommission, removenode,
 //! rebuild and Merkle-tree repair (`operations`, `repair`) and operator
@@ -18,6 +19,8 @@ pub mod message;
 pub mod messaging;
 pub mod node;
 pub mod operations;
+pub mod paxos;
+pub mod paxos_store;
 pub mod repair;
 pub mod replica;
 pub mod ring;

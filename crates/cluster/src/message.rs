@@ -15,6 +15,8 @@ use rocksandra_storage::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::paxos::{Ballot, PaxosKey, PrepareAnswer, Proposal};
+
 /// Changes whenever any message changes shape.
 pub const FORMAT_VERSION: u8 = 1;
 
@@ -101,6 +103,30 @@ pub enum Request {
         depth: u8,
         now: LocalTime,
     },
+    /// Paxos phase 1: promise `ballot` for the partition
+    /// (`Response::PaxosPrepared`). `ttl_seconds`: how long the acceptor
+    /// keeps its state for this table.
+    PaxosPrepare {
+        key: PaxosKey,
+        ballot: Ballot,
+        ttl_seconds: i32,
+        now: LocalTime,
+    },
+    /// Paxos phase 2: accept this proposal unless a higher ballot was
+    /// promised (`Response::PaxosAccepted`).
+    PaxosPropose {
+        key: PaxosKey,
+        proposal: Proposal,
+        ttl_seconds: i32,
+        now: LocalTime,
+    },
+    /// Apply the chosen proposal's mutations and record the commit (`Ack`).
+    PaxosCommit {
+        key: PaxosKey,
+        proposal: Proposal,
+        ttl_seconds: i32,
+        now: LocalTime,
+    },
 }
 
 /// The schema as nodes exchange it: the stored JSON with its epoch.
@@ -166,6 +192,10 @@ pub enum Response {
     Error(RemoteError),
     /// Leaf hashes of a Merkle tree, in ring order.
     Merkle(Vec<[u8; 16]>),
+    /// The answer to `PaxosPrepare`.
+    PaxosPrepared(PrepareAnswer),
+    /// The answer to `PaxosPropose`: accepted or refused.
+    PaxosAccepted(bool),
 }
 
 /// Why a node could not do what was asked.

@@ -131,6 +131,8 @@ impl ClusterNode {
                 config.data_dir.display()
             ));
         }
+        crate::paxos_store::open(&*engine)
+            .map_err(|e| format!("cannot open the paxos state table: {e}"))?;
         let handler = Arc::new(NodeHandler {
             node: OnceLock::new(),
             engine: engine.clone(),

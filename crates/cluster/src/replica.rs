@@ -15,7 +15,8 @@ fn failed(e: StorageError) -> Response {
     })
 }
 
-/// Runs a data request on this node's storage; None for other requests.
+/// Runs a data request (Paxos ones included) on this node's storage;
+/// Err(request) for other requests.
 pub fn serve(engine: &dyn Engine, request: Request) -> Result<Response, Request> {
     Ok(match request {
         Request::Mutate { mutations, now } => match engine.write(&mutations, now) {
@@ -48,6 +49,6 @@ pub fn serve(engine: &dyn Engine, request: Request) -> Result<Response, Request>
             Ok(leaves) => Response::Merkle(leaves),
             Err(e) => Response::Error(RemoteError::Failed(e)),
         },
-        other => return Err(other),
+        other => return crate::paxos_store::serve(engine, other),
     })
 }

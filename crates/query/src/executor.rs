@@ -165,7 +165,7 @@ pub struct Executor {
     pub(crate) env: Env,
     /// Serializes read-before-write statements (conditional updates, list
     /// index operations, counters) on this node.
-    pub(crate) rmw_lock: Mutex<()>,
+    pub(crate) rmw_lock: Arc<Mutex<()>>,
     pub(crate) auth: RwLock<crate::auth::AuthConfig>,
 }
 
@@ -210,11 +210,12 @@ impl Executor {
                 engine.create_table(table.storage_spec())?;
             }
         }
+        let rmw_lock = Arc::new(Mutex::new(()));
         Ok(Executor {
             schema: RwLock::new(Arc::new(schema)),
             ddl_lock: Mutex::new(()),
             schema_dir,
-            local: crate::proxy::LocalProxy::new(engine.clone()),
+            local: crate::proxy::LocalProxy::new(engine.clone(), rmw_lock.clone()),
             cluster: std::sync::OnceLock::new(),
             schema_sync: std::sync::OnceLock::new(),
             engine,
@@ -224,7 +225,7 @@ impl Executor {
                 order: VecDeque::new(),
             }),
             env,
-            rmw_lock: Mutex::new(()),
+            rmw_lock,
             auth: RwLock::new(crate::auth::AuthConfig::default()),
         })
     }
@@ -245,6 +246,11 @@ impl Executor {
     }
 
     /// Where user data goes: the cluster's coordinator, or local storage.
+    /// Whether user data goes through a cluster's coordinator.
+    pub(crate) fn is_clustered(&self) -> bool {
+        self.cluster.get().is_some()
+    }
+
     pub(crate) fn data(&self) -> &dyn crate::proxy::DataProxy {
         match self.cluster.get() {
             Some(proxy) => &**proxy,

@@ -19,7 +19,7 @@ use rocksandra_storage::{
 
 use crate::error::{QueryError, Result};
 use crate::executor::{Executor, Outcome, Request};
-use crate::proxy::WriteOptions;
+use crate::proxy::{CasOptions, WriteOptions};
 use crate::restrict::{analyze, PartitionSelection};
 use crate::rows::partition_key_bytes;
 use crate::schema::{Column, ColumnKind, Table};
@@ -157,6 +157,14 @@ pub fn execute_single(
     if has_condition(&modification) {
         return execute_conditional(executor, &[(&modification, values, request.clone())], &[]);
     }
+    if counter_cas(
+        executor,
+        &[(&modification, values, request.clone())],
+        &[],
+        WriteType::Counter,
+    )? {
+        return Ok(Outcome::void());
+    }
     let _guard = counter_lock(executor, &[&modification], request)?;
     collect(
         executor,
@@ -169,6 +177,75 @@ pub fn execute_single(
     let counter = _guard.is_some();
     write(executor, mutations, request, write_type(None, counter))?;
     Ok(Outcome::void())
+}
+
+/// A counter partition's statements: (table, partition key components,
+/// indexes of its statements in statement order).
+type CounterGroup = (std::sync::Arc<Table>, Vec<Vec<u8>>, Vec<usize>);
+
+/// Counter updates in a cluster: the statements of each partition run as
+/// one compare-and-set without a condition (read, add, write the sum), so
+/// that increments through different coordinators never overwrite each
+/// other. False when they are not all counter updates of one partition
+/// each (IN on the partition key): those take the node's lock below.
+fn counter_cas(
+    executor: &Executor,
+    statements: &[(&Modification, &[rocksandra_wire::Value], Request)],
+    batch_using: &[UsingParam],
+    write_type: WriteType,
+) -> Result<bool> {
+    if !executor.is_clustered() {
+        return Ok(false);
+    }
+    let schema = executor.schema();
+    let random = executor.env.random.clone();
+    let mut groups: Vec<CounterGroup> = Vec::new();
+    for (i, (m, values, request)) in statements.iter().enumerate() {
+        let Modification::Update(update) = m else {
+            return Ok(false);
+        };
+        let table = modifiable_table(executor, &schema, &update.table, request)?;
+        if !table.is_counter() {
+            return Ok(false);
+        }
+        let ctx = executor.eval_context(&schema, &table.keyspace, values, &*random);
+        let Ok(t) = targets(&table, &update.where_clause, &ctx) else {
+            return Ok(false);
+        };
+        let [pk] = t.keys.as_slice() else {
+            return Ok(false);
+        };
+        match groups
+            .iter_mut()
+            .find(|(g, k, _)| g.storage_id == table.storage_id && k == pk)
+        {
+            Some((_, _, members)) => members.push(i),
+            None => groups.push((table.clone(), pk.clone(), vec![i])),
+        }
+    }
+    for (table, pk, members) in groups {
+        let request = &statements[members[0]].2;
+        let serial = serial_of(request);
+        let options = CasOptions {
+            serial,
+            commit: request.consistency,
+            write_type: write_type.clone(),
+            now: executor.local_now(request),
+        };
+        let partition = PartitionKey::new(partition_key_bytes(&pk));
+        executor
+            .data()
+            .cas(&schema, &table, &partition, &options, &mut |timestamp| {
+                let mut mutations = Vec::new();
+                for i in &members {
+                    let (m, values, request) = &statements[*i];
+                    let request = cas_request(request, serial, timestamp);
+                    collect(executor, m, &request, values, batch_using, &mut mutations)?;
+                }
+                Ok(Some(merge_mutations(mutations)))
+            })?;
+    }
+    Ok(true)
 }
 
 /// Counter updates read before they write: they hold the node's
@@ -292,6 +369,19 @@ pub fn execute_batch_statement(
             .collect();
         return execute_conditional(executor, &statements, &batch.using);
     }
+    if executor.is_clustered() {
+        for m in &batch.statements {
+            check_batch_kind(executor, batch.kind, m, request)?;
+        }
+        let statements: Vec<(&Modification, &[rocksandra_wire::Value], Request)> = batch
+            .statements
+            .iter()
+            .map(|m| (m, values, request.clone()))
+            .collect();
+        if counter_cas(executor, &statements, &batch.using, WriteType::Counter)? {
+            return Ok(Outcome::void());
+        }
+    }
     let mut mutations = Vec::new();
     let all: Vec<&Modification> = batch.statements.iter().collect();
     let _guard = counter_lock(executor, &all, request)?;
@@ -335,6 +425,20 @@ pub fn execute_batch_message(
             })
             .collect();
         return execute_conditional(executor, &with_requests, &[]);
+    }
+    if executor.is_clustered() {
+        let mut with_requests = Vec::with_capacity(statements.len());
+        for (m, values, keyspace) in &statements {
+            let request = Request {
+                keyspace: keyspace.clone(),
+                ..request.clone()
+            };
+            check_batch_kind(executor, kind, m, &request)?;
+            with_requests.push((m, values.as_slice(), request));
+        }
+        if counter_cas(executor, &with_requests, &[], WriteType::Counter)? {
+            return Ok(Outcome::void());
+        }
     }
     let mut mutations = Vec::new();
     let all: Vec<&Modification> = statements.iter().map(|(m, _, _)| m).collect();
@@ -2049,31 +2153,75 @@ fn execute_conditional(
             ));
         }
     }
-    let _guard = executor.rmw_lock.lock().unwrap_or_else(|p| p.into_inner());
-    let mut all_hold = true;
-    let mut report = Vec::new();
-    for ((m, values, request), check) in statements.iter().zip(&checks) {
-        if !has_condition(m) {
-            continue;
-        }
-        let (holds, r) = evaluate_check(executor, check, request, values)?;
-        all_hold &= holds;
-        if !holds && report.is_empty() {
-            report = r;
-        }
-    }
     let table = checks
         .first()
         .map(|c| c.table.clone())
         .ok_or_else(|| QueryError::invalid("empty batch"))?;
-    if !all_hold {
-        return Ok(applied_rows(&table, false, &report));
-    }
-    let mut mutations = Vec::new();
-    for (m, values, request) in statements {
-        collect(executor, m, request, values, batch_using, &mut mutations)?;
-    }
     let request = &statements[0].2;
-    write(executor, mutations, request, WriteType::Cas)?;
-    Ok(applied_rows(&table, true, &[]))
+    let serial = serial_of(request);
+    let options = CasOptions {
+        serial,
+        commit: request.consistency,
+        write_type: WriteType::Cas,
+        now: executor.local_now(request),
+    };
+    let partition = PartitionKey::new(partition_key_bytes(&checks[0].pk));
+    let mut outcome = None;
+    executor.data().cas(
+        &executor.schema(),
+        &table,
+        &partition,
+        &options,
+        &mut |timestamp| {
+            let mut all_hold = true;
+            let mut report = Vec::new();
+            for ((m, values, request), check) in statements.iter().zip(&checks) {
+                if !has_condition(m) {
+                    continue;
+                }
+                let request = cas_request(request, serial, timestamp);
+                let (holds, r) = evaluate_check(executor, check, &request, values)?;
+                all_hold &= holds;
+                if !holds && report.is_empty() {
+                    report = r;
+                }
+            }
+            if !all_hold {
+                outcome = Some(applied_rows(&table, false, &report));
+                return Ok(None);
+            }
+            let mut mutations = Vec::new();
+            for (m, values, request) in statements {
+                let request = cas_request(request, serial, timestamp);
+                collect(executor, m, &request, values, batch_using, &mut mutations)?;
+            }
+            outcome = Some(applied_rows(&table, true, &[]));
+            Ok(Some(merge_mutations(mutations)))
+        },
+    )?;
+    outcome.ok_or_else(|| QueryError::Server("compare-and-set made no decision".into()))
+}
+
+/// The serial consistency of a compare-and-set: LOCAL_SERIAL when asked,
+/// SERIAL otherwise (the drivers' default).
+fn serial_of(request: &Request) -> Consistency {
+    match request.serial_consistency {
+        Some(Consistency::LocalSerial) => Consistency::LocalSerial,
+        _ => Consistency::Serial,
+    }
+}
+
+/// A statement's request inside a compare-and-set: reads at the serial
+/// consistency's quorum, writes with the attempt's timestamp (the Paxos
+/// ballot's in a cluster, as Cassandra writes them).
+fn cas_request(
+    request: &Request,
+    serial: Consistency,
+    timestamp: Option<rocksandra_data::Timestamp>,
+) -> Request {
+    Request {
+        serial_consistency: Some(serial),
+        timestamp: timestamp.map(|t| t.0).or(request.timestamp),
+        ..request.clone()
+    }
 }

@@ -4,10 +4,12 @@
 //! directly), the cluster's coordinator when the node is one of many.
 //! System tables kept in storage (`system_auth`, traces) stay local.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use rocksandra_data::LocalTime;
-use rocksandra_storage::{Engine, Mutation, Partition, PartitionRead, RangeScan, ScanPage};
+use rocksandra_data::{LocalTime, Timestamp};
+use rocksandra_storage::{
+    Engine, Mutation, Partition, PartitionKey, PartitionRead, RangeScan, ScanPage,
+};
 use rocksandra_wire::{Consistency, WriteType};
 
 use crate::executor::Executor;
@@ -22,6 +24,26 @@ pub struct WriteOptions {
     pub write_type: WriteType,
     pub now: LocalTime,
 }
+
+/// How a compare-and-set runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CasOptions {
+    /// SERIAL or LOCAL_SERIAL: whose quorum the Paxos rounds need.
+    pub serial: Consistency,
+    /// The consistency the chosen update is committed at (the request's).
+    pub commit: Consistency,
+    /// Reported by timeouts of the Paxos rounds: CAS for conditional
+    /// updates, COUNTER for counter updates.
+    pub write_type: WriteType,
+    pub now: LocalTime,
+}
+
+/// A compare-and-set's decision, called once per attempt with the write
+/// timestamp of the attempt (None: the statement's own, on a single node;
+/// in a cluster the Paxos ballot's). It reads what it needs through the
+/// proxy (at the serial consistency's quorum) and returns the mutations to
+/// apply, or None when the condition does not hold.
+pub type CasDecide<'a> = dyn FnMut(Option<Timestamp>) -> Result<Option<Vec<Mutation>>> + 'a;
 
 /// Where user-table writes and reads go.
 pub trait DataProxy: Send + Sync {
@@ -52,16 +74,30 @@ pub trait DataProxy: Send + Sync {
         consistency: Consistency,
         now: LocalTime,
     ) -> Result<ScanPage>;
+    /// Runs `decide` and applies the mutations it returns (all of
+    /// `partition` of `table`) so that no other compare-and-set of that
+    /// partition, from any coordinator, comes between its reads and its
+    /// write (linearizable, as Cassandra's lightweight transactions).
+    fn cas(
+        &self,
+        schema: &Schema,
+        table: &Table,
+        partition: &PartitionKey,
+        options: &CasOptions,
+        decide: &mut CasDecide<'_>,
+    ) -> Result<()>;
 }
 
 /// The single-node proxy: this node holds every replica.
 pub struct LocalProxy {
     engine: Arc<dyn Engine>,
+    /// The node's read-before-write lock, under which compare-and-sets run.
+    rmw_lock: Arc<Mutex<()>>,
 }
 
 impl LocalProxy {
-    pub fn new(engine: Arc<dyn Engine>) -> LocalProxy {
-        LocalProxy { engine }
+    pub fn new(engine: Arc<dyn Engine>, rmw_lock: Arc<Mutex<()>>) -> LocalProxy {
+        LocalProxy { engine, rmw_lock }
     }
 }
 
@@ -95,6 +131,23 @@ impl DataProxy for LocalProxy {
         now: LocalTime,
     ) -> Result<ScanPage> {
         Ok(self.engine.scan(scan, now)?)
+    }
+
+    fn cas(
+        &self,
+        _schema: &Schema,
+        _table: &Table,
+        _partition: &PartitionKey,
+        options: &CasOptions,
+        decide: &mut CasDecide<'_>,
+    ) -> Result<()> {
+        let _guard = self.rmw_lock.lock().unwrap_or_else(|p| p.into_inner());
+        match decide(None)? {
+            Some(mutations) if !mutations.is_empty() => {
+                Ok(self.engine.write(&mutations, options.now)?)
+            }
+            _ => Ok(()),
+        }
     }
 }
 
