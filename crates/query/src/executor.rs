@@ -165,7 +165,7 @@ pub struct Executor {
     pub(crate) env: Env,
     /// Serializes read-before-write statements (conditional updates, list
     /// index operations, counters) on this node.
-    pub(crate) rmw_lock: Arc<Mutex<()>>,
+    pub(crate) rmw_lock: Arc<crate::proxy::RmwLock>,
     pub(crate) auth: RwLock<crate::auth::AuthConfig>,
 }
 
@@ -210,7 +210,7 @@ impl Executor {
                 engine.create_table(table.storage_spec())?;
             }
         }
-        let rmw_lock = Arc::new(Mutex::new(()));
+        let rmw_lock = Arc::new(crate::proxy::RmwLock::default());
         Ok(Executor {
             schema: RwLock::new(Arc::new(schema)),
             ddl_lock: Mutex::new(()),

@@ -254,7 +254,7 @@ fn counter_lock<'a>(
     executor: &'a Executor,
     statements: &[&Modification],
     request: &Request,
-) -> Result<Option<std::sync::MutexGuard<'a, ()>>> {
+) -> Result<Option<crate::proxy::RmwGuard<'a>>> {
     let schema = executor.schema();
     for m in statements {
         if let Modification::Update(u) = m {
@@ -263,9 +263,7 @@ fn counter_lock<'a>(
                 .table(keyspace, u.table.name.as_str())
                 .is_some_and(|t| t.is_counter())
             {
-                return Ok(Some(
-                    executor.rmw_lock.lock().unwrap_or_else(|p| p.into_inner()),
-                ));
+                return Ok(Some(executor.rmw_lock.hold()));
             }
         }
     }
@@ -1420,7 +1418,7 @@ fn apply_assignment(
                     }
                 }
                 (CqlType::List(e), Value::List(items)) => {
-                    let _guard = executor.rmw_lock.lock().unwrap_or_else(|p| p.into_inner());
+                    let _guard = executor.rmw_lock.hold();
                     let removed: Vec<Vec<u8>> = items.iter().map(Value::to_bytes).collect();
                     for cell in read_list(executor, table, pk, clustering, column, request)? {
                         if removed.iter().any(|r| {
@@ -1453,7 +1451,7 @@ fn apply_assignment(
                 Ok(())
             }
             CqlType::List(et) => {
-                let _guard = executor.rmw_lock.lock().unwrap_or_else(|p| p.into_inner());
+                let _guard = executor.rmw_lock.hold();
                 let element = ListElement { key, name, ctx };
                 let path = element.path(executor, table, pk, clustering, column, request, true)?;
                 match evaluate(&a.value, et, name, ctx)? {
@@ -1653,7 +1651,7 @@ fn delete_target(
                 Ok(())
             }
             CqlType::List(_) => {
-                let _guard = executor.rmw_lock.lock().unwrap_or_else(|p| p.into_inner());
+                let _guard = executor.rmw_lock.hold();
                 let element = ListElement { key, name, ctx };
                 let path = element.path(executor, table, pk, clustering, column, request, false)?;
                 row.cells.push(params.tombstone(column).with_path(path));

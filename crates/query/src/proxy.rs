@@ -92,11 +92,11 @@ pub trait DataProxy: Send + Sync {
 pub struct LocalProxy {
     engine: Arc<dyn Engine>,
     /// The node's read-before-write lock, under which compare-and-sets run.
-    rmw_lock: Arc<Mutex<()>>,
+    rmw_lock: Arc<RmwLock>,
 }
 
 impl LocalProxy {
-    pub fn new(engine: Arc<dyn Engine>, rmw_lock: Arc<Mutex<()>>) -> LocalProxy {
+    pub fn new(engine: Arc<dyn Engine>, rmw_lock: Arc<RmwLock>) -> LocalProxy {
         LocalProxy { engine, rmw_lock }
     }
 }
@@ -141,7 +141,7 @@ impl DataProxy for LocalProxy {
         options: &CasOptions,
         decide: &mut CasDecide<'_>,
     ) -> Result<()> {
-        let _guard = self.rmw_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = self.rmw_lock.hold();
         match decide(None)? {
             Some(mutations) if !mutations.is_empty() => {
                 Ok(self.engine.write(&mutations, options.now)?)
@@ -167,4 +167,54 @@ pub trait SchemaSync: Send + Sync {
     fn publish(&self, executor: &Executor, lease: SchemaLease) -> Result<()>;
     /// Releases the lock without a change.
     fn release(&self, lease: SchemaLease);
+}
+
+/// Serializes read-before-write statements on this node (conditional
+/// updates, list index operations, counters). Re-entrant on one thread: a
+/// conditional update that also sets a list element holds it once.
+#[derive(Default)]
+pub struct RmwLock(Mutex<()>);
+
+thread_local! {
+    static RMW_DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Held while alive; the outermost guard of a thread owns the mutex.
+pub struct RmwGuard<'a> {
+    _held: Option<std::sync::MutexGuard<'a, ()>>,
+}
+
+impl RmwLock {
+    pub fn hold(&self) -> RmwGuard<'_> {
+        let depth = RMW_DEPTH.with(|d| d.get());
+        let held = (depth == 0).then(|| self.0.lock().unwrap_or_else(|p| p.into_inner()));
+        RMW_DEPTH.with(|d| d.set(depth + 1));
+        RmwGuard { _held: held }
+    }
+}
+
+impl Drop for RmwGuard<'_> {
+    fn drop(&mut self) {
+        RMW_DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
+#[cfg(test)]
+mod rmw_tests {
+    use super::*;
+
+    #[test]
+    fn the_lock_is_reentrant_on_one_thread_and_exclusive_across_threads() {
+        let lock = Arc::new(RmwLock::default());
+        let outer = lock.hold();
+        let inner = lock.hold();
+        drop(inner);
+        let other = {
+            let lock = lock.clone();
+            std::thread::spawn(move || lock.0.try_lock().is_ok())
+        };
+        assert!(!other.join().expect("thread"), "held by the first thread");
+        drop(outer);
+        assert!(lock.0.try_lock().is_ok());
+    }
 }

@@ -267,3 +267,30 @@ fn schema_survives_restart() {
     assert_eq!(table.columns[1].ty.to_string(), "frozen<a>");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A conditional update that also reads a list (element set, element
+/// delete, remove by value) takes the node's read-before-write lock twice
+/// on one thread: it must neither deadlock nor lose either part.
+#[test]
+fn conditional_list_updates_do_not_deadlock() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        (
+            "CREATE TABLE t (k int PRIMARY KEY, v text, l list<text>)",
+            "OK",
+        ),
+        (
+            "INSERT INTO t (k, v, l) VALUES (1, 'a', ['x', 'y', 'z'])",
+            "OK",
+        ),
+        ("UPDATE t SET l[0] = 'w' WHERE k = 1 IF EXISTS", "true"),
+        ("UPDATE t SET l = l - ['y'] WHERE k = 1 IF v = 'a'", "true"),
+        ("DELETE l[1] FROM t WHERE k = 1 IF v = 'a'", "true"),
+        (
+            "UPDATE t SET l[0] = 'q' WHERE k = 1 IF v = 'b'",
+            "false | 'a'",
+        ),
+        ("SELECT l FROM t WHERE k = 1", "['w']"),
+    ]);
+}
