@@ -534,20 +534,6 @@ impl DataProxy for Coordinator {
         options: &CasOptions,
         decide: &mut CasDecide<'_>,
     ) -> Result<(), QueryError> {
-        self.cas_impl(schema, table, partition, options, decide)
-    }
-}
-
-impl Coordinator {
-    /// Compare-and-set over Paxos (the `DataProxy::cas` of a cluster).
-    fn cas_impl(
-        &self,
-        schema: &Schema,
-        table: &Table,
-        partition: &PartitionKey,
-        options: &CasOptions,
-        decide: &mut CasDecide<'_>,
-    ) -> Result<(), QueryError> {
         let strategy = keyspace_strategy(schema, &table.keyspace);
         crate::consistency::validate_cas_commit(options.commit, &strategy)
             .map_err(consistency_error)?;

@@ -356,44 +356,62 @@ pub fn execute_batch_statement(
     request: &Request,
     values: &[rocksandra_wire::Value],
 ) -> Result<Outcome> {
+    let statements: Vec<(&Modification, &[rocksandra_wire::Value], Request)> = batch
+        .statements
+        .iter()
+        .map(|m| (m, values, request.clone()))
+        .collect();
     if batch.statements.iter().any(has_condition) {
         for m in &batch.statements {
             check_batch_kind(executor, batch.kind, m, request)?;
         }
-        let statements: Vec<(&Modification, &[rocksandra_wire::Value], Request)> = batch
-            .statements
-            .iter()
-            .map(|m| (m, values, request.clone()))
-            .collect();
         return execute_conditional(executor, &statements, &batch.using);
     }
-    if executor.is_clustered() {
-        for m in &batch.statements {
-            check_batch_kind(executor, batch.kind, m, request)?;
+    execute_unconditional_batch(executor, batch.kind, &statements, &batch.using, request)
+}
+
+/// A batch without conditions: in a cluster, counter batches go through
+/// the per-partition compare-and-set; otherwise the statements' mutations
+/// are checked and written together.
+fn execute_unconditional_batch(
+    executor: &Executor,
+    kind: BatchKind,
+    statements: &[(&Modification, &[rocksandra_wire::Value], Request)],
+    using: &[UsingParam],
+    request: &Request,
+) -> Result<Outcome> {
+    let clustered = executor.is_clustered();
+    if clustered {
+        for (m, _, statement_request) in statements {
+            check_batch_kind(executor, kind, m, statement_request)?;
         }
-        let statements: Vec<(&Modification, &[rocksandra_wire::Value], Request)> = batch
-            .statements
-            .iter()
-            .map(|m| (m, values, request.clone()))
-            .collect();
-        if counter_cas(executor, &statements, &batch.using, WriteType::Counter)? {
+        if counter_cas(executor, statements, using, WriteType::Counter)? {
             return Ok(Outcome::void());
         }
     }
     let mut mutations = Vec::new();
-    let all: Vec<&Modification> = batch.statements.iter().collect();
+    let all: Vec<&Modification> = statements.iter().map(|(m, _, _)| *m).collect();
     let _guard = counter_lock(executor, &all, request)?;
-    for m in &batch.statements {
-        check_batch_kind(executor, batch.kind, m, request)?;
-        collect(executor, m, request, values, &batch.using, &mut mutations)?;
+    for (m, values, statement_request) in statements {
+        if !clustered {
+            check_batch_kind(executor, kind, m, statement_request)?;
+        }
+        collect(
+            executor,
+            m,
+            statement_request,
+            values,
+            using,
+            &mut mutations,
+        )?;
     }
-    let warnings = verify_batch(executor, batch.kind, &mutations)?;
+    let warnings = verify_batch(executor, kind, &mutations)?;
     let counter = _guard.is_some();
     write(
         executor,
         mutations,
         request,
-        write_type(Some(batch.kind), counter),
+        write_type(Some(kind), counter),
     )?;
     Ok(Outcome {
         warnings,
@@ -408,59 +426,23 @@ pub fn execute_batch_message(
     statements: Vec<(Modification, Vec<rocksandra_wire::Value>, Option<String>)>,
     request: &Request,
 ) -> Result<Outcome> {
+    let with_requests: Vec<(&Modification, &[rocksandra_wire::Value], Request)> = statements
+        .iter()
+        .map(|(m, values, keyspace)| {
+            (
+                m,
+                values.as_slice(),
+                Request {
+                    keyspace: keyspace.clone(),
+                    ..request.clone()
+                },
+            )
+        })
+        .collect();
     if statements.iter().any(|(m, _, _)| has_condition(m)) {
-        let with_requests: Vec<(&Modification, &[rocksandra_wire::Value], Request)> = statements
-            .iter()
-            .map(|(m, values, keyspace)| {
-                (
-                    m,
-                    values.as_slice(),
-                    Request {
-                        keyspace: keyspace.clone(),
-                        ..request.clone()
-                    },
-                )
-            })
-            .collect();
         return execute_conditional(executor, &with_requests, &[]);
     }
-    if executor.is_clustered() {
-        let mut with_requests = Vec::with_capacity(statements.len());
-        for (m, values, keyspace) in &statements {
-            let request = Request {
-                keyspace: keyspace.clone(),
-                ..request.clone()
-            };
-            check_batch_kind(executor, kind, m, &request)?;
-            with_requests.push((m, values.as_slice(), request));
-        }
-        if counter_cas(executor, &with_requests, &[], WriteType::Counter)? {
-            return Ok(Outcome::void());
-        }
-    }
-    let mut mutations = Vec::new();
-    let all: Vec<&Modification> = statements.iter().map(|(m, _, _)| m).collect();
-    let _guard = counter_lock(executor, &all, request)?;
-    for (m, values, keyspace) in &statements {
-        let request = Request {
-            keyspace: keyspace.clone(),
-            ..request.clone()
-        };
-        check_batch_kind(executor, kind, m, &request)?;
-        collect(executor, m, &request, values, &[], &mut mutations)?;
-    }
-    let warnings = verify_batch(executor, kind, &mutations)?;
-    let counter = _guard.is_some();
-    write(
-        executor,
-        mutations,
-        request,
-        write_type(Some(kind), counter),
-    )?;
-    Ok(Outcome {
-        warnings,
-        ..Outcome::void()
-    })
+    execute_unconditional_batch(executor, kind, &with_requests, &[], request)
 }
 
 /// `batch_size_warn_threshold` (Cassandra's default, 5 KiB).
