@@ -1,6 +1,7 @@
 """Cluster mode across real processes: formation, schema agreement, replication
 and consistency levels, lightweight transactions and counters across
-coordinators, failure and hinted handoff, read repair under a
+coordinators, logged batches through a coordinator crash, failure and
+hinted handoff, read repair under a
 partition, nodetool, and bootstrap streaming. Each node is a `rocksandra`
 process on its own loopback address (127.0.0.11-13); see harness.py.
 
@@ -12,6 +13,7 @@ kill -9 test is last and restarts its node); the bootstrap test forms its own.
 
 import os
 import re
+import signal
 import struct
 import threading
 import time
@@ -430,6 +432,63 @@ class TestThreeNodes:
         assert ok <= total <= ok + unknown, results
         assert ok >= per_client * 3 // 2, results
 
+    def test_logged_batch_survives_coordinator_crash(self, three):
+        """A logged batch whose coordinator dies right after storing it in
+        the batchlog, before sending any mutation, is applied in full by the
+        batchlog nodes' replay (and hinted to the dead coordinator, a replica
+        too); a batch that was applied is removed from the batchlog and not
+        replayed."""
+        nodes = three.nodes
+        sa, sc = three.pinned[A], three.pinned[C]
+        create_keyspace(sa, "bl", 3)
+        sa.execute("CREATE TABLE bl.t (k int PRIMARY KEY, v text)")
+        sa.execute("CREATE TABLE bl.u (k int, c int, v text, PRIMARY KEY (k, c))")
+        sel = sa.prepare("SELECT v FROM bl.t WHERE k = ?")
+        sel_u = sa.prepare("SELECT v FROM bl.u WHERE k = ? AND c = ?")
+        sc.execute(stmt("BEGIN BATCH INSERT INTO bl.t (k, v) VALUES (100, 'ok100'); "
+                        "INSERT INTO bl.t (k, v) VALUES (101, 'ok101'); APPLY BATCH",
+                        CL.QUORUM))
+        assert read_all(sa, sel, [100, 101], CL.QUORUM) == {100: "ok100", 101: "ok101"}
+
+        nodes[C].nodetool("failpoint", "crash-after-batchlog")
+        keys = list(range(20))
+        body = " ".join("INSERT INTO bl.t (k, v) VALUES (%d, 'b%d');" % (k, k) for k in keys)
+        body += " UPDATE bl.u SET v = 'u' WHERE k = 1 AND c = 1;"
+        with pytest.raises(Exception):  # the connection dies with its node
+            sc.execute(stmt("BEGIN BATCH " + body + " APPLY BATCH", CL.QUORUM))
+        crashed = time.monotonic()
+        code = nodes[C].proc.wait(timeout=30)
+        nodes[C].kill9()  # closes the log; the process is gone already
+        assert code == -signal.SIGABRT, "C exited with %s" % code
+        assert "failpoint crash-after-batchlog" in nodes[C].log_text()
+        early = read_all(sa, sel, keys, CL.QUORUM)
+        if time.monotonic() - crashed < 3:  # before any replay may start
+            assert set(early.values()) == {None}, "mutations were sent before the crash"
+
+        want = {k: "b%d" % k for k in keys}
+        last = {}
+
+        def replayed():
+            last.update(read_all(sa, sel, keys, CL.QUORUM))
+            return last == want or sum(1 for k in keys if last[k] != want[k])
+        wait_until(replayed, 40, interval=1, what="batchlog replay (value = rows missing)")
+        assert sa.execute(bound(sel_u, (1, 1), CL.QUORUM)).one().v == "u"
+        counts = [int(n) for ip in (A, B) for n in
+                  re.findall(r"replayed (\d+) logged batches", nodes[ip].log_text())]
+        # Both batchlog nodes (A and B: C's only peers) replay the crashed
+        # batch once; the applied one was removed from them.
+        assert counts and all(n == 1 for n in counts), counts
+
+        nodes[C].start()
+        nodes.wait_status({ip: "UN" for ip in THREE}, timeout=30)
+        sc = three.repin(C)
+        sel_c = sc.prepare("SELECT v FROM bl.t WHERE k = ?")
+
+        def c_has_them():
+            got = read_all(sc, sel_c, keys, CL.ONE)
+            return got == want or sum(1 for k in keys if got[k] != want[k])
+        wait_until(c_has_them, 30, interval=0.5, what="hints of the replay to C")
+
     def test_kill9_unavailable_then_hints(self, three):
         nodes = three.nodes
         sa = three.pinned[A]
@@ -471,6 +530,15 @@ class TestThreeNodes:
         assert err.value.required_replicas == 2 and err.value.alive_replicas == 1, err.value
         with pytest.raises(Unavailable):
             sa.execute(bound(sa.prepare("SELECT v FROM fail.t WHERE k = ?"), (0,), CL.SERIAL))
+        # A logged batch needs a live batchlog node besides its coordinator
+        # (Cassandra asks TWO of them, even at ONE).
+        with pytest.raises(Unavailable) as err:
+            sa.execute(stmt("BEGIN BATCH INSERT INTO fail.t (k, v) VALUES (2000, 'x'); "
+                            "INSERT INTO fail.t (k, v) VALUES (2001, 'y'); APPLY BATCH", CL.ONE))
+        assert err.value.consistency == CL.TWO, err.value
+        assert err.value.required_replicas == 2 and err.value.alive_replicas == 0, err.value
+        sa.execute(stmt("BEGIN UNLOGGED BATCH INSERT INTO fail.t (k, v) VALUES (2000, 'x'); "
+                        "INSERT INTO fail.t (k, v) VALUES (2001, 'y'); APPLY BATCH", CL.ONE))
         nodes[B].start()
         nodes.wait_status({A: "UN", B: "UN"}, askers=[A, B], timeout=30)
         sb = three.repin(B)

@@ -75,7 +75,8 @@ pub fn run(node: &ClusterNode, command: AdminCommand) -> Response {
         | AdminCommand::Decommission
         | AdminCommand::RemoveNode { .. }
         | AdminCommand::Rebuild { .. }
-        | AdminCommand::Netstats => failed("handled by the node"),
+        | AdminCommand::Netstats
+        | AdminCommand::Failpoint { .. } => failed("handled by the node"),
     }
 }
 
@@ -363,6 +364,9 @@ pub fn parse_command(args: &[String]) -> Result<AdminCommand, String> {
         ["decommission"] => AdminCommand::Decommission,
         ["removenode", host_id] => AdminCommand::RemoveNode {
             host_id: (*host_id).to_string(),
+        },
+        ["failpoint", name] => AdminCommand::Failpoint {
+            name: (*name).to_string(),
         },
         ["isolate", peers @ ..] => AdminCommand::Isolate {
             peers: peers

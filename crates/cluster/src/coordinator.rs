@@ -5,6 +5,9 @@
 //! - Writes go to every live natural and pending replica; the call returns
 //!   once each mutation has enough acknowledgements. Down replicas, and
 //!   replicas that fail or stay silent until the timeout, get a hint.
+//! - A logged batch spanning several partitions is first stored on one or
+//!   two other nodes (`batchlog`), which replay it should this node die
+//!   before it was applied.
 //! - Reads ask the closest replica for data and the others for digests
 //!   (speculating on one more replica when an answer is late); on a
 //!   mismatch, every answering replica sends its stored state, the
@@ -16,8 +19,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use rocksandra_data::{LocalTime, Timestamp, Token};
@@ -31,6 +35,7 @@ use rocksandra_storage::{
 };
 use rocksandra_wire::{Consistency, WriteType};
 
+use crate::batchlog::{self, BatchEntry, Candidate};
 use crate::consistency::{requirement, ConsistencyError, Operation, Requirement};
 use crate::hints::Hints;
 use crate::message::{digest, RemoteError, Request, Response};
@@ -40,7 +45,7 @@ use crate::paxos::{
     PrepareAnswer, Proposal, ProposeOutcome, CAS_CONTENTION_TIMEOUT, CONTENTION_BACKOFF_MAX,
 };
 use crate::replica;
-use crate::ring::Strategy;
+use crate::ring::{MemberStatus, Strategy};
 use crate::topology::Topology;
 
 /// Cassandra's `write_request_timeout`.
@@ -55,6 +60,12 @@ pub const SPECULATIVE_RETRY_AFTER: Duration = Duration::from_millis(50);
 /// never answer) after the client was answered; beyond it they are not.
 pub const WRITE_FOLLOWUPS_MAX: usize = 10_000;
 
+/// Test-only faults `nodetool failpoint NAME` arms.
+pub const FAILPOINTS: [&str; 1] = [CRASH_AFTER_BATCHLOG];
+/// The coordinator aborts the process once a logged batch is stored in the
+/// batchlog, before any of its mutations is sent (a coordinator crash).
+pub const CRASH_AFTER_BATCHLOG: &str = "crash-after-batchlog";
+
 /// What the coordinator shares with the node's loops.
 pub struct Shared {
     pub local: IpAddr,
@@ -68,6 +79,10 @@ pub struct Shared {
     followups: std::sync::mpsc::SyncSender<Followup>,
     /// This coordinator's Paxos ballots.
     ballots: std::sync::Mutex<BallotClock>,
+    /// Numbers this coordinator's logged batches.
+    batch_sequence: AtomicU32,
+    /// Armed failpoints (`FAILPOINTS`).
+    failpoints: Mutex<Vec<String>>,
 }
 
 /// A node's ballot tie-breaker: its address (unique among live nodes).
@@ -105,6 +120,8 @@ impl Shared {
             down_since: RwLock::new(HashMap::new()),
             followups: tx,
             ballots: std::sync::Mutex::new(BallotClock::new(proposer_id(local))),
+            batch_sequence: AtomicU32::new(0),
+            failpoints: Mutex::new(Vec::new()),
         });
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
@@ -126,6 +143,29 @@ impl Shared {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .next(now, above)
+    }
+
+    /// Arms the failpoint `name` (one of `FAILPOINTS`).
+    pub fn arm_failpoint(&self, name: &str) -> Result<(), String> {
+        if !FAILPOINTS.contains(&name) {
+            return Err(format!(
+                "unknown failpoint {name} (known: {})",
+                FAILPOINTS.join(", ")
+            ));
+        }
+        self.failpoints
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(name.to_string());
+        Ok(())
+    }
+
+    fn failpoint_armed(&self, name: &str) -> bool {
+        self.failpoints
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .any(|f| f == name)
     }
 
     pub fn topology(&self) -> Arc<Topology> {
@@ -274,16 +314,42 @@ impl WriteTrack {
     }
 }
 
-impl DataProxy for Coordinator {
-    fn write(
-        &self,
+/// Where a write's mutations go and what each needs (one topology
+/// snapshot for the whole write).
+struct WritePlan {
+    topology: Arc<Topology>,
+    tracks: Vec<WriteTrack>,
+    per_endpoint: BTreeMap<IpAddr, Vec<usize>>,
+    down: Vec<(IpAddr, usize)>,
+}
+
+/// Partitions a batch spans (mutations of several tables of one keyspace
+/// and partition count once, as Cassandra's per-keyspace mutations).
+fn partitions_spanned(schema: &Schema, mutations: &[Mutation]) -> usize {
+    let mut keys: Vec<(&str, &[u8])> = mutations
+        .iter()
+        .map(|m| {
+            let keyspace = schema
+                .table_by_storage_id(m.table)
+                .map(|(k, _)| k.name.as_str())
+                .unwrap_or_default();
+            (keyspace, m.partition.key.as_slice())
+        })
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.len()
+}
+
+impl Coordinator {
+    /// Places each mutation and checks its replicas are alive enough
+    /// (Unavailable before anything is sent).
+    fn plan_write(
+        topology: Arc<Topology>,
         schema: &Schema,
-        mutations: Vec<Mutation>,
-        options: &WriteOptions,
-    ) -> Result<(), QueryError> {
-        let shared = &self.shared;
-        let topology = shared.topology();
-        let cl = options.consistency;
+        mutations: &[Mutation],
+        cl: Consistency,
+    ) -> Result<WritePlan, QueryError> {
         let mut tracks = Vec::with_capacity(mutations.len());
         let mut per_endpoint: BTreeMap<IpAddr, Vec<usize>> = BTreeMap::new();
         let mut down: Vec<(IpAddr, usize)> = Vec::new();
@@ -325,6 +391,30 @@ impl DataProxy for Coordinator {
                 acked: Vec::new(),
             });
         }
+        Ok(WritePlan {
+            topology,
+            tracks,
+            per_endpoint,
+            down,
+        })
+    }
+
+    /// Applies the mutations as planned; returns once each has enough
+    /// acknowledgements, hinting the replicas that are down or silent.
+    fn execute_write(
+        &self,
+        plan: WritePlan,
+        mutations: Vec<Mutation>,
+        options: &WriteOptions,
+    ) -> Result<(), QueryError> {
+        let shared = &self.shared;
+        let WritePlan {
+            topology,
+            mut tracks,
+            per_endpoint,
+            down,
+        } = plan;
+        let cl = options.consistency;
         let dc = |e: IpAddr| topology.dc_of(e).unwrap_or_default();
         for (e, i) in &down {
             shared.hint(&topology, *e, std::slice::from_ref(&mutations[*i]));
@@ -420,6 +510,135 @@ impl DataProxy for Coordinator {
             let _ = shared.followups.try_send(job);
         }
         Ok(())
+    }
+
+    /// A write without the batchlog (also how stored batches are replayed).
+    pub(crate) fn write_unlogged(
+        &self,
+        schema: &Schema,
+        mutations: Vec<Mutation>,
+        options: &WriteOptions,
+    ) -> Result<(), QueryError> {
+        let topology = self.shared.topology();
+        let plan = Self::plan_write(topology, schema, &mutations, options.consistency)?;
+        self.execute_write(plan, mutations, options)
+    }
+
+    /// A logged batch: stored on the batchlog nodes first, applied, then
+    /// removed from them (`batchlog`).
+    fn write_logged(
+        &self,
+        schema: &Schema,
+        mutations: Vec<Mutation>,
+        options: &WriteOptions,
+    ) -> Result<(), QueryError> {
+        let shared = &self.shared;
+        let topology = shared.topology();
+        let written_at_micros = (shared.now_micros)();
+        let sequence = shared.batch_sequence.fetch_add(1, Ordering::Relaxed);
+        // As Cassandra: the batchlog's own availability first, then the
+        // mutations'.
+        let mut holders = batchlog_holders(&topology, sequence);
+        if holders.is_empty() {
+            if options.consistency != Consistency::Any {
+                // Cassandra asks TWO of the (no) chosen batchlog nodes.
+                return Err(QueryError::Unavailable {
+                    consistency: Consistency::Two,
+                    required: 2,
+                    alive: 0,
+                });
+            }
+            holders = vec![shared.local];
+        }
+        let plan = Self::plan_write(topology, schema, &mutations, options.consistency)?;
+        let id = batchlog::batch_id(written_at_micros, shared.local, sequence);
+        let entry = BatchEntry {
+            written_at_micros,
+            now: options.now,
+            mutations: mutations.clone(),
+        };
+        let replies = shared.ask_all(&holders, || Request::BatchStore {
+            id,
+            entry: entry.clone(),
+        });
+        let deadline = Instant::now() + WRITE_REQUEST_TIMEOUT;
+        let mut stored = 0;
+        while stored < holders.len() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match replies.recv_timeout(left) {
+                Ok((_, Ok(Response::Ack))) => stored += 1,
+                Ok((e, Ok(Response::Error(err)))) => return Err(remote_error(e, &err)),
+                Ok(_) | Err(_) => break,
+            }
+        }
+        if stored < holders.len() {
+            return Err(QueryError::WriteTimeout {
+                consistency: if holders.len() == 1 {
+                    Consistency::One
+                } else {
+                    Consistency::Two
+                },
+                received: stored,
+                block_for: holders.len(),
+                write_type: WriteType::BatchLog,
+            });
+        }
+        if shared.failpoint_armed(CRASH_AFTER_BATCHLOG) {
+            tracing::error!("failpoint {CRASH_AFTER_BATCHLOG}: aborting with batch stored");
+            std::process::abort();
+        }
+        self.execute_write(plan, mutations, options)?;
+        // Applied as asked: the holders may forget it (not waited for; a
+        // lost removal only makes a harmless replay).
+        let _ = shared.ask_all(&holders, || Request::BatchRemove {
+            id,
+            written_at_micros,
+            now: options.now,
+        });
+        Ok(())
+    }
+}
+
+/// The live nodes of the coordinator's data center that keep its next
+/// logged batch (`batchlog::endpoints`); `seed` varies the choice.
+fn batchlog_holders(topology: &Topology, seed: u32) -> Vec<IpAddr> {
+    let local_rack = topology
+        .nodes
+        .get(&topology.local)
+        .map(|v| v.member.rack.clone())
+        .unwrap_or_default();
+    let candidates: Vec<Candidate> = topology
+        .nodes
+        .values()
+        .filter(|v| v.member.dc == topology.local_dc && v.member.status == MemberStatus::Normal)
+        .map(|v| Candidate {
+            address: v.member.address,
+            rack: v.member.rack.clone(),
+            alive: topology.is_alive(v.member.address),
+        })
+        .collect();
+    let mut state = u64::from(seed).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut pick = |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n.max(1) as u64) as usize
+    };
+    batchlog::endpoints(topology.local, &local_rack, &candidates, &mut pick)
+}
+
+impl DataProxy for Coordinator {
+    fn write(
+        &self,
+        schema: &Schema,
+        mutations: Vec<Mutation>,
+        options: &WriteOptions,
+    ) -> Result<(), QueryError> {
+        if options.write_type == WriteType::Batch && partitions_spanned(schema, &mutations) > 1 {
+            self.write_logged(schema, mutations, options)
+        } else {
+            self.write_unlogged(schema, mutations, options)
+        }
     }
 
     fn read_partition(

@@ -11,6 +11,7 @@
 //! commands (`admin`).
 
 pub mod admin;
+pub mod batchlog;
 pub mod consistency;
 pub mod coordinator;
 pub mod gossip;

@@ -15,6 +15,7 @@ use rocksandra_storage::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::batchlog::{BatchEntry, BatchId};
 use crate::paxos::{Ballot, PaxosKey, PrepareAnswer, Proposal};
 
 /// Changes whenever any message changes shape.
@@ -127,6 +128,19 @@ pub enum Request {
         ttl_seconds: i32,
         now: LocalTime,
     },
+    /// Keep this logged batch until its coordinator removes it, or replay
+    /// it once it is older than `batchlog::BATCHLOG_TIMEOUT` (`Ack` once
+    /// stored).
+    BatchStore {
+        id: BatchId,
+        entry: BatchEntry,
+    },
+    /// The batch was applied: forget it (`Ack`).
+    BatchRemove {
+        id: BatchId,
+        written_at_micros: i64,
+        now: LocalTime,
+    },
 }
 
 /// The schema as nodes exchange it: the stored JSON with its epoch.
@@ -175,6 +189,11 @@ pub enum AdminCommand {
     },
     /// Streaming sessions, running and finished.
     Netstats,
+    /// Test-only fault injection: arm a named failpoint
+    /// (`coordinator::FAILPOINTS`).
+    Failpoint {
+        name: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -262,6 +281,28 @@ pub fn decode_body<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, Deco
         return Err(DecodeError::Version(version));
     }
     postcard::from_bytes(body).map_err(|e| DecodeError::Malformed(e.to_string()))
+}
+
+/// A stored record: `version` then the postcard encoding of `value` (the
+/// Paxos state and batchlog entries kept in reserved tables).
+pub fn encode_versioned<T: Serialize>(version: u8, value: &T) -> Vec<u8> {
+    // Serializing plain data into a Vec cannot fail.
+    postcard::to_extend(value, vec![version]).unwrap_or_default()
+}
+
+/// Decodes what `encode_versioned` wrote; `what` names it in errors.
+pub fn decode_versioned<T: for<'de> Deserialize<'de>>(
+    version: u8,
+    bytes: &[u8],
+    what: &str,
+) -> Result<T, String> {
+    match bytes.split_first() {
+        Some((&v, body)) if v == version => {
+            postcard::from_bytes(body).map_err(|e| format!("malformed {what}: {e}"))
+        }
+        Some((v, _)) => Err(format!("{what} of unknown format {v}")),
+        None => Err(format!("empty {what}")),
+    }
 }
 
 /// The digest replicas compare: MD5 over the encoded live partition.

@@ -133,6 +133,8 @@ impl ClusterNode {
         }
         crate::paxos_store::open(&*engine)
             .map_err(|e| format!("cannot open the paxos state table: {e}"))?;
+        crate::batchlog::open(&*engine)
+            .map_err(|e| format!("cannot open the batchlog table: {e}"))?;
         let handler = Arc::new(NodeHandler {
             node: OnceLock::new(),
             engine: engine.clone(),
@@ -348,6 +350,11 @@ impl ClusterNode {
             .name("hint-replay".into())
             .spawn(move || hint_loop(weak))
             .map_err(|e| format!("cannot start hint replay: {e}"))?;
+        let weak = Arc::downgrade(&node);
+        std::thread::Builder::new()
+            .name("batchlog-replay".into())
+            .spawn(move || batchlog_loop(weak))
+            .map_err(|e| format!("cannot start batchlog replay: {e}"))?;
         Ok(node)
     }
 
@@ -741,6 +748,11 @@ impl ClusterNode {
                 primary_range,
             } => text(self.repair(keyspace.as_deref(), &tables, primary_range)),
             AdminCommand::Netstats => Response::Text(self.netstats()),
+            AdminCommand::Failpoint { name } => text(
+                self.shared
+                    .arm_failpoint(&name)
+                    .map(|()| format!("failpoint {name} armed")),
+            ),
             AdminCommand::Isolate { peers } => {
                 self.shared.messaging.isolate(&peers);
                 Response::Text(format!("isolated from {peers:?}"))
@@ -830,6 +842,77 @@ fn hint_loop(node: std::sync::Weak<ClusterNode>) {
                 Err(e) => tracing::warn!("cannot replay hints to {endpoint}: {e}"),
             }
         }
+    }
+}
+
+fn batchlog_loop(node: std::sync::Weak<ClusterNode>) {
+    loop {
+        std::thread::sleep(crate::batchlog::REPLAY_PERIOD);
+        let Some(node) = node.upgrade() else { return };
+        node.replay_batchlog();
+    }
+}
+
+impl ClusterNode {
+    /// Replays the logged batches stored here whose coordinator did not
+    /// remove them in time (it crashed, or its writes timed out): each is
+    /// written again to every live replica (hints for the others), then
+    /// removed. Mutations of tables dropped since are skipped.
+    pub(crate) fn replay_batchlog(&self) {
+        use crate::batchlog;
+        let now_micros = micros_now();
+        let now = rocksandra_data::LocalTime(now_micros / 1_000_000);
+        let cutoff = now_micros.saturating_sub(batchlog::BATCHLOG_TIMEOUT.as_micros() as i64);
+        let engine = &*self.shared.engine;
+        let due = match batchlog::due(engine, cutoff, now, batchlog::REPLAY_PER_ROUND) {
+            Ok(due) => due,
+            Err(e) => {
+                tracing::warn!("cannot read the batchlog: {e}");
+                return;
+            }
+        };
+        if due.is_empty() {
+            return;
+        }
+        let schema = self.executor.schema();
+        let coordinator = Coordinator::new(self.shared.clone());
+        let mut replayed = 0;
+        for (id, entry) in due {
+            let (written_at, done) = match entry {
+                Err(e) => {
+                    tracing::warn!("dropping an unreadable batchlog entry: {e}");
+                    (i64::MAX - 1, true)
+                }
+                Ok(entry) => {
+                    let mutations: Vec<_> = entry
+                        .mutations
+                        .into_iter()
+                        .filter(|m| schema.table_by_storage_id(m.table).is_some())
+                        .collect();
+                    let options = rocksandra_query::proxy::WriteOptions {
+                        consistency: rocksandra_wire::Consistency::One,
+                        write_type: rocksandra_wire::WriteType::Batch,
+                        now: entry.now,
+                    };
+                    let done = mutations.is_empty()
+                        || match coordinator.write_unlogged(&schema, mutations, &options) {
+                            Ok(()) => true,
+                            Err(e) => {
+                                tracing::info!("batch replay failed, retried later: {e}");
+                                false
+                            }
+                        };
+                    (entry.written_at_micros, done)
+                }
+            };
+            if done {
+                replayed += 1;
+                if let Err(e) = batchlog::remove(engine, id, written_at, now) {
+                    tracing::warn!("cannot remove a replayed batch: {e}");
+                }
+            }
+        }
+        tracing::info!("replayed {replayed} logged batches from the batchlog");
     }
 }
 

@@ -19,7 +19,6 @@ use rocksandra_data::LocalTime;
 use rocksandra_storage::cell::{Cell, ColumnId};
 use rocksandra_storage::{
     Engine, Mutation, PartitionKey, PartitionRead, RowUpdate, Slice, StorageError, TableId,
-    TableOptions, TableSpec,
 };
 
 use crate::message::{RemoteError, Request, Response};
@@ -41,18 +40,7 @@ static LOCKS: [Mutex<()>; LOCK_STRIPES] = [const { Mutex::new(()) }; LOCK_STRIPE
 /// Creates the state table (at every start: the engine's table registry is
 /// in memory; the stored data stays).
 pub fn open(engine: &dyn Engine) -> Result<(), StorageError> {
-    let spec = TableSpec {
-        id: PAXOS_STATE_TABLE,
-        clustering: Vec::new(),
-        options: TableOptions {
-            gc_grace_seconds: 0,
-            ..TableOptions::default()
-        },
-    };
-    match engine.create_table(spec) {
-        Ok(()) | Err(StorageError::TableExists(_)) => Ok(()),
-        Err(e) => Err(e),
-    }
+    crate::replica::open_reserved_table(engine, PAXOS_STATE_TABLE)
 }
 
 fn state_key(key: &PaxosKey) -> PartitionKey {
@@ -63,18 +51,11 @@ fn state_key(key: &PaxosKey) -> PartitionKey {
 }
 
 pub fn encode_state(state: &AcceptorState) -> Vec<u8> {
-    // Serializing plain data into a Vec cannot fail.
-    postcard::to_extend(state, vec![STATE_FORMAT_VERSION]).unwrap_or_default()
+    crate::message::encode_versioned(STATE_FORMAT_VERSION, state)
 }
 
 pub fn decode_state(bytes: &[u8]) -> Result<AcceptorState, String> {
-    match bytes.split_first() {
-        Some((&STATE_FORMAT_VERSION, body)) => {
-            postcard::from_bytes(body).map_err(|e| format!("malformed paxos state: {e}"))
-        }
-        Some((version, _)) => Err(format!("paxos state of unknown format {version}")),
-        None => Err("empty paxos state".into()),
-    }
+    crate::message::decode_versioned(STATE_FORMAT_VERSION, bytes, "paxos state")
 }
 
 /// The stored state and its cell's write timestamp.
@@ -239,7 +220,7 @@ mod tests {
     use std::sync::Arc;
 
     use rocksandra_storage::memory::MemoryStore;
-    use rocksandra_storage::KvEngine;
+    use rocksandra_storage::{KvEngine, TableOptions, TableSpec};
 
     use super::*;
     use crate::paxos::{Ballot, PrepareAnswer};

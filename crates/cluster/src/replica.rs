@@ -1,7 +1,7 @@
 //! What a replica does with a data request, whether it came over the
 //! network or from this node's own coordinator.
 
-use rocksandra_storage::{Engine, StorageError, TableId};
+use rocksandra_storage::{Engine, StorageError, TableId, TableOptions, TableSpec};
 
 use crate::message::{digest, RemoteError, Request, Response};
 
@@ -15,7 +15,7 @@ fn failed(e: StorageError) -> Response {
     })
 }
 
-/// Runs a data request (Paxos ones included) on this node's storage;
+/// Runs a data request (Paxos and batchlog ones included) on this node's storage;
 /// Err(request) for other requests.
 pub fn serve(engine: &dyn Engine, request: Request) -> Result<Response, Request> {
     Ok(match request {
@@ -49,6 +49,27 @@ pub fn serve(engine: &dyn Engine, request: Request) -> Result<Response, Request>
             Ok(leaves) => Response::Merkle(leaves),
             Err(e) => Response::Error(RemoteError::Failed(e)),
         },
-        other => return crate::paxos_store::serve(engine, other),
+        other => {
+            return crate::paxos_store::serve(engine, other)
+                .or_else(|other| crate::batchlog::serve(engine, other))
+        }
     })
+}
+
+/// Creates one of the cluster's reserved tables (no clustering columns,
+/// gc_grace 0) unless it exists: at every start, as the engine's table
+/// registry is in memory while the stored data stays.
+pub fn open_reserved_table(engine: &dyn Engine, id: TableId) -> Result<(), StorageError> {
+    let spec = TableSpec {
+        id,
+        clustering: Vec::new(),
+        options: TableOptions {
+            gc_grace_seconds: 0,
+            ..TableOptions::default()
+        },
+    };
+    match engine.create_table(spec) {
+        Ok(()) | Err(StorageError::TableExists(_)) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
