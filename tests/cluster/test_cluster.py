@@ -1,7 +1,7 @@
 """Cluster mode across real processes: formation, schema agreement, replication
 and consistency levels, lightweight transactions and counters across
-coordinators, logged batches through a coordinator crash, failure and
-hinted handoff, read repair under a
+coordinators, logged batches through a coordinator crash, a slow replica,
+failure and hinted handoff, read repair under a
 partition, nodetool, and bootstrap streaming. Each node is a `rocksandra`
 process on its own loopback address (127.0.0.11-13); see harness.py.
 
@@ -431,6 +431,44 @@ class TestThreeNodes:
         print("counter: %d acknowledged, %d unknown, total %d" % (ok, unknown, total))
         assert ok <= total <= ok + unknown, results
         assert ok >= per_client * 3 // 2, results
+
+    def test_slow_replica(self, three):
+        """A replica that answers every request later than the write
+        timeout while gossip still calls it up: QUORUM writes and reads
+        through the other nodes do not wait for it (reads speculate on
+        another replica), ALL times out with Cassandra's fields, and once it
+        is fast again it holds every write (applied late, or hinted)."""
+        nodes = three.nodes
+        sa = three.pinned[A]
+        create_keyspace(sa, "slow", 3)
+        sa.execute("CREATE TABLE slow.t (k int PRIMARY KEY, v text)")
+        ins = sa.prepare("INSERT INTO slow.t (k, v) VALUES (?, ?)")
+        sel = sa.prepare("SELECT v FROM slow.t WHERE k = ?")
+        keys = list(range(30))
+        want = {k: "s%d" % k for k in keys}
+        nodes[C].nodetool("slow", "2500")
+        try:
+            for k in keys:
+                sa.execute(bound(ins, (k, want[k]), CL.QUORUM))
+            assert read_all(sa, sel, keys, CL.QUORUM) == want
+            with pytest.raises(WriteTimeout) as err:
+                sa.execute(bound(ins, (999, "all"), CL.ALL))
+            e = err.value
+            assert e.consistency == CL.ALL, e
+            assert e.received_responses == 2 and e.required_responses == 3, e
+            assert e.write_type == 0, e  # SIMPLE
+            assert nodes[A].status().get(C) == "UN", "the slow node was called down"
+        finally:
+            nodes[C].nodetool("slow", "0")
+        sc = three.pinned[C]
+        sel_c = sc.prepare("SELECT v FROM slow.t WHERE k = ?")
+        want[999] = "all"
+
+        def c_has_them():
+            got = read_all(sc, sel_c, list(want), CL.ONE)
+            return got == want or sum(1 for k in want if got[k] != want[k])
+        wait_until(c_has_them, 30, interval=0.5, what="the slow node's copy (rows missing)")
+        assert read_all(sa, sel, list(want), CL.ALL) == want
 
     def test_logged_batch_survives_coordinator_crash(self, three):
         """A logged batch whose coordinator dies right after storing it in

@@ -76,7 +76,8 @@ pub fn run(node: &ClusterNode, command: AdminCommand) -> Response {
         | AdminCommand::RemoveNode { .. }
         | AdminCommand::Rebuild { .. }
         | AdminCommand::Netstats
-        | AdminCommand::Failpoint { .. } => failed("handled by the node"),
+        | AdminCommand::Failpoint { .. }
+        | AdminCommand::Slow { .. } => failed("handled by the node"),
     }
 }
 
@@ -364,6 +365,11 @@ pub fn parse_command(args: &[String]) -> Result<AdminCommand, String> {
         ["decommission"] => AdminCommand::Decommission,
         ["removenode", host_id] => AdminCommand::RemoveNode {
             host_id: (*host_id).to_string(),
+        },
+        ["slow", millis] => AdminCommand::Slow {
+            millis: millis
+                .parse()
+                .map_err(|_| format!("{millis} is not a number of milliseconds"))?,
         },
         ["failpoint", name] => AdminCommand::Failpoint {
             name: (*name).to_string(),

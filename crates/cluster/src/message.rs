@@ -189,6 +189,11 @@ pub enum AdminCommand {
     },
     /// Streaming sessions, running and finished.
     Netstats,
+    /// Test-only fault injection: answer other nodes' requests `millis`
+    /// late (0 heals).
+    Slow {
+        millis: u64,
+    },
     /// Test-only fault injection: arm a named failpoint
     /// (`coordinator::FAILPOINTS`).
     Failpoint {

@@ -10,7 +10,9 @@
 //! `Handler` on tokio's blocking pool.
 //!
 //! Fault injection for tests: `isolate` drops every message to and from the
-//! given peers, as a network partition would.
+//! given peers, as a network partition would; `slow` makes this node answer
+//! every peer's data request late (a node stalled by its disk or a pause),
+//! while gossip still calls it up.
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
@@ -114,6 +116,9 @@ pub struct Messaging {
     next_id: AtomicU64,
     /// Peers cut off by `isolate`; gossip filters with the same set.
     isolated: Arc<RwLock<HashSet<IpAddr>>>,
+    /// Milliseconds every inbound request but admin commands waits before
+    /// it is served (`slow`); 0 when healthy.
+    slow_millis: AtomicU64,
     inbound_permits: Arc<Semaphore>,
 }
 
@@ -136,6 +141,7 @@ impl Messaging {
             outbound: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             isolated: Arc::new(RwLock::new(HashSet::new())),
+            slow_millis: AtomicU64::new(0),
             inbound_permits: Arc::new(Semaphore::new(MAX_INBOUND_REQUESTS)),
         });
         let weak = Arc::downgrade(&messaging);
@@ -178,6 +184,19 @@ impl Messaging {
         if let Ok(mut set) = self.isolated.write() {
             *set = peers.iter().copied().collect();
         }
+    }
+
+    /// Answers peers' requests `delay` late from now on (tests' slow
+    /// nodes); zero heals. Delayed requests keep their inbound permit, so
+    /// a slow node under load also answers Overloaded, as a stalled one
+    /// would.
+    pub fn slow(&self, delay: Duration) {
+        self.slow_millis
+            .store(delay.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    pub fn slowness(&self) -> Duration {
+        Duration::from_millis(self.slow_millis.load(Ordering::Relaxed))
     }
 
     /// The isolation set, for gossip's transport.
@@ -307,7 +326,14 @@ impl Messaging {
                 continue;
             };
             let messaging = self.clone();
+            let delay = match body {
+                Request::Admin(_) => Duration::ZERO,
+                _ => messaging.slowness(),
+            };
             tokio::task::spawn_blocking(move || {
+                if !delay.is_zero() {
+                    std::thread::sleep(delay);
+                }
                 let response = messaging.handler.handle(from, body);
                 drop(permit);
                 if messaging.is_isolated(from) {

@@ -748,6 +748,12 @@ impl ClusterNode {
                 primary_range,
             } => text(self.repair(keyspace.as_deref(), &tables, primary_range)),
             AdminCommand::Netstats => Response::Text(self.netstats()),
+            AdminCommand::Slow { millis } => {
+                self.shared
+                    .messaging
+                    .slow(std::time::Duration::from_millis(millis));
+                Response::Text(format!("answering other nodes {millis} ms late"))
+            }
             AdminCommand::Failpoint { name } => text(
                 self.shared
                     .arm_failpoint(&name)
