@@ -239,7 +239,9 @@ impl ClusterNode {
             })
     }
 
-    /// Takes `table`'s data in `ranges` from `source` (pull).
+    /// Takes `table`'s data in `ranges` from `source` (pull), one range per
+    /// request: an answer carries one range's files (at most
+    /// `message::MAX_FRAME_BYTES`), so vnodes keep each one small.
     pub(crate) fn pull_ranges(
         &self,
         operation: &'static str,
@@ -249,28 +251,31 @@ impl ClusterNode {
     ) -> Result<u64, String> {
         self.sessions
             .run(operation, source, false, ranges.len(), |id| {
-                let response = self
-                    .shared
-                    .messaging
-                    .call(
-                        source,
-                        Request::StreamOut {
-                            table: table.0,
-                            ranges: ranges.to_vec(),
-                        },
-                        STREAM_TIMEOUT,
-                    )
-                    .map_err(|e| format!("streaming from {source} failed: {e}"))?;
-                let Response::Files(files) = response else {
-                    return Err(format!("streaming from {source} failed: {response:?}"));
-                };
-                let count = files.len();
-                self.sessions.update(id, |s| s.files_total = count);
-                let bytes = self.ingest(table, files)? as u64;
-                self.sessions.update(id, |s| {
-                    s.files_done = count;
-                    s.bytes_done = bytes;
-                });
+                let mut bytes = 0;
+                for range in ranges {
+                    let response = self
+                        .shared
+                        .messaging
+                        .call(
+                            source,
+                            Request::StreamOut {
+                                table: table.0,
+                                ranges: vec![*range],
+                            },
+                            STREAM_TIMEOUT,
+                        )
+                        .map_err(|e| format!("streaming from {source} failed: {e}"))?;
+                    let Response::Files(files) = response else {
+                        return Err(format!("streaming from {source} failed: {response:?}"));
+                    };
+                    let count = files.len();
+                    self.sessions.update(id, |s| s.files_total += count);
+                    bytes += self.ingest(table, files)? as u64;
+                    self.sessions.update(id, |s| {
+                        s.files_done += count;
+                        s.bytes_done = bytes;
+                    });
+                }
                 Ok(bytes)
             })
     }
