@@ -34,7 +34,7 @@ use rocksandra_wire::{Consistency, WriteType};
 use crate::consistency::{requirement, ConsistencyError, Operation, Requirement};
 use crate::hints::Hints;
 use crate::message::{digest, RemoteError, Request, Response};
-use crate::messaging::{Messaging, Reply, SendError};
+use crate::messaging::{Reply, SendError, Transport};
 use crate::paxos::{
     after_promises, propose_outcome, Ballot, BallotClock, NextStep, Participants, PaxosKey,
     PrepareAnswer, Proposal, ProposeOutcome, CAS_CONTENTION_TIMEOUT, CONTENTION_BACKOFF_MAX,
@@ -59,7 +59,8 @@ pub const WRITE_FOLLOWUPS_MAX: usize = 10_000;
 pub struct Shared {
     pub local: IpAddr,
     pub engine: Arc<dyn Engine>,
-    pub messaging: Arc<Messaging>,
+    /// How requests reach other nodes (`Messaging`, or a simulated network).
+    pub messaging: Arc<dyn Transport>,
     pub topology: RwLock<Arc<Topology>>,
     pub hints: Hints,
     pub now_micros: Arc<dyn Fn() -> i64 + Send + Sync>,
@@ -89,7 +90,7 @@ impl Shared {
     pub fn new(
         local: IpAddr,
         engine: Arc<dyn Engine>,
-        messaging: Arc<Messaging>,
+        messaging: Arc<dyn Transport>,
         topology: Topology,
         hints: Hints,
         now_micros: Arc<dyn Fn() -> i64 + Send + Sync>,

@@ -70,6 +70,8 @@ pub type EventSink = Arc<dyn Fn(Event) + Send + Sync>;
 pub struct ClusterNode {
     config: ClusterConfig,
     pub shared: Arc<Shared>,
+    /// The transport `shared` sends through, for fault injection.
+    messaging: Arc<Messaging>,
     executor: Arc<Executor>,
     gossip: Gossip,
     events: EventSink,
@@ -276,7 +278,7 @@ impl ClusterNode {
         let shared = Shared::new(
             local,
             engine,
-            messaging,
+            messaging.clone(),
             topology,
             hints,
             Arc::new(micros_now),
@@ -285,6 +287,7 @@ impl ClusterNode {
         let node = Arc::new(ClusterNode {
             config,
             shared: shared.clone(),
+            messaging,
             executor: executor.clone(),
             gossip,
             events,
@@ -742,7 +745,7 @@ impl ClusterNode {
             } => text(self.repair(keyspace.as_deref(), &tables, primary_range)),
             AdminCommand::Netstats => Response::Text(self.netstats()),
             AdminCommand::Isolate { peers } => {
-                self.shared.messaging.isolate(&peers);
+                self.messaging.isolate(&peers);
                 Response::Text(format!("isolated from {peers:?}"))
             }
             AdminCommand::Flush => match self.shared.engine.flush() {
