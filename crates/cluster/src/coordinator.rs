@@ -64,8 +64,9 @@ pub struct Shared {
     pub topology: RwLock<Arc<Topology>>,
     pub hints: Hints,
     pub now_micros: Arc<dyn Fn() -> i64 + Send + Sync>,
-    /// When each node was first seen down (for the hint window).
-    pub down_since: RwLock<HashMap<IpAddr, Instant>>,
+    /// When each node was first seen down (`now_micros`), for the hint
+    /// window.
+    pub down_since: RwLock<HashMap<IpAddr, i64>>,
     followups: std::sync::mpsc::SyncSender<Followup>,
     /// This coordinator's Paxos ballots.
     ballots: std::sync::Mutex<BallotClock>,
@@ -142,17 +143,41 @@ impl Shared {
         let Some(host) = topology.host_id(endpoint) else {
             return;
         };
+        let now = (self.now_micros)();
         let down_for = self
             .down_since
             .read()
             .ok()
-            .and_then(|d| d.get(&endpoint).map(|since| since.elapsed()))
+            .and_then(|d| d.get(&endpoint).copied())
+            .map(|since| Duration::from_micros(now.saturating_sub(since).max(0) as u64))
             .unwrap_or_default();
         if !self.hints.accepts(down_for) {
             return;
         }
-        if let Err(e) = self.hints.store(host, (self.now_micros)(), mutations) {
+        if let Err(e) = self.hints.store(host, now, mutations) {
             tracing::warn!("cannot store a hint for {endpoint}: {e}");
+        }
+    }
+
+    /// Hands a write's slower replicas to the follow-up thread, after
+    /// settling the answers already in: with a transport that answers at
+    /// once (the simulation) nothing is left to the thread's timing.
+    fn follow_up(&self, mut job: Followup) {
+        while let Ok(reply) = job.replies.try_recv() {
+            self.settle_followup(&mut job, reply);
+        }
+        if !job.outstanding.is_empty() {
+            // A full queue: these replicas get no hint if they never answer
+            // (repair fixes them).
+            let _ = self.followups.try_send(job);
+        }
+    }
+
+    /// An answer to a followed-up write: a replica that failed gets a hint.
+    fn settle_followup(&self, job: &mut Followup, (endpoint, result): Reply) {
+        let mutations = job.outstanding.remove(&endpoint);
+        if let (Some(m), false) = (mutations, matches!(result, Ok(Response::Ack))) {
+            self.hint(&self.topology(), endpoint, &m);
         }
     }
 
@@ -160,14 +185,7 @@ impl Shared {
         while !job.outstanding.is_empty() {
             let left = job.deadline.saturating_duration_since(Instant::now());
             match job.replies.recv_timeout(left) {
-                Ok((endpoint, Ok(Response::Ack))) => {
-                    job.outstanding.remove(&endpoint);
-                }
-                Ok((endpoint, _)) => {
-                    if let Some(m) = job.outstanding.remove(&endpoint) {
-                        self.hint(&self.topology(), endpoint, &m);
-                    }
-                }
+                Ok(reply) => self.settle_followup(&mut job, reply),
                 Err(_) => break,
             }
         }
@@ -416,9 +434,7 @@ impl DataProxy for Coordinator {
                 outstanding,
                 deadline,
             };
-            // A full queue: these replicas get no hint if they never answer
-            // (repair fixes them).
-            let _ = shared.followups.try_send(job);
+            shared.follow_up(job);
         }
         Ok(())
     }
@@ -1259,7 +1275,7 @@ impl Coordinator {
         }
         if !outstanding.is_empty() {
             // The slower replicas are hinted if they never answer.
-            let _ = self.shared.followups.try_send(Followup {
+            self.shared.follow_up(Followup {
                 replies: rx,
                 outstanding,
                 deadline,

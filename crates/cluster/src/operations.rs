@@ -131,6 +131,36 @@ pub fn transfers(
         .collect()
 }
 
+/// Where a joining node takes its data from: for each range it will
+/// replicate once it is normal, a live current replica of that range,
+/// grouped by source.
+pub fn bootstrap_sources(
+    topology: &crate::topology::Topology,
+    strategy: &Strategy,
+    joining: Endpoint,
+) -> BTreeMap<Endpoint, Vec<TokenRange>> {
+    // The ring as it will be once the node is normal.
+    let future = Ring::new(topology.nodes.values().map(|v| {
+        let mut m = v.member.clone();
+        if m.address == joining {
+            m.status = MemberStatus::Normal;
+        }
+        m
+    }));
+    let mut by_source: BTreeMap<Endpoint, Vec<TokenRange>> = BTreeMap::new();
+    for range in future.ranges_of(strategy, joining) {
+        let source = topology
+            .ring
+            .replicas(strategy, range.end_inclusive)
+            .into_iter()
+            .find(|e| *e != joining && topology.is_alive(*e));
+        if let Some(source) = source {
+            by_source.entry(source).or_default().push(range);
+        }
+    }
+    by_source
+}
+
 /// Why `leaving` cannot go: a keyspace would have fewer nodes than
 /// replicas. Cassandra's message.
 pub fn check_replication_after(
