@@ -137,6 +137,22 @@ impl Shared {
             .clone()
     }
 
+    /// Installs the next topology, noting when nodes were first seen down
+    /// (the hint window counts from then).
+    pub fn set_topology(&self, next: Topology) {
+        let now = (self.now_micros)();
+        if let Ok(mut down) = self.down_since.write() {
+            for (address, view) in &next.nodes {
+                if view.alive {
+                    down.remove(address);
+                } else {
+                    down.entry(*address).or_insert(now);
+                }
+            }
+        }
+        *self.topology.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+    }
+
     /// Keeps `mutations` for `endpoint` until it is back (unless it has
     /// been down longer than the hint window).
     pub fn hint(&self, topology: &Topology, endpoint: IpAddr, mutations: &[Mutation]) {
@@ -1165,7 +1181,6 @@ impl Coordinator {
                     return Ok(Prepared::Rejected(highest));
                 }
                 Ok((e, other)) => {
-                    failed += 1;
                     if live.len() - failed < plan.participants.required {
                         return Err(match other {
                             Ok(Response::Error(err)) => remote_error(e, &err),

@@ -420,16 +420,6 @@ impl ClusterNode {
         let next = Topology::new(self.config.listen_address, self.config.dc.clone(), views);
         let previous = self.shared.topology();
         self.emit_events(&previous, &next);
-        if let Ok(mut down) = self.shared.down_since.write() {
-            for (address, view) in &next.nodes {
-                if view.alive {
-                    down.remove(address);
-                } else {
-                    down.entry(*address)
-                        .or_insert_with(|| (self.shared.now_micros)());
-                }
-            }
-        }
         let peers: Vec<PeerInfo> = next
             .nodes
             .values()
@@ -470,11 +460,7 @@ impl ClusterNode {
         if let Some(text) = republish {
             self.gossip.set(crate::gossip::KEY_REMOVALS, text).await;
         }
-        *self
-            .shared
-            .topology
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        self.shared.set_topology(next);
         let (epoch, version, _) = self.executor.schema_blob();
         let published = self
             .shared
