@@ -699,7 +699,20 @@ impl Coordinator {
         let mut data: Option<(IpAddr, Partition)> = None;
         let mut digests: Vec<(IpAddr, [u8; 16])> = Vec::new();
         let mut data_asked_of = plan.candidates[0];
+        let mut failed = 0usize;
         while data.is_none() || digests.len() + 1 < block_for {
+            let received = digests.len() + usize::from(data.is_some());
+            if received + failed >= next {
+                // Everyone asked has answered and there is no one left to
+                // ask (a failure asks the next candidate): waiting for the
+                // deadline cannot help.
+                return Err(QueryError::ReadTimeout {
+                    consistency: cl,
+                    received,
+                    block_for,
+                    data_present: data.is_some(),
+                });
+            }
             let wait_until = if speculated || next >= plan.candidates.len() {
                 deadline
             } else {
@@ -715,6 +728,7 @@ impl Coordinator {
                 }
                 Ok((e, Ok(Response::Digest(d)))) => digests.push((e, d)),
                 Ok((e, other)) => {
+                    failed += 1;
                     // A failed replica: try another one if there is one.
                     if next < plan.candidates.len() {
                         let extra = plan.candidates[next];
@@ -1181,6 +1195,7 @@ impl Coordinator {
                     return Ok(Prepared::Rejected(highest));
                 }
                 Ok((e, other)) => {
+                    failed += 1;
                     if live.len() - failed < plan.participants.required {
                         return Err(match other {
                             Ok(Response::Error(err)) => remote_error(e, &err),
