@@ -113,7 +113,10 @@ impl Hints {
             .filter_map(|e| e.ok())
             .filter_map(|e| {
                 let name = e.file_name().to_string_lossy().into_owned();
-                let stem = name.strip_suffix(".hints")?;
+                // A replay that stopped early left the rest in `.replaying`.
+                let stem = name
+                    .strip_suffix(".hints")
+                    .or_else(|| name.strip_suffix(".replaying"))?;
                 let meta = e.metadata().ok()?;
                 (meta.len() > 0).then(|| crate::gossip::parse_hex16(stem))?
             })
@@ -265,6 +268,8 @@ mod tests {
             })
             .expect("replays");
         assert_eq!(delivered, 1);
+        // What was kept is still offered, even with no newer hint.
+        assert_eq!(hints.hosts(), vec![host]);
         // A hint written meanwhile waits behind the kept ones.
         assert!(hints.store(host, 2, &[mutation("d")]).expect("stores"));
         let mut order = Vec::new();
