@@ -750,8 +750,7 @@ mod tests {
             view(member(3, &[300])),
             view(joining.clone()),
         ];
-        let topology =
-            crate::topology::Topology::new(joining.address, "dc1".into(), views.clone());
+        let topology = crate::topology::Topology::new(joining.address, "dc1".into(), views.clone());
         let strategy = Strategy::Simple { rf: 3 };
         // (100, 150] is replicated by 2, 3 and 1 now, by 4, 2 and 3 after:
         // node 1 gives it up and is the source (not 2, the first replica).
