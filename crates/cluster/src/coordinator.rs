@@ -39,7 +39,7 @@ use crate::batchlog::{self, BatchEntry, Candidate};
 use crate::consistency::{requirement, ConsistencyError, Operation, Requirement};
 use crate::hints::Hints;
 use crate::message::{digest, RemoteError, Request, Response};
-use crate::messaging::{Messaging, Reply, SendError};
+use crate::messaging::{Reply, SendError, Transport};
 use crate::paxos::{
     after_promises, propose_outcome, Ballot, BallotClock, NextStep, Participants, PaxosKey,
     PrepareAnswer, Proposal, ProposeOutcome, CAS_CONTENTION_TIMEOUT, CONTENTION_BACKOFF_MAX,
@@ -70,12 +70,14 @@ pub const CRASH_AFTER_BATCHLOG: &str = "crash-after-batchlog";
 pub struct Shared {
     pub local: IpAddr,
     pub engine: Arc<dyn Engine>,
-    pub messaging: Arc<Messaging>,
+    /// How requests reach other nodes (`Messaging`, or a simulated network).
+    pub messaging: Arc<dyn Transport>,
     pub topology: RwLock<Arc<Topology>>,
     pub hints: Hints,
     pub now_micros: Arc<dyn Fn() -> i64 + Send + Sync>,
-    /// When each node was first seen down (for the hint window).
-    pub down_since: RwLock<HashMap<IpAddr, Instant>>,
+    /// When each node was first seen down (`now_micros`), for the hint
+    /// window.
+    pub down_since: RwLock<HashMap<IpAddr, i64>>,
     followups: std::sync::mpsc::SyncSender<Followup>,
     /// This coordinator's Paxos ballots.
     ballots: std::sync::Mutex<BallotClock>,
@@ -104,7 +106,7 @@ impl Shared {
     pub fn new(
         local: IpAddr,
         engine: Arc<dyn Engine>,
-        messaging: Arc<Messaging>,
+        messaging: Arc<dyn Transport>,
         topology: Topology,
         hints: Hints,
         now_micros: Arc<dyn Fn() -> i64 + Send + Sync>,
@@ -175,23 +177,63 @@ impl Shared {
             .clone()
     }
 
+    /// Installs the next topology, noting when nodes were first seen down
+    /// (the hint window counts from then).
+    pub fn set_topology(&self, next: Topology) {
+        let now = (self.now_micros)();
+        if let Ok(mut down) = self.down_since.write() {
+            for (address, view) in &next.nodes {
+                if view.alive {
+                    down.remove(address);
+                } else {
+                    down.entry(*address).or_insert(now);
+                }
+            }
+        }
+        *self.topology.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+    }
+
     /// Keeps `mutations` for `endpoint` until it is back (unless it has
     /// been down longer than the hint window).
     pub fn hint(&self, topology: &Topology, endpoint: IpAddr, mutations: &[Mutation]) {
         let Some(host) = topology.host_id(endpoint) else {
             return;
         };
+        let now = (self.now_micros)();
         let down_for = self
             .down_since
             .read()
             .ok()
-            .and_then(|d| d.get(&endpoint).map(|since| since.elapsed()))
+            .and_then(|d| d.get(&endpoint).copied())
+            .map(|since| Duration::from_micros(now.saturating_sub(since).max(0) as u64))
             .unwrap_or_default();
         if !self.hints.accepts(down_for) {
             return;
         }
-        if let Err(e) = self.hints.store(host, (self.now_micros)(), mutations) {
+        if let Err(e) = self.hints.store(host, now, mutations) {
             tracing::warn!("cannot store a hint for {endpoint}: {e}");
+        }
+    }
+
+    /// Hands a write's slower replicas to the follow-up thread, after
+    /// settling the answers already in: with a transport that answers at
+    /// once (the simulation) nothing is left to the thread's timing.
+    fn follow_up(&self, mut job: Followup) {
+        while let Ok(reply) = job.replies.try_recv() {
+            self.settle_followup(&mut job, reply);
+        }
+        if !job.outstanding.is_empty() {
+            // A full queue: these replicas get no hint if they never answer
+            // (repair fixes them).
+            let _ = self.followups.try_send(job);
+        }
+    }
+
+    /// An answer to a followed-up write: a replica that failed gets a hint.
+    fn settle_followup(&self, job: &mut Followup, (endpoint, result): Reply) {
+        let mutations = job.outstanding.remove(&endpoint);
+        if let (Some(m), false) = (mutations, matches!(result, Ok(Response::Ack))) {
+            self.hint(&self.topology(), endpoint, &m);
         }
     }
 
@@ -199,14 +241,7 @@ impl Shared {
         while !job.outstanding.is_empty() {
             let left = job.deadline.saturating_duration_since(Instant::now());
             match job.replies.recv_timeout(left) {
-                Ok((endpoint, Ok(Response::Ack))) => {
-                    job.outstanding.remove(&endpoint);
-                }
-                Ok((endpoint, _)) => {
-                    if let Some(m) = job.outstanding.remove(&endpoint) {
-                        self.hint(&self.topology(), endpoint, &m);
-                    }
-                }
+                Ok(reply) => self.settle_followup(&mut job, reply),
                 Err(_) => break,
             }
         }
@@ -505,9 +540,7 @@ impl Coordinator {
                 outstanding,
                 deadline,
             };
-            // A full queue: these replicas get no hint if they never answer
-            // (repair fixes them).
-            let _ = shared.followups.try_send(job);
+            shared.follow_up(job);
         }
         Ok(())
     }
@@ -885,7 +918,20 @@ impl Coordinator {
         let mut data: Option<(IpAddr, Partition)> = None;
         let mut digests: Vec<(IpAddr, [u8; 16])> = Vec::new();
         let mut data_asked_of = plan.candidates[0];
+        let mut failed = 0usize;
         while data.is_none() || digests.len() + 1 < block_for {
+            let received = digests.len() + usize::from(data.is_some());
+            if received + failed >= next {
+                // Everyone asked has answered and there is no one left to
+                // ask (a failure asks the next candidate): waiting for the
+                // deadline cannot help.
+                return Err(QueryError::ReadTimeout {
+                    consistency: cl,
+                    received,
+                    block_for,
+                    data_present: data.is_some(),
+                });
+            }
             let wait_until = if speculated || next >= plan.candidates.len() {
                 deadline
             } else {
@@ -901,6 +947,7 @@ impl Coordinator {
                 }
                 Ok((e, Ok(Response::Digest(d)))) => digests.push((e, d)),
                 Ok((e, other)) => {
+                    failed += 1;
                     // A failed replica: try another one if there is one.
                     if next < plan.candidates.len() {
                         let extra = plan.candidates[next];
@@ -1477,7 +1524,7 @@ impl Coordinator {
         }
         if !outstanding.is_empty() {
             // The slower replicas are hinted if they never answer.
-            let _ = self.shared.followups.try_send(Followup {
+            self.shared.follow_up(Followup {
                 replies: rx,
                 outstanding,
                 deadline,

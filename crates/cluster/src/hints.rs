@@ -9,14 +9,18 @@
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use rocksandra_data::LocalTime;
 use rocksandra_storage::Mutation;
 use serde::{Deserialize, Serialize};
 
+use crate::coordinator::{Shared, WRITE_REQUEST_TIMEOUT};
 use crate::gossip::hex;
+use crate::message::{Request, Response};
 
 /// Hints kept for one host at most; later ones are dropped (repair fixes
 /// what they would have), as Cassandra's `max_hints_size_per_host`.
@@ -24,6 +28,9 @@ pub const MAX_HINT_BYTES_PER_HOST: u64 = 512 << 20;
 /// Largest record a hints file may hold (a write larger than this is not
 /// hinted).
 pub const MAX_HINT_RECORD_BYTES: usize = 64 << 20;
+/// How long one replayed hint may wait for its acknowledgement.
+pub const HINT_DELIVERY_TIMEOUT: Duration =
+    Duration::from_secs(WRITE_REQUEST_TIMEOUT.as_secs() * 5);
 
 #[derive(Debug, Serialize, Deserialize)]
 pub struct HintRecord {
@@ -96,20 +103,27 @@ impl Hints {
         Ok(true)
     }
 
-    /// Hosts with hints waiting.
+    /// Hosts with hints waiting, in host id order (not the directory's, so
+    /// replays run in the same order every time).
     pub fn hosts(&self) -> Vec<[u8; 16]> {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return Vec::new();
         };
-        entries
+        let mut hosts: Vec<[u8; 16]> = entries
             .filter_map(|e| e.ok())
             .filter_map(|e| {
                 let name = e.file_name().to_string_lossy().into_owned();
-                let stem = name.strip_suffix(".hints")?;
+                // A replay that stopped early left the rest in `.replaying`.
+                let stem = name
+                    .strip_suffix(".hints")
+                    .or_else(|| name.strip_suffix(".replaying"))?;
                 let meta = e.metadata().ok()?;
                 (meta.len() > 0).then(|| crate::gossip::parse_hex16(stem))?
             })
-            .collect()
+            .collect();
+        hosts.sort_unstable();
+        hosts.dedup();
+        hosts
     }
 
     /// Forgets the hints of a host that left the cluster (decommissioned
@@ -169,6 +183,44 @@ impl Hints {
     }
 }
 
+/// One pass of hinted handoff on `shared`'s node: every host with hints
+/// that is up gets them (through `shared`'s transport); the hints of a host
+/// gone from the ring are dropped once `has_left` says it left. Returns
+/// what each replay delivered, by endpoint.
+pub fn deliver(
+    shared: &Shared,
+    has_left: &dyn Fn([u8; 16]) -> bool,
+) -> Vec<(IpAddr, std::io::Result<usize>)> {
+    let topology = shared.topology();
+    let mut delivered = Vec::new();
+    for host in shared.hints.hosts() {
+        let Some(endpoint) = topology.endpoint_of_host(host) else {
+            // Gone from the ring (left or removed) and known to gossip
+            // as such: its hints have nowhere to go.
+            if has_left(host) {
+                shared.hints.drop_host(host);
+            }
+            continue;
+        };
+        if !topology.is_alive(endpoint) || endpoint == shared.local {
+            continue;
+        }
+        let now = LocalTime((shared.now_micros)().div_euclid(1_000_000));
+        let result = shared.hints.replay(host, &mut |mutations| {
+            matches!(
+                shared.messaging.call(
+                    endpoint,
+                    Request::Mutate { mutations, now },
+                    HINT_DELIVERY_TIMEOUT
+                ),
+                Ok(Response::Ack)
+            )
+        });
+        delivered.push((endpoint, result));
+    }
+    delivered
+}
+
 /// The complete records of a hints file (a torn last record is ignored).
 fn read_records(path: &Path) -> std::io::Result<Vec<HintRecord>> {
     let mut bytes = Vec::new();
@@ -216,6 +268,8 @@ mod tests {
             })
             .expect("replays");
         assert_eq!(delivered, 1);
+        // What was kept is still offered, even with no newer hint.
+        assert_eq!(hints.hosts(), vec![host]);
         // A hint written meanwhile waits behind the kept ones.
         assert!(hints.store(host, 2, &[mutation("d")]).expect("stores"));
         let mut order = Vec::new();

@@ -13,6 +13,9 @@
 //! given peers, as a network partition would; `slow` makes this node answer
 //! every peer's data request late (a node stalled by its disk or a pause),
 //! while gossip still calls it up.
+//!
+//! The coordinator sees messaging only as a `Transport`, so a test can put a
+//! simulated network in its place (`tests/simulation.rs`).
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
@@ -61,6 +64,36 @@ pub enum SendError {
 /// Where an answer goes: the peer asked and its answer.
 pub type Reply = (IpAddr, Result<Response, SendError>);
 pub type ReplySender = std::sync::mpsc::Sender<Reply>;
+
+/// How a coordinator reaches other nodes: `Messaging` over TCP, or a
+/// simulated network in tests.
+pub trait Transport: Send + Sync {
+    /// Sends `request` to `peer`; its answer, or why there is none, goes to
+    /// `reply` (nothing at all for a lost message: the caller's timeout
+    /// decides).
+    fn send(&self, peer: IpAddr, request: Request, reply: ReplySender);
+
+    /// Sends and waits up to `timeout` for the answer.
+    fn call(
+        &self,
+        peer: IpAddr,
+        request: Request,
+        timeout: Duration,
+    ) -> Result<Response, SendError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.send(peer, request, tx);
+        match rx.recv_timeout(timeout) {
+            Ok((_, result)) => result,
+            Err(_) => Err(SendError::Unreachable(peer, "timed out".into())),
+        }
+    }
+}
+
+impl Transport for Messaging {
+    fn send(&self, peer: IpAddr, request: Request, reply: ReplySender) {
+        Messaging::send(self, peer, request, reply)
+    }
+}
 
 struct PendingRequest {
     reply: ReplySender,
@@ -232,21 +265,6 @@ impl Messaging {
         }
         if outbound.queue.try_send((id, frame)).is_err() {
             outbound.fail(id, SendError::QueueFull(peer));
-        }
-    }
-
-    /// Sends and waits up to `timeout` for the answer.
-    pub fn call(
-        &self,
-        peer: IpAddr,
-        request: Request,
-        timeout: Duration,
-    ) -> Result<Response, SendError> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        self.send(peer, request, tx);
-        match rx.recv_timeout(timeout) {
-            Ok((_, result)) => result,
-            Err(_) => Err(SendError::Unreachable(peer, "timed out".into())),
         }
     }
 

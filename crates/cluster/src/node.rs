@@ -3,7 +3,7 @@
 //! events), replays hints, spreads schema changes, bootstraps its ranges,
 //! and answers other nodes' requests.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -70,6 +70,8 @@ pub type EventSink = Arc<dyn Fn(Event) + Send + Sync>;
 pub struct ClusterNode {
     config: ClusterConfig,
     pub shared: Arc<Shared>,
+    /// The transport `shared` sends through, for fault injection.
+    messaging: Arc<Messaging>,
     executor: Arc<Executor>,
     gossip: Gossip,
     events: EventSink,
@@ -278,7 +280,7 @@ impl ClusterNode {
         let shared = Shared::new(
             local,
             engine,
-            messaging,
+            messaging.clone(),
             topology,
             hints,
             Arc::new(micros_now),
@@ -287,6 +289,7 @@ impl ClusterNode {
         let node = Arc::new(ClusterNode {
             config,
             shared: shared.clone(),
+            messaging,
             executor: executor.clone(),
             gossip,
             events,
@@ -424,15 +427,6 @@ impl ClusterNode {
         let next = Topology::new(self.config.listen_address, self.config.dc.clone(), views);
         let previous = self.shared.topology();
         self.emit_events(&previous, &next);
-        if let Ok(mut down) = self.shared.down_since.write() {
-            for (address, view) in &next.nodes {
-                if view.alive {
-                    down.remove(address);
-                } else {
-                    down.entry(*address).or_insert_with(Instant::now);
-                }
-            }
-        }
         let peers: Vec<PeerInfo> = next
             .nodes
             .values()
@@ -473,11 +467,7 @@ impl ClusterNode {
         if let Some(text) = republish {
             self.gossip.set(crate::gossip::KEY_REMOVALS, text).await;
         }
-        *self
-            .shared
-            .topology
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        self.shared.set_topology(next);
         let (epoch, version, _) = self.executor.schema_blob();
         let published = self
             .shared
@@ -686,30 +676,10 @@ impl ClusterNode {
         let topology = self.shared.topology();
         let schema = self.executor.schema();
         let local = self.config.listen_address;
-        // The ring as it will be once this node is normal.
-        let future = Ring::new(topology.nodes.values().map(|v| {
-            let mut m = v.member.clone();
-            if m.address == local {
-                m.status = MemberStatus::Normal;
-            }
-            m
-        }));
         let started = Instant::now();
         let mut bytes = 0u64;
         for (keyspace, strategy) in crate::topology::replicated_keyspaces(&schema) {
-            // For each range this node will hold: a current replica of it.
-            let mut by_source: BTreeMap<IpAddr, Vec<rocksandra_storage::TokenRange>> =
-                BTreeMap::new();
-            for range in future.ranges_of(&strategy, local) {
-                let source = topology
-                    .ring
-                    .replicas(&strategy, range.end_inclusive)
-                    .into_iter()
-                    .find(|e| *e != local && topology.is_alive(*e));
-                if let Some(source) = source {
-                    by_source.entry(source).or_default().push(range);
-                }
-            }
+            let by_source = crate::operations::bootstrap_sources(&topology, &strategy, local);
             for table in keyspace.tables.values() {
                 for (source, ranges) in &by_source {
                     bytes += self.pull_ranges("Bootstrap", *source, table.storage_id, ranges)?;
@@ -749,8 +719,7 @@ impl ClusterNode {
             } => text(self.repair(keyspace.as_deref(), &tables, primary_range)),
             AdminCommand::Netstats => Response::Text(self.netstats()),
             AdminCommand::Slow { millis } => {
-                self.shared
-                    .messaging
+                self.messaging
                     .slow(std::time::Duration::from_millis(millis));
                 Response::Text(format!("answering other nodes {millis} ms late"))
             }
@@ -760,7 +729,7 @@ impl ClusterNode {
                     .map(|()| format!("failpoint {name} armed")),
             ),
             AdminCommand::Isolate { peers } => {
-                self.shared.messaging.isolate(&peers);
+                self.messaging.isolate(&peers);
                 Response::Text(format!("isolated from {peers:?}"))
             }
             AdminCommand::Flush => match self.shared.engine.flush() {
@@ -817,31 +786,8 @@ fn hint_loop(node: std::sync::Weak<ClusterNode>) {
     loop {
         std::thread::sleep(HINT_REPLAY_PERIOD);
         let Some(node) = node.upgrade() else { return };
-        let topology = node.shared.topology();
-        for host in node.shared.hints.hosts() {
-            let Some(endpoint) = topology.endpoint_of_host(host) else {
-                // Gone from the ring (left or removed) and known to gossip
-                // as such: its hints have nowhere to go.
-                if node.gossip_says_left(host) {
-                    node.shared.hints.drop_host(host);
-                }
-                continue;
-            };
-            if !topology.is_alive(endpoint) || endpoint == node.config.listen_address {
-                continue;
-            }
-            let now = rocksandra_data::LocalTime(micros_now() / 1_000_000);
-            let messaging = node.shared.messaging.clone();
-            let result = node.shared.hints.replay(host, &mut |mutations| {
-                matches!(
-                    messaging.call(
-                        endpoint,
-                        Request::Mutate { mutations, now },
-                        crate::coordinator::WRITE_REQUEST_TIMEOUT * 5
-                    ),
-                    Ok(Response::Ack)
-                )
-            });
+        let delivered = crate::hints::deliver(&node.shared, &|host| node.gossip_says_left(host));
+        for (endpoint, result) in delivered {
             match result {
                 Ok(n) if n > 0 => tracing::info!("replayed {n} hints to {endpoint}"),
                 Ok(_) => {}

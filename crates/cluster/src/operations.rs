@@ -131,6 +131,47 @@ pub fn transfers(
         .collect()
 }
 
+/// Where a joining node takes its data from: for each range it will
+/// replicate once it is normal, the current replica that gives the range
+/// up (when it is alive; else another live current replica), grouped by
+/// source.
+///
+/// Cassandra's consistent range movement: a write a quorum of the old
+/// replicas acknowledged is on the replica that leaves the range or on a
+/// quorum of those that stay, so the new replicas hold it on a quorum.
+/// Streaming from a staying replica that missed it would leave the joiner
+/// and that replica, a quorum of the new ones, without it.
+pub fn bootstrap_sources(
+    topology: &crate::topology::Topology,
+    strategy: &Strategy,
+    joining: Endpoint,
+) -> BTreeMap<Endpoint, Vec<TokenRange>> {
+    // The ring as it will be once the node is normal.
+    let future = Ring::new(topology.nodes.values().map(|v| {
+        let mut m = v.member.clone();
+        if m.address == joining {
+            m.status = MemberStatus::Normal;
+        }
+        m
+    }));
+    let mut by_source: BTreeMap<Endpoint, Vec<TokenRange>> = BTreeMap::new();
+    for range in future.ranges_of(strategy, joining) {
+        let current = topology.ring.replicas(strategy, range.end_inclusive);
+        let staying = future.replicas(strategy, range.end_inclusive);
+        let live = |e: &&Endpoint| **e != joining && topology.is_alive(**e);
+        let source = current
+            .iter()
+            .filter(live)
+            .find(|e| !staying.contains(e))
+            .or_else(|| current.iter().find(live))
+            .copied();
+        if let Some(source) = source {
+            by_source.entry(source).or_default().push(range);
+        }
+    }
+    by_source
+}
+
 /// Why `leaving` cannot go: a keyspace would have fewer nodes than
 /// replicas. Cassandra's message.
 pub fn check_replication_after(
@@ -691,6 +732,49 @@ mod tests {
         // check refuses first; with RF 1 data moves to the successor.
         let one = transfers(&current, &future, &Strategy::Simple { rf: 1 }, leaving);
         assert_eq!(one.len(), 2);
+    }
+
+    #[test]
+    fn a_joining_node_streams_from_the_replica_giving_the_range_up() {
+        let view = |m: Member| crate::gossip::NodeView {
+            rpc_address: m.address,
+            member: m,
+            alive: true,
+            left: false,
+            native_port: 9042,
+            schema_version: [0; 16],
+            schema_epoch: 0,
+            generation: 1,
+            removals: Vec::new(),
+        };
+        let mut joining = member(4, &[150]);
+        joining.status = MemberStatus::Joining;
+        let views = vec![
+            view(member(1, &[100])),
+            view(member(2, &[200])),
+            view(member(3, &[300])),
+            view(joining.clone()),
+        ];
+        let topology = crate::topology::Topology::new(joining.address, "dc1".into(), views.clone());
+        let strategy = Strategy::Simple { rf: 3 };
+        // (100, 150] is replicated by 2, 3 and 1 now, by 4, 2 and 3 after:
+        // node 1 gives it up and is the source (not 2, the first replica).
+        let sources = bootstrap_sources(&topology, &strategy, joining.address);
+        let giving_up = member(1, &[]).address;
+        let expected_range = TokenRange {
+            start_exclusive: Token(100),
+            end_inclusive: Token(150),
+        };
+        assert!(sources
+            .get(&giving_up)
+            .is_some_and(|r| r.contains(&expected_range)));
+        // With node 1 down another current replica serves.
+        let mut down = views;
+        down[0].alive = false;
+        let topology = crate::topology::Topology::new(joining.address, "dc1".into(), down);
+        let sources = bootstrap_sources(&topology, &strategy, joining.address);
+        assert!(!sources.contains_key(&giving_up));
+        assert!(sources.values().flatten().any(|r| *r == expected_range));
     }
 
     #[test]
