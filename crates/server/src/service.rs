@@ -80,6 +80,11 @@ impl Service {
         self.server.local_addr()
     }
 
+    /// How CQL clients' connections are encrypted (`client_encryption_options`).
+    pub fn native_encryption(&self) -> &'static str {
+        self.server.encryption()
+    }
+
     /// Where Prometheus scrapes `/metrics`; None when the endpoint is off.
     pub fn metrics_address(&self) -> Option<SocketAddr> {
         self.metrics.as_ref().map(MetricsServer::local_addr)

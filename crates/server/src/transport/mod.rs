@@ -206,6 +206,15 @@ impl Server {
         self.local_addr
     }
 
+    /// How clients' connections are encrypted, as a log line says it.
+    pub fn encryption(&self) -> &'static str {
+        match &self.shared.tls {
+            None => "unencrypted",
+            Some(tls) if tls.is_optional() => "TLS optional",
+            Some(_) => "TLS required",
+        }
+    }
+
     /// What the transport measures: requests by kind, connections.
     pub fn metrics(&self) -> Arc<ServerMetrics> {
         self.shared.metrics.clone()
