@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building Rocksandra needs on a fresh Debian machine
-# (bindgen's libclang, a C++ compiler), then nothing else. Idempotent.
+# (bindgen's libclang, a C++ compiler), and what its tests need besides
+# the Python virtualenv (python3-venv, openssl), then nothing else. Idempotent.
 set -euo pipefail
 need=()
 dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
@@ -9,6 +10,8 @@ command -v g++ >/dev/null 2>&1 || need+=(g++)
 # The driver tests run in a Python virtualenv (scripts/test-env.sh).
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+# The TLS tests make their certificates with the openssl CLI (scripts/tls-test-certs.sh).
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq

@@ -12,6 +12,11 @@ use clap::Parser;
 use serde::Deserialize;
 use thiserror::Error;
 
+mod encryption;
+pub use encryption::{
+    ClientAuth, ClientEncryption, PemSource, TlsPolicy, TlsVersion, PEM_SSL_CONTEXT_FACTORY,
+};
+
 /// `cluster_name` when none is configured (Cassandra's default).
 pub const CLUSTER_NAME_DEFAULT: &str = "Test Cluster";
 /// `native_transport_port` when none is configured.
@@ -223,6 +228,8 @@ pub struct Config {
     pub prometheus_port: Option<u16>,
     /// bcrypt cost of stored passwords (PasswordAuthenticator).
     pub auth_bcrypt_gensalt_log2_rounds: u32,
+    /// TLS for CQL clients (`client_encryption_options`).
+    pub client_encryption: ClientEncryption,
 }
 
 impl Default for Config {
@@ -255,6 +262,7 @@ impl Default for Config {
             prometheus_address: PROMETHEUS_ADDRESS_DEFAULT,
             prometheus_port: Some(PROMETHEUS_PORT_DEFAULT),
             auth_bcrypt_gensalt_log2_rounds: 10,
+            client_encryption: ClientEncryption::default(),
         }
     }
 }
@@ -509,6 +517,7 @@ struct FileConfig {
     hinted_handoff_enabled: Option<bool>,
     max_hint_window: Option<String>,
     max_hint_window_in_ms: Option<u64>,
+    client_encryption_options: Option<encryption::FileClientEncryption>,
 }
 
 /// `- class_name: ...\n  parameters:\n    - seeds: "a,b"`
@@ -647,6 +656,10 @@ impl FileConfig {
                     ))
                 }
                 None => defaults.auth_bcrypt_gensalt_log2_rounds,
+            },
+            client_encryption: match self.client_encryption_options {
+                Some(options) => options.into_options()?,
+                None => defaults.client_encryption,
             },
         };
         config.validate()?;

@@ -87,8 +87,9 @@ async fn run(config: Config) -> Result<(), String> {
     info!(
         cluster_name = %config.cluster_name,
         data = ?config.data_file_directories,
-        "listening for CQL clients on {} (ready in {} ms)",
+        "listening for CQL clients on {} ({}, ready in {} ms)",
         service.native_address(),
+        service.native_encryption(),
         started.elapsed().as_millis()
     );
     match service.metrics_address() {

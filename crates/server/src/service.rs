@@ -27,6 +27,9 @@ impl Service {
     /// Opens storage and binds every listener, so that the ports are known
     /// (and taken) before `run`.
     pub async fn start(config: &Config) -> Result<Service, String> {
+        // TLS key material is read first: a bad file stops the node before
+        // storage opens.
+        let transport = TransportConfig::new(config).map_err(|e| e.to_string())?;
         let node = crate::node::open(config)?;
         let inline_short_writes = config.commitlog_sync != crate::config::CommitlogSync::Batch;
         // In a cluster, requests may wait for other nodes: none runs on
@@ -46,7 +49,7 @@ impl Service {
         } else {
             None
         };
-        let server = Server::bind(TransportConfig::from(config), handler.clone())
+        let server = Server::bind(transport, handler.clone())
             .await
             .map_err(|e| e.to_string())?;
         handler.set_events(server.events());
@@ -75,6 +78,11 @@ impl Service {
     /// Where CQL clients connect (with the real port when bound to port 0).
     pub fn native_address(&self) -> SocketAddr {
         self.server.local_addr()
+    }
+
+    /// How CQL clients' connections are encrypted (`client_encryption_options`).
+    pub fn native_encryption(&self) -> &'static str {
+        self.server.encryption()
     }
 
     /// Where Prometheus scrapes `/metrics`; None when the endpoint is off.

@@ -51,6 +51,7 @@ impl TestServer {
             authenticator,
             limits,
             shutdown_grace: WAIT,
+            tls: None,
         };
         let server = Server::bind(config, handler).await.expect("binds");
         let address = server.local_addr();

@@ -24,14 +24,14 @@ use rocksandra_wire::{
     Response, ResponseEnvelope, SegmentCompression, SegmentedFrameDecoder, StringMap,
     StringMultimap, WireError, SUPPORTED_VERSIONS,
 };
-use tokio::io::AsyncReadExt;
-use tokio::net::tcp::OwnedReadHalf;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{broadcast, mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use tracing::{debug, error, warn};
 
 use super::auth::decode_plain_token;
+use super::tls::ClientStream;
 use super::writer::{self, Framing, Outbound};
 use super::Shared;
 use crate::config::Authenticator;
@@ -82,19 +82,58 @@ enum End {
 }
 
 /// Serves one accepted connection until it closes; `_slot` counts it
-/// against `max_connections` while it lives.
+/// against `max_connections` while it lives (a TLS handshake included).
 pub(super) async fn serve(
     socket: TcpStream,
     peer: SocketAddr,
     shared: Arc<Shared>,
-    stop: watch::Receiver<bool>,
+    mut stop: watch::Receiver<bool>,
     _slot: OwnedSemaphorePermit,
 ) {
     let _counted = shared.metrics.connection_opened();
     if let Err(e) = socket.set_nodelay(true) {
         debug!(%peer, "cannot set TCP_NODELAY: {e}");
     }
-    let (mut reader, write_half) = socket.into_split();
+    let stream = match &shared.tls {
+        None => ClientStream::Plain(socket),
+        Some(tls) => {
+            let accepted = tokio::select! {
+                biased;
+                _ = stop.wait_for(|stopping| *stopping) => return,
+                accepted = tls.accept(socket) => accepted,
+            };
+            match accepted {
+                Ok(stream) => stream,
+                Err(e) => {
+                    debug!(%peer, "TLS handshake failed: {e}");
+                    return;
+                }
+            }
+        }
+    };
+    match stream {
+        ClientStream::Plain(socket) => {
+            let (reader, writer) = socket.into_split();
+            serve_stream(reader, writer, peer, shared, stop).await;
+        }
+        ClientStream::Tls(socket) => {
+            let (reader, writer) = tokio::io::split(*socket);
+            serve_stream(reader, writer, peer, shared, stop).await;
+        }
+    }
+}
+
+/// The connection over its two halves, whatever carries them.
+async fn serve_stream<R, W>(
+    mut reader: R,
+    write_half: W,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    stop: watch::Receiver<bool>,
+) where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let (outbound, queue) = mpsc::channel(super::OUTBOUND_QUEUE_MESSAGES_MAX);
     let writer = tokio::spawn(writer::run(write_half, queue));
     let mut connection = Connection::new(shared, peer, outbound);
@@ -115,7 +154,7 @@ pub(super) async fn serve(
 
 /// Reads and drops what the client still sends, until it closes or
 /// `CLOSE_LINGER` passes.
-async fn linger(reader: &mut OwnedReadHalf) {
+async fn linger<R: AsyncRead + Unpin>(reader: &mut R) {
     let mut sink = [0u8; 4096];
     let _ = tokio::time::timeout(CLOSE_LINGER, async {
         while matches!(reader.read(&mut sink).await, Ok(n) if n > 0) {}
@@ -167,9 +206,9 @@ impl Connection {
         }
     }
 
-    async fn read_loop(
+    async fn read_loop<R: AsyncRead + Unpin>(
         &mut self,
-        reader: &mut OwnedReadHalf,
+        reader: &mut R,
         mut stop: watch::Receiver<bool>,
     ) -> End {
         let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);

@@ -1,6 +1,8 @@
 //! The CQL native transport: the TCP listener, its limits, the event
 //! broadcast, and graceful shutdown. One connection's protocol state lives in
-//! `connection`, its outbound framing in `writer`.
+//! `connection`, its outbound framing in `writer`, TLS (`client_encryption_options`)
+//! in `tls`: the connection state machine runs unchanged over a plain or an
+//! encrypted stream.
 //!
 //! # Limits (all named, all enforced without unbounded queues)
 //! - `max_connections`: a connection beyond it is accepted, its first frame
@@ -16,9 +18,13 @@
 //! - Per connection, at most [`OUTBOUND_QUEUE_MESSAGES_MAX`] responses wait
 //!   for the socket; when the client does not read, requests wait, then the
 //!   connection stops reading (TCP backpressure).
+//! - With TLS, a connection that has not finished its handshake within
+//!   [`tls::TLS_HANDSHAKE_TIMEOUT`] is closed (it holds a connection slot
+//!   meanwhile).
 
 mod auth;
 mod connection;
+pub mod tls;
 mod writer;
 
 use std::future::Future;
@@ -32,7 +38,7 @@ use rocksandra_wire::{
     ProtocolVersion, Response, ResponseEnvelope, WireError,
 };
 use thiserror::Error;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{broadcast, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
@@ -41,6 +47,7 @@ use tracing::{debug, error, info, warn};
 use crate::config::{Authenticator, Config};
 use crate::handler::RequestHandler;
 use crate::metrics::ServerMetrics;
+use tls::{ClientStream, ClientTls, TlsConfigError};
 
 /// Responses (and events) waiting for one connection's socket.
 pub const OUTBOUND_QUEUE_MESSAGES_MAX: usize = 256;
@@ -85,7 +92,7 @@ impl From<&Config> for TransportLimits {
 }
 
 /// Everything the transport needs to start.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct TransportConfig {
     /// Where to listen; port 0 picks a free port (see `Server::local_addr`).
     pub address: SocketAddr,
@@ -93,16 +100,21 @@ pub struct TransportConfig {
     pub limits: TransportLimits,
     /// How long shutdown waits for in-flight requests before dropping them.
     pub shutdown_grace: Duration,
+    /// TLS for clients; None serves plain CQL only.
+    pub tls: Option<ClientTls>,
 }
 
-impl From<&Config> for TransportConfig {
-    fn from(config: &Config) -> Self {
-        TransportConfig {
+impl TransportConfig {
+    /// The transport as `config` describes it; reads the TLS key material,
+    /// so that a bad file is reported before anything else starts.
+    pub fn new(config: &Config) -> Result<TransportConfig, TransportError> {
+        Ok(TransportConfig {
             address: config.native_address(),
             authenticator: config.authenticator,
             limits: TransportLimits::from(config),
             shutdown_grace: SHUTDOWN_GRACE_DEFAULT,
-        }
+            tls: ClientTls::from_config(&config.client_encryption)?,
+        })
     }
 }
 
@@ -114,6 +126,8 @@ pub enum TransportError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Tls(#[from] TlsConfigError),
 }
 
 /// Pushes events (SCHEMA_CHANGE, later TOPOLOGY_CHANGE and STATUS_CHANGE) to
@@ -143,6 +157,7 @@ struct Shared {
     requests_in_flight: Arc<Semaphore>,
     events: EventSender,
     metrics: Arc<ServerMetrics>,
+    tls: Option<ClientTls>,
 }
 
 /// A bound listener, ready to `run`.
@@ -176,6 +191,7 @@ impl Server {
             requests_in_flight: Arc::new(Semaphore::new(config.limits.max_requests)),
             events: EventSender { sender },
             metrics: Arc::new(ServerMetrics::default()),
+            tls: config.tls,
         });
         Ok(Server {
             listener,
@@ -188,6 +204,15 @@ impl Server {
     /// The bound address (with the real port when bound to port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// How clients' connections are encrypted, as a log line says it.
+    pub fn encryption(&self) -> &'static str {
+        match &self.shared.tls {
+            None => "unencrypted",
+            Some(tls) if tls.is_optional() => "TLS optional",
+            Some(_) => "TLS required",
+        }
     }
 
     /// What the transport measures: requests by kind, connections.
@@ -224,7 +249,8 @@ impl Server {
                             warn_rejected(&mut last_reject_warning, self.shared.limits.max_connections);
                             if let Ok(slot) = reject_slots.clone().try_acquire_owned() {
                                 let limit = self.shared.limits.max_connections;
-                                tasks.spawn(reject_connection(socket, limit, slot));
+                                let tls = self.shared.tls.clone();
+                                tasks.spawn(reject_connection(socket, tls, limit, slot));
                             }
                         }
                     },
@@ -280,10 +306,30 @@ fn warn_rejected(last_warning: &mut Option<Instant>, limit: usize) {
     }
 }
 
-/// Answers a connection over the limit: waits briefly for the first frame
-/// header, replies OVERLOADED in the client's version (or the usual
-/// unsupported-version error), and closes.
-async fn reject_connection(mut socket: TcpStream, limit: usize, _slot: OwnedSemaphorePermit) {
+/// Answers a connection over the limit: waits briefly for the TLS handshake
+/// (when TLS is on) and the first frame header, replies OVERLOADED in the
+/// client's version (or the usual unsupported-version error), and closes.
+async fn reject_connection(
+    socket: TcpStream,
+    tls: Option<ClientTls>,
+    limit: usize,
+    _slot: OwnedSemaphorePermit,
+) {
+    let stream = match tls {
+        None => ClientStream::Plain(socket),
+        Some(tls) => match tokio::time::timeout(REJECTED_CONNECTION_WAIT, tls.accept(socket)).await
+        {
+            Ok(Ok(stream)) => stream,
+            _ => return,
+        },
+    };
+    match stream {
+        ClientStream::Plain(socket) => answer_overloaded(socket, limit).await,
+        ClientStream::Tls(socket) => answer_overloaded(*socket, limit).await,
+    }
+}
+
+async fn answer_overloaded<S: AsyncRead + AsyncWrite + Unpin>(mut socket: S, limit: usize) {
     let mut header = BytesMut::with_capacity(rocksandra_wire::limits::FRAME_HEADER_BYTES);
     let read = tokio::time::timeout(REJECTED_CONNECTION_WAIT, async {
         while header.len() < rocksandra_wire::limits::FRAME_HEADER_BYTES {
@@ -311,8 +357,9 @@ async fn reject_connection(mut socket: TcpStream, limit: usize, _slot: OwnedSema
         _ => None,
     };
     if let Some(reply) = reply {
-        let _ = socket.write_all(&reply).await;
-        let _ = socket.shutdown().await;
+        if socket.write_all(&reply).await.is_ok() && socket.flush().await.is_ok() {
+            let _ = socket.shutdown().await;
+        }
     }
 }
 

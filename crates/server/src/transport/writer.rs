@@ -8,8 +8,7 @@ use rocksandra_wire::{
     encode_response, BodyCompression, ErrorKind, ErrorResponse, Frame, Response, ResponseEnvelope,
     SegmentCodec, SegmentCompression,
 };
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tracing::error;
 
@@ -130,8 +129,8 @@ impl Encoder {
 
 /// Writes queued responses until `Close`, until every sender is gone, or
 /// until the socket fails. Shuts the write side down at the end.
-pub(crate) async fn run(
-    mut socket: OwnedWriteHalf,
+pub(crate) async fn run<W: AsyncWrite + Unpin>(
+    mut socket: W,
     mut queue: mpsc::Receiver<Outbound>,
 ) -> std::io::Result<()> {
     let mut encoder = Encoder {
@@ -166,6 +165,8 @@ pub(crate) async fn run(
         }
         encoder.finish_segments();
         socket.write_all(&encoder.out).await?;
+        // TLS keeps written bytes in its buffer until flushed (a no-op on TCP).
+        socket.flush().await?;
         if encoder.out.capacity() > 2 * WRITE_BATCH_BYTES_MAX {
             // Do not keep a buffer sized for one large result for the
             // connection's lifetime.

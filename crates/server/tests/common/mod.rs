@@ -14,15 +14,19 @@ use rocksandra_wire::{
     ProtocolVersion, Query, QueryParameters, Request, RequestEnvelope, Response, ResponseEnvelope,
     SegmentCodec, SegmentCompression, SegmentedFrameDecoder, StringMap,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// Longest wait for any expected byte; tests normally take milliseconds.
 pub const WAIT: Duration = Duration::from_secs(5);
 
+/// What a client speaks over: TCP, or TLS over TCP.
+pub trait ClientSocket: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> ClientSocket for S {}
+
 /// A raw CQL client: frames before STARTUP's answer, then (v5) segments.
 pub struct Client {
-    pub socket: TcpStream,
+    pub socket: Box<dyn ClientSocket>,
     pub buf: BytesMut,
     version: ProtocolVersion,
     pub body_compression: Option<BodyCompression>,
@@ -36,6 +40,11 @@ pub const CLIENT_LIMITS: Limits = Limits {
 impl Client {
     pub async fn connect(address: SocketAddr, version: ProtocolVersion) -> Client {
         let socket = TcpStream::connect(address).await.expect("connects");
+        Client::over(Box::new(socket), version)
+    }
+
+    /// A client over an already connected socket (a TLS stream, say).
+    pub fn over(socket: Box<dyn ClientSocket>, version: ProtocolVersion) -> Client {
         Client {
             socket,
             buf: BytesMut::new(),
@@ -71,6 +80,7 @@ impl Client {
 
     pub async fn send_raw(&mut self, bytes: &[u8]) {
         self.socket.write_all(bytes).await.expect("writes");
+        self.socket.flush().await.expect("flushes");
     }
 
     pub async fn fill(&mut self) -> usize {
