@@ -204,6 +204,13 @@ class TestThreeNodes:
         assert re.search(r"^Gossip active\s*:\s*true", info, re.M), info
         node.nodetool("flush")
         node.nodetool("cleanup")
+        # Every node's load (gossiped, as Cassandra's LOAD) shows in status.
+        load = re.compile(r"^[UD][NLJ]\s+(\S+)\s+(\d+(?:\.\d+)? (?:bytes|KiB|MiB|GiB|TiB))\s", re.M)
+
+        def loads_known():
+            seen = dict(load.findall(node.nodetool("status").stdout))
+            return set(seen) == set(THREE) or seen
+        wait_until(loads_known, 15, what="every node's load in status")
 
     def test_nodetool_snapshot(self, three):
         node = three.nodes[B]

@@ -8,10 +8,12 @@ repair of a replica that missed writes, rebuild, and the streaming sessions
 
 import os
 import re
+import struct
 import threading
 import time
 
 from cassandra import ConsistencyLevel as CL
+from cassandra.metadata import Murmur3Token
 
 from harness import ADDRESSES, Nodes, bound, stmt, wait_until
 
@@ -214,6 +216,18 @@ def test_repair_syncs_a_replica_that_missed_writes():
         stale = alone(C, [A, B])
         changed = set(range(0, 200, 3)) | set(range(1, 200, 10))
         assert {k for k in want if stale[k] != want[k]} == changed
+        nodes.wait_status({ip: "UN" for ip in (A, B, C)}, timeout=30)
+
+        # A sub-range repair (-st/-et: half the ring) fixes exactly the keys
+        # whose tokens it covers.
+        st, et = -(2 ** 62), 2 ** 62
+        out = nodes[C].nodetool("repair", "-st", str(st), "-et", str(et), "rep", timeout=120)
+        assert "Repair completed" in out.stdout, out.stdout + out.stderr
+        nodes.wait_status({ip: "UN" for ip in (A, B, C)}, timeout=30)
+        part = alone(C, [A, B])
+        inside = {k for k in want if st < Murmur3Token.from_key(struct.pack(">i", k)).value <= et}
+        assert 0 < len(changed & inside) < len(changed)
+        assert {k for k in changed if part[k] != want[k]} == changed - inside
         nodes.wait_status({ip: "UN" for ip in (A, B, C)}, timeout=30)
 
         out = nodes[C].nodetool("repair", "rep", timeout=120)

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use rocksandra_data::LocalTime;
+use rocksandra_data::{LocalTime, Token};
+use rocksandra_storage::TokenRange;
 
 use crate::message::{AdminCommand, RemoteError, Response};
 use crate::node::ClusterNode;
@@ -119,7 +120,7 @@ fn status(node: &ClusterNode, keyspace: Option<&str>) -> String {
             let load = if v.member.address == topology.local {
                 human_bytes(local_load)
             } else {
-                "?".to_string()
+                v.load.map(human_bytes).unwrap_or_else(|| "?".to_string())
             };
             let owns = ownership
                 .get(&v.member.address)
@@ -338,23 +339,47 @@ pub fn parse_command(args: &[String]) -> Result<AdminCommand, String> {
             tag: (*tag).to_string(),
         },
         ["repair", rest @ ..] => {
-            let primary_range = rest
-                .iter()
-                .any(|w| *w == "-pr" || *w == "--partitioner-range");
-            let mut names = rest
-                .iter()
-                .filter(|w| !w.starts_with('-'))
-                .map(|w| (*w).to_string());
-            if let Some(option) = rest.iter().find(|w| {
-                w.starts_with('-')
-                    && !matches!(**w, "-pr" | "--partitioner-range" | "-full" | "--full")
-            }) {
-                return Err(format!("repair: unsupported option {option}"));
+            let mut primary_range = false;
+            let (mut start, mut end) = (None, None);
+            let mut names = Vec::new();
+            let mut words = rest.iter();
+            while let Some(word) = words.next() {
+                let mut token = |what: &str| -> Result<i64, String> {
+                    let value = words
+                        .next()
+                        .ok_or_else(|| format!("repair: {word} needs a {what} token"))?;
+                    value
+                        .parse()
+                        .map_err(|_| format!("repair: {value} is not a token"))
+                };
+                match *word {
+                    "-pr" | "--partitioner-range" => primary_range = true,
+                    "-full" | "--full" => {}
+                    "-st" | "--start-token" => start = Some(token("start")?),
+                    "-et" | "--end-token" => end = Some(token("end")?),
+                    option if option.starts_with('-') => {
+                        return Err(format!("repair: unsupported option {option}"))
+                    }
+                    name => names.push(name.to_string()),
+                }
             }
+            let range = match (start, end) {
+                (None, None) => None,
+                (Some(s), Some(e)) => Some(TokenRange {
+                    start_exclusive: Token(s),
+                    end_inclusive: Token(e),
+                }),
+                _ => return Err("repair: -st and -et go together".into()),
+            };
+            if primary_range && range.is_some() {
+                return Err("repair: -pr cannot be combined with -st/-et".into());
+            }
+            let mut names = names.into_iter();
             AdminCommand::Repair {
                 keyspace: names.next(),
                 tables: names.collect(),
                 primary_range,
+                range,
             }
         }
         ["rebuild"] => AdminCommand::Rebuild { source_dc: None },
@@ -383,4 +408,67 @@ pub fn parse_command(args: &[String]) -> Result<AdminCommand, String> {
         _ => return Err(format!("unknown or malformed command: {}", words.join(" "))),
     };
     Ok(command)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(words: &str) -> Result<AdminCommand, String> {
+        let args: Vec<String> = words.split_whitespace().map(str::to_string).collect();
+        parse_command(&args)
+    }
+
+    #[test]
+    fn repair_options() {
+        assert_eq!(
+            parse("repair -full ks t1 t2"),
+            Ok(AdminCommand::Repair {
+                keyspace: Some("ks".into()),
+                tables: vec!["t1".into(), "t2".into()],
+                primary_range: false,
+                range: None,
+            })
+        );
+        assert_eq!(
+            parse("repair -st -5 --end-token 7 ks"),
+            Ok(AdminCommand::Repair {
+                keyspace: Some("ks".into()),
+                tables: Vec::new(),
+                primary_range: false,
+                range: Some(TokenRange {
+                    start_exclusive: Token(-5),
+                    end_inclusive: Token(7),
+                }),
+            })
+        );
+        assert!(matches!(
+            parse("repair -pr"),
+            Ok(AdminCommand::Repair {
+                primary_range: true,
+                ..
+            })
+        ));
+        for bad in [
+            "repair -st 5",
+            "repair -st x -et 5",
+            "repair -et",
+            "repair -pr -st 1 -et 2",
+            "repair --in-local-dc",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn fault_injection_commands() {
+        assert_eq!(parse("slow 250"), Ok(AdminCommand::Slow { millis: 250 }));
+        assert!(parse("slow soon").is_err());
+        assert_eq!(
+            parse("failpoint crash-after-batchlog"),
+            Ok(AdminCommand::Failpoint {
+                name: "crash-after-batchlog".into()
+            })
+        );
+    }
 }

@@ -36,6 +36,9 @@ pub const KEY_RELEASE: &str = "release_version";
 /// Nodes this node is removing (`nodetool removenode`), as
 /// `hostid=removing` or `hostid=removed`, comma-separated.
 pub const KEY_REMOVALS: &str = "removals";
+/// The bytes of data the node stores (`nodetool status`'s Load), as
+/// Cassandra gossips LOAD.
+pub const KEY_LOAD: &str = "load";
 
 /// What gossip says about one node.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,6 +56,8 @@ pub struct NodeView {
     pub generation: u64,
     /// Dead nodes it is removing: (host id, finished).
     pub removals: Vec<([u8; 16], bool)>,
+    /// The bytes it stores, as it last published them.
+    pub load: Option<u64>,
 }
 
 /// `KEY_REMOVALS`'s value for these removals.
@@ -171,6 +176,7 @@ pub fn parse_view(
         removals: get(KEY_REMOVALS)
             .map(|r| parse_removals(&r))
             .unwrap_or_default(),
+        load: get(KEY_LOAD).and_then(|l| l.parse().ok()),
     })
 }
 

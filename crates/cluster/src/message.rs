@@ -167,11 +167,14 @@ pub enum AdminCommand {
         tag: String,
     },
     /// Repair the ranges this node replicates (only its primary ranges
-    /// with `primary_range`) of a keyspace's tables (all when empty).
+    /// with `primary_range`, only their part in `range` when given) of a
+    /// keyspace's tables (all when empty).
     Repair {
         keyspace: Option<String>,
         tables: Vec<String>,
         primary_range: bool,
+        /// Only the tokens in this range (`-st`/`-et`).
+        range: Option<TokenRange>,
     },
     Decommission,
     RemoveNode {

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -79,6 +79,8 @@ pub struct ClusterNode {
     /// Tokens in use (allocated on first start).
     pub tokens: Vec<Token>,
     pulling_schema: AtomicBool,
+    /// The load last published in gossip.
+    published_load: AtomicU64,
     /// The schema lock, on the node that is the schema leader.
     schema_lock: Mutex<Option<(IpAddr, Instant)>>,
     /// Streaming sessions for `nodetool netstats`.
@@ -296,6 +298,7 @@ impl ClusterNode {
             status: Mutex::new(state.status),
             tokens,
             pulling_schema: AtomicBool::new(false),
+            published_load: AtomicU64::new(u64::MAX),
             schema_lock: Mutex::new(None),
             sessions: Default::default(),
             removals: Mutex::new(Vec::new()),
@@ -422,6 +425,12 @@ impl ClusterNode {
     /// Reads gossip into a new topology: peers for system.peers, events
     /// for drivers, the local schema version for others to see.
     async fn refresh(self: &Arc<Self>) {
+        let load = self.shared.engine.stats().sst_bytes;
+        if self.published_load.swap(load, Ordering::Relaxed) != load {
+            self.gossip
+                .set(crate::gossip::KEY_LOAD, load.to_string())
+                .await;
+        }
         let views = self.gossip.view().await;
         let views_for_removals = views.clone();
         let next = Topology::new(self.config.listen_address, self.config.dc.clone(), views);
@@ -716,7 +725,8 @@ impl ClusterNode {
                 keyspace,
                 tables,
                 primary_range,
-            } => text(self.repair(keyspace.as_deref(), &tables, primary_range)),
+                range,
+            } => text(self.repair(keyspace.as_deref(), &tables, primary_range, range)),
             AdminCommand::Netstats => Response::Text(self.netstats()),
             AdminCommand::Slow { millis } => {
                 self.messaging

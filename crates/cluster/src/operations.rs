@@ -511,6 +511,7 @@ impl ClusterNode {
         keyspace: Option<&str>,
         tables: &[String],
         primary_range: bool,
+        only: Option<TokenRange>,
     ) -> Result<String, String> {
         let topology = self.shared.topology();
         let local = self.config().listen_address;
@@ -549,12 +550,22 @@ impl ClusterNode {
                 if !replicas.contains(&local) || primary_range && replicas.first() != Some(&local) {
                     continue;
                 }
+                let pieces = match only {
+                    Some(only) => repair::intersect(range, only),
+                    None => vec![range],
+                };
+                if pieces.is_empty() {
+                    continue;
+                }
                 if let Some(down) = replicas.iter().find(|e| !topology.is_alive(**e)) {
                     return Err(format!(
                         "Repair failed: endpoint /{down} died or is down (range {range:?})"
                     ));
                 }
-                for table in &selected {
+                for (table, range) in selected
+                    .iter()
+                    .flat_map(|t| pieces.iter().map(move |p| (t, *p)))
+                {
                     compared += 1;
                     let (differing, moved) =
                         self.repair_range(table.storage_id, range, &replicas, now)?;
@@ -573,6 +584,12 @@ impl ClusterNode {
                     bytes += moved;
                 }
             }
+        }
+        if let (Some(only), 0) = (only, compared) {
+            return Err(format!(
+                "Requested range ({}, {}] intersects no range this node replicates",
+                only.start_exclusive.0, only.end_inclusive.0
+            ));
         }
         let _ = writeln!(
             out,
@@ -746,6 +763,7 @@ mod tests {
             schema_epoch: 0,
             generation: 1,
             removals: Vec::new(),
+            load: None,
         };
         let mut joining = member(4, &[150]);
         joining.status = MemberStatus::Joining;

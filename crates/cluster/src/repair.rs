@@ -191,6 +191,39 @@ pub fn leaf_hashes(
     Ok(hashes)
 }
 
+/// `range` as ranges that do not wrap: itself, or its two sides of the
+/// ring's end (the whole ring when start == end).
+fn unwrapped(range: TokenRange) -> Vec<(i64, i64)> {
+    let (s, e) = (range.start_exclusive.0, range.end_inclusive.0);
+    if s < e {
+        vec![(s, e)]
+    } else {
+        // (s, MAX] and (MIN, e]: Murmur3 never yields i64::MIN itself.
+        [(s, i64::MAX), (i64::MIN, e)]
+            .into_iter()
+            .filter(|(a, b)| a < b)
+            .collect()
+    }
+}
+
+/// The tokens in both `a` and `b`, as ranges that do not wrap (for
+/// `nodetool repair -st -et`: the requested range within a replicated one).
+pub fn intersect(a: TokenRange, b: TokenRange) -> Vec<TokenRange> {
+    let mut out = Vec::new();
+    for (a1, a2) in unwrapped(a) {
+        for (b1, b2) in unwrapped(b) {
+            let (s, e) = (a1.max(b1), a2.min(b2));
+            if s < e {
+                out.push(TokenRange {
+                    start_exclusive: Token(s),
+                    end_inclusive: Token(e),
+                });
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -264,5 +297,41 @@ mod tests {
     fn whole_ring_splits_evenly() {
         let leaves = leaf_ranges(range(i64::MIN, i64::MIN), 1);
         assert_eq!(leaves, vec![range(i64::MIN, 0), range(0, i64::MIN)]);
+    }
+
+    fn any_range() -> impl proptest::strategy::Strategy<Value = TokenRange> {
+        use proptest::prelude::*;
+        let token = prop_oneof![
+            Just(i64::MIN),
+            Just(i64::MAX),
+            -100i64..100,
+            proptest::num::i64::ANY
+        ];
+        (token.clone(), token).prop_map(|(s, e)| TokenRange {
+            start_exclusive: Token(s),
+            end_inclusive: Token(e),
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn intersection_holds_exactly_the_common_tokens(
+            a in any_range(),
+            b in any_range(),
+            probes in proptest::collection::vec(proptest::num::i64::ANY, 0..64),
+        ) {
+            let pieces = intersect(a, b);
+            let ends = [a.start_exclusive.0, a.end_inclusive.0, b.start_exclusive.0, b.end_inclusive.0];
+            let near = ends.iter().flat_map(|t| [t.saturating_sub(1), *t, t.saturating_add(1)]);
+            for t in probes.into_iter().chain(near).filter(|t| *t != i64::MIN) {
+                let t = Token(t);
+                let inside = pieces.iter().filter(|p| p.contains(t)).count();
+                let want = usize::from(a.contains(t) && b.contains(t));
+                proptest::prop_assert_eq!(inside, want, "token {:?} in {:?} ∩ {:?} = {:?}", t, a, b, pieces);
+            }
+            for p in &pieces {
+                proptest::prop_assert!(p.start_exclusive < p.end_inclusive, "{:?} wraps", p);
+            }
+        }
     }
 }

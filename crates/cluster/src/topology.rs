@@ -157,6 +157,7 @@ mod tests {
             schema_epoch: 0,
             generation: 1,
             removals: Vec::new(),
+            load: None,
         }
     }
 

@@ -565,6 +565,7 @@ impl Sim {
                 schema_epoch: 0,
                 generation: 1,
                 removals: Vec::new(),
+                load: None,
             })
             .collect();
         for n in &self.nodes {
