@@ -234,3 +234,16 @@ def wait_until(predicate, timeout, interval=0.25, what="condition"):
             return
         time.sleep(interval)
     raise AssertionError("%s did not hold within %ds (last: %r)" % (what, timeout, last))
+
+
+def parse_ranges(text):
+    """describering's TokenRange lines as (start, end, [endpoints])."""
+    pat = re.compile(r"TokenRange\(start_token:(-?\d+), end_token:(-?\d+), endpoints:\[([^\]]*)\]")
+    return [(int(m.group(1)), int(m.group(2)), [e.strip() for e in m.group(3).split(",")])
+            for m in pat.finditer(text)]
+
+
+def in_range(token, start, end):
+    if start < end:
+        return start < token <= end
+    return token > start or token <= end  # wraps around

@@ -23,7 +23,7 @@ from cassandra import ConsistencyLevel as CL
 from cassandra import ReadTimeout, Unavailable, WriteTimeout
 from cassandra.metadata import Murmur3Token
 
-from harness import ADDRESSES, Nodes, bound, stmt, wait_until
+from harness import ADDRESSES, Nodes, bound, in_range, parse_ranges, stmt, wait_until
 from cassandra.query import SimpleStatement
 
 A, B, C = ADDRESSES[:3]
@@ -118,19 +118,6 @@ def serial_read(session, prepared, values, attempts=5):
         except (ReadTimeout, WriteTimeout):
             if i == attempts - 1:
                 raise
-
-
-def parse_ranges(text):
-    """describering's TokenRange lines as (start, end, [endpoints])."""
-    pat = re.compile(r"TokenRange\(start_token:(-?\d+), end_token:(-?\d+), endpoints:\[([^\]]*)\]")
-    return [(int(m.group(1)), int(m.group(2)), [e.strip() for e in m.group(3).split(",")])
-            for m in pat.finditer(text)]
-
-
-def in_range(token, start, end):
-    if start < end:
-        return start < token <= end
-    return token > start or token <= end  # wraps around
 
 
 class TestThreeNodes:

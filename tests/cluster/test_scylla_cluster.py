@@ -20,7 +20,8 @@ import subprocess
 import time
 
 from harness import ADDRESSES, CQL_PORT, Nodes
-from test_cluster import NUM_TOKENS, create_keyspace, parse_ranges
+from harness import parse_ranges
+from test_cluster import NUM_TOKENS, create_keyspace
 
 A, B, C = ADDRESSES[:3]
 THREE = [A, B, C]

@@ -15,7 +15,7 @@ import time
 from cassandra import ConsistencyLevel as CL
 from cassandra.metadata import Murmur3Token
 
-from harness import ADDRESSES, Nodes, bound, stmt, wait_until
+from harness import ADDRESSES, Nodes, bound, in_range, parse_ranges, stmt, wait_until
 
 A, B, C, D = ADDRESSES[:4]
 
@@ -253,6 +253,61 @@ def test_repair_syncs_a_replica_that_missed_writes():
         assert alone(C, [A, B]) == repaired
         bad = nodes[C].nodetool("repair", "nosuch", check=False)
         assert bad.returncode != 0 and "does not exist" in bad.stderr + bad.stdout
+    finally:
+        codes = nodes.close()
+    assert all(c == 0 for c in codes.values()), codes
+
+
+def test_decommission_hands_its_hints_over():
+    """The hints a leaving node keeps for a down node are not lost with it:
+    decommission hands them to the closest live node, which delivers them
+    once the down node is back. Two data centers, one replica in each, so
+    the down node (dc2) takes none of the leaving node's (dc1) ranges."""
+    nodes = Nodes()
+    try:
+        nodes.add(A)
+        nodes.add(C)
+        nodes.add(B, extra=["--dc", "dc2"])
+        nodes.add(D, extra=["--dc", "dc2"])
+        for ip in (A, B, C, D):
+            nodes.start(ip)
+        nodes.wait_status({ip: "UN" for ip in (A, B, C, D)})
+        sc = nodes.connect(C)
+        sc.execute("CREATE KEYSPACE hh WITH replication = {'class': 'NetworkTopologyStrategy', "
+                   "'datacenter1': 1, 'dc2': 1}")
+        sc.execute("CREATE TABLE hh.t (k int PRIMARY KEY, v text)")
+        dc_of = {r.peer: r.data_center for r in sc.execute("SELECT peer, data_center FROM system.peers")}
+        assert dc_of.get(str(D)) == "dc2" and dc_of.get(str(A)) == "datacenter1", dc_of
+        assert nodes[D].terminate() == 0
+        nodes.wait_status({D: "DN"}, askers=[A, B, C], timeout=30)
+        ins = sc.prepare("INSERT INTO hh.t (k, v) VALUES (?, ?)")
+        keys = list(range(60))
+        for k in keys:
+            sc.execute(bound(ins, (k, "h%d" % k), CL.ONE))
+
+        out = nodes[C].nodetool("decommission", timeout=180)
+        assert "Decommissioned" in out.stdout, out.stdout + out.stderr
+        assert nodes[C].proc.wait(timeout=60) == 0, nodes[C].tail()
+        m = re.search(r"handed (\d+) hints over to " + re.escape(A), nodes[C].log_text())
+        assert m and int(m.group(1)) > 0, nodes[C].tail()
+
+        nodes[D].start()
+        nodes.wait_status({A: "UN", B: "UN", D: "UN"}, askers=[A, B, D], timeout=30)
+        ranges = parse_ranges(nodes[A].nodetool("describering", "hh").stdout)
+        owned = [k for k in keys if any(
+            D in eps and in_range(Murmur3Token.from_key(struct.pack(">i", k)).value, s, e)
+            for s, e, eps in ranges)]
+        assert 0 < len(owned) < len(keys), owned
+        want = {k: "h%d" % k for k in owned}
+
+        def d_has_them():
+            nodes[D].nodetool("isolate", A, B)
+            try:
+                got = read_all(nodes.connect(D), "hh", owned, CL.ONE)
+            finally:
+                nodes[D].nodetool("isolate")
+            return got == want or sum(1 for k in owned if got[k] != want[k])
+        wait_until(d_has_them, 40, interval=2, what="A delivering C's hints to D (rows missing)")
     finally:
         codes = nodes.close()
     assert all(c == 0 for c in codes.values()), codes

@@ -32,7 +32,7 @@ pub const MAX_HINT_RECORD_BYTES: usize = 64 << 20;
 pub const HINT_DELIVERY_TIMEOUT: Duration =
     Duration::from_secs(WRITE_REQUEST_TIMEOUT.as_secs() * 5);
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct HintRecord {
     /// When the write was coordinated (microseconds).
     pub written_at_micros: i64,
@@ -143,6 +143,15 @@ impl Hints {
         host: [u8; 16],
         send: &mut dyn FnMut(Vec<Mutation>) -> bool,
     ) -> std::io::Result<usize> {
+        self.replay_records(host, &mut |record| send(record.mutations))
+    }
+
+    /// `replay` with whole records (their write times too).
+    pub fn replay_records(
+        &self,
+        host: [u8; 16],
+        send: &mut dyn FnMut(HintRecord) -> bool,
+    ) -> std::io::Result<usize> {
         let path = self.path(&host);
         let replaying = self.dir.join(format!("{}.replaying", hex(&host)));
         {
@@ -161,7 +170,7 @@ impl Hints {
         let mut delivered = 0;
         let mut rest = Vec::new();
         for record in records {
-            if rest.is_empty() && send(record.mutations.clone()) {
+            if rest.is_empty() && send(record.clone()) {
                 delivered += 1;
             } else {
                 rest.push(record);
@@ -219,6 +228,39 @@ pub fn deliver(
         delivered.push((endpoint, result));
     }
     delivered
+}
+
+/// Hands the hints kept here to `to`, which keeps them for the same hosts
+/// (decommission: this node's hints must not leave with it); hints for `to`
+/// itself are not (deliver them first). What could not be handed over
+/// stays. Returns how many records were.
+pub fn hand_over(shared: &Shared, to: IpAddr) -> usize {
+    let mut handed = 0;
+    let heir = shared.topology().host_id(to);
+    for host in shared.hints.hosts() {
+        if Some(host) == heir {
+            continue;
+        }
+        let result = shared.hints.replay_records(host, &mut |record| {
+            matches!(
+                shared.messaging.call(
+                    to,
+                    Request::StoreHint {
+                        host,
+                        written_at_micros: record.written_at_micros,
+                        mutations: record.mutations,
+                    },
+                    HINT_DELIVERY_TIMEOUT
+                ),
+                Ok(Response::Ack)
+            )
+        });
+        match result {
+            Ok(n) => handed += n,
+            Err(e) => tracing::warn!("cannot hand hints over to {to}: {e}"),
+        }
+    }
+    handed
 }
 
 /// The complete records of a hints file (a torn last record is ignored).

@@ -141,6 +141,13 @@ pub enum Request {
         written_at_micros: i64,
         now: LocalTime,
     },
+    /// Keep these mutations as a hint for `host` (a decommissioning node
+    /// hands its hints over before it leaves; `Ack`).
+    StoreHint {
+        host: [u8; 16],
+        written_at_micros: i64,
+        mutations: Vec<Mutation>,
+    },
 }
 
 /// The schema as nodes exchange it: the stored JSON with its epoch.

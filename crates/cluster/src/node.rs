@@ -653,6 +653,14 @@ impl ClusterNode {
             Request::SchemaLock { release } => self.lock_schema(from, release),
             Request::StreamOut { table, ranges } => self.stream_out(TableId(table), &ranges),
             Request::Admin(command) => self.admin(command),
+            Request::StoreHint {
+                host,
+                written_at_micros,
+                mutations,
+            } => match self.shared.hints.store(host, written_at_micros, &mutations) {
+                Ok(_) => Response::Ack,
+                Err(e) => Response::Error(RemoteError::Failed(format!("cannot keep a hint: {e}"))),
+            },
             request @ (Request::StreamIn { .. } | Request::StreamFrom { .. }) => {
                 self.serve_streaming(request)
             }

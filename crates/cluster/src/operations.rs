@@ -375,6 +375,25 @@ impl ClusterNode {
             "decommission streamed {bytes} bytes in {secs:.1} s ({:.1} MB/s)",
             bytes as f64 / secs / 1e6
         );
+        // As Cassandra: the hints kept here go to the closest live normal
+        // node, which delivers them.
+        let heir = topology
+            .nodes
+            .values()
+            .filter(|v| {
+                v.member.address != local
+                    && v.member.status == MemberStatus::Normal
+                    && topology.is_alive(v.member.address)
+            })
+            .min_by_key(|v| (v.member.dc != topology.local_dc, v.member.address))
+            .map(|v| v.member.address);
+        if let Some(heir) = heir {
+            crate::hints::deliver(&self.shared, &|_| false);
+            let handed = crate::hints::hand_over(&self.shared, heir);
+            if handed > 0 {
+                tracing::info!("handed {handed} hints over to {heir}");
+            }
+        }
         self.set_status_blocking(STATUS_LEFT);
         // Marks the data directory first: a restart must not rejoin.
         let _ = std::fs::write(
