@@ -212,15 +212,15 @@ fn counter_cas(
         let Ok(t) = targets(&table, &update.where_clause, &ctx) else {
             return Ok(false);
         };
-        let [pk] = t.keys.as_slice() else {
-            return Ok(false);
-        };
-        match groups
-            .iter_mut()
-            .find(|(g, k, _)| g.storage_id == table.storage_id && k == pk)
-        {
-            Some((_, _, members)) => members.push(i),
-            None => groups.push((table.clone(), pk.clone(), vec![i])),
+        // Each partition (IN lists several) is its own compare-and-set.
+        for pk in &t.keys {
+            match groups
+                .iter_mut()
+                .find(|(g, k, _)| g.storage_id == table.storage_id && k == pk)
+            {
+                Some((_, _, members)) => members.push(i),
+                None => groups.push((table.clone(), pk.clone(), vec![i])),
+            }
         }
     }
     for (table, pk, members) in groups {
@@ -242,6 +242,9 @@ fn counter_cas(
                     let request = cas_request(request, serial, timestamp);
                     collect(executor, m, &request, values, batch_using, &mut mutations)?;
                 }
+                // A statement with IN also wrote the other partitions: their
+                // own rounds apply those.
+                mutations.retain(|m| m.table == table.storage_id && m.partition == partition);
                 Ok(Some(merge_mutations(mutations)))
             })?;
     }
