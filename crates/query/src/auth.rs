@@ -360,8 +360,10 @@ impl Executor {
             return Ok(());
         }
         if self.authorizer_enabled() {
-            self.subject(request)?
-                .ensure(Permission::Alter, &Resource::Role(name.to_string()))?;
+            let subject = self.subject(request)?;
+            if !subject.holds(Permission::Alter, &Resource::Role(name.to_string())) {
+                return Err(crate::authz::insufficient_privileges(user));
+            }
         }
         Ok(())
     }
@@ -525,7 +527,7 @@ impl Executor {
             (Some(of), false) => {
                 if !self.granted_roles(&user, true)?.contains(of) {
                     return Err(QueryError::Unauthorized(format!(
-                        "You are not authorized to view roles granted to {of}"
+                        "You are not authorized to view roles granted to {of} "
                     )));
                 }
                 Some(self.granted_roles(of, recursive)?)

@@ -98,8 +98,12 @@ const ALL_ROLES_PERMISSIONS: &[Permission] = &[
     Permission::Authorize,
     Permission::Describe,
 ];
-const ROLE_PERMISSIONS: &[Permission] =
-    &[Permission::Alter, Permission::Drop, Permission::Authorize];
+const ROLE_PERMISSIONS: &[Permission] = &[
+    Permission::Alter,
+    Permission::Drop,
+    Permission::Authorize,
+    Permission::Describe,
+];
 const FUNCTIONS_PERMISSIONS: &[Permission] = &[
     Permission::Create,
     Permission::Alter,
@@ -338,11 +342,15 @@ pub fn applicable(permissions: Permissions, resource: &Resource) -> Result<Vec<P
     Ok(out)
 }
 
-/// System tables any logged-in user may read (drivers and cqlsh need them),
-/// as Cassandra's `ClientState.READABLE_SYSTEM_RESOURCES`.
+/// System tables any logged-in user may read (drivers, cqlsh and tools
+/// need them), as Cassandra 5.0's `ClientState.READABLE_SYSTEM_RESOURCES`.
 pub fn is_readable_system_table(keyspace: &str, table: &str) -> bool {
     match keyspace {
-        "system" => matches!(table, "local" | "peers" | "peers_v2"),
+        "system" => matches!(
+            table,
+            "local" | "peers" | "peers_v2" | "size_estimates" | "table_estimates"
+        ),
+        "system_traces" => matches!(table, "events" | "sessions"),
         "system_schema" | "system_virtual_schema" => true,
         _ => false,
     }
@@ -367,6 +375,17 @@ pub fn requirements(
     };
     let on_table = |permission: Permission, name: &ast::QualifiedName| -> Result<Vec<_>> {
         Ok(table(name)?.map(|r| (permission, r)).into_iter().collect())
+    };
+    // Schema statements are authorized before the table is looked up.
+    let on_named_table = |permission: Permission, name: &ast::QualifiedName| -> Result<Vec<_>> {
+        let keyspace = keyspace_of(name, session_ks)?;
+        Ok(match is_system_keyspace(keyspace) {
+            true => Vec::new(),
+            false => vec![(
+                permission,
+                Resource::Table(keyspace.into(), name.name.as_str().into()),
+            )],
+        })
     };
     // CREATE, ALTER and DROP of tables and types: on every table of the keyspace.
     let on_all_tables = |permission: Permission, name: &ast::QualifiedName| -> Result<Vec<_>> {
@@ -399,17 +418,29 @@ pub fn requirements(
             }
             out
         }
-        Statement::Truncate(name) => on_table(Permission::Modify, name)?,
+        Statement::Truncate(name) => {
+            let keyspace = keyspace_of(name, session_ks)?;
+            vec![(
+                Permission::Modify,
+                Resource::Table(keyspace.into(), name.name.as_str().into()),
+            )]
+        }
         Statement::CreateKeyspace(_) => vec![(Permission::Create, Resource::AllKeyspaces)],
-        Statement::AlterKeyspace(s) => on_keyspace(Permission::Alter, s.name.as_str()),
+        // Cassandra lets ALTER KEYSPACE change a replicated system keyspace.
+        Statement::AlterKeyspace(s) => match s.name.as_str() {
+            k @ ("system_auth" | "system_traces" | "system_distributed") => {
+                vec![(Permission::Alter, Resource::Keyspace(k.into()))]
+            }
+            k => on_keyspace(Permission::Alter, k),
+        },
         Statement::CreateTable(s) => on_all_tables(Permission::Create, &s.name)?,
         Statement::CreateType(s) => on_all_tables(Permission::Create, &s.name)?,
         Statement::AlterType(s) => on_all_tables(Permission::Alter, &s.name)?,
-        Statement::AlterTable(s) => on_table(Permission::Alter, &s.table)?,
-        Statement::CreateIndex(s) => on_table(Permission::Alter, &s.table)?,
+        Statement::AlterTable(s) => on_named_table(Permission::Alter, &s.table)?,
+        Statement::CreateIndex(s) => on_named_table(Permission::Alter, &s.table)?,
         Statement::Drop(d) => match d.kind {
             DropKind::Keyspace => on_keyspace(Permission::Drop, d.name.name.as_str()),
-            DropKind::Table => on_table(Permission::Drop, &d.name)?,
+            DropKind::Table => on_named_table(Permission::Drop, &d.name)?,
             DropKind::Type => on_all_tables(Permission::Drop, &d.name)?,
             DropKind::Index => {
                 let keyspace = keyspace_of(&d.name, session_ks)?;
@@ -534,6 +565,14 @@ impl Subject {
     }
 }
 
+/// What role statements (Cassandra's `AuthenticationStatement`s) answer
+/// for a missing permission.
+pub(crate) fn insufficient_privileges(user: &str) -> QueryError {
+    QueryError::Unauthorized(format!(
+        "User {user} does not have sufficient privileges to perform the requested operation"
+    ))
+}
+
 /// One row of LIST PERMISSIONS.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct PermissionDetails {
@@ -604,7 +643,15 @@ impl Executor {
         }
         let subject = self.subject(request)?;
         for (permission, resource) in &needed {
-            subject.ensure(*permission, resource)?;
+            subject
+                .ensure(*permission, resource)
+                .map_err(|e| match statement {
+                    Statement::CreateRole(_)
+                    | Statement::DropRole(_)
+                    | Statement::GrantRole(_)
+                    | Statement::RevokeRole(_) => insufficient_privileges(&subject.name),
+                    _ => e,
+                })?;
         }
         Ok(())
     }
@@ -1138,7 +1185,12 @@ mod tests {
         );
         assert_eq!(
             applicable(Permissions::All, &role).unwrap(),
-            [Permission::Alter, Permission::Drop, Permission::Authorize]
+            [
+                Permission::Alter,
+                Permission::Drop,
+                Permission::Authorize,
+                Permission::Describe
+            ]
         );
     }
 }
