@@ -687,11 +687,10 @@ impl Executor {
             .user
             .clone()
             .ok_or_else(|| QueryError::Unauthorized("You have not logged in".into()))?;
-        let roles = self.granted_roles(&name, true)?;
-        let mut superuser = false;
-        for role in &roles {
-            superuser |= self.role(role)?.is_some_and(|r| r.is_superuser);
-        }
+        let held = self.held_roles(&name)?;
+        let superuser = held.iter().any(|r| r.is_superuser);
+        let mut roles: BTreeSet<String> = held.into_iter().map(|r| r.name).collect();
+        roles.insert(name.clone());
         let mut permissions: BTreeMap<String, BTreeSet<Permission>> = BTreeMap::new();
         if !superuser {
             for role in &roles {
@@ -839,9 +838,9 @@ impl Executor {
         Ok(())
     }
 
-    /// After a schema statement ran: the creator of a keyspace or table
-    /// gets every permission on it, and a dropped keyspace or table takes
-    /// its grants with it.
+    /// After a schema statement ran (CassandraAuthorizer): the creator of a
+    /// keyspace or table gets every permission on it, and a dropped
+    /// keyspace or table takes its grants with it.
     pub(crate) fn after_schema_change(
         &self,
         statement: &Statement,

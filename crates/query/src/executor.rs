@@ -398,9 +398,15 @@ impl Executor {
         values: &[rocksandra_wire::Value],
     ) -> Result<Outcome> {
         self.authorize_statement(&parsed.statement, request)?;
-        let outcome = self.run_statement(parsed, request, values)?;
-        if outcome.schema_change.is_some() && !request.internal {
-            self.after_schema_change(&parsed.statement, request)?;
+        let mut outcome = self.run_statement(parsed, request, values)?;
+        if outcome.schema_change.is_some() && !request.internal && self.authorizer_enabled() {
+            // The schema changed already: a failure here is the client's
+            // warning, not the statement's error.
+            if let Err(e) = self.after_schema_change(&parsed.statement, request) {
+                outcome.warnings.push(format!(
+                    "CassandraAuthorizer failed to update permissions: {e}"
+                ));
+            }
         }
         Ok(outcome)
     }
