@@ -161,8 +161,9 @@ impl Executor {
         Ok(held)
     }
 
-    /// Turns PasswordAuthenticator on; creates the default superuser when
-    /// there is no role yet.
+    /// Sets how clients log in and whether permissions are checked; with
+    /// PasswordAuthenticator, creates the default superuser when there is
+    /// no role yet.
     pub fn enable_password_authentication(&self, config: AuthConfig) -> Result<()> {
         *self.auth.write().unwrap_or_else(|p| p.into_inner()) = config;
         if !config.password_authenticator {
