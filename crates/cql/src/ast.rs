@@ -730,7 +730,8 @@ pub enum RoleOption {
     AccessFromCidrs(Option<Vec<String>>),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// In Cassandra's order (its enum's), which listings sort by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Permission {
     Create,
     Alter,

@@ -5,14 +5,23 @@
 //! With AllowAllAuthenticator (the default) every client is anonymous: role
 //! statements fail as in Cassandra. With PasswordAuthenticator the default
 //! superuser `cassandra`/`cassandra` is created when no role exists.
-//! Authorization is AllowAllAuthorizer's: a logged-in user may do anything
-//! except grant superuser status without having it.
+//! Roles are granted to roles (`GRANT r TO s`) as Cassandra keeps them:
+//! `roles.member_of` of the grantee and a `role_members` row. A role holds
+//! what the roles granted to it hold, superuser status included.
+//! Permissions are `authz`'s (CassandraAuthorizer) when configured;
+//! otherwise AllowAllAuthorizer's: a logged-in user may do anything except
+//! grant superuser status without having it.
 
-use rocksandra_cql::ast::{AlterRole, CreateRole, DropRole, ListRoles, RoleKind, RoleOption};
+use std::collections::BTreeSet;
+
+use rocksandra_cql::ast::{
+    AlterRole, CreateRole, DropRole, ListRoles, Permission, RoleChange, RoleKind, RoleOption,
+};
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_data::Value;
 use rocksandra_wire::{ColumnSpec, ColumnsMetadata, ResultBody, Rows, RowsMetadata, TableSpec};
 
+use crate::authz::{text_set, Resource};
 use crate::error::{QueryError, Result};
 use crate::executor::{Executor, Outcome, Request};
 
@@ -20,6 +29,8 @@ use crate::executor::{Executor, Outcome, Request};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AuthConfig {
     pub password_authenticator: bool,
+    /// `authorizer: CassandraAuthorizer`: permissions are checked.
+    pub cassandra_authorizer: bool,
     /// bcrypt cost (`auth_bcrypt_gensalt_log2_rounds`, Cassandra's default 10).
     pub bcrypt_cost: u32,
 }
@@ -28,6 +39,7 @@ impl Default for AuthConfig {
     fn default() -> Self {
         AuthConfig {
             password_authenticator: false,
+            cassandra_authorizer: false,
             bcrypt_cost: 10,
         }
     }
@@ -43,6 +55,8 @@ pub struct Role {
     pub can_login: bool,
     pub is_superuser: bool,
     pub salted_hash: Option<String>,
+    /// The roles granted to it directly.
+    pub member_of: Vec<String>,
 }
 
 fn internal(user: Option<&str>) -> Request {
@@ -68,7 +82,7 @@ fn hash_password(password: &str, cost: u32) -> Result<String> {
 }
 
 impl Executor {
-    fn run_internal(
+    pub(crate) fn run_internal(
         &self,
         cql: &str,
         values: Vec<rocksandra_wire::Value>,
@@ -81,7 +95,7 @@ impl Executor {
     /// The stored role `name`, if any.
     pub fn role(&self, name: &str) -> Result<Option<Role>> {
         let outcome = self.run_internal(
-            "SELECT role, can_login, is_superuser, salted_hash FROM system_auth.roles WHERE role = ?",
+            "SELECT role, can_login, is_superuser, salted_hash, member_of FROM system_auth.roles WHERE role = ?",
             vec![text(name)],
             None,
         )?;
@@ -106,11 +120,50 @@ impl Executor {
                 .cloned()
                 .flatten()
                 .map(|b| String::from_utf8_lossy(&b).into_owned()),
+            member_of: text_set(row.get(4).and_then(Option::as_ref)),
         }))
     }
 
-    /// Turns PasswordAuthenticator on; creates the default superuser when
-    /// there is no role yet.
+    /// `name` and the roles granted to it: directly, or also through
+    /// granted roles when `recursive` (Cassandra's `getRoles`).
+    pub fn granted_roles(&self, name: &str, recursive: bool) -> Result<BTreeSet<String>> {
+        if !recursive {
+            let mut roles = BTreeSet::from([name.to_string()]);
+            roles.extend(self.role(name)?.map(|r| r.member_of).unwrap_or_default());
+            return Ok(roles);
+        }
+        Ok(self
+            .held_roles(name)?
+            .into_iter()
+            .map(|r| r.name)
+            .chain(std::iter::once(name.to_string()))
+            .collect())
+    }
+
+    /// The stored roles `name` holds: itself and every role granted to it,
+    /// transitively (each read once; grants never form a cycle, but a
+    /// stored one would not loop).
+    pub(crate) fn held_roles(&self, name: &str) -> Result<Vec<Role>> {
+        let mut seen = BTreeSet::from([name.to_string()]);
+        let mut pending = vec![name.to_string()];
+        let mut held = Vec::new();
+        while let Some(next) = pending.pop() {
+            let Some(role) = self.role(&next)? else {
+                continue;
+            };
+            for granted in &role.member_of {
+                if seen.insert(granted.clone()) {
+                    pending.push(granted.clone());
+                }
+            }
+            held.push(role);
+        }
+        Ok(held)
+    }
+
+    /// Sets how clients log in and whether permissions are checked; with
+    /// PasswordAuthenticator, creates the default superuser when there is
+    /// no role yet.
     pub fn enable_password_authentication(&self, config: AuthConfig) -> Result<()> {
         *self.auth.write().unwrap_or_else(|p| p.into_inner()) = config;
         if !config.password_authenticator {
@@ -161,7 +214,7 @@ impl Executor {
         }
     }
 
-    fn logged_in(&self, request: &Request) -> Result<String> {
+    pub(crate) fn logged_in(&self, request: &Request) -> Result<String> {
         if !self.auth_config().password_authenticator {
             return Err(QueryError::Unauthorized(
                 "You have to be logged in and not anonymous to perform this request".into(),
@@ -174,8 +227,9 @@ impl Executor {
         })
     }
 
+    /// Superuser status, held directly or through a granted role.
     fn is_superuser(&self, user: &str) -> Result<bool> {
-        Ok(self.role(user)?.is_some_and(|r| r.is_superuser))
+        Ok(self.held_roles(user)?.iter().any(|r| r.is_superuser))
     }
 
     pub(crate) fn create_role(&self, stmt: &CreateRole, request: &Request) -> Result<Outcome> {
@@ -222,30 +276,20 @@ impl Executor {
                 Some(&user),
             )?,
         };
+        self.grant_to_creator(request, &Resource::Role(name.to_string()))?;
         Ok(Outcome::void())
     }
 
     pub(crate) fn alter_role(&self, stmt: &AlterRole, request: &Request) -> Result<Outcome> {
         let user = self.logged_in(request)?;
         let name = stmt.name.as_str();
+        let opts = RoleOptions::from(&stmt.options, stmt.kind)?;
+        self.authorize_alter_role(stmt, &opts, &user, request)?;
         if self.role(name)?.is_none() {
             if stmt.if_exists {
                 return Ok(Outcome::void());
             }
             return Err(QueryError::invalid(format!("{name} doesn't exist")));
-        }
-        let opts = RoleOptions::from(&stmt.options, stmt.kind)?;
-        let superuser = self.is_superuser(&user)?;
-        if opts.superuser.is_some() && !superuser {
-            return Err(QueryError::Unauthorized(
-                "Only superusers are allowed to alter superuser status".into(),
-            ));
-        }
-        if opts.superuser == Some(false) && name == user {
-            return Err(QueryError::Unauthorized(
-                "You aren't allowed to alter your own superuser status or that of a role granted to you"
-                    .into(),
-            ));
         }
         if let Some(p) = &opts.password {
             let h = hash_password(p, self.auth_config().bcrypt_cost)?;
@@ -279,6 +323,66 @@ impl Executor {
         Ok(Outcome::void())
     }
 
+    /// Cassandra's `AlterRoleStatement.authorize`: superuser status is for
+    /// superusers to change, never on a role the user holds; a role alters
+    /// only its own password; other roles need ALTER on them.
+    fn authorize_alter_role(
+        &self,
+        stmt: &AlterRole,
+        opts: &RoleOptions,
+        user: &str,
+        request: &Request,
+    ) -> Result<()> {
+        let name = stmt.name.as_str();
+        if opts.superuser.is_some() && self.granted_roles(user, true)?.contains(name) {
+            return Err(QueryError::Unauthorized(
+                "You aren't allowed to alter your own superuser status or that of a role granted to you"
+                    .into(),
+            ));
+        }
+        let superuser = self.is_superuser(user)?;
+        if opts.superuser.is_some() && !superuser {
+            return Err(QueryError::Unauthorized(
+                "Only superusers are allowed to alter superuser status".into(),
+            ));
+        }
+        let datacenters = stmt
+            .options
+            .iter()
+            .any(|o| matches!(o, RoleOption::AccessToDatacenters(_)));
+        if datacenters && !superuser {
+            return Err(QueryError::Unauthorized(
+                "Only superusers are allowed to alter access to datacenters.".into(),
+            ));
+        }
+        if superuser {
+            return Ok(());
+        }
+        if name == user {
+            let refused = stmt.options.iter().find_map(|o| match o {
+                RoleOption::Password(_) | RoleOption::HashedPassword(_) => None,
+                RoleOption::Login(_) => Some("LOGIN"),
+                RoleOption::Superuser(_) => Some("SUPERUSER"),
+                RoleOption::Options(_) => Some("OPTIONS"),
+                RoleOption::GeneratedPassword => Some("GENERATED_PASSWORD"),
+                RoleOption::AccessToDatacenters(_) | RoleOption::AccessFromCidrs(_) => None,
+            });
+            if let Some(option) = refused {
+                return Err(QueryError::Unauthorized(format!(
+                    "You aren't allowed to alter {option}"
+                )));
+            }
+            return Ok(());
+        }
+        if self.authorizer_enabled() {
+            let subject = self.subject(request)?;
+            if !subject.holds(Permission::Alter, &Resource::Role(name.to_string())) {
+                return Err(crate::authz::insufficient_privileges(user));
+            }
+        }
+        Ok(())
+    }
+
     pub(crate) fn drop_role(&self, stmt: &DropRole, request: &Request) -> Result<Outcome> {
         let user = self.logged_in(request)?;
         let name = stmt.name.as_str();
@@ -298,11 +402,110 @@ impl Executor {
                 "Only superusers can drop a role with superuser status".into(),
             ));
         }
+        // Memberships both ways, then the role, then its grants and the
+        // grants on it (CassandraRoleManager.dropRole, revokeAllFrom/On).
+        for member in self.role_members(name)? {
+            self.set_membership(name, &member, false)?;
+        }
+        for granted in &role.member_of {
+            self.set_membership(granted, name, false)?;
+        }
         self.run_internal(
             "DELETE FROM system_auth.roles WHERE role = ?",
             vec![text(name)],
             Some(&user),
         )?;
+        if self.authorizer_enabled() {
+            self.revoke_all_from(name)?;
+            let resource = Resource::Role(name.to_string()).name();
+            self.revoke_all_on(|r| r == resource)?;
+        }
+        Ok(Outcome::void())
+    }
+
+    /// The roles `role` is granted to (`role_members`).
+    fn role_members(&self, role: &str) -> Result<Vec<String>> {
+        let outcome = self.run_internal(
+            "SELECT member FROM system_auth.role_members WHERE role = ?",
+            vec![text(role)],
+            None,
+        )?;
+        let ResultBody::Rows(rows) = outcome.body else {
+            return Ok(Vec::new());
+        };
+        Ok(rows
+            .rows
+            .iter()
+            .map(|r| crate::authz::text_cell(r.first().and_then(Option::as_ref)))
+            .collect())
+    }
+
+    /// Records (or removes) `role` granted to `member`: the member's
+    /// `member_of` and the `role_members` row.
+    fn set_membership(&self, role: &str, member: &str, granted: bool) -> Result<()> {
+        let set = rocksandra_wire::Value::Bytes(bytes::Bytes::from(
+            Value::Set(vec![Value::Text(role.to_string())]).to_bytes(),
+        ));
+        if granted {
+            self.run_internal(
+                "UPDATE system_auth.roles SET member_of = member_of + ? WHERE role = ?",
+                vec![set, text(member)],
+                None,
+            )?;
+            self.run_internal(
+                "INSERT INTO system_auth.role_members (role, member) VALUES (?, ?)",
+                vec![text(role), text(member)],
+                None,
+            )?;
+        } else {
+            if self.role(member)?.is_some() {
+                self.run_internal(
+                    "UPDATE system_auth.roles SET member_of = member_of - ? WHERE role = ?",
+                    vec![set, text(member)],
+                    None,
+                )?;
+            }
+            self.run_internal(
+                "DELETE FROM system_auth.role_members WHERE role = ? AND member = ?",
+                vec![text(role), text(member)],
+                None,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// GRANT role TO grantee / REVOKE role FROM grantee (the AUTHORIZE
+    /// check on the role ran before).
+    pub(crate) fn change_role_membership(
+        &self,
+        stmt: &RoleChange,
+        request: &Request,
+        grant: bool,
+    ) -> Result<Outcome> {
+        self.logged_in(request)?;
+        let (role, grantee) = (stmt.role.as_str(), stmt.grantee.as_str());
+        for name in [role, grantee] {
+            if self.role(name)?.is_none() {
+                return Err(QueryError::invalid(format!("{name} doesn't exist")));
+            }
+        }
+        if grant {
+            if self.granted_roles(grantee, true)?.contains(role) {
+                return Err(QueryError::invalid(format!(
+                    "{grantee} is a member of {role}"
+                )));
+            }
+            if self.granted_roles(role, true)?.contains(grantee) {
+                return Err(QueryError::invalid(format!(
+                    "{role} is a member of {grantee}"
+                )));
+            }
+        } else if !self.granted_roles(grantee, false)?.contains(role) || role == grantee {
+            return Err(QueryError::invalid(format!(
+                "{grantee} is not a member of {role}"
+            )));
+        }
+        self.set_membership(role, grantee, grant)?;
         Ok(Outcome::void())
     }
 
@@ -313,7 +516,40 @@ impl Executor {
         users: bool,
         request: &Request,
     ) -> Result<Outcome> {
-        self.logged_in(request)?;
+        let user = self.logged_in(request)?;
+        let of = stmt
+            .and_then(|s| s.of.as_ref())
+            .map(|r| r.as_str().to_string());
+        let recursive = stmt.is_none_or(|s| s.recursive);
+        if let Some(of) = &of {
+            if self.role(of)?.is_none() {
+                return Err(QueryError::invalid(format!(
+                    "{} doesn't exist",
+                    Resource::Role(of.clone())
+                )));
+            }
+        }
+        // Cassandra's ListRolesStatement.execute: DESCRIBE on all roles
+        // (superusers, and everyone under AllowAllAuthorizer) lists any
+        // role; others see their own roles, and those of a role they hold.
+        let describe_all = !self.authorizer_enabled()
+            || self
+                .subject(request)?
+                .held_on(&Resource::AllRoles)
+                .contains(&Permission::Describe);
+        let shown: Option<BTreeSet<String>> = match (&of, describe_all) {
+            (None, true) => None,
+            (Some(of), true) => Some(self.granted_roles(of, recursive)?),
+            (None, false) => Some(self.granted_roles(&user, recursive)?),
+            (Some(of), false) => {
+                if !self.granted_roles(&user, true)?.contains(of) {
+                    return Err(QueryError::Unauthorized(format!(
+                        "You are not authorized to view roles granted to {of} "
+                    )));
+                }
+                Some(self.granted_roles(of, recursive)?)
+            }
+        };
         let outcome = self.run_internal(
             "SELECT role, can_login, is_superuser FROM system_auth.roles",
             Vec::new(),
@@ -342,8 +578,8 @@ impl Executor {
             })
             .collect();
         roles.sort();
-        if let Some(of) = stmt.and_then(|s| s.of.as_ref()) {
-            roles.retain(|(n, _, _)| n == of.as_str());
+        if let Some(shown) = &shown {
+            roles.retain(|(n, _, _)| shown.contains(n));
         }
         if users {
             roles.retain(|(_, login, _)| *login);

@@ -388,8 +388,30 @@ impl Executor {
         self.run(&prepared.parsed, &request, &values)
     }
 
-    /// Runs a parsed statement with its bound values.
+    /// Runs a parsed statement with its bound values: authorized first
+    /// (CassandraAuthorizer), then run, then the grants a schema change
+    /// implies (the creator's, and none left on what was dropped).
     pub fn run(
+        &self,
+        parsed: &ParsedStatement,
+        request: &Request,
+        values: &[rocksandra_wire::Value],
+    ) -> Result<Outcome> {
+        self.authorize_statement(&parsed.statement, request)?;
+        let mut outcome = self.run_statement(parsed, request, values)?;
+        if outcome.schema_change.is_some() && !request.internal && self.authorizer_enabled() {
+            // The schema changed already: a failure here is the client's
+            // warning, not the statement's error.
+            if let Err(e) = self.after_schema_change(&parsed.statement, request) {
+                outcome.warnings.push(format!(
+                    "CassandraAuthorizer failed to update permissions: {e}"
+                ));
+            }
+        }
+        Ok(outcome)
+    }
+
+    fn run_statement(
         &self,
         parsed: &ParsedStatement,
         request: &Request,
@@ -529,21 +551,11 @@ impl Executor {
             Statement::DropRole(s) => self.drop_role(s, request),
             Statement::ListRoles(s) => self.list_roles(Some(s), false, request),
             Statement::ListUsers => self.list_roles(None, true, request),
-            Statement::GrantPermissions(_)
-            | Statement::RevokePermissions(_)
-            | Statement::ListPermissions(_)
-            | Statement::GrantRole(_)
-            | Statement::RevokeRole(_) => {
-                if request.user.is_none() {
-                    return Err(QueryError::Unauthorized(
-                        "You have to be logged in and not anonymous to perform this request"
-                            .into(),
-                    ));
-                }
-                Err(QueryError::invalid(
-                    "Permissions and role grants need CassandraAuthorizer, which Rocksandra does not provide yet (authorizer is AllowAllAuthorizer)",
-                ))
-            }
+            Statement::GrantPermissions(s) => self.change_permissions(s, request, true),
+            Statement::RevokePermissions(s) => self.change_permissions(s, request, false),
+            Statement::ListPermissions(s) => self.list_permissions(s, request),
+            Statement::GrantRole(s) => self.change_role_membership(s, request, true),
+            Statement::RevokeRole(s) => self.change_role_membership(s, request, false),
         }
     }
 

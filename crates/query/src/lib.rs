@@ -4,6 +4,7 @@
 //! executor directly.
 
 pub mod auth;
+pub mod authz;
 pub mod ddl;
 pub mod describe;
 pub mod error;

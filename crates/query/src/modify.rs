@@ -429,6 +429,9 @@ pub fn execute_batch_message(
     statements: Vec<(Modification, Vec<rocksandra_wire::Value>, Option<String>)>,
     request: &Request,
 ) -> Result<Outcome> {
+    for (m, _, keyspace) in &statements {
+        executor.authorize_modification(m, keyspace.as_deref(), request)?;
+    }
     let with_requests: Vec<(&Modification, &[rocksandra_wire::Value], Request)> = statements
         .iter()
         .map(|(m, values, keyspace)| {

@@ -14,6 +14,8 @@ use rocksandra_wire::{ColumnsMetadata, ResultBody};
 struct Harness {
     executor: Executor,
     keyspace: Option<String>,
+    /// The logged-in user statements run as (PasswordAuthenticator).
+    user: Option<String>,
     clock: Arc<AtomicI64>,
 }
 
@@ -46,6 +48,7 @@ fn harness(dir: Option<std::path::PathBuf>) -> Harness {
     Harness {
         executor: Executor::open(engine, dir, node(), env).expect("executor opens"),
         keyspace: None,
+        user: None,
         clock,
     }
 }
@@ -56,6 +59,7 @@ impl Harness {
     fn run(&mut self, cql: &str) -> String {
         let request = Request {
             keyspace: self.keyspace.clone(),
+            user: self.user.clone(),
             ..Request::default()
         };
         match self.executor.query(cql, &request) {
@@ -292,5 +296,321 @@ fn conditional_list_updates_do_not_deadlock() {
             "false | 'a'",
         ),
         ("SELECT l FROM t WHERE k = 1", "['w']"),
+    ]);
+}
+
+/// PasswordAuthenticator and CassandraAuthorizer, logged in as the default
+/// superuser.
+fn authz_harness() -> Harness {
+    let mut h = harness(None);
+    h.executor
+        .enable_password_authentication(rocksandra_query::auth::AuthConfig {
+            password_authenticator: true,
+            cassandra_authorizer: true,
+            bcrypt_cost: 4,
+        })
+        .expect("auth enabled");
+    h.user = Some("cassandra".into());
+    h.check(&[
+        (
+            "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+            "OK",
+        ),
+        ("CREATE TABLE ks.t (k int PRIMARY KEY, v text)", "OK"),
+        ("INSERT INTO ks.t (k, v) VALUES (1, 'a')", "OK"),
+        ("CREATE ROLE alice WITH PASSWORD = 'a' AND LOGIN = true", "OK"),
+        ("CREATE ROLE readers", "OK"),
+    ]);
+    h
+}
+
+impl Harness {
+    fn as_user(&mut self, user: &str, script: &[(&str, &str)]) {
+        let before = self.user.replace(user.to_string());
+        self.check(script);
+        self.user = before;
+    }
+}
+
+const NO_SELECT: &str =
+    "ERROR 0x2100 User alice has no SELECT permission on <table ks.t> or any of its parents";
+const NO_MODIFY: &str =
+    "ERROR 0x2100 User alice has no MODIFY permission on <table ks.t> or any of its parents";
+
+#[test]
+fn authorizer_refuses_until_granted_and_after_revoked() {
+    let mut h = authz_harness();
+    h.as_user(
+        "alice",
+        &[
+            ("SELECT v FROM ks.t WHERE k = 1", NO_SELECT),
+            ("INSERT INTO ks.t (k, v) VALUES (2, 'b')", NO_MODIFY),
+            ("BEGIN BATCH INSERT INTO ks.t (k, v) VALUES (2, 'b'); APPLY BATCH", NO_MODIFY),
+            ("TRUNCATE ks.t", NO_MODIFY),
+            ("UPDATE ks.t SET v = 'x' WHERE k = 1", NO_MODIFY),
+            // Drivers' metadata reads need no grant.
+            ("SELECT cluster_name FROM system.local", "'Test Cluster'"),
+            ("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = 'ks'", "'ks'"),
+            // Unknown tables fail as without authorization.
+            ("SELECT * FROM ks.nosuch", "ERROR 0x2200 table nosuch does not exist"),
+            (
+                "CREATE KEYSPACE ks2 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+                "ERROR 0x2100 User alice has no CREATE permission on <all keyspaces> or any of its parents",
+            ),
+            (
+                "CREATE TABLE ks.t2 (k int PRIMARY KEY)",
+                "ERROR 0x2100 User alice has no CREATE permission on <all tables in ks> or any of its parents",
+            ),
+            (
+                "ALTER TABLE ks.t ADD w int",
+                "ERROR 0x2100 User alice has no ALTER permission on <table ks.t> or any of its parents",
+            ),
+            (
+                "DROP TABLE ks.t",
+                "ERROR 0x2100 User alice has no DROP permission on <table ks.t> or any of its parents",
+            ),
+            (
+                "DROP KEYSPACE ks",
+                "ERROR 0x2100 User alice has no DROP permission on <keyspace ks> or any of its parents",
+            ),
+            (
+                "INSERT INTO system_auth.roles (role) VALUES ('x')",
+                "ERROR 0x2100 User alice has no MODIFY permission on <table system_auth.roles> or any of its parents",
+            ),
+        ],
+    );
+    h.check(&[("GRANT SELECT ON ks.t TO alice", "OK")]);
+    h.as_user(
+        "alice",
+        &[
+            ("SELECT v FROM ks.t WHERE k = 1", "'a'"),
+            ("INSERT INTO ks.t (k, v) VALUES (2, 'b')", NO_MODIFY),
+        ],
+    );
+    // A grant on the keyspace covers its tables.
+    h.check(&[("GRANT MODIFY ON KEYSPACE ks TO alice", "OK")]);
+    h.as_user(
+        "alice",
+        &[
+            ("INSERT INTO ks.t (k, v) VALUES (2, 'b')", "OK"),
+            ("UPDATE ks.t SET v = 'c' WHERE k = 2 IF EXISTS", "true"),
+            (
+                "LIST ALL PERMISSIONS OF alice",
+                "'alice' | 'alice' | '<keyspace ks>' | 'MODIFY'\n'alice' | 'alice' | '<table ks.t>' | 'SELECT'",
+            ),
+            (
+                "LIST ALL PERMISSIONS",
+                "ERROR 0x2100 You are not authorized to view everyone's permissions",
+            ),
+            (
+                "GRANT SELECT ON ks.t TO readers",
+                "ERROR 0x2100 User alice has no AUTHORIZE permission on <table ks.t> or any of its parents",
+            ),
+        ],
+    );
+    h.check(&[
+        // The creator (cassandra) got every permission on what it created.
+        (
+            "LIST SELECT ON ks.t",
+            "'alice' | 'alice' | '<table ks.t>' | 'SELECT'\n\
+             'cassandra' | 'cassandra' | '<keyspace ks>' | 'SELECT'\n\
+             'cassandra' | 'cassandra' | '<table ks.t>' | 'SELECT'",
+        ),
+        (
+            "LIST MODIFY ON ks.t OF alice",
+            "'alice' | 'alice' | '<keyspace ks>' | 'MODIFY'",
+        ),
+        ("LIST MODIFY ON ks.t OF alice NORECURSIVE", "OK"),
+        ("REVOKE SELECT ON ks.t FROM alice", "OK"),
+        ("REVOKE MODIFY ON KEYSPACE ks FROM alice", "OK"),
+        ("LIST ALL PERMISSIONS OF alice", "OK"),
+    ]);
+    h.as_user(
+        "alice",
+        &[
+            ("SELECT v FROM ks.t WHERE k = 1", NO_SELECT),
+            ("INSERT INTO ks.t (k, v) VALUES (3, 'c')", NO_MODIFY),
+        ],
+    );
+}
+
+#[test]
+fn permissions_come_with_granted_roles() {
+    let mut h = authz_harness();
+    h.check(&[
+        ("GRANT SELECT ON ALL KEYSPACES TO readers", "OK"),
+        ("GRANT readers TO alice", "OK"),
+        (
+            "LIST ROLES OF alice",
+            "'alice' | false | true | {} | 'ALL'\n'readers' | false | false | {} | 'ALL'",
+        ),
+        (
+            "GRANT readers TO alice",
+            "ERROR 0x2200 alice is a member of readers",
+        ),
+        (
+            "GRANT alice TO readers",
+            "ERROR 0x2200 alice is a member of readers",
+        ),
+        ("GRANT nobody TO alice", "ERROR 0x2200 nobody doesn't exist"),
+    ]);
+    h.as_user(
+        "alice",
+        &[
+            ("SELECT v FROM ks.t WHERE k = 1", "'a'"),
+            ("INSERT INTO ks.t (k, v) VALUES (2, 'b')", NO_MODIFY),
+            (
+                "LIST ALL PERMISSIONS OF alice",
+                "'readers' | 'readers' | '<all keyspaces>' | 'SELECT'",
+            ),
+            (
+                "LIST ROLES",
+                "'alice' | false | true | {} | 'ALL'\n'readers' | false | false | {} | 'ALL'",
+            ),
+            (
+                "LIST ROLES OF cassandra",
+                "ERROR 0x2100 You are not authorized to view roles granted to cassandra ",
+            ),
+        ],
+    );
+    h.check(&[
+        ("REVOKE readers FROM alice", "OK"),
+        (
+            "REVOKE readers FROM alice",
+            "ERROR 0x2200 alice is not a member of readers",
+        ),
+    ]);
+    h.as_user("alice", &[("SELECT v FROM ks.t WHERE k = 1", NO_SELECT)]);
+    // Superuser status through a granted role bypasses every check.
+    h.check(&[
+        ("CREATE ROLE admins WITH SUPERUSER = true", "OK"),
+        ("GRANT admins TO alice", "OK"),
+    ]);
+    h.as_user(
+        "alice",
+        &[
+            ("SELECT v FROM ks.t WHERE k = 1", "'a'"),
+            ("INSERT INTO ks.t (k, v) VALUES (2, 'b')", "OK"),
+        ],
+    );
+    h.check(&[("DROP ROLE admins", "OK")]);
+    h.as_user("alice", &[("SELECT v FROM ks.t WHERE k = 1", NO_SELECT)]);
+}
+
+#[test]
+fn grants_are_validated_as_cassandra_does() {
+    let mut h = authz_harness();
+    h.check(&[
+        (
+            "GRANT MODIFY ON ROLE readers TO alice",
+            "ERROR 0x2000 Resource type RoleResource does not support any of the requested permissions",
+        ),
+        (
+            "GRANT CREATE ON ks.t TO alice",
+            "ERROR 0x2000 Resource type DataResource does not support any of the requested permissions",
+        ),
+        ("GRANT SELECT ON ks.nosuch TO alice", "ERROR 0x2200 Resource <table ks.nosuch> doesn't exist"),
+        ("GRANT SELECT ON KEYSPACE nosuch TO alice", "ERROR 0x2200 Resource <keyspace nosuch> doesn't exist"),
+        ("GRANT SELECT ON ks.t TO nobody", "ERROR 0x2200 Role nobody doesn't exist"),
+        (
+            "GRANT MODIFY ON KEYSPACE system_auth TO alice",
+            "ERROR 0x2100 Granting permissions on system keyspaces is strictly limited, this operation is not permitted",
+        ),
+        ("GRANT SELECT ON KEYSPACE system_auth TO alice", "OK"),
+        ("GRANT ALL ON ROLE readers TO alice", "OK"),
+        ("GRANT EXECUTE ON ALL FUNCTIONS TO alice", "OK"),
+        ("GRANT DESCRIBE ON ALL MBEANS TO alice", "OK"),
+        (
+            "LIST ALL OF alice",
+            "'alice' | 'alice' | '<keyspace system_auth>' | 'SELECT'\n\
+             'alice' | 'alice' | '<all functions>' | 'EXECUTE'\n\
+             'alice' | 'alice' | '<all mbeans>' | 'DESCRIBE'\n\
+             'alice' | 'alice' | '<role readers>' | 'ALTER'\n\
+             'alice' | 'alice' | '<role readers>' | 'DROP'\n\
+             'alice' | 'alice' | '<role readers>' | 'AUTHORIZE'\n\
+             'alice' | 'alice' | '<role readers>' | 'DESCRIBE'",
+        ),
+        ("LIST ALL OF nobody", "ERROR 0x2200 <role nobody> doesn't exist"),
+    ]);
+    // AUTHORIZE on a role lets alice grant it; dropping it takes its grants.
+    h.as_user(
+        "alice",
+        &[
+            ("GRANT readers TO alice", "OK"),
+            (
+                "GRANT admins TO alice",
+                "ERROR 0x2100 User alice does not have sufficient privileges to perform the requested operation",
+            ),
+            (
+                "CREATE ROLE bob",
+                "ERROR 0x2100 User alice does not have sufficient privileges to perform the requested operation",
+            ),
+            ("ALTER ROLE alice WITH PASSWORD = 'b'", "OK"),
+            ("ALTER ROLE alice WITH LOGIN = false", "ERROR 0x2100 You aren't allowed to alter LOGIN"),
+            ("ALTER ROLE readers WITH LOGIN = true", "OK"),
+            (
+                "ALTER ROLE cassandra WITH LOGIN = true",
+                "ERROR 0x2100 User alice does not have sufficient privileges to perform the requested operation",
+            ),
+            ("DROP ROLE readers", "OK"),
+        ],
+    );
+    h.check(&[(
+        "LIST ALL OF alice",
+        "'alice' | 'alice' | '<keyspace system_auth>' | 'SELECT'\n\
+         'alice' | 'alice' | '<all functions>' | 'EXECUTE'\n\
+         'alice' | 'alice' | '<all mbeans>' | 'DESCRIBE'",
+    )]);
+}
+
+#[test]
+fn creators_get_every_permission_and_drops_take_grants() {
+    let mut h = authz_harness();
+    h.check(&[("GRANT CREATE ON ALL KEYSPACES TO alice", "OK")]);
+    h.as_user(
+        "alice",
+        &[
+            (
+                "CREATE KEYSPACE mine WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+                "OK",
+            ),
+            ("CREATE TABLE mine.t (k int PRIMARY KEY, v int)", "OK"),
+            ("INSERT INTO mine.t (k, v) VALUES (1, 1)", "OK"),
+            ("SELECT v FROM mine.t", "1"),
+            (
+                "LIST SELECT OF alice",
+                "'alice' | 'alice' | '<keyspace mine>' | 'SELECT'\n'alice' | 'alice' | '<table mine.t>' | 'SELECT'",
+            ),
+            ("DROP TABLE mine.t", "OK"),
+            ("LIST SELECT OF alice", "'alice' | 'alice' | '<keyspace mine>' | 'SELECT'"),
+            ("DROP KEYSPACE mine", "OK"),
+            ("LIST ALL OF alice", "'alice' | 'alice' | '<all keyspaces>' | 'CREATE'"),
+        ],
+    );
+}
+
+#[test]
+fn grants_need_the_cassandra_authorizer() {
+    let mut h = harness(None);
+    h.executor
+        .enable_password_authentication(rocksandra_query::auth::AuthConfig {
+            password_authenticator: true,
+            cassandra_authorizer: false,
+            bcrypt_cost: 4,
+        })
+        .expect("auth enabled");
+    h.user = Some("cassandra".into());
+    h.check(&[
+        ("CREATE ROLE alice", "OK"),
+        ("CREATE ROLE readers", "OK"),
+        (
+            "GRANT SELECT ON ALL KEYSPACES TO alice",
+            "ERROR 0x2200 GRANT operation is not supported by AllowAllAuthorizer",
+        ),
+        ("GRANT readers TO alice", "OK"),
+        (
+            "LIST ROLES OF alice",
+            "'alice' | false | false | {} | 'ALL'\n'readers' | false | false | {} | 'ALL'",
+        ),
     ]);
 }

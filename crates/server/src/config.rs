@@ -725,6 +725,14 @@ impl Config {
         if self.commitlog_sync_period.is_zero() {
             return Err(invalid("commitlog_sync_period", "must be more than 0"));
         }
+        // Cassandra refuses it too: permissions need a logged-in role.
+        if self.authorizer == Authorizer::Cassandra && self.authenticator == Authenticator::AllowAll
+        {
+            return Err(invalid(
+                "authorizer",
+                "AllowAllAuthenticator can't be used with CassandraAuthorizer",
+            ));
+        }
         Ok(())
     }
 }
@@ -1120,6 +1128,15 @@ prometheus_port: 9500
         assert!(error_text("native_transport_port: 70000\n").contains("rocksandra.yaml"));
         assert!(error_text("seed_provider:\n  - class_name: Foo\n").contains("seed_provider"));
         assert!(error_text("cluster_name: [unclosed\n").contains("rocksandra.yaml"));
+    }
+
+    #[test]
+    fn cassandra_authorizer_needs_an_authenticator() {
+        let error = error_text("authorizer: CassandraAuthorizer\n");
+        assert!(
+            error.contains("AllowAllAuthenticator can't be used with CassandraAuthorizer"),
+            "{error}"
+        );
     }
 
     #[test]

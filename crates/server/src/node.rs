@@ -151,6 +151,7 @@ pub fn open(config: &Config) -> Result<Node, String> {
     executor
         .enable_password_authentication(rocksandra_query::auth::AuthConfig {
             password_authenticator: config.authenticator == crate::config::Authenticator::Password,
+            cassandra_authorizer: config.authorizer == crate::config::Authorizer::Cassandra,
             bcrypt_cost: config.auth_bcrypt_gensalt_log2_rounds,
         })
         .map_err(|e| format!("cannot set up authentication: {e}"))?;

@@ -1,0 +1,1195 @@
+//! CassandraAuthorizer: permissions on resources, kept in
+//! `system_auth.role_permissions` as Cassandra keeps them (one row per role
+//! and resource, the permission names in a `set<text>`), and checked before
+//! every client statement when `authorizer: CassandraAuthorizer` is set.
+//!
+//! Resources are named as Cassandra names them in storage (`data`,
+//! `data/ks`, `data/ks/*`, `data/ks/t`, `roles`, `roles/r`, `functions`,
+//! `functions/ks`, `mbean`, `mbean/name`) and shown as it shows them in
+//! messages and LIST PERMISSIONS (`<table ks.t>`). A permission held on a
+//! resource holds on everything below it (`Resource::chain`); a role holds
+//! the permissions of every role granted to it; a superuser (directly or
+//! through a granted role) holds every permission.
+//!
+//! What a statement needs is the pure function [`requirements`]; the
+//! executor checks it against the user's [`Subject`] before running the
+//! statement. There is no permissions cache (Cassandra's
+//! `permissions_validity`): a GRANT or REVOKE applies to the next statement.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use rocksandra_cql::ast::{self, DropKind, Modification, Permission, Permissions, Statement};
+use rocksandra_data::types::{CqlType, NativeType};
+use rocksandra_data::Value;
+use rocksandra_wire::{ColumnSpec, ColumnsMetadata, ResultBody, Rows, RowsMetadata, TableSpec};
+
+use crate::ddl::keyspace_of;
+use crate::error::{QueryError, Result};
+use crate::executor::{Executor, Outcome, Request};
+use crate::schema::{is_system_keyspace, Schema};
+
+/// Every permission, in Cassandra's enum order (LIST PERMISSIONS sorts by it).
+pub const PERMISSIONS: [Permission; 10] = [
+    Permission::Create,
+    Permission::Alter,
+    Permission::Drop,
+    Permission::Select,
+    Permission::Modify,
+    Permission::Authorize,
+    Permission::Describe,
+    Permission::Execute,
+    Permission::Unmask,
+    Permission::SelectMasked,
+];
+
+/// The name Cassandra stores and prints.
+pub fn permission_name(permission: Permission) -> &'static str {
+    match permission {
+        Permission::Create => "CREATE",
+        Permission::Alter => "ALTER",
+        Permission::Drop => "DROP",
+        Permission::Select => "SELECT",
+        Permission::Modify => "MODIFY",
+        Permission::Authorize => "AUTHORIZE",
+        Permission::Describe => "DESCRIBE",
+        Permission::Execute => "EXECUTE",
+        Permission::Unmask => "UNMASK",
+        Permission::SelectMasked => "SELECT_MASKED",
+    }
+}
+
+pub fn permission_from_name(name: &str) -> Option<Permission> {
+    PERMISSIONS
+        .into_iter()
+        .find(|p| permission_name(*p) == name)
+}
+
+fn ordinal(permission: Permission) -> usize {
+    PERMISSIONS
+        .iter()
+        .position(|p| *p == permission)
+        .unwrap_or(PERMISSIONS.len())
+}
+
+const DATA_PERMISSIONS: &[Permission] = &[
+    Permission::Create,
+    Permission::Alter,
+    Permission::Drop,
+    Permission::Select,
+    Permission::Modify,
+    Permission::Authorize,
+    Permission::Unmask,
+    Permission::SelectMasked,
+];
+const TABLE_PERMISSIONS: &[Permission] = &[
+    Permission::Alter,
+    Permission::Drop,
+    Permission::Select,
+    Permission::Modify,
+    Permission::Authorize,
+    Permission::Unmask,
+    Permission::SelectMasked,
+];
+const ALL_ROLES_PERMISSIONS: &[Permission] = &[
+    Permission::Create,
+    Permission::Alter,
+    Permission::Drop,
+    Permission::Authorize,
+    Permission::Describe,
+];
+const ROLE_PERMISSIONS: &[Permission] = &[
+    Permission::Alter,
+    Permission::Drop,
+    Permission::Authorize,
+    Permission::Describe,
+];
+const FUNCTIONS_PERMISSIONS: &[Permission] = &[
+    Permission::Create,
+    Permission::Alter,
+    Permission::Drop,
+    Permission::Authorize,
+    Permission::Execute,
+];
+const FUNCTION_PERMISSIONS: &[Permission] = &[
+    Permission::Alter,
+    Permission::Drop,
+    Permission::Authorize,
+    Permission::Execute,
+];
+const MBEAN_PERMISSIONS: &[Permission] = &[
+    Permission::Select,
+    Permission::Modify,
+    Permission::Authorize,
+    Permission::Describe,
+    Permission::Execute,
+];
+
+/// Something permissions are granted on, as Cassandra's `IResource`s.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Resource {
+    AllKeyspaces,
+    Keyspace(String),
+    /// Every table of a keyspace: what CREATE TABLE and the type statements
+    /// need (`data/ks/*`).
+    AllTables(String),
+    Table(String, String),
+    AllRoles,
+    Role(String),
+    AllFunctions,
+    KeyspaceFunctions(String),
+    /// A user-defined function (none exist: UDFs are disabled).
+    Function {
+        keyspace: String,
+        name: String,
+        arguments: Vec<String>,
+    },
+    AllMbeans,
+    Mbean(String),
+}
+
+impl Resource {
+    /// The stored name (`resource` column of `role_permissions`).
+    pub fn name(&self) -> String {
+        match self {
+            Resource::AllKeyspaces => "data".into(),
+            Resource::Keyspace(k) => format!("data/{k}"),
+            Resource::AllTables(k) => format!("data/{k}/*"),
+            Resource::Table(k, t) => format!("data/{k}/{t}"),
+            Resource::AllRoles => "roles".into(),
+            Resource::Role(r) => format!("roles/{r}"),
+            Resource::AllFunctions => "functions".into(),
+            Resource::KeyspaceFunctions(k) => format!("functions/{k}"),
+            Resource::Function {
+                keyspace,
+                name,
+                arguments,
+            } => format!("functions/{keyspace}/{name}[{}]", arguments.join("^")),
+            Resource::AllMbeans => "mbean".into(),
+            Resource::Mbean(m) => format!("mbean/{m}"),
+        }
+    }
+
+    /// The resource a stored name names, if it is well formed.
+    pub fn from_name(name: &str) -> Option<Resource> {
+        let (root, rest) = match name.split_once('/') {
+            Some((root, rest)) => (root, Some(rest)),
+            None => (name, None),
+        };
+        Some(match (root, rest) {
+            ("data", None) => Resource::AllKeyspaces,
+            ("data", Some(rest)) => match rest.split_once('/') {
+                None => Resource::Keyspace(rest.into()),
+                Some((k, "*")) => Resource::AllTables(k.into()),
+                Some((k, t)) if !t.contains('/') => Resource::Table(k.into(), t.into()),
+                Some(_) => return None,
+            },
+            ("roles", None) => Resource::AllRoles,
+            ("roles", Some(r)) => Resource::Role(r.into()),
+            ("functions", None) => Resource::AllFunctions,
+            ("functions", Some(rest)) => match rest.split_once('/') {
+                None => Resource::KeyspaceFunctions(rest.into()),
+                Some((k, f)) => {
+                    let (name, args) = f.strip_suffix(']')?.split_once('[')?;
+                    Resource::Function {
+                        keyspace: k.into(),
+                        name: name.into(),
+                        arguments: args
+                            .split('^')
+                            .filter(|a| !a.is_empty())
+                            .map(str::to_string)
+                            .collect(),
+                    }
+                }
+            },
+            ("mbean", None) => Resource::AllMbeans,
+            ("mbean", Some(m)) => Resource::Mbean(m.into()),
+            _ => return None,
+        })
+    }
+
+    pub fn parent(&self) -> Option<Resource> {
+        match self {
+            Resource::Keyspace(_) => Some(Resource::AllKeyspaces),
+            Resource::AllTables(k) => Some(Resource::Keyspace(k.clone())),
+            Resource::Table(k, _) => Some(Resource::AllTables(k.clone())),
+            Resource::Role(_) => Some(Resource::AllRoles),
+            Resource::KeyspaceFunctions(_) => Some(Resource::AllFunctions),
+            Resource::Function { keyspace, .. } => {
+                Some(Resource::KeyspaceFunctions(keyspace.clone()))
+            }
+            Resource::Mbean(_) => Some(Resource::AllMbeans),
+            Resource::AllKeyspaces
+            | Resource::AllRoles
+            | Resource::AllFunctions
+            | Resource::AllMbeans => None,
+        }
+    }
+
+    /// The resource and its parents up to the root (`Resources.chain`).
+    pub fn chain(&self) -> Vec<Resource> {
+        let mut chain = vec![self.clone()];
+        while let Some(parent) = chain.last().and_then(Resource::parent) {
+            chain.push(parent);
+        }
+        chain
+    }
+
+    /// The permissions that can be granted on it.
+    pub fn applicable_permissions(&self) -> &'static [Permission] {
+        match self {
+            Resource::AllKeyspaces | Resource::Keyspace(_) | Resource::AllTables(_) => {
+                DATA_PERMISSIONS
+            }
+            Resource::Table(..) => TABLE_PERMISSIONS,
+            Resource::AllRoles => ALL_ROLES_PERMISSIONS,
+            Resource::Role(_) => ROLE_PERMISSIONS,
+            Resource::AllFunctions | Resource::KeyspaceFunctions(_) => FUNCTIONS_PERMISSIONS,
+            Resource::Function { .. } => FUNCTION_PERMISSIONS,
+            Resource::AllMbeans | Resource::Mbean(_) => MBEAN_PERMISSIONS,
+        }
+    }
+
+    /// Cassandra's class name, as its messages show it.
+    fn type_name(&self) -> &'static str {
+        match self {
+            Resource::AllKeyspaces
+            | Resource::Keyspace(_)
+            | Resource::AllTables(_)
+            | Resource::Table(..) => "DataResource",
+            Resource::AllRoles | Resource::Role(_) => "RoleResource",
+            Resource::AllFunctions | Resource::KeyspaceFunctions(_) | Resource::Function { .. } => {
+                "FunctionResource"
+            }
+            Resource::AllMbeans | Resource::Mbean(_) => "JMXResource",
+        }
+    }
+
+    /// The resource a GRANT, REVOKE or LIST names; a table without a
+    /// keyspace is in the session's keyspace.
+    pub fn from_ast(resource: &ast::Resource, session_ks: Option<&str>) -> Result<Resource> {
+        Ok(match resource {
+            ast::Resource::AllKeyspaces => Resource::AllKeyspaces,
+            ast::Resource::Keyspace(k) => Resource::Keyspace(k.as_str().into()),
+            ast::Resource::Table(name) => Resource::Table(
+                keyspace_of(name, session_ks)?.into(),
+                name.name.as_str().into(),
+            ),
+            ast::Resource::AllRoles => Resource::AllRoles,
+            ast::Resource::Role(r) => Resource::Role(r.as_str().into()),
+            ast::Resource::AllFunctions { keyspace: None } => Resource::AllFunctions,
+            ast::Resource::AllFunctions { keyspace: Some(k) } => {
+                Resource::KeyspaceFunctions(k.as_str().into())
+            }
+            ast::Resource::Function {
+                name,
+                argument_types,
+            } => {
+                let keyspace = name.keyspace.as_ref().ok_or_else(|| {
+                    QueryError::invalid(
+                        "In this context function name must be explictly qualified by a keyspace",
+                    )
+                })?;
+                Resource::Function {
+                    keyspace: keyspace.as_str().into(),
+                    name: name.name.as_str().into(),
+                    arguments: argument_types.iter().map(|t| t.to_string()).collect(),
+                }
+            }
+            ast::Resource::AllMbeans => Resource::AllMbeans,
+            ast::Resource::Mbean(m) | ast::Resource::Mbeans(m) => Resource::Mbean(m.clone()),
+        })
+    }
+}
+
+impl fmt::Display for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Resource::AllKeyspaces => write!(f, "<all keyspaces>"),
+            Resource::Keyspace(k) => write!(f, "<keyspace {k}>"),
+            Resource::AllTables(k) => write!(f, "<all tables in {k}>"),
+            Resource::Table(k, t) => write!(f, "<table {k}.{t}>"),
+            Resource::AllRoles => write!(f, "<all roles>"),
+            Resource::Role(r) => write!(f, "<role {r}>"),
+            Resource::AllFunctions => write!(f, "<all functions>"),
+            Resource::KeyspaceFunctions(k) => write!(f, "<all functions in {k}>"),
+            Resource::Function {
+                keyspace,
+                name,
+                arguments,
+            } => write!(f, "<function {keyspace}.{name}({})>", arguments.join(", ")),
+            Resource::AllMbeans => write!(f, "<all mbeans>"),
+            Resource::Mbean(m) => write!(f, "<mbean {m}>"),
+        }
+    }
+}
+
+/// The permissions of a GRANT or REVOKE that apply to `resource`, in
+/// Cassandra's order; a syntax error when none does (Cassandra refuses
+/// `GRANT MODIFY ON ROLE r` while parsing).
+pub fn applicable(permissions: Permissions, resource: &Resource) -> Result<Vec<Permission>> {
+    let applicable = resource.applicable_permissions();
+    let out: Vec<Permission> = match permissions {
+        Permissions::All => applicable.to_vec(),
+        Permissions::One(p) => applicable.iter().copied().filter(|a| *a == p).collect(),
+    };
+    if out.is_empty() {
+        return Err(QueryError::syntax(format!(
+            "Resource type {} does not support any of the requested permissions",
+            resource.type_name()
+        )));
+    }
+    Ok(out)
+}
+
+/// System tables any logged-in user may read (drivers, cqlsh and tools
+/// need them), as Cassandra 5.0's `ClientState.READABLE_SYSTEM_RESOURCES`.
+pub fn is_readable_system_table(keyspace: &str, table: &str) -> bool {
+    match keyspace {
+        "system" => matches!(
+            table,
+            "local" | "peers" | "peers_v2" | "size_estimates" | "table_estimates"
+        ),
+        "system_traces" => matches!(table, "events" | "sessions"),
+        "system_schema" | "system_virtual_schema" => true,
+        _ => false,
+    }
+}
+
+/// What a statement needs the user to hold, every pair required, checked
+/// before it runs. Statements that decide themselves (ALTER ROLE, LIST
+/// ROLES, LIST PERMISSIONS) and statements on objects that do not exist
+/// (which fail as they would without authorization) need nothing here.
+/// Schema statements on system keyspaces need nothing either: they are
+/// refused for everyone.
+pub fn requirements(
+    statement: &Statement,
+    schema: &Schema,
+    session_ks: Option<&str>,
+) -> Result<Vec<(Permission, Resource)>> {
+    let table = |name: &ast::QualifiedName| -> Result<Option<Resource>> {
+        let keyspace = keyspace_of(name, session_ks)?;
+        Ok(schema
+            .table(keyspace, name.name.as_str())
+            .map(|_| Resource::Table(keyspace.into(), name.name.as_str().into())))
+    };
+    let on_table = |permission: Permission, name: &ast::QualifiedName| -> Result<Vec<_>> {
+        Ok(table(name)?.map(|r| (permission, r)).into_iter().collect())
+    };
+    // Schema statements are authorized before the table is looked up.
+    let on_named_table = |permission: Permission, name: &ast::QualifiedName| -> Result<Vec<_>> {
+        let keyspace = keyspace_of(name, session_ks)?;
+        Ok(match is_system_keyspace(keyspace) {
+            true => Vec::new(),
+            false => vec![(
+                permission,
+                Resource::Table(keyspace.into(), name.name.as_str().into()),
+            )],
+        })
+    };
+    // CREATE, ALTER and DROP of tables and types: on every table of the keyspace.
+    let on_all_tables = |permission: Permission, name: &ast::QualifiedName| -> Result<Vec<_>> {
+        let keyspace = keyspace_of(name, session_ks)?;
+        Ok(match is_system_keyspace(keyspace) {
+            true => Vec::new(),
+            false => vec![(permission, Resource::AllTables(keyspace.into()))],
+        })
+    };
+    let on_keyspace = |permission: Permission, keyspace: &str| match is_system_keyspace(keyspace) {
+        true => Vec::new(),
+        false => vec![(permission, Resource::Keyspace(keyspace.into()))],
+    };
+    Ok(match statement {
+        Statement::Select(s) => {
+            let keyspace = keyspace_of(&s.table, session_ks)?;
+            match is_readable_system_table(keyspace, s.table.name.as_str()) {
+                true => Vec::new(),
+                false => on_table(Permission::Select, &s.table)?,
+            }
+        }
+        Statement::Insert(i) => modification(&i.table, i.if_not_exists, &table)?,
+        Statement::Update(u) => modification(&u.table, u.condition.is_some(), &table)?,
+        Statement::Delete(d) => modification(&d.table, d.condition.is_some(), &table)?,
+        Statement::Batch(b) => {
+            let mut out = Vec::new();
+            for m in &b.statements {
+                let (name, conditional) = modification_target(m);
+                out.extend(modification(name, conditional, &table)?);
+            }
+            out
+        }
+        Statement::Truncate(name) => {
+            let keyspace = keyspace_of(name, session_ks)?;
+            vec![(
+                Permission::Modify,
+                Resource::Table(keyspace.into(), name.name.as_str().into()),
+            )]
+        }
+        Statement::CreateKeyspace(_) => vec![(Permission::Create, Resource::AllKeyspaces)],
+        // Cassandra lets ALTER KEYSPACE change a replicated system keyspace.
+        Statement::AlterKeyspace(s) => match s.name.as_str() {
+            k @ ("system_auth" | "system_traces" | "system_distributed") => {
+                vec![(Permission::Alter, Resource::Keyspace(k.into()))]
+            }
+            k => on_keyspace(Permission::Alter, k),
+        },
+        Statement::CreateTable(s) => on_all_tables(Permission::Create, &s.name)?,
+        Statement::CreateType(s) => on_all_tables(Permission::Create, &s.name)?,
+        Statement::AlterType(s) => on_all_tables(Permission::Alter, &s.name)?,
+        Statement::AlterTable(s) => on_named_table(Permission::Alter, &s.table)?,
+        Statement::CreateIndex(s) => on_named_table(Permission::Alter, &s.table)?,
+        Statement::Drop(d) => match d.kind {
+            DropKind::Keyspace => on_keyspace(Permission::Drop, d.name.name.as_str()),
+            DropKind::Table => on_named_table(Permission::Drop, &d.name)?,
+            DropKind::Type => on_all_tables(Permission::Drop, &d.name)?,
+            DropKind::Index => {
+                let keyspace = keyspace_of(&d.name, session_ks)?;
+                let index = d.name.name.as_str();
+                schema
+                    .keyspace(keyspace)
+                    .and_then(|k| {
+                        k.tables
+                            .values()
+                            .find(|t| t.indexes.iter().any(|i| i.name == index))
+                    })
+                    .map(|t| {
+                        (
+                            Permission::Alter,
+                            Resource::Table(keyspace.into(), t.name.clone()),
+                        )
+                    })
+                    .into_iter()
+                    .collect()
+            }
+            DropKind::MaterializedView => Vec::new(),
+        },
+        Statement::CreateRole(_) => vec![(Permission::Create, Resource::AllRoles)],
+        Statement::DropRole(s) => vec![(Permission::Drop, Resource::Role(s.name.as_str().into()))],
+        Statement::GrantRole(s) | Statement::RevokeRole(s) => {
+            vec![(
+                Permission::Authorize,
+                Resource::Role(s.role.as_str().into()),
+            )]
+        }
+        Statement::GrantPermissions(s) | Statement::RevokePermissions(s) => {
+            let resource = Resource::from_ast(&s.resource, session_ks)?;
+            let permissions = applicable(s.permissions, &resource)?;
+            let mut out = vec![(Permission::Authorize, resource.clone())];
+            out.extend(permissions.into_iter().map(|p| (p, resource.clone())));
+            out
+        }
+        Statement::Use(_)
+        | Statement::Describe(_)
+        | Statement::AlterRole(_)
+        | Statement::ListRoles(_)
+        | Statement::ListUsers
+        | Statement::ListPermissions(_)
+        | Statement::CreateMaterializedView(_)
+        | Statement::AlterMaterializedView(_)
+        | Statement::CreateTrigger(_)
+        | Statement::DropTrigger(_)
+        | Statement::CreateFunction(_)
+        | Statement::CreateAggregate(_)
+        | Statement::DropFunction(_) => Vec::new(),
+    })
+}
+
+/// The table a statement of a batch writes, and whether it is conditional.
+pub fn modification_target(m: &Modification) -> (&ast::QualifiedName, bool) {
+    match m {
+        Modification::Insert(i) => (&i.table, i.if_not_exists),
+        Modification::Update(u) => (&u.table, u.condition.is_some()),
+        Modification::Delete(d) => (&d.table, d.condition.is_some()),
+    }
+}
+
+/// INSERT, UPDATE and DELETE need MODIFY on the table, and SELECT too when
+/// conditional (the condition reads the row).
+fn modification(
+    name: &ast::QualifiedName,
+    conditional: bool,
+    table: &dyn Fn(&ast::QualifiedName) -> Result<Option<Resource>>,
+) -> Result<Vec<(Permission, Resource)>> {
+    let Some(resource) = table(name)? else {
+        return Ok(Vec::new());
+    };
+    let mut out = vec![(Permission::Modify, resource.clone())];
+    if conditional {
+        out.push((Permission::Select, resource));
+    }
+    Ok(out)
+}
+
+/// A logged-in user as the authorizer sees it: the roles it holds (its own
+/// and those granted to it, transitively) and their permissions.
+#[derive(Clone, Debug, Default)]
+pub struct Subject {
+    pub name: String,
+    pub roles: BTreeSet<String>,
+    pub superuser: bool,
+    /// Resource name -> permissions held on it, over all the roles.
+    pub permissions: BTreeMap<String, BTreeSet<Permission>>,
+}
+
+impl Subject {
+    /// The permissions held on exactly `resource` (not its parents).
+    pub fn held_on(&self, resource: &Resource) -> BTreeSet<Permission> {
+        if self.superuser {
+            return resource.applicable_permissions().iter().copied().collect();
+        }
+        self.permissions
+            .get(&resource.name())
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Whether `permission` is held on `resource` or one of its parents.
+    pub fn holds(&self, permission: Permission, resource: &Resource) -> bool {
+        self.superuser
+            || resource
+                .chain()
+                .iter()
+                .any(|r| self.held_on(r).contains(&permission))
+    }
+
+    pub fn ensure(&self, permission: Permission, resource: &Resource) -> Result<()> {
+        match self.holds(permission, resource) {
+            true => Ok(()),
+            false => Err(QueryError::Unauthorized(format!(
+                "User {} has no {} permission on {} or any of its parents",
+                self.name,
+                permission_name(permission),
+                resource
+            ))),
+        }
+    }
+}
+
+/// What role statements (Cassandra's `AuthenticationStatement`s) answer
+/// for a missing permission.
+pub(crate) fn insufficient_privileges(user: &str) -> QueryError {
+    QueryError::Unauthorized(format!(
+        "User {user} does not have sufficient privileges to perform the requested operation"
+    ))
+}
+
+/// One row of LIST PERMISSIONS.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct PermissionDetails {
+    role: String,
+    resource_name: String,
+    ordinal: usize,
+    resource: String,
+    permission: &'static str,
+}
+
+fn set_of_text(items: &[&str]) -> rocksandra_wire::Value {
+    let set = Value::Set(items.iter().map(|s| Value::Text((*s).into())).collect());
+    rocksandra_wire::Value::Bytes(bytes::Bytes::from(set.to_bytes()))
+}
+
+fn text_value(s: &str) -> rocksandra_wire::Value {
+    rocksandra_wire::Value::Bytes(bytes::Bytes::copy_from_slice(s.as_bytes()))
+}
+
+/// The names in a stored `set<text>` cell.
+pub(crate) fn text_set(cell: Option<&bytes::Bytes>) -> Vec<String> {
+    let Some(cell) = cell else {
+        return Vec::new();
+    };
+    let ty = CqlType::Set(Box::new(CqlType::Native(NativeType::Text)));
+    match Value::deserialize(&ty, cell) {
+        Ok(Value::Set(items)) => items
+            .into_iter()
+            .filter_map(|v| match v {
+                Value::Text(s) => Some(s),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+pub(crate) fn text_cell(cell: Option<&bytes::Bytes>) -> String {
+    cell.map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_default()
+}
+
+fn rows_of(outcome: Outcome) -> Vec<Vec<Option<bytes::Bytes>>> {
+    match outcome.body {
+        ResultBody::Rows(rows) => rows.rows,
+        _ => Vec::new(),
+    }
+}
+
+impl Executor {
+    pub fn authorizer_enabled(&self) -> bool {
+        self.auth_config().cassandra_authorizer
+    }
+
+    /// Refuses a client statement the user may not run (CassandraAuthorizer).
+    pub(crate) fn authorize_statement(
+        &self,
+        statement: &Statement,
+        request: &Request,
+    ) -> Result<()> {
+        if request.internal || !self.authorizer_enabled() {
+            return Ok(());
+        }
+        let schema = self.schema();
+        let needed = requirements(statement, &schema, request.keyspace.as_deref())?;
+        if needed.is_empty() {
+            return Ok(());
+        }
+        let subject = self.subject(request)?;
+        for (permission, resource) in &needed {
+            subject
+                .ensure(*permission, resource)
+                .map_err(|e| match statement {
+                    Statement::CreateRole(_)
+                    | Statement::DropRole(_)
+                    | Statement::GrantRole(_)
+                    | Statement::RevokeRole(_) => insufficient_privileges(&subject.name),
+                    _ => e,
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Refuses a statement of a BATCH message the user may not run.
+    pub(crate) fn authorize_modification(
+        &self,
+        m: &Modification,
+        session_ks: Option<&str>,
+        request: &Request,
+    ) -> Result<()> {
+        if request.internal || !self.authorizer_enabled() {
+            return Ok(());
+        }
+        let schema = self.schema();
+        let (name, conditional) = modification_target(m);
+        let keyspace = keyspace_of(name, session_ks)?;
+        let Some(table) = schema.table(keyspace, name.name.as_str()) else {
+            return Ok(());
+        };
+        let resource = Resource::Table(table.keyspace.clone(), table.name.clone());
+        let subject = self.subject(request)?;
+        subject.ensure(Permission::Modify, &resource)?;
+        if conditional {
+            subject.ensure(Permission::Select, &resource)?;
+        }
+        Ok(())
+    }
+
+    /// The request's user with its roles and permissions.
+    pub(crate) fn subject(&self, request: &Request) -> Result<Subject> {
+        let name = request
+            .user
+            .clone()
+            .ok_or_else(|| QueryError::Unauthorized("You have not logged in".into()))?;
+        let held = self.held_roles(&name)?;
+        let superuser = held.iter().any(|r| r.is_superuser);
+        let mut roles: BTreeSet<String> = held.into_iter().map(|r| r.name).collect();
+        roles.insert(name.clone());
+        let mut permissions: BTreeMap<String, BTreeSet<Permission>> = BTreeMap::new();
+        if !superuser {
+            for role in &roles {
+                for (resource, held) in self.role_permissions(role)? {
+                    permissions.entry(resource).or_default().extend(held);
+                }
+            }
+        }
+        Ok(Subject {
+            name,
+            roles,
+            superuser,
+            permissions,
+        })
+    }
+
+    /// The permissions stored for `role`, by resource name.
+    fn role_permissions(&self, role: &str) -> Result<Vec<(String, Vec<Permission>)>> {
+        let rows = rows_of(self.run_internal(
+            "SELECT resource, permissions FROM system_auth.role_permissions WHERE role = ?",
+            vec![text_value(role)],
+            None,
+        )?);
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let held = text_set(r.get(1).and_then(Option::as_ref))
+                    .iter()
+                    .filter_map(|p| permission_from_name(p))
+                    .collect();
+                (text_cell(r.first().and_then(Option::as_ref)), held)
+            })
+            .collect())
+    }
+
+    /// Every stored grant: (role, resource name, permissions).
+    fn all_permission_rows(&self) -> Result<Vec<(String, String, Vec<Permission>)>> {
+        let rows = rows_of(self.run_internal(
+            "SELECT role, resource, permissions FROM system_auth.role_permissions",
+            Vec::new(),
+            None,
+        )?);
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let cell = |i: usize| r.get(i).and_then(Option::as_ref);
+                let held = text_set(cell(2))
+                    .iter()
+                    .filter_map(|p| permission_from_name(p))
+                    .collect();
+                (text_cell(cell(0)), text_cell(cell(1)), held)
+            })
+            .collect())
+    }
+
+    /// Grants `permissions` on `resource` to `role`; returns those it did
+    /// not hold before.
+    pub(crate) fn grant(
+        &self,
+        role: &str,
+        permissions: &[Permission],
+        resource: &Resource,
+    ) -> Result<Vec<Permission>> {
+        let name = resource.name();
+        let held: BTreeSet<Permission> = self
+            .role_permissions(role)?
+            .into_iter()
+            .filter(|(r, _)| *r == name)
+            .flat_map(|(_, p)| p)
+            .collect();
+        let new: Vec<Permission> = permissions
+            .iter()
+            .copied()
+            .filter(|p| !held.contains(p))
+            .collect();
+        if !new.is_empty() {
+            let names: Vec<&str> = new.iter().map(|p| permission_name(*p)).collect();
+            self.run_internal(
+                "UPDATE system_auth.role_permissions SET permissions = permissions + ? WHERE role = ? AND resource = ?",
+                vec![set_of_text(&names), text_value(role), text_value(&name)],
+                None,
+            )?;
+        }
+        Ok(new)
+    }
+
+    /// Revokes `permissions` on `resource` from `role`; returns those it held.
+    pub(crate) fn revoke(
+        &self,
+        role: &str,
+        permissions: &[Permission],
+        resource: &Resource,
+    ) -> Result<Vec<Permission>> {
+        let name = resource.name();
+        let held: BTreeSet<Permission> = self
+            .role_permissions(role)?
+            .into_iter()
+            .filter(|(r, _)| *r == name)
+            .flat_map(|(_, p)| p)
+            .collect();
+        let revoked: Vec<Permission> = permissions
+            .iter()
+            .copied()
+            .filter(|p| held.contains(p))
+            .collect();
+        if revoked.len() == held.len() && !held.is_empty() {
+            self.run_internal(
+                "DELETE FROM system_auth.role_permissions WHERE role = ? AND resource = ?",
+                vec![text_value(role), text_value(&name)],
+                None,
+            )?;
+        } else if !revoked.is_empty() {
+            let names: Vec<&str> = revoked.iter().map(|p| permission_name(*p)).collect();
+            self.run_internal(
+                "UPDATE system_auth.role_permissions SET permissions = permissions - ? WHERE role = ? AND resource = ?",
+                vec![set_of_text(&names), text_value(role), text_value(&name)],
+                None,
+            )?;
+        }
+        Ok(revoked)
+    }
+
+    /// Drops every permission granted to `role` (DROP ROLE).
+    pub(crate) fn revoke_all_from(&self, role: &str) -> Result<()> {
+        self.run_internal(
+            "DELETE FROM system_auth.role_permissions WHERE role = ?",
+            vec![text_value(role)],
+            None,
+        )?;
+        Ok(())
+    }
+
+    /// Drops every permission granted on a resource whose stored name
+    /// `dropped` selects (a dropped keyspace, table or role).
+    pub(crate) fn revoke_all_on(&self, dropped: impl Fn(&str) -> bool) -> Result<()> {
+        for (role, resource, _) in self.all_permission_rows()? {
+            if dropped(&resource) {
+                self.run_internal(
+                    "DELETE FROM system_auth.role_permissions WHERE role = ? AND resource = ?",
+                    vec![text_value(&role), text_value(&resource)],
+                    None,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// After a schema statement ran (CassandraAuthorizer): the creator of a
+    /// keyspace or table gets every permission on it, and a dropped
+    /// keyspace or table takes its grants with it.
+    pub(crate) fn after_schema_change(
+        &self,
+        statement: &Statement,
+        request: &Request,
+    ) -> Result<()> {
+        let session_ks = request.keyspace.as_deref();
+        let dropped = |prefix: String| {
+            move |name: &str| name == prefix || name.starts_with(&format!("{prefix}/"))
+        };
+        match statement {
+            Statement::CreateKeyspace(s) => {
+                let keyspace = s.name.as_str();
+                self.grant_to_creator(request, &Resource::Keyspace(keyspace.into()))?;
+                self.grant_to_creator(request, &Resource::KeyspaceFunctions(keyspace.into()))?;
+            }
+            Statement::CreateTable(s) => {
+                let keyspace = keyspace_of(&s.name, session_ks)?;
+                let table = Resource::Table(keyspace.into(), s.name.name.as_str().into());
+                self.grant_to_creator(request, &table)?;
+            }
+            Statement::Drop(d) if d.kind == DropKind::Keyspace => {
+                let keyspace = d.name.name.as_str();
+                let data = dropped(format!("data/{keyspace}"));
+                let functions = dropped(format!("functions/{keyspace}"));
+                self.revoke_all_on(|name| data(name) || functions(name))?;
+            }
+            Statement::Drop(d) if d.kind == DropKind::Table => {
+                let keyspace = keyspace_of(&d.name, session_ks)?;
+                let table = Resource::Table(keyspace.into(), d.name.name.as_str().into()).name();
+                self.revoke_all_on(|name| name == table)?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Cassandra's `grantPermissionsToCreator`: with CassandraAuthorizer,
+    /// the user that created a resource gets every permission on it.
+    pub(crate) fn grant_to_creator(&self, request: &Request, resource: &Resource) -> Result<()> {
+        if !self.authorizer_enabled() {
+            return Ok(());
+        }
+        let Some(user) = &request.user else {
+            return Ok(());
+        };
+        self.grant(user, resource.applicable_permissions(), resource)?;
+        Ok(())
+    }
+
+    /// Whether a GRANT, REVOKE or LIST names a resource that exists.
+    fn resource_exists(&self, resource: &Resource) -> Result<bool> {
+        let schema = self.schema();
+        Ok(match resource {
+            Resource::AllKeyspaces
+            | Resource::AllRoles
+            | Resource::AllFunctions
+            | Resource::AllMbeans
+            | Resource::Mbean(_) => true,
+            Resource::Keyspace(k) | Resource::AllTables(k) | Resource::KeyspaceFunctions(k) => {
+                schema.keyspace(k).is_some()
+            }
+            Resource::Table(k, t) => schema.table(k, t).is_some(),
+            Resource::Role(r) => self.role(r)?.is_some(),
+            // User-defined functions are disabled: none exists.
+            Resource::Function { .. } => false,
+        })
+    }
+
+    /// GRANT and REVOKE of permissions (the AUTHORIZE check ran before).
+    pub(crate) fn change_permissions(
+        &self,
+        stmt: &ast::PermissionChange,
+        request: &Request,
+        grant: bool,
+    ) -> Result<Outcome> {
+        let resource = Resource::from_ast(&stmt.resource, request.keyspace.as_deref())?;
+        let permissions = applicable(stmt.permissions, &resource)?;
+        self.logged_in(request)?;
+        let role = stmt.role.as_str();
+        if self.role(role)?.is_none() {
+            return Err(QueryError::invalid(format!("Role {role} doesn't exist")));
+        }
+        if !self.resource_exists(&resource)? {
+            return Err(QueryError::invalid(format!(
+                "Resource {resource} doesn't exist"
+            )));
+        }
+        let system = match &resource {
+            Resource::Keyspace(k) | Resource::AllTables(k) | Resource::Table(k, _) => {
+                is_system_keyspace(k) && !crate::system::is_virtual_in_cassandra(k)
+            }
+            _ => false,
+        };
+        let limited = |p: &Permission| {
+            !matches!(
+                p,
+                Permission::Select | Permission::Describe | Permission::Alter
+            )
+        };
+        if grant && system && permissions.iter().any(limited) {
+            return Err(QueryError::Unauthorized(
+                "Granting permissions on system keyspaces is strictly limited, this operation is not permitted"
+                    .into(),
+            ));
+        }
+        if !self.authorizer_enabled() {
+            let operation = if grant { "GRANT" } else { "REVOKE" };
+            return Err(QueryError::invalid(format!(
+                "{operation} operation is not supported by AllowAllAuthorizer"
+            )));
+        }
+        let changed = match grant {
+            true => self.grant(role, &permissions, &resource)?,
+            false => self.revoke(role, &permissions, &resource)?,
+        };
+        let mut outcome = Outcome::void();
+        let unchanged: Vec<&str> = permissions
+            .iter()
+            .filter(|p| !changed.contains(p))
+            .map(|p| permission_name(*p))
+            .collect();
+        if !unchanged.is_empty() && permissions.len() != PERMISSIONS.len() {
+            let what = match grant {
+                true => "was already granted",
+                false => "was not granted",
+            };
+            outcome.warnings.push(format!(
+                "Role '{role}' {what} {} on {resource}",
+                unchanged.join(", ")
+            ));
+        }
+        Ok(outcome)
+    }
+
+    /// LIST PERMISSIONS.
+    pub(crate) fn list_permissions(
+        &self,
+        stmt: &ast::ListPermissions,
+        request: &Request,
+    ) -> Result<Outcome> {
+        self.logged_in(request)?;
+        let resource = match &stmt.resource {
+            Some(r) => {
+                let resource = Resource::from_ast(r, request.keyspace.as_deref())?;
+                if !self.resource_exists(&resource)? {
+                    return Err(QueryError::invalid(format!("{resource} doesn't exist")));
+                }
+                Some(resource)
+            }
+            None => None,
+        };
+        let grantee = stmt.role.as_ref().map(|r| r.as_str().to_string());
+        if let Some(g) = &grantee {
+            if self.role(g)?.is_none() {
+                return Err(QueryError::invalid(format!(
+                    "{} doesn't exist",
+                    Resource::Role(g.clone())
+                )));
+            }
+        }
+        if !self.authorizer_enabled() {
+            return Err(QueryError::invalid(
+                "LIST PERMISSIONS operation is not supported by AllowAllAuthorizer",
+            ));
+        }
+        let subject = self.subject(request)?;
+        let may_view = subject.superuser
+            || grantee.as_ref().is_some_and(|g| subject.roles.contains(g))
+            || subject
+                .held_on(&Resource::AllRoles)
+                .contains(&Permission::Describe)
+            || grantee.as_ref().is_some_and(|g| {
+                subject
+                    .held_on(&Resource::Role(g.clone()))
+                    .contains(&Permission::Describe)
+            });
+        if !may_view {
+            return Err(QueryError::Unauthorized(format!(
+                "You are not authorized to view {}'s permissions",
+                grantee.as_deref().unwrap_or("everyone")
+            )));
+        }
+        let wanted: Vec<Permission> = match stmt.permissions {
+            Permissions::All => PERMISSIONS.to_vec(),
+            Permissions::One(p) => vec![p],
+        };
+        let resources: Option<Vec<String>> = resource.as_ref().map(|r| match stmt.recursive {
+            true => r.chain().iter().map(Resource::name).collect(),
+            false => vec![r.name()],
+        });
+        let roles: Option<BTreeSet<String>> = match &grantee {
+            Some(g) => Some(self.granted_roles(g, true)?),
+            None => None,
+        };
+        let mut details = BTreeSet::new();
+        for (role, resource_name, held) in self.all_permission_rows()? {
+            if roles.as_ref().is_some_and(|rs| !rs.contains(&role)) {
+                continue;
+            }
+            if resources
+                .as_ref()
+                .is_some_and(|rs| !rs.contains(&resource_name))
+            {
+                continue;
+            }
+            let Some(parsed) = Resource::from_name(&resource_name) else {
+                continue;
+            };
+            for permission in held.into_iter().filter(|p| wanted.contains(p)) {
+                details.insert(PermissionDetails {
+                    role: role.clone(),
+                    resource_name: resource_name.clone(),
+                    ordinal: ordinal(permission),
+                    resource: parsed.to_string(),
+                    permission: permission_name(permission),
+                });
+            }
+        }
+        if details.is_empty() {
+            return Ok(Outcome::void());
+        }
+        let spec = |name: &str| ColumnSpec {
+            table: TableSpec {
+                keyspace: "system_auth".into(),
+                table: "permissions".into(),
+            },
+            name: name.into(),
+            cql_type: CqlType::Native(NativeType::Text),
+        };
+        let cell = |s: &str| Some(bytes::Bytes::copy_from_slice(s.as_bytes()));
+        let rows = details
+            .iter()
+            .map(|d| {
+                vec![
+                    cell(&d.role),
+                    cell(&d.role),
+                    cell(&d.resource),
+                    cell(d.permission),
+                ]
+            })
+            .collect();
+        Ok(Outcome::rows(Rows {
+            metadata: RowsMetadata {
+                columns: ColumnsMetadata::Specs(vec![
+                    spec("role"),
+                    spec("username"),
+                    spec("resource"),
+                    spec("permission"),
+                ]),
+                paging_state: None,
+                new_metadata_id: None,
+            },
+            rows,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resources_are_named_and_shown_as_cassandra_does() {
+        let cases = [
+            (Resource::AllKeyspaces, "data", "<all keyspaces>"),
+            (Resource::Keyspace("ks".into()), "data/ks", "<keyspace ks>"),
+            (
+                Resource::AllTables("ks".into()),
+                "data/ks/*",
+                "<all tables in ks>",
+            ),
+            (
+                Resource::Table("ks".into(), "t".into()),
+                "data/ks/t",
+                "<table ks.t>",
+            ),
+            (Resource::AllRoles, "roles", "<all roles>"),
+            (Resource::Role("r".into()), "roles/r", "<role r>"),
+            (Resource::AllFunctions, "functions", "<all functions>"),
+            (
+                Resource::KeyspaceFunctions("ks".into()),
+                "functions/ks",
+                "<all functions in ks>",
+            ),
+            (Resource::AllMbeans, "mbean", "<all mbeans>"),
+            (
+                Resource::Mbean("a:b=c".into()),
+                "mbean/a:b=c",
+                "<mbean a:b=c>",
+            ),
+        ];
+        for (resource, name, shown) in cases {
+            assert_eq!(resource.name(), name);
+            assert_eq!(resource.to_string(), shown);
+            assert_eq!(Resource::from_name(name), Some(resource));
+        }
+        assert_eq!(Resource::from_name("nothing/x"), None);
+        assert_eq!(Resource::from_name("data/ks/t/x"), None);
+    }
+
+    #[test]
+    fn a_table_inherits_from_every_tables_keyspace_and_root() {
+        let chain: Vec<String> = Resource::Table("ks".into(), "t".into())
+            .chain()
+            .iter()
+            .map(Resource::name)
+            .collect();
+        assert_eq!(chain, ["data/ks/t", "data/ks/*", "data/ks", "data"]);
+    }
+
+    #[test]
+    fn superusers_hold_everything_others_what_a_parent_holds() {
+        let table = Resource::Table("ks".into(), "t".into());
+        let mut subject = Subject {
+            name: "alice".into(),
+            ..Subject::default()
+        };
+        assert!(!subject.holds(Permission::Select, &table));
+        let error = subject.ensure(Permission::Select, &table).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "User alice has no SELECT permission on <table ks.t> or any of its parents"
+        );
+        subject
+            .permissions
+            .insert("data/ks".into(), BTreeSet::from([Permission::Select]));
+        assert!(subject.holds(Permission::Select, &table));
+        assert!(!subject.holds(Permission::Modify, &table));
+        subject.superuser = true;
+        assert!(subject.holds(Permission::Modify, &table));
+    }
+
+    #[test]
+    fn permissions_must_apply_to_the_resource() {
+        let role = Resource::Role("r".into());
+        assert_eq!(
+            applicable(Permissions::One(Permission::Modify), &role)
+                .unwrap_err()
+                .to_string(),
+            "Resource type RoleResource does not support any of the requested permissions"
+        );
+        assert_eq!(
+            applicable(Permissions::All, &role).unwrap(),
+            [
+                Permission::Alter,
+                Permission::Drop,
+                Permission::Authorize,
+                Permission::Describe
+            ]
+        );
+    }
+}
