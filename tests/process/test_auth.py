@@ -5,6 +5,7 @@ permissions granted, inherited through roles, listed and revoked (a second
 server that also has `authorizer: CassandraAuthorizer`)."""
 
 import os
+import socket
 import subprocess
 import tempfile
 
@@ -22,7 +23,17 @@ from test_durability import BIN, PORT, wait_for_port
 AUTHZ_PORT = int(os.environ.get("ROCKSANDRA_AUTHZ_PORT", str(PORT + 2)))
 
 
+def port_taken(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), 0.2).close()
+        return True
+    except OSError:
+        return False
+
+
 def run_server(port, extra_config=""):
+    # A listener we did not start would make every test here lie.
+    assert not port_taken(port), "127.0.0.1:%d is already taken" % port
     with tempfile.TemporaryDirectory() as d:
         config = os.path.join(d, "rocksandra.yaml")
         with open(config, "w") as f:
