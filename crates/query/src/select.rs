@@ -1345,8 +1345,7 @@ pub fn execute(
     }
     let needs_filtering = restrictions.needs_filtering
         || restrictions.clustering_error.is_some()
-        || (index_use.uses_index
-            && restrictions.clustering_restricted
+        || (restrictions.clustering_restricted
             && matches!(restrictions.partition, PartitionSelection::Tokens { .. }));
     if needs_filtering && !filtering_allowed && !table.is_virtual {
         return Err(QueryError::invalid(

@@ -317,6 +317,9 @@ fn legacy_index_makes_a_restriction_legal_until_dropped() {
         ("SELECT k, c FROM t WHERE v = 1 AND w = 10", FILTERING),
         ("SELECT k, c FROM t WHERE v = 1 AND w = 10 ALLOW FILTERING", "1 | 1"),
         ("SELECT k, c FROM t WHERE v > 1", FILTERING),
+        // a clustering restriction without the partition key filters too
+        ("SELECT k, c FROM t WHERE c = 1", FILTERING),
+        ("SELECT k, c FROM t WHERE c = 1 AND v = 1", FILTERING),
         (
             "SELECT k, c FROM t WHERE k IN (1, 2) AND v = 1",
             "ERROR 0x2200 Select on indexed columns and with IN clause for the PRIMARY KEY are not supported",
