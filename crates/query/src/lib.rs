@@ -10,6 +10,7 @@ pub mod describe;
 pub mod error;
 pub mod executor;
 pub mod functions;
+pub mod index;
 pub mod json;
 pub mod modify;
 pub mod proxy;

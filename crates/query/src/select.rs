@@ -1175,6 +1175,12 @@ impl Reader<'_> {
         let now = self.now;
         let filtering =
             !self.restrictions.filters.is_empty() || self.restrictions.clustering_restricted;
+        // Rows returned so far in the partition the scan stopped in: the
+        // PER PARTITION LIMIT counts rows that passed the filters, so with
+        // filters it is applied here, not by the storage scan.
+        let mut carried: Option<(PartitionKey, usize)> = resume
+            .as_ref()
+            .map(|r| (r.partition.clone(), r.rows_returned_in_partition));
         loop {
             let batch = if filtering {
                 READ_BATCH_ROWS
@@ -1189,6 +1195,8 @@ impl Reader<'_> {
                 include_static: true,
                 per_partition_limit: if self.distinct {
                     1
+                } else if filtering {
+                    0
                 } else {
                     self.per_partition_limit
                 },
@@ -1215,17 +1223,9 @@ impl Reader<'_> {
                         r.clustering = None;
                     }
                 }
-                let partition_starts_fresh = resume
-                    .as_ref()
-                    .map(|r| r.partition != partition.key)
-                    .unwrap_or(true);
-                let mut in_partition = if partition_starts_fresh {
-                    0
-                } else {
-                    resume
-                        .as_ref()
-                        .map(|r| r.rows_returned_in_partition)
-                        .unwrap_or(0)
+                let mut in_partition = match &carried {
+                    Some((key, count)) if *key == partition.key => *count,
+                    _ => 0,
                 };
                 for row in prows {
                     if self.restrictions.clustering_restricted {
@@ -1268,6 +1268,7 @@ impl Reader<'_> {
                         return Ok((rows, Some(state)));
                     }
                 }
+                carried = Some((partition.key.clone(), in_partition));
             }
             match next {
                 Some(n) => resume = Some(n),
@@ -1298,6 +1299,15 @@ fn in_slice(table: &Table, clustering: &[Vec<u8>], slice: &Slice) -> bool {
     true
 }
 
+/// Whether a partition key column is restricted by `IN`.
+fn partition_key_in(table: &Table, relations: &[rocksandra_cql::ast::Relation]) -> bool {
+    use rocksandra_cql::ast::{Operator, Relation, RelationLhs};
+    relations.iter().any(|r| {
+        matches!(r, Relation::Compare { lhs: RelationLhs::Column(c), op: Operator::In, .. }
+            if table.column(c.as_str()).is_some_and(|c| c.kind == ColumnKind::PartitionKey))
+    })
+}
+
 pub fn execute(
     executor: &Executor,
     select: &Select,
@@ -1311,13 +1321,47 @@ pub fn execute(
     let ctx = executor.eval_context(&schema, keyspace, values, &*random);
     let outputs = plan(&table, select, &ctx)?;
     let restrictions = analyze(&table, &select.where_clause, &ctx)?;
-    if let (Some(e), false) = (&restrictions.clustering_error, select.allow_filtering) {
+    let index_use = crate::index::classify(&table, &select.where_clause, &restrictions);
+    if index_use.uses_index && partition_key_in(&table, &select.where_clause) {
+        return Err(QueryError::invalid(
+            "Select on indexed columns and with IN clause for the PRIMARY KEY are not supported",
+        ));
+    }
+    // An index that serves every relation needing filtering stands in for
+    // ALLOW FILTERING: the filtered scan below answers the query.
+    // An indexed clustering column makes an out-of-prefix clustering
+    // restriction a filter rather than an error, as in Cassandra.
+    let filtering_allowed = select.allow_filtering || index_use.served;
+    if let (Some(e), false) = (
+        &restrictions.clustering_error,
+        filtering_allowed || index_use.clustering_indexed,
+    ) {
         return Err(e.clone());
     }
-    if restrictions.needs_filtering && !select.allow_filtering && !table.is_virtual {
+    if index_use.uses_index && !select.order_by.is_empty() {
+        return Err(QueryError::invalid(
+            "ORDER BY with 2ndary indexes is not supported, except for ANN queries.",
+        ));
+    }
+    let needs_filtering = restrictions.needs_filtering
+        || restrictions.clustering_error.is_some()
+        || (restrictions.clustering_restricted
+            && matches!(restrictions.partition, PartitionSelection::Tokens { .. }));
+    if needs_filtering && !filtering_allowed && !table.is_virtual {
         return Err(QueryError::invalid(
             "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING",
         ));
+    }
+    if let Some(filter) = restrictions.filters.iter().find(|f| {
+        f.op == rocksandra_cql::ast::Operator::Eq
+            && f.element_key.is_none()
+            && matches!(f.values.as_slice(), [None])
+            && !table.columns[f.column].kind.is_primary_key()
+    }) {
+        return Err(QueryError::invalid(format!(
+            "Unsupported null value for column {}",
+            table.columns[filter.column].name
+        )));
     }
     if select.distinct && restrictions.clustering_restricted {
         return Err(QueryError::invalid(

@@ -614,3 +614,134 @@ fn grants_need_the_cassandra_authorizer() {
         ),
     ]);
 }
+
+const FILTERING: &str = "ERROR 0x2200 Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
+
+#[test]
+fn legacy_index_makes_a_restriction_legal_until_dropped() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE t (k int, c int, v int, w int, PRIMARY KEY (k, c))", "OK"),
+        ("SELECT k, c FROM t WHERE v = 1", FILTERING),
+        ("CREATE INDEX t_v ON t (v)", "OK"),
+        ("INSERT INTO t (k, c, v, w) VALUES (1, 1, 1, 10)", "OK"),
+        ("INSERT INTO t (k, c, v, w) VALUES (1, 2, 2, 20)", "OK"),
+        ("INSERT INTO t (k, c, v, w) VALUES (3, 1, 1, 30)", "OK"),
+        ("INSERT INTO t (k, c, v, w) VALUES (2, 1, 1, 40)", "OK"),
+        // token order of partitions (1, 2, 3 hash to ascending tokens ... 3 last)
+        ("SELECT k, c FROM t WHERE v = 1", "1 | 1\n2 | 1\n3 | 1"),
+        ("SELECT k, c FROM t WHERE k = 1 AND v = 1", "1 | 1"),
+        ("SELECT k, c FROM t WHERE v = 1 LIMIT 2", "1 | 1\n2 | 1"),
+        // one legacy index serves one relation; ranges and a second column filter
+        ("SELECT k, c FROM t WHERE v = 1 AND w = 10", FILTERING),
+        ("SELECT k, c FROM t WHERE v = 1 AND w = 10 ALLOW FILTERING", "1 | 1"),
+        ("SELECT k, c FROM t WHERE v > 1", FILTERING),
+        // a clustering restriction without the partition key filters too
+        ("SELECT k, c FROM t WHERE c = 1", FILTERING),
+        ("SELECT k, c FROM t WHERE c = 1 AND v = 1", FILTERING),
+        (
+            "SELECT k, c FROM t WHERE k IN (1, 2) AND v = 1",
+            "ERROR 0x2200 Select on indexed columns and with IN clause for the PRIMARY KEY are not supported",
+        ),
+        (
+            "SELECT k, c FROM t WHERE k = 1 AND v = 1 ORDER BY c DESC",
+            "ERROR 0x2200 ORDER BY with 2ndary indexes is not supported, except for ANN queries.",
+        ),
+        // updates and deletes move rows in and out of the result
+        ("UPDATE t SET v = 1 WHERE k = 1 AND c = 2", "OK"),
+        ("DELETE FROM t WHERE k = 2", "OK"),
+        ("UPDATE t SET v = 5 WHERE k = 3 AND c = 1", "OK"),
+        ("SELECT k, c FROM t WHERE v = 1", "1 | 1\n1 | 2"),
+        ("INSERT INTO t (k, c, v) VALUES (4, 1, 1) USING TTL 10", "OK"),
+        ("SELECT k, c FROM t WHERE v = 1", "1 | 1\n1 | 2\n4 | 1"),
+    ]);
+    // The TTL row expires and leaves the result.
+    h.clock.fetch_add(11_000_000, Ordering::SeqCst);
+    h.check(&[
+        ("SELECT k, c FROM t WHERE v = 1", "1 | 1\n1 | 2"),
+        ("DROP INDEX t_v", "OK"),
+        ("SELECT k, c FROM t WHERE v = 1", FILTERING),
+        (
+            "SELECT k, c FROM t WHERE v = 1 ALLOW FILTERING",
+            "1 | 1\n1 | 2",
+        ),
+    ]);
+}
+
+#[test]
+fn index_on_clustering_and_collection_columns() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE ck (k int, c1 int, c2 int, l list<int>, m map<text, int>, PRIMARY KEY (k, c1, c2))", "OK"),
+        (
+            "SELECT k FROM ck WHERE k = 1 AND c2 = 1",
+            "ERROR 0x2200 PRIMARY KEY column \"c2\" cannot be restricted as preceding column \"c1\" is not restricted",
+        ),
+        ("CREATE INDEX ON ck (c2)", "OK"),
+        ("CREATE INDEX ON ck (l)", "OK"),
+        ("CREATE INDEX ON ck (keys(m))", "OK"),
+        ("INSERT INTO ck (k, c1, c2, l, m) VALUES (1, 1, 1, [1, 2], {'a': 1})", "OK"),
+        ("INSERT INTO ck (k, c1, c2, l, m) VALUES (1, 2, 2, [2], {'b': 1})", "OK"),
+        ("INSERT INTO ck (k, c1, c2, l, m) VALUES (1, 3, 1, [3], {'a': 2})", "OK"),
+        ("SELECT c1 FROM ck WHERE k = 1 AND c2 = 1", "1\n3"),
+        ("SELECT c1 FROM ck WHERE c2 = 1", "1\n3"),
+        ("SELECT c1 FROM ck WHERE l CONTAINS 2", "1\n2"),
+        ("SELECT c1 FROM ck WHERE m CONTAINS KEY 'a'", "1\n3"),
+        ("SELECT c1 FROM ck WHERE m CONTAINS 1", FILTERING),
+        ("SELECT c1 FROM ck WHERE l CONTAINS 2 AND m CONTAINS KEY 'a'", FILTERING),
+        (
+            "CREATE TABLE single (k int PRIMARY KEY, v int)",
+            "OK",
+        ),
+        (
+            "CREATE INDEX ON single (k)",
+            "ERROR 0x2200 Cannot create secondary index on the only partition key column k",
+        ),
+    ]);
+}
+
+#[test]
+fn sai_serves_ranges_and_several_columns() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        (
+            "CREATE TABLE s (k int, c int, n int, x int, txt text, u int, PRIMARY KEY (k, c))",
+            "OK",
+        ),
+        ("CREATE INDEX ON s (n) USING 'sai'", "OK"),
+        (
+            "CREATE CUSTOM INDEX ON s (x) USING 'StorageAttachedIndex'",
+            "OK",
+        ),
+        ("CREATE INDEX ON s (txt) USING 'sai'", "OK"),
+        (
+            "INSERT INTO s (k, c, n, x, txt, u) VALUES (1, 1, 10, 1, 'a', 1)",
+            "OK",
+        ),
+        (
+            "INSERT INTO s (k, c, n, x, txt, u) VALUES (1, 2, 20, 2, 'b', 2)",
+            "OK",
+        ),
+        (
+            "INSERT INTO s (k, c, n, x, txt, u) VALUES (1, 3, 30, 1, 'a', 3)",
+            "OK",
+        ),
+        ("SELECT c FROM s WHERE n > 10", "2\n3"),
+        ("SELECT c FROM s WHERE n >= 10 AND x = 1", "1\n3"),
+        (
+            "SELECT c FROM s WHERE n >= 10 AND x = 1 AND txt = 'a'",
+            "1\n3",
+        ),
+        ("SELECT c FROM s WHERE txt > 'a'", FILTERING),
+        ("SELECT c FROM s WHERE n > 10 AND u = 2", FILTERING),
+        (
+            "SELECT c FROM s WHERE n > 10 AND u = 2 ALLOW FILTERING",
+            "2",
+        ),
+        ("DELETE FROM s WHERE k = 1 AND c = 3", "OK"),
+        ("SELECT c FROM s WHERE n > 10", "2"),
+    ]);
+}
