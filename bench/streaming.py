@@ -489,7 +489,7 @@ def phase(system, args):
     out["status_before"] = system.status(NODE1)
     log("%s: node 1 holds %.1f MiB; starting node 2 on %s (bootstrap)"
         % (system.name, out["node1_table_bytes"] / 2**20, NODE2))
-    boot = {}
+    boot = {"loadavg_before": loadavg()}
     system.bootstrap(boot)
     boot["node2_bytes_after"] = system.table_bytes(NODE2)
     out["bootstrap"] = boot
@@ -500,13 +500,19 @@ def phase(system, args):
     boot["node2_idle_wait_s"] = wait_idle(system.pid(NODE2), "%s node 2" % system.name)
     boot["node2_bytes_idle"] = system.table_bytes(NODE2)
     log("%s: decommissioning node 2" % system.name)
-    dec = {}
+    dec = {"loadavg_before": loadavg()}
     system.decommission(dec)
     out["decommission"] = dec
     out["status_after"] = system.status(NODE1)
     log("%s: decommissioned in %.1f s, streamed %.1f MiB in %.1f s"
         % (system.name, dec["command_s"], dec["bytes"] / 2**20, dec["stream_s"]))
     return out
+
+
+def loadavg():
+    """The 1-minute load average: the machine is shared, so it is recorded."""
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
 
 
 def machine():
@@ -611,6 +617,7 @@ def cmd_report(args):
         ("MB/s over the whole join",
          lambda s: fmt(mb_per_s(s["bootstrap"]["bytes"], s["bootstrap"]["start_to_normal_s"]))),
         ("how", lambda s: describe_mode(s["bootstrap"]["mode"])),
+        ("machine load average before", lambda s: fmt(s["bootstrap"]["loadavg_before"])),
     ]
     table(lines, systems, rows)
     add("")
@@ -628,6 +635,7 @@ def cmd_report(args):
         ("MB/s over the whole command",
          lambda s: fmt(mb_per_s(s["decommission"]["bytes"], s["decommission"]["command_s"]))),
         ("how", lambda s: describe_mode(s["decommission"]["mode"])),
+        ("machine load average before", lambda s: fmt(s["decommission"]["loadavg_before"])),
     ]
     table(lines, systems, rows)
     for name, s in systems.items():
