@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -77,6 +78,37 @@ def sst_bytes(path, suffixes):
                 except OSError:
                     pass
     return total
+
+
+class CpuWatch:
+    """Samples a process's CPU seconds every 0.2 s in a thread, so the last
+    figure survives the process's exit (Rocksandra stops itself after a
+    decommission)."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.first = cpu_seconds(pid)
+        self.last = self.first
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.done.wait(0.2):
+            try:
+                self.last = cpu_seconds(self.pid)
+            except (OSError, ValueError, IndexError):
+                return
+
+    def stop(self):
+        """CPU seconds used since the watch started."""
+        self.done.set()
+        self.thread.join()
+        try:
+            self.last = cpu_seconds(self.pid)
+        except (OSError, ValueError, IndexError):
+            pass
+        return self.last - self.first
 
 
 def run_checked(cmd, timeout, what):
@@ -490,7 +522,11 @@ def phase(system, args):
     log("%s: node 1 holds %.1f MiB; starting node 2 on %s (bootstrap)"
         % (system.name, out["node1_table_bytes"] / 2**20, NODE2))
     boot = {"loadavg_before": loadavg()}
+    source_cpu = CpuWatch(system.pid(NODE1))
     system.bootstrap(boot)
+    boot["node1_cpu_s"] = source_cpu.stop()
+    # Since its spawn: the JVM's or the binary's start-up included.
+    boot["node2_cpu_s_since_spawn"] = cpu_seconds(system.pid(NODE2))
     boot["node2_bytes_after"] = system.table_bytes(NODE2)
     out["bootstrap"] = boot
     out["status_joined"] = system.status(NODE1)
@@ -501,7 +537,9 @@ def phase(system, args):
     boot["node2_bytes_idle"] = system.table_bytes(NODE2)
     log("%s: decommissioning node 2" % system.name)
     dec = {"loadavg_before": loadavg()}
+    cpu = [CpuWatch(system.pid(NODE1)), CpuWatch(system.pid(NODE2))]
     system.decommission(dec)
+    dec["node1_cpu_s"], dec["node2_cpu_s"] = [w.stop() for w in cpu]
     out["decommission"] = dec
     out["status_after"] = system.status(NODE1)
     log("%s: decommissioned in %.1f s, streamed %.1f MiB in %.1f s"
@@ -617,6 +655,9 @@ def cmd_report(args):
         ("MB/s over the whole join",
          lambda s: fmt(mb_per_s(s["bootstrap"]["bytes"], s["bootstrap"]["start_to_normal_s"]))),
         ("how", lambda s: describe_mode(s["bootstrap"]["mode"])),
+        ("CPU s, node 1 (source) during the join", lambda s: fmt(s["bootstrap"]["node1_cpu_s"])),
+        ("CPU s, node 2 since spawn (start-up included)",
+         lambda s: fmt(s["bootstrap"]["node2_cpu_s_since_spawn"])),
         ("machine load average before", lambda s: fmt(s["bootstrap"]["loadavg_before"])),
     ]
     table(lines, systems, rows)
@@ -635,6 +676,9 @@ def cmd_report(args):
         ("MB/s over the whole command",
          lambda s: fmt(mb_per_s(s["decommission"]["bytes"], s["decommission"]["command_s"]))),
         ("how", lambda s: describe_mode(s["decommission"]["mode"])),
+        ("CPU s, node 2 (source) during the command", lambda s: fmt(s["decommission"]["node2_cpu_s"])),
+        ("CPU s, node 1 (receiver) during the command",
+         lambda s: fmt(s["decommission"]["node1_cpu_s"])),
         ("machine load average before", lambda s: fmt(s["decommission"]["loadavg_before"])),
     ]
     table(lines, systems, rows)
