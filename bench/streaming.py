@@ -571,6 +571,8 @@ def machine():
 def cmd_run(args):
     results_path = os.path.join(args.work, "results.json")
     os.makedirs(args.work, exist_ok=True)
+    if os.path.exists(results_path):
+        os.remove(results_path)  # a report must never show an older run
     results = {"started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                "machine": machine(), "rows": args.rows,
                "command": " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:]),
