@@ -41,7 +41,7 @@ while [ $# -gt 0 ]; do
         --rpc-address) RPC=$2; SETUP_OPTS+=("$1" "$2"); shift 2 ;;
         --seeds|--num-tokens|--token-allocation-rf|--auto-bootstrap|--stream-throughput)
             SETUP_OPTS+=("$1" "$2"); shift 2 ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
