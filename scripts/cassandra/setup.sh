@@ -2,6 +2,9 @@
 # Prepare an Apache Cassandra 5.0.6 node for comparison tests. Idempotent.
 #
 #   scripts/cassandra/setup.sh [--base DIR] [--port N] [--storage-port N] [--jmx-port N]
+#                              [--listen-address IP] [--rpc-address IP] [--seeds IP[,IP...]]
+#                              [--num-tokens N] [--token-allocation-rf N]
+#                              [--auto-bootstrap true|false] [--stream-throughput RATE]
 #
 # 1. Resolves org.apache.cassandra:cassandra-all:5.0.6 and its runtime
 #    dependencies from Maven Central into ~/.cache/rocksandra/cassandra-5.0.6/lib
@@ -9,7 +12,13 @@
 # 2. Writes DIR/conf/cassandra.yaml and DIR/conf/logback.xml (rewritten every
 #    time, so --port changes take effect) and creates DIR's data directories.
 #    The yaml is a minimal one of our own, with the keys of the 5.0
-#    conf/cassandra.yaml that matter for a single local node.
+#    conf/cassandra.yaml that matter for a local node. The defaults make a
+#    single node on 127.0.0.1 (its own seed); for a cluster on loopback give
+#    each node its own --base, --listen-address (the CQL address follows it
+#    unless --rpc-address says otherwise) and --jmx-port, and the same
+#    --seeds. --stream-throughput sets stream_throughput_outbound and
+#    entire_sstable_stream_throughput_outbound (e.g. 0MiB/s: unthrottled;
+#    Cassandra's default is 24MiB/s for both).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -17,15 +26,38 @@ BASE=$DEFAULT_BASE
 PORT=9042
 STORAGE_PORT=7000
 JMX_PORT=7199
+LISTEN=127.0.0.1
+RPC=""
+SEEDS=""
+NUM_TOKENS=16
+ALLOC_RF=3
+AUTO_BOOTSTRAP=""
+STREAM_THROUGHPUT=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --base) BASE=$2; shift 2 ;;
         --port) PORT=$2; shift 2 ;;
         --storage-port) STORAGE_PORT=$2; shift 2 ;;
         --jmx-port) JMX_PORT=$2; shift 2 ;;
-        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        --listen-address) LISTEN=$2; shift 2 ;;
+        --rpc-address) RPC=$2; shift 2 ;;
+        --seeds) SEEDS=$2; shift 2 ;;
+        --num-tokens) NUM_TOKENS=$2; shift 2 ;;
+        --token-allocation-rf) ALLOC_RF=$2; shift 2 ;;
+        --auto-bootstrap)
+            case "$2" in true|false) AUTO_BOOTSTRAP=$2 ;; *) echo "--auto-bootstrap: true or false" >&2; exit 2 ;; esac
+            shift 2 ;;
+        --stream-throughput) STREAM_THROUGHPUT=$2; shift 2 ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
+done
+RPC=${RPC:-$LISTEN}
+# Each seed as IP:storage_port, the form 5.0's SimpleSeedProvider reads.
+SEED_LIST=""
+for seed in $(echo "${SEEDS:-$LISTEN}" | tr ',' ' '); do
+    case "$seed" in *:*) ;; *) seed="$seed:$STORAGE_PORT" ;; esac
+    SEED_LIST="${SEED_LIST:+$SEED_LIST,}$seed"
 done
 mkdir -p "$BASE"
 BASE=$(cd "$BASE" && pwd)
@@ -49,8 +81,8 @@ cat > "$BASE/conf/cassandra.yaml" <<YAML
 # node for comparison tests. Keys and values follow conf/cassandra.yaml of 5.0
 # unless noted.
 cluster_name: 'Test Cluster'
-num_tokens: 16
-allocate_tokens_for_local_replication_factor: 3
+num_tokens: $NUM_TOKENS
+allocate_tokens_for_local_replication_factor: $ALLOC_RF
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
 # the shipped (non-"latest") 5.0 yaml keeps 4.x-compatible sstables
 storage_compatibility_mode: CASSANDRA_4
@@ -69,10 +101,10 @@ commitlog_segment_size: 32MiB
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
-      - seeds: "127.0.0.1:$STORAGE_PORT"
+      - seeds: "$SEED_LIST"
 
-listen_address: 127.0.0.1
-rpc_address: 127.0.0.1
+listen_address: $LISTEN
+rpc_address: $RPC
 storage_port: $STORAGE_PORT
 start_native_transport: true
 native_transport_port: $PORT
@@ -97,6 +129,15 @@ request_timeout: 10000ms
 # every test keyspace to disk
 auto_snapshot: false
 YAML
+if [ -n "$AUTO_BOOTSTRAP" ]; then
+    echo "auto_bootstrap: $AUTO_BOOTSTRAP" >> "$BASE/conf/cassandra.yaml"
+fi
+if [ -n "$STREAM_THROUGHPUT" ]; then
+    cat >> "$BASE/conf/cassandra.yaml" <<YAML
+stream_throughput_outbound: $STREAM_THROUGHPUT
+entire_sstable_stream_throughput_outbound: $STREAM_THROUGHPUT
+YAML
+fi
 
 cat > "$BASE/conf/logback.xml" <<XML
 <configuration scan="false">
@@ -116,4 +157,4 @@ cat > "$BASE/conf/logback.xml" <<XML
 </configuration>
 XML
 
-echo "cassandra $CASSANDRA_VERSION ready: base $BASE, CQL port $PORT"
+echo "cassandra $CASSANDRA_VERSION ready: base $BASE, CQL on $RPC:$PORT"

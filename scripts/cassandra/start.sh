@@ -2,7 +2,10 @@
 # Start a local Apache Cassandra 5.0.6 node in the background and wait for CQL.
 #
 #   scripts/cassandra/start.sh [--base DIR] [--port N] [--heap 1G] [--timeout SECS]
-#                              [--storage-port N] [--jmx-port N]
+#                              [--storage-port N] [--jmx-port N] [--jvm-opt OPT]...
+#                              [setup.sh's cluster options: --listen-address IP, --rpc-address IP,
+#                               --seeds IPS, --num-tokens N, --token-allocation-rf N,
+#                               --auto-bootstrap true|false, --stream-throughput RATE]
 #
 # Runs setup.sh first (idempotent), then CassandraDaemon under JDK 17 with the
 # flags of conf/jvm-server.options and conf/jvm17-server.options (5.0). Writes
@@ -10,6 +13,8 @@
 # DIR/logs/system.log and the GC log to DIR/logs/gc.log. Returns once the CQL
 # port answers an OPTIONS request; exits non-zero if the node dies or the
 # timeout (default 180 s) passes. Does nothing if the node is already running.
+# A node that bootstraps into a cluster opens CQL only once it has joined, so
+# give it a --timeout long enough for the streaming.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -19,6 +24,10 @@ HEAP=1G
 TIMEOUT=180
 STORAGE_PORT=7000
 JMX_PORT=7199
+RPC=""
+LISTEN=127.0.0.1
+SETUP_OPTS=()
+EXTRA_JVM_OPTS=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --base) BASE=$2; shift 2 ;;
@@ -27,25 +36,32 @@ while [ $# -gt 0 ]; do
         --timeout) TIMEOUT=$2; shift 2 ;;
         --storage-port) STORAGE_PORT=$2; shift 2 ;;
         --jmx-port) JMX_PORT=$2; shift 2 ;;
-        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        --jvm-opt) EXTRA_JVM_OPTS+=("$2"); shift 2 ;;
+        --listen-address) LISTEN=$2; SETUP_OPTS+=("$1" "$2"); shift 2 ;;
+        --rpc-address) RPC=$2; SETUP_OPTS+=("$1" "$2"); shift 2 ;;
+        --seeds|--num-tokens|--token-allocation-rf|--auto-bootstrap|--stream-throughput)
+            SETUP_OPTS+=("$1" "$2"); shift 2 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
 
-"$SCRIPT_DIR/setup.sh" --base "$BASE" --port "$PORT" --storage-port "$STORAGE_PORT" --jmx-port "$JMX_PORT" >/dev/null
+"$SCRIPT_DIR/setup.sh" --base "$BASE" --port "$PORT" --storage-port "$STORAGE_PORT" --jmx-port "$JMX_PORT" \
+    "${SETUP_OPTS[@]}" >/dev/null
+RPC=${RPC:-$LISTEN}
 BASE=$(cd "$BASE" && pwd)
 PIDFILE=$BASE/cassandra.pid
 
 if [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
-    if cql_ready 127.0.0.1 "$PORT"; then
-        echo "cassandra already running (pid $(cat "$PIDFILE")), CQL on 127.0.0.1:$PORT"
+    if cql_ready "$RPC" "$PORT"; then
+        echo "cassandra already running (pid $(cat "$PIDFILE")), CQL on $RPC:$PORT"
         exit 0
     fi
-    echo "error: cassandra pid $(cat "$PIDFILE") is alive but 127.0.0.1:$PORT does not answer" >&2
+    echo "error: cassandra pid $(cat "$PIDFILE") is alive but $RPC:$PORT does not answer" >&2
     exit 1
 fi
-if port_open 127.0.0.1 "$PORT"; then
-    echo "error: 127.0.0.1:$PORT is already in use by another process" >&2
+if port_open "$RPC" "$PORT"; then
+    echo "error: $RPC:$PORT is already in use by another process" >&2
     exit 1
 fi
 
@@ -112,6 +128,7 @@ JVM_OPTS=(
     # fast single-node boot (instead of 30 s of ring delay)
     -Dcassandra.ring_delay_ms=1000
     -Dcassandra.skip_wait_for_gossip_to_settle=0
+    "${EXTRA_JVM_OPTS[@]}"
 )
 
 cd "$BASE"
@@ -130,7 +147,7 @@ while true; do
         rm -f "$PIDFILE"
         exit 1
     fi
-    if cql_ready 127.0.0.1 "$PORT"; then
+    if cql_ready "$RPC" "$PORT"; then
         break
     fi
     ELAPSED=$(python3 -c "import sys; print(int(float(sys.argv[2]) - float(sys.argv[1])))" "$START" "$(date +%s.%N)")
@@ -141,4 +158,4 @@ while true; do
     sleep 1
 done
 BOOT=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$START" "$(date +%s.%N)")
-echo "cassandra up: CQL on 127.0.0.1:$PORT after ${BOOT}s (pid $PID)"
+echo "cassandra up: CQL on $RPC:$PORT after ${BOOT}s (pid $PID)"
