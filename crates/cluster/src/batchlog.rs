@@ -414,4 +414,14 @@ mod tests {
         assert!(decode_entry(&[ENTRY_FORMAT_VERSION + 1]).is_err());
         assert!(decode_entry(&[ENTRY_FORMAT_VERSION, 0xff, 0xff]).is_err());
     }
+
+    proptest::proptest! {
+        #[test]
+        fn stored_bytes_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+            let _ = decode_entry(&bytes);
+            let mut versioned = vec![ENTRY_FORMAT_VERSION];
+            versioned.extend_from_slice(&bytes);
+            let _ = decode_entry(&versioned);
+        }
+    }
 }
