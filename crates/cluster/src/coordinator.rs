@@ -991,11 +991,22 @@ impl Coordinator {
         // Mismatch: reconcile everyone who answered, repair who differs.
         let mut answered: Vec<(IpAddr, [u8; 16])> = digests;
         answered.push((data_from, expected));
-        self.reconcile(topology, table, read, cl, now, &answered)
+        let spares: Vec<IpAddr> = plan
+            .candidates
+            .iter()
+            .copied()
+            .filter(|c| !answered.iter().any(|(e, _)| e == c))
+            .collect();
+        self.reconcile(
+            topology, table, read, cl, now, &answered, &spares, block_for,
+        )
     }
 
-    /// Reads the stored state of every replica in `answered`, merges it
-    /// and repairs the replicas whose digest differs from the merged answer.
+    /// Reads the stored state of every replica in `answered` (a replica
+    /// that fails meanwhile is replaced by one of `spares`; at least `need`
+    /// must answer), merges it and repairs the replicas whose digest differs
+    /// from the merged answer (and the spares that stood in).
+    #[allow(clippy::too_many_arguments)]
     fn reconcile(
         &self,
         topology: &Topology,
@@ -1004,8 +1015,10 @@ impl Coordinator {
         cl: Consistency,
         now: LocalTime,
         answered: &[(IpAddr, [u8; 16])],
+        spares: &[IpAddr],
+        need: usize,
     ) -> Result<Partition, QueryError> {
-        let raws = self.read_raws(read, cl, now, answered)?;
+        let raws = self.read_raws(read, cl, now, answered, spares, need)?;
         let merged = merged_engine(table, now)?;
         let mut union: Vec<Mutation> = Vec::new();
         for (_, raw) in &raws {
@@ -1023,7 +1036,7 @@ impl Coordinator {
                 row_limit: 0,
                 ..read.clone()
             };
-            let raws = self.read_raws(&unlimited, cl, now, answered)?;
+            let raws = self.read_raws(&unlimited, cl, now, answered, spares, need)?;
             union.clear();
             for (_, raw) in &raws {
                 merged.write(std::slice::from_ref(&raw.data), now)?;
@@ -1034,10 +1047,15 @@ impl Coordinator {
             result
         };
         let good = digest(&result);
+        let stood_in = spares
+            .iter()
+            .copied()
+            .filter(|s| raws.iter().any(|(e, _)| e == s));
         let stale: Vec<IpAddr> = answered
             .iter()
             .filter(|(_, d)| *d != good)
             .map(|(e, _)| *e)
+            .chain(stood_in)
             .collect();
         self.repair(topology, &stale, union, cl, now)?;
         Ok(result)
@@ -1049,27 +1067,53 @@ impl Coordinator {
         cl: Consistency,
         now: LocalTime,
         from: &[(IpAddr, [u8; 16])],
+        spares: &[IpAddr],
+        need: usize,
     ) -> Result<Vec<(IpAddr, RawPartition)>, QueryError> {
         let order: Vec<IpAddr> = from.iter().map(|(e, _)| *e).collect();
-        let rx = self.shared.ask_all(&order, || Request::ReadRaw {
+        let (tx, rx) = std::sync::mpsc::channel::<Reply>();
+        let request = || Request::ReadRaw {
             read: read.clone(),
             now,
-        });
+        };
+        let mut asked = 0;
+        for e in order.iter().filter(|e| **e != self.shared.local) {
+            self.shared.dispatch(*e, request(), &tx);
+            asked += 1;
+        }
+        if order.contains(&self.shared.local) {
+            self.shared.dispatch(self.shared.local, request(), &tx);
+            asked += 1;
+        }
+        let mut spares = spares.iter();
         let deadline = Instant::now() + READ_REQUEST_TIMEOUT;
         let mut raws = Vec::new();
-        while raws.len() < order.len() {
+        let mut done = 0;
+        while done < asked {
             match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok((e, Ok(Response::Raw(raw)))) => raws.push((e, raw)),
-                Ok((e, Ok(Response::Error(err)))) => return Err(remote_error(e, &err)),
-                Ok(_) | Err(_) => {
-                    return Err(QueryError::ReadTimeout {
-                        consistency: cl,
-                        received: raws.len(),
-                        block_for: order.len(),
-                        data_present: true,
-                    })
+                Ok((e, Ok(Response::Raw(raw)))) => {
+                    done += 1;
+                    raws.push((e, raw));
                 }
+                Ok((e, Ok(Response::Error(err)))) => return Err(remote_error(e, &err)),
+                Ok(_) => {
+                    // A replica died since it answered: another stands in.
+                    done += 1;
+                    if let Some(spare) = spares.next() {
+                        self.shared.dispatch(*spare, request(), &tx);
+                        asked += 1;
+                    }
+                }
+                Err(_) => break,
             }
+        }
+        if raws.len() < need.max(1) {
+            return Err(QueryError::ReadTimeout {
+                consistency: cl,
+                received: raws.len(),
+                block_for: need.max(1),
+                data_present: true,
+            });
         }
         Ok(raws)
     }
@@ -1216,7 +1260,16 @@ impl Coordinator {
                 include_static: sub.include_static,
                 row_limit: sub.per_partition_limit,
             };
-            let partition = self.reconcile(topology, table, &read, cl, now, &replicas)?;
+            let partition = self.reconcile(
+                topology,
+                table,
+                &read,
+                cl,
+                now,
+                &replicas,
+                &[],
+                replicas.len(),
+            )?;
             if partition.rows.is_empty() && partition.static_row.is_none() {
                 continue;
             }
