@@ -745,6 +745,38 @@ pub enum Permission {
     SelectMasked,
 }
 
+impl Permission {
+    /// Every permission, in Cassandra's order.
+    pub const ALL: [Permission; 10] = [
+        Permission::Create,
+        Permission::Alter,
+        Permission::Drop,
+        Permission::Select,
+        Permission::Modify,
+        Permission::Authorize,
+        Permission::Describe,
+        Permission::Execute,
+        Permission::Unmask,
+        Permission::SelectMasked,
+    ];
+
+    /// The name CQL uses and Cassandra stores.
+    pub fn name(self) -> &'static str {
+        match self {
+            Permission::Create => "CREATE",
+            Permission::Alter => "ALTER",
+            Permission::Drop => "DROP",
+            Permission::Select => "SELECT",
+            Permission::Modify => "MODIFY",
+            Permission::Authorize => "AUTHORIZE",
+            Permission::Describe => "DESCRIBE",
+            Permission::Execute => "EXECUTE",
+            Permission::Unmask => "UNMASK",
+            Permission::SelectMasked => "SELECT_MASKED",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Permissions {
     All,

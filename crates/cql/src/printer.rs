@@ -1081,18 +1081,7 @@ impl Display for DropRole {
 
 impl Display for Permission {
     fn fmt(&self, f: Out) -> fmt::Result {
-        f.write_str(match self {
-            Permission::Create => "CREATE",
-            Permission::Alter => "ALTER",
-            Permission::Drop => "DROP",
-            Permission::Select => "SELECT",
-            Permission::Modify => "MODIFY",
-            Permission::Authorize => "AUTHORIZE",
-            Permission::Describe => "DESCRIBE",
-            Permission::Execute => "EXECUTE",
-            Permission::Unmask => "UNMASK",
-            Permission::SelectMasked => "SELECT_MASKED",
-        })
+        f.write_str(self.name())
     }
 }
 

@@ -30,46 +30,10 @@ use crate::executor::{Executor, Outcome, Request};
 use crate::schema::{is_system_keyspace, Schema};
 
 /// Every permission, in Cassandra's enum order (LIST PERMISSIONS sorts by it).
-pub const PERMISSIONS: [Permission; 10] = [
-    Permission::Create,
-    Permission::Alter,
-    Permission::Drop,
-    Permission::Select,
-    Permission::Modify,
-    Permission::Authorize,
-    Permission::Describe,
-    Permission::Execute,
-    Permission::Unmask,
-    Permission::SelectMasked,
-];
-
-/// The name Cassandra stores and prints.
-pub fn permission_name(permission: Permission) -> &'static str {
-    match permission {
-        Permission::Create => "CREATE",
-        Permission::Alter => "ALTER",
-        Permission::Drop => "DROP",
-        Permission::Select => "SELECT",
-        Permission::Modify => "MODIFY",
-        Permission::Authorize => "AUTHORIZE",
-        Permission::Describe => "DESCRIBE",
-        Permission::Execute => "EXECUTE",
-        Permission::Unmask => "UNMASK",
-        Permission::SelectMasked => "SELECT_MASKED",
-    }
-}
+pub const PERMISSIONS: [Permission; 10] = Permission::ALL;
 
 pub fn permission_from_name(name: &str) -> Option<Permission> {
-    PERMISSIONS
-        .into_iter()
-        .find(|p| permission_name(*p) == name)
-}
-
-fn ordinal(permission: Permission) -> usize {
-    PERMISSIONS
-        .iter()
-        .position(|p| *p == permission)
-        .unwrap_or(PERMISSIONS.len())
+    PERMISSIONS.into_iter().find(|p| p.name() == name)
 }
 
 const DATA_PERMISSIONS: &[Permission] = &[
@@ -558,7 +522,7 @@ impl Subject {
             false => Err(QueryError::Unauthorized(format!(
                 "User {} has no {} permission on {} or any of its parents",
                 self.name,
-                permission_name(permission),
+                permission.name(),
                 resource
             ))),
         }
@@ -578,9 +542,9 @@ pub(crate) fn insufficient_privileges(user: &str) -> QueryError {
 struct PermissionDetails {
     role: String,
     resource_name: String,
-    ordinal: usize,
+    /// Sorts in Cassandra's enum order (`Permission`'s `Ord`).
+    permission: Permission,
     resource: String,
-    permission: &'static str,
 }
 
 fn set_of_text(items: &[&str]) -> rocksandra_wire::Value {
@@ -746,6 +710,16 @@ impl Executor {
             .collect())
     }
 
+    /// The permissions granted to `role` itself on the resource `name`.
+    fn held_on(&self, role: &str, name: &str) -> Result<BTreeSet<Permission>> {
+        Ok(self
+            .role_permissions(role)?
+            .into_iter()
+            .filter(|(r, _)| r == name)
+            .flat_map(|(_, p)| p)
+            .collect())
+    }
+
     /// Grants `permissions` on `resource` to `role`; returns those it did
     /// not hold before.
     pub(crate) fn grant(
@@ -755,19 +729,14 @@ impl Executor {
         resource: &Resource,
     ) -> Result<Vec<Permission>> {
         let name = resource.name();
-        let held: BTreeSet<Permission> = self
-            .role_permissions(role)?
-            .into_iter()
-            .filter(|(r, _)| *r == name)
-            .flat_map(|(_, p)| p)
-            .collect();
+        let held = self.held_on(role, &name)?;
         let new: Vec<Permission> = permissions
             .iter()
             .copied()
             .filter(|p| !held.contains(p))
             .collect();
         if !new.is_empty() {
-            let names: Vec<&str> = new.iter().map(|p| permission_name(*p)).collect();
+            let names: Vec<&str> = new.iter().map(|p| p.name()).collect();
             self.run_internal(
                 "UPDATE system_auth.role_permissions SET permissions = permissions + ? WHERE role = ? AND resource = ?",
                 vec![set_of_text(&names), text_value(role), text_value(&name)],
@@ -785,12 +754,7 @@ impl Executor {
         resource: &Resource,
     ) -> Result<Vec<Permission>> {
         let name = resource.name();
-        let held: BTreeSet<Permission> = self
-            .role_permissions(role)?
-            .into_iter()
-            .filter(|(r, _)| *r == name)
-            .flat_map(|(_, p)| p)
-            .collect();
+        let held = self.held_on(role, &name)?;
         let revoked: Vec<Permission> = permissions
             .iter()
             .copied()
@@ -803,7 +767,7 @@ impl Executor {
                 None,
             )?;
         } else if !revoked.is_empty() {
-            let names: Vec<&str> = revoked.iter().map(|p| permission_name(*p)).collect();
+            let names: Vec<&str> = revoked.iter().map(|p| p.name()).collect();
             self.run_internal(
                 "UPDATE system_auth.role_permissions SET permissions = permissions - ? WHERE role = ? AND resource = ?",
                 vec![set_of_text(&names), text_value(role), text_value(&name)],
@@ -960,7 +924,7 @@ impl Executor {
         let unchanged: Vec<&str> = permissions
             .iter()
             .filter(|p| !changed.contains(p))
-            .map(|p| permission_name(*p))
+            .map(|p| p.name())
             .collect();
         if !unchanged.is_empty() && permissions.len() != PERMISSIONS.len() {
             let what = match grant {
@@ -1053,9 +1017,8 @@ impl Executor {
                 details.insert(PermissionDetails {
                     role: role.clone(),
                     resource_name: resource_name.clone(),
-                    ordinal: ordinal(permission),
+                    permission,
                     resource: parsed.to_string(),
-                    permission: permission_name(permission),
                 });
             }
         }
@@ -1078,7 +1041,7 @@ impl Executor {
                     cell(&d.role),
                     cell(&d.role),
                     cell(&d.resource),
-                    cell(d.permission),
+                    cell(d.permission.name()),
                 ]
             })
             .collect();
