@@ -271,12 +271,22 @@ impl Shared {
     /// run while the local one does; the answers arrive on the receiver.
     fn ask_all(&self, targets: &[IpAddr], request: impl Fn() -> Request) -> Receiver<Reply> {
         let (tx, rx) = std::sync::mpsc::channel::<Reply>();
+        self.send_all(targets, request, &tx);
+        rx
+    }
+
+    /// `ask_all` with the caller's channel (to ask more later on it).
+    fn send_all(
+        &self,
+        targets: &[IpAddr],
+        request: impl Fn() -> Request,
+        reply: &std::sync::mpsc::Sender<Reply>,
+    ) {
         let mut order = targets.to_vec();
         order.sort_by_key(|e| *e == self.local);
         for e in order {
-            self.dispatch(e, request(), &tx);
+            self.dispatch(e, request(), reply);
         }
-        rx
     }
 }
 
@@ -1076,15 +1086,8 @@ impl Coordinator {
             read: read.clone(),
             now,
         };
-        let mut asked = 0;
-        for e in order.iter().filter(|e| **e != self.shared.local) {
-            self.shared.dispatch(*e, request(), &tx);
-            asked += 1;
-        }
-        if order.contains(&self.shared.local) {
-            self.shared.dispatch(self.shared.local, request(), &tx);
-            asked += 1;
-        }
+        self.shared.send_all(&order, request, &tx);
+        let mut asked = order.len();
         let mut spares = spares.iter();
         let deadline = Instant::now() + READ_REQUEST_TIMEOUT;
         let mut raws = Vec::new();
