@@ -120,6 +120,15 @@ def serial_read(session, prepared, values, attempts=5):
                 raise
 
 
+def wait_for_rows(session, prepared, want, cl, timeout, interval, what):
+    """Polls until reading each key of `want` at `cl` gives its value
+    (while waiting, the predicate's value is how many rows still differ)."""
+    def done():
+        got = read_all(session, prepared, list(want), cl)
+        return got == want or sum(1 for k in want if got[k] != want[k])
+    wait_until(done, timeout, interval=interval, what=what + " (value = rows missing)")
+
+
 class TestThreeNodes:
     def test_formation(self, three):
         local = {}
@@ -466,10 +475,7 @@ class TestThreeNodes:
         sel_c = sc.prepare("SELECT v FROM slow.t WHERE k = ?")
         want[999] = "all"
 
-        def c_has_them():
-            got = read_all(sc, sel_c, list(want), CL.ONE)
-            return got == want or sum(1 for k in want if got[k] != want[k])
-        wait_until(c_has_them, 30, interval=0.5, what="the slow node's copy (rows missing)")
+        wait_for_rows(sc, sel_c, want, CL.ONE, 30, 0.5, "the slow node's copy")
         assert read_all(sa, sel, list(want), CL.ALL) == want
 
     def test_logged_batch_survives_coordinator_crash(self, three):
@@ -506,12 +512,7 @@ class TestThreeNodes:
             assert set(early.values()) == {None}, "mutations were sent before the crash"
 
         want = {k: "b%d" % k for k in keys}
-        last = {}
-
-        def replayed():
-            last.update(read_all(sa, sel, keys, CL.QUORUM))
-            return last == want or sum(1 for k in keys if last[k] != want[k])
-        wait_until(replayed, 40, interval=1, what="batchlog replay (value = rows missing)")
+        wait_for_rows(sa, sel, want, CL.QUORUM, 40, 1, "batchlog replay")
         assert sa.execute(bound(sel_u, (1, 1), CL.QUORUM)).one().v == "u"
         counts = [int(n) for ip in (A, B) for n in
                   re.findall(r"replayed (\d+) logged batches", nodes[ip].log_text())]
@@ -524,10 +525,7 @@ class TestThreeNodes:
         sc = three.repin(C)
         sel_c = sc.prepare("SELECT v FROM bl.t WHERE k = ?")
 
-        def c_has_them():
-            got = read_all(sc, sel_c, keys, CL.ONE)
-            return got == want or sum(1 for k in keys if got[k] != want[k])
-        wait_until(c_has_them, 30, interval=0.5, what="hints of the replay to C")
+        wait_for_rows(sc, sel_c, want, CL.ONE, 30, 0.5, "hints of the replay to C")
 
     def test_kill9_unavailable_then_hints(self, three):
         nodes = three.nodes
@@ -592,14 +590,7 @@ class TestThreeNodes:
         sel_c = sc.prepare("SELECT v FROM fail.t WHERE k = ?")
         want = {k: "down%d" % k for k in keys}
         want[0] = want_zero
-        last = {}
-
-        def replayed():
-            last.update(read_all(sc, sel_c, keys, CL.ONE))
-            return last == want or sum(1 for k in keys if last[k] != want[k])
-
-        wait_until(replayed, 30, interval=0.5, what="hint replay to the restarted node "
-                   "(value = rows still missing)")
+        wait_for_rows(sc, sel_c, want, CL.ONE, 30, 0.5, "hint replay to the restarted node")
         assert re.search(r"replayed \d+ hints to " + re.escape(C), nodes[A].log_text())
 
         def no_hints_pending():
