@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use rocksandra_data::{LocalTime, Timestamp, Token};
@@ -83,8 +83,9 @@ pub struct Shared {
     ballots: std::sync::Mutex<BallotClock>,
     /// Numbers this coordinator's logged batches.
     batch_sequence: AtomicU32,
-    /// Armed failpoints (`FAILPOINTS`).
-    failpoints: Mutex<Vec<String>>,
+    /// Armed failpoints: bit i for `FAILPOINTS[i]` (read on every logged
+    /// batch, so no lock).
+    failpoints: AtomicU32,
 }
 
 /// A node's ballot tie-breaker: its address (unique among live nodes).
@@ -123,7 +124,7 @@ impl Shared {
             followups: tx,
             ballots: std::sync::Mutex::new(BallotClock::new(proposer_id(local))),
             batch_sequence: AtomicU32::new(0),
-            failpoints: Mutex::new(Vec::new()),
+            failpoints: AtomicU32::new(0),
         });
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
@@ -149,25 +150,21 @@ impl Shared {
 
     /// Arms the failpoint `name` (one of `FAILPOINTS`).
     pub fn arm_failpoint(&self, name: &str) -> Result<(), String> {
-        if !FAILPOINTS.contains(&name) {
+        let Some(i) = FAILPOINTS.iter().position(|f| *f == name) else {
             return Err(format!(
                 "unknown failpoint {name} (known: {})",
                 FAILPOINTS.join(", ")
             ));
-        }
-        self.failpoints
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(name.to_string());
+        };
+        self.failpoints.fetch_or(1 << i, Ordering::Relaxed);
         Ok(())
     }
 
     fn failpoint_armed(&self, name: &str) -> bool {
-        self.failpoints
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        FAILPOINTS
             .iter()
-            .any(|f| f == name)
+            .position(|f| *f == name)
+            .is_some_and(|i| self.failpoints.load(Ordering::Relaxed) & (1 << i) != 0)
     }
 
     pub fn topology(&self) -> Arc<Topology> {
