@@ -52,6 +52,34 @@ echo "== golden CQL suite (protocol v4)"
 echo "== golden CQL suite (protocol v5)"
 .venv/bin/python tests/golden/runner.py --host 127.0.0.1 --port "$PORT" --quiet \
     --protocol-version 5 --baseline tests/golden/baseline.json || status=1
+# Cases written for another configuration (`-- golden: server-yaml`): a
+# server of their own each, on the next free ports.
+CONFIG_PORT=$((PORT + 4))
+while IFS= read -r config; do
+    [ -n "$config" ] || continue
+    yaml="$WORK/golden-$CONFIG_PORT.yaml"
+    yaml_args=()
+    python3 - "$config" "$yaml" <<'PY'
+import json, sys
+with open(sys.argv[2], "w") as f:
+    f.write("".join(line + "\n" for line in json.loads(sys.argv[1])))
+PY
+    while IFS= read -r line; do yaml_args+=(--server-yaml "$line"); done < "$yaml"
+    echo "== golden CQL suite with: $(tr '\n' ' ' < "$yaml")(port $CONFIG_PORT)"
+    "$BIN" --config "$yaml" --data-dir "$WORK/data-$CONFIG_PORT" --listen-address 127.0.0.1 \
+        --native-port "$CONFIG_PORT" --prometheus-port 0 >"$WORK/server-$CONFIG_PORT.log" 2>&1 &
+    config_pid=$!
+    for _ in $(seq 1 100); do
+        if python3 -c "import socket; socket.create_connection(('127.0.0.1', $CONFIG_PORT), 0.2)" 2>/dev/null; then break; fi
+        sleep 0.1
+    done
+    for version in 4 5; do
+        .venv/bin/python tests/golden/runner.py --host 127.0.0.1 --port "$CONFIG_PORT" --quiet \
+            --protocol-version "$version" --baseline tests/golden/baseline.json "${yaml_args[@]}" || status=1
+    done
+    kill -TERM "$config_pid"; wait "$config_pid" 2>/dev/null || true
+    CONFIG_PORT=$((CONFIG_PORT + 1))
+done < <(.venv/bin/python tests/golden/runner.py --list-server-configs)
 echo "== Python driver and cqlsh tests"
 ROCKSANDRA_HOST=127.0.0.1 ROCKSANDRA_PORT="$PORT" .venv/bin/pytest -q -p no:cacheprovider \
     tests/drivers/python || status=1

@@ -5,6 +5,7 @@
 #                              [--listen-address IP] [--rpc-address IP] [--seeds IP[,IP...]]
 #                              [--num-tokens N] [--token-allocation-rf N]
 #                              [--auto-bootstrap true|false] [--stream-throughput RATE]
+#                              [--yaml 'key: value']...
 #
 # 1. Resolves org.apache.cassandra:cassandra-all:5.0.6 and its runtime
 #    dependencies from Maven Central into ~/.cache/rocksandra/cassandra-5.0.6/lib
@@ -18,7 +19,8 @@
 #    unless --rpc-address says otherwise) and --jmx-port, and the same
 #    --seeds. --stream-throughput sets stream_throughput_outbound and
 #    entire_sstable_stream_throughput_outbound (e.g. 0MiB/s: unthrottled;
-#    Cassandra's default is 24MiB/s for both).
+#    Cassandra's default is 24MiB/s for both). Each --yaml line is appended
+#    to the yaml as given (e.g. --yaml 'materialized_views_enabled: true').
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -33,6 +35,7 @@ NUM_TOKENS=16
 ALLOC_RF=3
 AUTO_BOOTSTRAP=""
 STREAM_THROUGHPUT=""
+EXTRA_YAML=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --base) BASE=$2; shift 2 ;;
@@ -48,7 +51,8 @@ while [ $# -gt 0 ]; do
             case "$2" in true|false) AUTO_BOOTSTRAP=$2 ;; *) echo "--auto-bootstrap: true or false" >&2; exit 2 ;; esac
             shift 2 ;;
         --stream-throughput) STREAM_THROUGHPUT=$2; shift 2 ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        --yaml) EXTRA_YAML+=("$2"); shift 2 ;;
+        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
@@ -138,6 +142,10 @@ stream_throughput_outbound: $STREAM_THROUGHPUT
 entire_sstable_stream_throughput_outbound: $STREAM_THROUGHPUT
 YAML
 fi
+
+for line in ${EXTRA_YAML[@]+"${EXTRA_YAML[@]}"}; do
+    echo "$line" >> "$BASE/conf/cassandra.yaml"
+done
 
 cat > "$BASE/conf/logback.xml" <<XML
 <configuration scan="false">

@@ -5,7 +5,8 @@
 #                              [--storage-port N] [--jmx-port N] [--jvm-opt OPT]...
 #                              [setup.sh's cluster options: --listen-address IP, --rpc-address IP,
 #                               --seeds IPS, --num-tokens N, --token-allocation-rf N,
-#                               --auto-bootstrap true|false, --stream-throughput RATE]
+#                               --auto-bootstrap true|false, --stream-throughput RATE,
+#                               --yaml 'key: value']
 #
 # Runs setup.sh first (idempotent), then CassandraDaemon under JDK 17 with the
 # flags of conf/jvm-server.options and conf/jvm17-server.options (5.0). Writes
@@ -39,7 +40,7 @@ while [ $# -gt 0 ]; do
         --jvm-opt) EXTRA_JVM_OPTS+=("$2"); shift 2 ;;
         --listen-address) LISTEN=$2; SETUP_OPTS+=("$1" "$2"); shift 2 ;;
         --rpc-address) RPC=$2; SETUP_OPTS+=("$1" "$2"); shift 2 ;;
-        --seeds|--num-tokens|--token-allocation-rf|--auto-bootstrap|--stream-throughput)
+        --seeds|--num-tokens|--token-allocation-rf|--auto-bootstrap|--stream-throughput|--yaml)
             SETUP_OPTS+=("$1" "$2"); shift 2 ;;
         -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;

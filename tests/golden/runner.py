@@ -16,6 +16,15 @@ Comment lines of the form '-- golden: ...' are markers:
     -- golden: sort-rows            next statement: sort rendered rows (order not specified)
     -- golden: normalize RE => REPL from here to the end of the file, re.sub(RE, REPL)
                                     on every output line (not on echoed statements)
+    -- golden: server-yaml LINE     the case needs a server whose cassandra.yaml has
+                                    LINE (e.g. materialized_views_enabled: true)
+
+Selection: without case names, the runner runs the cases whose server-yaml
+lines are exactly its --server-yaml options (none by default), so one run
+against a server covers the cases written for that server's configuration.
+--list-server-configs prints each configuration cases need (a JSON list of
+yaml lines per line); scripts/test-server.sh starts a server per
+configuration.
 
 Output, per statement: the statement echoed with '> ' prefixes, then
     OK                                  void / schema change / USE
@@ -154,6 +163,8 @@ def split_statements(source):
                     pending.append((name, None))
                 elif name == "fetch-size":
                     pending.append((name, int(arg)))
+                elif name == "server-yaml":
+                    pass  # read by server_yaml(): how the server must be configured
                 else:
                     raise ValueError("line %d: unknown golden marker %r" % (line, name))
             elif not at_statement_start():
@@ -413,6 +424,13 @@ def run_case(cluster, path):
     return "\n".join(out).rstrip("\n") + "\n"
 
 
+def server_yaml(path):
+    """The yaml lines a case's server needs ('-- golden: server-yaml' markers)."""
+    with open(path, encoding="utf-8") as f:
+        return sorted(m.group(1).strip() for m in
+                      re.finditer(r"(?m)^--\s*golden:\s*server-yaml\s+(.*)$", f.read()))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--host", default=os.environ.get("ROCKSANDRA_HOST", "127.0.0.1"))
@@ -425,6 +443,10 @@ def main(argv=None):
     ap.add_argument("--quiet", action="store_true", help="do not print diffs")
     ap.add_argument("--baseline", help="JSON file of per-case matched-statement minimums")
     ap.add_argument("--write-baseline", help="write per-case matched-statement counts here")
+    ap.add_argument("--server-yaml", action="append", default=[],
+                    help="a yaml line the server was started with (selects the cases that need it)")
+    ap.add_argument("--list-server-configs", action="store_true",
+                    help="print the server configurations cases need, one JSON list per line")
     ap.add_argument("cases", nargs="*",
                     help="case names or .cql paths (default: every tests/golden/cases/*.cql)")
     args = ap.parse_args(argv)
@@ -438,6 +460,12 @@ def main(argv=None):
             paths.append(p)
     else:
         paths = sorted(os.path.join(CASES_DIR, f) for f in os.listdir(CASES_DIR) if f.endswith(".cql"))
+        if args.list_server_configs:
+            for config in sorted({tuple(server_yaml(p)) for p in paths} - {()}):
+                print(json.dumps(list(config)))
+            return 0
+        wanted = sorted(line.strip() for line in args.server_yaml)
+        paths = [p for p in paths if server_yaml(p) == wanted]
 
     _raw_server_errors()
     profile = ExecutionProfile(

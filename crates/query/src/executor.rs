@@ -167,6 +167,8 @@ pub struct Executor {
     /// index operations, counters) on this node.
     pub(crate) rmw_lock: Arc<crate::proxy::RmwLock>,
     pub(crate) auth: RwLock<crate::auth::AuthConfig>,
+    /// `materialized_views_enabled` (false by default, as in Cassandra 5.0).
+    views_enabled: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -227,7 +229,19 @@ impl Executor {
             env,
             rmw_lock,
             auth: RwLock::new(crate::auth::AuthConfig::default()),
+            views_enabled: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// `materialized_views_enabled` from the node's configuration.
+    pub fn set_materialized_views_enabled(&self, enabled: bool) {
+        self.views_enabled
+            .store(enabled, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn materialized_views_enabled(&self) -> bool {
+        self.views_enabled
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn schema(&self) -> Arc<Schema> {
@@ -457,9 +471,20 @@ impl Executor {
                         name.name.as_str()
                     )));
                 };
-                self.engine
-                    .truncate(table.storage_id)
-                    .map_err(|e| QueryError::Truncate(e.to_string()))?;
+                if table.is_view() {
+                    return Err(QueryError::invalid(
+                        "Cannot TRUNCATE materialized view directly; must truncate base table instead",
+                    ));
+                }
+                let views: Vec<TableId> = schema
+                    .keyspace(keyspace)
+                    .map(|ks| crate::view::views_of(ks, &table.name).map(|v| v.storage_id).collect())
+                    .unwrap_or_default();
+                for id in std::iter::once(table.storage_id).chain(views) {
+                    self.engine
+                        .truncate(id)
+                        .map_err(|e| QueryError::Truncate(e.to_string()))?;
+                }
                 Ok(Outcome::void())
             }
             Statement::CreateKeyspace(s) => {
@@ -518,9 +543,12 @@ impl Executor {
                         ddl::drop_index(schema, keyspace, d.name.name.as_str(), d.if_exists)
                     })
                 }
-                DropKind::MaterializedView => Err(QueryError::invalid(
-                    "Materialized views are disabled. Enable in cassandra.yaml to use.",
-                )),
+                DropKind::MaterializedView => {
+                    let keyspace = keyspace_of(&d.name, session_ks)?;
+                    self.ddl(|schema| {
+                        crate::view::drop_view(schema, keyspace, d.name.name.as_str(), d.if_exists)
+                    })
+                }
             },
             Statement::Describe(d) => {
                 let schema = self.schema();
@@ -528,10 +556,26 @@ impl Executor {
                 let result = crate::describe::describe(d, &schema, session_ks, &node)?;
                 Ok(Outcome::rows(result.into_rows()))
             }
-            Statement::CreateMaterializedView(_) | Statement::AlterMaterializedView(_) => {
-                Err(QueryError::invalid(
-                    "Materialized views are disabled. Enable in cassandra.yaml to use.",
-                ))
+            Statement::CreateMaterializedView(s) => {
+                if !self.materialized_views_enabled() {
+                    return Err(QueryError::invalid(crate::view::DISABLED));
+                }
+                let random = self.env.random.clone();
+                let mut outcome =
+                    self.ddl(|schema| crate::view::create_view(schema, session_ks, s, &*random))?;
+                if outcome.schema_change.is_some() {
+                    let keyspace = keyspace_of(&s.base_table, session_ks)?;
+                    let view_keyspace = s.name.keyspace.as_ref().map_or(keyspace, |k| k.as_str());
+                    crate::view::build(self, view_keyspace, s.name.name.as_str(), request)?;
+                }
+                outcome.warnings.push(crate::view::USAGE_WARNING.to_string());
+                Ok(outcome)
+            }
+            Statement::AlterMaterializedView(s) => {
+                if !self.materialized_views_enabled() {
+                    return Err(QueryError::invalid(crate::view::DISABLED));
+                }
+                self.ddl(|schema| crate::view::alter_view(schema, session_ks, s))
             }
             Statement::CreateTrigger(t) => Err(QueryError::invalid(format!(
                 "Trigger class '{}' couldn't be loaded",

@@ -137,6 +137,11 @@ fn modifiable_table(
         )));
     }
     let _ = executor;
+    if table.is_view() {
+        return Err(QueryError::invalid(
+            "Cannot directly modify a materialized view",
+        ));
+    }
     Ok(table)
 }
 
@@ -296,7 +301,21 @@ fn write(
         write_type,
         now: executor.local_now(request),
     };
-    executor.data().write(&executor.schema(), merged, &options)
+    let schema = executor.schema();
+    if !crate::view::any_views(&schema, &merged) {
+        return executor.data().write(&schema, merged, &options);
+    }
+    // Views are derived from the base rows' state before the write: no
+    // other view-maintaining write of this node may come in between.
+    let _guard = executor.rmw_lock.hold();
+    let merged = crate::view::with_view_updates(
+        executor,
+        &schema,
+        merged,
+        request.consistency,
+        options.now,
+    )?;
+    executor.data().write(&schema, merged, &options)
 }
 
 /// The write type a timeout reports for a statement or batch.
@@ -2182,7 +2201,18 @@ fn execute_conditional(
                 collect(executor, m, &request, values, batch_using, &mut mutations)?;
             }
             outcome = Some(applied_rows(&table, true, &[]));
-            Ok(Some(merge_mutations(mutations)))
+            let schema = executor.schema();
+            let merged = merge_mutations(mutations);
+            if !crate::view::any_views(&schema, &merged) {
+                return Ok(Some(merged));
+            }
+            let now = executor.local_now(request);
+            let quorum = if serial == Consistency::LocalSerial {
+                Consistency::LocalQuorum
+            } else {
+                Consistency::Quorum
+            };
+            crate::view::with_view_updates(executor, &schema, merged, quorum, now).map(Some)
         },
     )?;
     outcome.ok_or_else(|| QueryError::Server("compare-and-set made no decision".into()))

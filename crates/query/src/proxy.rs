@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use rocksandra_data::{LocalTime, Timestamp};
 use rocksandra_storage::{
-    Engine, Mutation, Partition, PartitionKey, PartitionRead, RangeScan, ScanPage,
+    Engine, Mutation, Partition, PartitionKey, PartitionRead, RangeScan, RawPartition, ScanPage,
 };
 use rocksandra_wire::{Consistency, WriteType};
 
@@ -65,6 +65,17 @@ pub trait DataProxy: Send + Sync {
         consistency: Consistency,
         now: LocalTime,
     ) -> Result<Partition>;
+    /// The stored state (tombstones and timestamps too) of what `read`
+    /// selects, merged from the replicas `consistency` asks for: what a
+    /// write that depends on existing data (view maintenance) reads first.
+    fn read_raw(
+        &self,
+        schema: &Schema,
+        table: &Table,
+        read: &PartitionRead,
+        consistency: Consistency,
+        now: LocalTime,
+    ) -> Result<RawPartition>;
     /// One page of a token-ordered scan of `table` at `consistency`.
     fn scan(
         &self,
@@ -120,6 +131,17 @@ impl DataProxy for LocalProxy {
         now: LocalTime,
     ) -> Result<Partition> {
         Ok(self.engine.read_partition(read, now)?)
+    }
+
+    fn read_raw(
+        &self,
+        _schema: &Schema,
+        _table: &Table,
+        read: &PartitionRead,
+        _consistency: Consistency,
+        now: LocalTime,
+    ) -> Result<RawPartition> {
+        Ok(self.engine.read_raw(read, now)?)
     }
 
     fn scan(

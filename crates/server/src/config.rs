@@ -230,6 +230,9 @@ pub struct Config {
     pub auth_bcrypt_gensalt_log2_rounds: u32,
     /// TLS for CQL clients (`client_encryption_options`).
     pub client_encryption: ClientEncryption,
+    /// CREATE MATERIALIZED VIEW is allowed (`materialized_views_enabled`,
+    /// legacy `enable_materialized_views`; off by default, as in Cassandra).
+    pub materialized_views_enabled: bool,
 }
 
 impl Default for Config {
@@ -263,6 +266,7 @@ impl Default for Config {
             prometheus_port: Some(PROMETHEUS_PORT_DEFAULT),
             auth_bcrypt_gensalt_log2_rounds: 10,
             client_encryption: ClientEncryption::default(),
+            materialized_views_enabled: false,
         }
     }
 }
@@ -518,6 +522,8 @@ struct FileConfig {
     max_hint_window: Option<String>,
     max_hint_window_in_ms: Option<u64>,
     client_encryption_options: Option<encryption::FileClientEncryption>,
+    materialized_views_enabled: Option<bool>,
+    enable_materialized_views: Option<bool>,
 }
 
 /// `- class_name: ...\n  parameters:\n    - seeds: "a,b"`
@@ -661,6 +667,19 @@ impl FileConfig {
                 Some(options) => options.into_options()?,
                 None => defaults.client_encryption,
             },
+            materialized_views_enabled: pick_legacy(
+                (
+                    "materialized_views_enabled",
+                    self.materialized_views_enabled,
+                    Ok,
+                ),
+                (
+                    "enable_materialized_views",
+                    self.enable_materialized_views,
+                    Ok,
+                ),
+            )?
+            .unwrap_or(defaults.materialized_views_enabled),
         };
         config.validate()?;
         Ok(config)

@@ -62,6 +62,7 @@ pub(crate) fn user_table(
         dropped: Vec::new(),
         indexes: Vec::new(),
         is_virtual: false,
+        view: None,
     };
     table.sort_value_columns();
     table
