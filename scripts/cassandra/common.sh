@@ -61,3 +61,43 @@ except OSError:
     sys.exit(1)
 PY
 }
+
+# Does host:port accept a PasswordAuthenticator login as user/password
+# (STARTUP, then AUTH_RESPONSE with SASL PLAIN, over native protocol v4)?
+cql_login() {
+    python3 - "$1" "$2" "$3" "$4" <<'PY'
+import socket, struct, sys
+host, port, user, password = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+
+def frame(s, opcode, body):
+    s.sendall(struct.pack(">BBhBI", 0x04, 0, 1, opcode, len(body)) + body)
+    hdr = b""
+    while len(hdr) < 9:
+        chunk = s.recv(9 - len(hdr))
+        if not chunk:
+            sys.exit(1)
+        hdr += chunk
+    length = struct.unpack(">I", hdr[5:9])[0]
+    data = b""
+    while len(data) < length:
+        chunk = s.recv(length - len(data))
+        if not chunk:
+            sys.exit(1)
+        data += chunk
+    return hdr[4]
+
+def string(x):
+    return struct.pack(">H", len(x)) + x
+
+try:
+    s = socket.create_connection((host, port), timeout=5.0)
+    # STARTUP {CQL_VERSION: 3.0.0} -> AUTHENTICATE (0x03)
+    if frame(s, 0x01, struct.pack(">H", 1) + string(b"CQL_VERSION") + string(b"3.0.0")) != 0x03:
+        sys.exit(1)
+    token = b"\0" + user.encode() + b"\0" + password.encode()
+    # AUTH_RESPONSE -> AUTH_SUCCESS (0x10)
+    sys.exit(0 if frame(s, 0x0F, struct.pack(">i", len(token)) + token) == 0x10 else 1)
+except OSError:
+    sys.exit(1)
+PY
+}
