@@ -6,12 +6,15 @@ use std::fmt;
 ///
 /// `line` is 1-based and `column` is the 0-based character position within the
 /// line, as ANTLR reports them, so drivers and tools that parse Cassandra's
-/// messages keep working.
+/// messages keep working. Errors that Cassandra's grammar actions throw
+/// (duplicate properties, say) carry no position in its text: `positioned`
+/// is false for those.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct ParseError {
     pub line: u32,
     pub column: u32,
     pub message: String,
+    pub positioned: bool,
 }
 
 /// The column of errors at the end of the input: ANTLR reports them at
@@ -20,6 +23,9 @@ pub const END_OF_INPUT_COLUMN: u32 = u32::MAX;
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.positioned {
+            return f.write_str(&self.message);
+        }
         if self.column == END_OF_INPUT_COLUMN {
             return write!(f, "line {}:-1 {}", self.line, self.message);
         }
@@ -33,6 +39,18 @@ impl ParseError {
             line,
             column,
             message: message.into(),
+            positioned: true,
+        }
+    }
+
+    /// An error thrown by a grammar action rather than by the parser proper:
+    /// Cassandra's text is the message alone.
+    pub(crate) fn unpositioned(message: impl Into<String>) -> ParseError {
+        ParseError {
+            line: 0,
+            column: 0,
+            message: message.into(),
+            positioned: false,
         }
     }
 }

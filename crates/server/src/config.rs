@@ -516,6 +516,11 @@ struct FileConfig {
     /// endpoint existed; still read, but not together with the two above.
     prometheus_listen_address: Option<SocketAddr>,
     auth_bcrypt_gensalt_log2_rounds: Option<u32>,
+    /// Cassandra's auth cache lifetimes: checked, then unused (there are no
+    /// auth caches; every GRANT or role change applies at once, as with 0).
+    roles_validity: Option<String>,
+    permissions_validity: Option<String>,
+    credentials_validity: Option<String>,
     storage_port: Option<u16>,
     auto_bootstrap: Option<bool>,
     hinted_handoff_enabled: Option<bool>,
@@ -554,6 +559,15 @@ impl FileConfig {
     fn into_config(self) -> Result<Config, ConfigError> {
         let defaults = Config::default();
         let (prometheus_address, prometheus_port) = self.prometheus()?;
+        for (key, value) in [
+            ("roles_validity", &self.roles_validity),
+            ("permissions_validity", &self.permissions_validity),
+            ("credentials_validity", &self.credentials_validity),
+        ] {
+            if let Some(text) = value {
+                parse_duration(text).map_err(|m| invalid(key, m))?;
+            }
+        }
         let config = Config {
             cluster_name: self.cluster_name.unwrap_or(defaults.cluster_name),
             listen_address: match self.listen_address {
@@ -955,6 +969,9 @@ seed_provider:
       - seeds: "10.0.0.1:7000, 10.0.0.2"
 authenticator: PasswordAuthenticator
 authorizer: org.apache.cassandra.auth.CassandraAuthorizer
+roles_validity: 0ms
+permissions_validity: 2000ms
+credentials_validity: 2s
 endpoint_snitch: GossipingPropertyFileSnitch
 data_center: dc2
 rack: r7
@@ -1139,6 +1156,7 @@ prometheus_port: 9500
     fn bad_values_are_reported_with_their_key() {
         assert!(error_text("commitlog_sync: group\n").contains("commitlog_sync"));
         assert!(error_text("authenticator: LdapAuthenticator\n").contains("authenticator"));
+        assert!(error_text("roles_validity: soon\n").contains("roles_validity"));
         assert!(error_text("num_tokens: 0\n").contains("num_tokens"));
         assert!(
             error_text("native_transport_max_concurrent_connections: 0\n")
