@@ -1228,7 +1228,7 @@ fn table_missing(keyspace: &str, name: &str) -> QueryError {
     ))
 }
 
-fn replace_table(schema: &Schema, table: Table) -> Schema {
+pub(crate) fn replace_table(schema: &Schema, table: Table) -> Schema {
     let mut next = schema.clone();
     if let Some(ks) = schema.keyspace(&table.keyspace) {
         let mut keyspace_def = Keyspace::clone(ks);
@@ -1581,7 +1581,7 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
     }
     options.insert("target".to_string(), target_text);
     let mut table = Table::clone(current);
-    table.indexes.push(Index {
+    let mut index = Index {
         name,
         kind: if stmt.custom || stmt.class.is_some() {
             "CUSTOM".into()
@@ -1589,8 +1589,20 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
             "COMPOSITES".into()
         },
         options,
-    });
-    let next = replace_table(schema, table);
+        storage_id: None,
+        built: false,
+    };
+    // The index's entries get a storage table of their own (built after
+    // the schema is published: `index::build`).
+    let stores = crate::index::entries::stores(&table, &index);
+    if stores {
+        index.storage_id = Some(TableId(schema.next_table_id));
+    }
+    table.indexes.push(index);
+    let mut next = replace_table(schema, table);
+    if stores {
+        next.next_table_id += 1;
+    }
     Ok(DdlOutcome {
         schema: Some(next),
         change: event,

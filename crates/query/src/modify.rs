@@ -290,13 +290,43 @@ fn write(
     if mutations.is_empty() {
         return Ok(());
     }
+    let schema = executor.schema();
+    // Index entries travel with the write they come from (same batch, same
+    // consistency).
+    let mut mutations = mutations;
+    let entries = crate::index::entries::for_mutations(&schema, &mutations)?;
+    mutations.extend(entries);
     let merged = merge_mutations(mutations);
     let options = WriteOptions {
         consistency: request.consistency,
         write_type,
         now: executor.local_now(request),
     };
-    executor.data().write(&executor.schema(), merged, &options)
+    executor.data().write(&schema, merged, &options)
+}
+
+/// Writes the index entries of a compare-and-set's mutations before its
+/// round commits them: the entries are other partitions, which the round
+/// does not carry. An entry whose write then does not commit is stale,
+/// which searches tolerate and remove; one written after could be lost.
+fn write_index_entries(
+    executor: &Executor,
+    mutations: &[Mutation],
+    request: &Request,
+) -> Result<()> {
+    let schema = executor.schema();
+    let entries = crate::index::entries::for_mutations(&schema, mutations)?;
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let options = WriteOptions {
+        consistency: request.consistency,
+        write_type: WriteType::Simple,
+        now: executor.local_now(request),
+    };
+    executor
+        .data()
+        .write(&schema, merge_mutations(entries), &options)
 }
 
 /// The write type a timeout reports for a statement or batch.
@@ -2181,8 +2211,10 @@ fn execute_conditional(
                 let request = cas_request(request, serial, timestamp);
                 collect(executor, m, &request, values, batch_using, &mut mutations)?;
             }
+            let mutations = merge_mutations(mutations);
+            write_index_entries(executor, &mutations, request)?;
             outcome = Some(applied_rows(&table, true, &[]));
-            Ok(Some(merge_mutations(mutations)))
+            Ok(Some(mutations))
         },
     )?;
     outcome.ok_or_else(|| QueryError::Server("compare-and-set made no decision".into()))

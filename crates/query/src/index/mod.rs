@@ -1,12 +1,24 @@
-//! Secondary indexes at query time: which WHERE relations a table's indexes
-//! (legacy 2i or SAI) can serve, following Cassandra 5.0's rules, so that a
-//! SELECT using them needs no ALLOW FILTERING.
+//! Secondary indexes (legacy 2i and SAI, stored alike).
 //!
-//! There is no stored index structure: a query an index serves is answered
-//! by the same filtered scan ALLOW FILTERING uses (token order of partitions,
-//! clustering order within), which is what Cassandra returns and stays
-//! correct under updates, deletes and TTL by construction. This module only
-//! decides legality.
+//! - This module: which WHERE relations a table's indexes can serve,
+//!   following Cassandra 5.0's rules, so that a SELECT using them needs no
+//!   ALLOW FILTERING (`classify`).
+//! - `entries`: each index's hidden storage table and the entries a write
+//!   adds (without reading), so the index follows every change to its table.
+//! - `search`: a query answered from an index: its entries for the value
+//!   looked up, each base row re-read and re-checked, stale entries removed.
+//! - `build`: the index tables a schema change creates and drops, and the
+//!   build of a new index over existing data.
+//!
+//! Indexes are global: an index's entries are partitioned by the indexed
+//! value, replicated as their keyspace is, written through the same
+//! `DataProxy` as the base write. Range restrictions (SAI on numbers) are
+//! not looked up: those queries are answered by the filtered scan ALLOW
+//! FILTERING uses, which returns the same rows in the same order.
+
+pub mod build;
+pub mod entries;
+pub mod search;
 
 use rocksandra_cql::ast::{Operator, Relation, RelationLhs};
 use rocksandra_data::types::CqlType;
