@@ -1500,12 +1500,18 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
             target.column.as_str()
         )));
     };
+    if current.is_counter() {
+        return Err(QueryError::invalid(
+            "Secondary indexes on counter tables aren't supported",
+        ));
+    }
     if column.kind == ColumnKind::PartitionKey && current.partition_key_count == 1 {
         return Err(QueryError::invalid(format!(
             "Cannot create secondary index on the only partition key column {}",
             column.name
         )));
     }
+    crate::index::check_target(column, target.kind)?;
     let quoted = quote_identifier_if_needed(&column.name);
     let target_text = match target.kind {
         IndexTargetKind::Simple if column.ty.is_multi_cell() => format!("values({quoted})"),
