@@ -525,3 +525,164 @@ impl EntryWriter<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocksandra_data::Token;
+
+    fn table(cql_columns: &[(&str, CqlType, ColumnKind)]) -> Table {
+        let mut columns = Vec::new();
+        let mut positions = [0usize; 4];
+        for (i, (name, ty, kind)) in cql_columns.iter().enumerate() {
+            let slot = match kind {
+                ColumnKind::PartitionKey => 0,
+                ColumnKind::Clustering => 1,
+                _ => 2,
+            };
+            columns.push(Column {
+                name: name.to_string(),
+                ty: ty.clone(),
+                kind: *kind,
+                position: if slot < 2 { positions[slot] } else { 0 },
+                descending: false,
+                id: ColumnId(i as u32),
+            });
+            positions[slot] += 1;
+        }
+        Table {
+            keyspace: "ks".into(),
+            name: "t".into(),
+            id: [1; 16],
+            storage_id: TableId(5),
+            partition_key_count: positions[0],
+            clustering_count: positions[1],
+            next_column_id: columns.len() as u32,
+            columns,
+            params: Default::default(),
+            dropped: Vec::new(),
+            indexes: Vec::new(),
+            is_virtual: false,
+        }
+    }
+
+    fn index(target: &str) -> Index {
+        Index {
+            name: "i".into(),
+            kind: "COMPOSITES".into(),
+            options: [("target".to_string(), target.to_string())].into(),
+            storage_id: Some(TableId(9)),
+            built: true,
+        }
+    }
+
+    fn int() -> CqlType {
+        CqlType::Native(NativeType::Int)
+    }
+
+    /// The stored layout of each kind of index (module documentation):
+    /// the storage table's clustering types and an entry's clustering.
+    #[test]
+    fn entries_are_laid_out_as_documented() {
+        let t = table(&[
+            ("a", int(), ColumnKind::PartitionKey),
+            ("b", int(), ColumnKind::PartitionKey),
+            ("c", int(), ColumnKind::Clustering),
+            ("s", int(), ColumnKind::Static),
+            ("v", int(), ColumnKind::Regular),
+            ("l", CqlType::List(Box::new(int())), ColumnKind::Regular),
+        ]);
+        let partition = PartitionKey::new(rocksandra_data::token::serialize_partition_key(&[
+            &[0, 0, 0, 1],
+            &[0, 0, 0, 2],
+        ]));
+        let token = partition.token.0.to_be_bytes().to_vec();
+        let row = vec![vec![0, 0, 0, 3]];
+        let cases: [(
+            &str,
+            Vec<&str>,
+            Option<&[Vec<u8>]>,
+            Option<&[u8]>,
+            Vec<Vec<u8>>,
+        ); 5] = [
+            (
+                "v",
+                vec!["bigint", "blob", "int"],
+                Some(&row),
+                None,
+                vec![token.clone(), partition.key.clone(), row[0].clone()],
+            ),
+            (
+                "s",
+                vec!["bigint", "blob"],
+                None,
+                None,
+                vec![token.clone(), partition.key.clone()],
+            ),
+            (
+                "values(l)",
+                vec!["bigint", "blob", "int", "blob"],
+                Some(&row),
+                Some(b"p"),
+                vec![
+                    token.clone(),
+                    partition.key.clone(),
+                    row[0].clone(),
+                    b"p".to_vec(),
+                ],
+            ),
+            (
+                "a",
+                vec!["bigint", "blob", "boolean", "int"],
+                None,
+                None,
+                vec![token.clone(), partition.key.clone(), vec![0], Vec::new()],
+            ),
+            (
+                "c",
+                vec!["bigint", "blob", "int"],
+                Some(&row),
+                None,
+                vec![token.clone(), partition.key.clone(), row[0].clone()],
+            ),
+        ];
+        for (target, types, base_row, path, clustering) in cases {
+            let index = index(target);
+            let storage = storage_table(&t, &index).expect("stored");
+            assert_eq!(storage.storage_id, TableId(9));
+            let spec: Vec<String> = storage
+                .storage_spec()
+                .clustering
+                .iter()
+                .map(|c| c.ty.to_string())
+                .collect();
+            assert_eq!(spec, types, "{target}");
+            let target_of = Target::resolve(&t, &index).expect("resolves");
+            let entry = target_of.entry_clustering(&t, &partition, base_row, path);
+            assert_eq!(entry, clustering, "{target}");
+            let of = target_of.decode(&t, &entry).expect("decodes");
+            assert_eq!(of.partition, partition);
+            assert_eq!(of.row.as_deref(), base_row.filter(|_| target != "s"));
+            assert_eq!(of.path.as_deref(), path);
+        }
+        assert_eq!(
+            Token(i64::from_be_bytes(token.try_into().expect("8 bytes"))),
+            partition.token
+        );
+    }
+
+    #[test]
+    fn only_indexes_a_query_can_use_are_stored() {
+        let t = table(&[
+            ("k", int(), ColumnKind::PartitionKey),
+            ("v", int(), ColumnKind::Regular),
+        ]);
+        assert!(stores(&t, &index("v")));
+        let mut custom = index("v");
+        custom
+            .options
+            .insert("class_name".into(), "com.example.Custom".into());
+        assert!(!stores(&t, &custom));
+        assert!(!stores(&t, &index("nosuch")));
+    }
+}
