@@ -598,6 +598,7 @@ mod tests {
         ]));
         let token = partition.token.0.to_be_bytes().to_vec();
         let row = vec![vec![0, 0, 0, 3]];
+        #[allow(clippy::type_complexity)]
         let cases: [(
             &str,
             Vec<&str>,
