@@ -936,7 +936,7 @@ struct IndexedProgress {
     /// with an entry per partition: its rows resume after that row.
     resume_in_partition: Option<Position>,
     /// Entries found stale, removed after each batch.
-    stale: Vec<crate::index::search::Entry>,
+    stale: Vec<search::Entry>,
 }
 
 impl IndexedProgress {
@@ -1440,6 +1440,13 @@ impl Reader<'_> {
             self.now,
         )?;
         let rows = partition_rows(self.table, &partition, self.now, false)?;
+        // `rows` follows `partition.rows`, one for one.
+        let position: std::collections::HashMap<&[Vec<u8>], usize> = partition
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.clustering.as_slice(), i))
+            .collect();
         for entry in group {
             let duplicate = progress
                 .answered
@@ -1448,16 +1455,22 @@ impl Reader<'_> {
             if duplicate {
                 continue;
             }
-            if !query.is_current(self.table, entry, &partition) {
+            let found = match &entry.row {
+                Some(c) => position.get(c.as_slice()).copied(),
+                None => None,
+            };
+            let live = match (&entry.row, found) {
+                (Some(_), Some(i)) => Some(&partition.rows[i].content),
+                (Some(_), None) => None,
+                (None, _) => partition.static_row.as_ref(),
+            };
+            if !query.is_current(self.table, entry, live) {
                 progress.stale.push(entry.clone());
                 continue;
             }
             progress.answered = Some((key.clone(), entry.row.clone()));
-            let row = match &entry.row {
-                Some(c) => rows
-                    .iter()
-                    .find(|r| r.clustering.as_ref() == Some(c))
-                    .cloned(),
+            let row = match found {
+                Some(i) => Some(rows[i].clone()),
                 None if count == 0 => self.static_only_row(&partition)?,
                 None => None,
             };
@@ -1564,7 +1577,7 @@ impl Reader<'_> {
         )?;
         let mut current = false;
         for entry in group {
-            if query.is_current(self.table, entry, &partition) {
+            if query.is_current(self.table, entry, partition.static_row.as_ref()) {
                 current = true;
             } else {
                 progress.stale.push(entry.clone());

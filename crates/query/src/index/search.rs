@@ -45,7 +45,7 @@ use rocksandra_data::{LocalTime, Timestamp, Token};
 use rocksandra_storage::cell::{reconcile_cells, Cell, CellKind, DeletionTime, LiveRow};
 use rocksandra_storage::layout::keys::bound_contains;
 use rocksandra_storage::{
-    ClusteringBound, Mutation, Partition, PartitionKey, PartitionRead, RowUpdate, Slice,
+    ClusteringBound, Mutation, PartitionKey, PartitionRead, RowUpdate, Slice,
 };
 use rocksandra_wire::{Consistency, WriteType};
 
@@ -305,17 +305,10 @@ impl IndexQuery {
         })
     }
 
-    /// Whether `entry` still stands for the base data: `partition` is the
-    /// base partition read with the entry's row (and static row).
-    pub fn is_current(&self, table: &Table, entry: &Entry, partition: &Partition) -> bool {
-        let row = match &entry.row {
-            Some(c) => partition
-                .rows
-                .iter()
-                .find(|r| r.clustering == *c)
-                .map(|r| &r.content),
-            None => partition.static_row.as_ref(),
-        };
+    /// Whether `entry` still stands for the base data: `row` is the live
+    /// base row it names (the static row for an entry without a row), None
+    /// when that row is not live.
+    pub fn is_current(&self, table: &Table, entry: &Entry, row: Option<&LiveRow>) -> bool {
         let Some(row) = row else {
             return false;
         };
