@@ -92,23 +92,24 @@ pub fn choose(table: &Table, restrictions: &Restrictions) -> Option<IndexQuery> 
             if !index.built {
                 continue;
             }
-            let Some(storage) = super::entries::storage_table(table, index) else {
-                continue;
-            };
             let Some(target) = Target::resolve(table, index) else {
                 continue;
             };
             if target.column != filter.column {
                 continue;
             }
-            if let Some((value, cell_value)) = lookup(table, &target, &filter) {
-                return Some(IndexQuery {
-                    target,
-                    storage,
-                    value,
-                    cell_value,
-                });
-            }
+            let Some((value, cell_value)) = lookup(table, &target, &filter) else {
+                continue;
+            };
+            let Some(storage) = super::entries::storage_table(table, index) else {
+                continue;
+            };
+            return Some(IndexQuery {
+                target,
+                storage,
+                value,
+                cell_value,
+            });
         }
     }
     None
