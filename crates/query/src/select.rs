@@ -1075,6 +1075,17 @@ impl Reader<'_> {
         Ok((rows, next))
     }
 
+    /// One partition of the table, at the query's consistency and time.
+    fn read_partition(&self, read: &PartitionRead) -> Result<Partition> {
+        self.executor.data().read_partition(
+            self.schema,
+            self.table,
+            read,
+            self.consistency,
+            self.now,
+        )
+    }
+
     /// `first`: nothing of this partition was read before, so a live static
     /// row without rows stands for the partition (a resumed read that finds
     /// no more rows must not add it).
@@ -1093,13 +1104,7 @@ impl Reader<'_> {
             include_static: true,
             row_limit: limit,
         };
-        let partition = self.executor.data().read_partition(
-            self.schema,
-            self.table,
-            &read,
-            self.consistency,
-            self.now,
-        )?;
+        let partition = self.read_partition(&read)?;
         partition_rows(
             self.table,
             &partition,
@@ -1432,13 +1437,7 @@ impl Reader<'_> {
             include_static: true,
             row_limit: 0,
         };
-        let partition = self.executor.data().read_partition(
-            self.schema,
-            self.table,
-            &read,
-            self.consistency,
-            self.now,
-        )?;
+        let partition = self.read_partition(&read)?;
         let rows = partition_rows(self.table, &partition, self.now, false)?;
         // `rows` follows `partition.rows`, one for one.
         let position: std::collections::HashMap<&[Vec<u8>], usize> = partition
@@ -1526,13 +1525,7 @@ impl Reader<'_> {
             include_static: false,
             row_limit: 1,
         };
-        let rows = self.executor.data().read_partition(
-            self.schema,
-            self.table,
-            &any_row,
-            self.consistency,
-            self.now,
-        )?;
+        let rows = self.read_partition(&any_row)?;
         if !rows.rows.is_empty() {
             return Ok(None);
         }
@@ -1568,13 +1561,7 @@ impl Reader<'_> {
             include_static: true,
             row_limit: 0,
         };
-        let partition = self.executor.data().read_partition(
-            self.schema,
-            self.table,
-            &static_row,
-            self.consistency,
-            self.now,
-        )?;
+        let partition = self.read_partition(&static_row)?;
         let mut current = false;
         for entry in group {
             if query.is_current(self.table, entry, partition.static_row.as_ref()) {
