@@ -372,8 +372,8 @@ fn partitions_spanned(schema: &Schema, mutations: &[Mutation]) -> usize {
         .iter()
         .map(|m| {
             let keyspace = schema
-                .table_by_storage_id(m.table)
-                .map(|(k, _)| k.name.as_str())
+                .keyspace_by_storage_id(m.table)
+                .map(|k| k.name.as_str())
                 .unwrap_or_default();
             (keyspace, m.partition.key.as_slice())
         })
@@ -396,7 +396,7 @@ impl Coordinator {
         let mut per_endpoint: BTreeMap<IpAddr, Vec<usize>> = BTreeMap::new();
         let mut down: Vec<(IpAddr, usize)> = Vec::new();
         for (i, m) in mutations.iter().enumerate() {
-            let Some((keyspace, _)) = schema.table_by_storage_id(m.table) else {
+            let Some(keyspace) = schema.keyspace_by_storage_id(m.table) else {
                 return Err(QueryError::invalid("unknown table"));
             };
             let strategy = Strategy::from_replication(&keyspace.replication);
@@ -716,6 +716,9 @@ impl DataProxy for Coordinator {
             .split_at(plan.block_for.min(plan.candidates.len()));
         let asked: Vec<(IpAddr, [u8; 16])> = asked.iter().map(|e| (*e, [0; 16])).collect();
         let raws = self.read_raws(read, cl, now, &asked, spares, plan.block_for)?;
+        if let [(_, raw)] = raws.as_slice() {
+            return Ok(raw.clone());
+        }
         let merged = merged_engine(table, now)?;
         for (_, raw) in &raws {
             merged.write(std::slice::from_ref(&raw.data), now)?;

@@ -1542,12 +1542,18 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
             target.column.as_str()
         )));
     };
+    if current.is_counter() {
+        return Err(QueryError::invalid(
+            "Secondary indexes on counter tables aren't supported",
+        ));
+    }
     if column.kind == ColumnKind::PartitionKey && current.partition_key_count == 1 {
         return Err(QueryError::invalid(format!(
             "Cannot create secondary index on the only partition key column {}",
             column.name
         )));
     }
+    crate::index::check_target(column, target.kind)?;
     let quoted = quote_identifier_if_needed(&column.name);
     let target_text = match target.kind {
         IndexTargetKind::Simple if column.ty.is_multi_cell() => format!("values({quoted})"),
@@ -1623,7 +1629,7 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
     }
     options.insert("target".to_string(), target_text);
     let mut table = Table::clone(current);
-    table.indexes.push(Index {
+    let mut index = Index {
         name,
         kind: if stmt.custom || stmt.class.is_some() {
             "CUSTOM".into()
@@ -1631,8 +1637,20 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
             "COMPOSITES".into()
         },
         options,
-    });
-    let next = replace_table(schema, table);
+        storage_id: None,
+        built: false,
+    };
+    // The index's entries get a storage table of their own (built after
+    // the schema is published: `index::build`).
+    let stores = crate::index::entries::stores(&table, &index);
+    if stores {
+        index.storage_id = Some(TableId(schema.next_table_id));
+    }
+    table.indexes.push(index);
+    let mut next = replace_table(schema, table);
+    if stores {
+        next.next_table_id += 1;
+    }
     Ok(DdlOutcome {
         schema: Some(next),
         change: event,

@@ -207,10 +207,8 @@ impl Executor {
             // cluster agrees before its first schema change.
             schema.version = crate::schema::INITIAL_SCHEMA_VERSION;
         }
-        for table in schema.tables() {
-            if !table.is_virtual {
-                engine.create_table(table.storage_spec())?;
-            }
+        for table in schema.stored_tables() {
+            engine.create_table(table.storage_spec())?;
         }
         let rmw_lock = Arc::new(crate::proxy::RmwLock::default());
         Ok(Executor {
@@ -480,7 +478,7 @@ impl Executor {
                     .keyspace(keyspace)
                     .map(|ks| crate::view::views_of(ks, &table.name).map(|v| v.storage_id).collect())
                     .unwrap_or_default();
-                for id in std::iter::once(table.storage_id).chain(views) {
+                for id in table.storage_ids().chain(views) {
                     self.engine
                         .truncate(id)
                         .map_err(|e| QueryError::Truncate(e.to_string()))?;
@@ -519,7 +517,9 @@ impl Executor {
             }
             Statement::CreateIndex(s) => {
                 let keyspace = keyspace_of(&s.table, session_ks)?;
-                self.ddl(|schema| ddl::create_index(schema, keyspace, s))
+                let outcome = self.ddl(|schema| ddl::create_index(schema, keyspace, s))?;
+                crate::index::build::build_pending(self, keyspace, s.table.name.as_str())?;
+                Ok(outcome)
             }
             Statement::Drop(d) => match d.kind {
                 DropKind::Keyspace => {
@@ -662,7 +662,10 @@ impl Executor {
 
     /// Runs a schema change: computes the new schema, applies its storage
     /// effects, persists and publishes it.
-    fn ddl(&self, change: impl FnOnce(&Schema) -> Result<DdlOutcome>) -> Result<Outcome> {
+    pub(crate) fn ddl(
+        &self,
+        change: impl FnOnce(&Schema) -> Result<DdlOutcome>,
+    ) -> Result<Outcome> {
         let Some(sync) = self.schema_sync.get() else {
             let _guard = lock(&self.ddl_lock);
             return self.apply_ddl(change);
@@ -690,16 +693,29 @@ impl Executor {
         };
         next.version = ddl::new_uuid(&*self.env.random);
         next.epoch = current.epoch + 1;
+        let indexes = crate::index::build::storage_changes(&current, &next);
         // Tables are created before the schema naming them is stored, and
         // dropped after: a crash leaves at worst an unused column family.
-        for table in &outcome.effects.create {
+        for table in outcome
+            .effects
+            .create
+            .iter()
+            .map(|t| &**t)
+            .chain(&indexes.create)
+        {
             self.engine.create_table(table.storage_spec())?;
         }
-        for table in &outcome.effects.alter {
+        for table in outcome
+            .effects
+            .alter
+            .iter()
+            .map(|t| &**t)
+            .chain(&indexes.alter)
+        {
             self.engine.alter_table(table.storage_spec())?;
         }
         self.persist(&next)?;
-        for id in &outcome.effects.drop {
+        for id in outcome.effects.drop.iter().chain(&indexes.drop) {
             self.engine.drop_table(*id)?;
         }
         *self.schema.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
@@ -737,17 +753,15 @@ impl Executor {
         let mut next = Schema::builtin();
         next.load_stored_json(json)?;
         let changes = crate::schema::diff(&current, &next);
-        let old: HashMap<TableId, &Arc<crate::schema::Table>> = current
-            .tables()
-            .filter(|t| !t.is_virtual)
+        let old: HashMap<TableId, crate::schema::Table> = current
+            .stored_tables()
+            .into_iter()
             .map(|t| (t.storage_id, t))
             .collect();
-        let new_ids: std::collections::HashSet<TableId> = next
-            .tables()
-            .filter(|t| !t.is_virtual)
-            .map(|t| t.storage_id)
-            .collect();
-        for table in next.tables().filter(|t| !t.is_virtual) {
+        let stored = next.stored_tables();
+        let new_ids: std::collections::HashSet<TableId> =
+            stored.iter().map(|t| t.storage_id).collect();
+        for table in &stored {
             match old.get(&table.storage_id) {
                 None => self.engine.create_table(table.storage_spec())?,
                 Some(before) if before.storage_spec() != table.storage_spec() => {

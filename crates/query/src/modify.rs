@@ -295,13 +295,18 @@ fn write(
     if mutations.is_empty() {
         return Ok(());
     }
+    let schema = executor.schema();
+    // Index entries travel with the write they come from (same batch, same
+    // consistency).
+    let mut mutations = mutations;
+    let entries = crate::index::entries::for_mutations(&schema, &mutations)?;
+    mutations.extend(entries);
     let merged = merge_mutations(mutations);
     let options = WriteOptions {
         consistency: request.consistency,
         write_type,
         now: executor.local_now(request),
     };
-    let schema = executor.schema();
     if !crate::view::any_views(&schema, &merged) {
         return executor.data().write(&schema, merged, &options);
     }
@@ -316,6 +321,30 @@ fn write(
         options.now,
     )?;
     executor.data().write(&schema, merged, &options)
+}
+
+/// Writes the index entries of a compare-and-set's mutations before its
+/// round commits them: the entries are other partitions, which the round
+/// does not carry. An entry whose write then does not commit is stale,
+/// which searches tolerate and remove; one written after could be lost.
+fn write_index_entries(
+    executor: &Executor,
+    mutations: &[Mutation],
+    request: &Request,
+) -> Result<()> {
+    let schema = executor.schema();
+    let entries = crate::index::entries::for_mutations(&schema, mutations)?;
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let options = WriteOptions {
+        consistency: request.consistency,
+        write_type: WriteType::Simple,
+        now: executor.local_now(request),
+    };
+    executor
+        .data()
+        .write(&schema, merge_mutations(entries), &options)
 }
 
 /// The write type a timeout reports for a statement or batch.
@@ -2200,11 +2229,12 @@ fn execute_conditional(
                 let request = cas_request(request, serial, timestamp);
                 collect(executor, m, &request, values, batch_using, &mut mutations)?;
             }
+            let mutations = merge_mutations(mutations);
+            write_index_entries(executor, &mutations, request)?;
             outcome = Some(applied_rows(&table, true, &[]));
             let schema = executor.schema();
-            let merged = merge_mutations(mutations);
-            if !crate::view::any_views(&schema, &merged) {
-                return Ok(Some(merged));
+            if !crate::view::any_views(&schema, &mutations) {
+                return Ok(Some(mutations));
             }
             let now = executor.local_now(request);
             let quorum = if serial == Consistency::LocalSerial {
@@ -2212,7 +2242,7 @@ fn execute_conditional(
             } else {
                 Consistency::Quorum
             };
-            crate::view::with_view_updates(executor, &schema, merged, quorum, now).map(Some)
+            crate::view::with_view_updates(executor, &schema, mutations, quorum, now).map(Some)
         },
     )?;
     outcome.ok_or_else(|| QueryError::Server("compare-and-set made no decision".into()))

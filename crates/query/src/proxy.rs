@@ -65,9 +65,10 @@ pub trait DataProxy: Send + Sync {
         consistency: Consistency,
         now: LocalTime,
     ) -> Result<Partition>;
-    /// The stored state (tombstones and timestamps too) of what `read`
-    /// selects, merged from the replicas `consistency` asks for: what a
-    /// write that depends on existing data (view maintenance) reads first.
+    /// The stored state of what `read` selects (tombstones and timestamps
+    /// included, `Engine::read_raw`), merged from as many replicas as
+    /// `consistency` asks for: what view maintenance reads before a write,
+    /// and how index maintenance learns why an entry is stale.
     fn read_raw(
         &self,
         schema: &Schema,

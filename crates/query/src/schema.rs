@@ -110,6 +110,16 @@ pub struct Index {
     /// `COMPOSITES`, `KEYS` or `CUSTOM`.
     pub kind: String,
     pub options: BTreeMap<String, String>,
+    /// The hidden table holding the index entries (`index::storage_table`):
+    /// allocated from `Schema::next_table_id` like a table's, never reused.
+    /// None for an index that stores nothing (a class this server does not
+    /// implement, or one recorded before indexes were stored).
+    #[serde(default)]
+    pub storage_id: Option<TableId>,
+    /// Whether the entries of the data written before the index existed
+    /// are in; queries use the index only then.
+    #[serde(default)]
+    pub built: bool,
 }
 
 /// The CQL table options, with Cassandra 5.0's defaults.
@@ -325,6 +335,11 @@ impl Table {
         }
     }
 
+    /// Where this table's rows and its indexes' entries are stored.
+    pub fn storage_ids(&self) -> impl Iterator<Item = TableId> + '_ {
+        std::iter::once(self.storage_id).chain(self.indexes.iter().filter_map(|i| i.storage_id))
+    }
+
     /// Puts static and regular columns in Cassandra's order: simple columns
     /// before complex (multi-cell) ones, each by name.
     pub fn sort_value_columns(&mut self) {
@@ -339,6 +354,12 @@ impl Table {
 impl Keyspace {
     pub fn user_type(&self, name: &str) -> Option<&UdtType> {
         self.types.iter().find(|t| t.name == name)
+    }
+
+    /// The storage of the keyspace's tables and their indexes: what
+    /// streaming, repair and cleanup move.
+    pub fn storage_ids(&self) -> Vec<TableId> {
+        self.tables.values().flat_map(|t| t.storage_ids()).collect()
     }
 }
 
@@ -482,6 +503,25 @@ impl Schema {
                 .find(|t| t.storage_id == id)
                 .map(|t| (k, t))
         })
+    }
+
+    /// The keyspace whose table, or index's entries, are stored under `id`
+    /// (where a mutation of that storage is replicated).
+    pub fn keyspace_by_storage_id(&self, id: TableId) -> Option<&Arc<Keyspace>> {
+        self.keyspaces
+            .values()
+            .find(|k| k.tables.values().any(|t| t.storage_ids().any(|s| s == id)))
+    }
+
+    /// Every table kept in storage: user tables, the system tables kept in
+    /// storage, and the tables holding index entries.
+    pub fn stored_tables(&self) -> Vec<Table> {
+        let mut out = Vec::new();
+        for table in self.tables().filter(|t| !t.is_virtual) {
+            out.push(Table::clone(table));
+            out.extend(crate::index::entries::storage_tables(table));
+        }
+        out
     }
 }
 

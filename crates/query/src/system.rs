@@ -173,6 +173,8 @@ fn build_table(def: &def::TableDef) -> Table {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
+            storage_id: None,
+            built: false,
         });
     }
     let mut table = Table {

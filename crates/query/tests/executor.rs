@@ -988,3 +988,26 @@ fn view_definitions_are_checked_as_cassandra_checks_them() {
         ("DROP MATERIALIZED VIEW IF EXISTS mv", "OK"),
     ]);
 }
+
+#[test]
+fn a_base_table_keeps_its_index_and_its_view() {
+    let mut h = views_harness();
+    h.check(&[
+        ("CREATE TABLE t (k int PRIMARY KEY, v int, w text)", "OK"),
+        ("CREATE INDEX t_w ON t (w)", "OK"),
+        (
+            "CREATE MATERIALIZED VIEW mv AS SELECT * FROM t WHERE k IS NOT NULL AND v IS NOT NULL PRIMARY KEY (v, k)",
+            "OK",
+        ),
+        ("INSERT INTO t (k, v, w) VALUES (1, 10, 'a')", "OK"),
+        ("INSERT INTO t (k, v, w) VALUES (2, 20, 'a')", "OK"),
+        ("UPDATE t SET v = 30, w = 'b' WHERE k = 1", "OK"),
+        ("UPDATE t SET w = 'c' WHERE k = 2 IF v = 20", "true"),
+        ("SELECT k, v FROM t WHERE w = 'a'", ""),
+        ("SELECT k, v FROM t WHERE w = 'b'", "1 | 30"),
+        ("SELECT v, k, w FROM mv", "30 | 1 | 'b'\n20 | 2 | 'c'"), // token order
+        ("DELETE FROM t WHERE k = 2", "OK"),
+        ("SELECT k FROM t WHERE w = 'c'", ""),
+        ("SELECT v, k FROM mv", "30 | 1"),
+    ]);
+}
