@@ -1,7 +1,8 @@
-//! Criterion benches of secondary indexes through the executor, over the
-//! in-memory engine: a lookup answered from an index against the filtered
-//! scan the same query costs without one (100,000 rows, 100 matching), and
-//! what maintaining an index adds to a write.
+//! Criterion benches of secondary indexes and materialized views through
+//! the executor, over the in-memory engine: a lookup answered from an index
+//! against the filtered scan the same query costs without one (100,000
+//! rows, 100 matching), and what maintaining an index or a view adds to a
+//! write.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -129,5 +130,64 @@ fn lookups(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, lookups);
+/// Writes to a table with a materialized view keyed by `v` (read the base
+/// row, merge, write base and view rows) against the same writes to a
+/// table without one.
+fn view_writes(c: &mut Criterion) {
+    let executor = executor();
+    executor.set_materialized_views_enabled(true);
+    run(
+        &executor,
+        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+    );
+    for table in ["t", "u"] {
+        run(
+            &executor,
+            &format!("CREATE TABLE {table} (k int PRIMARY KEY, v int, w text)"),
+        );
+    }
+    run(
+        &executor,
+        "CREATE MATERIALIZED VIEW t_by_v AS SELECT * FROM t WHERE v IS NOT NULL AND k IS NOT NULL PRIMARY KEY (v, k)",
+    );
+    for k in 0..10_000 {
+        for table in ["t", "u"] {
+            run(
+                &executor,
+                &format!("INSERT INTO {table} (k, v, w) VALUES ({k}, {k}, 'row {k}')"),
+            );
+        }
+    }
+    let mut group = c.benchmark_group("write with a materialized view");
+    let mut k = 10_000;
+    for (name, table) in [("insert, with a view", "t"), ("insert, without", "u")] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                k += 1;
+                run(
+                    &executor,
+                    &format!("INSERT INTO {table} (k, v, w) VALUES ({k}, 7, 'x')"),
+                )
+            })
+        });
+    }
+    let mut n = 0;
+    for (name, table) in [
+        ("update moving the view row, with a view", "t"),
+        ("same update, without", "u"),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                n += 1;
+                run(
+                    &executor,
+                    &format!("UPDATE {table} SET v = {} WHERE k = {}", n, n % 10_000),
+                )
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, lookups, view_writes);
 criterion_main!(benches);
