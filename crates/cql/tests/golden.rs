@@ -163,7 +163,7 @@ const CASES: &[(&str, &str)] = &[
     ("SELECT * FROM t WHERE a = 'oops", "ERR line 1:31 mismatched character '<EOF>' expecting '''"),
     ("SELECT * FROM t\nWHERE a = @", "ERR line 2:10 no viable alternative at character '@'"),
     ("SELECT * FROM t /* open", "ERR line 1:23 mismatched character '<EOF>' expecting '*'"),
-    ("INSERT INTO t (a) VALUES (1) garbage", "ERR line 1:29 mismatched input 'garbage' expecting <EOF>"),
+    ("INSERT INTO t (a) VALUES (1) garbage", "ERR line 1:29 mismatched input 'garbage' expecting EOF"),
     ("CREATE TABLE select (a int PRIMARY KEY)", "ERR line 1:13 no viable alternative at input 'select'"),
     ("", "ERR line 0:-1 no viable alternative at input '<EOF>'"),
     ("SELECT * FROM t WHERE a = b", "ERR line 1:26 no viable alternative at input 'b'"),

@@ -27,6 +27,8 @@ use crate::select::lookup_table;
 use crate::term::{evaluate, EvalContext, Term};
 use rocksandra_wire::{Consistency, WriteType};
 
+mod cas;
+
 /// Longest TTL Cassandra accepts: 20 years.
 pub const MAX_TTL_SECONDS: i32 = 630_720_000;
 
@@ -155,8 +157,9 @@ pub fn execute_single(
         _ => return Err(QueryError::Server("not a modification".into())),
     };
     if has_condition(&modification) {
-        return execute_conditional(executor, &[(&modification, values, request.clone())], &[]);
+        return cas::execute(executor, &[(&modification, values, request.clone())], None);
     }
+    check_write_consistency(executor, &modification, request)?;
     if counter_cas(
         executor,
         &[(&modification, values, request.clone())],
@@ -273,6 +276,38 @@ fn counter_lock<'a>(
     Ok(None)
 }
 
+/// `ConsistencyLevel.validateForWrite` / `validateCounterForWrite`: a
+/// statement without a condition cannot be written at a serial consistency.
+fn check_write_consistency(executor: &Executor, m: &Modification, request: &Request) -> Result<()> {
+    if !matches!(
+        request.consistency,
+        Consistency::Serial | Consistency::LocalSerial
+    ) {
+        return Ok(());
+    }
+    let schema = executor.schema();
+    let table = modifiable_table(executor, &schema, table_name_of(m), request)?;
+    Err(QueryError::invalid(if table.is_counter() {
+        "Counter operations are inherently non-serializable"
+    } else {
+        "You must use conditional updates for serializable writes"
+    }))
+}
+
+/// Whether a statement's conditions test regular columns: then it
+/// addresses a row even when it only writes static columns.
+fn conditions_on_regular(
+    table: &Table,
+    condition: Option<&rocksandra_cql::ast::Condition>,
+) -> bool {
+    match condition {
+        Some(rocksandra_cql::ast::Condition::Columns(conditions)) => conditions.iter().any(|c| {
+            table.column(c.target.column().as_str()).map(|c| c.kind) == Some(ColumnKind::Regular)
+        }),
+        _ => false,
+    }
+}
+
 fn has_condition(m: &Modification) -> bool {
     match m {
         Modification::Insert(i) => i.if_not_exists,
@@ -368,7 +403,7 @@ pub fn execute_batch_statement(
         for m in &batch.statements {
             check_batch_kind(executor, batch.kind, m, request)?;
         }
-        return execute_conditional(executor, &statements, &batch.using);
+        return cas::execute(executor, &statements, Some(&batch.using));
     }
     execute_unconditional_batch(executor, batch.kind, &statements, &batch.using, request)
 }
@@ -446,7 +481,7 @@ pub fn execute_batch_message(
         })
         .collect();
     if statements.iter().any(|(m, _, _)| has_condition(m)) {
-        return execute_conditional(executor, &with_requests, &[]);
+        return cas::execute(executor, &with_requests, Some(&[]));
     }
     execute_unconditional_batch(executor, kind, &with_requests, &[], request)
 }
@@ -1109,7 +1144,13 @@ fn update_mutation(
         }
         assigned.push(column);
     }
-    let static_only = assigned.iter().all(|c| c.kind == ColumnKind::Static);
+    if cas::has_clustering_slice(table, &update.where_clause) {
+        return Err(QueryError::invalid(
+            "Slice restrictions are not supported on the clustering columns in UPDATE statements",
+        ));
+    }
+    let static_only = assigned.iter().all(|c| c.kind == ColumnKind::Static)
+        && !conditions_on_regular(table, update.condition.as_ref());
     if static_only && t.restricted && table.clustering_count > 0 {
         return Err(QueryError::invalid(
             "Invalid restrictions on clustering columns since the UPDATE statement modifies only static columns",
@@ -1540,7 +1581,7 @@ fn delete_mutation(
         let mut regular: Vec<(Vec<Vec<u8>>, RowUpdate)> = Vec::new();
         let all_static = delete.targets.iter().all(|target| {
             table.column(target.column().as_str()).map(|c| c.kind) == Some(ColumnKind::Static)
-        });
+        }) && !conditions_on_regular(table, delete.condition.as_ref());
         if all_static && t.restricted {
             return Err(QueryError::invalid(
                 "Invalid restrictions on clustering columns since the DELETE statement modifies only static columns",
@@ -1675,20 +1716,6 @@ fn delete_target(
 
 // ---------------------------------------------------------------- conditions
 
-/// What a conditional statement checks, for one statement of a batch.
-struct Check<'a> {
-    table: std::sync::Arc<Table>,
-    pk: Vec<Vec<u8>>,
-    clustering: Option<Vec<Vec<u8>>>,
-    kind: CheckKind<'a>,
-}
-
-enum CheckKind<'a> {
-    NotExists,
-    Exists,
-    Columns(&'a [rocksandra_cql::ast::ColumnCondition]),
-}
-
 fn where_of(m: &Modification) -> &[rocksandra_cql::ast::Relation] {
     match m {
         Modification::Insert(_) => &[],
@@ -1711,481 +1738,6 @@ fn using_of(m: &Modification) -> &[UsingParam] {
         Modification::Update(u) => &u.using,
         Modification::Delete(d) => &d.using,
     }
-}
-
-/// The row a conditional statement addresses.
-fn check_of<'a>(
-    executor: &Executor,
-    m: &'a Modification,
-    request: &Request,
-    values: &[rocksandra_wire::Value],
-) -> Result<Check<'a>> {
-    let schema = executor.schema();
-    let table = modifiable_table(executor, &schema, table_name_of(m), request)?;
-    if using_of(m)
-        .iter()
-        .any(|u| matches!(u, UsingParam::Timestamp(_)))
-    {
-        return Err(QueryError::invalid(
-            "Cannot provide custom timestamp for conditional updates",
-        ));
-    }
-    let random = executor.env.random.clone();
-    let ctx = executor.eval_context(&schema, &table.keyspace, values, &*random);
-    let (pk, clustering) = match m {
-        Modification::Insert(insert) => {
-            let InsertValues::Columns { columns, values } = &insert.values else {
-                return Err(QueryError::invalid(
-                    "INSERT JSON with IF NOT EXISTS is not supported yet",
-                ));
-            };
-            let mut pk = Vec::new();
-            let mut clustering = Vec::new();
-            for column in table.partition_key().iter().chain(table.clustering()) {
-                let Some(i) = columns.iter().position(|c| c.as_str() == column.name) else {
-                    if column.kind == ColumnKind::Clustering {
-                        break;
-                    }
-                    return Err(QueryError::invalid(format!(
-                        "Some partition key parts are missing: {}",
-                        column.name
-                    )));
-                };
-                let v = key_value(
-                    column,
-                    evaluate(&values[i], &column.ty, &column.name, &ctx)?,
-                    table.partition_key_count == 1,
-                )?;
-                if column.kind == ColumnKind::PartitionKey {
-                    pk.push(v);
-                } else {
-                    clustering.push(v);
-                }
-            }
-            (pk, Some(clustering))
-        }
-        _ => {
-            if where_of(m).iter().any(|r| {
-                matches!(r, rocksandra_cql::ast::Relation::Compare { op: rocksandra_cql::ast::Operator::In, lhs: rocksandra_cql::ast::RelationLhs::Column(c), .. }
-                    if table.column(c.as_str()).map(|c| c.kind) == Some(ColumnKind::PartitionKey))
-            }) {
-                return Err(QueryError::invalid(
-                    "IN on the partition key is not supported with conditional updates",
-                ));
-            }
-            let t = targets(&table, where_of(m), &ctx)?;
-            let [pk] = t.keys.as_slice() else {
-                return Err(QueryError::invalid(
-                    "IN on the partition key is not supported with conditional updates",
-                ));
-            };
-            let clustering = if t.restricted {
-                if !t.exact || t.slices.len() != 1 {
-                    return Err(QueryError::invalid(
-                        "IN on the clustering key columns is not supported with conditional updates",
-                    ));
-                }
-                Some(t.slices[0].start.prefix.clone())
-            } else if table.clustering_count == 0 {
-                Some(Vec::new())
-            } else {
-                None
-            };
-            (pk.clone(), clustering)
-        }
-    };
-    let kind = match m {
-        Modification::Insert(_) => CheckKind::NotExists,
-        Modification::Update(u) => match &u.condition {
-            Some(rocksandra_cql::ast::Condition::Exists) => CheckKind::Exists,
-            Some(rocksandra_cql::ast::Condition::Columns(c)) => CheckKind::Columns(c),
-            None => CheckKind::Columns(&[]),
-        },
-        Modification::Delete(d) => match &d.condition {
-            Some(rocksandra_cql::ast::Condition::Exists) => CheckKind::Exists,
-            Some(rocksandra_cql::ast::Condition::Columns(c)) => CheckKind::Columns(c),
-            None => CheckKind::Columns(&[]),
-        },
-    };
-    if let CheckKind::Columns(conditions) = &kind {
-        for c in conditions.iter() {
-            let name = c.target.column().as_str();
-            match table.column(name) {
-                None => {
-                    return Err(QueryError::invalid(format!(
-                        "Undefined column name {name} in table {}",
-                        crate::ddl::display_name(&table.keyspace, &table.name)
-                    )))
-                }
-                Some(col) if col.kind.is_primary_key() => {
-                    return Err(QueryError::invalid(format!(
-                        "PRIMARY KEY column '{name}' cannot have IF conditions"
-                    )))
-                }
-                _ => {}
-            }
-        }
-    }
-    Ok(Check {
-        table,
-        pk,
-        clustering,
-        kind,
-    })
-}
-
-/// The current row of a check (None when it does not exist).
-fn current_row(
-    executor: &Executor,
-    check: &Check<'_>,
-    request: &Request,
-) -> Result<Option<crate::rows::CqlRow>> {
-    let table = &check.table;
-    let read = PartitionRead {
-        table: table.storage_id,
-        partition: PartitionKey::new(partition_key_bytes(&check.pk)),
-        slices: match &check.clustering {
-            Some(c) if table.clustering_count > 0 => vec![Slice::prefix(c.clone())],
-            Some(_) => vec![Slice::all()],
-            None => Vec::new(),
-        },
-        reversed: false,
-        include_static: true,
-        row_limit: 1,
-    };
-    let now = executor.local_now(request);
-    let partition = executor.data().read_partition(
-        &executor.schema(),
-        table,
-        &read,
-        read_before_write_consistency(request),
-        now,
-    )?;
-    let rows = crate::rows::partition_rows(table, &partition, now, check.clustering.is_none())?;
-    Ok(rows.into_iter().next())
-}
-
-/// A column reported by a failed condition: its index and current value.
-type ReportedColumn = (usize, Option<Vec<u8>>);
-
-/// Evaluates a check: whether it holds and the columns to report if not.
-fn evaluate_check(
-    executor: &Executor,
-    check: &Check<'_>,
-    request: &Request,
-    values: &[rocksandra_wire::Value],
-) -> Result<(bool, Vec<ReportedColumn>)> {
-    let row = current_row(executor, check, request)?;
-    let table = &check.table;
-    let all_columns = |row: &crate::rows::CqlRow| -> Vec<(usize, Option<Vec<u8>>)> {
-        (0..table.columns.len())
-            .map(|i| (i, row.columns[i].value.clone()))
-            .collect()
-    };
-    match &check.kind {
-        CheckKind::NotExists => match row {
-            Some(r) if r.clustering.is_some() || table.clustering_count == 0 => {
-                Ok((false, all_columns(&r)))
-            }
-            _ => Ok((true, Vec::new())),
-        },
-        CheckKind::Exists => match row {
-            Some(r) if r.clustering.is_some() || check.clustering.is_none() => {
-                Ok((true, all_columns(&r)))
-            }
-            _ => Ok((false, Vec::new())),
-        },
-        CheckKind::Columns(conditions) => {
-            let schema = executor.schema();
-            let random = executor.env.random.clone();
-            let ctx = executor.eval_context(&schema, &table.keyspace, values, &*random);
-            let mut holds = true;
-            let mut reported: Vec<usize> = Vec::new();
-            for c in conditions.iter() {
-                let name = c.target.column().as_str();
-                let Some(i) = table.column_index(name) else {
-                    continue;
-                };
-                let column = &table.columns[i];
-                if !reported.contains(&i) {
-                    reported.push(i);
-                }
-                let current = row.as_ref().and_then(|r| r.columns[i].value.clone());
-                let (ty, actual) = match &c.target {
-                    ColumnTarget::Element { key, .. } => match column.ty.unfrozen() {
-                        CqlType::Map(kt, vt) => {
-                            let Term::Value(k) = evaluate(key, kt, name, &ctx)? else {
-                                return Err(QueryError::invalid(
-                                    "Invalid null value for map element access",
-                                ));
-                            };
-                            let found = match &current {
-                                Some(b) => match Value::deserialize(&column.ty, b)? {
-                                    Value::Map(entries) => entries
-                                        .into_iter()
-                                        .find(|(ek, _)| ek.to_bytes() == k)
-                                        .map(|(_, v)| v.to_bytes()),
-                                    _ => None,
-                                },
-                                None => None,
-                            };
-                            ((**vt).clone(), found)
-                        }
-                        CqlType::List(et) => {
-                            let int = CqlType::Native(NativeType::Int);
-                            let Term::Value(k) = evaluate(key, &int, name, &ctx)? else {
-                                return Err(QueryError::invalid(
-                                    "Invalid null value for list element access",
-                                ));
-                            };
-                            let index =
-                                i32::from_be_bytes(k.as_slice().try_into().unwrap_or([0; 4]));
-                            let found = match &current {
-                                Some(b) => match Value::deserialize(&column.ty, b)? {
-                                    Value::List(items) => usize::try_from(index)
-                                        .ok()
-                                        .and_then(|i| items.get(i))
-                                        .map(Value::to_bytes),
-                                    _ => None,
-                                },
-                                None => None,
-                            };
-                            ((**et).clone(), found)
-                        }
-                        _ => {
-                            return Err(QueryError::invalid(format!(
-                                "Invalid element access on column {name}"
-                            )))
-                        }
-                    },
-                    ColumnTarget::Field { field, .. } => match column.ty.unfrozen() {
-                        CqlType::Udt(u) => {
-                            let Some(fi) = u.fields.iter().position(|(n, _)| n == field.as_str())
-                            else {
-                                return Err(QueryError::invalid(format!(
-                                    "UDT column {name} does not have a field named {}",
-                                    field.as_str()
-                                )));
-                            };
-                            let found = match &current {
-                                Some(b) => match Value::deserialize(&column.ty, b)? {
-                                    Value::Udt(fields) => {
-                                        fields.get(fi).cloned().flatten().map(|v| v.to_bytes())
-                                    }
-                                    _ => None,
-                                },
-                                None => None,
-                            };
-                            (u.fields[fi].1.clone(), found)
-                        }
-                        _ => {
-                            return Err(QueryError::invalid(format!(
-                                "Invalid field access on column {name}"
-                            )))
-                        }
-                    },
-                    ColumnTarget::Column(_) => (column.ty.clone(), current.clone()),
-                };
-                let ok = match c.op {
-                    rocksandra_cql::ast::Operator::In => {
-                        let list = CqlType::List(Box::new(ty.clone()));
-                        let candidates: Vec<Option<Vec<u8>>> = match &c.value {
-                            Expr::Tuple(items) => items
-                                .iter()
-                                .map(|e| match evaluate(e, &ty, name, &ctx) {
-                                    Ok(Term::Value(v)) => Ok(Some(v)),
-                                    Ok(_) => Ok(None),
-                                    Err(e) => Err(e),
-                                })
-                                .collect::<Result<_>>()?,
-                            other => match evaluate(other, &list, name, &ctx)? {
-                                Term::Value(b) => match Value::deserialize(&list, &b)? {
-                                    Value::List(items) => {
-                                        items.iter().map(|v| Some(v.to_bytes())).collect()
-                                    }
-                                    _ => Vec::new(),
-                                },
-                                _ => Vec::new(),
-                            },
-                        };
-                        candidates.iter().any(|cand| match (cand, &actual) {
-                            (None, None) => true,
-                            (Some(a), Some(b)) => {
-                                rocksandra_data::value::compare(&ty, a, b)
-                                    == std::cmp::Ordering::Equal
-                            }
-                            _ => false,
-                        })
-                    }
-                    op => {
-                        let expected = match evaluate(&c.value, &ty, name, &ctx)? {
-                            Term::Value(v) => Some(v),
-                            Term::Null => None,
-                            Term::Unset => {
-                                return Err(QueryError::invalid(
-                                    "Invalid 'unset' value in condition",
-                                ))
-                            }
-                        };
-                        compare_condition(&ty, op, actual.as_deref(), expected.as_deref())?
-                    }
-                };
-                holds &= ok;
-            }
-            reported.sort_unstable();
-            if row.is_none() {
-                // Nothing to show when the row does not exist.
-                reported.clear();
-            }
-            let report = reported
-                .into_iter()
-                .map(|i| (i, row.as_ref().and_then(|r| r.columns[i].value.clone())))
-                .collect();
-            Ok((holds, report))
-        }
-    }
-}
-
-fn compare_condition(
-    ty: &CqlType,
-    op: rocksandra_cql::ast::Operator,
-    actual: Option<&[u8]>,
-    expected: Option<&[u8]>,
-) -> Result<bool> {
-    use rocksandra_cql::ast::Operator as Op;
-    use std::cmp::Ordering;
-    Ok(match (actual, expected) {
-        (None, None) => matches!(op, Op::Eq | Op::Lte | Op::Gte),
-        (None, Some(_)) => op == Op::Neq,
-        (Some(_), None) => match op {
-            Op::Eq => false,
-            Op::Neq => true,
-            _ => {
-                return Err(QueryError::invalid(format!(
-                    "Invalid comparison with null for operator \"{}\"",
-                    match op {
-                        Op::Lt => "<",
-                        Op::Lte => "<=",
-                        Op::Gt => ">",
-                        _ => ">=",
-                    }
-                )))
-            }
-        },
-        (Some(a), Some(e)) => {
-            let o = rocksandra_data::value::compare(ty, a, e);
-            match op {
-                Op::Eq => o == Ordering::Equal,
-                Op::Neq => o != Ordering::Equal,
-                Op::Lt => o == Ordering::Less,
-                Op::Lte => o != Ordering::Greater,
-                Op::Gt => o == Ordering::Greater,
-                Op::Gte => o != Ordering::Less,
-                _ => false,
-            }
-        }
-    })
-}
-
-/// The `[applied]` result of a conditional statement or batch.
-fn applied_rows(table: &Table, applied: bool, report: &[(usize, Option<Vec<u8>>)]) -> Outcome {
-    use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, TableSpec};
-    let spec = |name: &str, ty: CqlType| ColumnSpec {
-        table: TableSpec {
-            keyspace: table.keyspace.clone(),
-            table: table.name.clone(),
-        },
-        name: name.to_string(),
-        cql_type: ty,
-    };
-    let mut specs = vec![spec("[applied]", CqlType::Native(NativeType::Boolean))];
-    let mut row = vec![Some(bytes::Bytes::from(vec![u8::from(applied)]))];
-    if !applied {
-        for (i, v) in report {
-            specs.push(spec(&table.columns[*i].name, table.columns[*i].ty.clone()));
-            row.push(v.clone().map(bytes::Bytes::from));
-        }
-    }
-    Outcome::rows(Rows {
-        metadata: RowsMetadata {
-            columns: ColumnsMetadata::Specs(specs),
-            paging_state: None,
-            new_metadata_id: None,
-        },
-        rows: vec![row],
-    })
-}
-
-/// Runs statements of which at least one has a condition: all conditions
-/// are checked and, when all hold, all statements are applied, atomically
-/// with respect to other conditional and read-before-write statements.
-fn execute_conditional(
-    executor: &Executor,
-    statements: &[(&Modification, &[rocksandra_wire::Value], Request)],
-    batch_using: &[UsingParam],
-) -> Result<Outcome> {
-    let mut checks = Vec::new();
-    for (m, values, request) in statements {
-        let check = check_of(executor, m, request, values)?;
-        checks.push(check);
-    }
-    if let Some(first) = checks.first() {
-        if checks
-            .iter()
-            .any(|c| c.table.storage_id != first.table.storage_id || c.pk != first.pk)
-        {
-            return Err(QueryError::invalid(
-                "Batch with conditions cannot span multiple partitions",
-            ));
-        }
-    }
-    let table = checks
-        .first()
-        .map(|c| c.table.clone())
-        .ok_or_else(|| QueryError::invalid("empty batch"))?;
-    let request = &statements[0].2;
-    let serial = serial_of(request);
-    let options = CasOptions {
-        serial,
-        commit: request.consistency,
-        write_type: WriteType::Cas,
-        now: executor.local_now(request),
-    };
-    let partition = PartitionKey::new(partition_key_bytes(&checks[0].pk));
-    let mut outcome = None;
-    executor.data().cas(
-        &executor.schema(),
-        &table,
-        &partition,
-        &options,
-        &mut |timestamp| {
-            let mut all_hold = true;
-            let mut report = Vec::new();
-            for ((m, values, request), check) in statements.iter().zip(&checks) {
-                if !has_condition(m) {
-                    continue;
-                }
-                let request = cas_request(request, serial, timestamp);
-                let (holds, r) = evaluate_check(executor, check, &request, values)?;
-                all_hold &= holds;
-                if !holds && report.is_empty() {
-                    report = r;
-                }
-            }
-            if !all_hold {
-                outcome = Some(applied_rows(&table, false, &report));
-                return Ok(None);
-            }
-            let mut mutations = Vec::new();
-            for (m, values, request) in statements {
-                let request = cas_request(request, serial, timestamp);
-                collect(executor, m, &request, values, batch_using, &mut mutations)?;
-            }
-            outcome = Some(applied_rows(&table, true, &[]));
-            Ok(Some(merge_mutations(mutations)))
-        },
-    )?;
-    outcome.ok_or_else(|| QueryError::Server("compare-and-set made no decision".into()))
 }
 
 /// The serial consistency of a compare-and-set: LOCAL_SERIAL when asked,

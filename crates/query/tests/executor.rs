@@ -745,3 +745,70 @@ fn sai_serves_ranges_and_several_columns() {
         ("SELECT c FROM s WHERE n > 10", "2"),
     ]);
 }
+
+/// Conditional statements and batches as Cassandra 5.0.6 answers them
+/// (golden case `lwt`): the rows and columns of `[applied] = false`, static
+/// rows, CONTAINS conditions, and the refusals.
+#[test]
+fn conditional_results_match_cassandra() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE kv (k int PRIMARY KEY, v text, n int)", "OK"),
+        ("INSERT INTO kv (k, v, n) VALUES (1, 'a', 2)", "OK"),
+        // the conditions' columns, in IF order
+        (
+            "UPDATE kv SET v = 'b' WHERE k = 1 IF v = 'x' AND n = 2",
+            "false | 'a' | 2",
+        ),
+        (
+            "UPDATE kv SET v = 'b' WHERE k = 1 IF n = 2 AND v = 'x'",
+            "false | 2 | 'a'",
+        ),
+        ("UPDATE kv SET v = 'b' WHERE k = 1 IF n > null", "ERROR 0x2200 Invalid comparison with null for operator \">\""),
+        ("CREATE TABLE ct (p int, c int, s int static, v text, l list<int>, PRIMARY KEY (p, c))", "OK"),
+        ("INSERT INTO ct (p, c, s, v, l) VALUES (1, 1, 10, 'a', [1, 2])", "OK"),
+        ("INSERT INTO ct (p, c, v) VALUES (1, 2, 'b')", "OK"),
+        // a statement that does not write static columns does not read them
+        (
+            "INSERT INTO ct (p, c, v) VALUES (1, 1, 'z') IF NOT EXISTS",
+            "false | 1 | 1 | null | [1, 2] | 'a'",
+        ),
+        // only the static row has a condition: the partition's first row is read
+        ("INSERT INTO ct (p, s) VALUES (1, 11) IF NOT EXISTS", "false | 1 | 1 | 10 | null | null"),
+        ("UPDATE ct SET l = [3] WHERE p = 1 AND c = 1 IF l CONTAINS 2", "true"),
+        ("UPDATE ct SET l = [4] WHERE p = 1 AND c = 1 IF l CONTAINS 2", "false | [3]"),
+        ("UPDATE ct SET v = 'x' WHERE p = 1 AND c = 1 IF v CONTAINS 'a'", "ERROR 0x2200 Cannot use CONTAINS on non-collection column v"),
+        // a row condition makes a static-only write address that row
+        ("UPDATE ct SET s = 12 WHERE p = 1 AND c = 2 IF v = 'b'", "true"),
+        ("UPDATE ct SET s = 13 WHERE p = 1 IF v = 'b'", "ERROR 0x2200 Some clustering keys are missing: c"),
+        (
+            "DELETE FROM ct WHERE p = 1 IF EXISTS",
+            "ERROR 0x2200 DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to delete non static columns",
+        ),
+        ("DELETE FROM ct WHERE p = 1 IF s = 12", "ERROR 0x2200 DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to delete non static columns"),
+        ("UPDATE ct SET v = 'x' WHERE p = 1 AND c > 0 IF v = 'a'", "ERROR 0x2200 Slice restrictions are not supported on the clustering columns in UPDATE statements"),
+        // a batch shows the primary key and every row read
+        (
+            "BEGIN BATCH UPDATE ct SET v = 'y' WHERE p = 1 AND c = 1 IF v = 'q'; UPDATE ct SET v = 'y' WHERE p = 1 AND c = 2 IF v = 'b'; APPLY BATCH",
+            "false | 1 | 1 | 'a'\nfalse | 1 | 2 | 'b'",
+        ),
+        (
+            "BEGIN BATCH INSERT INTO ct (p, c, v) VALUES (1, 1, 'n') IF NOT EXISTS; INSERT INTO ct (p, c, v) VALUES (1, 2, 'n') IF NOT EXISTS; APPLY BATCH",
+            "false | 1 | 1 | null | [3] | 'a'\nfalse | 1 | 2 | null | null | 'b'",
+        ),
+        (
+            "BEGIN BATCH DELETE FROM ct WHERE p = 1 AND c = 1 IF EXISTS; UPDATE ct SET v = 'y' WHERE p = 1 AND c = 1 IF v = 'a'; APPLY BATCH",
+            "ERROR 0x2200 Cannot mix IF conditions and IF NOT EXISTS for the same row",
+        ),
+        (
+            "BEGIN BATCH USING TIMESTAMP 5 INSERT INTO ct (p, c) VALUES (1, 3) IF NOT EXISTS; APPLY BATCH",
+            "ERROR 0x2200 Cannot provide custom timestamp for conditional BATCH",
+        ),
+        (
+            "BEGIN BATCH UPDATE ct SET v = 'y' WHERE p = 1 AND c = 1 IF v = 'a'; UPDATE kv SET v = 'y' WHERE k = 1; APPLY BATCH",
+            "ERROR 0x2200 Batch with conditions cannot span multiple tables",
+        ),
+        ("SELECT c, s, v FROM ct WHERE p = 1", "1 | 12 | 'a'\n2 | 12 | 'b'"),
+    ]);
+}

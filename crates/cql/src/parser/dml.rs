@@ -146,7 +146,11 @@ impl Parser {
             true => self.json_values()?,
             false => self.column_values()?,
         };
-        let if_not_exists = self.if_not_exists();
+        let if_not_exists = self.eat_kw("if");
+        if if_not_exists {
+            self.expect_kw("not")?;
+            self.expect_kw("exists")?;
+        }
         let using = self.using_clause(true)?;
         Ok(Insert {
             table,
@@ -338,6 +342,10 @@ impl Parser {
                 field: field.clone(),
             },
         };
+        if self.is_kw("like") {
+            // Conditions have no LIKE.
+            return Err(self.no_viable());
+        }
         let op = self.operator()?;
         let value = self.operator_value(op, receiver)?;
         Ok(ColumnCondition { target, op, value })
