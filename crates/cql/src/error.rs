@@ -18,8 +18,15 @@ pub struct ParseError {
 /// `line 0:-1` (the EOF token has no position), and so does Cassandra.
 pub const END_OF_INPUT_COLUMN: u32 = u32::MAX;
 
+/// The column of errors the grammar's actions raise (`addRecognitionError`):
+/// Cassandra prints their message alone, without a position.
+pub const NO_POSITION: u32 = u32::MAX - 1;
+
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.column == NO_POSITION {
+            return write!(f, "{}", self.message);
+        }
         if self.column == END_OF_INPUT_COLUMN {
             return write!(f, "line {}:-1 {}", self.line, self.message);
         }
@@ -34,6 +41,11 @@ impl ParseError {
             column,
             message: message.into(),
         }
+    }
+
+    /// An error raised by a grammar action: printed without a position.
+    pub(crate) fn unpositioned(message: impl Into<String>) -> ParseError {
+        ParseError::new(0, NO_POSITION, message)
     }
 }
 

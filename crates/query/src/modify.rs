@@ -400,9 +400,7 @@ pub fn execute_batch_statement(
         .map(|m| (m, values, request.clone()))
         .collect();
     if batch.statements.iter().any(has_condition) {
-        for m in &batch.statements {
-            check_batch_kind(executor, batch.kind, m, request)?;
-        }
+        check_batch_kinds(executor, batch.kind, &statements, &batch.using)?;
         return cas::execute(executor, &statements, Some(&batch.using));
     }
     execute_unconditional_batch(executor, batch.kind, &statements, &batch.using, request)
@@ -419,21 +417,14 @@ fn execute_unconditional_batch(
     request: &Request,
 ) -> Result<Outcome> {
     let clustered = executor.is_clustered();
-    if clustered {
-        for (m, _, statement_request) in statements {
-            check_batch_kind(executor, kind, m, statement_request)?;
-        }
-        if counter_cas(executor, statements, using, WriteType::Counter)? {
-            return Ok(Outcome::void());
-        }
+    check_batch_kinds(executor, kind, statements, using)?;
+    if clustered && counter_cas(executor, statements, using, WriteType::Counter)? {
+        return Ok(Outcome::void());
     }
     let mut mutations = Vec::new();
     let all: Vec<&Modification> = statements.iter().map(|(m, _, _)| *m).collect();
     let _guard = counter_lock(executor, &all, request)?;
     for (m, values, statement_request) in statements {
-        if !clustered {
-            check_batch_kind(executor, kind, m, statement_request)?;
-        }
         collect(
             executor,
             m,
@@ -594,28 +585,45 @@ fn data_size(m: &Mutation, table: Option<&Table>) -> u64 {
     size
 }
 
-fn check_batch_kind(
+/// `BatchStatement.validate`: counter statements go in counter or unlogged
+/// batches, alone, without a batch-wide timestamp.
+fn check_batch_kinds(
     executor: &Executor,
     kind: BatchKind,
-    m: &Modification,
-    request: &Request,
+    statements: &[(&Modification, &[rocksandra_wire::Value], Request)],
+    using: &[UsingParam],
 ) -> Result<()> {
-    let name = match m {
-        Modification::Insert(i) => &i.table,
-        Modification::Update(u) => &u.table,
-        Modification::Delete(d) => &d.table,
-    };
-    let schema = executor.schema();
-    let table = modifiable_table(executor, &schema, name, request)?;
-    match (kind, table.is_counter()) {
-        (BatchKind::Counter, false) => Err(QueryError::invalid(
-            "Cannot include non-counter statement in a counter batch",
-        )),
-        (BatchKind::Logged | BatchKind::Unlogged, true) => Err(QueryError::invalid(
-            "Counter and non-counter mutations cannot exist in the same batch",
-        )),
-        _ => Ok(()),
+    if kind == BatchKind::Counter && using.iter().any(|u| matches!(u, UsingParam::Timestamp(_))) {
+        return Err(QueryError::invalid(
+            "Cannot provide custom timestamp for counter BATCH",
+        ));
     }
+    let schema = executor.schema();
+    let (mut counters, mut others) = (false, false);
+    for (m, _, request) in statements {
+        let table = modifiable_table(executor, &schema, table_name_of(m), request)?;
+        if table.is_counter() {
+            counters = true;
+        } else {
+            others = true;
+        }
+    }
+    if kind == BatchKind::Counter && others {
+        return Err(QueryError::invalid(
+            "Cannot include non-counter statement in a counter batch",
+        ));
+    }
+    if counters && others {
+        return Err(QueryError::invalid(
+            "Counter and non-counter mutations cannot exist in the same batch",
+        ));
+    }
+    if kind == BatchKind::Logged && counters {
+        return Err(QueryError::invalid(
+            "Cannot include a counter statement in a logged batch",
+        ));
+    }
+    Ok(())
 }
 
 /// Adds the mutations of one statement.
@@ -674,6 +682,16 @@ fn collect(
             if using.iter().any(|u| matches!(u, UsingParam::Ttl(_))) {
                 return Err(QueryError::invalid(
                     "TTL cannot be used with DELETE statements",
+                ));
+            }
+            if table.is_counter()
+                && delete
+                    .using
+                    .iter()
+                    .any(|u| matches!(u, UsingParam::Timestamp(_)))
+            {
+                return Err(QueryError::invalid(
+                    "Cannot provide custom timestamp for counter updates",
                 ));
             }
             let params = write_params(executor, &table, &using, request, &ctx)?;
@@ -1206,6 +1224,7 @@ fn update_mutation(
                     params,
                     ctx,
                     request,
+                    out,
                     &mut static_row,
                 )?;
             } else {
@@ -1220,6 +1239,7 @@ fn update_mutation(
                         params,
                         ctx,
                         request,
+                        out,
                         row,
                     )?;
                 }
@@ -1286,6 +1306,32 @@ impl ListElement<'_> {
     }
 }
 
+/// The latest cell of a counter among mutations not written yet (earlier
+/// statements of the batch).
+fn pending_counter<'m>(
+    earlier: &'m [Mutation],
+    table: &Table,
+    pk: &[Vec<u8>],
+    clustering: Option<&[Vec<u8>]>,
+    column: &Column,
+) -> Option<&'m Cell> {
+    let key = partition_key_bytes(pk);
+    earlier
+        .iter()
+        .filter(|m| m.table == table.storage_id && m.partition.key == key)
+        .flat_map(|m| match clustering {
+            None => m.static_row.iter().collect::<Vec<_>>(),
+            Some(c) => m
+                .rows
+                .iter()
+                .filter(|(rc, _)| rc.as_slice() == c)
+                .map(|(_, r)| r)
+                .collect(),
+        })
+        .flat_map(|r| r.cells.iter().filter(|c| c.column == column.id))
+        .max_by_key(|c| c.timestamp.0)
+}
+
 /// Reads the current value of a multi-cell list column (for index
 /// operations and removals by value): its element cells in order.
 fn read_list(
@@ -1339,10 +1385,21 @@ fn apply_assignment(
     params: WriteParams,
     ctx: &EvalContext<'_>,
     request: &Request,
+    earlier: &[Mutation],
     row: &mut RowUpdate,
 ) -> Result<()> {
     let name = column.name.as_str();
+    if a.op == AssignOp::Prepend && !matches!(column.ty.unfrozen(), CqlType::List(_)) {
+        // The value is checked against the column first, as
+        // Operation.Prepend.prepare does (and prints its text with a `-`).
+        evaluate(&a.value, &column.ty, name, ctx)?;
+        return Err(QueryError::invalid(format!(
+            "Invalid operation ({name} = {} - {name}) for non list column {name}",
+            a.value
+        )));
+    }
     if column.ty.is_counter() {
+        let term = evaluate(&a.value, &column.ty, name, ctx)?;
         let delta_sign = match (&a.target, a.op) {
             (ColumnTarget::Column(_), AssignOp::Add) => 1i64,
             (ColumnTarget::Column(_), AssignOp::Subtract) => -1i64,
@@ -1352,31 +1409,37 @@ fn apply_assignment(
                 )))
             }
         };
-        let bigint = CqlType::Native(NativeType::Bigint);
-        let delta = match evaluate(&a.value, &bigint, name, ctx)? {
-            Term::Value(b) => match Value::deserialize(&bigint, &b)? {
-                Value::Bigint(d) => d,
-                _ => 0,
-            },
+        let delta = match term {
+            Term::Value(b) => <[u8; 8]>::try_from(b.as_slice())
+                .map(i64::from_be_bytes)
+                .unwrap_or(0),
             Term::Null => {
                 return Err(QueryError::invalid(
-                    "Invalid null value for counter increment",
+                    "Invalid null value for counter increment/decrement",
                 ))
             }
             Term::Unset => return Ok(()),
         };
         // Single node: counters are read, changed and written under the
-        // statement's read-modify-write lock (taken by the caller).
-        let cells = read_list(executor, table, pk, clustering, column, request)?;
-        let (current, last_write) = cells
-            .first()
-            .map(|c| {
-                let v = <[u8; 8]>::try_from(c.value.as_slice())
-                    .map(i64::from_be_bytes)
-                    .unwrap_or(0);
-                (v, c.timestamp.0)
-            })
-            .unwrap_or((0, i64::MIN));
+        // statement's read-modify-write lock (taken by the caller). An
+        // update of the same counter earlier in the statement or batch is
+        // not written yet: it is the value to add to.
+        let value_of = |c: &Cell| {
+            let v = <[u8; 8]>::try_from(c.value.as_slice())
+                .map(i64::from_be_bytes)
+                .unwrap_or(0);
+            (v, c.timestamp.0)
+        };
+        let (current, last_write) = match row.cells.iter().rposition(|c| c.column == column.id) {
+            Some(i) => value_of(&row.cells.remove(i)),
+            None => match pending_counter(earlier, table, pk, clustering, column) {
+                Some(cell) => value_of(cell),
+                None => read_list(executor, table, pk, clustering, column, request)?
+                    .first()
+                    .map(value_of)
+                    .unwrap_or((0, i64::MIN)),
+            },
+        };
         let value = current.wrapping_add(delta_sign.wrapping_mul(delta));
         let timestamp = params.timestamp.max(last_write.saturating_add(1));
         row.cells.push(Cell::live(

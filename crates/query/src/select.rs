@@ -487,6 +487,9 @@ fn plan_selector(
                 let ty = match (e, other) {
                     (Expr::Literal(Literal::Float(_)), _) => CqlType::Native(NativeType::Double),
                     (Expr::Literal(Literal::String(_)), _) => CqlType::Native(NativeType::Text),
+                    (_, Some(CqlType::Native(NativeType::Counter))) => {
+                        CqlType::Native(NativeType::Bigint)
+                    }
                     (_, Some(CqlType::Native(t))) if numeric_rank(*t).is_some() => {
                         CqlType::Native(*t)
                     }
@@ -520,7 +523,11 @@ fn plan_selector(
                 }
                 (CqlType::Native(a), CqlType::Native(b)) => {
                     match (numeric_rank(*a), numeric_rank(*b)) {
-                        (Some(x), Some(y)) => CqlType::Native(if x >= y { *a } else { *b }),
+                        // A counter operand computes as a bigint.
+                        (Some(x), Some(y)) => CqlType::Native(match if x >= y { *a } else { *b } {
+                            NativeType::Counter => NativeType::Bigint,
+                            t => t,
+                        }),
                         _ => return Err(unsupported()),
                     }
                 }

@@ -139,7 +139,7 @@ pub fn evaluate(
             }
             if !is_value_compatible(receiver, &hinted) {
                 return Err(QueryError::invalid(format!(
-                    "Cannot assign value {expr} to {receiver_name} of type {receiver}"
+                    "Cannot assign value ({ty}){inner} to {receiver_name} of type {receiver}"
                 )));
             }
             evaluate(inner, &hinted, &expr.to_string(), ctx)

@@ -812,3 +812,35 @@ fn conditional_results_match_cassandra() {
         ("SELECT c, s, v FROM ct WHERE p = 1", "1 | 12 | 'a'\n2 | 12 | 'b'"),
     ]);
 }
+
+/// Several increments of one counter in a statement or a batch all count
+/// (golden case `counters`); counter batches are checked as Cassandra does.
+#[test]
+fn counter_increments_of_one_batch_add_up() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE c (k int PRIMARY KEY, a counter)", "OK"),
+        ("UPDATE c SET a = a + 1, a = a + 2 WHERE k = 1", "OK"),
+        ("SELECT a FROM c WHERE k = 1", "3"),
+        (
+            "BEGIN COUNTER BATCH UPDATE c SET a = a + 100 WHERE k = 1; UPDATE c SET a = a - 10 WHERE k = 1; UPDATE c SET a = a + 5 WHERE k = 2; APPLY BATCH",
+            "OK",
+        ),
+        ("SELECT k, a FROM c", "1 | 93\n2 | 5"),
+        ("BEGIN UNLOGGED BATCH UPDATE c SET a = a + 1 WHERE k = 2; APPLY BATCH", "OK"),
+        ("SELECT a FROM c WHERE k = 2", "6"),
+        (
+            "BEGIN BATCH UPDATE c SET a = a + 1 WHERE k = 2; APPLY BATCH",
+            "ERROR 0x2200 Cannot include a counter statement in a logged batch",
+        ),
+        (
+            "BEGIN COUNTER BATCH USING TIMESTAMP 5 UPDATE c SET a = a + 1 WHERE k = 2; APPLY BATCH",
+            "ERROR 0x2200 Cannot provide custom timestamp for counter BATCH",
+        ),
+        ("DELETE FROM c USING TIMESTAMP 5 WHERE k = 2", "ERROR 0x2200 Cannot provide custom timestamp for counter updates"),
+        ("UPDATE c SET a = a + (bigint)1 WHERE k = 2", "ERROR 0x2200 Cannot assign value (bigint)1 to a of type counter"),
+        ("UPDATE c SET a = 1 + a WHERE k = 2", "ERROR 0x2200 Invalid operation (a = 1 - a) for non list column a"),
+        ("SELECT a + 1 FROM c WHERE k = 2", "7"),
+    ]);
+}

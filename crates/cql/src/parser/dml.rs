@@ -6,7 +6,7 @@ use crate::ast::{
     Delete, Ident, Insert, InsertValues, Modification, Ordering, OrderingKind, Select, Selection,
     Selector, Update, UsingParam,
 };
-use crate::error::Result;
+use crate::error::{ParseError, Result};
 use crate::lexer::TokenKind;
 
 impl Parser {
@@ -282,8 +282,14 @@ impl Parser {
             && !self.is_function_call_at(0)
             && self.is_ident_at(0);
         if self_reference {
-            self.expect_same_column(&column)?;
-            let op = match self.advance().value.as_str() {
+            let other = self.ident()?;
+            let sign = self.advance().value.clone();
+            if other != column {
+                return Err(ParseError::unpositioned(format!(
+                    "Only expressions of the form X = X {sign}<value> are supported."
+                )));
+            }
+            let op = match sign.as_str() {
                 "+" => AssignOp::Add,
                 _ => AssignOp::Subtract,
             };
@@ -294,22 +300,15 @@ impl Parser {
         let value = self.with_receiver(receiver, Parser::term)?;
         let mut op = AssignOp::Set;
         if self.eat_sym("+") {
-            self.expect_same_column(&column)?;
+            if self.ident()? != column {
+                return Err(ParseError::unpositioned(
+                    "Only expressions of the form X = <value> + X are supported.",
+                ));
+            }
             op = AssignOp::Prepend;
         }
         let target = ColumnTarget::Column(column);
         Ok(Assignment { target, op, value })
-    }
-
-    fn expect_same_column(&mut self, column: &Ident) -> Result<()> {
-        let checkpoint = self.checkpoint();
-        if self.ident()? == *column {
-            return Ok(());
-        }
-        Err(self.error_at(
-            checkpoint,
-            "Only expressions of the form X = <value> + X are supported.".into(),
-        ))
     }
 
     /// `IF EXISTS` or `IF cond AND cond`.

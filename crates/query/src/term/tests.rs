@@ -538,7 +538,7 @@ fn function_and_hint_errors() {
         ("int", "blobAsInt(1, 2)", "Invalid number of arguments in call to function system.blobasint: 1 required but 2 provided"),
         ("int", "blobAsInt('a')", "Type error: 'a' cannot be passed as argument 0 of function system.blobasint of type blob"),
         ("int", "now()", "Type error: cannot assign result of function system.now (type timeuuid) to v (type int)"),
-        ("int", "(text) 'a'", "Cannot assign value (text) 'a' to v of type int"),
+        ("int", "(text) 'a'", "Cannot assign value (text)'a' to v of type int"),
         ("int", "(int) 'a'", "Cannot cast value 'a' to type int"),
         ("int", "1 / 0", "the operation 'int / int' failed: / by zero"),
         // A string fits both timestamp and date.
