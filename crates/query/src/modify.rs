@@ -869,26 +869,34 @@ fn insert_json(
             .map_err(|_| QueryError::invalid("JSON document is not UTF-8"))?,
         _ => return Err(QueryError::invalid("Got null for INSERT JSON values")),
     };
-    let document = crate::json::parse(&text).map_err(QueryError::Invalid)?;
-    let serde_json::Value::Object(entries) = document else {
-        return Err(QueryError::invalid(format!(
-            "Could not decode JSON string as a map: {text}"
-        )));
+    let document = crate::json::parse_object(&text).map_err(|e| {
+        QueryError::invalid(format!(
+            "Could not decode JSON string as a map: {}. (String was: {text})",
+            e.java()
+        ))
+    })?;
+    let crate::json::Json::Map(entries) = document else {
+        return Err(QueryError::invalid("Got null for INSERT JSON values"));
     };
+    // Json.parseJson: the table's columns in Cassandra's order take their
+    // value out of the document; what is left is unknown.
+    let mut remaining: Vec<(String, &crate::json::Json)> = entries
+        .iter()
+        .map(|(key, json)| (crate::json::column_name(key), json))
+        .collect();
     let mut names = Vec::new();
     let mut terms: Vec<Option<Term>> = vec![None; table.columns.len()];
-    for (key, json) in &entries {
-        let name = crate::json::column_name(key);
-        let Some(i) = table.column_index(&name) else {
-            return Err(QueryError::invalid(format!(
-                "JSON values map contains unrecognized column: {name}"
-            )));
-        };
+    for i in json_column_order(table) {
         let column = &table.columns[i];
+        let Some(at) = remaining.iter().position(|(name, _)| *name == column.name) else {
+            continue;
+        };
+        let (name, json) = remaining.remove(at);
         let term = match crate::json::from_json(&column.ty, json, ctx.now_micros.div_euclid(1000)) {
             Ok(Some(b)) => Term::Value(b),
             Ok(None) => Term::Null,
-            Err(e) => {
+            Err(crate::json::JsonValueError::Invalid(e)) => return Err(QueryError::invalid(e)),
+            Err(crate::json::JsonValueError::Marshal(e)) => {
                 return Err(QueryError::invalid(format!(
                     "Error decoding JSON value for {name}: {e}"
                 )))
@@ -896,6 +904,21 @@ fn insert_json(
         };
         terms[i] = Some(term);
         names.push(name);
+    }
+    if let Some((name, _)) = remaining.first() {
+        return Err(QueryError::invalid(format!(
+            "JSON values map contains unrecognized column: {name}"
+        )));
+    }
+    // A missing or null key column fails when the key is built, with the
+    // message of a null key restriction.
+    for (i, column) in table.columns.iter().enumerate() {
+        if column.kind.is_primary_key() && !matches!(terms[i], Some(Term::Value(_))) {
+            return Err(QueryError::invalid(format!(
+                "Invalid null value in condition for column {}",
+                column.name
+            )));
+        }
     }
     if !default_unset {
         for (i, column) in table.columns.iter().enumerate() {
@@ -905,6 +928,30 @@ fn insert_json(
         }
     }
     insert_terms(executor, table, names, terms, params, out)
+}
+
+/// The order of `TableMetadata.columns()`: a Java `HashMap` keyed by the
+/// names' bytes (`ByteBuffer.hashCode`, spread, by bucket, then in the
+/// order the key, clustering and other columns were added). INSERT JSON
+/// converts (and reports the first bad) values in this order.
+fn json_column_order(table: &Table) -> Vec<usize> {
+    let n = table.columns.len();
+    // HashMap's table: 16 buckets, doubled whenever it holds more than 3/4.
+    let mut buckets = 16usize;
+    while n > buckets * 3 / 4 {
+        buckets *= 2;
+    }
+    let bucket = |name: &str| -> usize {
+        let mut h: i32 = 1;
+        for b in name.as_bytes().iter().rev() {
+            h = h.wrapping_mul(31).wrapping_add(i32::from(*b as i8));
+        }
+        let spread = h ^ ((h as u32) >> 16) as i32;
+        (spread as u32 as usize) & (buckets - 1)
+    };
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|i| bucket(&table.columns[*i].name));
+    order
 }
 
 fn missing(columns: &[Column], given: &[String]) -> String {

@@ -326,14 +326,28 @@ fn plan_selector(
                     out_ty,
                 ));
             }
+            if fname == "fromjson" && name.keyspace.is_none() {
+                return Err(QueryError::invalid(
+                    "fromjson() cannot be used in the selection clause of a SELECT statement",
+                ));
+            }
             if fname == "tojson" && name.keyspace.is_none() {
                 let [arg] = args.as_slice() else {
-                    return Err(QueryError::invalid(format!(
-                        "toJson() only accepts one argument (got {})",
-                        args.len()
-                    )));
+                    return Err(QueryError::invalid(
+                        "Invalid number of arguments for function system.tojson(any)",
+                    ));
                 };
-                let (sel, label, ty) = plan_selector(table, arg, ctx)?;
+                // A literal argument has the type its literal prefers.
+                let (sel, label, ty) = match literal_type(arg) {
+                    Some(ty) => {
+                        let value = match evaluate(arg, &ty, "selection", ctx)? {
+                            Term::Value(v) => Some(v),
+                            _ => None,
+                        };
+                        (Sel::Constant(value), literal_label(arg), ty)
+                    }
+                    None => plan_selector(table, arg, ctx)?,
+                };
                 return Ok((
                     Sel::ToJson {
                         arg: Box::new(sel),
@@ -569,6 +583,36 @@ fn plan_selector(
 }
 
 /// Cassandra's widening order for arithmetic results.
+/// The type an untyped literal takes where any type is accepted
+/// (`toJson(1)`): its constant's preferred type, collections of those.
+fn literal_type(e: &Expr) -> Option<CqlType> {
+    use rocksandra_cql::ast::Literal;
+    let native = |t| Some(CqlType::Native(t));
+    match e {
+        Expr::Literal(Literal::Integer(_)) => native(NativeType::Int),
+        Expr::Literal(Literal::Float(_)) => native(NativeType::Double),
+        Expr::Literal(Literal::String(_)) => native(NativeType::Text),
+        Expr::Literal(Literal::Boolean(_)) => native(NativeType::Boolean),
+        Expr::Literal(Literal::Uuid(_)) => native(NativeType::Uuid),
+        Expr::Literal(Literal::Blob(_)) => native(NativeType::Blob),
+        Expr::Literal(Literal::Duration(_)) => native(NativeType::Duration),
+        Expr::List(items) => Some(CqlType::List(Box::new(
+            literal_type(items.first()?)?.freeze(),
+        ))),
+        Expr::Set(items) => Some(CqlType::Set(Box::new(
+            literal_type(items.first()?)?.freeze(),
+        ))),
+        Expr::Map(entries) => {
+            let (k, v) = entries.first()?;
+            Some(CqlType::Map(
+                Box::new(literal_type(k)?.freeze()),
+                Box::new(literal_type(v)?.freeze()),
+            ))
+        }
+        _ => None,
+    }
+}
+
 fn numeric_rank(t: NativeType) -> Option<u8> {
     Some(match t {
         NativeType::Tinyint => 0,

@@ -105,23 +105,50 @@ pub fn evaluate(
         {
             // fromJson(text): the JSON text as a value of the receiver's type.
             let [arg] = args.as_slice() else {
-                return Err(QueryError::invalid(format!(
-                    "fromJson() only accepts one argument (got {})",
-                    args.len()
-                )));
+                return Err(QueryError::invalid(
+                    "Invalid number of arguments for function system.fromjson(text)",
+                ));
             };
             let text_type = CqlType::Native(NativeType::Text);
+            if let Expr::Literal(l) = arg {
+                if !test_assignment(arg, &text_type).is_assignable() {
+                    let found = match l {
+                        Literal::Integer(_) => "int",
+                        Literal::Float(_) => "double",
+                        Literal::Boolean(_) => "boolean",
+                        Literal::Blob(_) => "blob",
+                        Literal::Uuid(_) => "uuid",
+                        Literal::Duration(_) => "duration",
+                        _ => "text",
+                    };
+                    return Err(QueryError::invalid(format!(
+                        "Function system.fromjson requires an argument of type text, but found argument {arg} of type {found}"
+                    )));
+                }
+            }
             let text = match evaluate(arg, &text_type, receiver_name, ctx)? {
                 Term::Value(bytes) => String::from_utf8(bytes)
                     .map_err(|_| QueryError::invalid("fromJson() argument is not UTF-8"))?,
                 other => return Ok(other),
             };
-            let json = crate::json::parse(&text).map_err(QueryError::Invalid)?;
+            let failure = |message: String| QueryError::FunctionFailure {
+                keyspace: "system".into(),
+                function: "fromjson".into(),
+                arg_types: vec!["text".into()],
+                message,
+            };
+            let json = crate::json::parse(&text).map_err(|e| {
+                failure(format!(
+                    "execution of 'system.fromjson[text]' failed: Could not decode JSON string '{text}': {}",
+                    e.java()
+                ))
+            })?;
             match crate::json::from_json(receiver, &json, ctx.now_micros.div_euclid(1000)) {
                 Ok(Some(bytes)) => Ok(Term::Value(bytes)),
                 Ok(None) => Ok(Term::Null),
-                Err(e) => Err(QueryError::invalid(format!(
-                    "Unable to make {receiver} from '{text}': {e}"
+                Err(crate::json::JsonValueError::Invalid(e)) => Err(QueryError::invalid(e)),
+                Err(crate::json::JsonValueError::Marshal(e)) => Err(failure(format!(
+                    "org.apache.cassandra.serializers.MarshalException: {e}"
                 ))),
             }
         }

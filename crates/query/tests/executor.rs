@@ -844,3 +844,36 @@ fn counter_increments_of_one_batch_add_up() {
         ("SELECT a + 1 FROM c WHERE k = 2", "7"),
     ]);
 }
+
+/// INSERT JSON takes numbers as Jackson types them for Cassandra (golden
+/// case `json`): a varint beyond 64 bits, a timestamp only from a `Long`,
+/// a decimal from a `Double`'s Java text; floats print as JDK 17 does.
+#[test]
+fn json_numbers_convert_as_cassandra_does() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE j (k int PRIMARY KEY, vi varint, de decimal, ts timestamp, f float, d double)", "OK"),
+        (
+            r#"INSERT INTO j JSON '{"k": 1, "vi": 99999999999999999999, "de": 1.0E-7, "ts": 5000000000, "f": 123456789, "d": 1e400}'"#,
+            "OK",
+        ),
+        (
+            "SELECT JSON * FROM j",
+            r#"'{"k": 1, "d": null, "de": 1.0E-7, "f": 1.23456792E8, "ts": "1970-02-27 20:53:20.000Z", "vi": 99999999999999999999}'"#,
+        ),
+        (
+            r#"INSERT INTO j JSON '{"k": 2, "ts": 5}'"#,
+            "ERROR 0x2200 Error decoding JSON value for ts: Expected a long or a datestring representation of a timestamp value, but got a Integer: 5",
+        ),
+        (
+            r#"INSERT INTO j JSON '{"k": 2, "vi": 1.5}'"#,
+            "ERROR 0x2200 Error decoding JSON value for vi: Value '1.5' is not a valid representation of a varint value",
+        ),
+        (
+            r#"INSERT INTO j JSON '{"vi": 1}'"#,
+            "ERROR 0x2200 Invalid null value in condition for column k",
+        ),
+        ("SELECT toJson(1), toJson([1, 2]) FROM j WHERE k = 1", "'1' | '[1, 2]'"),
+    ]);
+}

@@ -168,8 +168,8 @@ impl Parser {
         let mut default_unset = false;
         if self.eat_kw("default") {
             default_unset = self.eat_kw("unset");
-            if !default_unset {
-                self.expect_kw("null")?;
+            if !default_unset && !self.eat_kw("null") {
+                return Err(self.no_viable());
             }
         }
         Ok(InsertValues::Json {
