@@ -252,7 +252,9 @@ pub fn test_assignment(expr: &Expr, receiver: &CqlType) -> Assignment {
         },
         Expr::Binary { .. } | Expr::Negate(_) => match unfrozen {
             CqlType::Native(t) if is_numeric(*t) => Assignment::Weak,
-            CqlType::Native(NativeType::Text | NativeType::Ascii) => Assignment::Weak,
+            CqlType::Native(
+                NativeType::Text | NativeType::Ascii | NativeType::Timestamp | NativeType::Date,
+            ) => Assignment::Weak,
             _ => Assignment::NotAssignable,
         },
         Expr::List(items) => match unfrozen {
@@ -590,7 +592,7 @@ fn resolve_function(name: &ast::QualifiedName, args: &[Arg<'_>]) -> Result<funct
             "Unknown function {qualified} called"
         )));
     }
-    functions::resolve(&qualified, args)
+    functions::resolve_called(&qualified, args, name.keyspace.is_some())
 }
 
 fn evaluate_function(
@@ -653,43 +655,37 @@ pub(crate) fn binary_op(op: ast::BinaryOp) -> BinaryOp {
     }
 }
 
-/// Arithmetic on terms, computed in the receiver's type (numbers), or text
-/// concatenation.
+/// Arithmetic on terms: the operation function Cassandra's resolver picks
+/// for the receiver (numbers in the wider type, a timestamp or date plus or
+/// minus a duration, text concatenation), each operand evaluated as its
+/// argument type.
 fn evaluate_arithmetic(
     op: ast::BinaryOp,
     left: &Expr,
     right: &Expr,
     receiver: &CqlType,
-    receiver_name: &str,
+    _receiver_name: &str,
     ctx: &EvalContext<'_>,
 ) -> Result<Term> {
+    use crate::functions::operations::{operand_text, resolve, Operand};
     let (left, right) = (ungroup(left), ungroup(right));
-    let numeric = matches!(receiver.unfrozen(), CqlType::Native(t) if is_numeric(*t));
-    let text = matches!(
-        receiver.unfrozen(),
-        CqlType::Native(NativeType::Text | NativeType::Ascii)
-    );
-    if !(numeric || (text && op == ast::BinaryOp::Add)) {
-        return Err(QueryError::invalid(format!(
-            "the operation '{left} {} {right}' cannot be assigned to {receiver_name} of type {receiver}",
-            binary_op(op).symbol()
-        )));
-    }
-    let a = evaluate(left, receiver, receiver_name, ctx)?;
-    let b = evaluate(right, receiver, receiver_name, ctx)?;
+    let operation = resolve(
+        binary_op(op),
+        Operand::Term(left),
+        Operand::Term(right),
+        (&operand_text(left), &operand_text(right)),
+        Some(receiver),
+    )?;
+    let name = |i: usize| format!("arg{i}(system.{})", operation.function_name());
+    let a = evaluate(left, &CqlType::Native(operation.left), &name(0), ctx)?;
+    let b = evaluate(right, &CqlType::Native(operation.right), &name(1), ctx)?;
     let (Term::Value(a), Term::Value(b)) = (a, b) else {
         return Ok(Term::Null);
     };
-    if text {
-        let mut joined = a;
-        joined.extend_from_slice(&b);
-        return Ok(Term::Value(joined));
-    }
-    if a.is_empty() || b.is_empty() {
-        return Ok(Term::Null);
-    }
-    let result = Num::decode(receiver, &a)?.binary(binary_op(op), &Num::decode(receiver, &b)?)?;
-    Ok(Term::Value(result.encode()))
+    Ok(match operation.execute(&a, &b)? {
+        Some(v) => Term::Value(v),
+        None => Term::Null,
+    })
 }
 
 fn evaluate_negation(

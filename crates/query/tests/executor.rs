@@ -877,3 +877,33 @@ fn json_numbers_convert_as_cassandra_does() {
         ("SELECT toJson(1), toJson([1, 2]) FROM j WHERE k = 1", "'1' | '[1, 2]'"),
     ]);
 }
+
+/// Arithmetic, CAST, math and collection aggregates as Cassandra 5.0.6
+/// computes them (golden case `functions`).
+#[test]
+fn functions_compute_as_cassandra_does() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE t (k int PRIMARY KEY, ti tinyint, i int, bi bigint, f float, de decimal, ts timestamp, da date, l list<int>, fl frozen<list<decimal>>)", "OK"),
+        (
+            "INSERT INTO t (k, ti, i, bi, f, de, ts, da, l, fl) VALUES (1, 7, 70000, 5000000000, 2.5, 3.14159, '2024-01-31 00:00:00+0000', '2024-01-31', [2147483647, 1], [1.5, 2.25])",
+            "OK",
+        ),
+        // a literal is an int; bigint + float is a double, not a float
+        ("SELECT ti + 1, bi + f, i + 1.5 FROM t WHERE k = 1", "8 | 5.0000000025E9 | 70001.5"),
+        // decimals: 32 digits of quotient, doubles through their Java text
+        ("SELECT de / 3, de * 2 FROM t WHERE k = 1", "1.04719666666666666666666666666667 | 6.283180"),
+        ("SELECT exp(i), log10(de) FROM t WHERE k = 1", "2147483647 | 0.49714950586112326857863885149637"),
+        ("SELECT i / 0 FROM t WHERE k = 1", "ERROR 0x1400 the operation 'int / int' failed: / by zero"),
+        // dates and timestamps plus durations, through the calendar
+        ("SELECT ts + 1mo, da + 1mo, da - 1y FROM t WHERE k = 1", "'2024-02-29 00:00:00.000000+0000' | '2024-02-29' | '2023-01-31'"),
+        ("SELECT da + 1h FROM t WHERE k = 1", "ERROR 0x1400 the operation 'date + duration' failed: The duration must have a day precision. Was: 1h"),
+        ("SELECT i + null FROM t WHERE k = 1", "ERROR 0x2200 Ambiguous '+' operation with args i and NULL: use type hint to disambiguate, example '(int) ?'"),
+        // collection aggregates are the row aggregates
+        ("SELECT collection_avg(l), collection_sum(l), collection_avg(fl) FROM t WHERE k = 1", "1073741824 | -2147483648 | 1.88"),
+        ("SELECT CAST(ts AS bigint), CAST(bi AS date) FROM t WHERE k = 1", "1706659200000 | '1970-02-27'"),
+        ("SELECT CAST(i AS boolean) FROM t WHERE k = 1", "ERROR 0x2200 i cannot be cast to boolean"),
+        ("SELECT token(1) FROM t WHERE k = 1", "-4069959284402364209"),
+    ]);
+}

@@ -346,6 +346,36 @@ impl Parser {
         self.pos += 2;
         let expr = self.expr(mode)?;
         self.expect_kw("as")?;
+        // CAST takes a native type only (the grammar's `native_type`).
+        const NATIVE: &[&str] = &[
+            "ascii",
+            "bigint",
+            "blob",
+            "boolean",
+            "counter",
+            "decimal",
+            "double",
+            "duration",
+            "float",
+            "inet",
+            "int",
+            "smallint",
+            "text",
+            "timestamp",
+            "tinyint",
+            "uuid",
+            "varchar",
+            "varint",
+            "timeuuid",
+            "date",
+            "time",
+        ];
+        let token = self.peek();
+        if token.kind != crate::lexer::TokenKind::Ident
+            || !NATIVE.contains(&token.value.to_ascii_lowercase().as_str())
+        {
+            return Err(self.no_viable());
+        }
         let ty = self.type_expr()?;
         self.expect_sym(")")?;
         Ok(Expr::Cast {
@@ -515,7 +545,7 @@ impl Parser {
             self.restore(checkpoint);
         }
         let mut position = 0;
-        let mut items = self.parenthesized(false, |p| {
+        let items = self.parenthesized(false, |p| {
             // In selectors `(x)` is just `x`, so it must not change x's receiver.
             if mode == Mode::Selector {
                 return p.expr(mode);
@@ -524,9 +554,8 @@ impl Parser {
             position += 1;
             p.within(step, |p| p.expr(mode))
         })?;
-        if mode == Mode::Selector && items.len() == 1 {
-            return Ok(items.remove(0));
-        }
+        // In selectors `(x)` groups x; it stays a one-item tuple so that
+        // labels keep the parentheses, as Cassandra's do.
         Ok(Expr::Tuple(items))
     }
 

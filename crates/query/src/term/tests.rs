@@ -64,6 +64,8 @@ fn value(ty: &str, term: &str) -> Vec<u8> {
 fn error(ty: &str, term: &str) -> String {
     match run(ty, term, &[]) {
         Err(QueryError::Invalid(message)) => message,
+        // Failures of operations are FUNCTION_FAILURE, with their message.
+        Err(QueryError::FunctionFailure { message, .. }) => message,
         other => panic!("{term} as {ty}: expected an Invalid error, got {other:?}"),
     }
 }
@@ -545,7 +547,7 @@ fn function_and_hint_errors() {
         (
             "bigint",
             "toUnixTimestamp('2024-01-02')",
-            "Ambiguous call to function system.tounixtimestamp (can be matched by following signatures: system.tounixtimestamp : (timestamp) -> bigint, system.tounixtimestamp : (date) -> bigint): use type casts to disambiguate",
+            "Ambiguous call to function tounixtimestamp (can be matched by following signatures: system.tounixtimestamp : (timestamp) -> bigint, system.tounixtimestamp : (date) -> bigint): use type casts to disambiguate",
         ),
         // Only the timestamp overload takes an integer, and it returns a date.
         ("int", "toDate(1)", "Type error: cannot assign result of function system.todate (type date) to v (type int)"),
@@ -555,7 +557,7 @@ fn function_and_hint_errors() {
     }
     let ambiguous = error("int", "abs(?)");
     assert!(
-        ambiguous.starts_with("Ambiguous call to function system.abs (can be matched by following signatures: system.abs : (tinyint) -> tinyint, "),
+        ambiguous.starts_with("Ambiguous call to function abs (can be matched by following signatures: system.abs : (tinyint) -> tinyint, "),
         "{ambiguous}"
     );
 }
