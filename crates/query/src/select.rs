@@ -350,32 +350,72 @@ fn plan_selector(
                 return Ok((Sel::CountStar, "count".into(), bigint));
             }
             if let Some(function) = aggregate {
+                let called = match &name.keyspace {
+                    Some(_) => format!("system.{fname}"),
+                    None => fname.to_string(),
+                };
+                let summing = matches!(function, Aggregate::Sum | Aggregate::Avg);
+                // sum and avg have one overload per numeric type; min and
+                // max are factories taking any type; count has one argument.
+                const NUMERIC: [NativeType; 9] = [
+                    NativeType::Tinyint,
+                    NativeType::Smallint,
+                    NativeType::Int,
+                    NativeType::Bigint,
+                    NativeType::Float,
+                    NativeType::Double,
+                    NativeType::Decimal,
+                    NativeType::Varint,
+                    NativeType::Counter,
+                ];
+                let signature =
+                    |t: &NativeType| format!("system.{fname} : ({t}) -> {t}", t = t.name());
+                let none_match = || {
+                    QueryError::invalid(format!(
+                        "Invalid call to function {called}, none of its type signatures match (known type signatures: {})",
+                        NUMERIC.iter().map(signature).collect::<Vec<_>>().join(", ")
+                    ))
+                };
                 let [arg] = args.as_slice() else {
-                    return Err(QueryError::invalid(format!(
-                        "Invalid number of arguments in call to function system.{fname}: 1 required but {} provided",
-                        args.len()
-                    )));
+                    return Err(match function {
+                        Aggregate::Sum | Aggregate::Avg => none_match(),
+                        Aggregate::Min | Aggregate::Max => QueryError::invalid(format!(
+                            "Invalid number of arguments for function system.{fname}(any)"
+                        )),
+                        Aggregate::Count => QueryError::invalid(format!(
+                            "Invalid number of arguments in call to function system.{fname}: 1 required but {} provided",
+                            args.len()
+                        )),
+                    });
                 };
                 let (sel, label, ty) = plan_selector(table, arg, ctx)?;
-                if matches!(function, Aggregate::Sum | Aggregate::Avg)
-                    && !crate::functions::aggregates::is_summable(&ty)
-                {
-                    // Resolution over sum(tinyint) ... sum(counter) finds none.
-                    let called = match &name.keyspace {
-                        Some(_) => format!("system.{fname}"),
-                        None => fname.to_string(),
-                    };
-                    let signatures: Vec<String> = [
-                        "tinyint", "smallint", "int", "bigint", "float", "double", "decimal",
-                        "varint", "counter",
-                    ]
-                    .iter()
-                    .map(|t| format!("system.{fname} : ({t}) -> {t}"))
-                    .collect();
-                    return Err(QueryError::invalid(format!(
-                        "Invalid call to function {called}, none of its type signatures match (known type signatures: {})",
-                        signatures.join(", ")
-                    )));
+                if is_aggregate(&sel) {
+                    return Err(QueryError::invalid(
+                        "aggregate functions cannot be used as arguments of aggregate functions",
+                    ));
+                }
+                let mut ty = ty;
+                if summing {
+                    let exact = matches!(ty.unfrozen(), CqlType::Native(t) if NUMERIC.contains(t));
+                    if !exact {
+                        let weak: Vec<NativeType> = NUMERIC
+                            .iter()
+                            .copied()
+                            .filter(|t| {
+                                crate::functions::is_value_compatible(&CqlType::Native(*t), &ty)
+                            })
+                            .collect();
+                        match weak.as_slice() {
+                            [] => return Err(none_match()),
+                            [only] => ty = CqlType::Native(*only),
+                            several => {
+                                return Err(QueryError::invalid(format!(
+                                    "Ambiguous call to function {called} (can be matched by following signatures: {}): use type casts to disambiguate",
+                                    several.iter().map(signature).collect::<Vec<_>>().join(", ")
+                                )))
+                            }
+                        }
+                    }
                 }
                 let out_ty = if function == Aggregate::Count {
                     bigint
@@ -834,47 +874,76 @@ fn plan(table: &Table, select: &Select, ctx: &EvalContext<'_>) -> Result<Vec<Out
         }
     }
     if select.distinct {
+        // SelectStatement.validateDistinctSelection: the columns the
+        // selection reads are partition key or static columns, and a scan
+        // of a token range reads every partition key column.
+        let mut requested: Vec<usize> = Vec::new();
         for o in &outputs {
-            let ok = match &o.sel {
-                Sel::Column(i) => matches!(
-                    table.columns[*i].kind,
-                    ColumnKind::PartitionKey | ColumnKind::Static
-                ),
-                Sel::CountStar | Sel::Token => true,
-                _ => false,
-            };
-            if !ok {
-                let name = match &o.sel {
-                    Sel::Column(i) => table.columns[*i].name.clone(),
-                    _ => o.name.clone(),
-                };
+            sel_columns(table, &o.sel, &mut requested);
+        }
+        for i in &requested {
+            if !matches!(
+                table.columns[*i].kind,
+                ColumnKind::PartitionKey | ColumnKind::Static
+            ) {
                 return Err(QueryError::invalid(format!(
-                    "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {name})"
+                    "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
+                    table.columns[*i].name
                 )));
             }
         }
-        let selected: Vec<usize> = outputs
-            .iter()
-            .filter_map(|o| match o.sel {
-                Sel::Column(i) if i < table.partition_key_count => Some(i),
-                _ => None,
+        let key_restricted = |i: usize| {
+            select.where_clause.iter().any(|r| {
+                matches!(r, rocksandra_cql::ast::Relation::Compare {
+                    lhs: rocksandra_cql::ast::RelationLhs::Column(c),
+                    op: rocksandra_cql::ast::Operator::Eq | rocksandra_cql::ast::Operator::In,
+                    ..
+                } if table.column_index(c.as_str()) == Some(i))
             })
-            .collect();
-        if selected.len() != table.partition_key_count {
-            let missing: Vec<&str> = table
+        };
+        let key_range = !(0..table.partition_key_count).all(key_restricted);
+        if key_range {
+            if let Some(missing) = table
                 .partition_key()
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| !selected.contains(i))
-                .map(|(_, c)| c.name.as_str())
-                .collect();
-            return Err(QueryError::invalid(format!(
-                "SELECT DISTINCT queries must request all the partition key columns (missing {})",
-                missing.join(", ")
-            )));
+                .find(|(i, _)| !requested.contains(i))
+            {
+                return Err(QueryError::invalid(format!(
+                    "SELECT DISTINCT queries must request all the partition key columns (missing {})",
+                    missing.1.name
+                )));
+            }
         }
     }
     Ok(outputs)
+}
+
+/// The table columns a selector reads, in selection order, once each.
+fn sel_columns(table: &Table, sel: &Sel, out: &mut Vec<usize>) {
+    let mut add = |i: usize| {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    };
+    match sel {
+        Sel::Column(i) | Sel::Ttl(i) | Sel::WriteTime { column: i, .. } => add(*i),
+        Sel::Token => (0..table.partition_key_count).for_each(add),
+        Sel::Aggregate { arg, .. }
+        | Sel::Cast { arg, .. }
+        | Sel::ToJson { arg, .. }
+        | Sel::Negate { arg, .. } => sel_columns(table, arg, out),
+        Sel::Field { udt, .. } => sel_columns(table, udt, out),
+        Sel::Element { collection, .. } | Sel::Range { collection, .. } => {
+            sel_columns(table, collection, out)
+        }
+        Sel::Arith { left, right, .. } => {
+            sel_columns(table, left, out);
+            sel_columns(table, right, out);
+        }
+        Sel::Function { args, .. } => args.iter().for_each(|a| sel_columns(table, a, out)),
+        Sel::CountStar | Sel::Constant(_) => {}
+    }
 }
 
 fn specs(table: &Table, outputs: &[Output]) -> Vec<ColumnSpec> {
@@ -1565,6 +1634,12 @@ pub fn execute(
             }
         }
         match column {
+            Some(i) if !table.columns[i].kind.is_primary_key() => {
+                return Err(QueryError::invalid(format!(
+                    "Group by is currently only supported on the columns of the PRIMARY KEY, got {}",
+                    table.columns[i].name
+                )))
+            }
             Some(i) if i == next_group_column && table.columns[i].kind.is_primary_key() => {
                 group_columns.push(i);
                 next_group_column += 1;
@@ -1653,9 +1728,21 @@ pub fn execute(
                 "Aggregation query used on multiple partition keys (IN restriction)".to_string(),
             ),
             PartitionSelection::Keys(_) => {}
-            PartitionSelection::Tokens { .. } => {
+            // A token() restriction counts as a partition key restriction.
+            PartitionSelection::Tokens { .. }
+                if !select.where_clause.iter().any(|r| {
+                    matches!(
+                        r,
+                        rocksandra_cql::ast::Relation::Compare {
+                            lhs: rocksandra_cql::ast::RelationLhs::Token(_),
+                            ..
+                        }
+                    )
+                }) =>
+            {
                 warnings.push("Aggregation query used without partition key".to_string())
             }
+            PartitionSelection::Tokens { .. } => {}
         }
     }
     let reader = Reader {
@@ -1664,8 +1751,11 @@ pub fn execute(
         restrictions: &restrictions,
         reversed,
         distinct: select.distinct,
+        // With GROUP BY, PER PARTITION LIMIT counts groups (below).
         per_partition_limit: if select.distinct {
             1
+        } else if !group_columns.is_empty() {
+            0
         } else {
             per_partition_limit.unwrap_or(0)
         },
@@ -1753,6 +1843,22 @@ pub fn execute(
                 groups.push(&rows[start..i]);
                 start = i;
             }
+        }
+        if let Some(n) = per_partition_limit.filter(|n| *n > 0) {
+            let mut seen: Vec<(&PartitionKey, usize)> = Vec::new();
+            groups.retain(|g| {
+                let key = &g[0].partition;
+                match seen.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, count)) => {
+                        *count += 1;
+                        *count <= n
+                    }
+                    None => {
+                        seen.push((key, 1));
+                        true
+                    }
+                }
+            });
         }
         let offset = (state.partition_index as usize).min(groups.len());
         let mut take = groups.len() - offset;
@@ -2086,11 +2192,100 @@ fn aggregate_value(table: &Table, sel: &Sel, rows: &[CqlRow]) -> Result<Option<V
                 }
             }
         }
+        other if is_aggregate(other) => {
+            // Aggregates inside other selectors (count(*) + 1, toJson(sum(v))):
+            // computed first, then the selector on the first row.
+            let computed = with_aggregates(table, other, rows)?;
+            match rows.first() {
+                Some(r) => eval_sel(table, &computed, r),
+                None => {
+                    let empty = CqlRow {
+                        partition: rocksandra_storage::PartitionKey::new(Vec::new()),
+                        clustering: None,
+                        columns: vec![Default::default(); table.columns.len()],
+                    };
+                    eval_sel(table, &computed, &empty)
+                }
+            }
+        }
         other => Ok(match rows.first() {
             Some(r) => eval_sel(table, other, r)?,
             None => None,
         }),
     }
+}
+
+/// A selector with each aggregate in it replaced by its value over `rows`.
+fn with_aggregates(table: &Table, sel: &Sel, rows: &[CqlRow]) -> Result<Sel> {
+    let inner = |s: &Sel| -> Result<Box<Sel>> { Ok(Box::new(with_aggregates(table, s, rows)?)) };
+    Ok(match sel {
+        Sel::CountStar | Sel::Aggregate { .. } => Sel::Constant(aggregate_value(table, sel, rows)?),
+        Sel::Field { udt, index } => Sel::Field {
+            udt: inner(udt)?,
+            index: *index,
+        },
+        Sel::Cast { arg, from, to } => Sel::Cast {
+            arg: inner(arg)?,
+            from: from.clone(),
+            to: to.clone(),
+        },
+        Sel::ToJson { arg, ty } => Sel::ToJson {
+            arg: inner(arg)?,
+            ty: ty.clone(),
+        },
+        Sel::Negate { arg, ty } => Sel::Negate {
+            arg: inner(arg)?,
+            ty: *ty,
+        },
+        Sel::Arith {
+            op,
+            left,
+            left_ty,
+            right,
+            right_ty,
+            ty,
+        } => Sel::Arith {
+            op: *op,
+            left: inner(left)?,
+            left_ty: left_ty.clone(),
+            right: inner(right)?,
+            right_ty: right_ty.clone(),
+            ty: ty.clone(),
+        },
+        Sel::Element {
+            collection,
+            ty,
+            key,
+        } => Sel::Element {
+            collection: inner(collection)?,
+            ty: ty.clone(),
+            key: key.clone(),
+        },
+        Sel::Range {
+            collection,
+            ty,
+            from,
+            to,
+        } => Sel::Range {
+            collection: inner(collection)?,
+            ty: ty.clone(),
+            from: from.clone(),
+            to: to.clone(),
+        },
+        Sel::Function {
+            function,
+            args,
+            now_micros,
+        } => Sel::Function {
+            function: function.clone(),
+            args: args
+                .iter()
+                .map(|a| with_aggregates(table, a, rows))
+                .collect::<Result<_>>()?,
+            now_micros: *now_micros,
+        },
+        other => other.clone(),
+    })
 }
 
 fn numeric_aggregate(function: Aggregate, ty: &CqlType, values: &[Vec<u8>]) -> Result<Vec<u8>> {

@@ -907,3 +907,28 @@ fn functions_compute_as_cassandra_does() {
         ("SELECT token(1) FROM t WHERE k = 1", "-4069959284402364209"),
     ]);
 }
+
+/// Aggregates as Cassandra 5.0.6 computes them (golden case `aggregates`):
+/// decimals sum and average, aggregates nest in other selectors, PER
+/// PARTITION LIMIT counts groups, DISTINCT needs the whole key only for scans.
+#[test]
+fn aggregates_compute_as_cassandra_does() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE g (a int, b int, c int, d int, v int, de decimal, PRIMARY KEY ((a, b), c, d))", "OK"),
+        ("INSERT INTO g (a, b, c, d, v, de) VALUES (1, 1, 1, 1, 10, 1.5)", "OK"),
+        ("INSERT INTO g (a, b, c, d, v, de) VALUES (1, 1, 1, 2, 20, 2.25)", "OK"),
+        ("INSERT INTO g (a, b, c, d, v, de) VALUES (1, 1, 2, 1, 30, 0.125)", "OK"),
+        ("SELECT sum(de), avg(de) FROM g WHERE a = 1 AND b = 1", "3.875 | 1.295"),
+        ("SELECT count(*) + 1, sum(v) / count(v), toJson(max(v)) FROM g WHERE a = 1 AND b = 1", "4 | 20 | '30'"),
+        ("SELECT max(sum(v)) FROM g", "ERROR 0x2200 aggregate functions cannot be used as arguments of aggregate functions"),
+        (
+            "SELECT c, count(*) FROM g WHERE a = 1 AND b = 1 GROUP BY a, b, c PER PARTITION LIMIT 1",
+            "1 | 2",
+        ),
+        ("SELECT DISTINCT a FROM g WHERE a = 1 AND b = 1", "1"),
+        ("SELECT DISTINCT a FROM g", "ERROR 0x2200 SELECT DISTINCT queries must request all the partition key columns (missing b)"),
+        ("SELECT a, count(*) FROM g GROUP BY a, b, v", "ERROR 0x2200 Group by is currently only supported on the columns of the PRIMARY KEY, got v"),
+    ]);
+}

@@ -427,6 +427,11 @@ impl Parser {
 
     fn function_call(&mut self, mode: Mode) -> Result<Expr> {
         let name = self.function_name()?;
+        if self.is_sym_at(1, "*") && self.is_sym("(") {
+            // Only count takes `*`: the argument list ends there.
+            self.advance();
+            return Err(self.mismatch("')'"));
+        }
         let mut position = 0;
         let args = self.parenthesized(true, |p| {
             let step = NestedStep::FunctionArgument {
