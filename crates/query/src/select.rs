@@ -1296,9 +1296,13 @@ impl Reader<'_> {
             let key = partition_key_bytes(&keys[index]);
             let mut in_partition = 0usize;
             let mut slices = self.restrictions.slices.clone();
+            // Only a partition read from its start can show its static row
+            // alone (when it has no rows at all).
+            let mut from_start = true;
             if let Some(p) = &position {
                 if p.partition == key {
                     in_partition = p.rows_in_partition as usize;
+                    from_start = false;
                     match &p.clustering {
                         Some(c) => slices = slices_after(self.table, &slices, c, self.reversed),
                         None => {
@@ -1327,8 +1331,12 @@ impl Reader<'_> {
                 let filtering = !self.restrictions.filters.is_empty()
                     || !self.restrictions.tuple_filters.is_empty();
                 let limit = if filtering { READ_BATCH_ROWS } else { batch };
-                let got = self.partition_read(&key, slices.clone(), limit)?;
+                let mut got = self.partition_read(&key, slices.clone(), limit)?;
                 let exhausted = got.len() < limit || got.iter().any(|r| r.clustering.is_none());
+                if !from_start {
+                    got.retain(|r| r.clustering.is_some());
+                }
+                from_start = false;
                 let mut last: Option<Vec<Vec<u8>>> = None;
                 for row in got {
                     last = row.clustering.clone();

@@ -326,9 +326,11 @@ impl Parser {
             self.advance();
             return Ok(Some(Condition::Exists));
         }
-        Ok(Some(Condition::Columns(
-            self.and_separated(Parser::column_condition)?,
-        )))
+        let conditions = self.and_separated(Parser::column_condition)?;
+        if self.is_kw("or") {
+            return Err(self.no_viable());
+        }
+        Ok(Some(Condition::Columns(conditions)))
     }
 
     fn column_condition(&mut self) -> Result<ColumnCondition> {

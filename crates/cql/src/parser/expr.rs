@@ -603,7 +603,12 @@ impl Parser {
     // ------------------------------------------------------------ WHERE
 
     pub(crate) fn where_clause(&mut self) -> Result<Vec<Relation>> {
-        self.and_separated(Parser::relation)
+        let relations = self.and_separated(Parser::relation)?;
+        if self.is_kw("or") {
+            // Cassandra 5.0's grammar has OR in its WHERE rules (for SAI).
+            return Err(self.no_viable());
+        }
+        Ok(relations)
     }
 
     fn relation(&mut self) -> Result<Relation> {
