@@ -212,7 +212,7 @@ fn counter_cas(
             return Ok(false);
         }
         let ctx = executor.eval_context(&schema, &table.keyspace, values, &*random);
-        let Ok(t) = targets(&table, &update.where_clause, &ctx) else {
+        let Ok(t) = targets(&table, &update.where_clause, &ctx, "UPDATE") else {
             return Ok(false);
         };
         // Each partition (IN lists several) is its own compare-and-set.
@@ -1014,9 +1014,11 @@ fn add_elements(
     match (&column.ty, value) {
         (CqlType::List(_), Value::List(items)) => {
             let n = items.len();
+            // One clock reading for all prepended elements keeps their order.
+            let prepend_base = prepend_micros(executor);
             for (k, item) in items.into_iter().enumerate() {
                 let id = if prepend {
-                    prepend_timeuuid(executor, n - k)
+                    prepend_timeuuid(executor, prepend_base, n - k)
                 } else {
                     list_timeuuid(executor, params.timestamp, k)
                 };
@@ -1072,12 +1074,15 @@ fn list_timeuuid(executor: &Executor, timestamp: i64, k: usize) -> [u8; 16] {
 
 /// Prepended elements get times before 2010-01-01, decreasing with each
 /// prepend, as Cassandra's `Lists.PrecisionTime` does.
-fn prepend_timeuuid(executor: &Executor, k: usize) -> [u8; 16] {
-    const REFERENCE_MICROS: i64 = 1_262_304_000_000_000; // 2010-01-01
-    let now = executor.now_micros();
-    let micros = REFERENCE_MICROS - (now - REFERENCE_MICROS);
+fn prepend_timeuuid(executor: &Executor, micros: i64, k: usize) -> [u8; 16] {
     let t = ((micros as i128) * 10 + 0x01B2_1DD2_1381_4000i128 - k as i128) as u64;
     timeuuid_from(t, (executor.env.random)())
+}
+
+/// The time of a prepend: as far before 2010-01-01 as now is after it.
+fn prepend_micros(executor: &Executor) -> i64 {
+    const REFERENCE_MICROS: i64 = 1_262_304_000_000_000; // 2010-01-01
+    REFERENCE_MICROS - (executor.now_micros() - REFERENCE_MICROS)
 }
 
 fn timeuuid_from(t: u64, random: u64) -> [u8; 16] {
@@ -1106,6 +1111,7 @@ fn targets(
     table: &Table,
     where_clause: &[rocksandra_cql::ast::Relation],
     ctx: &EvalContext<'_>,
+    statement: &str,
 ) -> Result<Targets> {
     for r in where_clause {
         if let rocksandra_cql::ast::Relation::Compare { lhs, op, .. } = r {
@@ -1114,6 +1120,46 @@ fn targets(
                     let Some(column) = table.column(c.as_str()) else {
                         return Err(undefined_column(table, c.as_str()));
                     };
+                    // Cassandra builds each relation's restriction (and refuses
+                    // it) before looking for non-key columns.
+                    match op {
+                        rocksandra_cql::ast::Operator::Contains => {
+                            return Err(QueryError::invalid(format!(
+                                "Cannot use {statement} with CONTAINS"
+                            )))
+                        }
+                        rocksandra_cql::ast::Operator::ContainsKey => {
+                            return Err(QueryError::invalid(format!(
+                                "Cannot use {statement} with CONTAINS KEY"
+                            )))
+                        }
+                        rocksandra_cql::ast::Operator::Eq
+                        | rocksandra_cql::ast::Operator::Lt
+                        | rocksandra_cql::ast::Operator::Lte
+                        | rocksandra_cql::ast::Operator::Gt
+                        | rocksandra_cql::ast::Operator::Gte
+                        | rocksandra_cql::ast::Operator::In
+                            if column.ty.is_multi_cell()
+                                && matches!(
+                                    column.ty,
+                                    CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..)
+                                ) =>
+                        {
+                            let op_text = match op {
+                                rocksandra_cql::ast::Operator::Eq => "=",
+                                rocksandra_cql::ast::Operator::Lt => "<",
+                                rocksandra_cql::ast::Operator::Lte => "<=",
+                                rocksandra_cql::ast::Operator::Gt => ">",
+                                rocksandra_cql::ast::Operator::Gte => ">=",
+                                _ => "IN",
+                            };
+                            return Err(QueryError::invalid(format!(
+                                "Collection column '{}' ({}) cannot be restricted by a '{op_text}' relation",
+                                column.name, column.ty
+                            )));
+                        }
+                        _ => {}
+                    }
                     if !column.kind.is_primary_key() {
                         return Err(QueryError::invalid(format!(
                             "Non PRIMARY KEY columns found in where clause: {} ",
@@ -1183,7 +1229,7 @@ fn update_mutation(
     request: &Request,
     out: &mut Vec<Mutation>,
 ) -> Result<()> {
-    let t = targets(table, &update.where_clause, ctx)?;
+    let t = targets(table, &update.where_clause, ctx, "UPDATE")?;
     let mut assigned: Vec<&Column> = Vec::new();
     for a in &update.assignments {
         let name = a.target.column().as_str();
@@ -1200,7 +1246,10 @@ fn update_mutation(
             c.name == column.name
                 && (whole
                     || (matches!(other.target, ColumnTarget::Column(_))
-                        && other.op == AssignOp::Set))
+                        && other.op == AssignOp::Set)
+                    || matches!((&a.target, &other.target),
+                        (ColumnTarget::Field { field: f, .. }, ColumnTarget::Field { field: g, .. })
+                            if f == g))
         });
         if clashes {
             return Err(QueryError::syntax(format!(
@@ -1325,23 +1374,33 @@ impl ListElement<'_> {
         column: &Column,
         request: &Request,
         setting: bool,
+        pending: &RowUpdate,
     ) -> Result<Vec<u8>> {
         let int = CqlType::Native(NativeType::Int);
-        let Term::Value(k) = evaluate(self.key, &int, self.name, self.ctx)? else {
-            return Err(QueryError::invalid(format!(
-                "Invalid null value for list index of {}",
-                self.name
-            )));
+        let Term::Value(k) = evaluate(self.key, &int, &format!("idx({})", self.name), self.ctx)?
+        else {
+            return Err(QueryError::invalid("Invalid null value for list index"));
         };
         let index = match Value::deserialize(&int, &k)? {
             Value::Int(i) => i,
             _ => 0,
         };
-        let cells = read_list(executor, table, pk, clustering, column, request)?;
-        if setting && cells.is_empty() {
-            return Err(QueryError::invalid(
-                "Attempted to set an element on a list which is null",
-            ));
+        let mut cells = read_list(executor, table, pk, clustering, column, request)?;
+        // Elements this statement already deleted are gone for its later
+        // index operations.
+        cells.retain(|c| {
+            !pending.cells.iter().any(|p| {
+                p.column == column.id
+                    && p.path == c.path
+                    && matches!(p.kind, rocksandra_storage::cell::CellKind::Tombstone { .. })
+            })
+        });
+        if cells.is_empty() {
+            return Err(QueryError::invalid(if setting {
+                "Attempted to set an element on a list which is null"
+            } else {
+                "Attempted to delete an element from a list which is null"
+            }));
         }
         let Some(cell) = usize::try_from(index).ok().and_then(|i| cells.get(i)) else {
             return Err(QueryError::invalid(format!(
@@ -1501,6 +1560,31 @@ fn apply_assignment(
             let term = evaluate(&a.value, &column.ty, name, ctx)?;
             set_column(executor, column, term, params, row)
         }
+        (ColumnTarget::Column(_), AssignOp::Add | AssignOp::Prepend | AssignOp::Subtract)
+            if matches!(column.ty, CqlType::Udt(_)) =>
+        {
+            let symbol = if a.op == AssignOp::Subtract { "-" } else { "+" };
+            Err(QueryError::invalid(format!(
+                "Invalid operation ({name} = {name} {symbol} {}) for tuple column {name}",
+                a.value
+            )))
+        }
+        (ColumnTarget::Column(_), AssignOp::Add)
+            if matches!(column.ty, CqlType::Map(..)) && map_literal_with_null(&a.value) =>
+        {
+            Err(QueryError::invalid(format!(
+                "Value for a map addition has to be a map, but was: '{}'",
+                null_text(&a.value)
+            )))
+        }
+        (ColumnTarget::Column(_), AssignOp::Subtract)
+            if matches!(column.ty, CqlType::Map(..)) && map_literal_with_null(&a.value) =>
+        {
+            Err(QueryError::invalid(format!(
+                "Value for a map substraction has to be a set, but was: '{}'",
+                null_text(&a.value)
+            )))
+        }
         (ColumnTarget::Column(_), AssignOp::Add | AssignOp::Prepend) => {
             if !column.ty.is_multi_cell() {
                 let what = if column.ty.is_collection() {
@@ -1592,7 +1676,8 @@ fn apply_assignment(
             CqlType::List(et) => {
                 let _guard = executor.rmw_lock.hold();
                 let element = ListElement { key, name, ctx };
-                let path = element.path(executor, table, pk, clustering, column, request, true)?;
+                let path =
+                    element.path(executor, table, pk, clustering, column, request, true, row)?;
                 match evaluate(&a.value, et, name, ctx)? {
                     Term::Value(v) => row.cells.push(params.cell(column, v).with_path(path)),
                     Term::Null => row.cells.push(params.tombstone(column).with_path(path)),
@@ -1605,7 +1690,9 @@ fn apply_assignment(
                     ColumnTarget::Element { key, .. } => key.to_string(),
                     _ => String::new(),
                 };
-                let what = if other.is_collection() {
+                let what = if matches!(other, CqlType::Set(_)) {
+                    "set"
+                } else if other.is_collection() {
                     "frozen collection"
                 } else {
                     "non collection"
@@ -1636,7 +1723,8 @@ fn apply_assignment(
                 )));
             };
             let path = paths::field_path(i);
-            match evaluate(&a.value, &u.fields[i].1, name, ctx)? {
+            let receiver = format!("{name}.{}", field.as_str());
+            match evaluate(&a.value, &u.fields[i].1, &receiver, ctx)? {
                 Term::Value(v) => row.cells.push(params.cell(column, v).with_path(path)),
                 Term::Null => row.cells.push(params.tombstone(column).with_path(path)),
                 Term::Unset => {}
@@ -1649,6 +1737,39 @@ fn apply_assignment(
     }
 }
 
+/// A map or set literal holding a null (`{'k': null}`, `{null}`).
+fn map_literal_with_null(e: &Expr) -> bool {
+    let null = |e: &Expr| matches!(e, Expr::Literal(rocksandra_cql::ast::Literal::Null));
+    match e {
+        Expr::Map(entries) => entries.iter().any(|(k, v)| null(k) || null(v)),
+        Expr::Set(items) => items.iter().any(null),
+        _ => false,
+    }
+}
+
+/// A literal as Cassandra prints a raw term: nulls as `NULL`.
+fn null_text(e: &Expr) -> String {
+    let item = |e: &Expr| match e {
+        Expr::Literal(rocksandra_cql::ast::Literal::Null) => "NULL".to_string(),
+        other => other.to_string(),
+    };
+    match e {
+        Expr::Map(entries) => format!(
+            "{{{}}}",
+            entries
+                .iter()
+                .map(|(k, v)| format!("{}: {}", item(k), item(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Expr::Set(items) => format!(
+            "{{{}}}",
+            items.iter().map(item).collect::<Vec<_>>().join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
 fn delete_mutation(
     executor: &Executor,
     table: &Table,
@@ -1658,7 +1779,7 @@ fn delete_mutation(
     request: &Request,
     out: &mut Vec<Mutation>,
 ) -> Result<()> {
-    let t = targets(table, &delete.where_clause, ctx)?;
+    let t = targets(table, &delete.where_clause, ctx, "DELETE")?;
     let deletion = params.deletion();
     for key in &t.keys {
         let mut mutation = new_mutation(table, key);
@@ -1792,7 +1913,8 @@ fn delete_target(
             CqlType::List(_) => {
                 let _guard = executor.rmw_lock.hold();
                 let element = ListElement { key, name, ctx };
-                let path = element.path(executor, table, pk, clustering, column, request, false)?;
+                let path =
+                    element.path(executor, table, pk, clustering, column, request, false, row)?;
                 row.cells.push(params.tombstone(column).with_path(path));
                 Ok(())
             }

@@ -979,3 +979,27 @@ fn filtering_restrictions_match_cassandra() {
     }
     assert_eq!(rows_seen.len(), 2, "{rows_seen:?}");
 }
+
+/// Non-frozen collection updates as Cassandra 5.0.6 applies them (golden
+/// case `collections_nonfrozen`): a prepend keeps its elements' order, list
+/// index operations of one statement apply in turn, and WHERE refusals.
+#[test]
+fn collection_updates_match_cassandra() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE c (p int PRIMARY KEY, l list<text>, s set<int>, m map<text, int>)", "OK"),
+        ("INSERT INTO c (p, l) VALUES (1, ['a', 'b', 'c'])", "OK"),
+        ("UPDATE c SET l = ['x', 'y'] + l WHERE p = 1", "OK"),
+        ("SELECT l FROM c WHERE p = 1", "['x', 'y', 'a', 'b', 'c']"),
+        ("DELETE l[0], l[1] FROM c WHERE p = 1", "OK"),
+        ("SELECT l FROM c WHERE p = 1", "['y', 'b', 'c']"),
+        ("UPDATE c SET l[0] = 'z', l[1] = 'w' WHERE p = 1", "OK"),
+        ("SELECT l FROM c WHERE p = 1", "['z', 'w', 'c']"),
+        ("DELETE l[0] FROM c WHERE p = 2", "ERROR 0x2200 Attempted to delete an element from a list which is null"),
+        ("UPDATE c SET l[null] = 'a' WHERE p = 1", "ERROR 0x2200 Invalid null value for list index"),
+        ("UPDATE c SET s[5] = 5 WHERE p = 1", "ERROR 0x2200 Invalid operation (s[5] = 5) for set column s"),
+        ("UPDATE c SET l = ['q'] WHERE p = 1 AND s CONTAINS 1", "ERROR 0x2200 Cannot use UPDATE with CONTAINS"),
+        ("DELETE FROM c WHERE p = 1 AND l = ['x']", "ERROR 0x2200 Collection column 'l' (list<text>) cannot be restricted by a '=' relation"),
+    ]);
+}

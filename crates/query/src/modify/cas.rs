@@ -282,8 +282,8 @@ fn prepare(
     let static_only = !ops_regular && !regular_conditions && (ops_static || static_conditions);
 
     let where_clause = where_of(m);
-    let t = targets(&table, where_clause, &ctx)?;
     let statement = if delete { "DELETE" } else { "UPDATE" };
+    let t = targets(&table, where_clause, &ctx, statement)?;
     if !delete && has_clustering_slice(&table, where_clause) {
         return Err(QueryError::invalid(
             "Slice restrictions are not supported on the clustering columns in UPDATE statements",
