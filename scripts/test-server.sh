@@ -2,6 +2,8 @@
 # Runs the suites that need a real server process: builds `rocksandra`,
 # starts it on 127.0.0.1:9042 with a fresh data directory, runs the golden
 # CQL suite (statement-level baseline in tests/golden/baseline.json), the
+# golden auth_* cases on a second server with PasswordAuthenticator and
+# CassandraAuthorizer (127.0.0.1:9044, ROCKSANDRA_TEST_AUTH_PORT), the
 # Python driver and cqlsh tests, the Rust (scylla) and Go (gocql) driver tests through
 # unmodified clients, scrapes its metrics endpoint, stops it with SIGTERM (a
 # clean shutdown is part of the test), then the process tests (restart,
@@ -19,39 +21,96 @@ WORK=$(mktemp -d)
 # The golden suite was recorded against a node on 9042 (system.local shows
 # its rpc_port), so the server under test listens there too.
 PORT=${ROCKSANDRA_TEST_PORT:-9042}
-if python3 -c "import socket; socket.create_connection(('127.0.0.1', $PORT), 0.2)" 2>/dev/null; then
-    echo "port $PORT is already in use (stop the server there, or set ROCKSANDRA_TEST_PORT)" >&2
-    exit 1
-fi
-# The metrics endpoint on a free port (9180 may belong to another server here).
-METRICS_PORT=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
-"$BIN" --data-dir "$WORK/data" --listen-address 127.0.0.1 --native-port "$PORT" \
-    --prometheus-port "$METRICS_PORT" >"$WORK/server.log" 2>&1 &
-PID=$!
-stop() {
-    if kill -0 "$PID" 2>/dev/null; then
-        kill -TERM "$PID"
-        for _ in $(seq 1 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-        if kill -0 "$PID" 2>/dev/null; then
+# The auth_* golden cases need logins: a second server with the auth yaml.
+AUTH_PORT=${ROCKSANDRA_TEST_AUTH_PORT:-9044}
+port_open() {
+    python3 -c "import socket; socket.create_connection(('127.0.0.1', $1), 0.2)" 2>/dev/null
+}
+for port in "$PORT" "$AUTH_PORT"; do
+    if port_open "$port"; then
+        echo "port $port is already in use (stop the server there, or set ROCKSANDRA_TEST_PORT / ROCKSANDRA_TEST_AUTH_PORT)" >&2
+        exit 1
+    fi
+done
+# start_server NAME PORT [ARGS...]: $BIN on 127.0.0.1:PORT with data and log
+# under $WORK/NAME; its pid in SERVER_PID once the port answers.
+start_server() {
+    local name=$1 port=$2
+    shift 2
+    mkdir -p "$WORK/$name"
+    "$BIN" --data-dir "$WORK/$name/data" --listen-address 127.0.0.1 --native-port "$port" "$@" \
+        >"$WORK/$name/server.log" 2>&1 &
+    SERVER_PID=$!
+    for _ in $(seq 1 100); do port_open "$port" && break; sleep 0.1; done
+}
+# stop_server PID: SIGTERM, and a failure unless it exits within 10 s.
+stop_server() {
+    if kill -0 "$1" 2>/dev/null; then
+        kill -TERM "$1"
+        for _ in $(seq 1 100); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+        if kill -0 "$1" 2>/dev/null; then
             echo "server did not stop within 10 s of SIGTERM" >&2
-            kill -9 "$PID"; return 1
+            kill -9 "$1"; return 1
         fi
     fi
-    wait "$PID" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
 }
-trap 'stop || true; echo "--- server log (last 40 lines)"; tail -40 "$WORK/server.log"; rm -rf "$WORK"' EXIT
-for _ in $(seq 1 100); do
-    if python3 -c "import socket; socket.create_connection(('127.0.0.1', $PORT), 0.2)" 2>/dev/null; then break; fi
-    sleep 0.1
-done
+# The metrics endpoint on a free port (9180 may belong to another server here).
+METRICS_PORT=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+start_server main "$PORT" --prometheus-port "$METRICS_PORT"
+PID=$SERVER_PID
+AUTH_PID=""
+stop() { stop_server "$PID"; }
+trap 'stop || true; [ -z "$AUTH_PID" ] || stop_server "$AUTH_PID" || true
+      echo "--- server log (last 40 lines)"; tail -40 "$WORK/main/server.log"; rm -rf "$WORK"' EXIT
 
 status=0
-echo "== golden CQL suite (protocol v4)"
-.venv/bin/python tests/golden/runner.py --host 127.0.0.1 --port "$PORT" --quiet \
-    --baseline tests/golden/baseline.json || status=1
-echo "== golden CQL suite (protocol v5)"
-.venv/bin/python tests/golden/runner.py --host 127.0.0.1 --port "$PORT" --quiet \
-    --protocol-version 5 --baseline tests/golden/baseline.json || status=1
+for version in 4 5; do
+    echo "== golden CQL suite (protocol v$version)"
+    .venv/bin/python tests/golden/runner.py --host 127.0.0.1 --port "$PORT" --quiet \
+        --protocol-version "$version" --baseline tests/golden/baseline.json || status=1
+done
+printf '%s\n' 'authenticator: PasswordAuthenticator' 'authorizer: CassandraAuthorizer' \
+    'roles_validity: 0ms' 'permissions_validity: 0ms' 'credentials_validity: 0ms' >"$WORK/auth.yaml"
+start_server auth "$AUTH_PORT" --config "$WORK/auth.yaml" --prometheus-port 0
+AUTH_PID=$SERVER_PID
+# Logged in as PasswordAuthenticator's default superuser, runner.py runs
+# the auth_* cases only.
+for version in 4 5; do
+    echo "== golden auth cases (protocol v$version, PasswordAuthenticator, CassandraAuthorizer)"
+    .venv/bin/python tests/golden/runner.py --host 127.0.0.1 --port "$AUTH_PORT" --quiet \
+        --username cassandra --password cassandra --protocol-version "$version" \
+        --baseline tests/golden/baseline.json || { status=1; tail -20 "$WORK/auth/server.log"; }
+done
+stop_server "$AUTH_PID" || status=1
+AUTH_PID=""
+# Cases written for another configuration (`-- golden: server-yaml`): a
+# server of their own each, on the ports after the auth server's.
+CONFIG_PORT=$((AUTH_PORT + 2))
+while IFS= read -r config; do
+    [ -n "$config" ] || continue
+    yaml="$WORK/golden-$CONFIG_PORT.yaml"
+    python3 - "$config" "$yaml" <<'PY'
+import json, sys
+with open(sys.argv[2], "w") as f:
+    f.write("".join(line + "\n" for line in json.loads(sys.argv[1])))
+PY
+    yaml_args=()
+    while IFS= read -r line; do yaml_args+=(--server-yaml "$line"); done < "$yaml"
+    if port_open "$CONFIG_PORT"; then
+        echo "port $CONFIG_PORT is already in use" >&2; status=1; break
+    fi
+    start_server "config-$CONFIG_PORT" "$CONFIG_PORT" --config "$yaml" --prometheus-port 0
+    config_pid=$SERVER_PID
+    for version in 4 5; do
+        echo "== golden CQL suite with: $(tr '\n' ' ' < "$yaml")(protocol v$version)"
+        .venv/bin/python tests/golden/runner.py --host 127.0.0.1 --port "$CONFIG_PORT" --quiet \
+            --protocol-version "$version" --baseline tests/golden/baseline.json "${yaml_args[@]}" \
+            || { status=1; tail -20 "$WORK/config-$CONFIG_PORT/server.log"; }
+    done
+    stop_server "$config_pid" || status=1
+    CONFIG_PORT=$((CONFIG_PORT + 1))
+done < <(.venv/bin/python tests/golden/runner.py --list-server-configs)
 echo "== Python driver and cqlsh tests"
 ROCKSANDRA_HOST=127.0.0.1 ROCKSANDRA_PORT="$PORT" .venv/bin/pytest -q -p no:cacheprovider \
     tests/drivers/python || status=1

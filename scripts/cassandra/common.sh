@@ -43,20 +43,53 @@ PY
 
 # Does a CQL server answer OPTIONS on host:port (native protocol v4 frame)?
 cql_ready() {
-    python3 - "$1" "$2" <<'PY'
+    cql_probe "$1" "$2"
+}
+
+# Does host:port accept a PasswordAuthenticator login as user/password
+# (STARTUP, then AUTH_RESPONSE with SASL PLAIN, over native protocol v4)?
+cql_login() {
+    cql_probe "$1" "$2" "$3" "$4"
+}
+
+# cql_probe HOST PORT [USER PASSWORD]: the two checks above, one v4 exchange
+# at a time.
+cql_probe() {
+    python3 - "$@" <<'PY'
 import socket, struct, sys
-try:
-    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2.0)
-    # v4 request header: version, flags, stream, opcode OPTIONS (0x05), body length 0
-    s.sendall(struct.pack(">BBhBI", 0x04, 0, 1, 0x05, 0))
-    hdr = b""
-    while len(hdr) < 9:
-        chunk = s.recv(9 - len(hdr))
+host, port, login = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+
+def receive(s, n):
+    data = b""
+    while len(data) < n:
+        chunk = s.recv(n - len(data))
         if not chunk:
             sys.exit(1)
-        hdr += chunk
-    # response opcode SUPPORTED (0x06)
-    sys.exit(0 if hdr[0] == 0x84 and hdr[4] == 0x06 else 1)
+        data += chunk
+    return data
+
+def request(s, opcode, body):
+    """Send a v4 request frame; the response's version and opcode."""
+    s.sendall(struct.pack(">BBhBI", 0x04, 0, 1, opcode, len(body)) + body)
+    hdr = receive(s, 9)
+    receive(s, struct.unpack(">I", hdr[5:9])[0])
+    return hdr[0], hdr[4]
+
+def string(x):
+    return struct.pack(">H", len(x)) + x
+
+try:
+    s = socket.create_connection((host, port), timeout=5.0)
+    if not login:
+        # OPTIONS (0x05) -> SUPPORTED (0x06)
+        sys.exit(0 if request(s, 0x05, b"") == (0x84, 0x06) else 1)
+    # STARTUP {CQL_VERSION: 3.0.0} -> AUTHENTICATE (0x03)
+    startup = struct.pack(">H", 1) + string(b"CQL_VERSION") + string(b"3.0.0")
+    if request(s, 0x01, startup)[1] != 0x03:
+        sys.exit(1)
+    token = b"\0" + login[0].encode() + b"\0" + login[1].encode()
+    # AUTH_RESPONSE -> AUTH_SUCCESS (0x10)
+    sys.exit(0 if request(s, 0x0F, struct.pack(">i", len(token)) + token)[1] == 0x10 else 1)
 except OSError:
     sys.exit(1)
 PY

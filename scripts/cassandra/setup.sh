@@ -5,6 +5,7 @@
 #                              [--listen-address IP] [--rpc-address IP] [--seeds IP[,IP...]]
 #                              [--num-tokens N] [--token-allocation-rf N]
 #                              [--auto-bootstrap true|false] [--stream-throughput RATE]
+#                              [--yaml 'key: value']... [--auth]
 #
 # 1. Resolves org.apache.cassandra:cassandra-all:5.0.6 and its runtime
 #    dependencies from Maven Central into ~/.cache/rocksandra/cassandra-5.0.6/lib
@@ -18,7 +19,14 @@
 #    unless --rpc-address says otherwise) and --jmx-port, and the same
 #    --seeds. --stream-throughput sets stream_throughput_outbound and
 #    entire_sstable_stream_throughput_outbound (e.g. 0MiB/s: unthrottled;
-#    Cassandra's default is 24MiB/s for both).
+#    Cassandra's default is 24MiB/s for both). Each --yaml line is appended
+#    to the yaml as given (e.g. --yaml 'materialized_views_enabled: true').
+#    --auth turns on PasswordAuthenticator, CassandraAuthorizer and
+#    CassandraRoleManager with the roles, permissions and credentials caches
+#    off (validity 0), so a GRANT or role change shows in the very next
+#    statement (the golden auth cases rely on it); the default superuser
+#    cassandra/cassandra appears a few seconds after CQL opens (start.sh
+#    waits for it).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -33,6 +41,8 @@ NUM_TOKENS=16
 ALLOC_RF=3
 AUTO_BOOTSTRAP=""
 STREAM_THROUGHPUT=""
+EXTRA_YAML=()
+AUTH=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --base) BASE=$2; shift 2 ;;
@@ -48,7 +58,9 @@ while [ $# -gt 0 ]; do
             case "$2" in true|false) AUTO_BOOTSTRAP=$2 ;; *) echo "--auto-bootstrap: true or false" >&2; exit 2 ;; esac
             shift 2 ;;
         --stream-throughput) STREAM_THROUGHPUT=$2; shift 2 ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        --yaml) EXTRA_YAML+=("$2"); shift 2 ;;
+        --auth) AUTH=1; shift ;;
+        -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
@@ -59,6 +71,12 @@ for seed in $(echo "${SEEDS:-$LISTEN}" | tr ',' ' '); do
     case "$seed" in *:*) ;; *) seed="$seed:$STORAGE_PORT" ;; esac
     SEED_LIST="${SEED_LIST:+$SEED_LIST,}$seed"
 done
+AUTHENTICATOR=AllowAllAuthenticator
+AUTHORIZER=AllowAllAuthorizer
+if [ "$AUTH" = 1 ]; then
+    AUTHENTICATOR=PasswordAuthenticator
+    AUTHORIZER=CassandraAuthorizer
+fi
 mkdir -p "$BASE"
 BASE=$(cd "$BASE" && pwd)
 
@@ -111,9 +129,9 @@ native_transport_port: $PORT
 endpoint_snitch: SimpleSnitch
 
 authenticator:
-  class_name: AllowAllAuthenticator
+  class_name: $AUTHENTICATOR
 authorizer:
-  class_name: AllowAllAuthorizer
+  class_name: $AUTHORIZER
 role_manager:
   class_name: CassandraRoleManager
 network_authorizer:
@@ -129,6 +147,15 @@ request_timeout: 10000ms
 # every test keyspace to disk
 auto_snapshot: false
 YAML
+if [ "$AUTH" = 1 ]; then
+    # differs from the shipped yaml (2000ms each): no caches, so a result
+    # never depends on when the previous statement ran
+    cat >> "$BASE/conf/cassandra.yaml" <<YAML
+roles_validity: 0ms
+permissions_validity: 0ms
+credentials_validity: 0ms
+YAML
+fi
 if [ -n "$AUTO_BOOTSTRAP" ]; then
     echo "auto_bootstrap: $AUTO_BOOTSTRAP" >> "$BASE/conf/cassandra.yaml"
 fi
@@ -138,6 +165,10 @@ stream_throughput_outbound: $STREAM_THROUGHPUT
 entire_sstable_stream_throughput_outbound: $STREAM_THROUGHPUT
 YAML
 fi
+
+for line in ${EXTRA_YAML[@]+"${EXTRA_YAML[@]}"}; do
+    echo "$line" >> "$BASE/conf/cassandra.yaml"
+done
 
 cat > "$BASE/conf/logback.xml" <<XML
 <configuration scan="false">

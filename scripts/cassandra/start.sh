@@ -5,7 +5,8 @@
 #                              [--storage-port N] [--jmx-port N] [--jvm-opt OPT]...
 #                              [setup.sh's cluster options: --listen-address IP, --rpc-address IP,
 #                               --seeds IPS, --num-tokens N, --token-allocation-rf N,
-#                               --auto-bootstrap true|false, --stream-throughput RATE]
+#                               --auto-bootstrap true|false, --stream-throughput RATE,
+#                               --yaml 'key: value', --auth]
 #
 # Runs setup.sh first (idempotent), then CassandraDaemon under JDK 17 with the
 # flags of conf/jvm-server.options and conf/jvm17-server.options (5.0). Writes
@@ -13,6 +14,9 @@
 # DIR/logs/system.log and the GC log to DIR/logs/gc.log. Returns once the CQL
 # port answers an OPTIONS request; exits non-zero if the node dies or the
 # timeout (default 180 s) passes. Does nothing if the node is already running.
+# With --auth (PasswordAuthenticator, see setup.sh) it also waits until the
+# default superuser cassandra/cassandra can log in: Cassandra creates it some
+# seconds after the CQL port opens.
 # A node that bootstraps into a cluster opens CQL only once it has joined, so
 # give it a --timeout long enough for the streaming.
 set -euo pipefail
@@ -26,6 +30,7 @@ STORAGE_PORT=7000
 JMX_PORT=7199
 RPC=""
 LISTEN=127.0.0.1
+AUTH=0
 SETUP_OPTS=()
 EXTRA_JVM_OPTS=()
 while [ $# -gt 0 ]; do
@@ -39,9 +44,10 @@ while [ $# -gt 0 ]; do
         --jvm-opt) EXTRA_JVM_OPTS+=("$2"); shift 2 ;;
         --listen-address) LISTEN=$2; SETUP_OPTS+=("$1" "$2"); shift 2 ;;
         --rpc-address) RPC=$2; SETUP_OPTS+=("$1" "$2"); shift 2 ;;
-        --seeds|--num-tokens|--token-allocation-rf|--auto-bootstrap|--stream-throughput)
+        --auth) AUTH=1; SETUP_OPTS+=("$1"); shift ;;
+        --seeds|--num-tokens|--token-allocation-rf|--auto-bootstrap|--stream-throughput|--yaml)
             SETUP_OPTS+=("$1" "$2"); shift 2 ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
@@ -147,12 +153,12 @@ while true; do
         rm -f "$PIDFILE"
         exit 1
     fi
-    if cql_ready "$RPC" "$PORT"; then
+    if cql_ready "$RPC" "$PORT" && { [ "$AUTH" = 0 ] || cql_login "$RPC" "$PORT" cassandra cassandra; }; then
         break
     fi
     ELAPSED=$(python3 -c "import sys; print(int(float(sys.argv[2]) - float(sys.argv[1])))" "$START" "$(date +%s.%N)")
     if [ "$ELAPSED" -ge "$TIMEOUT" ]; then
-        echo "error: CQL port $PORT did not answer within ${TIMEOUT}s (see $BASE/logs/system.log)" >&2
+        echo "error: CQL port $PORT did not answer (or log cassandra in, with --auth) within ${TIMEOUT}s (see $BASE/logs/system.log)" >&2
         exit 1
     fi
     sleep 1

@@ -45,8 +45,11 @@ class Shared:
 def three():
     nodes = Nodes()
     try:
+        config = os.path.join(nodes.root, "views.yaml")
+        with open(config, "w") as f:
+            f.write("materialized_views_enabled: true\n")
         for ip in THREE:
-            nodes.start(ip)
+            nodes.start(ip, extra=["--config", config])
         nodes.wait_status({ip: "UN" for ip in THREE})
         yield Shared(nodes)
     finally:
@@ -284,6 +287,39 @@ class TestThreeNodes:
             assert not missing, "%s misses %d rows, e.g. %s" % (ip, len(missing), missing[:5])
             scanned = {r.k: r.v for r in s.execute(stmt("SELECT k, v FROM rep3.t", CL.ONE))}
             assert scanned == {k: "v%d" % k for k in keys}, ip
+
+    def test_materialized_view_across_coordinators(self, three):
+        """Each coordinator maintains the view of the writes it coordinates
+        (reading the base rows at the write's consistency level), so writes
+        through any node, key changes and deletes included, show in the view
+        at QUORUM from every node."""
+        sa = three.pinned[A]
+        create_keyspace(sa, "views", 3)
+        sa.execute("CREATE TABLE views.users (id int PRIMARY KEY, name text, state text)")
+        sa.execute("CREATE MATERIALIZED VIEW views.by_state AS SELECT * FROM views.users "
+                   "WHERE state IS NOT NULL AND id IS NOT NULL PRIMARY KEY (state, id)")
+        ids = list(range(60))
+        for i in ids:
+            s = three.pinned[THREE[i % 3]]
+            s.execute(stmt("INSERT INTO views.users (id, name, state) VALUES (%d, 'u%d', 'S%d')"
+                           % (i, i, i % 3), CL.QUORUM))
+        for i in ids[::2]:  # moved by another coordinator than the one that wrote it
+            s = three.pinned[THREE[(i + 1) % 3]]
+            s.execute(stmt("UPDATE views.users SET state = 'MOVED' WHERE id = %d" % i, CL.QUORUM))
+        three.pinned[C].execute(stmt("DELETE FROM views.users WHERE id = 1", CL.QUORUM))
+        expected = {
+            "MOVED": ids[::2],
+            "S0": [i for i in ids if i % 2 and i % 3 == 0],
+            "S1": [i for i in ids if i % 2 and i % 3 == 1 and i != 1],
+            "S2": [i for i in ids if i % 2 and i % 3 == 2],
+        }
+        for ip, s in three.pinned.items():
+            sel = s.prepare("SELECT id FROM views.by_state WHERE state = ?")
+            for state, want in expected.items():
+                got = sorted(r.id for r in s.execute(bound(sel, (state,), CL.QUORUM)))
+                assert got == want, (ip, state, got)
+            total = s.execute(stmt("SELECT count(*) FROM views.by_state", CL.QUORUM)).one()[0]
+            assert total == len(ids) - 1, (ip, total)
 
     def test_replication_rf1_forwards(self, three):
         create_keyspace(three.pinned[A], "rep1", 1)

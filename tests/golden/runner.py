@@ -3,7 +3,8 @@
 compare (or record) a canonical text rendering of every result.
 
     python tests/golden/runner.py --host 127.0.0.1 --port 9042 \
-        [--record] [--protocol-version 4|5] [--server-name NAME] [cases...]
+        [--record] [--protocol-version 4|5] [--server-name NAME]
+        [--username USER --password PASSWORD] [cases...]
 
 A case file is a sequence of CQL statements, each ending with ';' (semicolons
 inside string literals, quoted identifiers, $$ bodies, comments and
@@ -20,6 +21,25 @@ Comment lines of the form '-- golden: ...' are markers:
                                     update (SERIAL unless told)
     -- golden: normalize RE => REPL from here to the end of the file, re.sub(RE, REPL)
                                     on every output line (not on echoed statements)
+    -- golden: server-yaml LINE     the case needs a server whose cassandra.yaml has
+                                    LINE (e.g. materialized_views_enabled: true)
+    -- golden: login USER PASSWORD  the statements after it run on a new session logged
+                                    in as USER (PasswordAuthenticator); its output is
+                                    '> LOGIN USER' then OK or the refusal as an ERROR line
+                                    ('ERROR BadCredentials/0x0100 <message>'), after which
+                                    the previous session stays in use
+    -- golden: login                back to the initial session (--username, or none)
+
+Selection: without case names, the runner runs the cases whose server-yaml
+lines are exactly its --server-yaml options (none by default), so one run
+against a server covers the cases written for that server's configuration.
+--list-server-configs prints each configuration cases need (a JSON list of
+yaml lines per line); scripts/test-server.sh starts a server per
+configuration.
+Cases named auth_*.cql need a server with PasswordAuthenticator and
+CassandraAuthorizer (scripts/cassandra/start.sh --auth; roles and permissions
+caches off): without --username the default case list leaves them out, with
+--username it is just them.
 
 Output, per statement: the statement echoed with '> ' prefixes, then
     OK                                  void / schema change / USE
@@ -47,7 +67,8 @@ Statement-level ratchet (for a server that does not match every case yet):
     --baseline FILE        JSON {case: statements that must match}; the exit
                            status is then 0 when every case matches at least
                            its baseline count of statements (a drop fails)
-    --write-baseline FILE  write the per-case matched-statement counts
+    --write-baseline FILE  write the per-case matched-statement counts (the
+                           cases not run keep their counts in FILE)
 Each statement's block (echo and output) counts as matched when it equals the
 expected block at the same position. The counts are printed for every case.
 """
@@ -67,6 +88,7 @@ import uuid
 
 from cassandra import ConsistencyLevel, protocol as cproto
 from cassandra import cqltypes
+from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
 from cassandra.policies import RoundRobinPolicy, FallthroughRetryPolicy
 from cassandra.query import SimpleStatement, tuple_factory
@@ -126,8 +148,8 @@ class Statement:
 def split_statements(source):
     """Split a case file into statements and collect '-- golden:' markers.
 
-    Returns a list of Statement and ('normalize', pattern, repl) tuples in file
-    order."""
+    Returns a list of Statement, ('normalize', pattern, repl) and
+    ('login'[, user, password]) tuples in file order."""
     items = []
     pending = []          # markers for the next statement
     buf = []
@@ -162,6 +184,15 @@ def split_statements(source):
                     if arg.upper() not in ConsistencyLevel.name_to_value:
                         raise ValueError("line %d: unknown consistency level %r" % (line, arg))
                     pending.append((name, ConsistencyLevel.name_to_value[arg.upper()]))
+                elif name == "server-yaml":
+                    pass  # read by server_yaml(): how the server must be configured
+                elif name == "login":
+                    words = arg.split()
+                    if len(words) not in (0, 2):
+                        raise ValueError("line %d: login needs USER PASSWORD (or nothing)" % line)
+                    if pending:
+                        raise ValueError("line %d: login between a marker and its statement" % line)
+                    items.append(("login",) + tuple(words))
                 else:
                     raise ValueError("line %d: unknown golden marker %r" % (line, name))
             elif not at_statement_start():
@@ -337,6 +368,18 @@ def render_error(err):
     return "ERROR client:%s %s" % (type(err).__name__, str(err).replace("\n", " "))
 
 
+def render_login_error(err):
+    """A refused login: the driver wraps the server's AUTHENTICATION error in
+    AuthenticationFailed (inside NoHostAvailable), as text; keep the code and
+    the server's message, drop the host and port."""
+    for cause in getattr(err, "errors", {}).values() or [err]:
+        m = re.search(r'code=([0-9a-fA-F]{4}) \[[^\]]*\] message="(.*)"$', str(cause), re.S)
+        if m:
+            code = int(m.group(1), 16)
+            return "ERROR %s/0x%04x %s" % (ERROR_NAMES.get(code, "Unknown"), code, m.group(2))
+    return "ERROR client:%s %s" % (type(err).__name__, str(err).replace("\n", " "))
+
+
 # ---------------------------------------------------------------------------
 # Running
 # ---------------------------------------------------------------------------
@@ -399,27 +442,64 @@ def execute(session, stmt):
     return out
 
 
-def run_case(cluster, path):
+def run_case(cluster, make_cluster, path):
+    """Run one case file on `cluster` (the initial login); `make_cluster(user,
+    password)` makes the clusters its login markers switch to."""
     with open(path, encoding="utf-8") as f:
         items = split_statements(f.read())
-    session = cluster.connect()
+    initial = session = cluster.connect()
+    login_cluster = None  # the cluster of the current login marker, if any
     normalizers = []
     out = []
+
+    def emit(line):
+        for pat, repl in normalizers:
+            line = pat.sub(repl, line)
+        out.append(line)
+
     try:
         for item in items:
-            if isinstance(item, tuple):
+            if isinstance(item, tuple) and item[0] == "normalize":
                 normalizers.append((re.compile(item[1]), item[2]))
+                continue
+            if isinstance(item, tuple):  # login
+                if len(item) == 1:
+                    out.append("> LOGIN")
+                    result, new_cluster, new_session = "OK", None, initial
+                else:
+                    out.append("> LOGIN " + item[1])
+                    new_cluster = make_cluster(item[1], item[2])
+                    try:
+                        new_session = new_cluster.connect()
+                        result = "OK"
+                    except Exception as err:  # refused: keep the session we had
+                        new_cluster.shutdown()
+                        emit(render_login_error(err))
+                        out.append("")
+                        continue
+                if login_cluster is not None:
+                    login_cluster.shutdown()
+                login_cluster, session = new_cluster, new_session
+                emit(result)
+                out.append("")
                 continue
             for i, text_line in enumerate(item.text.splitlines()):
                 out.append(("> " if i == 0 else "  ") + text_line.rstrip() + (";" if i == len(item.text.splitlines()) - 1 else ""))
             for line in execute(session, item):
-                for pat, repl in normalizers:
-                    line = pat.sub(repl, line)
-                out.append(line)
+                emit(line)
             out.append("")
     finally:
-        session.shutdown()
+        if login_cluster is not None:
+            login_cluster.shutdown()
+        initial.shutdown()
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def server_yaml(path):
+    """The yaml lines a case's server needs ('-- golden: server-yaml' markers)."""
+    with open(path, encoding="utf-8") as f:
+        return sorted(m.group(1).strip() for m in
+                      re.finditer(r"(?m)^--\s*golden:\s*server-yaml\s+(.*)$", f.read()))
 
 
 def main(argv=None):
@@ -427,6 +507,8 @@ def main(argv=None):
     ap.add_argument("--host", default=os.environ.get("ROCKSANDRA_HOST", "127.0.0.1"))
     ap.add_argument("--port", type=int, default=int(os.environ.get("ROCKSANDRA_PORT", "9042")))
     ap.add_argument("--protocol-version", type=int, choices=(4, 5), default=4)
+    ap.add_argument("--username", help="log in as USER (PasswordAuthenticator); runs the auth_* cases")
+    ap.add_argument("--password", help="the --username's password")
     ap.add_argument("--record", action="store_true",
                     help="write tests/golden/expected/<case>.out instead of comparing")
     ap.add_argument("--server-name",
@@ -434,9 +516,15 @@ def main(argv=None):
     ap.add_argument("--quiet", action="store_true", help="do not print diffs")
     ap.add_argument("--baseline", help="JSON file of per-case matched-statement minimums")
     ap.add_argument("--write-baseline", help="write per-case matched-statement counts here")
+    ap.add_argument("--server-yaml", action="append", default=[],
+                    help="a yaml line the server was started with (selects the cases that need it)")
+    ap.add_argument("--list-server-configs", action="store_true",
+                    help="print the server configurations cases need, one JSON list per line")
     ap.add_argument("cases", nargs="*",
                     help="case names or .cql paths (default: every tests/golden/cases/*.cql)")
     args = ap.parse_args(argv)
+    if (args.username is None) != (args.password is None):
+        ap.error("--username and --password go together")
 
     if args.cases:
         paths = []
@@ -446,7 +534,15 @@ def main(argv=None):
                 ap.error("no such case: %s" % c)
             paths.append(p)
     else:
-        paths = sorted(os.path.join(CASES_DIR, f) for f in os.listdir(CASES_DIR) if f.endswith(".cql"))
+        want_auth = args.username is not None
+        paths = sorted(os.path.join(CASES_DIR, f) for f in os.listdir(CASES_DIR)
+                       if f.endswith(".cql") and f.startswith("auth_") == want_auth)
+        if args.list_server_configs:
+            for config in sorted({tuple(server_yaml(p)) for p in paths} - {()}):
+                print(json.dumps(list(config)))
+            return 0
+        wanted = sorted(line.strip() for line in args.server_yaml)
+        paths = [p for p in paths if server_yaml(p) == wanted]
 
     _raw_server_errors()
     profile = ExecutionProfile(
@@ -456,9 +552,14 @@ def main(argv=None):
         row_factory=tuple_factory,
         request_timeout=60,
     )
-    cluster = Cluster([args.host], port=args.port, protocol_version=args.protocol_version,
-                      execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-                      connect_timeout=10, control_connection_timeout=10)
+
+    def make_cluster(username, password):
+        auth = PlainTextAuthProvider(username=username, password=password) if username else None
+        return Cluster([args.host], port=args.port, protocol_version=args.protocol_version,
+                       execution_profiles={EXEC_PROFILE_DEFAULT: profile}, auth_provider=auth,
+                       connect_timeout=10, control_connection_timeout=10)
+
+    cluster = make_cluster(args.username, args.password)
     passed = failed = 0
     matched_counts = {}
     baseline = None
@@ -471,7 +572,7 @@ def main(argv=None):
             name = os.path.splitext(os.path.basename(path))[0]
             t0 = time.monotonic()
             try:
-                actual = run_case(cluster, path)
+                actual = run_case(cluster, make_cluster, path)
             except Exception as err:  # a broken case file or a lost connection
                 actual = "RUNNER FAILURE: %s: %s\n" % (type(err).__name__, err)
             elapsed = time.monotonic() - t0
@@ -518,8 +619,13 @@ def main(argv=None):
     if matched_counts:
         print("%d statements match" % total_matched)
     if args.write_baseline:
+        counts = {}
+        if os.path.exists(args.write_baseline):
+            with open(args.write_baseline, encoding="utf-8") as f:
+                counts = json.load(f)
+        counts.update(matched_counts)
         with open(args.write_baseline, "w", encoding="utf-8") as f:
-            json.dump(matched_counts, f, indent=2, sort_keys=True)
+            json.dump(counts, f, indent=2, sort_keys=True)
             f.write("\n")
     if baseline is not None:
         for line in below:

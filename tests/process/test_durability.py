@@ -32,13 +32,14 @@ def wait_for_port(port, timeout=30):
 
 
 class Node:
-    def __init__(self, data_dir, sync="batch"):
+    def __init__(self, data_dir, sync="batch", extra_yaml=""):
         self.data_dir = data_dir
         self.config = os.path.join(data_dir, "rocksandra.yaml")
         with open(self.config, "w") as f:
             f.write("commitlog_sync: %s\n" % sync)
             if sync == "periodic":
                 f.write("commitlog_sync_period: 10000ms\n")
+            f.write(extra_yaml)
         self.proc = None
 
     def start(self):
@@ -132,3 +133,56 @@ def test_kill_9_loses_no_acknowledged_write(node):
         assert not missing, "lost %d acknowledged writes, e.g. %s" % (len(missing), missing[:5])
     finally:
         cluster.shutdown()
+
+
+def test_views_survive_kill_9_and_drivers_see_them():
+    """A materialized view through the Python driver: its metadata (read from
+    system_schema.views), its rows kept in step by prepared writes, and both
+    after kill -9 (the view's rows are written with the base's, in one
+    batch of the engine)."""
+    with tempfile.TemporaryDirectory() as d:
+        n = Node(d, extra_yaml="materialized_views_enabled: true\n")
+        try:
+            n.start()
+            cluster, session = n.session()
+            session.execute("CREATE KEYSPACE ks WITH replication = "
+                            "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+            session.execute("CREATE TABLE ks.users (id int PRIMARY KEY, name text, state text)")
+            result = session.execute(
+                "CREATE MATERIALIZED VIEW ks.by_state AS SELECT * FROM ks.users "
+                "WHERE state IS NOT NULL AND id IS NOT NULL PRIMARY KEY (state, id)")
+            assert result.response_future.warnings == [
+                "Materialized views are experimental and are not recommended for production use."]
+            cluster.refresh_schema_metadata()
+            keyspace = cluster.metadata.keyspaces["ks"]
+            view = keyspace.views["by_state"]
+            assert view.base_table_name == "users"
+            assert view.include_all_columns
+            assert [c.name for c in view.partition_key] == ["state"]
+            assert [c.name for c in view.clustering_key] == ["id"]
+            assert "by_state" in keyspace.tables["users"].views
+            assert "CREATE MATERIALIZED VIEW ks.by_state AS" in keyspace.export_as_string()
+            insert = session.prepare("INSERT INTO ks.users (id, name, state) VALUES (?, ?, ?)")
+            for i in range(200):
+                session.execute(insert, (i, "user%d" % i, "S%d" % (i % 4)))
+            move = session.prepare("UPDATE ks.users SET state = ? WHERE id = ?")
+            for i in range(0, 200, 2):
+                session.execute(move, ("EVEN", i))
+            session.execute("DELETE FROM ks.users WHERE id = 1")
+            cluster.shutdown()
+            assert n.stop(signal.SIGKILL) != 0
+
+            n.start()
+            cluster, session = n.session()
+            select = session.prepare("SELECT id FROM ks.by_state WHERE state = ?")
+            select.fetch_size = 30  # several pages
+            rows = session.execute(select, ("EVEN",))
+            assert sorted(r.id for r in rows) == list(range(0, 200, 2))
+            odd = [r.id for r in session.execute("SELECT id FROM ks.by_state WHERE state = 'S1'")]
+            assert odd == list(range(5, 200, 4))  # 1 was deleted
+            assert session.execute("SELECT count(*) FROM ks.by_state").one()[0] == 199
+            cluster.shutdown()
+        finally:
+            if n.proc and n.proc.poll() is None:
+                n.proc.kill()
+                n.proc.wait()

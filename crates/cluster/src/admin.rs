@@ -48,7 +48,7 @@ pub fn run(node: &ClusterNode, command: AdminCommand) -> Response {
                     .unwrap_or(0),
             );
             let schema = node.executor().schema();
-            for table in schema.tables().filter(|t| !t.is_virtual) {
+            for table in schema.stored_tables() {
                 if let Err(e) = node.shared.engine.compact(table.storage_id, now) {
                     return failed(e);
                 }
@@ -260,8 +260,8 @@ fn cleanup(node: &ClusterNode) -> Response {
     let schema = node.executor().schema();
     for (keyspace, strategy) in crate::topology::replicated_keyspaces(&schema) {
         let keep = topology.ring.ranges_of(&strategy, topology.local);
-        for table in keyspace.tables.values() {
-            if let Err(e) = node.shared.engine.cleanup(table.storage_id, &keep) {
+        for table in keyspace.storage_ids() {
+            if let Err(e) = node.shared.engine.cleanup(table, &keep) {
                 return failed(e);
             }
         }

@@ -372,8 +372,8 @@ fn partitions_spanned(schema: &Schema, mutations: &[Mutation]) -> usize {
         .iter()
         .map(|m| {
             let keyspace = schema
-                .table_by_storage_id(m.table)
-                .map(|(k, _)| k.name.as_str())
+                .keyspace_by_storage_id(m.table)
+                .map(|k| k.name.as_str())
                 .unwrap_or_default();
             (keyspace, m.partition.key.as_slice())
         })
@@ -396,7 +396,7 @@ impl Coordinator {
         let mut per_endpoint: BTreeMap<IpAddr, Vec<usize>> = BTreeMap::new();
         let mut down: Vec<(IpAddr, usize)> = Vec::new();
         for (i, m) in mutations.iter().enumerate() {
-            let Some((keyspace, _)) = schema.table_by_storage_id(m.table) else {
+            let Some(keyspace) = schema.keyspace_by_storage_id(m.table) else {
                 return Err(QueryError::invalid("unknown table"));
             };
             let strategy = Strategy::from_replication(&keyspace.replication);
@@ -692,13 +692,38 @@ impl DataProxy for Coordinator {
         if matches!(cl, Consistency::Serial | Consistency::LocalSerial) {
             return self.read_serial(schema, table, read, cl, now);
         }
-        let topology = self.shared.topology();
-        let strategy = keyspace_strategy(schema, &table.keyspace);
-        let plan = ReadPlan::new(&topology, &strategy, read.partition.token, cl)?;
-        if plan.block_for == 1 && plan.candidates.first() == Some(&self.shared.local) {
+        let (topology, plan) = self.plan_read(schema, table, read, cl)?;
+        if plan.is_local(self.shared.local) {
             return Ok(self.shared.engine.read_partition(read, now)?);
         }
         self.read_with_digests(&topology, table, read, cl, now, &plan)
+    }
+
+    fn read_raw(
+        &self,
+        schema: &Schema,
+        table: &Table,
+        read: &PartitionRead,
+        cl: Consistency,
+        now: LocalTime,
+    ) -> Result<RawPartition, QueryError> {
+        let (_, plan) = self.plan_read(schema, table, read, cl)?;
+        if plan.is_local(self.shared.local) {
+            return Ok(self.shared.engine.read_raw(read, now)?);
+        }
+        let (asked, spares) = plan
+            .candidates
+            .split_at(plan.block_for.min(plan.candidates.len()));
+        let asked: Vec<(IpAddr, [u8; 16])> = asked.iter().map(|e| (*e, [0; 16])).collect();
+        let raws = self.read_raws(read, cl, now, &asked, spares, plan.block_for)?;
+        if let [(_, raw)] = raws.as_slice() {
+            return Ok(raw.clone());
+        }
+        let merged = merged_engine(table, now)?;
+        for (_, raw) in &raws {
+            merged.write(std::slice::from_ref(&raw.data), now)?;
+        }
+        Ok(merged.read_raw(read, now)?)
     }
 
     fn scan(
@@ -839,6 +864,11 @@ struct ReadPlan {
 }
 
 impl ReadPlan {
+    /// One answer is enough and this node gives it: no messages.
+    fn is_local(&self, local: IpAddr) -> bool {
+        self.block_for == 1 && self.candidates.first() == Some(&local)
+    }
+
     fn new(
         topology: &Topology,
         strategy: &Strategy,
@@ -1007,6 +1037,20 @@ impl Coordinator {
         self.reconcile(
             topology, table, read, cl, now, &answered, &spares, block_for,
         )
+    }
+
+    /// Which replicas a read of one partition asks, and how many must answer.
+    fn plan_read(
+        &self,
+        schema: &Schema,
+        table: &Table,
+        read: &PartitionRead,
+        cl: Consistency,
+    ) -> Result<(Arc<Topology>, ReadPlan), QueryError> {
+        let topology = self.shared.topology();
+        let strategy = keyspace_strategy(schema, &table.keyspace);
+        let plan = ReadPlan::new(&topology, &strategy, read.partition.token, cl)?;
+        Ok((topology, plan))
     }
 
     /// Reads the stored state of every replica in `answered` (a replica

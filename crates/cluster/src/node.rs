@@ -697,9 +697,9 @@ impl ClusterNode {
         let mut bytes = 0u64;
         for (keyspace, strategy) in crate::topology::replicated_keyspaces(&schema) {
             let by_source = crate::operations::bootstrap_sources(&topology, &strategy, local);
-            for table in keyspace.tables.values() {
+            for table in keyspace.storage_ids() {
                 for (source, ranges) in &by_source {
-                    bytes += self.pull_ranges("Bootstrap", *source, table.storage_id, ranges)?;
+                    bytes += self.pull_ranges("Bootstrap", *source, table, ranges)?;
                 }
             }
         }
@@ -857,7 +857,7 @@ impl ClusterNode {
                     let mutations: Vec<_> = entry
                         .mutations
                         .into_iter()
-                        .filter(|m| schema.table_by_storage_id(m.table).is_some())
+                        .filter(|m| schema.keyspace_by_storage_id(m.table).is_some())
                         .collect();
                     let options = rocksandra_query::proxy::WriteOptions {
                         consistency: rocksandra_wire::Consistency::One,

@@ -362,10 +362,10 @@ impl ClusterNode {
                     plan.entry(target).or_default().push(range);
                 }
             }
-            for table in keyspace.tables.values() {
+            for table in keyspace.storage_ids() {
                 for (target, ranges) in &plan {
                     bytes += self
-                        .push_ranges("Unbootstrap", *target, table.storage_id, ranges)
+                        .push_ranges("Unbootstrap", *target, table, ranges)
                         .inspect_err(|_| self.set_status_blocking(STATUS_NORMAL))?;
                 }
             }
@@ -454,9 +454,8 @@ impl ClusterNode {
                     plan.entry((target, source)).or_default().push(range);
                 }
             }
-            for table in keyspace.tables.values() {
+            for table_id in keyspace.storage_ids() {
                 for ((target, source), ranges) in &plan {
-                    let table_id = table.storage_id;
                     bytes += if *target == self.config().listen_address {
                         self.pull_ranges("Restore replica count", *source, table_id, ranges)?
                     } else {
@@ -512,9 +511,9 @@ impl ClusterNode {
                     by_source.entry(source).or_default().push(range);
                 }
             }
-            for table in keyspace.tables.values() {
+            for table in keyspace.storage_ids() {
                 for (source, ranges) in &by_source {
-                    bytes += self.pull_ranges("Rebuild", *source, table.storage_id, ranges)?;
+                    bytes += self.pull_ranges("Rebuild", *source, table, ranges)?;
                 }
             }
         }
@@ -581,20 +580,30 @@ impl ClusterNode {
                         "Repair failed: endpoint /{down} died or is down (range {range:?})"
                     ));
                 }
-                for (table, range) in selected
+                // A table's indexes are repaired with it (`table.index`).
+                let stores: Vec<(String, TableId)> = selected
+                    .iter()
+                    .flat_map(|t| {
+                        std::iter::once((t.name.clone(), t.storage_id)).chain(
+                            t.indexes.iter().filter_map(|i| {
+                                Some((format!("{}.{}", t.name, i.name), i.storage_id?))
+                            }),
+                        )
+                    })
+                    .collect();
+                for ((name, table), range) in stores
                     .iter()
                     .flat_map(|t| pieces.iter().map(move |p| (t, *p)))
                 {
                     compared += 1;
-                    let (differing, moved) =
-                        self.repair_range(table.storage_id, range, &replicas, now)?;
+                    let (differing, moved) = self.repair_range(*table, range, &replicas, now)?;
                     if differing > 0 {
                         out_of_sync += 1;
                         let _ = writeln!(
                             out,
                             "[{}.{}] range ({}, {}]: {differing} of {} slices out of sync, {moved} bytes streamed",
                             keyspace.name,
-                            table.name,
+                            name,
                             range.start_exclusive.0,
                             range.end_inclusive.0,
                             1usize << repair::DEFAULT_DEPTH

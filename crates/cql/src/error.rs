@@ -6,26 +6,25 @@ use std::fmt;
 ///
 /// `line` is 1-based and `column` is the 0-based character position within the
 /// line, as ANTLR reports them, so drivers and tools that parse Cassandra's
-/// messages keep working.
+/// messages keep working. Errors that Cassandra's grammar actions throw
+/// (duplicate properties, say) carry no position in its text: `positioned`
+/// is false for those.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct ParseError {
     pub line: u32,
     pub column: u32,
     pub message: String,
+    pub positioned: bool,
 }
 
 /// The column of errors at the end of the input: ANTLR reports them at
 /// `line 0:-1` (the EOF token has no position), and so does Cassandra.
 pub const END_OF_INPUT_COLUMN: u32 = u32::MAX;
 
-/// The column of errors the grammar's actions raise (`addRecognitionError`):
-/// Cassandra prints their message alone, without a position.
-pub const NO_POSITION: u32 = u32::MAX - 1;
-
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.column == NO_POSITION {
-            return write!(f, "{}", self.message);
+        if !self.positioned {
+            return f.write_str(&self.message);
         }
         if self.column == END_OF_INPUT_COLUMN {
             return write!(f, "line {}:-1 {}", self.line, self.message);
@@ -40,12 +39,19 @@ impl ParseError {
             line,
             column,
             message: message.into(),
+            positioned: true,
         }
     }
 
-    /// An error raised by a grammar action: printed without a position.
+    /// An error thrown by a grammar action rather than by the parser proper:
+    /// Cassandra's text is the message alone.
     pub(crate) fn unpositioned(message: impl Into<String>) -> ParseError {
-        ParseError::new(0, NO_POSITION, message)
+        ParseError {
+            line: 0,
+            column: 0,
+            message: message.into(),
+            positioned: false,
+        }
     }
 }
 

@@ -92,8 +92,12 @@ impl Executor {
         self.run(&parsed, &internal(user), &values)
     }
 
-    /// The stored role `name`, if any.
+    /// The stored role `name`, if any. The empty name is refused as
+    /// Cassandra's read of `system_auth.roles` refuses an empty key.
     pub fn role(&self, name: &str) -> Result<Option<Role>> {
+        if name.is_empty() {
+            return Err(QueryError::invalid("Key may not be empty"));
+        }
         let outcome = self.run_internal(
             "SELECT role, can_login, is_superuser, salted_hash, member_of FROM system_auth.roles WHERE role = ?",
             vec![text(name)],
@@ -243,19 +247,24 @@ impl Executor {
                 "org.apache.cassandra.auth.CassandraRoleManager doesn't support PASSWORD",
             ));
         }
-        let user = self.logged_in(request)?;
+        // CreateRoleStatement.validate's order: options, name, superuser
+        // status, existence.
+        let opts = RoleOptions::from(&stmt.options, stmt.kind)?;
         let name = stmt.name.as_str();
+        if name.is_empty() {
+            return Err(QueryError::invalid("Role name can't be an empty string"));
+        }
+        let user = self.logged_in(request)?;
+        if opts.superuser == Some(true) && !self.is_superuser(&user)? {
+            return Err(QueryError::Unauthorized(
+                "Only superusers can create a role with superuser status".into(),
+            ));
+        }
         if self.role(name)?.is_some() {
             if stmt.if_not_exists {
                 return Ok(Outcome::void());
             }
             return Err(QueryError::invalid(format!("{name} already exists")));
-        }
-        let opts = RoleOptions::from(&stmt.options, stmt.kind)?;
-        if opts.superuser == Some(true) && !self.is_superuser(&user)? {
-            return Err(QueryError::Unauthorized(
-                "Only superusers can create a role with superuser status".into(),
-            ));
         }
         let hash = match (&opts.password, &opts.hashed_password) {
             (Some(p), _) => Some(hash_password(p, self.auth_config().bcrypt_cost)?),
@@ -289,7 +298,7 @@ impl Executor {
             if stmt.if_exists {
                 return Ok(Outcome::void());
             }
-            return Err(QueryError::invalid(format!("{name} doesn't exist")));
+            return Err(QueryError::invalid(format!("Role {name} doesn't exist")));
         }
         if let Some(p) = &opts.password {
             let h = hash_password(p, self.auth_config().bcrypt_cost)?;
@@ -402,13 +411,14 @@ impl Executor {
                 "Only superusers can drop a role with superuser status".into(),
             ));
         }
-        // Memberships both ways, then the role, then its grants and the
-        // grants on it (CassandraRoleManager.dropRole, revokeAllFrom/On).
+        // The roles it is granted to, then the role (its own `member_of`
+        // with it), then its grants and the grants on it
+        // (CassandraRoleManager.dropRole, revokeAllFrom/On). As there, the
+        // `role_members` rows naming it as a member of other roles stay:
+        // nothing reads them but the drop of those roles, which skips
+        // members that no longer exist.
         for member in self.role_members(name)? {
             self.set_membership(name, &member, false)?;
-        }
-        for granted in &role.member_of {
-            self.set_membership(granted, name, false)?;
         }
         self.run_internal(
             "DELETE FROM system_auth.roles WHERE role = ?",
@@ -660,7 +670,14 @@ impl RoleOptions {
         for o in options {
             match o {
                 RoleOption::Password(p) => out.password = Some(p.clone()),
-                RoleOption::HashedPassword(h) => out.hashed_password = Some(h.clone()),
+                RoleOption::HashedPassword(h) => {
+                    if !is_bcrypt_hash(h) {
+                        return Err(QueryError::invalid(
+                            "Invalid hashed password value. Please use jBcrypt.",
+                        ));
+                    }
+                    out.hashed_password = Some(h.clone())
+                }
                 RoleOption::Login(l) => out.login = Some(*l),
                 RoleOption::Superuser(s) => out.superuser = Some(*s),
                 RoleOption::GeneratedPassword => {
@@ -678,5 +695,29 @@ impl RoleOptions {
             out.login = Some(true);
         }
         Ok(out)
+    }
+}
+
+/// Whether `hash` is a bcrypt hash jBCrypt would check a password against
+/// (Cassandra tries one): `$2a$`-style prefix, 4 to 30 rounds, salt and hash.
+fn is_bcrypt_hash(hash: &str) -> bool {
+    hash.parse::<bcrypt::HashParts>()
+        .is_ok_and(|parts| (4..=30).contains(&parts.get_cost()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashed_passwords_must_be_bcrypt_hashes_jbcrypt_accepts() {
+        let hash = hash_password("secret", 4).expect("hashing works");
+        assert!(is_bcrypt_hash(&hash));
+        assert!(bcrypt::verify("secret", &hash).expect("a valid hash"));
+        assert!(!is_bcrypt_hash("not a hash"));
+        assert!(!is_bcrypt_hash("$2a$10$abc"));
+        // jBCrypt's rounds are 4..=30
+        assert!(!is_bcrypt_hash(&hash.replacen("$04$", "$03$", 1)));
+        assert!(!is_bcrypt_hash(&hash.replacen("$04$", "$31$", 1)));
     }
 }

@@ -363,12 +363,20 @@ pub fn requirements(
         true => Vec::new(),
         false => vec![(permission, Resource::Keyspace(keyspace.into()))],
     };
+    let view_base = |keyspace: &str, name: &str| -> Option<Resource> {
+        let base = &schema.table(keyspace, name)?.view.as_ref()?.base_table;
+        Some(Resource::Table(keyspace.into(), base.clone()))
+    };
     Ok(match statement {
         Statement::Select(s) => {
             let keyspace = keyspace_of(&s.table, session_ks)?;
             match is_readable_system_table(keyspace, s.table.name.as_str()) {
                 true => Vec::new(),
-                false => on_table(Permission::Select, &s.table)?,
+                // Reading a view needs SELECT on its base table.
+                false => match view_base(keyspace, s.table.name.as_str()) {
+                    Some(base) => vec![(Permission::Select, base)],
+                    None => on_table(Permission::Select, &s.table)?,
+                },
             }
         }
         Statement::Insert(i) => modification(&i.table, i.if_not_exists, &table)?,
@@ -402,6 +410,14 @@ pub fn requirements(
         Statement::AlterType(s) => on_all_tables(Permission::Alter, &s.name)?,
         Statement::AlterTable(s) => on_named_table(Permission::Alter, &s.table)?,
         Statement::CreateIndex(s) => on_named_table(Permission::Alter, &s.table)?,
+        Statement::CreateMaterializedView(s) => on_named_table(Permission::Alter, &s.base_table)?,
+        Statement::AlterMaterializedView(s) => {
+            let keyspace = keyspace_of(&s.name, session_ks)?;
+            view_base(keyspace, s.name.name.as_str())
+                .map(|base| (Permission::Alter, base))
+                .into_iter()
+                .collect()
+        }
         Statement::Drop(d) => match d.kind {
             DropKind::Keyspace => on_keyspace(Permission::Drop, d.name.name.as_str()),
             DropKind::Table => on_named_table(Permission::Drop, &d.name)?,
@@ -425,7 +441,13 @@ pub fn requirements(
                     .into_iter()
                     .collect()
             }
-            DropKind::MaterializedView => Vec::new(),
+            DropKind::MaterializedView => {
+                let keyspace = keyspace_of(&d.name, session_ks)?;
+                view_base(keyspace, d.name.name.as_str())
+                    .map(|base| (Permission::Alter, base))
+                    .into_iter()
+                    .collect()
+            }
         },
         Statement::CreateRole(_) => vec![(Permission::Create, Resource::AllRoles)],
         Statement::DropRole(s) => vec![(Permission::Drop, Resource::Role(s.name.as_str().into()))],
@@ -448,8 +470,6 @@ pub fn requirements(
         | Statement::ListRoles(_)
         | Statement::ListUsers
         | Statement::ListPermissions(_)
-        | Statement::CreateMaterializedView(_)
-        | Statement::AlterMaterializedView(_)
         | Statement::CreateTrigger(_)
         | Statement::DropTrigger(_)
         | Statement::CreateFunction(_)

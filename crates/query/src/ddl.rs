@@ -1213,6 +1213,7 @@ pub fn create_table(
         dropped: Vec::new(),
         indexes: Vec::new(),
         is_virtual: false,
+        view: None,
     };
     table.sort_value_columns();
     let table = Arc::new(table);
@@ -1239,7 +1240,7 @@ fn table_missing(keyspace: &str, name: &str) -> QueryError {
     ))
 }
 
-fn replace_table(schema: &Schema, table: Table) -> Schema {
+pub(crate) fn replace_table(schema: &Schema, table: Table) -> Schema {
     let mut next = schema.clone();
     if let Some(ks) = schema.keyspace(&table.keyspace) {
         let mut keyspace_def = Keyspace::clone(ks);
@@ -1274,6 +1275,12 @@ pub fn alter_table(
         None => return Err(table_missing(keyspace, name)),
     };
     let ks = existing_keyspace(schema, keyspace)?;
+    if current.is_view() {
+        return Err(QueryError::invalid(
+            "Cannot use ALTER TABLE on a materialized view; use ALTER MATERIALIZED VIEW instead",
+        ));
+    }
+    let views: Vec<Arc<Table>> = crate::view::views_of(ks, name).cloned().collect();
     let mut table = Table::clone(current);
     let qualified = format!("{keyspace}.{name}");
     match &stmt.action {
@@ -1349,6 +1356,11 @@ pub fn alter_table(
                     )));
                 };
                 let column = table.columns[i].clone();
+                if !views.is_empty() {
+                    return Err(QueryError::invalid(format!(
+                        "Cannot drop column {cname} on base table {name} with materialized views"
+                    )));
+                }
                 if column.kind.is_primary_key() {
                     return Err(QueryError::invalid(format!(
                         "Cannot drop PRIMARY KEY column {cname}"
@@ -1423,13 +1435,20 @@ pub fn alter_table(
             }
         }
     }
-    let table = Arc::new(table);
-    let next = replace_table(schema, Table::clone(&table));
+    let mut next = replace_table(schema, table.clone());
+    let mut altered = Vec::new();
+    for view in &views {
+        if let Some(changed) = crate::view::follow_base(view, &table, &stmt.action) {
+            next = replace_table(&next, changed.clone());
+            altered.push(Arc::new(changed));
+        }
+    }
+    altered.insert(0, Arc::new(table));
     Ok(DdlOutcome {
         schema: Some(next),
         change: event,
         effects: StorageEffects {
-            alter: vec![table],
+            alter: altered,
             ..StorageEffects::default()
         },
     })
@@ -1455,21 +1474,39 @@ pub fn drop_table(
         }
         return Err(table_missing(keyspace, name));
     };
-    let mut next = schema.clone();
-    if let Some(ks) = schema.keyspace(keyspace) {
-        let mut keyspace_def = Keyspace::clone(ks);
-        keyspace_def.tables.remove(name);
-        next.keyspaces
-            .insert(keyspace.to_string(), Arc::new(keyspace_def));
+    if table.is_view() {
+        return Err(QueryError::invalid(
+            "Cannot use DROP TABLE on a materialized view. Please use DROP MATERIALIZED VIEW instead.",
+        ));
     }
-    Ok(DdlOutcome {
+    if let Some(ks) = schema.keyspace(keyspace) {
+        if crate::view::views_of(ks, name).next().is_some() {
+            // Cassandra's format string names the keyspace only.
+            return Err(QueryError::invalid(format!(
+                "Cannot drop a table when materialized views still depend on it ({keyspace})"
+            )));
+        }
+    }
+    Ok(remove_table(schema, table, event))
+}
+
+/// The schema without `table` (a table or view), whose storage is dropped.
+pub(crate) fn remove_table(schema: &Schema, table: &Table, event: SchemaChange) -> DdlOutcome {
+    let mut next = schema.clone();
+    if let Some(ks) = schema.keyspace(&table.keyspace) {
+        let mut keyspace_def = Keyspace::clone(ks);
+        keyspace_def.tables.remove(&table.name);
+        next.keyspaces
+            .insert(table.keyspace.clone(), Arc::new(keyspace_def));
+    }
+    DdlOutcome {
         schema: Some(next),
         change: event,
         effects: StorageEffects {
             drop: vec![table.storage_id],
             ..StorageEffects::default()
         },
-    })
+    }
 }
 
 // ---------------------------------------------------------------- indexes
@@ -1499,9 +1536,9 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
             display_name(keyspace, table_name)
         )));
     };
-    if current.is_counter() {
+    if current.is_view() {
         return Err(QueryError::invalid(
-            "Secondary indexes on counter tables aren't supported",
+            "Secondary indexes on materialized views aren't supported",
         ));
     }
     let [target] = stmt.targets.as_slice() else {
@@ -1515,12 +1552,18 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
             target.column.as_str()
         )));
     };
+    if current.is_counter() {
+        return Err(QueryError::invalid(
+            "Secondary indexes on counter tables aren't supported",
+        ));
+    }
     if column.kind == ColumnKind::PartitionKey && current.partition_key_count == 1 {
         return Err(QueryError::invalid(format!(
             "Cannot create secondary index on the only partition key column {}",
             column.name
         )));
     }
+    crate::index::check_target(column, target.kind)?;
     let quoted = quote_identifier_if_needed(&column.name);
     let target_text = match target.kind {
         IndexTargetKind::Simple if column.ty.is_multi_cell() => format!("values({quoted})"),
@@ -1596,7 +1639,7 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
     }
     options.insert("target".to_string(), target_text);
     let mut table = Table::clone(current);
-    table.indexes.push(Index {
+    let mut index = Index {
         name,
         kind: if stmt.custom || stmt.class.is_some() {
             "CUSTOM".into()
@@ -1604,8 +1647,20 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
             "COMPOSITES".into()
         },
         options,
-    });
-    let next = replace_table(schema, table);
+        storage_id: None,
+        built: false,
+    };
+    // The index's entries get a storage table of their own (built after
+    // the schema is published: `index::build`).
+    let stores = crate::index::entries::stores(&table, &index);
+    if stores {
+        index.storage_id = Some(TableId(schema.next_table_id));
+    }
+    table.indexes.push(index);
+    let mut next = replace_table(schema, table);
+    if stores {
+        next.next_table_id += 1;
+    }
     Ok(DdlOutcome {
         schema: Some(next),
         change: event,

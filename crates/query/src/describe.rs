@@ -147,7 +147,10 @@ pub fn describe(
         DescribeTarget::Index(name) => describer.index(name)?,
         DescribeTarget::MaterializedView(name) => {
             let keyspace = describer.keyspace_of(name)?;
-            return Err(view_not_found(name.name.as_str(), &keyspace.name));
+            match keyspace.tables.get(name.name.as_str()) {
+                Some(view) if view.is_view() => vec![Element::View(view)],
+                _ => return Err(view_not_found(name.name.as_str(), &keyspace.name)),
+            }
         }
         DescribeTarget::Name(name) => describer.generic(name)?,
     };
@@ -169,13 +172,15 @@ enum Element<'a> {
     Type(&'a Keyspace, &'a UdtType),
     Table(&'a Table),
     Index(&'a Table, &'a Index),
+    /// A table that is a materialized view.
+    View(&'a Table),
 }
 
 impl Element<'_> {
     fn keyspace(&self) -> &str {
         match self {
             Element::Keyspace(k) | Element::Type(k, _) => &k.name,
-            Element::Table(t) | Element::Index(t, _) => &t.keyspace,
+            Element::Table(t) | Element::Index(t, _) | Element::View(t) => &t.keyspace,
         }
     }
 
@@ -185,6 +190,7 @@ impl Element<'_> {
             Element::Type(..) => "type",
             Element::Table(_) => "table",
             Element::Index(..) => "index",
+            Element::View(_) => "materialized_view",
         }
     }
 
@@ -192,7 +198,7 @@ impl Element<'_> {
         match self {
             Element::Keyspace(k) => &k.name,
             Element::Type(_, t) => &t.name,
-            Element::Table(t) => &t.name,
+            Element::Table(t) | Element::View(t) => &t.name,
             Element::Index(_, i) => &i.name,
         }
     }
@@ -203,6 +209,7 @@ impl Element<'_> {
             Element::Type(_, t) => create_type_statement(t),
             Element::Table(t) => create_table_statement(t, internals),
             Element::Index(t, i) => create_index_statement(t, i),
+            Element::View(t) => create_view_statement(t, internals),
         }
     }
 }
@@ -232,13 +239,18 @@ fn keyspace_elements(keyspace: &Keyspace, only: bool) -> Vec<Element<'_>> {
             .map(|t| Element::Type(keyspace, t)),
     );
     for table in sorted_tables(keyspace) {
-        out.extend(table_and_indexes(table));
+        out.extend(table_and_indexes(keyspace, table));
     }
     out
 }
 
 fn sorted_tables(keyspace: &Keyspace) -> Vec<&Table> {
-    let mut tables: Vec<&Table> = keyspace.tables.values().map(|t| &**t).collect();
+    let mut tables: Vec<&Table> = keyspace
+        .tables
+        .values()
+        .filter(|t| !t.is_view())
+        .map(|t| &**t)
+        .collect();
     tables.sort_by(|a, b| by_name(&a.name, &b.name));
     tables
 }
@@ -247,15 +259,22 @@ fn table_elements(keyspace: &Keyspace) -> Vec<Element<'_>> {
     keyspace
         .tables
         .values()
+        .filter(|t| !t.is_view())
         .map(|t| Element::Table(t))
         .collect()
 }
 
-fn table_and_indexes(table: &Table) -> Vec<Element<'_>> {
+/// A table, its indexes and its materialized views.
+fn table_and_indexes<'a>(keyspace: &'a Keyspace, table: &'a Table) -> Vec<Element<'a>> {
     let mut indexes: Vec<&Index> = table.indexes.iter().collect();
     indexes.sort_by(|a, b| by_name(&a.name, &b.name));
+    let mut views: Vec<&Table> = crate::view::views_of(keyspace, &table.name)
+        .map(|v| &**v)
+        .collect();
+    views.sort_by(|a, b| by_name(&a.name, &b.name));
     std::iter::once(Element::Table(table))
         .chain(indexes.into_iter().map(|i| Element::Index(table, i)))
+        .chain(views.into_iter().map(Element::View))
         .collect()
 }
 
@@ -359,13 +378,17 @@ impl<'a> Describer<'a> {
     fn table(&self, name: &QualifiedName) -> Result<Vec<Element<'a>>> {
         let keyspace = self.keyspace_of(name)?;
         let table_name = name.name.as_str();
-        let table = keyspace.tables.get(table_name).ok_or_else(|| {
-            QueryError::invalid(format!(
-                "Table '{table_name}' not found in keyspace '{}'",
-                keyspace.name
-            ))
-        })?;
-        Ok(table_and_indexes(table))
+        let table = keyspace
+            .tables
+            .get(table_name)
+            .filter(|t| !t.is_view())
+            .ok_or_else(|| {
+                QueryError::invalid(format!(
+                    "Table '{table_name}' not found in keyspace '{}'",
+                    keyspace.name
+                ))
+            })?;
+        Ok(table_and_indexes(keyspace, table))
     }
 
     fn index(&self, name: &QualifiedName) -> Result<Vec<Element<'a>>> {
@@ -396,7 +419,10 @@ impl<'a> Describer<'a> {
         };
         let keyspace = self.find_keyspace(keyspace_name)?;
         if let Some(table) = keyspace.tables.get(element) {
-            return Ok(table_and_indexes(table));
+            if table.is_view() {
+                return Ok(vec![Element::View(table)]);
+            }
+            return Ok(table_and_indexes(keyspace, table));
         }
         if let Some((table, index)) = find_index(keyspace, element) {
             return Ok(vec![Element::Index(table, index)]);
@@ -773,20 +799,7 @@ pub fn create_table_statement(table: &Table, internals: bool) -> String {
     if internals {
         options.push(format!("ID = {}", uuid_text(table.id)));
     }
-    if table.clustering_count > 0 {
-        let order: Vec<String> = table
-            .clustering()
-            .iter()
-            .map(|c| {
-                format!(
-                    "{} {}",
-                    quote(&c.name),
-                    if c.descending { "DESC" } else { "ASC" }
-                )
-            })
-            .collect();
-        options.push(format!("CLUSTERING ORDER BY ({})", order.join(", ")));
-    }
+    options.extend(clustering_order(table));
     if is_virtual {
         options.push(format!(
             "comment = {}",
@@ -818,6 +831,63 @@ pub fn create_table_statement(table: &Table, internals: bool) -> String {
         }
     }
     out
+}
+
+/// CREATE MATERIALIZED VIEW as Cassandra's `ViewMetadata.appendCqlTo`
+/// writes it.
+pub fn create_view_statement(view: &Table, internals: bool) -> String {
+    let Some(def) = &view.view else {
+        return create_table_statement(view, internals);
+    };
+    let selection = if def.include_all_columns {
+        "*".to_string()
+    } else {
+        create_order(view)
+            .iter()
+            .map(|c| quote(&c.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = format!(
+        "CREATE MATERIALIZED VIEW {} AS\n    SELECT {selection}\n    FROM {}\n    WHERE {}\n    {}\n WITH ",
+        qualified(&view.keyspace, &view.name),
+        qualified(&view.keyspace, &def.base_table),
+        def.where_clause,
+        primary_key(view),
+    );
+    let mut options: Vec<String> = Vec::new();
+    if internals {
+        options.push(format!("ID = {}", uuid_text(view.id)));
+    }
+    options.extend(clustering_order(view));
+    // A view has no default_time_to_live of its own.
+    options.extend(
+        table_options(&view.params)
+            .into_iter()
+            .filter(|o| !o.starts_with("default_time_to_live")),
+    );
+    out.push_str(&options.join("\n    AND "));
+    out.push(';');
+    out
+}
+
+/// The `CLUSTERING ORDER BY` option of a table with clustering columns.
+fn clustering_order(table: &Table) -> Option<String> {
+    if table.clustering_count == 0 {
+        return None;
+    }
+    let order: Vec<String> = table
+        .clustering()
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}",
+                quote(&c.name),
+                if c.descending { "DESC" } else { "ASC" }
+            )
+        })
+        .collect();
+    Some(format!("CLUSTERING ORDER BY ({})", order.join(", ")))
 }
 
 /// Columns in CREATE order: partition key, clustering, then static and

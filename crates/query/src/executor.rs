@@ -167,6 +167,8 @@ pub struct Executor {
     /// index operations, counters) on this node.
     pub(crate) rmw_lock: Arc<crate::proxy::RmwLock>,
     pub(crate) auth: RwLock<crate::auth::AuthConfig>,
+    /// `materialized_views_enabled` (false by default, as in Cassandra 5.0).
+    views_enabled: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -205,10 +207,8 @@ impl Executor {
             // cluster agrees before its first schema change.
             schema.version = crate::schema::INITIAL_SCHEMA_VERSION;
         }
-        for table in schema.tables() {
-            if !table.is_virtual {
-                engine.create_table(table.storage_spec())?;
-            }
+        for table in schema.stored_tables() {
+            engine.create_table(table.storage_spec())?;
         }
         let rmw_lock = Arc::new(crate::proxy::RmwLock::default());
         Ok(Executor {
@@ -227,7 +227,19 @@ impl Executor {
             env,
             rmw_lock,
             auth: RwLock::new(crate::auth::AuthConfig::default()),
+            views_enabled: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// `materialized_views_enabled` from the node's configuration.
+    pub fn set_materialized_views_enabled(&self, enabled: bool) {
+        self.views_enabled
+            .store(enabled, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn materialized_views_enabled(&self) -> bool {
+        self.views_enabled
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn schema(&self) -> Arc<Schema> {
@@ -457,9 +469,20 @@ impl Executor {
                         name.name.as_str()
                     )));
                 };
-                self.engine
-                    .truncate(table.storage_id)
-                    .map_err(|e| QueryError::Truncate(e.to_string()))?;
+                if table.is_view() {
+                    return Err(QueryError::invalid(
+                        "Cannot TRUNCATE materialized view directly; must truncate base table instead",
+                    ));
+                }
+                let views: Vec<TableId> = schema
+                    .keyspace(keyspace)
+                    .map(|ks| crate::view::views_of(ks, &table.name).map(|v| v.storage_id).collect())
+                    .unwrap_or_default();
+                for id in table.storage_ids().chain(views) {
+                    self.engine
+                        .truncate(id)
+                        .map_err(|e| QueryError::Truncate(e.to_string()))?;
+                }
                 Ok(Outcome::void())
             }
             Statement::CreateKeyspace(s) => {
@@ -494,7 +517,9 @@ impl Executor {
             }
             Statement::CreateIndex(s) => {
                 let keyspace = keyspace_of(&s.table, session_ks)?;
-                self.ddl(|schema| ddl::create_index(schema, keyspace, s))
+                let outcome = self.ddl(|schema| ddl::create_index(schema, keyspace, s))?;
+                crate::index::build::build_pending(self, keyspace, s.table.name.as_str())?;
+                Ok(outcome)
             }
             Statement::Drop(d) => match d.kind {
                 DropKind::Keyspace => {
@@ -518,9 +543,12 @@ impl Executor {
                         ddl::drop_index(schema, keyspace, d.name.name.as_str(), d.if_exists)
                     })
                 }
-                DropKind::MaterializedView => Err(QueryError::invalid(
-                    "Materialized views are disabled. Enable in cassandra.yaml to use.",
-                )),
+                DropKind::MaterializedView => {
+                    let keyspace = keyspace_of(&d.name, session_ks)?;
+                    self.ddl(|schema| {
+                        crate::view::drop_view(schema, keyspace, d.name.name.as_str(), d.if_exists)
+                    })
+                }
             },
             Statement::Describe(d) => {
                 let schema = self.schema();
@@ -528,10 +556,26 @@ impl Executor {
                 let result = crate::describe::describe(d, &schema, session_ks, &node)?;
                 Ok(Outcome::rows(result.into_rows()))
             }
-            Statement::CreateMaterializedView(_) | Statement::AlterMaterializedView(_) => {
-                Err(QueryError::invalid(
-                    "Materialized views are disabled. Enable in cassandra.yaml to use.",
-                ))
+            Statement::CreateMaterializedView(s) => {
+                if !self.materialized_views_enabled() {
+                    return Err(QueryError::invalid(crate::view::DISABLED));
+                }
+                let random = self.env.random.clone();
+                let mut outcome =
+                    self.ddl(|schema| crate::view::create_view(schema, session_ks, s, &*random))?;
+                if outcome.schema_change.is_some() {
+                    let keyspace = keyspace_of(&s.base_table, session_ks)?;
+                    let view_keyspace = s.name.keyspace.as_ref().map_or(keyspace, |k| k.as_str());
+                    crate::view::build(self, view_keyspace, s.name.name.as_str(), request)?;
+                }
+                outcome.warnings.push(crate::view::USAGE_WARNING.to_string());
+                Ok(outcome)
+            }
+            Statement::AlterMaterializedView(s) => {
+                if !self.materialized_views_enabled() {
+                    return Err(QueryError::invalid(crate::view::DISABLED));
+                }
+                self.ddl(|schema| crate::view::alter_view(schema, session_ks, s))
             }
             Statement::CreateTrigger(t) => Err(QueryError::invalid(format!(
                 "Trigger class '{}' couldn't be loaded",
@@ -618,7 +662,10 @@ impl Executor {
 
     /// Runs a schema change: computes the new schema, applies its storage
     /// effects, persists and publishes it.
-    fn ddl(&self, change: impl FnOnce(&Schema) -> Result<DdlOutcome>) -> Result<Outcome> {
+    pub(crate) fn ddl(
+        &self,
+        change: impl FnOnce(&Schema) -> Result<DdlOutcome>,
+    ) -> Result<Outcome> {
         let Some(sync) = self.schema_sync.get() else {
             let _guard = lock(&self.ddl_lock);
             return self.apply_ddl(change);
@@ -646,16 +693,29 @@ impl Executor {
         };
         next.version = ddl::new_uuid(&*self.env.random);
         next.epoch = current.epoch + 1;
+        let indexes = crate::index::build::storage_changes(&current, &next);
         // Tables are created before the schema naming them is stored, and
         // dropped after: a crash leaves at worst an unused column family.
-        for table in &outcome.effects.create {
+        for table in outcome
+            .effects
+            .create
+            .iter()
+            .map(|t| &**t)
+            .chain(&indexes.create)
+        {
             self.engine.create_table(table.storage_spec())?;
         }
-        for table in &outcome.effects.alter {
+        for table in outcome
+            .effects
+            .alter
+            .iter()
+            .map(|t| &**t)
+            .chain(&indexes.alter)
+        {
             self.engine.alter_table(table.storage_spec())?;
         }
         self.persist(&next)?;
-        for id in &outcome.effects.drop {
+        for id in outcome.effects.drop.iter().chain(&indexes.drop) {
             self.engine.drop_table(*id)?;
         }
         *self.schema.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
@@ -693,17 +753,15 @@ impl Executor {
         let mut next = Schema::builtin();
         next.load_stored_json(json)?;
         let changes = crate::schema::diff(&current, &next);
-        let old: HashMap<TableId, &Arc<crate::schema::Table>> = current
-            .tables()
-            .filter(|t| !t.is_virtual)
+        let old: HashMap<TableId, crate::schema::Table> = current
+            .stored_tables()
+            .into_iter()
             .map(|t| (t.storage_id, t))
             .collect();
-        let new_ids: std::collections::HashSet<TableId> = next
-            .tables()
-            .filter(|t| !t.is_virtual)
-            .map(|t| t.storage_id)
-            .collect();
-        for table in next.tables().filter(|t| !t.is_virtual) {
+        let stored = next.stored_tables();
+        let new_ids: std::collections::HashSet<TableId> =
+            stored.iter().map(|t| t.storage_id).collect();
+        for table in &stored {
             match old.get(&table.storage_id) {
                 None => self.engine.create_table(table.storage_spec())?,
                 Some(before) if before.storage_spec() != table.storage_spec() => {

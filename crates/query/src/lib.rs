@@ -21,6 +21,7 @@ pub mod select;
 pub mod system;
 pub mod term;
 pub mod trace;
+pub mod view;
 
 pub use error::{QueryError, Result};
 pub use executor::{Env, Executor, Outcome, Request};

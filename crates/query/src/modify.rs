@@ -139,6 +139,11 @@ fn modifiable_table(
         )));
     }
     let _ = executor;
+    if table.is_view() {
+        return Err(QueryError::invalid(
+            "Cannot directly modify a materialized view",
+        ));
+    }
     Ok(table)
 }
 
@@ -325,13 +330,56 @@ fn write(
     if mutations.is_empty() {
         return Ok(());
     }
+    let schema = executor.schema();
+    // Index entries travel with the write they come from (same batch, same
+    // consistency).
+    let mut mutations = mutations;
+    let entries = crate::index::entries::for_mutations(&schema, &mutations)?;
+    mutations.extend(entries);
     let merged = merge_mutations(mutations);
     let options = WriteOptions {
         consistency: request.consistency,
         write_type,
         now: executor.local_now(request),
     };
-    executor.data().write(&executor.schema(), merged, &options)
+    if !crate::view::any_views(&schema, &merged) {
+        return executor.data().write(&schema, merged, &options);
+    }
+    // Views are derived from the base rows' state before the write: no
+    // other view-maintaining write of this node may come in between.
+    let _guard = executor.rmw_lock.hold();
+    let merged = crate::view::with_view_updates(
+        executor,
+        &schema,
+        merged,
+        request.consistency,
+        options.now,
+    )?;
+    executor.data().write(&schema, merged, &options)
+}
+
+/// Writes the index entries of a compare-and-set's mutations before its
+/// round commits them: the entries are other partitions, which the round
+/// does not carry. An entry whose write then does not commit is stale,
+/// which searches tolerate and remove; one written after could be lost.
+fn write_index_entries(
+    executor: &Executor,
+    mutations: &[Mutation],
+    request: &Request,
+) -> Result<()> {
+    let schema = executor.schema();
+    let entries = crate::index::entries::for_mutations(&schema, mutations)?;
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let options = WriteOptions {
+        consistency: request.consistency,
+        write_type: WriteType::Simple,
+        now: executor.local_now(request),
+    };
+    executor
+        .data()
+        .write(&schema, merge_mutations(entries), &options)
 }
 
 /// The write type a timeout reports for a statement or batch.

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use rocksandra_data::{LocalTime, Timestamp};
 use rocksandra_storage::{
-    Engine, Mutation, Partition, PartitionKey, PartitionRead, RangeScan, ScanPage,
+    Engine, Mutation, Partition, PartitionKey, PartitionRead, RangeScan, RawPartition, ScanPage,
 };
 use rocksandra_wire::{Consistency, WriteType};
 
@@ -65,6 +65,18 @@ pub trait DataProxy: Send + Sync {
         consistency: Consistency,
         now: LocalTime,
     ) -> Result<Partition>;
+    /// The stored state of what `read` selects (tombstones and timestamps
+    /// included, `Engine::read_raw`), merged from as many replicas as
+    /// `consistency` asks for: what view maintenance reads before a write,
+    /// and how index maintenance learns why an entry is stale.
+    fn read_raw(
+        &self,
+        schema: &Schema,
+        table: &Table,
+        read: &PartitionRead,
+        consistency: Consistency,
+        now: LocalTime,
+    ) -> Result<RawPartition>;
     /// One page of a token-ordered scan of `table` at `consistency`.
     fn scan(
         &self,
@@ -120,6 +132,17 @@ impl DataProxy for LocalProxy {
         now: LocalTime,
     ) -> Result<Partition> {
         Ok(self.engine.read_partition(read, now)?)
+    }
+
+    fn read_raw(
+        &self,
+        _schema: &Schema,
+        _table: &Table,
+        read: &PartitionRead,
+        _consistency: Consistency,
+        now: LocalTime,
+    ) -> Result<RawPartition> {
+        Ok(self.engine.read_raw(read, now)?)
     }
 
     fn scan(

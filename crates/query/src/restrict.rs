@@ -1064,3 +1064,93 @@ fn extend_product(
     }
     Ok(next)
 }
+
+/// Every relation as a per-row check, none turned into partitions or
+/// slices (a materialized view's WHERE clause, applied to each base row).
+pub fn row_filters(
+    table: &Table,
+    relations: &[Relation],
+    ctx: &EvalContext<'_>,
+) -> Result<(Vec<Filter>, Vec<TupleFilter>)> {
+    let mut filters = Vec::new();
+    let mut tuples = Vec::new();
+    for relation in relations {
+        let Relation::Compare { lhs, op, rhs } = relation else {
+            continue;
+        };
+        match lhs {
+            RelationLhs::Column(name) => {
+                let column = column_index(table, name.as_str())?;
+                let ty = &table.columns[column].ty;
+                let values = if *op == Operator::In {
+                    in_values(rhs, ty, name.as_str(), ctx)?
+                } else {
+                    vec![term_value(
+                        evaluate(rhs, ty, name.as_str(), ctx)?,
+                        name.as_str(),
+                    )?]
+                };
+                filters.push(Filter {
+                    column,
+                    op: *op,
+                    values,
+                    element_key: None,
+                });
+            }
+            RelationLhs::Columns(names) => {
+                let Expr::Tuple(items) = rhs else {
+                    return Err(QueryError::invalid(format!(
+                        "Unsupported restriction {relation} in a materialized view"
+                    )));
+                };
+                let mut columns = Vec::new();
+                let mut values = Vec::new();
+                for (name, item) in names.iter().zip(items) {
+                    let column = column_index(table, name.as_str())?;
+                    let ty = &table.columns[column].ty;
+                    match term_value(evaluate(item, ty, name.as_str(), ctx)?, name.as_str())? {
+                        Some(v) => values.push(v),
+                        None => {
+                            return Err(QueryError::invalid(format!(
+                                "Invalid null value in condition for column {}",
+                                name.as_str()
+                            )))
+                        }
+                    }
+                    columns.push(column);
+                }
+                match op {
+                    Operator::Eq => {
+                        for (column, value) in columns.into_iter().zip(values) {
+                            filters.push(Filter {
+                                column,
+                                op: Operator::Eq,
+                                values: vec![Some(value)],
+                                element_key: None,
+                            });
+                        }
+                    }
+                    Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
+                        tuples.push(TupleFilter {
+                            columns,
+                            lower: matches!(op, Operator::Gt | Operator::Gte),
+                            inclusive: matches!(op, Operator::Lte | Operator::Gte),
+                            values,
+                        })
+                    }
+                    _ => {
+                        return Err(QueryError::invalid(format!(
+                            "Unsupported restriction {relation} in a materialized view"
+                        )))
+                    }
+                }
+            }
+            RelationLhs::Element { .. } | RelationLhs::Token(_) => {
+                return Err(QueryError::invalid(format!(
+                    "Unsupported restriction {relation} in a materialized view"
+                )))
+            }
+        }
+    }
+    Ok((filters, tuples))
+}

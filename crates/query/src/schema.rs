@@ -110,6 +110,16 @@ pub struct Index {
     /// `COMPOSITES`, `KEYS` or `CUSTOM`.
     pub kind: String,
     pub options: BTreeMap<String, String>,
+    /// The hidden table holding the index entries (`index::storage_table`):
+    /// allocated from `Schema::next_table_id` like a table's, never reused.
+    /// None for an index that stores nothing (a class this server does not
+    /// implement, or one recorded before indexes were stored).
+    #[serde(default)]
+    pub storage_id: Option<TableId>,
+    /// Whether the entries of the data written before the index existed
+    /// are in; queries use the index only then.
+    #[serde(default)]
+    pub built: bool,
 }
 
 /// The CQL table options, with Cassandra 5.0's defaults.
@@ -198,6 +208,45 @@ pub struct Table {
     pub indexes: Vec<Index>,
     /// Built-in system table: rows come from `system::rows`, not storage.
     pub is_virtual: bool,
+    /// Set when this table is a materialized view.
+    pub view: Option<Arc<ViewDef>>,
+}
+
+/// What makes a table a materialized view (system_schema.views).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ViewDef {
+    /// In the view's keyspace.
+    pub base_table: String,
+    pub base_id: [u8; 16],
+    /// `SELECT *`: columns added to the base later are added to the view.
+    pub include_all_columns: bool,
+    /// The WHERE clause (`IS NOT NULL` and restrictions on base primary key
+    /// columns), as Cassandra prints it in system_schema.views.where_clause.
+    pub where_clause: String,
+    pub relations: Vec<rocksandra_cql::ast::Relation>,
+    /// The base's regular column in the view's primary key, if any. Such a
+    /// view's rows live exactly as long as their primary-key liveness
+    /// (Cassandra's `enforceStrictLiveness`), which that column's cell gives.
+    pub key_column: Option<String>,
+}
+
+impl ViewDef {
+    /// Parses a stored WHERE clause back into relations.
+    pub fn parse_where(text: &str) -> Result<Vec<rocksandra_cql::ast::Relation>> {
+        use rocksandra_cql::ast::{Select, Statement};
+        let statement =
+            rocksandra_cql::parse_statement(&format!("SELECT * FROM x WHERE {text}"))
+                .map_err(|e| QueryError::Server(format!("bad view WHERE clause {text:?}: {e}")))?;
+        match statement.statement {
+            Statement::Select(s) => {
+                let Select { where_clause, .. } = *s;
+                Ok(where_clause)
+            }
+            _ => Err(QueryError::Server(format!(
+                "bad view WHERE clause {text:?}"
+            ))),
+        }
+    }
 }
 
 impl Table {
@@ -228,6 +277,10 @@ impl Table {
 
     pub fn is_counter(&self) -> bool {
         self.value_columns().iter().any(|c| c.ty.is_counter())
+    }
+
+    pub fn is_view(&self) -> bool {
+        self.view.is_some()
     }
 
     /// What the storage engine needs to know about this table.
@@ -277,8 +330,14 @@ impl Table {
                 compression,
                 bloom_filter_fp_chance: self.params.bloom_filter_fp_chance,
                 default_ttl_seconds: i64::from(self.params.default_time_to_live),
+                strict_liveness: self.view.as_ref().is_some_and(|v| v.key_column.is_some()),
             },
         }
+    }
+
+    /// Where this table's rows and its indexes' entries are stored.
+    pub fn storage_ids(&self) -> impl Iterator<Item = TableId> + '_ {
+        std::iter::once(self.storage_id).chain(self.indexes.iter().filter_map(|i| i.storage_id))
     }
 
     /// Puts static and regular columns in Cassandra's order: simple columns
@@ -295,6 +354,12 @@ impl Table {
 impl Keyspace {
     pub fn user_type(&self, name: &str) -> Option<&UdtType> {
         self.types.iter().find(|t| t.name == name)
+    }
+
+    /// The storage of the keyspace's tables and their indexes: what
+    /// streaming, repair and cleanup move.
+    pub fn storage_ids(&self) -> Vec<TableId> {
+        self.tables.values().flat_map(|t| t.storage_ids()).collect()
     }
 }
 
@@ -439,6 +504,25 @@ impl Schema {
                 .map(|t| (k, t))
         })
     }
+
+    /// The keyspace whose table, or index's entries, are stored under `id`
+    /// (where a mutation of that storage is replicated).
+    pub fn keyspace_by_storage_id(&self, id: TableId) -> Option<&Arc<Keyspace>> {
+        self.keyspaces
+            .values()
+            .find(|k| k.tables.values().any(|t| t.storage_ids().any(|s| s == id)))
+    }
+
+    /// Every table kept in storage: user tables, the system tables kept in
+    /// storage, and the tables holding index entries.
+    pub fn stored_tables(&self) -> Vec<Table> {
+        let mut out = Vec::new();
+        for table in self.tables().filter(|t| !t.is_virtual) {
+            out.push(Table::clone(table));
+            out.extend(crate::index::entries::storage_tables(table));
+        }
+        out
+    }
 }
 
 // ---------------------------------------------------------------- stored form
@@ -478,6 +562,17 @@ struct StoredTable {
     next_column_id: u32,
     dropped: Vec<DroppedColumn>,
     indexes: Vec<Index>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    view: Option<StoredView>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredView {
+    base_table: String,
+    base_id: [u8; 16],
+    include_all_columns: bool,
+    where_clause: String,
+    key_column: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -544,6 +639,13 @@ impl Schema {
                             next_column_id: t.next_column_id,
                             dropped: t.dropped.clone(),
                             indexes: t.indexes.clone(),
+                            view: t.view.as_ref().map(|v| StoredView {
+                                base_table: v.base_table.clone(),
+                                base_id: v.base_id,
+                                include_all_columns: v.include_all_columns,
+                                where_clause: v.where_clause.clone(),
+                                key_column: v.key_column.clone(),
+                            }),
                         })
                         .collect(),
                 })
@@ -611,6 +713,17 @@ impl Schema {
                     dropped: t.dropped,
                     indexes: t.indexes,
                     is_virtual: false,
+                    view: match t.view {
+                        Some(v) => Some(Arc::new(ViewDef {
+                            relations: ViewDef::parse_where(&v.where_clause)?,
+                            base_table: v.base_table,
+                            base_id: v.base_id,
+                            include_all_columns: v.include_all_columns,
+                            where_clause: v.where_clause,
+                            key_column: v.key_column,
+                        })),
+                        None => None,
+                    },
                 };
                 tables.insert(t.name, Arc::new(table));
             }

@@ -17,12 +17,13 @@ use rocksandra_cql::ast::{
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_data::{Token, Value};
 use rocksandra_storage::{
-    ClusteringBound, PartitionKey, PartitionRead, RangeScan, ScanPosition, Slice,
+    ClusteringBound, Partition, PartitionKey, PartitionRead, RangeScan, ScanPosition, Slice,
 };
 use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, TableSpec};
 
 use crate::error::{QueryError, Result};
 use crate::executor::{Executor, Outcome, Request};
+use crate::index::search::{self, IndexQuery};
 use crate::restrict::{analyze, compare_prefix, PartitionSelection, Restrictions};
 use crate::rows::{partition_key_bytes, partition_rows, CqlRow};
 use crate::schema::{ColumnKind, Schema, Table};
@@ -1159,6 +1160,56 @@ struct Reader<'a> {
     now: rocksandra_data::LocalTime,
     schema: &'a Schema,
     consistency: rocksandra_wire::Consistency,
+    /// The index that answers a query over a token range, if one does.
+    index: Option<IndexQuery>,
+}
+
+/// Where a read answered from an index stands.
+#[derive(Default)]
+struct IndexedProgress {
+    rows: Vec<CqlRow>,
+    /// Rows returned from the partition rows last came from, for PER
+    /// PARTITION LIMIT.
+    carried: Option<(PartitionKey, usize)>,
+    /// The last row (or, for an index with an entry per partition, the
+    /// last partition) answered: later entries for it are duplicates (a
+    /// list holding the value twice has two).
+    answered: Option<(PartitionKey, Option<Vec<Vec<u8>>>)>,
+    /// Where the page stopped inside a partition found through an index
+    /// with an entry per partition: its rows resume after that row.
+    resume_in_partition: Option<Position>,
+    /// Entries found stale, removed after each batch.
+    stale: Vec<search::Entry>,
+}
+
+impl IndexedProgress {
+    fn rows_in(&self, partition: &PartitionKey) -> usize {
+        match &self.carried {
+            Some((key, n)) if key == partition => *n,
+            _ => 0,
+        }
+    }
+}
+
+/// The inclusive token interval of a token restriction; None when empty.
+fn token_bounds(
+    start: Option<(Token, bool)>,
+    end: Option<(Token, bool)>,
+) -> Option<(Token, Token)> {
+    let token_start = match start {
+        None => Token(i64::MIN),
+        Some((t, true)) => t,
+        Some((t, false)) => Token(t.0.checked_add(1)?),
+    };
+    let token_end = match end {
+        // The minimum token as an end bound means the end of the ring,
+        // as in Cassandra (`token(k) < -9223372036854775808` is everything).
+        None => Token(i64::MAX),
+        Some((t, _)) if t.0 == i64::MIN => Token(i64::MAX),
+        Some((t, true)) => t,
+        Some((t, false)) => Token(t.0 - 1),
+    };
+    (token_start <= token_end).then_some((token_start, token_end))
 }
 
 impl Reader<'_> {
@@ -1170,7 +1221,10 @@ impl Reader<'_> {
         }
         match &self.restrictions.partition {
             PartitionSelection::Keys(keys) => self.read_keys(keys, state, want),
-            PartitionSelection::Tokens { start, end } => self.read_range(*start, *end, state, want),
+            PartitionSelection::Tokens { start, end } => match &self.index {
+                Some(index) => self.read_indexed(index, *start, *end, state, want),
+                None => self.read_range(*start, *end, state, want),
+            },
         }
     }
 
@@ -1264,7 +1318,27 @@ impl Reader<'_> {
         Ok((rows, next))
     }
 
-    fn partition_read(&self, key: &[u8], slices: Vec<Slice>, limit: usize) -> Result<Vec<CqlRow>> {
+    /// One partition of the table, at the query's consistency and time.
+    fn read_partition(&self, read: &PartitionRead) -> Result<Partition> {
+        self.executor.data().read_partition(
+            self.schema,
+            self.table,
+            read,
+            self.consistency,
+            self.now,
+        )
+    }
+
+    /// `first`: nothing of this partition was read before, so a live static
+    /// row without rows stands for the partition (a resumed read that finds
+    /// no more rows must not add it).
+    fn partition_read(
+        &self,
+        key: &[u8],
+        slices: Vec<Slice>,
+        limit: usize,
+        first: bool,
+    ) -> Result<Vec<CqlRow>> {
         let read = PartitionRead {
             table: self.table.storage_id,
             partition: PartitionKey::new(key.to_vec()),
@@ -1273,14 +1347,13 @@ impl Reader<'_> {
             include_static: true,
             row_limit: limit,
         };
-        let partition = self.executor.data().read_partition(
-            self.schema,
+        let partition = self.read_partition(&read)?;
+        partition_rows(
             self.table,
-            &read,
-            self.consistency,
+            &partition,
             self.now,
-        )?;
-        partition_rows(self.table, &partition, self.now, self.include_static_only)
+            self.include_static_only && first,
+        )
     }
 
     fn read_keys(
@@ -1296,13 +1369,11 @@ impl Reader<'_> {
             let key = partition_key_bytes(&keys[index]);
             let mut in_partition = 0usize;
             let mut slices = self.restrictions.slices.clone();
-            // Only a partition read from its start can show its static row
-            // alone (when it has no rows at all).
-            let mut from_start = true;
+            let mut first = true;
             if let Some(p) = &position {
                 if p.partition == key {
+                    first = false;
                     in_partition = p.rows_in_partition as usize;
-                    from_start = false;
                     match &p.clustering {
                         Some(c) => slices = slices_after(self.table, &slices, c, self.reversed),
                         None => {
@@ -1331,12 +1402,9 @@ impl Reader<'_> {
                 let filtering = !self.restrictions.filters.is_empty()
                     || !self.restrictions.tuple_filters.is_empty();
                 let limit = if filtering { READ_BATCH_ROWS } else { batch };
-                let mut got = self.partition_read(&key, slices.clone(), limit)?;
+                let got = self.partition_read(&key, slices.clone(), limit, first)?;
+                first = false;
                 let exhausted = got.len() < limit || got.iter().any(|r| r.clustering.is_none());
-                if !from_start {
-                    got.retain(|r| r.clustering.is_some());
-                }
-                from_start = false;
                 let mut last: Option<Vec<Vec<u8>>> = None;
                 for row in got {
                     last = row.clustering.clone();
@@ -1396,27 +1464,9 @@ impl Reader<'_> {
         state: &PagingState,
         want: usize,
     ) -> Result<(Vec<CqlRow>, Option<PagingState>)> {
-        let token_start = match start {
-            None => Token(i64::MIN),
-            Some((t, true)) => t,
-            Some((t, false)) => {
-                if t.0 == i64::MAX {
-                    return Ok((Vec::new(), None));
-                }
-                Token(t.0 + 1)
-            }
-        };
-        let token_end = match end {
-            // The minimum token as an end bound means the end of the ring,
-            // as in Cassandra (`token(k) < -9223372036854775808` is everything).
-            None => Token(i64::MAX),
-            Some((t, _)) if t.0 == i64::MIN => Token(i64::MAX),
-            Some((t, true)) => t,
-            Some((t, false)) => Token(t.0 - 1),
-        };
-        if token_start > token_end {
+        let Some((token_start, token_end)) = token_bounds(start, end) else {
             return Ok((Vec::new(), None));
-        }
+        };
         let mut resume = state.position.as_ref().map(|p| ScanPosition {
             partition: PartitionKey::new(p.partition.clone()),
             clustering: p.clustering.clone(),
@@ -1526,6 +1576,280 @@ impl Reader<'_> {
                 None => return Ok((rows, None)),
             }
         }
+    }
+
+    /// A token-range query answered from an index (`index::search`): the
+    /// candidate rows are the index's entries for the value looked up, in
+    /// token, partition key and clustering order (a scan's order); each
+    /// base row is re-read, used only while it still holds the value, and
+    /// checked against every restriction like a scanned row. Entries the
+    /// table no longer backs are skipped and removed.
+    fn read_indexed(
+        &self,
+        query: &IndexQuery,
+        start: Option<(Token, bool)>,
+        end: Option<(Token, bool)>,
+        state: &PagingState,
+        want: usize,
+    ) -> Result<(Vec<CqlRow>, Option<PagingState>)> {
+        let Some((token_start, token_end)) = token_bounds(start, end) else {
+            return Ok((Vec::new(), None));
+        };
+        let per_partition = query.per_partition(self.table);
+        let mut progress = IndexedProgress::default();
+        let mut from = search::token_start(token_start);
+        if let Some(p) = &state.position {
+            let key = PartitionKey::new(p.partition.clone());
+            progress.carried = Some((key.clone(), p.rows_in_partition as usize));
+            from = match (&p.clustering, per_partition) {
+                (Some(_), true) => {
+                    progress.resume_in_partition = Some(p.clone());
+                    search::partition_start(&key)
+                }
+                (clustering, _) => query.after(self.table, &key, clustering.as_deref()),
+            };
+        }
+        let to = search::token_end(token_end);
+        loop {
+            let entries = query.read_entries(
+                self.executor,
+                self.schema,
+                self.table,
+                self.consistency,
+                self.now,
+                &from,
+                &to,
+                READ_BATCH_ROWS,
+            )?;
+            let exhausted = entries.len() < READ_BATCH_ROWS;
+            if let Some(last) = entries.last() {
+                from = search::after_entry(last);
+            }
+            let mut full = None;
+            for group in entries.chunk_by(|a, b| a.partition == b.partition) {
+                full = if per_partition {
+                    self.answer_partition(query, group, &mut progress, want)?
+                } else {
+                    self.answer_rows(query, group, &mut progress, want)?
+                };
+                if full.is_some() {
+                    break;
+                }
+            }
+            let stale = std::mem::take(&mut progress.stale);
+            query.clean(
+                self.executor,
+                self.schema,
+                self.table,
+                self.consistency,
+                self.now,
+                &stale,
+            );
+            if full.is_some() || exhausted {
+                return Ok((progress.rows, full));
+            }
+        }
+    }
+
+    /// The rows behind one partition's entries of a row-level index.
+    fn answer_rows(
+        &self,
+        query: &IndexQuery,
+        group: &[search::Entry],
+        progress: &mut IndexedProgress,
+        want: usize,
+    ) -> Result<Option<PagingState>> {
+        let key = &group[0].partition;
+        let mut count = progress.rows_in(key);
+        if self.per_partition_limit > 0 && count >= self.per_partition_limit {
+            return Ok(None);
+        }
+        let mut slices: Vec<Slice> = Vec::new();
+        for entry in group {
+            if let Some(c) = &entry.row {
+                if slices.last().is_none_or(|s| s.start.prefix != *c) {
+                    slices.push(Slice::prefix(c.clone()));
+                }
+            }
+        }
+        let read = PartitionRead {
+            table: self.table.storage_id,
+            partition: key.clone(),
+            slices,
+            reversed: false,
+            include_static: true,
+            row_limit: 0,
+        };
+        let partition = self.read_partition(&read)?;
+        let rows = partition_rows(self.table, &partition, self.now, false)?;
+        // `rows` follows `partition.rows`, one for one.
+        let position: std::collections::HashMap<&[Vec<u8>], usize> = partition
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.clustering.as_slice(), i))
+            .collect();
+        for entry in group {
+            let duplicate = progress
+                .answered
+                .as_ref()
+                .is_some_and(|(k, c)| k == key && *c == entry.row);
+            if duplicate {
+                continue;
+            }
+            let found = match &entry.row {
+                Some(c) => position.get(c.as_slice()).copied(),
+                None => None,
+            };
+            let live = match (&entry.row, found) {
+                (Some(_), Some(i)) => Some(&partition.rows[i].content),
+                (Some(_), None) => None,
+                (None, _) => partition.static_row.as_ref(),
+            };
+            if !query.is_current(self.table, entry, live) {
+                progress.stale.push(entry.clone());
+                continue;
+            }
+            progress.answered = Some((key.clone(), entry.row.clone()));
+            let row = match found {
+                Some(i) => Some(rows[i].clone()),
+                None if count == 0 => self.static_only_row(&partition)?,
+                None => None,
+            };
+            let Some(row) = row else { continue };
+            if self.restrictions.clustering_restricted {
+                let in_slices = row.clustering.as_ref().is_some_and(|c| {
+                    self.restrictions
+                        .slices
+                        .iter()
+                        .any(|s| in_slice(self.table, c, s))
+                });
+                if !in_slices {
+                    continue;
+                }
+            }
+            if !self.accept(&row)? {
+                continue;
+            }
+            count += 1;
+            progress.carried = Some((key.clone(), count));
+            let clustering = row.clustering.clone();
+            progress.rows.push(row);
+            if progress.rows.len() >= want {
+                return Ok(Some(PagingState {
+                    rows_so_far: 0,
+                    partition_index: 0,
+                    position: Some(Position {
+                        partition: key.key.clone(),
+                        clustering,
+                        rows_in_partition: count as u32,
+                    }),
+                }));
+            }
+            if self.per_partition_limit > 0 && count >= self.per_partition_limit {
+                break;
+            }
+        }
+        Ok(None)
+    }
+
+    /// The row standing for a partition with only static data (an index on
+    /// a partition key component found its static row), when the query
+    /// returns such rows and the partition has no live row.
+    fn static_only_row(&self, partition: &Partition) -> Result<Option<CqlRow>> {
+        if !self.include_static_only {
+            return Ok(None);
+        }
+        let any_row = PartitionRead {
+            table: self.table.storage_id,
+            partition: partition.key.clone(),
+            slices: vec![Slice::all()],
+            reversed: false,
+            include_static: false,
+            row_limit: 1,
+        };
+        let rows = self.read_partition(&any_row)?;
+        if !rows.rows.is_empty() {
+            return Ok(None);
+        }
+        let static_only = Partition {
+            key: partition.key.clone(),
+            static_row: partition.static_row.clone(),
+            rows: Vec::new(),
+        };
+        Ok(partition_rows(self.table, &static_only, self.now, true)?
+            .into_iter()
+            .next())
+    }
+
+    /// The rows of one partition found through an index with an entry per
+    /// partition (a static column): all of them that the query selects,
+    /// while the static row still holds the value.
+    fn answer_partition(
+        &self,
+        query: &IndexQuery,
+        group: &[search::Entry],
+        progress: &mut IndexedProgress,
+        want: usize,
+    ) -> Result<Option<PagingState>> {
+        let key = &group[0].partition;
+        if progress.answered.as_ref().is_some_and(|(k, _)| k == key) {
+            return Ok(None);
+        }
+        let static_row = PartitionRead {
+            table: self.table.storage_id,
+            partition: key.clone(),
+            slices: Vec::new(),
+            reversed: false,
+            include_static: true,
+            row_limit: 0,
+        };
+        let partition = self.read_partition(&static_row)?;
+        let mut current = false;
+        for entry in group {
+            if query.is_current(self.table, entry, partition.static_row.as_ref()) {
+                current = true;
+            } else {
+                progress.stale.push(entry.clone());
+            }
+        }
+        if !current {
+            return Ok(None);
+        }
+        progress.answered = Some((key.clone(), None));
+        let position = progress
+            .resume_in_partition
+            .take()
+            .filter(|p| p.partition == key.key);
+        let state = PagingState {
+            rows_so_far: 0,
+            partition_index: 0,
+            position,
+        };
+        let components = crate::rows::partition_components(self.table, &key.key)?;
+        let (rows, next) = self.read_keys(&[components], &state, want - progress.rows.len())?;
+        progress.rows.extend(rows);
+        if progress.rows.len() < want {
+            return Ok(None);
+        }
+        let position = match next {
+            Some(PagingState {
+                partition_index: 0,
+                position: Some(p),
+                ..
+            }) => p,
+            // The partition is done.
+            _ => Position {
+                partition: key.key.clone(),
+                clustering: None,
+                rows_in_partition: 0,
+            },
+        };
+        Ok(Some(PagingState {
+            rows_so_far: 0,
+            partition_index: 0,
+            position: Some(position),
+        }))
     }
 }
 
@@ -1775,6 +2099,11 @@ pub fn execute(
         now: executor.local_now(request),
         consistency: request.consistency,
         schema: &schema,
+        index: if select.distinct {
+            None
+        } else {
+            search::choose(&table, &restrictions)
+        },
     };
     let state = match &request.paging_state {
         Some(b) if !aggregate || grouped => PagingState::decode(b)?,

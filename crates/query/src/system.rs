@@ -173,6 +173,8 @@ fn build_table(def: &def::TableDef) -> Table {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
+            storage_id: None,
+            built: false,
         });
     }
     let mut table = Table {
@@ -197,6 +199,7 @@ fn build_table(def: &def::TableDef) -> Table {
             .collect(),
         indexes,
         is_virtual: true,
+        view: None,
     };
     table.sort_value_columns();
     for (i, column) in table.columns.iter_mut().enumerate() {
@@ -272,10 +275,11 @@ pub fn rows(table: &Table, schema: &Schema, node: &NodeInfo) -> Vec<Row> {
         ("system_schema", "dropped_columns") => dropped_column_rows(schema),
         ("system_schema", "types") => type_rows(schema),
         ("system_schema", "indexes") => index_rows(schema),
+        ("system_schema", "views") => view_rows(schema),
         ("system_virtual_schema", "keyspaces") => virtual_keyspace_rows(schema),
         ("system_virtual_schema", "tables") => virtual_table_rows(schema),
         ("system_virtual_schema", "columns") => column_rows(schema, true),
-        // No content kept (yet) for the others: triggers, views, functions,
+        // No content kept (yet) for the others: triggers, functions,
         // aggregates, column masks, size estimates, auth, traces, metrics.
         _ => Vec::new(),
     };
@@ -430,61 +434,91 @@ pub fn table_flags(table: &Table) -> Vec<String> {
 fn table_rows(schema: &Schema) -> Vec<Cells> {
     let mut out = Vec::new();
     for keyspace in schema_keyspaces(schema) {
-        for table in keyspace.tables.values() {
-            let p = &table.params;
-            let mut row = Cells::default();
-            row.text("keyspace_name", &table.keyspace)
-                .text("table_name", &table.name)
-                .text("additional_write_policy", &p.additional_write_policy)
-                .set(
-                    "bloom_filter_fp_chance",
-                    Value::Double(p.bloom_filter_fp_chance),
-                )
-                .set("caching", text_map(&p.caching))
-                .text("comment", &p.comment)
-                .set("compaction", text_map(&p.compaction))
-                .set("compression", text_map(&p.compression))
-                .set("crc_check_chance", Value::Double(p.crc_check_chance))
-                .set("dclocal_read_repair_chance", Value::Double(0.0))
-                .set("default_time_to_live", Value::Int(p.default_time_to_live))
-                .set(
-                    "extensions",
-                    Value::Map(
-                        p.extensions
-                            .iter()
-                            .map(|(k, v)| (Value::Text(k.clone()), Value::Blob(v.clone())))
-                            .collect(),
-                    ),
-                )
-                .set("flags", text_set(table_flags(table)))
-                .set("gc_grace_seconds", Value::Int(p.gc_grace_seconds))
-                .set("id", Value::Uuid(table.id))
-                .set("max_index_interval", Value::Int(p.max_index_interval))
-                .set(
-                    "memtable_flush_period_in_ms",
-                    Value::Int(p.memtable_flush_period_in_ms),
-                )
-                .set("min_index_interval", Value::Int(p.min_index_interval))
-                .text("read_repair", &p.read_repair)
-                .set("read_repair_chance", Value::Double(0.0))
-                .text("speculative_retry", &p.speculative_retry);
-            // Cassandra writes these only when they differ from the default.
-            if !p.allow_auto_snapshot {
-                row.set("allow_auto_snapshot", Value::Boolean(false));
-            }
-            if p.cdc {
-                row.set("cdc", Value::Boolean(true));
-            }
-            if !p.incremental_backups {
-                row.set("incremental_backups", Value::Boolean(false));
-            }
-            if p.memtable != "default" {
-                row.text("memtable", &p.memtable);
-            }
-            out.push(row.take());
+        for table in keyspace.tables.values().filter(|t| !t.is_view()) {
+            let mut row = params_row(table);
+            row.text("table_name", &table.name)
+                .set("flags", text_set(table_flags(table)));
+            out.push(row);
         }
     }
     out
+}
+
+/// system_schema.views: one row per materialized view.
+fn view_rows(schema: &Schema) -> Vec<Cells> {
+    let mut out = Vec::new();
+    for keyspace in schema_keyspaces(schema) {
+        for table in keyspace.tables.values() {
+            let Some(view) = &table.view else {
+                continue;
+            };
+            let mut row = params_row(table);
+            row.text("view_name", &table.name)
+                .set("base_table_id", Value::Uuid(view.base_id))
+                .text("base_table_name", &view.base_table)
+                .set(
+                    "include_all_columns",
+                    Value::Boolean(view.include_all_columns),
+                )
+                .text("where_clause", &view.where_clause);
+            out.push(row);
+        }
+    }
+    out
+}
+
+/// The columns system_schema.tables and system_schema.views share: the
+/// keyspace, the id and the table options.
+fn params_row(table: &Table) -> Cells {
+    let p = &table.params;
+    let mut row = Cells::default();
+    row.text("keyspace_name", &table.keyspace)
+        .text("additional_write_policy", &p.additional_write_policy)
+        .set(
+            "bloom_filter_fp_chance",
+            Value::Double(p.bloom_filter_fp_chance),
+        )
+        .set("caching", text_map(&p.caching))
+        .text("comment", &p.comment)
+        .set("compaction", text_map(&p.compaction))
+        .set("compression", text_map(&p.compression))
+        .set("crc_check_chance", Value::Double(p.crc_check_chance))
+        .set("dclocal_read_repair_chance", Value::Double(0.0))
+        .set("default_time_to_live", Value::Int(p.default_time_to_live))
+        .set(
+            "extensions",
+            Value::Map(
+                p.extensions
+                    .iter()
+                    .map(|(k, v)| (Value::Text(k.clone()), Value::Blob(v.clone())))
+                    .collect(),
+            ),
+        )
+        .set("gc_grace_seconds", Value::Int(p.gc_grace_seconds))
+        .set("id", Value::Uuid(table.id))
+        .set("max_index_interval", Value::Int(p.max_index_interval))
+        .set(
+            "memtable_flush_period_in_ms",
+            Value::Int(p.memtable_flush_period_in_ms),
+        )
+        .set("min_index_interval", Value::Int(p.min_index_interval))
+        .text("read_repair", &p.read_repair)
+        .set("read_repair_chance", Value::Double(0.0))
+        .text("speculative_retry", &p.speculative_retry);
+    // Cassandra writes these only when they differ from the default.
+    if !p.allow_auto_snapshot {
+        row.set("allow_auto_snapshot", Value::Boolean(false));
+    }
+    if p.cdc {
+        row.set("cdc", Value::Boolean(true));
+    }
+    if !p.incremental_backups {
+        row.set("incremental_backups", Value::Boolean(false));
+    }
+    if p.memtable != "default" {
+        row.text("memtable", &p.memtable);
+    }
+    row.take()
 }
 
 fn column_rows(schema: &Schema, virtual_keyspaces_only: bool) -> Vec<Cells> {

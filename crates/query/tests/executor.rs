@@ -1003,3 +1003,269 @@ fn collection_updates_match_cassandra() {
         ("DELETE FROM c WHERE p = 1 AND l = ['x']", "ERROR 0x2200 Collection column 'l' (list<text>) cannot be restricted by a '=' relation"),
     ]);
 }
+
+// ---------------------------------------------------------------- materialized views
+
+fn views_harness() -> Harness {
+    let mut h = harness(None);
+    h.executor.set_materialized_views_enabled(true);
+    h.check(SETUP);
+    h
+}
+
+#[test]
+fn views_are_refused_unless_enabled() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE t (k int PRIMARY KEY, v int)", "OK"),
+        (
+            "CREATE MATERIALIZED VIEW mv AS SELECT * FROM t WHERE k IS NOT NULL AND v IS NOT NULL PRIMARY KEY (v, k)",
+            "ERROR 0x2200 Materialized views are disabled. Enable in cassandra.yaml to use.",
+        ),
+    ]);
+}
+
+#[test]
+fn a_view_keyed_by_a_regular_column_follows_its_base() {
+    let mut h = views_harness();
+    h.check(&[
+        ("CREATE TABLE t (k int, c int, v int, x text, PRIMARY KEY (k, c))", "OK"),
+        ("INSERT INTO t (k, c, v, x) VALUES (0, 0, 10, 'before')", "OK"),
+        (
+            "CREATE MATERIALIZED VIEW mv AS SELECT * FROM t WHERE k IS NOT NULL AND c IS NOT NULL AND v IS NOT NULL PRIMARY KEY (v, k, c)",
+            "OK",
+        ),
+        // Built from the existing row.
+        ("SELECT * FROM mv", "10 | 0 | 0 | 'before'"),
+        ("INSERT INTO t (k, c, v, x) VALUES (1, 1, 11, 'a')", "OK"),
+        ("SELECT k, c, x FROM mv WHERE v = 11", "1 | 1 | 'a'"),
+        // The key column moves: the old entry goes.
+        ("UPDATE t SET v = 12 WHERE k = 1 AND c = 1", "OK"),
+        ("SELECT * FROM mv WHERE v = 11", ""),
+        ("SELECT k, c, x FROM mv WHERE v = 12", "1 | 1 | 'a'"),
+        // A cell deleted while the row sits elsewhere stays deleted when
+        // the row comes back to its old key.
+        ("UPDATE t SET x = null WHERE k = 1 AND c = 1", "OK"),
+        ("UPDATE t SET v = 11 WHERE k = 1 AND c = 1", "OK"),
+        ("SELECT k, c, x FROM mv WHERE v = 11", "1 | 1 | null"),
+        ("SELECT * FROM mv WHERE v = 12", ""),
+        // Rows without the key column are not in the view.
+        ("INSERT INTO t (k, c, x) VALUES (2, 2, 'no v')", "OK"),
+        ("SELECT count(*) FROM mv", "2"),
+        // Deleting the key column's cell, or the row, removes the entry.
+        ("DELETE v FROM t WHERE k = 1 AND c = 1", "OK"),
+        ("SELECT * FROM mv WHERE v = 11", ""),
+        ("UPDATE t SET v = 13 WHERE k = 1 AND c = 1", "OK"),
+        ("SELECT k, c FROM mv WHERE v = 13", "1 | 1"),
+        ("DELETE FROM t WHERE k = 1 AND c = 1", "OK"),
+        ("SELECT * FROM mv WHERE v = 13", ""),
+        // Partition and range deletions too.
+        ("INSERT INTO t (k, c, v) VALUES (3, 1, 31)", "OK"),
+        ("INSERT INTO t (k, c, v) VALUES (3, 2, 32)", "OK"),
+        ("INSERT INTO t (k, c, v) VALUES (3, 3, 33)", "OK"),
+        ("DELETE FROM t WHERE k = 3 AND c >= 2", "OK"),
+        ("SELECT v FROM mv WHERE v IN (31, 32, 33)", "31"),
+        ("DELETE FROM t WHERE k = 3", "OK"),
+        ("SELECT v FROM mv WHERE v IN (31, 32, 33)", ""),
+        // A row written again after its deletion is back.
+        ("INSERT INTO t (k, c, v, x) VALUES (3, 1, 31, 'again')", "OK"),
+        ("SELECT x FROM mv WHERE v = 31", "'again'"),
+        ("SELECT * FROM mv WHERE v = 10", "10 | 0 | 0 | 'before'"),
+        // Views are read-only and guard their base.
+        (
+            "INSERT INTO mv (v, k, c) VALUES (1, 1, 1)",
+            "ERROR 0x2200 Cannot directly modify a materialized view",
+        ),
+        (
+            "DROP TABLE t",
+            "ERROR 0x2200 Cannot drop a table when materialized views still depend on it (ks)",
+        ),
+        (
+            "ALTER TABLE t DROP x",
+            "ERROR 0x2200 Cannot drop column x on base table t with materialized views",
+        ),
+        ("TRUNCATE t", "OK"),
+        ("SELECT * FROM mv", ""),
+        ("DROP MATERIALIZED VIEW mv", "OK"),
+        ("DROP TABLE t", "OK"),
+    ]);
+}
+
+#[test]
+fn a_view_expires_with_the_ttl_of_its_key_column() {
+    let mut h = views_harness();
+    h.check(&[
+        ("CREATE TABLE t (k int PRIMARY KEY, v int, x int)", "OK"),
+        (
+            "CREATE MATERIALIZED VIEW mv AS SELECT * FROM t WHERE k IS NOT NULL AND v IS NOT NULL PRIMARY KEY (v, k)",
+            "OK",
+        ),
+        ("INSERT INTO t (k, v, x) VALUES (1, 1, 1) USING TTL 100", "OK"),
+        ("INSERT INTO t (k, v, x) VALUES (2, 2, 2)", "OK"),
+        ("UPDATE t USING TTL 50 SET x = 20 WHERE k = 2", "OK"),
+        ("SELECT k, x FROM mv", "1 | 1\n2 | 20"),
+    ]);
+    h.clock.fetch_add(60_000_000, Ordering::SeqCst);
+    h.check(&[("SELECT k, x FROM mv", "1 | 1\n2 | null")]);
+    h.clock.fetch_add(60_000_000, Ordering::SeqCst);
+    h.check(&[
+        ("SELECT * FROM t", "2 | 2 | null"),
+        ("SELECT k, v, x FROM mv", "2 | 2 | null"),
+    ]);
+}
+
+#[test]
+fn a_view_with_the_base_key_keeps_rows_alive_by_unselected_columns() {
+    let mut h = views_harness();
+    h.check(&[
+        ("CREATE TABLE t (k int, c int, a int, b int, PRIMARY KEY (k, c))", "OK"),
+        (
+            "CREATE MATERIALIZED VIEW mv AS SELECT k, c, a FROM t WHERE k IS NOT NULL AND c IS NOT NULL AND c > 0 PRIMARY KEY (c, k)",
+            "OK",
+        ),
+        // An UPDATE-made row alive only through a column the view leaves out.
+        ("UPDATE t SET b = 1 WHERE k = 1 AND c = 1", "OK"),
+        ("SELECT * FROM mv", "1 | 1 | null"),
+        ("UPDATE t SET a = 5 WHERE k = 1 AND c = 1", "OK"),
+        ("SELECT * FROM mv", "1 | 1 | 5"),
+        ("DELETE a, b FROM t WHERE k = 1 AND c = 1", "OK"),
+        ("SELECT * FROM t", ""),
+        ("SELECT * FROM mv", ""),
+        // The WHERE clause filters base rows by their key.
+        ("INSERT INTO t (k, c, a) VALUES (2, 0, 7)", "OK"),
+        ("INSERT INTO t (k, c, a) VALUES (2, 3, 8)", "OK"),
+        ("SELECT * FROM mv", "3 | 2 | 8"),
+        // A conditional update and a batch maintain views too.
+        ("UPDATE t SET a = 9 WHERE k = 2 AND c = 3 IF a = 8", "true"),
+        (
+            "BEGIN BATCH INSERT INTO t (k, c, a) VALUES (4, 1, 1); INSERT INTO t (k, c, a) VALUES (4, 2, 2); APPLY BATCH",
+            "OK",
+        ),
+        ("SELECT * FROM mv", "1 | 4 | 1\n2 | 4 | 2\n3 | 2 | 9"),
+    ]);
+}
+
+#[test]
+fn views_follow_collections_and_new_columns() {
+    let mut h = views_harness();
+    h.check(&[
+        ("CREATE TABLE t (k int PRIMARY KEY, v int, s set<int>)", "OK"),
+        (
+            "CREATE MATERIALIZED VIEW mv AS SELECT * FROM t WHERE k IS NOT NULL AND v IS NOT NULL PRIMARY KEY (v, k)",
+            "OK",
+        ),
+        ("INSERT INTO t (k, v, s) VALUES (1, 10, {1, 2})", "OK"),
+        ("UPDATE t SET s = s + {3} WHERE k = 1", "OK"),
+        ("UPDATE t SET s = s - {1} WHERE k = 1", "OK"),
+        ("SELECT s FROM mv WHERE v = 10", "{2, 3}"),
+        ("UPDATE t SET s = {7} WHERE k = 1", "OK"),
+        ("SELECT s FROM mv WHERE v = 10", "{7}"),
+        ("ALTER TABLE t ADD w text", "OK"),
+        ("UPDATE t SET w = 'new' WHERE k = 1", "OK"),
+        ("SELECT w FROM mv WHERE v = 10", "'new'"),
+        ("ALTER TABLE t RENAME k TO key", "OK"),
+        ("SELECT key, w FROM mv WHERE v = 10", "1 | 'new'"),
+    ]);
+}
+
+#[test]
+fn view_definitions_are_checked_as_cassandra_checks_them() {
+    let mut h = views_harness();
+    h.check(&[
+        ("CREATE TABLE t (k int, c int, v int, w int, s int static, PRIMARY KEY (k, c))", "OK"),
+        ("CREATE TABLE u (k int PRIMARY KEY, v int)", "OK"),
+        (
+            "CREATE MATERIALIZED VIEW mv AS SELECT * FROM t WHERE k IS NOT NULL AND c IS NOT NULL PRIMARY KEY (c, k)",
+            "ERROR 0x2200 Cannot include static column 's' in materialized view 'mv'",
+        ),
+        (
+            "CREATE MATERIALIZED VIEW mv AS SELECT k, c, v FROM t WHERE k IS NOT NULL PRIMARY KEY (v, k)",
+            "ERROR 0x2200 Cannot create materialized view 'mv' without primary key columns c from base table 't'",
+        ),
+        (
+            "CREATE MATERIALIZED VIEW mv AS SELECT k, c, v, w FROM t WHERE k IS NOT NULL AND c IS NOT NULL AND v IS NOT NULL AND w IS NOT NULL PRIMARY KEY ((v, w), k, c)",
+            "ERROR 0x2200 Cannot include more than one non-primary key column in materialized view primary key (got v, w)",
+        ),
+        (
+            "CREATE MATERIALIZED VIEW mv AS SELECT k, c, v FROM t WHERE k IS NOT NULL AND c IS NOT NULL PRIMARY KEY (v, k, c)",
+            "ERROR 0x2200 Primary key columns v must be restricted with 'IS NOT NULL' or otherwise",
+        ),
+        (
+            "CREATE MATERIALIZED VIEW mv AS SELECT k, c, v FROM t WHERE k IS NOT NULL AND c IS NOT NULL AND v = 1 PRIMARY KEY (c, k)",
+            "ERROR 0x2200 Non-primary key columns can only be restricted with 'IS NOT NULL' (got: v restricted illegally)",
+        ),
+        (
+            "CREATE MATERIALIZED VIEW mv AS SELECT k, c FROM t WHERE k IS NOT NULL AND c IS NOT NULL PRIMARY KEY (c, k) WITH default_time_to_live = 1",
+            "ERROR 0x2200 Cannot set default_time_to_live for a materialized view. Data in a materialized view always expire at the same time than the corresponding data in the parent table.",
+        ),
+        (
+            "CREATE MATERIALIZED VIEW u AS SELECT k, c FROM t WHERE k IS NOT NULL AND c IS NOT NULL PRIMARY KEY (c, k)",
+            "ERROR 0x2200 Cannot create materialized view 'u' - a table with the same name already exists",
+        ),
+        (
+            "CREATE MATERIALIZED VIEW mv AS SELECT k, c FROM t WHERE k IS NOT NULL AND c IS NOT NULL PRIMARY KEY (c, k)",
+            "OK",
+        ),
+        (
+            "CREATE MATERIALIZED VIEW mv AS SELECT k, c FROM t WHERE k IS NOT NULL AND c IS NOT NULL PRIMARY KEY (c, k)",
+            "ERROR 0x2400 Cannot add already existing table \"mv\" to keyspace \"ks\"",
+        ),
+        (
+            "CREATE MATERIALIZED VIEW mv2 AS SELECT k, c FROM mv WHERE k IS NOT NULL AND c IS NOT NULL PRIMARY KEY (c, k)",
+            "ERROR 0x2200 Base table 'mv' doesn't exist",
+        ),
+        (
+            "CREATE INDEX ON mv (k)",
+            "ERROR 0x2200 Secondary indexes on materialized views aren't supported",
+        ),
+        (
+            "ALTER TABLE mv ADD z int",
+            "ERROR 0x2200 Cannot use ALTER TABLE on a materialized view; use ALTER MATERIALIZED VIEW instead",
+        ),
+        ("ALTER MATERIALIZED VIEW mv WITH comment = 'by c'", "OK"),
+        (
+            "SELECT view_name, base_table_name, include_all_columns, where_clause, comment FROM system_schema.views WHERE keyspace_name = 'ks'",
+            "'mv' | 't' | false | 'k IS NOT NULL AND c IS NOT NULL' | 'by c'",
+        ),
+        ("SELECT table_name FROM system_schema.tables WHERE keyspace_name = 'ks'", "'t'\n'u'"),
+        (
+            "SELECT column_name, kind FROM system_schema.columns WHERE keyspace_name = 'ks' AND table_name = 'mv'",
+            "'c' | 'partition_key'\n'k' | 'clustering'",
+        ),
+        (
+            "DROP TABLE mv",
+            "ERROR 0x2200 Cannot use DROP TABLE on a materialized view. Please use DROP MATERIALIZED VIEW instead.",
+        ),
+        (
+            "TRUNCATE mv",
+            "ERROR 0x2200 Cannot TRUNCATE materialized view directly; must truncate base table instead",
+        ),
+        ("DROP MATERIALIZED VIEW mv", "OK"),
+        ("DROP MATERIALIZED VIEW mv", "ERROR 0x2200 Materialized view 'ks.mv' doesn't exist"),
+        ("DROP MATERIALIZED VIEW IF EXISTS mv", "OK"),
+    ]);
+}
+
+#[test]
+fn a_base_table_keeps_its_index_and_its_view() {
+    let mut h = views_harness();
+    h.check(&[
+        ("CREATE TABLE t (k int PRIMARY KEY, v int, w text)", "OK"),
+        ("CREATE INDEX t_w ON t (w)", "OK"),
+        (
+            "CREATE MATERIALIZED VIEW mv AS SELECT * FROM t WHERE k IS NOT NULL AND v IS NOT NULL PRIMARY KEY (v, k)",
+            "OK",
+        ),
+        ("INSERT INTO t (k, v, w) VALUES (1, 10, 'a')", "OK"),
+        ("INSERT INTO t (k, v, w) VALUES (2, 20, 'a')", "OK"),
+        ("UPDATE t SET v = 30, w = 'b' WHERE k = 1", "OK"),
+        ("UPDATE t SET w = 'c' WHERE k = 2 IF v = 20", "true"),
+        ("SELECT k, v FROM t WHERE w = 'a'", ""),
+        ("SELECT k, v FROM t WHERE w = 'b'", "1 | 30"),
+        ("SELECT v, k, w FROM mv", "30 | 1 | 'b'\n20 | 2 | 'c'"), // token order
+        ("DELETE FROM t WHERE k = 2", "OK"),
+        ("SELECT k FROM t WHERE w = 'c'", ""),
+        ("SELECT v, k FROM mv", "30 | 1"),
+    ]);
+}

@@ -230,6 +230,9 @@ pub struct Config {
     pub auth_bcrypt_gensalt_log2_rounds: u32,
     /// TLS for CQL clients (`client_encryption_options`).
     pub client_encryption: ClientEncryption,
+    /// CREATE MATERIALIZED VIEW is allowed (`materialized_views_enabled`,
+    /// legacy `enable_materialized_views`; off by default, as in Cassandra).
+    pub materialized_views_enabled: bool,
 }
 
 impl Default for Config {
@@ -263,6 +266,7 @@ impl Default for Config {
             prometheus_port: Some(PROMETHEUS_PORT_DEFAULT),
             auth_bcrypt_gensalt_log2_rounds: 10,
             client_encryption: ClientEncryption::default(),
+            materialized_views_enabled: false,
         }
     }
 }
@@ -512,12 +516,19 @@ struct FileConfig {
     /// endpoint existed; still read, but not together with the two above.
     prometheus_listen_address: Option<SocketAddr>,
     auth_bcrypt_gensalt_log2_rounds: Option<u32>,
+    /// Cassandra's auth cache lifetimes: checked, then unused (there are no
+    /// auth caches; every GRANT or role change applies at once, as with 0).
+    roles_validity: Option<String>,
+    permissions_validity: Option<String>,
+    credentials_validity: Option<String>,
     storage_port: Option<u16>,
     auto_bootstrap: Option<bool>,
     hinted_handoff_enabled: Option<bool>,
     max_hint_window: Option<String>,
     max_hint_window_in_ms: Option<u64>,
     client_encryption_options: Option<encryption::FileClientEncryption>,
+    materialized_views_enabled: Option<bool>,
+    enable_materialized_views: Option<bool>,
 }
 
 /// `- class_name: ...\n  parameters:\n    - seeds: "a,b"`
@@ -548,6 +559,15 @@ impl FileConfig {
     fn into_config(self) -> Result<Config, ConfigError> {
         let defaults = Config::default();
         let (prometheus_address, prometheus_port) = self.prometheus()?;
+        for (key, value) in [
+            ("roles_validity", &self.roles_validity),
+            ("permissions_validity", &self.permissions_validity),
+            ("credentials_validity", &self.credentials_validity),
+        ] {
+            if let Some(text) = value {
+                parse_duration(text).map_err(|m| invalid(key, m))?;
+            }
+        }
         let config = Config {
             cluster_name: self.cluster_name.unwrap_or(defaults.cluster_name),
             listen_address: match self.listen_address {
@@ -661,6 +681,19 @@ impl FileConfig {
                 Some(options) => options.into_options()?,
                 None => defaults.client_encryption,
             },
+            materialized_views_enabled: pick_legacy(
+                (
+                    "materialized_views_enabled",
+                    self.materialized_views_enabled,
+                    Ok,
+                ),
+                (
+                    "enable_materialized_views",
+                    self.enable_materialized_views,
+                    Ok,
+                ),
+            )?
+            .unwrap_or(defaults.materialized_views_enabled),
         };
         config.validate()?;
         Ok(config)
@@ -936,6 +969,9 @@ seed_provider:
       - seeds: "10.0.0.1:7000, 10.0.0.2"
 authenticator: PasswordAuthenticator
 authorizer: org.apache.cassandra.auth.CassandraAuthorizer
+roles_validity: 0ms
+permissions_validity: 2000ms
+credentials_validity: 2s
 endpoint_snitch: GossipingPropertyFileSnitch
 data_center: dc2
 rack: r7
@@ -1120,6 +1156,7 @@ prometheus_port: 9500
     fn bad_values_are_reported_with_their_key() {
         assert!(error_text("commitlog_sync: group\n").contains("commitlog_sync"));
         assert!(error_text("authenticator: LdapAuthenticator\n").contains("authenticator"));
+        assert!(error_text("roles_validity: soon\n").contains("roles_validity"));
         assert!(error_text("num_tokens: 0\n").contains("num_tokens"));
         assert!(
             error_text("native_transport_max_concurrent_connections: 0\n")

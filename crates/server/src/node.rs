@@ -155,6 +155,7 @@ pub fn open(config: &Config) -> Result<Node, String> {
             bcrypt_cost: config.auth_bcrypt_gensalt_log2_rounds,
         })
         .map_err(|e| format!("cannot set up authentication: {e}"))?;
+    executor.set_materialized_views_enabled(config.materialized_views_enabled);
     Ok(Node {
         executor: Arc::new(executor),
         storage: engine,

@@ -42,6 +42,10 @@ pub struct TableOptions {
     pub bloom_filter_fp_chance: f64,
     /// `default_time_to_live`, for choosing a TTL-aware compaction.
     pub default_ttl_seconds: i64,
+    /// A row exists only while its primary-key liveness is live (live cells
+    /// alone do not keep it): Cassandra's rule for a materialized view whose
+    /// key holds a regular column of its base table.
+    pub strict_liveness: bool,
 }
 
 impl Default for TableOptions {
@@ -52,6 +56,7 @@ impl Default for TableOptions {
             compression: Compression::Lz4,
             bloom_filter_fp_chance: 0.01,
             default_ttl_seconds: 0,
+            strict_liveness: false,
         }
     }
 }

@@ -79,6 +79,26 @@ impl LivenessInfo {
         }
     }
 
+    /// A marker that is already dead (Cassandra's expired liveness, TTL
+    /// `EXPIRED_TTL`): written at `timestamp` to end a row's liveness up to
+    /// that time without a row deletion, so newer markers and older cells
+    /// are untouched (how a materialized view retires a row whose key
+    /// column changed).
+    pub fn expired(timestamp: Timestamp, now: LocalTime) -> LivenessInfo {
+        LivenessInfo {
+            timestamp,
+            ttl_seconds: Self::EXPIRED_TTL,
+            local_expiration_time: now,
+        }
+    }
+
+    /// Cassandra's `LivenessInfo.EXPIRED_LIVENESS_TTL`.
+    pub const EXPIRED_TTL: i32 = i32::MAX;
+
+    pub fn is_expired_marker(&self) -> bool {
+        self.ttl_seconds == Self::EXPIRED_TTL
+    }
+
     pub fn is_expiring(&self) -> bool {
         self.ttl_seconds > 0
     }
@@ -87,11 +107,15 @@ impl LivenessInfo {
         !self.is_expiring() || now < self.local_expiration_time
     }
 
-    /// Cassandra's `LivenessInfo.supersedes`: later timestamp wins; on a tie an
-    /// expiring marker beats a plain one, and the later expiry wins.
+    /// Cassandra's `LivenessInfo.supersedes`: later timestamp wins; on a tie
+    /// an expired marker beats any other, an expiring marker beats a plain
+    /// one, and the later expiry wins.
     pub fn supersedes(&self, other: &LivenessInfo) -> bool {
         if self.timestamp != other.timestamp {
             return self.timestamp > other.timestamp;
+        }
+        if self.is_expired_marker() != other.is_expired_marker() {
+            return self.is_expired_marker();
         }
         if self.is_expiring() != other.is_expiring() {
             return self.is_expiring();
@@ -396,10 +420,15 @@ impl RowState {
             // An expired marker is a tombstone of the marker: keep it until
             // gc_grace so it still shadows older markers on other replicas.
             .filter(|l| {
+                // An expired marker was dead when written: it lives gc_grace
+                // from then.
+                let ttl = if l.is_expired_marker() {
+                    0
+                } else {
+                    i64::from(l.ttl_seconds)
+                };
                 !l.is_expiring()
-                    || l.local_expiration_time
-                        .plus_seconds(gc_grace_seconds - i64::from(l.ttl_seconds))
-                        >= now
+                    || l.local_expiration_time.plus_seconds(gc_grace_seconds - ttl) >= now
             });
         RowState {
             liveness,
@@ -504,6 +533,28 @@ mod tests {
     use super::*;
 
     const NOW: LocalTime = LocalTime(1_000_000);
+
+    #[test]
+    fn an_expired_marker_wins_its_tie_loses_to_newer_markers_and_lives_gc_grace() {
+        let live = LivenessInfo::new(10, 0, 0);
+        let expiring = LivenessInfo::new(10, 100, NOW.0 + 100);
+        let expired = LivenessInfo::expired(Timestamp(10), NOW);
+        assert!(!expired.is_live(NOW));
+        assert!(expired.supersedes(&live) && expired.supersedes(&expiring));
+        assert!(!live.supersedes(&expired) && !expiring.supersedes(&expired));
+        let newer = LivenessInfo::new(11, 0, 0);
+        assert_eq!(LivenessInfo::merge(Some(expired), Some(newer)), Some(newer));
+        let row = RowState {
+            liveness: Some(expired),
+            ..RowState::default()
+        };
+        // Kept gc_grace from when it was written, then purged.
+        assert_eq!(
+            row.clone().purge(NOW.plus_seconds(99), 100).liveness,
+            Some(expired)
+        );
+        assert_eq!(row.purge(NOW.plus_seconds(101), 100).liveness, None);
+    }
 
     fn col(i: u32) -> ColumnId {
         ColumnId(i)

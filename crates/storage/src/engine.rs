@@ -449,7 +449,10 @@ impl PartitionHead {
             return Err(CorruptData::new("key", "expected a row"));
         };
         let state = decode_row(value)?;
-        let live = state.live_view(self.coverage.covering(suffix), now);
+        let mut live = state.live_view(self.coverage.covering(suffix), now);
+        if spec.options.strict_liveness && live.liveness.is_none() {
+            live = LiveRow::default();
+        }
         Ok(StoredRow {
             clustering,
             state,

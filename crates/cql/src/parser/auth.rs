@@ -6,7 +6,7 @@ use crate::ast::{
     Permission, PermissionChange, Permissions, Resource, RoleChange, RoleKind, RoleOption,
     Statement,
 };
-use crate::error::Result;
+use crate::error::{ParseError, Result};
 use crate::lexer::TokenKind;
 
 fn permission(word: &str) -> Option<Permission> {
@@ -75,10 +75,12 @@ impl Parser {
         if kind == RoleKind::User {
             return self.user_options();
         }
-        match self.eat_kw("with") {
-            true => self.and_separated(Parser::role_option),
-            false => Ok(Vec::new()),
+        if !self.eat_kw("with") {
+            return Ok(Vec::new());
         }
+        let options = self.and_separated(Parser::role_option)?;
+        check_role_options(&options)?;
+        Ok(options)
     }
 
     /// `[WITH [HASHED] PASSWORD 'p'] [SUPERUSER | NOSUPERUSER]`.
@@ -388,4 +390,35 @@ impl Parser {
             _ => DescribeTarget::MaterializedView(name),
         })
     }
+}
+
+/// Cassandra's `RoleOptions` as its grammar fills them: each option once
+/// (ACCESS clauses excepted), and not both a password and a hashed one.
+fn check_role_options(options: &[RoleOption]) -> Result<()> {
+    let name = |option: &RoleOption| match option {
+        RoleOption::Password(_) => Some("PASSWORD"),
+        RoleOption::HashedPassword(_) => Some("HASHED_PASSWORD"),
+        RoleOption::GeneratedPassword => Some("GENERATED_PASSWORD"),
+        RoleOption::Login(_) => Some("LOGIN"),
+        RoleOption::Superuser(_) => Some("SUPERUSER"),
+        RoleOption::Options(_) => Some("OPTIONS"),
+        RoleOption::AccessToDatacenters(_) | RoleOption::AccessFromCidrs(_) => None,
+    };
+    for (i, option) in options.iter().enumerate() {
+        let Some(option_name) = name(option) else {
+            continue;
+        };
+        if options[..i].iter().any(|o| name(o) == Some(option_name)) {
+            return Err(ParseError::unpositioned(format!(
+                "Multiple definition for property '{option_name}'"
+            )));
+        }
+    }
+    let has = |wanted: &str| options.iter().any(|o| name(o) == Some(wanted));
+    if has("PASSWORD") && has("HASHED_PASSWORD") {
+        return Err(ParseError::unpositioned(
+            "Options 'password' and 'hashed password' are mutually exclusive",
+        ));
+    }
+    Ok(())
 }

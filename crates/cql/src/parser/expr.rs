@@ -8,7 +8,7 @@ use crate::ast::{
     BinaryOp, BindReceiver, ClusteringOrder, Expr, Ident, Literal, MetadataKind, NestedStep,
     Operator, Property, PropertyValue, QualifiedName, Relation, RelationLhs, TableOptions,
 };
-use crate::error::Result;
+use crate::error::{ParseError, Result};
 use crate::lexer::TokenKind;
 use crate::types::TypeExpr;
 
@@ -597,7 +597,8 @@ impl Parser {
         if is_integer || self.is_sym("?") || self.is_sym(":") {
             return self.with_receiver(receiver, |p| p.nested(|p| p.group(Mode::Term)));
         }
-        Err(self.mismatch("INTEGER"))
+        // Cassandra's intValue has three alternatives (INTEGER, :name, ?)
+        Err(self.no_viable())
     }
 
     // ------------------------------------------------------------ WHERE
@@ -720,29 +721,9 @@ impl Parser {
     // ------------------------------------------------------------ WITH
 
     pub(crate) fn properties(&mut self) -> Result<Vec<Property>> {
-        let checkpoint = self.checkpoint();
         let properties = self.and_separated(Parser::property)?;
-        self.check_unique_properties(&properties, checkpoint)?;
+        check_unique_properties(&properties)?;
         Ok(properties)
-    }
-
-    fn check_unique_properties(
-        &self,
-        properties: &[Property],
-        checkpoint: super::Checkpoint,
-    ) -> Result<()> {
-        for (i, property) in properties.iter().enumerate() {
-            if properties[..i].iter().any(|p| p.name == property.name) {
-                return Err(self.error_at(
-                    checkpoint,
-                    format!(
-                        "Multiple definition for property {}",
-                        property.name.as_str()
-                    ),
-                ));
-            }
-        }
-        Ok(())
     }
 
     fn property(&mut self) -> Result<Property> {
@@ -786,7 +767,6 @@ impl Parser {
 
     /// WITH options of CREATE TABLE and CREATE MATERIALIZED VIEW.
     pub(crate) fn table_options(&mut self) -> Result<TableOptions> {
-        let checkpoint = self.checkpoint();
         let mut options = TableOptions::default();
         loop {
             if self.eat_kws(&["clustering", "order", "by"]) {
@@ -810,7 +790,7 @@ impl Parser {
                 break;
             }
         }
-        self.check_unique_properties(&options.properties, checkpoint)?;
+        check_unique_properties(&options.properties)?;
         Ok(options)
     }
 }
@@ -821,4 +801,17 @@ fn binary(op: BinaryOp, left: Expr, right: Expr) -> Expr {
         left: Box::new(left),
         right: Box::new(right),
     }
+}
+
+/// Cassandra's `PropertyDefinitions.addProperty`: each property once.
+fn check_unique_properties(properties: &[Property]) -> Result<()> {
+    for (i, property) in properties.iter().enumerate() {
+        if properties[..i].iter().any(|p| p.name == property.name) {
+            return Err(ParseError::unpositioned(format!(
+                "Multiple definitions for property '{}'",
+                property.name.as_str()
+            )));
+        }
+    }
+    Ok(())
 }

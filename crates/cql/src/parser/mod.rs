@@ -305,7 +305,8 @@ impl Parser {
     pub(crate) fn is_ident_at(&self, ahead: usize) -> bool {
         let token = self.peek_at(ahead);
         match token.kind {
-            TokenKind::QuotedName => true,
+            // `""` lexes, but Cassandra's QUOTED_NAME needs a character
+            TokenKind::QuotedName => !token.value.is_empty(),
             TokenKind::Ident => !is_reserved(&token.value),
             _ => false,
         }
@@ -435,11 +436,15 @@ impl Parser {
 
     // ------------------------------------------------------------ errors
 
+    /// The token's text as ANTLR holds it: Cassandra's lexer replaces the
+    /// text of string literals and quoted names by their unquoted value.
     pub(crate) fn token_text(&self, token: &Token) -> String {
-        if token.kind == TokenKind::Eof {
-            return "<EOF>".into();
+        match token.kind {
+            TokenKind::Eof => "<EOF>".into(),
+            TokenKind::String => token.value.clone(),
+            TokenKind::QuotedName if !token.value.is_empty() => token.value.clone(),
+            _ => self.chars[token.start..token.end].iter().collect(),
         }
-        self.chars[token.start..token.end].iter().collect()
     }
 
     pub(crate) fn error_here(&self, message: String) -> ParseError {
@@ -524,9 +529,13 @@ impl Parser {
         }
         out.push_str(&flat(start, offending.start));
         out.push('[');
-        out.push_str(&flat(offending.start, offending.end));
+        // Cassandra's ErrorCollector measures the token by its text, so an
+        // unquoted value shows that many characters of the quoted source.
+        let text_end = offending.start + self.token_text(offending).chars().count();
+        let end = text_end.min(offending.end);
+        out.push_str(&flat(offending.start, end));
         out.push(']');
-        if self.peek_at(1).kind != TokenKind::Eof {
+        if self.peek_at(1).kind != TokenKind::Eof || end < offending.end {
             out.push_str("...");
         }
         out.push(')');

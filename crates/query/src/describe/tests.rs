@@ -60,6 +60,8 @@ fn golden_describe() -> Keyspace {
         options: [("target".to_string(), "d".to_string())]
             .into_iter()
             .collect(),
+        storage_id: None,
+        built: false,
     });
     let quoted = user_table(
         ks,
@@ -264,6 +266,8 @@ fn internals_custom_indexes_and_options() {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect(),
+        storage_id: None,
+        built: false,
     };
     let t2 = user_table("dks", "t2", &[], &[("k", "int", PartitionKey, 0, false)]);
     assert_eq!(

@@ -26,7 +26,7 @@ use rocksandra_wire::{Consistency, WriteType};
 use super::{
     cas_request, collect, merge_mutations, missing, modifiable_table,
     read_before_write_consistency, serial_of, table_name_of, targets, undefined_column, using_of,
-    where_of,
+    where_of, write_index_entries,
 };
 use crate::error::{QueryError, Result};
 use crate::executor::{Executor, Outcome, Request};
@@ -116,8 +116,20 @@ pub(super) fn execute(
                 let request = cas_request(request, serial, timestamp);
                 collect(executor, m, &request, values, using, &mut mutations)?;
             }
+            let mutations = merge_mutations(mutations);
+            write_index_entries(executor, &mutations, request)?;
             outcome = Some(applied_rows(&table, true, &[], Vec::new()));
-            Ok(Some(merge_mutations(mutations)))
+            let schema = executor.schema();
+            if !crate::view::any_views(&schema, &mutations) {
+                return Ok(Some(mutations));
+            }
+            let now = executor.local_now(request);
+            let quorum = if serial == Consistency::LocalSerial {
+                Consistency::LocalQuorum
+            } else {
+                Consistency::Quorum
+            };
+            crate::view::with_view_updates(executor, &schema, mutations, quorum, now).map(Some)
         },
     )?;
     outcome.ok_or_else(|| QueryError::Server("compare-and-set made no decision".into()))

@@ -62,6 +62,7 @@ pub(crate) fn user_table(
         dropped: Vec::new(),
         indexes: Vec::new(),
         is_virtual: false,
+        view: None,
     };
     table.sort_value_columns();
     table
@@ -509,6 +510,8 @@ fn indexes_and_dropped_columns() {
         options: [("target".to_string(), "d".to_string())]
             .into_iter()
             .collect(),
+        storage_id: None,
+        built: false,
     });
     t.dropped.push(DroppedColumn {
         name: "m".into(),

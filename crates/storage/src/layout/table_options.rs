@@ -3,8 +3,9 @@
 //! loaded, when it opens the column families. One line per table:
 //!
 //! ```text
-//! <table id> gc_grace=<s> compaction=<leveled|universal|time_window> compression=<none|lz4|zstd> bloom=<p> default_ttl=<s>
+//! <table id> gc_grace=<s> compaction=<leveled|universal|time_window> compression=<none|lz4|zstd> bloom=<p> default_ttl=<s> [strict_liveness=1]
 //! ```
+//! (`strict_liveness` only when set, so files written before it read the same.)
 
 use crate::api::{CompactionStyle, Compression, TableId, TableOptions};
 
@@ -27,6 +28,9 @@ pub fn encode(tables: &[(TableId, TableOptions)]) -> String {
             "{} gc_grace={} compaction={compaction} compression={compression} bloom={} default_ttl={}\n",
             id.0, o.gc_grace_seconds, o.bloom_filter_fp_chance, o.default_ttl_seconds
         ));
+        if o.strict_liveness {
+            out.insert_str(out.len() - 1, " strict_liveness=1");
+        }
     }
     out
 }
@@ -53,6 +57,7 @@ pub fn decode(text: &str) -> Result<Vec<(TableId, TableOptions)>, CorruptData> {
             match name {
                 "gc_grace" => options.gc_grace_seconds = number()?,
                 "default_ttl" => options.default_ttl_seconds = number()?,
+                "strict_liveness" => options.strict_liveness = value == "1",
                 "bloom" => {
                     options.bloom_filter_fp_chance = value
                         .parse()
@@ -99,6 +104,7 @@ mod tests {
                     compression: Compression::Zstd,
                     bloom_filter_fp_chance: 0.1,
                     default_ttl_seconds: 86_400,
+                    strict_liveness: true,
                 },
             ),
         ];

@@ -1,19 +1,32 @@
-//! Secondary indexes at query time: which WHERE relations a table's indexes
-//! (legacy 2i or SAI) can serve, following Cassandra 5.0's rules, so that a
-//! SELECT using them needs no ALLOW FILTERING.
+//! Secondary indexes (legacy 2i and SAI, stored alike).
 //!
-//! There is no stored index structure: a query an index serves is answered
-//! by the same filtered scan ALLOW FILTERING uses (token order of partitions,
-//! clustering order within), which is what Cassandra returns and stays
-//! correct under updates, deletes and TTL by construction. This module only
-//! decides legality.
+//! - This module: which WHERE relations a table's indexes can serve,
+//!   following Cassandra 5.0's rules, so that a SELECT using them needs no
+//!   ALLOW FILTERING (`classify`).
+//! - `entries`: each index's hidden storage table and the entries a write
+//!   adds (without reading), so the index follows every change to its table.
+//! - `search`: a query answered from an index: its entries for the value
+//!   looked up, each base row re-read and re-checked, stale entries removed.
+//! - `build`: the index tables a schema change creates and drops, and the
+//!   build of a new index over existing data.
+//!
+//! Indexes are global: an index's entries are partitioned by the indexed
+//! value, replicated as their keyspace is, written through the same
+//! `DataProxy` as the base write. Range restrictions (SAI on numbers) are
+//! not looked up: those queries are answered by the filtered scan ALLOW
+//! FILTERING uses, which returns the same rows in the same order.
+
+pub mod build;
+pub mod entries;
+pub mod search;
 
 use rocksandra_cql::ast::{Operator, Relation, RelationLhs};
 use rocksandra_data::types::CqlType;
 use rocksandra_data::NativeType;
 
+use crate::error::{QueryError, Result};
 use crate::restrict::{PartitionSelection, Restrictions};
-use crate::schema::{ColumnKind, Index, Table};
+use crate::schema::{Column, ColumnKind, Index, Table};
 
 /// Which implementation an index names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +74,81 @@ pub fn target(index: &Index) -> Option<(TargetKind, &str)> {
         _ => TargetKind::Simple,
     };
     Some((kind, crate::ddl::index_target_column(text)))
+}
+
+/// Cassandra's checks of an index target against its column
+/// (`CreateIndexStatement.validateIndexTarget`): which target kinds a
+/// column's type allows.
+pub fn check_target(column: &Column, kind: rocksandra_cql::ast::IndexTargetKind) -> Result<()> {
+    use rocksandra_cql::ast::IndexTargetKind as Kind;
+    let name = &column.name;
+    if references_duration(&column.ty) {
+        let what = match column.ty.unfrozen() {
+            CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..) => {
+                "collections containing durations"
+            }
+            CqlType::Tuple(_) => "tuples containing durations",
+            CqlType::Udt(_) => "UDTs containing durations",
+            _ => "duration columns",
+        };
+        return Err(QueryError::invalid(format!(
+            "Secondary indexes are not supported on {what}"
+        )));
+    }
+    let collection = column.ty.is_collection();
+    // A plain target on a collection indexes its values.
+    let kind = match kind {
+        Kind::Simple if collection => Kind::Values,
+        other => other,
+    };
+    let text = match kind {
+        Kind::Simple => "",
+        Kind::Values => "values",
+        Kind::Keys => "keys",
+        Kind::Entries => "entries",
+        Kind::Full => "full",
+    };
+    let frozen_collection = collection && !column.ty.is_multi_cell();
+    if frozen_collection && kind != Kind::Full {
+        return Err(QueryError::invalid(format!(
+            "Cannot create {text}() index on frozen column {name}. Frozen collections are immutable and must be fully indexed by using the 'full({name})' modifier"
+        )));
+    }
+    if !frozen_collection && kind == Kind::Full {
+        return Err(QueryError::invalid(
+            "full() indexes can only be created on frozen collections",
+        ));
+    }
+    if !collection && kind != Kind::Simple {
+        return Err(QueryError::invalid(format!(
+            "Cannot create {text}() index on {name}. Non-collection columns only support simple indexes"
+        )));
+    }
+    let multi_cell_map = matches!(column.ty, CqlType::Map(..));
+    if !multi_cell_map && matches!(kind, Kind::Keys | Kind::Entries) {
+        return Err(QueryError::invalid(format!(
+            "Cannot create index on {text} of column {name} with non-map type"
+        )));
+    }
+    if matches!(column.ty, CqlType::Udt(_)) {
+        return Err(QueryError::invalid(format!(
+            "Cannot create index on non-frozen UDT column {name}"
+        )));
+    }
+    Ok(())
+}
+
+fn references_duration(ty: &CqlType) -> bool {
+    match ty {
+        CqlType::Native(NativeType::Duration) => true,
+        CqlType::Native(_) | CqlType::Custom(_) => false,
+        CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) | CqlType::Vector(e, _) => {
+            references_duration(e)
+        }
+        CqlType::Map(k, v) => references_duration(k) || references_duration(v),
+        CqlType::Tuple(items) => items.iter().any(references_duration),
+        CqlType::Udt(u) => u.fields.iter().any(|(_, t)| references_duration(t)),
+    }
 }
 
 /// How a query stands with the table's indexes.
