@@ -15,6 +15,10 @@ Comment lines of the form '-- golden: ...' are markers:
                                     (for output that legitimately differs per server)
     -- golden: fetch-size N         next statement: page size N; also prints the page count
     -- golden: sort-rows            next statement: sort rendered rows (order not specified)
+    -- golden: consistency CL        next statement: run at consistency CL (ONE unless told;
+                                    e.g. SERIAL, LOCAL_SERIAL, QUORUM)
+    -- golden: serial-consistency CL next statement: serial consistency of a conditional
+                                    update (SERIAL unless told)
     -- golden: normalize RE => REPL from here to the end of the file, re.sub(RE, REPL)
                                     on every output line (not on echoed statements)
     -- golden: server-yaml LINE     the case needs a server whose cassandra.yaml has
@@ -176,6 +180,10 @@ def split_statements(source):
                     pending.append((name, None))
                 elif name == "fetch-size":
                     pending.append((name, int(arg)))
+                elif name in ("consistency", "serial-consistency"):
+                    if arg.upper() not in ConsistencyLevel.name_to_value:
+                        raise ValueError("line %d: unknown consistency level %r" % (line, arg))
+                    pending.append((name, ConsistencyLevel.name_to_value[arg.upper()]))
                 elif name == "server-yaml":
                     pass  # read by server_yaml(): how the server must be configured
                 elif name == "login":
@@ -382,7 +390,8 @@ def execute(session, stmt):
     fetch_size = markers.get("fetch-size")
     skip = "skip-output" in markers
     query = SimpleStatement(stmt.text, fetch_size=fetch_size or 5000,
-                            consistency_level=ConsistencyLevel.ONE)
+                            consistency_level=markers.get("consistency", ConsistencyLevel.ONE),
+                            serial_consistency_level=markers.get("serial-consistency"))
     try:
         rs = session.execute(query)
         rows = list(rs.current_rows) if rs.column_names is not None else []

@@ -1331,27 +1331,87 @@ fn format_duration(months: i32, days: i32, nanos: i64) -> String {
     out
 }
 
-/// Java's `Double.toString`: plain between 10^-3 and 10^7, otherwise
-/// `d.dddE±n`; always at least one fractional digit.
-fn java_double(v: f64) -> String {
+/// Java's `Double.toString` (JDK 17, the JVM Cassandra 5.0 runs on): plain
+/// between 10^-3 and 10^7, otherwise `d.dddE±n`; always at least one
+/// fractional digit.
+pub fn java_double(v: f64) -> String {
     if v.is_nan() {
         return "NaN".to_string();
     }
     if v.is_infinite() {
         return if v > 0.0 { "Infinity" } else { "-Infinity" }.to_string();
     }
-    java_float_text(&format!("{v:e}"), v == 0.0, (1e-3..1e7).contains(&v.abs()))
+    let plain = (1e-3..1e7).contains(&v.abs());
+    let scientific = match java_integral_digits(v, 53) {
+        Some(text) => text,
+        None => format!("{v:e}"),
+    };
+    java_float_text(&scientific, v == 0.0, plain)
 }
 
-/// Java's `Float.toString`, from the shortest digits that round-trip an f32.
-fn java_float(v: f32) -> String {
+/// Java's `Float.toString` (JDK 17).
+pub fn java_float(v: f32) -> String {
     if v.is_nan() {
         return "NaN".to_string();
     }
     if v.is_infinite() {
         return if v > 0.0 { "Infinity" } else { "-Infinity" }.to_string();
     }
-    java_float_text(&format!("{v:e}"), v == 0.0, (1e-3..1e7).contains(&v.abs()))
+    let plain = (1e-3..1e7).contains(&v.abs());
+    let scientific = match java_integral_digits(f64::from(v), 24) {
+        Some(text) => text,
+        None => format!("{v:e}"),
+    };
+    java_float_text(&scientific, v == 0.0, plain)
+}
+
+/// JDK 17's `FloatingDecimal` prints an integral value in [1, 2^63) from
+/// its exact digits, less the ones below the type's precision (rounded),
+/// rather than the shortest digits that round-trip: `123456789f` is
+/// `1.23456792E8`. The `{:e}` text of those digits, or None for other values.
+fn java_integral_digits(v: f64, significant_bits: i32) -> Option<String> {
+    // FloatingDecimal.insignificantDigitsNumber.
+    const INSIGNIFICANT: [u32; 64] = [
+        0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 8, 8, 8,
+        9, 9, 9, 9, 10, 10, 10, 11, 11, 11, 12, 12, 12, 12, 13, 13, 13, 14, 14, 14, 15, 15, 15, 15,
+        16, 16, 16, 17, 17, 17, 18, 18, 18, 19,
+    ];
+    let a = v.abs();
+    if a < 1.0 || a.fract() != 0.0 {
+        return None;
+    }
+    let bin_exp = ((a.to_bits() >> 52) & 0x7ff) as i32 - 1023;
+    if bin_exp > 62 {
+        return None;
+    }
+    let mut value = a as u64;
+    let mut exponent: i32 = 0;
+    if bin_exp > significant_bits {
+        let p2 = (bin_exp - significant_bits - 1) as usize;
+        let insignificant = if p2 > 1 && p2 < INSIGNIFICANT.len() {
+            INSIGNIFICANT[p2]
+        } else {
+            0
+        };
+        if insignificant > 0 {
+            let pow10 = 10u64.pow(insignificant);
+            let residue = value % pow10;
+            value /= pow10;
+            exponent += insignificant as i32;
+            if residue >= pow10 / 2 {
+                value += 1;
+            }
+        }
+    }
+    while value.is_multiple_of(10) {
+        value /= 10;
+        exponent += 1;
+    }
+    let digits = value.to_string();
+    exponent += digits.len() as i32 - 1;
+    let sign = if v < 0.0 { "-" } else { "" };
+    let rest = if digits.len() > 1 { &digits[1..] } else { "0" };
+    Some(format!("{sign}{}.{rest}e{exponent}", &digits[..1]))
 }
 
 /// Builds Java's layout from Rust's shortest `{:e}` text (`-1.25e-5`).

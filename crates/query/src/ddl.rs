@@ -470,8 +470,19 @@ fn check_column_type(ty: &CqlType, top: bool) -> Result<()> {
                     "Non-frozen collections are not allowed inside collections: {ty}"
                 )));
             }
+            if k.is_counter() || v.is_counter() {
+                return Err(QueryError::invalid(
+                    "Counters are not allowed inside collections: ".to_string() + &ty.to_string(),
+                ));
+            }
             check_column_type(k, false)?;
             check_column_type(v, false)
+        }
+        CqlType::Tuple(items) if items.iter().any(CqlType::is_counter) => Err(QueryError::invalid(
+            "Counters are not allowed inside tuples",
+        )),
+        CqlType::Frozen(inner) if matches!(**inner, CqlType::Tuple(_)) => {
+            check_column_type(inner, false)
         }
         CqlType::Vector(e, n) => {
             if *n == 0 {
@@ -1296,15 +1307,14 @@ pub fn alter_table(
                     ));
                 }
                 if ty.is_counter() != table.is_counter() && !table.value_columns().is_empty() {
-                    return Err(QueryError::invalid(if ty.is_counter() {
-                        "Cannot add a counter column (".to_string()
-                            + cname
-                            + ") in a non counter column family"
-                    } else {
-                        "Cannot add a non counter column (".to_string()
-                            + cname
-                            + ") in a counter column family"
-                    }));
+                    // TableMetadata.validate's ConfigurationException.
+                    return Err(QueryError::config(format!(
+                        "{}.{}: Cannot have a {}counter column (\"{cname}\") in a {}counter table",
+                        table.keyspace,
+                        table.name,
+                        if ty.is_counter() { "" } else { "non " },
+                        if ty.is_counter() { "non " } else { "" },
+                    )));
                 }
                 if let Some(dropped) = table.dropped.iter().find(|d| d.name == cname) {
                     if dropped.type_text != ty.to_string() && ty.is_multi_cell() {

@@ -39,6 +39,14 @@ pub enum QueryError {
     /// A failure of this server, not of the request.
     #[error("{0}")]
     Server(String),
+    /// A function failed on its arguments (FUNCTION_FAILURE).
+    #[error("{message}")]
+    FunctionFailure {
+        keyspace: String,
+        function: String,
+        arg_types: Vec<String>,
+        message: String,
+    },
     /// Fewer live replicas than the consistency level needs.
     #[error("Cannot achieve consistency level {}", .consistency.name())]
     Unavailable {
@@ -103,6 +111,16 @@ impl QueryError {
             QueryError::BadCredentials(_) => ErrorKind::BadCredentials,
             QueryError::Overloaded(_) => ErrorKind::Overloaded,
             QueryError::Server(_) => ErrorKind::ServerError,
+            QueryError::FunctionFailure {
+                keyspace,
+                function,
+                arg_types,
+                ..
+            } => ErrorKind::FunctionFailure {
+                keyspace: keyspace.clone(),
+                function: function.clone(),
+                arg_types: arg_types.clone(),
+            },
             QueryError::Unavailable {
                 consistency,
                 required,

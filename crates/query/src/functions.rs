@@ -19,7 +19,7 @@
 use std::cmp::Ordering;
 
 use num_bigint::BigInt;
-use num_traits::{Signed, ToPrimitive, Zero};
+use num_traits::{Signed, ToPrimitive};
 use rocksandra_cql::ast::Expr;
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_data::value::{compare, validate};
@@ -29,7 +29,10 @@ use crate::error::{QueryError, Result};
 use crate::term::literal::{civil_from_days, parse_decimal, DATE_EPOCH_OFFSET, MILLIS_PER_DAY};
 use crate::term::{test_assignment, Assignment};
 
+pub(crate) mod aggregates;
+mod bigmath;
 mod masking;
+pub(crate) mod operations;
 
 /// What a function call may need besides its arguments.
 pub struct CallContext<'a> {
@@ -44,6 +47,8 @@ pub struct CallContext<'a> {
 pub enum Arg<'e> {
     /// The argument's type is known: a column, a function result, a cast.
     Typed(&'e CqlType),
+    /// A selector of a known type, with its text for messages.
+    Selector(&'e CqlType, &'e str),
     /// A term whose type depends on where it goes: a literal, a bind
     /// marker, a collection literal.
     Term(&'e Expr),
@@ -255,21 +260,11 @@ impl Function {
                 .iter()
                 .max_by(|a, b| compare(element_type, a, b))
                 .map(|b| b.to_vec()),
-            Kind::CollectionSum | Kind::CollectionAvg => {
-                let zero = Num::zero_of(element_type)?;
-                let mut sum = zero.clone();
-                for item in &items {
-                    if item.is_empty() {
-                        continue;
-                    }
-                    sum = sum.binary(BinaryOp::Add, &Num::decode(element_type, item)?)?;
-                }
-                if self.kind == Kind::CollectionAvg && !items.is_empty() {
-                    let count = zero.with_value_of(items.len() as i64);
-                    sum = sum.binary(BinaryOp::Divide, &count)?;
-                }
-                Some(sum.encode())
-            }
+            Kind::CollectionSum | Kind::CollectionAvg => Some(aggregates::sum_or_avg(
+                self.kind == Kind::CollectionAvg,
+                element_type,
+                &items,
+            )?),
             _ => None,
         })
     }
@@ -383,13 +378,14 @@ pub fn exists(name: &str) -> bool {
 fn arg_text(arg: &Arg<'_>) -> String {
     match arg {
         Arg::Typed(t) => t.to_string(),
+        Arg::Selector(_, label) => label.to_string(),
         Arg::Term(e) => e.to_string(),
     }
 }
 
 fn test_arg(arg: &Arg<'_>, param: &CqlType) -> Assignment {
     match arg {
-        Arg::Typed(t) => {
+        Arg::Typed(t) | Arg::Selector(t, _) => {
             if t.unfrozen() == param.unfrozen() {
                 Assignment::Exact
             } else if is_value_compatible(param, t) {
@@ -404,6 +400,17 @@ fn test_arg(arg: &Arg<'_>, param: &CqlType) -> Assignment {
 
 /// Finds the native function `name` for `args`, as Cassandra's `FunctionResolver`.
 pub fn resolve(name: &str, args: &[Arg<'_>]) -> Result<Function> {
+    resolve_called(name, args, true)
+}
+
+/// [`resolve`], for a call written with (`qualified`) or without its
+/// keyspace, which the messages naming the call repeat.
+pub fn resolve_called(name: &str, args: &[Arg<'_>], qualified: bool) -> Result<Function> {
+    let called = if qualified {
+        format!("system.{name}")
+    } else {
+        name.to_string()
+    };
     if let Some(kind) = collection_kind(name) {
         return resolve_collection(name, kind, args);
     }
@@ -455,7 +462,7 @@ pub fn resolve(name: &str, args: &[Arg<'_>]) -> Result<Function> {
     }
     match compatible.len() {
         0 => Err(QueryError::invalid(format!(
-            "Invalid call to function system.{name}, none of its type signatures match (known type signatures: {})",
+            "Invalid call to function {called}, none of its type signatures match (known type signatures: {})",
             signatures.join(", ")
         ))),
         1 => Ok(build(compatible.remove(0))),
@@ -465,7 +472,7 @@ pub fn resolve(name: &str, args: &[Arg<'_>]) -> Result<Function> {
                 .map(|c| build(c).signature())
                 .collect();
             Err(QueryError::invalid(format!(
-                "Ambiguous call to function system.{name} (can be matched by following signatures: {}): use type casts to disambiguate",
+                "Ambiguous call to function {called} (can be matched by following signatures: {}): use type casts to disambiguate",
                 matching.join(", ")
             )))
         }
@@ -494,19 +501,34 @@ fn resolve_collection(name: &str, kind: Kind, args: &[Arg<'_>]) -> Result<Functi
             args.len()
         )));
     };
-    let Arg::Typed(ty) = arg else {
-        return Err(QueryError::invalid(format!(
-            "Cannot infer type of argument {} in call to function system.{name}: use type casts to disambiguate",
-            arg_text(arg)
-        )));
+    let inferred;
+    let ty = match arg {
+        Arg::Typed(ty) | Arg::Selector(ty, _) => *ty,
+        Arg::Term(e) => match literal_collection_type(e) {
+            Some(t) => {
+                inferred = t;
+                &inferred
+            }
+            None => {
+                return Err(QueryError::invalid(format!(
+                    "Cannot infer type of argument {} in call to function system.{name}({}): use type casts to disambiguate",
+                    arg_text(arg),
+                    match kind {
+                        Kind::MapKeys | Kind::MapValues => "map",
+                        _ => "collection",
+                    }
+                )))
+            }
+        },
     };
     let wrong = || {
         QueryError::invalid(format!(
-            "Function system.{name} requires an argument of type {}, but found argument {} of type {ty}",
+            "Function system.{name} requires a {} argument, but found argument {} of type {ty}",
             match kind {
                 Kind::MapKeys | Kind::MapValues => "map",
                 Kind::CollectionCount => "collection",
-                _ => "set or list",
+                Kind::CollectionSum | Kind::CollectionAvg => "numeric set/list",
+                _ => "set/list",
             },
             arg_text(arg)
         ))
@@ -533,6 +555,32 @@ fn resolve_collection(name: &str, kind: Kind, args: &[Arg<'_>]) -> Result<Functi
     })
 }
 
+/// The type a collection literal is known to have (`getCompatibleTypeIfKnown`):
+/// its elements' when they are integers (int), floats (double), booleans,
+/// uuids or durations; strings could be several types and leave it unknown.
+fn literal_collection_type(e: &Expr) -> Option<CqlType> {
+    use rocksandra_cql::ast::Literal;
+    fn element(e: &Expr) -> Option<CqlType> {
+        Some(CqlType::Native(match e {
+            Expr::Literal(Literal::Integer(_)) => NativeType::Int,
+            Expr::Literal(Literal::Float(_)) => NativeType::Double,
+            Expr::Literal(Literal::Boolean(_)) => NativeType::Boolean,
+            Expr::Literal(Literal::Uuid(_)) => NativeType::Uuid,
+            Expr::Literal(Literal::Duration(_)) => NativeType::Duration,
+            _ => return None,
+        }))
+    }
+    match e {
+        Expr::List(items) => Some(CqlType::List(Box::new(element(items.first()?)?))),
+        Expr::Set(items) => Some(CqlType::Set(Box::new(element(items.first()?)?))),
+        Expr::Map(entries) => {
+            let (k, v) = entries.first()?;
+            Some(CqlType::Map(Box::new(element(k)?), Box::new(element(v)?)))
+        }
+        _ => None,
+    }
+}
+
 /// Cassandra's `isValueCompatibleWith`: whether bytes of `other` are valid
 /// bytes of `receiver` with the same meaning.
 pub fn is_value_compatible(receiver: &CqlType, other: &CqlType) -> bool {
@@ -548,7 +596,11 @@ pub fn is_value_compatible(receiver: &CqlType, other: &CqlType) -> bool {
             (N::Text, N::Ascii)
                 | (N::Bigint, N::Timestamp)
                 | (N::Timestamp, N::Bigint)
-                | (N::Varint, N::Int | N::Bigint | N::Smallint | N::Tinyint)
+                | (
+                    N::Varint,
+                    N::Int | N::Bigint | N::Smallint | N::Tinyint | N::Timestamp
+                )
+                | (N::Date, N::Int)
                 | (N::Uuid, N::Timeuuid)
         ),
         (CqlType::List(r), CqlType::List(o)) | (CqlType::Set(r), CqlType::Set(o)) => {
@@ -761,21 +813,6 @@ impl Num {
         })
     }
 
-    fn zero_of(ty: &CqlType) -> Result<Num> {
-        Ok(match ty.unfrozen() {
-            CqlType::Native(NativeType::Tinyint) => Num::Tinyint(0),
-            CqlType::Native(NativeType::Smallint) => Num::Smallint(0),
-            CqlType::Native(NativeType::Int) => Num::Int(0),
-            CqlType::Native(NativeType::Bigint) => Num::Bigint(0),
-            CqlType::Native(NativeType::Counter) => Num::Counter(0),
-            CqlType::Native(NativeType::Float) => Num::Float(0.0),
-            CqlType::Native(NativeType::Double) => Num::Double(0.0),
-            CqlType::Native(NativeType::Decimal) => Num::Decimal(BigInt::zero(), 0),
-            CqlType::Native(NativeType::Varint) => Num::Varint(BigInt::zero()),
-            other => return Err(not_numeric(other)),
-        })
-    }
-
     pub(crate) fn encode(&self) -> Vec<u8> {
         match self {
             Num::Tinyint(v) => v.to_be_bytes().to_vec(),
@@ -790,20 +827,6 @@ impl Num {
             }
             .to_bytes(),
             Num::Varint(v) => v.to_signed_bytes_be(),
-        }
-    }
-
-    fn type_name(&self) -> &'static str {
-        match self {
-            Num::Tinyint(_) => "tinyint",
-            Num::Smallint(_) => "smallint",
-            Num::Int(_) => "int",
-            Num::Bigint(_) => "bigint",
-            Num::Counter(_) => "counter",
-            Num::Float(_) => "float",
-            Num::Double(_) => "double",
-            Num::Decimal(..) => "decimal",
-            Num::Varint(_) => "varint",
         }
     }
 
@@ -862,21 +885,6 @@ impl Num {
         })
     }
 
-    /// The same kind of number holding `value`.
-    fn with_value_of(&self, value: i64) -> Num {
-        match self {
-            Num::Tinyint(_) => Num::Tinyint(value as i8),
-            Num::Smallint(_) => Num::Smallint(value as i16),
-            Num::Int(_) => Num::Int(value as i32),
-            Num::Bigint(_) => Num::Bigint(value),
-            Num::Counter(_) => Num::Counter(value),
-            Num::Float(_) => Num::Float(value as f32),
-            Num::Double(_) => Num::Double(value as f64),
-            Num::Decimal(..) => Num::Decimal(BigInt::from(value), 0),
-            Num::Varint(_) => Num::Varint(BigInt::from(value)),
-        }
-    }
-
     /// Converts to the numeric type `to`, as `CAST` does.
     pub(crate) fn convert(&self, to: NativeType) -> Result<Num> {
         Ok(match to {
@@ -909,90 +917,6 @@ impl Num {
             Num::Varint(v) => Num::Varint(-v),
         }
     }
-
-    /// `self op other` in the type of `self` (the caller converts `other`
-    /// first), with Java's semantics; division by zero of integers fails as
-    /// Cassandra's operation functions do.
-    pub(crate) fn binary(&self, op: BinaryOp, other: &Num) -> Result<Num> {
-        let failed = |reason: &str| {
-            QueryError::invalid(format!(
-                "the operation '{} {} {}' failed: {reason}",
-                self.type_name(),
-                op.symbol(),
-                other.type_name()
-            ))
-        };
-        macro_rules! int_op {
-            ($a:expr, $b:expr, $variant:path) => {{
-                let (a, b) = ($a, $b);
-                $variant(match op {
-                    BinaryOp::Add => a.wrapping_add(b),
-                    BinaryOp::Subtract => a.wrapping_sub(b),
-                    BinaryOp::Multiply => a.wrapping_mul(b),
-                    BinaryOp::Divide if b == 0 => return Err(failed("/ by zero")),
-                    BinaryOp::Divide => a.wrapping_div(b),
-                    BinaryOp::Remainder if b == 0 => return Err(failed("/ by zero")),
-                    BinaryOp::Remainder => a.wrapping_rem(b),
-                })
-            }};
-        }
-        macro_rules! float_op {
-            ($a:expr, $b:expr, $variant:path) => {{
-                let (a, b) = ($a, $b);
-                $variant(match op {
-                    BinaryOp::Add => a + b,
-                    BinaryOp::Subtract => a - b,
-                    BinaryOp::Multiply => a * b,
-                    BinaryOp::Divide => a / b,
-                    BinaryOp::Remainder => a % b,
-                })
-            }};
-        }
-        Ok(match self {
-            Num::Tinyint(a) => int_op!(*a, other.to_i32() as i8, Num::Tinyint),
-            Num::Smallint(a) => int_op!(*a, other.to_i32() as i16, Num::Smallint),
-            Num::Int(a) => int_op!(*a, other.to_i32(), Num::Int),
-            Num::Bigint(a) => int_op!(*a, other.to_i64(), Num::Bigint),
-            Num::Counter(a) => int_op!(*a, other.to_i64(), Num::Counter),
-            Num::Float(a) => float_op!(*a, other.to_f64() as f32, Num::Float),
-            Num::Double(a) => float_op!(*a, other.to_f64(), Num::Double),
-            Num::Varint(a) => {
-                let b = other.to_bigint();
-                Num::Varint(match op {
-                    BinaryOp::Add => a + b,
-                    BinaryOp::Subtract => a - b,
-                    BinaryOp::Multiply => a * b,
-                    BinaryOp::Divide if b.is_zero() => {
-                        return Err(failed("BigInteger divide by zero"))
-                    }
-                    BinaryOp::Divide => a / b,
-                    BinaryOp::Remainder if b.is_zero() => {
-                        return Err(failed("BigInteger divide by zero"))
-                    }
-                    BinaryOp::Remainder => a % b,
-                })
-            }
-            Num::Decimal(ua, sa) => {
-                let (ub, sb) = other.to_decimal()?;
-                let scale = (*sa).max(sb);
-                let a = rescale(ua, *sa, scale);
-                let b = rescale(&ub, sb, scale);
-                match op {
-                    BinaryOp::Add => Num::Decimal(a + b, scale),
-                    BinaryOp::Subtract => Num::Decimal(a - b, scale),
-                    BinaryOp::Multiply => Num::Decimal(ua * ub, sa.saturating_add(sb)),
-                    BinaryOp::Remainder if b.is_zero() => return Err(failed("Division by zero")),
-                    BinaryOp::Remainder => Num::Decimal(a % b, scale),
-                    BinaryOp::Divide if b.is_zero() => return Err(failed("Division by zero")),
-                    BinaryOp::Divide => {
-                        let quotient = self.to_f64() / other.to_f64();
-                        let (unscaled, scale) = double_to_decimal(quotient)?;
-                        Num::Decimal(unscaled, scale)
-                    }
-                }
-            }
-        })
-    }
 }
 
 fn low_i64(v: &BigInt) -> i64 {
@@ -1006,15 +930,6 @@ fn low_i64(v: &BigInt) -> i64 {
 
 fn pow10(exponent: u32) -> BigInt {
     num_traits::pow(BigInt::from(10), exponent as usize)
-}
-
-/// `unscaled * 10^(to - from)` for `to >= from`.
-fn rescale(unscaled: &BigInt, from: i32, to: i32) -> BigInt {
-    let shift = i64::from(to) - i64::from(from);
-    if shift <= 0 {
-        return unscaled.clone();
-    }
-    unscaled * pow10(u32::try_from(shift).unwrap_or(u32::MAX).min(100_000))
 }
 
 /// `BigDecimal.toBigInteger()`: truncation toward zero.
@@ -1047,18 +962,53 @@ fn double_to_decimal(value: f64) -> Result<(BigInt, i32)> {
         .ok_or_else(|| QueryError::Server(format!("cannot read back the double {text}")))
 }
 
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Exp => "exp",
+        Kind::Log => "log",
+        Kind::Log10 => "log10",
+        _ => "abs",
+    }
+}
+
 fn math(kind: Kind, number: Num) -> Result<Num> {
+    // Java's narrowing of the double result: saturating to int or long,
+    // then truncating to byte or short.
     let float = |f: fn(f64) -> f64| -> Result<Num> {
         let result = f(number.to_f64());
         Ok(match &number {
             Num::Float(_) => Num::Float(result as f32),
             Num::Double(_) => Num::Double(result),
-            Num::Decimal(..) => {
-                let (unscaled, scale) = double_to_decimal(result)?;
+            Num::Decimal(u, s) => {
+                let exact = match kind {
+                    Kind::Exp => Some(bigmath::exp(u, *s)),
+                    Kind::Log => bigmath::ln(u, *s),
+                    _ => bigmath::log10(u, *s),
+                };
+                let Some((unscaled, scale)) = exact else {
+                    return Err(QueryError::FunctionFailure {
+                        keyspace: "system".into(),
+                        function: kind_name(kind).into(),
+                        arg_types: vec!["decimal".into()],
+                        message: format!(
+                            "execution of 'system.{}[decimal]' failed: java.lang.ArithmeticException: {}",
+                            kind_name(kind),
+                            if kind == Kind::Log {
+                                "Natural log of number zero or less"
+                            } else {
+                                "Log10 of number zero or less"
+                            }
+                        ),
+                    });
+                };
                 Num::Decimal(unscaled, scale)
             }
             Num::Varint(_) => Num::Varint(BigInt::from(result as i64)),
-            other => other.with_value_of(result as i64),
+            Num::Tinyint(_) => Num::Tinyint(result as i32 as i8),
+            Num::Smallint(_) => Num::Smallint(result as i32 as i16),
+            Num::Int(_) => Num::Int(result as i32),
+            Num::Bigint(_) => Num::Bigint(result as i64),
+            Num::Counter(_) => Num::Counter(result as i64),
         })
     };
     match kind {
@@ -1086,6 +1036,11 @@ fn math(kind: Kind, number: Num) -> Result<Num> {
                 let rounded: BigInt = doubled / (&divisor * BigInt::from(2));
                 Num::Decimal(if u.is_negative() { -rounded } else { rounded }, 0)
             }
+            // setScale(0) of a decimal with a negative scale.
+            Num::Decimal(u, s) => Num::Decimal(
+                u * pow10(u32::try_from(-i64::from(s)).unwrap_or(0).min(100_000)),
+                0,
+            ),
             other => other,
         }),
     }
@@ -1097,40 +1052,105 @@ fn is_numeric(t: NativeType) -> bool {
     NUMERIC.contains(&t)
 }
 
-/// Whether Cassandra's `CastFcts` has a conversion from `from` to `to`.
-pub fn can_cast(from: &CqlType, to: &CqlType) -> bool {
+/// The argument types of Cassandra's `cast_as_<to>` functions (`CastFcts`).
+fn cast_sources(to: NativeType) -> Vec<NativeType> {
     use NativeType as N;
-    let (CqlType::Native(from), CqlType::Native(to)) = (from.unfrozen(), to.unfrozen()) else {
-        return false;
-    };
-    if from == to {
-        return true;
-    }
-    match (*from, *to) {
-        (f, t) if is_numeric(f) && is_numeric(t) => t != N::Counter,
-        (_, N::Text | N::Ascii) => from_castable_to_text(*from),
-        (N::Timeuuid, N::Date | N::Timestamp) => true,
-        (N::Timestamp, N::Date) | (N::Date, N::Timestamp) => true,
-        _ => false,
+    let numeric = || NUMERIC.iter().copied();
+    match to {
+        N::Tinyint
+        | N::Smallint
+        | N::Int
+        | N::Bigint
+        | N::Float
+        | N::Double
+        | N::Decimal
+        | N::Varint => {
+            let mut sources: Vec<NativeType> = numeric().filter(|t| *t != to).collect();
+            if to == N::Bigint {
+                sources.push(N::Timestamp);
+            }
+            sources
+        }
+        N::Text | N::Ascii => numeric()
+            .chain(if to == N::Text {
+                vec![N::Ascii]
+            } else {
+                Vec::new()
+            })
+            .chain([
+                N::Inet,
+                N::Boolean,
+                N::Timeuuid,
+                N::Timestamp,
+                N::Date,
+                N::Time,
+                N::Uuid,
+            ])
+            .collect(),
+        N::Date => vec![N::Timeuuid, N::Timestamp],
+        N::Timestamp => vec![N::Timeuuid, N::Date],
+        _ => Vec::new(),
     }
 }
 
-fn from_castable_to_text(from: NativeType) -> bool {
-    use NativeType as N;
-    is_numeric(from)
-        || matches!(
-            from,
-            N::Ascii
-                | N::Text
-                | N::Boolean
-                | N::Inet
-                | N::Date
-                | N::Time
-                | N::Timestamp
-                | N::Timeuuid
-                | N::Uuid
-                | N::Duration
+/// Whether Cassandra's `CastFcts` has a conversion from `from` to `to`.
+pub fn can_cast(from: &CqlType, to: &CqlType) -> bool {
+    let (CqlType::Native(f), CqlType::Native(t)) = (from.unfrozen(), to.unfrozen()) else {
+        return false;
+    };
+    f == t || cast_sources(*t).contains(f)
+}
+
+/// `CAST(arg AS to)` resolved as Cassandra does: the value itself when it
+/// already has the type (None), else the `cast_as_<to>` function whose
+/// argument type fits `from` exactly, or the only one it fits weakly (its
+/// argument type is returned). `label` is the argument as written.
+pub fn resolve_cast(from: &CqlType, to: &CqlType, label: &str) -> Result<Option<CqlType>> {
+    if from.unfrozen() == to.unfrozen() {
+        return Ok(None);
+    }
+    let CqlType::Native(t) = to.unfrozen() else {
+        return Err(QueryError::invalid(format!(
+            "{label} cannot be cast to {to}"
+        )));
+    };
+    let sources = cast_sources(*t);
+    if sources.is_empty() {
+        return Err(QueryError::invalid(format!(
+            "{label} cannot be cast to {to}"
+        )));
+    }
+    let signature = |s: &NativeType| {
+        format!(
+            "system.cast_as_{} : ({}) -> {}",
+            t.name(),
+            s.name(),
+            t.name()
         )
+    };
+    if let CqlType::Native(f) = from.unfrozen() {
+        if sources.contains(f) {
+            return Ok(Some(from.clone()));
+        }
+    }
+    let weak: Vec<NativeType> = sources
+        .iter()
+        .copied()
+        .filter(|s| is_value_compatible(&CqlType::Native(*s), from))
+        .collect();
+    match weak.as_slice() {
+        [] => Err(QueryError::invalid(format!(
+            "Invalid call to function system.cast_as_{}, none of its type signatures match (known type signatures: {})",
+            t.name(),
+            sources.iter().map(signature).collect::<Vec<_>>().join(", ")
+        ))),
+        [only] => Ok(Some(CqlType::Native(*only))),
+        several => Err(QueryError::invalid(format!(
+            "Ambiguous call to function system.cast_as_{} (can be matched by following signatures: {}): use type casts to disambiguate",
+            t.name(),
+            several.iter().map(signature).collect::<Vec<_>>().join(", ")
+        ))),
+    }
 }
 
 /// `CAST(value AS to)` for a value of type `from`; the empty value and
@@ -1158,6 +1178,7 @@ pub fn cast(value: Option<&[u8]>, from: &CqlType, to: &CqlType) -> Result<Option
     use NativeType as N;
     Ok(Some(match (*from_native, *to_native) {
         (f, t) if is_numeric(f) && is_numeric(t) => Num::decode(from, bytes)?.convert(t)?.encode(),
+        (N::Timestamp, N::Bigint) => bytes.to_vec(),
         (_, N::Text | N::Ascii) => text_of(from, bytes)?.into_bytes(),
         (N::Timeuuid | N::Date | N::Timestamp, N::Date) => {
             date_of_millis(temporal_millis(from, bytes)?)

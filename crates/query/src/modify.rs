@@ -27,6 +27,8 @@ use crate::select::lookup_table;
 use crate::term::{evaluate, EvalContext, Term};
 use rocksandra_wire::{Consistency, WriteType};
 
+mod cas;
+
 /// Longest TTL Cassandra accepts: 20 years.
 pub const MAX_TTL_SECONDS: i32 = 630_720_000;
 
@@ -160,8 +162,9 @@ pub fn execute_single(
         _ => return Err(QueryError::Server("not a modification".into())),
     };
     if has_condition(&modification) {
-        return execute_conditional(executor, &[(&modification, values, request.clone())], &[]);
+        return cas::execute(executor, &[(&modification, values, request.clone())], None);
     }
+    check_write_consistency(executor, &modification, request)?;
     if counter_cas(
         executor,
         &[(&modification, values, request.clone())],
@@ -214,7 +217,7 @@ fn counter_cas(
             return Ok(false);
         }
         let ctx = executor.eval_context(&schema, &table.keyspace, values, &*random);
-        let Ok(t) = targets(&table, &update.where_clause, &ctx) else {
+        let Ok(t) = targets(&table, &update.where_clause, &ctx, "UPDATE") else {
             return Ok(false);
         };
         // Each partition (IN lists several) is its own compare-and-set.
@@ -276,6 +279,38 @@ fn counter_lock<'a>(
         }
     }
     Ok(None)
+}
+
+/// `ConsistencyLevel.validateForWrite` / `validateCounterForWrite`: a
+/// statement without a condition cannot be written at a serial consistency.
+fn check_write_consistency(executor: &Executor, m: &Modification, request: &Request) -> Result<()> {
+    if !matches!(
+        request.consistency,
+        Consistency::Serial | Consistency::LocalSerial
+    ) {
+        return Ok(());
+    }
+    let schema = executor.schema();
+    let table = modifiable_table(executor, &schema, table_name_of(m), request)?;
+    Err(QueryError::invalid(if table.is_counter() {
+        "Counter operations are inherently non-serializable"
+    } else {
+        "You must use conditional updates for serializable writes"
+    }))
+}
+
+/// Whether a statement's conditions test regular columns: then it
+/// addresses a row even when it only writes static columns.
+fn conditions_on_regular(
+    table: &Table,
+    condition: Option<&rocksandra_cql::ast::Condition>,
+) -> bool {
+    match condition {
+        Some(rocksandra_cql::ast::Condition::Columns(conditions)) => conditions.iter().any(|c| {
+            table.column(c.target.column().as_str()).map(|c| c.kind) == Some(ColumnKind::Regular)
+        }),
+        _ => false,
+    }
 }
 
 fn has_condition(m: &Modification) -> bool {
@@ -413,10 +448,8 @@ pub fn execute_batch_statement(
         .map(|m| (m, values, request.clone()))
         .collect();
     if batch.statements.iter().any(has_condition) {
-        for m in &batch.statements {
-            check_batch_kind(executor, batch.kind, m, request)?;
-        }
-        return execute_conditional(executor, &statements, &batch.using);
+        check_batch_kinds(executor, batch.kind, &statements, &batch.using)?;
+        return cas::execute(executor, &statements, Some(&batch.using));
     }
     execute_unconditional_batch(executor, batch.kind, &statements, &batch.using, request)
 }
@@ -432,21 +465,14 @@ fn execute_unconditional_batch(
     request: &Request,
 ) -> Result<Outcome> {
     let clustered = executor.is_clustered();
-    if clustered {
-        for (m, _, statement_request) in statements {
-            check_batch_kind(executor, kind, m, statement_request)?;
-        }
-        if counter_cas(executor, statements, using, WriteType::Counter)? {
-            return Ok(Outcome::void());
-        }
+    check_batch_kinds(executor, kind, statements, using)?;
+    if clustered && counter_cas(executor, statements, using, WriteType::Counter)? {
+        return Ok(Outcome::void());
     }
     let mut mutations = Vec::new();
     let all: Vec<&Modification> = statements.iter().map(|(m, _, _)| *m).collect();
     let _guard = counter_lock(executor, &all, request)?;
     for (m, values, statement_request) in statements {
-        if !clustered {
-            check_batch_kind(executor, kind, m, statement_request)?;
-        }
         collect(
             executor,
             m,
@@ -494,7 +520,7 @@ pub fn execute_batch_message(
         })
         .collect();
     if statements.iter().any(|(m, _, _)| has_condition(m)) {
-        return execute_conditional(executor, &with_requests, &[]);
+        return cas::execute(executor, &with_requests, Some(&[]));
     }
     execute_unconditional_batch(executor, kind, &with_requests, &[], request)
 }
@@ -607,28 +633,45 @@ fn data_size(m: &Mutation, table: Option<&Table>) -> u64 {
     size
 }
 
-fn check_batch_kind(
+/// `BatchStatement.validate`: counter statements go in counter or unlogged
+/// batches, alone, without a batch-wide timestamp.
+fn check_batch_kinds(
     executor: &Executor,
     kind: BatchKind,
-    m: &Modification,
-    request: &Request,
+    statements: &[(&Modification, &[rocksandra_wire::Value], Request)],
+    using: &[UsingParam],
 ) -> Result<()> {
-    let name = match m {
-        Modification::Insert(i) => &i.table,
-        Modification::Update(u) => &u.table,
-        Modification::Delete(d) => &d.table,
-    };
-    let schema = executor.schema();
-    let table = modifiable_table(executor, &schema, name, request)?;
-    match (kind, table.is_counter()) {
-        (BatchKind::Counter, false) => Err(QueryError::invalid(
-            "Cannot include non-counter statement in a counter batch",
-        )),
-        (BatchKind::Logged | BatchKind::Unlogged, true) => Err(QueryError::invalid(
-            "Counter and non-counter mutations cannot exist in the same batch",
-        )),
-        _ => Ok(()),
+    if kind == BatchKind::Counter && using.iter().any(|u| matches!(u, UsingParam::Timestamp(_))) {
+        return Err(QueryError::invalid(
+            "Cannot provide custom timestamp for counter BATCH",
+        ));
     }
+    let schema = executor.schema();
+    let (mut counters, mut others) = (false, false);
+    for (m, _, request) in statements {
+        let table = modifiable_table(executor, &schema, table_name_of(m), request)?;
+        if table.is_counter() {
+            counters = true;
+        } else {
+            others = true;
+        }
+    }
+    if kind == BatchKind::Counter && others {
+        return Err(QueryError::invalid(
+            "Cannot include non-counter statement in a counter batch",
+        ));
+    }
+    if counters && others {
+        return Err(QueryError::invalid(
+            "Counter and non-counter mutations cannot exist in the same batch",
+        ));
+    }
+    if kind == BatchKind::Logged && counters {
+        return Err(QueryError::invalid(
+            "Cannot include a counter statement in a logged batch",
+        ));
+    }
+    Ok(())
 }
 
 /// Adds the mutations of one statement.
@@ -687,6 +730,16 @@ fn collect(
             if using.iter().any(|u| matches!(u, UsingParam::Ttl(_))) {
                 return Err(QueryError::invalid(
                     "TTL cannot be used with DELETE statements",
+                ));
+            }
+            if table.is_counter()
+                && delete
+                    .using
+                    .iter()
+                    .any(|u| matches!(u, UsingParam::Timestamp(_)))
+            {
+                return Err(QueryError::invalid(
+                    "Cannot provide custom timestamp for counter updates",
                 ));
             }
             let params = write_params(executor, &table, &using, request, &ctx)?;
@@ -864,26 +917,34 @@ fn insert_json(
             .map_err(|_| QueryError::invalid("JSON document is not UTF-8"))?,
         _ => return Err(QueryError::invalid("Got null for INSERT JSON values")),
     };
-    let document = crate::json::parse(&text).map_err(QueryError::Invalid)?;
-    let serde_json::Value::Object(entries) = document else {
-        return Err(QueryError::invalid(format!(
-            "Could not decode JSON string as a map: {text}"
-        )));
+    let document = crate::json::parse_object(&text).map_err(|e| {
+        QueryError::invalid(format!(
+            "Could not decode JSON string as a map: {}. (String was: {text})",
+            e.java()
+        ))
+    })?;
+    let crate::json::Json::Map(entries) = document else {
+        return Err(QueryError::invalid("Got null for INSERT JSON values"));
     };
+    // Json.parseJson: the table's columns in Cassandra's order take their
+    // value out of the document; what is left is unknown.
+    let mut remaining: Vec<(String, &crate::json::Json)> = entries
+        .iter()
+        .map(|(key, json)| (crate::json::column_name(key), json))
+        .collect();
     let mut names = Vec::new();
     let mut terms: Vec<Option<Term>> = vec![None; table.columns.len()];
-    for (key, json) in &entries {
-        let name = crate::json::column_name(key);
-        let Some(i) = table.column_index(&name) else {
-            return Err(QueryError::invalid(format!(
-                "JSON values map contains unrecognized column: {name}"
-            )));
-        };
+    for i in json_column_order(table) {
         let column = &table.columns[i];
+        let Some(at) = remaining.iter().position(|(name, _)| *name == column.name) else {
+            continue;
+        };
+        let (name, json) = remaining.remove(at);
         let term = match crate::json::from_json(&column.ty, json, ctx.now_micros.div_euclid(1000)) {
             Ok(Some(b)) => Term::Value(b),
             Ok(None) => Term::Null,
-            Err(e) => {
+            Err(crate::json::JsonValueError::Invalid(e)) => return Err(QueryError::invalid(e)),
+            Err(crate::json::JsonValueError::Marshal(e)) => {
                 return Err(QueryError::invalid(format!(
                     "Error decoding JSON value for {name}: {e}"
                 )))
@@ -891,6 +952,21 @@ fn insert_json(
         };
         terms[i] = Some(term);
         names.push(name);
+    }
+    if let Some((name, _)) = remaining.first() {
+        return Err(QueryError::invalid(format!(
+            "JSON values map contains unrecognized column: {name}"
+        )));
+    }
+    // A missing or null key column fails when the key is built, with the
+    // message of a null key restriction.
+    for (i, column) in table.columns.iter().enumerate() {
+        if column.kind.is_primary_key() && !matches!(terms[i], Some(Term::Value(_))) {
+            return Err(QueryError::invalid(format!(
+                "Invalid null value in condition for column {}",
+                column.name
+            )));
+        }
     }
     if !default_unset {
         for (i, column) in table.columns.iter().enumerate() {
@@ -900,6 +976,30 @@ fn insert_json(
         }
     }
     insert_terms(executor, table, names, terms, params, out)
+}
+
+/// The order of `TableMetadata.columns()`: a Java `HashMap` keyed by the
+/// names' bytes (`ByteBuffer.hashCode`, spread, by bucket, then in the
+/// order the key, clustering and other columns were added). INSERT JSON
+/// converts (and reports the first bad) values in this order.
+fn json_column_order(table: &Table) -> Vec<usize> {
+    let n = table.columns.len();
+    // HashMap's table: 16 buckets, doubled whenever it holds more than 3/4.
+    let mut buckets = 16usize;
+    while n > buckets * 3 / 4 {
+        buckets *= 2;
+    }
+    let bucket = |name: &str| -> usize {
+        let mut h: i32 = 1;
+        for b in name.as_bytes().iter().rev() {
+            h = h.wrapping_mul(31).wrapping_add(i32::from(*b as i8));
+        }
+        let spread = h ^ ((h as u32) >> 16) as i32;
+        (spread as u32 as usize) & (buckets - 1)
+    };
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|i| bucket(&table.columns[*i].name));
+    order
 }
 
 fn missing(columns: &[Column], given: &[String]) -> String {
@@ -962,9 +1062,11 @@ fn add_elements(
     match (&column.ty, value) {
         (CqlType::List(_), Value::List(items)) => {
             let n = items.len();
+            // One clock reading for all prepended elements keeps their order.
+            let prepend_base = prepend_micros(executor);
             for (k, item) in items.into_iter().enumerate() {
                 let id = if prepend {
-                    prepend_timeuuid(executor, n - k)
+                    prepend_timeuuid(executor, prepend_base, n - k)
                 } else {
                     list_timeuuid(executor, params.timestamp, k)
                 };
@@ -1020,12 +1122,15 @@ fn list_timeuuid(executor: &Executor, timestamp: i64, k: usize) -> [u8; 16] {
 
 /// Prepended elements get times before 2010-01-01, decreasing with each
 /// prepend, as Cassandra's `Lists.PrecisionTime` does.
-fn prepend_timeuuid(executor: &Executor, k: usize) -> [u8; 16] {
-    const REFERENCE_MICROS: i64 = 1_262_304_000_000_000; // 2010-01-01
-    let now = executor.now_micros();
-    let micros = REFERENCE_MICROS - (now - REFERENCE_MICROS);
+fn prepend_timeuuid(executor: &Executor, micros: i64, k: usize) -> [u8; 16] {
     let t = ((micros as i128) * 10 + 0x01B2_1DD2_1381_4000i128 - k as i128) as u64;
     timeuuid_from(t, (executor.env.random)())
+}
+
+/// The time of a prepend: as far before 2010-01-01 as now is after it.
+fn prepend_micros(executor: &Executor) -> i64 {
+    const REFERENCE_MICROS: i64 = 1_262_304_000_000_000; // 2010-01-01
+    REFERENCE_MICROS - (executor.now_micros() - REFERENCE_MICROS)
 }
 
 fn timeuuid_from(t: u64, random: u64) -> [u8; 16] {
@@ -1054,6 +1159,7 @@ fn targets(
     table: &Table,
     where_clause: &[rocksandra_cql::ast::Relation],
     ctx: &EvalContext<'_>,
+    statement: &str,
 ) -> Result<Targets> {
     for r in where_clause {
         if let rocksandra_cql::ast::Relation::Compare { lhs, op, .. } = r {
@@ -1062,6 +1168,46 @@ fn targets(
                     let Some(column) = table.column(c.as_str()) else {
                         return Err(undefined_column(table, c.as_str()));
                     };
+                    // Cassandra builds each relation's restriction (and refuses
+                    // it) before looking for non-key columns.
+                    match op {
+                        rocksandra_cql::ast::Operator::Contains => {
+                            return Err(QueryError::invalid(format!(
+                                "Cannot use {statement} with CONTAINS"
+                            )))
+                        }
+                        rocksandra_cql::ast::Operator::ContainsKey => {
+                            return Err(QueryError::invalid(format!(
+                                "Cannot use {statement} with CONTAINS KEY"
+                            )))
+                        }
+                        rocksandra_cql::ast::Operator::Eq
+                        | rocksandra_cql::ast::Operator::Lt
+                        | rocksandra_cql::ast::Operator::Lte
+                        | rocksandra_cql::ast::Operator::Gt
+                        | rocksandra_cql::ast::Operator::Gte
+                        | rocksandra_cql::ast::Operator::In
+                            if column.ty.is_multi_cell()
+                                && matches!(
+                                    column.ty,
+                                    CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..)
+                                ) =>
+                        {
+                            let op_text = match op {
+                                rocksandra_cql::ast::Operator::Eq => "=",
+                                rocksandra_cql::ast::Operator::Lt => "<",
+                                rocksandra_cql::ast::Operator::Lte => "<=",
+                                rocksandra_cql::ast::Operator::Gt => ">",
+                                rocksandra_cql::ast::Operator::Gte => ">=",
+                                _ => "IN",
+                            };
+                            return Err(QueryError::invalid(format!(
+                                "Collection column '{}' ({}) cannot be restricted by a '{op_text}' relation",
+                                column.name, column.ty
+                            )));
+                        }
+                        _ => {}
+                    }
                     if !column.kind.is_primary_key() {
                         return Err(QueryError::invalid(format!(
                             "Non PRIMARY KEY columns found in where clause: {} ",
@@ -1131,7 +1277,7 @@ fn update_mutation(
     request: &Request,
     out: &mut Vec<Mutation>,
 ) -> Result<()> {
-    let t = targets(table, &update.where_clause, ctx)?;
+    let t = targets(table, &update.where_clause, ctx, "UPDATE")?;
     let mut assigned: Vec<&Column> = Vec::new();
     for a in &update.assignments {
         let name = a.target.column().as_str();
@@ -1148,7 +1294,10 @@ fn update_mutation(
             c.name == column.name
                 && (whole
                     || (matches!(other.target, ColumnTarget::Column(_))
-                        && other.op == AssignOp::Set))
+                        && other.op == AssignOp::Set)
+                    || matches!((&a.target, &other.target),
+                        (ColumnTarget::Field { field: f, .. }, ColumnTarget::Field { field: g, .. })
+                            if f == g))
         });
         if clashes {
             return Err(QueryError::syntax(format!(
@@ -1157,7 +1306,13 @@ fn update_mutation(
         }
         assigned.push(column);
     }
-    let static_only = assigned.iter().all(|c| c.kind == ColumnKind::Static);
+    if cas::has_clustering_slice(table, &update.where_clause) {
+        return Err(QueryError::invalid(
+            "Slice restrictions are not supported on the clustering columns in UPDATE statements",
+        ));
+    }
+    let static_only = assigned.iter().all(|c| c.kind == ColumnKind::Static)
+        && !conditions_on_regular(table, update.condition.as_ref());
     if static_only && t.restricted && table.clustering_count > 0 {
         return Err(QueryError::invalid(
             "Invalid restrictions on clustering columns since the UPDATE statement modifies only static columns",
@@ -1213,6 +1368,7 @@ fn update_mutation(
                     params,
                     ctx,
                     request,
+                    out,
                     &mut static_row,
                 )?;
             } else {
@@ -1227,6 +1383,7 @@ fn update_mutation(
                         params,
                         ctx,
                         request,
+                        out,
                         row,
                     )?;
                 }
@@ -1265,23 +1422,33 @@ impl ListElement<'_> {
         column: &Column,
         request: &Request,
         setting: bool,
+        pending: &RowUpdate,
     ) -> Result<Vec<u8>> {
         let int = CqlType::Native(NativeType::Int);
-        let Term::Value(k) = evaluate(self.key, &int, self.name, self.ctx)? else {
-            return Err(QueryError::invalid(format!(
-                "Invalid null value for list index of {}",
-                self.name
-            )));
+        let Term::Value(k) = evaluate(self.key, &int, &format!("idx({})", self.name), self.ctx)?
+        else {
+            return Err(QueryError::invalid("Invalid null value for list index"));
         };
         let index = match Value::deserialize(&int, &k)? {
             Value::Int(i) => i,
             _ => 0,
         };
-        let cells = read_list(executor, table, pk, clustering, column, request)?;
-        if setting && cells.is_empty() {
-            return Err(QueryError::invalid(
-                "Attempted to set an element on a list which is null",
-            ));
+        let mut cells = read_list(executor, table, pk, clustering, column, request)?;
+        // Elements this statement already deleted are gone for its later
+        // index operations.
+        cells.retain(|c| {
+            !pending.cells.iter().any(|p| {
+                p.column == column.id
+                    && p.path == c.path
+                    && matches!(p.kind, rocksandra_storage::cell::CellKind::Tombstone { .. })
+            })
+        });
+        if cells.is_empty() {
+            return Err(QueryError::invalid(if setting {
+                "Attempted to set an element on a list which is null"
+            } else {
+                "Attempted to delete an element from a list which is null"
+            }));
         }
         let Some(cell) = usize::try_from(index).ok().and_then(|i| cells.get(i)) else {
             return Err(QueryError::invalid(format!(
@@ -1291,6 +1458,32 @@ impl ListElement<'_> {
         };
         Ok(cell.path.clone().unwrap_or_default())
     }
+}
+
+/// The latest cell of a counter among mutations not written yet (earlier
+/// statements of the batch).
+fn pending_counter<'m>(
+    earlier: &'m [Mutation],
+    table: &Table,
+    pk: &[Vec<u8>],
+    clustering: Option<&[Vec<u8>]>,
+    column: &Column,
+) -> Option<&'m Cell> {
+    let key = partition_key_bytes(pk);
+    earlier
+        .iter()
+        .filter(|m| m.table == table.storage_id && m.partition.key == key)
+        .flat_map(|m| match clustering {
+            None => m.static_row.iter().collect::<Vec<_>>(),
+            Some(c) => m
+                .rows
+                .iter()
+                .filter(|(rc, _)| rc.as_slice() == c)
+                .map(|(_, r)| r)
+                .collect(),
+        })
+        .flat_map(|r| r.cells.iter().filter(|c| c.column == column.id))
+        .max_by_key(|c| c.timestamp.0)
 }
 
 /// Reads the current value of a multi-cell list column (for index
@@ -1346,10 +1539,21 @@ fn apply_assignment(
     params: WriteParams,
     ctx: &EvalContext<'_>,
     request: &Request,
+    earlier: &[Mutation],
     row: &mut RowUpdate,
 ) -> Result<()> {
     let name = column.name.as_str();
+    if a.op == AssignOp::Prepend && !matches!(column.ty.unfrozen(), CqlType::List(_)) {
+        // The value is checked against the column first, as
+        // Operation.Prepend.prepare does (and prints its text with a `-`).
+        evaluate(&a.value, &column.ty, name, ctx)?;
+        return Err(QueryError::invalid(format!(
+            "Invalid operation ({name} = {} - {name}) for non list column {name}",
+            a.value
+        )));
+    }
     if column.ty.is_counter() {
+        let term = evaluate(&a.value, &column.ty, name, ctx)?;
         let delta_sign = match (&a.target, a.op) {
             (ColumnTarget::Column(_), AssignOp::Add) => 1i64,
             (ColumnTarget::Column(_), AssignOp::Subtract) => -1i64,
@@ -1359,31 +1563,37 @@ fn apply_assignment(
                 )))
             }
         };
-        let bigint = CqlType::Native(NativeType::Bigint);
-        let delta = match evaluate(&a.value, &bigint, name, ctx)? {
-            Term::Value(b) => match Value::deserialize(&bigint, &b)? {
-                Value::Bigint(d) => d,
-                _ => 0,
-            },
+        let delta = match term {
+            Term::Value(b) => <[u8; 8]>::try_from(b.as_slice())
+                .map(i64::from_be_bytes)
+                .unwrap_or(0),
             Term::Null => {
                 return Err(QueryError::invalid(
-                    "Invalid null value for counter increment",
+                    "Invalid null value for counter increment/decrement",
                 ))
             }
             Term::Unset => return Ok(()),
         };
         // Single node: counters are read, changed and written under the
-        // statement's read-modify-write lock (taken by the caller).
-        let cells = read_list(executor, table, pk, clustering, column, request)?;
-        let (current, last_write) = cells
-            .first()
-            .map(|c| {
-                let v = <[u8; 8]>::try_from(c.value.as_slice())
-                    .map(i64::from_be_bytes)
-                    .unwrap_or(0);
-                (v, c.timestamp.0)
-            })
-            .unwrap_or((0, i64::MIN));
+        // statement's read-modify-write lock (taken by the caller). An
+        // update of the same counter earlier in the statement or batch is
+        // not written yet: it is the value to add to.
+        let value_of = |c: &Cell| {
+            let v = <[u8; 8]>::try_from(c.value.as_slice())
+                .map(i64::from_be_bytes)
+                .unwrap_or(0);
+            (v, c.timestamp.0)
+        };
+        let (current, last_write) = match row.cells.iter().rposition(|c| c.column == column.id) {
+            Some(i) => value_of(&row.cells.remove(i)),
+            None => match pending_counter(earlier, table, pk, clustering, column) {
+                Some(cell) => value_of(cell),
+                None => read_list(executor, table, pk, clustering, column, request)?
+                    .first()
+                    .map(value_of)
+                    .unwrap_or((0, i64::MIN)),
+            },
+        };
         let value = current.wrapping_add(delta_sign.wrapping_mul(delta));
         let timestamp = params.timestamp.max(last_write.saturating_add(1));
         row.cells.push(Cell::live(
@@ -1397,6 +1607,31 @@ fn apply_assignment(
         (ColumnTarget::Column(_), AssignOp::Set) => {
             let term = evaluate(&a.value, &column.ty, name, ctx)?;
             set_column(executor, column, term, params, row)
+        }
+        (ColumnTarget::Column(_), AssignOp::Add | AssignOp::Prepend | AssignOp::Subtract)
+            if matches!(column.ty, CqlType::Udt(_)) =>
+        {
+            let symbol = if a.op == AssignOp::Subtract { "-" } else { "+" };
+            Err(QueryError::invalid(format!(
+                "Invalid operation ({name} = {name} {symbol} {}) for tuple column {name}",
+                a.value
+            )))
+        }
+        (ColumnTarget::Column(_), AssignOp::Add)
+            if matches!(column.ty, CqlType::Map(..)) && map_literal_with_null(&a.value) =>
+        {
+            Err(QueryError::invalid(format!(
+                "Value for a map addition has to be a map, but was: '{}'",
+                null_text(&a.value)
+            )))
+        }
+        (ColumnTarget::Column(_), AssignOp::Subtract)
+            if matches!(column.ty, CqlType::Map(..)) && map_literal_with_null(&a.value) =>
+        {
+            Err(QueryError::invalid(format!(
+                "Value for a map substraction has to be a set, but was: '{}'",
+                null_text(&a.value)
+            )))
         }
         (ColumnTarget::Column(_), AssignOp::Add | AssignOp::Prepend) => {
             if !column.ty.is_multi_cell() {
@@ -1489,7 +1724,8 @@ fn apply_assignment(
             CqlType::List(et) => {
                 let _guard = executor.rmw_lock.hold();
                 let element = ListElement { key, name, ctx };
-                let path = element.path(executor, table, pk, clustering, column, request, true)?;
+                let path =
+                    element.path(executor, table, pk, clustering, column, request, true, row)?;
                 match evaluate(&a.value, et, name, ctx)? {
                     Term::Value(v) => row.cells.push(params.cell(column, v).with_path(path)),
                     Term::Null => row.cells.push(params.tombstone(column).with_path(path)),
@@ -1502,7 +1738,9 @@ fn apply_assignment(
                     ColumnTarget::Element { key, .. } => key.to_string(),
                     _ => String::new(),
                 };
-                let what = if other.is_collection() {
+                let what = if matches!(other, CqlType::Set(_)) {
+                    "set"
+                } else if other.is_collection() {
                     "frozen collection"
                 } else {
                     "non collection"
@@ -1533,7 +1771,8 @@ fn apply_assignment(
                 )));
             };
             let path = paths::field_path(i);
-            match evaluate(&a.value, &u.fields[i].1, name, ctx)? {
+            let receiver = format!("{name}.{}", field.as_str());
+            match evaluate(&a.value, &u.fields[i].1, &receiver, ctx)? {
                 Term::Value(v) => row.cells.push(params.cell(column, v).with_path(path)),
                 Term::Null => row.cells.push(params.tombstone(column).with_path(path)),
                 Term::Unset => {}
@@ -1546,6 +1785,39 @@ fn apply_assignment(
     }
 }
 
+/// A map or set literal holding a null (`{'k': null}`, `{null}`).
+fn map_literal_with_null(e: &Expr) -> bool {
+    let null = |e: &Expr| matches!(e, Expr::Literal(rocksandra_cql::ast::Literal::Null));
+    match e {
+        Expr::Map(entries) => entries.iter().any(|(k, v)| null(k) || null(v)),
+        Expr::Set(items) => items.iter().any(null),
+        _ => false,
+    }
+}
+
+/// A literal as Cassandra prints a raw term: nulls as `NULL`.
+fn null_text(e: &Expr) -> String {
+    let item = |e: &Expr| match e {
+        Expr::Literal(rocksandra_cql::ast::Literal::Null) => "NULL".to_string(),
+        other => other.to_string(),
+    };
+    match e {
+        Expr::Map(entries) => format!(
+            "{{{}}}",
+            entries
+                .iter()
+                .map(|(k, v)| format!("{}: {}", item(k), item(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Expr::Set(items) => format!(
+            "{{{}}}",
+            items.iter().map(item).collect::<Vec<_>>().join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
 fn delete_mutation(
     executor: &Executor,
     table: &Table,
@@ -1555,7 +1827,7 @@ fn delete_mutation(
     request: &Request,
     out: &mut Vec<Mutation>,
 ) -> Result<()> {
-    let t = targets(table, &delete.where_clause, ctx)?;
+    let t = targets(table, &delete.where_clause, ctx, "DELETE")?;
     let deletion = params.deletion();
     for key in &t.keys {
         let mut mutation = new_mutation(table, key);
@@ -1588,7 +1860,7 @@ fn delete_mutation(
         let mut regular: Vec<(Vec<Vec<u8>>, RowUpdate)> = Vec::new();
         let all_static = delete.targets.iter().all(|target| {
             table.column(target.column().as_str()).map(|c| c.kind) == Some(ColumnKind::Static)
-        });
+        }) && !conditions_on_regular(table, delete.condition.as_ref());
         if all_static && t.restricted {
             return Err(QueryError::invalid(
                 "Invalid restrictions on clustering columns since the DELETE statement modifies only static columns",
@@ -1689,7 +1961,8 @@ fn delete_target(
             CqlType::List(_) => {
                 let _guard = executor.rmw_lock.hold();
                 let element = ListElement { key, name, ctx };
-                let path = element.path(executor, table, pk, clustering, column, request, false)?;
+                let path =
+                    element.path(executor, table, pk, clustering, column, request, false, row)?;
                 row.cells.push(params.tombstone(column).with_path(path));
                 Ok(())
             }
@@ -1723,20 +1996,6 @@ fn delete_target(
 
 // ---------------------------------------------------------------- conditions
 
-/// What a conditional statement checks, for one statement of a batch.
-struct Check<'a> {
-    table: std::sync::Arc<Table>,
-    pk: Vec<Vec<u8>>,
-    clustering: Option<Vec<Vec<u8>>>,
-    kind: CheckKind<'a>,
-}
-
-enum CheckKind<'a> {
-    NotExists,
-    Exists,
-    Columns(&'a [rocksandra_cql::ast::ColumnCondition]),
-}
-
 fn where_of(m: &Modification) -> &[rocksandra_cql::ast::Relation] {
     match m {
         Modification::Insert(_) => &[],
@@ -1759,493 +2018,6 @@ fn using_of(m: &Modification) -> &[UsingParam] {
         Modification::Update(u) => &u.using,
         Modification::Delete(d) => &d.using,
     }
-}
-
-/// The row a conditional statement addresses.
-fn check_of<'a>(
-    executor: &Executor,
-    m: &'a Modification,
-    request: &Request,
-    values: &[rocksandra_wire::Value],
-) -> Result<Check<'a>> {
-    let schema = executor.schema();
-    let table = modifiable_table(executor, &schema, table_name_of(m), request)?;
-    if using_of(m)
-        .iter()
-        .any(|u| matches!(u, UsingParam::Timestamp(_)))
-    {
-        return Err(QueryError::invalid(
-            "Cannot provide custom timestamp for conditional updates",
-        ));
-    }
-    let random = executor.env.random.clone();
-    let ctx = executor.eval_context(&schema, &table.keyspace, values, &*random);
-    let (pk, clustering) = match m {
-        Modification::Insert(insert) => {
-            let InsertValues::Columns { columns, values } = &insert.values else {
-                return Err(QueryError::invalid(
-                    "INSERT JSON with IF NOT EXISTS is not supported yet",
-                ));
-            };
-            let mut pk = Vec::new();
-            let mut clustering = Vec::new();
-            for column in table.partition_key().iter().chain(table.clustering()) {
-                let Some(i) = columns.iter().position(|c| c.as_str() == column.name) else {
-                    if column.kind == ColumnKind::Clustering {
-                        break;
-                    }
-                    return Err(QueryError::invalid(format!(
-                        "Some partition key parts are missing: {}",
-                        column.name
-                    )));
-                };
-                let v = key_value(
-                    column,
-                    evaluate(&values[i], &column.ty, &column.name, &ctx)?,
-                    table.partition_key_count == 1,
-                )?;
-                if column.kind == ColumnKind::PartitionKey {
-                    pk.push(v);
-                } else {
-                    clustering.push(v);
-                }
-            }
-            (pk, Some(clustering))
-        }
-        _ => {
-            if where_of(m).iter().any(|r| {
-                matches!(r, rocksandra_cql::ast::Relation::Compare { op: rocksandra_cql::ast::Operator::In, lhs: rocksandra_cql::ast::RelationLhs::Column(c), .. }
-                    if table.column(c.as_str()).map(|c| c.kind) == Some(ColumnKind::PartitionKey))
-            }) {
-                return Err(QueryError::invalid(
-                    "IN on the partition key is not supported with conditional updates",
-                ));
-            }
-            let t = targets(&table, where_of(m), &ctx)?;
-            let [pk] = t.keys.as_slice() else {
-                return Err(QueryError::invalid(
-                    "IN on the partition key is not supported with conditional updates",
-                ));
-            };
-            let clustering = if t.restricted {
-                if !t.exact || t.slices.len() != 1 {
-                    return Err(QueryError::invalid(
-                        "IN on the clustering key columns is not supported with conditional updates",
-                    ));
-                }
-                Some(t.slices[0].start.prefix.clone())
-            } else if table.clustering_count == 0 {
-                Some(Vec::new())
-            } else {
-                None
-            };
-            (pk.clone(), clustering)
-        }
-    };
-    let kind = match m {
-        Modification::Insert(_) => CheckKind::NotExists,
-        Modification::Update(u) => match &u.condition {
-            Some(rocksandra_cql::ast::Condition::Exists) => CheckKind::Exists,
-            Some(rocksandra_cql::ast::Condition::Columns(c)) => CheckKind::Columns(c),
-            None => CheckKind::Columns(&[]),
-        },
-        Modification::Delete(d) => match &d.condition {
-            Some(rocksandra_cql::ast::Condition::Exists) => CheckKind::Exists,
-            Some(rocksandra_cql::ast::Condition::Columns(c)) => CheckKind::Columns(c),
-            None => CheckKind::Columns(&[]),
-        },
-    };
-    if let CheckKind::Columns(conditions) = &kind {
-        for c in conditions.iter() {
-            let name = c.target.column().as_str();
-            match table.column(name) {
-                None => {
-                    return Err(QueryError::invalid(format!(
-                        "Undefined column name {name} in table {}",
-                        crate::ddl::display_name(&table.keyspace, &table.name)
-                    )))
-                }
-                Some(col) if col.kind.is_primary_key() => {
-                    return Err(QueryError::invalid(format!(
-                        "PRIMARY KEY column '{name}' cannot have IF conditions"
-                    )))
-                }
-                _ => {}
-            }
-        }
-    }
-    Ok(Check {
-        table,
-        pk,
-        clustering,
-        kind,
-    })
-}
-
-/// The current row of a check (None when it does not exist).
-fn current_row(
-    executor: &Executor,
-    check: &Check<'_>,
-    request: &Request,
-) -> Result<Option<crate::rows::CqlRow>> {
-    let table = &check.table;
-    let read = PartitionRead {
-        table: table.storage_id,
-        partition: PartitionKey::new(partition_key_bytes(&check.pk)),
-        slices: match &check.clustering {
-            Some(c) if table.clustering_count > 0 => vec![Slice::prefix(c.clone())],
-            Some(_) => vec![Slice::all()],
-            None => Vec::new(),
-        },
-        reversed: false,
-        include_static: true,
-        row_limit: 1,
-    };
-    let now = executor.local_now(request);
-    let partition = executor.data().read_partition(
-        &executor.schema(),
-        table,
-        &read,
-        read_before_write_consistency(request),
-        now,
-    )?;
-    let rows = crate::rows::partition_rows(table, &partition, now, check.clustering.is_none())?;
-    Ok(rows.into_iter().next())
-}
-
-/// A column reported by a failed condition: its index and current value.
-type ReportedColumn = (usize, Option<Vec<u8>>);
-
-/// Evaluates a check: whether it holds and the columns to report if not.
-fn evaluate_check(
-    executor: &Executor,
-    check: &Check<'_>,
-    request: &Request,
-    values: &[rocksandra_wire::Value],
-) -> Result<(bool, Vec<ReportedColumn>)> {
-    let row = current_row(executor, check, request)?;
-    let table = &check.table;
-    let all_columns = |row: &crate::rows::CqlRow| -> Vec<(usize, Option<Vec<u8>>)> {
-        (0..table.columns.len())
-            .map(|i| (i, row.columns[i].value.clone()))
-            .collect()
-    };
-    match &check.kind {
-        CheckKind::NotExists => match row {
-            Some(r) if r.clustering.is_some() || table.clustering_count == 0 => {
-                Ok((false, all_columns(&r)))
-            }
-            _ => Ok((true, Vec::new())),
-        },
-        CheckKind::Exists => match row {
-            Some(r) if r.clustering.is_some() || check.clustering.is_none() => {
-                Ok((true, all_columns(&r)))
-            }
-            _ => Ok((false, Vec::new())),
-        },
-        CheckKind::Columns(conditions) => {
-            let schema = executor.schema();
-            let random = executor.env.random.clone();
-            let ctx = executor.eval_context(&schema, &table.keyspace, values, &*random);
-            let mut holds = true;
-            let mut reported: Vec<usize> = Vec::new();
-            for c in conditions.iter() {
-                let name = c.target.column().as_str();
-                let Some(i) = table.column_index(name) else {
-                    continue;
-                };
-                let column = &table.columns[i];
-                if !reported.contains(&i) {
-                    reported.push(i);
-                }
-                let current = row.as_ref().and_then(|r| r.columns[i].value.clone());
-                let (ty, actual) = match &c.target {
-                    ColumnTarget::Element { key, .. } => match column.ty.unfrozen() {
-                        CqlType::Map(kt, vt) => {
-                            let Term::Value(k) = evaluate(key, kt, name, &ctx)? else {
-                                return Err(QueryError::invalid(
-                                    "Invalid null value for map element access",
-                                ));
-                            };
-                            let found = match &current {
-                                Some(b) => match Value::deserialize(&column.ty, b)? {
-                                    Value::Map(entries) => entries
-                                        .into_iter()
-                                        .find(|(ek, _)| ek.to_bytes() == k)
-                                        .map(|(_, v)| v.to_bytes()),
-                                    _ => None,
-                                },
-                                None => None,
-                            };
-                            ((**vt).clone(), found)
-                        }
-                        CqlType::List(et) => {
-                            let int = CqlType::Native(NativeType::Int);
-                            let Term::Value(k) = evaluate(key, &int, name, &ctx)? else {
-                                return Err(QueryError::invalid(
-                                    "Invalid null value for list element access",
-                                ));
-                            };
-                            let index =
-                                i32::from_be_bytes(k.as_slice().try_into().unwrap_or([0; 4]));
-                            let found = match &current {
-                                Some(b) => match Value::deserialize(&column.ty, b)? {
-                                    Value::List(items) => usize::try_from(index)
-                                        .ok()
-                                        .and_then(|i| items.get(i))
-                                        .map(Value::to_bytes),
-                                    _ => None,
-                                },
-                                None => None,
-                            };
-                            ((**et).clone(), found)
-                        }
-                        _ => {
-                            return Err(QueryError::invalid(format!(
-                                "Invalid element access on column {name}"
-                            )))
-                        }
-                    },
-                    ColumnTarget::Field { field, .. } => match column.ty.unfrozen() {
-                        CqlType::Udt(u) => {
-                            let Some(fi) = u.fields.iter().position(|(n, _)| n == field.as_str())
-                            else {
-                                return Err(QueryError::invalid(format!(
-                                    "UDT column {name} does not have a field named {}",
-                                    field.as_str()
-                                )));
-                            };
-                            let found = match &current {
-                                Some(b) => match Value::deserialize(&column.ty, b)? {
-                                    Value::Udt(fields) => {
-                                        fields.get(fi).cloned().flatten().map(|v| v.to_bytes())
-                                    }
-                                    _ => None,
-                                },
-                                None => None,
-                            };
-                            (u.fields[fi].1.clone(), found)
-                        }
-                        _ => {
-                            return Err(QueryError::invalid(format!(
-                                "Invalid field access on column {name}"
-                            )))
-                        }
-                    },
-                    ColumnTarget::Column(_) => (column.ty.clone(), current.clone()),
-                };
-                let ok = match c.op {
-                    rocksandra_cql::ast::Operator::In => {
-                        let list = CqlType::List(Box::new(ty.clone()));
-                        let candidates: Vec<Option<Vec<u8>>> = match &c.value {
-                            Expr::Tuple(items) => items
-                                .iter()
-                                .map(|e| match evaluate(e, &ty, name, &ctx) {
-                                    Ok(Term::Value(v)) => Ok(Some(v)),
-                                    Ok(_) => Ok(None),
-                                    Err(e) => Err(e),
-                                })
-                                .collect::<Result<_>>()?,
-                            other => match evaluate(other, &list, name, &ctx)? {
-                                Term::Value(b) => match Value::deserialize(&list, &b)? {
-                                    Value::List(items) => {
-                                        items.iter().map(|v| Some(v.to_bytes())).collect()
-                                    }
-                                    _ => Vec::new(),
-                                },
-                                _ => Vec::new(),
-                            },
-                        };
-                        candidates.iter().any(|cand| match (cand, &actual) {
-                            (None, None) => true,
-                            (Some(a), Some(b)) => {
-                                rocksandra_data::value::compare(&ty, a, b)
-                                    == std::cmp::Ordering::Equal
-                            }
-                            _ => false,
-                        })
-                    }
-                    op => {
-                        let expected = match evaluate(&c.value, &ty, name, &ctx)? {
-                            Term::Value(v) => Some(v),
-                            Term::Null => None,
-                            Term::Unset => {
-                                return Err(QueryError::invalid(
-                                    "Invalid 'unset' value in condition",
-                                ))
-                            }
-                        };
-                        compare_condition(&ty, op, actual.as_deref(), expected.as_deref())?
-                    }
-                };
-                holds &= ok;
-            }
-            reported.sort_unstable();
-            if row.is_none() {
-                // Nothing to show when the row does not exist.
-                reported.clear();
-            }
-            let report = reported
-                .into_iter()
-                .map(|i| (i, row.as_ref().and_then(|r| r.columns[i].value.clone())))
-                .collect();
-            Ok((holds, report))
-        }
-    }
-}
-
-fn compare_condition(
-    ty: &CqlType,
-    op: rocksandra_cql::ast::Operator,
-    actual: Option<&[u8]>,
-    expected: Option<&[u8]>,
-) -> Result<bool> {
-    use rocksandra_cql::ast::Operator as Op;
-    use std::cmp::Ordering;
-    Ok(match (actual, expected) {
-        (None, None) => matches!(op, Op::Eq | Op::Lte | Op::Gte),
-        (None, Some(_)) => op == Op::Neq,
-        (Some(_), None) => match op {
-            Op::Eq => false,
-            Op::Neq => true,
-            _ => {
-                return Err(QueryError::invalid(format!(
-                    "Invalid comparison with null for operator \"{}\"",
-                    match op {
-                        Op::Lt => "<",
-                        Op::Lte => "<=",
-                        Op::Gt => ">",
-                        _ => ">=",
-                    }
-                )))
-            }
-        },
-        (Some(a), Some(e)) => {
-            let o = rocksandra_data::value::compare(ty, a, e);
-            match op {
-                Op::Eq => o == Ordering::Equal,
-                Op::Neq => o != Ordering::Equal,
-                Op::Lt => o == Ordering::Less,
-                Op::Lte => o != Ordering::Greater,
-                Op::Gt => o == Ordering::Greater,
-                Op::Gte => o != Ordering::Less,
-                _ => false,
-            }
-        }
-    })
-}
-
-/// The `[applied]` result of a conditional statement or batch.
-fn applied_rows(table: &Table, applied: bool, report: &[(usize, Option<Vec<u8>>)]) -> Outcome {
-    use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, TableSpec};
-    let spec = |name: &str, ty: CqlType| ColumnSpec {
-        table: TableSpec {
-            keyspace: table.keyspace.clone(),
-            table: table.name.clone(),
-        },
-        name: name.to_string(),
-        cql_type: ty,
-    };
-    let mut specs = vec![spec("[applied]", CqlType::Native(NativeType::Boolean))];
-    let mut row = vec![Some(bytes::Bytes::from(vec![u8::from(applied)]))];
-    if !applied {
-        for (i, v) in report {
-            specs.push(spec(&table.columns[*i].name, table.columns[*i].ty.clone()));
-            row.push(v.clone().map(bytes::Bytes::from));
-        }
-    }
-    Outcome::rows(Rows {
-        metadata: RowsMetadata {
-            columns: ColumnsMetadata::Specs(specs),
-            paging_state: None,
-            new_metadata_id: None,
-        },
-        rows: vec![row],
-    })
-}
-
-/// Runs statements of which at least one has a condition: all conditions
-/// are checked and, when all hold, all statements are applied, atomically
-/// with respect to other conditional and read-before-write statements.
-fn execute_conditional(
-    executor: &Executor,
-    statements: &[(&Modification, &[rocksandra_wire::Value], Request)],
-    batch_using: &[UsingParam],
-) -> Result<Outcome> {
-    let mut checks = Vec::new();
-    for (m, values, request) in statements {
-        let check = check_of(executor, m, request, values)?;
-        checks.push(check);
-    }
-    if let Some(first) = checks.first() {
-        if checks
-            .iter()
-            .any(|c| c.table.storage_id != first.table.storage_id || c.pk != first.pk)
-        {
-            return Err(QueryError::invalid(
-                "Batch with conditions cannot span multiple partitions",
-            ));
-        }
-    }
-    let table = checks
-        .first()
-        .map(|c| c.table.clone())
-        .ok_or_else(|| QueryError::invalid("empty batch"))?;
-    let request = &statements[0].2;
-    let serial = serial_of(request);
-    let options = CasOptions {
-        serial,
-        commit: request.consistency,
-        write_type: WriteType::Cas,
-        now: executor.local_now(request),
-    };
-    let partition = PartitionKey::new(partition_key_bytes(&checks[0].pk));
-    let mut outcome = None;
-    executor.data().cas(
-        &executor.schema(),
-        &table,
-        &partition,
-        &options,
-        &mut |timestamp| {
-            let mut all_hold = true;
-            let mut report = Vec::new();
-            for ((m, values, request), check) in statements.iter().zip(&checks) {
-                if !has_condition(m) {
-                    continue;
-                }
-                let request = cas_request(request, serial, timestamp);
-                let (holds, r) = evaluate_check(executor, check, &request, values)?;
-                all_hold &= holds;
-                if !holds && report.is_empty() {
-                    report = r;
-                }
-            }
-            if !all_hold {
-                outcome = Some(applied_rows(&table, false, &report));
-                return Ok(None);
-            }
-            let mut mutations = Vec::new();
-            for (m, values, request) in statements {
-                let request = cas_request(request, serial, timestamp);
-                collect(executor, m, &request, values, batch_using, &mut mutations)?;
-            }
-            let mutations = merge_mutations(mutations);
-            write_index_entries(executor, &mutations, request)?;
-            outcome = Some(applied_rows(&table, true, &[]));
-            let schema = executor.schema();
-            if !crate::view::any_views(&schema, &mutations) {
-                return Ok(Some(mutations));
-            }
-            let now = executor.local_now(request);
-            let quorum = if serial == Consistency::LocalSerial {
-                Consistency::LocalQuorum
-            } else {
-                Consistency::Quorum
-            };
-            crate::view::with_view_updates(executor, &schema, mutations, quorum, now).map(Some)
-        },
-    )?;
-    outcome.ok_or_else(|| QueryError::Server("compare-and-set made no decision".into()))
 }
 
 /// The serial consistency of a compare-and-set: LOCAL_SERIAL when asked,

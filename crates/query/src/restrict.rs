@@ -193,9 +193,14 @@ pub fn analyze(
                 let is_key = column.kind.is_primary_key();
                 match op {
                     Operator::Neq => {
+                        let rhs_text = match rhs {
+                            Expr::Literal(rocksandra_cql::ast::Literal::Null) => "NULL".to_string(),
+                            other => other.to_string(),
+                        };
                         return Err(QueryError::invalid(format!(
-                            "Unsupported \"!=\" relation: {relation}"
-                        )))
+                            "Unsupported \"!=\" relation: {} != {rhs_text}",
+                            column.name
+                        )));
                     }
                     Operator::Like => {
                         return Err(QueryError::invalid(format!(
@@ -248,7 +253,10 @@ pub fn analyze(
                                     )))
                                 }
                             };
-                            vec![term_value(evaluate(rhs, &elem, name, ctx)?, name)?]
+                            vec![term_value(
+                                evaluate(rhs, &elem, &format!("value({name})"), ctx)?,
+                                name,
+                            )?]
                         }
                         Operator::ContainsKey => {
                             let CqlType::Map(k, _) = column.ty.unfrozen() else {
@@ -256,10 +264,63 @@ pub fn analyze(
                                     "Cannot use CONTAINS KEY on non-map column {name}"
                                 )));
                             };
-                            vec![term_value(evaluate(rhs, k, name, ctx)?, name)?]
+                            vec![term_value(
+                                evaluate(rhs, k, &format!("key({name})"), ctx)?,
+                                name,
+                            )?]
                         }
                         _ => vec![term_value(evaluate(rhs, &column.ty, name, ctx)?, name)?],
                     };
+                    if !is_key {
+                        if values.iter().any(Option::is_none) {
+                            return Err(QueryError::invalid(format!(
+                                "Unsupported null value for column {name}"
+                            )));
+                        }
+                        // The merging rules of single-column restrictions.
+                        let slot = &mut per_column[i];
+                        let what = |is_in: bool| if is_in { "a IN" } else { "an Equal" };
+                        match op {
+                            Operator::Eq | Operator::In => {
+                                if slot.values.is_some() {
+                                    return Err(QueryError::invalid(format!(
+                                        "{name} cannot be restricted by more than one relation if it includes {}",
+                                        what(slot.is_in)
+                                    )));
+                                }
+                                if slot.lower.is_some() || slot.upper.is_some() {
+                                    return Err(QueryError::invalid(format!(
+                                        "{name} cannot be restricted by more than one relation if it includes {}",
+                                        what(*op == Operator::In)
+                                    )));
+                                }
+                                slot.is_in = *op == Operator::In;
+                                slot.values = Some(Vec::new());
+                            }
+                            Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
+                                if slot.values.is_some() {
+                                    return Err(QueryError::invalid(format!(
+                                        "{name} cannot be restricted by more than one relation if it includes {}",
+                                        what(slot.is_in)
+                                    )));
+                                }
+                                let start = matches!(op, Operator::Gt | Operator::Gte);
+                                let side = if start {
+                                    &mut slot.lower
+                                } else {
+                                    &mut slot.upper
+                                };
+                                if side.is_some() {
+                                    return Err(QueryError::invalid(format!(
+                                        "More than one restriction was found for the {} bound on {name}",
+                                        if start { "start" } else { "end" }
+                                    )));
+                                }
+                                *side = Some((Vec::new(), false));
+                            }
+                            _ => {}
+                        }
+                    }
                     if column.kind != ColumnKind::PartitionKey
                         || !matches!(op, Operator::Eq | Operator::In)
                     {
@@ -350,6 +411,17 @@ pub fn analyze(
             RelationLhs::Element { column, key } => {
                 let i = column_index(table, column.as_str())?;
                 let col = &table.columns[i];
+                if matches!(col.ty.unfrozen(), CqlType::List(_)) {
+                    return Err(QueryError::invalid(format!(
+                        "Indexes on list entries ({}[index] = value) are not currently supported.",
+                        col.name
+                    )));
+                }
+                if matches!(col.ty.unfrozen(), CqlType::Map(..)) && *op != Operator::Eq {
+                    return Err(QueryError::invalid(
+                        "Only EQ relations are supported on map entries",
+                    ));
+                }
                 let CqlType::Map(kt, vt) = col.ty.unfrozen() else {
                     return Err(QueryError::invalid(format!(
                         "Column {} cannot be used as a map",
@@ -378,8 +450,7 @@ pub fn analyze(
                     }
                     if table.columns[i].position != j {
                         return Err(QueryError::invalid(format!(
-                            "Clustering columns must appear in the PRIMARY KEY order in multi-column relations: ({})",
-                            names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
+                            "Clustering columns must appear in the PRIMARY KEY order in multi-column relations: {relation}"
                         )));
                     }
                     idx.push(i);
@@ -532,6 +603,20 @@ pub fn analyze(
                 }
             }
         }
+    }
+
+    // A multi-column slice and an equality on one of its columns.
+    let multi_width = multi_lower
+        .as_ref()
+        .or(multi_upper.as_ref())
+        .map_or(0, |(values, _)| values.len());
+    if let Some(column) =
+        (pk_count..pk_count + multi_width.min(ck_count)).find(|i| per_column[*i].values.is_some())
+    {
+        return Err(QueryError::invalid(format!(
+            "Column \"{}\" cannot be restricted by both an equality and an inequality relation",
+            table.columns[column].name
+        )));
     }
 
     // Partition key.

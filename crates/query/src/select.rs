@@ -91,6 +91,11 @@ enum Sel {
         right_ty: CqlType,
         ty: CqlType,
     },
+    /// `-a` on a number.
+    Negate {
+        arg: Box<Sel>,
+        ty: NativeType,
+    },
     /// `c[key]` on a set or map.
     Element {
         collection: Box<Sel>,
@@ -125,7 +130,9 @@ fn is_aggregate(sel: &Sel) -> bool {
     match sel {
         Sel::CountStar | Sel::Aggregate { .. } => true,
         Sel::Field { udt, .. } => is_aggregate(udt),
-        Sel::Cast { arg, .. } | Sel::ToJson { arg, .. } => is_aggregate(arg),
+        Sel::Cast { arg, .. } | Sel::ToJson { arg, .. } | Sel::Negate { arg, .. } => {
+            is_aggregate(arg)
+        }
         Sel::Arith { left, right, .. } => is_aggregate(left) || is_aggregate(right),
         Sel::Element { collection, .. } | Sel::Range { collection, .. } => is_aggregate(collection),
         Sel::Function { args, .. } => args.iter().any(is_aggregate),
@@ -241,15 +248,24 @@ fn plan_selector(
                 u.fields[index].1.clone(),
             ))
         }
+        // `(x)` inside a selector groups x; the label keeps the parentheses.
+        Expr::Tuple(items) if items.len() == 1 => {
+            let (sel, label, ty) = plan_selector(table, &items[0], ctx)?;
+            Ok((sel, format!("({label})"), ty))
+        }
         Expr::Cast { expr, ty } => {
             let (sel, label, from) = plan_selector(table, expr, ctx)?;
             let to = ty
                 .resolve(&ctx.types)
                 .map_err(|e| QueryError::invalid(format!("Unknown type {}", e.0)))?;
+            // A cast to the value's own type is the value itself.
+            let Some(source) = crate::functions::resolve_cast(&from, &to, &label)? else {
+                return Ok((sel, label, from));
+            };
             Ok((
                 Sel::Cast {
                     arg: Box::new(sel),
-                    from,
+                    from: source,
                     to: to.clone(),
                 },
                 format!("cast({label} as {to})"),
@@ -258,6 +274,36 @@ fn plan_selector(
         }
         Expr::Function { name, args } => {
             let fname = name.name.as_str();
+            if fname == "token"
+                && name.keyspace.is_none()
+                && args.len() == table.partition_key_count
+                && args.iter().all(|a| !matches!(a, Expr::Column(_)))
+            {
+                // token() of values: the token of that partition key.
+                let mut components = Vec::new();
+                for (a, column) in args.iter().zip(table.partition_key()) {
+                    match evaluate(a, &column.ty, &column.name, ctx)? {
+                        Term::Value(v) => components.push(v),
+                        _ => {
+                            return Err(QueryError::invalid(
+                                "Invalid null value for partition key part",
+                            ))
+                        }
+                    }
+                }
+                let refs: Vec<&[u8]> = components.iter().map(Vec::as_slice).collect();
+                let key = if refs.len() == 1 {
+                    refs[0].to_vec()
+                } else {
+                    rocksandra_data::token::serialize_partition_key(&refs)
+                };
+                let token = rocksandra_data::token::Token::murmur3(&key);
+                return Ok((
+                    Sel::Constant(Some(token.0.to_be_bytes().to_vec())),
+                    format!("system.token({})", labels(args.iter())),
+                    CqlType::Native(NativeType::Bigint),
+                ));
+            }
             if fname == "token" && name.keyspace.is_none() {
                 let mut cols = Vec::new();
                 for a in args {
@@ -305,13 +351,73 @@ fn plan_selector(
                 return Ok((Sel::CountStar, "count".into(), bigint));
             }
             if let Some(function) = aggregate {
+                let called = match &name.keyspace {
+                    Some(_) => format!("system.{fname}"),
+                    None => fname.to_string(),
+                };
+                let summing = matches!(function, Aggregate::Sum | Aggregate::Avg);
+                // sum and avg have one overload per numeric type; min and
+                // max are factories taking any type; count has one argument.
+                const NUMERIC: [NativeType; 9] = [
+                    NativeType::Tinyint,
+                    NativeType::Smallint,
+                    NativeType::Int,
+                    NativeType::Bigint,
+                    NativeType::Float,
+                    NativeType::Double,
+                    NativeType::Decimal,
+                    NativeType::Varint,
+                    NativeType::Counter,
+                ];
+                let signature =
+                    |t: &NativeType| format!("system.{fname} : ({t}) -> {t}", t = t.name());
+                let none_match = || {
+                    QueryError::invalid(format!(
+                        "Invalid call to function {called}, none of its type signatures match (known type signatures: {})",
+                        NUMERIC.iter().map(signature).collect::<Vec<_>>().join(", ")
+                    ))
+                };
                 let [arg] = args.as_slice() else {
-                    return Err(QueryError::invalid(format!(
-                        "Invalid number of arguments in call to function system.{fname}: 1 required but {} provided",
-                        args.len()
-                    )));
+                    return Err(match function {
+                        Aggregate::Sum | Aggregate::Avg => none_match(),
+                        Aggregate::Min | Aggregate::Max => QueryError::invalid(format!(
+                            "Invalid number of arguments for function system.{fname}(any)"
+                        )),
+                        Aggregate::Count => QueryError::invalid(format!(
+                            "Invalid number of arguments in call to function system.{fname}: 1 required but {} provided",
+                            args.len()
+                        )),
+                    });
                 };
                 let (sel, label, ty) = plan_selector(table, arg, ctx)?;
+                if is_aggregate(&sel) {
+                    return Err(QueryError::invalid(
+                        "aggregate functions cannot be used as arguments of aggregate functions",
+                    ));
+                }
+                let mut ty = ty;
+                if summing {
+                    let exact = matches!(ty.unfrozen(), CqlType::Native(t) if NUMERIC.contains(t));
+                    if !exact {
+                        let weak: Vec<NativeType> = NUMERIC
+                            .iter()
+                            .copied()
+                            .filter(|t| {
+                                crate::functions::is_value_compatible(&CqlType::Native(*t), &ty)
+                            })
+                            .collect();
+                        match weak.as_slice() {
+                            [] => return Err(none_match()),
+                            [only] => ty = CqlType::Native(*only),
+                            several => {
+                                return Err(QueryError::invalid(format!(
+                                    "Ambiguous call to function {called} (can be matched by following signatures: {}): use type casts to disambiguate",
+                                    several.iter().map(signature).collect::<Vec<_>>().join(", ")
+                                )))
+                            }
+                        }
+                    }
+                }
                 let out_ty = if function == Aggregate::Count {
                     bigint
                 } else {
@@ -327,14 +433,28 @@ fn plan_selector(
                     out_ty,
                 ));
             }
+            if fname == "fromjson" && name.keyspace.is_none() {
+                return Err(QueryError::invalid(
+                    "fromjson() cannot be used in the selection clause of a SELECT statement",
+                ));
+            }
             if fname == "tojson" && name.keyspace.is_none() {
                 let [arg] = args.as_slice() else {
-                    return Err(QueryError::invalid(format!(
-                        "toJson() only accepts one argument (got {})",
-                        args.len()
-                    )));
+                    return Err(QueryError::invalid(
+                        "Invalid number of arguments for function system.tojson(any)",
+                    ));
                 };
-                let (sel, label, ty) = plan_selector(table, arg, ctx)?;
+                // A literal argument has the type its literal prefers.
+                let (sel, label, ty) = match literal_type(arg) {
+                    Some(ty) => {
+                        let value = match evaluate(arg, &ty, "selection", ctx)? {
+                            Term::Value(v) => Some(v),
+                            _ => None,
+                        };
+                        (Sel::Constant(value), literal_label(arg), ty)
+                    }
+                    None => plan_selector(table, arg, ctx)?,
+                };
                 return Ok((
                     Sel::ToJson {
                         arg: Box::new(sel),
@@ -344,6 +464,12 @@ fn plan_selector(
                     CqlType::Native(NativeType::Text),
                 ));
             }
+            if let Some(ks) = name.keyspace.as_ref().filter(|ks| ks.as_str() != "system") {
+                return Err(QueryError::invalid(format!(
+                    "Unknown function '{}.{fname}'",
+                    ks.as_str()
+                )));
+            }
             if !crate::functions::exists(fname) {
                 return Err(QueryError::invalid(format!("Unknown function '{fname}'")));
             }
@@ -351,17 +477,21 @@ fn plan_selector(
             let mut labels = Vec::new();
             let mut types: Vec<Option<CqlType>> = Vec::new();
             for a in args {
-                let is_term = matches!(
-                    a,
-                    Expr::Literal(_)
-                        | Expr::Bind(_)
-                        | Expr::List(_)
-                        | Expr::Set(_)
-                        | Expr::Map(_)
-                        | Expr::Tuple(_)
-                        | Expr::Udt(_)
-                        | Expr::Negate(_)
-                );
+                let is_term = match a {
+                    // `(x)` groups a selector x.
+                    Expr::Tuple(items) if items.len() == 1 => is_arith_term(ungroup(a)),
+                    Expr::Negate(inner) => is_arith_term(ungroup(inner)),
+                    _ => matches!(
+                        a,
+                        Expr::Literal(_)
+                            | Expr::Bind(_)
+                            | Expr::List(_)
+                            | Expr::Set(_)
+                            | Expr::Map(_)
+                            | Expr::Tuple(_)
+                            | Expr::Udt(_)
+                    ),
+                };
                 if is_term {
                     planned.push(Sel::Constant(None));
                     labels.push(literal_label(a));
@@ -377,12 +507,13 @@ fn plan_selector(
                 let arg_views: Vec<crate::functions::Arg<'_>> = args
                     .iter()
                     .zip(&types)
-                    .map(|(a, t)| match t {
-                        Some(t) => crate::functions::Arg::Typed(t),
+                    .zip(&labels)
+                    .map(|((a, t), label)| match t {
+                        Some(t) => crate::functions::Arg::Selector(t, label),
                         None => crate::functions::Arg::Term(a),
                     })
                     .collect();
-                crate::functions::resolve(fname, &arg_views)?
+                crate::functions::resolve_called(fname, &arg_views, name.keyspace.is_some())?
             };
             for (k, a) in args.iter().enumerate() {
                 if types[k].is_none() {
@@ -398,7 +529,12 @@ fn plan_selector(
                     planned[k] = Sel::Constant(value);
                 }
             }
-            let ty = resolved.return_type().clone();
+            let mut ty = resolved.return_type().clone();
+            if matches!(fname, "blobastimeuuid" | "blob_as_timeuuid") {
+                // Cassandra 5.0.6 types this function's result with its
+                // internal LegacyTimeUUIDType (drivers see a blob).
+                ty = CqlType::Custom("org.apache.cassandra.db.marshal.LegacyTimeUUIDType".into());
+            }
             Ok((
                 Sel::Function {
                     function: Box::new(resolved),
@@ -478,67 +614,105 @@ fn plan_selector(
             ))
         }
         Expr::Binary { op, left, right } => {
-            let is_term =
-                |e: &Expr| matches!(e, Expr::Literal(_) | Expr::Bind(_) | Expr::Negate(_));
-            let planned = |e: &Expr, other: Option<&CqlType>| -> Result<(Sel, String, CqlType)> {
-                if !is_term(e) {
-                    return plan_selector(table, e, ctx);
+            use crate::functions::operations::{operand_text, resolve, Operand};
+            // A parenthesised term is still a term; a parenthesised selector
+            // is planned as such (its label keeps the parentheses).
+            fn term_or(e: &Expr) -> &Expr {
+                if is_arith_term(ungroup(e)) {
+                    ungroup(e)
+                } else {
+                    e
                 }
-                use rocksandra_cql::ast::Literal;
-                let ty = match (e, other) {
-                    (Expr::Literal(Literal::Float(_)), _) => CqlType::Native(NativeType::Double),
-                    (Expr::Literal(Literal::String(_)), _) => CqlType::Native(NativeType::Text),
-                    (_, Some(CqlType::Native(t))) if numeric_rank(*t).is_some() => {
-                        CqlType::Native(*t)
-                    }
-                    _ => CqlType::Native(NativeType::Int),
-                };
-                let value = match evaluate(e, &ty, "selection", ctx)? {
-                    Term::Value(v) => Some(v),
-                    _ => None,
-                };
-                Ok((Sel::Constant(value), e.to_string(), ty))
+            }
+            let (left, right) = (term_or(left), term_or(right));
+            // Terms take the operand type of the operation chosen; other
+            // selectors keep theirs (FunctionResolver over `_add` & co).
+            let plan_operand = |e: &Expr| -> Result<Option<(Sel, String, CqlType)>> {
+                if is_arith_term(e) {
+                    Ok(None)
+                } else {
+                    plan_selector(table, e, ctx).map(Some)
+                }
             };
-            let (l, ll, lt) = if is_term(left) && !is_term(right) {
-                let (_, _, rt) = plan_selector(table, right, ctx)?;
-                planned(left, Some(&rt))?
-            } else {
-                planned(left, None)?
+            let (lp, rp) = (plan_operand(left)?, plan_operand(right)?);
+            let operand = |e: &'_ Expr, p: &Option<(Sel, String, CqlType)>| -> String {
+                match p {
+                    Some((_, label, _)) => label.clone(),
+                    None => operand_text(e),
+                }
             };
-            let (r, rl, rt) = planned(right, Some(&lt))?;
+            let texts = (operand(left, &lp), operand(right, &rp));
+            fn as_operand<'a>(e: &'a Expr, p: &'a Option<(Sel, String, CqlType)>) -> Operand<'a> {
+                match p {
+                    Some((_, _, ty)) => Operand::Typed(ty),
+                    None => Operand::Term(e),
+                }
+            }
+            let operation = resolve(
+                crate::term::binary_op(*op),
+                as_operand(left, &lp),
+                as_operand(right, &rp),
+                (&texts.0, &texts.1),
+                None,
+            )?;
+            let finish = |e: &Expr, p: Option<(Sel, String, CqlType)>, t: NativeType| match p {
+                Some((sel, label, _)) => Ok::<_, QueryError>((sel, label)),
+                None => {
+                    let value = match evaluate(e, &CqlType::Native(t), "selection", ctx)? {
+                        Term::Value(v) => Some(v),
+                        _ => None,
+                    };
+                    Ok((Sel::Constant(value), e.to_string()))
+                }
+            };
+            let (l, ll) = finish(left, lp, operation.left)?;
+            let (r, rl) = finish(right, rp, operation.right)?;
             let symbol = crate::term::binary_op(*op).symbol();
-            let unsupported = || {
-                QueryError::invalid(format!(
-                    "the operation '{ll} {symbol} {rl}' is not supported between {lt} and {rt}"
-                ))
-            };
-            let ty = match (lt.unfrozen(), rt.unfrozen()) {
-                (CqlType::Native(NativeType::Text | NativeType::Ascii), _)
-                | (_, CqlType::Native(NativeType::Text | NativeType::Ascii))
-                    if *op == rocksandra_cql::ast::BinaryOp::Add =>
-                {
-                    CqlType::Native(NativeType::Text)
-                }
-                (CqlType::Native(a), CqlType::Native(b)) => {
-                    match (numeric_rank(*a), numeric_rank(*b)) {
-                        (Some(x), Some(y)) => CqlType::Native(if x >= y { *a } else { *b }),
-                        _ => return Err(unsupported()),
-                    }
-                }
-                _ => return Err(unsupported()),
-            };
-            let label = format!("{ll} {symbol} {rl}");
+            let ty = CqlType::Native(operation.result);
             Ok((
                 Sel::Arith {
                     op: *op,
                     left: Box::new(l),
-                    left_ty: lt,
+                    left_ty: CqlType::Native(operation.left),
                     right: Box::new(r),
-                    right_ty: rt,
+                    right_ty: CqlType::Native(operation.right),
                     ty: ty.clone(),
                 },
-                label,
+                format!("{ll} {symbol} {rl}"),
                 ty,
+            ))
+        }
+        Expr::Negate(inner) if !is_arith_term(ungroup(inner)) => {
+            let (sel, label, ty) = plan_selector(table, inner, ctx)?;
+            let CqlType::Native(t) = ty.unfrozen() else {
+                return Err(QueryError::invalid(format!(
+                    "the '-' operation is not supported on {label}"
+                )));
+            };
+            if !matches!(
+                t,
+                NativeType::Tinyint
+                    | NativeType::Smallint
+                    | NativeType::Int
+                    | NativeType::Bigint
+                    | NativeType::Counter
+                    | NativeType::Float
+                    | NativeType::Double
+                    | NativeType::Decimal
+                    | NativeType::Varint
+            ) {
+                return Err(QueryError::invalid(
+                    "Invalid call to function _negate, none of its type signatures match",
+                ));
+            }
+            let label = format!("-{label}");
+            Ok((
+                Sel::Negate {
+                    arg: Box::new(sel),
+                    ty: *t,
+                },
+                label,
+                ty.clone(),
             ))
         }
         Expr::TypeHint { ty, expr } => {
@@ -563,18 +737,52 @@ fn plan_selector(
 }
 
 /// Cassandra's widening order for arithmetic results.
-fn numeric_rank(t: NativeType) -> Option<u8> {
-    Some(match t {
-        NativeType::Tinyint => 0,
-        NativeType::Smallint => 1,
-        NativeType::Int => 2,
-        NativeType::Bigint | NativeType::Counter => 3,
-        NativeType::Float => 4,
-        NativeType::Double => 5,
-        NativeType::Varint => 6,
-        NativeType::Decimal => 7,
-        _ => return None,
-    })
+/// `(x)` in an arithmetic operand is grouping, not a one-element tuple.
+fn ungroup(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Tuple(items) if items.len() == 1 => ungroup(&items[0]),
+        other => other,
+    }
+}
+
+/// An operand whose type comes from the operation it is in: a literal,
+/// a bind marker, or the negation of one.
+fn is_arith_term(e: &Expr) -> bool {
+    match e {
+        Expr::Literal(_) | Expr::Bind(_) => true,
+        Expr::Negate(inner) => is_arith_term(ungroup(inner)),
+        _ => false,
+    }
+}
+
+/// The type an untyped literal takes where any type is accepted
+/// (`toJson(1)`): its constant's preferred type, collections of those.
+fn literal_type(e: &Expr) -> Option<CqlType> {
+    use rocksandra_cql::ast::Literal;
+    let native = |t| Some(CqlType::Native(t));
+    match e {
+        Expr::Literal(Literal::Integer(_)) => native(NativeType::Int),
+        Expr::Literal(Literal::Float(_)) => native(NativeType::Double),
+        Expr::Literal(Literal::String(_)) => native(NativeType::Text),
+        Expr::Literal(Literal::Boolean(_)) => native(NativeType::Boolean),
+        Expr::Literal(Literal::Uuid(_)) => native(NativeType::Uuid),
+        Expr::Literal(Literal::Blob(_)) => native(NativeType::Blob),
+        Expr::Literal(Literal::Duration(_)) => native(NativeType::Duration),
+        Expr::List(items) => Some(CqlType::List(Box::new(
+            literal_type(items.first()?)?.freeze(),
+        ))),
+        Expr::Set(items) => Some(CqlType::Set(Box::new(
+            literal_type(items.first()?)?.freeze(),
+        ))),
+        Expr::Map(entries) => {
+            let (k, v) = entries.first()?;
+            Some(CqlType::Map(
+                Box::new(literal_type(k)?.freeze()),
+                Box::new(literal_type(v)?.freeze()),
+            ))
+        }
+        _ => None,
+    }
 }
 
 fn labels<'a>(items: impl Iterator<Item = &'a Expr>) -> String {
@@ -648,6 +856,12 @@ fn plan(table: &Table, select: &Select, ctx: &EvalContext<'_>) -> Result<Vec<Out
         }
         Selection::Selectors(selectors) => {
             for AstSelector { expr, alias } in selectors {
+                if matches!(expr, Expr::Tuple(_)) {
+                    // A parenthesised selector is a tuple literal there.
+                    return Err(QueryError::invalid(format!(
+                        "Cannot infer type for term {expr} in selection clause (try using a cast to force a type)"
+                    )));
+                }
                 let (sel, label, ty) = plan_selector(table, expr, ctx)?;
                 outputs.push(Output {
                     sel,
@@ -661,47 +875,76 @@ fn plan(table: &Table, select: &Select, ctx: &EvalContext<'_>) -> Result<Vec<Out
         }
     }
     if select.distinct {
+        // SelectStatement.validateDistinctSelection: the columns the
+        // selection reads are partition key or static columns, and a scan
+        // of a token range reads every partition key column.
+        let mut requested: Vec<usize> = Vec::new();
         for o in &outputs {
-            let ok = match &o.sel {
-                Sel::Column(i) => matches!(
-                    table.columns[*i].kind,
-                    ColumnKind::PartitionKey | ColumnKind::Static
-                ),
-                Sel::CountStar | Sel::Token => true,
-                _ => false,
-            };
-            if !ok {
-                let name = match &o.sel {
-                    Sel::Column(i) => table.columns[*i].name.clone(),
-                    _ => o.name.clone(),
-                };
+            sel_columns(table, &o.sel, &mut requested);
+        }
+        for i in &requested {
+            if !matches!(
+                table.columns[*i].kind,
+                ColumnKind::PartitionKey | ColumnKind::Static
+            ) {
                 return Err(QueryError::invalid(format!(
-                    "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {name})"
+                    "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
+                    table.columns[*i].name
                 )));
             }
         }
-        let selected: Vec<usize> = outputs
-            .iter()
-            .filter_map(|o| match o.sel {
-                Sel::Column(i) if i < table.partition_key_count => Some(i),
-                _ => None,
+        let key_restricted = |i: usize| {
+            select.where_clause.iter().any(|r| {
+                matches!(r, rocksandra_cql::ast::Relation::Compare {
+                    lhs: rocksandra_cql::ast::RelationLhs::Column(c),
+                    op: rocksandra_cql::ast::Operator::Eq | rocksandra_cql::ast::Operator::In,
+                    ..
+                } if table.column_index(c.as_str()) == Some(i))
             })
-            .collect();
-        if selected.len() != table.partition_key_count {
-            let missing: Vec<&str> = table
+        };
+        let key_range = !(0..table.partition_key_count).all(key_restricted);
+        if key_range {
+            if let Some(missing) = table
                 .partition_key()
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| !selected.contains(i))
-                .map(|(_, c)| c.name.as_str())
-                .collect();
-            return Err(QueryError::invalid(format!(
-                "SELECT DISTINCT queries must request all the partition key columns (missing {})",
-                missing.join(", ")
-            )));
+                .find(|(i, _)| !requested.contains(i))
+            {
+                return Err(QueryError::invalid(format!(
+                    "SELECT DISTINCT queries must request all the partition key columns (missing {})",
+                    missing.1.name
+                )));
+            }
         }
     }
     Ok(outputs)
+}
+
+/// The table columns a selector reads, in selection order, once each.
+fn sel_columns(table: &Table, sel: &Sel, out: &mut Vec<usize>) {
+    let mut add = |i: usize| {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    };
+    match sel {
+        Sel::Column(i) | Sel::Ttl(i) | Sel::WriteTime { column: i, .. } => add(*i),
+        Sel::Token => (0..table.partition_key_count).for_each(add),
+        Sel::Aggregate { arg, .. }
+        | Sel::Cast { arg, .. }
+        | Sel::ToJson { arg, .. }
+        | Sel::Negate { arg, .. } => sel_columns(table, arg, out),
+        Sel::Field { udt, .. } => sel_columns(table, udt, out),
+        Sel::Element { collection, .. } | Sel::Range { collection, .. } => {
+            sel_columns(table, collection, out)
+        }
+        Sel::Arith { left, right, .. } => {
+            sel_columns(table, left, out);
+            sel_columns(table, right, out);
+        }
+        Sel::Function { args, .. } => args.iter().for_each(|a| sel_columns(table, a, out)),
+        Sel::CountStar | Sel::Constant(_) => {}
+    }
 }
 
 fn specs(table: &Table, outputs: &[Output]) -> Vec<ColumnSpec> {
@@ -1723,6 +1966,12 @@ pub fn execute(
             }
         }
         match column {
+            Some(i) if !table.columns[i].kind.is_primary_key() => {
+                return Err(QueryError::invalid(format!(
+                    "Group by is currently only supported on the columns of the PRIMARY KEY, got {}",
+                    table.columns[i].name
+                )))
+            }
             Some(i) if i == next_group_column && table.columns[i].kind.is_primary_key() => {
                 group_columns.push(i);
                 next_group_column += 1;
@@ -1811,9 +2060,21 @@ pub fn execute(
                 "Aggregation query used on multiple partition keys (IN restriction)".to_string(),
             ),
             PartitionSelection::Keys(_) => {}
-            PartitionSelection::Tokens { .. } => {
+            // A token() restriction counts as a partition key restriction.
+            PartitionSelection::Tokens { .. }
+                if !select.where_clause.iter().any(|r| {
+                    matches!(
+                        r,
+                        rocksandra_cql::ast::Relation::Compare {
+                            lhs: rocksandra_cql::ast::RelationLhs::Token(_),
+                            ..
+                        }
+                    )
+                }) =>
+            {
                 warnings.push("Aggregation query used without partition key".to_string())
             }
+            PartitionSelection::Tokens { .. } => {}
         }
     }
     let reader = Reader {
@@ -1822,8 +2083,11 @@ pub fn execute(
         restrictions: &restrictions,
         reversed,
         distinct: select.distinct,
+        // With GROUP BY, PER PARTITION LIMIT counts groups (below).
         per_partition_limit: if select.distinct {
             1
+        } else if !group_columns.is_empty() {
+            0
         } else {
             per_partition_limit.unwrap_or(0)
         },
@@ -1916,6 +2180,22 @@ pub fn execute(
                 groups.push(&rows[start..i]);
                 start = i;
             }
+        }
+        if let Some(n) = per_partition_limit.filter(|n| *n > 0) {
+            let mut seen: Vec<(&PartitionKey, usize)> = Vec::new();
+            groups.retain(|g| {
+                let key = &g[0].partition;
+                match seen.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, count)) => {
+                        *count += 1;
+                        *count <= n
+                    }
+                    None => {
+                        seen.push((key, 1));
+                        true
+                    }
+                }
+            });
         }
         let offset = (state.partition_index as usize).min(groups.len());
         let mut take = groups.len() - offset;
@@ -2099,29 +2379,23 @@ fn eval_sel(table: &Table, sel: &Sel, row: &CqlRow) -> Result<Option<Vec<u8>>> {
             else {
                 return Ok(None);
             };
-            if let CqlType::Native(NativeType::Text | NativeType::Ascii) = ty {
-                let text = |ty: &CqlType, b: &[u8]| -> Result<Vec<u8>> {
-                    Ok(match ty {
-                        CqlType::Native(NativeType::Text | NativeType::Ascii) => b.to_vec(),
-                        other => Value::deserialize(other, b)?
-                            .to_cql_literal(other)
-                            .into_bytes(),
-                    })
-                };
-                let mut joined = text(left_ty, &a)?;
-                joined.extend(text(right_ty, &b)?);
-                return Ok(Some(joined));
-            }
-            if a.is_empty() || b.is_empty() {
-                return Ok(None);
-            }
-            let CqlType::Native(target) = ty else {
+            let (CqlType::Native(left), CqlType::Native(right), CqlType::Native(result)) =
+                (left_ty, right_ty, ty)
+            else {
                 return Ok(None);
             };
-            let x = crate::functions::Num::decode(left_ty, &a)?.convert(*target)?;
-            let y = crate::functions::Num::decode(right_ty, &b)?.convert(*target)?;
-            Some(x.binary(crate::term::binary_op(*op), &y)?.encode())
+            crate::functions::operations::Operation {
+                op: crate::term::binary_op(*op),
+                left: *left,
+                right: *right,
+                result: *result,
+            }
+            .execute(&a, &b)?
         }
+        Sel::Negate { arg, ty } => match eval_sel(table, arg, row)? {
+            Some(b) => crate::functions::operations::negate(*ty, &b)?,
+            None => None,
+        },
         Sel::ToJson { arg, ty } => Some(
             match eval_sel(table, arg, row)? {
                 Some(b) => Value::deserialize(ty, &b)?.to_json(ty),
@@ -2255,6 +2529,22 @@ fn aggregate_value(table: &Table, sel: &Sel, rows: &[CqlRow]) -> Result<Option<V
                 }
             }
         }
+        other if is_aggregate(other) => {
+            // Aggregates inside other selectors (count(*) + 1, toJson(sum(v))):
+            // computed first, then the selector on the first row.
+            let computed = with_aggregates(table, other, rows)?;
+            match rows.first() {
+                Some(r) => eval_sel(table, &computed, r),
+                None => {
+                    let empty = CqlRow {
+                        partition: rocksandra_storage::PartitionKey::new(Vec::new()),
+                        clustering: None,
+                        columns: vec![Default::default(); table.columns.len()],
+                    };
+                    eval_sel(table, &computed, &empty)
+                }
+            }
+        }
         other => Ok(match rows.first() {
             Some(r) => eval_sel(table, other, r)?,
             None => None,
@@ -2262,107 +2552,89 @@ fn aggregate_value(table: &Table, sel: &Sel, rows: &[CqlRow]) -> Result<Option<V
     }
 }
 
-fn numeric_aggregate(function: Aggregate, ty: &CqlType, values: &[Vec<u8>]) -> Result<Vec<u8>> {
-    use num_bigint::BigInt;
-    let decoded: Vec<Value> = values
-        .iter()
-        .map(|v| Value::deserialize(ty, v))
-        .collect::<std::result::Result<_, _>>()?;
-    let n = decoded.len() as i64;
-    let avg = function == Aggregate::Avg;
-    // Integer sums and averages are computed wide, then narrowed to the
-    // column's type (wrapping, as Java's arithmetic does).
-    let integral = |v: &Value| -> i128 {
-        match v {
-            Value::Tinyint(i) => i128::from(*i),
-            Value::Smallint(i) => i128::from(*i),
-            Value::Int(i) => i128::from(*i),
-            Value::Bigint(i) | Value::Counter(i) => i128::from(*i),
-            _ => 0,
-        }
-    };
-    let total = || -> i128 {
-        let s: i128 = decoded.iter().map(integral).sum();
-        match (avg, n) {
-            (false, _) => s,
-            (true, 0) => 0,
-            (true, n) => s / i128::from(n),
-        }
-    };
-    Ok(match ty {
-        CqlType::Native(NativeType::Tinyint) => Value::Tinyint(total() as i8).to_bytes(),
-        CqlType::Native(NativeType::Smallint) => Value::Smallint(total() as i16).to_bytes(),
-        CqlType::Native(NativeType::Int) => Value::Int(total() as i32).to_bytes(),
-        CqlType::Native(NativeType::Bigint) | CqlType::Native(NativeType::Counter) => {
-            (total() as i64).to_be_bytes().to_vec()
-        }
-        CqlType::Native(NativeType::Double) => {
-            let s: f64 = decoded
+/// A selector with each aggregate in it replaced by its value over `rows`.
+fn with_aggregates(table: &Table, sel: &Sel, rows: &[CqlRow]) -> Result<Sel> {
+    let inner = |s: &Sel| -> Result<Box<Sel>> { Ok(Box::new(with_aggregates(table, s, rows)?)) };
+    Ok(match sel {
+        Sel::CountStar | Sel::Aggregate { .. } => Sel::Constant(aggregate_value(table, sel, rows)?),
+        Sel::Field { udt, index } => Sel::Field {
+            udt: inner(udt)?,
+            index: *index,
+        },
+        Sel::Cast { arg, from, to } => Sel::Cast {
+            arg: inner(arg)?,
+            from: from.clone(),
+            to: to.clone(),
+        },
+        Sel::ToJson { arg, ty } => Sel::ToJson {
+            arg: inner(arg)?,
+            ty: ty.clone(),
+        },
+        Sel::Negate { arg, ty } => Sel::Negate {
+            arg: inner(arg)?,
+            ty: *ty,
+        },
+        Sel::Arith {
+            op,
+            left,
+            left_ty,
+            right,
+            right_ty,
+            ty,
+        } => Sel::Arith {
+            op: *op,
+            left: inner(left)?,
+            left_ty: left_ty.clone(),
+            right: inner(right)?,
+            right_ty: right_ty.clone(),
+            ty: ty.clone(),
+        },
+        Sel::Element {
+            collection,
+            ty,
+            key,
+        } => Sel::Element {
+            collection: inner(collection)?,
+            ty: ty.clone(),
+            key: key.clone(),
+        },
+        Sel::Range {
+            collection,
+            ty,
+            from,
+            to,
+        } => Sel::Range {
+            collection: inner(collection)?,
+            ty: ty.clone(),
+            from: from.clone(),
+            to: to.clone(),
+        },
+        Sel::Function {
+            function,
+            args,
+            now_micros,
+        } => Sel::Function {
+            function: function.clone(),
+            args: args
                 .iter()
-                .map(|v| if let Value::Double(f) = v { *f } else { 0.0 })
-                .sum();
-            let r = if avg {
-                if n == 0 {
-                    0.0
-                } else {
-                    s / n as f64
-                }
-            } else {
-                s
-            };
-            Value::Double(r).to_bytes()
-        }
-        CqlType::Native(NativeType::Float) => {
-            let s: f64 = decoded
-                .iter()
-                .map(|v| {
-                    if let Value::Float(f) = v {
-                        f64::from(*f)
-                    } else {
-                        0.0
-                    }
-                })
-                .sum();
-            let r = if avg {
-                if n == 0 {
-                    0.0
-                } else {
-                    s / n as f64
-                }
-            } else {
-                s
-            };
-            Value::Float(r as f32).to_bytes()
-        }
-        CqlType::Native(NativeType::Varint) => {
-            let s: BigInt = decoded
-                .iter()
-                .map(|v| {
-                    if let Value::Varint(i) = v {
-                        i.clone()
-                    } else {
-                        BigInt::from(0)
-                    }
-                })
-                .sum();
-            let r = if avg {
-                if n == 0 {
-                    BigInt::from(0)
-                } else {
-                    s / n
-                }
-            } else {
-                s
-            };
-            Value::Varint(r).to_bytes()
-        }
-        other => {
-            return Err(QueryError::invalid(format!(
-                "Invalid call to function system.{}: type {other} is not numeric",
-                if avg { "avg" } else { "sum" }
-            )))
-        }
+                .map(|a| with_aggregates(table, a, rows))
+                .collect::<Result<_>>()?,
+            now_micros: *now_micros,
+        },
+        other => other.clone(),
     })
+}
+
+fn numeric_aggregate(function: Aggregate, ty: &CqlType, values: &[Vec<u8>]) -> Result<Vec<u8>> {
+    let avg = function == Aggregate::Avg;
+    if !crate::functions::aggregates::is_summable(ty) {
+        return Err(QueryError::invalid(format!(
+            "Invalid call to function system.{}: type {ty} is not numeric",
+            if avg { "avg" } else { "sum" }
+        )));
+    }
+    let values: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+    crate::functions::aggregates::sum_or_avg(avg, ty, &values)
 }
 
 #[cfg(test)]

@@ -105,23 +105,50 @@ pub fn evaluate(
         {
             // fromJson(text): the JSON text as a value of the receiver's type.
             let [arg] = args.as_slice() else {
-                return Err(QueryError::invalid(format!(
-                    "fromJson() only accepts one argument (got {})",
-                    args.len()
-                )));
+                return Err(QueryError::invalid(
+                    "Invalid number of arguments for function system.fromjson(text)",
+                ));
             };
             let text_type = CqlType::Native(NativeType::Text);
+            if let Expr::Literal(l) = arg {
+                if !test_assignment(arg, &text_type).is_assignable() {
+                    let found = match l {
+                        Literal::Integer(_) => "int",
+                        Literal::Float(_) => "double",
+                        Literal::Boolean(_) => "boolean",
+                        Literal::Blob(_) => "blob",
+                        Literal::Uuid(_) => "uuid",
+                        Literal::Duration(_) => "duration",
+                        _ => "text",
+                    };
+                    return Err(QueryError::invalid(format!(
+                        "Function system.fromjson requires an argument of type text, but found argument {arg} of type {found}"
+                    )));
+                }
+            }
             let text = match evaluate(arg, &text_type, receiver_name, ctx)? {
                 Term::Value(bytes) => String::from_utf8(bytes)
                     .map_err(|_| QueryError::invalid("fromJson() argument is not UTF-8"))?,
                 other => return Ok(other),
             };
-            let json = crate::json::parse(&text).map_err(QueryError::Invalid)?;
+            let failure = |message: String| QueryError::FunctionFailure {
+                keyspace: "system".into(),
+                function: "fromjson".into(),
+                arg_types: vec!["text".into()],
+                message,
+            };
+            let json = crate::json::parse(&text).map_err(|e| {
+                failure(format!(
+                    "execution of 'system.fromjson[text]' failed: Could not decode JSON string '{text}': {}",
+                    e.java()
+                ))
+            })?;
             match crate::json::from_json(receiver, &json, ctx.now_micros.div_euclid(1000)) {
                 Ok(Some(bytes)) => Ok(Term::Value(bytes)),
                 Ok(None) => Ok(Term::Null),
-                Err(e) => Err(QueryError::invalid(format!(
-                    "Unable to make {receiver} from '{text}': {e}"
+                Err(crate::json::JsonValueError::Invalid(e)) => Err(QueryError::invalid(e)),
+                Err(crate::json::JsonValueError::Marshal(e)) => Err(failure(format!(
+                    "org.apache.cassandra.serializers.MarshalException: {e}"
                 ))),
             }
         }
@@ -139,7 +166,7 @@ pub fn evaluate(
             }
             if !is_value_compatible(receiver, &hinted) {
                 return Err(QueryError::invalid(format!(
-                    "Cannot assign value {expr} to {receiver_name} of type {receiver}"
+                    "Cannot assign value ({ty}){inner} to {receiver_name} of type {receiver}"
                 )));
             }
             evaluate(inner, &hinted, &expr.to_string(), ctx)
@@ -225,7 +252,9 @@ pub fn test_assignment(expr: &Expr, receiver: &CqlType) -> Assignment {
         },
         Expr::Binary { .. } | Expr::Negate(_) => match unfrozen {
             CqlType::Native(t) if is_numeric(*t) => Assignment::Weak,
-            CqlType::Native(NativeType::Text | NativeType::Ascii) => Assignment::Weak,
+            CqlType::Native(
+                NativeType::Text | NativeType::Ascii | NativeType::Timestamp | NativeType::Date,
+            ) => Assignment::Weak,
             _ => Assignment::NotAssignable,
         },
         Expr::List(items) => match unfrozen {
@@ -563,7 +592,7 @@ fn resolve_function(name: &ast::QualifiedName, args: &[Arg<'_>]) -> Result<funct
             "Unknown function {qualified} called"
         )));
     }
-    functions::resolve(&qualified, args)
+    functions::resolve_called(&qualified, args, name.keyspace.is_some())
 }
 
 fn evaluate_function(
@@ -626,43 +655,37 @@ pub(crate) fn binary_op(op: ast::BinaryOp) -> BinaryOp {
     }
 }
 
-/// Arithmetic on terms, computed in the receiver's type (numbers), or text
-/// concatenation.
+/// Arithmetic on terms: the operation function Cassandra's resolver picks
+/// for the receiver (numbers in the wider type, a timestamp or date plus or
+/// minus a duration, text concatenation), each operand evaluated as its
+/// argument type.
 fn evaluate_arithmetic(
     op: ast::BinaryOp,
     left: &Expr,
     right: &Expr,
     receiver: &CqlType,
-    receiver_name: &str,
+    _receiver_name: &str,
     ctx: &EvalContext<'_>,
 ) -> Result<Term> {
+    use crate::functions::operations::{operand_text, resolve, Operand};
     let (left, right) = (ungroup(left), ungroup(right));
-    let numeric = matches!(receiver.unfrozen(), CqlType::Native(t) if is_numeric(*t));
-    let text = matches!(
-        receiver.unfrozen(),
-        CqlType::Native(NativeType::Text | NativeType::Ascii)
-    );
-    if !(numeric || (text && op == ast::BinaryOp::Add)) {
-        return Err(QueryError::invalid(format!(
-            "the operation '{left} {} {right}' cannot be assigned to {receiver_name} of type {receiver}",
-            binary_op(op).symbol()
-        )));
-    }
-    let a = evaluate(left, receiver, receiver_name, ctx)?;
-    let b = evaluate(right, receiver, receiver_name, ctx)?;
+    let operation = resolve(
+        binary_op(op),
+        Operand::Term(left),
+        Operand::Term(right),
+        (&operand_text(left), &operand_text(right)),
+        Some(receiver),
+    )?;
+    let name = |i: usize| format!("arg{i}(system.{})", operation.function_name());
+    let a = evaluate(left, &CqlType::Native(operation.left), &name(0), ctx)?;
+    let b = evaluate(right, &CqlType::Native(operation.right), &name(1), ctx)?;
     let (Term::Value(a), Term::Value(b)) = (a, b) else {
         return Ok(Term::Null);
     };
-    if text {
-        let mut joined = a;
-        joined.extend_from_slice(&b);
-        return Ok(Term::Value(joined));
-    }
-    if a.is_empty() || b.is_empty() {
-        return Ok(Term::Null);
-    }
-    let result = Num::decode(receiver, &a)?.binary(binary_op(op), &Num::decode(receiver, &b)?)?;
-    Ok(Term::Value(result.encode()))
+    Ok(match operation.execute(&a, &b)? {
+        Some(v) => Term::Value(v),
+        None => Term::Null,
+    })
 }
 
 fn evaluate_negation(

@@ -746,6 +746,264 @@ fn sai_serves_ranges_and_several_columns() {
     ]);
 }
 
+/// Conditional statements and batches as Cassandra 5.0.6 answers them
+/// (golden case `lwt`): the rows and columns of `[applied] = false`, static
+/// rows, CONTAINS conditions, and the refusals.
+#[test]
+fn conditional_results_match_cassandra() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE kv (k int PRIMARY KEY, v text, n int)", "OK"),
+        ("INSERT INTO kv (k, v, n) VALUES (1, 'a', 2)", "OK"),
+        // the conditions' columns, in IF order
+        (
+            "UPDATE kv SET v = 'b' WHERE k = 1 IF v = 'x' AND n = 2",
+            "false | 'a' | 2",
+        ),
+        (
+            "UPDATE kv SET v = 'b' WHERE k = 1 IF n = 2 AND v = 'x'",
+            "false | 2 | 'a'",
+        ),
+        ("UPDATE kv SET v = 'b' WHERE k = 1 IF n > null", "ERROR 0x2200 Invalid comparison with null for operator \">\""),
+        ("CREATE TABLE ct (p int, c int, s int static, v text, l list<int>, PRIMARY KEY (p, c))", "OK"),
+        ("INSERT INTO ct (p, c, s, v, l) VALUES (1, 1, 10, 'a', [1, 2])", "OK"),
+        ("INSERT INTO ct (p, c, v) VALUES (1, 2, 'b')", "OK"),
+        // a statement that does not write static columns does not read them
+        (
+            "INSERT INTO ct (p, c, v) VALUES (1, 1, 'z') IF NOT EXISTS",
+            "false | 1 | 1 | null | [1, 2] | 'a'",
+        ),
+        // only the static row has a condition: the partition's first row is read
+        ("INSERT INTO ct (p, s) VALUES (1, 11) IF NOT EXISTS", "false | 1 | 1 | 10 | null | null"),
+        ("UPDATE ct SET l = [3] WHERE p = 1 AND c = 1 IF l CONTAINS 2", "true"),
+        ("UPDATE ct SET l = [4] WHERE p = 1 AND c = 1 IF l CONTAINS 2", "false | [3]"),
+        ("UPDATE ct SET v = 'x' WHERE p = 1 AND c = 1 IF v CONTAINS 'a'", "ERROR 0x2200 Cannot use CONTAINS on non-collection column v"),
+        // a row condition makes a static-only write address that row
+        ("UPDATE ct SET s = 12 WHERE p = 1 AND c = 2 IF v = 'b'", "true"),
+        ("UPDATE ct SET s = 13 WHERE p = 1 IF v = 'b'", "ERROR 0x2200 Some clustering keys are missing: c"),
+        (
+            "DELETE FROM ct WHERE p = 1 IF EXISTS",
+            "ERROR 0x2200 DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to delete non static columns",
+        ),
+        ("DELETE FROM ct WHERE p = 1 IF s = 12", "ERROR 0x2200 DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to delete non static columns"),
+        ("UPDATE ct SET v = 'x' WHERE p = 1 AND c > 0 IF v = 'a'", "ERROR 0x2200 Slice restrictions are not supported on the clustering columns in UPDATE statements"),
+        // a batch shows the primary key and every row read
+        (
+            "BEGIN BATCH UPDATE ct SET v = 'y' WHERE p = 1 AND c = 1 IF v = 'q'; UPDATE ct SET v = 'y' WHERE p = 1 AND c = 2 IF v = 'b'; APPLY BATCH",
+            "false | 1 | 1 | 'a'\nfalse | 1 | 2 | 'b'",
+        ),
+        (
+            "BEGIN BATCH INSERT INTO ct (p, c, v) VALUES (1, 1, 'n') IF NOT EXISTS; INSERT INTO ct (p, c, v) VALUES (1, 2, 'n') IF NOT EXISTS; APPLY BATCH",
+            "false | 1 | 1 | null | [3] | 'a'\nfalse | 1 | 2 | null | null | 'b'",
+        ),
+        (
+            "BEGIN BATCH DELETE FROM ct WHERE p = 1 AND c = 1 IF EXISTS; UPDATE ct SET v = 'y' WHERE p = 1 AND c = 1 IF v = 'a'; APPLY BATCH",
+            "ERROR 0x2200 Cannot mix IF conditions and IF NOT EXISTS for the same row",
+        ),
+        (
+            "BEGIN BATCH USING TIMESTAMP 5 INSERT INTO ct (p, c) VALUES (1, 3) IF NOT EXISTS; APPLY BATCH",
+            "ERROR 0x2200 Cannot provide custom timestamp for conditional BATCH",
+        ),
+        (
+            "BEGIN BATCH UPDATE ct SET v = 'y' WHERE p = 1 AND c = 1 IF v = 'a'; UPDATE kv SET v = 'y' WHERE k = 1; APPLY BATCH",
+            "ERROR 0x2200 Batch with conditions cannot span multiple tables",
+        ),
+        ("SELECT c, s, v FROM ct WHERE p = 1", "1 | 12 | 'a'\n2 | 12 | 'b'"),
+    ]);
+}
+
+/// Several increments of one counter in a statement or a batch all count
+/// (golden case `counters`); counter batches are checked as Cassandra does.
+#[test]
+fn counter_increments_of_one_batch_add_up() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE c (k int PRIMARY KEY, a counter)", "OK"),
+        ("UPDATE c SET a = a + 1, a = a + 2 WHERE k = 1", "OK"),
+        ("SELECT a FROM c WHERE k = 1", "3"),
+        (
+            "BEGIN COUNTER BATCH UPDATE c SET a = a + 100 WHERE k = 1; UPDATE c SET a = a - 10 WHERE k = 1; UPDATE c SET a = a + 5 WHERE k = 2; APPLY BATCH",
+            "OK",
+        ),
+        ("SELECT k, a FROM c", "1 | 93\n2 | 5"),
+        ("BEGIN UNLOGGED BATCH UPDATE c SET a = a + 1 WHERE k = 2; APPLY BATCH", "OK"),
+        ("SELECT a FROM c WHERE k = 2", "6"),
+        (
+            "BEGIN BATCH UPDATE c SET a = a + 1 WHERE k = 2; APPLY BATCH",
+            "ERROR 0x2200 Cannot include a counter statement in a logged batch",
+        ),
+        (
+            "BEGIN COUNTER BATCH USING TIMESTAMP 5 UPDATE c SET a = a + 1 WHERE k = 2; APPLY BATCH",
+            "ERROR 0x2200 Cannot provide custom timestamp for counter BATCH",
+        ),
+        ("DELETE FROM c USING TIMESTAMP 5 WHERE k = 2", "ERROR 0x2200 Cannot provide custom timestamp for counter updates"),
+        ("UPDATE c SET a = a + (bigint)1 WHERE k = 2", "ERROR 0x2200 Cannot assign value (bigint)1 to a of type counter"),
+        ("UPDATE c SET a = 1 + a WHERE k = 2", "ERROR 0x2200 Invalid operation (a = 1 - a) for non list column a"),
+        ("SELECT a + 1 FROM c WHERE k = 2", "7"),
+    ]);
+}
+
+/// INSERT JSON takes numbers as Jackson types them for Cassandra (golden
+/// case `json`): a varint beyond 64 bits, a timestamp only from a `Long`,
+/// a decimal from a `Double`'s Java text; floats print as JDK 17 does.
+#[test]
+fn json_numbers_convert_as_cassandra_does() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE j (k int PRIMARY KEY, vi varint, de decimal, ts timestamp, f float, d double)", "OK"),
+        (
+            r#"INSERT INTO j JSON '{"k": 1, "vi": 99999999999999999999, "de": 1.0E-7, "ts": 5000000000, "f": 123456789, "d": 1e400}'"#,
+            "OK",
+        ),
+        (
+            "SELECT JSON * FROM j",
+            r#"'{"k": 1, "d": null, "de": 1.0E-7, "f": 1.23456792E8, "ts": "1970-02-27 20:53:20.000Z", "vi": 99999999999999999999}'"#,
+        ),
+        (
+            r#"INSERT INTO j JSON '{"k": 2, "ts": 5}'"#,
+            "ERROR 0x2200 Error decoding JSON value for ts: Expected a long or a datestring representation of a timestamp value, but got a Integer: 5",
+        ),
+        (
+            r#"INSERT INTO j JSON '{"k": 2, "vi": 1.5}'"#,
+            "ERROR 0x2200 Error decoding JSON value for vi: Value '1.5' is not a valid representation of a varint value",
+        ),
+        (
+            r#"INSERT INTO j JSON '{"vi": 1}'"#,
+            "ERROR 0x2200 Invalid null value in condition for column k",
+        ),
+        ("SELECT toJson(1), toJson([1, 2]) FROM j WHERE k = 1", "'1' | '[1, 2]'"),
+    ]);
+}
+
+/// Arithmetic, CAST, math and collection aggregates as Cassandra 5.0.6
+/// computes them (golden case `functions`).
+#[test]
+fn functions_compute_as_cassandra_does() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE t (k int PRIMARY KEY, ti tinyint, i int, bi bigint, f float, de decimal, ts timestamp, da date, l list<int>, fl frozen<list<decimal>>)", "OK"),
+        (
+            "INSERT INTO t (k, ti, i, bi, f, de, ts, da, l, fl) VALUES (1, 7, 70000, 5000000000, 2.5, 3.14159, '2024-01-31 00:00:00+0000', '2024-01-31', [2147483647, 1], [1.5, 2.25])",
+            "OK",
+        ),
+        // a literal is an int; bigint + float is a double, not a float
+        ("SELECT ti + 1, bi + f, i + 1.5 FROM t WHERE k = 1", "8 | 5.0000000025E9 | 70001.5"),
+        // decimals: 32 digits of quotient, doubles through their Java text
+        ("SELECT de / 3, de * 2 FROM t WHERE k = 1", "1.04719666666666666666666666666667 | 6.283180"),
+        ("SELECT exp(i), log10(de) FROM t WHERE k = 1", "2147483647 | 0.49714950586112326857863885149637"),
+        ("SELECT i / 0 FROM t WHERE k = 1", "ERROR 0x1400 the operation 'int / int' failed: / by zero"),
+        // dates and timestamps plus durations, through the calendar
+        ("SELECT ts + 1mo, da + 1mo, da - 1y FROM t WHERE k = 1", "'2024-02-29 00:00:00.000000+0000' | '2024-02-29' | '2023-01-31'"),
+        ("SELECT da + 1h FROM t WHERE k = 1", "ERROR 0x1400 the operation 'date + duration' failed: The duration must have a day precision. Was: 1h"),
+        ("SELECT i + null FROM t WHERE k = 1", "ERROR 0x2200 Ambiguous '+' operation with args i and NULL: use type hint to disambiguate, example '(int) ?'"),
+        // collection aggregates are the row aggregates
+        ("SELECT collection_avg(l), collection_sum(l), collection_avg(fl) FROM t WHERE k = 1", "1073741824 | -2147483648 | 1.88"),
+        ("SELECT CAST(ts AS bigint), CAST(bi AS date) FROM t WHERE k = 1", "1706659200000 | '1970-02-27'"),
+        ("SELECT CAST(i AS boolean) FROM t WHERE k = 1", "ERROR 0x2200 i cannot be cast to boolean"),
+        ("SELECT token(1) FROM t WHERE k = 1", "-4069959284402364209"),
+    ]);
+}
+
+/// Aggregates as Cassandra 5.0.6 computes them (golden case `aggregates`):
+/// decimals sum and average, aggregates nest in other selectors, PER
+/// PARTITION LIMIT counts groups, DISTINCT needs the whole key only for scans.
+#[test]
+fn aggregates_compute_as_cassandra_does() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE g (a int, b int, c int, d int, v int, de decimal, PRIMARY KEY ((a, b), c, d))", "OK"),
+        ("INSERT INTO g (a, b, c, d, v, de) VALUES (1, 1, 1, 1, 10, 1.5)", "OK"),
+        ("INSERT INTO g (a, b, c, d, v, de) VALUES (1, 1, 1, 2, 20, 2.25)", "OK"),
+        ("INSERT INTO g (a, b, c, d, v, de) VALUES (1, 1, 2, 1, 30, 0.125)", "OK"),
+        ("SELECT sum(de), avg(de) FROM g WHERE a = 1 AND b = 1", "3.875 | 1.295"),
+        ("SELECT count(*) + 1, sum(v) / count(v), toJson(max(v)) FROM g WHERE a = 1 AND b = 1", "4 | 20 | '30'"),
+        ("SELECT max(sum(v)) FROM g", "ERROR 0x2200 aggregate functions cannot be used as arguments of aggregate functions"),
+        (
+            "SELECT c, count(*) FROM g WHERE a = 1 AND b = 1 GROUP BY a, b, c PER PARTITION LIMIT 1",
+            "1 | 2",
+        ),
+        ("SELECT DISTINCT a FROM g WHERE a = 1 AND b = 1", "1"),
+        ("SELECT DISTINCT a FROM g", "ERROR 0x2200 SELECT DISTINCT queries must request all the partition key columns (missing b)"),
+        ("SELECT a, count(*) FROM g GROUP BY a, b, v", "ERROR 0x2200 Group by is currently only supported on the columns of the PRIMARY KEY, got v"),
+    ]);
+}
+
+/// Filtering restrictions as Cassandra 5.0.6 checks them, and IN paging
+/// that ends a page on a partition's last row (golden case `filtering`).
+#[test]
+fn filtering_restrictions_match_cassandra() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE t (p int, c int, s int static, v int, l list<int>, m map<text, int>, PRIMARY KEY (p, c))", "OK"),
+        ("INSERT INTO t (p, c, s, v) VALUES (1, 1, 10, 100)", "OK"),
+        ("INSERT INTO t (p, c, s, v) VALUES (2, 1, 20, 200)", "OK"),
+        ("SELECT p FROM t WHERE v = 100 AND v = 200 ALLOW FILTERING", "ERROR 0x2200 v cannot be restricted by more than one relation if it includes an Equal"),
+        ("SELECT p FROM t WHERE v > 1 AND v > 2 ALLOW FILTERING", "ERROR 0x2200 More than one restriction was found for the start bound on v"),
+        ("SELECT p FROM t WHERE v > null ALLOW FILTERING", "ERROR 0x2200 Unsupported null value for column v"),
+        ("SELECT p FROM t WHERE v != null ALLOW FILTERING", "ERROR 0x2200 Unsupported \"!=\" relation: v != NULL"),
+        ("SELECT p FROM t WHERE m['k'] > 1 ALLOW FILTERING", "ERROR 0x2200 Only EQ relations are supported on map entries"),
+        ("SELECT p FROM t WHERE l[0] = 1 ALLOW FILTERING", "ERROR 0x2200 Indexes on list entries (l[index] = value) are not currently supported."),
+        ("SELECT p FROM t WHERE p = 1 AND (c) > (0) AND c = 1", "ERROR 0x2200 Column \"c\" cannot be restricted by both an equality and an inequality relation"),
+    ]);
+    // A page ending on partition 2's only row: the next page is empty, not
+    // partition 2's static row again.
+    let mut rows_seen = Vec::new();
+    let mut state = None;
+    loop {
+        let request = Request {
+            keyspace: Some("ks".into()),
+            page_size: Some(2),
+            paging_state: state.clone(),
+            ..Request::default()
+        };
+        let outcome = h
+            .executor
+            .query("SELECT p, c FROM t WHERE p IN (1, 2)", &request)
+            .unwrap();
+        let ResultBody::Rows(rows) = outcome.body else {
+            panic!()
+        };
+        for r in &rows.rows {
+            rows_seen.push(format!("{:?} | {:?}", r[0].as_deref(), r[1].as_deref()));
+        }
+        state = rows.metadata.paging_state;
+        if state.is_none() {
+            break;
+        }
+    }
+    assert_eq!(rows_seen.len(), 2, "{rows_seen:?}");
+}
+
+/// Non-frozen collection updates as Cassandra 5.0.6 applies them (golden
+/// case `collections_nonfrozen`): a prepend keeps its elements' order, list
+/// index operations of one statement apply in turn, and WHERE refusals.
+#[test]
+fn collection_updates_match_cassandra() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE c (p int PRIMARY KEY, l list<text>, s set<int>, m map<text, int>)", "OK"),
+        ("INSERT INTO c (p, l) VALUES (1, ['a', 'b', 'c'])", "OK"),
+        ("UPDATE c SET l = ['x', 'y'] + l WHERE p = 1", "OK"),
+        ("SELECT l FROM c WHERE p = 1", "['x', 'y', 'a', 'b', 'c']"),
+        ("DELETE l[0], l[1] FROM c WHERE p = 1", "OK"),
+        ("SELECT l FROM c WHERE p = 1", "['y', 'b', 'c']"),
+        ("UPDATE c SET l[0] = 'z', l[1] = 'w' WHERE p = 1", "OK"),
+        ("SELECT l FROM c WHERE p = 1", "['z', 'w', 'c']"),
+        ("DELETE l[0] FROM c WHERE p = 2", "ERROR 0x2200 Attempted to delete an element from a list which is null"),
+        ("UPDATE c SET l[null] = 'a' WHERE p = 1", "ERROR 0x2200 Invalid null value for list index"),
+        ("UPDATE c SET s[5] = 5 WHERE p = 1", "ERROR 0x2200 Invalid operation (s[5] = 5) for set column s"),
+        ("UPDATE c SET l = ['q'] WHERE p = 1 AND s CONTAINS 1", "ERROR 0x2200 Cannot use UPDATE with CONTAINS"),
+        ("DELETE FROM c WHERE p = 1 AND l = ['x']", "ERROR 0x2200 Collection column 'l' (list<text>) cannot be restricted by a '=' relation"),
+    ]);
+}
+
 // ---------------------------------------------------------------- materialized views
 
 fn views_harness() -> Harness {

@@ -6,7 +6,7 @@ use crate::ast::{
     Delete, Ident, Insert, InsertValues, Modification, Ordering, OrderingKind, Select, Selection,
     Selector, Update, UsingParam,
 };
-use crate::error::Result;
+use crate::error::{ParseError, Result};
 use crate::lexer::TokenKind;
 
 impl Parser {
@@ -146,7 +146,11 @@ impl Parser {
             true => self.json_values()?,
             false => self.column_values()?,
         };
-        let if_not_exists = self.if_not_exists();
+        let if_not_exists = self.eat_kw("if");
+        if if_not_exists {
+            self.expect_kw("not")?;
+            self.expect_kw("exists")?;
+        }
         let using = self.using_clause(true)?;
         Ok(Insert {
             table,
@@ -164,8 +168,8 @@ impl Parser {
         let mut default_unset = false;
         if self.eat_kw("default") {
             default_unset = self.eat_kw("unset");
-            if !default_unset {
-                self.expect_kw("null")?;
+            if !default_unset && !self.eat_kw("null") {
+                return Err(self.no_viable());
             }
         }
         Ok(InsertValues::Json {
@@ -278,8 +282,14 @@ impl Parser {
             && !self.is_function_call_at(0)
             && self.is_ident_at(0);
         if self_reference {
-            self.expect_same_column(&column)?;
-            let op = match self.advance().value.as_str() {
+            let other = self.ident()?;
+            let sign = self.advance().value.clone();
+            if other != column {
+                return Err(ParseError::unpositioned(format!(
+                    "Only expressions of the form X = X {sign}<value> are supported."
+                )));
+            }
+            let op = match sign.as_str() {
                 "+" => AssignOp::Add,
                 _ => AssignOp::Subtract,
             };
@@ -290,22 +300,15 @@ impl Parser {
         let value = self.with_receiver(receiver, Parser::term)?;
         let mut op = AssignOp::Set;
         if self.eat_sym("+") {
-            self.expect_same_column(&column)?;
+            if self.ident()? != column {
+                return Err(ParseError::unpositioned(
+                    "Only expressions of the form X = <value> + X are supported.",
+                ));
+            }
             op = AssignOp::Prepend;
         }
         let target = ColumnTarget::Column(column);
         Ok(Assignment { target, op, value })
-    }
-
-    fn expect_same_column(&mut self, column: &Ident) -> Result<()> {
-        let checkpoint = self.checkpoint();
-        if self.ident()? == *column {
-            return Ok(());
-        }
-        Err(self.error_at(
-            checkpoint,
-            "Only expressions of the form X = <value> + X are supported.".into(),
-        ))
     }
 
     /// `IF EXISTS` or `IF cond AND cond`.
@@ -323,9 +326,11 @@ impl Parser {
             self.advance();
             return Ok(Some(Condition::Exists));
         }
-        Ok(Some(Condition::Columns(
-            self.and_separated(Parser::column_condition)?,
-        )))
+        let conditions = self.and_separated(Parser::column_condition)?;
+        if self.is_kw("or") {
+            return Err(self.no_viable());
+        }
+        Ok(Some(Condition::Columns(conditions)))
     }
 
     fn column_condition(&mut self) -> Result<ColumnCondition> {
@@ -338,6 +343,10 @@ impl Parser {
                 field: field.clone(),
             },
         };
+        if self.is_kw("like") {
+            // Conditions have no LIKE.
+            return Err(self.no_viable());
+        }
         let op = self.operator()?;
         let value = self.operator_value(op, receiver)?;
         Ok(ColumnCondition { target, op, value })

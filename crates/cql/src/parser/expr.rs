@@ -346,6 +346,36 @@ impl Parser {
         self.pos += 2;
         let expr = self.expr(mode)?;
         self.expect_kw("as")?;
+        // CAST takes a native type only (the grammar's `native_type`).
+        const NATIVE: &[&str] = &[
+            "ascii",
+            "bigint",
+            "blob",
+            "boolean",
+            "counter",
+            "decimal",
+            "double",
+            "duration",
+            "float",
+            "inet",
+            "int",
+            "smallint",
+            "text",
+            "timestamp",
+            "tinyint",
+            "uuid",
+            "varchar",
+            "varint",
+            "timeuuid",
+            "date",
+            "time",
+        ];
+        let token = self.peek();
+        if token.kind != crate::lexer::TokenKind::Ident
+            || !NATIVE.contains(&token.value.to_ascii_lowercase().as_str())
+        {
+            return Err(self.no_viable());
+        }
         let ty = self.type_expr()?;
         self.expect_sym(")")?;
         Ok(Expr::Cast {
@@ -397,6 +427,11 @@ impl Parser {
 
     fn function_call(&mut self, mode: Mode) -> Result<Expr> {
         let name = self.function_name()?;
+        if self.is_sym_at(1, "*") && self.is_sym("(") {
+            // Only count takes `*`: the argument list ends there.
+            self.advance();
+            return Err(self.mismatch("')'"));
+        }
         let mut position = 0;
         let args = self.parenthesized(true, |p| {
             let step = NestedStep::FunctionArgument {
@@ -515,7 +550,7 @@ impl Parser {
             self.restore(checkpoint);
         }
         let mut position = 0;
-        let mut items = self.parenthesized(false, |p| {
+        let items = self.parenthesized(false, |p| {
             // In selectors `(x)` is just `x`, so it must not change x's receiver.
             if mode == Mode::Selector {
                 return p.expr(mode);
@@ -524,9 +559,8 @@ impl Parser {
             position += 1;
             p.within(step, |p| p.expr(mode))
         })?;
-        if mode == Mode::Selector && items.len() == 1 {
-            return Ok(items.remove(0));
-        }
+        // In selectors `(x)` groups x; it stays a one-item tuple so that
+        // labels keep the parentheses, as Cassandra's do.
         Ok(Expr::Tuple(items))
     }
 
@@ -570,7 +604,12 @@ impl Parser {
     // ------------------------------------------------------------ WHERE
 
     pub(crate) fn where_clause(&mut self) -> Result<Vec<Relation>> {
-        self.and_separated(Parser::relation)
+        let relations = self.and_separated(Parser::relation)?;
+        if self.is_kw("or") {
+            // Cassandra 5.0's grammar has OR in its WHERE rules (for SAI).
+            return Err(self.no_viable());
+        }
+        Ok(relations)
     }
 
     fn relation(&mut self) -> Result<Relation> {

@@ -158,7 +158,7 @@ impl Parser {
         if self.at_eof() {
             Ok(())
         } else {
-            Err(self.mismatch("<EOF>"))
+            Err(self.mismatch("EOF"))
         }
     }
 

@@ -36,7 +36,7 @@ pub(super) fn resolve(name: &str, kind: Kind, args: &[Arg<'_>]) -> Result<Functi
             args.len()
         )));
     }
-    let Some(Arg::Typed(ty)) = args.first() else {
+    let Some(Arg::Typed(ty) | Arg::Selector(ty, _)) = args.first() else {
         return Err(QueryError::invalid(format!(
             "Cannot infer type of argument {} in call to function system.{name}: use type casts to disambiguate",
             args.first().map(arg_text).unwrap_or_default()

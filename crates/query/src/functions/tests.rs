@@ -242,8 +242,8 @@ fn resolution_errors() {
             vec!["text"],
             "Invalid call to function system.totimestamp, none of its type signatures match (known type signatures: system.totimestamp : (timeuuid) -> timestamp, system.totimestamp : (date) -> timestamp)",
         ),
-        ("map_keys", vec!["list<int>"], "Function system.map_keys requires an argument of type map, but found argument list<int> of type list<int>"),
-        ("collection_sum", vec!["list<text>"], "Function system.collection_sum requires an argument of type set or list, but found argument list<text> of type list<text>"),
+        ("map_keys", vec!["list<int>"], "Function system.map_keys requires a map argument, but found argument list<int> of type list<int>"),
+        ("collection_sum", vec!["list<text>"], "Function system.collection_sum requires a numeric set/list argument, but found argument list<text> of type list<text>"),
     ];
     for (name, types, expected) in cases {
         let types: Vec<CqlType> = types.iter().map(|t| ty(t)).collect();

@@ -64,6 +64,8 @@ fn value(ty: &str, term: &str) -> Vec<u8> {
 fn error(ty: &str, term: &str) -> String {
     match run(ty, term, &[]) {
         Err(QueryError::Invalid(message)) => message,
+        // Failures of operations are FUNCTION_FAILURE, with their message.
+        Err(QueryError::FunctionFailure { message, .. }) => message,
         other => panic!("{term} as {ty}: expected an Invalid error, got {other:?}"),
     }
 }
@@ -538,14 +540,14 @@ fn function_and_hint_errors() {
         ("int", "blobAsInt(1, 2)", "Invalid number of arguments in call to function system.blobasint: 1 required but 2 provided"),
         ("int", "blobAsInt('a')", "Type error: 'a' cannot be passed as argument 0 of function system.blobasint of type blob"),
         ("int", "now()", "Type error: cannot assign result of function system.now (type timeuuid) to v (type int)"),
-        ("int", "(text) 'a'", "Cannot assign value (text) 'a' to v of type int"),
+        ("int", "(text) 'a'", "Cannot assign value (text)'a' to v of type int"),
         ("int", "(int) 'a'", "Cannot cast value 'a' to type int"),
         ("int", "1 / 0", "the operation 'int / int' failed: / by zero"),
         // A string fits both timestamp and date.
         (
             "bigint",
             "toUnixTimestamp('2024-01-02')",
-            "Ambiguous call to function system.tounixtimestamp (can be matched by following signatures: system.tounixtimestamp : (timestamp) -> bigint, system.tounixtimestamp : (date) -> bigint): use type casts to disambiguate",
+            "Ambiguous call to function tounixtimestamp (can be matched by following signatures: system.tounixtimestamp : (timestamp) -> bigint, system.tounixtimestamp : (date) -> bigint): use type casts to disambiguate",
         ),
         // Only the timestamp overload takes an integer, and it returns a date.
         ("int", "toDate(1)", "Type error: cannot assign result of function system.todate (type date) to v (type int)"),
@@ -555,7 +557,7 @@ fn function_and_hint_errors() {
     }
     let ambiguous = error("int", "abs(?)");
     assert!(
-        ambiguous.starts_with("Ambiguous call to function system.abs (can be matched by following signatures: system.abs : (tinyint) -> tinyint, "),
+        ambiguous.starts_with("Ambiguous call to function abs (can be matched by following signatures: system.abs : (tinyint) -> tinyint, "),
         "{ambiguous}"
     );
 }
