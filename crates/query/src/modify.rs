@@ -1217,9 +1217,9 @@ fn targets(
                     if column.kind == ColumnKind::PartitionKey
                         && !matches!(op, rocksandra_cql::ast::Operator::Eq | rocksandra_cql::ast::Operator::In)
                     {
-                        return Err(QueryError::invalid(
-                            "Only EQ and IN relation are supported on the partition key (unless you use the token() function)",
-                        ));
+                        return Err(QueryError::invalid(format!(
+                            "Only EQ and IN relation are supported on the partition key (unless you use the token() function) for {statement} statements"
+                        )));
                     }
                 }
                 rocksandra_cql::ast::RelationLhs::Token(_) => {
@@ -1709,9 +1709,7 @@ fn apply_assignment(
         (ColumnTarget::Element { key, .. }, AssignOp::Set) => match &column.ty {
             CqlType::Map(kt, vt) => {
                 let Term::Value(k) = evaluate(key, kt, name, ctx)? else {
-                    return Err(QueryError::invalid(format!(
-                        "Invalid null value for map key of {name}"
-                    )));
+                    return Err(QueryError::invalid("Invalid null map key"));
                 };
                 let path = paths::element_path(kt, &k)?;
                 match evaluate(&a.value, vt, name, ctx)? {

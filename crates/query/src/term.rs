@@ -183,6 +183,10 @@ pub fn evaluate(
             CqlType::Vector(element, dimension) => {
                 evaluate_vector(items, element, *dimension, receiver, receiver_name, ctx)
             }
+            // Cassandra 5.0's list literals name a set receiver this way.
+            CqlType::Set(_) => Err(QueryError::invalid(format!(
+                "Unexpected receiver type '{receiver}'; only list and vector are expected"
+            ))),
             _ => Err(QueryError::invalid(format!(
                 "Invalid list literal for {receiver_name} of type {receiver}"
             ))),

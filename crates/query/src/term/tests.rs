@@ -404,7 +404,7 @@ fn nulls_and_collections() {
 fn collection_errors() {
     let cases = [
         ("int", "[1]", "Invalid list literal for v of type int"),
-        ("set<int>", "[1]", "Invalid list literal for v of type set<int>"),
+        ("set<int>", "[1]", "Unexpected receiver type 'set<int>'; only list and vector are expected"),
         ("list<int>", "['a']", "Invalid list literal for v: value 'a' is not of type int"),
         ("set<text>", "{1}", "Invalid set literal for v: value 1 is not of type text"),
         ("int", "{1}", "Invalid set literal for v of type int"),
