@@ -329,6 +329,24 @@ pub enum Operator {
     Like,
 }
 
+impl Operator {
+    /// The operator as CQL writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operator::Eq => "=",
+            Operator::Lt => "<",
+            Operator::Lte => "<=",
+            Operator::Gt => ">",
+            Operator::Gte => ">=",
+            Operator::Neq => "!=",
+            Operator::In => "IN",
+            Operator::Contains => "CONTAINS",
+            Operator::ContainsKey => "CONTAINS KEY",
+            Operator::Like => "LIKE",
+        }
+    }
+}
+
 // ---------------------------------------------------------------- modifications
 
 #[derive(Clone, Debug, PartialEq, Eq)]

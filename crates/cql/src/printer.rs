@@ -451,18 +451,7 @@ impl Display for RelationLhs {
 
 impl Display for Operator {
     fn fmt(&self, f: Out) -> fmt::Result {
-        f.write_str(match self {
-            Operator::Eq => "=",
-            Operator::Lt => "<",
-            Operator::Lte => "<=",
-            Operator::Gt => ">",
-            Operator::Gte => ">=",
-            Operator::Neq => "!=",
-            Operator::In => "IN",
-            Operator::Contains => "CONTAINS",
-            Operator::ContainsKey => "CONTAINS KEY",
-            Operator::Like => "LIKE",
-        })
+        f.write_str(self.as_str())
     }
 }
 

@@ -174,6 +174,21 @@ impl CqlType {
     }
 
     /// Whether this type may be part of a primary key.
+    /// Whether a duration appears anywhere in the type (Cassandra's
+    /// `AbstractType.referencesDuration`).
+    pub fn references_duration(&self) -> bool {
+        match self {
+            CqlType::Native(NativeType::Duration) => true,
+            CqlType::Native(_) | CqlType::Custom(_) => false,
+            CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) | CqlType::Vector(e, _) => {
+                e.references_duration()
+            }
+            CqlType::Map(k, v) => k.references_duration() || v.references_duration(),
+            CqlType::Tuple(items) => items.iter().any(CqlType::references_duration),
+            CqlType::Udt(u) => u.fields.iter().any(|(_, t)| t.references_duration()),
+        }
+    }
+
     pub fn can_be_key(&self) -> bool {
         match self {
             CqlType::Native(NativeType::Duration) | CqlType::Native(NativeType::Counter) => false,

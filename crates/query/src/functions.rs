@@ -272,8 +272,9 @@ impl Function {
 
 // ---------------------------------------------------------------- resolution
 
-/// The numeric types in Cassandra's registration order for math functions.
-const NUMERIC: [NativeType; 9] = [
+/// The numeric types in Cassandra's registration order for math functions
+/// (and the sum/avg overloads).
+pub(crate) const NUMERIC: [NativeType; 9] = [
     NativeType::Tinyint,
     NativeType::Smallint,
     NativeType::Int,

@@ -224,7 +224,7 @@ pub fn analyze(
                     {
                         return Err(QueryError::invalid(format!(
                             "Collection column '{name}' ({}) cannot be restricted by a '{}' relation",
-                            column.ty, op_text(*op)
+                            column.ty, op.as_str()
                         )))
                     }
                     _ => {}
@@ -825,21 +825,6 @@ pub fn analyze(
         tuple_filters,
         needs_filtering,
     })
-}
-
-fn op_text(op: Operator) -> &'static str {
-    match op {
-        Operator::Eq => "=",
-        Operator::Lt => "<",
-        Operator::Lte => "<=",
-        Operator::Gt => ">",
-        Operator::Gte => ">=",
-        Operator::Neq => "!=",
-        Operator::In => "IN",
-        Operator::Contains => "CONTAINS",
-        Operator::ContainsKey => "CONTAINS KEY",
-        Operator::Like => "LIKE",
-    }
 }
 
 /// The filters equivalent to one column's restriction.

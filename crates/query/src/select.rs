@@ -358,23 +358,12 @@ fn plan_selector(
                 let summing = matches!(function, Aggregate::Sum | Aggregate::Avg);
                 // sum and avg have one overload per numeric type; min and
                 // max are factories taking any type; count has one argument.
-                const NUMERIC: [NativeType; 9] = [
-                    NativeType::Tinyint,
-                    NativeType::Smallint,
-                    NativeType::Int,
-                    NativeType::Bigint,
-                    NativeType::Float,
-                    NativeType::Double,
-                    NativeType::Decimal,
-                    NativeType::Varint,
-                    NativeType::Counter,
-                ];
                 let signature =
                     |t: &NativeType| format!("system.{fname} : ({t}) -> {t}", t = t.name());
                 let none_match = || {
                     QueryError::invalid(format!(
                         "Invalid call to function {called}, none of its type signatures match (known type signatures: {})",
-                        NUMERIC.iter().map(signature).collect::<Vec<_>>().join(", ")
+                        crate::functions::NUMERIC.iter().map(signature).collect::<Vec<_>>().join(", ")
                     ))
                 };
                 let [arg] = args.as_slice() else {
@@ -397,9 +386,9 @@ fn plan_selector(
                 }
                 let mut ty = ty;
                 if summing {
-                    let exact = matches!(ty.unfrozen(), CqlType::Native(t) if NUMERIC.contains(t));
+                    let exact = matches!(ty.unfrozen(), CqlType::Native(t) if crate::functions::NUMERIC.contains(t));
                     if !exact {
-                        let weak: Vec<NativeType> = NUMERIC
+                        let weak: Vec<NativeType> = crate::functions::NUMERIC
                             .iter()
                             .copied()
                             .filter(|t| {

@@ -82,7 +82,7 @@ pub fn target(index: &Index) -> Option<(TargetKind, &str)> {
 pub fn check_target(column: &Column, kind: rocksandra_cql::ast::IndexTargetKind) -> Result<()> {
     use rocksandra_cql::ast::IndexTargetKind as Kind;
     let name = &column.name;
-    if references_duration(&column.ty) {
+    if column.ty.references_duration() {
         let what = match column.ty.unfrozen() {
             CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..) => {
                 "collections containing durations"
@@ -136,19 +136,6 @@ pub fn check_target(column: &Column, kind: rocksandra_cql::ast::IndexTargetKind)
         )));
     }
     Ok(())
-}
-
-fn references_duration(ty: &CqlType) -> bool {
-    match ty {
-        CqlType::Native(NativeType::Duration) => true,
-        CqlType::Native(_) | CqlType::Custom(_) => false,
-        CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) | CqlType::Vector(e, _) => {
-            references_duration(e)
-        }
-        CqlType::Map(k, v) => references_duration(k) || references_duration(v),
-        CqlType::Tuple(items) => items.iter().any(references_duration),
-        CqlType::Udt(u) => u.fields.iter().any(|(_, t)| references_duration(t)),
-    }
 }
 
 /// How a query stands with the table's indexes.

@@ -466,32 +466,6 @@ enum Access {
     Field(usize),
 }
 
-fn operator_text(op: Operator) -> &'static str {
-    match op {
-        Operator::Eq => "=",
-        Operator::Lt => "<",
-        Operator::Lte => "<=",
-        Operator::Gt => ">",
-        Operator::Gte => ">=",
-        Operator::Neq => "!=",
-        Operator::In => "IN",
-        Operator::Contains => "CONTAINS",
-        Operator::ContainsKey => "CONTAINS KEY",
-        Operator::Like => "LIKE",
-    }
-}
-
-fn references_duration(ty: &CqlType) -> bool {
-    match ty.unfrozen() {
-        CqlType::Native(NativeType::Duration) => true,
-        CqlType::List(e) | CqlType::Set(e) | CqlType::Vector(e, _) => references_duration(e),
-        CqlType::Map(k, v) => references_duration(k) || references_duration(v),
-        CqlType::Tuple(ts) => ts.iter().any(references_duration),
-        CqlType::Udt(u) => u.fields.iter().any(|(_, t)| references_duration(t)),
-        _ => false,
-    }
-}
-
 impl Bound {
     /// Prepares and binds one condition (`ColumnCondition.Raw.prepare`,
     /// then the primary key check of `prepareColumnConditions`).
@@ -575,7 +549,7 @@ impl Bound {
         if matches!(
             c.op,
             Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte
-        ) && references_duration(&ty)
+        ) && ty.references_duration()
         {
             let what = match ty.unfrozen() {
                 CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..) => Some("collections"),
@@ -589,7 +563,7 @@ impl Bound {
                 }
                 None => format!(
                     "Slice conditions ( {} ) are not supported on durations",
-                    operator_text(c.op)
+                    c.op.as_str()
                 ),
             }));
         }
@@ -731,7 +705,7 @@ impl Bound {
                 let Some(value) = &self.values[0] else {
                     return Err(QueryError::invalid(format!(
                         "Invalid comparison with null for operator \"{}\"",
-                        operator_text(self.op)
+                        self.op.as_str()
                     )));
                 };
                 let Some(actual) = actual else {
@@ -768,7 +742,7 @@ impl Bound {
                             _ => {
                                 return Err(QueryError::invalid(format!(
                                     "Invalid comparison with null for operator \"{}\"",
-                                    operator_text(op)
+                                    op.as_str()
                                 )))
                             }
                         },
@@ -808,7 +782,7 @@ fn compare_with_operator(
             Operator::Neq => Ok(actual.is_some()),
             _ => Err(QueryError::invalid(format!(
                 "Invalid comparison with null for operator \"{}\"",
-                operator_text(op)
+                op.as_str()
             ))),
         },
         (Some(_), None) => Ok(op == Operator::Neq),
