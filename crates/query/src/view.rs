@@ -836,26 +836,28 @@ impl MaintainedView {
             out[at].rows.push((clustering, update));
         };
         let strict = self.key_column(base)?;
-        let empty = BaseRow::default();
-        let mut clusterings: Vec<&Vec<Vec<u8>>> = change
-            .before
-            .iter()
-            .chain(change.after)
-            .map(|r| &r.clustering)
+        // Rows by clustering: a partition-wide change may touch many rows.
+        let by_clustering =
+            |rows: &'_ [BaseRow]| -> std::collections::HashMap<Vec<Vec<u8>>, BaseRow> {
+                rows.iter()
+                    .map(|r| (r.clustering.clone(), r.clone()))
+                    .collect()
+            };
+        let mut before_rows = by_clustering(change.before);
+        let mut after_rows = by_clustering(change.after);
+        let mut clusterings: Vec<Vec<Vec<u8>>> = before_rows
+            .keys()
+            .chain(after_rows.keys().filter(|c| !before_rows.contains_key(*c)))
+            .cloned()
             .collect();
         clusterings.sort_by(|a, b| crate::restrict::compare_prefix(base, a, b));
-        clusterings.dedup();
         for clustering in clusterings {
-            let find =
-                |rows: &'_ [BaseRow]| rows.iter().find(|r| &r.clustering == clustering).cloned();
-            let before = find(change.before).unwrap_or_else(|| BaseRow {
+            let absent = || BaseRow {
                 clustering: clustering.clone(),
-                ..empty.clone()
-            });
-            let after = find(change.after).unwrap_or_else(|| BaseRow {
-                clustering: clustering.clone(),
-                ..empty.clone()
-            });
+                ..BaseRow::default()
+            };
+            let before = before_rows.remove(&clustering).unwrap_or_else(absent);
+            let after = after_rows.remove(&clustering).unwrap_or_else(absent);
             if !self.selects_key(base, change.partition_key, &after)? {
                 continue;
             }
@@ -1039,7 +1041,12 @@ fn base_rows(
     read: &PartitionRead,
     now: LocalTime,
 ) -> Result<Vec<BaseRow>> {
-    let live = engine.read_partition(read, now)?;
+    let mut live: std::collections::HashMap<Vec<Vec<u8>>, LiveRow> = engine
+        .read_partition(read, now)?
+        .rows
+        .into_iter()
+        .map(|r| (r.clustering, r.content))
+        .collect();
     let raw = engine.read_raw(read, now)?;
     let data = raw.data;
     let mut rows = Vec::with_capacity(data.rows.len());
@@ -1050,12 +1057,7 @@ fn base_rows(
                 deletion = DeletionTime::merge(deletion, Some(rt.deletion));
             }
         }
-        let live_row = live
-            .rows
-            .iter()
-            .find(|r| r.clustering == clustering)
-            .map(|r| r.content.clone())
-            .unwrap_or_default();
+        let live_row = live.remove(&clustering).unwrap_or_default();
         rows.push(BaseRow {
             clustering,
             live: live_row,
