@@ -1,37 +1,38 @@
-# Sourced by the build, test and benchmark scripts: makes sure RocksDB's
-# static library exists, then points librocksdb-sys at it (ROCKSDB_LIB_DIR,
-# ROCKSDB_STATIC).
+# Sourced by every build, test and benchmark script (and README command 1):
+# makes sure the one RocksDB static library of this machine exists, then
+# points librocksdb-sys at it (ROCKSDB_LIB_DIR, ROCKSDB_STATIC) and sets the
+# one target directory every cargo command shares.
 #
-# Why: librocksdb-sys compiles RocksDB's C++ in its build script (about 45
-# minutes on two cores unoptimised, as Cargo.toml asks for dev builds; about
-# 70 optimised), and Cargo runs that build script again whenever the host
-# dependencies it was built with differ, as they do between `cargo clippy`
-# (check mode) and `cargo test`. Compiled once here and linked from this
-# directory, every cargo command reuses it.
+# Why: librocksdb-sys compiles RocksDB's C++ in its build script, and Cargo
+# runs that build script again for every profile and whenever the host
+# dependencies it was built with differ (`cargo clippy` against `cargo
+# test`). Compiled once here, optimised (-O3, as the release profile asks)
+# with SSE4.2 and PCLMUL (hardware CRC32C, as RocksDB's own non-portable
+# build), and linked from this directory, tests, clippy, benches and the
+# release binary all use the same library. It takes about 20 minutes on two
+# cores, once per machine.
 #
-# ROCKSANDRA_ROCKSDB_PROFILE=release (set it before sourcing) selects the
-# optimised library, for `cargo build --release` and `cargo bench`; the
-# default is the unoptimised one for tests. The library depends only on the
-# librocksdb-sys version and the Cargo.toml profile settings for it; change
-# the tag when either changes.
-ROCKSANDRA_ROCKSDB_PROFILE=${ROCKSANDRA_ROCKSDB_PROFILE:-dev}
-if [ "$ROCKSANDRA_ROCKSDB_PROFILE" = release ]; then
-    ROCKSANDRA_ROCKSDB_TAG=${ROCKSANDRA_ROCKSDB_TAG:-librocksdb-sys-0.19.0-release-O3}
-    rocksandra_cargo_profile=(--release)
-    rocksandra_profile_dir=release
-else
-    ROCKSANDRA_ROCKSDB_TAG=${ROCKSANDRA_ROCKSDB_TAG:-librocksdb-sys-0.19.0-dev-O0}
-    rocksandra_cargo_profile=()
-    rocksandra_profile_dir=debug
-fi
+# The library depends only on the librocksdb-sys version and the flags
+# below; change the tag when either changes.
+ROCKSANDRA_ROCKSDB_TAG=${ROCKSANDRA_ROCKSDB_TAG:-librocksdb-sys-0.19.0-O3-sse42}
 ROCKSANDRA_ROCKSDB_DIR="$HOME/.cache/rocksandra-rocksdb/$ROCKSANDRA_ROCKSDB_TAG"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/rocksandra-target}"
 if [ ! -f "$ROCKSANDRA_ROCKSDB_DIR/librocksdb.a" ]; then
-    echo "== building RocksDB ($ROCKSANDRA_ROCKSDB_PROFILE; once per machine: 45-70 minutes on two cores)"
-    (unset ROCKSDB_LIB_DIR ROCKSDB_STATIC; cargo build "${rocksandra_cargo_profile[@]}" -p librocksdb-sys)
-    built=$(ls -t "${CARGO_TARGET_DIR:-target}/$rocksandra_profile_dir"/build/librocksdb-sys-*/out/librocksdb.a | head -1)
+    echo "== building RocksDB (once per machine: about 20 minutes on two cores)"
+    rocksandra_rocksdb_build="$HOME/.cache/rocksandra-rocksdb/build"
+    (
+        unset ROCKSDB_LIB_DIR ROCKSDB_STATIC
+        # Only this build sees these flags: librocksdb-sys's build script
+        # turns the target features into -msse4.2 -mpclmul for the C++.
+        export CARGO_TARGET_DIR="$rocksandra_rocksdb_build"
+        export RUSTFLAGS="-C target-feature=+sse4.2,+pclmulqdq"
+        cargo build --release -p librocksdb-sys
+    )
+    built=$(ls -t "$rocksandra_rocksdb_build"/release/build/librocksdb-sys-*/out/librocksdb.a | head -1)
     mkdir -p "$ROCKSANDRA_ROCKSDB_DIR"
     cp "$built" "$ROCKSANDRA_ROCKSDB_DIR/librocksdb.a.tmp"
     mv "$ROCKSANDRA_ROCKSDB_DIR/librocksdb.a.tmp" "$ROCKSANDRA_ROCKSDB_DIR/librocksdb.a"
+    rm -rf "$rocksandra_rocksdb_build"
 fi
 export ROCKSDB_LIB_DIR="$ROCKSANDRA_ROCKSDB_DIR"
 export ROCKSDB_STATIC=1

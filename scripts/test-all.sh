@@ -5,7 +5,7 @@
 # real server process (scripts/test-server.sh: golden CQL suite, Python
 # driver and cqlsh tests), then a smoke run of the benchmark harness
 # against Apache Cassandra and Rocksandra (bench/run --smoke). Cargo's target directory lives under
-# $HOME/.cache so RocksDB (about 45 minutes on two cores) is built once per
+# $HOME/.cache, and RocksDB (about 17 minutes on two cores) is built once per
 # machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
