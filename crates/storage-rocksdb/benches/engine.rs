@@ -1,10 +1,12 @@
 //! Criterion benches of the engine on RocksDB: point reads served from the
-//! block cache and from outside it, single-row writes (WAL written, not
+//! block cache and from outside it (a table with clustering columns, read
+//! through an iterator, and one without, the `emp` shape, read by point
+//! lookups), single-row writes (WAL written, not
 //! synced: the periodic mode), a 100-row clustering slice, and the raw
 //! RocksDB get underneath for comparison. Results: docs/benchmarks/.
 //!
-//! Run with the optimised RocksDB:
-//! `ROCKSANDRA_ROCKSDB_PROFILE=release . scripts/rocksdb-env.sh && cargo bench -p rocksandra-storage-rocksdb`
+//! Run with the machine's RocksDB library:
+//! `. scripts/rocksdb-env.sh && cargo bench -p rocksandra-storage-rocksdb`
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,11 +15,11 @@ use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use rocksandra_data::LocalTime;
 use rocksandra_storage::api::{
     ClusteringBound, Durability, Engine, Mutation, PartitionKey, PartitionRead, RowUpdate, Slice,
-    TableId, TableOptions, TableSpec,
+    TableOptions, TableSpec,
 };
 use rocksandra_storage::cell::{Cell, ColumnId, LivenessInfo};
 use rocksandra_storage::kv::KvStore;
-use rocksandra_storage::testkit::{clustering, tempdir, test_table};
+use rocksandra_storage::testkit::{clustering, tempdir, test_table, unclustered_table};
 use rocksandra_storage::KvEngine;
 use rocksandra_storage_rocksdb::{open_engine, RocksConfig, RocksStore};
 
@@ -38,6 +40,15 @@ impl Drop for Bench {
 }
 
 fn open(tag: &str, block_cache_bytes: usize) -> Bench {
+    open_table(tag, block_cache_bytes, test_table(1))
+}
+
+/// A table without clustering columns (`emp`'s shape).
+fn open_unclustered(tag: &str, block_cache_bytes: usize) -> Bench {
+    open_table(tag, block_cache_bytes, unclustered_table(1))
+}
+
+fn open_table(tag: &str, block_cache_bytes: usize, mut spec: TableSpec) -> Bench {
     let dir = tempdir(tag);
     let config = RocksConfig {
         durability: Durability::Periodic { period_ms: 10_000 },
@@ -45,7 +56,6 @@ fn open(tag: &str, block_cache_bytes: usize) -> Bench {
         ..Default::default()
     };
     let engine = open_engine(&dir, config, Arc::new(|| NOW)).expect("open");
-    let mut spec = test_table(1);
     spec.options = TableOptions::default();
     engine.create_table(spec.clone()).expect("create");
     Bench { engine, spec, dir }
@@ -65,31 +75,37 @@ fn row(timestamp: i64, cell_bytes: usize) -> RowUpdate {
     }
 }
 
-fn one_row(table: TableId, partition: u64, timestamp: i64) -> Mutation {
-    let mut m = Mutation::new(table, key(partition));
+/// The clustering of the one row of each partition.
+fn row_clustering(spec: &TableSpec) -> Vec<Vec<u8>> {
+    if spec.clustering.is_empty() {
+        Vec::new()
+    } else {
+        clustering(1, "a")
+    }
+}
+
+fn one_row(spec: &TableSpec, partition: u64, timestamp: i64) -> Mutation {
+    let mut m = Mutation::new(spec.id, key(partition));
     m.rows
-        .push((clustering(1, "a"), row(timestamp, CELL_BYTES)));
+        .push((row_clustering(spec), row(timestamp, CELL_BYTES)));
     m
 }
 
 /// `partitions` partitions of one ~1 KB row, flushed to SST files.
 fn load(bench: &Bench, partitions: u64) {
     for chunk in (0..partitions).collect::<Vec<_>>().chunks(1000) {
-        let batch: Vec<Mutation> = chunk
-            .iter()
-            .map(|&p| one_row(bench.spec.id, p, 1))
-            .collect();
+        let batch: Vec<Mutation> = chunk.iter().map(|&p| one_row(&bench.spec, p, 1)).collect();
         bench.engine.write(&batch, NOW).expect("load");
     }
     bench.engine.flush().expect("flush");
     bench.engine.compact(bench.spec.id, NOW).expect("compact");
 }
 
-fn point_read(table: TableId, partition: u64) -> PartitionRead {
+fn point_read(spec: &TableSpec, partition: u64) -> PartitionRead {
     PartitionRead {
-        table,
+        table: spec.id,
         partition: key(partition),
-        slices: vec![Slice::prefix(clustering(1, "a"))],
+        slices: vec![Slice::prefix(row_clustering(spec))],
         reversed: false,
         include_static: true,
         row_limit: 0,
@@ -108,33 +124,57 @@ impl Keys {
     }
 }
 
-fn reads(c: &mut Criterion) {
-    // Block-cache hit: 10,000 rows (~10 MB), a 256 MiB cache, warmed.
-    let hot = open("bench-hot", 256 << 20);
-    load(&hot, 10_000);
-    for p in 0..10_000 {
-        hot.engine
-            .read_partition(&point_read(hot.spec.id, p), NOW)
-            .expect("warm");
-    }
-    let mut keys = Keys(1);
-    c.bench_function("read/point, block-cache hit", |b| {
-        b.iter(|| {
-            let p = keys.next_below(10_000);
-            let partition = hot
+/// Reads `bench`'s first `partitions` partitions (every one holds a row),
+/// warmed first when `warm`, as the bench `name`.
+fn bench_point_reads(c: &mut Criterion, name: &str, bench: &Bench, partitions: u64, warm: bool) {
+    if warm {
+        for p in 0..partitions {
+            bench
                 .engine
-                .read_partition(&point_read(hot.spec.id, p), NOW)
+                .read_partition(&point_read(&bench.spec, p), NOW)
+                .expect("warm");
+        }
+    }
+    let mut keys = Keys(partitions);
+    c.bench_function(name, |b| {
+        b.iter(|| {
+            let p = keys.next_below(partitions);
+            let partition = bench
+                .engine
+                .read_partition(&point_read(&bench.spec, p), NOW)
                 .expect("read");
             assert_eq!(partition.rows.len(), 1);
             black_box(partition)
         })
     });
+}
+
+/// Point reads of a table without clustering columns: one batched MultiGet
+/// of the partition header and the row.
+fn unclustered_reads(c: &mut Criterion) {
+    let hot = open_unclustered("bench-hot-emp", 256 << 20);
+    load(&hot, 10_000);
+    let name = "read/point without clustering, block-cache hit";
+    bench_point_reads(c, name, &hot, 10_000, true);
+    drop(hot);
+    let cold = open_unclustered("bench-cold-emp", 8 << 20);
+    load(&cold, 200_000);
+    let name = "read/point without clustering, block-cache miss";
+    bench_point_reads(c, name, &cold, 200_000, false);
+}
+
+fn reads(c: &mut Criterion) {
+    // Block-cache hit: 10,000 rows (~10 MB), a 256 MiB cache, warmed.
+    let hot = open("bench-hot", 256 << 20);
+    load(&hot, 10_000);
+    bench_point_reads(c, "read/point, block-cache hit", &hot, 10_000, true);
+    let mut keys = Keys(1);
     c.bench_function("read/point of a missing partition (bloom filter)", |b| {
         b.iter(|| {
             let p = 1_000_000 + keys.next_below(1_000_000);
             let partition = hot
                 .engine
-                .read_partition(&point_read(hot.spec.id, p), NOW)
+                .read_partition(&point_read(&hot.spec, p), NOW)
                 .expect("read");
             assert!(partition.rows.is_empty());
             black_box(partition)
@@ -167,17 +207,7 @@ fn reads(c: &mut Criterion) {
     // nearly every read loads its blocks (from the OS page cache).
     let cold = open("bench-cold", 8 << 20);
     load(&cold, 200_000);
-    c.bench_function("read/point, block-cache miss", |b| {
-        b.iter(|| {
-            let p = keys.next_below(200_000);
-            let partition = cold
-                .engine
-                .read_partition(&point_read(cold.spec.id, p), NOW)
-                .expect("read");
-            assert_eq!(partition.rows.len(), 1);
-            black_box(partition)
-        })
-    });
+    bench_point_reads(c, "read/point, block-cache miss", &cold, 200_000, false);
 }
 
 fn writes(c: &mut Criterion) {
@@ -188,7 +218,7 @@ fn writes(c: &mut Criterion) {
             n += 1;
             bench
                 .engine
-                .write(&[one_row(bench.spec.id, n, n as i64)], NOW)
+                .write(&[one_row(&bench.spec, n, n as i64)], NOW)
                 .expect("write")
         })
     });
@@ -226,5 +256,5 @@ fn slices(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, reads, writes, slices);
+criterion_group!(benches, reads, unclustered_reads, writes, slices);
 criterion_main!(benches);

@@ -131,6 +131,9 @@ impl<S: KvStore> KvEngine<S> {
         visit: &mut dyn FnMut(StoredRow),
     ) -> Result<PartitionMet> {
         let prefix = keys::partition_prefix(read.partition.token, &read.partition.key);
+        if spec.clustering.is_empty() {
+            return self.read_single_row(spec, read, &prefix, now, visit);
+        }
         // One read of the store: the head entries (partition deletion, static
         // row, range tombstones), then each clustering slice.
         let mut ranges = vec![(
@@ -198,6 +201,62 @@ impl<S: KvStore> KvEngine<S> {
         if !head_done {
             head.finish(spec, now)?;
         }
+        Ok(PartitionMet {
+            head,
+            live_rows,
+            limit_reached: limit > 0 && live_rows >= limit,
+        })
+    }
+
+    /// `read_rows` for a table without clustering columns. Its partitions
+    /// hold at most a header (the partition deletion) and one row: no static
+    /// row, no range tombstones. Two point lookups in one batch answer the
+    /// read, without an iterator over every sorted run.
+    fn read_single_row(
+        &self,
+        spec: &TableSpec,
+        read: &PartitionRead,
+        prefix: &[u8],
+        now: LocalTime,
+        visit: &mut dyn FnMut(StoredRow),
+    ) -> Result<PartitionMet> {
+        let header = keys::partition_header_key(prefix);
+        let row = keys::row_key(prefix, &spec.clustering, &[])?;
+        let mut selected = false;
+        for slice in &read.slices {
+            let (start, end) = keys::row_slice(prefix, &spec.clustering, &slice.start, &slice.end)?;
+            selected |= start <= row && row < end;
+        }
+        let wanted: &[&[u8]] = if selected {
+            &[&header, &row]
+        } else {
+            &[&header]
+        };
+        let mut head = PartitionHead::default();
+        let mut stored_row = None;
+        let mut error = None;
+        self.store.get_many(spec.id, wanted, &mut |i, value| {
+            let step = if i == 0 {
+                head.absorb(spec, &header[prefix.len()..], value)
+            } else {
+                head.finish(spec, now)
+                    .and_then(|()| head.row(spec, &row, value, now))
+                    .map(|r| stored_row = Some(r))
+            };
+            if let Err(e) = step {
+                error.get_or_insert(e);
+            }
+        })?;
+        if let Some(e) = error {
+            return Err(e.into());
+        }
+        head.finish(spec, now)?;
+        let mut live_rows = 0;
+        if let Some(r) = stored_row {
+            live_rows = usize::from(r.live.exists());
+            visit(r);
+        }
+        let limit = read.row_limit;
         Ok(PartitionMet {
             head,
             live_rows,

@@ -22,6 +22,9 @@ pub enum KvOp {
 /// Called for each entry of a scan; `Break` stops the scan.
 pub type Visitor<'a> = dyn FnMut(&[u8], &[u8]) -> ControlFlow<()> + 'a;
 
+/// Called by `get_many` for each key found, with the key's index.
+pub type KeysVisitor<'a> = dyn FnMut(usize, &[u8]) + 'a;
+
 /// Called for each entry of `scan_ranges` with the index of its range;
 /// `Break` stops the whole scan.
 pub type RangesVisitor<'a> = dyn FnMut(usize, &[u8], &[u8]) -> ControlFlow<()> + 'a;
@@ -42,6 +45,19 @@ pub trait KvStore: Send + Sync + 'static {
     /// Applies all ops atomically.
     fn write(&self, ops: Vec<(TableId, KvOp)>) -> Result<()>;
     fn get(&self, table: TableId, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Point lookups of several keys of one table, as one read: calls
+    /// `visit(i, value)` for each `keys[i]` that is stored, in the order
+    /// given. `keys` are in key order. A backend may serve them in one
+    /// batch, without an iterator (`KvEngine`'s read of a table without
+    /// clustering columns).
+    fn get_many(&self, table: TableId, keys: &[&[u8]], visit: &mut KeysVisitor<'_>) -> Result<()> {
+        for (i, key) in keys.iter().enumerate() {
+            if let Some(value) = self.get(table, key)? {
+                visit(i, &value);
+            }
+        }
+        Ok(())
+    }
     /// Visits entries of the range in key order (or reverse), until `visit`
     /// breaks.
     fn scan(

@@ -36,6 +36,17 @@ pub fn test_table(id: u64) -> TableSpec {
     }
 }
 
+/// A table without clustering columns (`pk blob PRIMARY KEY, r1, r2,
+/// set column 4`): one row per partition, no static row, no range
+/// tombstones; the engine reads it by point lookups.
+pub fn unclustered_table(id: u64) -> TableSpec {
+    TableSpec {
+        id: TableId(id),
+        clustering: Vec::new(),
+        options: TableOptions::default(),
+    }
+}
+
 pub const STATIC_COLUMN: ColumnId = ColumnId(3);
 pub const SET_COLUMN: ColumnId = ColumnId(4);
 
@@ -1138,7 +1149,7 @@ fn write_history<E: Engine>(
         if rng.chance(10) {
             now = now.plus_seconds(rng.below(8) as i64);
         }
-        let mutation = random_mutation(rng, spec.id, now);
+        let mutation = random_mutation(rng, spec, now);
         engine
             .write(std::slice::from_ref(&mutation), now)
             .expect("write");
@@ -1155,8 +1166,8 @@ fn write_history<E: Engine>(
 
 /// Reads of one partition: whole (forward, reversed, limited), two slices,
 /// and random ones.
-fn raw_reads(rng: &mut SplitMix, table: TableId, partition: &PartitionKey) -> Vec<PartitionRead> {
-    let whole = full_read(table, partition.clone());
+fn raw_reads(rng: &mut SplitMix, spec: &TableSpec, partition: &PartitionKey) -> Vec<PartitionRead> {
+    let whole = full_read(spec.id, partition.clone());
     let mut reads = vec![
         whole.clone(),
         PartitionRead {
@@ -1192,7 +1203,7 @@ fn raw_reads(rng: &mut SplitMix, table: TableId, partition: &PartitionKey) -> Ve
     for _ in 0..4 {
         reads.push(PartitionRead {
             partition: partition.clone(),
-            ..random_read(rng, table)
+            ..random_read(rng, spec)
         });
     }
     reads
@@ -1256,7 +1267,7 @@ fn case_read_raw_round_trip<E: Engine>(source: &E, target: &E) {
         target.create_table(spec.clone()).expect("create table");
         let (_, now) = write_history(source, &spec, &mut rng, 80);
         for key in KEYS.map(pk) {
-            for read in raw_reads(&mut rng, spec.id, &key) {
+            for read in raw_reads(&mut rng, &spec, &key) {
                 let at = now.plus_seconds(rng.below(25) as i64);
                 let later = at.plus_seconds(30);
                 let raw = source.read_raw(&read, at).expect("read raw");
@@ -1310,7 +1321,7 @@ fn case_read_raw_reconciles_replicas<E: Engine>(complete: &E, partial: &[E], coo
         let mut model = Model::default();
         model.apply(&all);
         for key in KEYS.map(pk) {
-            for read in raw_reads(&mut rng, spec.id, &key) {
+            for read in raw_reads(&mut rng, &spec, &key) {
                 let read = PartitionRead {
                     row_limit: 0,
                     ..read
@@ -1442,8 +1453,17 @@ fn random_row_update(rng: &mut SplitMix, now: LocalTime, is_static: bool) -> Row
     update
 }
 
-fn random_mutation(rng: &mut SplitMix, table: TableId, now: LocalTime) -> Mutation {
-    let mut m = Mutation::new(table, pk(KEYS[rng.below(4) as usize]));
+fn random_mutation(rng: &mut SplitMix, spec: &TableSpec, now: LocalTime) -> Mutation {
+    let mut m = Mutation::new(spec.id, pk(KEYS[rng.below(4) as usize]));
+    if spec.clustering.is_empty() {
+        match rng.below(10) {
+            0 => m.partition_deletion = Some(DeletionTime::new(rng.below(12) as i64, now.0)),
+            _ => m
+                .rows
+                .push((Vec::new(), random_row_update(rng, now, false))),
+        }
+        return m;
+    }
     match rng.below(20) {
         0 => m.partition_deletion = Some(DeletionTime::new(rng.below(12) as i64, now.0)),
         1 | 2 => m.range_tombstones.push(RangeTombstone {
@@ -1462,8 +1482,28 @@ fn random_mutation(rng: &mut SplitMix, table: TableId, now: LocalTime) -> Mutati
     m
 }
 
-fn random_read(rng: &mut SplitMix, table: TableId) -> PartitionRead {
+/// A slice of a table without clustering columns: the whole partition,
+/// none of it, or bounds with empty prefixes (an exclusive start excludes
+/// the row).
+fn random_unclustered_slices(rng: &mut SplitMix) -> Vec<Slice> {
+    let empty_bound = |inclusive| ClusteringBound {
+        prefix: Vec::new(),
+        inclusive,
+    };
+    match rng.below(5) {
+        0 => Vec::new(),
+        1 | 2 => vec![Slice {
+            start: empty_bound(rng.chance(50)),
+            end: empty_bound(rng.chance(50)),
+        }],
+        _ => vec![Slice::all()],
+    }
+}
+
+fn random_read(rng: &mut SplitMix, spec: &TableSpec) -> PartitionRead {
+    let table = spec.id;
     let slices = match rng.below(4) {
+        _ if spec.clustering.is_empty() => random_unclustered_slices(rng),
         0 => vec![Slice::prefix(random_clustering(rng))],
         1 => vec![Slice {
             start: random_bound(rng),
@@ -1488,8 +1528,12 @@ fn random_read(rng: &mut SplitMix, table: TableId) -> PartitionRead {
 /// A random history of writes (out-of-order timestamps, TTLs, deletions of
 /// every kind) interleaved with reads at advancing clocks.
 pub fn random_ops(seed: u64, count: usize) -> Vec<Op> {
+    random_ops_on(&test_table(7), seed, count)
+}
+
+/// `random_ops` for the table `spec` (`test_table` or `unclustered_table`).
+pub fn random_ops_on(spec: &TableSpec, seed: u64, count: usize) -> Vec<Op> {
     let mut rng = SplitMix::new(seed);
-    let table = TableId(7);
     let mut now = NOW;
     let mut ops = Vec::with_capacity(count);
     for _ in 0..count {
@@ -1499,13 +1543,13 @@ pub fn random_ops(seed: u64, count: usize) -> Vec<Op> {
         ops.push(match rng.below(20) {
             0..=9 => Op::Write(
                 (0..1 + rng.below(2))
-                    .map(|_| random_mutation(&mut rng, table, now))
+                    .map(|_| random_mutation(&mut rng, spec, now))
                     .collect(),
             ),
             10 => Op::Flush,
             11 => Op::Compact,
             _ => Op::Read(
-                random_read(&mut rng, table),
+                random_read(&mut rng, spec),
                 now.plus_seconds(rng.below(25) as i64),
             ),
         });
@@ -1517,7 +1561,12 @@ pub fn random_ops(seed: u64, count: usize) -> Vec<Op> {
 /// The table keeps the default gc_grace (10 days), so compactions purge
 /// nothing a read could observe.
 pub fn check_against_model<E: Engine>(engine: &E, ops: &[Op], seed: u64) {
-    let spec = test_table(7);
+    check_against_model_on(engine, &test_table(7), ops, seed)
+}
+
+/// `check_against_model` on the table `spec`, which `ops` were made for.
+pub fn check_against_model_on<E: Engine>(engine: &E, spec: &TableSpec, ops: &[Op], seed: u64) {
+    let spec = spec.clone();
     engine.create_table(spec.clone()).expect("create table");
     let mut model = Model::default();
     for (i, op) in ops.iter().enumerate() {
