@@ -122,6 +122,8 @@ pub struct PreparedStatement {
     pub pk_indexes: Vec<u16>,
     pub result_specs: Vec<ColumnSpec>,
     pub result_metadata_id: Bytes,
+    /// A read of one row by its full primary key, planned at PREPARE.
+    pub point_read: Option<select::PointRead>,
 }
 
 impl PreparedStatement {
@@ -335,6 +337,7 @@ impl Executor {
             Statement::Select(s) => select::result_specs(self, &schema, s, keyspace)?,
             _ => Vec::new(),
         };
+        let point_read = select::PointRead::compile(self, &schema, &parsed, keyspace);
         let id = statement_id(text, keyspace);
         let result_metadata_id = metadata_id(&result_specs);
         let prepared = Arc::new(PreparedStatement {
@@ -345,6 +348,7 @@ impl Executor {
             pk_indexes: pk_indexes.clone(),
             result_specs: result_specs.clone(),
             result_metadata_id: result_metadata_id.clone(),
+            point_read,
         });
         {
             let mut cache = lock(&self.prepared);
@@ -397,6 +401,12 @@ impl Executor {
             request.keyspace = prepared.keyspace.clone();
         }
         let values = bind_values(&prepared.parsed, &request)?;
+        if let Some(point) = &prepared.point_read {
+            self.authorize_statement(&prepared.parsed.statement, &request)?;
+            if let Some(outcome) = point.execute(self, &request, &values) {
+                return outcome;
+            }
+        }
         self.run(&prepared.parsed, &request, &values)
     }
 

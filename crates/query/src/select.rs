@@ -36,6 +36,9 @@ pub const READ_BATCH_ROWS: usize = 1000;
 /// instead of exhausting memory.
 pub const UNPAGED_ROWS_MAX: usize = 1_000_000;
 
+mod point;
+pub use point::PointRead;
+
 pub fn lookup_table<'a>(schema: &'a Schema, keyspace: &str, name: &str) -> Result<&'a Arc<Table>> {
     let Some(ks) = schema.keyspace(keyspace) else {
         return Err(QueryError::invalid(format!(

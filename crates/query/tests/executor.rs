@@ -1269,3 +1269,152 @@ fn a_base_table_keeps_its_index_and_its_view() {
         ("SELECT v, k FROM mv", "30 | 1"),
     ]);
 }
+
+/// A prepared read of one row by its full primary key runs on a plan made
+/// at PREPARE (`select::point`). It must answer exactly as the general path
+/// (`bind_values`, then `Executor::run`) does, errors included, whatever the data and the bound
+/// values: both run here on the same statements and values.
+#[test]
+fn prepared_point_reads_answer_as_the_general_path() {
+    use rocksandra_query::executor::bind_values;
+    use rocksandra_wire::Value as Bound;
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        (
+            "CREATE TABLE emp (k text PRIMARY KEY, a text, b int, s set<int>, m map<text, int>)",
+            "OK",
+        ),
+        (
+            "CREATE TABLE t (p int, q text, c1 int, c2 text, v text, st int static, \
+             PRIMARY KEY ((p, q), c1, c2)) WITH CLUSTERING ORDER BY (c1 DESC, c2 ASC)",
+            "OK",
+        ),
+        (
+            "INSERT INTO emp (k, a, b, s, m) VALUES ('x', 'ax', 1, {1, 2}, {'a': 1})",
+            "OK",
+        ),
+        (
+            "INSERT INTO emp (k, a) VALUES ('y', 'ay') USING TTL 100",
+            "OK",
+        ),
+        ("INSERT INTO emp (k, b) VALUES ('z', 3)", "OK"),
+        ("DELETE FROM emp WHERE k = 'z'", "OK"),
+        ("INSERT INTO emp (k) VALUES ('w')", "OK"),
+        ("UPDATE emp SET a = 'only' WHERE k = 'u'", "OK"),
+        ("DELETE a FROM emp WHERE k = 'u'", "OK"),
+        (
+            "INSERT INTO t (p, q, c1, c2, v, st) VALUES (1, 'a', 1, 'x', 'v1', 7)",
+            "OK",
+        ),
+        (
+            "INSERT INTO t (p, q, c1, c2, v) VALUES (1, 'a', 2, '', 'v2')",
+            "OK",
+        ),
+        ("INSERT INTO t (p, q, st) VALUES (2, 'b', 9)", "OK"),
+        ("DELETE FROM t WHERE p = 1 AND q = 'a' AND c1 > 1", "OK"),
+    ]);
+    let text = |s: &str| Bound::Bytes(bytes::Bytes::copy_from_slice(s.as_bytes()));
+    let int = |i: i32| Bound::Bytes(bytes::Bytes::copy_from_slice(&i.to_be_bytes()));
+    let bad = Bound::Bytes(bytes::Bytes::from_static(&[1, 2, 3]));
+    let keys = [
+        text("x"),
+        text("y"),
+        text("z"),
+        text("w"),
+        text("u"),
+        text("none"),
+    ];
+    let odd = [Bound::Null, Bound::Unset, text(""), bad.clone()];
+    let mut emp_values: Vec<Vec<Bound>> =
+        keys.iter().chain(&odd).map(|k| vec![k.clone()]).collect();
+    emp_values.push(Vec::new());
+    let mut t_values = Vec::new();
+    for p in [int(1), int(2), int(3), Bound::Null, bad.clone()] {
+        for q in [text("a"), text("b"), text("")] {
+            for c1 in [int(1), int(2), Bound::Unset] {
+                for c2 in [text("x"), text(""), Bound::Null] {
+                    t_values.push(vec![p.clone(), q.clone(), c1.clone(), c2.clone()]);
+                }
+            }
+        }
+    }
+    let cases: [(&str, &[Vec<Bound>], bool); 7] = [
+        ("SELECT * FROM emp WHERE k = ?", &emp_values, true),
+        (
+            "SELECT b, a AS alias, m, s FROM ks.emp WHERE k = ?",
+            &emp_values,
+            true,
+        ),
+        (
+            "SELECT k, a FROM emp WHERE k = ? ALLOW FILTERING",
+            &emp_values,
+            true,
+        ),
+        (
+            "SELECT a, writetime(a) FROM emp WHERE k = ?",
+            &emp_values,
+            false,
+        ),
+        (
+            "SELECT * FROM t WHERE p = ? AND q = ? AND c1 = ? AND c2 = ?",
+            &t_values,
+            true,
+        ),
+        (
+            "SELECT st, v FROM t WHERE c2 = ? AND c1 = ? AND q = ? AND p = ?",
+            &t_values,
+            true,
+        ),
+        (
+            "SELECT * FROM t WHERE p = ? AND q = ? AND c1 = ? AND c2 = ? LIMIT 1",
+            &t_values,
+            false,
+        ),
+    ];
+    let show = |r: rocksandra_query::Result<rocksandra_query::Outcome>| match r {
+        Ok(o) => format!("{:?} {:?}", o.body, o.warnings),
+        Err(e) => format!("{:?}", e.to_response()),
+    };
+    for (cql, values, planned) in cases {
+        let prepared = h.executor.prepare(cql, Some("ks")).expect("prepares");
+        let statement = h.executor.prepared(&prepared.id).expect("cached");
+        assert_eq!(statement.point_read.is_some(), planned, "{cql}");
+        for v in values {
+            for (page_size, skip_metadata) in [(None, false), (Some(5000), true), (Some(1), false)]
+            {
+                let request = Request {
+                    keyspace: Some("ks".into()),
+                    values: v.clone(),
+                    page_size,
+                    skip_metadata,
+                    ..Request::default()
+                };
+                let fast = h.executor.execute_prepared(&statement, request.clone());
+                let general = bind_values(&statement.parsed, &request)
+                    .and_then(|v| h.executor.run(&statement.parsed, &request, &v));
+                assert_eq!(
+                    show(fast),
+                    show(general),
+                    "{cql} with {v:?}, page {page_size:?}"
+                );
+            }
+        }
+    }
+    // A table changed since PREPARE is read by the general path, with its
+    // new columns.
+    let prepared = h
+        .executor
+        .prepare("SELECT * FROM emp WHERE k = ?", Some("ks"))
+        .expect("prepares");
+    h.check(&[("ALTER TABLE emp ADD c int", "OK")]);
+    let statement = h.executor.prepared(&prepared.id).expect("cached");
+    let request = Request {
+        keyspace: Some("ks".into()),
+        values: vec![text("x")],
+        ..Request::default()
+    };
+    let fast = h.executor.execute_prepared(&statement, request.clone());
+    let general = h.executor.run(&statement.parsed, &request, &request.values);
+    assert_eq!(show(fast), show(general));
+}

@@ -1,0 +1,218 @@
+//! Prepared reads of at most one row, planned once at PREPARE: `SELECT
+//! <columns> FROM t WHERE <every primary key column> = ?`, the shape of a
+//! key-value lookup (the seed's `emp` reads, user profiles). EXECUTE then
+//! binds the key and reads, without planning the statement again.
+//!
+//! The fast path answers only what it is sure the general path
+//! (`select::execute`) answers the same way; anything else (a changed
+//! table, a null, unset or invalid key value, a page size of one, a paging
+//! state, named values) falls back to the general path, which also owns
+//! every error message. `tests/executor.rs` runs both on the same
+//! statements and compares the results.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rocksandra_cql::ast::{
+    Expr, Operator, ParsedStatement, Relation, RelationLhs, Select, Statement,
+};
+use rocksandra_storage::api::{PartitionKey, PartitionRead, Slice};
+use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, Value};
+
+use super::{eval_sel, lookup_table, plan, specs, Output, Sel};
+use crate::error::Result;
+use crate::executor::{Executor, Outcome, Request};
+use crate::rows::{partition_key_bytes, partition_rows};
+use crate::schema::{Schema, Table};
+use crate::term::{evaluate, Term};
+
+/// A SELECT of one row by its full primary key, compiled at PREPARE.
+pub struct PointRead {
+    /// The table as it was at PREPARE; a table changed since (any ALTER
+    /// makes a new `Arc`) sends EXECUTE to the general path.
+    table: Arc<Table>,
+    /// The bind marker of each primary key column, in key order.
+    key_binds: Vec<rocksandra_cql::ast::BindMarker>,
+    /// The statement names no keyspace: the request's must be the table's.
+    unqualified: bool,
+    /// Plain column selectors only.
+    outputs: Vec<Output>,
+    specs: Vec<ColumnSpec>,
+}
+
+impl PointRead {
+    /// The plan of `parsed` when it has the shape this path serves.
+    pub(crate) fn compile(
+        executor: &Executor,
+        schema: &Schema,
+        parsed: &ParsedStatement,
+        session_ks: Option<&str>,
+    ) -> Option<PointRead> {
+        let Statement::Select(select) = &parsed.statement else {
+            return None;
+        };
+        if !plain_shape(select) {
+            return None;
+        }
+        let keyspace = crate::ddl::keyspace_of(&select.table, session_ks).ok()?;
+        if crate::schema::is_system_keyspace(keyspace) {
+            return None;
+        }
+        let table = lookup_table(schema, keyspace, select.table.name.as_str()).ok()?;
+        if table.is_virtual {
+            return None;
+        }
+        let key_binds = key_binds(table, &select.where_clause)?;
+        let random = executor.env.random.clone();
+        let ctx = executor.eval_context(schema, keyspace, &[], &*random);
+        let outputs = plan(table, select, &ctx).ok()?;
+        if !outputs.iter().all(|o| matches!(o.sel, Sel::Column(_))) {
+            return None;
+        }
+        Some(PointRead {
+            table: table.clone(),
+            key_binds,
+            unqualified: select.table.keyspace.is_none(),
+            specs: specs(table, &outputs),
+            outputs,
+        })
+    }
+
+    /// Runs the read, or None to send the request to the general path.
+    /// `values` are the request's, by marker index.
+    pub(crate) fn execute(
+        &self,
+        executor: &Executor,
+        request: &Request,
+        values: &[Value],
+    ) -> Option<Result<Outcome>> {
+        // A page of one row carries a paging state in the general path.
+        let simple_paging = request.paging_state.is_none() && request.page_size != Some(1);
+        if !simple_paging || request.names.is_some() {
+            return None;
+        }
+        if self.unqualified && request.keyspace.as_deref() != Some(self.table.keyspace.as_str()) {
+            return None;
+        }
+        let schema = executor.schema();
+        let table = lookup_table(&schema, &self.table.keyspace, &self.table.name).ok()?;
+        if !Arc::ptr_eq(table, &self.table) {
+            return None;
+        }
+        let (partition, clustering) = self.bind_key(executor, &schema, values)?;
+        let now = executor.local_now(request);
+        let read = PartitionRead {
+            table: table.storage_id,
+            partition: PartitionKey::new(partition),
+            slices: vec![Slice::prefix(clustering)],
+            reversed: false,
+            include_static: true,
+            row_limit: 1,
+        };
+        let consistency = request.consistency;
+        Some(
+            executor
+                .data()
+                .read_partition(&schema, table, &read, consistency, now)
+                .and_then(|p| partition_rows(table, &p, now, table.clustering_count == 0))
+                .and_then(|rows| self.outcome(table, request, &rows)),
+        )
+    }
+
+    /// The serialized partition key and the clustering values, or None
+    /// when a value is missing or invalid (the general path says why).
+    fn bind_key(
+        &self,
+        executor: &Executor,
+        schema: &Schema,
+        values: &[Value],
+    ) -> Option<(Vec<u8>, Vec<Vec<u8>>)> {
+        let table = &self.table;
+        let random = executor.env.random.clone();
+        let ctx = executor.eval_context(schema, &table.keyspace, values, &*random);
+        let mut parts = Vec::with_capacity(self.key_binds.len());
+        for (column, marker) in table.columns.iter().zip(&self.key_binds) {
+            let expr = Expr::Bind(marker.clone());
+            match evaluate(&expr, &column.ty, &column.name, &ctx) {
+                Ok(Term::Value(v)) => parts.push(v),
+                _ => return None,
+            }
+        }
+        let clustering = parts.split_off(table.partition_key_count);
+        if parts.iter().any(Vec::is_empty) {
+            return None;
+        }
+        Some((partition_key_bytes(&parts), clustering))
+    }
+
+    fn outcome(
+        &self,
+        table: &Table,
+        request: &Request,
+        rows: &[crate::rows::CqlRow],
+    ) -> Result<Outcome> {
+        let result_rows = rows
+            .iter()
+            .map(|r| {
+                self.outputs
+                    .iter()
+                    .map(|o| eval_sel(table, &o.sel, r).map(|v| v.map(Bytes::from)))
+                    .collect()
+            })
+            .collect::<Result<_>>()?;
+        let columns = if request.skip_metadata {
+            ColumnsMetadata::NoMetadata {
+                column_count: self.specs.len() as u32,
+            }
+        } else {
+            ColumnsMetadata::Specs(self.specs.clone())
+        };
+        Ok(Outcome::rows(Rows {
+            metadata: RowsMetadata {
+                columns,
+                paging_state: None,
+                new_metadata_id: None,
+            },
+            rows: result_rows,
+        }))
+    }
+}
+
+/// No JSON, DISTINCT, grouping, ordering or limits.
+fn plain_shape(select: &Select) -> bool {
+    !select.json
+        && !select.distinct
+        && select.group_by.is_empty()
+        && select.order_by.is_empty()
+        && select.limit.is_none()
+        && select.per_partition_limit.is_none()
+}
+
+/// The anonymous bind marker of each primary key column when the WHERE
+/// clause is exactly `k = ?` once for every one of them.
+fn key_binds(
+    table: &Table,
+    relations: &[Relation],
+) -> Option<Vec<rocksandra_cql::ast::BindMarker>> {
+    let key_count = table.partition_key_count + table.clustering_count;
+    if relations.len() != key_count {
+        return None;
+    }
+    let mut binds = vec![None; key_count];
+    for relation in relations {
+        let Relation::Compare {
+            lhs: RelationLhs::Column(column),
+            op: Operator::Eq,
+            rhs: Expr::Bind(marker),
+        } = relation
+        else {
+            return None;
+        };
+        let i = table.column_index(column.as_str())?;
+        if i >= key_count || marker.name.is_some() || binds[i].is_some() {
+            return None;
+        }
+        binds[i] = Some(marker.clone());
+    }
+    binds.into_iter().collect()
+}
