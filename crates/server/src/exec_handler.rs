@@ -255,23 +255,34 @@ impl RequestHandler for ExecutorHandler {
             } else {
                 None
             };
-            // Single-partition reads and unconditional writes run here, on
-            // the network thread: handing them to the blocking pool costs
-            // two thread switches, more than the work itself. Everything
-            // else (scans, LWT, DDL, tracing) goes to the pool.
-            let short = tracing.is_none()
-                && prepared.as_ref().is_ok_and(|p| {
-                    (self.inline_short_reads && p.is_short_read())
-                        || (self.inline_short_writes && p.is_short_write())
-                });
             let run = move |e: &Executor| prepared.and_then(|p| e.execute_prepared(&p, req));
-            let result = if short {
-                Ok((run(&executor), None))
-            } else {
-                blocking(move || traced(&executor, tracing, run)).await
-            };
+            let result = blocking(move || traced(&executor, tracing, run)).await;
             self.traced_reply(session, result)
         })
+    }
+
+    /// Single-partition reads and unconditional writes run on the network
+    /// thread, in the connection's read loop: a task or a hand-off to the
+    /// blocking pool costs more than the work itself. Everything else
+    /// (scans, LWT, DDL, tracing, unknown ids) goes through `execute`.
+    fn execute_inline(
+        &self,
+        session: &Session,
+        context: &RequestContext,
+        execute: &Execute,
+    ) -> Option<Reply> {
+        if context.tracing {
+            return None;
+        }
+        let prepared = self.executor.prepared(&execute.id).ok()?;
+        let short = (self.inline_short_reads && prepared.is_short_read())
+            || (self.inline_short_writes && prepared.is_short_write());
+        if !short {
+            return None;
+        }
+        let req = request(session, &execute.params);
+        let result = self.executor.execute_prepared(&prepared, req);
+        Some(self.reply(session, result))
     }
 
     fn batch<'a>(

@@ -54,6 +54,21 @@ pub trait RequestHandler: Send + Sync + 'static {
         batch: Batch,
     ) -> HandlerFuture<'a, Reply>;
 
+    /// Runs an EXECUTE at once, on the calling (network) thread, when it is
+    /// short: bounded work that waits for nothing (a prepared
+    /// single-partition read or unconditional write on a single node).
+    /// Anything else gets None, and runs as a task through `execute`.
+    /// The default runs nothing inline.
+    fn execute_inline(
+        &self,
+        session: &Session,
+        context: &RequestContext,
+        execute: &Execute,
+    ) -> Option<Reply> {
+        let _ = (session, context, execute);
+        None
+    }
+
     /// Checks SASL PLAIN credentials when the authenticator is
     /// PasswordAuthenticator. `Ok` logs the user in (the transport records
     /// the user in the session and answers AUTH_SUCCESS); `Err` is sent to

@@ -44,6 +44,8 @@ pub const CQL_VERSION: &str = "3.4.7";
 pub const COMPRESSIONS: [&str; 2] = ["lz4", "snappy"];
 /// Bytes requested from the socket per read.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
+/// Responses of inline requests kept for one write; more are sent at once.
+const INLINE_REPLIES_MAX: usize = 128;
 /// After a fatal protocol error, how long unread client bytes are drained so
 /// that closing does not reset the connection before the error is read.
 const CLOSE_LINGER: Duration = Duration::from_millis(500);
@@ -175,6 +177,9 @@ struct Connection {
     requests_in_flight: Arc<Semaphore>,
     registered: Vec<EventType>,
     event_forwarder: Option<JoinHandle<()>>,
+    /// Responses of requests run inline in the read loop, sent together
+    /// (one write) once the frames read so far are handled.
+    inline_replies: Vec<ResponseEnvelope>,
 }
 
 impl Drop for Connection {
@@ -203,6 +208,7 @@ impl Connection {
             requests_in_flight: Arc::new(Semaphore::new(per_connection)),
             registered: Vec::new(),
             event_forwarder: None,
+            inline_replies: Vec::new(),
         }
     }
 
@@ -221,16 +227,19 @@ impl Connection {
                 match next {
                     Ok(Some(frame)) => {
                         if self.handle_frame(frame).await == Flow::Close {
+                            self.flush_inline().await;
                             return End::ProtocolError;
                         }
                     }
                     Ok(None) => break,
                     Err(e) => {
+                        self.flush_inline().await;
                         self.fatal_error(&buf, e).await;
                         return End::ProtocolError;
                     }
                 }
             }
+            self.flush_inline().await;
             buf.reserve(READ_CHUNK_BYTES);
             tokio::select! {
                 biased;
@@ -257,6 +266,14 @@ impl Connection {
     async fn send(&self, item: Outbound) {
         // Fails only when the writer is gone (socket closed): nothing to tell.
         let _ = self.outbound.send(item).await;
+    }
+
+    /// Hands the responses of inline requests to the writer, as one item.
+    async fn flush_inline(&mut self) {
+        if !self.inline_replies.is_empty() {
+            let replies = std::mem::take(&mut self.inline_replies);
+            self.send(Outbound::Responses(replies)).await;
+        }
     }
 
     async fn respond(&self, version: ProtocolVersion, stream: i16, response: Response) {
@@ -514,11 +531,48 @@ impl Connection {
         self.event_forwarder = Some(tokio::spawn(forwarder));
     }
 
-    /// Runs a query-like request on its own task, or answers OVERLOADED
-    /// when a limit of requests in flight is reached. `timer` is finished
-    /// when the answer is ready.
+    /// Runs a short EXECUTE here, in the read loop (`RequestHandler::
+    /// execute_inline`), and keeps its response for the next write; hands
+    /// anything else back. A panic in the handler becomes a SERVER_ERROR
+    /// on the request's stream, as for a request run as a task.
+    async fn run_inline(
+        &mut self,
+        version: ProtocolVersion,
+        session: &Session,
+        context: &RequestContext,
+        execute: rocksandra_wire::Execute,
+        timer: RequestTimer,
+    ) -> Option<(rocksandra_wire::Execute, RequestTimer)> {
+        let handler = &self.shared.handler;
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            handler.execute_inline(session, context, &execute)
+        }));
+        let reply = match ran {
+            Ok(Some(reply)) => reply,
+            Ok(None) => return Some((execute, timer)),
+            Err(_) => {
+                error!(stream = context.stream, "request handler panicked");
+                Reply::error(
+                    ErrorKind::ServerError,
+                    "internal error while executing the request",
+                )
+            }
+        };
+        timer.finish(matches!(reply.response, Response::Error(_)));
+        self.inline_replies
+            .push(envelope(version, context.stream, reply));
+        if self.inline_replies.len() >= INLINE_REPLIES_MAX {
+            self.flush_inline().await;
+        }
+        None
+    }
+
+    /// Runs a query-like request: a short EXECUTE inline (`run_inline`),
+    /// anything else on its own task; answers OVERLOADED when a limit of
+    /// requests in flight is reached. `timer` is finished when the answer
+    /// is ready.
     async fn dispatch(
-        &self,
+        &mut self,
         version: ProtocolVersion,
         context: RequestContext,
         request: Request,
@@ -527,6 +581,18 @@ impl Connection {
         let Some(session) = self.session.clone() else {
             error!(peer = %self.peer, "query before STARTUP reached dispatch");
             return timer.finish(true);
+        };
+        let (request, timer) = match request {
+            Request::Execute(execute) => {
+                match self
+                    .run_inline(version, &session, &context, execute, timer)
+                    .await
+                {
+                    None => return,
+                    Some((execute, timer)) => (Request::Execute(execute), timer),
+                }
+            }
+            request => (request, timer),
         };
         let stream = context.stream;
         let Some(permits) = self.acquire_request_permits() else {
@@ -559,14 +625,7 @@ impl Connection {
                 )
             });
             timer.finish(matches!(reply.response, Response::Error(_)));
-            let envelope = ResponseEnvelope {
-                version,
-                stream,
-                tracing_id: reply.tracing_id,
-                warnings: reply.warnings,
-                custom_payload: reply.custom_payload,
-                response: reply.response,
-            };
+            let envelope = envelope(version, stream, reply);
             let _ = outbound.send(Outbound::response(envelope)).await;
             // Permits are released only once the response is queued, so that
             // the outbound queue counts against the limits too.
@@ -601,6 +660,18 @@ impl Connection {
                 limits.max_requests
             )
         }
+    }
+}
+
+/// A handler's reply as the response to the request on `stream`.
+fn envelope(version: ProtocolVersion, stream: i16, reply: Reply) -> ResponseEnvelope {
+    ResponseEnvelope {
+        version,
+        stream,
+        tracing_id: reply.tracing_id,
+        warnings: reply.warnings,
+        custom_payload: reply.custom_payload,
+        response: reply.response,
     }
 }
 

@@ -24,6 +24,7 @@
 
 mod auth;
 mod connection;
+mod cores;
 pub mod tls;
 mod writer;
 
@@ -232,6 +233,15 @@ impl Server {
         let connection_slots = Arc::new(Semaphore::new(self.shared.limits.max_connections));
         let reject_slots = Arc::new(Semaphore::new(REJECTED_CONNECTIONS_MAX));
         let (stop_sender, stop) = watch::channel(false);
+        let core_count = std::thread::available_parallelism().map_or(1, usize::from);
+        let mut cores = match cores::Cores::start(core_count, &self.shared, &stop) {
+            Ok(cores) => cores,
+            Err(e) => {
+                error!("cannot start the CQL serving threads: {e}");
+                return;
+            }
+        };
+        // Connections over the limit, answered here.
         let mut tasks = JoinSet::new();
         let mut last_reject_warning: Option<Instant> = None;
         tokio::pin!(shutdown);
@@ -240,11 +250,7 @@ impl Server {
                 () = &mut shutdown => break,
                 accepted = self.listener.accept() => match accepted {
                     Ok((socket, peer)) => match connection_slots.clone().try_acquire_owned() {
-                        Ok(slot) => {
-                            let shared = self.shared.clone();
-                            let stop = stop.clone();
-                            tasks.spawn(connection::serve(socket, peer, shared, stop, slot));
-                        }
+                        Ok(slot) => cores.hand_off(socket, peer, slot).await,
                         Err(_) => {
                             warn_rejected(&mut last_reject_warning, self.shared.limits.max_connections);
                             if let Ok(slot) = reject_slots.clone().try_acquire_owned() {
@@ -263,27 +269,15 @@ impl Server {
             }
         }
         drop(self.listener);
+        let open = self.shared.limits.max_connections - connection_slots.available_permits();
         info!(
-            "shutting down the CQL transport: waiting up to {:?} for {} connections",
+            "shutting down the CQL transport: waiting up to {:?} for {open} connections",
             self.shutdown_grace,
-            tasks.len()
         );
         // Every connection stops reading; their in-flight requests finish.
         let _ = stop_sender.send(true);
-        let drained = tokio::time::timeout(self.shutdown_grace, async {
-            while let Some(joined) = tasks.join_next().await {
-                log_join(joined);
-            }
-        })
-        .await;
-        if drained.is_err() {
-            warn!(
-                "{} connections still busy after {:?}; closing them",
-                tasks.len(),
-                self.shutdown_grace
-            );
-            tasks.shutdown().await;
-        }
+        tasks.shutdown().await;
+        cores.stop(self.shutdown_grace).await;
     }
 }
 

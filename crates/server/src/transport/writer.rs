@@ -32,6 +32,8 @@ pub(crate) enum Outbound {
         envelope: Box<ResponseEnvelope>,
         then: Option<Framing>,
     },
+    /// Responses of requests run inline, one batch of frames read.
+    Responses(Vec<ResponseEnvelope>),
     /// Bytes already framed (the reply to an unsupported version).
     Raw(Bytes),
     /// Write what is queued, then close.
@@ -148,6 +150,11 @@ pub(crate) async fn run<W: AsyncWrite + Unpin>(
                     encoder.push_response(&envelope);
                     if let Some(framing) = then {
                         encoder.switch(framing);
+                    }
+                }
+                Outbound::Responses(envelopes) => {
+                    for envelope in &envelopes {
+                        encoder.push_response(envelope);
                     }
                 }
                 Outbound::Raw(bytes) => {
