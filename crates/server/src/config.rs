@@ -47,8 +47,19 @@ pub const MAX_CONNECTIONS_DEFAULT: usize = 1024;
 pub const MAX_REQUESTS_PER_CONNECTION_DEFAULT: usize = 2048;
 /// Requests in flight over all connections before further ones get OVERLOADED.
 pub const MAX_REQUESTS_DEFAULT: usize = 16_384;
-/// Block cache shared by all RocksDB column families.
-pub const BLOCK_CACHE_BYTES_DEFAULT: u64 = 256 * 1024 * 1024;
+/// The smallest block cache `block_cache_default` picks.
+pub const BLOCK_CACHE_BYTES_MIN: u64 = 256 * 1024 * 1024;
+/// The share of the machine's memory the block cache gets when
+/// `block_cache_size` is not set: RocksDB's cache holds uncompressed blocks,
+/// the OS page cache the compressed files, and memtables, compactions and
+/// the rest of the process need the remainder.
+pub const BLOCK_CACHE_MEMORY_FRACTION: u64 = 4;
+/// The block cache size when `block_cache_size` is not set: a quarter of
+/// the machine's memory, at least `BLOCK_CACHE_BYTES_MIN`.
+pub fn block_cache_default(total_memory_bytes: u64) -> u64 {
+    (total_memory_bytes / BLOCK_CACHE_MEMORY_FRACTION).max(BLOCK_CACHE_BYTES_MIN)
+}
+
 /// `prometheus_address` when none is configured: metrics stay on this host
 /// unless an operator opens them up.
 pub const PROMETHEUS_ADDRESS_DEFAULT: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
@@ -218,8 +229,9 @@ pub struct Config {
     pub max_requests_per_connection: usize,
     /// Requests in flight over all connections.
     pub max_requests: usize,
-    /// RocksDB block cache size.
-    pub block_cache_bytes: u64,
+    /// RocksDB block cache size (`block_cache_size`); None sizes it from
+    /// the machine's memory at startup (`block_cache_default`).
+    pub block_cache_bytes: Option<u64>,
     /// Address of the Prometheus metrics endpoint (`prometheus_address`).
     pub prometheus_address: IpAddr,
     /// Its port (`prometheus_port`); None when configured as 0, which turns
@@ -261,7 +273,7 @@ impl Default for Config {
             max_connections: MAX_CONNECTIONS_DEFAULT,
             max_requests_per_connection: MAX_REQUESTS_PER_CONNECTION_DEFAULT,
             max_requests: MAX_REQUESTS_DEFAULT,
-            block_cache_bytes: BLOCK_CACHE_BYTES_DEFAULT,
+            block_cache_bytes: None,
             prometheus_address: PROMETHEUS_ADDRESS_DEFAULT,
             prometheus_port: Some(PROMETHEUS_PORT_DEFAULT),
             auth_bcrypt_gensalt_log2_rounds: 10,
@@ -662,7 +674,9 @@ impl FileConfig {
                 Some(n) => positive("native_transport_max_concurrent_requests", n)?,
             },
             block_cache_bytes: match self.block_cache_size {
-                Some(text) => parse_data_size(&text).map_err(|m| invalid("block_cache_size", m))?,
+                Some(text) => {
+                    Some(parse_data_size(&text).map_err(|m| invalid("block_cache_size", m))?)
+                }
                 None => defaults.block_cache_bytes,
             },
             prometheus_address,
@@ -1019,7 +1033,9 @@ prometheus_port: 9500
         );
         assert_eq!(config.max_requests_per_connection, 100);
         assert_eq!(config.max_requests, 1000);
-        assert_eq!(config.block_cache_bytes, 1 << 30);
+        assert_eq!(config.block_cache_bytes, Some(1 << 30));
+        assert_eq!(block_cache_default(24 << 30), 6 << 30);
+        assert_eq!(block_cache_default(512 << 20), BLOCK_CACHE_BYTES_MIN);
         assert_eq!(
             config.prometheus_listen_address(),
             Some("0.0.0.0:9500".parse().expect("addr"))

@@ -127,7 +127,7 @@ pub fn open(config: &Config) -> Result<Node, String> {
                 period_ms: config.commitlog_sync_period.as_millis().max(1) as u64,
             },
         },
-        block_cache_bytes: usize::try_from(config.block_cache_bytes).unwrap_or(usize::MAX),
+        block_cache_bytes: usize::try_from(block_cache_bytes(config)).unwrap_or(usize::MAX),
         ..rocksandra_storage_rocksdb::RocksConfig::default()
     };
     let engine: Arc<dyn Engine> = Arc::new(
@@ -211,4 +211,36 @@ pub async fn join_cluster(
         node.executor.set_tokens(tokens);
     }
     Ok(joined)
+}
+
+/// The configured block cache, or one sized from the machine's memory
+/// (`MemTotal` of /proc/meminfo; the smallest default where it cannot be read).
+fn block_cache_bytes(config: &Config) -> u64 {
+    config.block_cache_bytes.unwrap_or_else(|| {
+        let total = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|text| meminfo_total_bytes(&text))
+            .unwrap_or(0);
+        crate::config::block_cache_default(total)
+    })
+}
+
+/// `MemTotal` of /proc/meminfo, in bytes.
+fn meminfo_total_bytes(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+#[cfg(test)]
+mod memory_tests {
+    use super::meminfo_total_bytes;
+
+    #[test]
+    fn total_memory_is_read_from_meminfo() {
+        let text = "MemTotal:       24634480 kB\nMemFree:        1000 kB\n";
+        assert_eq!(meminfo_total_bytes(text), Some(24_634_480 * 1024));
+        assert_eq!(meminfo_total_bytes("MemFree: 1 kB\n"), None);
+        assert_eq!(meminfo_total_bytes("MemTotal: x kB\n"), None);
+    }
 }
