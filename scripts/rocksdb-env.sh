@@ -27,7 +27,7 @@ if [ ! -f "$ROCKSANDRA_ROCKSDB_DIR/librocksdb.a" ]; then
         export CARGO_TARGET_DIR="$rocksandra_rocksdb_build"
         export RUSTFLAGS="-C target-feature=+sse4.2,+pclmulqdq"
         cargo build --release -p librocksdb-sys
-    )
+    ) || { echo "RocksDB did not build (scripts/setup-build.sh installs what it needs)" >&2; return 1; }
     built=$(ls -t "$rocksandra_rocksdb_build"/release/build/librocksdb-sys-*/out/librocksdb.a | head -1)
     mkdir -p "$ROCKSANDRA_ROCKSDB_DIR"
     cp "$built" "$ROCKSANDRA_ROCKSDB_DIR/librocksdb.a.tmp"
