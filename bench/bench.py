@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The side-by-side benchmark: Apache Cassandra 5.0.6 and Rocksandra, one
-after the other, on the same machine, under the same load (bench/loadgen).
+after the other, on the same machine, under the same load (bench/loadgen;
+with --latte, also fixed-rate reads from latte, a second, independent client).
 
     bench.py run    --work DIR [sizes...]   runs everything, writes DIR/results.json
     bench.py report --work DIR --out FILE   writes the Markdown report and PNG plots
@@ -16,6 +17,7 @@ import platform
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -26,6 +28,9 @@ HOST = "127.0.0.1"
 PORT = 9042
 METRICS_URL = "http://127.0.0.1:9180/metrics"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+# A phase during which other processes used more CPU than this (cores) is
+# flagged as disturbed in the report.
+OTHER_CORES_MAX = 0.15
 
 
 def log(*parts):
@@ -42,6 +47,111 @@ class Loadgen:
         if out.stderr.strip():
             log("loadgen stderr:", out.stderr.strip()[-2000:])
         return json.loads(out.stdout)
+
+
+class Latte:
+    """latte (crates.io `latte-cli`, installed by bench/latte/install.sh), the
+    second, independent load generator: the `read` function of
+    bench/latte/emp.rn, the same prepared SELECT on the same `emp` rows as
+    bench/loadgen, at a fixed rate. Returns a dict shaped like loadgen's `run`
+    output (`reads` with throughput, latencies in ms, errors), so `measure()`
+    and the report treat both alike."""
+
+    WORKLOAD = os.path.join(ROOT, "bench/latte/emp.rn")
+    # Client settings, chosen for 20-40k reads/s on two cores shared with the
+    # server. latte splits the rate evenly over its threads, each with its own
+    # rate limiter (a tokio interval: a tick more than 5 ms late is dropped,
+    # so a starved thread loses rate) and its own in-flight limit. 2 threads
+    # keep the rate when one is descheduled: against Cassandra on this
+    # machine (2000 cached rows, 10 s) they reached 99.9/99.6/99.0% of
+    # 20k/30k/40k reads/s using 0.29-0.40 cores, 1 thread 100/98.1/96.9% using
+    # 0.22-0.34. 64 in flight per thread make the 128 of loadgen's readers; 4
+    # connections, as loadgen's. Consistency ONE, loadgen's 10 s request
+    # timeout, and no retries (latte retries timeouts 3 times by default,
+    # which would hide errors in its latencies). No warm-up cycles: loadgen
+    # has none either.
+    SETTINGS = ["--threads", "2", "--concurrency", "64", "--connections", "4",
+                "--consistency", "ONE", "--request-timeout", "10s", "--retries", "0",
+                "--warmup", "0"]
+
+    def __init__(self, binary, work):
+        self.binary = binary
+        self.dir = os.path.join(work, "latte")
+        os.makedirs(self.dir, exist_ok=True)
+        self.phases = 0
+
+    def version(self):
+        out = subprocess.run([self.binary, "--version"], capture_output=True, text=True)
+        return out.stdout.strip().split()[-1] if out.stdout.strip() else "?"
+
+    def __call__(self, rows, rate, seconds):
+        # Each phase starts its cycle counter elsewhere, so it reads other keys
+        # than the phase before (latte draws key i from a hash of the cycle).
+        self.phases += 1
+        stem = os.path.join(self.dir, "%s-read-%d" % (time.strftime("%H%M%S"), rate))
+        cmd = [self.binary, "--log-file", stem + ".log", "run", self.WORKLOAD,
+               "--functions", "read", "-P", "rows=%d" % rows,
+               "--rate", str(rate), "--duration", "%ds" % seconds,
+               "--start-cycle", str(self.phases << 40), *self.SETTINGS,
+               "--quiet", "--output", stem + ".json", "%s:%d" % (HOST, PORT)]
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        with open(stem + ".txt", "w") as f:
+            f.write(" ".join(cmd) + "\n\n" + out.stdout + "\n" + out.stderr)
+        if out.returncode != 0:
+            raise RuntimeError("latte exited with %d: %s" % (out.returncode, out.stderr.strip()[-2000:]))
+        result = parse_latte_report(stem + ".json", rate)
+        result["latte_output"] = stem + ".txt"
+        return result
+
+
+def parse_latte_report(path, target_rate):
+    """latte 0.29's JSON report as loadgen's `run` output: `reads` with the
+    request latencies (ms; measured by latte around each request, from its
+    send), and latte's own CPU as the client's."""
+    with open(path) as f:
+        report = json.load(f)
+    res = report["result"]
+    # Request errors are only in the per-second sampling log (the top-level
+    # `error_count` counts failed workload calls, and in latte 0.29 a failed
+    # request does not fail the call).
+    request_errors = sum(s.get("req_error_count", 0) for s in res.get("log", []))
+    requests = res["request_count"]
+    # A key lookup returns at most one row: a successful read without its row
+    # is an error, as in loadgen.
+    missing_rows = max(0, requests - request_errors - res["row_count"])
+    count = requests - request_errors - missing_rows
+    seconds = res["elapsed_time_s"]
+    latency = res.get("request_latency") or {}
+    pct = {round(q, 2): p["value"] for q, p in zip(report["percentiles"], latency.get("percentiles", []))}
+    first_error = (res.get("errors") or [None])[0]
+    if missing_rows and not first_error:
+        first_error = "%d reads returned no row" % missing_rows
+    reads = {
+        "target_rate": target_rate,
+        "count": count,
+        "errors": request_errors + missing_rows,
+        "request_errors": request_errors,
+        "missing_rows": missing_rows,
+        "first_error": first_error,
+        "rows": res["row_count"],
+        "rows_per_request": res.get("row_count_per_req"),
+        "throughput": count / seconds if seconds else 0.0,
+        "mean_ms": _dig(latency, ["mean", "value"]),
+        "p50_ms": pct.get(50.0),
+        "p99_ms": pct.get(99.0),
+        "p999_ms": pct.get(99.9),
+        "max_ms": pct.get(100.0),
+        "percentiles_ms": [[q, v] for q, v in sorted(pct.items()) if q >= 50.0],
+    }
+    return {
+        "seconds": seconds,
+        "mode": "latte fixed rate (rate limiter)",
+        "client_cpu_seconds": res["cpu_time_s"],
+        "client_cpu_cores": res["cpu_time_s"] / seconds if seconds else 0.0,
+        "reads": reads,
+        "writes": {"count": 0},
+        "latte_report": path,
+    }
 
 
 # --- process measurements -------------------------------------------------
@@ -208,17 +318,40 @@ class Rocksandra:
 
 # --- one system's run -------------------------------------------------------
 
+def machine_busy_seconds():
+    """CPU seconds the whole machine spent busy (all but idle and iowait),
+    from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / CLOCK_TICKS
+
+
 def measure(system, loadgen, what, args_list):
-    """Runs one load phase with server CPU and stall measurements around it."""
+    """Runs one load phase with server CPU and stall measurements around it,
+    and the machine's load: the CPU used by anything but the server and the
+    load generator is recorded as `other_cores`, and a phase where it passes
+    OTHER_CORES_MAX is flagged (`disturbed`) in the report."""
     if hasattr(system, "phase_start"):
         system.phase_start()
+    result_load = os.getloadavg()[0]
+    busy0 = machine_busy_seconds()
     cpu0 = cpu_seconds(system.pid)
     t0 = time.time()
     result = loadgen(*args_list)
     t1 = time.time()
     cpu1 = cpu_seconds(system.pid)
+    busy = (machine_busy_seconds() - busy0) / (t1 - t0)
     result["server_cpu_seconds"] = cpu1 - cpu0
     result["server_cpu_cores"] = (cpu1 - cpu0) / (t1 - t0)
+    result["load_average_before"] = result_load
+    result["machine_busy_cores"] = busy
+    client = result.get("client_cpu_cores")
+    if client is not None:
+        result["other_cores"] = busy - result["server_cpu_cores"] - client
+        result["disturbed"] = result["other_cores"] > OTHER_CORES_MAX
+        if result["disturbed"]:
+            log("WARNING: %.2f cores used by other processes during %s %s" % (
+                result["other_cores"], system.name, what))
     stalls = system.stalls(t0, t1)
     stalls["percent_of_wall"] = 100.0 * stalls["seconds"] / (t1 - t0)
     result["stalls"] = stalls
@@ -235,6 +368,29 @@ def summary(ops):
         ops["throughput"], ops["p99_ms"], ops["p999_ms"], ops["errors"])
 
 
+def cpu_us_per_op(result):
+    """Server CPU per operation of a phase in microseconds: server CPU seconds
+    over the operations done (completed and failed, reads and writes)."""
+    ops = sum((result.get(k) or {}).get("count", 0) + (result.get(k) or {}).get("errors", 0)
+              for k in ("reads", "writes"))
+    return result["server_cpu_seconds"] / ops * 1e6 if ops else None
+
+
+def cpu_per_read_at(sweep, rate):
+    """Server CPU per read (µs) of a sweep's step at `rate`, None when the
+    sweep has no such step or it did not reach 90% of the rate."""
+    for step in sweep:
+        reads = step.get("reads") or {}
+        if step.get("target_rate") == rate and reads.get("throughput", 0) >= 0.9 * rate:
+            return cpu_us_per_op(step)
+    return None
+
+
+def sweep_stops(reads, rate, stop_ms):
+    """Saturated: the target rate is not reached, or latency explodes."""
+    return reads["throughput"] < 0.9 * rate or (reads["p99_ms"] or 0) > stop_ms
+
+
 def settle(pid, limit, idle_cores=0.2, window=5.0):
     """Waits until the server is idle (background compaction after the
     preload done: under `idle_cores` over `window` seconds), at most `limit`
@@ -248,7 +404,7 @@ def settle(pid, limit, idle_cores=0.2, window=5.0):
     return time.time() - start
 
 
-def run_system(system, loadgen, opts):
+def run_system(system, loadgen, opts, latte=None):
     out = {"label": system.label}
     log("starting", system.label)
     t0 = time.time()
@@ -270,18 +426,23 @@ def run_system(system, loadgen, opts):
         out["mixed"] = measure(system, loadgen, "mixed", [
             "run", *common, "--read-rate", str(opts.mixed_rate), "--write-rate", str(opts.mixed_rate),
             "--readers", "128", "--writers", "128"])
+        # The mixed phase's writes leave flushes and compactions behind: the
+        # read sweep starts on a quiet server, as the mixed phase did.
+        out["settle_after_mixed_seconds"] = settle(system.pid, opts.settle)
+        log("%s idle %.0f s after the mixed phase" % (system.name, out["settle_after_mixed_seconds"]))
         sweep = []
         for rate in opts.sweep:
             r = measure(system, loadgen, "read %d/s" % rate, [
                 "run", "--rows", str(opts.rows), "--duration-s", str(opts.sweep_duration),
                 "--read-rate", str(rate), "--readers", "128", "--writers", "0"])
             r["target_rate"] = rate
+            r["server_cpu_us_per_op"] = cpu_us_per_op(r)
             sweep.append(r)
-            reads = r["reads"]
-            # Saturated: the target rate is not reached, or latency explodes.
-            if reads["throughput"] < 0.9 * rate or reads["p99_ms"] > opts.sweep_stop_ms:
+            if sweep_stops(r["reads"], rate, opts.sweep_stop_ms):
                 break
         out["read_sweep"] = sweep
+        if latte:
+            out["latte_sweep"] = latte_sweep(system, latte, opts)
         out["write_max"] = measure(system, loadgen, "write max", [
             "run", *common, "--max-rate", "--readers", "0", "--writers", "128"])
         if isinstance(system, Rocksandra):
@@ -293,6 +454,29 @@ def run_system(system, loadgen, opts):
     finally:
         system.stop()
     return out
+
+
+def latte_sweep(system, latte, opts):
+    """The second client: latte's fixed-rate read phases on the same rows,
+    server CPU measured around each as for loadgen's; stops at saturation as
+    loadgen's sweep does. A latte failure is recorded, not fatal: the first
+    client's figures stand on their own."""
+    sweep = []
+    for rate in opts.latte_rates:
+        try:
+            r = measure(system, latte, "latte read %d/s" % rate, [opts.rows, rate, opts.sweep_duration])
+        except (RuntimeError, OSError, ValueError, KeyError) as e:
+            log("%s latte read %d/s failed: %s" % (system.name, rate, e))
+            sweep.append({"target_rate": rate, "error": str(e)})
+            break
+        r["target_rate"] = rate
+        r["server_cpu_us_per_op"] = cpu_us_per_op(r)
+        sweep.append(r)
+        if r["reads"]["missing_rows"]:
+            log("%s latte read %d/s: %d reads found no row" % (system.name, rate, r["reads"]["missing_rows"]))
+        if sweep_stops(r["reads"], rate, opts.sweep_stop_ms):
+            break
+    return sweep
 
 
 def machine():
@@ -311,6 +495,7 @@ def machine():
 def cmd_run(opts):
     os.makedirs(opts.work, exist_ok=True)
     loadgen = Loadgen(opts.loadgen)
+    latte = Latte(opts.latte, opts.work) if opts.latte else None
     results = {
         "date": dt.date.today().isoformat(),
         "started": dt.datetime.now().isoformat(timespec="seconds"),
@@ -321,27 +506,104 @@ def cmd_run(opts):
                        "sweep_duration_s": opts.sweep_duration, "heap": opts.heap},
         "systems": {},
     }
+    if latte:
+        results["parameters"]["latte_rates"] = opts.latte_rates
+        results["latte"] = {"version": latte.version(), "workload": "bench/latte/emp.rn, function read",
+                            "settings": " ".join(Latte.SETTINGS)}
+    results["parameters"]["repeat"] = opts.repeat
+    results["runs"] = []
     systems = [Cassandra(opts.work, opts.heap), Rocksandra(opts.work, opts.server)]
-    for system in systems:
-        if opts.only and system.name != opts.only:
-            continue
-        results["systems"][system.name] = run_system(system, loadgen, opts)
-        with open(os.path.join(opts.work, "results.json"), "w") as f:
-            json.dump(results, f, indent=1)
+    systems = [s for s in systems if not opts.only or s.name == opts.only]
+    for i in range(opts.repeat):
+        # Alternate which system goes first, so neither always runs on a
+        # machine the other has just warmed or heated.
+        run = {}
+        results["runs"].append(run)
+        for system in (systems if i % 2 == 0 else systems[::-1]):
+            log("run %d of %d" % (i + 1, opts.repeat))
+            run[system.name] = run_system(system, loadgen, opts, latte)
+            results["systems"] = results["runs"][0]
+            with open(os.path.join(opts.work, "results.json"), "w") as f:
+                json.dump(results, f, indent=1)
     log("results in", os.path.join(opts.work, "results.json"))
+
+
+def cmd_profile(opts):
+    """A CPU profile of Rocksandra under latte's fixed-rate reads: perf at
+    999 Hz with call graphs over `--duration` seconds of the phase, folded
+    with inferno into a flame graph, split into request steps by
+    bench/costs.py, with the server CPU per read measured in the same phase
+    (perf's own sampling included)."""
+    os.makedirs(opts.work, exist_ok=True)
+    loadgen, latte = Loadgen(opts.loadgen), Latte(opts.latte, opts.work)
+    system = Rocksandra(opts.work, opts.server)
+    rate = opts.latte_rates[0]
+    perf_data = os.path.join(opts.work, "perf.data")
+    system.start()
+    try:
+        loadgen("ready", "--timeout-s", "300")
+        loadgen("schema")
+        loadgen("load", "--rows", str(opts.rows), "--concurrency", "256")
+        log("rocksandra idle %.0f s after the preload" % settle(system.pid, opts.settle))
+        latte(opts.rows, rate, 10)
+        perf = subprocess.Popen(["perf", "record", "-F", "999", "-g", "-p", str(system.pid),
+                                 "-o", perf_data, "--", "sleep", str(opts.duration)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        result = measure(system, latte, "latte read %d/s, profiled" % rate, [opts.rows, rate, opts.duration])
+        perf.wait()
+    finally:
+        system.stop()
+    stem = os.path.splitext(opts.out)[0]
+    folded = os.path.join(opts.work, "profile.folded")
+    tools = os.path.join(os.path.expanduser("~"), ".cache/rocksandra-tools/bin")
+    script = subprocess.run(["perf", "script", "-i", perf_data], check=True, capture_output=True)
+    with open(folded, "wb") as f:
+        f.write(subprocess.run([os.path.join(tools, "inferno-collapse-perf"), "--kernel"], input=script.stdout,
+                               check=True, capture_output=True).stdout)
+    with open(folded, "rb") as src, open(stem + ".svg", "wb") as svg:
+        subprocess.run([os.path.join(tools, "inferno-flamegraph"), "--title",
+                        "Rocksandra, latte reads at %d/s, %d rows (%s)" % (rate, opts.rows, dt.date.today()),
+                        "--width", "1600"], stdin=src, stdout=svg, check=True)
+    per_read = cpu_us_per_op(result)
+    table = subprocess.run([sys.executable, os.path.join(ROOT, "bench/costs.py"), folded,
+                            "--per-op-us", "%.2f" % per_read], check=True, capture_output=True, text=True).stdout
+    m = machine()
+    reads = result["reads"]
+    with open(stem + ".md", "w") as f:
+        f.write("# CPU profile: Rocksandra serving prepared single-row reads (%s)\n\n" % dt.date.today())
+        f.write("Generated by `bench/profile.sh`. Flame graph: `%s`.\n\n" % os.path.basename(stem + ".svg"))
+        f.write("- Machine: %s, %s cores, %s GiB RAM, Linux %s; load average %.2f before the phase, "
+                "%.2f cores used by other processes during it.\n" % (
+                    m["cpu"], m["cores"], m["memory_gib"], m["kernel"], result["load_average_before"],
+                    result.get("other_cores") or 0.0))
+        f.write("- Command: `%s`\n" % " ".join(sys.argv))
+        f.write("- Load: latte %s, `%s`, %d rows of ~1 KB preloaded and compacted, %d reads/s for %d s "
+                "after a 10 s warm-up; perf record -F 999 -g on the server over the phase.\n" % (
+                    latte.version(), " ".join(Latte.SETTINGS), opts.rows, rate, opts.duration))
+        f.write("- Achieved %.0f reads/s, P50 %.2f ms, P99 %.2f ms, errors %d; server %.2f cores: "
+                "**%.1f µs of server CPU per read** (with perf's sampling); latte %.2f cores.\n\n" % (
+                    reads["throughput"], reads["p50_ms"] or 0, reads["p99_ms"] or 0, reads["errors"],
+                    result["server_cpu_cores"], per_read, result["client_cpu_cores"]))
+        f.write("Where the server's CPU goes, by the leaf frame of each sample (bench/costs.py):\n\n")
+        f.write(table)
+    log("profile:", stem + ".md", stem + ".svg")
 
 
 # --- the report -------------------------------------------------------------
 
 def best_rate(sweep, bound_ms):
     ok = [r["reads"]["throughput"] for r in sweep
-          if r["reads"]["p99_ms"] <= bound_ms and r["reads"]["errors"] == 0
+          if r.get("reads") and (r["reads"]["p99_ms"] or 0) <= bound_ms and r["reads"]["errors"] == 0
           and r["reads"]["throughput"] >= 0.9 * r["target_rate"]]
     return max(ok) if ok else 0.0
 
 
 def ratio(a, b):
-    return "%.2f" % (a / b) if a and b else "n/a"
+    """a / b, as 1/N when under a tenth (0.00 would hide a 100x gap)."""
+    if not a or not b:
+        return "n/a"
+    r = a / b
+    return "%.2f" % r if r >= 0.1 else "1/%.0f" % (1 / r)
 
 
 def fmt_ops(ops):
@@ -350,6 +612,39 @@ def fmt_ops(ops):
     return "| %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %d |" % (
         ops["throughput"], ops["mean_ms"], ops["p50_ms"], ops["p99_ms"], ops["p999_ms"],
         ops["max_ms"], ops["errors"])
+
+
+def fmt_us(us):
+    return "%.1f" % us if us is not None else "-"
+
+
+def latte_section(w, s):
+    """The second client's table for one system, and its server CPU per read
+    beside loadgen's at the same rate."""
+    w("### Second client: latte")
+    w("Fixed-rate reads from latte on the same rows; request latencies in ms, throughput in reads/s.")
+    w("")
+    w("| target rate | throughput | mean | P50 | P99 | P99.9 | max | errors | server CPU (cores) | server CPU per read (µs) | client CPU (cores) | stalls (% wall) |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in s["latte_sweep"]:
+        if "error" in r:
+            w("| %d | latte failed: %s |||||||||||" % (r["target_rate"], r["error"].replace("|", "/")[:300]))
+            continue
+        w("| %d %s %.2f | %s | %.2f | %.3f |" % (
+            r["target_rate"], fmt_ops(r["reads"]), r["server_cpu_cores"], fmt_us(cpu_us_per_op(r)),
+            r["client_cpu_cores"], r["stalls"]["percent_of_wall"]))
+    w("")
+    loadgen = {x["target_rate"]: x for x in s.get("read_sweep", [])}
+    for r in s["latte_sweep"]:
+        if "error" in r:
+            continue
+        same = loadgen.get(r["target_rate"])
+        w("- %d reads/s: server CPU per read %s µs with latte%s; %s." % (
+            r["target_rate"], fmt_us(cpu_us_per_op(r)),
+            ", %s µs with loadgen at the same rate" % fmt_us(cpu_us_per_op(same)) if same else "",
+            "every read returned its row" if not r["reads"].get("missing_rows")
+            else "%d reads returned no row" % r["reads"]["missing_rows"]))
+    w("")
 
 
 def plots(results, out_dir, stem):
@@ -361,8 +656,13 @@ def plots(results, out_dir, stem):
     for ax, key, title in zip(axes, ["p50_ms", "p99_ms", "p999_ms"], ["P50", "P99", "P99.9"]):
         for name, s in results["systems"].items():
             sweep = s.get("read_sweep", [])
-            ax.plot([r["reads"]["throughput"] for r in sweep], [r["reads"][key] for r in sweep],
-                    marker="o", label=s["label"])
+            line, = ax.plot([r["reads"]["throughput"] for r in sweep], [r["reads"][key] for r in sweep],
+                            marker="o", label=s["label"])
+            # The second client's phases, dashed in the same system's colour.
+            latte = [r for r in s.get("latte_sweep", []) if r.get("reads", {}).get("count")]
+            if latte:
+                ax.plot([r["reads"]["throughput"] for r in latte], [r["reads"][key] for r in latte],
+                        marker="x", linestyle="--", color=line.get_color(), label=s["label"] + " (latte)")
         ax.set_xlabel("reads/s achieved")
         finish_axes(ax, "Read-only sweep: %s latency" % title)
     files.append(save(plt, fig, os.path.join(out_dir, stem + "-read-sweep.png")))
@@ -404,8 +704,8 @@ def cmd_report(opts):
     os.makedirs(out_dir, exist_ok=True)
     stem = os.path.splitext(os.path.basename(opts.out))[0]
     images = plots(results, out_dir, stem)
-    sysd = results["systems"]
-    c, r = sysd.get("cassandra", {}), sysd.get("rocksandra", {})
+    runs = results.get("runs") or [results["systems"]]
+    sysd = runs[0]
     p = results["parameters"]
     m = results["machine"]
     lines = []
@@ -421,6 +721,9 @@ def cmd_report(opts):
           m["cpu"], m["cores"], m["memory_gib"], m["kernel"]))
     for s in sysd.values():
         w("- %s: %s" % (s["label"], ", ".join("%s %s" % kv for kv in s.get("versions", {}).items())))
+    if results.get("latte"):
+        w("- Second client: latte %s (`%s`), settings `%s`." % (
+            results["latte"]["version"], results["latte"]["workload"], results["latte"]["settings"]))
     w("- Command: `%s`" % results["command"])
     w("- Parameters: %s rows of ~1 KB (three 330-byte text columns), mixed phase %s s at %s reads/s + "
       "%s writes/s with 128 readers and 128 writers, read sweep %s at %s s per step, write max %s s "
@@ -428,95 +731,59 @@ def cmd_report(opts):
       "periodic commit log / WAL sync every 10 s on both." % (
           p["rows"], p["duration_s"], p["mixed_rate_each"], p["mixed_rate_each"],
           p["sweep"], p["sweep_duration_s"], p["duration_s"]))
+    if p.get("latte_rates"):
+        w("- Second client: latte read phases at %s reads/s, %s s each, after loadgen's read sweep." % (
+            p["latte_rates"], p["sweep_duration_s"]))
     w("")
     w("## Method")
     w("- Load generator: our own (`bench/loadgen`, Rust, on the `scylla` 1.9 driver), chosen over "
-      "`latte` or NoSQLBench because it runs the seed's exact workload (NDBench's `emp` table, 128 "
+      "`latte` or NoSQLBench as the main client because it runs the seed's exact workload (NDBench's `emp` table, 128 "
       "readers and 128 writers), is open-model (operation i is due at start + i/rate whatever "
       "happened before; latency is measured from that intended time, so queueing behind a stalled "
       "server is counted: no coordinated omission), records HdrHistograms (3 significant digits), "
       "schedules on an OS thread with sub-millisecond sleeps, and reports its own CPU time. The "
       "same binary and driver settings (4 connections, prepared statements, consistency ONE, "
       "10 s request timeout) drive both systems.")
+    if results.get("latte"):
+        w("- Second client, to check the first against an independent one: latte (crates.io "
+          "`latte-cli`, Rust, on the `scylla` driver, workload `bench/latte/emp.rn`), the same prepared "
+          "SELECT of one uniformly random row of the same `emp` rows, 2 threads x 64 requests in flight "
+          "(128, as loadgen's readers), 4 connections, consistency ONE, no retries. Its fixed rate is a "
+          "rate limiter, not an open model: a tick more than 5 ms late is skipped, and latency is "
+          "measured from each request's send, so near saturation it reports a lower rate rather than "
+          "the queueing delay loadgen counts. Every read is checked to return its row (latte's row count "
+          "equals its successful requests; a read without its row counts as an error).")
+    w("- Server CPU per operation: server CPU seconds of a phase over its operations (completed and "
+      "failed), in microseconds; for the read-only steps of either client, CPU per read.")
     w("- Throughput sweep: read-only steps at increasing fixed rates; the figure is the highest "
       "achieved rate whose P99 stays under the bound with no errors and at least 90% of the target "
       "rate achieved. Write maximum: closed loop, 128 writers, latency from the actual send.")
     w("- Server figures: CPU from /proc/PID/stat over each phase; peak RSS = VmHWM; disk = bytes "
-      "under the data directory (data, commit log/WAL) once the server is idle after the preload (its CPU under 0.2 cores over 5 s, at most 300 s: compactions done), which is also when the measured phases start; ready time = from "
+      "under the data directory (data, commit log/WAL) once the server is idle after the preload (its CPU under 0.2 cores over 5 s, at most 300 s: compactions done), which is also when the measured phases start (the read sweep again waits for the server to be idle after the mixed phase); ready time = from "
       "spawning the server to the first successful `SELECT` (Cassandra: from running its start "
       "script, JVM launch included). Stalls: Cassandra's stop-the-world GC pauses from its GC log "
       "inside the phase window; Rocksandra's RocksDB write-stall time from its metrics endpoint, "
       "and the longest event-loop pause (a 10 ms timer's lateness) since start.")
     w("")
     w("## Summary")
+    if len(runs) > 1:
+        w("%d runs per system, alternating which system goes first: the median, and in brackets the "
+          "lowest and highest run; the ratio is of the medians. Plots and the per-phase tables below "
+          "are each run's own; the plots show run 1." % len(runs))
+        w("")
     w("| figure | Cassandra | Rocksandra | Rocksandra / Cassandra |")
     w("|---|---|---|---|")
-
-    def row(name, a, b, fmt="%.2f"):
-        w("| %s | %s | %s | %s |" % (name, fmt % a if a is not None else "-",
-                                     fmt % b if b is not None else "-", ratio(b, a)))
-    get = lambda s, *ks: _dig(s, ks)
-    for bound in (2, 10):
-        row("read throughput at P99 <= %d ms (reads/s)" % bound,
-            best_rate(c.get("read_sweep", []), bound), best_rate(r.get("read_sweep", []), bound), "%.0f")
-    for k, label in [("p99_ms", "P99"), ("p999_ms", "P99.9")]:
-        row("mixed: read %s (ms)" % label, get(c, "mixed", "reads", k), get(r, "mixed", "reads", k))
-        row("mixed: write %s (ms)" % label, get(c, "mixed", "writes", k), get(r, "mixed", "writes", k))
-    row("write max throughput (writes/s)", get(c, "write_max", "writes", "throughput"),
-        get(r, "write_max", "writes", "throughput"), "%.0f")
-    row("stall time, mixed phase (% of wall)", get(c, "mixed", "stalls", "percent_of_wall"),
-        get(r, "mixed", "stalls", "percent_of_wall"), "%.3f")
-    row("peak RSS (MiB)", (c.get("peak_rss_bytes") or 0) / 1048576 or None,
-        (r.get("peak_rss_bytes") or 0) / 1048576 or None, "%.0f")
-    row("disk after preload (MiB)", (c.get("disk_bytes_after_load") or 0) / 1048576 or None,
-        (r.get("disk_bytes_after_load") or 0) / 1048576 or None, "%.1f")
-    row("start to first successful query (s)", c.get("ready_seconds"), r.get("ready_seconds"))
-    row("preload (rows/s)", get(c, "preload", "rows_per_second"), get(r, "preload", "rows_per_second"), "%.0f")
+    for name, fn, fmt in summary_figures():
+        cs, rs = run_values(runs, "cassandra", fn), run_values(runs, "rocksandra", fn)
+        w("| %s | %s | %s | %s |" % (name, spread(cs, fmt), spread(rs, fmt),
+                                     ratio(median_or_none(rs), median_or_none(cs))))
     w("")
     for img in images:
         w("![%s](%s)" % (os.path.basename(img), os.path.basename(img)))
         w("")
-    for name, s in sysd.items():
-        w("## %s" % s["label"])
-        w("Latencies in ms, throughput in operations/s.")
-        w("")
-        w("| phase | op | throughput | mean | P50 | P99 | P99.9 | max | errors | server CPU (cores) | client CPU (cores) | stalls (% wall) |")
-        w("|---|---|---|---|---|---|---|---|---|---|---|---|")
-        phases = [("mixed", s.get("mixed"))] + \
-            [("read %d/s" % x["target_rate"], x) for x in s.get("read_sweep", [])] + \
-            [("write max", s.get("write_max"))]
-        for phase, res in phases:
-            if not res:
-                continue
-            for kind in ("reads", "writes"):
-                ops = res.get(kind)
-                if ops and ops.get("count"):
-                    w("| %s | %s %s %.2f | %.2f | %.3f |" % (
-                        phase, kind, fmt_ops(ops), res["server_cpu_cores"],
-                        res["client_cpu_cores"], res["stalls"]["percent_of_wall"]))
-        w("")
-        st = s.get("mixed", {}).get("stalls", {})
-        w("- Stalls measured as: %s. %s" % (st.get("kind", "-"), (
-            "Longest GC pause in the mixed phase: %.1f ms." % (1000 * st["longest_s"])
-            if "longest_s" in st else
-            "Longest event-loop pause since start: %s ms." % (
-                "%.1f" % (1000 * st["event_loop_lag_max_s"]) if st.get("event_loop_lag_max_s") is not None else "n/a"))))
-        me = s.get("metrics_at_end")
-        if me:
-            pick = lambda k: me.get(k)
-            hits, misses = pick("rocksandra_storage_block_cache_hits_total"), pick("rocksandra_storage_block_cache_misses_total")
-            w("- From its metrics endpoint at the end: block-cache hit rate %s, pending compaction %.1f MiB, "
-              "memtables %.1f MiB, SST files %.1f MiB, write stalls %.3f s in total, longest event-loop pause %.1f ms." % (
-                  "%.1f%%" % (100.0 * hits / (hits + misses)) if hits is not None and misses and hits + misses > 0 else "n/a",
-                  (pick("rocksandra_storage_compaction_pending_bytes") or 0) / 1048576,
-                  (pick("rocksandra_storage_memtable_bytes") or 0) / 1048576,
-                  (pick("rocksandra_storage_sst_bytes") or 0) / 1048576,
-                  pick("rocksandra_storage_write_stall_seconds_total") or 0,
-                  1000 * (pick("rocksandra_event_loop_lag_max_seconds") or 0)))
-        w("- Preload: %.0f rows/s; disk after preload %.1f MiB, at the end %.1f MiB; peak RSS %.0f MiB." % (
-            get(s, "preload", "rows_per_second") or 0, (s.get("disk_bytes_after_load") or 0) / 1048576,
-            (s.get("disk_bytes_at_end") or 0) / 1048576, (s.get("peak_rss_bytes") or 0) / 1048576))
-        w("")
+    for i, run in enumerate(runs):
+        for s in run.values():
+            system_section(w, s, "" if len(runs) == 1 else " (run %d of %d)" % (i + 1, len(runs)))
     if opts.notes and os.path.exists(opts.notes):
         with open(opts.notes) as f:
             w(f.read())
@@ -524,6 +791,103 @@ def cmd_report(opts):
         f.write("\n".join(lines) + "\n")
     shutil.copy(os.path.join(opts.work, "results.json"), os.path.join(out_dir, stem + ".json"))
     log("report:", opts.out)
+
+
+def summary_figures():
+    """The summary's rows: (name, figure of one system's run, format)."""
+    get = lambda *ks: lambda s: _dig(s, ks)
+    mib = lambda k: lambda s: (s.get(k) or 0) / 1048576 or None
+    figs = [("read throughput at P99 <= %d ms (reads/s)" % b,
+             lambda s, b=b: best_rate(s.get("read_sweep", []), b), "%.0f") for b in (2, 10)]
+    figs.append(("latte: read throughput at P99 <= 2 ms (reads/s)",
+                 lambda s: best_rate(s.get("latte_sweep", []), 2), "%.0f"))
+    for client, key in (("loadgen", "read_sweep"), ("latte", "latte_sweep")):
+        for rate in (10000, 20000):
+            figs.append(("%s: server CPU per read at %d reads/s (µs)" % (client, rate),
+                         lambda s, k=key, r=rate: cpu_per_read_at(s.get(k, []), r), "%.1f"))
+    for k, label in [("p99_ms", "P99"), ("p999_ms", "P99.9")]:
+        figs.append(("mixed: read %s (ms)" % label, get("mixed", "reads", k), "%.2f"))
+        figs.append(("mixed: write %s (ms)" % label, get("mixed", "writes", k), "%.2f"))
+    figs += [
+        ("mixed: server CPU per operation (µs)",
+         lambda s: cpu_us_per_op(s["mixed"]) if s.get("mixed") else None, "%.1f"),
+        ("write max throughput (writes/s)", get("write_max", "writes", "throughput"), "%.0f"),
+        ("write max: server CPU per write (µs)",
+         lambda s: cpu_us_per_op(s["write_max"]) if s.get("write_max") else None, "%.1f"),
+        ("stall time, mixed phase (% of wall)", get("mixed", "stalls", "percent_of_wall"), "%.3f"),
+        ("peak RSS (MiB)", mib("peak_rss_bytes"), "%.0f"),
+        ("disk after preload (MiB)", mib("disk_bytes_after_load"), "%.1f"),
+        ("start to first successful query (s)", get("ready_seconds"), "%.2f"),
+        ("preload (rows/s)", get("preload", "rows_per_second"), "%.0f"),
+    ]
+    return figs
+
+
+def run_values(runs, name, fn):
+    """A figure's value in every run of one system (runs without it left out)."""
+    vals = [fn(run[name]) for run in runs if name in run]
+    return [v for v in vals if v is not None]
+
+
+def median_or_none(values):
+    return statistics.median(values) if values else None
+
+
+def spread(values, fmt):
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return fmt % values[0]
+    return "%s (%s-%s)" % (fmt % statistics.median(values), fmt % min(values), fmt % max(values))
+
+
+def system_section(w, s, suffix):
+    """One system's per-phase tables of one run."""
+    get = lambda d, *ks: _dig(d, ks)
+    w("## %s%s" % (s["label"], suffix))
+    w("Latencies in ms, throughput in operations/s.")
+    w("")
+    w("| phase | op | throughput | mean | P50 | P99 | P99.9 | max | errors | server CPU (cores) | server CPU per op (µs) | client CPU (cores) | stalls (% wall) | other CPU (cores) |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    phases = [("mixed", s.get("mixed"))] + \
+        [("read %d/s" % x["target_rate"], x) for x in s.get("read_sweep", [])] + \
+        [("write max", s.get("write_max"))]
+    for phase, res in phases:
+        if not res:
+            continue
+        for kind in ("reads", "writes"):
+            ops = res.get(kind)
+            if ops and ops.get("count"):
+                other = res.get("other_cores")
+                w("| %s | %s %s %.2f | %s | %.2f | %.3f | %s |" % (
+                    phase, kind, fmt_ops(ops), res["server_cpu_cores"], fmt_us(cpu_us_per_op(res)),
+                    res["client_cpu_cores"], res["stalls"]["percent_of_wall"],
+                    "-" if other is None else "%.2f%s" % (other, " (disturbed)" if res.get("disturbed") else "")))
+    w("")
+    st = s.get("mixed", {}).get("stalls", {})
+    w("- Stalls measured as: %s. %s" % (st.get("kind", "-"), (
+        "Longest GC pause in the mixed phase: %.1f ms." % (1000 * st["longest_s"])
+        if "longest_s" in st else
+        "Longest event-loop pause since start: %s ms." % (
+            "%.1f" % (1000 * st["event_loop_lag_max_s"]) if st.get("event_loop_lag_max_s") is not None else "n/a"))))
+    me = s.get("metrics_at_end")
+    if me:
+        pick = lambda k: me.get(k)
+        hits, misses = pick("rocksandra_storage_block_cache_hits_total"), pick("rocksandra_storage_block_cache_misses_total")
+        w("- From its metrics endpoint at the end: block-cache hit rate %s, pending compaction %.1f MiB, "
+          "memtables %.1f MiB, SST files %.1f MiB, write stalls %.3f s in total, longest event-loop pause %.1f ms." % (
+              "%.1f%%" % (100.0 * hits / (hits + misses)) if hits is not None and misses and hits + misses > 0 else "n/a",
+              (pick("rocksandra_storage_compaction_pending_bytes") or 0) / 1048576,
+              (pick("rocksandra_storage_memtable_bytes") or 0) / 1048576,
+              (pick("rocksandra_storage_sst_bytes") or 0) / 1048576,
+              pick("rocksandra_storage_write_stall_seconds_total") or 0,
+              1000 * (pick("rocksandra_event_loop_lag_max_seconds") or 0)))
+    w("- Preload: %.0f rows/s; disk after preload %.1f MiB, at the end %.1f MiB; peak RSS %.0f MiB." % (
+        get(s, "preload", "rows_per_second") or 0, (s.get("disk_bytes_after_load") or 0) / 1048576,
+        (s.get("disk_bytes_at_end") or 0) / 1048576, (s.get("peak_rss_bytes") or 0) / 1048576))
+    w("")
+    if "latte_sweep" in s:
+        latte_section(w, s)
 
 
 def _dig(d, keys):
@@ -536,12 +900,17 @@ def _dig(d, keys):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["run", "report"])
+    ap.add_argument("command", choices=["run", "report", "profile"])
     ap.add_argument("--work", required=True)
     ap.add_argument("--out")
     ap.add_argument("--notes", help="hand-written analysis appended to the report")
     ap.add_argument("--server")
     ap.add_argument("--loadgen")
+    ap.add_argument("--latte", metavar="BINARY",
+                    help="latte, the second client: its read phases follow loadgen's read sweep")
+    ap.add_argument("--latte-rates", type=lambda s: [int(x) for x in s.split(",")],
+                    default=[10000, 20000, 30000, 40000],
+                    help="latte's fixed read rates (reads/s), one phase of --sweep-duration each")
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--duration", type=int, default=60)
     ap.add_argument("--mixed-rate", type=int, default=2000)
@@ -553,10 +922,15 @@ def main():
                     help="longest wait for the server to go idle after the preload (s)")
     ap.add_argument("--heap", default="4G")
     ap.add_argument("--only", choices=["cassandra", "rocksandra"])
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs of every phase per system, alternating which system goes first; "
+                         "the summary reports the median and the spread")
     ap.add_argument("--smoke", action="store_true")
     opts = ap.parse_args()
     if opts.command == "run":
         cmd_run(opts)
+    elif opts.command == "profile":
+        cmd_profile(opts)
     else:
         cmd_report(opts)
 
