@@ -17,6 +17,8 @@ echo "== cargo fmt"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
+# The test suites' build: nodetool's fault-injection commands compiled in.
+cargo clippy -p rocksandra-cluster -p rocksandra-server --all-targets --features rocksandra-server/fault-injection,rocksandra-cluster/fault-injection -- -D warnings
 echo "== cargo test"
 cargo test --workspace
 echo "== server suites"

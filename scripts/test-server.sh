@@ -14,7 +14,7 @@ ROOT=$(pwd)
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/rocksandra-target}"
 . scripts/rocksdb-env.sh
 scripts/test-env.sh
-cargo build -p rocksandra-server --bin rocksandra
+cargo build -p rocksandra-server --bin rocksandra --features fault-injection
 BIN="$CARGO_TARGET_DIR/debug/rocksandra"
 
 WORK=$(mktemp -d)

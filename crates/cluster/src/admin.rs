@@ -57,6 +57,9 @@ pub fn run(node: &ClusterNode, command: AdminCommand) -> Response {
         }
         AdminCommand::Cleanup => cleanup(node),
         AdminCommand::Snapshot { tag } => {
+            if let Err(e) = check_snapshot_tag(&tag) {
+                return failed(e);
+            }
             let parent = node.config().data_dir.join("snapshots");
             if let Err(e) = std::fs::create_dir_all(&parent) {
                 return failed(format!("cannot create {}: {e}", parent.display()));
@@ -80,6 +83,31 @@ pub fn run(node: &ClusterNode, command: AdminCommand) -> Response {
         | AdminCommand::Failpoint { .. }
         | AdminCommand::Slow { .. } => failed("handled by the node"),
     }
+}
+
+/// A snapshot tag names a directory under `<data_dir>/snapshots`: one plain
+/// file name, never a path out of it (`..`, `/`, an absolute path) and never
+/// hidden. The node checks it, whatever the client sent.
+fn check_snapshot_tag(tag: &str) -> Result<(), String> {
+    const MAX_TAG_BYTES: usize = 255;
+    if tag.is_empty() {
+        return Err("You must supply a snapshot name.".into());
+    }
+    if tag.len() > MAX_TAG_BYTES {
+        return Err(format!(
+            "Snapshot name is longer than {MAX_TAG_BYTES} bytes"
+        ));
+    }
+    if let Some(c) = tag
+        .chars()
+        .find(|c| matches!(c, '/' | '\\' | ':' | '\0') || c.is_control())
+    {
+        return Err(format!("Snapshot name cannot contain {c:?}"));
+    }
+    if tag.starts_with('.') {
+        return Err(format!("Snapshot name cannot start with '.': {tag}"));
+    }
+    Ok(())
 }
 
 /// `nodetool status`, grouped by datacenter.
@@ -391,14 +419,17 @@ pub fn parse_command(args: &[String]) -> Result<AdminCommand, String> {
         ["removenode", host_id] => AdminCommand::RemoveNode {
             host_id: (*host_id).to_string(),
         },
+        #[cfg(feature = "fault-injection")]
         ["slow", millis] => AdminCommand::Slow {
             millis: millis
                 .parse()
                 .map_err(|_| format!("{millis} is not a number of milliseconds"))?,
         },
+        #[cfg(feature = "fault-injection")]
         ["failpoint", name] => AdminCommand::Failpoint {
             name: (*name).to_string(),
         },
+        #[cfg(feature = "fault-injection")]
         ["isolate", peers @ ..] => AdminCommand::Isolate {
             peers: peers
                 .iter()
@@ -461,6 +492,34 @@ mod tests {
     }
 
     #[test]
+    fn snapshot_tags_stay_inside_the_snapshots_directory() {
+        for good in ["1764000000000", "before-upgrade", "nightly_2026.11.25"] {
+            assert_eq!(check_snapshot_tag(good), Ok(()), "{good}");
+        }
+        let long = "x".repeat(256);
+        for bad in [
+            "", "..", ".", "../x", "/tmp/x", "a/b", "a\\b", ".hidden", "a:b", "a\0b", "a\nb", &long,
+        ] {
+            assert!(check_snapshot_tag(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    #[cfg(not(feature = "fault-injection"))]
+    fn fault_injection_commands_are_unknown_outside_test_builds() {
+        for words in [
+            "slow 250",
+            "failpoint crash-after-batchlog",
+            "isolate 127.0.0.1",
+            "isolate",
+        ] {
+            let e = parse(words).expect_err(words);
+            assert!(e.starts_with("unknown or malformed command"), "{e}");
+        }
+    }
+
+    #[test]
+    #[cfg(feature = "fault-injection")]
     fn fault_injection_commands() {
         assert_eq!(parse("slow 250"), Ok(AdminCommand::Slow { millis: 250 }));
         assert!(parse("slow soon").is_err());

@@ -71,6 +71,7 @@ pub struct ClusterNode {
     config: ClusterConfig,
     pub shared: Arc<Shared>,
     /// The transport `shared` sends through, for fault injection.
+    #[cfg(feature = "fault-injection")]
     messaging: Arc<Messaging>,
     executor: Arc<Executor>,
     gossip: Gossip,
@@ -291,6 +292,7 @@ impl ClusterNode {
         let node = Arc::new(ClusterNode {
             config,
             shared: shared.clone(),
+            #[cfg(feature = "fault-injection")]
             messaging,
             executor: executor.clone(),
             gossip,
@@ -736,26 +738,45 @@ impl ClusterNode {
                 range,
             } => text(self.repair(keyspace.as_deref(), &tables, primary_range, range)),
             AdminCommand::Netstats => Response::Text(self.netstats()),
-            AdminCommand::Slow { millis } => {
-                self.messaging
-                    .slow(std::time::Duration::from_millis(millis));
-                Response::Text(format!("answering other nodes {millis} ms late"))
-            }
-            AdminCommand::Failpoint { name } => text(
-                self.shared
-                    .arm_failpoint(&name)
-                    .map(|()| format!("failpoint {name} armed")),
-            ),
-            AdminCommand::Isolate { peers } => {
-                self.messaging.isolate(&peers);
-                Response::Text(format!("isolated from {peers:?}"))
-            }
+            command @ (AdminCommand::Slow { .. }
+            | AdminCommand::Failpoint { .. }
+            | AdminCommand::Isolate { .. }) => self.fault_injection(command),
             AdminCommand::Flush => match self.shared.engine.flush() {
                 Ok(()) => Response::Text(String::new()),
                 Err(e) => Response::Error(RemoteError::Failed(e.to_string())),
             },
             other => crate::admin::run(self, other),
         }
+    }
+
+    /// The test-only commands, in builds with the `fault-injection`
+    /// feature (the test suites'); a release build refuses them, whoever
+    /// sends them.
+    #[cfg(feature = "fault-injection")]
+    fn fault_injection(&self, command: AdminCommand) -> Response {
+        match command {
+            AdminCommand::Slow { millis } => {
+                self.messaging
+                    .slow(std::time::Duration::from_millis(millis));
+                Response::Text(format!("answering other nodes {millis} ms late"))
+            }
+            AdminCommand::Failpoint { name } => match self.shared.arm_failpoint(&name) {
+                Ok(()) => Response::Text(format!("failpoint {name} armed")),
+                Err(e) => Response::Error(RemoteError::Failed(e)),
+            },
+            AdminCommand::Isolate { peers } => {
+                self.messaging.isolate(&peers);
+                Response::Text(format!("isolated from {peers:?}"))
+            }
+            other => crate::admin::run(self, other),
+        }
+    }
+
+    #[cfg(not(feature = "fault-injection"))]
+    fn fault_injection(&self, command: AdminCommand) -> Response {
+        Response::Error(RemoteError::Failed(format!(
+            "unknown command {command:?}: fault injection exists only in test builds"
+        )))
     }
 
     pub fn executor(&self) -> &Arc<Executor> {
