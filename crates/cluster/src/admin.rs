@@ -300,7 +300,9 @@ fn cleanup(node: &ClusterNode) -> Response {
 /// `rocksandra nodetool`: sends `command` to the node at `address` (its
 /// storage port) and returns the node's text answer.
 pub fn call(address: std::net::SocketAddr, command: AdminCommand) -> Result<String, String> {
-    use crate::message::{decode_body, encode_frame, frame_length, Envelope, Hello, HELLO_MAGIC};
+    use crate::message::{
+        decode_body, encode_frame, frame_length, Envelope, Hello, HELLO_MAGIC, MAX_FRAME_BYTES,
+    };
     use std::io::Read;
     let timeout = std::time::Duration::from_secs(600);
     let mut stream =
@@ -325,7 +327,7 @@ pub fn call(address: std::net::SocketAddr, command: AdminCommand) -> Result<Stri
     stream
         .read_exact(&mut header)
         .map_err(|e| format!("no answer from {address}: {e}"))?;
-    let len = frame_length(header).map_err(|e| e.to_string())?;
+    let len = frame_length(header, MAX_FRAME_BYTES).map_err(|e| e.to_string())?;
     let mut body = vec![0u8; len];
     stream.read_exact(&mut body).map_err(|e| e.to_string())?;
     match decode_body::<Envelope>(&body).map_err(|e| e.to_string())? {

@@ -24,6 +24,10 @@ pub const FORMAT_VERSION: u8 = 1;
 /// The largest frame a node sends or accepts (length prefix excluded).
 pub const MAX_FRAME_BYTES: usize = 256 << 20;
 
+/// The largest first frame (`Hello`) a node accepts: before it, the peer
+/// is nobody, and may not make the node hold more than this.
+pub const MAX_HELLO_BYTES: usize = 4 << 10;
+
 /// Marks the first frame of a Rocksandra internode connection.
 pub const HELLO_MAGIC: u32 = 0x5253_4e44; // "RSND"
 
@@ -255,8 +259,8 @@ impl std::fmt::Display for RemoteError {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DecodeError {
-    #[error("frame of {0} bytes is over the limit of {MAX_FRAME_BYTES}")]
-    TooLong(usize),
+    #[error("frame of {len} bytes is over the limit of {limit}")]
+    TooLong { len: usize, limit: usize },
     #[error("frame has format version {0}, this node speaks {FORMAT_VERSION}")]
     Version(u8),
     #[error("empty frame")]
@@ -277,11 +281,12 @@ pub fn encode_frame<T: Serialize>(body: &T) -> Vec<u8> {
     frame
 }
 
-/// The length a frame header announces, checked against the limit.
-pub fn frame_length(header: [u8; 4]) -> Result<usize, DecodeError> {
+/// The length a frame header announces, checked against `limit`
+/// (`MAX_HELLO_BYTES` for a connection's first frame, else `MAX_FRAME_BYTES`).
+pub fn frame_length(header: [u8; 4], limit: usize) -> Result<usize, DecodeError> {
     let len = u32::from_be_bytes(header) as usize;
-    if len > MAX_FRAME_BYTES {
-        return Err(DecodeError::TooLong(len));
+    if len > limit {
+        return Err(DecodeError::TooLong { len, limit });
     }
     if len == 0 {
         return Err(DecodeError::Empty);
@@ -339,7 +344,8 @@ mod tests {
             body: Request::SchemaPull,
         };
         let frame = encode_frame(&envelope);
-        let len = frame_length([frame[0], frame[1], frame[2], frame[3]]).expect("length");
+        let len = frame_length([frame[0], frame[1], frame[2], frame[3]], MAX_FRAME_BYTES)
+            .expect("length");
         assert_eq!(len, frame.len() - 4);
         let back: Envelope = decode_body(&frame[4..]).expect("decodes");
         assert_eq!(back, envelope);
@@ -348,10 +354,29 @@ mod tests {
     #[test]
     fn bad_frames_are_refused() {
         assert_eq!(
-            frame_length(((MAX_FRAME_BYTES + 1) as u32).to_be_bytes()),
-            Err(DecodeError::TooLong(MAX_FRAME_BYTES + 1))
+            frame_length(
+                ((MAX_FRAME_BYTES + 1) as u32).to_be_bytes(),
+                MAX_FRAME_BYTES
+            ),
+            Err(DecodeError::TooLong {
+                len: MAX_FRAME_BYTES + 1,
+                limit: MAX_FRAME_BYTES
+            })
         );
-        assert_eq!(frame_length([0; 4]), Err(DecodeError::Empty));
+        assert_eq!(
+            frame_length(
+                ((MAX_HELLO_BYTES + 1) as u32).to_be_bytes(),
+                MAX_HELLO_BYTES
+            ),
+            Err(DecodeError::TooLong {
+                len: MAX_HELLO_BYTES + 1,
+                limit: MAX_HELLO_BYTES
+            })
+        );
+        assert_eq!(
+            frame_length([0; 4], MAX_FRAME_BYTES),
+            Err(DecodeError::Empty)
+        );
         assert_eq!(
             decode_body::<Envelope>(&[FORMAT_VERSION + 1, 0]),
             Err(DecodeError::Version(FORMAT_VERSION + 1))

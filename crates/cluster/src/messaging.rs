@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, Semaphore};
 
 use crate::message::{
     decode_body, encode_frame, frame_length, DecodeError, Envelope, Hello, RemoteError, Request,
-    Response, HELLO_MAGIC,
+    Response, HELLO_MAGIC, MAX_FRAME_BYTES, MAX_HELLO_BYTES,
 };
 
 /// Requests queued for one peer before `send` fails with Overloaded.
@@ -41,6 +41,14 @@ pub const MAX_INBOUND_REQUESTS: usize = 512;
 pub const INBOUND_REPLY_QUEUE: usize = 1024;
 /// How long connecting to a peer may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a connection may take to send its `Hello` before it is closed.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Inbound connections open at once (peers open one each, nodetool one per
+/// command); more are closed as they are accepted.
+pub const MAX_INBOUND_CONNECTIONS: usize = 1024;
+/// A frame's body grows by at most this much per read, so a peer that
+/// announces a large frame and sends little makes the node hold little.
+const FRAME_READ_CHUNK_BYTES: usize = 64 << 10;
 /// Requests waiting for an answer longer than this are forgotten (the
 /// caller gave up long before: its own timeout is shorter).
 pub const PENDING_EXPIRY: Duration = Duration::from_secs(120);
@@ -178,18 +186,26 @@ impl Messaging {
             inbound_permits: Arc::new(Semaphore::new(MAX_INBOUND_REQUESTS)),
         });
         let weak = Arc::downgrade(&messaging);
+        let connections = Arc::new(Semaphore::new(MAX_INBOUND_CONNECTIONS));
         tokio::spawn(async move {
             loop {
-                let Ok((stream, _)) = listener.accept().await else {
+                let Ok((stream, from)) = listener.accept().await else {
                     continue;
                 };
                 let Some(messaging) = weak.upgrade() else {
                     return;
                 };
+                let Ok(permit) = connections.clone().try_acquire_owned() else {
+                    tracing::warn!(
+                        "internode connection from {from} closed: {MAX_INBOUND_CONNECTIONS} open"
+                    );
+                    continue;
+                };
                 tokio::spawn(async move {
                     if let Err(e) = messaging.serve(stream).await {
-                        tracing::debug!("internode connection closed: {e}");
+                        tracing::debug!("internode connection from {from} closed: {e}");
                     }
+                    drop(permit);
                 });
             }
         });
@@ -298,7 +314,10 @@ impl Messaging {
     async fn serve(self: Arc<Self>, stream: TcpStream) -> Result<(), String> {
         stream.set_nodelay(true).map_err(|e| e.to_string())?;
         let (mut read, mut write) = stream.into_split();
-        let hello: Hello = read_frame(&mut read).await?;
+        let hello: Hello =
+            tokio::time::timeout(HANDSHAKE_TIMEOUT, read_frame(&mut read, MAX_HELLO_BYTES))
+                .await
+                .map_err(|_| format!("no handshake within {HANDSHAKE_TIMEOUT:?}"))??;
         if hello.magic != HELLO_MAGIC {
             return Err("not a Rocksandra node".into());
         }
@@ -321,7 +340,7 @@ impl Messaging {
             }
         });
         loop {
-            let envelope: Envelope = read_frame(&mut read).await?;
+            let envelope: Envelope = read_frame(&mut read, MAX_FRAME_BYTES).await?;
             let Envelope::Request { id, body } = envelope else {
                 return Err("an answer on an inbound connection".into());
             };
@@ -366,18 +385,29 @@ impl Messaging {
     }
 }
 
+/// Reads one frame of at most `limit` bytes. The body's buffer grows with
+/// the bytes that arrive, not with the length the peer announced.
 async fn read_frame<T: for<'de> serde::Deserialize<'de>>(
     read: &mut (impl AsyncReadExt + Unpin),
+    limit: usize,
 ) -> Result<T, String> {
     let mut header = [0u8; 4];
     read.read_exact(&mut header)
         .await
         .map_err(|e| e.to_string())?;
-    let len = frame_length(header).map_err(|e: DecodeError| e.to_string())?;
-    let mut body = vec![0u8; len];
-    read.read_exact(&mut body)
+    let len = frame_length(header, limit).map_err(|e: DecodeError| e.to_string())?;
+    let mut body = Vec::with_capacity(len.min(FRAME_READ_CHUNK_BYTES));
+    (&mut *read)
+        .take(len as u64)
+        .read_to_end(&mut body)
         .await
         .map_err(|e| e.to_string())?;
+    if body.len() != len {
+        return Err(format!(
+            "connection closed after {} of a frame's {len} bytes",
+            body.len()
+        ));
+    }
     decode_body(&body).map_err(|e| e.to_string())
 }
 
@@ -429,7 +459,7 @@ async fn run_outbound(
         let reader_outbound = outbound.clone();
         let mut reader = tokio::spawn(async move {
             loop {
-                match read_frame::<Envelope>(&mut read).await {
+                match read_frame::<Envelope>(&mut read, MAX_FRAME_BYTES).await {
                     Ok(Envelope::Response { id, body }) => reader_outbound.complete(id, body),
                     Ok(Envelope::Request { .. }) => return,
                     Err(_) => return,
@@ -463,5 +493,45 @@ fn drain_failed(outbound: &Outbound, queue: &mut mpsc::Receiver<(u64, Vec<u8>)>,
             id,
             SendError::Unreachable(peer, "connection refused".into()),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::FORMAT_VERSION;
+
+    fn frame_of(len: usize, body: &[u8]) -> Vec<u8> {
+        let mut bytes = (len as u32).to_be_bytes().to_vec();
+        bytes.extend_from_slice(body);
+        bytes
+    }
+
+    #[tokio::test]
+    async fn first_frames_are_small_and_frames_must_arrive_whole() {
+        let hello = Hello {
+            magic: HELLO_MAGIC,
+            cluster_name: "Test Cluster".into(),
+            from: IpAddr::from([127, 0, 0, 1]),
+        };
+        let good = encode_frame(&hello);
+        let back: Hello = read_frame(&mut good.as_slice(), MAX_HELLO_BYTES)
+            .await
+            .expect("a hello");
+        assert_eq!(back, hello);
+        // A stranger announcing a large first frame is refused before any
+        // of it is read.
+        let big = frame_of(MAX_HELLO_BYTES + 1, &[FORMAT_VERSION]);
+        let e = read_frame::<Hello>(&mut big.as_slice(), MAX_HELLO_BYTES)
+            .await
+            .expect_err("too long");
+        assert!(e.contains("over the limit of 4096"), "{e}");
+        // A frame announced at the largest size whose bytes never come ends
+        // the connection.
+        let short = frame_of(MAX_FRAME_BYTES, &[FORMAT_VERSION, 1, 2, 3]);
+        let e = read_frame::<Envelope>(&mut short.as_slice(), MAX_FRAME_BYTES)
+            .await
+            .expect_err("cut short");
+        assert!(e.contains("after 4 of a frame's 268435456 bytes"), "{e}");
     }
 }
