@@ -167,7 +167,9 @@ impl Executor {
 
     /// Sets how clients log in and whether permissions are checked; with
     /// PasswordAuthenticator, creates the default superuser when there is
-    /// no role yet.
+    /// no role yet. As Cassandra's `setupDefaultRole`, it is written at
+    /// timestamp 0, so any change an operator makes to it (a new password,
+    /// DROP ROLE) wins over a later re-creation by a node that saw no role.
     pub fn enable_password_authentication(&self, config: AuthConfig) -> Result<()> {
         *self.auth.write().unwrap_or_else(|p| p.into_inner()) = config;
         if !config.password_authenticator {
@@ -182,7 +184,7 @@ impl Executor {
         if empty {
             let hash = hash_password(DEFAULT_SUPERUSER_PASSWORD, config.bcrypt_cost)?;
             self.run_internal(
-                "INSERT INTO system_auth.roles (role, can_login, is_superuser, salted_hash) VALUES (?, true, true, ?)",
+                "INSERT INTO system_auth.roles (role, can_login, is_superuser, salted_hash) VALUES (?, true, true, ?) USING TIMESTAMP 0",
                 vec![text(DEFAULT_SUPERUSER), text(&hash)],
                 None,
             )?;

@@ -332,6 +332,17 @@ impl Harness {
     }
 }
 
+#[test]
+fn default_superuser_is_written_at_timestamp_zero() {
+    // Cassandra's setupDefaultRole: any change an operator makes wins over a
+    // re-creation by a node that saw no role.
+    let mut h = authz_harness();
+    h.check(&[(
+        "SELECT writetime(salted_hash), writetime(is_superuser), writetime(can_login) FROM system_auth.roles WHERE role = 'cassandra'",
+        "0 | 0 | 0",
+    )]);
+}
+
 const NO_SELECT: &str =
     "ERROR 0x2100 User alice has no SELECT permission on <table ks.t> or any of its parents";
 const NO_MODIFY: &str =
