@@ -5,7 +5,7 @@
 //! Schema changes are serialized by `ddl_lock`; a published schema is an
 //! immutable `Arc<Schema>` swapped under `schema`.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -22,12 +22,9 @@ use rocksandra_wire::{
 
 use crate::ddl::{self, keyspace_of, DdlOutcome};
 use crate::error::{QueryError, Result};
+use crate::prepared_cache::PreparedCache;
 use crate::schema::{write_atomically, Schema, Table, SCHEMA_FILE};
 use crate::{modify, select, NodeInfo};
-
-/// Most prepared statements kept; the oldest is evicted beyond it
-/// (drivers re-prepare on UNPREPARED).
-pub const PREPARED_STATEMENTS_MAX: usize = 10_000;
 
 /// Where time and randomness come from.
 #[derive(Clone)]
@@ -146,11 +143,6 @@ impl PreparedStatement {
     }
 }
 
-struct PreparedCache {
-    by_id: HashMap<Bytes, Arc<PreparedStatement>>,
-    order: VecDeque<Bytes>,
-}
-
 pub struct Executor {
     schema: RwLock<Arc<Schema>>,
     ddl_lock: Mutex<()>,
@@ -163,7 +155,7 @@ pub struct Executor {
     /// Schema changes in a cluster: serialized and spread by this.
     schema_sync: std::sync::OnceLock<Arc<dyn crate::proxy::SchemaSync>>,
     node: RwLock<NodeInfo>,
-    prepared: Mutex<PreparedCache>,
+    prepared: Mutex<PreparedCache<PreparedStatement>>,
     pub(crate) env: Env,
     /// Serializes read-before-write statements (conditional updates, list
     /// index operations, counters) on this node.
@@ -222,15 +214,19 @@ impl Executor {
             schema_sync: std::sync::OnceLock::new(),
             engine,
             node: RwLock::new(node),
-            prepared: Mutex::new(PreparedCache {
-                by_id: HashMap::new(),
-                order: VecDeque::new(),
-            }),
+            prepared: Mutex::new(PreparedCache::new(
+                crate::prepared_cache::DEFAULT_LIMIT_BYTES,
+            )),
             env,
             rmw_lock,
             auth: RwLock::new(crate::auth::AuthConfig::default()),
             views_enabled: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// `prepared_statements_cache_size` from the node's configuration.
+    pub fn set_prepared_cache_bytes(&self, limit: u64) {
+        lock(&self.prepared).set_limit(limit);
     }
 
     /// `materialized_views_enabled` from the node's configuration.
@@ -350,18 +346,8 @@ impl Executor {
             result_metadata_id: result_metadata_id.clone(),
             point_read,
         });
-        {
-            let mut cache = lock(&self.prepared);
-            if !cache.by_id.contains_key(&id) {
-                cache.order.push_back(id.clone());
-                while cache.order.len() > PREPARED_STATEMENTS_MAX {
-                    if let Some(old) = cache.order.pop_front() {
-                        cache.by_id.remove(&old);
-                    }
-                }
-            }
-            cache.by_id.insert(id.clone(), prepared);
-        }
+        let weight = crate::prepared_cache::weight(text.len());
+        lock(&self.prepared).insert(id.clone(), prepared, weight);
         Ok(Prepared {
             id,
             result_metadata_id: Some(result_metadata_id),
@@ -379,9 +365,7 @@ impl Executor {
 
     pub fn prepared(&self, id: &[u8]) -> Result<Arc<PreparedStatement>> {
         lock(&self.prepared)
-            .by_id
             .get(id)
-            .cloned()
             .ok_or_else(|| QueryError::Unprepared(Bytes::copy_from_slice(id)))
     }
 

@@ -13,6 +13,7 @@ pub mod functions;
 pub mod index;
 pub mod json;
 pub mod modify;
+pub mod prepared_cache;
 pub mod proxy;
 pub mod restrict;
 pub mod rows;

@@ -245,6 +245,10 @@ pub struct Config {
     /// CREATE MATERIALIZED VIEW is allowed (`materialized_views_enabled`,
     /// legacy `enable_materialized_views`; off by default, as in Cassandra).
     pub materialized_views_enabled: bool,
+    /// The prepared-statement cache's bound in bytes
+    /// (`prepared_statements_cache_size`, legacy `_mb`; empty is Cassandra's
+    /// "auto", 10 MiB here).
+    pub prepared_statements_cache_bytes: u64,
 }
 
 impl Default for Config {
@@ -279,6 +283,7 @@ impl Default for Config {
             auth_bcrypt_gensalt_log2_rounds: 10,
             client_encryption: ClientEncryption::default(),
             materialized_views_enabled: false,
+            prepared_statements_cache_bytes: rocksandra_query::prepared_cache::DEFAULT_LIMIT_BYTES,
         }
     }
 }
@@ -541,6 +546,8 @@ struct FileConfig {
     client_encryption_options: Option<encryption::FileClientEncryption>,
     materialized_views_enabled: Option<bool>,
     enable_materialized_views: Option<bool>,
+    prepared_statements_cache_size: Option<String>,
+    prepared_statements_cache_size_mb: Option<u64>,
 }
 
 /// `- class_name: ...\n  parameters:\n    - seeds: "a,b"`
@@ -641,23 +648,14 @@ impl FileConfig {
             endpoint_snitch: self.endpoint_snitch.unwrap_or(defaults.endpoint_snitch),
             data_center: self.data_center.unwrap_or(defaults.data_center),
             rack: self.rack.unwrap_or(defaults.rack),
-            max_frame_bytes: pick_legacy(
+            max_frame_bytes: data_size_or_legacy_mb(
                 (
                     "native_transport_max_frame_size",
                     self.native_transport_max_frame_size,
-                    |text| {
-                        parse_data_size(&text)
-                            .map_err(|m| invalid("native_transport_max_frame_size", m))
-                    },
                 ),
                 (
                     "native_transport_max_frame_size_in_mb",
                     self.native_transport_max_frame_size_in_mb,
-                    |mb| {
-                        mb.checked_mul(1024 * 1024).ok_or_else(|| {
-                            invalid("native_transport_max_frame_size_in_mb", "too large")
-                        })
-                    },
                 ),
             )?
             .unwrap_or(defaults.max_frame_bytes),
@@ -673,6 +671,17 @@ impl FileConfig {
                 None => defaults.max_requests,
                 Some(n) => positive("native_transport_max_concurrent_requests", n)?,
             },
+            prepared_statements_cache_bytes: data_size_or_legacy_mb(
+                (
+                    "prepared_statements_cache_size",
+                    self.prepared_statements_cache_size,
+                ),
+                (
+                    "prepared_statements_cache_size_mb",
+                    self.prepared_statements_cache_size_mb,
+                ),
+            )?
+            .unwrap_or(defaults.prepared_statements_cache_bytes),
             block_cache_bytes: match self.block_cache_size {
                 Some(text) => {
                     Some(parse_data_size(&text).map_err(|m| invalid("block_cache_size", m))?)
@@ -782,6 +791,23 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// A data size (`16MiB`) under its modern key, or a number of MiB under
+/// its legacy one (`..._mb`, `..._in_mb`); not both.
+fn data_size_or_legacy_mb(
+    modern: (&'static str, Option<String>),
+    legacy: (&'static str, Option<u64>),
+) -> Result<Option<u64>, ConfigError> {
+    pick_legacy(
+        (modern.0, modern.1, |text: String| {
+            parse_data_size(&text).map_err(|m| invalid(modern.0, m))
+        }),
+        (legacy.0, legacy.1, |mb: u64| {
+            mb.checked_mul(1024 * 1024)
+                .ok_or_else(|| invalid(legacy.0, "too large"))
+        }),
+    )
 }
 
 /// Takes the modern key or its legacy spelling, refusing both at once.
@@ -994,6 +1020,7 @@ native_transport_max_concurrent_connections: -1
 native_transport_max_requests_per_connection: 100
 native_transport_max_concurrent_requests: 1000
 block_cache_size: 1GiB
+prepared_statements_cache_size: 2MiB
 prometheus_address: 0.0.0.0
 prometheus_port: 9500
 "#,
@@ -1034,6 +1061,7 @@ prometheus_port: 9500
         assert_eq!(config.max_requests_per_connection, 100);
         assert_eq!(config.max_requests, 1000);
         assert_eq!(config.block_cache_bytes, Some(1 << 30));
+        assert_eq!(config.prepared_statements_cache_bytes, 2 << 20);
         assert_eq!(block_cache_default(24 << 30), 6 << 30);
         assert_eq!(block_cache_default(512 << 20), BLOCK_CACHE_BYTES_MIN);
         assert_eq!(
@@ -1119,7 +1147,14 @@ prometheus_port: 9500
     #[test]
     fn legacy_keys_work_but_not_together_with_the_new_ones() {
         let config = parse_ok(
-            "commitlog_sync_period_in_ms: 2500\nnative_transport_max_frame_size_in_mb: 8\n",
+            "commitlog_sync_period_in_ms: 2500\nnative_transport_max_frame_size_in_mb: 8\n\
+             prepared_statements_cache_size_mb: 3\n",
+        );
+        assert_eq!(config.prepared_statements_cache_bytes, 3 << 20);
+        assert_eq!(
+            parse_ok("prepared_statements_cache_size:\n").prepared_statements_cache_bytes,
+            10 << 20,
+            "empty is Cassandra's auto"
         );
         assert_eq!(config.commitlog_sync_period, Duration::from_millis(2500));
         assert_eq!(config.max_frame_bytes, 8 << 20);
