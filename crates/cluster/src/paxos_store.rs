@@ -234,6 +234,7 @@ mod tests {
                 id: TableId(5),
                 clustering: Vec::new(),
                 options: TableOptions::default(),
+                dropped: Vec::new(),
             })
             .expect("user table");
         engine

@@ -67,6 +67,7 @@ pub fn open_reserved_table(engine: &dyn Engine, id: TableId) -> Result<(), Stora
             gc_grace_seconds: 0,
             ..TableOptions::default()
         },
+        dropped: Vec::new(),
     };
     match engine.create_table(spec) {
         Ok(()) | Err(StorageError::TableExists(_)) => Ok(()),

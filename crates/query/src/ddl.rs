@@ -1316,12 +1316,19 @@ pub fn alter_table(
                         if ty.is_counter() { "non " } else { "" },
                     )));
                 }
+                let mut reused_id = None;
                 if let Some(dropped) = table.dropped.iter().find(|d| d.name == cname) {
                     if dropped.type_text != ty.to_string() && ty.is_multi_cell() {
                         return Err(QueryError::invalid(format!(
                             "Cannot re-add previously dropped column '{cname}' of type {}, incompatible with previous type {}",
                             ty, dropped.type_text
                         )));
+                    }
+                    // As in Cassandra, cells are the column's by name: those
+                    // written after the drop show again, older ones stay
+                    // hidden (the storage spec carries the drop).
+                    if dropped.type_text == ty.to_string() {
+                        reused_id = dropped.column_id;
                     }
                 }
                 table.columns.push(Column {
@@ -1334,9 +1341,11 @@ pub fn alter_table(
                     },
                     position: 0,
                     descending: false,
-                    id: ColumnId(table.next_column_id),
+                    id: ColumnId(reused_id.unwrap_or(table.next_column_id)),
                 });
-                table.next_column_id += 1;
+                if reused_id.is_none() {
+                    table.next_column_id += 1;
+                }
             }
             table.sort_value_columns();
         }
@@ -1391,6 +1400,7 @@ pub fn alter_table(
                     type_text: column.ty.to_string(),
                     kind: column.kind,
                     dropped_time: timestamp.unwrap_or(now_micros),
+                    column_id: Some(column.id.0),
                 });
             }
         }

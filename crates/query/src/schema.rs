@@ -102,6 +102,10 @@ pub struct DroppedColumn {
     pub kind: ColumnKind,
     /// Microseconds; data written at or before it is ignored.
     pub dropped_time: i64,
+    /// The id its cells were stored under, which a column of the same name
+    /// added again takes back (absent in schemas written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column_id: Option<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -332,6 +336,16 @@ impl Table {
                 default_ttl_seconds: i64::from(self.params.default_time_to_live),
                 strict_liveness: self.view.as_ref().is_some_and(|v| v.key_column.is_some()),
             },
+            dropped: self
+                .dropped
+                .iter()
+                .filter_map(|d| {
+                    Some(rocksandra_storage::DroppedCells {
+                        column: ColumnId(d.column_id?),
+                        dropped_time: rocksandra_data::Timestamp(d.dropped_time),
+                    })
+                })
+                .collect(),
         }
     }
 

@@ -195,6 +195,7 @@ fn build_table(def: &def::TableDef) -> Table {
                 type_text: d.type_text.to_string(),
                 kind: d.kind,
                 dropped_time: d.dropped_time,
+                column_id: None,
             })
             .collect(),
         indexes,

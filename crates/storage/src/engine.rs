@@ -484,11 +484,15 @@ impl PartitionHead {
         Ok(())
     }
 
-    fn finish(&mut self, _spec: &TableSpec, now: LocalTime) -> Result<(), CorruptData> {
+    fn finish(&mut self, spec: &TableSpec, now: LocalTime) -> Result<(), CorruptData> {
         self.static_live = self
             .static_row
             .as_ref()
-            .map(|s| s.live_view(self.coverage.partition, now))
+            .map(|s| {
+                let mut live = s.live_view(self.coverage.partition, now);
+                spec.hide_dropped(&mut live);
+                live
+            })
             .filter(|s| s.exists());
         Ok(())
     }
@@ -509,6 +513,7 @@ impl PartitionHead {
         };
         let state = decode_row(value)?;
         let mut live = state.live_view(self.coverage.covering(suffix), now);
+        spec.hide_dropped(&mut live);
         if spec.options.strict_liveness && live.liveness.is_none() {
             live = LiveRow::default();
         }

@@ -10,7 +10,7 @@
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
-use rocksandra_data::{value, CqlType, LocalTime, NativeType};
+use rocksandra_data::{value, CqlType, LocalTime, NativeType, Timestamp};
 
 use crate::api::*;
 use crate::cell::{
@@ -33,6 +33,7 @@ pub fn test_table(id: u64) -> TableSpec {
             },
         ],
         options: TableOptions::default(),
+        dropped: Vec::new(),
     }
 }
 
@@ -44,6 +45,7 @@ pub fn unclustered_table(id: u64) -> TableSpec {
         id: TableId(id),
         clustering: Vec::new(),
         options: TableOptions::default(),
+        dropped: Vec::new(),
     }
 }
 
@@ -149,7 +151,12 @@ impl Model {
             .filter_map(|m| m.static_row.as_ref())
             .collect();
         let static_row = (!statics.is_empty())
-            .then(|| Self::reconcile_row(statics.into_iter()).live_view(partition_deletion, now))
+            .then(|| {
+                let mut live =
+                    Self::reconcile_row(statics.into_iter()).live_view(partition_deletion, now);
+                spec.hide_dropped(&mut live);
+                live
+            })
             .filter(LiveRow::exists);
         let mut clusterings: Vec<Vec<Vec<u8>>> = Vec::new();
         for m in self.partition_mutations(key).filter(|m| m.table == spec.id) {
@@ -188,7 +195,8 @@ impl Model {
                     .fold(partition_deletion, |acc, rt| {
                         DeletionTime::merge(acc, Some(rt.deletion))
                     });
-                let content = state.live_view(outer, now);
+                let mut content = state.live_view(outer, now);
+                spec.hide_dropped(&mut content);
                 content.exists().then_some(Row {
                     clustering: c,
                     content,
@@ -277,6 +285,7 @@ const NOW: LocalTime = LocalTime(1_700_000_000);
 pub fn run_conformance_suite<E: Engine>(make: &dyn Fn() -> E) {
     case_insert_and_read(&make());
     case_row_marker_keeps_row_alive(&make());
+    case_dropped_columns_hide_older_cells(&make());
     case_timestamps_not_arrival_order(&make());
     case_deletions_of_every_kind(&make());
     case_ttl_expiry(&make());
@@ -364,6 +373,60 @@ fn case_insert_and_read<E: Engine>(engine: &E) {
         engine.read_partition(&full_read(TableId(999), pk("a")), NOW),
         Err(StorageError::UnknownTable(_))
     ));
+}
+
+/// A column dropped at time T: its cells written at or before T vanish
+/// (a row held up only by them goes), later ones show (the column added
+/// again); the static row likewise.
+fn case_dropped_columns_hide_older_cells<E: Engine>(engine: &E) {
+    let spec = setup(engine);
+    let writes = [
+        row_write(spec.id, "a", clustering(1, "x"), cells(&[(1, 1000, "old")])),
+        row_write(
+            spec.id,
+            "a",
+            clustering(2, "x"),
+            cells(&[(1, 3000, "new"), (2, 1000, "kept")]),
+        ),
+        row_write(
+            spec.id,
+            "a",
+            clustering(3, "x"),
+            cells(&[(2, 1000, "other")]),
+        ),
+    ];
+    engine.write(&writes, NOW).expect("write");
+    let mut statics = Mutation::new(spec.id, pk("a"));
+    statics.static_row = Some(cells(&[(STATIC_COLUMN.0, 1500, "s")]));
+    engine.write(&[statics], NOW).expect("write static");
+    let dropped = TableSpec {
+        dropped: vec![
+            DroppedCells {
+                column: ColumnId(1),
+                dropped_time: Timestamp(2000),
+            },
+            DroppedCells {
+                column: STATIC_COLUMN,
+                dropped_time: Timestamp(1500),
+            },
+        ],
+        ..spec.clone()
+    };
+    engine.alter_table(dropped.clone()).expect("alter");
+    let p = read_full(engine, &dropped, "a");
+    assert_eq!(
+        values(&p),
+        vec![
+            (
+                clustering(2, "x"),
+                vec![(1, "new".into()), (2, "kept".into())]
+            ),
+            (clustering(3, "x"), vec![(2, "other".into())]),
+        ]
+    );
+    assert!(p.static_row.is_none(), "{:?}", p.static_row);
+    engine.alter_table(spec.clone()).expect("alter back");
+    assert_eq!(read_full(engine, &spec, "a").rows.len(), 3);
 }
 
 fn case_row_marker_keeps_row_alive<E: Engine>(engine: &E) {

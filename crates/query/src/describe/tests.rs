@@ -231,12 +231,14 @@ fn internals_custom_indexes_and_options() {
             type_text: "int".into(),
             kind: Regular,
             dropped_time: 1_795_264_474_793_000,
+            column_id: None,
         },
         DroppedColumn {
             name: "a".into(),
             type_text: "int".into(),
             kind: Static,
             dropped_time: 1_795_264_474_335_000,
+            column_id: None,
         },
     ];
     t.params.bloom_filter_fp_chance = 0.0001;

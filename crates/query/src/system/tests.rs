@@ -518,6 +518,7 @@ fn indexes_and_dropped_columns() {
         type_text: "map<text, frozen<list<int>>>".into(),
         kind: ColumnKind::Regular,
         dropped_time: 1_700_000_000_123_456,
+        column_id: None,
     });
     ks.tables.insert("t".into(), Arc::new(t));
     let schema = schema_with(vec![ks]);
