@@ -13,7 +13,7 @@ Comment lines of the form '-- golden: ...' are markers:
 
     -- golden: skip-output          next statement: record only OK / ROWS / ERROR <class>
                                     (for output that legitimately differs per server)
-    -- golden: fetch-size N         next statement: page size N; also prints the page count
+    -- golden: fetch-size N         next statement: page size N (0: not paged); also prints the page count
     -- golden: sort-rows            next statement: sort rendered rows (order not specified)
     -- golden: consistency CL        next statement: run at consistency CL (ONE unless told;
                                     e.g. SERIAL, LOCAL_SERIAL, QUORUM)
@@ -389,7 +389,9 @@ def execute(session, stmt):
     markers = dict(stmt.markers)
     fetch_size = markers.get("fetch-size")
     skip = "skip-output" in markers
-    query = SimpleStatement(stmt.text, fetch_size=fetch_size or 5000,
+    # fetch-size 0: no paging at all (the request carries no page size).
+    query = SimpleStatement(stmt.text,
+                            fetch_size=None if fetch_size == 0 else (fetch_size or 5000),
                             consistency_level=markers.get("consistency", ConsistencyLevel.ONE),
                             serial_consistency_level=markers.get("serial-consistency"))
     try:

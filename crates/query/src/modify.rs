@@ -1155,6 +1155,13 @@ struct Targets {
     restricted: bool,
 }
 
+impl Targets {
+    /// An empty IN on the clustering key: Cassandra writes nothing at all.
+    fn selects_no_row(&self) -> bool {
+        self.restricted && self.slices.is_empty()
+    }
+}
+
 fn targets(
     table: &Table,
     where_clause: &[rocksandra_cql::ast::Relation],
@@ -1317,6 +1324,9 @@ fn update_mutation(
         return Err(QueryError::invalid(
             "Invalid restrictions on clustering columns since the UPDATE statement modifies only static columns",
         ));
+    }
+    if t.selects_no_row() {
+        return Ok(());
     }
     let rows: Vec<Vec<Vec<u8>>> = if static_only && !t.restricted {
         Vec::new()
@@ -1826,6 +1836,9 @@ fn delete_mutation(
     out: &mut Vec<Mutation>,
 ) -> Result<()> {
     let t = targets(table, &delete.where_clause, ctx, "DELETE")?;
+    if t.selects_no_row() {
+        return Ok(());
+    }
     let deletion = params.deletion();
     for key in &t.keys {
         let mut mutation = new_mutation(table, key);

@@ -169,10 +169,13 @@ pub fn analyze(
     let mut has_token = false;
     let mut filters = Vec::new();
     let mut needs_filtering = false;
-    // Multi-column slice on clustering columns: (columns start, values, inclusive) per side.
+    // Multi-column relations on clustering columns, each starting at a
+    // clustering position: a slice's bounds (values, inclusive) per side,
+    // and equalities (EQ or IN) as (start, width, tuples).
+    let mut multi_slice_start: Option<usize> = None;
     let mut multi_lower: Option<(Vec<Vec<u8>>, bool)> = None;
     let mut multi_upper: Option<(Vec<Vec<u8>>, bool)> = None;
-    let mut multi_eq: Option<Vec<Vec<Vec<u8>>>> = None;
+    let mut multi_eqs: Vec<MultiEq> = Vec::new();
 
     for relation in relations {
         let Relation::Compare { lhs, op, rhs } = relation else {
@@ -440,6 +443,7 @@ pub fn analyze(
             }
             RelationLhs::Columns(names) => {
                 let mut idx = Vec::new();
+                let mut start = 0;
                 for (j, n) in names.iter().enumerate() {
                     let i = column_index(table, n.as_str())?;
                     if table.columns[i].kind != ColumnKind::Clustering {
@@ -448,7 +452,10 @@ pub fn analyze(
                             n.as_str()
                         )));
                     }
-                    if table.columns[i].position != j {
+                    if j == 0 {
+                        start = table.columns[i].position;
+                    }
+                    if table.columns[i].position != start + j {
                         return Err(QueryError::invalid(format!(
                             "Clustering columns must appear in the PRIMARY KEY order in multi-column relations: {relation}"
                         )));
@@ -489,7 +496,11 @@ pub fn analyze(
                                 "Invalid null value for {label}"
                             )));
                         };
-                        multi_eq = Some(vec![tuple_values(b)?]);
+                        multi_eqs.push(MultiEq {
+                            start,
+                            width: names.len(),
+                            tuples: vec![tuple_values(b)?],
+                        });
                     }
                     Operator::In => {
                         let mut all = Vec::new();
@@ -501,7 +512,11 @@ pub fn analyze(
                             };
                             all.push(tuple_values(b)?);
                         }
-                        multi_eq = Some(all);
+                        multi_eqs.push(MultiEq {
+                            start,
+                            width: names.len(),
+                            tuples: all,
+                        });
                     }
                     Operator::Gt | Operator::Gte | Operator::Lt | Operator::Lte => {
                         let Some(b) = term_value(evaluate(rhs, &tuple_type, &label, ctx)?, &label)?
@@ -511,6 +526,13 @@ pub fn analyze(
                             )));
                         };
                         let values = tuple_values(b)?;
+                        if multi_slice_start.is_some_and(|s| s != start) {
+                            return Err(QueryError::invalid(format!(
+                                "Column \"{}\" cannot be restricted by two inequalities not starting with the same column",
+                                names[0].as_str()
+                            )));
+                        }
+                        multi_slice_start = Some(start);
                         let inclusive = matches!(op, Operator::Gte | Operator::Lte);
                         if matches!(op, Operator::Gt | Operator::Gte) {
                             multi_lower = Some((values, inclusive));
@@ -610,8 +632,9 @@ pub fn analyze(
         .as_ref()
         .or(multi_upper.as_ref())
         .map_or(0, |(values, _)| values.len());
-    if let Some(column) =
-        (pk_count..pk_count + multi_width.min(ck_count)).find(|i| per_column[*i].values.is_some())
+    let slice_start = pk_count + multi_slice_start.unwrap_or(0);
+    if let Some(column) = (slice_start..(slice_start + multi_width).min(pk_count + ck_count))
+        .find(|i| per_column[*i].values.is_some())
     {
         return Err(QueryError::invalid(format!(
             "Column \"{}\" cannot be restricted by both an equality and an inequality relation",
@@ -686,145 +709,319 @@ pub fn analyze(
         }
     };
 
-    // Clustering key.
-    let mut slices = vec![Slice::all()];
-    let mut clustering_is_exact = ck_count == 0;
-    let mut clustering_restricted = false;
-    let mut clustering_error: Option<QueryError> = None;
-    let mut tuple_filters: Vec<TupleFilter> = Vec::new();
-    if let Some(tuples) = multi_eq {
-        clustering_restricted = true;
-        let mut sorted = tuples;
-        sorted.sort_by(|a, b| compare_prefix(table, a, b));
-        sorted.dedup();
-        clustering_is_exact = sorted.first().map(|t| t.len()) == Some(ck_count);
-        slices = sorted.into_iter().map(Slice::prefix).collect();
-    } else if multi_lower.is_some() || multi_upper.is_some() {
-        clustering_restricted = true;
-        // Single-column bounds beside a multi-column slice narrow it further.
-        for j in 0..ck_count {
-            filters.extend(column_filters(pk_count + j, &per_column[pk_count + j]));
-        }
-        let mixed_order = table.clustering().iter().any(|c| c.descending);
-        if mixed_order {
-            // Tuple bounds compare by value, which is not the clustering order
-            // when a column is DESC: read everything, keep what compares.
-            for (bound, lower) in [(&multi_lower, true), (&multi_upper, false)] {
-                if let Some((values, inclusive)) = bound {
-                    tuple_filters.push(TupleFilter {
-                        columns: (pk_count..pk_count + values.len()).collect(),
-                        lower,
-                        inclusive: *inclusive,
-                        values: values.clone(),
-                    });
-                }
-            }
-            slices = vec![Slice::all()];
-        } else {
-            slices = vec![Slice {
-                start: multi_lower
-                    .map(|(prefix, inclusive)| ClusteringBound { prefix, inclusive })
-                    .unwrap_or_else(ClusteringBound::unbounded),
-                end: multi_upper
-                    .map(|(prefix, inclusive)| ClusteringBound { prefix, inclusive })
-                    .unwrap_or_else(ClusteringBound::unbounded),
-            }];
-        }
-    } else {
-        let clustering: Vec<&ColumnRestriction> = (pk_count..pk_count + ck_count)
-            .map(|i| &per_column[i])
-            .collect();
-        let mut prefixes: Vec<Vec<Vec<u8>>> = vec![Vec::new()];
-        let mut slice: Option<(SliceSide, SliceSide)> = None;
-        let mut stopped_at: Option<usize> = None;
-        for (j, r) in clustering.iter().enumerate() {
-            let name = &table.columns[pk_count + j].name;
-            let restricted = r.values.is_some() || r.lower.is_some() || r.upper.is_some();
-            if !restricted {
-                if stopped_at.is_none() {
-                    stopped_at = Some(j);
-                }
-                continue;
-            }
-            if let Some(at) = stopped_at {
-                let previous = &table.columns[pk_count + at.min(j.saturating_sub(1))].name;
-                let error = if slice.is_some() {
-                    QueryError::invalid(format!(
-                        "Clustering column \"{name}\" cannot be restricted (preceding column \"{previous}\" is restricted by a non-EQ relation)"
-                    ))
-                } else {
-                    QueryError::invalid(format!(
-                        "PRIMARY KEY column \"{name}\" cannot be restricted as preceding column \"{previous}\" is not restricted"
-                    ))
-                };
-                // Usable only as a filter (with ALLOW FILTERING in a SELECT).
-                clustering_error.get_or_insert(error);
-                needs_filtering = true;
-                filters.extend(column_filters(pk_count + j, r));
-                continue;
-            }
-            clustering_restricted = true;
-            if let Some(values) = &r.values {
-                let mut distinct = distinct_values(values, name)?;
-                let ty = &table.columns[pk_count + j].ty;
-                distinct.sort_by(|a, b| rocksandra_data::value::compare(ty, a, b));
-                prefixes = extend_product(&prefixes, &distinct, "clustering")?;
-            } else {
-                slice = Some((r.lower.clone(), r.upper.clone()));
-                stopped_at = Some(j + 1);
-            }
-        }
-        let eq_len = prefixes.first().map(Vec::len).unwrap_or(0);
-        clustering_is_exact = slice.is_none() && eq_len == ck_count;
-        if clustering_restricted {
-            slices = prefixes
-                .into_iter()
-                .map(|prefix| match &slice {
-                    None => Slice::prefix(prefix),
-                    Some((lower, upper)) => {
-                        let bound = |side: &Option<(Vec<u8>, bool)>| match side {
-                            Some((v, inclusive)) => {
-                                let mut p = prefix.clone();
-                                p.push(v.clone());
-                                ClusteringBound {
-                                    prefix: p,
-                                    inclusive: *inclusive,
-                                }
-                            }
-                            None => ClusteringBound {
-                                prefix: prefix.clone(),
-                                inclusive: true,
-                            },
-                        };
-                        // A slice's bounds are given in clustering order;
-                        // a DESC column swaps which side is the start.
-                        let descending = table.columns[pk_count + eq_len].descending;
-                        if descending {
-                            Slice {
-                                start: bound(upper),
-                                end: bound(lower),
-                            }
-                        } else {
-                            Slice {
-                                start: bound(lower),
-                                end: bound(upper),
-                            }
-                        }
-                    }
-                })
-                .collect();
-        }
-    }
+    let multi_slice = multi_slice_start.map(|start| MultiSlice {
+        start,
+        lower: multi_lower,
+        upper: multi_upper,
+    });
+    let clustering = clustering_selection(
+        table,
+        &per_column,
+        &multi_eqs,
+        multi_slice,
+        &mut filters,
+        &mut needs_filtering,
+    )?;
     Ok(Restrictions {
         partition,
-        slices,
-        clustering_is_exact,
-        clustering_restricted,
-        clustering_error,
+        slices: clustering.slices,
+        clustering_is_exact: clustering.exact,
+        clustering_restricted: clustering.restricted,
+        clustering_error: clustering.error,
         filters,
-        tuple_filters,
+        tuple_filters: clustering.tuple_filters,
         needs_filtering,
     })
+}
+
+/// A multi-column EQ or IN on clustering positions `start..start + width`.
+struct MultiEq {
+    start: usize,
+    width: usize,
+    tuples: Vec<Vec<Vec<u8>>>,
+}
+
+/// A multi-column slice on clustering columns from position `start`.
+struct MultiSlice {
+    start: usize,
+    lower: Option<(Vec<Vec<u8>>, bool)>,
+    upper: Option<(Vec<Vec<u8>>, bool)>,
+}
+
+/// What the clustering restrictions select in each partition.
+struct ClusteringSelection {
+    slices: Vec<Slice>,
+    exact: bool,
+    restricted: bool,
+    error: Option<QueryError>,
+    tuple_filters: Vec<TupleFilter>,
+}
+
+/// The clustering slices of single- and multi-column restrictions, walked
+/// in clustering order: equalities (single values, IN lists, tuples)
+/// extend the prefixes, the first slice (single- or multi-column) ends
+/// them; a restriction after a gap is only usable as a filter.
+fn clustering_selection(
+    table: &Table,
+    per_column: &[ColumnRestriction],
+    multi_eqs: &[MultiEq],
+    multi_slice: Option<MultiSlice>,
+    filters: &mut Vec<Filter>,
+    needs_filtering: &mut bool,
+) -> Result<ClusteringSelection> {
+    let pk_count = table.partition_key_count;
+    let ck_count = table.clustering_count;
+    check_multi_overlaps(table, per_column, multi_eqs, multi_slice.as_ref())?;
+    let mut selection = ClusteringSelection {
+        slices: vec![Slice::all()],
+        exact: ck_count == 0,
+        restricted: false,
+        error: None,
+        tuple_filters: Vec::new(),
+    };
+    let mut prefixes: Vec<Vec<Vec<u8>>> = vec![Vec::new()];
+    let mut slice: Option<(SliceSide, SliceSide)> = None;
+    let mut stopped_at: Option<usize> = None;
+    let mut reached_multi_slice = false;
+    let mut j = 0;
+    while j < ck_count {
+        let multi_eq = multi_eqs.iter().find(|m| m.start == j);
+        let multi_slice_here = multi_slice.as_ref().is_some_and(|m| m.start == j);
+        let r = &per_column[pk_count + j];
+        let restricted = multi_eq.is_some()
+            || multi_slice_here
+            || r.values.is_some()
+            || r.lower.is_some()
+            || r.upper.is_some();
+        if !restricted {
+            stopped_at.get_or_insert(j);
+            j += 1;
+            continue;
+        }
+        if let Some(at) = stopped_at {
+            let error = gap_error(table, j, at, slice.is_some());
+            if multi_eq.is_some() || multi_slice_here {
+                return Err(error);
+            }
+            // Usable only as a filter (with ALLOW FILTERING in a SELECT).
+            selection.error.get_or_insert(error);
+            *needs_filtering = true;
+            filters.extend(column_filters(pk_count + j, r));
+            j += 1;
+            continue;
+        }
+        selection.restricted = true;
+        if let Some(m) = multi_eq {
+            prefixes = extend_product_tuples(&prefixes, &m.tuples)?;
+            j += m.width;
+            continue;
+        }
+        if multi_slice_here {
+            reached_multi_slice = true;
+            break;
+        }
+        if let Some(values) = &r.values {
+            let name = &table.columns[pk_count + j].name;
+            let mut distinct = distinct_values(values, name)?;
+            let ty = &table.columns[pk_count + j].ty;
+            distinct.sort_by(|a, b| rocksandra_data::value::compare(ty, a, b));
+            prefixes = extend_product(&prefixes, &distinct, "clustering")?;
+        } else {
+            slice = Some((r.lower.clone(), r.upper.clone()));
+            stopped_at = Some(j + 1);
+        }
+        j += 1;
+    }
+    if !selection.restricted {
+        return Ok(selection);
+    }
+    if !multi_eqs.is_empty() {
+        prefixes.sort_by(|a, b| compare_prefix(table, a, b));
+        prefixes.dedup();
+    }
+    let eq_len = prefixes.first().map(Vec::len).unwrap_or(0);
+    // An empty IN selects exactly nothing.
+    selection.exact =
+        prefixes.is_empty() || (slice.is_none() && !reached_multi_slice && eq_len == ck_count);
+    selection.slices = match (multi_slice, reached_multi_slice) {
+        (Some(m), true) => {
+            // Single-column bounds beside a multi-column slice narrow it further.
+            let clustering_from_slice = pk_count + m.start..pk_count + ck_count;
+            for (i, r) in per_column.iter().enumerate() {
+                if clustering_from_slice.contains(&i) {
+                    filters.extend(column_filters(i, r));
+                }
+            }
+            multi_slice_slices(table, prefixes, m, &mut selection.tuple_filters)
+        }
+        _ => prefixes
+            .into_iter()
+            .map(|prefix| single_slice(table, prefix, slice.as_ref()))
+            .collect(),
+    };
+    Ok(selection)
+}
+
+/// The error for a clustering column restricted after an unrestricted one
+/// (or after a slice).
+fn gap_error(table: &Table, j: usize, stopped_at: usize, after_slice: bool) -> QueryError {
+    let pk_count = table.partition_key_count;
+    let name = &table.columns[pk_count + j].name;
+    let previous = &table.columns[pk_count + stopped_at.min(j.saturating_sub(1))].name;
+    if after_slice {
+        QueryError::invalid(format!(
+            "Clustering column \"{name}\" cannot be restricted (preceding column \"{previous}\" is restricted by a non-EQ relation)"
+        ))
+    } else {
+        QueryError::invalid(format!(
+            "PRIMARY KEY column \"{name}\" cannot be restricted as preceding column \"{previous}\" is not restricted"
+        ))
+    }
+}
+
+/// A column in a multi-column equality may not be restricted again.
+fn check_multi_overlaps(
+    table: &Table,
+    per_column: &[ColumnRestriction],
+    multi_eqs: &[MultiEq],
+    multi_slice: Option<&MultiSlice>,
+) -> Result<()> {
+    let pk_count = table.partition_key_count;
+    for (n, m) in multi_eqs.iter().enumerate() {
+        for j in m.start..m.start + m.width {
+            let r = &per_column[pk_count + j];
+            let single = r.values.is_some() || r.lower.is_some() || r.upper.is_some();
+            let other_multi = multi_eqs
+                .iter()
+                .enumerate()
+                .any(|(k, o)| k != n && (o.start..o.start + o.width).contains(&j))
+                || multi_slice.is_some_and(|s| s.start == j);
+            if single || other_multi {
+                return Err(QueryError::invalid(format!(
+                    "Column \"{}\" cannot be restricted by more than one relation if it includes an Equal",
+                    table.columns[pk_count + j].name
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each prefix extended by each tuple of a multi-column EQ or IN.
+fn extend_product_tuples(
+    prefixes: &[Vec<Vec<u8>>],
+    tuples: &[Vec<Vec<u8>>],
+) -> Result<Vec<Vec<Vec<u8>>>> {
+    let mut next = Vec::with_capacity(prefixes.len() * tuples.len());
+    for prefix in prefixes {
+        for tuple in tuples {
+            let mut k = prefix.clone();
+            k.extend(tuple.iter().cloned());
+            next.push(k);
+        }
+    }
+    if next.len() > IN_PRODUCT_MAX {
+        return Err(QueryError::invalid(format!(
+            "The cartesian product of the IN relations on the clustering key is larger than {IN_PRODUCT_MAX}"
+        )));
+    }
+    Ok(next)
+}
+
+/// A slice bound: the equality prefix followed by the bound's values, or
+/// the prefix itself (inclusive) on a side without a bound.
+fn bound_after(prefix: &[Vec<u8>], side: Option<(&[Vec<u8>], bool)>) -> ClusteringBound {
+    match side {
+        Some((values, inclusive)) => ClusteringBound {
+            prefix: prefix.iter().chain(values).cloned().collect(),
+            inclusive,
+        },
+        None => ClusteringBound {
+            prefix: prefix.to_vec(),
+            inclusive: true,
+        },
+    }
+}
+
+/// The slice of one equality prefix, bounded by a single-column slice on
+/// the next column if there is one.
+fn single_slice(
+    table: &Table,
+    prefix: Vec<Vec<u8>>,
+    slice: Option<&(SliceSide, SliceSide)>,
+) -> Slice {
+    let Some((lower, upper)) = slice else {
+        return Slice::prefix(prefix);
+    };
+    let bound = |side: &SliceSide| {
+        bound_after(
+            &prefix,
+            side.as_ref()
+                .map(|(v, inclusive)| (std::slice::from_ref(v), *inclusive)),
+        )
+    };
+    // A slice's bounds are given in clustering order; a DESC column swaps
+    // which side is the start.
+    let descending = table.columns[table.partition_key_count + prefix.len()].descending;
+    if descending {
+        Slice {
+            start: bound(upper),
+            end: bound(lower),
+        }
+    } else {
+        Slice {
+            start: bound(lower),
+            end: bound(upper),
+        }
+    }
+}
+
+/// The slices of a multi-column slice after each equality prefix. Tuple
+/// bounds compare by value, which is not the clustering order when one of
+/// their columns is DESC: then each prefix is read whole and the bounds
+/// are checked on each row.
+fn multi_slice_slices(
+    table: &Table,
+    prefixes: Vec<Vec<Vec<u8>>>,
+    m: MultiSlice,
+    tuple_filters: &mut Vec<TupleFilter>,
+) -> Vec<Slice> {
+    let first = table.partition_key_count + m.start;
+    let width = [&m.lower, &m.upper]
+        .iter()
+        .filter_map(|b| b.as_ref().map(|(values, _)| values.len()))
+        .max()
+        .unwrap_or(0);
+    let mixed_order = table.columns[first..first + width]
+        .iter()
+        .any(|c| c.descending);
+    if mixed_order {
+        for (bound, lower) in [(&m.lower, true), (&m.upper, false)] {
+            if let Some((values, inclusive)) = bound {
+                tuple_filters.push(TupleFilter {
+                    columns: (first..first + values.len()).collect(),
+                    lower,
+                    inclusive: *inclusive,
+                    values: values.clone(),
+                });
+            }
+        }
+        return prefixes.into_iter().map(Slice::prefix).collect();
+    }
+    let bound = |prefix: &[Vec<u8>], side: &Option<(Vec<Vec<u8>>, bool)>| {
+        bound_after(
+            prefix,
+            side.as_ref()
+                .map(|(values, inclusive)| (values.as_slice(), *inclusive)),
+        )
+    };
+    prefixes
+        .iter()
+        .map(|prefix| Slice {
+            start: bound(prefix, &m.lower),
+            end: bound(prefix, &m.upper),
+        })
+        .collect()
 }
 
 /// The filters equivalent to one column's restriction.

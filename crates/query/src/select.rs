@@ -2069,6 +2069,11 @@ pub fn execute(
             PartitionSelection::Tokens { .. } => {}
         }
     }
+    // ORDER BY over several IN partitions: rows are sorted across partitions
+    // after the read (which is never paged), so LIMIT applies after the
+    // sort; each partition gives at most LIMIT rows.
+    let post_ordering = !select.order_by.is_empty()
+        && matches!(&restrictions.partition, PartitionSelection::Keys(keys) if keys.len() > 1);
     let reader = Reader {
         executor,
         table: &table,
@@ -2080,6 +2085,11 @@ pub fn execute(
             1
         } else if !group_columns.is_empty() {
             0
+        } else if post_ordering {
+            match (per_partition_limit.unwrap_or(0), limit.unwrap_or(0)) {
+                (0, l) | (l, 0) => l,
+                (p, l) => p.min(l),
+            }
         } else {
             per_partition_limit.unwrap_or(0)
         },
@@ -2122,25 +2132,31 @@ pub fn execute(
         } else {
             state.clone()
         };
-        reader.read(&start, if aggregate { usize::MAX } else { want })?
+        let read_rows = if aggregate {
+            usize::MAX
+        } else if post_ordering {
+            // one more than allowed, so an oversized result is refused below
+            UNPAGED_ROWS_MAX.saturating_add(1)
+        } else {
+            want
+        };
+        reader.read(&start, read_rows)?
     };
-    // Multi-partition IN with ORDER BY: sort across partitions.
-    if !select.order_by.is_empty() {
-        if let PartitionSelection::Keys(keys) = &restrictions.partition {
-            if keys.len() > 1 {
-                rows.sort_by(|a, b| {
-                    let o = compare_prefix(
-                        &table,
-                        a.clustering.as_deref().unwrap_or(&[]),
-                        b.clustering.as_deref().unwrap_or(&[]),
-                    );
-                    if reversed {
-                        o.reverse()
-                    } else {
-                        o
-                    }
-                });
+    if post_ordering {
+        rows.sort_by(|a, b| {
+            let o = compare_prefix(
+                &table,
+                a.clustering.as_deref().unwrap_or(&[]),
+                b.clustering.as_deref().unwrap_or(&[]),
+            );
+            if reversed {
+                o.reverse()
+            } else {
+                o
             }
+        });
+        if let (false, Some(l)) = (aggregate, remaining_limit) {
+            rows.truncate(l);
         }
     }
     if rows.len() > UNPAGED_ROWS_MAX {
