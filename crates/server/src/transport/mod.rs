@@ -9,7 +9,9 @@
 //!   is answered with an OVERLOADED error ("Too many connections") in the
 //!   client's protocol version, and it is closed. At most
 //!   [`REJECTED_CONNECTIONS_MAX`] such answers are pending at once; beyond
-//!   that, extra connections are closed without a word.
+//!   that, extra connections are closed without a word. A connection over
+//!   the limit first waits up to `SLOT_GRACE` (20 ms) for a slot, unless
+//!   connections were refused within the last second.
 //! - `max_requests_per_connection` and `max_requests`: QUERY, PREPARE,
 //!   EXECUTE and BATCH in flight. A request beyond either limit is answered
 //!   at once with OVERLOADED on its stream.
@@ -65,6 +67,13 @@ pub const SHUTDOWN_GRACE_DEFAULT: Duration = Duration::from_secs(10);
 const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(100);
 /// At most one "too many connections" warning per this interval.
 const REJECT_WARNING_INTERVAL: Duration = Duration::from_secs(10);
+/// How long a connection over the limit waits for a slot before it is
+/// refused, unless connections were refused within `SLOT_GRACE_QUIET`: a
+/// connection closing on a serving thread frees its slot just after its
+/// socket closes, and a client that reconnects at once should not be
+/// refused for that.
+const SLOT_GRACE: Duration = Duration::from_millis(20);
+const SLOT_GRACE_QUIET: Duration = Duration::from_secs(1);
 
 /// The transport's limits; `From<&Config>` takes them from the configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -244,14 +253,15 @@ impl Server {
         // Connections over the limit, answered here.
         let mut tasks = JoinSet::new();
         let mut last_reject_warning: Option<Instant> = None;
+        let mut last_reject: Option<Instant> = None;
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
                 () = &mut shutdown => break,
                 accepted = self.listener.accept() => match accepted {
-                    Ok((socket, peer)) => match connection_slots.clone().try_acquire_owned() {
-                        Ok(slot) => cores.hand_off(socket, peer, slot).await,
-                        Err(_) => {
+                    Ok((socket, peer)) => match slot_for(&connection_slots, &mut last_reject).await {
+                        Some(slot) => cores.hand_off(socket, peer, slot).await,
+                        None => {
                             warn_rejected(&mut last_reject_warning, self.shared.limits.max_connections);
                             if let Ok(slot) = reject_slots.clone().try_acquire_owned() {
                                 let limit = self.shared.limits.max_connections;
@@ -279,6 +289,26 @@ impl Server {
         tasks.shutdown().await;
         cores.stop(self.shutdown_grace).await;
     }
+}
+
+/// A connection slot: at once, or after `SLOT_GRACE` unless connections
+/// are being refused in a stream (then at once or not at all).
+async fn slot_for(
+    slots: &Arc<Semaphore>,
+    last_reject: &mut Option<Instant>,
+) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    if let Ok(slot) = slots.clone().try_acquire_owned() {
+        return Some(slot);
+    }
+    let quiet = last_reject.is_none_or(|at| at.elapsed() >= SLOT_GRACE_QUIET);
+    if quiet {
+        if let Ok(Ok(slot)) = tokio::time::timeout(SLOT_GRACE, slots.clone().acquire_owned()).await
+        {
+            return Some(slot);
+        }
+    }
+    *last_reject = Some(Instant::now());
+    None
 }
 
 fn log_join(joined: Result<(), tokio::task::JoinError>) {
