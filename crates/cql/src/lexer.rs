@@ -217,8 +217,6 @@ impl Lexer<'_> {
             .enumerate()
             .all(|(i, s)| match (s, self.peek(i)) {
                 ('9', Some(c)) => c.is_ascii_digit(),
-                ('P', Some(c)) => c.eq_ignore_ascii_case(&'p'),
-                ('T', Some(c)) => c.eq_ignore_ascii_case(&'t'),
                 (s, Some(c)) => s == c,
                 (_, None) => false,
             });
@@ -341,10 +339,11 @@ fn is_word_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
-/// `P1Y2M3DT4H5M6S` and `P3W`, case-insensitively; at least one component.
+/// `P1Y2M3DT4H5M6S` and `P3W`, at least one component. Upper case only, as
+/// Cassandra's lexer: `p1y2d` is an identifier there, so a syntax error
+/// where a value is expected.
 pub(crate) fn is_iso_duration(word: &str) -> bool {
-    let upper = word.to_ascii_uppercase();
-    let Some(rest) = upper.strip_prefix('P') else {
+    let Some(rest) = word.strip_prefix('P') else {
         return false;
     };
     if let Some(weeks) = rest.strip_suffix('W') {
@@ -430,7 +429,8 @@ mod tests {
     #[test]
     fn iso_durations() {
         assert!(is_iso_duration("P1Y2M3DT4H5M6S"));
-        assert!(is_iso_duration("p2w"));
+        assert!(!is_iso_duration("p2w"), "lower case is an identifier");
+        assert!(!is_iso_duration("P1y2mT3h"));
         assert!(!is_iso_duration("p"));
         assert!(!is_iso_duration("pt"));
         assert!(!is_iso_duration("plain"));

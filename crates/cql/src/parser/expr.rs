@@ -309,6 +309,9 @@ impl Parser {
         }
         match mode {
             Mode::Selector => Ok(Expr::Column(self.ident()?)),
+            // Cassandra's parser reads the name as a possible function name
+            // and fails at the token after it.
+            Mode::Term if !self.is_sym_at(1, ".") => Err(self.no_viable_ahead(1)),
             Mode::Term => Err(self.no_viable()),
         }
     }

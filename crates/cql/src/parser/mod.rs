@@ -479,9 +479,35 @@ impl Parser {
         ))
     }
 
+    /// ANTLR's error when a decision that started at the current token
+    /// fails at the token `ahead` of it (a name in a value's place, which
+    /// could have begun a function call): reported at that token, with the
+    /// current token bracketed and the text up to that token after it.
+    pub(crate) fn no_viable_ahead(&self, ahead: usize) -> ParseError {
+        let failed = self.peek_at(ahead);
+        if failed.kind == TokenKind::Eof {
+            return self.no_viable();
+        }
+        let text = self.token_text(failed);
+        ParseError::new(
+            failed.line,
+            failed.column,
+            format!(
+                "no viable alternative at input '{text}'{}",
+                self.snippet_to(ahead)
+            ),
+        )
+    }
+
     /// ` (SELECT [FROM]...)`: the text before the offending token, the token
     /// bracketed, and `...` where text was cut, as Cassandra's ErrorCollector does.
     fn snippet(&self) -> String {
+        self.snippet_to(0)
+    }
+
+    /// The snippet, continued after the bracketed token up to the token
+    /// `ahead` of it.
+    fn snippet_to(&self, ahead: usize) -> String {
         let offending = self.peek();
         if offending.kind == TokenKind::Eof {
             return String::new();
@@ -535,7 +561,11 @@ impl Parser {
         let end = text_end.min(offending.end);
         out.push_str(&flat(offending.start, end));
         out.push(']');
-        if self.peek_at(1).kind != TokenKind::Eof || end < offending.end {
+        let last = self.peek_at(ahead);
+        if ahead > 0 {
+            out.push_str(&flat(end, last.end));
+        }
+        if self.peek_at(ahead + 1).kind != TokenKind::Eof || (ahead == 0 && end < offending.end) {
             out.push_str("...");
         }
         out.push(')');
