@@ -4,9 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use rocksandra_data::{LocalTime, Timestamp, Token};
+use rocksandra_data::{LocalTime, Token};
 use serde::{Deserialize, Serialize};
 
+pub use crate::cell::DroppedCells;
 use crate::cell::{Cell, ColumnId, DeletionTime, LiveRow, LivenessInfo};
 pub use crate::layout::keys::{ClusteringBound, ClusteringColumn};
 use crate::layout::CorruptData;
@@ -69,29 +70,6 @@ pub struct TableSpec {
     pub options: TableOptions,
     /// Columns dropped from the table (Cassandra's `dropped_columns`).
     pub dropped: Vec<DroppedCells>,
-}
-
-/// The cells of a dropped column written at or before its drop: no read
-/// sees them, even after a column of the same name (and id) is added again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DroppedCells {
-    pub column: ColumnId,
-    pub dropped_time: Timestamp,
-}
-
-impl TableSpec {
-    /// Takes the cells of dropped columns out of what a read sees.
-    pub fn hide_dropped(&self, live: &mut LiveRow) {
-        if self.dropped.is_empty() {
-            return;
-        }
-        live.cells.retain(|c| {
-            !self
-                .dropped
-                .iter()
-                .any(|d| d.column == c.column && c.timestamp <= d.dropped_time)
-        });
-    }
 }
 
 /// A partition: its serialized key (as Cassandra serializes partition keys)

@@ -11,10 +11,27 @@ use std::cmp::Ordering;
 use rocksandra_data::{LocalTime, Timestamp};
 use serde::{Deserialize, Serialize};
 
-/// Stable identifier of a column within its table; never reused, so dropping
-/// and adding columns needs no rewrite of stored data.
+/// Stable identifier of a column within its table, so dropping and adding
+/// columns needs no rewrite of stored data. A new column gets a new id,
+/// except one added again under a dropped column's name and type, which
+/// takes the dropped one's back (its older cells stay hidden, `DroppedCells`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct ColumnId(pub u32);
+
+/// The cells of a dropped column written at or before its drop: no read
+/// sees them, even after a column of the same name (and id) is added again
+/// (Cassandra's `dropped_columns`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DroppedCells {
+    pub column: ColumnId,
+    pub dropped_time: Timestamp,
+}
+
+impl DroppedCells {
+    fn hides(&self, cell: &Cell) -> bool {
+        cell.column == self.column && cell.timestamp <= self.dropped_time
+    }
+}
 
 /// A deletion: everything written at or before `marked_for_delete_at` is
 /// shadowed. `local_deletion_time` is when it happened on the server clock,
@@ -361,9 +378,14 @@ impl RowState {
     }
 
     /// Applies an outer deletion (partition or range tombstone) and this row's
-    /// own deletions, expires cells at `now`, and returns what is still live.
-    /// This is what a read sees.
-    pub fn live_view(&self, outer: Option<DeletionTime>, now: LocalTime) -> LiveRow {
+    /// own deletions, expires cells at `now`, hides the cells of `dropped`
+    /// columns, and returns what is still live. This is what a read sees.
+    pub fn live_view(
+        &self,
+        outer: Option<DeletionTime>,
+        dropped: &[DroppedCells],
+        now: LocalTime,
+    ) -> LiveRow {
         let deletion = DeletionTime::merge(outer, self.deletion);
         let liveness = self
             .liveness
@@ -375,6 +397,7 @@ impl RowState {
             .filter(|c| c.is_live(now))
             .filter(|c| !deletion.is_some_and(|d| d.shadows(c.timestamp)))
             .filter(|c| !self.complex_shadows(c))
+            .filter(|c| !dropped.iter().any(|d| d.hides(c)))
             .cloned()
             .collect();
         LiveRow { liveness, cells }
@@ -612,7 +635,7 @@ mod tests {
         let ab = a.clone().merge(b.clone());
         let ba = b.merge(a);
         assert_eq!(ab, ba);
-        let view = ab.live_view(None, NOW);
+        let view = ab.live_view(None, &[], NOW);
         assert_eq!(view.cells, vec![Cell::live(col(2), 7, b"y".to_vec())]);
     }
 

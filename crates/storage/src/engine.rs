@@ -488,11 +488,7 @@ impl PartitionHead {
         self.static_live = self
             .static_row
             .as_ref()
-            .map(|s| {
-                let mut live = s.live_view(self.coverage.partition, now);
-                spec.hide_dropped(&mut live);
-                live
-            })
+            .map(|s| s.live_view(self.coverage.partition, &spec.dropped, now))
             .filter(|s| s.exists());
         Ok(())
     }
@@ -512,8 +508,7 @@ impl PartitionHead {
             return Err(CorruptData::new("key", "expected a row"));
         };
         let state = decode_row(value)?;
-        let mut live = state.live_view(self.coverage.covering(suffix), now);
-        spec.hide_dropped(&mut live);
+        let mut live = state.live_view(self.coverage.covering(suffix), &spec.dropped, now);
         if spec.options.strict_liveness && live.liveness.is_none() {
             live = LiveRow::default();
         }

@@ -152,10 +152,11 @@ impl Model {
             .collect();
         let static_row = (!statics.is_empty())
             .then(|| {
-                let mut live =
-                    Self::reconcile_row(statics.into_iter()).live_view(partition_deletion, now);
-                spec.hide_dropped(&mut live);
-                live
+                Self::reconcile_row(statics.into_iter()).live_view(
+                    partition_deletion,
+                    &spec.dropped,
+                    now,
+                )
             })
             .filter(LiveRow::exists);
         let mut clusterings: Vec<Vec<Vec<u8>>> = Vec::new();
@@ -195,8 +196,7 @@ impl Model {
                     .fold(partition_deletion, |acc, rt| {
                         DeletionTime::merge(acc, Some(rt.deletion))
                     });
-                let mut content = state.live_view(outer, now);
-                spec.hide_dropped(&mut content);
+                let content = state.live_view(outer, &spec.dropped, now);
                 content.exists().then_some(Row {
                     clustering: c,
                     content,
