@@ -44,22 +44,20 @@ impl<T> PreparedCache<T> {
         }
     }
 
-    /// Keeps `value` under `id`, replacing what was there, then evicts the
-    /// oldest statements while the cache is over its limit. A statement
-    /// heavier than the whole limit is not kept (its PREPARE still
-    /// answers; the EXECUTE that follows is answered UNPREPARED, as in
-    /// Cassandra).
+    /// Keeps `value` under `id` (replacing what was there, in its place in
+    /// the eviction order), then evicts the oldest statements while the
+    /// cache is over its limit. A statement heavier than the whole limit is
+    /// not kept (its PREPARE still answers; the EXECUTE that follows is
+    /// answered UNPREPARED, as in Cassandra).
     pub fn insert(&mut self, id: Bytes, value: Arc<T>, weight: u64) {
-        if let Some((_, old)) = self.by_id.remove(&id) {
-            self.bytes -= old;
-            self.order.retain(|kept| kept != &id);
-        }
         if weight > self.limit_bytes {
             return;
         }
+        match self.by_id.insert(id.clone(), (value, weight)) {
+            Some((_, old)) => self.bytes -= old,
+            None => self.order.push_back(id),
+        }
         self.bytes += weight;
-        self.by_id.insert(id.clone(), (value, weight));
-        self.order.push_back(id);
         self.evict();
     }
 
