@@ -651,7 +651,11 @@ pub fn analyze(
         for (i, column) in table.partition_key().iter().enumerate() {
             let values = per_column[i].values.as_deref().unwrap_or_default();
             let distinct = distinct_values(values, &column.name)?;
-            keys = extend_product(&keys, &distinct, "partition")?;
+            keys = extend_product(
+                &keys,
+                distinct.iter().map(std::slice::from_ref),
+                "partition",
+            )?;
         }
         // IN values come back in key order (Cassandra keeps them in a sorted
         // set), not in the order written.
@@ -748,6 +752,17 @@ struct MultiSlice {
     upper: Option<(Vec<Vec<u8>>, bool)>,
 }
 
+impl MultiSlice {
+    /// The clustering columns its bounds cover.
+    fn width(&self) -> usize {
+        [&self.lower, &self.upper]
+            .iter()
+            .filter_map(|b| b.as_ref().map(|(values, _)| values.len()))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
 /// What the clustering restrictions select in each partition.
 struct ClusteringSelection {
     slices: Vec<Slice>,
@@ -812,7 +827,7 @@ fn clustering_selection(
         }
         selection.restricted = true;
         if let Some(m) = multi_eq {
-            prefixes = extend_product_tuples(&prefixes, &m.tuples)?;
+            prefixes = extend_product(&prefixes, m.tuples.iter().map(Vec::as_slice), "clustering")?;
             j += m.width;
             continue;
         }
@@ -825,7 +840,11 @@ fn clustering_selection(
             let mut distinct = distinct_values(values, name)?;
             let ty = &table.columns[pk_count + j].ty;
             distinct.sort_by(|a, b| rocksandra_data::value::compare(ty, a, b));
-            prefixes = extend_product(&prefixes, &distinct, "clustering")?;
+            prefixes = extend_product(
+                &prefixes,
+                distinct.iter().map(std::slice::from_ref),
+                "clustering",
+            )?;
         } else {
             slice = Some((r.lower.clone(), r.upper.clone()));
             stopped_at = Some(j + 1);
@@ -846,11 +865,13 @@ fn clustering_selection(
     selection.slices = match (multi_slice, reached_multi_slice) {
         (Some(m), true) => {
             // Single-column bounds beside a multi-column slice narrow it further.
-            let clustering_from_slice = pk_count + m.start..pk_count + ck_count;
-            for (i, r) in per_column.iter().enumerate() {
-                if clustering_from_slice.contains(&i) {
-                    filters.extend(column_filters(i, r));
-                }
+            for (i, r) in per_column
+                .iter()
+                .enumerate()
+                .take(pk_count + ck_count)
+                .skip(pk_count + m.start)
+            {
+                filters.extend(column_filters(i, r));
             }
             multi_slice_slices(table, prefixes, m, &mut selection.tuple_filters)
         }
@@ -905,27 +926,6 @@ fn check_multi_overlaps(
         }
     }
     Ok(())
-}
-
-/// Each prefix extended by each tuple of a multi-column EQ or IN.
-fn extend_product_tuples(
-    prefixes: &[Vec<Vec<u8>>],
-    tuples: &[Vec<Vec<u8>>],
-) -> Result<Vec<Vec<Vec<u8>>>> {
-    let mut next = Vec::with_capacity(prefixes.len() * tuples.len());
-    for prefix in prefixes {
-        for tuple in tuples {
-            let mut k = prefix.clone();
-            k.extend(tuple.iter().cloned());
-            next.push(k);
-        }
-    }
-    if next.len() > IN_PRODUCT_MAX {
-        return Err(QueryError::invalid(format!(
-            "The cartesian product of the IN relations on the clustering key is larger than {IN_PRODUCT_MAX}"
-        )));
-    }
-    Ok(next)
 }
 
 /// A slice bound: the equality prefix followed by the bound's values, or
@@ -987,12 +987,7 @@ fn multi_slice_slices(
     tuple_filters: &mut Vec<TupleFilter>,
 ) -> Vec<Slice> {
     let first = table.partition_key_count + m.start;
-    let width = [&m.lower, &m.upper]
-        .iter()
-        .filter_map(|b| b.as_ref().map(|(values, _)| values.len()))
-        .max()
-        .unwrap_or(0);
-    let mixed_order = table.columns[first..first + width]
+    let mixed_order = table.columns[first..first + m.width()]
         .iter()
         .any(|c| c.descending);
     if mixed_order {
@@ -1226,16 +1221,18 @@ fn distinct_values(values: &[Option<Vec<u8>>], column: &str) -> Result<Vec<Vec<u
 
 /// Every prefix extended with every value (the cartesian product of IN
 /// restrictions), refused beyond `IN_PRODUCT_MAX` keys.
-fn extend_product(
+/// Each prefix extended by each extension: one value of a single-column
+/// EQ or IN, or one tuple of a multi-column one.
+fn extend_product<'a>(
     prefixes: &[Vec<Vec<u8>>],
-    values: &[Vec<u8>],
+    extensions: impl Iterator<Item = &'a [Vec<u8>]> + Clone,
     key: &str,
 ) -> Result<Vec<Vec<Vec<u8>>>> {
-    let mut next = Vec::with_capacity(prefixes.len() * values.len());
+    let mut next = Vec::new();
     for prefix in prefixes {
-        for v in values {
+        for extension in extensions.clone() {
             let mut k = prefix.clone();
-            k.push(v.clone());
+            k.extend_from_slice(extension);
             next.push(k);
         }
     }
