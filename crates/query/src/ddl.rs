@@ -1282,70 +1282,13 @@ pub fn alter_table(
     }
     let views: Vec<Arc<Table>> = crate::view::views_of(ks, name).cloned().collect();
     let mut table = Table::clone(current);
-    let qualified = format!("{keyspace}.{name}");
     match &stmt.action {
         AlterTableAction::Add {
             if_not_exists,
             columns,
         } => {
             for def in columns {
-                let cname = def.name.as_str();
-                if table.column(cname).is_some() {
-                    if *if_not_exists {
-                        continue;
-                    }
-                    return Err(QueryError::invalid(format!(
-                        "Column with name '{cname}' already exists"
-                    )));
-                }
-                check_written_type(&def.ty)?;
-                let ty = resolve_type(ks, &def.ty)?;
-                check_column_type(&ty, true)?;
-                if def.is_static && table.clustering_count == 0 {
-                    return Err(QueryError::invalid(
-                        "Static columns are only useful (and thus allowed) if the table has at least one clustering column",
-                    ));
-                }
-                if ty.is_counter() != table.is_counter() && !table.value_columns().is_empty() {
-                    // TableMetadata.validate's ConfigurationException.
-                    return Err(QueryError::config(format!(
-                        "{}.{}: Cannot have a {}counter column (\"{cname}\") in a {}counter table",
-                        table.keyspace,
-                        table.name,
-                        if ty.is_counter() { "" } else { "non " },
-                        if ty.is_counter() { "non " } else { "" },
-                    )));
-                }
-                let mut reused_id = None;
-                if let Some(dropped) = table.dropped.iter().find(|d| d.name == cname) {
-                    if dropped.type_text != ty.to_string() && ty.is_multi_cell() {
-                        return Err(QueryError::invalid(format!(
-                            "Cannot re-add previously dropped column '{cname}' of type {}, incompatible with previous type {}",
-                            ty, dropped.type_text
-                        )));
-                    }
-                    // As in Cassandra, cells are the column's by name: those
-                    // written after the drop show again, older ones stay
-                    // hidden (the storage spec carries the drop).
-                    if dropped.type_text == ty.to_string() {
-                        reused_id = dropped.column_id;
-                    }
-                }
-                table.columns.push(Column {
-                    name: cname.to_string(),
-                    ty,
-                    kind: if def.is_static {
-                        ColumnKind::Static
-                    } else {
-                        ColumnKind::Regular
-                    },
-                    position: 0,
-                    descending: false,
-                    id: ColumnId(reused_id.unwrap_or(table.next_column_id)),
-                });
-                if reused_id.is_none() {
-                    table.next_column_id += 1;
-                }
+                add_column(ks, &mut table, def, *if_not_exists)?;
             }
             table.sort_value_columns();
         }
@@ -1354,81 +1297,20 @@ pub fn alter_table(
             columns,
             timestamp,
         } => {
+            let dropped_time = timestamp.unwrap_or(now_micros);
             for ident in columns {
-                let cname = ident.as_str();
-                let Some(i) = table.column_index(cname) else {
-                    if *if_exists {
-                        continue;
-                    }
-                    return Err(QueryError::invalid(format!(
-                        "Column {cname} was not found in table '{qualified}'"
-                    )));
-                };
-                let column = table.columns[i].clone();
-                if !views.is_empty() {
-                    return Err(QueryError::invalid(format!(
-                        "Cannot drop column {cname} on base table {name} with materialized views"
-                    )));
-                }
-                if column.kind.is_primary_key() {
-                    return Err(QueryError::invalid(format!(
-                        "Cannot drop PRIMARY KEY column {cname}"
-                    )));
-                }
-                if !table.indexes.is_empty()
-                    && table.indexes.iter().any(|ix| {
-                        ix.options
-                            .get("target")
-                            .is_some_and(|t| index_target_column(t) == cname)
-                    })
-                {
-                    return Err(QueryError::invalid(format!(
-                        "Cannot drop column {cname} because it has dependent secondary indexes ({})",
-                        table
-                            .indexes
-                            .iter()
-                            .filter(|ix| ix.options.get("target").is_some_and(|t| index_target_column(t) == cname))
-                            .map(|ix| ix.name.clone())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )));
-                }
-                table.columns.remove(i);
-                table.dropped.retain(|d| d.name != cname);
-                table.dropped.push(DroppedColumn {
-                    name: cname.to_string(),
-                    type_text: column.ty.to_string(),
-                    kind: column.kind,
-                    dropped_time: timestamp.unwrap_or(now_micros),
-                    column_id: Some(column.id.0),
-                });
+                drop_column(
+                    &mut table,
+                    ident,
+                    *if_exists,
+                    !views.is_empty(),
+                    dropped_time,
+                )?;
             }
         }
         AlterTableAction::Rename { if_exists, renames } => {
             for (from, to) in renames {
-                let Some(i) = table.column_index(from.as_str()) else {
-                    if *if_exists {
-                        continue;
-                    }
-                    return Err(QueryError::invalid(format!(
-                        "Column {} was not found in table {qualified}",
-                        from.as_str()
-                    )));
-                };
-                if !table.columns[i].kind.is_primary_key() {
-                    return Err(QueryError::invalid(format!(
-                        "Cannot rename non PRIMARY KEY column {}",
-                        from.as_str()
-                    )));
-                }
-                if table.column(to.as_str()).is_some() {
-                    return Err(QueryError::invalid(format!(
-                        "Cannot rename column {} to {} in table '{qualified}'; another column with that name already exists",
-                        from.as_str(),
-                        to.as_str()
-                    )));
-                }
-                table.columns[i].name = to.as_str().to_string();
+                rename_column(&mut table, from, to, *if_exists)?;
             }
         }
         AlterTableAction::AlterColumnType { .. } => {
@@ -1462,6 +1344,166 @@ pub fn alter_table(
             ..StorageEffects::default()
         },
     })
+}
+
+/// ALTER TABLE ADD of one column.
+fn add_column(
+    ks: &Keyspace,
+    table: &mut Table,
+    def: &rocksandra_cql::ast::ColumnDefinition,
+    if_not_exists: bool,
+) -> Result<()> {
+    let cname = def.name.as_str();
+    if table.column(cname).is_some() {
+        if if_not_exists {
+            return Ok(());
+        }
+        return Err(QueryError::invalid(format!(
+            "Column with name '{cname}' already exists"
+        )));
+    }
+    check_written_type(&def.ty)?;
+    let ty = resolve_type(ks, &def.ty)?;
+    check_column_type(&ty, true)?;
+    if def.is_static && table.clustering_count == 0 {
+        return Err(QueryError::invalid(
+                "Static columns are only useful (and thus allowed) if the table has at least one clustering column",
+            ));
+    }
+    if ty.is_counter() != table.is_counter() && !table.value_columns().is_empty() {
+        // TableMetadata.validate's ConfigurationException.
+        return Err(QueryError::config(format!(
+            "{}.{}: Cannot have a {}counter column (\"{cname}\") in a {}counter table",
+            table.keyspace,
+            table.name,
+            if ty.is_counter() { "" } else { "non " },
+            if ty.is_counter() { "non " } else { "" },
+        )));
+    }
+    let mut reused_id = None;
+    if let Some(dropped) = table.dropped.iter().find(|d| d.name == cname) {
+        if dropped.type_text != ty.to_string() && ty.is_multi_cell() {
+            return Err(QueryError::invalid(format!(
+                    "Cannot re-add previously dropped column '{cname}' of type {}, incompatible with previous type {}",
+                    ty, dropped.type_text
+                )));
+        }
+        // As in Cassandra, cells are the column's by name: those
+        // written after the drop show again, older ones stay
+        // hidden (the storage spec carries the drop).
+        if dropped.type_text == ty.to_string() {
+            reused_id = dropped.column_id;
+        }
+    }
+    table.columns.push(Column {
+        name: cname.to_string(),
+        ty,
+        kind: if def.is_static {
+            ColumnKind::Static
+        } else {
+            ColumnKind::Regular
+        },
+        position: 0,
+        descending: false,
+        id: ColumnId(reused_id.unwrap_or(table.next_column_id)),
+    });
+    if reused_id.is_none() {
+        table.next_column_id += 1;
+    }
+    Ok(())
+}
+
+/// ALTER TABLE DROP of one column, remembered (with its cell id) in the
+/// table's dropped columns.
+fn drop_column(
+    table: &mut Table,
+    ident: &Ident,
+    if_exists: bool,
+    has_views: bool,
+    dropped_time: i64,
+) -> Result<()> {
+    let name = table.name.clone();
+    let qualified = format!("{}.{}", table.keyspace, table.name);
+    let cname = ident.as_str();
+    let Some(i) = table.column_index(cname) else {
+        if if_exists {
+            return Ok(());
+        }
+        return Err(QueryError::invalid(format!(
+            "Column {cname} was not found in table '{qualified}'"
+        )));
+    };
+    let column = table.columns[i].clone();
+    if has_views {
+        return Err(QueryError::invalid(format!(
+            "Cannot drop column {cname} on base table {name} with materialized views"
+        )));
+    }
+    if column.kind.is_primary_key() {
+        return Err(QueryError::invalid(format!(
+            "Cannot drop PRIMARY KEY column {cname}"
+        )));
+    }
+    if !table.indexes.is_empty()
+        && table.indexes.iter().any(|ix| {
+            ix.options
+                .get("target")
+                .is_some_and(|t| index_target_column(t) == cname)
+        })
+    {
+        return Err(QueryError::invalid(format!(
+            "Cannot drop column {cname} because it has dependent secondary indexes ({})",
+            table
+                .indexes
+                .iter()
+                .filter(|ix| ix
+                    .options
+                    .get("target")
+                    .is_some_and(|t| index_target_column(t) == cname))
+                .map(|ix| ix.name.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    table.columns.remove(i);
+    table.dropped.retain(|d| d.name != cname);
+    table.dropped.push(DroppedColumn {
+        name: cname.to_string(),
+        type_text: column.ty.to_string(),
+        kind: column.kind,
+        dropped_time,
+        column_id: Some(column.id.0),
+    });
+    Ok(())
+}
+
+/// ALTER TABLE RENAME of one primary key column.
+fn rename_column(table: &mut Table, from: &Ident, to: &Ident, if_exists: bool) -> Result<()> {
+    let qualified = format!("{}.{}", table.keyspace, table.name);
+    let Some(i) = table.column_index(from.as_str()) else {
+        if if_exists {
+            return Ok(());
+        }
+        return Err(QueryError::invalid(format!(
+            "Column {} was not found in table {qualified}",
+            from.as_str()
+        )));
+    };
+    if !table.columns[i].kind.is_primary_key() {
+        return Err(QueryError::invalid(format!(
+            "Cannot rename non PRIMARY KEY column {}",
+            from.as_str()
+        )));
+    }
+    if table.column(to.as_str()).is_some() {
+        return Err(QueryError::invalid(format!(
+                "Cannot rename column {} to {} in table '{qualified}'; another column with that name already exists",
+                from.as_str(),
+                to.as_str()
+            )));
+    }
+    table.columns[i].name = to.as_str().to_string();
+    Ok(())
 }
 
 pub fn drop_table(
