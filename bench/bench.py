@@ -529,8 +529,9 @@ def cmd_run(opts):
 
 
 def cmd_profile(opts):
-    """A CPU profile of Rocksandra under latte's fixed-rate reads: perf at
-    999 Hz with call graphs over `--duration` seconds of the phase, folded
+    """A CPU profile of Rocksandra under latte's fixed-rate reads: perf
+    with call graphs (DWARF unwinding by default: neither RocksDB nor the
+    Rust code keeps frame pointers, so `fp` loses most callers) over `--duration` seconds of the phase, folded
     with inferno into a flame graph, split into request steps by
     bench/costs.py, with the server CPU per read measured in the same phase
     (perf's own sampling included)."""
@@ -546,7 +547,8 @@ def cmd_profile(opts):
         loadgen("load", "--rows", str(opts.rows), "--concurrency", "256")
         log("rocksandra idle %.0f s after the preload" % settle(system.pid, opts.settle))
         latte(opts.rows, rate, 10)
-        perf = subprocess.Popen(["perf", "record", "-F", "999", "-g", "-p", str(system.pid),
+        perf = subprocess.Popen(["perf", "record", "-F", str(opts.perf_hz), "--call-graph", opts.call_graph,
+                                 "-p", str(system.pid),
                                  "-o", perf_data, "--", "sleep", str(opts.duration)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         result = measure(system, latte, "latte read %d/s, profiled" % rate, [opts.rows, rate, opts.duration])
@@ -578,8 +580,9 @@ def cmd_profile(opts):
                     result.get("other_cores") or 0.0))
         f.write("- Command: `%s`\n" % " ".join(sys.argv))
         f.write("- Load: latte %s, `%s`, %d rows of ~1 KB preloaded and compacted, %d reads/s for %d s "
-                "after a 10 s warm-up; perf record -F 999 -g on the server over the phase.\n" % (
-                    latte.version(), " ".join(Latte.SETTINGS), opts.rows, rate, opts.duration))
+                "after a 10 s warm-up; perf record -F %d --call-graph %s on the server over the phase.\n" % (
+                    latte.version(), " ".join(Latte.SETTINGS), opts.rows, rate, opts.duration,
+                    opts.perf_hz, opts.call_graph))
         f.write("- Achieved %.0f reads/s, P50 %.2f ms, P99 %.2f ms, errors %d; server %.2f cores: "
                 "**%.1f µs of server CPU per read** (with perf's sampling); latte %.2f cores.\n\n" % (
                     reads["throughput"], reads["p50_ms"] or 0, reads["p99_ms"] or 0, reads["errors"],
@@ -926,6 +929,8 @@ def main():
                     help="runs of every phase per system, alternating which system goes first; "
                          "the summary reports the median and the spread")
     ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--perf-hz", type=int, default=499, help="profile: perf's sampling frequency")
+    ap.add_argument("--call-graph", default="dwarf,16384", help="profile: perf's --call-graph mode")
     opts = ap.parse_args()
     if opts.command == "run":
         cmd_run(opts)
