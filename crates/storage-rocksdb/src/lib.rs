@@ -23,8 +23,8 @@ use rocksdb::statistics::{StatsLevel, Ticker};
 use rocksdb::{
     BlockBasedIndexType, BlockBasedOptions, BottommostLevelCompaction, Cache,
     ColumnFamilyDescriptor, CompactOptions, DBCompactionStyle, DBCompressionType, DBWithThreadMode,
-    IngestExternalFileOptions, MultiThreaded, Options, ReadOptions, SliceTransform, SstFileWriter,
-    WriteBatch, WriteOptions,
+    DataBlockIndexType, IngestExternalFileOptions, MultiThreaded, Options, ReadOptions,
+    SliceTransform, SstFileWriter, WriteBatch, WriteOptions,
 };
 
 use rocksandra_data::LocalTime;
@@ -345,6 +345,9 @@ struct FilterShared {
     candidates: Candidates,
 }
 
+/// The memtable bloom filter's size, as a share of the write buffer.
+const MEMTABLE_BLOOM_RATIO: f64 = 0.015;
+
 fn table_options(
     config: &RocksConfig,
     cache: &Cache,
@@ -358,6 +361,12 @@ fn table_options(
         name: CString::from(c"rocksandra-purge"),
     });
     options.set_write_buffer_size(config.table_write_buffer_bytes);
+    // A bloom filter of each memtable's keys: a point lookup of a key the
+    // memtable does not hold (most of them) skips the skiplist search. It
+    // takes this share of the write buffer, allocated with each memtable
+    // (1 MiB of 64: about 12 bits per key for 100-byte rows).
+    options.set_memtable_prefix_bloom_ratio(MEMTABLE_BLOOM_RATIO);
+    options.set_memtable_whole_key_filtering(true);
     let mut block = BlockBasedOptions::default();
     block.set_block_cache(cache);
     if table.bloom_filter_fp_chance > 0.0 && table.bloom_filter_fp_chance < 1.0 {
@@ -376,16 +385,16 @@ fn table_options(
         |key| &key[..partition_prefix_len(key).unwrap_or(key.len())],
         Some(|key| partition_prefix_len(key).is_some()),
     ));
-    // Index and filters in the shared block cache, partitioned so a large
-    // file does not load a multi-megabyte index block per read; their top
-    // level stays pinned.
+    // Index and filters in the shared block cache (with high priority,
+    // level 0's pinned), one block each per file.
     block.set_cache_index_and_filter_blocks(true);
     block.set_cache_index_and_filter_blocks_with_high_priority(true);
-    block.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
-    block.set_partition_filters(true);
-    block.set_metadata_block_size(4096);
-    block.set_pin_top_level_index_and_filter(true);
+    block.set_index_type(BlockBasedIndexType::BinarySearch);
     block.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    // A hash index in each data block: a point lookup finds its key
+    // without a binary search over the block's restart points.
+    block.set_data_block_index_type(DataBlockIndexType::BinaryAndHash);
+    block.set_data_block_hash_ratio(0.75);
     options.set_block_based_table_factory(&block);
     options.set_compression_type(match table.compression {
         Compression::None => DBCompressionType::None,
