@@ -37,7 +37,11 @@ pub(super) enum CellPart {
 pub(super) struct Metadata {
     pub(super) kind: MetadataKind,
     pub(super) column: usize,
+    /// The selection applied to the column itself.
     part: CellPart,
+    /// A selection nested deeper (`u.f['k']`, inside one frozen cell): the
+    /// whole selector, which must not be null for the cell to count.
+    nested: Option<Box<Sel>>,
     /// One entry per selected cell rather than a single value.
     list: bool,
 }
@@ -60,19 +64,18 @@ pub(super) fn plan(
     label: &str,
 ) -> Result<(Sel, String, CqlType)> {
     let fname = function_name(kind);
-    let (column, part) = match target {
-        Sel::Column(i) => (i, CellPart::Whole),
+    let (column, part) = column_part(&target)?;
+    let nested = match &target {
         Sel::Element {
-            collection, key, ..
-        } => (column_of(&collection)?, CellPart::Element(key)),
-        Sel::Range {
-            collection,
-            from,
-            to,
-            ..
-        } => (column_of(&collection)?, CellPart::Range { from, to }),
-        Sel::Field { udt, index } => (column_of(&udt)?, CellPart::Field(index)),
-        _ => return Err(only_columns()),
+            collection: inner, ..
+        }
+        | Sel::Range {
+            collection: inner, ..
+        }
+        | Sel::Field { udt: inner, .. } => {
+            (!matches!(**inner, Sel::Column(_))).then(|| Box::new(target.clone()))
+        }
+        _ => None,
     };
     let col = &table.columns[column];
     if col.kind.is_primary_key() {
@@ -97,6 +100,7 @@ pub(super) fn plan(
         kind,
         column,
         part,
+        nested,
         list,
     };
     Ok((
@@ -106,10 +110,32 @@ pub(super) fn plan(
     ))
 }
 
-fn column_of(sel: &Sel) -> Result<usize> {
-    match sel {
-        Sel::Column(i) => Ok(*i),
-        _ => Err(only_columns()),
+/// The column under a chain of element, slice and field selections, and
+/// the selection applied directly to it.
+fn column_part(sel: &Sel) -> Result<(usize, CellPart)> {
+    let (inner, part) = match sel {
+        Sel::Column(i) => return Ok((*i, CellPart::Whole)),
+        Sel::Element {
+            collection, key, ..
+        } => (collection, CellPart::Element(key.clone())),
+        Sel::Range {
+            collection,
+            from,
+            to,
+            ..
+        } => (
+            collection,
+            CellPart::Range {
+                from: from.clone(),
+                to: to.clone(),
+            },
+        ),
+        Sel::Field { udt, index } => (udt, CellPart::Field(*index)),
+        _ => return Err(only_columns()),
+    };
+    match inner.as_ref() {
+        Sel::Column(i) => Ok((*i, part)),
+        deeper => column_part(deeper),
     }
 }
 
@@ -123,6 +149,11 @@ pub(super) fn eval(table: &Table, meta: &Metadata, row: &CqlRow) -> Result<Optio
     let Some(bytes) = &content.value else {
         return Ok(None);
     };
+    if let Some(nested) = &meta.nested {
+        if super::eval_sel(table, nested, row)?.is_none() {
+            return Ok(None);
+        }
+    }
     let ty = &table.columns[meta.column].ty;
     let Some(cells) = selected_cells(ty, bytes, &meta.part)? else {
         return Ok(None);
