@@ -1447,16 +1447,8 @@ impl ListElement<'_> {
             Value::Int(i) => i,
             _ => 0,
         };
-        let mut cells = read_list(executor, table, pk, clustering, column, request)?;
-        // Elements this statement already deleted are gone for its later
-        // index operations.
-        cells.retain(|c| {
-            !pending.cells.iter().any(|p| {
-                p.column == column.id
-                    && p.path == c.path
-                    && matches!(p.kind, rocksandra_storage::cell::CellKind::Tombstone { .. })
-            })
-        });
+        let stored = read_list(executor, table, pk, clustering, column, request)?;
+        let cells = with_pending_elements(stored, pending, column);
         if cells.is_empty() {
             return Err(QueryError::invalid(if setting {
                 "Attempted to set an element on a list which is null"
@@ -1472,6 +1464,36 @@ impl ListElement<'_> {
         };
         Ok(Some(cell.path.clone().unwrap_or_default()))
     }
+}
+
+/// A list's stored element cells as this statement's earlier operations on
+/// the row left them (Cassandra merges the pending updates into the row it
+/// read): elements it deleted, or older than its deletion of the whole list,
+/// are gone, elements it added are in, in list (path) order.
+fn with_pending_elements(stored: Vec<Cell>, pending: &RowUpdate, column: &Column) -> Vec<Cell> {
+    let deletions: Vec<&DeletionTime> = pending
+        .complex_deletions
+        .iter()
+        .filter(|(id, _)| *id == column.id)
+        .map(|(_, d)| d)
+        .collect();
+    let mut cells: BTreeMap<Vec<u8>, Cell> = stored
+        .into_iter()
+        .filter(|c| !deletions.iter().any(|d| d.shadows(c.timestamp)))
+        .filter_map(|c| Some((c.path.clone()?, c)))
+        .collect();
+    for p in pending.cells.iter().filter(|p| p.column == column.id) {
+        let Some(path) = &p.path else { continue };
+        match p.kind {
+            rocksandra_storage::cell::CellKind::Tombstone { .. } => {
+                cells.remove(path);
+            }
+            _ => {
+                cells.insert(path.clone(), p.clone());
+            }
+        }
+    }
+    cells.into_values().collect()
 }
 
 /// The latest cell of a counter among mutations not written yet (earlier
