@@ -791,6 +791,13 @@ fn literal_label(expr: &Expr) -> String {
                 .collect();
             format!("{{{}}}", entries.join(", "))
         }
+        Expr::Udt(fields) => {
+            let fields: Vec<String> = fields
+                .iter()
+                .map(|(f, v)| format!("{}: {}", column_label(f.as_str()), literal_label(v)))
+                .collect();
+            format!("{{{}}}", fields.join(", "))
+        }
         Expr::Bind(_) => "?".into(),
         _ => "?".into(),
     }
