@@ -621,11 +621,13 @@ fn selection_key(selection: &str, label: &str, ty: &CqlType) -> Result<(CqlType,
         CqlType::List(_) => Err(QueryError::invalid(format!(
             "{selection} selection is only allowed on sets and maps, but {label} is a list"
         ))),
-        other if selection == "Element" => Err(QueryError::invalid(format!(
-            "Invalid element selection: {label} is of type {other} is not a collection"
+        _ if selection == "Element" => Err(QueryError::invalid(format!(
+            "Invalid element selection: {label} is of type {} is not a collection",
+            crate::system::cql_type_text(ty)
         ))),
-        other => Err(QueryError::invalid(format!(
-            "Invalid slice selection: {label} of type {other} is not a collection"
+        _ => Err(QueryError::invalid(format!(
+            "Invalid slice selection: {label} of type {} is not a collection",
+            crate::system::cql_type_text(ty)
         ))),
     }
 }
