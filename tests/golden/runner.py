@@ -19,6 +19,10 @@ Comment lines of the form '-- golden: ...' are markers:
                                     e.g. SERIAL, LOCAL_SERIAL, QUORUM)
     -- golden: serial-consistency CL next statement: serial consistency of a conditional
                                     update (SERIAL unless told)
+    -- golden: bind V1, V2, ...     next statement: prepared, then executed with these
+                                    values (Python literals; UNSET for an unset value;
+                                    one {name: value} dict for named markers); its echo
+                                    gets a '  -- bind ...' line
     -- golden: normalize RE => REPL from here to the end of the file, re.sub(RE, REPL)
                                     on every output line (not on echoed statements)
     -- golden: server-yaml LINE     the case needs a server whose cassandra.yaml has
@@ -74,6 +78,7 @@ expected block at the same position. The counts are printed for every case.
 """
 
 import argparse
+import ast
 import datetime
 import json
 import decimal
@@ -91,7 +96,7 @@ from cassandra import cqltypes
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import Cluster, ExecutionProfile, EXEC_PROFILE_DEFAULT
 from cassandra.policies import RoundRobinPolicy, FallthroughRetryPolicy
-from cassandra.query import SimpleStatement, tuple_factory
+from cassandra.query import SimpleStatement, UNSET_VALUE, tuple_factory
 from cassandra.util import Date, Time, Duration, OrderedMapSerializedKey, SortedSet
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -145,6 +150,30 @@ class Statement:
         self.markers = markers  # list of (name, arg)
 
 
+def parse_bind_values(arg, line):
+    """The values of a 'bind' marker: Python literals, with UNSET for an unset value."""
+    def value(node):
+        if isinstance(node, ast.Name) and node.id == "UNSET":
+            return UNSET_VALUE
+        if isinstance(node, ast.List):
+            return [value(e) for e in node.elts]
+        if isinstance(node, ast.Set):
+            return {value(e) for e in node.elts}
+        if isinstance(node, ast.Tuple):
+            return tuple(value(e) for e in node.elts)
+        if isinstance(node, ast.Dict):
+            return {value(k): value(v) for k, v in zip(node.keys, node.values)}
+        return ast.literal_eval(node)
+    try:
+        tree = ast.parse("[" + arg + "]", mode="eval").body
+        values = value(tree)
+    except (SyntaxError, ValueError) as err:
+        raise ValueError("line %d: bad bind values %r: %s" % (line, arg, err))
+    if len(values) == 1 and isinstance(values[0], dict) and all(isinstance(k, str) for k in values[0]):
+        return values[0]  # named markers
+    return values
+
+
 def split_statements(source):
     """Split a case file into statements and collect '-- golden:' markers.
 
@@ -184,6 +213,8 @@ def split_statements(source):
                     if arg.upper() not in ConsistencyLevel.name_to_value:
                         raise ValueError("line %d: unknown consistency level %r" % (line, arg))
                     pending.append((name, ConsistencyLevel.name_to_value[arg.upper()]))
+                elif name == "bind":
+                    pending.append((name, parse_bind_values(arg, line)))
                 elif name == "server-yaml":
                     pass  # read by server_yaml(): how the server must be configured
                 elif name == "login":
@@ -344,6 +375,15 @@ def render_value(v):
     return repr(v)
 
 
+def render_bind(values):
+    """A bind marker's values, rendered for the echo."""
+    def one(v):
+        return "UNSET" if v is UNSET_VALUE else render_value(v)
+    if isinstance(values, dict):
+        return "{" + ", ".join("%s: %s" % (k, one(v)) for k, v in values.items()) + "}"
+    return ", ".join(one(v) for v in values)
+
+
 def render_duration(d):
     """Like Cassandra's Duration.toString(): [-]NyNmoNdNhNmNsNmsNusNns."""
     months, days, nanos = d.months, d.days, d.nanoseconds
@@ -390,12 +430,17 @@ def execute(session, stmt):
     fetch_size = markers.get("fetch-size")
     skip = "skip-output" in markers
     # fetch-size 0: no paging at all (the request carries no page size).
-    query = SimpleStatement(stmt.text,
-                            fetch_size=None if fetch_size == 0 else (fetch_size or 5000),
-                            consistency_level=markers.get("consistency", ConsistencyLevel.ONE),
-                            serial_consistency_level=markers.get("serial-consistency"))
+    options = dict(fetch_size=None if fetch_size == 0 else (fetch_size or 5000),
+                   consistency_level=markers.get("consistency", ConsistencyLevel.ONE),
+                   serial_consistency_level=markers.get("serial-consistency"))
     try:
-        rs = session.execute(query)
+        if "bind" in markers:
+            query = session.prepare(stmt.text)
+            for name, value in options.items():
+                setattr(query, name, value)
+            rs = session.execute(query, markers["bind"])
+        else:
+            rs = session.execute(SimpleStatement(stmt.text, **options))
         rows = list(rs.current_rows) if rs.column_names is not None else []
         pages = 1
         warnings = list(rs.response_future.warnings or [])
@@ -487,6 +532,9 @@ def run_case(cluster, make_cluster, path):
                 continue
             for i, text_line in enumerate(item.text.splitlines()):
                 out.append(("> " if i == 0 else "  ") + text_line.rstrip() + (";" if i == len(item.text.splitlines()) - 1 else ""))
+            bind = dict(item.markers).get("bind")
+            if bind is not None:
+                out.append("  -- bind " + render_bind(bind))
             for line in execute(session, item):
                 emit(line)
             out.append("")

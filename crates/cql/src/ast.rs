@@ -59,6 +59,9 @@ pub enum BindReceiver {
     ElementKey(Ident),
     /// The value of a collection element: `SET c[k] = ?`, `IF c[k] = ?`.
     ElementValue(Ident),
+    /// What `SET c = c - ?` removes: the keys (a set) of a map, else a
+    /// value of the column's type.
+    Subtracted(Ident),
     /// A UDT field value: `SET c.f = ?`.
     Field {
         column: Ident,
@@ -99,6 +102,8 @@ pub enum NestedStep {
     ContainsValue,
     /// `CONTAINS KEY ?`: a key of the map.
     ContainsKey,
+    /// `x[?]` on a selector: a map's key, a set's element, a list's index.
+    ElementKey,
     /// An operand of `+ - * / %` or unary minus.
     Operand,
     FunctionArgument {

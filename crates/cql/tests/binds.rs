@@ -98,3 +98,29 @@ fn speculative_parses_do_not_leak_markers() {
     assert_eq!(got.len(), 2);
     assert_eq!(got[1].0, 1);
 }
+
+#[test]
+fn subtractions_and_selector_elements_say_what_they_bind() {
+    let got = receivers("UPDATE t SET m = m - ?, s -= ?, l = l + ? WHERE k = 1");
+    let receivers_only: Vec<_> = got.into_iter().map(|(_, _, r)| r).collect();
+    assert_eq!(
+        receivers_only,
+        vec![
+            BindReceiver::Subtracted(Ident::new("m")),
+            BindReceiver::Subtracted(Ident::new("s")),
+            col("l"),
+        ]
+    );
+    let got = receivers("SELECT m[?], u.f[?..] FROM t");
+    assert_eq!(got[0].2, BindReceiver::ElementKey(Ident::new("m")));
+    assert_eq!(
+        got[1].2,
+        BindReceiver::Nested {
+            parent: Box::new(BindReceiver::Field {
+                column: Ident::new("u"),
+                field: Ident::new("f")
+            }),
+            step: NestedStep::ElementKey
+        }
+    );
+}

@@ -506,6 +506,9 @@ fn write_collection(count: usize, items: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
+/// The fields the encoding left out as trailing nulls come back as nulls:
+/// Cassandra serializes every field of a tuple or UDT literal, and drivers
+/// find map entries by the key's full serialization.
 fn decode_fields<'t>(
     mut types: impl Iterator<Item = &'t CqlType>,
     reader: &mut Reader<'_>,
@@ -522,6 +525,9 @@ fn decode_fields<'t>(
                 out.extend_from_slice(&field);
             }
         }
+    }
+    for _ in types {
+        out.extend_from_slice(&(-1i32).to_be_bytes());
     }
     Ok(out)
 }
@@ -992,6 +998,16 @@ mod tests {
         let mut input: &[u8] = &[EMPTY_DESCENDING, 0x60];
         assert_eq!(decode(&int, &mut input, true), Ok(Vec::new()));
         assert_eq!(input, [0x60]);
+    }
+
+    #[test]
+    fn trailing_null_fields_come_back_as_nulls() {
+        let tuple = parse("tuple<int, int, int>");
+        let value = Value::Tuple(vec![Some(Value::Int(1)), None, None]).to_bytes();
+        let bytes = encoded(&tuple, &value, false);
+        let mut input = bytes.as_slice();
+        assert_eq!(decode(&tuple, &mut input, false), Ok(value));
+        assert!(input.is_empty());
     }
 
     #[test]

@@ -409,12 +409,22 @@ fn resolve_type(keyspace: &Keyspace, ty: &TypeExpr) -> Result<CqlType> {
         .map_err(|e| QueryError::invalid(format!("Unknown type {}.{}", keyspace.name, e.0)))
 }
 
-/// Checks a column type as written, before resolving freezes what is
-/// nested: `frozen<>` only around collections, tuples and UDTs, and no
-/// non-frozen collection inside a collection.
+/// Checks a column or field type as written, before resolving freezes what
+/// is nested: `frozen<>` only around collections, tuples and UDTs, and no
+/// non-frozen collection inside a non-frozen collection. Inside `frozen<>`
+/// and tuples everything is frozen, so nested collections are fine there.
 fn check_written_type(ty: &TypeExpr) -> Result<()> {
+    check_written(ty, false)
+}
+
+fn check_written(ty: &TypeExpr, frozen: bool) -> Result<()> {
     let is_collection =
         |t: &TypeExpr| matches!(t, TypeExpr::List(_) | TypeExpr::Set(_) | TypeExpr::Map(..));
+    let nested_non_frozen = || {
+        QueryError::invalid(format!(
+            "Non-frozen collections are not allowed inside collections: {ty}"
+        ))
+    };
     match ty {
         TypeExpr::Frozen(inner) => {
             if let TypeExpr::Native(n) = inner.as_ref() {
@@ -423,27 +433,23 @@ fn check_written_type(ty: &TypeExpr) -> Result<()> {
                     n.name()
                 )));
             }
-            check_written_type(inner)
+            check_written(inner, true)
         }
         TypeExpr::List(e) | TypeExpr::Set(e) => {
-            if is_collection(e) {
-                return Err(QueryError::invalid(format!(
-                    "Non-frozen collections are not allowed inside collections: {ty}"
-                )));
+            if !frozen && is_collection(e) {
+                return Err(nested_non_frozen());
             }
-            check_written_type(e)
+            check_written(e, frozen)
         }
         TypeExpr::Map(k, v) => {
-            if is_collection(k) || is_collection(v) {
-                return Err(QueryError::invalid(format!(
-                    "Non-frozen collections are not allowed inside collections: {ty}"
-                )));
+            if !frozen && (is_collection(k) || is_collection(v)) {
+                return Err(nested_non_frozen());
             }
-            check_written_type(k)?;
-            check_written_type(v)
+            check_written(k, frozen)?;
+            check_written(v, frozen)
         }
-        TypeExpr::Tuple(items) => items.iter().try_for_each(check_written_type),
-        TypeExpr::Vector(e, _) => check_written_type(e),
+        TypeExpr::Tuple(items) => items.iter().try_for_each(|t| check_written(t, true)),
+        TypeExpr::Vector(e, _) => check_written(e, frozen),
         _ => Ok(()),
     }
 }
@@ -544,6 +550,7 @@ pub fn create_type(schema: &Schema, keyspace: &str, stmt: &CreateType) -> Result
                 field.as_str()
             )));
         }
+        check_written_type(ty)?;
         let resolved = resolve_type(ks, ty)?;
         if resolved.is_counter() {
             return Err(QueryError::invalid("A user type cannot contain counters"));
@@ -650,6 +657,7 @@ pub fn alter_type(schema: &Schema, keyspace: &str, stmt: &AlterType) -> Result<D
                     field.as_str()
                 )));
             }
+            check_written_type(ty)?;
             let resolved = resolve_type(ks, ty)?;
             if uses_udt(&resolved, keyspace, name) {
                 return Err(QueryError::invalid(format!(
@@ -1766,5 +1774,31 @@ pub fn keyspace_of<'a>(name: &'a QualifiedName, session: Option<&'a str>) -> Res
         (None, None) => Err(QueryError::invalid(
             "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocksandra_data::types::NativeType;
+
+    fn int() -> Box<TypeExpr> {
+        Box::new(TypeExpr::Native(NativeType::Int))
+    }
+
+    fn list(e: Box<TypeExpr>) -> Box<TypeExpr> {
+        Box::new(TypeExpr::List(e))
+    }
+
+    #[test]
+    fn nested_collections_need_a_frozen_around_them() {
+        let nested = TypeExpr::Map(int(), list(int()));
+        assert!(check_written_type(&nested).is_err());
+        assert!(check_written_type(&TypeExpr::Frozen(Box::new(nested.clone()))).is_ok());
+        assert!(check_written_type(&TypeExpr::Tuple(vec![nested.clone()])).is_ok());
+        let set_of_nested = TypeExpr::Set(Box::new(TypeExpr::Frozen(Box::new(nested))));
+        assert!(check_written_type(&set_of_nested).is_ok());
+        let list_in_frozen_in_set = TypeExpr::Set(Box::new(TypeExpr::Frozen(list(list(int())))));
+        assert!(check_written_type(&list_in_frozen_in_set).is_ok());
     }
 }

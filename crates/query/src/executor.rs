@@ -909,6 +909,10 @@ fn receiver_spec(
             CqlType::List(e) | CqlType::Set(e) => (format!("value({})", c.as_str()), (**e).clone()),
             _ => (c.as_str().to_string(), native(NativeType::Blob)),
         },
+        BindReceiver::Subtracted(c) => match column(c.as_str())? {
+            CqlType::Map(k, _) => (c.as_str().to_string(), CqlType::Set(k)),
+            other => (c.as_str().to_string(), other),
+        },
         BindReceiver::Field { column: c, field } => match column(c.as_str())?.unfrozen() {
             CqlType::Udt(u) => {
                 let ty = u
@@ -974,7 +978,11 @@ fn receiver_spec(
                 (NestedStep::InItem(_), other) => other.clone(),
                 (NestedStep::ContainsValue, CqlType::Map(_, v)) => (**v).clone(),
                 (NestedStep::ContainsValue, CqlType::List(e) | CqlType::Set(e)) => (**e).clone(),
-                (NestedStep::ContainsKey, CqlType::Map(k, _)) => (**k).clone(),
+                (NestedStep::ContainsKey | NestedStep::ElementKey, CqlType::Map(k, _)) => {
+                    (**k).clone()
+                }
+                (NestedStep::ElementKey, CqlType::Set(e)) => (**e).clone(),
+                (NestedStep::ElementKey, CqlType::List(_)) => native(NativeType::Int),
                 (_, other) => other.clone(),
             };
             (name, inner)

@@ -1420,8 +1420,9 @@ struct ListElement<'a> {
 
 impl ListElement<'_> {
     /// The cell path of the element at the index, read from storage (the
-    /// caller holds the read-modify-write lock). Setting an element of a
-    /// null list is its own error, as in Cassandra.
+    /// caller holds the read-modify-write lock); None when a deletion's
+    /// index is unset. Setting an element of a null list is its own error,
+    /// as in Cassandra.
     #[allow(clippy::too_many_arguments)]
     fn path(
         &self,
@@ -1433,26 +1434,21 @@ impl ListElement<'_> {
         request: &Request,
         setting: bool,
         pending: &RowUpdate,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<Option<Vec<u8>>> {
         let int = CqlType::Native(NativeType::Int);
-        let Term::Value(k) = evaluate(self.key, &int, &format!("idx({})", self.name), self.ctx)?
-        else {
-            return Err(QueryError::invalid("Invalid null value for list index"));
+        let k = match evaluate(self.key, &int, &format!("idx({})", self.name), self.ctx)? {
+            Term::Value(k) => k,
+            Term::Null => return Err(QueryError::invalid("Invalid null value for list index")),
+            // Deleting at an unset index deletes nothing, as in Cassandra.
+            Term::Unset if !setting => return Ok(None),
+            Term::Unset => return Err(QueryError::invalid("Invalid unset value for list index")),
         };
         let index = match Value::deserialize(&int, &k)? {
             Value::Int(i) => i,
             _ => 0,
         };
-        let mut cells = read_list(executor, table, pk, clustering, column, request)?;
-        // Elements this statement already deleted are gone for its later
-        // index operations.
-        cells.retain(|c| {
-            !pending.cells.iter().any(|p| {
-                p.column == column.id
-                    && p.path == c.path
-                    && matches!(p.kind, rocksandra_storage::cell::CellKind::Tombstone { .. })
-            })
-        });
+        let stored = read_list(executor, table, pk, clustering, column, request)?;
+        let cells = with_pending_elements(stored, pending, column);
         if cells.is_empty() {
             return Err(QueryError::invalid(if setting {
                 "Attempted to set an element on a list which is null"
@@ -1466,8 +1462,38 @@ impl ListElement<'_> {
                 cells.len()
             )));
         };
-        Ok(cell.path.clone().unwrap_or_default())
+        Ok(Some(cell.path.clone().unwrap_or_default()))
     }
+}
+
+/// A list's stored element cells as this statement's earlier operations on
+/// the row left them (Cassandra merges the pending updates into the row it
+/// read): elements it deleted, or older than its deletion of the whole list,
+/// are gone, elements it added are in, in list (path) order.
+fn with_pending_elements(stored: Vec<Cell>, pending: &RowUpdate, column: &Column) -> Vec<Cell> {
+    let deletions: Vec<&DeletionTime> = pending
+        .complex_deletions
+        .iter()
+        .filter(|(id, _)| *id == column.id)
+        .map(|(_, d)| d)
+        .collect();
+    let mut cells: BTreeMap<Vec<u8>, Cell> = stored
+        .into_iter()
+        .filter(|c| !deletions.iter().any(|d| d.shadows(c.timestamp)))
+        .filter_map(|c| Some((c.path.clone()?, c)))
+        .collect();
+    for p in pending.cells.iter().filter(|p| p.column == column.id) {
+        let Some(path) = &p.path else { continue };
+        match p.kind {
+            rocksandra_storage::cell::CellKind::Tombstone { .. } => {
+                cells.remove(path);
+            }
+            _ => {
+                cells.insert(path.clone(), p.clone());
+            }
+        }
+    }
+    cells.into_values().collect()
 }
 
 /// The latest cell of a counter among mutations not written yet (earlier
@@ -1536,6 +1562,34 @@ fn read_list(
                 .collect()
         })
         .unwrap_or_default())
+}
+
+/// The key of a map element being set or deleted.
+fn map_key(key: &Expr, key_ty: &CqlType, name: &str, ctx: &EvalContext<'_>) -> Result<Vec<u8>> {
+    match evaluate(key, key_ty, &format!("key({name})"), ctx)? {
+        Term::Value(k) => Ok(k),
+        Term::Null => Err(QueryError::invalid("Invalid null map key")),
+        Term::Unset => Err(QueryError::invalid("Invalid unset map key")),
+    }
+}
+
+/// Cassandra rewords the error of a map addition or subtraction operand
+/// that does not fit (`Operation.Addition` and `Substraction`).
+fn map_operand(
+    operand: Result<Term>,
+    column: &Column,
+    operation: &str,
+    expected: &str,
+    value: &Expr,
+) -> Result<Term> {
+    match operand {
+        Err(QueryError::Invalid(_)) if matches!(column.ty, CqlType::Map(..)) => {
+            Err(QueryError::invalid(format!(
+                "Value for a map {operation} has to be {expected}, but was: '{value}'"
+            )))
+        }
+        other => other,
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1659,7 +1713,8 @@ fn apply_assignment(
                     "Invalid operation ({text}) for {what} column {name}"
                 )));
             }
-            match evaluate(&a.value, &column.ty, name, ctx)? {
+            let operand = evaluate(&a.value, &column.ty, name, ctx);
+            match map_operand(operand, column, "addition", "a map", &a.value)? {
                 Term::Value(bytes) => add_elements(
                     executor,
                     column,
@@ -1688,7 +1743,10 @@ fn apply_assignment(
                 CqlType::Map(k, _) => CqlType::Set(k.clone()),
                 other => other.clone(),
             };
-            let Term::Value(bytes) = evaluate(&a.value, &value_type, name, ctx)? else {
+            let operand = evaluate(&a.value, &value_type, name, ctx);
+            let Term::Value(bytes) =
+                map_operand(operand, column, "substraction", "a set", &a.value)?
+            else {
                 return Ok(());
             };
             match (&column.ty, Value::deserialize(&value_type, &bytes)?) {
@@ -1718,11 +1776,9 @@ fn apply_assignment(
         }
         (ColumnTarget::Element { key, .. }, AssignOp::Set) => match &column.ty {
             CqlType::Map(kt, vt) => {
-                let Term::Value(k) = evaluate(key, kt, name, ctx)? else {
-                    return Err(QueryError::invalid("Invalid null map key"));
-                };
+                let k = map_key(key, kt, name, ctx)?;
                 let path = paths::element_path(kt, &k)?;
-                match evaluate(&a.value, vt, name, ctx)? {
+                match evaluate(&a.value, vt, &format!("value({name})"), ctx)? {
                     Term::Value(v) => row.cells.push(params.cell(column, v).with_path(path)),
                     Term::Null => row.cells.push(params.tombstone(column).with_path(path)),
                     Term::Unset => {}
@@ -1734,7 +1790,8 @@ fn apply_assignment(
                 let element = ListElement { key, name, ctx };
                 let path =
                     element.path(executor, table, pk, clustering, column, request, true, row)?;
-                match evaluate(&a.value, et, name, ctx)? {
+                let path = path.unwrap_or_default();
+                match evaluate(&a.value, et, &format!("value({name})"), ctx)? {
                     Term::Value(v) => row.cells.push(params.cell(column, v).with_path(path)),
                     Term::Null => row.cells.push(params.tombstone(column).with_path(path)),
                     Term::Unset => {}
@@ -1959,11 +2016,17 @@ fn delete_target(
             Ok(())
         }
         ColumnTarget::Element { key, .. } => match &column.ty {
-            CqlType::Map(kt, _) | CqlType::Set(kt) => {
-                let Term::Value(k) = evaluate(key, kt, name, ctx)? else {
-                    return Err(QueryError::invalid(format!(
-                        "Invalid null value for map key of {name}"
-                    )));
+            CqlType::Map(kt, _) => {
+                let k = map_key(key, kt, name, ctx)?;
+                let path = paths::element_path(kt, &k)?;
+                row.cells.push(params.tombstone(column).with_path(path));
+                Ok(())
+            }
+            CqlType::Set(kt) => {
+                let k = match evaluate(key, kt, &format!("value({name})"), ctx)? {
+                    Term::Value(k) => k,
+                    Term::Null => return Err(QueryError::invalid("Invalid null set element")),
+                    Term::Unset => return Ok(()),
                 };
                 let path = paths::element_path(kt, &k)?;
                 row.cells.push(params.tombstone(column).with_path(path));
@@ -1974,7 +2037,9 @@ fn delete_target(
                 let element = ListElement { key, name, ctx };
                 let path =
                     element.path(executor, table, pk, clustering, column, request, false, row)?;
-                row.cells.push(params.tombstone(column).with_path(path));
+                if let Some(path) = path {
+                    row.cells.push(params.tombstone(column).with_path(path));
+                }
                 Ok(())
             }
             _ => Err(QueryError::invalid(format!(
@@ -1988,6 +2053,11 @@ fn delete_target(
         },
         ColumnTarget::Field { field, .. } => {
             let CqlType::Udt(u) = &column.ty else {
+                if matches!(column.ty.unfrozen(), CqlType::Udt(_)) {
+                    return Err(QueryError::invalid(format!(
+                        "Frozen UDT column {name} does not support field deletions"
+                    )));
+                }
                 return Err(QueryError::invalid(format!(
                     "Invalid deletion operation for non-UDT column {name}"
                 )));

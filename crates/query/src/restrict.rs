@@ -111,6 +111,56 @@ fn term_value(term: Term, name: &str) -> Result<Option<Vec<u8>>> {
     }
 }
 
+/// Checks `m[key] = value` as Cassandra does and evaluates its key and value.
+fn map_entry_relation(
+    col: &crate::schema::Column,
+    key: &Expr,
+    op: Operator,
+    rhs: &Expr,
+    ctx: &EvalContext<'_>,
+) -> Result<(Vec<u8>, Vec<u8>)> {
+    let name = col.name.as_str();
+    if matches!(col.ty.unfrozen(), CqlType::List(_)) {
+        return Err(QueryError::invalid(format!(
+            "Indexes on list entries ({name}[index] = value) are not currently supported."
+        )));
+    }
+    let CqlType::Map(kt, vt) = col.ty.unfrozen() else {
+        return Err(QueryError::invalid(format!(
+            "Column {name} cannot be used as a map"
+        )));
+    };
+    if op == Operator::Neq {
+        return Err(QueryError::invalid(format!(
+            "Unsupported \"!=\" relation: {name}[{key}] != {rhs}"
+        )));
+    }
+    if op != Operator::Eq {
+        return Err(QueryError::invalid(
+            "Only EQ relations are supported on map entries",
+        ));
+    }
+    if col.ty.is_frozen() {
+        return Err(QueryError::invalid(format!(
+            "Map-entry equality predicates on frozen map column {name} are not supported"
+        )));
+    }
+    let entry_part = |expr: &Expr, ty: &CqlType, part: &str| -> Result<Vec<u8>> {
+        match evaluate(expr, ty, &format!("{part}({name})"), ctx)? {
+            Term::Value(v) => Ok(v),
+            Term::Null => Err(QueryError::invalid(format!(
+                "Unsupported null map {part} for column {name}"
+            ))),
+            Term::Unset => Err(QueryError::invalid(format!(
+                "Unsupported unset map {part} for column {name}"
+            ))),
+        }
+    };
+    let k = entry_part(key, kt, "key")?;
+    let v = entry_part(rhs, vt, "value")?;
+    Ok((k, v))
+}
+
 /// Evaluates the right side of `IN`: a tuple of terms or one bound list.
 fn in_values(
     expr: &Expr,
@@ -413,32 +463,13 @@ pub fn analyze(
             }
             RelationLhs::Element { column, key } => {
                 let i = column_index(table, column.as_str())?;
-                let col = &table.columns[i];
-                if matches!(col.ty.unfrozen(), CqlType::List(_)) {
-                    return Err(QueryError::invalid(format!(
-                        "Indexes on list entries ({}[index] = value) are not currently supported.",
-                        col.name
-                    )));
-                }
-                if matches!(col.ty.unfrozen(), CqlType::Map(..)) && *op != Operator::Eq {
-                    return Err(QueryError::invalid(
-                        "Only EQ relations are supported on map entries",
-                    ));
-                }
-                let CqlType::Map(kt, vt) = col.ty.unfrozen() else {
-                    return Err(QueryError::invalid(format!(
-                        "Column {} cannot be used as a map",
-                        col.name
-                    )));
-                };
-                let k = term_value(evaluate(key, kt, &col.name, ctx)?, &col.name)?;
-                let v = term_value(evaluate(rhs, vt, &col.name, ctx)?, &col.name)?;
+                let (k, v) = map_entry_relation(&table.columns[i], key, *op, rhs, ctx)?;
                 needs_filtering = true;
                 filters.push(Filter {
                     column: i,
                     op: *op,
-                    values: vec![v],
-                    element_key: k,
+                    values: vec![Some(v)],
+                    element_key: Some(k),
                 });
             }
             RelationLhs::Columns(names) => {

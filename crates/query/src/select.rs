@@ -11,9 +11,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rocksandra_cql::ast::{
-    Expr, MetadataKind, OrderingKind, Select, Selection, Selector as AstSelector,
-};
+use rocksandra_cql::ast::{Expr, OrderingKind, Select, Selection, Selector as AstSelector};
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_data::{Token, Value};
 use rocksandra_storage::{
@@ -36,6 +34,7 @@ pub const READ_BATCH_ROWS: usize = 1000;
 /// instead of exhausting memory.
 pub const UNPAGED_ROWS_MAX: usize = 1_000_000;
 
+mod metadata;
 mod point;
 pub use point::PointRead;
 
@@ -54,11 +53,8 @@ pub fn lookup_table<'a>(schema: &'a Schema, keyspace: &str, name: &str) -> Resul
 #[derive(Clone, Debug)]
 enum Sel {
     Column(usize),
-    WriteTime {
-        column: usize,
-        max: bool,
-    },
-    Ttl(usize),
+    /// `writetime()`, `maxwritetime()`, `ttl()`.
+    Metadata(Box<metadata::Metadata>),
     CountStar,
     Aggregate {
         function: Aggregate,
@@ -170,64 +166,8 @@ fn plan_selector(
         }
         Expr::CountStar => Ok((Sel::CountStar, "count".into(), bigint)),
         Expr::Metadata { kind, column } => {
-            let Expr::Column(c) = column.as_ref() else {
-                return Err(QueryError::invalid(
-                    "writetime and ttl only apply to columns",
-                ));
-            };
-            let Some(i) = table.column_index(c.as_str()) else {
-                return Err(QueryError::invalid(format!(
-                    "Undefined column name {} in table {}",
-                    column_label(c.as_str()),
-                    crate::ddl::display_name(&table.keyspace, &table.name)
-                )));
-            };
-            let col = &table.columns[i];
-            let fname = match kind {
-                MetadataKind::WriteTime => "writetime",
-                MetadataKind::MaxWriteTime => "maxwritetime",
-                MetadataKind::Ttl => "ttl",
-            };
-            if col.kind.is_primary_key() {
-                return Err(QueryError::invalid(format!(
-                    "Cannot use selection function {fname} on PRIMARY KEY part {}",
-                    col.name
-                )));
-            }
-            let label = format!("{fname}({})", column_label(&col.name));
-            let multi = col.ty.is_multi_cell();
-            Ok(match kind {
-                MetadataKind::WriteTime if multi => (
-                    Sel::WriteTime {
-                        column: i,
-                        max: false,
-                    },
-                    label,
-                    CqlType::List(Box::new(bigint)),
-                ),
-                MetadataKind::WriteTime => (
-                    Sel::WriteTime {
-                        column: i,
-                        max: false,
-                    },
-                    label,
-                    bigint,
-                ),
-                MetadataKind::MaxWriteTime => (
-                    Sel::WriteTime {
-                        column: i,
-                        max: true,
-                    },
-                    label,
-                    bigint,
-                ),
-                MetadataKind::Ttl if multi => (
-                    Sel::Ttl(i),
-                    label,
-                    CqlType::List(Box::new(CqlType::Native(NativeType::Int))),
-                ),
-                MetadataKind::Ttl => (Sel::Ttl(i), label, CqlType::Native(NativeType::Int)),
-            })
+            let (target, label, _) = plan_selector(table, column, ctx)?;
+            metadata::plan(table, *kind, target, &label)
         }
         Expr::Field { udt, field } => {
             let (sel, label, ty) = plan_selector(table, udt, ctx)?;
@@ -538,72 +478,16 @@ fn plan_selector(
             ))
         }
         Expr::Element { collection, key } => {
-            let (sel, label, ty) = plan_selector(table, collection, ctx)?;
-            let (key_ty, out_ty) = match ty.unfrozen() {
-                CqlType::Map(k, v) => ((**k).clone(), (**v).clone()),
-                CqlType::Set(e) => ((**e).clone(), (**e).clone()),
-                CqlType::List(_) => {
-                    return Err(QueryError::invalid(format!(
-                        "Element selection is only allowed on sets and maps, but {label} is a list"
-                    )))
-                }
-                other => {
-                    return Err(QueryError::invalid(format!(
-                    "Element selection is only allowed on sets and maps, but {label} is a {other}"
-                )))
-                }
-            };
-            let key_value = match evaluate(key, &key_ty, &label, ctx)? {
-                Term::Value(v) => Some(v),
-                _ => None,
-            };
-            Ok((
-                Sel::Element {
-                    collection: Box::new(sel),
-                    ty: ty.clone(),
-                    key: key_value,
-                },
-                format!("{label}[{}]", literal_label(key)),
-                out_ty,
-            ))
+            let target = plan_selector(table, collection, ctx)?;
+            plan_element(target, key, ctx)
         }
         Expr::Slice {
             collection,
             from,
             to,
         } => {
-            let (sel, label, ty) = plan_selector(table, collection, ctx)?;
-            let key_ty = match ty.unfrozen() {
-                CqlType::Map(k, _) => (**k).clone(),
-                CqlType::Set(e) => (**e).clone(),
-                _ => {
-                    return Err(QueryError::invalid(format!(
-                        "Slice selection is only allowed on sets and maps, but {label} is a list"
-                    )))
-                }
-            };
-            let bound = |e: &Option<Box<Expr>>| -> Result<Option<Vec<u8>>> {
-                Ok(match e {
-                    Some(e) => match evaluate(e, &key_ty, &label, ctx)? {
-                        Term::Value(v) => Some(v),
-                        _ => None,
-                    },
-                    None => None,
-                })
-            };
-            let (f, t) = (bound(from)?, bound(to)?);
-            let text =
-                |e: &Option<Box<Expr>>| e.as_ref().map(|e| literal_label(e)).unwrap_or_default();
-            Ok((
-                Sel::Range {
-                    collection: Box::new(sel),
-                    ty: ty.clone(),
-                    from: f,
-                    to: t,
-                },
-                format!("{label}[{}..{}]", text(from), text(to)),
-                ty,
-            ))
+            let target = plan_selector(table, collection, ctx)?;
+            plan_slice(target, from.as_deref(), to.as_deref(), ctx)
         }
         Expr::Binary { op, left, right } => {
             use crate::functions::operations::{operand_text, resolve, Operand};
@@ -728,6 +612,111 @@ fn plan_selector(
     }
 }
 
+/// The receiver of an element or slice selection's key: a set's element
+/// type or a map's key type, named as Cassandra names it.
+fn selection_key(selection: &str, label: &str, ty: &CqlType) -> Result<(CqlType, CqlType, String)> {
+    match ty.unfrozen() {
+        CqlType::Map(k, v) => Ok(((**k).clone(), (**v).clone(), format!("key({label})"))),
+        CqlType::Set(e) => Ok(((**e).clone(), (**e).clone(), format!("value({label})"))),
+        CqlType::List(_) => Err(QueryError::invalid(format!(
+            "{selection} selection is only allowed on sets and maps, but {label} is a list"
+        ))),
+        _ if selection == "Element" => Err(QueryError::invalid(format!(
+            "Invalid element selection: {label} is of type {} is not a collection",
+            crate::system::cql_type_text(ty)
+        ))),
+        _ => Err(QueryError::invalid(format!(
+            "Invalid slice selection: {label} of type {} is not a collection",
+            crate::system::cql_type_text(ty)
+        ))),
+    }
+}
+
+/// The value of an element key or slice bound; None for a bind marker at
+/// PREPARE, when no values are bound yet, and for an unset slice bound,
+/// which Cassandra takes as an open one.
+fn selection_key_value(
+    expr: &Expr,
+    (key_ty, receiver): (&CqlType, &str),
+    slice: bool,
+    label: &str,
+    ctx: &EvalContext<'_>,
+) -> Result<Option<Vec<u8>>> {
+    if matches!(expr, Expr::Bind(_)) && ctx.binds.is_empty() {
+        return Ok(None);
+    }
+    let what = if slice { "slice" } else { "element" };
+    match evaluate(expr, key_ty, receiver, ctx)? {
+        Term::Value(v) => Ok(Some(v)),
+        Term::Null => Err(QueryError::invalid(format!(
+            "Invalid null value for {what} selection on {label}"
+        ))),
+        Term::Unset if slice => Ok(None),
+        Term::Unset => Err(QueryError::invalid(format!(
+            "Invalid unset value for {what} selection on {label}"
+        ))),
+    }
+}
+
+/// `c[key]` on a set or map selector.
+fn plan_element(
+    (sel, label, ty): (Sel, String, CqlType),
+    key: &Expr,
+    ctx: &EvalContext<'_>,
+) -> Result<(Sel, String, CqlType)> {
+    let (key_ty, out_ty, receiver) = selection_key("Element", &label, &ty)?;
+    let key_value = selection_key_value(key, (&key_ty, &receiver), false, &label, ctx)?;
+    Ok((
+        Sel::Element {
+            collection: Box::new(sel),
+            ty: ty.clone(),
+            key: key_value,
+        },
+        format!("{label}[{}]", literal_label(key)),
+        out_ty,
+    ))
+}
+
+/// `c[from..to]` on a set or map selector.
+fn plan_slice(
+    (sel, label, ty): (Sel, String, CqlType),
+    from: Option<&Expr>,
+    to: Option<&Expr>,
+    ctx: &EvalContext<'_>,
+) -> Result<(Sel, String, CqlType)> {
+    let (key_ty, _, receiver) = selection_key("Slice", &label, &ty)?;
+    let bound = |e: Option<&Expr>| match e {
+        Some(e) => selection_key_value(e, (&key_ty, &receiver), true, &label, ctx),
+        None => Ok(None),
+    };
+    let (from_value, to_value) = (bound(from)?, bound(to)?);
+    let text = |e: Option<&Expr>| e.map(literal_label).unwrap_or_default();
+    Ok((
+        Sel::Range {
+            collection: Box::new(sel),
+            ty: ty.clone(),
+            from: from_value,
+            to: to_value,
+        },
+        format!("{label}[{}..{}]", text(from), text(to)),
+        ty,
+    ))
+}
+
+/// Whether a serialized key lies within a slice's bounds (both inclusive,
+/// either open).
+fn key_in_range(
+    key_ty: &CqlType,
+    key: &[u8],
+    from: &Option<Vec<u8>>,
+    to: &Option<Vec<u8>>,
+) -> bool {
+    use std::cmp::Ordering;
+    let compare = |bound: &Vec<u8>| rocksandra_data::value::compare(key_ty, key, bound);
+    from.as_ref().is_none_or(|f| compare(f) != Ordering::Less)
+        && to.as_ref().is_none_or(|t| compare(t) != Ordering::Greater)
+}
+
 /// Cassandra's widening order for arithmetic results.
 /// `(x)` in an arithmetic operand is grouping, not a one-element tuple.
 fn ungroup(expr: &Expr) -> &Expr {
@@ -803,6 +792,13 @@ fn literal_label(expr: &Expr) -> String {
                 .map(|(k, v)| format!("{}: {}", literal_label(k), literal_label(v)))
                 .collect();
             format!("{{{}}}", entries.join(", "))
+        }
+        Expr::Udt(fields) => {
+            let fields: Vec<String> = fields
+                .iter()
+                .map(|(f, v)| format!("{}: {}", column_label(f.as_str()), literal_label(v)))
+                .collect();
+            format!("{{{}}}", fields.join(", "))
         }
         Expr::Bind(_) => "?".into(),
         _ => "?".into(),
@@ -920,7 +916,8 @@ fn sel_columns(table: &Table, sel: &Sel, out: &mut Vec<usize>) {
         }
     };
     match sel {
-        Sel::Column(i) | Sel::Ttl(i) | Sel::WriteTime { column: i, .. } => add(*i),
+        Sel::Column(i) => add(*i),
+        Sel::Metadata(m) => add(m.column),
         Sel::Token => (0..table.partition_key_count).for_each(add),
         Sel::Aggregate { arg, .. }
         | Sel::Cast { arg, .. }
@@ -2310,41 +2307,7 @@ fn json_rows(outputs: &[Output], rows: Vec<Vec<Option<Bytes>>>) -> Result<Vec<Ve
 fn eval_sel(table: &Table, sel: &Sel, row: &CqlRow) -> Result<Option<Vec<u8>>> {
     Ok(match sel {
         Sel::Column(i) => row.columns[*i].value.clone(),
-        Sel::WriteTime { column, max } => {
-            let c = &row.columns[*column];
-            if c.value.is_none() {
-                None
-            } else if table.columns[*column].ty.is_multi_cell() && !max {
-                Some(
-                    Value::List(c.writetimes.iter().map(|t| Value::Bigint(*t)).collect())
-                        .to_bytes(),
-                )
-            } else {
-                c.writetimes.iter().max().map(|t| t.to_be_bytes().to_vec())
-            }
-        }
-        Sel::Ttl(column) => {
-            let c = &row.columns[*column];
-            if c.value.is_none() {
-                None
-            } else if table.columns[*column].ty.is_multi_cell() {
-                Some(
-                    Value::List(
-                        c.ttls
-                            .iter()
-                            .map(|t| t.map(Value::Int).unwrap_or(Value::Int(0)))
-                            .collect(),
-                    )
-                    .to_bytes(),
-                )
-            } else {
-                c.ttls
-                    .first()
-                    .copied()
-                    .flatten()
-                    .map(|t| t.to_be_bytes().to_vec())
-            }
-        }
+        Sel::Metadata(m) => metadata::eval(table, m, row)?,
         Sel::Token => Some(row.partition.token.0.to_be_bytes().to_vec()),
         Sel::Field { udt, index } => {
             let Some(bytes) = eval_sel(table, udt, row)? else {
@@ -2446,37 +2409,35 @@ fn eval_sel(table: &Table, sel: &Sel, row: &CqlRow) -> Result<Option<Vec<u8>>> {
             let Some(bytes) = eval_sel(table, collection, row)? else {
                 return Ok(None);
             };
-            let in_range = |kt: &CqlType, k: &[u8]| {
-                from.as_ref().is_none_or(|f| {
-                    rocksandra_data::value::compare(kt, k, f) != std::cmp::Ordering::Less
-                }) && to.as_ref().is_none_or(|t| {
-                    rocksandra_data::value::compare(kt, k, t) != std::cmp::Ordering::Greater
-                })
-            };
-            match (ty.unfrozen(), Value::deserialize(ty, &bytes)?) {
-                (CqlType::Map(kt, _), Value::Map(entries)) => Some(
-                    Value::Map(
-                        entries
-                            .into_iter()
-                            .filter(|(k, _)| in_range(kt, &k.to_bytes()))
-                            .collect(),
-                    )
-                    .to_bytes(),
-                ),
-                (CqlType::Set(et), Value::Set(items)) => Some(
-                    Value::Set(
-                        items
-                            .into_iter()
-                            .filter(|v| in_range(et, &v.to_bytes()))
-                            .collect(),
-                    )
-                    .to_bytes(),
-                ),
-                _ => None,
-            }
+            collection_slice(ty, &bytes, from, to)?
         }
         Sel::CountStar | Sel::Aggregate { .. } => None,
     })
+}
+
+/// The elements of a set, or entries of a map, within a slice's bounds.
+/// None of a non-frozen collection (whose value is built from its cells)
+/// is null, as in Cassandra; none of a frozen one is an empty collection.
+fn collection_slice(
+    ty: &CqlType,
+    bytes: &[u8],
+    from: &Option<Vec<u8>>,
+    to: &Option<Vec<u8>>,
+) -> Result<Option<Vec<u8>>> {
+    let within = |kt: &CqlType, v: &Value| key_in_range(kt, &v.to_bytes(), from, to);
+    let frozen = !ty.is_multi_cell();
+    let sliced = match (ty.unfrozen(), Value::deserialize(ty, bytes)?) {
+        (CqlType::Map(kt, _), Value::Map(entries)) => {
+            let kept: Vec<_> = entries.into_iter().filter(|(k, _)| within(kt, k)).collect();
+            (!kept.is_empty() || frozen).then_some(Value::Map(kept))
+        }
+        (CqlType::Set(et), Value::Set(items)) => {
+            let kept: Vec<_> = items.into_iter().filter(|v| within(et, v)).collect();
+            (!kept.is_empty() || frozen).then_some(Value::Set(kept))
+        }
+        _ => None,
+    };
+    Ok(sliced.map(|v| v.to_bytes()))
 }
 
 fn udt_field(bytes: &[u8], index: usize) -> Option<Vec<u8>> {

@@ -210,6 +210,40 @@ fn collections_ttl_and_static() {
 }
 
 #[test]
+fn list_index_operations_see_the_statements_earlier_operations() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE l (k int PRIMARY KEY, l list<int>)", "OK"),
+        ("INSERT INTO l (k, l) VALUES (1, [2, 6])", "OK"),
+        // The prepended element is index 0 for the index operation after it.
+        ("UPDATE l SET l = [0] + l, l[0] = 5 WHERE k = 1", "OK"),
+        ("SELECT l FROM l WHERE k = 1", "[5, 2, 6]"),
+        ("UPDATE l SET l = l + [1], l[3] = 9 WHERE k = 1", "OK"),
+        ("SELECT l FROM l WHERE k = 1", "[5, 2, 6, 9]"),
+        ("UPDATE l SET l = l - [5], l[2] = 1 WHERE k = 1", "OK"),
+        ("SELECT l FROM l WHERE k = 1", "[2, 6, 1]"),
+    ]);
+}
+
+#[test]
+fn writetime_and_ttl_of_elements_and_fields() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TYPE t (a int, b int)", "OK"),
+        ("CREATE TABLE w (k int PRIMARY KEY, m map<text, int>, u t)", "OK"),
+        ("UPDATE w USING TIMESTAMP 10 SET m['a'] = 1, u.a = 1 WHERE k = 1", "OK"),
+        ("UPDATE w USING TIMESTAMP 20 AND TTL 100 SET m['b'] = 2 WHERE k = 1", "OK"),
+        (
+            "SELECT writetime(m), ttl(m), writetime(m['b']), writetime(m['z']), writetime(u), writetime(u.a) FROM w WHERE k = 1",
+            "[10, 20] | <null is not supported inside a list> | 20 | null | <null is not supported inside a list> | 10",
+        ),
+        ("SELECT maxwritetime(m), maxwritetime(u), ttl(m['b']), writetime(m['a'..'b']) FROM w WHERE k = 1", "20 | 10 | 100 | [10, 20]"),
+    ]);
+}
+
+#[test]
 fn paging_resumes_where_it_stopped() {
     let mut h = harness(None);
     h.check(SETUP);

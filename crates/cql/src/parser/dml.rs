@@ -253,6 +253,10 @@ impl Parser {
         };
         if let Some(op) = shorthand.filter(|_| self.peek().kind == TokenKind::Symbol) {
             self.advance();
+            let receiver = match op {
+                AssignOp::Subtract => BindReceiver::Subtracted(column.clone()),
+                _ => receiver,
+            };
             let value = self.with_receiver(receiver, Parser::term)?;
             let target = ColumnTarget::Column(column);
             return Ok(Assignment { target, op, value });
@@ -289,9 +293,9 @@ impl Parser {
                     "Only expressions of the form X = X {sign}<value> are supported."
                 )));
             }
-            let op = match sign.as_str() {
-                "+" => AssignOp::Add,
-                _ => AssignOp::Subtract,
+            let (op, receiver) = match sign.as_str() {
+                "+" => (AssignOp::Add, receiver),
+                _ => (AssignOp::Subtract, BindReceiver::Subtracted(column.clone())),
             };
             let value = self.with_receiver(receiver, Parser::term)?;
             let target = ColumnTarget::Column(column);

@@ -228,9 +228,23 @@ impl Parser {
     }
 
     fn element_or_slice(&mut self, collection: Expr) -> Result<Expr> {
+        if self.is_sym_at(1, "..") && self.is_sym_at(2, "]") {
+            // `c[..]`: Cassandra's grammar backs out of the selector at `[`.
+            return Err(self.mismatch_ahead("K_FROM", 2));
+        }
         self.expect_sym("[")?;
         let receiver = match &collection {
             Expr::Column(c) => BindReceiver::ElementKey(c.clone()),
+            Expr::Field { udt, field } => match udt.as_ref() {
+                Expr::Column(c) => BindReceiver::Nested {
+                    parent: Box::new(BindReceiver::Field {
+                        column: c.clone(),
+                        field: field.clone(),
+                    }),
+                    step: NestedStep::ElementKey,
+                },
+                _ => BindReceiver::Unknown,
+            },
             _ => BindReceiver::Unknown,
         };
         let from = match self.is_sym("..") {
@@ -637,6 +651,10 @@ impl Parser {
         }
         if self.is_sym("[") {
             let key = self.element_key(&column)?;
+            if self.is_kw("in") || self.is_kw("contains") || self.is_kw("like") {
+                // `c[key]` takes only the comparison operators.
+                return Err(self.no_viable());
+            }
             let receiver = BindReceiver::ElementValue(column.clone());
             return self.compare(RelationLhs::Element { column, key }, receiver);
         }
@@ -650,6 +668,10 @@ impl Parser {
     pub(crate) fn element_key(&mut self, column: &Ident) -> Result<Expr> {
         self.expect_sym("[")?;
         let key = self.with_receiver(BindReceiver::ElementKey(column.clone()), Parser::term)?;
+        if self.is_sym("..") {
+            // No slices here; ANTLR had read the token after `..`.
+            return Err(self.mismatch_ahead("']'", 1));
+        }
         self.expect_sym("]")?;
         Ok(key)
     }

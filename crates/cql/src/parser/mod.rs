@@ -470,6 +470,16 @@ impl Parser {
         ))
     }
 
+    /// `mismatch`, with the snippet continued up to the token `ahead` of
+    /// the offending one (what ANTLR had looked ahead at).
+    pub(crate) fn mismatch_ahead(&self, expected: &str, ahead: usize) -> ParseError {
+        let text = self.token_text(self.peek());
+        self.error_here(format!(
+            "mismatched input '{text}' expecting {expected}{}",
+            self.snippet_to(ahead)
+        ))
+    }
+
     /// ANTLR's "no alternative of this rule starts here" error.
     pub(crate) fn no_viable(&self) -> ParseError {
         let text = self.token_text(self.peek());
@@ -561,11 +571,14 @@ impl Parser {
         let end = text_end.min(offending.end);
         out.push_str(&flat(offending.start, end));
         out.push(']');
+        // The last token shown is measured by its text too.
         let last = self.peek_at(ahead);
+        let last_end = (last.start + self.token_text(last).chars().count()).min(last.end);
         if ahead > 0 {
-            out.push_str(&flat(end, last.end));
+            out.push_str(&flat(end, last_end));
         }
-        if self.peek_at(ahead + 1).kind != TokenKind::Eof || (ahead == 0 && end < offending.end) {
+        let last_cut = if ahead == 0 { end } else { last_end } < last.end;
+        if self.peek_at(ahead + 1).kind != TokenKind::Eof || last_cut {
             out.push_str("...");
         }
         out.push(')');
