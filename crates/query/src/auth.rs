@@ -644,7 +644,7 @@ impl Executor {
             .collect();
         Ok(Outcome::rows(Rows {
             metadata: RowsMetadata {
-                columns: ColumnsMetadata::Specs(specs),
+                columns: ColumnsMetadata::Specs(specs.into()),
                 paging_state: None,
                 new_metadata_id: None,
             },

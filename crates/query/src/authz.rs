@@ -1067,12 +1067,15 @@ impl Executor {
             .collect();
         Ok(Outcome::rows(Rows {
             metadata: RowsMetadata {
-                columns: ColumnsMetadata::Specs(vec![
-                    spec("role"),
-                    spec("username"),
-                    spec("resource"),
-                    spec("permission"),
-                ]),
+                columns: ColumnsMetadata::Specs(
+                    [
+                        spec("role"),
+                        spec("username"),
+                        spec("resource"),
+                        spec("permission"),
+                    ]
+                    .into(),
+                ),
                 paging_state: None,
                 new_metadata_id: None,
             },

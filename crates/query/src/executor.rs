@@ -356,7 +356,7 @@ impl Executor {
                 columns: bind_specs,
             },
             result_metadata: RowsMetadata {
-                columns: ColumnsMetadata::Specs(result_specs),
+                columns: ColumnsMetadata::Specs(result_specs.into()),
                 paging_state: None,
                 new_metadata_id: None,
             },

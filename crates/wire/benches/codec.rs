@@ -17,11 +17,11 @@ fn rows_response(row_count: usize) -> ResponseEnvelope {
             name: (*name).into(),
             cql_type: CqlType::Native(NativeType::Text),
         })
-        .collect();
+        .collect::<Vec<_>>();
     let cell = Some(Bytes::from_static(b"some cell value"));
     let rows = Rows {
         metadata: RowsMetadata {
-            columns: ColumnsMetadata::Specs(columns),
+            columns: ColumnsMetadata::Specs(columns.into()),
             paging_state: None,
             new_metadata_id: None,
         },

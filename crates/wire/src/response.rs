@@ -3,6 +3,7 @@
 //! replies; ERROR lives in `error_response`.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use rocksandra_data::types::CqlType;
@@ -237,10 +238,11 @@ mod rows_flag {
 }
 
 /// Column metadata: the specs, or only their count (NO_METADATA, when the
-/// client asked to skip metadata it already has).
+/// client asked to skip metadata it already has). The specs are shared: a
+/// prepared statement answers every EXECUTE with the same ones.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ColumnsMetadata {
-    Specs(Vec<ColumnSpec>),
+    Specs(Arc<[ColumnSpec]>),
     NoMetadata { column_count: u32 },
 }
 
@@ -270,7 +272,7 @@ impl RowsMetadata {
             });
         }
         let specs = match &self.columns {
-            ColumnsMetadata::Specs(specs) => Some(specs.as_slice()),
+            ColumnsMetadata::Specs(specs) => Some(&specs[..]),
             ColumnsMetadata::NoMetadata { .. } => None,
         };
         let global = specs.and_then(global_table_spec).is_some();
@@ -312,7 +314,7 @@ impl RowsMetadata {
             }
         } else {
             let global = flags & rows_flag::GLOBAL_TABLES_SPEC != 0;
-            ColumnsMetadata::Specs(read_column_specs(r, column_count, global)?)
+            ColumnsMetadata::Specs(read_column_specs(r, column_count, global)?.into())
         };
         Ok(RowsMetadata {
             columns,

@@ -123,7 +123,7 @@ fn column_specs(max: usize) -> impl Strategy<Value = Vec<ColumnSpec>> + Clone {
 
 fn rows_metadata(v: ProtocolVersion) -> impl Strategy<Value = RowsMetadata> + Clone {
     let columns = prop_oneof![
-        column_specs(5).prop_map(ColumnsMetadata::Specs),
+        column_specs(5).prop_map(|specs| ColumnsMetadata::Specs(specs.into())),
         (0u32..6).prop_map(|column_count| ColumnsMetadata::NoMetadata { column_count }),
     ];
     (columns, option::of(blob()), v5_only(v, blob())).prop_map(

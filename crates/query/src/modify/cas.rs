@@ -1195,7 +1195,7 @@ fn applied_rows(
     if rows.is_empty() {
         return Outcome::rows(Rows {
             metadata: RowsMetadata {
-                columns: ColumnsMetadata::Specs(specs),
+                columns: ColumnsMetadata::Specs(specs.into()),
                 paging_state: None,
                 new_metadata_id: None,
             },
@@ -1215,7 +1215,7 @@ fn applied_rows(
         .collect();
     Outcome::rows(Rows {
         metadata: RowsMetadata {
-            columns: ColumnsMetadata::Specs(specs),
+            columns: ColumnsMetadata::Specs(specs.into()),
             paging_state: None,
             new_metadata_id: None,
         },

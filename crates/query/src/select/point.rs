@@ -19,10 +19,10 @@ use rocksandra_cql::ast::{
 use rocksandra_storage::api::{PartitionKey, PartitionRead, Slice};
 use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, Value};
 
-use super::{eval_sel, lookup_table, plan, specs, Output, Sel};
+use super::{lookup_table, plan, specs, Sel};
 use crate::error::Result;
 use crate::executor::{Executor, Outcome, Request};
-use crate::rows::{partition_key_bytes, partition_rows};
+use crate::rows::{partition_key_bytes, partition_rows, CqlRow};
 use crate::schema::{Schema, Table};
 use crate::term::{evaluate, Term};
 
@@ -35,9 +35,10 @@ pub struct PointRead {
     key_binds: Vec<rocksandra_cql::ast::BindMarker>,
     /// The statement names no keyspace: the request's must be the table's.
     unqualified: bool,
-    /// Plain column selectors only.
-    outputs: Vec<Output>,
-    specs: Vec<ColumnSpec>,
+    /// The column (index in `Table::columns`) of each selector: plain
+    /// column selectors only.
+    columns: Vec<usize>,
+    specs: Arc<[ColumnSpec]>,
 }
 
 impl PointRead {
@@ -66,15 +67,19 @@ impl PointRead {
         let random = executor.env.random.clone();
         let ctx = executor.eval_context(schema, keyspace, &[], &*random);
         let outputs = plan(table, select, &ctx).ok()?;
-        if !outputs.iter().all(|o| matches!(o.sel, Sel::Column(_))) {
-            return None;
-        }
+        let columns = outputs
+            .iter()
+            .map(|o| match o.sel {
+                Sel::Column(i) => Some(i),
+                _ => None,
+            })
+            .collect::<Option<Vec<usize>>>()?;
         Some(PointRead {
             table: table.clone(),
             key_binds,
             unqualified: select.table.keyspace.is_none(),
-            specs: specs(table, &outputs),
-            outputs,
+            specs: specs(table, &outputs).into(),
+            columns,
         })
     }
 
@@ -115,7 +120,7 @@ impl PointRead {
                 .data()
                 .read_partition(&schema, table, &read, consistency, now)
                 .and_then(|p| partition_rows(table, &p, now, table.clustering_count == 0))
-                .and_then(|rows| self.outcome(table, request, &rows)),
+                .map(|rows| self.outcome(request, rows)),
         )
     }
 
@@ -145,21 +150,8 @@ impl PointRead {
         Some((partition_key_bytes(&parts), clustering))
     }
 
-    fn outcome(
-        &self,
-        table: &Table,
-        request: &Request,
-        rows: &[crate::rows::CqlRow],
-    ) -> Result<Outcome> {
-        let result_rows = rows
-            .iter()
-            .map(|r| {
-                self.outputs
-                    .iter()
-                    .map(|o| eval_sel(table, &o.sel, r).map(|v| v.map(Bytes::from)))
-                    .collect()
-            })
-            .collect::<Result<_>>()?;
+    fn outcome(&self, request: &Request, rows: Vec<CqlRow>) -> Outcome {
+        let result_rows = rows.into_iter().map(|row| self.values(row)).collect();
         let columns = if request.skip_metadata {
             ColumnsMetadata::NoMetadata {
                 column_count: self.specs.len() as u32,
@@ -167,14 +159,31 @@ impl PointRead {
         } else {
             ColumnsMetadata::Specs(self.specs.clone())
         };
-        Ok(Outcome::rows(Rows {
+        Outcome::rows(Rows {
             metadata: RowsMetadata {
                 columns,
                 paging_state: None,
                 new_metadata_id: None,
             },
             rows: result_rows,
-        }))
+        })
+    }
+
+    /// The selected values of `row`, moved out of it (copied only for a
+    /// column selected again later).
+    fn values(&self, mut row: CqlRow) -> Vec<Option<Bytes>> {
+        let columns = &self.columns;
+        let mut out = Vec::with_capacity(columns.len());
+        for (j, &i) in columns.iter().enumerate() {
+            let slot = &mut row.columns[i].value;
+            let value = if columns[j + 1..].contains(&i) {
+                slot.clone()
+            } else {
+                slot.take()
+            };
+            out.push(value.map(Bytes::from));
+        }
+        out
     }
 }
 
