@@ -7,6 +7,7 @@ use rocksandra_data::LocalTime;
 use rocksandra_storage::cell::{Cell, CellKind, LiveRow};
 use rocksandra_storage::layout::paths;
 use rocksandra_storage::PartitionKey;
+use smallvec::SmallVec;
 
 use crate::error::{QueryError, Result};
 use crate::schema::{Column, ColumnKind, Table};
@@ -17,10 +18,11 @@ pub struct ColumnValue {
     /// Serialized value; None is null.
     pub value: Option<Vec<u8>>,
     /// Write time(s) in microseconds: one for a simple column, one per
-    /// element for a multi-cell column.
-    pub writetimes: Vec<i64>,
+    /// element for a multi-cell column (inline for one: no allocation per
+    /// simple column read).
+    pub writetimes: SmallVec<[i64; 1]>,
     /// Remaining TTL(s) in seconds; None for cells that do not expire.
-    pub ttls: Vec<Option<i32>>,
+    pub ttls: SmallVec<[Option<i32>; 1]>,
 }
 
 /// A CQL row: a value per table column (`Table::columns` order).
@@ -161,7 +163,8 @@ pub fn fill_columns(
         if !wanted {
             continue;
         }
-        let cells: Vec<&Cell> = row.cells.iter().filter(|c| c.column == column.id).collect();
+        let cells: SmallVec<[&Cell; 4]> =
+            row.cells.iter().filter(|c| c.column == column.id).collect();
         out[i] = column_value(column, &cells, now)?;
     }
     Ok(())
@@ -185,8 +188,14 @@ pub fn partition_rows(
         fill_columns(table, static_row, true, now, &mut base)?;
     }
     let mut rows = Vec::with_capacity(partition.rows.len());
-    for row in &partition.rows {
-        let mut columns = base.clone();
+    let last = partition.rows.len().saturating_sub(1);
+    for (n, row) in partition.rows.iter().enumerate() {
+        // `base` is needed after the loop only when there was no row.
+        let mut columns = if n == last {
+            std::mem::take(&mut base)
+        } else {
+            base.clone()
+        };
         for (j, value) in row.clustering.iter().enumerate() {
             if let Some(slot) = columns.get_mut(table.partition_key_count + j) {
                 slot.value = Some(value.clone());

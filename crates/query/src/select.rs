@@ -1251,8 +1251,8 @@ impl Reader<'_> {
                     .iter()
                     .map(|v| crate::rows::ColumnValue {
                         value: v.clone(),
-                        writetimes: Vec::new(),
-                        ttls: Vec::new(),
+                        writetimes: Default::default(),
+                        ttls: Default::default(),
                     })
                     .collect(),
             };
@@ -2269,7 +2269,7 @@ pub fn execute(
                     column_count: specs.len() as u32,
                 }
             } else {
-                ColumnsMetadata::Specs(specs)
+                ColumnsMetadata::Specs(specs.into())
             },
             paging_state,
             new_metadata_id: None,
