@@ -387,20 +387,58 @@ impl RowState {
         now: LocalTime,
     ) -> LiveRow {
         let deletion = DeletionTime::merge(outer, self.deletion);
-        let liveness = self
-            .liveness
-            .filter(|l| !deletion.is_some_and(|d| d.shadows(l.timestamp)))
-            .filter(|l| l.is_live(now));
         let cells = self
             .cells
             .iter()
-            .filter(|c| c.is_live(now))
-            .filter(|c| !deletion.is_some_and(|d| d.shadows(c.timestamp)))
-            .filter(|c| !self.complex_shadows(c))
-            .filter(|c| !dropped.iter().any(|d| d.hides(c)))
+            .filter(|c| self.shows(c, deletion, dropped, now))
             .cloned()
             .collect();
-        LiveRow { liveness, cells }
+        LiveRow {
+            liveness: self.live_liveness(deletion, now),
+            cells,
+        }
+    }
+
+    /// `live_view` of a row the caller no longer needs: its live cells are
+    /// moved, not copied.
+    pub fn into_live_view(
+        mut self,
+        outer: Option<DeletionTime>,
+        dropped: &[DroppedCells],
+        now: LocalTime,
+    ) -> LiveRow {
+        let deletion = DeletionTime::merge(outer, self.deletion);
+        let mut cells = std::mem::take(&mut self.cells);
+        cells.retain(|c| self.shows(c, deletion, dropped, now));
+        LiveRow {
+            liveness: self.live_liveness(deletion, now),
+            cells,
+        }
+    }
+
+    /// Whether a read at `now` sees `cell` under `deletion` (the row's and
+    /// the outer one merged).
+    fn shows(
+        &self,
+        cell: &Cell,
+        deletion: Option<DeletionTime>,
+        dropped: &[DroppedCells],
+        now: LocalTime,
+    ) -> bool {
+        cell.is_live(now)
+            && !deletion.is_some_and(|d| d.shadows(cell.timestamp))
+            && !self.complex_shadows(cell)
+            && !dropped.iter().any(|d| d.hides(cell))
+    }
+
+    fn live_liveness(
+        &self,
+        deletion: Option<DeletionTime>,
+        now: LocalTime,
+    ) -> Option<LivenessInfo> {
+        self.liveness
+            .filter(|l| !deletion.is_some_and(|d| d.shadows(l.timestamp)))
+            .filter(|l| l.is_live(now))
     }
 
     fn complex_shadows(&self, cell: &Cell) -> bool {
@@ -637,6 +675,36 @@ mod tests {
         assert_eq!(ab, ba);
         let view = ab.live_view(None, &[], NOW);
         assert_eq!(view.cells, vec![Cell::live(col(2), 7, b"y".to_vec())]);
+    }
+
+    #[test]
+    fn the_consuming_live_view_sees_what_the_borrowing_one_does() {
+        let row = RowState::from_parts(
+            Some(LivenessInfo::new(4, 0, 0)),
+            Some(DeletionTime::new(5, NOW.0)),
+            vec![(col(3), DeletionTime::new(8, NOW.0))],
+            vec![
+                Cell::live(col(1), 5, b"shadowed by the row".to_vec()),
+                Cell::live(col(2), 9, b"live".to_vec()),
+                Cell::live(col(3), 7, b"e".to_vec()).with_path(b"old".to_vec()),
+                Cell::live(col(3), 9, b"e".to_vec()).with_path(b"new".to_vec()),
+                Cell::expiring(col(4), 9, 10, NOW, b"expires".to_vec()),
+                Cell::tombstone(col(5), 9, NOW),
+            ],
+        );
+        for outer in [
+            None,
+            Some(DeletionTime::new(3, NOW.0)),
+            Some(DeletionTime::new(9, NOW.0)),
+        ] {
+            for now in [NOW, NOW.plus_seconds(100)] {
+                let borrowed = row.live_view(outer, &[], now);
+                assert_eq!(row.clone().into_live_view(outer, &[], now), borrowed);
+            }
+        }
+        let view = row.live_view(None, &[], NOW);
+        assert_eq!(view.liveness, None);
+        assert_eq!(view.cells.len(), 3);
     }
 
     #[test]

@@ -128,11 +128,16 @@ impl<S: KvStore> KvEngine<S> {
         spec: &TableSpec,
         read: &PartitionRead,
         now: LocalTime,
+        keep: Keep,
         visit: &mut dyn FnMut(StoredRow),
     ) -> Result<PartitionMet> {
         let prefix = keys::partition_prefix(read.partition.token, &read.partition.key);
+        let head = PartitionHead {
+            keep,
+            ..Default::default()
+        };
         if spec.clustering.is_empty() {
-            return self.read_single_row(spec, read, &prefix, now, visit);
+            return self.read_single_row(spec, read, &prefix, now, head, visit);
         }
         // One read of the store: the head entries (partition deletion, static
         // row, range tombstones), then each clustering slice.
@@ -163,7 +168,7 @@ impl<S: KvStore> KvEngine<S> {
             start: keys::with_kind(&prefix, keys::KIND_PARTITION_HEADER),
             end: Some(keys::with_kind(&prefix, keys::KIND_END)),
         };
-        let mut head = PartitionHead::default();
+        let mut head = head;
         let mut head_done = false;
         let mut live_rows = 0;
         let mut error = None;
@@ -218,6 +223,7 @@ impl<S: KvStore> KvEngine<S> {
         read: &PartitionRead,
         prefix: &[u8],
         now: LocalTime,
+        mut head: PartitionHead,
         visit: &mut dyn FnMut(StoredRow),
     ) -> Result<PartitionMet> {
         let header = keys::partition_header_key(prefix);
@@ -232,7 +238,6 @@ impl<S: KvStore> KvEngine<S> {
         } else {
             &[&header]
         };
-        let mut head = PartitionHead::default();
         let mut stored_row = None;
         let mut error = None;
         self.store.get_many(spec.id, wanted, &mut |i, value| {
@@ -450,9 +455,20 @@ impl Coverage {
     }
 }
 
+/// What a partition read keeps of each row entry besides its live view.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Keep {
+    /// Nothing: the live cells are moved out of the decoded entry.
+    #[default]
+    LiveOnly,
+    /// The decoded entry too (`read_raw`), so the live cells are copies.
+    StoredState,
+}
+
 /// Partition-level state that applies to every row read from the partition.
 #[derive(Default)]
 struct PartitionHead {
+    keep: Keep,
     coverage: Coverage,
     /// The range tombstones of `coverage` as stored, for `read_raw`.
     range_tombstones: Vec<RangeTombstone>,
@@ -508,7 +524,17 @@ impl PartitionHead {
             return Err(CorruptData::new("key", "expected a row"));
         };
         let state = decode_row(value)?;
-        let mut live = state.live_view(self.coverage.covering(suffix), &spec.dropped, now);
+        let outer = self.coverage.covering(suffix);
+        let (state, mut live) = match self.keep {
+            Keep::LiveOnly => (
+                RowState::default(),
+                state.into_live_view(outer, &spec.dropped, now),
+            ),
+            Keep::StoredState => {
+                let live = state.live_view(outer, &spec.dropped, now);
+                (state, live)
+            }
+        };
         if spec.options.strict_liveness && live.liveness.is_none() {
             live = LiveRow::default();
         }
@@ -533,6 +559,8 @@ impl PartitionHead {
 /// A row entry as a partition read meets it.
 struct StoredRow {
     clustering: Vec<Vec<u8>>,
+    /// The decoded entry when the read keeps it (`Keep::StoredState`),
+    /// empty otherwise.
     state: RowState,
     /// What a read sees at `now`, the partition's deletions applied.
     live: LiveRow,
@@ -724,7 +752,9 @@ impl<S: KvStore> Engine for KvEngine<S> {
     fn read_partition(&self, read: &PartitionRead, now: LocalTime) -> Result<Partition> {
         let spec = self.spec(read.table)?;
         let mut rows = Vec::new();
-        let mut met = self.read_rows(&spec, read, now, &mut |row| rows.extend(row.into_live()))?;
+        let mut met = self.read_rows(&spec, read, now, Keep::LiveOnly, &mut |row| {
+            rows.extend(row.into_live())
+        })?;
         Ok(Partition {
             key: read.partition.clone(),
             static_row: if read.include_static {
@@ -739,7 +769,7 @@ impl<S: KvStore> Engine for KvEngine<S> {
     fn read_raw(&self, read: &PartitionRead, now: LocalTime) -> Result<RawPartition> {
         let spec = self.spec(read.table)?;
         let mut data = Mutation::new(read.table, read.partition.clone());
-        let met = self.read_rows(&spec, read, now, &mut |row| {
+        let met = self.read_rows(&spec, read, now, Keep::StoredState, &mut |row| {
             data.rows.push((row.clustering, row_update(row.state)));
         })?;
         data.partition_deletion = met.head.coverage.partition;
