@@ -6,7 +6,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use crate::compression::BodyCompression;
 use crate::error::{WireError, WireResult};
 use crate::frame::{Direction, Frame, FrameFlags, ProtocolVersion};
-use crate::limits::Limits;
+use crate::limits::{Limits, FRAME_HEADER_BYTES};
 use crate::primitives::{put_bytes_map, put_string_list, BytesMap, Reader};
 use crate::request::Request;
 use crate::response::Response;
@@ -141,26 +141,62 @@ pub fn encode_response(
     envelope: &ResponseEnvelope,
     compression: Option<BodyCompression>,
 ) -> WireResult<Frame> {
-    let mut flags = FrameFlags {
+    let mut flags = response_flags(envelope);
+    let mut body = BytesMut::new();
+    put_response_body(envelope, &mut body)?;
+    let body = finish_body(body, &mut flags, compression)?;
+    let opcode = envelope.response.opcode();
+    Frame::new(envelope.version, flags, envelope.stream, opcode, body)
+}
+
+/// `encode_response` of an uncompressed frame, appended to `out` with its
+/// header: the body is written in place, without a buffer of its own. On
+/// an error `out` is left as it was.
+pub fn encode_response_into(envelope: &ResponseEnvelope, out: &mut BytesMut) -> WireResult<()> {
+    let start = out.len();
+    out.put_bytes(0, FRAME_HEADER_BYTES);
+    let header = put_response_body(envelope, out).and_then(|()| {
+        let body_bytes = out.len() - start - FRAME_HEADER_BYTES;
+        let flags = response_flags(envelope);
+        let opcode = envelope.response.opcode();
+        Frame::header_of(envelope.version, flags, envelope.stream, opcode, body_bytes)
+    });
+    match header {
+        Ok(header) => {
+            let mut encoded = BytesMut::with_capacity(FRAME_HEADER_BYTES);
+            header.encode(&mut encoded);
+            out[start..start + FRAME_HEADER_BYTES].copy_from_slice(&encoded);
+            Ok(())
+        }
+        Err(e) => {
+            out.truncate(start);
+            Err(e)
+        }
+    }
+}
+
+fn response_flags(envelope: &ResponseEnvelope) -> FrameFlags {
+    FrameFlags {
         tracing: envelope.tracing_id.is_some(),
         warning: !envelope.warnings.is_empty(),
         custom_payload: envelope.custom_payload.is_some(),
         ..FrameFlags::default()
-    };
-    let mut body = BytesMut::new();
+    }
+}
+
+/// The body of a response before any compression: the optional tracing id,
+/// warnings and custom payload (as its flags announce), then the message.
+fn put_response_body(envelope: &ResponseEnvelope, body: &mut BytesMut) -> WireResult<()> {
     if let Some(id) = &envelope.tracing_id {
         body.put_slice(id);
     }
     if !envelope.warnings.is_empty() {
-        put_string_list(&mut body, "warnings", &envelope.warnings)?;
+        put_string_list(body, "warnings", &envelope.warnings)?;
     }
     if let Some(payload) = &envelope.custom_payload {
-        put_bytes_map(&mut body, "custom payload", payload)?;
+        put_bytes_map(body, "custom payload", payload)?;
     }
-    envelope.response.encode_body(&mut body, envelope.version)?;
-    let body = finish_body(body, &mut flags, compression)?;
-    let opcode = envelope.response.opcode();
-    Frame::new(envelope.version, flags, envelope.stream, opcode, body)
+    envelope.response.encode_body(body, envelope.version)
 }
 
 /// Decodes a response frame (client side; used by tests).

@@ -278,23 +278,34 @@ impl Frame {
         opcode: Opcode,
         body: Bytes,
     ) -> WireResult<Frame> {
-        let body_bytes = u32::try_from(body.len())
+        let header = Frame::header_of(version, flags, stream, opcode, body.len())?;
+        Ok(Frame { header, body })
+    }
+
+    /// The header of a frame whose body has `body_len` bytes.
+    pub fn header_of(
+        version: ProtocolVersion,
+        flags: FrameFlags,
+        stream: i16,
+        opcode: Opcode,
+        body_len: usize,
+    ) -> WireResult<FrameHeader> {
+        let body_bytes = u32::try_from(body_len)
             .ok()
             .filter(|len| *len <= i32::MAX as u32)
             .ok_or(WireError::TooLongToEncode {
                 what: "frame body",
-                len_bytes: body.len(),
+                len_bytes: body_len,
                 max_bytes: i32::MAX as usize,
             })?;
-        let header = FrameHeader {
+        Ok(FrameHeader {
             version,
             direction: opcode.direction(),
             flags,
             stream,
             opcode_byte: opcode.byte(),
             body_bytes,
-        };
-        Ok(Frame { header, body })
+        })
     }
 
     pub fn encoded_bytes(&self) -> usize {

@@ -50,8 +50,8 @@ pub mod types;
 
 pub use compression::BodyCompression;
 pub use envelope::{
-    decode_request, decode_response, encode_request, encode_response, RequestEnvelope,
-    ResponseEnvelope,
+    decode_request, decode_response, encode_request, encode_response, encode_response_into,
+    RequestEnvelope, ResponseEnvelope,
 };
 pub use error::{WireError, WireResult};
 pub use error_response::{ErrorKind, ErrorResponse, Failures, WriteType};

@@ -581,7 +581,14 @@ proptest! {
         let frame = encode_response(&envelope, compression).map_err(fail)?;
         prop_assert_eq!(frame.header.flags.compression, compression.is_some());
         let decoded = decode_response(&frame, compression, Limits::default()).map_err(fail)?;
-        prop_assert_eq!(decoded, envelope);
+        prop_assert_eq!(&decoded, &envelope);
+        if compression.is_none() {
+            // Encoded in place after other bytes: the same frame follows them.
+            let mut out = BytesMut::from(&b"before"[..]);
+            encode_response_into(&envelope, &mut out).map_err(fail)?;
+            prop_assert_eq!(&out[..6], b"before");
+            prop_assert_eq!(&out[6..], &frame.to_bytes()[..]);
+        }
     }
 
     #[test]

@@ -5,8 +5,8 @@
 
 use bytes::{Bytes, BytesMut};
 use rocksandra_wire::{
-    encode_response, BodyCompression, ErrorKind, ErrorResponse, Frame, Response, ResponseEnvelope,
-    SegmentCodec, SegmentCompression,
+    encode_response, encode_response_into, BodyCompression, ErrorKind, ErrorResponse, Frame,
+    Response, ResponseEnvelope, SegmentCodec, SegmentCompression, WireError,
 };
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -57,6 +57,19 @@ struct Encoder {
     pending_frame_bytes: usize,
 }
 
+/// The server error that replaces a response that could not be encoded.
+fn encoding_failed(envelope: &ResponseEnvelope, e: WireError) -> ResponseEnvelope {
+    error!(
+        "cannot encode the response on stream {}: {e}; sending a server error",
+        envelope.stream
+    );
+    let error = ErrorResponse::new(
+        ErrorKind::ServerError,
+        format!("cannot encode the response: {e}"),
+    );
+    ResponseEnvelope::new(envelope.version, envelope.stream, Response::Error(error))
+}
+
 impl Encoder {
     fn buffered_bytes(&self) -> usize {
         self.out.len() + self.pending_frame_bytes
@@ -64,33 +77,28 @@ impl Encoder {
 
     fn push_response(&mut self, envelope: &ResponseEnvelope) {
         let compression = match self.framing {
+            // The common case: the frame goes straight into the buffer.
+            Framing::Plain(None) => {
+                if let Err(e) = encode_response_into(envelope, &mut self.out) {
+                    let fallback = encoding_failed(envelope, e);
+                    if let Err(e) = encode_response_into(&fallback, &mut self.out) {
+                        error!("cannot encode an error response either: {e}");
+                    }
+                }
+                return;
+            }
             Framing::Plain(compression) => compression,
             Framing::Segments(_) => None,
         };
         let frame = match encode_response(envelope, compression) {
             Ok(frame) => frame,
-            Err(e) => {
-                error!(
-                    "cannot encode the response on stream {}: {e}; sending a server error",
-                    envelope.stream
-                );
-                let error = ErrorResponse::new(
-                    ErrorKind::ServerError,
-                    format!("cannot encode the response: {e}"),
-                );
-                let fallback = ResponseEnvelope::new(
-                    envelope.version,
-                    envelope.stream,
-                    Response::Error(error),
-                );
-                match encode_response(&fallback, compression) {
-                    Ok(frame) => frame,
-                    Err(e) => {
-                        error!("cannot encode an error response either: {e}");
-                        return;
-                    }
+            Err(e) => match encode_response(&encoding_failed(envelope, e), compression) {
+                Ok(frame) => frame,
+                Err(e) => {
+                    error!("cannot encode an error response either: {e}");
+                    return;
                 }
-            }
+            },
         };
         match self.framing {
             Framing::Plain(_) => frame.encode(&mut self.out),
@@ -101,7 +109,6 @@ impl Encoder {
         }
     }
 
-    /// Packs pending v5 frames into segments.
     fn finish_segments(&mut self) {
         let Framing::Segments(compression) = self.framing else {
             return;
