@@ -12,7 +12,7 @@ use crate::node::ClusterNode;
 use crate::ring::{MemberStatus, Strategy};
 
 fn uuid(bytes: &[u8; 16]) -> String {
-    rocksandra_data::value::format_uuid(bytes)
+    rocksandra_data::uuid::to_text(bytes)
 }
 
 fn human_bytes(bytes: u64) -> String {

@@ -64,7 +64,13 @@ pub struct NodeView {
 pub fn format_removals(removals: &[([u8; 16], bool)]) -> String {
     removals
         .iter()
-        .map(|(id, done)| format!("{}={}", hex(id), if *done { "removed" } else { "removing" }))
+        .map(|(id, done)| {
+            format!(
+                "{}={}",
+                hex::encode(id),
+                if *done { "removed" } else { "removing" }
+            )
+        })
         .collect::<Vec<_>>()
         .join(",")
 }
@@ -97,19 +103,10 @@ pub const STATUS_JOINING: &str = "JOINING";
 pub const STATUS_LEAVING: &str = "LEAVING";
 pub const STATUS_LEFT: &str = "LEFT";
 
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
+/// 16 bytes from 32 hex digits (host ids and schema versions in gossip).
 pub fn parse_hex16(text: &str) -> Option<[u8; 16]> {
-    if text.len() != 32 {
-        return None;
-    }
     let mut out = [0u8; 16];
-    for (i, chunk) in text.as_bytes().chunks(2).enumerate() {
-        let s = std::str::from_utf8(chunk).ok()?;
-        out[i] = u8::from_str_radix(s, 16).ok()?;
-    }
+    hex::decode_to_slice(text, &mut out).ok()?;
     Some(out)
 }
 
@@ -117,14 +114,14 @@ impl LocalState {
     fn key_values(&self) -> Vec<(String, String)> {
         let tokens: Vec<String> = self.tokens.iter().map(|t| t.0.to_string()).collect();
         vec![
-            (KEY_HOST_ID.into(), hex(&self.host_id)),
+            (KEY_HOST_ID.into(), hex::encode(self.host_id)),
             (KEY_DC.into(), self.dc.clone()),
             (KEY_RACK.into(), self.rack.clone()),
             (KEY_TOKENS.into(), tokens.join(",")),
             (KEY_STATUS.into(), self.status.into()),
             (KEY_RPC_ADDRESS.into(), self.rpc_address.to_string()),
             (KEY_NATIVE_PORT.into(), self.native_port.to_string()),
-            (KEY_SCHEMA_VERSION.into(), hex(&self.schema_version)),
+            (KEY_SCHEMA_VERSION.into(), hex::encode(self.schema_version)),
             (KEY_SCHEMA_EPOCH.into(), self.schema_epoch.to_string()),
             (KEY_RELEASE.into(), rocksandra_query::RELEASE_VERSION.into()),
         ]
@@ -357,7 +354,7 @@ mod tests {
     #[test]
     fn hex_round_trips() {
         let bytes = [0xab; 16];
-        assert_eq!(parse_hex16(&hex(&bytes)), Some(bytes));
+        assert_eq!(parse_hex16(&hex::encode(bytes)), Some(bytes));
         assert_eq!(parse_hex16("zz"), None);
     }
 }

@@ -19,7 +19,6 @@ use rocksandra_storage::Mutation;
 use serde::{Deserialize, Serialize};
 
 use crate::coordinator::{Shared, WRITE_REQUEST_TIMEOUT};
-use crate::gossip::hex;
 use crate::message::{Request, Response};
 
 /// Hints kept for one host at most; later ones are dropped (repair fixes
@@ -62,7 +61,7 @@ impl Hints {
     }
 
     fn path(&self, host: &[u8; 16]) -> PathBuf {
-        self.dir.join(format!("{}.hints", hex(host)))
+        self.dir.join(format!("{}.hints", hex::encode(host)))
     }
 
     /// Appends a hint for `host`; false when it was dropped (over the
@@ -132,7 +131,7 @@ impl Hints {
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         files.remove(&host);
         let _ = std::fs::remove_file(self.path(&host));
-        let _ = std::fs::remove_file(self.dir.join(format!("{}.replaying", hex(&host))));
+        let _ = std::fs::remove_file(self.dir.join(format!("{}.replaying", hex::encode(host))));
     }
 
     /// Replays the hints of `host` through `send` (in order, stopping at
@@ -153,7 +152,7 @@ impl Hints {
         send: &mut dyn FnMut(HintRecord) -> bool,
     ) -> std::io::Result<usize> {
         let path = self.path(&host);
-        let replaying = self.dir.join(format!("{}.replaying", hex(&host)));
+        let replaying = self.dir.join(format!("{}.replaying", hex::encode(host)));
         {
             // New hints go to a fresh file while these are replayed.
             let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
@@ -340,7 +339,7 @@ mod tests {
         let host = [2u8; 16];
         hints.store(host, 1, &[mutation("a")]).expect("stores");
         drop(hints);
-        let path = dir.path().join(format!("{}.hints", hex(&host)));
+        let path = dir.path().join(format!("{}.hints", hex::encode(host)));
         let mut file = OpenOptions::new().append(true).open(&path).expect("opens");
         file.write_all(&[0, 0, 0, 50, 1, 2]).expect("writes");
         let hints = Hints::open(dir.path(), Some(Duration::from_secs(3600))).expect("opens");

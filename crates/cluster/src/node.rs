@@ -488,10 +488,7 @@ impl ClusterNode {
             .map(|v| (v.schema_epoch, v.schema_version));
         if published != Some((epoch, version)) {
             self.gossip
-                .set(
-                    crate::gossip::KEY_SCHEMA_VERSION,
-                    crate::gossip::hex(&version),
-                )
+                .set(crate::gossip::KEY_SCHEMA_VERSION, hex::encode(version))
                 .await;
             self.gossip
                 .set(crate::gossip::KEY_SCHEMA_EPOCH, epoch.to_string())

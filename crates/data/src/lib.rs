@@ -7,6 +7,7 @@ pub mod comparable;
 pub mod time;
 pub mod token;
 pub mod types;
+pub mod uuid;
 pub mod value;
 
 pub use time::{LocalTime, Timestamp};

@@ -321,7 +321,7 @@ fn validate_inet(bytes: &[u8]) -> Result<(), ValueError> {
         0 | 4 | 16 => Ok(()),
         _ => Err(marshal(format!(
             "Expected 4 or 16 byte inetaddress; got 0x{}",
-            hex(bytes)
+            hex::encode(bytes)
         ))),
     }
 }
@@ -1002,7 +1002,7 @@ fn literal(value: &Value, ty: Option<&CqlType>) -> String {
     };
     match value {
         Value::Ascii(s) | Value::Text(s) => quote_cql_string(s),
-        Value::Blob(b) | Value::Custom(b) => format!("0x{}", hex(b)),
+        Value::Blob(b) | Value::Custom(b) => format!("0x{}", hex::encode(b)),
         Value::Timestamp(ms) => format!("'{}'", format_timestamp(*ms, true)),
         Value::Date(days) => format!("'{}'", format_date(*days)),
         Value::Time(nanos) => format!("'{}'", format_time(*nanos)),
@@ -1078,7 +1078,7 @@ fn scalar_text(value: &Value) -> String {
         Value::Decimal { unscaled, scale } => java_big_decimal(unscaled, *scale),
         Value::Double(v) => java_double(*v),
         Value::Float(v) => java_float(*v),
-        Value::Uuid(u) | Value::Timeuuid(u) => format_uuid(u),
+        Value::Uuid(u) | Value::Timeuuid(u) => crate::uuid::to_text(u),
         Value::Duration {
             months,
             days,
@@ -1098,7 +1098,7 @@ fn json(value: &Value, ty: Option<&CqlType>) -> String {
     };
     match value {
         Value::Ascii(s) | Value::Text(s) => json_string(s),
-        Value::Blob(b) | Value::Custom(b) => format!("\"0x{}\"", hex(b)),
+        Value::Blob(b) | Value::Custom(b) => format!("\"0x{}\"", hex::encode(b)),
         Value::Timestamp(ms) => format!("\"{}\"", format_timestamp(*ms, false)),
         Value::Date(days) => format!("\"{}\"", format_date(*days)),
         Value::Time(nanos) => format!("\"{}\"", format_time(*nanos)),
@@ -1195,23 +1195,6 @@ fn json_string(s: &str) -> String {
     }
     out.push('"');
     out
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A UUID in its usual text form (`8-4-4-4-12` hex digits).
-pub fn format_uuid(u: &[u8; 16]) -> String {
-    let h = hex(u);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
 }
 
 /// Java's `InetAddress.getHostAddress`: IPv6 uncompressed, and IPv4-mapped

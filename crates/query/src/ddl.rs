@@ -1022,15 +1022,6 @@ fn check_key_column_type(name: &str, ty: &CqlType) -> Result<()> {
     Ok(())
 }
 
-pub fn new_uuid(random: &dyn Fn() -> u64) -> [u8; 16] {
-    let mut id = [0u8; 16];
-    id[..8].copy_from_slice(&random().to_be_bytes());
-    id[8..].copy_from_slice(&random().to_be_bytes());
-    id[6] = (id[6] & 0x0f) | 0x40;
-    id[8] = (id[8] & 0x3f) | 0x80;
-    id
-}
-
 pub fn create_table(
     schema: &Schema,
     keyspace: &str,
@@ -1211,7 +1202,7 @@ pub fn create_table(
     let mut table = Table {
         keyspace: keyspace.to_string(),
         name: name.to_string(),
-        id: new_uuid(random),
+        id: rocksandra_data::uuid::random_v4(random),
         storage_id: TableId(schema.next_table_id),
         partition_key_count: stmt.partition_key.len(),
         clustering_count: stmt.clustering_key.len(),

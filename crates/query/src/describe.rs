@@ -977,20 +977,11 @@ fn table_options(p: &TableParams) -> Vec<String> {
 }
 
 fn blob_literal(bytes: &[u8]) -> String {
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("0x{hex}")
+    format!("0x{}", hex::encode(bytes))
 }
 
 fn uuid_text(id: [u8; 16]) -> String {
-    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    rocksandra_data::uuid::to_text(&id)
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ pub enum QueryError {
         table: String,
         message: String,
     },
-    #[error("Prepared query with ID {} not found (either the query was not prepared on this host (maybe the host has been restarted?) or you have prepared too many queries and it has been evicted from the internal cache)", hex(.0))]
+    #[error("Prepared query with ID {} not found (either the query was not prepared on this host (maybe the host has been restarted?) or you have prepared too many queries and it has been evicted from the internal cache)", hex::encode(.0))]
     Unprepared(Bytes),
     #[error("{0}")]
     Truncate(String),
@@ -75,10 +75,6 @@ fn count(n: usize) -> i32 {
 }
 
 pub type Result<T, E = QueryError> = std::result::Result<T, E>;
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 impl QueryError {
     pub fn invalid(message: impl Into<String>) -> QueryError {

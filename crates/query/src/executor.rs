@@ -685,7 +685,7 @@ impl Executor {
             // IF [NOT] EXISTS made it a no-op: Cassandra answers VOID.
             return Ok(Outcome::void());
         };
-        next.version = ddl::new_uuid(&*self.env.random);
+        next.version = rocksandra_data::uuid::random_v4(&*self.env.random);
         next.epoch = current.epoch + 1;
         let indexes = crate::index::build::storage_changes(&current, &next);
         // Tables are created before the schema naming them is stored, and

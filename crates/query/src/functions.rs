@@ -22,6 +22,7 @@ use num_bigint::BigInt;
 use num_traits::{Signed, ToPrimitive};
 use rocksandra_cql::ast::Expr;
 use rocksandra_data::types::{CqlType, NativeType};
+use rocksandra_data::uuid;
 use rocksandra_data::value::{compare, validate};
 use rocksandra_data::Value;
 
@@ -145,7 +146,7 @@ impl Function {
         let first_type = self.arg_types.first();
         Ok(match self.kind {
             Kind::Now => Some(timeuuid_at(ctx.now_micros, (ctx.random)()).to_vec()),
-            Kind::Uuid => Some(random_uuid(ctx).to_vec()),
+            Kind::Uuid => Some(uuid::random_v4(ctx.random).to_vec()),
             Kind::CurrentTimestamp => Some(ctx.now_micros.div_euclid(1000).to_be_bytes().to_vec()),
             Kind::CurrentDate => Some(
                 date_of_millis(ctx.now_micros.div_euclid(1000))
@@ -188,7 +189,7 @@ impl Function {
                         return Err(QueryError::invalid(format!(
                             "In call to function system.{}, value 0x{} is not a valid binary representation for type {}",
                             self.name,
-                            hex(bytes),
+                            hex::encode(bytes),
                             self.return_type
                         )));
                     }
@@ -616,60 +617,33 @@ pub fn is_value_compatible(receiver: &CqlType, other: &CqlType) -> bool {
 
 // ---------------------------------------------------------------- time uuids
 
-/// 100-nanosecond intervals between 1582-10-15 and 1970-01-01.
-const UUID_EPOCH_OFFSET_TICKS: i64 = 0x01B2_1DD2_1381_4000;
 /// `UUIDGen.MIN_CLOCK_SEQ_AND_NODE`: the smallest least-significant half in
 /// Cassandra's signed-byte order.
 const MIN_CLOCK_SEQ_AND_NODE: u64 = 0x8080_8080_8080_8080;
 const MAX_CLOCK_SEQ_AND_NODE: u64 = 0x7f7f_7f7f_7f7f_7f7f;
 
-/// The most significant half of a version-1 UUID for `ticks` since 1582.
-fn timeuuid_msb(ticks: i64) -> u64 {
-    let ticks = ticks as u64;
-    ((ticks & 0xffff_ffff) << 32)
-        | (((ticks >> 32) & 0xffff) << 16)
-        | 0x1000
-        | ((ticks >> 48) & 0x0fff)
-}
-
-fn uuid_bytes(msb: u64, lsb: u64) -> [u8; 16] {
-    ((u128::from(msb) << 64) | u128::from(lsb)).to_be_bytes()
-}
-
 /// A version-1 UUID at `micros` since the Unix epoch, clock sequence and
 /// node taken from `random` (with the IETF variant).
 pub fn timeuuid_at(micros: i64, random: u64) -> [u8; 16] {
-    let ticks = micros
-        .saturating_mul(10)
-        .saturating_add(UUID_EPOCH_OFFSET_TICKS);
-    let lsb = (random & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
-    uuid_bytes(timeuuid_msb(ticks), lsb)
+    uuid::time_v1(uuid::ticks_of_unix_micros(micros), random)
 }
 
-fn random_uuid(ctx: &CallContext<'_>) -> [u8; 16] {
-    let msb = ((ctx.random)() & !0xf000) | 0x4000;
-    let lsb = ((ctx.random)() & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
-    uuid_bytes(msb, lsb)
-}
-
-fn millis_to_ticks(millis: i64) -> i64 {
-    millis
-        .saturating_mul(10_000)
-        .saturating_add(UUID_EPOCH_OFFSET_TICKS)
+fn millis_to_ticks(millis: i64) -> u64 {
+    uuid::ticks_of_unix_micros(millis.saturating_mul(1_000))
 }
 
 /// `minTimeuuid`: the smallest timeuuid of that millisecond.
 pub fn min_timeuuid(millis: i64) -> [u8; 16] {
-    uuid_bytes(
-        timeuuid_msb(millis_to_ticks(millis)),
+    uuid::from_halves(
+        uuid::v1_msb(millis_to_ticks(millis)),
         MIN_CLOCK_SEQ_AND_NODE,
     )
 }
 
 /// `maxTimeuuid`: the largest timeuuid of that millisecond.
 pub fn max_timeuuid(millis: i64) -> [u8; 16] {
-    uuid_bytes(
-        timeuuid_msb(millis_to_ticks(millis).saturating_add(9_999)),
+    uuid::from_halves(
+        uuid::v1_msb(millis_to_ticks(millis).wrapping_add(9_999)),
         MAX_CLOCK_SEQ_AND_NODE,
     )
 }
@@ -679,9 +653,8 @@ pub fn timeuuid_unix_millis(uuid: &[u8]) -> Result<i64> {
     let bytes: [u8; 16] = uuid.try_into().map_err(|_| {
         QueryError::invalid(format!("UUID should be 16 or 0 bytes ({})", uuid.len()))
     })?;
-    let msb = (u128::from_be_bytes(bytes) >> 64) as u64;
-    let ticks = ((msb & 0x0fff) << 48) | (((msb >> 16) & 0xffff) << 32) | (msb >> 32);
-    Ok((ticks / 10_000) as i64 - UUID_EPOCH_OFFSET_TICKS / 10_000)
+    let ticks = uuid::v1_ticks(&bytes);
+    Ok((ticks / 10_000) as i64 - uuid::GREGORIAN_EPOCH_OFFSET_TICKS / 10_000)
 }
 
 fn read_i64(bytes: &[u8]) -> Result<i64> {
@@ -711,10 +684,6 @@ fn temporal_millis(ty: &CqlType, bytes: &[u8]) -> Result<i64> {
         }
         _ => read_i64(bytes),
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 // ---------------------------------------------------------------- collections

@@ -1116,34 +1116,25 @@ fn add_elements(
 /// increasing with the write time, unique per element.
 fn list_timeuuid(executor: &Executor, timestamp: i64, k: usize) -> [u8; 16] {
     // 100-ns intervals since 1582-10-15.
-    let t = (timestamp as i128 * 10 + 0x01B2_1DD2_1381_4000i128 + k as i128) as u64;
-    timeuuid_from(t, (executor.env.random)())
+    let t = (timestamp as i128 * 10
+        + i128::from(rocksandra_data::uuid::GREGORIAN_EPOCH_OFFSET_TICKS)
+        + k as i128) as u64;
+    rocksandra_data::uuid::time_v1(t, (executor.env.random)())
 }
 
 /// Prepended elements get times before 2010-01-01, decreasing with each
 /// prepend, as Cassandra's `Lists.PrecisionTime` does.
 fn prepend_timeuuid(executor: &Executor, micros: i64, k: usize) -> [u8; 16] {
-    let t = ((micros as i128) * 10 + 0x01B2_1DD2_1381_4000i128 - k as i128) as u64;
-    timeuuid_from(t, (executor.env.random)())
+    let t = ((micros as i128) * 10
+        + i128::from(rocksandra_data::uuid::GREGORIAN_EPOCH_OFFSET_TICKS)
+        - k as i128) as u64;
+    rocksandra_data::uuid::time_v1(t, (executor.env.random)())
 }
 
 /// The time of a prepend: as far before 2010-01-01 as now is after it.
 fn prepend_micros(executor: &Executor) -> i64 {
     const REFERENCE_MICROS: i64 = 1_262_304_000_000_000; // 2010-01-01
     REFERENCE_MICROS - (executor.now_micros() - REFERENCE_MICROS)
-}
-
-fn timeuuid_from(t: u64, random: u64) -> [u8; 16] {
-    let mut id = [0u8; 16];
-    let time_low = (t & 0xFFFF_FFFF) as u32;
-    let time_mid = ((t >> 32) & 0xFFFF) as u16;
-    let time_hi = ((t >> 48) & 0x0FFF) as u16 | 0x1000;
-    id[0..4].copy_from_slice(&time_low.to_be_bytes());
-    id[4..6].copy_from_slice(&time_mid.to_be_bytes());
-    id[6..8].copy_from_slice(&time_hi.to_be_bytes());
-    id[8..16].copy_from_slice(&random.to_be_bytes());
-    id[8] = (id[8] & 0x3f) | 0x80;
-    id
 }
 
 /// Partition keys and clustering prefixes a WHERE clause designates for a

@@ -357,7 +357,7 @@ pub fn create_view(
     let mut view = Table {
         keyspace: keyspace.to_string(),
         name: view_name.to_string(),
-        id: ddl::new_uuid(random),
+        id: rocksandra_data::uuid::random_v4(random),
         storage_id: TableId(schema.next_table_id),
         partition_key_count: stmt.partition_key.len(),
         clustering_count: stmt.clustering_key.len(),

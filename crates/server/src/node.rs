@@ -34,7 +34,7 @@ impl NodeIdentity {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .map_err(|e| format!("cannot read {}: {e}", path.display())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let host_id = rocksandra_query::ddl::new_uuid(random);
+                let host_id = rocksandra_data::uuid::random_v4(random);
                 let mut tokens: Vec<i64> = (0..num_tokens)
                     .map(|_| random() as i64)
                     .filter(|t| *t != i64::MIN)

@@ -361,29 +361,18 @@ fn write_marshal_udt(out: &mut String, udt: &UdtType) {
     out.push_str("UserType(");
     out.push_str(&udt.keyspace);
     out.push(',');
-    out.push_str(&hex(udt.name.as_bytes()));
+    out.push_str(&hex::encode(&udt.name));
     for (name, t) in &udt.fields {
         out.push(',');
-        out.push_str(&hex(name.as_bytes()));
+        out.push_str(&hex::encode(name));
         out.push(':');
         write_marshal(out, t);
     }
     out.push(')');
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn unhex(text: &str) -> Option<String> {
-    if !text.len().is_multiple_of(2) || !text.is_ascii() {
-        return None;
-    }
-    let bytes: Option<Vec<u8>> = (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
-        .collect();
-    String::from_utf8(bytes?).ok()
+    String::from_utf8(hex::decode(text).ok()?).ok()
 }
 
 /// Parses a marshal class string (as `marshal_name` prints it; the package

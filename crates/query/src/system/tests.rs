@@ -178,15 +178,7 @@ fn decode(table: &Table, column: &str, cell: &Option<Vec<u8>>) -> Option<Value> 
 }
 
 fn uuid_text(id: [u8; 16]) -> String {
-    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    rocksandra_data::uuid::to_text(&id)
 }
 
 fn table_of<'a>(schema: &'a Schema, keyspace: &str, name: &str) -> &'a Table {

@@ -31,8 +31,8 @@ pub(crate) fn from_string(ty: NativeType, text: &str, now_millis: i64) -> Marsha
         }
         N::Text => text.as_bytes().to_vec(),
         N::Blob => {
-            let hex = text.strip_prefix("0x").unwrap_or(text);
-            hex_to_bytes(hex).ok_or_else(|| format!("cannot parse '{hex}' as hex bytes"))?
+            let digits = text.strip_prefix("0x").unwrap_or(text);
+            hex::decode(digits).map_err(|_| format!("cannot parse '{digits}' as hex bytes"))?
         }
         N::Boolean => {
             if text.is_empty() {
@@ -206,28 +206,9 @@ pub(crate) fn parse_java_double(text: &str) -> Option<f64> {
     Some(if text.starts_with('-') { -value } else { value })
 }
 
-fn hex_to_bytes(hex: &str) -> Option<Vec<u8>> {
-    if !hex.len().is_multiple_of(2) {
-        return None;
-    }
-    hex.as_bytes()
-        .chunks(2)
-        .map(|pair| {
-            let text = std::str::from_utf8(pair).ok()?;
-            u8::from_str_radix(text, 16).ok()
-        })
-        .collect()
-}
-
 /// The canonical 8-4-4-4-12 hex form.
 pub(crate) fn parse_uuid(text: &str) -> Option<[u8; 16]> {
-    let groups: Vec<&str> = text.split('-').collect();
-    let lengths = [8, 4, 4, 4, 12];
-    if groups.len() != 5 || groups.iter().zip(lengths).any(|(g, n)| g.len() != n) {
-        return None;
-    }
-    let bytes = hex_to_bytes(&groups.concat())?;
-    bytes.try_into().ok()
+    rocksandra_data::uuid::parse_text(text)
 }
 
 /// An IP address; IPv4-mapped IPv6 addresses become IPv4 as in Java.
