@@ -23,8 +23,9 @@ use rocksandra_wire::{
 use crate::ddl::{self, keyspace_of, DdlOutcome};
 use crate::error::{QueryError, Result};
 use crate::prepared_cache::PreparedCache;
-use crate::schema::{write_atomically, Schema, Table, SCHEMA_FILE};
+use crate::schema::{Schema, Table, SCHEMA_FILE};
 use crate::{modify, select, NodeInfo};
+use rocksandra_storage::fs::write_atomically;
 
 /// Where time and randomness come from.
 #[derive(Clone)]

@@ -11,7 +11,6 @@
 //! built in and never stored.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use rocksandra_data::types::{CqlType, UdtResolver, UdtType};
@@ -760,18 +759,4 @@ impl Schema {
 fn parse_stored_type(text: &str, types: &[UdtType]) -> Result<CqlType> {
     CqlType::parse(text, &KeyspaceTypes(types))
         .map_err(|e| QueryError::Server(format!("stored schema has a bad type {text:?}: {e}")))
-}
-
-/// Writes `bytes` to `dir/name` atomically: temporary file, fsync, rename,
-/// fsync of the directory.
-pub fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let tmp = dir.join(format!("{name}.tmp"));
-    {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-    }
-    std::fs::rename(&tmp, dir.join(name))?;
-    std::fs::File::open(dir)?.sync_all()
 }

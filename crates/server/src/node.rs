@@ -54,7 +54,7 @@ impl NodeIdentity {
     /// Writes `node.json` atomically.
     pub fn store(&self, dir: &Path) -> Result<(), String> {
         let bytes = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
-        rocksandra_query::schema::write_atomically(dir, NODE_FILE, &bytes)
+        rocksandra_storage::fs::write_atomically(dir, NODE_FILE, &bytes)
             .map_err(|e| format!("cannot write {}: {e}", dir.join(NODE_FILE).display()))
     }
 }

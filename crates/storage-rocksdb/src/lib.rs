@@ -117,17 +117,12 @@ fn write_table_options(dir: &Path, tables: &BTreeMap<TableId, TableOptions>) -> 
     };
     let list: Vec<(TableId, TableOptions)> =
         tables.iter().map(|(id, o)| (*id, o.clone())).collect();
-    let tmp = dir.join(format!("{TABLE_OPTIONS_FILE}.tmp"));
-    {
-        let mut file = std::fs::File::create(&tmp).map_err(io)?;
-        std::io::Write::write_all(&mut file, table_options_file::encode(&list).as_bytes())
-            .map_err(io)?;
-        file.sync_all().map_err(io)?;
-    }
-    std::fs::rename(&tmp, dir.join(TABLE_OPTIONS_FILE)).map_err(io)?;
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io)
+    rocksandra_storage::fs::write_atomically(
+        dir,
+        TABLE_OPTIONS_FILE,
+        table_options_file::encode(&list).as_bytes(),
+    )
+    .map_err(io)
 }
 
 pub struct RocksStore {

@@ -10,12 +10,16 @@
 //! - `testkit`: the conformance suite and the reference model every engine
 //!   is checked against.
 //!
+//! - `fs`: the one atomic file write.
+//!
 //! Architecture invariant: this crate does not link RocksDB and does no IO
-//! except writing stream and snapshot files of the in-memory backend.
+//! except writing stream and snapshot files of the in-memory backend and
+//! `fs::write_atomically`.
 
 pub mod api;
 pub mod cell;
 pub mod engine;
+pub mod fs;
 pub mod kv;
 pub mod layout;
 pub mod memory;
