@@ -239,6 +239,16 @@ impl fmt::Display for CqlType {
     }
 }
 
+/// `keyspace.name` as Cassandra prints a table, view or type name, each part
+/// quoted when it needs to be.
+pub fn qualified_name(keyspace: &str, name: &str) -> String {
+    format!(
+        "{}.{}",
+        quote_identifier_if_needed(keyspace),
+        quote_identifier_if_needed(name)
+    )
+}
+
 /// Quotes an identifier the way Cassandra prints names: bare when it is a
 /// lower-case identifier that is not a reserved word, double-quoted otherwise.
 pub fn quote_identifier_if_needed(name: &str) -> String {

@@ -69,14 +69,6 @@ fn type_target(keyspace: &str, name: &str) -> SchemaChangeTarget {
 }
 
 /// `keyspace.table` as Cassandra prints names in messages.
-pub fn display_name(keyspace: &str, table: &str) -> String {
-    format!(
-        "{}.{}",
-        quote_identifier_if_needed(keyspace),
-        quote_identifier_if_needed(table)
-    )
-}
-
 fn literal_text(literal: &Literal) -> String {
     match literal {
         Literal::String(s)
@@ -632,7 +624,7 @@ pub fn alter_type(schema: &Schema, keyspace: &str, stmt: &AlterType) -> Result<D
         }
         return Err(QueryError::invalid(format!(
             "Type {} doesn't exist",
-            display_name(keyspace, name)
+            rocksandra_data::types::qualified_name(keyspace, name)
         )));
     };
     let mut updated = current.clone();
@@ -653,7 +645,7 @@ pub fn alter_type(schema: &Schema, keyspace: &str, stmt: &AlterType) -> Result<D
                 return Err(QueryError::invalid(format!(
                     "Cannot add field {} to type {}: a field with name {} already exists",
                     field.as_str(),
-                    display_name(keyspace, name),
+                    rocksandra_data::types::qualified_name(keyspace, name),
                     field.as_str()
                 )));
             }
@@ -664,7 +656,7 @@ pub fn alter_type(schema: &Schema, keyspace: &str, stmt: &AlterType) -> Result<D
                     "Cannot add new field '{}' of type {} to user type {} as it would create a circular reference",
                     field.as_str(),
                     resolved,
-                    display_name(keyspace, name)
+                    rocksandra_data::types::qualified_name(keyspace, name)
                 )));
             }
             updated.fields.push((field.as_str().to_string(), resolved));
@@ -678,14 +670,14 @@ pub fn alter_type(schema: &Schema, keyspace: &str, stmt: &AlterType) -> Result<D
                     return Err(QueryError::invalid(format!(
                         "Unkown field {} in user type {}",
                         from.as_str(),
-                        display_name(keyspace, name)
+                        rocksandra_data::types::qualified_name(keyspace, name)
                     )));
                 };
                 if updated.fields.iter().any(|(n, _)| n == to.as_str()) {
                     return Err(QueryError::invalid(format!(
                         "Duplicate field name {} in type {}",
                         to.as_str(),
-                        display_name(keyspace, name)
+                        rocksandra_data::types::qualified_name(keyspace, name)
                     )));
                 }
                 updated.fields[i].0 = to.as_str().to_string();
@@ -771,14 +763,14 @@ pub fn drop_type(
         }
         return Err(QueryError::invalid(format!(
             "Type '{}' doesn't exist",
-            display_name(keyspace, name)
+            rocksandra_data::types::qualified_name(keyspace, name)
         )));
     }
     for t in &ks.types {
         if t.name != name && t.fields.iter().any(|(_, ty)| uses_udt(ty, keyspace, name)) {
             return Err(QueryError::invalid(format!(
                 "Cannot drop user type '{}' as it is still used by user types {}",
-                display_name(keyspace, name),
+                rocksandra_data::types::qualified_name(keyspace, name),
                 t.name
             )));
         }
@@ -787,7 +779,7 @@ pub fn drop_type(
         if t.columns.iter().any(|c| uses_udt(&c.ty, keyspace, name)) {
             return Err(QueryError::invalid(format!(
                 "Cannot drop user type '{}' as it is still used by tables {}",
-                display_name(keyspace, name),
+                rocksandra_data::types::qualified_name(keyspace, name),
                 t.name
             )));
         }
@@ -1002,7 +994,7 @@ fn check_key_column_type(name: &str, ty: &CqlType) -> Result<()> {
             )));
         }
         let type_name = match ty {
-            CqlType::Udt(u) => display_name(&u.keyspace, &u.name),
+            CqlType::Udt(u) => rocksandra_data::types::qualified_name(&u.keyspace, &u.name),
             other => other.to_string(),
         };
         return Err(QueryError::invalid(format!(
@@ -1235,7 +1227,7 @@ pub fn create_table(
 fn table_missing(keyspace: &str, name: &str) -> QueryError {
     QueryError::invalid(format!(
         "Table '{}' doesn't exist",
-        display_name(keyspace, name)
+        rocksandra_data::types::qualified_name(keyspace, name)
     ))
 }
 
@@ -1584,7 +1576,7 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
     let Some(current) = ks.tables.get(table_name) else {
         return Err(QueryError::invalid(format!(
             "Table '{}' doesn't exist",
-            display_name(keyspace, table_name)
+            rocksandra_data::types::qualified_name(keyspace, table_name)
         )));
     };
     if current.is_view() {
@@ -1741,7 +1733,7 @@ pub fn drop_index(
         }
         return Err(QueryError::invalid(format!(
             "Index '{}' doesn't exist'",
-            display_name(keyspace, name)
+            rocksandra_data::types::qualified_name(keyspace, name)
         )));
     };
     let event = change(

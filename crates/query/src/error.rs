@@ -89,6 +89,21 @@ impl QueryError {
         QueryError::Config(message.into())
     }
 
+    /// `Undefined column name X in table ks.t`, `label` being the column as
+    /// the statement named it, printed as Cassandra prints it.
+    pub fn undefined_column(label: &str, keyspace: &str, table: &str) -> QueryError {
+        QueryError::Invalid(format!(
+            "Undefined column name {label} in table {}",
+            rocksandra_data::types::qualified_name(keyspace, table)
+        ))
+    }
+
+    /// `Undefined column name X`, without the table: Cassandra's wording in
+    /// view definitions, `token()` and bind markers.
+    pub fn undefined_column_name(label: &str) -> QueryError {
+        QueryError::Invalid(format!("Undefined column name {label}"))
+    }
+
     /// The ERROR message for this failure.
     pub fn to_response(&self) -> ErrorResponse {
         let kind = match self {

@@ -882,7 +882,7 @@ fn receiver_spec(
         table
             .column(name)
             .map(|c| c.ty.clone())
-            .ok_or_else(|| QueryError::invalid(format!("Undefined column name {name}")))
+            .ok_or_else(|| QueryError::undefined_column_name(name))
     };
     Ok(match receiver {
         BindReceiver::Column(c) => (c.as_str().to_string(), column(c.as_str())?),

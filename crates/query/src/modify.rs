@@ -893,11 +893,11 @@ fn insert_terms(
 }
 
 fn undefined_column(table: &Table, name: &str) -> QueryError {
-    QueryError::invalid(format!(
-        "Undefined column name {} in table {}",
-        rocksandra_data::types::quote_identifier_if_needed(name),
-        crate::ddl::display_name(&table.keyspace, &table.name)
-    ))
+    QueryError::undefined_column(
+        &rocksandra_data::types::quote_identifier_if_needed(name),
+        &table.keyspace,
+        &table.name,
+    )
 }
 
 /// `INSERT INTO t JSON '{...}' [DEFAULT UNSET]`: the document's columns as

@@ -93,11 +93,11 @@ pub struct Restrictions {
 
 fn column_index(table: &Table, name: &str) -> Result<usize> {
     table.column_index(name).ok_or_else(|| {
-        QueryError::invalid(format!(
-            "Undefined column name {} in table {}",
-            rocksandra_data::types::quote_identifier_if_needed(name),
-            crate::ddl::display_name(&table.keyspace, &table.name)
-        ))
+        QueryError::undefined_column(
+            &rocksandra_data::types::quote_identifier_if_needed(name),
+            &table.keyspace,
+            &table.name,
+        )
     })
 }
 

@@ -152,11 +152,11 @@ fn plan_selector(
     match expr {
         Expr::Column(c) => {
             let Some(i) = table.column_index(c.as_str()) else {
-                return Err(QueryError::invalid(format!(
-                    "Undefined column name {} in table {}",
-                    column_label(c.as_str()),
-                    crate::ddl::display_name(&table.keyspace, &table.name)
-                )));
+                return Err(QueryError::undefined_column(
+                    &column_label(c.as_str()),
+                    &table.keyspace,
+                    &table.name,
+                ));
             };
             Ok((
                 Sel::Column(i),
@@ -256,10 +256,7 @@ fn plan_selector(
                         ));
                     };
                     let Some(i) = table.column_index(c.as_str()) else {
-                        return Err(QueryError::invalid(format!(
-                            "Undefined column name {}",
-                            c.as_str()
-                        )));
+                        return Err(QueryError::undefined_column_name(c.as_str()));
                     };
                     cols.push(i);
                 }
@@ -1971,11 +1968,11 @@ pub fn execute(
                 ))
             }
             None => {
-                return Err(QueryError::invalid(format!(
-                    "Undefined column name {} in table {}",
-                    literal_label(e),
-                    crate::ddl::display_name(&table.keyspace, &table.name)
-                )))
+                return Err(QueryError::undefined_column(
+                    &literal_label(e),
+                    &table.keyspace,
+                    &table.name,
+                ))
             }
         }
     }

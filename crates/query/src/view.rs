@@ -156,10 +156,9 @@ pub fn create_view(
                     )));
                 };
                 let column = base.column(name.as_str()).ok_or_else(|| {
-                    ire(format!(
-                        "Undefined column name {}",
-                        rocksandra_data::types::quote_identifier_if_needed(name.as_str())
-                    ))
+                    QueryError::undefined_column_name(
+                        &rocksandra_data::types::quote_identifier_if_needed(name.as_str()),
+                    )
                 })?;
                 if !selected.iter().any(|c| c.name == column.name) {
                     selected.push(column);
@@ -262,10 +261,9 @@ pub fn create_view(
         };
         for name in names {
             let column = base.column(name).ok_or_else(|| {
-                ire(format!(
-                    "Undefined column name {}",
-                    rocksandra_data::types::quote_identifier_if_needed(name)
-                ))
+                QueryError::undefined_column_name(
+                    &rocksandra_data::types::quote_identifier_if_needed(name),
+                )
             })?;
             restricted.insert(name);
             if !matches!(relation, Relation::IsNotNull { .. }) && !column.kind.is_primary_key() {

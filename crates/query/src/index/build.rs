@@ -151,7 +151,7 @@ fn mark_built(
     let Some(current) = schema.table(keyspace, table_name) else {
         return Err(QueryError::invalid(format!(
             "Table '{}' doesn't exist",
-            crate::ddl::display_name(keyspace, table_name)
+            rocksandra_data::types::qualified_name(keyspace, table_name)
         )));
     };
     let mut table = Table::clone(current);
