@@ -41,12 +41,7 @@ pub fn run(node: &ClusterNode, command: AdminCommand) -> Response {
         AdminCommand::Info => Response::Text(info(node)),
         AdminCommand::DescribeRing { keyspace } => describe_ring(node, &keyspace),
         AdminCommand::Compact => {
-            let now = LocalTime(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_secs() as i64)
-                    .unwrap_or(0),
-            );
+            let now = LocalTime::of_micros(rocksandra_data::time::system_micros());
             let schema = node.executor().schema();
             for table in schema.stored_tables() {
                 if let Err(e) = node.shared.engine.compact(table.storage_id, now) {
@@ -357,13 +352,7 @@ pub fn parse_command(args: &[String]) -> Result<AdminCommand, String> {
         ["compact", ..] => AdminCommand::Compact,
         ["cleanup", ..] => AdminCommand::Cleanup,
         ["snapshot"] => AdminCommand::Snapshot {
-            tag: format!(
-                "{}",
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_millis())
-                    .unwrap_or(0)
-            ),
+            tag: (rocksandra_data::time::system_micros() / 1_000).to_string(),
         },
         ["snapshot", "-t", tag] => AdminCommand::Snapshot {
             tag: (*tag).to_string(),

@@ -114,13 +114,6 @@ impl Handler for NodeHandler {
     }
 }
 
-fn micros_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or(0)
-}
-
 impl ClusterNode {
     /// Joins the cluster and routes `executor`'s data and schema changes
     /// through it.
@@ -175,7 +168,7 @@ impl ClusterNode {
             schema_version: version,
             schema_epoch: epoch,
         };
-        let generation = (micros_now() / 1000) as u64;
+        let generation = (rocksandra_data::time::system_micros() / 1000) as u64;
         let gossip = Gossip::start(
             config.listen_address,
             config.storage_port,
@@ -251,7 +244,7 @@ impl ClusterNode {
                     .filter(|v| v.member.address != local && !v.left)
                     .map(|v| v.member.clone()),
             );
-            let mut seed = micros_now() as u64
+            let mut seed = rocksandra_data::time::system_micros() as u64
                 ^ u64::from_be_bytes([
                     config.host_id[0],
                     config.host_id[1],
@@ -286,7 +279,7 @@ impl ClusterNode {
             messaging.clone(),
             topology,
             hints,
-            Arc::new(micros_now),
+            Arc::new(rocksandra_data::time::system_micros),
         )
         .map_err(|e| format!("cannot start the coordinator: {e}"))?;
         let node = Arc::new(ClusterNode {
@@ -682,7 +675,7 @@ impl ClusterNode {
         self.config.data_dir.join("streaming").join(format!(
             "{direction}-{}-{}",
             table.0,
-            micros_now()
+            rocksandra_data::time::system_micros()
         ))
     }
 
@@ -848,8 +841,8 @@ impl ClusterNode {
     /// removed. Mutations of tables dropped since are skipped.
     pub(crate) fn replay_batchlog(&self) {
         use crate::batchlog;
-        let now_micros = micros_now();
-        let now = rocksandra_data::LocalTime(now_micros / 1_000_000);
+        let now_micros = rocksandra_data::time::system_micros();
+        let now = rocksandra_data::LocalTime::of_micros(now_micros);
         let cutoff = now_micros.saturating_sub(batchlog::BATCHLOG_TIMEOUT.as_micros() as i64);
         let engine = &*self.shared.engine;
         let due = match batchlog::due(engine, cutoff, now, batchlog::REPLAY_PER_ROUND) {

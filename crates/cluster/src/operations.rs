@@ -229,15 +229,6 @@ fn batches(files: StreamFiles, limit: usize) -> Vec<StreamFiles> {
     out
 }
 
-fn now_seconds() -> LocalTime {
-    LocalTime(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .unwrap_or(0),
-    )
-}
-
 impl ClusterNode {
     /// Sends `table`'s data in `ranges` to `target` (push).
     fn push_ranges(
@@ -546,7 +537,7 @@ impl ClusterNode {
                 });
             }
         }
-        let now = now_seconds();
+        let now = LocalTime::of_micros(rocksandra_data::time::system_micros());
         let mut out = String::new();
         let (mut compared, mut out_of_sync, mut bytes) = (0usize, 0usize, 0u64);
         for (keyspace, strategy) in keyspaces {

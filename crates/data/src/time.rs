@@ -31,4 +31,21 @@ impl LocalTime {
     pub fn plus_seconds(self, seconds: i64) -> LocalTime {
         LocalTime(self.0.saturating_add(seconds))
     }
+
+    /// The local time of `micros` since the Unix epoch (whole seconds,
+    /// rounded down as integer division does).
+    pub fn of_micros(micros: i64) -> LocalTime {
+        LocalTime(micros / 1_000_000)
+    }
+}
+
+/// Microseconds since the Unix epoch by the system clock: the one place the
+/// server reads it (0 before 1970). Logic that decides takes the time as an
+/// argument; `rocksandra_query::Env::system` hands this clock to the rest.
+#[allow(clippy::disallowed_methods)] // the one allowed reading
+pub fn system_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
 }

@@ -39,12 +39,7 @@ impl Env {
     /// The system clock and a seeded xorshift generator.
     pub fn system() -> Env {
         use std::sync::atomic::{AtomicU64, Ordering};
-        let now = || {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_micros() as i64)
-                .unwrap_or(0)
-        };
+        let now = rocksandra_data::time::system_micros;
         let seed =
             AtomicU64::new((now() as u64) ^ 0x9E37_79B9_7F4A_7C15 ^ u64::from(std::process::id()));
         Env {
