@@ -3,7 +3,8 @@
 
 use std::fmt;
 
-use rocksandra_data::types::{CqlType, NativeType, UdtType};
+pub use rocksandra_data::types::UdtResolver;
+use rocksandra_data::types::{CqlType, NativeType};
 
 use crate::ast::Ident;
 
@@ -23,13 +24,6 @@ pub enum TypeExpr {
     },
     /// `'org.example.MyType'`.
     Custom(String),
-}
-
-/// Looks user-defined types up in the server's schema.
-pub trait UdtResolver {
-    /// `keyspace` is None when the text did not qualify the name; the
-    /// resolver then uses the statement's keyspace.
-    fn resolve_udt(&self, keyspace: Option<&str>, name: &str) -> Option<UdtType>;
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -97,6 +91,7 @@ impl fmt::Display for TypeExpr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rocksandra_data::types::UdtType;
 
     struct OneUdt;
 

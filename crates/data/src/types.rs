@@ -340,16 +340,19 @@ pub struct TypeParseError {
     pub message: String,
 }
 
-/// Resolves user-defined type names met while parsing type text.
+/// Looks user-defined types up by name: for type text parsed here and for
+/// CQL type expressions (`rocksandra_cql::TypeExpr::resolve`).
 pub trait UdtResolver {
-    fn resolve_udt(&self, name: &str) -> Option<UdtType>;
+    /// `keyspace` is None when the text did not qualify the name; the
+    /// resolver then uses the keyspace it stands for.
+    fn resolve_udt(&self, keyspace: Option<&str>, name: &str) -> Option<UdtType>;
 }
 
 /// A resolver that knows no user-defined types.
 pub struct NoUdts;
 
 impl UdtResolver for NoUdts {
-    fn resolve_udt(&self, _name: &str) -> Option<UdtType> {
+    fn resolve_udt(&self, _keyspace: Option<&str>, _name: &str) -> Option<UdtType> {
         None
     }
 }
@@ -535,7 +538,7 @@ impl TypeParser<'_> {
 
     fn resolve_udt(&self, name: &str) -> Result<CqlType, TypeParseError> {
         self.udts
-            .resolve_udt(name)
+            .resolve_udt(None, name)
             .map(CqlType::Udt)
             .ok_or_else(|| TypeParseError {
                 message: format!("Unknown type {name}"),

@@ -380,12 +380,6 @@ impl Keyspace {
 pub struct KeyspaceTypes<'a>(pub &'a [UdtType]);
 
 impl UdtResolver for KeyspaceTypes<'_> {
-    fn resolve_udt(&self, name: &str) -> Option<UdtType> {
-        self.0.iter().find(|t| t.name == name).cloned()
-    }
-}
-
-impl rocksandra_cql::UdtResolver for KeyspaceTypes<'_> {
     fn resolve_udt(&self, _keyspace: Option<&str>, name: &str) -> Option<UdtType> {
         self.0.iter().find(|t| t.name == name).cloned()
     }
