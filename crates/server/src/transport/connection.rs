@@ -38,8 +38,9 @@ use crate::config::Authenticator;
 use crate::handler::{Reply, RequestContext, Session};
 use crate::metrics::{RequestKind, RequestTimer};
 
-/// The CQL version announced in SUPPORTED (Cassandra 5.0's).
-pub const CQL_VERSION: &str = "3.4.7";
+/// The CQL version announced in SUPPORTED (Cassandra 5.0's), the one
+/// `system.local` shows.
+use rocksandra_query::CQL_VERSION;
 /// Compressions announced in SUPPORTED (snappy is for v4 only).
 pub const COMPRESSIONS: [&str; 2] = ["lz4", "snappy"];
 /// Bytes requested from the socket per read.
