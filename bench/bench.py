@@ -163,6 +163,24 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def context_switches(pid):
+    """Context switches (voluntary and not) of all of a process's threads: a
+    thread that sleeps between requests pays one wake-up per request, which
+    is why the server's CPU per request depends on how its requests arrive
+    (one at a time, or several per wake-up)."""
+    total = 0
+    task_dir = "/proc/%d/task" % pid
+    for tid in os.listdir(task_dir):
+        try:
+            with open(os.path.join(task_dir, tid, "status")) as f:
+                for line in f:
+                    if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")):
+                        total += int(line.split()[1])
+        except FileNotFoundError:  # a thread that ended meanwhile
+            pass
+    return total
+
+
 def status_kb(pid, key):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -336,10 +354,12 @@ def measure(system, loadgen, what, args_list):
     result_load = os.getloadavg()[0]
     busy0 = machine_busy_seconds()
     cpu0 = cpu_seconds(system.pid)
+    switches0 = context_switches(system.pid)
     t0 = time.time()
     result = loadgen(*args_list)
     t1 = time.time()
     cpu1 = cpu_seconds(system.pid)
+    result["server_context_switches"] = context_switches(system.pid) - switches0
     busy = (machine_busy_seconds() - busy0) / (t1 - t0)
     result["server_cpu_seconds"] = cpu1 - cpu0
     result["server_cpu_cores"] = (cpu1 - cpu0) / (t1 - t0)
@@ -374,6 +394,20 @@ def cpu_us_per_op(result):
     ops = sum((result.get(k) or {}).get("count", 0) + (result.get(k) or {}).get("errors", 0)
               for k in ("reads", "writes"))
     return result["server_cpu_seconds"] / ops * 1e6 if ops else None
+
+
+def switches_per_op(result):
+    """Server context switches per operation of a phase (None for results
+    recorded before they were measured)."""
+    ops = sum((result.get(k) or {}).get("count", 0) + (result.get(k) or {}).get("errors", 0)
+              for k in ("reads", "writes"))
+    switches = result.get("server_context_switches")
+    return switches / ops if ops and switches is not None else None
+
+
+def fmt_switches(result):
+    switches = switches_per_op(result)
+    return "-" if switches is None else "%.2f" % switches
 
 
 def cpu_per_read_at(sweep, rate):
@@ -627,15 +661,16 @@ def latte_section(w, s):
     w("### Second client: latte")
     w("Fixed-rate reads from latte on the same rows; request latencies in ms, throughput in reads/s.")
     w("")
-    w("| target rate | throughput | mean | P50 | P99 | P99.9 | max | errors | server CPU (cores) | server CPU per read (µs) | client CPU (cores) | stalls (% wall) |")
-    w("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    w("| target rate | throughput | mean | P50 | P99 | P99.9 | max | errors | server CPU (cores) | server CPU per read (µs) | server context switches per read | client CPU (cores) | stalls (% wall) |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in s["latte_sweep"]:
         if "error" in r:
-            w("| %d | latte failed: %s |||||||||||" % (r["target_rate"], r["error"].replace("|", "/")[:300]))
+            w("| %d | latte failed: %s ||||||||||||" % (r["target_rate"], r["error"].replace("|", "/")[:300]))
             continue
-        w("| %d %s %.2f | %s | %.2f | %.3f |" % (
+        switches = switches_per_op(r)
+        w("| %d %s %.2f | %s | %s | %.2f | %.3f |" % (
             r["target_rate"], fmt_ops(r["reads"]), r["server_cpu_cores"], fmt_us(cpu_us_per_op(r)),
-            r["client_cpu_cores"], r["stalls"]["percent_of_wall"]))
+            "-" if switches is None else "%.2f" % switches, r["client_cpu_cores"], r["stalls"]["percent_of_wall"]))
     w("")
     loadgen = {x["target_rate"]: x for x in s.get("read_sweep", [])}
     for r in s["latte_sweep"]:
@@ -644,7 +679,9 @@ def latte_section(w, s):
         same = loadgen.get(r["target_rate"])
         w("- %d reads/s: server CPU per read %s µs with latte%s; %s." % (
             r["target_rate"], fmt_us(cpu_us_per_op(r)),
-            ", %s µs with loadgen at the same rate" % fmt_us(cpu_us_per_op(same)) if same else "",
+            ", %s µs with loadgen at the same rate (server context switches per read: %s with latte, "
+            "%s with loadgen)" % (fmt_us(cpu_us_per_op(same)), fmt_switches(r), fmt_switches(same))
+            if same else "",
             "every read returned its row" if not r["reads"].get("missing_rows")
             else "%d reads returned no row" % r["reads"]["missing_rows"]))
     w("")
@@ -850,8 +887,8 @@ def system_section(w, s, suffix):
     w("## %s%s" % (s["label"], suffix))
     w("Latencies in ms, throughput in operations/s.")
     w("")
-    w("| phase | op | throughput | mean | P50 | P99 | P99.9 | max | errors | server CPU (cores) | server CPU per op (µs) | client CPU (cores) | stalls (% wall) | other CPU (cores) |")
-    w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    w("| phase | op | throughput | mean | P50 | P99 | P99.9 | max | errors | server CPU (cores) | server CPU per op (µs) | server context switches per op | client CPU (cores) | stalls (% wall) | other CPU (cores) |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     phases = [("mixed", s.get("mixed"))] + \
         [("read %d/s" % x["target_rate"], x) for x in s.get("read_sweep", [])] + \
         [("write max", s.get("write_max"))]
@@ -862,9 +899,10 @@ def system_section(w, s, suffix):
             ops = res.get(kind)
             if ops and ops.get("count"):
                 other = res.get("other_cores")
-                w("| %s | %s %s %.2f | %s | %.2f | %.3f | %s |" % (
+                switches = switches_per_op(res)
+                w("| %s | %s %s %.2f | %s | %s | %.2f | %.3f | %s |" % (
                     phase, kind, fmt_ops(ops), res["server_cpu_cores"], fmt_us(cpu_us_per_op(res)),
-                    res["client_cpu_cores"], res["stalls"]["percent_of_wall"],
+                    "-" if switches is None else "%.2f" % switches, res["client_cpu_cores"], res["stalls"]["percent_of_wall"],
                     "-" if other is None else "%.2f%s" % (other, " (disturbed)" if res.get("disturbed") else "")))
     w("")
     st = s.get("mixed", {}).get("stalls", {})
