@@ -517,7 +517,7 @@ impl PartitionHead {
         value: &[u8],
         now: LocalTime,
     ) -> Result<StoredRow, CorruptData> {
-        let (_, _, prefix_len) = keys::split_partition(key)?;
+        let prefix_len = keys::stored_prefix_len(key)?;
         let suffix = &key[prefix_len..];
         let DecodedKey::Row { clustering } = keys::decode_after_prefix(&spec.clustering, suffix)?
         else {

@@ -6,7 +6,7 @@ use rocksandra_data::LocalTime;
 
 use crate::cell::RowState;
 use crate::layout::keys::{
-    split_partition, KIND_PARTITION_HEADER, KIND_RANGE_TOMBSTONE, KIND_ROW, KIND_STATIC_ROW,
+    partition_prefix_len, KIND_PARTITION_HEADER, KIND_RANGE_TOMBSTONE, KIND_ROW, KIND_STATIC_ROW,
 };
 use crate::layout::values::{decode_row, encode_row};
 use crate::layout::CorruptData;
@@ -66,9 +66,8 @@ pub fn filter_entry(
     now: LocalTime,
     gc_grace_seconds: i64,
 ) -> FilterDecision {
-    let Some((kind, prefix_len)) = split_partition(key)
-        .ok()
-        .and_then(|(_, _, len)| Some((*key.get(len)?, len)))
+    let Some((kind, prefix_len)) =
+        partition_prefix_len(key).and_then(|len| Some((*key.get(len)?, len)))
     else {
         return FilterDecision::Keep;
     };

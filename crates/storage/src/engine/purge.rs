@@ -59,7 +59,7 @@ struct Pushdown {
 
 impl Pushdown {
     fn absorb(&mut self, spec: &TableSpec, now: LocalTime, key: &[u8], value: &[u8]) -> Result<()> {
-        let (_, _, prefix_len) = keys::split_partition(key)?;
+        let prefix_len = keys::stored_prefix_len(key)?;
         if key[..prefix_len] != self.current.prefix[..] {
             self.current = PartitionTombstones {
                 prefix: key[..prefix_len].to_vec(),

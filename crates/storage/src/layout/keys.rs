@@ -131,6 +131,13 @@ pub fn partition_prefix_len(key: &[u8]) -> Option<usize> {
     }
 }
 
+/// `partition_prefix_len` for keys read back from the store, where a key
+/// without a complete prefix is corrupt; unlike `split_partition`, nothing
+/// is decoded or allocated.
+pub fn stored_prefix_len(key: &[u8]) -> Result<usize, CorruptData> {
+    partition_prefix_len(key).ok_or_else(|| CorruptData::new("key", "no complete partition key"))
+}
+
 pub fn partition_header_key(prefix: &[u8]) -> Vec<u8> {
     with_kind(prefix, KIND_PARTITION_HEADER)
 }
