@@ -187,6 +187,11 @@ impl RocksStore {
         db_options.set_db_write_buffer_size(config.write_buffer_bytes_max);
         db_options.set_max_background_jobs(config.background_jobs);
         db_options.set_enable_pipelined_write(true);
+        // A writer waiting for its write group's leader blocks instead of
+        // spinning and yielding first: the spin was 8% of a write's CPU on
+        // two cores, and turning it off took a write from 27.8 to 21.4 µs
+        // (medians of 4 runs, docs/benchmarks/2026-11-27-write-path.md).
+        db_options.set_enable_write_thread_adaptive_yield(false);
         // Write files back in the background every MiB, so the periodic WAL
         // sync (and SST syncs) find little left to write: a sync that must
         // write ten seconds of WAL holds writers up for tens of ms.
