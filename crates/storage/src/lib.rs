@@ -7,8 +7,8 @@
 //!   backend lives in `rocksandra-storage-rocksdb`.
 //! - `layout`: the byte layout of keys and values (owns every stored byte).
 //! - `cell` + `merge`: reconciliation and purging (the one last-write-wins).
-//! - `testkit`: the conformance suite and the reference model every engine
-//!   is checked against.
+//! - `testkit` (feature `testkit`, for tests): the conformance suite and
+//!   the reference model every engine is checked against.
 //!
 //! - `fs`: the one atomic file write.
 //!
@@ -24,6 +24,7 @@ pub mod kv;
 pub mod layout;
 pub mod memory;
 pub mod merge;
+#[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 
 pub use api::*;
