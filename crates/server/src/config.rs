@@ -876,8 +876,8 @@ fn data_size_or_legacy_mb(
 }
 
 /// A byte limit given as a data size, or by its legacy `_in_bytes` key
-/// where -1 (Cassandra's old "default") means unset. Zero is refused: no
-/// request would ever fit.
+/// where -1 (Cassandra's old "default") means unset. Zero is accepted, as
+/// Cassandra 4.0+ does: every request is then over the limit.
 fn data_size_or_legacy_bytes(
     modern: (&'static str, Option<String>),
     legacy: (&'static str, Option<i64>),
@@ -886,18 +886,15 @@ fn data_size_or_legacy_bytes(
         Some(-1) => None,
         value => value,
     };
-    let bytes = pick_legacy(
+    pick_legacy(
         (modern.0, modern.1, |text: String| {
             parse_data_size(&text).map_err(|m| invalid(modern.0, m))
         }),
         (legacy.0, legacy_value, |bytes: i64| {
-            positive(legacy.0, bytes).map(|n| n as u64)
+            u64::try_from(bytes)
+                .map_err(|_| invalid(legacy.0, format!("{bytes} (expected -1 or at least 0)")))
         }),
-    )?;
-    match bytes {
-        Some(0) => Err(invalid(modern.0, "0B (expected at least 1B)")),
-        bytes => Ok(bytes),
-    }
+    )
 }
 
 /// `native_transport_idle_timeout` (or legacy `_in_ms`); 0 turns it off.
@@ -1237,8 +1234,12 @@ prometheus_port: 9500
              native_transport_max_concurrent_connections_per_ip: -1\n",
         );
         assert_eq!((off.idle_timeout, off.max_connections_per_ip), (None, None));
-        let zero = parse_ok("native_transport_max_concurrent_connections_per_ip: 0\n");
+        let zero = parse_ok(
+            "native_transport_max_concurrent_connections_per_ip: 0\n\
+             native_transport_max_request_data_in_flight: 0B\n",
+        );
         assert_eq!(zero.max_connections_per_ip, None);
+        assert_eq!(zero.max_request_bytes_in_flight, 0);
     }
 
     #[test]
@@ -1276,7 +1277,7 @@ prometheus_port: 9500
                 "native_transport_max_concurrent_connections_per_ip",
             ),
             (
-                "native_transport_max_request_data_in_flight: 0B\n",
+                "native_transport_max_request_data_in_flight: -1B\n",
                 "native_transport_max_request_data_in_flight",
             ),
             (
