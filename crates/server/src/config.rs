@@ -47,6 +47,14 @@ pub const MAX_CONNECTIONS_DEFAULT: usize = 1024;
 pub const MAX_REQUESTS_PER_CONNECTION_DEFAULT: usize = 2048;
 /// Requests in flight over all connections before further ones get OVERLOADED.
 pub const MAX_REQUESTS_DEFAULT: usize = 16_384;
+/// `native_transport_max_request_data_in_flight` when unset. Cassandra takes
+/// a tenth of the JVM heap; we have no heap, so a fixed 256 MiB: what
+/// Cassandra picks for a 2.5 GiB heap, sixteen default-sized (16 MiB) frames.
+pub const MAX_REQUEST_BYTES_IN_FLIGHT_DEFAULT: u64 = 256 * 1024 * 1024;
+/// `native_transport_max_request_data_in_flight_per_ip` when unset: a
+/// quarter of the global default, as Cassandra's 1/40 of the heap is a
+/// quarter of its 1/10.
+pub const MAX_REQUEST_BYTES_IN_FLIGHT_PER_IP_DEFAULT: u64 = MAX_REQUEST_BYTES_IN_FLIGHT_DEFAULT / 4;
 /// The smallest block cache `block_cache_default` picks.
 pub const BLOCK_CACHE_BYTES_MIN: u64 = 256 * 1024 * 1024;
 /// The share of the machine's memory the block cache gets when
@@ -229,6 +237,18 @@ pub struct Config {
     pub max_requests_per_connection: usize,
     /// Requests in flight over all connections.
     pub max_requests: usize,
+    /// Client connections from one IP address
+    /// (`native_transport_max_concurrent_connections_per_ip`); None: no limit.
+    pub max_connections_per_ip: Option<usize>,
+    /// A connection without a byte read or written for this long is closed
+    /// (`native_transport_idle_timeout`); None (`0ms`): never.
+    pub idle_timeout: Option<Duration>,
+    /// Bytes of requests being processed over all connections
+    /// (`native_transport_max_request_data_in_flight`).
+    pub max_request_bytes_in_flight: u64,
+    /// The same, per client IP address
+    /// (`native_transport_max_request_data_in_flight_per_ip`).
+    pub max_request_bytes_in_flight_per_ip: u64,
     /// RocksDB block cache size (`block_cache_size`); None sizes it from
     /// the machine's memory at startup (`block_cache_default`).
     pub block_cache_bytes: Option<u64>,
@@ -277,6 +297,10 @@ impl Default for Config {
             max_connections: MAX_CONNECTIONS_DEFAULT,
             max_requests_per_connection: MAX_REQUESTS_PER_CONNECTION_DEFAULT,
             max_requests: MAX_REQUESTS_DEFAULT,
+            max_connections_per_ip: None,
+            idle_timeout: None,
+            max_request_bytes_in_flight: MAX_REQUEST_BYTES_IN_FLIGHT_DEFAULT,
+            max_request_bytes_in_flight_per_ip: MAX_REQUEST_BYTES_IN_FLIGHT_PER_IP_DEFAULT,
             block_cache_bytes: None,
             prometheus_address: PROMETHEUS_ADDRESS_DEFAULT,
             prometheus_port: Some(PROMETHEUS_PORT_DEFAULT),
@@ -526,6 +550,13 @@ struct FileConfig {
     native_transport_max_concurrent_connections: Option<i64>,
     native_transport_max_requests_per_connection: Option<i64>,
     native_transport_max_concurrent_requests: Option<i64>,
+    native_transport_max_concurrent_connections_per_ip: Option<i64>,
+    native_transport_idle_timeout: Option<String>,
+    native_transport_idle_timeout_in_ms: Option<u64>,
+    native_transport_max_request_data_in_flight: Option<String>,
+    native_transport_max_concurrent_requests_in_bytes: Option<i64>,
+    native_transport_max_request_data_in_flight_per_ip: Option<String>,
+    native_transport_max_concurrent_requests_in_bytes_per_ip: Option<i64>,
     block_cache_size: Option<String>,
     prometheus_address: Option<String>,
     prometheus_port: Option<u16>,
@@ -671,6 +702,40 @@ impl FileConfig {
                 None => defaults.max_requests,
                 Some(n) => positive("native_transport_max_concurrent_requests", n)?,
             },
+            max_connections_per_ip: match self.native_transport_max_concurrent_connections_per_ip {
+                // Cassandra enforces the limit only when it is above 0.
+                None | Some(-1 | 0) => None,
+                Some(n) => Some(positive(
+                    "native_transport_max_concurrent_connections_per_ip",
+                    n,
+                )?),
+            },
+            idle_timeout: idle_timeout(
+                self.native_transport_idle_timeout,
+                self.native_transport_idle_timeout_in_ms,
+            )?,
+            max_request_bytes_in_flight: data_size_or_legacy_bytes(
+                (
+                    "native_transport_max_request_data_in_flight",
+                    self.native_transport_max_request_data_in_flight,
+                ),
+                (
+                    "native_transport_max_concurrent_requests_in_bytes",
+                    self.native_transport_max_concurrent_requests_in_bytes,
+                ),
+            )?
+            .unwrap_or(defaults.max_request_bytes_in_flight),
+            max_request_bytes_in_flight_per_ip: data_size_or_legacy_bytes(
+                (
+                    "native_transport_max_request_data_in_flight_per_ip",
+                    self.native_transport_max_request_data_in_flight_per_ip,
+                ),
+                (
+                    "native_transport_max_concurrent_requests_in_bytes_per_ip",
+                    self.native_transport_max_concurrent_requests_in_bytes_per_ip,
+                ),
+            )?
+            .unwrap_or(defaults.max_request_bytes_in_flight_per_ip),
             prepared_statements_cache_bytes: data_size_or_legacy_mb(
                 (
                     "prepared_statements_cache_size",
@@ -808,6 +873,52 @@ fn data_size_or_legacy_mb(
                 .ok_or_else(|| invalid(legacy.0, "too large"))
         }),
     )
+}
+
+/// A byte limit given as a data size, or by its legacy `_in_bytes` key
+/// where -1 (Cassandra's old "default") means unset. Zero is accepted, as
+/// Cassandra 4.0+ does: every request is then over the limit.
+fn data_size_or_legacy_bytes(
+    modern: (&'static str, Option<String>),
+    legacy: (&'static str, Option<i64>),
+) -> Result<Option<u64>, ConfigError> {
+    let legacy_value = match legacy.1 {
+        Some(-1) => None,
+        value => value,
+    };
+    pick_legacy(
+        (modern.0, modern.1, |text: String| {
+            parse_data_size(&text).map_err(|m| invalid(modern.0, m))
+        }),
+        (legacy.0, legacy_value, |bytes: i64| {
+            u64::try_from(bytes)
+                .map_err(|_| invalid(legacy.0, format!("{bytes} (expected -1 or at least 0)")))
+        }),
+    )
+}
+
+/// `native_transport_idle_timeout` (or legacy `_in_ms`); 0 turns it off.
+fn idle_timeout(
+    modern: Option<String>,
+    legacy_ms: Option<u64>,
+) -> Result<Option<Duration>, ConfigError> {
+    const KEY: &str = "native_transport_idle_timeout";
+    let timeout = pick_legacy(
+        (KEY, modern, |text: String| {
+            parse_duration(&text).map_err(|m| invalid(KEY, m))
+        }),
+        ("native_transport_idle_timeout_in_ms", legacy_ms, |ms| {
+            Ok(Duration::from_millis(ms))
+        }),
+    )?;
+    match timeout {
+        Some(t) if t.is_zero() => Ok(None),
+        Some(t) if t < Duration::from_millis(1) => Err(invalid(
+            KEY,
+            format!("{t:?} (expected 0ms or at least 1ms)"),
+        )),
+        t => Ok(t),
+    }
 }
 
 /// Takes the modern key or its legacy spelling, refusing both at once.
@@ -1098,6 +1209,92 @@ prometheus_port: 9500
         );
         assert!(error_text("prometheus_address: metrics-host\n").contains("prometheus_address"));
         assert!(error_text("prometheus_port: 70000\n").contains("rocksandra.yaml"));
+    }
+
+    #[test]
+    fn client_limits_parse_with_cassandra_defaults() {
+        let defaults = parse_ok("");
+        assert_eq!(defaults.idle_timeout, None);
+        assert_eq!(defaults.max_connections_per_ip, None);
+        assert_eq!(defaults.max_request_bytes_in_flight, 256 << 20);
+        assert_eq!(defaults.max_request_bytes_in_flight_per_ip, 64 << 20);
+        let config = parse_ok(
+            "native_transport_idle_timeout: 60s\n\
+             native_transport_max_concurrent_connections_per_ip: 8\n\
+             native_transport_max_request_data_in_flight: 10MiB\n\
+             native_transport_max_request_data_in_flight_per_ip: 512KiB\n",
+        );
+        assert_eq!(config.idle_timeout, Some(Duration::from_secs(60)));
+        assert_eq!(config.max_connections_per_ip, Some(8));
+        assert_eq!(config.max_request_bytes_in_flight, 10 << 20);
+        assert_eq!(config.max_request_bytes_in_flight_per_ip, 512 << 10);
+        // Cassandra's "off" spellings.
+        let off = parse_ok(
+            "native_transport_idle_timeout: 0ms\n\
+             native_transport_max_concurrent_connections_per_ip: -1\n",
+        );
+        assert_eq!((off.idle_timeout, off.max_connections_per_ip), (None, None));
+        let zero = parse_ok(
+            "native_transport_max_concurrent_connections_per_ip: 0\n\
+             native_transport_max_request_data_in_flight: 0B\n",
+        );
+        assert_eq!(zero.max_connections_per_ip, None);
+        assert_eq!(zero.max_request_bytes_in_flight, 0);
+    }
+
+    #[test]
+    fn client_limits_accept_the_legacy_keys() {
+        let config = parse_ok(
+            "native_transport_idle_timeout_in_ms: 1500\n\
+             native_transport_max_concurrent_requests_in_bytes: 4096\n\
+             native_transport_max_concurrent_requests_in_bytes_per_ip: -1\n",
+        );
+        assert_eq!(config.idle_timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(config.max_request_bytes_in_flight, 4096);
+        assert_eq!(
+            config.max_request_bytes_in_flight_per_ip, MAX_REQUEST_BYTES_IN_FLIGHT_PER_IP_DEFAULT,
+            "-1 is the old spelling of the default"
+        );
+        assert!(error_text(
+            "native_transport_idle_timeout: 1s\nnative_transport_idle_timeout_in_ms: 1000\n"
+        )
+        .starts_with("both native_transport_idle_timeout"));
+    }
+
+    #[test]
+    fn client_limits_out_of_range_name_their_key() {
+        for (yaml, key) in [
+            (
+                "native_transport_idle_timeout: 10\n",
+                "native_transport_idle_timeout",
+            ),
+            (
+                "native_transport_idle_timeout: 500us\n",
+                "native_transport_idle_timeout",
+            ),
+            (
+                "native_transport_max_concurrent_connections_per_ip: -2\n",
+                "native_transport_max_concurrent_connections_per_ip",
+            ),
+            (
+                "native_transport_max_request_data_in_flight: -1B\n",
+                "native_transport_max_request_data_in_flight",
+            ),
+            (
+                "native_transport_max_request_data_in_flight_per_ip: 1MB\n",
+                "native_transport_max_request_data_in_flight_per_ip",
+            ),
+            (
+                "native_transport_max_concurrent_requests_in_bytes: -5\n",
+                "native_transport_max_concurrent_requests_in_bytes",
+            ),
+        ] {
+            let message = error_text(yaml);
+            assert!(
+                message.starts_with(&format!("invalid value for {key}:")),
+                "{yaml}: {message}"
+            );
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use rocksandra_server::config::Authenticator;
@@ -19,7 +19,7 @@ use rocksandra_wire::{
     Prepare, ProtocolVersion, Query, Request, Response, ResultBody, Rows, RowsMetadata,
     SchemaChange, SchemaChangeTarget, SchemaChangeType, StringMap,
 };
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{oneshot, Semaphore};
 use tokio::task::JoinHandle;
 
@@ -93,6 +93,7 @@ fn limits(per_connection: usize, total: usize, connections: usize) -> TransportL
         max_requests_per_connection: per_connection,
         max_requests: total,
         max_frame_bytes: 256 * 1024,
+        ..TransportLimits::default()
     }
 }
 
@@ -137,11 +138,13 @@ impl RequestHandler for ScriptedHandler {
     ) -> HandlerFuture<'a, Reply> {
         Box::pin(async move {
             let text = query.query;
-            if text == "block" {
+            if text == "block" || text.starts_with("block ") {
                 if let Ok(permit) = self.gate.acquire().await {
                     permit.forget();
                 }
-            } else if let Some(ms) = text.strip_prefix("sleep ") {
+            } else if let Some(rest) = text.strip_prefix("sleep ") {
+                // `sleep N padding...`: the padding makes a large request.
+                let ms = rest.split(' ').next().unwrap_or_default();
                 let ms = ms.parse().expect("sleep takes milliseconds");
                 tokio::time::sleep(Duration::from_millis(ms)).await;
             } else if text == "whoami" {
@@ -799,4 +802,191 @@ async fn shutdown_lets_in_flight_requests_finish() {
         .await
         .expect("shutdown completes")
         .expect("no panic");
+}
+
+// ---------------------------------------------------------------- client limits
+
+#[tokio::test]
+async fn idle_connections_are_closed_and_active_ones_kept() {
+    let limits = TransportLimits {
+        idle_timeout: Some(Duration::from_millis(300)),
+        ..TransportLimits::default()
+    };
+    let server =
+        TestServer::start_with(Arc::new(NotReadyHandler), limits, Authenticator::AllowAll).await;
+    let mut idle = Client::ready(server.address, ProtocolVersion::V4).await;
+    let mut active = Client::ready(server.address, ProtocolVersion::V5).await;
+    let started = Instant::now();
+    // The active client asks something every 100 ms for well past the timeout.
+    for stream in 2..10 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let response = active.request(stream, Request::Options).await;
+        assert!(matches!(response, Response::Supported(_)), "{response:?}");
+    }
+    // The idle one was closed meanwhile, without an error frame.
+    idle.expect_closed().await;
+    assert!(idle.buf.is_empty(), "closed without a word: {:?}", idle.buf);
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    // A fresh connection that says nothing at all is closed too.
+    let mut silent = server.connect(ProtocolVersion::V4).await;
+    let opened = Instant::now();
+    silent.expect_closed().await;
+    let waited = opened.elapsed();
+    assert!(
+        waited >= Duration::from_millis(250) && waited < Duration::from_secs(3),
+        "closed after {waited:?}"
+    );
+    server.stop().await;
+}
+
+/// A client connection from a chosen loopback address.
+async fn connect_from(source: &str, server: SocketAddr, version: ProtocolVersion) -> Client {
+    let socket = TcpSocket::new_v4().expect("socket");
+    let source: SocketAddr = format!("{source}:0").parse().expect("source address");
+    socket.bind(source).expect("binds the source address");
+    let stream = socket.connect(server).await.expect("connects");
+    Client::over(Box::new(stream), version)
+}
+
+#[tokio::test]
+async fn connections_beyond_the_per_ip_limit_are_refused() {
+    let limits = TransportLimits {
+        max_connections_per_ip: Some(2),
+        ..TransportLimits::default()
+    };
+    let server =
+        TestServer::start_with(Arc::new(NotReadyHandler), limits, Authenticator::AllowAll).await;
+    let mut first = connect_from("127.0.0.1", server.address, ProtocolVersion::V4).await;
+    assert_eq!(first.startup(None).await, Response::Ready);
+    let mut second = connect_from("127.0.0.1", server.address, ProtocolVersion::V5).await;
+    assert_eq!(second.startup(None).await, Response::Ready);
+
+    let mut third = connect_from("127.0.0.1", server.address, ProtocolVersion::V4).await;
+    third.send(7, Request::Options).await;
+    let reply = third.recv().await;
+    assert_eq!(reply.stream, 7);
+    let message = expect_error(&reply.response, ErrorKind::Overloaded);
+    assert!(
+        message.starts_with("Too many connections from 127.0.0.1")
+            && message.contains("native_transport_max_concurrent_connections_per_ip"),
+        "{message}"
+    );
+    third.expect_closed().await;
+
+    // Another address has its own count.
+    let mut elsewhere = connect_from("127.0.0.2", server.address, ProtocolVersion::V4).await;
+    assert_eq!(elsewhere.startup(None).await, Response::Ready);
+    let response = elsewhere.request(2, Request::Options).await;
+    assert!(matches!(response, Response::Supported(_)), "{response:?}");
+    // The first two are still served.
+    assert!(matches!(
+        first.request(2, Request::Options).await,
+        Response::Supported(_)
+    ));
+
+    drop(second);
+    let mut served = false;
+    for _ in 0..50 {
+        let mut client = connect_from("127.0.0.1", server.address, ProtocolVersion::V4).await;
+        client.send(1, Request::Options).await;
+        if matches!(client.recv().await.response, Response::Supported(_)) {
+            served = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(served, "the address gets a slot back when one closes");
+    server.stop().await;
+}
+
+fn byte_limits(per_ip_bytes: u64) -> TransportLimits {
+    TransportLimits {
+        max_request_bytes_in_flight_per_ip: per_ip_bytes,
+        max_request_bytes_in_flight: 1024 * 1024,
+        ..TransportLimits::default()
+    }
+}
+
+/// A QUERY whose body is over `bytes` long, sleeping `ms` in the handler.
+fn large_query(ms: u64, bytes: usize) -> Request {
+    query(&format!("sleep {ms} {}", "x".repeat(bytes)))
+}
+
+#[tokio::test]
+async fn throw_on_overload_answers_overloaded_for_requests_over_the_byte_limit() {
+    let (handler, gate) = ScriptedHandler::new();
+    let server = TestServer::start_with(handler, byte_limits(1000), Authenticator::AllowAll).await;
+    for version in [ProtocolVersion::V4, ProtocolVersion::V5] {
+        let mut client = server.connect(version).await;
+        let ready = client
+            .startup_with(None, &[("THROW_ON_OVERLOAD", "1")])
+            .await;
+        assert_eq!(ready, Response::Ready);
+        // Larger than the whole limit.
+        let response = client.request(2, large_query(0, 2000)).await;
+        let message = expect_error(&response, ErrorKind::Overloaded);
+        assert!(
+            message.starts_with("Request breached limit on bytes in flight. (Endpoint: 0/1000")
+                && message.contains("Global: 0/1048576 bytes.)"),
+            "{message}"
+        );
+        // Within it while another request holds some of it: refused.
+        client
+            .send(3, query(&format!("block {}", "x".repeat(600))))
+            .await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let response = client.request(4, large_query(0, 500)).await;
+        let message = expect_error(&response, ErrorKind::Overloaded);
+        assert!(message.contains("Endpoint: 6"), "{message}");
+        // Small requests still run, and the blocked one finishes.
+        assert_eq!(
+            expect_text(&client.request(5, query("small")).await),
+            "small"
+        );
+        gate.add_permits(1);
+        let reply = client.recv().await;
+        assert_eq!(reply.stream, 3);
+        let response = client.request(6, large_query(0, 500)).await;
+        assert!(matches!(response, Response::Result(_)), "{response:?}");
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn without_throw_on_overload_large_requests_wait_and_complete() {
+    let (handler, _gate) = ScriptedHandler::new();
+    let server = TestServer::start_with(handler, byte_limits(1000), Authenticator::AllowAll).await;
+    for version in [ProtocolVersion::V4, ProtocolVersion::V5] {
+        let mut client = Client::ready(server.address, version).await;
+        // Alone and larger than the whole limit: it still runs.
+        let response = client.request(2, large_query(0, 3000)).await;
+        assert!(matches!(response, Response::Result(_)), "{response:?}");
+        // Five of 100 ms, each over half the limit: at most two run at once.
+        let started = Instant::now();
+        for stream in 10..15 {
+            client.send(stream, large_query(100, 600)).await;
+        }
+        let mut streams = Vec::new();
+        for _ in 10..15 {
+            let reply = client.recv().await;
+            assert!(
+                matches!(reply.response, Response::Result(_)),
+                "{:?}",
+                reply.response
+            );
+            streams.push(reply.stream);
+        }
+        streams.sort();
+        assert_eq!(streams, vec![10, 11, 12, 13, 14]);
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(240),
+            "reads paused while over the limit: took {took:?}"
+        );
+        assert_eq!(
+            expect_text(&client.request(3, query("after")).await),
+            "after"
+        );
+    }
+    server.stop().await;
 }

@@ -15,7 +15,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use rocksandra_wire::{
@@ -28,12 +28,13 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{broadcast, mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
-use tracing::{debug, error, warn};
+use tracing::{debug, error, info, warn};
 
 use super::auth::decode_plain_token;
+use super::limits::{self, Activity, Admission, ByteBudget, RequestBudgets, RequestBytes};
 use super::tls::ClientStream;
 use super::writer::{self, Framing, Outbound};
-use super::Shared;
+use super::{ConnectionSlot, Shared};
 use crate::config::Authenticator;
 use crate::handler::{Reply, RequestContext, Session};
 use crate::metrics::{RequestKind, RequestTimer};
@@ -41,6 +42,9 @@ use crate::metrics::{RequestKind, RequestTimer};
 /// The CQL version announced in SUPPORTED (Cassandra 5.0's), the one
 /// `system.local` shows.
 use rocksandra_query::CQL_VERSION;
+/// The STARTUP option asking for OVERLOADED errors instead of backpressure
+/// (Cassandra's `StartupMessage.THROW_ON_OVERLOAD`, on when "1").
+pub const THROW_ON_OVERLOAD: &str = "THROW_ON_OVERLOAD";
 /// Compressions announced in SUPPORTED (snappy is for v4 only).
 pub const COMPRESSIONS: [&str; 2] = ["lz4", "snappy"];
 /// Bytes requested from the socket per read.
@@ -82,17 +86,20 @@ enum End {
     ClientClosed,
     Shutdown,
     ProtocolError,
+    /// Nothing read or written for `idle_timeout`.
+    Idle,
 }
 
-/// Serves one accepted connection until it closes; `_slot` counts it
-/// against `max_connections` while it lives (a TLS handshake included).
+/// Serves one accepted connection until it closes; `slot` counts it
+/// against the connection limits while it lives (a TLS handshake included).
 pub(super) async fn serve(
     socket: TcpStream,
     peer: SocketAddr,
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
-    _slot: OwnedSemaphorePermit,
+    slot: ConnectionSlot,
 ) {
+    let endpoint = slot.endpoint_budget();
     let _counted = shared.metrics.connection_opened();
     if let Err(e) = socket.set_nodelay(true) {
         debug!(%peer, "cannot set TCP_NODELAY: {e}");
@@ -117,13 +124,14 @@ pub(super) async fn serve(
     match stream {
         ClientStream::Plain(socket) => {
             let (reader, writer) = socket.into_split();
-            serve_stream(reader, writer, peer, shared, stop).await;
+            serve_stream(reader, writer, peer, shared, stop, endpoint).await;
         }
         ClientStream::Tls(socket) => {
             let (reader, writer) = tokio::io::split(*socket);
-            serve_stream(reader, writer, peer, shared, stop).await;
+            serve_stream(reader, writer, peer, shared, stop, endpoint).await;
         }
     }
+    drop(slot);
 }
 
 /// The connection over its two halves, whatever carries them.
@@ -133,13 +141,20 @@ async fn serve_stream<R, W>(
     peer: SocketAddr,
     shared: Arc<Shared>,
     stop: watch::Receiver<bool>,
+    endpoint: Arc<ByteBudget>,
 ) where
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (outbound, queue) = mpsc::channel(super::OUTBOUND_QUEUE_MESSAGES_MAX);
-    let writer = tokio::spawn(writer::run(write_half, queue));
-    let mut connection = Connection::new(shared, peer, outbound);
+    let activity = Arc::new(Activity::new(Instant::now()));
+    let writer = tokio::spawn(writer::run(write_half, queue, activity.clone()));
+    let budgets = RequestBudgets {
+        connection: Arc::new(ByteBudget::new(u64::MAX)),
+        endpoint,
+        global: shared.request_bytes.clone(),
+    };
+    let mut connection = Connection::new(shared, peer, outbound, budgets, activity);
     let end = connection.read_loop(&mut reader, stop).await;
     debug!(%peer, ?end, "connection stops reading");
     // In-flight requests keep their own senders: the writer ends once they
@@ -181,6 +196,13 @@ struct Connection {
     /// Responses of requests run inline in the read loop, sent together
     /// (one write) once the frames read so far are handled.
     inline_replies: Vec<ResponseEnvelope>,
+    /// The request bytes this connection counts against.
+    budgets: RequestBudgets,
+    /// STARTUP asked for OVERLOADED errors instead of backpressure.
+    throw_on_overload: bool,
+    /// A request went over a byte limit: read no more until there is room.
+    paused: bool,
+    activity: Arc<Activity>,
 }
 
 impl Drop for Connection {
@@ -192,7 +214,13 @@ impl Drop for Connection {
 }
 
 impl Connection {
-    fn new(shared: Arc<Shared>, peer: SocketAddr, outbound: mpsc::Sender<Outbound>) -> Connection {
+    fn new(
+        shared: Arc<Shared>,
+        peer: SocketAddr,
+        outbound: mpsc::Sender<Outbound>,
+        budgets: RequestBudgets,
+        activity: Arc<Activity>,
+    ) -> Connection {
         let limits = Limits {
             max_frame_bytes: shared.limits.max_frame_bytes,
         };
@@ -210,6 +238,10 @@ impl Connection {
             registered: Vec::new(),
             event_forwarder: None,
             inline_replies: Vec::new(),
+            budgets,
+            throw_on_overload: false,
+            paused: false,
+            activity,
         }
     }
 
@@ -231,6 +263,13 @@ impl Connection {
                             self.flush_inline().await;
                             return End::ProtocolError;
                         }
+                        // Frames already read wait too, not only the socket.
+                        if self.paused {
+                            self.flush_inline().await;
+                            if !self.wait_for_room(&mut stop).await {
+                                return End::Shutdown;
+                            }
+                        }
                     }
                     Ok(None) => break,
                     Err(e) => {
@@ -245,15 +284,49 @@ impl Connection {
             tokio::select! {
                 biased;
                 _ = stop.wait_for(|stopping| *stopping) => return End::Shutdown,
+                () = self.idle(), if self.shared.limits.idle_timeout.is_some() => return End::Idle,
                 read = reader.read_buf(&mut buf) => match read {
                     Ok(0) => return End::ClientClosed,
-                    Ok(_) => {}
+                    Ok(_) => self.activity.touch(Instant::now()),
                     Err(e) => {
                         debug!(peer = %self.peer, "reading from the client failed: {e}");
                         return End::ClientClosed;
                     }
                 },
             }
+        }
+    }
+
+    /// Backpressure: waits until the byte limits leave room (false when
+    /// the server stops meanwhile).
+    async fn wait_for_room(&mut self, stop: &mut watch::Receiver<bool>) -> bool {
+        debug!(peer = %self.peer, "request bytes over the limit: pausing reads");
+        let resumed = tokio::select! {
+            biased;
+            _ = stop.wait_for(|stopping| *stopping) => false,
+            () = limits::wait_for_room(&self.budgets) => true,
+        };
+        self.paused = false;
+        resumed
+    }
+
+    /// Completes once nothing was read or written for `idle_timeout`
+    /// (never when it is off); logs as Cassandra does.
+    async fn idle(&self) {
+        let Some(timeout) = self.shared.limits.idle_timeout else {
+            return std::future::pending().await;
+        };
+        loop {
+            let idle = self.activity.idle_for(Instant::now());
+            if idle >= timeout {
+                info!(
+                    "Closing client connection {} after timeout of {}ms",
+                    self.peer,
+                    timeout.as_millis()
+                );
+                return;
+            }
+            tokio::time::sleep(timeout - idle).await;
         }
     }
 
@@ -335,6 +408,7 @@ impl Connection {
             self.protocol_error(version, header.stream, message).await;
             return Flow::Continue;
         }
+        let body_bytes = frame.body.len() as u64;
         let envelope = match decode_request(&frame, self.body_compression, self.limits) {
             Ok(envelope) => envelope,
             Err(e) => {
@@ -350,11 +424,13 @@ impl Connection {
                 };
             }
         };
-        self.handle_request(envelope).await;
+        self.handle_request(envelope, body_bytes).await;
         Flow::Continue
     }
 
-    async fn handle_request(&mut self, envelope: RequestEnvelope) {
+    /// Answers one request; `body_bytes` is its frame body's size, what the
+    /// byte limits count.
+    async fn handle_request(&mut self, envelope: RequestEnvelope, body_bytes: u64) {
         let RequestEnvelope {
             version,
             stream,
@@ -418,7 +494,9 @@ impl Connection {
                     custom_payload,
                 };
                 // The request's task finishes the timer when it answers.
-                return self.dispatch(version, context, request, timer).await;
+                return self
+                    .dispatch(version, context, request, timer, body_bytes)
+                    .await;
             }
         };
         timer.finish(!answered);
@@ -440,6 +518,7 @@ impl Connection {
         };
         let session = Session::new(version, self.peer);
         self.session = Some(session);
+        self.throw_on_overload = options.get(THROW_ON_OVERLOAD).map(String::as_str) == Some("1");
         // Requests after this one arrive in the negotiated framing.
         let then = if version.uses_segments() {
             let compression = match compression {
@@ -568,19 +647,48 @@ impl Connection {
         None
     }
 
+    /// Counts a request's bytes against the limits (`limits::admit`); None
+    /// when it was answered with OVERLOADED instead.
+    async fn admit_bytes(
+        &mut self,
+        version: ProtocolVersion,
+        stream: i16,
+        body_bytes: u64,
+    ) -> Option<RequestBytes> {
+        match limits::admit(body_bytes, &self.budgets, self.throw_on_overload) {
+            Admission::Admitted(bytes) => Some(bytes),
+            Admission::AdmittedThenPause(bytes) => {
+                self.paused = true;
+                Some(bytes)
+            }
+            Admission::Refused => {
+                let message = limits::overloaded_message(&self.budgets);
+                debug!(peer = %self.peer, stream, "{message}");
+                let error = ErrorResponse::new(ErrorKind::Overloaded, message);
+                self.respond_error(version, stream, error).await;
+                None
+            }
+        }
+    }
+
     /// Runs a query-like request: a short EXECUTE inline (`run_inline`),
     /// anything else on its own task; answers OVERLOADED when a limit of
-    /// requests in flight is reached. `timer` is finished when the answer
-    /// is ready.
+    /// requests or bytes in flight is reached. `timer` is finished when the
+    /// answer is ready.
     async fn dispatch(
         &mut self,
         version: ProtocolVersion,
         context: RequestContext,
         request: Request,
         timer: RequestTimer,
+        body_bytes: u64,
     ) {
         let Some(session) = self.session.clone() else {
             error!(peer = %self.peer, "query before STARTUP reached dispatch");
+            return timer.finish(true);
+        };
+        // Held until the response is queued, inline or on the task.
+        let Some(bytes) = self.admit_bytes(version, context.stream, body_bytes).await else {
             return timer.finish(true);
         };
         let (request, timer) = match request {
@@ -604,6 +712,7 @@ impl Connection {
         let handler = self.shared.handler.clone();
         let outbound = self.outbound.clone();
         tokio::spawn(async move {
+            let _bytes = bytes;
             // The handler runs in a task of its own so that a panic in it
             // becomes a SERVER_ERROR on its stream instead of a silent hang.
             let work = tokio::spawn(async move {

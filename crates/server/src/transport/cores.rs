@@ -13,11 +13,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tracing::{error, warn};
 
-use super::{connection, log_join, Shared};
+use super::{connection, log_join, ConnectionSlot, Shared};
 
 /// Connections handed to one core and not yet taken up by it. The accept
 /// loop waits when a core is this far behind.
@@ -27,7 +27,7 @@ pub const CORE_HANDOFF_QUEUE_MAX: usize = 128;
 struct Handoff {
     socket: std::net::TcpStream,
     peer: SocketAddr,
-    slot: OwnedSemaphorePermit,
+    slot: ConnectionSlot,
 }
 
 pub(super) struct Cores {
@@ -73,7 +73,7 @@ impl Cores {
         &mut self,
         socket: tokio::net::TcpStream,
         peer: SocketAddr,
-        slot: OwnedSemaphorePermit,
+        slot: ConnectionSlot,
     ) {
         let socket = match socket.into_std() {
             Ok(socket) => socket,

@@ -12,9 +12,18 @@
 //!   that, extra connections are closed without a word. A connection over
 //!   the limit first waits up to `SLOT_GRACE` (20 ms) for a slot, unless
 //!   connections were refused within the last second.
+//! - `max_connections_per_ip`: the same answer ("Too many connections from
+//!   ADDRESS") to a connection beyond it from one client IP address.
 //! - `max_requests_per_connection` and `max_requests`: QUERY, PREPARE,
 //!   EXECUTE and BATCH in flight. A request beyond either limit is answered
 //!   at once with OVERLOADED on its stream.
+//! - `max_request_bytes_in_flight` (per node) and `_per_ip`: the body bytes
+//!   of those requests while they run (`limits`). Beyond either, the request
+//!   runs and the connection stops reading until bytes are released (TCP
+//!   backpressure), or, when the client's STARTUP asked for
+//!   `THROW_ON_OVERLOAD`, it is answered with OVERLOADED instead.
+//! - `idle_timeout`: a connection that neither read nor wrote a byte for
+//!   that long is closed.
 //! - `max_frame_bytes`: a larger frame is answered with PROTOCOL_ERROR as soon
 //!   as its header arrives, and the connection is closed.
 //! - Per connection, at most [`OUTBOUND_QUEUE_MESSAGES_MAX`] responses wait
@@ -27,6 +36,7 @@
 mod auth;
 mod connection;
 mod cores;
+pub mod limits;
 pub mod tls;
 mod writer;
 
@@ -50,6 +60,7 @@ use tracing::{debug, error, info, warn};
 use crate::config::{Authenticator, Config};
 use crate::handler::RequestHandler;
 use crate::metrics::ServerMetrics;
+use limits::{ByteBudget, ClientSlot, Clients};
 use tls::{ClientStream, ClientTls, TlsConfigError};
 
 /// Responses (and events) waiting for one connection's socket.
@@ -82,6 +93,12 @@ pub struct TransportLimits {
     pub max_requests_per_connection: usize,
     pub max_requests: usize,
     pub max_frame_bytes: u64,
+    /// None: no limit per client IP address.
+    pub max_connections_per_ip: Option<usize>,
+    /// None: connections are never closed for being idle.
+    pub idle_timeout: Option<Duration>,
+    pub max_request_bytes_in_flight: u64,
+    pub max_request_bytes_in_flight_per_ip: u64,
 }
 
 impl Default for TransportLimits {
@@ -97,6 +114,10 @@ impl From<&Config> for TransportLimits {
             max_requests_per_connection: config.max_requests_per_connection,
             max_requests: config.max_requests,
             max_frame_bytes: config.max_frame_bytes,
+            max_connections_per_ip: config.max_connections_per_ip,
+            idle_timeout: config.idle_timeout,
+            max_request_bytes_in_flight: config.max_request_bytes_in_flight,
+            max_request_bytes_in_flight_per_ip: config.max_request_bytes_in_flight_per_ip,
         }
     }
 }
@@ -165,6 +186,10 @@ struct Shared {
     authenticator: Authenticator,
     limits: TransportLimits,
     requests_in_flight: Arc<Semaphore>,
+    /// Request bytes being processed on this node.
+    request_bytes: Arc<ByteBudget>,
+    /// Connections and request bytes per client IP address.
+    clients: Arc<Clients>,
     events: EventSender,
     metrics: Arc<ServerMetrics>,
     tls: Option<ClientTls>,
@@ -199,6 +224,11 @@ impl Server {
             authenticator: config.authenticator,
             limits: config.limits,
             requests_in_flight: Arc::new(Semaphore::new(config.limits.max_requests)),
+            request_bytes: Arc::new(ByteBudget::new(config.limits.max_request_bytes_in_flight)),
+            clients: Arc::new(Clients::new(
+                config.limits.max_connections_per_ip,
+                config.limits.max_request_bytes_in_flight_per_ip,
+            )),
             events: EventSender { sender },
             metrics: Arc::new(ServerMetrics::default()),
             tls: config.tls,
@@ -259,14 +289,13 @@ impl Server {
             tokio::select! {
                 () = &mut shutdown => break,
                 accepted = self.listener.accept() => match accepted {
-                    Ok((socket, peer)) => match slot_for(&connection_slots, &mut last_reject).await {
-                        Some(slot) => cores.hand_off(socket, peer, slot).await,
-                        None => {
-                            warn_rejected(&mut last_reject_warning, self.shared.limits.max_connections);
+                    Ok((socket, peer)) => match self.admit(&connection_slots, &mut last_reject, peer).await {
+                        Ok(slot) => cores.hand_off(socket, peer, slot).await,
+                        Err(refusal) => {
+                            warn_rejected(&mut last_reject_warning, &refusal);
                             if let Ok(slot) = reject_slots.clone().try_acquire_owned() {
-                                let limit = self.shared.limits.max_connections;
                                 let tls = self.shared.tls.clone();
-                                tasks.spawn(reject_connection(socket, tls, limit, slot));
+                                tasks.spawn(reject_connection(socket, tls, refusal.message(), slot));
                             }
                         }
                     },
@@ -288,6 +317,85 @@ impl Server {
         let _ = stop_sender.send(true);
         tasks.shutdown().await;
         cores.stop(self.shutdown_grace).await;
+    }
+}
+
+impl Server {
+    /// A slot for a new connection from `peer`: one of `max_connections`,
+    /// and one of its IP address's `max_connections_per_ip`.
+    async fn admit(
+        &self,
+        slots: &Arc<Semaphore>,
+        last_reject: &mut Option<Instant>,
+        peer: SocketAddr,
+    ) -> Result<ConnectionSlot, Refusal> {
+        let limits = &self.shared.limits;
+        let Some(global) = slot_for(slots, last_reject).await else {
+            return Err(Refusal::Node {
+                limit: limits.max_connections,
+            });
+        };
+        match self.shared.clients.open(peer.ip()) {
+            Ok(client) => Ok(ConnectionSlot {
+                _global: global,
+                client,
+            }),
+            Err(limit) => Err(Refusal::Address {
+                ip: peer.ip(),
+                limit,
+            }),
+        }
+    }
+}
+
+/// What a served connection holds: its place under `max_connections` and
+/// under its address's limits. Released when the connection ends.
+pub(crate) struct ConnectionSlot {
+    _global: OwnedSemaphorePermit,
+    client: ClientSlot,
+}
+
+impl ConnectionSlot {
+    fn endpoint_budget(&self) -> Arc<ByteBudget> {
+        self.client.endpoint_budget()
+    }
+}
+
+/// Why a new connection is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Refusal {
+    /// `native_transport_max_concurrent_connections`.
+    Node { limit: usize },
+    /// `native_transport_max_concurrent_connections_per_ip`.
+    Address { ip: std::net::IpAddr, limit: usize },
+}
+
+impl Refusal {
+    /// The OVERLOADED error's message.
+    fn message(&self) -> String {
+        match self {
+            Refusal::Node { limit } => format!(
+                "Too many connections: this node serves at most {limit} client connections \
+                 (native_transport_max_concurrent_connections)"
+            ),
+            Refusal::Address { ip, limit } => format!(
+                "Too many connections from {ip}: this node serves at most {limit} client \
+                 connections per IP address (native_transport_max_concurrent_connections_per_ip)"
+            ),
+        }
+    }
+
+    fn log_line(&self) -> String {
+        match self {
+            Refusal::Node { limit } => format!(
+                "refusing client connections: {limit} are open \
+                 (native_transport_max_concurrent_connections)"
+            ),
+            Refusal::Address { ip, limit } => format!(
+                "refusing client connections from {ip}: {limit} are open from that address \
+                 (native_transport_max_concurrent_connections_per_ip)"
+            ),
+        }
     }
 }
 
@@ -319,14 +427,11 @@ fn log_join(joined: Result<(), tokio::task::JoinError>) {
     }
 }
 
-fn warn_rejected(last_warning: &mut Option<Instant>, limit: usize) {
+fn warn_rejected(last_warning: &mut Option<Instant>, refusal: &Refusal) {
     let now = Instant::now();
     if last_warning.is_none_or(|at| now.duration_since(at) >= REJECT_WARNING_INTERVAL) {
         *last_warning = Some(now);
-        warn!(
-            "refusing client connections: {limit} are open \
-             (native_transport_max_concurrent_connections)"
-        );
+        warn!("{}", refusal.log_line());
     }
 }
 
@@ -336,7 +441,7 @@ fn warn_rejected(last_warning: &mut Option<Instant>, limit: usize) {
 async fn reject_connection(
     socket: TcpStream,
     tls: Option<ClientTls>,
-    limit: usize,
+    message: String,
     _slot: OwnedSemaphorePermit,
 ) {
     let stream = match tls {
@@ -348,12 +453,12 @@ async fn reject_connection(
         },
     };
     match stream {
-        ClientStream::Plain(socket) => answer_overloaded(socket, limit).await,
-        ClientStream::Tls(socket) => answer_overloaded(*socket, limit).await,
+        ClientStream::Plain(socket) => answer_overloaded(socket, message).await,
+        ClientStream::Tls(socket) => answer_overloaded(*socket, message).await,
     }
 }
 
-async fn answer_overloaded<S: AsyncRead + AsyncWrite + Unpin>(mut socket: S, limit: usize) {
+async fn answer_overloaded<S: AsyncRead + AsyncWrite + Unpin>(mut socket: S, message: String) {
     let mut header = BytesMut::with_capacity(rocksandra_wire::limits::FRAME_HEADER_BYTES);
     let read = tokio::time::timeout(REJECTED_CONNECTION_WAIT, async {
         while header.len() < rocksandra_wire::limits::FRAME_HEADER_BYTES {
@@ -368,10 +473,6 @@ async fn answer_overloaded<S: AsyncRead + AsyncWrite + Unpin>(mut socket: S, lim
     if read != Ok(true) {
         return;
     }
-    let message = format!(
-        "Too many connections: this node serves at most {limit} client connections \
-         (native_transport_max_concurrent_connections)"
-    );
     // Any limit works here: only the version and stream are needed.
     let reply = match FrameHeader::parse(&header, u64::MAX) {
         Ok(Some(h)) => overloaded_frame(h.version, h.stream, message),

@@ -3,6 +3,9 @@
 //! segments), coalesces them into few writes, and switches framing exactly
 //! after the message that requires it (the STARTUP response).
 
+use std::sync::Arc;
+use std::time::Instant;
+
 use bytes::{Bytes, BytesMut};
 use rocksandra_wire::{
     encode_response, encode_response_into, BodyCompression, ErrorKind, ErrorResponse, Frame,
@@ -10,6 +13,8 @@ use rocksandra_wire::{
 };
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
+
+use super::limits::Activity;
 use tracing::error;
 
 /// Bytes gathered from queued responses before they are written.
@@ -141,6 +146,7 @@ impl Encoder {
 pub(crate) async fn run<W: AsyncWrite + Unpin>(
     mut socket: W,
     mut queue: mpsc::Receiver<Outbound>,
+    activity: Arc<Activity>,
 ) -> std::io::Result<()> {
     let mut encoder = Encoder {
         framing: Framing::Plain(None),
@@ -181,6 +187,7 @@ pub(crate) async fn run<W: AsyncWrite + Unpin>(
         socket.write_all(&encoder.out).await?;
         // TLS keeps written bytes in its buffer until flushed (a no-op on TCP).
         socket.flush().await?;
+        activity.touch(Instant::now());
         if encoder.out.capacity() > 2 * WRITE_BATCH_BYTES_MAX {
             // Do not keep a buffer sized for one large result for the
             // connection's lifetime.

@@ -120,10 +120,22 @@ impl Client {
 
     /// STARTUP, then switch to the negotiated framing the way drivers do.
     pub async fn startup(&mut self, compression: Option<&str>) -> Response {
+        self.startup_with(compression, &[]).await
+    }
+
+    /// STARTUP with more options (`THROW_ON_OVERLOAD`, say).
+    pub async fn startup_with(
+        &mut self,
+        compression: Option<&str>,
+        extra: &[(&str, &str)],
+    ) -> Response {
         let mut options = StringMap::new();
         options.insert("CQL_VERSION".into(), "3.0.0".into());
         if let Some(name) = compression {
             options.insert("COMPRESSION".into(), name.into());
+        }
+        for (key, value) in extra {
+            options.insert(key.to_string(), value.to_string());
         }
         let response = self.request(1, Request::Startup(options)).await;
         if matches!(response, Response::Ready | Response::Authenticate(_)) {
