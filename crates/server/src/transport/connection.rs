@@ -147,7 +147,11 @@ async fn serve_stream<R, W>(
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (outbound, queue) = mpsc::channel(super::OUTBOUND_QUEUE_MESSAGES_MAX);
-    let activity = Arc::new(Activity::new(Instant::now()));
+    // Tracked only with an idle timeout: otherwise no clock read per I/O.
+    let activity = shared
+        .limits
+        .idle_timeout
+        .map(|_| Arc::new(Activity::new(Instant::now())));
     let writer = tokio::spawn(writer::run(write_half, queue, activity.clone()));
     let budgets = RequestBudgets {
         connection: Arc::new(ByteBudget::new(u64::MAX)),
@@ -202,7 +206,8 @@ struct Connection {
     throw_on_overload: bool,
     /// A request went over a byte limit: read no more until there is room.
     paused: bool,
-    activity: Arc<Activity>,
+    /// Last read or write, when `idle_timeout` is on.
+    activity: Option<Arc<Activity>>,
 }
 
 impl Drop for Connection {
@@ -219,7 +224,7 @@ impl Connection {
         peer: SocketAddr,
         outbound: mpsc::Sender<Outbound>,
         budgets: RequestBudgets,
-        activity: Arc<Activity>,
+        activity: Option<Arc<Activity>>,
     ) -> Connection {
         let limits = Limits {
             max_frame_bytes: shared.limits.max_frame_bytes,
@@ -287,7 +292,11 @@ impl Connection {
                 () = self.idle(), if self.shared.limits.idle_timeout.is_some() => return End::Idle,
                 read = reader.read_buf(&mut buf) => match read {
                     Ok(0) => return End::ClientClosed,
-                    Ok(_) => self.activity.touch(Instant::now()),
+                    Ok(_) => {
+                        if let Some(activity) = &self.activity {
+                            activity.touch(Instant::now());
+                        }
+                    }
                     Err(e) => {
                         debug!(peer = %self.peer, "reading from the client failed: {e}");
                         return End::ClientClosed;
@@ -313,11 +322,12 @@ impl Connection {
     /// Completes once nothing was read or written for `idle_timeout`
     /// (never when it is off); logs as Cassandra does.
     async fn idle(&self) {
-        let Some(timeout) = self.shared.limits.idle_timeout else {
+        let (Some(timeout), Some(activity)) = (self.shared.limits.idle_timeout, &self.activity)
+        else {
             return std::future::pending().await;
         };
         loop {
-            let idle = self.activity.idle_for(Instant::now());
+            let idle = activity.idle_for(Instant::now());
             if idle >= timeout {
                 info!(
                     "Closing client connection {} after timeout of {}ms",

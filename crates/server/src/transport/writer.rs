@@ -146,7 +146,7 @@ impl Encoder {
 pub(crate) async fn run<W: AsyncWrite + Unpin>(
     mut socket: W,
     mut queue: mpsc::Receiver<Outbound>,
-    activity: Arc<Activity>,
+    activity: Option<Arc<Activity>>,
 ) -> std::io::Result<()> {
     let mut encoder = Encoder {
         framing: Framing::Plain(None),
@@ -187,7 +187,9 @@ pub(crate) async fn run<W: AsyncWrite + Unpin>(
         socket.write_all(&encoder.out).await?;
         // TLS keeps written bytes in its buffer until flushed (a no-op on TCP).
         socket.flush().await?;
-        activity.touch(Instant::now());
+        if let Some(activity) = &activity {
+            activity.touch(Instant::now());
+        }
         if encoder.out.capacity() > 2 * WRITE_BATCH_BYTES_MAX {
             // Do not keep a buffer sized for one large result for the
             // connection's lifetime.
