@@ -147,20 +147,12 @@ const CF_NAME_BYTES_MAX: usize = 21;
 
 /// `cf_name` written into `buffer`, without an allocation.
 fn cf_name_in(table: TableId, buffer: &mut [u8; CF_NAME_BYTES_MAX]) -> &str {
-    let mut digits = table.0;
-    let mut start = CF_NAME_BYTES_MAX;
-    loop {
-        start -= 1;
-        buffer[start] = b'0' + (digits % 10) as u8;
-        digits /= 10;
-        if digits == 0 {
-            break;
-        }
-    }
-    start -= 1;
-    buffer[start] = b't';
-    // Only ASCII was written.
-    std::str::from_utf8(&buffer[start..]).unwrap_or("")
+    use std::io::Write;
+    let mut rest = &mut buffer[..];
+    // Always fits: `t` and at most 20 digits.
+    let _ = write!(rest, "t{}", table.0);
+    let len = CF_NAME_BYTES_MAX - rest.len();
+    std::str::from_utf8(&buffer[..len]).unwrap_or("")
 }
 
 /// The table of a column family named by `cf_name` (None for `default`).
