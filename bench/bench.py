@@ -220,6 +220,43 @@ def scrape_metrics():
     return values
 
 
+LAG_BUCKET = 'rocksandra_event_loop_lag_seconds_bucket{le="%s"}'
+LAG_LIMIT_S = 0.01
+
+
+def fmt_lag(lag):
+    """One phase's event-loop lag (from lag_in_phase) in words."""
+    if not lag:
+        return "no event-loop probe figures for the mixed phase"
+    lower, upper = lag["longest_between_s"]
+    return "in the mixed phase, %d of %d probe wake-ups were more than %g ms late, the latest %s" % (
+        lag["over_limit"], lag["wakeups"], 1000 * LAG_LIMIT_S,
+        "between %g and %g ms" % (1000 * lower, 1000 * upper) if upper is not None
+        else "over %g ms" % (1000 * lower))
+
+
+def lag_in_phase(before, after):
+    """The event-loop probe's wake-ups during one phase, from the change of
+    its histogram: how many, how many were more than LAG_LIMIT_S late, and
+    the bucket bounds (s) the longest one lies between."""
+    def diff(key):
+        return after.get(key, 0.0) - before.get(key, 0.0)
+    prefix = LAG_BUCKET[:-4]
+    bounds = sorted((float(k[len(prefix):-2]), k) for k in after
+                    if k.startswith(prefix) and "+Inf" not in k)
+    total = diff(LAG_BUCKET % "+Inf")
+    if not bounds or total <= 0:
+        return None
+    within = [(bound, diff(key)) for bound, key in bounds]
+    over = total - sum(n for bound, n in within if bound == LAG_LIMIT_S)
+    longest = (within[-1][0], None)
+    for lower, (upper, n) in zip([0.0] + [b for b, _ in within], within):
+        if n >= total:
+            longest = (lower, upper)
+            break
+    return {"wakeups": total, "over_limit": over, "longest_between_s": longest}
+
+
 def gc_pauses(gc_log_dir, start, end):
     """Seconds of stop-the-world GC pauses logged between two wall times."""
     total = 0.0
@@ -324,6 +361,7 @@ class Rocksandra:
             self.before.get("rocksandra_storage_write_stall_seconds_total", 0.0)
         return {"kind": "RocksDB write stalls", "seconds": stall,
                 "event_loop_lag_max_s": after.get("rocksandra_event_loop_lag_max_seconds"),
+                "event_loop_lag": lag_in_phase(self.before, after),
                 "block_cache_hits": after.get("rocksandra_storage_block_cache_hits_total"),
                 "block_cache_misses": after.get("rocksandra_storage_block_cache_misses_total")}
 
@@ -909,8 +947,9 @@ def system_section(w, s, suffix):
     w("- Stalls measured as: %s. %s" % (st.get("kind", "-"), (
         "Longest GC pause in the mixed phase: %.1f ms." % (1000 * st["longest_s"])
         if "longest_s" in st else
-        "Longest event-loop pause since start: %s ms." % (
-            "%.1f" % (1000 * st["event_loop_lag_max_s"]) if st.get("event_loop_lag_max_s") is not None else "n/a"))))
+        "Longest event-loop pause since start: %s ms; %s." % (
+            "%.1f" % (1000 * st["event_loop_lag_max_s"]) if st.get("event_loop_lag_max_s") is not None else "n/a",
+            fmt_lag(st.get("event_loop_lag"))))))
     me = s.get("metrics_at_end")
     if me:
         pick = lambda k: me.get(k)
