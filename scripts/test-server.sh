@@ -65,10 +65,13 @@ trap 'stop || true; [ -z "$AUTH_PID" ] || stop_server "$AUTH_PID" || true
       echo "--- server log (last 40 lines)"; tail -40 "$WORK/main/server.log"; rm -rf "$WORK"' EXIT
 
 status=0
-for version in 4 5; do
+# v3 has its own ratchet: it lacks unset values, warnings and v4's error
+# codes, so fewer statements match the output recorded in v4.
+baseline() { if [ "$1" = 3 ]; then echo tests/golden/baseline-v3.json; else echo tests/golden/baseline.json; fi; }
+for version in 3 4 5; do
     echo "== golden CQL suite (protocol v$version)"
     .venv/bin/python tests/golden/runner.py --host 127.0.0.1 --port "$PORT" --quiet \
-        --protocol-version "$version" --baseline tests/golden/baseline.json || status=1
+        --protocol-version "$version" --baseline "$(baseline "$version")" || status=1
 done
 printf '%s\n' 'authenticator: PasswordAuthenticator' 'authorizer: CassandraAuthorizer' \
     'roles_validity: 0ms' 'permissions_validity: 0ms' 'credentials_validity: 0ms' >"$WORK/auth.yaml"
@@ -76,11 +79,11 @@ start_server auth "$AUTH_PORT" --config "$WORK/auth.yaml" --prometheus-port 0
 AUTH_PID=$SERVER_PID
 # Logged in as PasswordAuthenticator's default superuser, runner.py runs
 # the auth_* cases only.
-for version in 4 5; do
+for version in 3 4 5; do
     echo "== golden auth cases (protocol v$version, PasswordAuthenticator, CassandraAuthorizer)"
     .venv/bin/python tests/golden/runner.py --host 127.0.0.1 --port "$AUTH_PORT" --quiet \
         --username cassandra --password cassandra --protocol-version "$version" \
-        --baseline tests/golden/baseline.json || { status=1; tail -20 "$WORK/auth/server.log"; }
+        --baseline "$(baseline "$version")" || { status=1; tail -20 "$WORK/auth/server.log"; }
 done
 stop_server "$AUTH_PID" || status=1
 AUTH_PID=""

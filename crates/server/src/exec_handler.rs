@@ -228,7 +228,7 @@ impl RequestHandler for ExecutorHandler {
             match result {
                 Ok(mut prepared) => {
                     // The result metadata id exists from protocol v5 on.
-                    if session.protocol_version() == ProtocolVersion::V4 {
+                    if session.protocol_version() < ProtocolVersion::V5 {
                         prepared.result_metadata_id = None;
                     }
                     Reply::from(Response::Result(ResultBody::Prepared(prepared)))

@@ -254,9 +254,13 @@ const PROTOCOL_ERROR_CODE: i32 = 0x000A;
 // ---------------------------------------------------------------- tests
 
 #[tokio::test]
-async fn options_gets_supported_in_v4_and_v5() {
+async fn options_gets_supported_in_every_version() {
     let server = TestServer::start(Arc::new(NotReadyHandler)).await;
-    for version in [ProtocolVersion::V4, ProtocolVersion::V5] {
+    for version in [
+        ProtocolVersion::V3,
+        ProtocolVersion::V4,
+        ProtocolVersion::V5,
+    ] {
         let mut client = server.connect(version).await;
         let response = client.request(7, Request::Options).await;
         let Response::Supported(options) = response else {
@@ -264,7 +268,7 @@ async fn options_gets_supported_in_v4_and_v5() {
         };
         assert_eq!(options["CQL_VERSION"], vec!["3.4.7"]);
         assert_eq!(options["COMPRESSION"], vec!["lz4", "snappy"]);
-        assert_eq!(options["PROTOCOL_VERSIONS"], vec!["4/v4", "5/v5"]);
+        assert_eq!(options["PROTOCOL_VERSIONS"], vec!["3/v3", "4/v4", "5/v5"]);
     }
     server.stop().await;
 }
@@ -338,17 +342,19 @@ async fn unsupported_versions_get_a_protocol_error_drivers_step_down_on() {
     assert_eq!((version, stream, code), (0x85, 5, PROTOCOL_ERROR_CODE));
     assert_eq!(
         message,
-        "Invalid or unsupported protocol version (6); supported versions are (4/v4, 5/v5)"
+        "Invalid or unsupported protocol version (6); supported versions are (3/v3, 4/v4, 5/v5)"
     );
 
-    // v3: answered in v3's own framing, so that an old driver can read it.
+    // v2: answered in v2's own framing (a one-byte stream id), so that an
+    // old driver can read it.
     let mut client = server.connect(ProtocolVersion::V4).await;
-    client.send_raw(&raw_header(3, 2, OPCODE_OPTIONS, 0)).await;
+    let v2_header = [0x02, 0, 2, OPCODE_OPTIONS, 0, 0, 0, 0];
+    client.send_raw(&v2_header).await;
     client.expect_closed().await;
-    let (version, stream, code, message) = parse_raw_error(&client.buf, 2);
-    assert_eq!((version, stream, code), (0x83, 2, PROTOCOL_ERROR_CODE));
+    let (version, stream, code, message) = parse_raw_error(&client.buf, 1);
+    assert_eq!((version, stream, code), (0x82, 2, PROTOCOL_ERROR_CODE));
     assert!(
-        message.contains("(3); supported versions are (4/v4, 5/v5)"),
+        message.contains("(2); supported versions are (3/v3, 4/v4, 5/v5)"),
         "{message}"
     );
 

@@ -101,6 +101,9 @@ pub fn decode_request(
     let opcode = frame.header.opcode()?;
     let mut r = Reader::new(plain_body(frame, compression, limits)?);
     let custom_payload = if frame.header.flags.custom_payload {
+        if frame.header.version < ProtocolVersion::V4 {
+            return Err(WireError::CustomPayloadBeforeV4);
+        }
         Some(r.bytes_map("custom payload")?)
     } else {
         None
@@ -178,10 +181,26 @@ pub fn encode_response_into(envelope: &ResponseEnvelope, out: &mut BytesMut) -> 
 fn response_flags(envelope: &ResponseEnvelope) -> FrameFlags {
     FrameFlags {
         tracing: envelope.tracing_id.is_some(),
-        warning: !envelope.warnings.is_empty(),
-        custom_payload: envelope.custom_payload.is_some(),
+        warning: !warnings(envelope).is_empty(),
+        custom_payload: custom_payload(envelope).is_some(),
         ..FrameFlags::default()
     }
+}
+
+/// The warnings a response carries: none before v4, which brought them.
+fn warnings(envelope: &ResponseEnvelope) -> &[String] {
+    if envelope.version < ProtocolVersion::V4 {
+        return &[];
+    }
+    &envelope.warnings
+}
+
+/// The custom payload a response carries: none before v4.
+fn custom_payload(envelope: &ResponseEnvelope) -> Option<&BytesMap> {
+    if envelope.version < ProtocolVersion::V4 {
+        return None;
+    }
+    envelope.custom_payload.as_ref()
 }
 
 /// The body of a response before any compression: the optional tracing id,
@@ -190,10 +209,11 @@ fn put_response_body(envelope: &ResponseEnvelope, body: &mut BytesMut) -> WireRe
     if let Some(id) = &envelope.tracing_id {
         body.put_slice(id);
     }
-    if !envelope.warnings.is_empty() {
-        put_string_list(body, "warnings", &envelope.warnings)?;
+    let warnings = warnings(envelope);
+    if !warnings.is_empty() {
+        put_string_list(body, "warnings", warnings)?;
     }
-    if let Some(payload) = &envelope.custom_payload {
+    if let Some(payload) = custom_payload(envelope) {
         put_bytes_map(body, "custom payload", payload)?;
     }
     envelope.response.encode_body(body, envelope.version)

@@ -74,6 +74,10 @@ pub enum WireError {
     #[error("{what} is not valid in protocol v{version}")]
     NotInVersion { what: &'static str, version: u8 },
 
+    /// A v3 request frame with the custom payload flag (Cassandra's text).
+    #[error("Received frame with CUSTOM_PAYLOAD flag for native protocol version < 4")]
+    CustomPayloadBeforeV4,
+
     /// The frame sets the compression flag but no compression was negotiated.
     #[error("Frame is compressed but no compression was negotiated")]
     UnexpectedCompression,

@@ -226,7 +226,7 @@ fn put_failures(
     version: ProtocolVersion,
 ) -> WireResult<()> {
     match version {
-        ProtocolVersion::V4 => out.put_i32(failures.num_failures),
+        ProtocolVersion::V3 | ProtocolVersion::V4 => out.put_i32(failures.num_failures),
         ProtocolVersion::V5 => {
             let count =
                 i32::try_from(failures.reasons.len()).map_err(|_| WireError::TooLongToEncode {
@@ -246,7 +246,7 @@ fn put_failures(
 
 fn read_failures(r: &mut Reader, version: ProtocolVersion) -> WireResult<Failures> {
     match version {
-        ProtocolVersion::V4 => Ok(Failures {
+        ProtocolVersion::V3 | ProtocolVersion::V4 => Ok(Failures {
             num_failures: r.int("failure count")?,
             reasons: Vec::new(),
         }),
@@ -287,7 +287,68 @@ impl ErrorResponse {
         ErrorResponse::new(kind, error.to_string())
     }
 
+    /// The error as a client of `version` can read it, when that version
+    /// has no code for it (Cassandra's `getBackwardsCompatibleException`):
+    /// before v4 the failures are timeouts and a function failure or a
+    /// CDC write failure is INVALID; before v5 an unknown CAS outcome is a
+    /// CAS write timeout.
+    fn in_version(&self, version: ProtocolVersion) -> Option<ErrorResponse> {
+        let kind = match &self.kind {
+            ErrorKind::ReadFailure {
+                consistency,
+                received,
+                block_for,
+                data_present,
+                ..
+            } if version < ProtocolVersion::V4 => ErrorKind::ReadTimeout {
+                consistency: *consistency,
+                received: *received,
+                block_for: *block_for,
+                data_present: *data_present,
+            },
+            ErrorKind::WriteFailure {
+                consistency,
+                received,
+                block_for,
+                write_type,
+                ..
+            } if version < ProtocolVersion::V4 => ErrorKind::WriteTimeout {
+                consistency: *consistency,
+                received: *received,
+                block_for: *block_for,
+                write_type: write_type.clone(),
+                contentions: None,
+            },
+            ErrorKind::FunctionFailure { .. } | ErrorKind::CdcWriteFailure
+                if version < ProtocolVersion::V4 =>
+            {
+                let name = match self.kind {
+                    ErrorKind::CdcWriteFailure => "CDC_WRITE_FAILURE",
+                    _ => "FUNCTION_FAILURE",
+                };
+                let message = format!("ERROR {name}: {}", self.message);
+                return Some(ErrorResponse::new(ErrorKind::Invalid, message));
+            }
+            ErrorKind::CasWriteUnknown {
+                consistency,
+                received,
+                block_for,
+            } if version < ProtocolVersion::V5 => ErrorKind::WriteTimeout {
+                consistency: *consistency,
+                received: *received,
+                block_for: *block_for,
+                write_type: WriteType::Cas,
+                contentions: None,
+            },
+            _ => return None,
+        };
+        Some(ErrorResponse::new(kind, self.message.clone()))
+    }
+
     pub(crate) fn put(&self, out: &mut BytesMut, version: ProtocolVersion) -> WireResult<()> {
+        if let Some(older) = self.in_version(version) {
+            return older.put(out, version);
+        }
         out.put_i32(self.kind.code());
         put_string(out, "error message", &self.message)?;
         self.put_extras(out, version)

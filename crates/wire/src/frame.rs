@@ -10,17 +10,19 @@ use crate::primitives::put_string;
 /// The protocol versions this codec speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ProtocolVersion {
+    V3,
     V4,
     V5,
 }
 
 /// How the supported versions are named in errors and in SUPPORTED's
 /// `PROTOCOL_VERSIONS` (Cassandra's `ProtocolVersion.toString`).
-pub const SUPPORTED_VERSIONS: [&str; 2] = ["4/v4", "5/v5"];
+pub const SUPPORTED_VERSIONS: [&str; 3] = ["3/v3", "4/v4", "5/v5"];
 
 impl ProtocolVersion {
     pub fn from_number(number: u8) -> Option<ProtocolVersion> {
         match number {
+            3 => Some(ProtocolVersion::V3),
             4 => Some(ProtocolVersion::V4),
             5 => Some(ProtocolVersion::V5),
             _ => None,
@@ -29,8 +31,18 @@ impl ProtocolVersion {
 
     pub fn number(self) -> u8 {
         match self {
+            ProtocolVersion::V3 => 3,
             ProtocolVersion::V4 => 4,
             ProtocolVersion::V5 => 5,
+        }
+    }
+
+    /// `4/v4`, as Cassandra's `ProtocolVersion.toString`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProtocolVersion::V3 => SUPPORTED_VERSIONS[0],
+            ProtocolVersion::V4 => SUPPORTED_VERSIONS[1],
+            ProtocolVersion::V5 => SUPPORTED_VERSIONS[2],
         }
     }
 
@@ -456,13 +468,14 @@ mod tests {
         );
         assert_eq!(
             err.to_string(),
-            "Invalid or unsupported protocol version (6); supported versions are (4/v4, 5/v5)"
+            "Invalid or unsupported protocol version (6); supported versions are (3/v3, 4/v4, 5/v5)"
         );
-        let err = FrameHeader::parse(&[0x03, 0, 0, 7, 1], 1 << 20).expect_err("v3");
+        // v2's stream id is one byte.
+        let err = FrameHeader::parse(&[0x02, 0, 7, 1], 1 << 20).expect_err("v2");
         assert_eq!(
             err,
             WireError::UnsupportedVersion {
-                version: 3,
+                version: 2,
                 stream: 7
             }
         );

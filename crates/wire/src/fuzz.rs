@@ -55,7 +55,11 @@ fn decode_bodies(data: &[u8], limits: Limits) {
     let Some((&selector, body)) = data.split_first() else {
         return;
     };
-    for version in [ProtocolVersion::V4, ProtocolVersion::V5] {
+    for version in [
+        ProtocolVersion::V3,
+        ProtocolVersion::V4,
+        ProtocolVersion::V5,
+    ] {
         for opcode_byte in 0..=0x10u8 {
             for direction in [Direction::Request, Direction::Response] {
                 let header = FrameHeader {

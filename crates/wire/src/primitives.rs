@@ -7,6 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::error::{WireError, WireResult};
+use crate::frame::ProtocolVersion;
 
 /// A bound or bind value: `[value]` with its two special lengths.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -191,6 +192,24 @@ impl Reader {
                 value: i64::from(n),
             }),
             n => Ok(Value::Bytes(self.take(what, n as usize)?)),
+        }
+    }
+
+    /// A bound `[value]` of a request: as `value`, except that before v4
+    /// (which brought unset values) every negative length is null, as
+    /// Cassandra reads them.
+    pub fn bound_value(
+        &mut self,
+        what: &'static str,
+        version: ProtocolVersion,
+    ) -> WireResult<Value> {
+        if version >= ProtocolVersion::V4 {
+            return self.value(what);
+        }
+        let len = self.int(what)?;
+        match usize::try_from(len) {
+            Ok(n) => Ok(Value::Bytes(self.take(what, n)?)),
+            Err(_) => Ok(Value::Null),
         }
     }
 

@@ -55,16 +55,17 @@ impl BoundValues {
         }
     }
 
-    fn read(r: &mut Reader, named: bool) -> WireResult<BoundValues> {
+    fn read(r: &mut Reader, named: bool, version: ProtocolVersion) -> WireResult<BoundValues> {
         let min_bytes = if named { 6 } else { 4 };
         let count = r.short_count("value count", min_bytes)?;
         if named {
-            let read_one = |r: &mut Reader| Ok((r.string("value name")?, r.value("value")?));
+            let read_one =
+                |r: &mut Reader| Ok((r.string("value name")?, r.bound_value("value", version)?));
             let values = (0..count).map(|_| read_one(r)).collect::<WireResult<_>>()?;
             Ok(BoundValues::Named(values))
         } else {
             let values = (0..count)
-                .map(|_| r.value("value"))
+                .map(|_| r.bound_value("value", version))
                 .collect::<WireResult<_>>()?;
             Ok(BoundValues::Positional(values))
         }
@@ -87,17 +88,17 @@ mod flag {
 /// Query flags are a [byte] in v4 and an [int] in v5.
 fn read_flags(r: &mut Reader, version: ProtocolVersion) -> WireResult<u32> {
     match version {
-        ProtocolVersion::V4 => Ok(u32::from(r.byte("flags")?)),
+        ProtocolVersion::V3 | ProtocolVersion::V4 => Ok(u32::from(r.byte("flags")?)),
         ProtocolVersion::V5 => Ok(r.int("flags")? as u32),
     }
 }
 
 fn put_flags(out: &mut BytesMut, flags: u32, version: ProtocolVersion) -> WireResult<()> {
     match version {
-        ProtocolVersion::V4 => {
+        ProtocolVersion::V3 | ProtocolVersion::V4 => {
             let byte = u8::try_from(flags).map_err(|_| WireError::NotInVersion {
                 what: "keyspace or now_in_seconds",
-                version: 4,
+                version: version.number(),
             })?;
             out.put_u8(byte);
         }
@@ -183,7 +184,7 @@ impl QueryParameters {
         let consistency = Consistency::read(r, "consistency")?;
         let flags = read_flags(r, version)?;
         let values = if flags & flag::VALUES != 0 {
-            BoundValues::read(r, flags & flag::NAMES_FOR_VALUES != 0)?
+            BoundValues::read(r, flags & flag::NAMES_FOR_VALUES != 0, version)?
         } else {
             BoundValues::default()
         };
@@ -369,7 +370,7 @@ impl Batch {
         let batch_type = BatchType::from_byte(r.byte("batch type")?)?;
         let count = r.short_count("batch statement count", 5)?;
         let statements = (0..count)
-            .map(|_| read_batch_statement(r))
+            .map(|_| read_batch_statement(r, version))
             .collect::<WireResult<_>>()?;
         let consistency = Consistency::read(r, "consistency")?;
         let flags = read_flags(r, version)?;
@@ -424,11 +425,11 @@ fn read_batch_query(r: &mut Reader) -> WireResult<BatchQuery> {
     }
 }
 
-fn read_batch_statement(r: &mut Reader) -> WireResult<BatchStatement> {
+fn read_batch_statement(r: &mut Reader, version: ProtocolVersion) -> WireResult<BatchStatement> {
     let query = read_batch_query(r)?;
     let count = r.short_count("value count", 4)?;
     let values = (0..count)
-        .map(|_| r.value("value"))
+        .map(|_| r.bound_value("value", version))
         .collect::<WireResult<_>>()?;
     Ok(BatchStatement { query, values })
 }
@@ -515,11 +516,13 @@ const PREPARE_FLAG_KEYSPACE: u32 = 0x01;
 fn put_prepare(out: &mut BytesMut, p: &Prepare, version: ProtocolVersion) -> WireResult<()> {
     put_long_string(out, "query", &p.query)?;
     match (version, &p.keyspace) {
-        (ProtocolVersion::V4, None) => Ok(()),
-        (ProtocolVersion::V4, Some(_)) => Err(WireError::NotInVersion {
-            what: "PREPARE keyspace",
-            version: 4,
-        }),
+        (ProtocolVersion::V3 | ProtocolVersion::V4, None) => Ok(()),
+        (v @ (ProtocolVersion::V3 | ProtocolVersion::V4), Some(_)) => {
+            Err(WireError::NotInVersion {
+                what: "PREPARE keyspace",
+                version: v.number(),
+            })
+        }
         (ProtocolVersion::V5, keyspace) => {
             out.put_u32(flag_if(keyspace.is_some(), PREPARE_FLAG_KEYSPACE));
             put_v5_tail(out, keyspace.as_deref(), None)
@@ -530,7 +533,7 @@ fn put_prepare(out: &mut BytesMut, p: &Prepare, version: ProtocolVersion) -> Wir
 fn read_prepare(r: &mut Reader, version: ProtocolVersion) -> WireResult<Prepare> {
     let query = r.long_string("query")?;
     let keyspace = match version {
-        ProtocolVersion::V4 => None,
+        ProtocolVersion::V3 | ProtocolVersion::V4 => None,
         ProtocolVersion::V5 => {
             let flags = r.int("prepare flags")? as u32;
             read_if(flags, PREPARE_FLAG_KEYSPACE, || r.string("keyspace"))?
@@ -542,11 +545,11 @@ fn read_prepare(r: &mut Reader, version: ProtocolVersion) -> WireResult<Prepare>
 fn put_execute(out: &mut BytesMut, e: &Execute, version: ProtocolVersion) -> WireResult<()> {
     put_short_bytes(out, "prepared id", &e.id)?;
     match (version, &e.result_metadata_id) {
-        (ProtocolVersion::V4, None) => {}
+        (ProtocolVersion::V3 | ProtocolVersion::V4, None) => {}
         (ProtocolVersion::V5, Some(id)) => put_short_bytes(out, "result metadata id", id)?,
         (v, _) => {
             return Err(WireError::NotInVersion {
-                what: "EXECUTE result metadata id (required in v5, absent in v4)",
+                what: "EXECUTE result metadata id (required in v5, absent before)",
                 version: v.number(),
             })
         }
@@ -557,7 +560,7 @@ fn put_execute(out: &mut BytesMut, e: &Execute, version: ProtocolVersion) -> Wir
 fn read_execute(r: &mut Reader, version: ProtocolVersion) -> WireResult<Execute> {
     let id = r.short_bytes("prepared id")?;
     let result_metadata_id = match version {
-        ProtocolVersion::V4 => None,
+        ProtocolVersion::V3 | ProtocolVersion::V4 => None,
         ProtocolVersion::V5 => Some(r.short_bytes("result metadata id")?),
     };
     let params = QueryParameters::read(r, version)?;

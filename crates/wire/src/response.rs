@@ -54,7 +54,7 @@ impl Response {
             Response::Authenticate(class) => put_string(out, "authenticator", class),
             Response::Supported(options) => put_string_multimap(out, "supported", options),
             Response::Result(result) => result.put(out, version),
-            Response::Event(event) => event.put(out),
+            Response::Event(event) => event.put(out, version),
             Response::AuthChallenge(token) | Response::AuthSuccess(token) => {
                 put_bytes(out, "auth token", token.as_deref())
             }
@@ -125,7 +125,7 @@ impl ResultBody {
             }
             ResultBody::SchemaChange(change) => {
                 out.put_i32(result_kind::SCHEMA_CHANGE);
-                change.put(out)
+                change.put(out, version)
             }
         }
     }
@@ -406,18 +406,25 @@ impl PreparedMetadata {
         let global = global_table_spec(&self.columns).is_some();
         out.put_i32(flag_if(global, rows_flag::GLOBAL_TABLES_SPEC));
         put_count(out, "bind column count", self.columns.len())?;
-        put_count(out, "partition key count", self.pk_indexes.len())?;
-        self.pk_indexes.iter().for_each(|i| out.put_u16(*i));
+        // v4 brought the partition key's bind indexes (token-aware routing).
+        if version >= ProtocolVersion::V4 {
+            put_count(out, "partition key count", self.pk_indexes.len())?;
+            self.pk_indexes.iter().for_each(|i| out.put_u16(*i));
+        }
         put_column_specs(out, &self.columns, version)
     }
 
-    fn read(r: &mut Reader) -> WireResult<PreparedMetadata> {
+    fn read(r: &mut Reader, version: ProtocolVersion) -> WireResult<PreparedMetadata> {
         let flags = r.int("prepared metadata flags")?;
         let count = r.int_count("bind column count", COLUMN_COUNT_MAX, COLUMN_SPEC_BYTES_MIN)?;
-        let pk_count = r.int_count("partition key count", COLUMN_COUNT_MAX, 2)?;
-        let pk_indexes = (0..pk_count)
-            .map(|_| r.short("partition key index"))
-            .collect::<WireResult<_>>()?;
+        let pk_indexes = if version >= ProtocolVersion::V4 {
+            let pk_count = r.int_count("partition key count", COLUMN_COUNT_MAX, 2)?;
+            (0..pk_count)
+                .map(|_| r.short("partition key index"))
+                .collect::<WireResult<_>>()?
+        } else {
+            Vec::new()
+        };
         let global = flags & rows_flag::GLOBAL_TABLES_SPEC != 0;
         let columns = read_column_specs(r, count, global)?;
         Ok(PreparedMetadata {
@@ -440,11 +447,11 @@ impl Prepared {
     fn put(&self, out: &mut BytesMut, version: ProtocolVersion) -> WireResult<()> {
         put_short_bytes(out, "prepared id", &self.id)?;
         match (version, &self.result_metadata_id) {
-            (ProtocolVersion::V4, None) => {}
+            (ProtocolVersion::V3 | ProtocolVersion::V4, None) => {}
             (ProtocolVersion::V5, Some(id)) => put_short_bytes(out, "result metadata id", id)?,
             (v, _) => {
                 return Err(WireError::NotInVersion {
-                    what: "prepared result metadata id (required in v5, absent in v4)",
+                    what: "prepared result metadata id (required in v5, absent before)",
                     version: v.number(),
                 })
             }
@@ -456,13 +463,13 @@ impl Prepared {
     fn read(r: &mut Reader, version: ProtocolVersion) -> WireResult<Prepared> {
         let id = r.short_bytes("prepared id")?;
         let result_metadata_id = match version {
-            ProtocolVersion::V4 => None,
+            ProtocolVersion::V3 | ProtocolVersion::V4 => None,
             ProtocolVersion::V5 => Some(r.short_bytes("result metadata id")?),
         };
         Ok(Prepared {
             id,
             result_metadata_id,
-            bind_metadata: PreparedMetadata::read(r)?,
+            bind_metadata: PreparedMetadata::read(r, version)?,
             result_metadata: RowsMetadata::read(r, version)?,
         })
     }
@@ -566,7 +573,30 @@ pub struct SchemaChange {
 }
 
 impl SchemaChange {
-    fn put(&self, out: &mut BytesMut) -> WireResult<()> {
+    /// The change as `version` carries it: v3 has no function or aggregate
+    /// target, and reports those changes as an update of their keyspace,
+    /// as Cassandra does.
+    fn in_version(&self, version: ProtocolVersion) -> Option<SchemaChange> {
+        match &self.target {
+            SchemaChangeTarget::Function { keyspace, .. }
+            | SchemaChangeTarget::Aggregate { keyspace, .. }
+                if version < ProtocolVersion::V4 =>
+            {
+                Some(SchemaChange {
+                    change_type: SchemaChangeType::Updated,
+                    target: SchemaChangeTarget::Keyspace {
+                        keyspace: keyspace.clone(),
+                    },
+                })
+            }
+            _ => None,
+        }
+    }
+
+    fn put(&self, out: &mut BytesMut, version: ProtocolVersion) -> WireResult<()> {
+        if let Some(older) = self.in_version(version) {
+            return older.put(out, version);
+        }
         put_string(out, "change type", self.change_type.name())?;
         let (word, keyspace, name, arg_types) = match &self.target {
             SchemaChangeTarget::Keyspace { keyspace } => ("KEYSPACE", keyspace, None, None),
@@ -655,7 +685,7 @@ impl Event {
         }
     }
 
-    fn put(&self, out: &mut BytesMut) -> WireResult<()> {
+    fn put(&self, out: &mut BytesMut, version: ProtocolVersion) -> WireResult<()> {
         put_string(out, "event type", self.event_type().name())?;
         match self {
             Event::TopologyChange { change, address } => {
@@ -668,7 +698,7 @@ impl Event {
                 put_inet(out, address);
                 Ok(())
             }
-            Event::SchemaChange(change) => change.put(out),
+            Event::SchemaChange(change) => change.put(out, version),
         }
     }
 

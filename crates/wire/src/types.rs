@@ -192,13 +192,23 @@ pub fn wire_form(t: &CqlType) -> CqlType {
     }
 }
 
+/// The first protocol version with an option id for a native type: older
+/// versions send the type as a custom one, by its class name.
+fn native_since(n: NativeType) -> ProtocolVersion {
+    match n {
+        NativeType::Duration => ProtocolVersion::V5,
+        NativeType::Date | NativeType::Time | NativeType::Smallint | NativeType::Tinyint => {
+            ProtocolVersion::V4
+        }
+        _ => ProtocolVersion::V3,
+    }
+}
+
 /// Writes a type as an `[option]`.
 pub fn put_type(out: &mut BytesMut, t: &CqlType, version: ProtocolVersion) -> WireResult<()> {
     match t {
         CqlType::Frozen(inner) => put_type(out, inner, version),
-        CqlType::Native(NativeType::Duration) if version < ProtocolVersion::V5 => {
-            put_custom(out, &marshal_name(t))
-        }
+        CqlType::Native(n) if version < native_since(*n) => put_custom(out, &marshal_name(t)),
         CqlType::Native(n) => {
             out.put_u16(native_option_id(*n));
             Ok(())

@@ -14,6 +14,10 @@ use rocksandra_wire::*;
 
 // ---------- generators ----------
 
+/// v4 and v5, whose messages come back as they were sent. v3 is left out on
+/// purpose: it lacks fields (unset values, partition key indexes, v4's
+/// types and error codes) and its encodings are tested one by one in
+/// `tests/v3.rs`.
 fn version() -> impl Strategy<Value = ProtocolVersion> + Clone {
     prop_oneof![Just(ProtocolVersion::V4), Just(ProtocolVersion::V5)]
 }
@@ -48,7 +52,7 @@ where
     S::Value: std::fmt::Debug + Clone,
 {
     match v {
-        ProtocolVersion::V4 => Just(None).boxed(),
+        ProtocolVersion::V3 | ProtocolVersion::V4 => Just(None).boxed(),
         ProtocolVersion::V5 => option::of(s).boxed(),
     }
 }
@@ -59,7 +63,7 @@ where
     S::Value: std::fmt::Debug + Clone,
 {
     match v {
-        ProtocolVersion::V4 => Just(None).boxed(),
+        ProtocolVersion::V3 | ProtocolVersion::V4 => Just(None).boxed(),
         ProtocolVersion::V5 => s.prop_map(Some).boxed(),
     }
 }
@@ -235,7 +239,7 @@ fn write_type() -> impl Strategy<Value = WriteType> + Clone {
 
 fn failures(v: ProtocolVersion) -> BoxedStrategy<Failures> {
     match v {
-        ProtocolVersion::V4 => any::<i32>()
+        ProtocolVersion::V3 | ProtocolVersion::V4 => any::<i32>()
             .prop_map(|num_failures| Failures {
                 num_failures,
                 reasons: Vec::new(),
@@ -321,13 +325,25 @@ fn error_kind(v: ProtocolVersion) -> impl Strategy<Value = ErrorKind> + Clone {
                 write_type
             }
         ),
-        cl3.prop_map(
-            |(consistency, received, block_for)| ErrorKind::CasWriteUnknown {
-                consistency,
-                received,
-                block_for
+        // v5's CAS_WRITE_UNKNOWN goes to older clients as a CAS write
+        // timeout (tests/v3.rs), which comes back as such.
+        cl3.prop_map(move |(consistency, received, block_for)| {
+            if v >= ProtocolVersion::V5 {
+                ErrorKind::CasWriteUnknown {
+                    consistency,
+                    received,
+                    block_for,
+                }
+            } else {
+                ErrorKind::WriteTimeout {
+                    consistency,
+                    received,
+                    block_for,
+                    write_type: WriteType::Cas,
+                    contentions: None,
+                }
             }
-        ),
+        }),
         (text(), text()).prop_map(|(keyspace, table)| ErrorKind::AlreadyExists { keyspace, table }),
         blob().prop_map(|id| ErrorKind::Unprepared { id }),
     ]

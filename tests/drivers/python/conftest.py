@@ -27,7 +27,7 @@ def make_cluster(protocol_version=4, **kwargs):
                    connect_timeout=10, control_connection_timeout=10, **kwargs)
 
 
-@pytest.fixture(scope="session", params=[4, 5], ids=["v4", "v5"])
+@pytest.fixture(scope="session", params=[3, 4, 5], ids=["v3", "v4", "v5"])
 def protocol_version(request):
     return request.param
 

@@ -38,6 +38,16 @@ def test_connect_negotiates_requested_protocol(protocol_version):
         c.shutdown()
 
 
+def test_warnings_come_from_v4_on(protocol_version, session, keyspace):
+    # Protocol v3 frames have no warnings (v4 brought them).
+    session.execute("CREATE TABLE w (k int PRIMARY KEY, v int)")
+    warnings = session.execute("SELECT count(*) FROM w").response_future.warnings
+    if protocol_version == 3:
+        assert not warnings
+    else:
+        assert warnings == ["Aggregation query used without partition key"]
+
+
 def test_system_local_has_driver_columns(session):
     row = session.execute("SELECT * FROM system.local").one()
     for col in ("host_id", "broadcast_address", "rpc_address", "data_center", "rack",

@@ -410,8 +410,8 @@ impl Connection {
             let message = format!(
                 "Invalid message version. Got {} but previous messages on this connection \
                  had version {}",
-                version_name(header.version),
-                version_name(version)
+                header.version.name(),
+                version.name()
             );
             let kind = header.opcode().map_or(RequestKind::Other, RequestKind::of);
             self.shared.metrics.request_started(kind).finish(true);
@@ -877,14 +877,6 @@ fn supported() -> StringMultimap {
             strings(&SUPPORTED_VERSIONS),
         ),
     ])
-}
-
-/// `4/v4`, as Cassandra's `ProtocolVersion.toString`.
-fn version_name(version: ProtocolVersion) -> &'static str {
-    match version {
-        ProtocolVersion::V4 => SUPPORTED_VERSIONS[0],
-        ProtocolVersion::V5 => SUPPORTED_VERSIONS[1],
-    }
 }
 
 /// Message type names as Cassandra prints them in errors.
