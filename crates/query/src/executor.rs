@@ -1020,7 +1020,7 @@ pub fn bind_values<'a>(
         None => {
             if request.values.len() != count {
                 return Err(QueryError::invalid(format!(
-                    "There were {count} markers(?) in CQL but {} bound variables",
+                    "there were {count} markers(?) in CQL but {} bound variables",
                     request.values.len()
                 )));
             }

@@ -355,6 +355,15 @@ fn run_batch(
                 (p.parsed.clone(), p.keyspace.clone().or(keyspace.clone()))
             }
         };
+        // A batch's own wording (capitalised), where QUERY and EXECUTE
+        // say "there were" (Cassandra's BatchMessage and QueryProcessor).
+        let markers = parsed.bind_variables.len();
+        if s.values.len() != markers {
+            return Err(QueryError::invalid(format!(
+                "There were {markers} markers(?) in CQL but {} bound variables",
+                s.values.len()
+            )));
+        }
         let req = Request {
             keyspace: ks,
             values: s.values,

@@ -6,21 +6,20 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use rocksandra_server::config::Config;
 use rocksandra_server::metrics::http::{MetricsServer, Render, REQUEST_HEAD_BYTES_MAX};
 use rocksandra_server::metrics::{MetricsSource, ServerMetrics};
 use rocksandra_server::Service;
 use rocksandra_wire::{
-    Batch, BatchQuery, BatchStatement, BatchType, BoundValues, Consistency, ErrorKind, Execute,
-    Prepare, ProtocolVersion, QueryParameters, Request, Response, ResultBody, Value,
+    Batch, BatchQuery, BatchStatement, BatchType, Consistency, ErrorKind, Execute, Prepare,
+    ProtocolVersion, Request, Response, ResultBody,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
 mod common;
-use common::{query, Client, WAIT};
+use common::{expect_result, int, params, query, Client, WAIT};
 
 // ---------------------------------------------------------------- http
 
@@ -141,24 +140,6 @@ async fn bad_http_gets_its_status_and_the_endpoint_stays_up() {
 }
 
 // ---------------------------------------------------------------- node
-
-fn int(value: i32) -> Value {
-    Value::Bytes(Bytes::copy_from_slice(&value.to_be_bytes()))
-}
-
-fn params(values: Vec<Value>) -> QueryParameters {
-    QueryParameters {
-        values: BoundValues::Positional(values),
-        ..QueryParameters::new(Consistency::One)
-    }
-}
-
-fn expect_result(response: Response) -> ResultBody {
-    match response {
-        Response::Result(body) => body,
-        other => panic!("expected a RESULT, got {other:?}"),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scrape_counts_cql_requests_and_reports_storage() {

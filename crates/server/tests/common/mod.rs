@@ -8,11 +8,12 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use rocksandra_wire::{
-    decode_response, encode_request, BodyCompression, Consistency, Frame, FrameDecoder, Limits,
-    ProtocolVersion, Query, QueryParameters, Request, RequestEnvelope, Response, ResponseEnvelope,
-    SegmentCodec, SegmentCompression, SegmentedFrameDecoder, StringMap,
+    decode_response, encode_request, BodyCompression, BoundValues, Consistency, Frame,
+    FrameDecoder, Limits, ProtocolVersion, Query, QueryParameters, Request, RequestEnvelope,
+    Response, ResponseEnvelope, ResultBody, SegmentCodec, SegmentCompression,
+    SegmentedFrameDecoder, StringMap, Value,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -173,6 +174,27 @@ impl Client {
                 Ok(_) => {}
             }
         }
+    }
+}
+
+/// An int as a bound value.
+pub fn int(value: i32) -> Value {
+    Value::Bytes(Bytes::copy_from_slice(&value.to_be_bytes()))
+}
+
+/// Consistency ONE with these positional values.
+pub fn params(values: Vec<Value>) -> QueryParameters {
+    QueryParameters {
+        values: BoundValues::Positional(values),
+        ..QueryParameters::new(Consistency::One)
+    }
+}
+
+/// The body of a RESULT; anything else fails the test.
+pub fn expect_result(response: Response) -> ResultBody {
+    match response {
+        Response::Result(body) => body,
+        other => panic!("expected a RESULT, got {other:?}"),
     }
 }
 
