@@ -62,7 +62,25 @@ pub struct RocksConfig {
     pub write_buffer_bytes_max: usize,
     /// Memtable size of one table.
     pub table_write_buffer_bytes: usize,
+    /// Flushes and compactions at once (RocksDB's `max_background_jobs`);
+    /// `background_jobs_for_compactions` turns a compaction count into it.
     pub background_jobs: i32,
+    /// Where the write-ahead log lives; None keeps it in the DB directory.
+    pub wal_dir: Option<PathBuf>,
+    /// Bytes per second that flushes and compactions may write together
+    /// (RocksDB's rate limiter); None leaves them unthrottled.
+    pub write_rate_limit_bytes: Option<u64>,
+}
+
+/// The `max_background_jobs` that gives RocksDB `compactions` compaction
+/// threads: it keeps a quarter of the jobs (at least one) for flushes.
+pub fn background_jobs_for_compactions(compactions: i32) -> i32 {
+    let compactions = compactions.max(1);
+    let mut jobs = compactions + 1;
+    while jobs - (jobs / 4).max(1) < compactions {
+        jobs += 1;
+    }
+    jobs
 }
 
 impl Default for RocksConfig {
@@ -73,6 +91,8 @@ impl Default for RocksConfig {
             write_buffer_bytes_max: 256 << 20,
             table_write_buffer_bytes: 64 << 20,
             background_jobs: 2,
+            wal_dir: None,
+            write_rate_limit_bytes: None,
         }
     }
 }
@@ -178,6 +198,14 @@ impl RocksStore {
         db_options.create_missing_column_families(true);
         db_options.set_db_write_buffer_size(config.write_buffer_bytes_max);
         db_options.set_max_background_jobs(config.background_jobs);
+        if let Some(dir) = &config.wal_dir {
+            db_options.set_wal_dir(dir);
+        }
+        if let Some(bytes) = config.write_rate_limit_bytes {
+            // RocksDB's usual refill period (100 ms) and fairness (10).
+            let rate = i64::try_from(bytes).unwrap_or(i64::MAX);
+            db_options.set_ratelimiter(rate, 100_000, 10);
+        }
         db_options.set_enable_pipelined_write(true);
         // A writer waiting for its write group's leader blocks instead of
         // spinning and yielding first: the spin was 8% of a write's CPU on
@@ -962,6 +990,18 @@ impl RocksStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn background_jobs_give_the_asked_compaction_threads() {
+        for compactions in 1..=64 {
+            let jobs = background_jobs_for_compactions(compactions);
+            // RocksDB's split of max_background_jobs (GetBGJobLimits).
+            let flushes = (jobs / 4).max(1);
+            assert_eq!((jobs - flushes).max(1), compactions, "{jobs} jobs");
+        }
+        assert_eq!(background_jobs_for_compactions(1), 2);
+        assert_eq!(background_jobs_for_compactions(0), 2);
+    }
 
     #[test]
     fn column_family_name_on_the_stack_is_the_allocated_one() {

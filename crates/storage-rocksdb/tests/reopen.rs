@@ -202,3 +202,58 @@ fn column_families_reopen_with_their_own_options_before_the_schema_loads() {
     drop(engine);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The DB-wide options RocksDB reports using, from its newest `OPTIONS-*` file.
+fn rocksdb_db_options(dir: &Path) -> String {
+    let newest = std::fs::read_dir(dir)
+        .expect("read dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("OPTIONS-") && !n.ends_with(".dbtmp"))
+        })
+        .max()
+        .expect("an OPTIONS file");
+    let text = std::fs::read_to_string(newest).expect("read OPTIONS");
+    let start = text.find("[DBOptions]").expect("DBOptions section");
+    let section = &text[start..];
+    let end = section[1..].find("\n[").map_or(section.len(), |e| e + 1);
+    section[..end].to_string()
+}
+
+#[test]
+fn wal_dir_rate_limit_and_background_jobs_reach_rocksdb() {
+    let root = tempdir("rocks-wal-dir");
+    let (dir, wal) = (root.join("db"), root.join("wal"));
+    let config = RocksConfig {
+        block_cache_bytes: 4 << 20,
+        write_buffer_bytes_max: 32 << 20,
+        background_jobs: rocksandra_storage_rocksdb::background_jobs_for_compactions(3),
+        wal_dir: Some(wal.clone()),
+        write_rate_limit_bytes: Some(16 << 20),
+        ..Default::default()
+    };
+    let engine = open_engine(&dir, config, Arc::new(|| WRITTEN_AT)).expect("open");
+    let options = rocksdb_db_options(&dir);
+    assert!(
+        options.contains(&format!("wal_dir={}", wal.display())),
+        "{options}"
+    );
+    assert!(options.contains("max_background_jobs=4"), "{options}");
+    assert!(
+        options.contains("db_write_buffer_size=33554432"),
+        "{options}"
+    );
+    let in_dir = |d: &Path| {
+        std::fs::read_dir(d)
+            .expect("read dir")
+            .filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().ends_with(".log"))
+    };
+    assert!(in_dir(&wal), "the write-ahead log is in wal_dir");
+    assert!(!in_dir(&dir), "and not in the DB directory");
+    drop(engine);
+    let _ = std::fs::remove_dir_all(root);
+}
