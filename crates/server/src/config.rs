@@ -14,6 +14,7 @@ use thiserror::Error;
 
 mod cassandra_keys;
 mod encryption;
+pub mod reference;
 pub use encryption::{
     ClientAuth, ClientEncryption, PemSource, TlsPolicy, TlsVersion, PEM_SSL_CONTEXT_FACTORY,
 };
