@@ -74,8 +74,9 @@ pub struct RocksConfig {
 
 /// The `max_background_jobs` that gives RocksDB `compactions` compaction
 /// threads: it keeps a quarter of the jobs (at least one) for flushes.
+/// Counts are taken between 1 and 65,536.
 pub fn background_jobs_for_compactions(compactions: i32) -> i32 {
-    let compactions = compactions.max(1);
+    let compactions = compactions.clamp(1, 1 << 16);
     let mut jobs = compactions + 1;
     while jobs - (jobs / 4).max(1) < compactions {
         jobs += 1;
