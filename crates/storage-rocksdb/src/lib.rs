@@ -39,6 +39,8 @@ use rocksandra_storage::memory::Clock;
 use rocksandra_storage::merge::{filter_entry, merge_entry, FilterDecision};
 use rocksandra_storage::KvEngine;
 
+mod wal_location;
+
 type Db = DBWithThreadMode<MultiThreaded>;
 
 /// Stream files are cut at this size (the seed system used 512 MiB); with
@@ -193,6 +195,7 @@ impl RocksStore {
         // HyperClockCache (RocksDB's recommended cache): lock-free lookups,
         // where the LRU cache's were a hash-chain walk under a shard mutex
         // on every read. Its table grows with the data (entry charge 0).
+        wal_location::check(dir, config.wal_dir.as_deref())?;
         let cache = Cache::new_hyper_clock_cache(config.block_cache_bytes, 0);
         let mut db_options = Options::default();
         db_options.create_if_missing(true);

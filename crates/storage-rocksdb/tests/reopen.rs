@@ -257,3 +257,66 @@ fn wal_dir_rate_limit_and_background_jobs_reach_rocksdb() {
     drop(engine);
     let _ = std::fs::remove_dir_all(root);
 }
+
+fn write_one_row(engine: &KvEngine<RocksStore>, spec: &TableSpec, value: &[u8]) {
+    let mut m = Mutation::new(spec.id, pk("p"));
+    m.rows.push((
+        clustering(1, "a"),
+        RowUpdate {
+            cells: vec![Cell::live(ColumnId(1), 10, value.to_vec())],
+            ..Default::default()
+        },
+    ));
+    engine.write(&[m], WRITTEN_AT).expect("write");
+}
+
+fn open_with_wal(dir: &Path, wal: Option<&Path>) -> Result<KvEngine<RocksStore>, String> {
+    let config = RocksConfig {
+        block_cache_bytes: 4 << 20,
+        wal_dir: wal.map(Path::to_path_buf),
+        ..Default::default()
+    };
+    open_engine(dir, config, Arc::new(|| WRITTEN_AT)).map_err(|e| e.to_string())
+}
+
+/// RocksDB reads only the log directory it is given: moving it while the
+/// old log holds writes is refused, after a flush it is allowed.
+#[test]
+fn moving_the_wal_dir_needs_a_flush_first() {
+    let root = tempdir("rocks-wal-move");
+    let (dir, wal) = (root.join("db"), root.join("wal"));
+    let spec = test_table(12);
+    {
+        let engine = open_with_wal(&dir, None).expect("open");
+        engine.create_table(spec.clone()).expect("create");
+        write_one_row(&engine, &spec, b"unflushed");
+    }
+    let refused = open_with_wal(&dir, Some(&wal)).err().expect("refused");
+    assert!(
+        refused.contains("holds writes not yet flushed"),
+        "{refused}"
+    );
+    assert!(refused.contains(&wal.display().to_string()), "{refused}");
+    {
+        let engine = open_with_wal(&dir, None).expect("the old place still opens");
+        engine.create_table(spec.clone()).expect("create");
+        engine.flush().expect("flush");
+    }
+    {
+        let engine = open_with_wal(&dir, Some(&wal)).expect("opens after a flush");
+        engine.create_table(spec.clone()).expect("create");
+        assert_eq!(
+            row_values(&engine, &spec, WRITTEN_AT),
+            vec![b"unflushed".to_vec()]
+        );
+        write_one_row(&engine, &spec, b"in the new log");
+    }
+    let back = open_with_wal(&dir, None)
+        .err()
+        .expect("moving back is checked too");
+    assert!(
+        back.contains(&format!("{} holds writes", wal.display())),
+        "{back}"
+    );
+    let _ = std::fs::remove_dir_all(root);
+}

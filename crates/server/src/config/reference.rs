@@ -69,7 +69,7 @@ pub const KEYS: &[KeyDoc] = &[
     key(
         "commitlog_directory",
         "/var/lib/rocksandra/commitlog",
-        "Directory of RocksDB's write-ahead log; unset: inside the data directory. Flush before moving it.",
+        "Directory of RocksDB's write-ahead log; unset: inside the data directory. Changing it is refused while the old log holds unflushed writes (nodetool flush first).",
     )
     .unset(),
     key("commitlog_sync", "periodic", "periodic: acknowledge writes at once, sync the log every period; batch: sync before acknowledging."),
