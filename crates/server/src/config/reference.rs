@@ -89,7 +89,7 @@ pub const KEYS: &[KeyDoc] = &[
     key(
         "compaction_throughput",
         "0MiB/s",
-        "Write rate of compactions and flushes together (RocksDB rate limiter); 0: unthrottled.",
+        "Write rate of compactions and flushes together (RocksDB rate limiter, flushes first); 0: unthrottled. Cassandra's default, and its stock file, say 64MiB/s.",
     )
     .legacy(&["compaction_throughput_mb_per_sec"]),
     key("concurrent_compactors", "2", "Compactions running at once (RocksDB background compaction jobs); unset: 1.").unset(),
