@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use rocksandra_server::{shutdown_signal, Cli, Config, Service};
-use tracing::{error, info};
+use tracing::{error, info, warn};
 use tracing_subscriber::EnvFilter;
 
 #[global_allocator]
@@ -25,6 +25,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(warning) = config.unused_keys_warning() {
+        warn!("{warning}");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -120,16 +120,7 @@ pub fn open(config: &Config) -> Result<Node, String> {
     };
     let identity = NodeIdentity::load_or_create(&dir, num_tokens, &*env.random)?;
     let clock = local_clock(&env);
-    let rocks = rocksandra_storage_rocksdb::RocksConfig {
-        durability: match config.commitlog_sync {
-            CommitlogSync::Batch => Durability::Batch,
-            CommitlogSync::Periodic => Durability::Periodic {
-                period_ms: config.commitlog_sync_period.as_millis().max(1) as u64,
-            },
-        },
-        block_cache_bytes: usize::try_from(block_cache_bytes(config)).unwrap_or(usize::MAX),
-        ..rocksandra_storage_rocksdb::RocksConfig::default()
-    };
+    let rocks = rocks_config(config);
     let engine: Arc<dyn Engine> = Arc::new(
         rocksandra_storage_rocksdb::open_engine(&dir.join("rocksdb"), rocks, clock)
             .map_err(|e| format!("cannot open storage in {}: {e}", dir.display()))?,
@@ -214,6 +205,33 @@ pub async fn join_cluster(
     Ok(joined)
 }
 
+/// The RocksDB settings `config` asks for; the storage defaults for the rest.
+pub fn rocks_config(config: &Config) -> rocksandra_storage_rocksdb::RocksConfig {
+    use rocksandra_storage_rocksdb::{background_jobs_for_compactions, RocksConfig};
+    let defaults = RocksConfig::default();
+    let to_usize = |bytes: u64| usize::try_from(bytes).unwrap_or(usize::MAX);
+    RocksConfig {
+        durability: match config.commitlog_sync {
+            CommitlogSync::Batch => Durability::Batch,
+            CommitlogSync::Periodic => Durability::Periodic {
+                period_ms: config.commitlog_sync_period.as_millis().max(1) as u64,
+            },
+        },
+        block_cache_bytes: to_usize(block_cache_bytes(config)),
+        write_buffer_bytes_max: config
+            .memtable_space_bytes
+            .map_or(defaults.write_buffer_bytes_max, to_usize),
+        background_jobs: config
+            .concurrent_compactors
+            .map_or(defaults.background_jobs, |n| {
+                background_jobs_for_compactions(i32::try_from(n).unwrap_or(i32::MAX))
+            }),
+        wal_dir: config.commitlog_directory.clone(),
+        write_rate_limit_bytes: config.compaction_throughput_bytes,
+        ..defaults
+    }
+}
+
 /// The configured block cache, or one sized from the machine's memory
 /// (`MemTotal` of /proc/meminfo; the smallest default where it cannot be read).
 fn block_cache_bytes(config: &Config) -> u64 {
@@ -243,5 +261,45 @@ mod memory_tests {
         assert_eq!(meminfo_total_bytes(text), Some(24_634_480 * 1024));
         assert_eq!(meminfo_total_bytes("MemFree: 1 kB\n"), None);
         assert_eq!(meminfo_total_bytes("MemTotal: x kB\n"), None);
+    }
+}
+
+#[cfg(test)]
+mod rocks_config_tests {
+    use super::rocks_config;
+    use crate::config::Config;
+    use std::path::PathBuf;
+
+    fn rocks(yaml: &str) -> rocksandra_storage_rocksdb::RocksConfig {
+        match Config::from_yaml(yaml, "rocksandra.yaml") {
+            Ok(config) => rocks_config(&config),
+            Err(e) => panic!("{yaml}: {e}"),
+        }
+    }
+
+    #[test]
+    fn storage_keys_set_the_rocksdb_options() {
+        let defaults = rocksandra_storage_rocksdb::RocksConfig::default();
+        let plain = rocks("block_cache_size: 64MiB\n");
+        assert_eq!(plain.block_cache_bytes, 64 << 20);
+        assert_eq!(
+            plain.write_buffer_bytes_max,
+            defaults.write_buffer_bytes_max
+        );
+        assert_eq!(plain.background_jobs, defaults.background_jobs);
+        assert_eq!((plain.wal_dir, plain.write_rate_limit_bytes), (None, None));
+        let tuned = rocks(
+            "block_cache_size: 64MiB\ncommitlog_directory: /fast/wal\n\
+             memtable_heap_space_in_mb: 96\nmemtable_offheap_space: 32MiB\n\
+             compaction_throughput: 24MiB/s\nconcurrent_compactors: 6\n",
+        );
+        assert_eq!(tuned.wal_dir, Some(PathBuf::from("/fast/wal")));
+        assert_eq!(tuned.write_buffer_bytes_max, 128 << 20);
+        assert_eq!(tuned.write_rate_limit_bytes, Some(24 << 20));
+        assert_eq!(tuned.background_jobs, 7, "6 compactions and 1 flush");
+        assert_eq!(
+            rocks("compaction_throughput: 0B/s\n").write_rate_limit_bytes,
+            None
+        );
     }
 }

@@ -39,6 +39,8 @@ use rocksandra_storage::memory::Clock;
 use rocksandra_storage::merge::{filter_entry, merge_entry, FilterDecision};
 use rocksandra_storage::KvEngine;
 
+mod wal_location;
+
 type Db = DBWithThreadMode<MultiThreaded>;
 
 /// Stream files are cut at this size (the seed system used 512 MiB); with
@@ -62,7 +64,26 @@ pub struct RocksConfig {
     pub write_buffer_bytes_max: usize,
     /// Memtable size of one table.
     pub table_write_buffer_bytes: usize,
+    /// Flushes and compactions at once (RocksDB's `max_background_jobs`);
+    /// `background_jobs_for_compactions` turns a compaction count into it.
     pub background_jobs: i32,
+    /// Where the write-ahead log lives; None keeps it in the DB directory.
+    pub wal_dir: Option<PathBuf>,
+    /// Bytes per second that flushes and compactions may write together
+    /// (RocksDB's rate limiter); None leaves them unthrottled.
+    pub write_rate_limit_bytes: Option<u64>,
+}
+
+/// The `max_background_jobs` that gives RocksDB `compactions` compaction
+/// threads: it keeps a quarter of the jobs (at least one) for flushes.
+/// Counts are taken between 1 and 65,536.
+pub fn background_jobs_for_compactions(compactions: i32) -> i32 {
+    let compactions = compactions.clamp(1, 1 << 16);
+    let mut jobs = compactions + 1;
+    while jobs - (jobs / 4).max(1) < compactions {
+        jobs += 1;
+    }
+    jobs
 }
 
 impl Default for RocksConfig {
@@ -73,6 +94,8 @@ impl Default for RocksConfig {
             write_buffer_bytes_max: 256 << 20,
             table_write_buffer_bytes: 64 << 20,
             background_jobs: 2,
+            wal_dir: None,
+            write_rate_limit_bytes: None,
         }
     }
 }
@@ -172,12 +195,21 @@ impl RocksStore {
         // HyperClockCache (RocksDB's recommended cache): lock-free lookups,
         // where the LRU cache's were a hash-chain walk under a shard mutex
         // on every read. Its table grows with the data (entry charge 0).
+        wal_location::check(dir, config.wal_dir.as_deref())?;
         let cache = Cache::new_hyper_clock_cache(config.block_cache_bytes, 0);
         let mut db_options = Options::default();
         db_options.create_if_missing(true);
         db_options.create_missing_column_families(true);
         db_options.set_db_write_buffer_size(config.write_buffer_bytes_max);
         db_options.set_max_background_jobs(config.background_jobs);
+        if let Some(dir) = &config.wal_dir {
+            db_options.set_wal_dir(dir);
+        }
+        if let Some(bytes) = config.write_rate_limit_bytes {
+            // RocksDB's usual refill period (100 ms) and fairness (10).
+            let rate = i64::try_from(bytes).unwrap_or(i64::MAX);
+            db_options.set_ratelimiter(rate, 100_000, 10);
+        }
         db_options.set_enable_pipelined_write(true);
         // A writer waiting for its write group's leader blocks instead of
         // spinning and yielding first: the spin was 8% of a write's CPU on
@@ -962,6 +994,18 @@ impl RocksStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn background_jobs_give_the_asked_compaction_threads() {
+        for compactions in 1..=64 {
+            let jobs = background_jobs_for_compactions(compactions);
+            // RocksDB's split of max_background_jobs (GetBGJobLimits).
+            let flushes = (jobs / 4).max(1);
+            assert_eq!((jobs - flushes).max(1), compactions, "{jobs} jobs");
+        }
+        assert_eq!(background_jobs_for_compactions(1), 2);
+        assert_eq!(background_jobs_for_compactions(0), 2);
+    }
 
     #[test]
     fn column_family_name_on_the_stack_is_the_allocated_one() {

@@ -202,3 +202,121 @@ fn column_families_reopen_with_their_own_options_before_the_schema_loads() {
     drop(engine);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The DB-wide options RocksDB reports using, from its newest `OPTIONS-*` file.
+fn rocksdb_db_options(dir: &Path) -> String {
+    let newest = std::fs::read_dir(dir)
+        .expect("read dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("OPTIONS-") && !n.ends_with(".dbtmp"))
+        })
+        .max()
+        .expect("an OPTIONS file");
+    let text = std::fs::read_to_string(newest).expect("read OPTIONS");
+    let start = text.find("[DBOptions]").expect("DBOptions section");
+    let section = &text[start..];
+    let end = section[1..].find("\n[").map_or(section.len(), |e| e + 1);
+    section[..end].to_string()
+}
+
+#[test]
+fn wal_dir_rate_limit_and_background_jobs_reach_rocksdb() {
+    let root = tempdir("rocks-wal-dir");
+    let (dir, wal) = (root.join("db"), root.join("wal"));
+    let config = RocksConfig {
+        block_cache_bytes: 4 << 20,
+        write_buffer_bytes_max: 32 << 20,
+        background_jobs: rocksandra_storage_rocksdb::background_jobs_for_compactions(3),
+        wal_dir: Some(wal.clone()),
+        write_rate_limit_bytes: Some(16 << 20),
+        ..Default::default()
+    };
+    let engine = open_engine(&dir, config, Arc::new(|| WRITTEN_AT)).expect("open");
+    let options = rocksdb_db_options(&dir);
+    assert!(
+        options.contains(&format!("wal_dir={}", wal.display())),
+        "{options}"
+    );
+    assert!(options.contains("max_background_jobs=4"), "{options}");
+    assert!(
+        options.contains("db_write_buffer_size=33554432"),
+        "{options}"
+    );
+    let in_dir = |d: &Path| {
+        std::fs::read_dir(d)
+            .expect("read dir")
+            .filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().ends_with(".log"))
+    };
+    assert!(in_dir(&wal), "the write-ahead log is in wal_dir");
+    assert!(!in_dir(&dir), "and not in the DB directory");
+    drop(engine);
+    let _ = std::fs::remove_dir_all(root);
+}
+
+fn write_one_row(engine: &KvEngine<RocksStore>, spec: &TableSpec, value: &[u8]) {
+    let mut m = Mutation::new(spec.id, pk("p"));
+    m.rows.push((
+        clustering(1, "a"),
+        RowUpdate {
+            cells: vec![Cell::live(ColumnId(1), 10, value.to_vec())],
+            ..Default::default()
+        },
+    ));
+    engine.write(&[m], WRITTEN_AT).expect("write");
+}
+
+fn open_with_wal(dir: &Path, wal: Option<&Path>) -> Result<KvEngine<RocksStore>, String> {
+    let config = RocksConfig {
+        block_cache_bytes: 4 << 20,
+        wal_dir: wal.map(Path::to_path_buf),
+        ..Default::default()
+    };
+    open_engine(dir, config, Arc::new(|| WRITTEN_AT)).map_err(|e| e.to_string())
+}
+
+/// RocksDB reads only the log directory it is given: moving it while the
+/// old log holds writes is refused, after a flush it is allowed.
+#[test]
+fn moving_the_wal_dir_needs_a_flush_first() {
+    let root = tempdir("rocks-wal-move");
+    let (dir, wal) = (root.join("db"), root.join("wal"));
+    let spec = test_table(12);
+    {
+        let engine = open_with_wal(&dir, None).expect("open");
+        engine.create_table(spec.clone()).expect("create");
+        write_one_row(&engine, &spec, b"unflushed");
+    }
+    let refused = open_with_wal(&dir, Some(&wal)).err().expect("refused");
+    assert!(
+        refused.contains("holds writes not yet flushed"),
+        "{refused}"
+    );
+    assert!(refused.contains(&wal.display().to_string()), "{refused}");
+    {
+        let engine = open_with_wal(&dir, None).expect("the old place still opens");
+        engine.create_table(spec.clone()).expect("create");
+        engine.flush().expect("flush");
+    }
+    {
+        let engine = open_with_wal(&dir, Some(&wal)).expect("opens after a flush");
+        engine.create_table(spec.clone()).expect("create");
+        assert_eq!(
+            row_values(&engine, &spec, WRITTEN_AT),
+            vec![b"unflushed".to_vec()]
+        );
+        write_one_row(&engine, &spec, b"in the new log");
+    }
+    let back = open_with_wal(&dir, None)
+        .err()
+        .expect("moving back is checked too");
+    assert!(
+        back.contains(&format!("{} holds writes", wal.display())),
+        "{back}"
+    );
+    let _ = std::fs::remove_dir_all(root);
+}

@@ -538,10 +538,9 @@ client_encryption_options:
 
     #[test]
     fn unknown_keys_inside_the_block_are_named() {
-        assert_eq!(
-            error_text("client_encryption_options:\n  enabled: true\n  keystore_type: PEM\n"),
-            "unknown configuration key 'client_encryption_options.keystore_type' in \
-             rocksandra.yaml"
+        assert!(
+            error_text("client_encryption_options:\n  enabled: true\n  keystore_type: PEM\n")
+                .contains("[client_encryption_options.keystore_type] from your rocksandra.yaml")
         );
     }
 }

@@ -1,0 +1,329 @@
+//! The keys Rocksandra implements, each with its default and what it does:
+//! the one source of `conf/rocksandra.yaml` and `docs/configuration.md`
+//! (a test regenerates both and fails when the committed files differ).
+
+use std::fmt::Write as _;
+
+use super::cassandra_keys::CASSANDRA_ONLY_KEYS;
+
+/// One key of `rocksandra.yaml`.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyDoc {
+    pub name: &'static str,
+    /// The default as YAML; a value starting with a newline is a block
+    /// (indented lines).
+    pub default: &'static str,
+    /// Unset by default: the shipped file shows `default` as an example,
+    /// commented out, and `doc` says what happens without it.
+    pub unset: bool,
+    /// Older names read as well (never together with `name`).
+    pub legacy: &'static [&'static str],
+    pub doc: &'static str,
+}
+
+const fn key(name: &'static str, default: &'static str, doc: &'static str) -> KeyDoc {
+    KeyDoc {
+        name,
+        default,
+        unset: false,
+        legacy: &[],
+        doc,
+    }
+}
+
+impl KeyDoc {
+    const fn legacy(self, legacy: &'static [&'static str]) -> KeyDoc {
+        KeyDoc { legacy, ..self }
+    }
+
+    const fn unset(self) -> KeyDoc {
+        KeyDoc {
+            unset: true,
+            ..self
+        }
+    }
+}
+
+/// Every key Rocksandra reads, in the order of the shipped file.
+pub const KEYS: &[KeyDoc] = &[
+    key("cluster_name", "'Test Cluster'", "Name of the cluster; nodes of other clusters are refused."),
+    key("num_tokens", "16", "Tokens (vnodes) a new node takes on the ring, 1 to 1024."),
+    key("listen_address", "localhost", "IP address other nodes reach this node on (and clients, without rpc_address)."),
+    key("rpc_address", "0.0.0.0", "IP address CQL clients connect to; unset: listen_address.").unset(),
+    key("native_transport_port", "9042", "TCP port of the CQL native protocol."),
+    key("storage_port", "7000", "Port for other nodes: internode TCP and gossip."),
+    key(
+        "seed_provider",
+        "\n  - class_name: org.apache.cassandra.locator.SimpleSeedProvider\n    parameters:\n      - seeds: \"127.0.0.1:7000\"",
+        "Seeds to join a cluster through (host or host:port); unset: the node runs alone.",
+    )
+    .unset(),
+    key("auto_bootstrap", "true", "A new node streams its ranges' data from the cluster before serving."),
+    key("endpoint_snitch", "SimpleSnitch", "Snitch name, reported to clients; data_center and rack place the node."),
+    key("data_center", "datacenter1", "Data center of this node."),
+    key("rack", "rack1", "Rack of this node."),
+    key("hinted_handoff_enabled", "true", "Coordinators keep hints for replicas that are down."),
+    key("max_hint_window", "3h", "Longest downtime of a replica that hints are kept for.")
+        .legacy(&["max_hint_window_in_ms"]),
+    key("data_file_directories", "\n  - ./data", "The data directory; exactly one entry (more are refused)."),
+    key(
+        "commitlog_directory",
+        "/var/lib/rocksandra/commitlog",
+        "Directory of RocksDB's write-ahead log; unset: inside the data directory. Changing it is refused while the old log holds unflushed writes (nodetool flush first).",
+    )
+    .unset(),
+    key("commitlog_sync", "periodic", "periodic: acknowledge writes at once, sync the log every period; batch: sync before acknowledging."),
+    key("commitlog_sync_period", "10000ms", "How often the log is synced under periodic.")
+        .legacy(&["commitlog_sync_period_in_ms"]),
+    key("block_cache_size", "1GiB", "RocksDB block cache; unset: a quarter of the machine's memory, at least 256MiB.").unset(),
+    key(
+        "memtable_heap_space",
+        "256MiB",
+        "Memtable budget of all tables together (RocksDB db_write_buffer_size), added to memtable_offheap_space; unset (both): 256MiB.",
+    )
+    .unset()
+    .legacy(&["memtable_heap_space_in_mb"]),
+    key("memtable_offheap_space", "256MiB", "Added to memtable_heap_space for the memtable budget.")
+        .unset()
+        .legacy(&["memtable_offheap_space_in_mb"]),
+    key(
+        "compaction_throughput",
+        "0MiB/s",
+        "Write rate of compactions and flushes together (RocksDB rate limiter, flushes first); 0: unthrottled. Cassandra's default, and its stock file, say 64MiB/s.",
+    )
+    .legacy(&["compaction_throughput_mb_per_sec"]),
+    key("concurrent_compactors", "2", "Compactions running at once (RocksDB background compaction jobs); unset: 1.").unset(),
+    key("authenticator", "AllowAllAuthenticator", "AllowAllAuthenticator (no login) or PasswordAuthenticator."),
+    key("authorizer", "AllowAllAuthorizer", "AllowAllAuthorizer or CassandraAuthorizer (needs PasswordAuthenticator)."),
+    key("auth_bcrypt_gensalt_log2_rounds", "10", "bcrypt cost of stored passwords, 4 to 31."),
+    key(
+        "client_encryption_options",
+        "\n  enabled: false",
+        "TLS for CQL clients: enabled, optional, keystore/truststore (PEM), require_client_auth, protocol, cipher_suites.",
+    ),
+    key("native_transport_max_frame_size", "16MiB", "Largest frame a client may send, 4KiB up to 2GiB.")
+        .legacy(&["native_transport_max_frame_size_in_mb"]),
+    key("native_transport_max_concurrent_connections", "-1", "Client connections served at once; -1: 1024."),
+    key("native_transport_max_concurrent_connections_per_ip", "-1", "Client connections from one IP address; -1 or 0: no limit."),
+    key("native_transport_max_requests_per_connection", "2048", "Requests in flight on one connection before OVERLOADED."),
+    key("native_transport_max_concurrent_requests", "16384", "Requests in flight over all connections before OVERLOADED."),
+    key("native_transport_max_request_data_in_flight", "256MiB", "Bytes of requests being processed over all connections.")
+        .legacy(&["native_transport_max_concurrent_requests_in_bytes"]),
+    key("native_transport_max_request_data_in_flight_per_ip", "64MiB", "Bytes of requests being processed per client IP address.")
+        .legacy(&["native_transport_max_concurrent_requests_in_bytes_per_ip"]),
+    key("native_transport_idle_timeout", "0ms", "Closes a connection idle this long; 0ms: never.")
+        .legacy(&["native_transport_idle_timeout_in_ms"]),
+    key("prepared_statements_cache_size", "10MiB", "Bound of the prepared-statement cache; empty: 10MiB.")
+        .legacy(&["prepared_statements_cache_size_mb"]),
+    key("materialized_views_enabled", "false", "Allows CREATE MATERIALIZED VIEW.")
+        .legacy(&["enable_materialized_views"]),
+    key("prometheus_address", "127.0.0.1", "Address of the Prometheus metrics endpoint."),
+    key("prometheus_port", "9180", "Port of the Prometheus metrics endpoint; 0 turns it off. The legacy key is host:port for both.")
+        .legacy(&["prometheus_listen_address"]),
+];
+
+const YAML_HEADER: &str = "\
+# rocksandra.yaml: every key Rocksandra implements, set to its default.
+# Generated from crates/server/src/config/reference.rs (UPDATE_CONFIG_DOCS=1
+# cargo test -p rocksandra-server --lib config rewrites it); keys named as in
+# cassandra.yaml. Lines starting with `# key:` are unset by default.
+# Cassandra 5.0 keys Rocksandra does not use are accepted with a warning
+# (docs/configuration.md lists them); any other key is an error.
+";
+
+/// `conf/rocksandra.yaml`.
+pub fn yaml_file() -> String {
+    let mut out = String::from(YAML_HEADER);
+    for key in KEYS {
+        out.push('\n');
+        let _ = writeln!(out, "# {}", key.doc);
+        let prefix = if key.unset { "# " } else { "" };
+        let mut lines = format!("{}:{}", key.name, yaml_value(key.default));
+        if key.default.starts_with('\n') {
+            lines = lines.replace('\n', &format!("\n{prefix}"));
+        }
+        let _ = writeln!(out, "{prefix}{lines}");
+    }
+    out
+}
+
+fn yaml_value(default: &str) -> String {
+    if default.starts_with('\n') {
+        default.to_string()
+    } else {
+        format!(" {default}")
+    }
+}
+
+const MARKDOWN_HEADER: &str = "\
+# Configuration
+
+`rocksandra --config FILE` reads a YAML file whose keys are named as in
+Cassandra's `cassandra.yaml`. [`conf/rocksandra.yaml`](../conf/rocksandra.yaml)
+holds every key below at its default. Both this page and that file are
+generated from `crates/server/src/config/reference.rs`; after changing it, run
+`UPDATE_CONFIG_DOCS=1 cargo test -p rocksandra-server --lib config`.
+
+A stock Cassandra 5.0 `cassandra.yaml` starts a node too: the Cassandra keys
+Rocksandra does not use (listed at the end) are accepted and named in one
+warning at startup. A key neither knows is an error naming it. A legacy name
+(`_in_ms`, `_in_mb`, ...) takes the unit in its name and a plain number;
+giving both names of one key is an error.
+
+## Keys Rocksandra implements
+
+| Key | Default | Meaning |
+|---|---|---|
+";
+
+/// `docs/configuration.md`.
+pub fn markdown_file() -> String {
+    let mut out = String::from(MARKDOWN_HEADER);
+    for key in KEYS {
+        let _ = writeln!(
+            out,
+            "| `{}`{} | {} | {} |",
+            key.name,
+            legacy_names(key),
+            markdown_default(key),
+            key.doc
+        );
+    }
+    out.push_str(
+        "\n## Cassandra 5.0 keys accepted but not used\n\n\
+         Their values are not read or checked.\n\n",
+    );
+    for name in CASSANDRA_ONLY_KEYS {
+        let _ = writeln!(out, "- `{name}`");
+    }
+    out
+}
+
+fn legacy_names(key: &KeyDoc) -> String {
+    key.legacy
+        .iter()
+        .map(|name| format!(" (legacy `{name}`)"))
+        .collect()
+}
+
+fn markdown_default(key: &KeyDoc) -> String {
+    if key.unset {
+        return "unset".to_string();
+    }
+    let one_line = key
+        .default
+        .trim_start_matches('\n')
+        .lines()
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!("`{one_line}`")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, FileConfig};
+    use std::path::PathBuf;
+
+    /// The committed file at `relative` (from the workspace root) must be
+    /// `generated`; with UPDATE_CONFIG_DOCS=1 it is rewritten instead.
+    fn check_generated(relative: &str, generated: &str) {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(relative);
+        if std::env::var_os("UPDATE_CONFIG_DOCS").is_some() {
+            std::fs::write(&path, generated).expect("write the generated file");
+            return;
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "{relative} is not what crates/server/src/config/reference.rs generates; \
+             regenerate it with UPDATE_CONFIG_DOCS=1 cargo test -p rocksandra-server --lib config"
+        );
+    }
+
+    #[test]
+    fn shipped_yaml_and_docs_are_generated_from_the_key_table() {
+        check_generated("conf/rocksandra.yaml", &yaml_file());
+        check_generated("docs/configuration.md", &markdown_file());
+    }
+
+    #[test]
+    fn shipped_yaml_parses_to_the_defaults() {
+        let config = match Config::from_yaml(&yaml_file(), "rocksandra.yaml") {
+            Ok(config) => config,
+            Err(e) => panic!("the generated file parses: {e}"),
+        };
+        assert_eq!(config, Config::default());
+    }
+
+    /// The example value of each unset key parses too.
+    #[test]
+    fn examples_of_unset_keys_parse() {
+        for key in KEYS.iter().filter(|k| k.unset) {
+            let yaml = format!("{}:{}\n", key.name, yaml_value(key.default));
+            if let Err(e) = Config::from_yaml(&yaml, "rocksandra.yaml") {
+                panic!("{yaml}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_key_read_is_documented_once_and_no_key_is_both_used_and_unused() {
+        let fields = file_config_fields();
+        let mut documented: Vec<&str> = KEYS
+            .iter()
+            .flat_map(|k| std::iter::once(k.name).chain(k.legacy.iter().copied()))
+            .collect();
+        documented.sort_unstable();
+        let mut read: Vec<&str> = fields.to_vec();
+        read.sort_unstable();
+        assert_eq!(documented, read, "KEYS against FileConfig's fields");
+        for field in fields {
+            assert!(
+                !CASSANDRA_ONLY_KEYS.contains(field),
+                "{field} is read, so it is not a Cassandra-only key"
+            );
+        }
+    }
+
+    /// The keys `FileConfig` reads, as serde's derive lists them.
+    fn file_config_fields() -> &'static [&'static str] {
+        use serde::Deserialize;
+        let mut fields: &'static [&'static str] = &[];
+        let _ = FileConfig::deserialize(FieldNames(&mut fields));
+        fields
+    }
+
+    /// A deserializer that only records the field names of a struct.
+    struct FieldNames<'a>(&'a mut &'static [&'static str]);
+
+    impl<'de> serde::Deserializer<'de> for FieldNames<'_> {
+        type Error = serde::de::value::Error;
+
+        fn deserialize_any<V: serde::de::Visitor<'de>>(
+            self,
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            Err(serde::de::Error::custom("only a struct"))
+        }
+
+        fn deserialize_struct<V: serde::de::Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            _visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = fields;
+            Err(serde::de::Error::custom("fields recorded"))
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+            bytes byte_buf option unit unit_struct newtype_struct seq tuple
+            tuple_struct map enum identifier ignored_any
+        }
+    }
+}
