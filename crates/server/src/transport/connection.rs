@@ -961,6 +961,6 @@ mod tests {
         let supported = supported();
         assert_eq!(supported["CQL_VERSION"], vec!["3.4.7"]);
         assert_eq!(supported["COMPRESSION"], vec!["lz4", "snappy"]);
-        assert_eq!(supported["PROTOCOL_VERSIONS"], vec!["4/v4", "5/v5"]);
+        assert_eq!(supported["PROTOCOL_VERSIONS"], vec!["3/v3", "4/v4", "5/v5"]);
     }
 }
