@@ -287,16 +287,18 @@ class Cassandra:
     name = "cassandra"
     label = "Apache Cassandra 5.0.6"
 
-    def __init__(self, work, heap):
+    def __init__(self, work, heap, yaml_lines=()):
         self.base = os.path.join(work, "cassandra")
         self.heap = heap
+        self.yaml_lines = list(yaml_lines)
         self.pid = None
 
     def start(self):
         shutil.rmtree(self.base, ignore_errors=True)
+        yaml_args = [arg for line in self.yaml_lines for arg in ("--yaml", line)]
         subprocess.run(
             [os.path.join(ROOT, "scripts/cassandra/start.sh"), "--base", self.base,
-             "--port", str(PORT), "--heap", self.heap, "--timeout", "300"],
+             "--port", str(PORT), "--heap", self.heap, "--timeout", "300"] + yaml_args,
             check=True, stdout=subprocess.DEVNULL)
         with open(os.path.join(self.base, "cassandra.pid")) as f:
             self.pid = int(f.read().strip())
@@ -313,7 +315,7 @@ class Cassandra:
         return {"kind": "GC pauses (gc.log)", "seconds": total, "longest_s": longest}
 
     def versions(self):
-        return {"cassandra": "5.0.6", "heap": self.heap,
+        return {"cassandra": "5.0.6", "heap": self.heap, "yaml": self.yaml_lines,
                 "java": subprocess.run(["bash", "-c", "source %s/scripts/cassandra/common.sh && "
                                         "$(find_java17) -version 2>&1 | head -1" % ROOT],
                                        capture_output=True, text=True).stdout.strip()}
@@ -323,9 +325,10 @@ class Rocksandra:
     name = "rocksandra"
     label = "Rocksandra"
 
-    def __init__(self, work, binary):
+    def __init__(self, work, binary, yaml_lines=()):
         self.base = os.path.join(work, "rocksandra")
         self.binary = binary
+        self.yaml_lines = list(yaml_lines)
         self.proc = None
         self.pid = None
         self.before = {}
@@ -334,9 +337,15 @@ class Rocksandra:
         shutil.rmtree(self.base, ignore_errors=True)
         os.makedirs(self.base)
         self.log = open(os.path.join(self.base, "server.log"), "w")
+        config = []
+        if self.yaml_lines:
+            path = os.path.join(self.base, "rocksandra.yaml")
+            with open(path, "w") as f:
+                f.write("".join(line + "\n" for line in self.yaml_lines))
+            config = ["--config", path]
         self.proc = subprocess.Popen(
             [self.binary, "--data-dir", os.path.join(self.base, "data"),
-             "--listen-address", HOST, "--native-port", str(PORT)],
+             "--listen-address", HOST, "--native-port", str(PORT)] + config,
             stdout=self.log, stderr=subprocess.STDOUT)
         self.pid = self.proc.pid
 
@@ -369,7 +378,7 @@ class Rocksandra:
         version = subprocess.run([self.binary, "--version"], capture_output=True,
                                  text=True).stdout.strip().split()[-1:]
         return {"rocksandra": " ".join(version), "build": "release" if "/release/" in self.binary
-                else "debug"}
+                else "debug", "yaml": self.yaml_lines}
 
 
 # --- one system's run -------------------------------------------------------
@@ -584,7 +593,8 @@ def cmd_run(opts):
                             "settings": " ".join(Latte.SETTINGS)}
     results["parameters"]["repeat"] = opts.repeat
     results["runs"] = []
-    systems = [Cassandra(opts.work, opts.heap), Rocksandra(opts.work, opts.server)]
+    systems = [Cassandra(opts.work, opts.heap, opts.cassandra_yaml),
+               Rocksandra(opts.work, opts.server, opts.rocksandra_yaml)]
     systems = [s for s in systems if not opts.only or s.name == opts.only]
     for i in range(opts.repeat):
         # Alternate which system goes first, so neither always runs on a
@@ -609,7 +619,7 @@ def cmd_profile(opts):
     (perf's own sampling included)."""
     os.makedirs(opts.work, exist_ok=True)
     loadgen, latte = Loadgen(opts.loadgen), Latte(opts.latte, opts.work)
-    system = Rocksandra(opts.work, opts.server)
+    system = Rocksandra(opts.work, opts.server, opts.rocksandra_yaml)
     rate = opts.latte_rates[0]
     perf_data = os.path.join(opts.work, "perf.data")
     system.start()
@@ -1001,6 +1011,10 @@ def main():
     ap.add_argument("--settle", type=int, default=300,
                     help="longest wait for the server to go idle after the preload (s)")
     ap.add_argument("--heap", default="4G")
+    ap.add_argument("--cassandra-yaml", action="append", default=[], metavar="'KEY: VALUE'",
+                    help="a cassandra.yaml line for Cassandra (repeatable)")
+    ap.add_argument("--rocksandra-yaml", action="append", default=[], metavar="'KEY: VALUE'",
+                    help="a configuration line for Rocksandra (repeatable)")
     ap.add_argument("--only", choices=["cassandra", "rocksandra"])
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs of every phase per system, alternating which system goes first; "
