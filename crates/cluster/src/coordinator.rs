@@ -48,12 +48,35 @@ use crate::replica;
 use crate::ring::{MemberStatus, Strategy};
 use crate::topology::Topology;
 
-/// Cassandra's `write_request_timeout`.
+/// Cassandra's default `write_request_timeout`.
 pub const WRITE_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
-/// Cassandra's `read_request_timeout`.
+/// Cassandra's default `read_request_timeout`.
 pub const READ_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-/// Cassandra's `range_request_timeout`.
+/// Cassandra's default `range_request_timeout`.
 pub const RANGE_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the coordinator waits for replicas: Cassandra's
+/// `read_request_timeout`, `write_request_timeout`, `range_request_timeout`
+/// and `cas_contention_timeout` (the time a lightweight transaction retries
+/// under contention).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    pub read: Duration,
+    pub write: Duration,
+    pub range: Duration,
+    pub cas_contention: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Timeouts {
+        Timeouts {
+            read: READ_REQUEST_TIMEOUT,
+            write: WRITE_REQUEST_TIMEOUT,
+            range: RANGE_REQUEST_TIMEOUT,
+            cas_contention: CAS_CONTENTION_TIMEOUT,
+        }
+    }
+}
 /// A read answer later than this makes the coordinator ask one more replica.
 pub const SPECULATIVE_RETRY_AFTER: Duration = Duration::from_millis(50);
 /// Writes whose slow replicas are still watched (to hint the ones that
@@ -75,6 +98,7 @@ pub struct Shared {
     pub topology: RwLock<Arc<Topology>>,
     pub hints: Hints,
     pub now_micros: Arc<dyn Fn() -> i64 + Send + Sync>,
+    pub timeouts: Timeouts,
     /// When each node was first seen down (`now_micros`), for the hint
     /// window.
     pub down_since: RwLock<HashMap<IpAddr, i64>>,
@@ -111,6 +135,7 @@ impl Shared {
         topology: Topology,
         hints: Hints,
         now_micros: Arc<dyn Fn() -> i64 + Send + Sync>,
+        timeouts: Timeouts,
     ) -> std::io::Result<Arc<Shared>> {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Followup>(WRITE_FOLLOWUPS_MAX);
         let shared = Arc::new(Shared {
@@ -120,6 +145,7 @@ impl Shared {
             topology: RwLock::new(Arc::new(topology)),
             hints,
             now_micros,
+            timeouts,
             down_since: RwLock::new(HashMap::new()),
             followups: tx,
             ballots: std::sync::Mutex::new(BallotClock::new(proposer_id(local))),
@@ -488,7 +514,7 @@ impl Coordinator {
                 tracks[*i].acked.push(topology.local_dc.clone());
             }
         }
-        let deadline = Instant::now() + WRITE_REQUEST_TIMEOUT;
+        let deadline = Instant::now() + self.shared.timeouts.write;
         let mut failure: Option<QueryError> = None;
         while !tracks.iter().all(WriteTrack::done) && !outstanding.is_empty() {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -601,7 +627,7 @@ impl Coordinator {
             id,
             entry: entry.clone(),
         });
-        let deadline = Instant::now() + WRITE_REQUEST_TIMEOUT;
+        let deadline = Instant::now() + self.shared.timeouts.write;
         let mut stored = 0;
         while stored < holders.len() {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -950,7 +976,7 @@ impl Coordinator {
             next += 1;
         }
         let started = Instant::now();
-        let deadline = started + READ_REQUEST_TIMEOUT;
+        let deadline = started + self.shared.timeouts.read;
         let mut speculated = false;
         let mut data: Option<(IpAddr, Partition)> = None;
         let mut digests: Vec<(IpAddr, [u8; 16])> = Vec::new();
@@ -1130,7 +1156,7 @@ impl Coordinator {
         self.shared.send_all(&order, request, &tx);
         let mut asked = order.len();
         let mut spares = spares.iter();
-        let deadline = Instant::now() + READ_REQUEST_TIMEOUT;
+        let deadline = Instant::now() + self.shared.timeouts.read;
         let mut raws = Vec::new();
         let mut done = 0;
         while done < asked {
@@ -1179,7 +1205,7 @@ impl Coordinator {
             mutations: union.clone(),
             now,
         });
-        let deadline = Instant::now() + WRITE_REQUEST_TIMEOUT;
+        let deadline = Instant::now() + self.shared.timeouts.write;
         let mut pending: HashSet<IpAddr> = stale.iter().copied().collect();
         while !pending.is_empty() {
             match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
@@ -1225,7 +1251,7 @@ impl Coordinator {
             scan: sub.clone(),
             now,
         });
-        let deadline = Instant::now() + RANGE_REQUEST_TIMEOUT;
+        let deadline = Instant::now() + self.shared.timeouts.range;
         let mut pages: Vec<(IpAddr, ScanPage)> = Vec::new();
         while pages.len() < targets.len() {
             match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
@@ -1493,7 +1519,7 @@ impl Coordinator {
             ttl_seconds: plan.ttl_seconds,
             now: plan.now,
         });
-        let deadline = Instant::now() + WRITE_REQUEST_TIMEOUT;
+        let deadline = Instant::now() + self.shared.timeouts.write;
         let mut promises = Vec::new();
         let mut failed = 0;
         while promises.len() < plan.participants.required {
@@ -1539,7 +1565,7 @@ impl Coordinator {
             ttl_seconds: plan.ttl_seconds,
             now: plan.now,
         });
-        let deadline = Instant::now() + WRITE_REQUEST_TIMEOUT;
+        let deadline = Instant::now() + self.shared.timeouts.write;
         let (mut accepts, mut refusals) = (0, 0);
         loop {
             let outcome =
@@ -1581,7 +1607,7 @@ impl Coordinator {
             ttl_seconds: plan.ttl_seconds,
             now: plan.now,
         });
-        let deadline = Instant::now() + WRITE_REQUEST_TIMEOUT;
+        let deadline = Instant::now() + self.shared.timeouts.write;
         let dc = |e: IpAddr| topology.dc_of(e).unwrap_or_default();
         let mut acked: Vec<String> = Vec::new();
         let mut outstanding: HashMap<IpAddr, Vec<Mutation>> = live
@@ -1639,7 +1665,7 @@ impl Coordinator {
             ttl_seconds: plan.ttl_seconds,
             now: plan.now,
         });
-        let deadline = Instant::now() + WRITE_REQUEST_TIMEOUT;
+        let deadline = Instant::now() + self.shared.timeouts.write;
         for _ in replicas {
             if rx
                 .recv_timeout(deadline.saturating_duration_since(Instant::now()))
@@ -1678,7 +1704,7 @@ impl Coordinator {
         };
         let started = Instant::now();
         let mut above: Option<Ballot> = None;
-        while started.elapsed() < CAS_CONTENTION_TIMEOUT {
+        while started.elapsed() < self.shared.timeouts.cas_contention {
             let ballot = self.shared.next_ballot(above);
             let promises = match self.paxos_prepare(plan, ballot)? {
                 Prepared::Rejected(highest) => {

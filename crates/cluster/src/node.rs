@@ -16,7 +16,7 @@ use rocksandra_query::{Executor, PeerInfo, QueryError};
 use rocksandra_storage::{Engine, TableId};
 use rocksandra_wire::{Event, StatusChangeType, TopologyChangeType};
 
-use crate::coordinator::{Coordinator, Shared};
+use crate::coordinator::{Coordinator, Shared, Timeouts};
 use crate::gossip::{Gossip, LocalState, NodeView};
 use crate::hints::Hints;
 use crate::message::{AdminCommand, RemoteError, Request, Response, SchemaBlob};
@@ -63,6 +63,8 @@ pub struct ClusterConfig {
     /// Hints are kept for replicas down at most this long; None: no hints
     /// (`hinted_handoff_enabled: false`).
     pub hint_window: Option<Duration>,
+    /// How long the coordinator waits for replicas.
+    pub timeouts: Timeouts,
 }
 
 pub type EventSink = Arc<dyn Fn(Event) + Send + Sync>;
@@ -280,6 +282,7 @@ impl ClusterNode {
             topology,
             hints,
             Arc::new(rocksandra_data::time::system_micros),
+            config.timeouts,
         )
         .map_err(|e| format!("cannot start the coordinator: {e}"))?;
         let node = Arc::new(ClusterNode {

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use rocksandra_cluster::coordinator::{Coordinator, Shared};
+use rocksandra_cluster::coordinator::{Coordinator, Shared, Timeouts};
 use rocksandra_cluster::gossip::NodeView;
 use rocksandra_cluster::hints::{self, Hints};
 use rocksandra_cluster::message::{Request, Response};
@@ -257,6 +257,10 @@ struct Faults {
     cut: BTreeSet<(IpAddr, IpAddr)>,
     loss_per_mille: u64,
     delayed: Vec<(IpAddr, Request)>,
+    /// Hung nodes: requests reach them and are never answered (their
+    /// reply senders are kept here, so the sender waits out its timeout).
+    hung: BTreeSet<IpAddr>,
+    held: Vec<ReplySender>,
     /// Every message's fate, hashed into the trace.
     hasher: DefaultHasher,
     /// Messages by kind and fate, and other events, to show what a run
@@ -315,6 +319,10 @@ struct SimTransport {
 
 impl Transport for SimTransport {
     fn send(&self, peer: IpAddr, request: Request, reply: ReplySender) {
+        if self.network.faults().hung.contains(&peer) {
+            self.network.faults().held.push(reply);
+            return;
+        }
         let answer: Reply = match self.network.fate(self.from, peer, &request) {
             Fate::Deliver => (peer, Ok(self.network.serve(peer, request))),
             Fate::LoseRequest => (peer, Err(SendError::Unreachable(peer, "lost".into()))),
@@ -356,6 +364,8 @@ struct Config {
     final_read_repair: bool,
     /// Bug: writes go out at ONE whatever the model was told.
     write_at_one: bool,
+    /// The coordinators' `*_request_timeout`s.
+    timeouts: Timeouts,
 }
 
 impl Default for Config {
@@ -367,6 +377,7 @@ impl Default for Config {
             hinted_handoff: true,
             final_read_repair: true,
             write_at_one: false,
+            timeouts: Timeouts::default(),
         }
     }
 }
@@ -455,6 +466,8 @@ impl Sim {
                 cut: BTreeSet::new(),
                 loss_per_mille: 0,
                 delayed: Vec::new(),
+                hung: BTreeSet::new(),
+                held: Vec::new(),
                 hasher: DefaultHasher::new(),
                 counts: BTreeMap::new(),
             }),
@@ -482,6 +495,7 @@ impl Sim {
                 placeholder,
                 hints,
                 Arc::new(move || c.load(Ordering::SeqCst)),
+                config.timeouts,
             )
             .expect("shared");
             let initial = n <= config.initial_nodes;
@@ -1230,4 +1244,56 @@ fn lost_hints_without_repair_are_caught() {
             .any(|v| v.contains("the last write wins"))
     });
     assert!(caught.is_some(), "no seed caught lost hints");
+}
+
+#[test]
+fn replicas_that_never_answer_time_out_after_the_configured_timeouts() {
+    let timeouts = Timeouts {
+        read: Duration::from_millis(150),
+        write: Duration::from_millis(100),
+        ..Timeouts::default()
+    };
+    let config = Config {
+        joiners: 0,
+        timeouts,
+        ..Config::default()
+    };
+    let sim = Sim::new(7, config);
+    let coordinator = sim.nodes[0].address;
+    sim.network.faults().hung = sim.nodes[1..].iter().map(|n| n.address).collect();
+    let (schema, table) = schema();
+    let started = std::time::Instant::now();
+    let read = sim.nodes[0].coordinator.read_partition(
+        schema,
+        table,
+        &full_read(table, 0),
+        Consistency::All,
+        sim.now(),
+    );
+    let waited = started.elapsed();
+    assert_eq!(read.as_ref().map_err(error_kind).err(), Some("ReadTimeout"));
+    assert!(
+        waited >= timeouts.read && waited < timeouts.read * 10,
+        "read waited {waited:?} with a {:?} timeout via {coordinator}",
+        timeouts.read
+    );
+    let mut m = Mutation::new(table.storage_id, key(0));
+    m.partition_deletion = Some(DeletionTime::new(1, sim.now().0));
+    let options = WriteOptions {
+        consistency: Consistency::All,
+        write_type: WriteType::Simple,
+        now: sim.now(),
+    };
+    let started = std::time::Instant::now();
+    let write = sim.nodes[0].coordinator.write(schema, vec![m], &options);
+    let waited = started.elapsed();
+    assert_eq!(
+        write.as_ref().map_err(error_kind).err(),
+        Some("WriteTimeout")
+    );
+    assert!(
+        waited >= timeouts.write && waited < timeouts.write * 10,
+        "write waited {waited:?} with a {:?} timeout",
+        timeouts.write
+    );
 }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Parser;
+use rocksandra_cluster::coordinator::Timeouts;
 use serde::Deserialize;
 use thiserror::Error;
 
@@ -231,6 +232,10 @@ pub struct Config {
     /// for at most `max_hint_window` of a replica's downtime.
     pub hinted_handoff_enabled: bool,
     pub max_hint_window: Duration,
+    /// How long a coordinator waits for replicas (`read_request_timeout`,
+    /// `write_request_timeout`, `range_request_timeout`,
+    /// `cas_contention_timeout`).
+    pub request_timeouts: Timeouts,
     pub authenticator: Authenticator,
     pub authorizer: Authorizer,
     pub endpoint_snitch: String,
@@ -308,6 +313,7 @@ impl Default for Config {
             auto_bootstrap: true,
             hinted_handoff_enabled: true,
             max_hint_window: MAX_HINT_WINDOW_DEFAULT,
+            request_timeouts: Timeouts::default(),
             authenticator: Authenticator::AllowAll,
             authorizer: Authorizer::AllowAll,
             endpoint_snitch: ENDPOINT_SNITCH_DEFAULT.to_string(),
@@ -610,6 +616,14 @@ struct FileConfig {
     hinted_handoff_enabled: Option<bool>,
     max_hint_window: Option<String>,
     max_hint_window_in_ms: Option<u64>,
+    read_request_timeout: Option<String>,
+    read_request_timeout_in_ms: Option<u64>,
+    write_request_timeout: Option<String>,
+    write_request_timeout_in_ms: Option<u64>,
+    range_request_timeout: Option<String>,
+    range_request_timeout_in_ms: Option<u64>,
+    cas_contention_timeout: Option<String>,
+    cas_contention_timeout_in_ms: Option<u64>,
     client_encryption_options: Option<encryption::FileClientEncryption>,
     materialized_views_enabled: Option<bool>,
     enable_materialized_views: Option<bool>,
@@ -704,6 +718,40 @@ impl FileConfig {
                 }),
             )?
             .unwrap_or(defaults.max_hint_window),
+            request_timeouts: Timeouts {
+                read: request_timeout(
+                    ("read_request_timeout", self.read_request_timeout),
+                    (
+                        "read_request_timeout_in_ms",
+                        self.read_request_timeout_in_ms,
+                    ),
+                    defaults.request_timeouts.read,
+                )?,
+                write: request_timeout(
+                    ("write_request_timeout", self.write_request_timeout),
+                    (
+                        "write_request_timeout_in_ms",
+                        self.write_request_timeout_in_ms,
+                    ),
+                    defaults.request_timeouts.write,
+                )?,
+                range: request_timeout(
+                    ("range_request_timeout", self.range_request_timeout),
+                    (
+                        "range_request_timeout_in_ms",
+                        self.range_request_timeout_in_ms,
+                    ),
+                    defaults.request_timeouts.range,
+                )?,
+                cas_contention: request_timeout(
+                    ("cas_contention_timeout", self.cas_contention_timeout),
+                    (
+                        "cas_contention_timeout_in_ms",
+                        self.cas_contention_timeout_in_ms,
+                    ),
+                    defaults.request_timeouts.cas_contention,
+                )?,
+            },
             authenticator: match self.authenticator {
                 Some(name) => Authenticator::parse(name.name())?,
                 None => defaults.authenticator,
@@ -1053,6 +1101,28 @@ fn idle_timeout(
             format!("{t:?} (expected 0ms or at least 1ms)"),
         )),
         t => Ok(t),
+    }
+}
+
+/// A `*_request_timeout` (or its legacy `_in_ms` key): at least 1ms.
+fn request_timeout(
+    modern: (&'static str, Option<String>),
+    legacy: (&'static str, Option<u64>),
+    default: Duration,
+) -> Result<Duration, ConfigError> {
+    let key = modern.0;
+    let timeout = pick_legacy(
+        (key, modern.1, |text: String| {
+            parse_duration(&text).map_err(|m| invalid(key, m))
+        }),
+        (legacy.0, legacy.1, |ms| Ok(Duration::from_millis(ms))),
+    )?;
+    match timeout {
+        None => Ok(default),
+        Some(t) if t < Duration::from_millis(1) => {
+            Err(invalid(key, format!("{t:?} (expected at least 1ms)")))
+        }
+        Some(t) => Ok(t),
     }
 }
 
@@ -1484,9 +1554,32 @@ prometheus_port: 9500
     }
 
     #[test]
+    fn request_timeouts_parse_with_cassandra_defaults() {
+        let defaults = parse_ok("").request_timeouts;
+        assert_eq!(defaults.read, Duration::from_secs(5));
+        assert_eq!(defaults.write, Duration::from_secs(2));
+        assert_eq!(defaults.range, Duration::from_secs(10));
+        assert_eq!(defaults.cas_contention, Duration::from_secs(1));
+        let set = parse_ok(
+            "read_request_timeout: 20ms\nwrite_request_timeout_in_ms: 15\n\
+             range_request_timeout: 3s\ncas_contention_timeout: 250ms\n",
+        )
+        .request_timeouts;
+        assert_eq!(set.read, Duration::from_millis(20));
+        assert_eq!(set.write, Duration::from_millis(15));
+        assert_eq!(set.range, Duration::from_secs(3));
+        assert_eq!(set.cas_contention, Duration::from_millis(250));
+        assert!(error_text("read_request_timeout: 0ms\n").contains("read_request_timeout"));
+        assert!(
+            error_text("write_request_timeout: 1s\nwrite_request_timeout_in_ms: 1000\n")
+                .contains("write_request_timeout")
+        );
+    }
+
+    #[test]
     fn cassandra_keys_are_accepted_and_named_in_one_warning() {
         let config = parse_ok(
-            "cluster_name: c\nconcurrent_reads: 64\nread_request_timeout_in_ms: 5000\n\
+            "cluster_name: c\nconcurrent_reads: 64\ntruncate_request_timeout_in_ms: 5000\n\
              server_encryption_options:\n  internode_encryption: all\n\
              roles_validity: whenever\n",
         );
@@ -1495,7 +1588,7 @@ prometheus_port: 9500
             config.unused_keys,
             vec![
                 "concurrent_reads",
-                "read_request_timeout_in_ms",
+                "truncate_request_timeout_in_ms",
                 "server_encryption_options",
                 "roles_validity"
             ]
@@ -1504,7 +1597,7 @@ prometheus_port: 9500
             config.unused_keys_warning().as_deref(),
             Some(
                 "cassandra.yaml keys accepted but not used by Rocksandra: concurrent_reads, \
-                 read_request_timeout_in_ms, server_encryption_options, roles_validity"
+                 truncate_request_timeout_in_ms, server_encryption_options, roles_validity"
             )
         );
         assert_eq!(parse_ok("cluster_name: c\n").unused_keys_warning(), None);

@@ -185,6 +185,7 @@ pub async fn join_cluster(
         hint_window: config
             .hinted_handoff_enabled
             .then_some(config.max_hint_window),
+        timeouts: config.request_timeouts,
     };
     let joined = rocksandra_cluster::ClusterNode::start(
         cluster,

@@ -41,8 +41,6 @@ pub const CASSANDRA_ONLY_KEYS: &[&str] = &[
     "bulk_load_enabled",
     "cache_load_timeout",
     "cache_load_timeout_seconds",
-    "cas_contention_timeout",
-    "cas_contention_timeout_in_ms",
     "cdc_block_writes",
     "cdc_enabled",
     "cdc_free_space_check_interval",
@@ -309,14 +307,10 @@ pub const CASSANDRA_ONLY_KEYS: &[&str] = &[
     "permissions_validity",
     "permissions_validity_in_ms",
     "phi_convict_threshold",
-    "range_request_timeout",
-    "range_request_timeout_in_ms",
     "range_tombstone_list_growth_factor",
     "read_before_write_list_operations_enabled",
     "read_consistency_levels_disallowed",
     "read_consistency_levels_warned",
-    "read_request_timeout",
-    "read_request_timeout_in_ms",
     "read_thresholds_enabled",
     "reject_repair_compaction_threshold",
     "repair",
@@ -433,8 +427,6 @@ pub const CASSANDRA_ONLY_KEYS: &[&str] = &[
     "windows_timer_interval",
     "write_consistency_levels_disallowed",
     "write_consistency_levels_warned",
-    "write_request_timeout",
-    "write_request_timeout_in_ms",
     "zero_ttl_on_twcs_enabled",
     "zero_ttl_on_twcs_warned",
 ];
@@ -455,7 +447,7 @@ mod tests {
             assert!(pair[0] < pair[1], "{} then {}", pair[0], pair[1]);
         }
         assert!(is_cassandra_only("concurrent_reads"));
-        assert!(is_cassandra_only("read_request_timeout_in_ms"));
+        assert!(is_cassandra_only("counter_write_request_timeout_in_ms"));
         assert!(!is_cassandra_only("cluster_name"));
         assert!(!is_cassandra_only("no_such_key"));
     }

@@ -113,6 +113,14 @@ pub const KEYS: &[KeyDoc] = &[
         .legacy(&["native_transport_max_concurrent_requests_in_bytes_per_ip"]),
     key("native_transport_idle_timeout", "0ms", "Closes a connection idle this long; 0ms: never.")
         .legacy(&["native_transport_idle_timeout_in_ms"]),
+    key("read_request_timeout", "5000ms", "How long a coordinator waits for the replicas of a single-partition read.")
+        .legacy(&["read_request_timeout_in_ms"]),
+    key("range_request_timeout", "10000ms", "How long a coordinator waits for the replicas of a range or index read.")
+        .legacy(&["range_request_timeout_in_ms"]),
+    key("write_request_timeout", "2000ms", "How long a coordinator waits for the replicas of a write.")
+        .legacy(&["write_request_timeout_in_ms"]),
+    key("cas_contention_timeout", "1000ms", "How long a lightweight transaction retries under contention.")
+        .legacy(&["cas_contention_timeout_in_ms"]),
     key("prepared_statements_cache_size", "10MiB", "Bound of the prepared-statement cache; empty: 10MiB.")
         .legacy(&["prepared_statements_cache_size_mb"]),
     key("materialized_views_enabled", "false", "Allows CREATE MATERIALIZED VIEW.")
