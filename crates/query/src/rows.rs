@@ -145,6 +145,16 @@ fn put_value(out: &mut Vec<u8>, v: &[u8]) {
     out.extend_from_slice(v);
 }
 
+/// Whether `column` takes its value from a static row (`static_row`) or
+/// from a regular one.
+fn filled_from(column: &Column, static_row: bool) -> bool {
+    match column.kind {
+        ColumnKind::Static => static_row,
+        ColumnKind::Regular => !static_row,
+        _ => false,
+    }
+}
+
 /// Fills the values of the columns of `kind` (static or regular) from a
 /// storage row.
 pub fn fill_columns(
@@ -155,17 +165,40 @@ pub fn fill_columns(
     out: &mut [ColumnValue],
 ) -> Result<()> {
     for (i, column) in table.columns.iter().enumerate() {
-        let wanted = match column.kind {
-            ColumnKind::Static => static_row,
-            ColumnKind::Regular => !static_row,
-            _ => false,
-        };
-        if !wanted {
+        if !filled_from(column, static_row) {
             continue;
         }
         let cells: SmallVec<[&Cell; 4]> =
             row.cells.iter().filter(|c| c.column == column.id).collect();
         out[i] = column_value(column, &cells, now)?;
+    }
+    Ok(())
+}
+
+/// `fill_columns` from a row that is not needed afterwards: the values of
+/// simple columns are moved out of their cells instead of copied.
+fn take_columns(
+    table: &Table,
+    row: &mut LiveRow,
+    static_row: bool,
+    now: LocalTime,
+    out: &mut [ColumnValue],
+) -> Result<()> {
+    for (i, column) in table.columns.iter().enumerate() {
+        if !filled_from(column, static_row) {
+            continue;
+        }
+        if column.ty.is_multi_cell() {
+            let cells: SmallVec<[&Cell; 4]> =
+                row.cells.iter().filter(|c| c.column == column.id).collect();
+            out[i] = column_value(column, &cells, now)?;
+        } else if let Some(cell) = row.cells.iter_mut().find(|c| c.column == column.id) {
+            out[i] = ColumnValue {
+                writetimes: smallvec::smallvec![cell.timestamp.0],
+                ttls: smallvec::smallvec![remaining_ttl(cell, now)],
+                value: Some(std::mem::take(&mut cell.value)),
+            };
+        }
     }
     Ok(())
 }
@@ -179,17 +212,29 @@ pub fn partition_rows(
     now: LocalTime,
     include_static_only: bool,
 ) -> Result<Vec<CqlRow>> {
+    partition_rows_owned(table, partition.clone(), now, include_static_only)
+}
+
+/// `partition_rows` of a partition the caller no longer needs: its values
+/// move into the rows without a copy.
+pub fn partition_rows_owned(
+    table: &Table,
+    mut partition: rocksandra_storage::Partition,
+    now: LocalTime,
+    include_static_only: bool,
+) -> Result<Vec<CqlRow>> {
     let pk = partition_components(table, &partition.key.key)?;
     let mut base = vec![ColumnValue::default(); table.columns.len()];
-    for (i, component) in pk.iter().enumerate() {
-        base[i].value = Some(component.clone());
+    for (i, component) in pk.into_iter().enumerate() {
+        base[i].value = Some(component);
     }
-    if let Some(static_row) = &partition.static_row {
-        fill_columns(table, static_row, true, now, &mut base)?;
+    let static_exists = partition.static_row.as_ref().is_some_and(|s| s.exists());
+    if let Some(static_row) = &mut partition.static_row {
+        take_columns(table, static_row, true, now, &mut base)?;
     }
     let mut rows = Vec::with_capacity(partition.rows.len());
     let last = partition.rows.len().saturating_sub(1);
-    for (n, row) in partition.rows.iter().enumerate() {
+    for (n, mut row) in std::mem::take(&mut partition.rows).into_iter().enumerate() {
         // `base` is needed after the loop only when there was no row.
         let mut columns = if n == last {
             std::mem::take(&mut base)
@@ -201,23 +246,19 @@ pub fn partition_rows(
                 slot.value = Some(value.clone());
             }
         }
-        fill_columns(table, &row.content, false, now, &mut columns)?;
+        take_columns(table, &mut row.content, false, now, &mut columns)?;
         rows.push(CqlRow {
             partition: partition.key.clone(),
-            clustering: Some(row.clustering.clone()),
+            clustering: Some(row.clustering),
             columns,
         });
     }
-    if rows.is_empty() && include_static_only {
-        if let Some(static_row) = &partition.static_row {
-            if static_row.exists() {
-                rows.push(CqlRow {
-                    partition: partition.key.clone(),
-                    clustering: None,
-                    columns: base,
-                });
-            }
-        }
+    if rows.is_empty() && include_static_only && static_exists {
+        rows.push(CqlRow {
+            partition: partition.key,
+            clustering: None,
+            columns: base,
+        });
     }
     Ok(rows)
 }

@@ -23,7 +23,7 @@ use crate::error::{QueryError, Result};
 use crate::executor::{Executor, Outcome, Request};
 use crate::index::search::{self, IndexQuery};
 use crate::restrict::{analyze, compare_prefix, PartitionSelection, Restrictions};
-use crate::rows::{partition_key_bytes, partition_rows, CqlRow};
+use crate::rows::{partition_key_bytes, partition_rows, partition_rows_owned, CqlRow};
 use crate::schema::{ColumnKind, Schema, Table};
 use crate::term::{evaluate, EvalContext, Term};
 
@@ -1334,9 +1334,9 @@ impl Reader<'_> {
             row_limit: limit,
         };
         let partition = self.read_partition(&read)?;
-        partition_rows(
+        partition_rows_owned(
             self.table,
-            &partition,
+            partition,
             self.now,
             self.include_static_only && first,
         )

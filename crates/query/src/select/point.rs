@@ -22,7 +22,7 @@ use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, Value};
 use super::{lookup_table, plan, specs, Sel};
 use crate::error::Result;
 use crate::executor::{Executor, Outcome, Request};
-use crate::rows::{partition_key_bytes, partition_rows, CqlRow};
+use crate::rows::{partition_key_bytes, partition_rows_owned, CqlRow};
 use crate::schema::{Schema, Table};
 use crate::term::{evaluate, Term};
 
@@ -119,7 +119,7 @@ impl PointRead {
             executor
                 .data()
                 .read_partition(&schema, table, &read, consistency, now)
-                .and_then(|p| partition_rows(table, &p, now, table.clustering_count == 0))
+                .and_then(|p| partition_rows_owned(table, p, now, table.clustering_count == 0))
                 .map(|rows| self.outcome(request, rows)),
         )
     }
