@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use rocksandra_data::LocalTime;
-use rocksandra_query::{Env, Executor, NodeInfo, Request};
+mod common;
+use common::node;
+use rocksandra_query::{Env, Executor, Request};
 use rocksandra_storage::memory::MemoryStore;
 use rocksandra_storage::KvEngine;
 use rocksandra_wire::{ResultBody, Value};
@@ -59,18 +61,7 @@ fn executor() -> Executor {
         now_micros: Arc::new(move || clock.fetch_add(1, Ordering::SeqCst)),
         random: Arc::new(|| 4),
     };
-    let node = NodeInfo {
-        cluster_name: "Test Cluster".into(),
-        listen_address: "127.0.0.1".parse().expect("address"),
-        rpc_address: "127.0.0.1".parse().expect("address"),
-        native_port: 9042,
-        data_center: "datacenter1".into(),
-        rack: "rack1".into(),
-        host_id: [7; 16],
-        tokens: vec![0],
-        peers: Vec::new(),
-    };
-    Executor::open(engine, None, node, env).expect("executor opens")
+    Executor::open(engine, None, node(), env).expect("executor opens")
 }
 
 fn text(s: &str) -> Value {

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use rocksandra_data::types::CqlType;
 use rocksandra_data::{LocalTime, Value};
-use rocksandra_query::{Env, Executor, NodeInfo, Request};
+mod common;
+use common::node;
+use rocksandra_query::{Env, Executor, Request};
 use rocksandra_storage::memory::MemoryStore;
 use rocksandra_storage::KvEngine;
 use rocksandra_wire::{ColumnsMetadata, ResultBody};
@@ -17,20 +19,6 @@ struct Harness {
     /// The logged-in user statements run as (PasswordAuthenticator).
     user: Option<String>,
     clock: Arc<AtomicI64>,
-}
-
-fn node() -> NodeInfo {
-    NodeInfo {
-        cluster_name: "Test Cluster".into(),
-        listen_address: "127.0.0.1".parse().expect("address"),
-        rpc_address: "127.0.0.1".parse().expect("address"),
-        native_port: 9042,
-        data_center: "datacenter1".into(),
-        rack: "rack1".into(),
-        host_id: [7; 16],
-        tokens: vec![0],
-        peers: Vec::new(),
-    }
 }
 
 fn harness(dir: Option<std::path::PathBuf>) -> Harness {

@@ -13,7 +13,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use rocksandra_data::types::CqlType;
 use rocksandra_data::{LocalTime, Value};
-use rocksandra_query::{Env, Executor, NodeInfo, Request};
+mod common;
+use common::node;
+use rocksandra_query::{Env, Executor, Request};
 use rocksandra_storage::api::{
     Partition, PartitionKey, PartitionRead, RangeScan, RawPartition, ScanPage, StorageStats,
     TableSpec, TokenRange,
@@ -109,20 +111,6 @@ struct Harness {
     executor: Executor,
     engine: Arc<Counting>,
     clock: Arc<AtomicI64>,
-}
-
-fn node() -> NodeInfo {
-    NodeInfo {
-        cluster_name: "Test Cluster".into(),
-        listen_address: "127.0.0.1".parse().expect("address"),
-        rpc_address: "127.0.0.1".parse().expect("address"),
-        native_port: 9042,
-        data_center: "datacenter1".into(),
-        rack: "rack1".into(),
-        host_id: [7; 16],
-        tokens: vec![0],
-        peers: Vec::new(),
-    }
 }
 
 const START_MICROS: i64 = 1_700_000_000_000_000;
