@@ -880,6 +880,18 @@ impl KvStore for RocksStore {
         Ok(())
     }
 
+    fn flush_table(&self, table: TableId) -> Result<()> {
+        let cf = self.cf(table)?;
+        self.shared
+            .db
+            .flush_wal(true)
+            .map_err(rocks_error("syncing the WAL"))?;
+        self.shared
+            .db
+            .flush_cf(&cf)
+            .map_err(rocks_error("flushing memtables"))
+    }
+
     fn compact(&self, table: TableId) -> Result<()> {
         let cf = self.cf(table)?;
         let mut options = CompactOptions::default();
@@ -917,6 +929,7 @@ impl KvStore for RocksStore {
             compaction_pending_bytes: shared
                 .property_of_all_tables(properties::ESTIMATE_PENDING_COMPACTION_BYTES),
             compactions_running: shared.property(properties::NUM_RUNNING_COMPACTIONS),
+            compactions_pending: shared.property_of_all_tables(properties::COMPACTION_PENDING),
             memtable_bytes: shared.property_of_all_tables(properties::CUR_SIZE_ALL_MEM_TABLES),
             sst_bytes: shared.property_of_all_tables(properties::LIVE_SST_FILES_SIZE),
             read_only: shared.failure().is_some(),

@@ -328,6 +328,8 @@ pub struct StorageStats {
     /// Bytes compactions still have to rewrite to bring every table into shape.
     pub compaction_pending_bytes: u64,
     pub compactions_running: u64,
+    /// Tables whose shape asks for a compaction that has not started yet.
+    pub compactions_pending: u64,
     /// Active and immutable memtables of every table.
     pub memtable_bytes: u64,
     /// Live SST files of every table.
@@ -377,6 +379,12 @@ pub trait Engine: Send + Sync {
     fn snapshot(&self, dir: &Path) -> Result<()>;
     /// Persists everything written so far (memtables, WAL).
     fn flush(&self) -> Result<()>;
+    /// Persists what was written to one table (its memtables, and the
+    /// WAL); an engine without per-table flushes flushes everything.
+    fn flush_table(&self, table: TableId) -> Result<()> {
+        let _ = table;
+        self.flush()
+    }
     /// Runs a full compaction of the table: applies TTL expiry and purges
     /// every tombstone past gc_grace, partition and range tombstones included.
     fn compact(&self, table: TableId, now: LocalTime) -> Result<()>;

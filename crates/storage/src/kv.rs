@@ -99,6 +99,12 @@ pub trait KvStore: Send + Sync + 'static {
     fn ingest(&self, table: TableId, files: &[PathBuf]) -> Result<()>;
     fn checkpoint(&self, dir: &Path) -> Result<()>;
     fn flush(&self) -> Result<()>;
+    /// One table's memtables (and the WAL); everything when the backend
+    /// cannot flush a table alone.
+    fn flush_table(&self, table: TableId) -> Result<()> {
+        let _ = table;
+        self.flush()
+    }
     fn compact(&self, table: TableId) -> Result<()>;
     /// Partitions (table, partition prefix) whose partition deletion or range
     /// tombstone a compaction found past gc_grace since the last call. Such
