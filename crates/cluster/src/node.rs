@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -45,6 +45,8 @@ pub const DECOMMISSIONED_MARKER: &str = "decommissioned";
 #[derive(Clone, Debug)]
 pub struct ClusterConfig {
     pub cluster_name: String,
+    /// `endpoint_snitch` as configured (`nodetool describecluster`).
+    pub endpoint_snitch: String,
     pub listen_address: IpAddr,
     pub storage_port: u16,
     pub seeds: Vec<SocketAddr>,
@@ -65,6 +67,9 @@ pub struct ClusterConfig {
     pub hint_window: Option<Duration>,
 }
 
+/// Cassandra's `compaction_throughput` default, MiB/s.
+pub const COMPACTION_THROUGHPUT_DEFAULT: u32 = 64;
+
 pub type EventSink = Arc<dyn Fn(Event) + Send + Sync>;
 
 pub struct ClusterNode {
@@ -82,6 +87,9 @@ pub struct ClusterNode {
     pulling_schema: AtomicBool,
     /// The load last published in gossip.
     published_load: AtomicU64,
+    /// `nodetool setcompactionthroughput` (MiB/s, 0 unthrottled): kept
+    /// and shown, not applied (RocksDB's rate limiter is fixed at open).
+    pub compaction_throughput: AtomicU32,
     /// The schema lock, on the node that is the schema leader.
     schema_lock: Mutex<Option<(IpAddr, Instant)>>,
     /// Streaming sessions for `nodetool netstats`.
@@ -294,6 +302,7 @@ impl ClusterNode {
             tokens,
             pulling_schema: AtomicBool::new(false),
             published_load: AtomicU64::new(u64::MAX),
+            compaction_throughput: AtomicU32::new(COMPACTION_THROUGHPUT_DEFAULT),
             schema_lock: Mutex::new(None),
             sessions: Default::default(),
             removals: Mutex::new(Vec::new()),
@@ -731,10 +740,6 @@ impl ClusterNode {
             command @ (AdminCommand::Slow { .. }
             | AdminCommand::Failpoint { .. }
             | AdminCommand::Isolate { .. }) => self.fault_injection(command),
-            AdminCommand::Flush => match self.shared.engine.flush() {
-                Ok(()) => Response::Text(String::new()),
-                Err(e) => Response::Error(RemoteError::Failed(e.to_string())),
-            },
             other => crate::admin::run(self, other),
         }
     }

@@ -174,6 +174,7 @@ pub async fn join_cluster(
 ) -> Result<Arc<rocksandra_cluster::ClusterNode>, String> {
     let cluster = rocksandra_cluster::ClusterConfig {
         cluster_name: config.cluster_name.clone(),
+        endpoint_snitch: config.endpoint_snitch.clone(),
         listen_address: config.listen_address,
         storage_port: config.storage_port,
         seeds: config.seed_addresses()?,

@@ -1,0 +1,38 @@
+//! `nodetool getcompactionthroughput`, `setcompactionthroughput` and
+//! `compactionstats`.
+
+use std::sync::atomic::Ordering;
+
+use crate::message::Response;
+use crate::node::ClusterNode;
+
+/// `nodetool getcompactionthroughput`, Cassandra's line. The value is
+/// kept, not applied: see `set_compaction_throughput`.
+pub(crate) fn get_compaction_throughput(node: &ClusterNode) -> Response {
+    let value = node.compaction_throughput.load(Ordering::Relaxed);
+    Response::Text(format!("Current compaction throughput: {value} MB/s\n"))
+}
+
+/// `nodetool setcompactionthroughput N`: remembered until the node
+/// stops, and said so: RocksDB's rate limiter is set when the database
+/// opens, and this node opens it without one, so compactions run
+/// unthrottled whatever the value.
+pub(crate) fn set_compaction_throughput(node: &ClusterNode, mib_per_second: u32) -> Response {
+    node.compaction_throughput
+        .store(mib_per_second, Ordering::Relaxed);
+    Response::Text(
+        "Stored only: compactions on this node are not throttled (RocksDB's rate limiter is fixed when the database opens).\n"
+            .into(),
+    )
+}
+
+/// `nodetool compactionstats`: RocksDB's count of tables waiting for a
+/// compaction as `pending tasks`. Running compactions are only counted:
+/// RocksDB does not describe them the way Cassandra's table does.
+pub(crate) fn compaction_stats(node: &ClusterNode) -> Response {
+    let stats = node.shared.engine.stats();
+    Response::Text(format!(
+        "pending tasks: {}\n\nactive compactions: {}\nestimated bytes left to compact: {}\n",
+        stats.compactions_pending, stats.compactions_running, stats.compaction_pending_bytes
+    ))
+}

@@ -1,0 +1,264 @@
+//! `rocksandra nodetool`: Cassandra's nodetool commands, parsed with clap,
+//! sent to a running node over its storage port, the node's answer printed.
+
+use std::net::{IpAddr, SocketAddr};
+use std::process::ExitCode;
+
+use clap::error::{ContextKind, ErrorKind};
+use rocksandra_cluster::message::{AdminCommand, TableSelection};
+
+use crate::config::STORAGE_PORT_DEFAULT;
+
+/// `rocksandra nodetool [-h HOST] [-p PORT] COMMAND [ARGS...]`.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct NodetoolArgs {
+    /// The node's listen address (`-H` too, as before).
+    #[arg(long, short = 'h', short_alias = 'H', default_value = "127.0.0.1")]
+    pub host: IpAddr,
+    /// Its storage port.
+    #[arg(long, short = 'p', default_value_t = STORAGE_PORT_DEFAULT)]
+    pub port: u16,
+    /// Print help (`nodetool help COMMAND` for one command's).
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
+    #[command(subcommand)]
+    pub command: NodetoolCommand,
+}
+
+/// A keyspace and some of its tables (all of them when none is named).
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct Tables {
+    /// Every keyspace when left out.
+    pub keyspace: Option<String>,
+    /// Every table of the keyspace when left out.
+    pub tables: Vec<String>,
+}
+
+impl Tables {
+    fn selection(self) -> TableSelection {
+        TableSelection {
+            keyspace: self.keyspace,
+            tables: self.tables,
+        }
+    }
+}
+
+/// The commands, named as Cassandra's.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Subcommand)]
+#[command(rename_all = "lower")]
+pub enum NodetoolCommand {
+    /// Print cluster information (state, load, IDs, ...)
+    Status {
+        /// Ownership as this keyspace replicates data.
+        keyspace: Option<String>,
+    },
+    /// Print information about the token ring
+    Ring,
+    /// Print node information (uptime, load, ...)
+    Info,
+    /// Shows the token ranges info of a given keyspace
+    DescribeRing { keyspace: String },
+    /// Print the name, snitch, partitioner and schema version of a cluster
+    DescribeCluster,
+    /// Print cassandra version
+    Version,
+    /// Print the end points that owns the key
+    GetEndpoints {
+        keyspace: String,
+        table: String,
+        /// The partition key as text (`a:b` for a composite key).
+        key: String,
+    },
+    /// Flush one or more tables
+    Flush(Tables),
+    /// Drain the node (flush every table)
+    Drain,
+    /// Force a (major) compaction on one or more tables
+    Compact(Tables),
+    /// Triggers the immediate cleanup of keys no longer belonging to a node
+    Cleanup(Tables),
+    /// Take a snapshot (of every keyspace: the named ones are checked)
+    Snapshot {
+        /// The name of the snapshot (default: the time in milliseconds).
+        #[arg(short = 't', long = "tag")]
+        tag: Option<String>,
+        keyspaces: Vec<String>,
+    },
+    /// Lists all the snapshots along with the size on disk and true size
+    ListSnapshots,
+    /// Remove the snapshot with the given name, or all snapshots
+    ClearSnapshot {
+        /// Remove the snapshot with a given name.
+        #[arg(short = 't')]
+        tag: Option<String>,
+        /// Removes all snapshots.
+        #[arg(long)]
+        all: bool,
+        /// Refused: a snapshot holds every keyspace here.
+        keyspaces: Vec<String>,
+    },
+    /// Print the MB/s throughput cap for compaction in the system
+    GetCompactionThroughput,
+    /// Set the MB/s throughput cap for compaction (stored, not applied)
+    SetCompactionThroughput { value_in_mb: u32 },
+    /// Print statistics on compactions
+    CompactionStats,
+    /// Repair one or more tables ([-pr] [-full] [-st T -et T] [KEYSPACE [TABLE...]])
+    Repair {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Rebuild data by streaming from other nodes
+    Rebuild { source_dc: Option<String> },
+    /// Print network information on provided host
+    Netstats,
+    /// Decommission the *node I am connecting to*
+    Decommission,
+    /// Remove a dead node by its host ID
+    RemoveNode { host_id: String },
+    /// Test only: answer other nodes' requests late (0 heals).
+    #[cfg(feature = "fault-injection")]
+    #[command(hide = true)]
+    Slow { millis: u64 },
+    /// Test only: arm a named failpoint.
+    #[cfg(feature = "fault-injection")]
+    #[command(hide = true)]
+    Failpoint { name: String },
+    /// Test only: drop every message to and from these peers (none heals).
+    #[cfg(feature = "fault-injection")]
+    #[command(hide = true)]
+    Isolate { peers: Vec<IpAddr> },
+}
+
+impl NodetoolCommand {
+    /// What the node is asked; errors are Cassandra's usage texts.
+    pub fn into_admin(self) -> Result<AdminCommand, String> {
+        use NodetoolCommand as N;
+        Ok(match self {
+            N::Status { keyspace } => AdminCommand::Status { keyspace },
+            N::Ring => AdminCommand::Ring,
+            N::Info => AdminCommand::Info,
+            N::DescribeRing { keyspace } => AdminCommand::DescribeRing { keyspace },
+            N::DescribeCluster => AdminCommand::DescribeCluster,
+            N::Version => AdminCommand::Version,
+            N::GetEndpoints {
+                keyspace,
+                table,
+                key,
+            } => AdminCommand::GetEndpoints {
+                keyspace,
+                table,
+                key,
+            },
+            N::Flush(tables) => AdminCommand::Flush(tables.selection()),
+            N::Drain => AdminCommand::Drain,
+            N::Compact(tables) => AdminCommand::Compact(tables.selection()),
+            N::Cleanup(tables) => AdminCommand::Cleanup(tables.selection()),
+            N::Snapshot { tag, keyspaces } => AdminCommand::Snapshot {
+                tag: tag.unwrap_or_else(default_snapshot_tag),
+                keyspaces,
+            },
+            N::ListSnapshots => AdminCommand::ListSnapshots,
+            N::ClearSnapshot {
+                tag,
+                all,
+                keyspaces,
+            } => clear_snapshot(tag, all, &keyspaces)?,
+            N::GetCompactionThroughput => AdminCommand::GetCompactionThroughput,
+            N::SetCompactionThroughput { value_in_mb } => AdminCommand::SetCompactionThroughput {
+                mib_per_second: value_in_mb,
+            },
+            N::CompactionStats => AdminCommand::CompactionStats,
+            N::Repair { args } => rocksandra_cluster::admin::repair_command(&args)?,
+            N::Rebuild { source_dc } => AdminCommand::Rebuild { source_dc },
+            N::Netstats => AdminCommand::Netstats,
+            N::Decommission => AdminCommand::Decommission,
+            N::RemoveNode { host_id } => AdminCommand::RemoveNode { host_id },
+            #[cfg(feature = "fault-injection")]
+            N::Slow { millis } => AdminCommand::Slow { millis },
+            #[cfg(feature = "fault-injection")]
+            N::Failpoint { name } => AdminCommand::Failpoint { name },
+            #[cfg(feature = "fault-injection")]
+            N::Isolate { peers } => AdminCommand::Isolate { peers },
+        })
+    }
+}
+
+/// Cassandra's default snapshot name: the time in milliseconds.
+fn default_snapshot_tag() -> String {
+    (rocksandra_data::time::system_micros() / 1_000).to_string()
+}
+
+fn clear_snapshot(
+    tag: Option<String>,
+    all: bool,
+    keyspaces: &[String],
+) -> Result<AdminCommand, String> {
+    match (tag, all) {
+        _ if !keyspaces.is_empty() => Err(format!(
+            "Snapshots hold every keyspace on this node: clear a whole snapshot (-t TAG or --all) without naming keyspaces ({})",
+            keyspaces.join(", ")
+        )),
+        (None, false) => Err("Specify snapshot name or --all".into()),
+        (Some(_), true) => Err("Specify only one of snapshot name or --all".into()),
+        (tag, _) => Ok(AdminCommand::ClearSnapshot { tag }),
+    }
+}
+
+/// Runs one command against the node and prints its answer.
+pub fn run(args: NodetoolArgs) -> ExitCode {
+    let command = match args.command.into_admin() {
+        Ok(command) => command,
+        Err(e) => {
+            eprintln!("nodetool: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let address = SocketAddr::new(args.host, args.port);
+    match rocksandra_cluster::admin::call(address, command) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("nodetool: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Whether this command line is a nodetool one (its parse errors are
+/// nodetool's).
+pub fn invoked(mut args: impl Iterator<Item = String>) -> bool {
+    args.any(|a| a == "nodetool")
+}
+
+/// A command line clap refused, reported as Cassandra's nodetool does;
+/// help asked for is printed and is no error.
+pub fn usage_error(e: &clap::Error) -> ExitCode {
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            return ExitCode::FAILURE;
+        }
+        ErrorKind::InvalidSubcommand | ErrorKind::UnknownArgument => {
+            let unexpected = e
+                .get(ContextKind::InvalidSubcommand)
+                .or_else(|| e.get(ContextKind::InvalidArg))
+                .map(|v| v.to_string())
+                .unwrap_or_default();
+            eprintln!("nodetool: Found unexpected parameters: [{unexpected}]");
+        }
+        _ => {
+            let text = e.render().to_string();
+            let text = text.strip_prefix("error: ").unwrap_or(&text);
+            eprint!("nodetool: {text}");
+        }
+    }
+    eprintln!("See 'nodetool help' or 'nodetool help <command>'.");
+    ExitCode::FAILURE
+}
