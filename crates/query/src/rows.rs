@@ -270,3 +270,20 @@ pub fn partition_rows(
     }
     Ok(rows)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::split_key_components;
+
+    #[test]
+    fn composite_key_text_splits_on_unescaped_colons() {
+        assert_eq!(split_key_components("a:b", false), ["a:b"]);
+        assert_eq!(split_key_components("a:7", true), ["a", "7"]);
+        assert_eq!(
+            split_key_components("with\\:colon:7", true),
+            ["with:colon", "7"]
+        );
+        assert_eq!(split_key_components("a\\\\:7", true), ["a\\", "7"]);
+        assert_eq!(split_key_components(":", true), ["", ""]);
+    }
+}

@@ -262,3 +262,172 @@ pub fn usage_error(e: &clap::Error) -> ExitCode {
     eprintln!("See 'nodetool help' or 'nodetool help <command>'.");
     ExitCode::FAILURE
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::config::{Cli, Command};
+
+    fn parse(words: &str) -> Result<NodetoolArgs, clap::Error> {
+        let line = ["rocksandra", "nodetool"]
+            .into_iter()
+            .chain(words.split_whitespace());
+        match Cli::try_parse_from(line)?.command {
+            Some(Command::Nodetool(args)) => Ok(args),
+            None => panic!("no nodetool in {words}"),
+        }
+    }
+
+    fn admin(words: &str) -> Result<AdminCommand, String> {
+        parse(words)
+            .map_err(|e| e.to_string())?
+            .command
+            .into_admin()
+    }
+
+    fn selection(keyspace: Option<&str>, tables: &[&str]) -> TableSelection {
+        TableSelection {
+            keyspace: keyspace.map(str::to_string),
+            tables: tables.iter().map(|t| t.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn host_and_port_as_cassandra_and_as_before() {
+        let args = parse("status").expect("parses");
+        assert_eq!(args.host, IpAddr::from([127, 0, 0, 1]));
+        assert_eq!(args.port, STORAGE_PORT_DEFAULT);
+        for flags in ["-h 127.0.0.12", "-H 127.0.0.12", "--host 127.0.0.12"] {
+            let args = parse(&format!("{flags} -p 7001 status")).expect(flags);
+            assert_eq!(args.host, IpAddr::from([127, 0, 0, 12]), "{flags}");
+            assert_eq!(args.port, 7001);
+        }
+    }
+
+    #[test]
+    fn keyspace_and_tables_of_flush_compact_cleanup() {
+        assert_eq!(
+            admin("flush"),
+            Ok(AdminCommand::Flush(selection(None, &[])))
+        );
+        assert_eq!(
+            admin("compact ks"),
+            Ok(AdminCommand::Compact(selection(Some("ks"), &[])))
+        );
+        assert_eq!(
+            admin("cleanup ks t1 t2"),
+            Ok(AdminCommand::Cleanup(selection(Some("ks"), &["t1", "t2"])))
+        );
+    }
+
+    #[test]
+    fn unknown_commands_and_options_are_unexpected_parameters() {
+        for (words, kind) in [
+            ("nosuch", ErrorKind::InvalidSubcommand),
+            ("flush --nosuch", ErrorKind::UnknownArgument),
+            ("version extra", ErrorKind::UnknownArgument),
+        ] {
+            let e = parse(words).expect_err(words);
+            assert_eq!(e.kind(), kind, "{words}");
+        }
+        assert_eq!(
+            usage_error(&parse("nosuch").expect_err("")),
+            ExitCode::FAILURE
+        );
+    }
+
+    #[test]
+    fn snapshot_commands() {
+        assert_eq!(
+            admin("snapshot -t before ks1 ks2"),
+            Ok(AdminCommand::Snapshot {
+                tag: "before".into(),
+                keyspaces: vec!["ks1".into(), "ks2".into()],
+            })
+        );
+        assert!(matches!(
+            admin("snapshot"),
+            Ok(AdminCommand::Snapshot { tag, .. }) if tag.parse::<u64>().is_ok()
+        ));
+        assert_eq!(
+            admin("clearsnapshot -t x"),
+            Ok(AdminCommand::ClearSnapshot {
+                tag: Some("x".into())
+            })
+        );
+        assert_eq!(
+            admin("clearsnapshot --all"),
+            Ok(AdminCommand::ClearSnapshot { tag: None })
+        );
+        for bad in [
+            "clearsnapshot",
+            "clearsnapshot -t x --all",
+            "clearsnapshot -t x ks",
+        ] {
+            assert!(admin(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn other_commands() {
+        assert_eq!(
+            admin("getendpoints ks t 42"),
+            Ok(AdminCommand::GetEndpoints {
+                keyspace: "ks".into(),
+                table: "t".into(),
+                key: "42".into(),
+            })
+        );
+        assert_eq!(
+            admin("setcompactionthroughput 16"),
+            Ok(AdminCommand::SetCompactionThroughput { mib_per_second: 16 })
+        );
+        assert!(admin("setcompactionthroughput fast").is_err());
+        assert!(matches!(
+            admin("repair -pr ks t"),
+            Ok(AdminCommand::Repair {
+                primary_range: true,
+                ..
+            })
+        ));
+        assert!(admin("repair -st 5").is_err());
+        assert_eq!(
+            admin("describering ks"),
+            Ok(AdminCommand::DescribeRing {
+                keyspace: "ks".into()
+            })
+        );
+    }
+
+    #[test]
+    #[cfg(not(feature = "fault-injection"))]
+    fn fault_injection_commands_are_unknown_outside_test_builds() {
+        for words in [
+            "slow 250",
+            "failpoint crash-after-batchlog",
+            "isolate 127.0.0.1",
+        ] {
+            let e = parse(words).expect_err(words);
+            assert_eq!(e.kind(), ErrorKind::InvalidSubcommand, "{words}");
+        }
+    }
+
+    #[test]
+    #[cfg(feature = "fault-injection")]
+    fn fault_injection_commands() {
+        assert_eq!(admin("slow 250"), Ok(AdminCommand::Slow { millis: 250 }));
+        assert!(admin("slow soon").is_err());
+        assert_eq!(
+            admin("failpoint crash-after-batchlog"),
+            Ok(AdminCommand::Failpoint {
+                name: "crash-after-batchlog".into()
+            })
+        );
+        assert_eq!(
+            admin("isolate"),
+            Ok(AdminCommand::Isolate { peers: vec![] })
+        );
+    }
+}
