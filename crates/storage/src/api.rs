@@ -338,6 +338,23 @@ pub struct StorageStats {
     pub read_only: bool,
 }
 
+/// One table's storage figures (`nodetool tablestats`); zeros where the
+/// backend does not know them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TableStorageStats {
+    pub sst_files: u64,
+    /// SST files the table reads now.
+    pub live_sst_bytes: u64,
+    /// Every SST file of the table, obsolete ones not yet deleted included.
+    pub total_sst_bytes: u64,
+    /// Active and immutable memtables.
+    pub memtable_bytes: u64,
+    pub memtable_entries: u64,
+    /// The backend's estimate of the entries stored: a row or a
+    /// partition-level record each, so at least the number of partitions.
+    pub estimated_entries: u64,
+}
+
 /// The storage engine: write, read, stream.
 pub trait Engine: Send + Sync {
     fn create_table(&self, spec: TableSpec) -> Result<()>;
@@ -395,6 +412,11 @@ pub trait Engine: Send + Sync {
     /// Counters and gauges for monitoring; cheap enough to call on every
     /// metrics scrape.
     fn stats(&self) -> StorageStats;
+    /// One table's figures; zeros from an engine without them.
+    fn table_stats(&self, table: TableId) -> TableStorageStats {
+        let _ = table;
+        TableStorageStats::default()
+    }
 }
 
 #[cfg(test)]

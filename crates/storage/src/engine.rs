@@ -927,4 +927,8 @@ impl<S: KvStore> Engine for KvEngine<S> {
     fn stats(&self) -> StorageStats {
         self.store.stats()
     }
+
+    fn table_stats(&self, table: TableId) -> TableStorageStats {
+        self.store.table_stats(table)
+    }
 }

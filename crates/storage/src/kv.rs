@@ -5,7 +5,7 @@
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use crate::api::{Result, StorageStats, TableId, TableOptions};
+use crate::api::{Result, StorageStats, TableId, TableOptions, TableStorageStats};
 
 /// One change in an atomic batch.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,5 +119,10 @@ pub trait KvStore: Send + Sync + 'static {
     /// without them (the in-memory store) reports zeros.
     fn stats(&self) -> StorageStats {
         StorageStats::default()
+    }
+    /// One table's figures (`Engine::table_stats`); zeros by default.
+    fn table_stats(&self, table: TableId) -> TableStorageStats {
+        let _ = table;
+        TableStorageStats::default()
     }
 }
