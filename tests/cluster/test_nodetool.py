@@ -71,7 +71,8 @@ def test_help_lists_cassandras_commands():
     assert r.returncode == 0, r.stderr
     for command in ("status", "flush", "version", "describecluster", "getendpoints",
                     "listsnapshots", "clearsnapshot", "snapshot", "drain",
-                    "getcompactionthroughput", "setcompactionthroughput", "compactionstats"):
+                    "getcompactionthroughput", "setcompactionthroughput", "compactionstats",
+                    "tablestats"):
         assert re.search(r"^\s+%s\s" % command, r.stdout, re.M), (command, r.stdout)
     assert nodetool_raw("--help").returncode == 0
 
@@ -166,6 +167,37 @@ def test_drain_flushes(two):
         two.session.execute(stmt("INSERT INTO nt_rf2.t (k, v) VALUES (%d, 'y')" % k, CL.ALL))
     assert node.nodetool("drain").returncode == 0
     assert sst_files(node) - before, "drain wrote no SST file"
+
+
+def test_tablestats(two):
+    node = two.nodes[A]
+    for k in range(100, 140):
+        two.session.execute(stmt("INSERT INTO nt_rf2.t (k, v) VALUES (%d, 'z')" % k, CL.ALL))
+    node.nodetool("flush", "nt_rf2", "t")
+    out = node.nodetool("tablestats", "nt_rf2.t").stdout
+    assert out.startswith("Total number of tables: 1\n----------------\nKeyspace : nt_rf2\n"), out
+    for label in ("Read Count", "Read Latency", "Write Count", "Write Latency"):
+        assert re.search(r"^\t%s: " % label, out, re.M), (label, out)
+
+    def number(label):
+        m = re.search(r"^\t\t%s: (\d+)$" % re.escape(label), out, re.M)
+        assert m, (label, out)
+        return int(m.group(1))
+    assert re.search(r"^\t\tTable: t$", out, re.M), out
+    assert number("SSTable count") >= 1
+    assert number("Space used (live)") > 0
+    assert number("Space used (total)") >= number("Space used (live)")
+    # Every row inserted so far through this node's replica (RF 2 of 2).
+    assert number("Number of partitions (estimate)") >= 40
+    for label in ("Memtable cell count", "Memtable data size", "Local read count",
+                  "Local write count"):
+        number(label)
+    both = node.nodetool("tablestats", "nt_rf1", "nt_rf2.t").stdout
+    assert both.startswith("Total number of tables: 3\n"), both
+    r = node.nodetool("tablestats", "nosuch", check=False)
+    assert r.returncode == 1 and "Keyspace [nosuch] does not exist." in r.stderr, r
+    r = node.nodetool("tablestats", "nt_rf1.nosuch", check=False)
+    assert r.returncode == 1 and "Unknown keyspace/cf pair (nt_rf1.nosuch)" in r.stderr, r
 
 
 def test_snapshots(two):

@@ -14,6 +14,7 @@ use crate::ring::{MemberStatus, Strategy};
 mod cluster_info;
 mod snapshots;
 mod stats;
+mod table_stats;
 mod tables;
 
 pub(crate) fn uuid(bytes: &[u8; 16]) -> String {
@@ -64,6 +65,7 @@ pub fn run(node: &ClusterNode, command: AdminCommand) -> Response {
             stats::set_compaction_throughput(node, mib_per_second)
         }
         AdminCommand::CompactionStats => stats::compaction_stats(node),
+        AdminCommand::TableStats { names } => table_stats::table_stats(node, &names),
         AdminCommand::Isolate { .. }
         | AdminCommand::Repair { .. }
         | AdminCommand::Decommission

@@ -243,6 +243,11 @@ pub enum AdminCommand {
         mib_per_second: u32,
     },
     CompactionStats,
+    /// Per-table figures of `keyspace` or `keyspace.table` names (every
+    /// keyspace when empty).
+    TableStats {
+        names: Vec<String>,
+    },
 }
 
 /// The tables a flush, compaction or cleanup works on.

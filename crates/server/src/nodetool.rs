@@ -103,6 +103,11 @@ pub enum NodetoolCommand {
     SetCompactionThroughput { value_in_mb: u32 },
     /// Print statistics on compactions
     CompactionStats,
+    /// Print statistics on tables (read/write counts and latencies: 0/NaN, not measured)
+    TableStats {
+        /// `KEYSPACE` or `KEYSPACE.TABLE`; every keyspace when none.
+        names: Vec<String>,
+    },
     /// Repair one or more tables ([-pr] [-full] [-st T -et T] [KEYSPACE [TABLE...]])
     Repair {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -169,6 +174,7 @@ impl NodetoolCommand {
                 mib_per_second: value_in_mb,
             },
             N::CompactionStats => AdminCommand::CompactionStats,
+            N::TableStats { names } => AdminCommand::TableStats { names },
             N::Repair { args } => rocksandra_cluster::admin::repair_command(&args)?,
             N::Rebuild { source_dc } => AdminCommand::Rebuild { source_dc },
             N::Netstats => AdminCommand::Netstats,
@@ -385,6 +391,12 @@ mod tests {
             Ok(AdminCommand::SetCompactionThroughput { mib_per_second: 16 })
         );
         assert!(admin("setcompactionthroughput fast").is_err());
+        assert_eq!(
+            admin("tablestats ks ks2.t"),
+            Ok(AdminCommand::TableStats {
+                names: vec!["ks".into(), "ks2.t".into()]
+            })
+        );
         assert!(matches!(
             admin("repair -pr ks t"),
             Ok(AdminCommand::Repair {
