@@ -945,7 +945,7 @@ impl KvStore for RocksStore {
         let int = |name| int(name).unwrap_or(0);
         let sst_files = (0..ROCKSDB_LEVELS)
             .filter_map(|level| {
-                db.property_value_cf(&cf, &properties::num_files_at_level(level))
+                db.property_value_cf(&cf, properties::num_files_at_level(level))
                     .ok()
                     .flatten()
             })
