@@ -72,7 +72,7 @@ def test_help_lists_cassandras_commands():
     for command in ("status", "flush", "version", "describecluster", "getendpoints",
                     "listsnapshots", "clearsnapshot", "snapshot", "drain",
                     "getcompactionthroughput", "setcompactionthroughput", "compactionstats",
-                    "tablestats"):
+                    "tablestats", "tpstats"):
         assert re.search(r"^\s+%s\s" % command, r.stdout, re.M), (command, r.stdout)
     assert nodetool_raw("--help").returncode == 0
 
@@ -237,6 +237,33 @@ def test_snapshots(two):
     assert "with [all snapshots]" in out, out
     assert os.listdir(snapshots) == []
     assert "There are no snapshots" in node.nodetool("listsnapshots").stdout
+
+
+def tpstats(node):
+    out = node.nodetool("tpstats").stdout
+    lines = out.splitlines()
+    assert re.match(r"Pool Name +Active +Pending +Completed +Blocked +All time blocked$",
+                    lines[0]), out
+    pools = {}
+    for line in lines[1:]:
+        name, active, pending, completed, blocked, all_time = line.split()
+        pools[name] = int(completed)
+        assert (pending, blocked, all_time) == ("0", "0", "0"), out
+        assert int(active) >= 0
+    return pools
+
+
+def test_tpstats_count_local_replica_work(two):
+    node = two.nodes[B]
+    before = tpstats(node)
+    assert set(before) == {"MutationStage", "ReadStage"}, before
+    for k in range(200, 210):
+        two.session.execute(stmt("INSERT INTO nt_rf2.t (k, v) VALUES (%d, 'w')" % k, CL.ALL))
+        two.session.execute(stmt("SELECT v FROM nt_rf2.t WHERE k = %d" % k, CL.ALL))
+    after = tpstats(node)
+    # RF 2 of 2: every write and every read ran on B's replica.
+    assert after["MutationStage"] - before["MutationStage"] >= 10, (before, after)
+    assert after["ReadStage"] - before["ReadStage"] >= 10, (before, after)
 
 
 def test_compaction_throughput_and_stats(two):

@@ -66,6 +66,7 @@ pub fn run(node: &ClusterNode, command: AdminCommand) -> Response {
         }
         AdminCommand::CompactionStats => stats::compaction_stats(node),
         AdminCommand::TableStats { names } => table_stats::table_stats(node, &names),
+        AdminCommand::TpStats => stats::tp_stats(node),
         AdminCommand::Isolate { .. }
         | AdminCommand::Repair { .. }
         | AdminCommand::Decommission

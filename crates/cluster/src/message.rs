@@ -248,6 +248,8 @@ pub enum AdminCommand {
     TableStats {
         names: Vec<String>,
     },
+    /// Local replica reads and writes, as Cassandra's thread pool stages.
+    TpStats,
 }
 
 /// The tables a flush, compaction or cleanup works on.

@@ -22,6 +22,7 @@ use crate::hints::Hints;
 use crate::message::{AdminCommand, RemoteError, Request, Response, SchemaBlob};
 use crate::messaging::{Handler, Messaging};
 use crate::ring::{allocate_tokens, MemberStatus, Ring};
+use crate::stages::{StagedEngine, Stages};
 use crate::topology::Topology;
 
 /// How often the membership loop reads gossip.
@@ -90,6 +91,8 @@ pub struct ClusterNode {
     /// `nodetool setcompactionthroughput` (MiB/s, 0 unthrottled): kept
     /// and shown, not applied (RocksDB's rate limiter is fixed at open).
     pub compaction_throughput: AtomicU32,
+    /// Local replica reads and writes (`nodetool tpstats`).
+    pub stages: Arc<Stages>,
     /// The schema lock, on the node that is the schema leader.
     schema_lock: Mutex<Option<(IpAddr, Instant)>>,
     /// Streaming sessions for `nodetool netstats`.
@@ -141,6 +144,8 @@ impl ClusterNode {
             .map_err(|e| format!("cannot open the paxos state table: {e}"))?;
         crate::batchlog::open(&*engine)
             .map_err(|e| format!("cannot open the batchlog table: {e}"))?;
+        let stages = Arc::new(Stages::default());
+        let engine: Arc<dyn Engine> = Arc::new(StagedEngine::new(engine, stages.clone()));
         let handler = Arc::new(NodeHandler {
             node: OnceLock::new(),
             engine: engine.clone(),
@@ -303,6 +308,7 @@ impl ClusterNode {
             pulling_schema: AtomicBool::new(false),
             published_load: AtomicU64::new(u64::MAX),
             compaction_throughput: AtomicU32::new(COMPACTION_THROUGHPUT_DEFAULT),
+            stages,
             schema_lock: Mutex::new(None),
             sessions: Default::default(),
             removals: Mutex::new(Vec::new()),

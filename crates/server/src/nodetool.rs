@@ -108,6 +108,8 @@ pub enum NodetoolCommand {
         /// `KEYSPACE` or `KEYSPACE.TABLE`; every keyspace when none.
         names: Vec<String>,
     },
+    /// Print usage statistics of thread pools (local replica reads and writes)
+    TpStats,
     /// Repair one or more tables ([-pr] [-full] [-st T -et T] [KEYSPACE [TABLE...]])
     Repair {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -175,6 +177,7 @@ impl NodetoolCommand {
             },
             N::CompactionStats => AdminCommand::CompactionStats,
             N::TableStats { names } => AdminCommand::TableStats { names },
+            N::TpStats => AdminCommand::TpStats,
             N::Repair { args } => rocksandra_cluster::admin::repair_command(&args)?,
             N::Rebuild { source_dc } => AdminCommand::Rebuild { source_dc },
             N::Netstats => AdminCommand::Netstats,

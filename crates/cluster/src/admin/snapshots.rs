@@ -103,7 +103,7 @@ pub(crate) fn list(node: &ClusterNode) -> Response {
 }
 
 /// Columns padded to their widest cell, one space apart.
-fn aligned<const N: usize>(rows: &[[String; N]]) -> String {
+pub(crate) fn aligned<const N: usize>(rows: &[[String; N]]) -> String {
     let mut widths = [0; N];
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {

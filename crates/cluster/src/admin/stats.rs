@@ -1,5 +1,5 @@
-//! `nodetool getcompactionthroughput`, `setcompactionthroughput` and
-//! `compactionstats`.
+//! `nodetool getcompactionthroughput`, `setcompactionthroughput`,
+//! `compactionstats` and `tpstats`.
 
 use std::sync::atomic::Ordering;
 
@@ -35,4 +35,33 @@ pub(crate) fn compaction_stats(node: &ClusterNode) -> Response {
         "pending tasks: {}\n\nactive compactions: {}\nestimated bytes left to compact: {}\n",
         stats.compactions_pending, stats.compactions_running, stats.compaction_pending_bytes
     ))
+}
+
+/// `nodetool tpstats`: the stages this node has (`crate::stages`), in
+/// Cassandra's table. Nothing queues (pending, blocked: 0).
+pub(crate) fn tp_stats(node: &ClusterNode) -> Response {
+    let stages = &node.stages;
+    let mut rows = vec![[
+        "Pool Name",
+        "Active",
+        "Pending",
+        "Completed",
+        "Blocked",
+        "All time blocked",
+    ]
+    .map(String::from)];
+    for (name, stage) in [
+        ("MutationStage", &stages.mutation),
+        ("ReadStage", &stages.read),
+    ] {
+        rows.push([
+            name.to_string(),
+            stage.active().to_string(),
+            "0".into(),
+            stage.completed().to_string(),
+            "0".into(),
+            "0".into(),
+        ]);
+    }
+    Response::Text(super::snapshots::aligned(&rows))
 }
