@@ -160,6 +160,35 @@ def test_flush_compact_cleanup_take_keyspace_and_tables(two):
     assert rows[0] == 50
 
 
+def memtable_cells(node, table):
+    out = node.nodetool("tablestats", table).stdout
+    return int(re.search(r"^\t\tMemtable cell count: (\d+)$", out, re.M).group(1))
+
+
+def test_flush_of_one_table_leaves_the_others(two):
+    node = two.nodes[A]
+    node.nodetool("flush")
+    for k in range(300, 340):
+        for ks in ("nt_rf1", "nt_rf2"):
+            two.session.execute(stmt("INSERT INTO %s.t (k, v) VALUES (%d, 'f')" % (ks, k),
+                                     CL.ALL))
+    assert memtable_cells(node, "nt_rf2.t") >= 10
+    node.nodetool("flush", "nt_rf2", "t")
+    assert memtable_cells(node, "nt_rf2.t") == 0
+    # RF 1 of 2: about half of the 40 keys are A's.
+    assert memtable_cells(node, "nt_rf1.t") > 0, "flush nt_rf2 t flushed nt_rf1.t too"
+    node.nodetool("flush", "nt_rf1")
+    assert memtable_cells(node, "nt_rf1.t") == 0
+
+
+def test_status_of_a_keyspace(two):
+    out = two.nodes[A].nodetool("status", "nt_rf2").stdout
+    owns = re.findall(r"^UN\s+(\S+)\s+.*?\s(\d+\.\d)%\s", out, re.M)
+    assert sorted(owns) == [(A, "100.0"), (B, "100.0")], out
+    r = two.nodes[A].nodetool("status", "nosuch", check=False)
+    assert r.returncode == 1 and "Keyspace [nosuch] does not exist." in r.stderr, r
+
+
 def test_drain_flushes(two):
     node = two.nodes[B]
     before = sst_files(node)
