@@ -4,18 +4,24 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use rocksandra_data::{LocalTime, Token};
+use rocksandra_data::Token;
 use rocksandra_storage::TokenRange;
 
-use crate::message::{AdminCommand, RemoteError, Response};
+use crate::message::{AdminCommand, RemoteError, Response, TableSelection};
 use crate::node::ClusterNode;
 use crate::ring::{MemberStatus, Strategy};
 
-fn uuid(bytes: &[u8; 16]) -> String {
+mod cluster_info;
+mod snapshots;
+mod stats;
+mod table_stats;
+mod tables;
+
+pub(crate) fn uuid(bytes: &[u8; 16]) -> String {
     rocksandra_data::uuid::to_text(bytes)
 }
 
-fn human_bytes(bytes: u64) -> String {
+pub(crate) fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
     let mut value = bytes as f64;
     let mut unit = 0;
@@ -30,46 +36,38 @@ fn human_bytes(bytes: u64) -> String {
     }
 }
 
-fn failed(e: impl ToString) -> Response {
+pub(crate) fn failed(e: impl ToString) -> Response {
     Response::Error(RemoteError::Failed(e.to_string()))
 }
 
 pub fn run(node: &ClusterNode, command: AdminCommand) -> Response {
     match command {
-        AdminCommand::Status => Response::Text(status(node, None)),
+        AdminCommand::Status { keyspace } => status_of(node, keyspace.as_deref()),
         AdminCommand::Ring => Response::Text(ring(node)),
         AdminCommand::Info => Response::Text(info(node)),
         AdminCommand::DescribeRing { keyspace } => describe_ring(node, &keyspace),
-        AdminCommand::Compact => {
-            let now = LocalTime::of_micros(rocksandra_data::time::system_micros());
-            let schema = node.executor().schema();
-            for table in schema.stored_tables() {
-                if let Err(e) = node.shared.engine.compact(table.storage_id, now) {
-                    return failed(e);
-                }
-            }
-            Response::Text(String::new())
+        AdminCommand::Flush(selection) => tables::flush(node, &selection),
+        AdminCommand::Drain => tables::flush(node, &TableSelection::default()),
+        AdminCommand::Compact(selection) => tables::compact(node, &selection),
+        AdminCommand::Cleanup(selection) => tables::cleanup(node, &selection),
+        AdminCommand::Snapshot { tag, keyspaces } => snapshots::create(node, &tag, &keyspaces),
+        AdminCommand::ListSnapshots => snapshots::list(node),
+        AdminCommand::ClearSnapshot { tag } => snapshots::clear(node, tag.as_deref()),
+        AdminCommand::Version => cluster_info::version(),
+        AdminCommand::DescribeCluster => cluster_info::describe_cluster(node),
+        AdminCommand::GetEndpoints {
+            keyspace,
+            table,
+            key,
+        } => cluster_info::get_endpoints(node, &keyspace, &table, &key),
+        AdminCommand::GetCompactionThroughput => stats::get_compaction_throughput(node),
+        AdminCommand::SetCompactionThroughput { mib_per_second } => {
+            stats::set_compaction_throughput(node, mib_per_second)
         }
-        AdminCommand::Cleanup => cleanup(node),
-        AdminCommand::Snapshot { tag } => {
-            if let Err(e) = check_snapshot_tag(&tag) {
-                return failed(e);
-            }
-            let parent = node.config().data_dir.join("snapshots");
-            if let Err(e) = std::fs::create_dir_all(&parent) {
-                return failed(format!("cannot create {}: {e}", parent.display()));
-            }
-            let dir = parent.join(&tag);
-            match node.shared.engine.snapshot(&dir) {
-                Ok(()) => Response::Text(format!(
-                    "Requested creating snapshot(s) for [all keyspaces] with snapshot name [{tag}]\nSnapshot directory: {}\n",
-                    dir.display()
-                )),
-                Err(e) => failed(e),
-            }
-        }
-        AdminCommand::Flush
-        | AdminCommand::Isolate { .. }
+        AdminCommand::CompactionStats => stats::compaction_stats(node),
+        AdminCommand::TableStats { names } => table_stats::table_stats(node, &names),
+        AdminCommand::TpStats => stats::tp_stats(node),
+        AdminCommand::Isolate { .. }
         | AdminCommand::Repair { .. }
         | AdminCommand::Decommission
         | AdminCommand::RemoveNode { .. }
@@ -80,10 +78,19 @@ pub fn run(node: &ClusterNode, command: AdminCommand) -> Response {
     }
 }
 
+fn status_of(node: &ClusterNode, keyspace: Option<&str>) -> Response {
+    if let Some(name) = keyspace {
+        if node.executor().schema().keyspace(name).is_none() {
+            return failed(tables::unknown_keyspace(name));
+        }
+    }
+    Response::Text(status(node, keyspace))
+}
+
 /// A snapshot tag names a directory under `<data_dir>/snapshots`: one plain
 /// file name, never a path out of it (`..`, `/`, an absolute path) and never
 /// hidden. The node checks it, whatever the client sent.
-fn check_snapshot_tag(tag: &str) -> Result<(), String> {
+pub(crate) fn check_snapshot_tag(tag: &str) -> Result<(), String> {
     const MAX_TAG_BYTES: usize = 255;
     if tag.is_empty() {
         return Err("You must supply a snapshot name.".into());
@@ -276,22 +283,6 @@ fn describe_ring(node: &ClusterNode, keyspace: &str) -> Response {
     Response::Text(out)
 }
 
-/// `nodetool cleanup`: drops the data of ranges this node no longer
-/// replicates.
-fn cleanup(node: &ClusterNode) -> Response {
-    let topology = node.shared.topology();
-    let schema = node.executor().schema();
-    for (keyspace, strategy) in crate::topology::replicated_keyspaces(&schema) {
-        let keep = topology.ring.ranges_of(&strategy, topology.local);
-        for table in keyspace.storage_ids() {
-            if let Err(e) = node.shared.engine.cleanup(table, &keep) {
-                return failed(e);
-            }
-        }
-    }
-    Response::Text(String::new())
-}
-
 /// `rocksandra nodetool`: sends `command` to the node at `address` (its
 /// storage port) and returns the node's text answer.
 pub fn call(address: std::net::SocketAddr, command: AdminCommand) -> Result<String, String> {
@@ -338,98 +329,51 @@ pub fn call(address: std::net::SocketAddr, command: AdminCommand) -> Result<Stri
     }
 }
 
-/// A nodetool command line (after the options) as a command.
-pub fn parse_command(args: &[String]) -> Result<AdminCommand, String> {
-    let words: Vec<&str> = args.iter().map(String::as_str).collect();
-    let command = match words.as_slice() {
-        ["status", ..] => AdminCommand::Status,
-        ["ring", ..] => AdminCommand::Ring,
-        ["info", ..] => AdminCommand::Info,
-        ["describering", keyspace] => AdminCommand::DescribeRing {
-            keyspace: (*keyspace).to_string(),
-        },
-        ["flush", ..] => AdminCommand::Flush,
-        ["compact", ..] => AdminCommand::Compact,
-        ["cleanup", ..] => AdminCommand::Cleanup,
-        ["snapshot"] => AdminCommand::Snapshot {
-            tag: (rocksandra_data::time::system_micros() / 1_000).to_string(),
-        },
-        ["snapshot", "-t", tag] => AdminCommand::Snapshot {
-            tag: (*tag).to_string(),
-        },
-        ["repair", rest @ ..] => {
-            let mut primary_range = false;
-            let (mut start, mut end) = (None, None);
-            let mut names = Vec::new();
-            let mut words = rest.iter();
-            while let Some(word) = words.next() {
-                let mut token = |what: &str| -> Result<i64, String> {
-                    let value = words
-                        .next()
-                        .ok_or_else(|| format!("repair: {word} needs a {what} token"))?;
-                    value
-                        .parse()
-                        .map_err(|_| format!("repair: {value} is not a token"))
-                };
-                match *word {
-                    "-pr" | "--partitioner-range" => primary_range = true,
-                    "-full" | "--full" => {}
-                    "-st" | "--start-token" => start = Some(token("start")?),
-                    "-et" | "--end-token" => end = Some(token("end")?),
-                    option if option.starts_with('-') => {
-                        return Err(format!("repair: unsupported option {option}"))
-                    }
-                    name => names.push(name.to_string()),
-                }
-            }
-            let range = match (start, end) {
-                (None, None) => None,
-                (Some(s), Some(e)) => Some(TokenRange {
-                    start_exclusive: Token(s),
-                    end_inclusive: Token(e),
-                }),
-                _ => return Err("repair: -st and -et go together".into()),
-            };
-            if primary_range && range.is_some() {
-                return Err("repair: -pr cannot be combined with -st/-et".into());
-            }
-            let mut names = names.into_iter();
-            AdminCommand::Repair {
-                keyspace: names.next(),
-                tables: names.collect(),
-                primary_range,
-                range,
-            }
-        }
-        ["rebuild"] => AdminCommand::Rebuild { source_dc: None },
-        ["rebuild", dc] => AdminCommand::Rebuild {
-            source_dc: Some((*dc).to_string()),
-        },
-        ["netstats", ..] => AdminCommand::Netstats,
-        ["decommission"] => AdminCommand::Decommission,
-        ["removenode", host_id] => AdminCommand::RemoveNode {
-            host_id: (*host_id).to_string(),
-        },
-        #[cfg(feature = "fault-injection")]
-        ["slow", millis] => AdminCommand::Slow {
-            millis: millis
+/// `nodetool repair`'s options and names (Cassandra's spellings, `-st`
+/// and `-pr` included) as a command.
+pub fn repair_command(args: &[String]) -> Result<AdminCommand, String> {
+    let mut primary_range = false;
+    let (mut start, mut end) = (None, None);
+    let mut names = Vec::new();
+    let mut words = args.iter().map(String::as_str);
+    while let Some(word) = words.next() {
+        let mut token = |what: &str| -> Result<i64, String> {
+            let value = words
+                .next()
+                .ok_or_else(|| format!("repair: {word} needs a {what} token"))?;
+            value
                 .parse()
-                .map_err(|_| format!("{millis} is not a number of milliseconds"))?,
-        },
-        #[cfg(feature = "fault-injection")]
-        ["failpoint", name] => AdminCommand::Failpoint {
-            name: (*name).to_string(),
-        },
-        #[cfg(feature = "fault-injection")]
-        ["isolate", peers @ ..] => AdminCommand::Isolate {
-            peers: peers
-                .iter()
-                .map(|p| p.parse().map_err(|_| format!("{p} is not an IP address")))
-                .collect::<Result<_, _>>()?,
-        },
-        _ => return Err(format!("unknown or malformed command: {}", words.join(" "))),
+                .map_err(|_| format!("repair: {value} is not a token"))
+        };
+        match word {
+            "-pr" | "--partitioner-range" => primary_range = true,
+            "-full" | "--full" => {}
+            "-st" | "--start-token" => start = Some(token("start")?),
+            "-et" | "--end-token" => end = Some(token("end")?),
+            option if option.starts_with('-') => {
+                return Err(format!("repair: unsupported option {option}"))
+            }
+            name => names.push(name.to_string()),
+        }
+    }
+    let range = match (start, end) {
+        (None, None) => None,
+        (Some(s), Some(e)) => Some(TokenRange {
+            start_exclusive: Token(s),
+            end_inclusive: Token(e),
+        }),
+        _ => return Err("repair: -st and -et go together".into()),
     };
-    Ok(command)
+    if primary_range && range.is_some() {
+        return Err("repair: -pr cannot be combined with -st/-et".into());
+    }
+    let mut names = names.into_iter();
+    Ok(AdminCommand::Repair {
+        keyspace: names.next(),
+        tables: names.collect(),
+        primary_range,
+        range,
+    })
 }
 
 #[cfg(test)]
@@ -438,7 +382,10 @@ mod tests {
 
     fn parse(words: &str) -> Result<AdminCommand, String> {
         let args: Vec<String> = words.split_whitespace().map(str::to_string).collect();
-        parse_command(&args)
+        match args.split_first() {
+            Some((first, rest)) if first == "repair" => repair_command(rest),
+            _ => Err(format!("not a repair: {words}")),
+        }
     }
 
     #[test]
@@ -493,32 +440,5 @@ mod tests {
         ] {
             assert!(check_snapshot_tag(bad).is_err(), "{bad:?}");
         }
-    }
-
-    #[test]
-    #[cfg(not(feature = "fault-injection"))]
-    fn fault_injection_commands_are_unknown_outside_test_builds() {
-        for words in [
-            "slow 250",
-            "failpoint crash-after-batchlog",
-            "isolate 127.0.0.1",
-            "isolate",
-        ] {
-            let e = parse(words).expect_err(words);
-            assert!(e.starts_with("unknown or malformed command"), "{e}");
-        }
-    }
-
-    #[test]
-    #[cfg(feature = "fault-injection")]
-    fn fault_injection_commands() {
-        assert_eq!(parse("slow 250"), Ok(AdminCommand::Slow { millis: 250 }));
-        assert!(parse("slow soon").is_err());
-        assert_eq!(
-            parse("failpoint crash-after-batchlog"),
-            Ok(AdminCommand::Failpoint {
-                name: "crash-after-batchlog".into()
-            })
-        );
     }
 }

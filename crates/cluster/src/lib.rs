@@ -25,6 +25,7 @@ pub mod paxos_store;
 pub mod repair;
 pub mod replica;
 pub mod ring;
+pub mod stages;
 pub mod streaming;
 pub mod topology;
 

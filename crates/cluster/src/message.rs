@@ -19,7 +19,7 @@ use crate::batchlog::{BatchEntry, BatchId};
 use crate::paxos::{Ballot, PaxosKey, PrepareAnswer, Proposal};
 
 /// Changes whenever any message changes shape.
-pub const FORMAT_VERSION: u8 = 1;
+pub const FORMAT_VERSION: u8 = 2;
 
 /// The largest frame a node sends or accepts (length prefix excluded).
 pub const MAX_FRAME_BYTES: usize = 256 << 20;
@@ -164,18 +164,26 @@ pub struct SchemaBlob {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum AdminCommand {
-    Status,
+    /// The ring by datacenter; ownership as `keyspace` replicates it.
+    Status {
+        keyspace: Option<String>,
+    },
     Ring,
     Info,
     DescribeRing {
         keyspace: String,
     },
-    Flush,
-    Compact,
+    /// The memtables of `tables` of `keyspace` (all its tables when
+    /// empty; every table without a keyspace).
+    Flush(TableSelection),
+    Compact(TableSelection),
     /// Drops what this node no longer replicates.
-    Cleanup,
+    Cleanup(TableSelection),
+    /// A snapshot named `tag`; `keyspaces` are checked to exist (the
+    /// snapshot holds every keyspace: it is one RocksDB checkpoint).
     Snapshot {
         tag: String,
+        keyspaces: Vec<String>,
     },
     /// Repair the ranges this node replicates (only its primary ranges
     /// with `primary_range`, only their part in `range` when given) of a
@@ -213,6 +221,44 @@ pub enum AdminCommand {
     Failpoint {
         name: String,
     },
+    /// The Cassandra release this node speaks for.
+    Version,
+    /// Cluster name, snitch, partitioner, schema versions.
+    DescribeCluster,
+    /// The replicas of a partition key given as text.
+    GetEndpoints {
+        keyspace: String,
+        table: String,
+        key: String,
+    },
+    ListSnapshots,
+    /// Removes the snapshot `tag`, or every snapshot (`tag` None).
+    ClearSnapshot {
+        tag: Option<String>,
+    },
+    /// Flushes every memtable.
+    Drain,
+    GetCompactionThroughput,
+    SetCompactionThroughput {
+        mib_per_second: u32,
+    },
+    CompactionStats,
+    /// Per-table figures of `keyspace` or `keyspace.table` names (every
+    /// keyspace when empty).
+    TableStats {
+        names: Vec<String>,
+    },
+    /// Local replica reads and writes, as Cassandra's thread pool stages.
+    TpStats,
+}
+
+/// The tables a flush, compaction or cleanup works on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TableSelection {
+    /// None: every table.
+    pub keyspace: Option<String>,
+    /// Empty: every table of the keyspace.
+    pub tables: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,7 @@ use crate::hints::Hints;
 use crate::message::{AdminCommand, RemoteError, Request, Response, SchemaBlob};
 use crate::messaging::{Handler, Messaging};
 use crate::ring::{allocate_tokens, MemberStatus, Ring};
+use crate::stages::{StagedEngine, Stages};
 use crate::topology::Topology;
 
 /// How often the membership loop reads gossip.
@@ -45,6 +46,8 @@ pub const DECOMMISSIONED_MARKER: &str = "decommissioned";
 #[derive(Clone, Debug)]
 pub struct ClusterConfig {
     pub cluster_name: String,
+    /// `endpoint_snitch` as configured (`nodetool describecluster`).
+    pub endpoint_snitch: String,
     pub listen_address: IpAddr,
     pub storage_port: u16,
     pub seeds: Vec<SocketAddr>,
@@ -65,6 +68,9 @@ pub struct ClusterConfig {
     pub hint_window: Option<Duration>,
     /// How long the coordinator waits for replicas.
     pub timeouts: Timeouts,
+    /// The `compaction_throughput` the storage engine was opened with,
+    /// MiB/s; 0: unthrottled.
+    pub compaction_throughput_mib: u32,
 }
 
 pub type EventSink = Arc<dyn Fn(Event) + Send + Sync>;
@@ -84,6 +90,11 @@ pub struct ClusterNode {
     pulling_schema: AtomicBool,
     /// The load last published in gossip.
     published_load: AtomicU64,
+    /// `nodetool setcompactionthroughput` (MiB/s, 0 unthrottled): kept
+    /// and shown, not applied (RocksDB's rate limiter is fixed at open).
+    pub compaction_throughput: AtomicU32,
+    /// Local replica reads and writes (`nodetool tpstats`).
+    pub stages: Arc<Stages>,
     /// The schema lock, on the node that is the schema leader.
     schema_lock: Mutex<Option<(IpAddr, Instant)>>,
     /// Streaming sessions for `nodetool netstats`.
@@ -135,6 +146,8 @@ impl ClusterNode {
             .map_err(|e| format!("cannot open the paxos state table: {e}"))?;
         crate::batchlog::open(&*engine)
             .map_err(|e| format!("cannot open the batchlog table: {e}"))?;
+        let stages = Arc::new(Stages::default());
+        let engine: Arc<dyn Engine> = Arc::new(StagedEngine::new(engine, stages.clone()));
         let handler = Arc::new(NodeHandler {
             node: OnceLock::new(),
             engine: engine.clone(),
@@ -285,6 +298,7 @@ impl ClusterNode {
             config.timeouts,
         )
         .map_err(|e| format!("cannot start the coordinator: {e}"))?;
+        let compaction_throughput_mib = config.compaction_throughput_mib;
         let node = Arc::new(ClusterNode {
             config,
             shared: shared.clone(),
@@ -297,6 +311,8 @@ impl ClusterNode {
             tokens,
             pulling_schema: AtomicBool::new(false),
             published_load: AtomicU64::new(u64::MAX),
+            compaction_throughput: AtomicU32::new(compaction_throughput_mib),
+            stages,
             schema_lock: Mutex::new(None),
             sessions: Default::default(),
             removals: Mutex::new(Vec::new()),
@@ -734,10 +750,6 @@ impl ClusterNode {
             command @ (AdminCommand::Slow { .. }
             | AdminCommand::Failpoint { .. }
             | AdminCommand::Isolate { .. }) => self.fault_injection(command),
-            AdminCommand::Flush => match self.shared.engine.flush() {
-                Ok(()) => Response::Text(String::new()),
-                Err(e) => Response::Error(RemoteError::Failed(e.to_string())),
-            },
             other => crate::admin::run(self, other),
         }
     }

@@ -53,6 +53,55 @@ pub fn partition_key_bytes(components: &[Vec<u8>]) -> Vec<u8> {
     rocksandra_data::token::serialize_partition_key(&refs)
 }
 
+/// A partition key given as text, as `nodetool getendpoints` takes it:
+/// each component parsed as Cassandra's `fromString` does, the components
+/// of a composite key separated by `:` (`\:` inside one).
+pub fn partition_key_from_text(table: &Table, text: &str) -> std::result::Result<Vec<u8>, String> {
+    let columns = table.partition_key();
+    let parts = split_key_components(text, columns.len() > 1);
+    if parts.len() != columns.len() {
+        return Err(format!(
+            "the partition key of {}.{} has {} component(s), {text:?} gives {}",
+            table.keyspace,
+            table.name,
+            columns.len(),
+            parts.len()
+        ));
+    }
+    let now_millis = rocksandra_data::time::system_micros() / 1_000;
+    let mut components = Vec::with_capacity(parts.len());
+    for (column, part) in columns.iter().zip(&parts) {
+        let CqlType::Native(native) = column.ty.unfrozen() else {
+            return Err(format!(
+                "a {} partition key cannot be given as text",
+                column.ty
+            ));
+        };
+        components.push(crate::term::literal::from_string(
+            *native, part, now_millis,
+        )?);
+    }
+    Ok(partition_key_bytes(&components))
+}
+
+/// `a:b\:c` as `["a", "b:c"]` when `composite`; the whole text otherwise.
+fn split_key_components(text: &str, composite: bool) -> Vec<String> {
+    if !composite {
+        return vec![text.to_string()];
+    }
+    let mut parts = vec![String::new()];
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match (c, parts.last_mut()) {
+            ('\\', Some(part)) => part.extend(chars.next()),
+            (':', _) => parts.push(String::new()),
+            (c, Some(part)) => part.push(c),
+            (_, None) => {}
+        }
+    }
+    parts
+}
+
 fn remaining_ttl(cell: &Cell, now: LocalTime) -> Option<i32> {
     match cell.kind {
         CellKind::Expiring {
@@ -261,4 +310,21 @@ pub fn partition_rows_owned(
         });
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_key_components;
+
+    #[test]
+    fn composite_key_text_splits_on_unescaped_colons() {
+        assert_eq!(split_key_components("a:b", false), ["a:b"]);
+        assert_eq!(split_key_components("a:7", true), ["a", "7"]);
+        assert_eq!(
+            split_key_components("with\\:colon:7", true),
+            ["with:colon", "7"]
+        );
+        assert_eq!(split_key_components("a\\\\:7", true), ["a\\", "7"]);
+        assert_eq!(split_key_components(":", true), ["", ""]);
+    }
 }

@@ -547,21 +547,10 @@ pub struct Cli {
 
 #[derive(Debug, Clone, PartialEq, Eq, clap::Subcommand)]
 pub enum Command {
-    /// Operator commands against a running node, as Cassandra's nodetool:
-    /// status, ring, info, describering KEYSPACE, flush, compact, cleanup,
-    /// snapshot [-t TAG], repair [-pr] [KEYSPACE [TABLE...]], decommission,
-    /// removenode HOST_ID, rebuild [SOURCE_DC], netstats.
-    Nodetool {
-        /// The node's listen address.
-        #[arg(long, short = 'H', default_value = "127.0.0.1")]
-        host: IpAddr,
-        /// Its storage port.
-        #[arg(long, short = 'p', default_value_t = STORAGE_PORT_DEFAULT)]
-        port: u16,
-        /// The command and its arguments.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
-        args: Vec<String>,
-    },
+    /// Operator commands against a running node, as Cassandra's nodetool
+    /// (`rocksandra nodetool help` lists them).
+    #[command(disable_help_flag = true, arg_required_else_help = true)]
+    Nodetool(crate::nodetool::NodetoolArgs),
 }
 
 fn split_seeds(text: &str) -> Vec<String> {

@@ -10,6 +10,7 @@ pub mod exec_handler;
 pub mod handler;
 pub mod metrics;
 pub mod node;
+pub mod nodetool;
 pub mod service;
 pub mod transport;
 

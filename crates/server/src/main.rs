@@ -5,7 +5,8 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
-use rocksandra_server::{shutdown_signal, Cli, Config, Service};
+use rocksandra_server::config::Command;
+use rocksandra_server::{nodetool, shutdown_signal, Cli, Config, Service};
 use tracing::{error, info, warn};
 use tracing_subscriber::EnvFilter;
 
@@ -13,9 +14,13 @@ use tracing_subscriber::EnvFilter;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    if let Some(rocksandra_server::config::Command::Nodetool { host, port, args }) = &cli.command {
-        return nodetool(*host, *port, args);
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if nodetool::invoked(std::env::args()) => return nodetool::usage_error(&e),
+        Err(e) => e.exit(),
+    };
+    if let Some(Command::Nodetool(args)) = &cli.command {
+        return nodetool::run(args.clone());
     }
     init_logging();
     let config = match Config::load(&cli) {
@@ -48,27 +53,6 @@ fn main() -> ExitCode {
         }
         Err(message) => {
             error!("{message}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// `rocksandra nodetool`: one command to a running node, its answer printed.
-fn nodetool(host: std::net::IpAddr, port: u16, args: &[String]) -> ExitCode {
-    let command = match rocksandra_cluster::admin::parse_command(args) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("nodetool: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match rocksandra_cluster::admin::call(std::net::SocketAddr::new(host, port), command) {
-        Ok(text) => {
-            print!("{text}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("nodetool: {e}");
             ExitCode::FAILURE
         }
     }

@@ -165,6 +165,7 @@ pub async fn join_cluster(
 ) -> Result<Arc<rocksandra_cluster::ClusterNode>, String> {
     let cluster = rocksandra_cluster::ClusterConfig {
         cluster_name: config.cluster_name.clone(),
+        endpoint_snitch: config.endpoint_snitch.clone(),
         listen_address: config.listen_address,
         storage_port: config.storage_port,
         seeds: config.seed_addresses()?,
@@ -186,6 +187,9 @@ pub async fn join_cluster(
             .hinted_handoff_enabled
             .then_some(config.max_hint_window),
         timeouts: config.request_timeouts,
+        compaction_throughput_mib: config.compaction_throughput_bytes.map_or(0, |bytes| {
+            u32::try_from(bytes.div_ceil(1 << 20)).unwrap_or(u32::MAX)
+        }),
     };
     let joined = rocksandra_cluster::ClusterNode::start(
         cluster,

@@ -30,7 +30,7 @@ use rocksdb::{
 use rocksandra_data::LocalTime;
 use rocksandra_storage::api::{
     CompactionStyle, Compression, Durability, Result, StorageError, StorageStats, TableId,
-    TableOptions,
+    TableOptions, TableStorageStats,
 };
 use rocksandra_storage::kv::{KeyRange, KeysVisitor, KvOp, KvStore, RangesVisitor, Visitor};
 use rocksandra_storage::layout::keys::partition_prefix_len;
@@ -912,6 +912,18 @@ impl KvStore for RocksStore {
         Ok(())
     }
 
+    fn flush_table(&self, table: TableId) -> Result<()> {
+        let cf = self.cf(table)?;
+        self.shared
+            .db
+            .flush_wal(true)
+            .map_err(rocks_error("syncing the WAL"))?;
+        self.shared
+            .db
+            .flush_cf(&cf)
+            .map_err(rocks_error("flushing memtables"))
+    }
+
     fn compact(&self, table: TableId) -> Result<()> {
         let cf = self.cf(table)?;
         let mut options = CompactOptions::default();
@@ -949,12 +961,42 @@ impl KvStore for RocksStore {
             compaction_pending_bytes: shared
                 .property_of_all_tables(properties::ESTIMATE_PENDING_COMPACTION_BYTES),
             compactions_running: shared.property(properties::NUM_RUNNING_COMPACTIONS),
+            compactions_pending: shared.property_of_all_tables(properties::COMPACTION_PENDING),
             memtable_bytes: shared.property_of_all_tables(properties::CUR_SIZE_ALL_MEM_TABLES),
             sst_bytes: shared.property_of_all_tables(properties::LIVE_SST_FILES_SIZE),
             read_only: shared.failure().is_some(),
         }
     }
+
+    fn table_stats(&self, table: TableId) -> TableStorageStats {
+        let Ok(cf) = self.cf(table) else {
+            return TableStorageStats::default();
+        };
+        let db = &self.shared.db;
+        let int = |name: &PropName| db.property_int_value_cf(&cf, name).ok().flatten();
+        let int = |name| int(name).unwrap_or(0);
+        let sst_files = (0..ROCKSDB_LEVELS)
+            .filter_map(|level| {
+                db.property_value_cf(&cf, properties::num_files_at_level(level))
+                    .ok()
+                    .flatten()
+            })
+            .filter_map(|files| files.trim().parse::<u64>().ok())
+            .sum();
+        TableStorageStats {
+            sst_files,
+            live_sst_bytes: int(properties::LIVE_SST_FILES_SIZE),
+            total_sst_bytes: int(properties::TOTAL_SST_FILES_SIZE),
+            memtable_bytes: int(properties::CUR_SIZE_ALL_MEM_TABLES),
+            memtable_entries: int(properties::NUM_ENTRIES_ACTIVE_MEM_TABLE)
+                .saturating_add(int(properties::NUM_ENTRIES_IMM_MEM_TABLES)),
+            estimated_entries: int(properties::ESTIMATE_NUM_KEYS),
+        }
+    }
 }
+
+/// RocksDB's default number of LSM levels (`num_levels`, not changed here).
+const ROCKSDB_LEVELS: usize = 7;
 
 impl RocksStore {
     fn write_batch(&self, batch: WriteBatch) -> Result<()> {

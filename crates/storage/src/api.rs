@@ -328,12 +328,31 @@ pub struct StorageStats {
     /// Bytes compactions still have to rewrite to bring every table into shape.
     pub compaction_pending_bytes: u64,
     pub compactions_running: u64,
+    /// Tables whose shape asks for a compaction that has not started yet.
+    pub compactions_pending: u64,
     /// Active and immutable memtables of every table.
     pub memtable_bytes: u64,
     /// Live SST files of every table.
     pub sst_bytes: u64,
     /// Writes are refused after an earlier failure (`StorageError::ReadOnly`).
     pub read_only: bool,
+}
+
+/// One table's storage figures (`nodetool tablestats`); zeros where the
+/// backend does not know them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TableStorageStats {
+    pub sst_files: u64,
+    /// SST files the table reads now.
+    pub live_sst_bytes: u64,
+    /// Every SST file of the table, obsolete ones not yet deleted included.
+    pub total_sst_bytes: u64,
+    /// Active and immutable memtables.
+    pub memtable_bytes: u64,
+    pub memtable_entries: u64,
+    /// The backend's estimate of the entries stored: a row or a
+    /// partition-level record each, so at least the number of partitions.
+    pub estimated_entries: u64,
 }
 
 /// The storage engine: write, read, stream.
@@ -377,6 +396,12 @@ pub trait Engine: Send + Sync {
     fn snapshot(&self, dir: &Path) -> Result<()>;
     /// Persists everything written so far (memtables, WAL).
     fn flush(&self) -> Result<()>;
+    /// Persists what was written to one table (its memtables, and the
+    /// WAL); an engine without per-table flushes flushes everything.
+    fn flush_table(&self, table: TableId) -> Result<()> {
+        let _ = table;
+        self.flush()
+    }
     /// Runs a full compaction of the table: applies TTL expiry and purges
     /// every tombstone past gc_grace, partition and range tombstones included.
     fn compact(&self, table: TableId, now: LocalTime) -> Result<()>;
@@ -387,6 +412,11 @@ pub trait Engine: Send + Sync {
     /// Counters and gauges for monitoring; cheap enough to call on every
     /// metrics scrape.
     fn stats(&self) -> StorageStats;
+    /// One table's figures; zeros from an engine without them.
+    fn table_stats(&self, table: TableId) -> TableStorageStats {
+        let _ = table;
+        TableStorageStats::default()
+    }
 }
 
 #[cfg(test)]

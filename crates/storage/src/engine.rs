@@ -905,6 +905,11 @@ impl<S: KvStore> Engine for KvEngine<S> {
         self.store.flush()
     }
 
+    fn flush_table(&self, table: TableId) -> Result<()> {
+        self.spec(table)?;
+        self.store.flush_table(table)
+    }
+
     fn compact(&self, table: TableId, now: LocalTime) -> Result<()> {
         let spec = self.spec(table)?;
         let everything = KeyRange {
@@ -921,5 +926,9 @@ impl<S: KvStore> Engine for KvEngine<S> {
 
     fn stats(&self) -> StorageStats {
         self.store.stats()
+    }
+
+    fn table_stats(&self, table: TableId) -> TableStorageStats {
+        self.store.table_stats(table)
     }
 }

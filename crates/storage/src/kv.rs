@@ -5,7 +5,7 @@
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use crate::api::{Result, StorageStats, TableId, TableOptions};
+use crate::api::{Result, StorageStats, TableId, TableOptions, TableStorageStats};
 
 /// One change in an atomic batch.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,6 +99,12 @@ pub trait KvStore: Send + Sync + 'static {
     fn ingest(&self, table: TableId, files: &[PathBuf]) -> Result<()>;
     fn checkpoint(&self, dir: &Path) -> Result<()>;
     fn flush(&self) -> Result<()>;
+    /// One table's memtables (and the WAL); everything when the backend
+    /// cannot flush a table alone.
+    fn flush_table(&self, table: TableId) -> Result<()> {
+        let _ = table;
+        self.flush()
+    }
     fn compact(&self, table: TableId) -> Result<()>;
     /// Partitions (table, partition prefix) whose partition deletion or range
     /// tombstone a compaction found past gc_grace since the last call. Such
@@ -113,5 +119,10 @@ pub trait KvStore: Send + Sync + 'static {
     /// without them (the in-memory store) reports zeros.
     fn stats(&self) -> StorageStats {
         StorageStats::default()
+    }
+    /// One table's figures (`Engine::table_stats`); zeros by default.
+    fn table_stats(&self, table: TableId) -> TableStorageStats {
+        let _ = table;
+        TableStorageStats::default()
     }
 }

@@ -1,0 +1,448 @@
+//! `rocksandra nodetool`: Cassandra's nodetool commands, parsed with clap,
+//! sent to a running node over its storage port, the node's answer printed.
+
+use std::net::{IpAddr, SocketAddr};
+use std::process::ExitCode;
+
+use clap::error::{ContextKind, ErrorKind};
+use rocksandra_cluster::message::{AdminCommand, TableSelection};
+
+use crate::config::STORAGE_PORT_DEFAULT;
+
+/// `rocksandra nodetool [-h HOST] [-p PORT] COMMAND [ARGS...]`.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct NodetoolArgs {
+    /// The node's listen address (`-H` too, as before).
+    #[arg(long, short = 'h', short_alias = 'H', default_value = "127.0.0.1")]
+    pub host: IpAddr,
+    /// Its storage port.
+    #[arg(long, short = 'p', default_value_t = STORAGE_PORT_DEFAULT)]
+    pub port: u16,
+    /// Print help (`nodetool help COMMAND` for one command's).
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
+    #[command(subcommand)]
+    pub command: NodetoolCommand,
+}
+
+/// A keyspace and some of its tables (all of them when none is named).
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct Tables {
+    /// Every keyspace when left out.
+    pub keyspace: Option<String>,
+    /// Every table of the keyspace when left out.
+    pub tables: Vec<String>,
+}
+
+impl Tables {
+    fn selection(self) -> TableSelection {
+        TableSelection {
+            keyspace: self.keyspace,
+            tables: self.tables,
+        }
+    }
+}
+
+/// The commands, named as Cassandra's.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Subcommand)]
+#[command(rename_all = "lower")]
+pub enum NodetoolCommand {
+    /// Print cluster information (state, load, IDs, ...)
+    Status {
+        /// Ownership as this keyspace replicates data.
+        keyspace: Option<String>,
+    },
+    /// Print information about the token ring
+    Ring,
+    /// Print node information (uptime, load, ...)
+    Info,
+    /// Shows the token ranges info of a given keyspace
+    DescribeRing { keyspace: String },
+    /// Print the name, snitch, partitioner and schema version of a cluster
+    DescribeCluster,
+    /// Print cassandra version
+    Version,
+    /// Print the end points that owns the key
+    GetEndpoints {
+        keyspace: String,
+        table: String,
+        /// The partition key as text (`a:b` for a composite key).
+        key: String,
+    },
+    /// Flush one or more tables
+    Flush(Tables),
+    /// Drain the node (flush every table)
+    Drain,
+    /// Force a (major) compaction on one or more tables
+    Compact(Tables),
+    /// Triggers the immediate cleanup of keys no longer belonging to a node
+    Cleanup(Tables),
+    /// Take a snapshot (of every keyspace: the named ones are checked)
+    Snapshot {
+        /// The name of the snapshot (default: the time in milliseconds).
+        #[arg(short = 't', long = "tag")]
+        tag: Option<String>,
+        keyspaces: Vec<String>,
+    },
+    /// Lists all the snapshots along with the size on disk and true size
+    ListSnapshots,
+    /// Remove the snapshot with the given name, or all snapshots
+    ClearSnapshot {
+        /// Remove the snapshot with a given name.
+        #[arg(short = 't')]
+        tag: Option<String>,
+        /// Removes all snapshots.
+        #[arg(long)]
+        all: bool,
+        /// Refused: a snapshot holds every keyspace here.
+        keyspaces: Vec<String>,
+    },
+    /// Print the MB/s throughput cap for compaction in the system
+    GetCompactionThroughput,
+    /// Set the MB/s throughput cap for compaction (stored; the rate set at start stays)
+    SetCompactionThroughput { value_in_mb: u32 },
+    /// Print statistics on compactions
+    CompactionStats,
+    /// Print statistics on tables (read/write counts and latencies: 0/NaN, not measured)
+    TableStats {
+        /// `KEYSPACE` or `KEYSPACE.TABLE`; every keyspace when none.
+        names: Vec<String>,
+    },
+    /// Print usage statistics of thread pools (local replica reads and writes)
+    TpStats,
+    /// Repair one or more tables ([-pr] [-full] [-st T -et T] [KEYSPACE [TABLE...]])
+    Repair {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Rebuild data by streaming from other nodes
+    Rebuild { source_dc: Option<String> },
+    /// Print network information on provided host
+    Netstats,
+    /// Decommission the *node I am connecting to*
+    Decommission,
+    /// Remove a dead node by its host ID
+    RemoveNode { host_id: String },
+    /// Test only: answer other nodes' requests late (0 heals).
+    #[cfg(feature = "fault-injection")]
+    #[command(hide = true)]
+    Slow { millis: u64 },
+    /// Test only: arm a named failpoint.
+    #[cfg(feature = "fault-injection")]
+    #[command(hide = true)]
+    Failpoint { name: String },
+    /// Test only: drop every message to and from these peers (none heals).
+    #[cfg(feature = "fault-injection")]
+    #[command(hide = true)]
+    Isolate { peers: Vec<IpAddr> },
+}
+
+impl NodetoolCommand {
+    /// What the node is asked; errors are Cassandra's usage texts.
+    pub fn into_admin(self) -> Result<AdminCommand, String> {
+        use NodetoolCommand as N;
+        Ok(match self {
+            N::Status { keyspace } => AdminCommand::Status { keyspace },
+            N::Ring => AdminCommand::Ring,
+            N::Info => AdminCommand::Info,
+            N::DescribeRing { keyspace } => AdminCommand::DescribeRing { keyspace },
+            N::DescribeCluster => AdminCommand::DescribeCluster,
+            N::Version => AdminCommand::Version,
+            N::GetEndpoints {
+                keyspace,
+                table,
+                key,
+            } => AdminCommand::GetEndpoints {
+                keyspace,
+                table,
+                key,
+            },
+            N::Flush(tables) => AdminCommand::Flush(tables.selection()),
+            N::Drain => AdminCommand::Drain,
+            N::Compact(tables) => AdminCommand::Compact(tables.selection()),
+            N::Cleanup(tables) => AdminCommand::Cleanup(tables.selection()),
+            N::Snapshot { tag, keyspaces } => AdminCommand::Snapshot {
+                tag: tag.unwrap_or_else(default_snapshot_tag),
+                keyspaces,
+            },
+            N::ListSnapshots => AdminCommand::ListSnapshots,
+            N::ClearSnapshot {
+                tag,
+                all,
+                keyspaces,
+            } => clear_snapshot(tag, all, &keyspaces)?,
+            N::GetCompactionThroughput => AdminCommand::GetCompactionThroughput,
+            N::SetCompactionThroughput { value_in_mb } => AdminCommand::SetCompactionThroughput {
+                mib_per_second: value_in_mb,
+            },
+            N::CompactionStats => AdminCommand::CompactionStats,
+            N::TableStats { names } => AdminCommand::TableStats { names },
+            N::TpStats => AdminCommand::TpStats,
+            N::Repair { args } => rocksandra_cluster::admin::repair_command(&args)?,
+            N::Rebuild { source_dc } => AdminCommand::Rebuild { source_dc },
+            N::Netstats => AdminCommand::Netstats,
+            N::Decommission => AdminCommand::Decommission,
+            N::RemoveNode { host_id } => AdminCommand::RemoveNode { host_id },
+            #[cfg(feature = "fault-injection")]
+            N::Slow { millis } => AdminCommand::Slow { millis },
+            #[cfg(feature = "fault-injection")]
+            N::Failpoint { name } => AdminCommand::Failpoint { name },
+            #[cfg(feature = "fault-injection")]
+            N::Isolate { peers } => AdminCommand::Isolate { peers },
+        })
+    }
+}
+
+/// Cassandra's default snapshot name: the time in milliseconds.
+fn default_snapshot_tag() -> String {
+    (rocksandra_data::time::system_micros() / 1_000).to_string()
+}
+
+fn clear_snapshot(
+    tag: Option<String>,
+    all: bool,
+    keyspaces: &[String],
+) -> Result<AdminCommand, String> {
+    match (tag, all) {
+        _ if !keyspaces.is_empty() => Err(format!(
+            "Snapshots hold every keyspace on this node: clear a whole snapshot (-t TAG or --all) without naming keyspaces ({})",
+            keyspaces.join(", ")
+        )),
+        (None, false) => Err("Specify snapshot name or --all".into()),
+        (Some(_), true) => Err("Specify only one of snapshot name or --all".into()),
+        (tag, _) => Ok(AdminCommand::ClearSnapshot { tag }),
+    }
+}
+
+/// Runs one command against the node and prints its answer.
+pub fn run(args: NodetoolArgs) -> ExitCode {
+    let command = match args.command.into_admin() {
+        Ok(command) => command,
+        Err(e) => {
+            eprintln!("nodetool: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let address = SocketAddr::new(args.host, args.port);
+    match rocksandra_cluster::admin::call(address, command) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("nodetool: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Whether this command line is a nodetool one (its parse errors are
+/// nodetool's).
+pub fn invoked(mut args: impl Iterator<Item = String>) -> bool {
+    args.any(|a| a == "nodetool")
+}
+
+/// A command line clap refused, reported as Cassandra's nodetool does;
+/// help asked for is printed and is no error.
+pub fn usage_error(e: &clap::Error) -> ExitCode {
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            return ExitCode::FAILURE;
+        }
+        ErrorKind::InvalidSubcommand | ErrorKind::UnknownArgument => {
+            let unexpected = e
+                .get(ContextKind::InvalidSubcommand)
+                .or_else(|| e.get(ContextKind::InvalidArg))
+                .map(|v| v.to_string())
+                .unwrap_or_default();
+            eprintln!("nodetool: Found unexpected parameters: [{unexpected}]");
+        }
+        _ => {
+            let text = e.render().to_string();
+            let text = text.strip_prefix("error: ").unwrap_or(&text);
+            eprint!("nodetool: {text}");
+        }
+    }
+    eprintln!("See 'nodetool help' or 'nodetool help <command>'.");
+    ExitCode::FAILURE
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::config::{Cli, Command};
+
+    fn parse(words: &str) -> Result<NodetoolArgs, clap::Error> {
+        let line = ["rocksandra", "nodetool"]
+            .into_iter()
+            .chain(words.split_whitespace());
+        match Cli::try_parse_from(line)?.command {
+            Some(Command::Nodetool(args)) => Ok(args),
+            None => panic!("no nodetool in {words}"),
+        }
+    }
+
+    fn admin(words: &str) -> Result<AdminCommand, String> {
+        parse(words)
+            .map_err(|e| e.to_string())?
+            .command
+            .into_admin()
+    }
+
+    fn selection(keyspace: Option<&str>, tables: &[&str]) -> TableSelection {
+        TableSelection {
+            keyspace: keyspace.map(str::to_string),
+            tables: tables.iter().map(|t| t.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn host_and_port_as_cassandra_and_as_before() {
+        let args = parse("status").expect("parses");
+        assert_eq!(args.host, IpAddr::from([127, 0, 0, 1]));
+        assert_eq!(args.port, STORAGE_PORT_DEFAULT);
+        for flags in ["-h 127.0.0.12", "-H 127.0.0.12", "--host 127.0.0.12"] {
+            let args = parse(&format!("{flags} -p 7001 status")).expect(flags);
+            assert_eq!(args.host, IpAddr::from([127, 0, 0, 12]), "{flags}");
+            assert_eq!(args.port, 7001);
+        }
+    }
+
+    #[test]
+    fn keyspace_and_tables_of_flush_compact_cleanup() {
+        assert_eq!(
+            admin("flush"),
+            Ok(AdminCommand::Flush(selection(None, &[])))
+        );
+        assert_eq!(
+            admin("compact ks"),
+            Ok(AdminCommand::Compact(selection(Some("ks"), &[])))
+        );
+        assert_eq!(
+            admin("cleanup ks t1 t2"),
+            Ok(AdminCommand::Cleanup(selection(Some("ks"), &["t1", "t2"])))
+        );
+    }
+
+    #[test]
+    fn unknown_commands_and_options_are_unexpected_parameters() {
+        for (words, kind) in [
+            ("nosuch", ErrorKind::InvalidSubcommand),
+            ("flush --nosuch", ErrorKind::UnknownArgument),
+            ("version extra", ErrorKind::UnknownArgument),
+        ] {
+            let e = parse(words).expect_err(words);
+            assert_eq!(e.kind(), kind, "{words}");
+        }
+        assert_eq!(
+            usage_error(&parse("nosuch").expect_err("")),
+            ExitCode::FAILURE
+        );
+    }
+
+    #[test]
+    fn snapshot_commands() {
+        assert_eq!(
+            admin("snapshot -t before ks1 ks2"),
+            Ok(AdminCommand::Snapshot {
+                tag: "before".into(),
+                keyspaces: vec!["ks1".into(), "ks2".into()],
+            })
+        );
+        assert!(matches!(
+            admin("snapshot"),
+            Ok(AdminCommand::Snapshot { tag, .. }) if tag.parse::<u64>().is_ok()
+        ));
+        assert_eq!(
+            admin("clearsnapshot -t x"),
+            Ok(AdminCommand::ClearSnapshot {
+                tag: Some("x".into())
+            })
+        );
+        assert_eq!(
+            admin("clearsnapshot --all"),
+            Ok(AdminCommand::ClearSnapshot { tag: None })
+        );
+        for bad in [
+            "clearsnapshot",
+            "clearsnapshot -t x --all",
+            "clearsnapshot -t x ks",
+        ] {
+            assert!(admin(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn other_commands() {
+        assert_eq!(
+            admin("getendpoints ks t 42"),
+            Ok(AdminCommand::GetEndpoints {
+                keyspace: "ks".into(),
+                table: "t".into(),
+                key: "42".into(),
+            })
+        );
+        assert_eq!(
+            admin("setcompactionthroughput 16"),
+            Ok(AdminCommand::SetCompactionThroughput { mib_per_second: 16 })
+        );
+        assert!(admin("setcompactionthroughput fast").is_err());
+        assert_eq!(
+            admin("tablestats ks ks2.t"),
+            Ok(AdminCommand::TableStats {
+                names: vec!["ks".into(), "ks2.t".into()]
+            })
+        );
+        assert!(matches!(
+            admin("repair -pr ks t"),
+            Ok(AdminCommand::Repair {
+                primary_range: true,
+                ..
+            })
+        ));
+        assert!(admin("repair -st 5").is_err());
+        assert_eq!(
+            admin("describering ks"),
+            Ok(AdminCommand::DescribeRing {
+                keyspace: "ks".into()
+            })
+        );
+    }
+
+    #[test]
+    #[cfg(not(feature = "fault-injection"))]
+    fn fault_injection_commands_are_unknown_outside_test_builds() {
+        for words in [
+            "slow 250",
+            "failpoint crash-after-batchlog",
+            "isolate 127.0.0.1",
+        ] {
+            let e = parse(words).expect_err(words);
+            assert_eq!(e.kind(), ErrorKind::InvalidSubcommand, "{words}");
+        }
+    }
+
+    #[test]
+    #[cfg(feature = "fault-injection")]
+    fn fault_injection_commands() {
+        assert_eq!(admin("slow 250"), Ok(AdminCommand::Slow { millis: 250 }));
+        assert!(admin("slow soon").is_err());
+        assert_eq!(
+            admin("failpoint crash-after-batchlog"),
+            Ok(AdminCommand::Failpoint {
+                name: "crash-after-batchlog".into()
+            })
+        );
+        assert_eq!(
+            admin("isolate"),
+            Ok(AdminCommand::Isolate { peers: vec![] })
+        );
+    }
+}
