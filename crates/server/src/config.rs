@@ -214,6 +214,10 @@ pub struct Config {
     pub listen_address: IpAddr,
     /// Address for CQL clients when it differs from `listen_address`.
     pub rpc_address: Option<IpAddr>,
+    /// The CQL address told to drivers (system.local, system.peers, gossip)
+    /// when it differs from the one the node listens on: required with a
+    /// wildcard `rpc_address`.
+    pub broadcast_rpc_address: Option<IpAddr>,
     pub native_transport_port: u16,
     pub data_file_directories: Vec<PathBuf>,
     pub commitlog_sync: CommitlogSync,
@@ -302,6 +306,7 @@ impl Default for Config {
             cluster_name: CLUSTER_NAME_DEFAULT.to_string(),
             listen_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
             rpc_address: None,
+            broadcast_rpc_address: None,
             native_transport_port: NATIVE_TRANSPORT_PORT_DEFAULT,
             data_file_directories: vec![PathBuf::from(DATA_DIRECTORY_DEFAULT)],
             commitlog_sync: CommitlogSync::Periodic,
@@ -344,6 +349,14 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The CQL address drivers are told: `broadcast_rpc_address`, else
+    /// `rpc_address`, else `listen_address`.
+    pub fn advertised_rpc_address(&self) -> IpAddr {
+        self.broadcast_rpc_address
+            .or(self.rpc_address)
+            .unwrap_or(self.listen_address)
+    }
+
     /// The address CQL clients connect to: `rpc_address`, else `listen_address`.
     pub fn native_address(&self) -> SocketAddr {
         let ip = self.rpc_address.unwrap_or(self.listen_address);
@@ -421,6 +434,7 @@ impl Config {
             None => Config::default(),
         };
         config.apply_overrides(cli);
+        config.check_broadcast_rpc_address()?;
         Ok(config)
     }
 
@@ -569,6 +583,7 @@ struct FileConfig {
     cluster_name: Option<String>,
     listen_address: Option<String>,
     rpc_address: Option<String>,
+    broadcast_rpc_address: Option<String>,
     native_transport_port: Option<u16>,
     data_file_directories: Option<Vec<PathBuf>>,
     commitlog_sync: Option<CommitlogSync>,
@@ -666,6 +681,10 @@ impl FileConfig {
             rpc_address: self
                 .rpc_address
                 .map(|text| parse_address("rpc_address", &text))
+                .transpose()?,
+            broadcast_rpc_address: self
+                .broadcast_rpc_address
+                .map(|text| parse_address("broadcast_rpc_address", &text))
                 .transpose()?,
             native_transport_port: self
                 .native_transport_port
@@ -980,7 +999,27 @@ fn port_or_off(port: u16) -> Option<u16> {
 }
 
 impl Config {
+    /// Cassandra's rule: drivers cannot be told a wildcard address.
+    fn check_broadcast_rpc_address(&self) -> Result<(), ConfigError> {
+        let wildcard = |ip: IpAddr| ip.is_unspecified();
+        match (self.rpc_address, self.broadcast_rpc_address) {
+            (Some(rpc), None) if wildcard(rpc) => Err(invalid(
+                "broadcast_rpc_address",
+                format!(
+                    "If rpc_address is set to a wildcard address ({rpc}), then you must set \
+                     broadcast_rpc_address to a value other than {rpc}"
+                ),
+            )),
+            (_, Some(broadcast)) if wildcard(broadcast) => Err(invalid(
+                "broadcast_rpc_address",
+                format!("{broadcast} is a wildcard address; drivers need one to connect to"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     fn validate(&self) -> Result<(), ConfigError> {
+        self.check_broadcast_rpc_address()?;
         if self.cluster_name.is_empty() {
             return Err(invalid("cluster_name", "must not be empty"));
         }
@@ -1702,11 +1741,27 @@ prometheus_port: 9500
 
     #[test]
     fn rpc_address_follows_listen_address_unless_given() {
-        let config = parse_ok("listen_address: 10.1.1.1\nrpc_address: 0.0.0.0\n");
+        let config = parse_ok(
+            "listen_address: 10.1.1.1\nrpc_address: 0.0.0.0\nbroadcast_rpc_address: 10.1.1.2\n",
+        );
         assert_eq!(
             config.native_address(),
             "0.0.0.0:9042".parse().expect("addr")
         );
+        assert_eq!(
+            config.advertised_rpc_address(),
+            "10.1.1.2".parse::<IpAddr>().expect("ip")
+        );
+        let config = parse_ok("listen_address: 10.1.1.1\nrpc_address: 10.1.1.3\n");
+        assert_eq!(
+            config.advertised_rpc_address(),
+            "10.1.1.3".parse::<IpAddr>().expect("ip")
+        );
+        assert!(error_text("rpc_address: 0.0.0.0\n").contains(
+            "If rpc_address is set to a wildcard address (0.0.0.0), then you must set \
+             broadcast_rpc_address to a value other than 0.0.0.0"
+        ));
+        assert!(error_text("broadcast_rpc_address: 0.0.0.0\n").contains("broadcast_rpc_address"));
         let config = parse_ok("listen_address: localhost\n");
         assert_eq!(
             config.native_address(),

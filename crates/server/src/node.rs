@@ -128,7 +128,7 @@ pub fn open(config: &Config) -> Result<Node, String> {
     let node = NodeInfo {
         cluster_name: config.cluster_name.clone(),
         listen_address: config.listen_address,
-        rpc_address: config.rpc_address.unwrap_or(config.listen_address),
+        rpc_address: config.advertised_rpc_address(),
         native_port: config.native_transport_port,
         data_center: config.data_center.clone(),
         rack: config.rack.clone(),
@@ -179,7 +179,7 @@ pub async fn join_cluster(
             .map(|t| rocksandra_data::Token(*t))
             .collect(),
         num_tokens: config.num_tokens.max(1) as usize,
-        rpc_address: config.rpc_address.unwrap_or(config.listen_address),
+        rpc_address: config.advertised_rpc_address(),
         native_port: config.native_transport_port,
         data_dir: node.dir.clone(),
         auto_bootstrap: config.auto_bootstrap,

@@ -36,7 +36,6 @@ pub const CASSANDRA_ONLY_KEYS: &[&str] = &[
     "block_for_peers_in_remote_dcs",
     "block_for_peers_timeout_in_secs",
     "broadcast_address",
-    "broadcast_rpc_address",
     "buffer_pool_use_heap_if_exhausted",
     "bulk_load_enabled",
     "cache_load_timeout",

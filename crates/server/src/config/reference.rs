@@ -49,7 +49,8 @@ pub const KEYS: &[KeyDoc] = &[
     key("cluster_name", "'Test Cluster'", "Name of the cluster; nodes of other clusters are refused."),
     key("num_tokens", "16", "Tokens (vnodes) a new node takes on the ring, 1 to 1024."),
     key("listen_address", "localhost", "IP address other nodes reach this node on (and clients, without rpc_address)."),
-    key("rpc_address", "0.0.0.0", "IP address CQL clients connect to; unset: listen_address.").unset(),
+    key("rpc_address", "localhost", "IP address CQL clients connect to (0.0.0.0: all, with broadcast_rpc_address); unset: listen_address.").unset(),
+    key("broadcast_rpc_address", "1.2.3.4", "CQL address told to drivers; required when rpc_address is 0.0.0.0; unset: rpc_address.").unset(),
     key("native_transport_port", "9042", "TCP port of the CQL native protocol."),
     key("storage_port", "7000", "Port for other nodes: internode TCP and gossip."),
     key(
