@@ -185,6 +185,23 @@ impl Authorizer {
 }
 
 /// `org.apache.cassandra.auth.PasswordAuthenticator` -> `PasswordAuthenticator`.
+/// GossipingPropertyFileSnitch's file, read next to the yaml.
+pub const RACKDC_FILE: &str = "cassandra-rackdc.properties";
+
+/// `key=value` (or `key: value`) lines of a Java properties file, without
+/// `#` and `!` comments; enough for cassandra-rackdc.properties.
+fn java_properties(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#') && !line.starts_with('!'))
+        .filter_map(|line| {
+            let split = line.find(['=', ':'])?;
+            let (key, value) = line.split_at(split);
+            Some((key.trim().to_string(), value[1..].trim().to_string()))
+        })
+        .collect()
+}
+
 fn short_class_name(name: &str) -> &str {
     name.rsplit('.').next().unwrap_or(name)
 }
@@ -379,7 +396,38 @@ impl Config {
             || path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        Config::from_yaml(&text, &file_name)
+        let mut config = Config::from_yaml(&text, &file_name)?;
+        let rackdc = path.with_file_name(RACKDC_FILE);
+        if short_class_name(&config.endpoint_snitch) == "GossipingPropertyFileSnitch"
+            && rackdc.exists()
+        {
+            config.apply_rackdc(&rackdc)?;
+        }
+        Ok(config)
+    }
+
+    /// The data centre and rack of `cassandra-rackdc.properties` (`dc=`,
+    /// `rack=`), as GossipingPropertyFileSnitch reads them; they win over
+    /// the yaml's `data_center` and `rack`.
+    fn apply_rackdc(&mut self, path: &Path) -> Result<(), ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let properties = java_properties(&text);
+        for (key, slot) in [("dc", &mut self.data_center), ("rack", &mut self.rack)] {
+            match properties.get(key) {
+                Some(value) if !value.is_empty() => *slot = value.clone(),
+                Some(_) => {
+                    return Err(ConfigError::Parse {
+                        file: RACKDC_FILE.to_string(),
+                        message: format!("{key} is empty"),
+                    })
+                }
+                None => {}
+            }
+        }
+        Ok(())
     }
 
     /// Parses and validates YAML text; `file_name` names it in errors.
@@ -1736,6 +1784,43 @@ prometheus_port: 9500
         assert!(
             error_text("memtable_heap_space: 1MiB\nmemtable_heap_space_in_mb: 1\n")
                 .starts_with("both memtable_heap_space and its legacy form")
+        );
+    }
+
+    #[test]
+    fn gossiping_property_file_snitch_reads_rackdc_next_to_the_yaml() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let yaml = dir.path().join("cassandra.yaml");
+        let snitch = "endpoint_snitch: GossipingPropertyFileSnitch\ndata_center: yaml-dc\n";
+        std::fs::write(&yaml, snitch).expect("write");
+        let config = Config::from_file(&yaml).expect("no properties file: the yaml's");
+        assert_eq!(
+            (config.data_center.as_str(), config.rack.as_str()),
+            ("yaml-dc", "rack1")
+        );
+        let rackdc = dir.path().join(RACKDC_FILE);
+        std::fs::write(
+            &rackdc,
+            "# where\ndc=DC-East\n  rack : r7\nprefer_local=true\n",
+        )
+        .expect("write");
+        let config = Config::from_file(&yaml).expect("parses");
+        assert_eq!(
+            (config.data_center.as_str(), config.rack.as_str()),
+            ("DC-East", "r7")
+        );
+        std::fs::write(&yaml, "endpoint_snitch: SimpleSnitch\n").expect("write");
+        let config = Config::from_file(&yaml).expect("parses");
+        assert_eq!(
+            config.data_center, DATA_CENTER_DEFAULT,
+            "other snitches ignore the file"
+        );
+        std::fs::write(&yaml, snitch).expect("write");
+        std::fs::write(&rackdc, "dc=\n").expect("write");
+        let error = Config::from_file(&yaml).expect_err("empty dc").to_string();
+        assert!(
+            error.contains(RACKDC_FILE) && error.contains("dc is empty"),
+            "{error}"
         );
     }
 

@@ -60,7 +60,7 @@ pub const KEYS: &[KeyDoc] = &[
     )
     .unset(),
     key("auto_bootstrap", "true", "A new node streams its ranges' data from the cluster before serving."),
-    key("endpoint_snitch", "SimpleSnitch", "Snitch name, reported to clients; data_center and rack place the node."),
+    key("endpoint_snitch", "SimpleSnitch", "Snitch name; GossipingPropertyFileSnitch reads dc= and rack= from cassandra-rackdc.properties next to this file, else data_center and rack place the node."),
     key("data_center", "datacenter1", "Data center of this node."),
     key("rack", "rack1", "Rack of this node."),
     key("hinted_handoff_enabled", "true", "Coordinators keep hints for replicas that are down."),
