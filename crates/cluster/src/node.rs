@@ -59,7 +59,7 @@ pub struct ClusterConfig {
     pub num_tokens: usize,
     pub rpc_address: IpAddr,
     pub native_port: u16,
-    /// For hints and streaming files.
+    /// For streaming files and the decommission marker.
     pub data_dir: PathBuf,
     /// A new node takes its ranges' data from the others before it serves.
     pub auto_bootstrap: bool,
@@ -68,6 +68,8 @@ pub struct ClusterConfig {
     pub hint_window: Option<Duration>,
     /// How long the coordinator waits for replicas.
     pub timeouts: Timeouts,
+    /// Where hints are kept (`hints_directory`).
+    pub hints_dir: PathBuf,
     /// The `compaction_throughput` the storage engine was opened with,
     /// MiB/s; 0: unthrottled.
     pub compaction_throughput_mib: u32,
@@ -285,7 +287,7 @@ impl ClusterNode {
         gossip
             .set(crate::gossip::KEY_TOKENS, token_text.join(","))
             .await;
-        let hints = Hints::open(&config.data_dir.join("hints"), config.hint_window)
+        let hints = Hints::open(&config.hints_dir, config.hint_window)
             .map_err(|e| format!("cannot open the hints directory: {e}"))?;
         let topology = Topology::new(local, config.dc.clone(), gossip.view().await);
         let shared = Shared::new(

@@ -305,6 +305,9 @@ pub struct Config {
     /// RocksDB's write-ahead log directory (`commitlog_directory`); None:
     /// inside the data directory.
     pub commitlog_directory: Option<PathBuf>,
+    /// Where a coordinator keeps hints for down replicas
+    /// (`hints_directory`); None: `hints` in the data directory.
+    pub hints_directory: Option<PathBuf>,
     /// Memtable budget of all tables (`memtable_heap_space` plus
     /// `memtable_offheap_space`); None: the storage default.
     pub memtable_space_bytes: Option<u64>,
@@ -357,6 +360,7 @@ impl Default for Config {
             materialized_views_enabled: false,
             prepared_statements_cache_bytes: rocksandra_query::prepared_cache::DEFAULT_LIMIT_BYTES,
             commitlog_directory: None,
+            hints_directory: None,
             memtable_space_bytes: None,
             compaction_throughput_bytes: None,
             concurrent_compactors: None,
@@ -682,6 +686,7 @@ struct FileConfig {
     prepared_statements_cache_size: Option<String>,
     prepared_statements_cache_size_mb: Option<u64>,
     commitlog_directory: Option<PathBuf>,
+    hints_directory: Option<PathBuf>,
     memtable_heap_space: Option<String>,
     memtable_heap_space_in_mb: Option<u64>,
     memtable_offheap_space: Option<String>,
@@ -923,6 +928,7 @@ impl FileConfig {
             )?
             .unwrap_or(defaults.materialized_views_enabled),
             commitlog_directory: storage.commitlog_directory,
+            hints_directory: non_empty_dir("hints_directory", self.hints_directory)?,
             memtable_space_bytes: storage.memtable_space_bytes,
             compaction_throughput_bytes: storage.compaction_throughput_bytes,
             concurrent_compactors: storage.concurrent_compactors,
@@ -957,6 +963,14 @@ impl FileConfig {
     }
 }
 
+/// A directory key's value: unset, or a path that is not empty.
+fn non_empty_dir(key: &'static str, dir: Option<PathBuf>) -> Result<Option<PathBuf>, ConfigError> {
+    match dir {
+        Some(dir) if dir.as_os_str().is_empty() => Err(invalid(key, "must not be empty")),
+        dir => Ok(dir),
+    }
+}
+
 /// The RocksDB settings read from Cassandra's keys.
 struct StorageSettings {
     commitlog_directory: Option<PathBuf>,
@@ -967,12 +981,8 @@ struct StorageSettings {
 
 impl FileConfig {
     fn storage(&self) -> Result<StorageSettings, ConfigError> {
-        let commitlog_directory = match &self.commitlog_directory {
-            Some(dir) if dir.as_os_str().is_empty() => {
-                return Err(invalid("commitlog_directory", "must not be empty"))
-            }
-            dir => dir.clone(),
-        };
+        let commitlog_directory =
+            non_empty_dir("commitlog_directory", self.commitlog_directory.clone())?;
         let concurrent_compactors = match self.concurrent_compactors {
             None => None,
             Some(n @ 1..=CONCURRENT_COMPACTORS_MAX) => Some(n as u32),
@@ -1627,6 +1637,14 @@ prometheus_port: 9500
                 .contains("[commitlog_sync_period_in_sec]"),
             "a misspelt legacy name is not a Cassandra key"
         );
+    }
+
+    #[test]
+    fn hints_directory_is_read_and_must_not_be_empty() {
+        assert_eq!(parse_ok("").hints_directory, None);
+        let config = parse_ok("hints_directory: /srv/hints\n");
+        assert_eq!(config.hints_directory, Some(PathBuf::from("/srv/hints")));
+        assert!(error_text("hints_directory: ''\n").contains("hints_directory"));
     }
 
     #[test]

@@ -187,6 +187,10 @@ pub async fn join_cluster(
             .hinted_handoff_enabled
             .then_some(config.max_hint_window),
         timeouts: config.request_timeouts,
+        hints_dir: config
+            .hints_directory
+            .clone()
+            .unwrap_or_else(|| node.dir.join("hints")),
         compaction_throughput_mib: config.compaction_throughput_bytes.map_or(0, |bytes| {
             u32::try_from(bytes.div_ceil(1 << 20)).unwrap_or(u32::MAX)
         }),

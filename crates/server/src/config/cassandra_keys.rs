@@ -164,7 +164,6 @@ pub const CASSANDRA_ONLY_KEYS: &[&str] = &[
     "hinted_handoff_throttle",
     "hinted_handoff_throttle_in_kb",
     "hints_compression",
-    "hints_directory",
     "hints_flush_period",
     "hints_flush_period_in_ms",
     "ideal_consistency_level",

@@ -68,6 +68,12 @@ pub const KEYS: &[KeyDoc] = &[
         .legacy(&["max_hint_window_in_ms"]),
     key("data_file_directories", "\n  - ./data", "The data directory; exactly one entry (more are refused)."),
     key(
+        "hints_directory",
+        "/var/lib/rocksandra/hints",
+        "Directory of the hints a coordinator keeps for down replicas; unset: hints in the data directory.",
+    )
+    .unset(),
+    key(
         "commitlog_directory",
         "/var/lib/rocksandra/commitlog",
         "Directory of RocksDB's write-ahead log; unset: inside the data directory. Changing it is refused while the old log holds unflushed writes (nodetool flush first).",
