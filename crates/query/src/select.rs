@@ -1224,7 +1224,9 @@ impl Reader<'_> {
         want: usize,
     ) -> Result<(Vec<CqlRow>, Option<PagingState>)> {
         let node = self.executor.node();
-        let all = crate::system::rows(self.table, self.schema, &node);
+        let engine = self.executor.engine();
+        let stats = |id| engine.table_stats(id);
+        let all = crate::system::rows(self.table, self.schema, &node, &stats);
         let mut rows = Vec::new();
         let mut index = state.partition_index as usize;
         let mut per_partition: Vec<(Vec<u8>, usize)> = Vec::new();

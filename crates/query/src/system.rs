@@ -8,12 +8,14 @@
 //!
 //! Exceptions: the tables of [`STORED_SYSTEM_TABLES`] (`system_auth` roles,
 //! `system_traces` sessions and events)
-//! are kept in storage like user tables. Tables whose content this server
-//! does not keep yet (`system_traces`, `system_distributed`,
-//! `system.size_estimates`, `system_views`, ...) answer with no rows.
+//! are kept in storage like user tables. `system.size_estimates` and
+//! `system.table_estimates` come from the storage engine's figures. Tables
+//! whose content this server does not keep yet (`system_traces`,
+//! `system_distributed`, `system_views`, ...) answer with no rows.
 
 mod catalog;
 mod def;
+mod estimates;
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -263,10 +265,19 @@ pub fn short_strategy(class: &str) -> &str {
 
 // ---------------------------------------------------------------- rows
 
+/// A table's storage figures, for the size estimates.
+pub type TableStats<'a> = &'a dyn Fn(TableId) -> rocksandra_storage::TableStorageStats;
+
 /// All rows of a built-in table, each in `table.columns` order, sorted in
 /// the table's primary-key order (partition token, then clustering).
-pub fn rows(table: &Table, schema: &Schema, node: &NodeInfo) -> Vec<Row> {
+pub fn rows(table: &Table, schema: &Schema, node: &NodeInfo, stats: TableStats<'_>) -> Vec<Row> {
     let built: Vec<Cells> = match (table.keyspace.as_str(), table.name.as_str()) {
+        ("system", "size_estimates") => estimates::rows(schema, node, stats, None),
+        ("system", "table_estimates") => {
+            let mut rows = estimates::rows(schema, node, stats, Some("primary"));
+            rows.extend(estimates::rows(schema, node, stats, Some("local_primary")));
+            rows
+        }
         ("system", "local") => vec![local_row(schema, node)],
         ("system", "peers") => node.peers.iter().map(peer_row).collect(),
         ("system", "peers_v2") => node.peers.iter().map(peer_v2_row).collect(),
@@ -281,7 +292,7 @@ pub fn rows(table: &Table, schema: &Schema, node: &NodeInfo) -> Vec<Row> {
         ("system_virtual_schema", "tables") => virtual_table_rows(schema),
         ("system_virtual_schema", "columns") => column_rows(schema, true),
         // No content kept (yet) for the others: triggers, functions,
-        // aggregates, column masks, size estimates, auth, traces, metrics.
+        // aggregates, column masks, auth, traces, metrics.
         _ => Vec::new(),
     };
     let mut rows: Vec<Row> = built

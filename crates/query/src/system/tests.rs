@@ -12,6 +12,10 @@ use rocksandra_storage::cell::ColumnId;
 use rocksandra_storage::TableId;
 
 use super::*;
+
+fn no_stats(_: TableId) -> rocksandra_storage::TableStorageStats {
+    rocksandra_storage::TableStorageStats::default()
+}
 use crate::schema::KeyspaceTypes;
 
 // ---------------------------------------------------------------- helpers
@@ -189,7 +193,7 @@ fn table_of<'a>(schema: &'a Schema, keyspace: &str, name: &str) -> &'a Table {
 /// and others through their CQL literal).
 fn select(schema: &Schema, keyspace: &str, name: &str, columns: &[&str]) -> Vec<Vec<String>> {
     let table = table_of(schema, keyspace, name);
-    rows(table, schema, &node())
+    rows(table, schema, &node(), &no_stats)
         .iter()
         .map(|row| {
             columns
@@ -405,7 +409,7 @@ fn peers_tables_list_the_other_nodes() {
         });
     }
     let peers_v2 = table_of(&schema, "system", "peers_v2");
-    let rows_v2 = rows(peers_v2, &schema, &node);
+    let rows_v2 = rows(peers_v2, &schema, &node, &no_stats);
     assert_eq!(rows_v2.len(), 2);
     assert!(rows_v2.iter().all(|r| r.len() == peers_v2.columns.len()));
     let native = peers_v2.column_index("native_address").expect("column");
@@ -424,7 +428,7 @@ fn peers_tables_list_the_other_nodes() {
         .collect();
     assert!(tokens.windows(2).all(|w| w[0] <= w[1]));
     let peers = table_of(&schema, "system", "peers");
-    assert_eq!(rows(peers, &schema, &node).len(), 2);
+    assert_eq!(rows(peers, &schema, &node, &no_stats).len(), 2);
 }
 
 #[test]
@@ -541,7 +545,7 @@ fn indexes_and_dropped_columns() {
         "{'class_name': 'org.apache.cassandra.service.paxos.uncommitted.PaxosUncommittedIndex', 'target': ''}".into()
     ]));
     let dropped_table = table_of(&schema, "system_schema", "dropped_columns");
-    let dropped = rows(dropped_table, &schema, &node());
+    let dropped = rows(dropped_table, &schema, &node(), &no_stats);
     let ours: Vec<&Row> = dropped
         .iter()
         .filter(|r| text(&r[0]) == "golden_system")
@@ -722,7 +726,7 @@ fn tables_without_content_are_empty() {
         ("system_views", "settings"),
     ] {
         assert!(
-            rows(table_of(&schema, k, t), &schema, &node()).is_empty(),
+            rows(table_of(&schema, k, t), &schema, &node(), &no_stats).is_empty(),
             "{k}.{t}"
         );
     }
