@@ -9,17 +9,15 @@ use std::time::Duration;
 use rocksandra_server::config::Config;
 use rocksandra_server::metrics::http::{MetricsServer, Render, REQUEST_HEAD_BYTES_MAX};
 use rocksandra_server::metrics::{MetricsSource, ServerMetrics};
-use rocksandra_server::Service;
 use rocksandra_wire::{
     Batch, BatchQuery, BatchStatement, BatchType, Consistency, ErrorKind, Execute, Prepare,
     ProtocolVersion, Request, Response, ResultBody,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::oneshot;
 
 mod common;
-use common::{expect_result, int, params, query, Client, WAIT};
+use common::{expect_result, int, params, query, Client, Node, WAIT};
 
 // ---------------------------------------------------------------- http
 
@@ -143,21 +141,14 @@ async fn bad_http_gets_its_status_and_the_endpoint_stays_up() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scrape_counts_cql_requests_and_reports_storage() {
-    let data = tempfile::tempdir().expect("tempdir");
     let config = Config {
-        data_file_directories: vec![data.path().to_path_buf()],
-        native_transport_port: 0,
         prometheus_port: Some(0),
         ..Config::default()
     };
-    let service = Service::start(&config).await.expect("starts");
-    let native = service.native_address();
-    let metrics = service.metrics_address().expect("the endpoint is on");
+    let node = Node::start(config).await;
+    let native = node.native;
+    let metrics = node.metrics.expect("the endpoint is on");
     assert_ne!(metrics.port(), 0, "the bound port is reported");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let running = tokio::spawn(service.run(async {
-        let _ = stopped.await;
-    }));
 
     let before = scrape(metrics).await;
     assert_eq!(
@@ -274,10 +265,5 @@ async fn scrape_counts_cql_requests_and_reports_storage() {
     assert!(sample(&after, "rocksandra_process_cpu_seconds_total") > 0.0);
 
     drop(client);
-    let _ = stop.send(());
-    tokio::time::timeout(WAIT * 3, running)
-        .await
-        .expect("stops in time")
-        .expect("the service task ends cleanly")
-        .expect("stops without error");
+    node.stop().await;
 }

@@ -5,15 +5,13 @@
 use bytes::Bytes;
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_server::config::Config;
-use rocksandra_server::Service;
 use rocksandra_wire::{
     Batch, BatchQuery, BatchStatement, BatchType, ColumnsMetadata, Consistency, Execute, Prepare,
     ProtocolVersion, Query, Request, Response, ResultBody, Value,
 };
-use tokio::sync::oneshot;
 
 mod common;
-use common::{expect_result as result, int, params, query, Client};
+use common::{expect_result as result, int, params, query, Client, Node};
 
 fn error_message(response: Response) -> String {
     match response {
@@ -72,21 +70,12 @@ async fn prepared_in_v3(client: &mut Client) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_v3_client_prepares_binds_and_reads() {
-    let data = tempfile::tempdir().expect("tempdir");
     let config = Config {
-        data_file_directories: vec![data.path().to_path_buf()],
-        native_transport_port: 0,
         prometheus_port: None,
         ..Config::default()
     };
-    let service = Service::start(&config).await.expect("starts");
-    let native = service.native_address();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let running = tokio::spawn(service.run(async {
-        let _ = stopped.await;
-    }));
-
-    let mut client = Client::ready(native, ProtocolVersion::V3).await;
+    let node = Node::start(config).await;
+    let mut client = Client::ready(node.native, ProtocolVersion::V3).await;
     for statement in [
         "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
         "CREATE TABLE ks.t (k int PRIMARY KEY, v int, d date)",
@@ -125,6 +114,5 @@ async fn a_v3_client_prepares_binds_and_reads() {
     assert_eq!(specs[0].cql_type, CqlType::Native(NativeType::Int));
     assert!(matches!(&specs[1].cql_type, CqlType::Custom(c) if c.ends_with("SimpleDateType")));
 
-    let _ = stop.send(());
-    running.await.expect("joins").expect("runs");
+    node.stop().await;
 }

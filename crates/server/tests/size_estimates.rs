@@ -2,12 +2,10 @@
 //! (`Service`, RocksDB in a temporary directory) after writes.
 
 use rocksandra_server::config::Config;
-use rocksandra_server::Service;
 use rocksandra_wire::{ProtocolVersion, ResultBody};
-use tokio::sync::oneshot;
 
 mod common;
-use common::{expect_result, query, Client};
+use common::{expect_result, query, Client, Node};
 
 fn bigint(cell: &Option<bytes::Bytes>) -> i64 {
     let bytes = cell.as_ref().expect("not null");
@@ -23,20 +21,12 @@ async fn rows(client: &mut Client, cql: &str) -> Vec<Vec<Option<bytes::Bytes>>> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn estimates_cover_the_ring_and_count_the_partitions() {
-    let data = tempfile::tempdir().expect("tempdir");
     let config = Config {
-        data_file_directories: vec![data.path().to_path_buf()],
-        native_transport_port: 0,
         prometheus_port: None,
         ..Config::default()
     };
-    let service = Service::start(&config).await.expect("starts");
-    let native = service.native_address();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let running = tokio::spawn(service.run(async {
-        let _ = stopped.await;
-    }));
-    let mut client = Client::ready(native, ProtocolVersion::V4).await;
+    let node = Node::start(config).await;
+    let mut client = Client::ready(node.native, ProtocolVersion::V4).await;
     for statement in [
         "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
         "CREATE TABLE ks.t (k int PRIMARY KEY, v text)",
@@ -82,6 +72,5 @@ async fn estimates_cover_the_ring_and_count_the_partitions() {
     )
     .await;
     assert_eq!(table.len(), 2 * size.len(), "primary and local_primary");
-    let _ = stop.send(());
-    running.await.expect("joins").expect("runs");
+    node.stop().await;
 }

@@ -177,6 +177,55 @@ impl Client {
     }
 }
 
+/// A whole node (`Service`, RocksDB in a temporary directory) on free
+/// ports, running until `stop`.
+pub struct Node {
+    pub native: SocketAddr,
+    /// The metrics endpoint, when the configuration turned it on.
+    pub metrics: Option<SocketAddr>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    running: tokio::task::JoinHandle<Result<(), String>>,
+    _data: tempfile::TempDir,
+}
+
+impl Node {
+    /// Starts a node with `config` (its data directory and CQL port are
+    /// replaced by a temporary directory and a free port).
+    pub async fn start(config: rocksandra_server::config::Config) -> Node {
+        let data = tempfile::tempdir().expect("tempdir");
+        let config = rocksandra_server::config::Config {
+            data_file_directories: vec![data.path().to_path_buf()],
+            native_transport_port: 0,
+            ..config
+        };
+        let service = rocksandra_server::Service::start(&config)
+            .await
+            .expect("starts");
+        let native = service.native_address();
+        let metrics = service.metrics_address();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = tokio::spawn(service.run(async {
+            let _ = stopped.await;
+        }));
+        Node {
+            native,
+            metrics,
+            stop,
+            running,
+            _data: data,
+        }
+    }
+
+    /// Stops the node and waits for its clean shutdown.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        let result = tokio::time::timeout(WAIT * 3, self.running)
+            .await
+            .expect("stops in time");
+        result.expect("joins").expect("runs");
+    }
+}
+
 /// An int as a bound value.
 pub fn int(value: i32) -> Value {
     Value::Bytes(Bytes::copy_from_slice(&value.to_be_bytes()))
