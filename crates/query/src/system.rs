@@ -273,6 +273,9 @@ pub type TableStats<'a> = &'a dyn Fn(TableId) -> rocksandra_storage::TableStorag
 pub fn rows(table: &Table, schema: &Schema, node: &NodeInfo, stats: TableStats<'_>) -> Vec<Row> {
     let built: Vec<Cells> = match (table.keyspace.as_str(), table.name.as_str()) {
         ("system", "size_estimates") => estimates::rows(schema, node, stats, None),
+        ("system", "IndexInfo") => built_index_rows(schema),
+        ("system", "built_views") => built_view_rows(schema),
+        ("system_distributed", "view_build_status") => view_build_status_rows(schema, node),
         ("system", "table_estimates") => {
             let mut rows = estimates::rows(schema, node, stats, Some("primary"));
             rows.extend(estimates::rows(schema, node, stats, Some("local_primary")));
@@ -627,6 +630,66 @@ fn index_rows(schema: &Schema) -> Vec<Cells> {
                     .set("options", text_map(&index.options));
                 out.push(row.take());
             }
+        }
+    }
+    out
+}
+
+/// `system."IndexInfo"`: the indexes whose build is done, by keyspace
+/// (`table_name` holds the keyspace, as in Cassandra). CREATE INDEX builds
+/// over the existing data before it answers, so every index is built.
+fn built_index_rows(schema: &Schema) -> Vec<Cells> {
+    let mut out = Vec::new();
+    for keyspace in schema_keyspaces(schema) {
+        for index in keyspace.tables.values().flat_map(|t| &t.indexes) {
+            let mut row = Cells::default();
+            row.text("table_name", &keyspace.name)
+                .text("index_name", &index.name);
+            out.push(row);
+        }
+    }
+    out
+}
+
+/// The materialized views of the user keyspaces, as (keyspace, view).
+fn views(schema: &Schema) -> impl Iterator<Item = (&str, &str)> {
+    schema_keyspaces(schema).flat_map(|k| {
+        k.tables
+            .values()
+            .filter(|t| t.view.is_some())
+            .map(|t| (t.keyspace.as_str(), t.name.as_str()))
+    })
+}
+
+/// `system.built_views`: CREATE MATERIALIZED VIEW builds the view over
+/// the base's data before it answers, so every view is built.
+fn built_view_rows(schema: &Schema) -> Vec<Cells> {
+    views(schema)
+        .map(|(keyspace, view)| {
+            let mut row = Cells::default();
+            row.text("keyspace_name", keyspace)
+                .text("view_name", view)
+                .set("status_replicated", Value::Boolean(true));
+            row
+        })
+        .collect()
+}
+
+/// `system_distributed.view_build_status`: SUCCESS for every view on every
+/// node this one knows.
+fn view_build_status_rows(schema: &Schema, node: &NodeInfo) -> Vec<Cells> {
+    let hosts: Vec<[u8; 16]> = std::iter::once(node.host_id)
+        .chain(node.peers.iter().map(|p| p.host_id))
+        .collect();
+    let mut out = Vec::new();
+    for (keyspace, view) in views(schema) {
+        for host in &hosts {
+            let mut row = Cells::default();
+            row.text("keyspace_name", keyspace)
+                .text("view_name", view)
+                .set("host_id", Value::Uuid(*host))
+                .text("status", "SUCCESS");
+            out.push(row);
         }
     }
     out
