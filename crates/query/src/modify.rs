@@ -1583,6 +1583,57 @@ fn map_operand(
     }
 }
 
+/// The row an UPDATE assignment writes, and where its stored cells are read
+/// from (counters, list removals and list indexes read before writing).
+#[derive(Clone, Copy)]
+struct AssignedRow<'a> {
+    executor: &'a Executor,
+    table: &'a Table,
+    pk: &'a [Vec<u8>],
+    clustering: Option<&'a [Vec<u8>]>,
+    request: &'a Request,
+}
+
+impl AssignedRow<'_> {
+    /// The stored element cells of list (or counter) `column` in this row.
+    fn read_list(&self, column: &Column) -> Result<Vec<Cell>> {
+        read_list(
+            self.executor,
+            self.table,
+            self.pk,
+            self.clustering,
+            column,
+            self.request,
+        )
+    }
+}
+
+/// Pushes an element or field cell at `path`: a live cell for a value, a
+/// tombstone for null, nothing for unset.
+fn push_path_term(
+    row: &mut RowUpdate,
+    params: WriteParams,
+    column: &Column,
+    path: Vec<u8>,
+    term: Term,
+) {
+    match term {
+        Term::Value(v) => row.cells.push(params.cell(column, v).with_path(path)),
+        Term::Null => row.cells.push(params.tombstone(column).with_path(path)),
+        Term::Unset => {}
+    }
+}
+
+/// "frozen collection" or "non counter": what a non-multi-cell column is
+/// called in the errors of `+` and `-` assignments.
+fn non_multi_cell_kind(column: &Column) -> &'static str {
+    if column.ty.is_collection() {
+        "frozen collection"
+    } else {
+        "non counter"
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn apply_assignment(
     executor: &Executor,
@@ -1598,6 +1649,13 @@ fn apply_assignment(
     row: &mut RowUpdate,
 ) -> Result<()> {
     let name = column.name.as_str();
+    let target = AssignedRow {
+        executor,
+        table,
+        pk,
+        clustering,
+        request,
+    };
     if a.op == AssignOp::Prepend && !matches!(column.ty.unfrozen(), CqlType::List(_)) {
         // The value is checked against the column first, as
         // Operation.Prepend.prepare does (and prints its text with a `-`).
@@ -1608,55 +1666,7 @@ fn apply_assignment(
         )));
     }
     if column.ty.is_counter() {
-        let term = evaluate(&a.value, &column.ty, name, ctx)?;
-        let delta_sign = match (&a.target, a.op) {
-            (ColumnTarget::Column(_), AssignOp::Add) => 1i64,
-            (ColumnTarget::Column(_), AssignOp::Subtract) => -1i64,
-            _ => {
-                return Err(QueryError::invalid(format!(
-                    "Cannot set the value of counter column {name} (counters can only be incremented/decremented, not set)"
-                )))
-            }
-        };
-        let delta = match term {
-            Term::Value(b) => <[u8; 8]>::try_from(b.as_slice())
-                .map(i64::from_be_bytes)
-                .unwrap_or(0),
-            Term::Null => {
-                return Err(QueryError::invalid(
-                    "Invalid null value for counter increment/decrement",
-                ))
-            }
-            Term::Unset => return Ok(()),
-        };
-        // Single node: counters are read, changed and written under the
-        // statement's read-modify-write lock (taken by the caller). An
-        // update of the same counter earlier in the statement or batch is
-        // not written yet: it is the value to add to.
-        let value_of = |c: &Cell| {
-            let v = <[u8; 8]>::try_from(c.value.as_slice())
-                .map(i64::from_be_bytes)
-                .unwrap_or(0);
-            (v, c.timestamp.0)
-        };
-        let (current, last_write) = match row.cells.iter().rposition(|c| c.column == column.id) {
-            Some(i) => value_of(&row.cells.remove(i)),
-            None => match pending_counter(earlier, table, pk, clustering, column) {
-                Some(cell) => value_of(cell),
-                None => read_list(executor, table, pk, clustering, column, request)?
-                    .first()
-                    .map(value_of)
-                    .unwrap_or((0, i64::MIN)),
-            },
-        };
-        let value = current.wrapping_add(delta_sign.wrapping_mul(delta));
-        let timestamp = params.timestamp.max(last_write.saturating_add(1));
-        row.cells.push(Cell::live(
-            column.id,
-            timestamp,
-            value.to_be_bytes().to_vec(),
-        ));
-        return Ok(());
+        return apply_counter_assignment(target, a, column, params, ctx, earlier, row);
     }
     match (&a.target, a.op) {
         (ColumnTarget::Column(_), AssignOp::Set) => {
@@ -1689,156 +1699,265 @@ fn apply_assignment(
             )))
         }
         (ColumnTarget::Column(_), AssignOp::Add | AssignOp::Prepend) => {
-            if !column.ty.is_multi_cell() {
-                let what = if column.ty.is_collection() {
-                    "frozen collection"
-                } else {
-                    "non counter"
-                };
-                let text = if a.op == AssignOp::Prepend {
-                    format!("{name} = {} + {name}", a.value)
-                } else {
-                    format!("{name} = {name} + {}", a.value)
-                };
-                return Err(QueryError::invalid(format!(
-                    "Invalid operation ({text}) for {what} column {name}"
-                )));
-            }
-            let operand = evaluate(&a.value, &column.ty, name, ctx);
-            match map_operand(operand, column, "addition", "a map", &a.value)? {
-                Term::Value(bytes) => add_elements(
-                    executor,
-                    column,
-                    &bytes,
-                    params,
-                    row,
-                    a.op == AssignOp::Prepend,
-                ),
-                Term::Null => Ok(()),
-                Term::Unset => Ok(()),
-            }
+            add_to_collection(executor, a, column, params, ctx, row)
         }
         (ColumnTarget::Column(_), AssignOp::Subtract) => {
-            if !column.ty.is_multi_cell() {
-                let what = if column.ty.is_collection() {
-                    "frozen collection"
-                } else {
-                    "non counter"
-                };
-                return Err(QueryError::invalid(format!(
-                    "Invalid operation ({name} = {name} - {}) for {what} column {name}",
-                    a.value
-                )));
-            }
-            let value_type = match &column.ty {
-                CqlType::Map(k, _) => CqlType::Set(k.clone()),
-                other => other.clone(),
-            };
-            let operand = evaluate(&a.value, &value_type, name, ctx);
-            let Term::Value(bytes) =
-                map_operand(operand, column, "substraction", "a set", &a.value)?
-            else {
-                return Ok(());
-            };
-            match (&column.ty, Value::deserialize(&value_type, &bytes)?) {
-                (CqlType::Set(e), Value::Set(items)) | (CqlType::Map(e, _), Value::Set(items)) => {
-                    for item in items {
-                        let path = paths::element_path(e, &item.to_bytes())?;
-                        row.cells.push(params.tombstone(column).with_path(path));
-                    }
-                }
-                (CqlType::List(e), Value::List(items)) => {
-                    let _guard = executor.rmw_lock.hold();
-                    let removed: Vec<Vec<u8>> = items.iter().map(Value::to_bytes).collect();
-                    for cell in read_list(executor, table, pk, clustering, column, request)? {
-                        if removed.iter().any(|r| {
-                            rocksandra_data::value::compare(e, r, &cell.value)
-                                == std::cmp::Ordering::Equal
-                        }) {
-                            if let Some(path) = cell.path {
-                                row.cells.push(params.tombstone(column).with_path(path));
-                            }
-                        }
-                    }
-                }
-                _ => {}
-            }
-            Ok(())
+            subtract_from_collection(target, a, column, params, ctx, row)
         }
-        (ColumnTarget::Element { key, .. }, AssignOp::Set) => match &column.ty {
-            CqlType::Map(kt, vt) => {
-                let k = map_key(key, kt, name, ctx)?;
-                let path = paths::element_path(kt, &k)?;
-                match evaluate(&a.value, vt, &format!("value({name})"), ctx)? {
-                    Term::Value(v) => row.cells.push(params.cell(column, v).with_path(path)),
-                    Term::Null => row.cells.push(params.tombstone(column).with_path(path)),
-                    Term::Unset => {}
-                }
-                Ok(())
-            }
-            CqlType::List(et) => {
-                let _guard = executor.rmw_lock.hold();
-                let element = ListElement { key, name, ctx };
-                let path =
-                    element.path(executor, table, pk, clustering, column, request, true, row)?;
-                let path = path.unwrap_or_default();
-                match evaluate(&a.value, et, &format!("value({name})"), ctx)? {
-                    Term::Value(v) => row.cells.push(params.cell(column, v).with_path(path)),
-                    Term::Null => row.cells.push(params.tombstone(column).with_path(path)),
-                    Term::Unset => {}
-                }
-                Ok(())
-            }
-            other => {
-                let key = match &a.target {
-                    ColumnTarget::Element { key, .. } => key.to_string(),
-                    _ => String::new(),
-                };
-                let what = if matches!(other, CqlType::Set(_)) {
-                    "set"
-                } else if other.is_collection() {
-                    "frozen collection"
-                } else {
-                    "non collection"
-                };
-                Err(QueryError::invalid(format!(
-                    "Invalid operation ({name}[{key}] = {}) for {what} column {name}",
-                    a.value
-                )))
-            }
-        },
+        (ColumnTarget::Element { key, .. }, AssignOp::Set) => {
+            set_element(target, key, a, column, params, ctx, row)
+        }
         (ColumnTarget::Field { field, .. }, AssignOp::Set) => {
-            let CqlType::Udt(u) = &column.ty else {
-                let what = if matches!(column.ty.unfrozen(), CqlType::Udt(_)) {
-                    "frozen UDT"
-                } else {
-                    "non-UDT"
-                };
-                return Err(QueryError::invalid(format!(
-                    "Invalid operation ({name}.{} = {}) for {what} column {name}",
-                    field.as_str(),
-                    a.value
-                )));
-            };
-            let Some(i) = u.fields.iter().position(|(n, _)| n == field.as_str()) else {
-                return Err(QueryError::invalid(format!(
-                    "UDT column {name} does not have a field named {}",
-                    field.as_str()
-                )));
-            };
-            let path = paths::field_path(i);
-            let receiver = format!("{name}.{}", field.as_str());
-            match evaluate(&a.value, &u.fields[i].1, &receiver, ctx)? {
-                Term::Value(v) => row.cells.push(params.cell(column, v).with_path(path)),
-                Term::Null => row.cells.push(params.tombstone(column).with_path(path)),
-                Term::Unset => {}
-            }
-            Ok(())
+            set_field(field.as_str(), a, column, params, ctx, row)
         }
         _ => Err(QueryError::invalid(format!(
             "Invalid operation on column {name}"
         ))),
     }
+}
+
+/// `c = c + n` or `c = c - n` on a counter: reads the current value (an
+/// earlier update in the statement or batch, else storage) and writes the
+/// sum; setting a counter is an error.
+fn apply_counter_assignment(
+    target: AssignedRow<'_>,
+    a: &Assignment,
+    column: &Column,
+    params: WriteParams,
+    ctx: &EvalContext<'_>,
+    earlier: &[Mutation],
+    row: &mut RowUpdate,
+) -> Result<()> {
+    let name = column.name.as_str();
+    let term = evaluate(&a.value, &column.ty, name, ctx)?;
+    let delta_sign = match (&a.target, a.op) {
+        (ColumnTarget::Column(_), AssignOp::Add) => 1i64,
+        (ColumnTarget::Column(_), AssignOp::Subtract) => -1i64,
+        _ => {
+            return Err(QueryError::invalid(format!(
+                "Cannot set the value of counter column {name} (counters can only be incremented/decremented, not set)"
+            )))
+        }
+    };
+    let delta = match term {
+        Term::Value(b) => <[u8; 8]>::try_from(b.as_slice())
+            .map(i64::from_be_bytes)
+            .unwrap_or(0),
+        Term::Null => {
+            return Err(QueryError::invalid(
+                "Invalid null value for counter increment/decrement",
+            ))
+        }
+        Term::Unset => return Ok(()),
+    };
+    // Single node: counters are read, changed and written under the
+    // statement's read-modify-write lock (taken by the caller). An
+    // update of the same counter earlier in the statement or batch is
+    // not written yet: it is the value to add to.
+    let value_of = |c: &Cell| {
+        let v = <[u8; 8]>::try_from(c.value.as_slice())
+            .map(i64::from_be_bytes)
+            .unwrap_or(0);
+        (v, c.timestamp.0)
+    };
+    let (current, last_write) = match row.cells.iter().rposition(|c| c.column == column.id) {
+        Some(i) => value_of(&row.cells.remove(i)),
+        None => {
+            match pending_counter(earlier, target.table, target.pk, target.clustering, column) {
+                Some(cell) => value_of(cell),
+                None => target
+                    .read_list(column)?
+                    .first()
+                    .map(value_of)
+                    .unwrap_or((0, i64::MIN)),
+            }
+        }
+    };
+    let value = current.wrapping_add(delta_sign.wrapping_mul(delta));
+    let timestamp = params.timestamp.max(last_write.saturating_add(1));
+    row.cells.push(Cell::live(
+        column.id,
+        timestamp,
+        value.to_be_bytes().to_vec(),
+    ));
+    Ok(())
+}
+
+/// `c = c + value` (or `c = value + c` for lists): adds the elements of a
+/// non-frozen collection.
+fn add_to_collection(
+    executor: &Executor,
+    a: &Assignment,
+    column: &Column,
+    params: WriteParams,
+    ctx: &EvalContext<'_>,
+    row: &mut RowUpdate,
+) -> Result<()> {
+    let name = column.name.as_str();
+    if !column.ty.is_multi_cell() {
+        let what = non_multi_cell_kind(column);
+        let text = if a.op == AssignOp::Prepend {
+            format!("{name} = {} + {name}", a.value)
+        } else {
+            format!("{name} = {name} + {}", a.value)
+        };
+        return Err(QueryError::invalid(format!(
+            "Invalid operation ({text}) for {what} column {name}"
+        )));
+    }
+    let operand = evaluate(&a.value, &column.ty, name, ctx);
+    match map_operand(operand, column, "addition", "a map", &a.value)? {
+        Term::Value(bytes) => add_elements(
+            executor,
+            column,
+            &bytes,
+            params,
+            row,
+            a.op == AssignOp::Prepend,
+        ),
+        Term::Null => Ok(()),
+        Term::Unset => Ok(()),
+    }
+}
+
+/// `c = c - value`: deletes set elements or map keys by path, and list
+/// elements equal to any given value (read under the read-modify-write
+/// lock).
+fn subtract_from_collection(
+    target: AssignedRow<'_>,
+    a: &Assignment,
+    column: &Column,
+    params: WriteParams,
+    ctx: &EvalContext<'_>,
+    row: &mut RowUpdate,
+) -> Result<()> {
+    let name = column.name.as_str();
+    if !column.ty.is_multi_cell() {
+        let what = non_multi_cell_kind(column);
+        return Err(QueryError::invalid(format!(
+            "Invalid operation ({name} = {name} - {}) for {what} column {name}",
+            a.value
+        )));
+    }
+    let value_type = match &column.ty {
+        CqlType::Map(k, _) => CqlType::Set(k.clone()),
+        other => other.clone(),
+    };
+    let operand = evaluate(&a.value, &value_type, name, ctx);
+    let Term::Value(bytes) = map_operand(operand, column, "substraction", "a set", &a.value)?
+    else {
+        return Ok(());
+    };
+    match (&column.ty, Value::deserialize(&value_type, &bytes)?) {
+        (CqlType::Set(e), Value::Set(items)) | (CqlType::Map(e, _), Value::Set(items)) => {
+            for item in items {
+                let path = paths::element_path(e, &item.to_bytes())?;
+                row.cells.push(params.tombstone(column).with_path(path));
+            }
+        }
+        (CqlType::List(e), Value::List(items)) => {
+            let _guard = target.executor.rmw_lock.hold();
+            let removed: Vec<Vec<u8>> = items.iter().map(Value::to_bytes).collect();
+            for cell in target.read_list(column)? {
+                if removed.iter().any(|r| {
+                    rocksandra_data::value::compare(e, r, &cell.value) == std::cmp::Ordering::Equal
+                }) {
+                    if let Some(path) = cell.path {
+                        row.cells.push(params.tombstone(column).with_path(path));
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// `m[key] = value` or `l[index] = value`: one element of a non-frozen map
+/// or list (a list index is resolved against the stored list).
+fn set_element(
+    target: AssignedRow<'_>,
+    key: &Expr,
+    a: &Assignment,
+    column: &Column,
+    params: WriteParams,
+    ctx: &EvalContext<'_>,
+    row: &mut RowUpdate,
+) -> Result<()> {
+    let name = column.name.as_str();
+    match &column.ty {
+        CqlType::Map(kt, vt) => {
+            let k = map_key(key, kt, name, ctx)?;
+            let path = paths::element_path(kt, &k)?;
+            let term = evaluate(&a.value, vt, &format!("value({name})"), ctx)?;
+            push_path_term(row, params, column, path, term);
+            Ok(())
+        }
+        CqlType::List(et) => {
+            let _guard = target.executor.rmw_lock.hold();
+            let element = ListElement { key, name, ctx };
+            let path = element.path(
+                target.executor,
+                target.table,
+                target.pk,
+                target.clustering,
+                column,
+                target.request,
+                true,
+                row,
+            )?;
+            let path = path.unwrap_or_default();
+            let term = evaluate(&a.value, et, &format!("value({name})"), ctx)?;
+            push_path_term(row, params, column, path, term);
+            Ok(())
+        }
+        other => {
+            let what = if matches!(other, CqlType::Set(_)) {
+                "set"
+            } else if other.is_collection() {
+                "frozen collection"
+            } else {
+                "non collection"
+            };
+            Err(QueryError::invalid(format!(
+                "Invalid operation ({name}[{key}] = {}) for {what} column {name}",
+                a.value
+            )))
+        }
+    }
+}
+
+/// `u.field = value`: one field of a non-frozen UDT.
+fn set_field(
+    field: &str,
+    a: &Assignment,
+    column: &Column,
+    params: WriteParams,
+    ctx: &EvalContext<'_>,
+    row: &mut RowUpdate,
+) -> Result<()> {
+    let name = column.name.as_str();
+    let CqlType::Udt(u) = &column.ty else {
+        let what = if matches!(column.ty.unfrozen(), CqlType::Udt(_)) {
+            "frozen UDT"
+        } else {
+            "non-UDT"
+        };
+        return Err(QueryError::invalid(format!(
+            "Invalid operation ({name}.{field} = {}) for {what} column {name}",
+            a.value
+        )));
+    };
+    let Some(i) = u.fields.iter().position(|(n, _)| n == field) else {
+        return Err(QueryError::invalid(format!(
+            "UDT column {name} does not have a field named {field}"
+        )));
+    };
+    let path = paths::field_path(i);
+    let receiver = format!("{name}.{field}");
+    let term = evaluate(&a.value, &u.fields[i].1, &receiver, ctx)?;
+    push_path_term(row, params, column, path, term);
+    Ok(())
 }
 
 /// A map or set literal holding a null (`{'k': null}`, `{null}`).
