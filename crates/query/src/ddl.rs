@@ -808,182 +808,204 @@ pub fn existing_keyspace<'a>(schema: &'a Schema, keyspace: &str) -> Result<&'a A
 pub fn apply_table_properties(params: &mut TableParams, properties: &[Property]) -> Result<()> {
     check_duplicate_properties(properties)?;
     for p in properties {
-        let name = p.name.as_str();
-        let int = |p: &Property| -> Result<i64> {
-            let text = property_text(p)?;
-            text.parse::<i64>().map_err(|_| {
-                QueryError::syntax(format!(
-                    "Invalid integer value {text} for '{}'",
-                    p.name.as_str()
-                ))
-            })
-        };
-        let double = |p: &Property| -> Result<f64> {
-            let text = property_text(p)?;
-            text.parse::<f64>().map_err(|_| {
-                QueryError::syntax(format!(
-                    "Invalid double value {text} for '{}'",
-                    p.name.as_str()
-                ))
-            })
-        };
-        match name {
-            "comment" => params.comment = property_text(p)?,
-            "default_time_to_live" => {
-                let v = int(p)?;
-                if v < 0 {
-                    return Err(QueryError::config(format!(
-                        "default_time_to_live must be greater than or equal to 0 (got {v})"
-                    )));
-                }
-                if v > i64::from(crate::MAX_TTL_SECONDS) {
-                    return Err(QueryError::config(format!(
-                        "default_time_to_live must be less than or equal to {} (got {v})",
-                        crate::MAX_TTL_SECONDS
-                    )));
-                }
-                params.default_time_to_live = v as i32;
+        apply_table_property(params, p)?;
+    }
+    Ok(())
+}
+
+/// An integer table property.
+fn int_property(p: &Property) -> Result<i64> {
+    let text = property_text(p)?;
+    text.parse::<i64>().map_err(|_| {
+        QueryError::syntax(format!(
+            "Invalid integer value {text} for '{}'",
+            p.name.as_str()
+        ))
+    })
+}
+
+/// A floating-point table property.
+fn double_property(p: &Property) -> Result<f64> {
+    let text = property_text(p)?;
+    text.parse::<f64>().map_err(|_| {
+        QueryError::syntax(format!(
+            "Invalid double value {text} for '{}'",
+            p.name.as_str()
+        ))
+    })
+}
+
+/// Applies one WITH property: checks its value and sets it in `params`.
+fn apply_table_property(params: &mut TableParams, p: &Property) -> Result<()> {
+    match p.name.as_str() {
+        "comment" => params.comment = property_text(p)?,
+        "default_time_to_live" => params.default_time_to_live = default_time_to_live(p)?,
+        "gc_grace_seconds" => {
+            let v = int_property(p)?;
+            if v < 0 {
+                return Err(QueryError::config(format!(
+                    "gc_grace_seconds must be greater than or equal to 0 (got {v})"
+                )));
             }
-            "gc_grace_seconds" => {
-                let v = int(p)?;
-                if v < 0 {
-                    return Err(QueryError::config(format!(
-                        "gc_grace_seconds must be greater than or equal to 0 (got {v})"
-                    )));
-                }
-                params.gc_grace_seconds = v.min(i64::from(i32::MAX)) as i32;
+            params.gc_grace_seconds = v.min(i64::from(i32::MAX)) as i32;
+        }
+        "bloom_filter_fp_chance" => {
+            let v = double_property(p)?;
+            if v <= 0.0 || v > 1.0 {
+                return Err(QueryError::config(format!(
+                    "bloom_filter_fp_chance must be larger than 0.0 and less than or equal to 1.0 (got {v})"
+                )));
             }
-            "bloom_filter_fp_chance" => {
-                let v = double(p)?;
-                if v <= 0.0 || v > 1.0 {
-                    return Err(QueryError::config(format!(
-                        "bloom_filter_fp_chance must be larger than 0.0 and less than or equal to 1.0 (got {v})"
-                    )));
-                }
-                params.bloom_filter_fp_chance = v;
+            params.bloom_filter_fp_chance = v;
+        }
+        "crc_check_chance" => {
+            let v = double_property(p)?;
+            if !(0.0..=1.0).contains(&v) {
+                return Err(QueryError::config(format!(
+                    "crc_check_chance must be larger than or equal to 0 and smaller than or equal to 1.0 (got {v})"
+                )));
             }
-            "crc_check_chance" => {
-                let v = double(p)?;
-                if !(0.0..=1.0).contains(&v) {
-                    return Err(QueryError::config(format!(
-                        "crc_check_chance must be larger than or equal to 0 and smaller than or equal to 1.0 (got {v})"
-                    )));
-                }
-                params.crc_check_chance = v;
+            params.crc_check_chance = v;
+        }
+        "memtable_flush_period_in_ms" => {
+            params.memtable_flush_period_in_ms = int_property(p)? as i32
+        }
+        "min_index_interval" => params.min_index_interval = int_property(p)? as i32,
+        "max_index_interval" => params.max_index_interval = int_property(p)? as i32,
+        "speculative_retry" => params.speculative_retry = property_text(p)?,
+        "additional_write_policy" => params.additional_write_policy = property_text(p)?,
+        "read_repair" => {
+            let v = property_text(p)?.to_ascii_uppercase();
+            if v != "BLOCKING" && v != "NONE" {
+                return Err(QueryError::config(format!("Invalid read_repair value {v}")));
             }
-            "memtable_flush_period_in_ms" => params.memtable_flush_period_in_ms = int(p)? as i32,
-            "min_index_interval" => params.min_index_interval = int(p)? as i32,
-            "max_index_interval" => params.max_index_interval = int(p)? as i32,
-            "speculative_retry" => params.speculative_retry = property_text(p)?,
-            "additional_write_policy" => params.additional_write_policy = property_text(p)?,
-            "read_repair" => {
-                let v = property_text(p)?.to_ascii_uppercase();
-                if v != "BLOCKING" && v != "NONE" {
-                    return Err(QueryError::config(format!("Invalid read_repair value {v}")));
-                }
-                params.read_repair = v;
-            }
-            "memtable" => params.memtable = property_text(p)?,
-            "cdc" => params.cdc = property_bool(p)?,
-            "allow_auto_snapshot" => params.allow_auto_snapshot = property_bool(p)?,
-            "incremental_backups" => params.incremental_backups = property_bool(p)?,
-            "caching" => {
-                let mut m = property_map(p)?;
-                if let Some(keys) = m.get("keys") {
-                    if keys != "ALL" && keys != "NONE" {
-                        return Err(QueryError::config(format!(
-                            "Invalid value '{keys}' for caching sub-option 'keys': only 'ALL' and 'NONE' are allowed"
-                        )));
-                    }
-                }
-                m.entry("keys".into()).or_insert_with(|| "ALL".into());
-                m.entry("rows_per_partition".into())
-                    .or_insert_with(|| "NONE".into());
-                params.caching = m;
-            }
-            "compaction" => {
-                let mut m = property_map(p)?;
-                let Some(class) = m.get("class").cloned() else {
-                    return Err(QueryError::config(
-                        "Missing sub-option 'class' for the 'compaction' option.",
-                    ));
-                };
-                let full = if class.contains('.') {
-                    class
-                } else {
-                    format!("org.apache.cassandra.db.compaction.{class}")
-                };
-                const KNOWN: [&str; 4] = [
-                    "SizeTieredCompactionStrategy",
-                    "LeveledCompactionStrategy",
-                    "TimeWindowCompactionStrategy",
-                    "UnifiedCompactionStrategy",
-                ];
-                if !KNOWN.iter().any(|k| full.ends_with(k)) {
-                    return Err(QueryError::config(format!(
-                        "Unable to find compaction strategy class '{full}'"
-                    )));
-                }
-                m.insert("class".into(), full);
-                m.entry("max_threshold".into())
-                    .or_insert_with(|| "32".into());
-                m.entry("min_threshold".into())
-                    .or_insert_with(|| "4".into());
-                params.compaction = m;
-            }
-            "compression" => {
-                let mut m = property_map(p)?;
-                if m.get("enabled").map(String::as_str) == Some("false") {
-                    params.compression = BTreeMap::from([("enabled".into(), "false".into())]);
-                    continue;
-                }
-                let class = m
-                    .remove("class")
-                    .or_else(|| m.remove("sstable_compression"))
-                    .ok_or_else(|| {
-                        QueryError::config(
-                            "Missing sub-option 'class' for the 'compression' option.",
-                        )
-                    })?;
-                let full = if class.contains('.') {
-                    class
-                } else {
-                    format!("org.apache.cassandra.io.compress.{class}")
-                };
-                const COMPRESSORS: [&str; 5] = [
-                    "LZ4Compressor",
-                    "SnappyCompressor",
-                    "DeflateCompressor",
-                    "ZstdCompressor",
-                    "NoopCompressor",
-                ];
-                if !COMPRESSORS
-                    .iter()
-                    .any(|c| full == format!("org.apache.cassandra.io.compress.{c}"))
-                {
-                    return Err(QueryError::config(format!(
-                        "Could not create Compression for type {full}"
-                    )));
-                }
-                m.remove("enabled");
-                m.insert("class".into(), full);
-                m.entry("chunk_length_in_kb".into())
-                    .or_insert_with(|| "16".into());
-                params.compression = m;
-            }
-            "extensions" => {
-                params.extensions = property_map(p)?
-                    .into_iter()
-                    .map(|(k, v)| (k, v.into_bytes()))
-                    .collect();
-            }
-            "id" => return Err(QueryError::config("Cannot alter table id.".to_string())),
-            other => {
-                return Err(QueryError::syntax(format!("Unknown property '{other}'")));
-            }
+            params.read_repair = v;
+        }
+        "memtable" => params.memtable = property_text(p)?,
+        "cdc" => params.cdc = property_bool(p)?,
+        "allow_auto_snapshot" => params.allow_auto_snapshot = property_bool(p)?,
+        "incremental_backups" => params.incremental_backups = property_bool(p)?,
+        "caching" => params.caching = caching_option(p)?,
+        "compaction" => params.compaction = compaction_option(p)?,
+        "compression" => params.compression = compression_option(p)?,
+        "extensions" => {
+            params.extensions = property_map(p)?
+                .into_iter()
+                .map(|(k, v)| (k, v.into_bytes()))
+                .collect();
+        }
+        "id" => return Err(QueryError::config("Cannot alter table id.".to_string())),
+        other => {
+            return Err(QueryError::syntax(format!("Unknown property '{other}'")));
         }
     }
     Ok(())
+}
+
+/// `default_time_to_live`: between 0 and the longest TTL.
+fn default_time_to_live(p: &Property) -> Result<i32> {
+    let v = int_property(p)?;
+    if v < 0 {
+        return Err(QueryError::config(format!(
+            "default_time_to_live must be greater than or equal to 0 (got {v})"
+        )));
+    }
+    if v > i64::from(crate::MAX_TTL_SECONDS) {
+        return Err(QueryError::config(format!(
+            "default_time_to_live must be less than or equal to {} (got {v})",
+            crate::MAX_TTL_SECONDS
+        )));
+    }
+    Ok(v as i32)
+}
+
+/// `caching`: `keys` is ALL or NONE; missing sub-options get their defaults.
+fn caching_option(p: &Property) -> Result<BTreeMap<String, String>> {
+    let mut m = property_map(p)?;
+    if let Some(keys) = m.get("keys") {
+        if keys != "ALL" && keys != "NONE" {
+            return Err(QueryError::config(format!(
+                "Invalid value '{keys}' for caching sub-option 'keys': only 'ALL' and 'NONE' are allowed"
+            )));
+        }
+    }
+    m.entry("keys".into()).or_insert_with(|| "ALL".into());
+    m.entry("rows_per_partition".into())
+        .or_insert_with(|| "NONE".into());
+    Ok(m)
+}
+
+/// `compaction`: a known strategy class (its full name kept) and the
+/// threshold defaults.
+fn compaction_option(p: &Property) -> Result<BTreeMap<String, String>> {
+    let mut m = property_map(p)?;
+    let Some(class) = m.get("class").cloned() else {
+        return Err(QueryError::config(
+            "Missing sub-option 'class' for the 'compaction' option.",
+        ));
+    };
+    let full = if class.contains('.') {
+        class
+    } else {
+        format!("org.apache.cassandra.db.compaction.{class}")
+    };
+    const KNOWN: [&str; 4] = [
+        "SizeTieredCompactionStrategy",
+        "LeveledCompactionStrategy",
+        "TimeWindowCompactionStrategy",
+        "UnifiedCompactionStrategy",
+    ];
+    if !KNOWN.iter().any(|k| full.ends_with(k)) {
+        return Err(QueryError::config(format!(
+            "Unable to find compaction strategy class '{full}'"
+        )));
+    }
+    m.insert("class".into(), full);
+    m.entry("max_threshold".into())
+        .or_insert_with(|| "32".into());
+    m.entry("min_threshold".into())
+        .or_insert_with(|| "4".into());
+    Ok(m)
+}
+
+/// `compression`: disabled, or a known compressor class (its full name
+/// kept) with the chunk length default.
+fn compression_option(p: &Property) -> Result<BTreeMap<String, String>> {
+    let mut m = property_map(p)?;
+    if m.get("enabled").map(String::as_str) == Some("false") {
+        return Ok(BTreeMap::from([("enabled".into(), "false".into())]));
+    }
+    let class = m
+        .remove("class")
+        .or_else(|| m.remove("sstable_compression"))
+        .ok_or_else(|| {
+            QueryError::config("Missing sub-option 'class' for the 'compression' option.")
+        })?;
+    let full = if class.contains('.') {
+        class
+    } else {
+        format!("org.apache.cassandra.io.compress.{class}")
+    };
+    const COMPRESSORS: [&str; 5] = [
+        "LZ4Compressor",
+        "SnappyCompressor",
+        "DeflateCompressor",
+        "ZstdCompressor",
+        "NoopCompressor",
+    ];
+    if !COMPRESSORS
+        .iter()
+        .any(|c| full == format!("org.apache.cassandra.io.compress.{c}"))
+    {
+        return Err(QueryError::config(format!(
+            "Could not create Compression for type {full}"
+        )));
+    }
+    m.remove("enabled");
+    m.insert("class".into(), full);
+    m.entry("chunk_length_in_kb".into())
+        .or_insert_with(|| "16".into());
+    Ok(m)
 }
 
 fn check_key_column_type(name: &str, ty: &CqlType) -> Result<()> {
