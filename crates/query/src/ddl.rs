@@ -1036,6 +1036,9 @@ fn check_key_column_type(name: &str, ty: &CqlType) -> Result<()> {
     Ok(())
 }
 
+/// A column as CREATE TABLE declares it: name, resolved type, STATIC.
+type DeclaredColumn = (String, CqlType, bool);
+
 pub fn create_table(
     schema: &Schema,
     keyspace: &str,
@@ -1074,138 +1077,12 @@ pub fn create_table(
             "No PRIMARY KEY specifed for table '{name}' (exactly one required)"
         )));
     }
-    // Columns, in declaration order.
-    let mut declared: Vec<(String, CqlType, bool)> = Vec::new();
-    for def in &stmt.columns {
-        let cname = def.name.as_str();
-        if declared.iter().any(|(n, _, _)| n == cname) {
-            return Err(QueryError::invalid(format!(
-                "Duplicate column '{cname}' declaration for table '{name}'"
-            )));
-        }
-        check_written_type(&def.ty)?;
-        let ty = resolve_type(ks, &def.ty)?;
-        check_column_type(&ty, true)?;
-        declared.push((cname.to_string(), ty, def.is_static));
-    }
-    let find = |ident: &Ident| -> Result<usize> {
-        declared
-            .iter()
-            .position(|(n, _, _)| n == ident.as_str())
-            .ok_or_else(|| {
-                QueryError::invalid(format!(
-                    "Unknown column '{}' referenced in PRIMARY KEY for table '{name}'",
-                    ident.as_str()
-                ))
-            })
-    };
-    let mut key_positions = Vec::new();
-    for ident in stmt.partition_key.iter().chain(&stmt.clustering_key) {
-        let i = find(ident)?;
-        if key_positions.contains(&i) {
-            return Err(QueryError::invalid(format!(
-                "Column '{}' appears twice in PRIMARY KEY for table '{name}'",
-                ident.as_str()
-            )));
-        }
-        key_positions.push(i);
-    }
-    // Clustering order.
-    let mut descending = vec![false; stmt.clustering_key.len()];
-    let not_clustering: Vec<&str> = stmt
-        .options
-        .clustering_order
-        .iter()
-        .filter(|(c, _)| !stmt.clustering_key.contains(c))
-        .map(|(c, _)| c.as_str())
-        .collect();
-    if !not_clustering.is_empty() {
-        return Err(QueryError::invalid(format!(
-            "Only clustering key columns can be defined in CLUSTERING ORDER directive: [{}] are not clustering columns",
-            not_clustering.join(", ")
-        )));
-    }
-    for (i, (column, order)) in stmt.options.clustering_order.iter().enumerate() {
-        let position = stmt
-            .clustering_key
-            .iter()
-            .position(|c| c == column)
-            .unwrap_or(usize::MAX);
-        if position != i {
-            let expected = stmt.clustering_key.get(i).map(|c| c.as_str()).unwrap_or("");
-            return Err(QueryError::invalid(format!(
-                "The order of columns in the CLUSTERING ORDER directive must match that of the clustering columns ({} must appear before {})",
-                expected,
-                column.as_str()
-            )));
-        }
-        descending[i] = *order == ClusteringOrder::Desc;
-    }
-    let mut columns = Vec::new();
-    let mut next_id = 0u32;
-    let key_columns = stmt
-        .partition_key
-        .iter()
-        .map(|ident| (ident, ColumnKind::PartitionKey))
-        .enumerate()
-        .chain(
-            stmt.clustering_key
-                .iter()
-                .map(|ident| (ident, ColumnKind::Clustering))
-                .enumerate(),
-        );
-    for (position, (ident, kind)) in key_columns {
-        let (cname, ty, is_static) = &declared[find(ident)?];
-        if *is_static {
-            return Err(QueryError::invalid(format!(
-                "Static column {cname} cannot be part of the PRIMARY KEY"
-            )));
-        }
-        check_key_column_type(cname, ty)?;
-        columns.push(Column {
-            name: cname.clone(),
-            ty: ty.clone(),
-            kind,
-            position,
-            descending: kind == ColumnKind::Clustering && descending[position],
-            id: ColumnId(next_id),
-        });
-        next_id += 1;
-    }
-    let mut counters = 0;
-    let mut values = 0;
-    for (i, (cname, ty, is_static)) in declared.iter().enumerate() {
-        if key_positions.contains(&i) {
-            continue;
-        }
-        if *is_static && stmt.clustering_key.is_empty() {
-            return Err(QueryError::invalid(
-                "Static columns are only useful (and thus allowed) if the table has at least one clustering column",
-            ));
-        }
-        values += 1;
-        if ty.is_counter() {
-            counters += 1;
-        }
-        columns.push(Column {
-            name: cname.clone(),
-            ty: ty.clone(),
-            kind: if *is_static {
-                ColumnKind::Static
-            } else {
-                ColumnKind::Regular
-            },
-            position: 0,
-            descending: false,
-            id: ColumnId(next_id),
-        });
-        next_id += 1;
-    }
-    if counters > 0 && counters != values {
-        return Err(QueryError::invalid(
-            "Cannot mix counter and non counter columns in the same table",
-        ));
-    }
+    let declared = declared_columns(ks, stmt, name)?;
+    let key_positions = key_column_positions(&declared, stmt, name)?;
+    let descending = clustering_descending(stmt)?;
+    let mut columns = key_columns(&declared, stmt, name, &descending)?;
+    let counters = add_value_columns(&mut columns, &declared, &key_positions, stmt)?;
+    let next_id = columns.len() as u32;
     let mut params = TableParams::default();
     apply_table_properties(&mut params, &stmt.options.properties)?;
     if counters > 0 && params.default_time_to_live > 0 {
@@ -1244,6 +1121,182 @@ pub fn create_table(
             ..StorageEffects::default()
         },
     })
+}
+
+/// The declared columns in declaration order, with their types checked and
+/// resolved; a column declared twice is an error.
+fn declared_columns(ks: &Keyspace, stmt: &CreateTable, name: &str) -> Result<Vec<DeclaredColumn>> {
+    let mut declared: Vec<DeclaredColumn> = Vec::new();
+    for def in &stmt.columns {
+        let cname = def.name.as_str();
+        if declared.iter().any(|(n, _, _)| n == cname) {
+            return Err(QueryError::invalid(format!(
+                "Duplicate column '{cname}' declaration for table '{name}'"
+            )));
+        }
+        check_written_type(&def.ty)?;
+        let ty = resolve_type(ks, &def.ty)?;
+        check_column_type(&ty, true)?;
+        declared.push((cname.to_string(), ty, def.is_static));
+    }
+    Ok(declared)
+}
+
+/// The declaration index of a PRIMARY KEY column of table `name`.
+fn find_declared(declared: &[DeclaredColumn], ident: &Ident, name: &str) -> Result<usize> {
+    declared
+        .iter()
+        .position(|(n, _, _)| n == ident.as_str())
+        .ok_or_else(|| {
+            QueryError::invalid(format!(
+                "Unknown column '{}' referenced in PRIMARY KEY for table '{name}'",
+                ident.as_str()
+            ))
+        })
+}
+
+/// The declaration indexes of the PRIMARY KEY columns, partition key first;
+/// each must be declared and appear once.
+fn key_column_positions(
+    declared: &[DeclaredColumn],
+    stmt: &CreateTable,
+    name: &str,
+) -> Result<Vec<usize>> {
+    let mut key_positions = Vec::new();
+    for ident in stmt.partition_key.iter().chain(&stmt.clustering_key) {
+        let i = find_declared(declared, ident, name)?;
+        if key_positions.contains(&i) {
+            return Err(QueryError::invalid(format!(
+                "Column '{}' appears twice in PRIMARY KEY for table '{name}'",
+                ident.as_str()
+            )));
+        }
+        key_positions.push(i);
+    }
+    Ok(key_positions)
+}
+
+/// Whether each clustering column is DESC, from CLUSTERING ORDER BY (which
+/// may only name clustering columns, in their order).
+fn clustering_descending(stmt: &CreateTable) -> Result<Vec<bool>> {
+    let mut descending = vec![false; stmt.clustering_key.len()];
+    let not_clustering: Vec<&str> = stmt
+        .options
+        .clustering_order
+        .iter()
+        .filter(|(c, _)| !stmt.clustering_key.contains(c))
+        .map(|(c, _)| c.as_str())
+        .collect();
+    if !not_clustering.is_empty() {
+        return Err(QueryError::invalid(format!(
+            "Only clustering key columns can be defined in CLUSTERING ORDER directive: [{}] are not clustering columns",
+            not_clustering.join(", ")
+        )));
+    }
+    for (i, (column, order)) in stmt.options.clustering_order.iter().enumerate() {
+        let position = stmt
+            .clustering_key
+            .iter()
+            .position(|c| c == column)
+            .unwrap_or(usize::MAX);
+        if position != i {
+            let expected = stmt.clustering_key.get(i).map(|c| c.as_str()).unwrap_or("");
+            return Err(QueryError::invalid(format!(
+                "The order of columns in the CLUSTERING ORDER directive must match that of the clustering columns ({} must appear before {})",
+                expected,
+                column.as_str()
+            )));
+        }
+        descending[i] = *order == ClusteringOrder::Desc;
+    }
+    Ok(descending)
+}
+
+/// The partition key then clustering columns, with ids from 0; a key column
+/// may not be static and must have a key type.
+fn key_columns(
+    declared: &[DeclaredColumn],
+    stmt: &CreateTable,
+    name: &str,
+    descending: &[bool],
+) -> Result<Vec<Column>> {
+    let mut columns: Vec<Column> = Vec::new();
+    let key_columns = stmt
+        .partition_key
+        .iter()
+        .map(|ident| (ident, ColumnKind::PartitionKey))
+        .enumerate()
+        .chain(
+            stmt.clustering_key
+                .iter()
+                .map(|ident| (ident, ColumnKind::Clustering))
+                .enumerate(),
+        );
+    for (position, (ident, kind)) in key_columns {
+        let (cname, ty, is_static) = &declared[find_declared(declared, ident, name)?];
+        if *is_static {
+            return Err(QueryError::invalid(format!(
+                "Static column {cname} cannot be part of the PRIMARY KEY"
+            )));
+        }
+        check_key_column_type(cname, ty)?;
+        columns.push(Column {
+            name: cname.clone(),
+            ty: ty.clone(),
+            kind,
+            position,
+            descending: kind == ColumnKind::Clustering && descending[position],
+            id: ColumnId(columns.len() as u32),
+        });
+    }
+    Ok(columns)
+}
+
+/// Appends the static and regular columns (ids following the key columns'),
+/// in declaration order; returns how many are counters, which must be all
+/// of them or none.
+fn add_value_columns(
+    columns: &mut Vec<Column>,
+    declared: &[DeclaredColumn],
+    key_positions: &[usize],
+    stmt: &CreateTable,
+) -> Result<usize> {
+    let mut next_id = columns.len() as u32;
+    let mut counters = 0;
+    let mut values = 0;
+    for (i, (cname, ty, is_static)) in declared.iter().enumerate() {
+        if key_positions.contains(&i) {
+            continue;
+        }
+        if *is_static && stmt.clustering_key.is_empty() {
+            return Err(QueryError::invalid(
+                "Static columns are only useful (and thus allowed) if the table has at least one clustering column",
+            ));
+        }
+        values += 1;
+        if ty.is_counter() {
+            counters += 1;
+        }
+        columns.push(Column {
+            name: cname.clone(),
+            ty: ty.clone(),
+            kind: if *is_static {
+                ColumnKind::Static
+            } else {
+                ColumnKind::Regular
+            },
+            position: 0,
+            descending: false,
+            id: ColumnId(next_id),
+        });
+        next_id += 1;
+    }
+    if counters > 0 && counters != values {
+        return Err(QueryError::invalid(
+            "Cannot mix counter and non counter columns in the same table",
+        ));
+    }
+    Ok(counters)
 }
 
 fn table_missing(keyspace: &str, name: &str) -> QueryError {
