@@ -143,11 +143,10 @@ fn column_label(name: &str) -> String {
     rocksandra_data::types::quote_identifier_if_needed(name)
 }
 
-fn plan_selector(
-    table: &Table,
-    expr: &Expr,
-    ctx: &EvalContext<'_>,
-) -> Result<(Sel, String, CqlType)> {
+/// A planned selector: how to compute it, its column label and its type.
+type Planned = (Sel, String, CqlType);
+
+fn plan_selector(table: &Table, expr: &Expr, ctx: &EvalContext<'_>) -> Result<Planned> {
     let bigint = CqlType::Native(NativeType::Bigint);
     match expr {
         Expr::Column(c) => {
@@ -169,311 +168,14 @@ fn plan_selector(
             let (target, label, _) = plan_selector(table, column, ctx)?;
             metadata::plan(table, *kind, target, &label)
         }
-        Expr::Field { udt, field } => {
-            let (sel, label, ty) = plan_selector(table, udt, ctx)?;
-            let CqlType::Udt(u) = ty.unfrozen() else {
-                return Err(QueryError::invalid(format!(
-                    "Invalid field selection: {label} of type {ty} is not a user type"
-                )));
-            };
-            let Some(index) = u.fields.iter().position(|(n, _)| n == field.as_str()) else {
-                return Err(QueryError::invalid(format!(
-                    "{label} of type {ty} has no field {}",
-                    field.as_str()
-                )));
-            };
-            Ok((
-                Sel::Field {
-                    udt: Box::new(sel),
-                    index,
-                },
-                format!("{label}.{}", column_label(field.as_str())),
-                u.fields[index].1.clone(),
-            ))
-        }
+        Expr::Field { udt, field } => plan_field(table, udt, field.as_str(), ctx),
         // `(x)` inside a selector groups x; the label keeps the parentheses.
         Expr::Tuple(items) if items.len() == 1 => {
             let (sel, label, ty) = plan_selector(table, &items[0], ctx)?;
             Ok((sel, format!("({label})"), ty))
         }
-        Expr::Cast { expr, ty } => {
-            let (sel, label, from) = plan_selector(table, expr, ctx)?;
-            let to = ty
-                .resolve(&ctx.types)
-                .map_err(|e| QueryError::invalid(format!("Unknown type {}", e.0)))?;
-            // A cast to the value's own type is the value itself.
-            let Some(source) = crate::functions::resolve_cast(&from, &to, &label)? else {
-                return Ok((sel, label, from));
-            };
-            Ok((
-                Sel::Cast {
-                    arg: Box::new(sel),
-                    from: source,
-                    to: to.clone(),
-                },
-                format!("cast({label} as {to})"),
-                to,
-            ))
-        }
-        Expr::Function { name, args } => {
-            let fname = name.name.as_str();
-            if fname == "token"
-                && name.keyspace.is_none()
-                && args.len() == table.partition_key_count
-                && args.iter().all(|a| !matches!(a, Expr::Column(_)))
-            {
-                // token() of values: the token of that partition key.
-                let mut components = Vec::new();
-                for (a, column) in args.iter().zip(table.partition_key()) {
-                    match evaluate(a, &column.ty, &column.name, ctx)? {
-                        Term::Value(v) => components.push(v),
-                        _ => {
-                            return Err(QueryError::invalid(
-                                "Invalid null value for partition key part",
-                            ))
-                        }
-                    }
-                }
-                let refs: Vec<&[u8]> = components.iter().map(Vec::as_slice).collect();
-                let key = if refs.len() == 1 {
-                    refs[0].to_vec()
-                } else {
-                    rocksandra_data::token::serialize_partition_key(&refs)
-                };
-                let token = rocksandra_data::token::Token::murmur3(&key);
-                return Ok((
-                    Sel::Constant(Some(token.0.to_be_bytes().to_vec())),
-                    format!("system.token({})", labels(args.iter())),
-                    CqlType::Native(NativeType::Bigint),
-                ));
-            }
-            if fname == "token" && name.keyspace.is_none() {
-                let mut cols = Vec::new();
-                for a in args {
-                    let Expr::Column(c) = a else {
-                        return Err(QueryError::invalid(
-                            "token() only accepts partition key columns",
-                        ));
-                    };
-                    let Some(i) = table.column_index(c.as_str()) else {
-                        return Err(QueryError::undefined_column_name(c.as_str()));
-                    };
-                    cols.push(i);
-                }
-                let expected: Vec<usize> = (0..table.partition_key_count).collect();
-                if cols != expected {
-                    return Err(QueryError::invalid(format!(
-                        "Invalid number of arguments in call to function system.token: {} required but {} provided",
-                        table.partition_key_count,
-                        cols.len()
-                    )));
-                }
-                let labels: Vec<String> = cols
-                    .iter()
-                    .map(|i| column_label(&table.columns[*i].name))
-                    .collect();
-                return Ok((
-                    Sel::Token,
-                    format!("system.token({})", labels.join(", ")),
-                    bigint,
-                ));
-            }
-            let aggregate = match fname {
-                "count" => Some(Aggregate::Count),
-                "min" => Some(Aggregate::Min),
-                "max" => Some(Aggregate::Max),
-                "sum" => Some(Aggregate::Sum),
-                "avg" => Some(Aggregate::Avg),
-                _ => None,
-            };
-            if let (Some(Aggregate::Count), [Expr::Literal(_)]) = (aggregate, args.as_slice()) {
-                // count(1) counts rows, like count(*).
-                return Ok((Sel::CountStar, "count".into(), bigint));
-            }
-            if let Some(function) = aggregate {
-                let called = match &name.keyspace {
-                    Some(_) => format!("system.{fname}"),
-                    None => fname.to_string(),
-                };
-                let summing = matches!(function, Aggregate::Sum | Aggregate::Avg);
-                // sum and avg have one overload per numeric type; min and
-                // max are factories taking any type; count has one argument.
-                let signature =
-                    |t: &NativeType| format!("system.{fname} : ({t}) -> {t}", t = t.name());
-                let none_match = || {
-                    QueryError::invalid(format!(
-                        "Invalid call to function {called}, none of its type signatures match (known type signatures: {})",
-                        crate::functions::NUMERIC.iter().map(signature).collect::<Vec<_>>().join(", ")
-                    ))
-                };
-                let [arg] = args.as_slice() else {
-                    return Err(match function {
-                        Aggregate::Sum | Aggregate::Avg => none_match(),
-                        Aggregate::Min | Aggregate::Max => QueryError::invalid(format!(
-                            "Invalid number of arguments for function system.{fname}(any)"
-                        )),
-                        Aggregate::Count => QueryError::invalid(format!(
-                            "Invalid number of arguments in call to function system.{fname}: 1 required but {} provided",
-                            args.len()
-                        )),
-                    });
-                };
-                let (sel, label, ty) = plan_selector(table, arg, ctx)?;
-                if is_aggregate(&sel) {
-                    return Err(QueryError::invalid(
-                        "aggregate functions cannot be used as arguments of aggregate functions",
-                    ));
-                }
-                let mut ty = ty;
-                if summing {
-                    let exact = matches!(ty.unfrozen(), CqlType::Native(t) if crate::functions::NUMERIC.contains(t));
-                    if !exact {
-                        let weak: Vec<NativeType> = crate::functions::NUMERIC
-                            .iter()
-                            .copied()
-                            .filter(|t| {
-                                crate::functions::is_value_compatible(&CqlType::Native(*t), &ty)
-                            })
-                            .collect();
-                        match weak.as_slice() {
-                            [] => return Err(none_match()),
-                            [only] => ty = CqlType::Native(*only),
-                            several => {
-                                return Err(QueryError::invalid(format!(
-                                    "Ambiguous call to function {called} (can be matched by following signatures: {}): use type casts to disambiguate",
-                                    several.iter().map(signature).collect::<Vec<_>>().join(", ")
-                                )))
-                            }
-                        }
-                    }
-                }
-                let out_ty = if function == Aggregate::Count {
-                    bigint
-                } else {
-                    ty.clone()
-                };
-                return Ok((
-                    Sel::Aggregate {
-                        function,
-                        arg: Box::new(sel),
-                        ty,
-                    },
-                    format!("system.{fname}({label})"),
-                    out_ty,
-                ));
-            }
-            if fname == "fromjson" && name.keyspace.is_none() {
-                return Err(QueryError::invalid(
-                    "fromjson() cannot be used in the selection clause of a SELECT statement",
-                ));
-            }
-            if fname == "tojson" && name.keyspace.is_none() {
-                let [arg] = args.as_slice() else {
-                    return Err(QueryError::invalid(
-                        "Invalid number of arguments for function system.tojson(any)",
-                    ));
-                };
-                // A literal argument has the type its literal prefers.
-                let (sel, label, ty) = match literal_type(arg) {
-                    Some(ty) => {
-                        let value = match evaluate(arg, &ty, "selection", ctx)? {
-                            Term::Value(v) => Some(v),
-                            _ => None,
-                        };
-                        (Sel::Constant(value), literal_label(arg), ty)
-                    }
-                    None => plan_selector(table, arg, ctx)?,
-                };
-                return Ok((
-                    Sel::ToJson {
-                        arg: Box::new(sel),
-                        ty,
-                    },
-                    format!("system.tojson({label})"),
-                    CqlType::Native(NativeType::Text),
-                ));
-            }
-            if let Some(ks) = name.keyspace.as_ref().filter(|ks| ks.as_str() != "system") {
-                return Err(QueryError::invalid(format!(
-                    "Unknown function '{}.{fname}'",
-                    ks.as_str()
-                )));
-            }
-            if !crate::functions::exists(fname) {
-                return Err(QueryError::invalid(format!("Unknown function '{fname}'")));
-            }
-            let mut planned = Vec::new();
-            let mut labels = Vec::new();
-            let mut types: Vec<Option<CqlType>> = Vec::new();
-            for a in args {
-                let is_term = match a {
-                    // `(x)` groups a selector x.
-                    Expr::Tuple(items) if items.len() == 1 => is_arith_term(ungroup(a)),
-                    Expr::Negate(inner) => is_arith_term(ungroup(inner)),
-                    _ => matches!(
-                        a,
-                        Expr::Literal(_)
-                            | Expr::Bind(_)
-                            | Expr::List(_)
-                            | Expr::Set(_)
-                            | Expr::Map(_)
-                            | Expr::Tuple(_)
-                            | Expr::Udt(_)
-                    ),
-                };
-                if is_term {
-                    planned.push(Sel::Constant(None));
-                    labels.push(literal_label(a));
-                    types.push(None);
-                } else {
-                    let (s, l, t) = plan_selector(table, a, ctx)?;
-                    planned.push(s);
-                    labels.push(l);
-                    types.push(Some(t));
-                }
-            }
-            let resolved = {
-                let arg_views: Vec<crate::functions::Arg<'_>> = args
-                    .iter()
-                    .zip(&types)
-                    .zip(&labels)
-                    .map(|((a, t), label)| match t {
-                        Some(t) => crate::functions::Arg::Selector(t, label),
-                        None => crate::functions::Arg::Term(a),
-                    })
-                    .collect();
-                crate::functions::resolve_called(fname, &arg_views, name.keyspace.is_some())?
-            };
-            for (k, a) in args.iter().enumerate() {
-                if types[k].is_none() {
-                    let ty = resolved
-                        .arg_types()
-                        .get(k)
-                        .cloned()
-                        .unwrap_or(CqlType::Native(NativeType::Blob));
-                    let value = match evaluate(a, &ty, fname, ctx)? {
-                        Term::Value(v) => Some(v),
-                        _ => None,
-                    };
-                    planned[k] = Sel::Constant(value);
-                }
-            }
-            let mut ty = resolved.return_type().clone();
-            if matches!(fname, "blobastimeuuid" | "blob_as_timeuuid") {
-                // Cassandra 5.0.6 types this function's result with its
-                // internal LegacyTimeUUIDType (drivers see a blob).
-                ty = CqlType::Custom("org.apache.cassandra.db.marshal.LegacyTimeUUIDType".into());
-            }
-            Ok((
-                Sel::Function {
-                    function: Box::new(resolved),
-                    args: planned,
-                    now_micros: ctx.now_micros,
-                },
-                format!("system.{fname}({})", labels.join(", ")),
-                ty,
-            ))
-        }
+        Expr::Cast { expr, ty } => plan_cast(table, expr, ty, ctx),
+        Expr::Function { name, args } => plan_function(table, name, args, ctx),
         Expr::Element { collection, key } => {
             let target = plan_selector(table, collection, ctx)?;
             plan_element(target, key, ctx)
@@ -486,127 +188,508 @@ fn plan_selector(
             let target = plan_selector(table, collection, ctx)?;
             plan_slice(target, from.as_deref(), to.as_deref(), ctx)
         }
-        Expr::Binary { op, left, right } => {
-            use crate::functions::operations::{operand_text, resolve, Operand};
-            // A parenthesised term is still a term; a parenthesised selector
-            // is planned as such (its label keeps the parentheses).
-            fn term_or(e: &Expr) -> &Expr {
-                if is_arith_term(ungroup(e)) {
-                    ungroup(e)
-                } else {
-                    e
-                }
-            }
-            let (left, right) = (term_or(left), term_or(right));
-            // Terms take the operand type of the operation chosen; other
-            // selectors keep theirs (FunctionResolver over `_add` & co).
-            let plan_operand = |e: &Expr| -> Result<Option<(Sel, String, CqlType)>> {
-                if is_arith_term(e) {
-                    Ok(None)
-                } else {
-                    plan_selector(table, e, ctx).map(Some)
-                }
-            };
-            let (lp, rp) = (plan_operand(left)?, plan_operand(right)?);
-            let operand = |e: &'_ Expr, p: &Option<(Sel, String, CqlType)>| -> String {
-                match p {
-                    Some((_, label, _)) => label.clone(),
-                    None => operand_text(e),
-                }
-            };
-            let texts = (operand(left, &lp), operand(right, &rp));
-            fn as_operand<'a>(e: &'a Expr, p: &'a Option<(Sel, String, CqlType)>) -> Operand<'a> {
-                match p {
-                    Some((_, _, ty)) => Operand::Typed(ty),
-                    None => Operand::Term(e),
-                }
-            }
-            let operation = resolve(
-                crate::term::binary_op(*op),
-                as_operand(left, &lp),
-                as_operand(right, &rp),
-                (&texts.0, &texts.1),
-                None,
-            )?;
-            let finish = |e: &Expr, p: Option<(Sel, String, CqlType)>, t: NativeType| match p {
-                Some((sel, label, _)) => Ok::<_, QueryError>((sel, label)),
-                None => {
-                    let value = match evaluate(e, &CqlType::Native(t), "selection", ctx)? {
-                        Term::Value(v) => Some(v),
-                        _ => None,
-                    };
-                    Ok((Sel::Constant(value), e.to_string()))
-                }
-            };
-            let (l, ll) = finish(left, lp, operation.left)?;
-            let (r, rl) = finish(right, rp, operation.right)?;
-            let symbol = crate::term::binary_op(*op).symbol();
-            let ty = CqlType::Native(operation.result);
-            Ok((
-                Sel::Arith {
-                    op: *op,
-                    left: Box::new(l),
-                    left_ty: CqlType::Native(operation.left),
-                    right: Box::new(r),
-                    right_ty: CqlType::Native(operation.right),
-                    ty: ty.clone(),
-                },
-                format!("{ll} {symbol} {rl}"),
-                ty,
-            ))
-        }
-        Expr::Negate(inner) if !is_arith_term(ungroup(inner)) => {
-            let (sel, label, ty) = plan_selector(table, inner, ctx)?;
-            let CqlType::Native(t) = ty.unfrozen() else {
-                return Err(QueryError::invalid(format!(
-                    "the '-' operation is not supported on {label}"
-                )));
-            };
-            if !matches!(
-                t,
-                NativeType::Tinyint
-                    | NativeType::Smallint
-                    | NativeType::Int
-                    | NativeType::Bigint
-                    | NativeType::Counter
-                    | NativeType::Float
-                    | NativeType::Double
-                    | NativeType::Decimal
-                    | NativeType::Varint
-            ) {
-                return Err(QueryError::invalid(
-                    "Invalid call to function _negate, none of its type signatures match",
-                ));
-            }
-            let label = format!("-{label}");
-            Ok((
-                Sel::Negate {
-                    arg: Box::new(sel),
-                    ty: *t,
-                },
-                label,
-                ty.clone(),
-            ))
-        }
-        Expr::TypeHint { ty, expr } => {
-            let ty = ty
-                .resolve(&ctx.types)
-                .map_err(|e| QueryError::invalid(format!("Unknown type {}", e.0)))?;
-            let value = match evaluate(expr, &ty, "selection", ctx)? {
-                Term::Value(v) => Some(v),
-                _ => None,
-            };
-            Ok((
-                Sel::Constant(value),
-                format!("({ty}){}", literal_label(expr)),
-                ty,
-            ))
-        }
+        Expr::Binary { op, left, right } => plan_arithmetic(table, *op, left, right, ctx),
+        Expr::Negate(inner) if !is_arith_term(ungroup(inner)) => plan_negate(table, inner, ctx),
+        Expr::TypeHint { ty, expr } => plan_type_hint(ty, expr, ctx),
         other => Err(QueryError::invalid(format!(
             "Cannot infer type for term {} in selection clause (try using a cast to force a type)",
             literal_label(other)
         ))),
     }
+}
+
+/// `udt.field`: the field of a UDT selector.
+fn plan_field(table: &Table, udt: &Expr, field: &str, ctx: &EvalContext<'_>) -> Result<Planned> {
+    let (sel, label, ty) = plan_selector(table, udt, ctx)?;
+    let CqlType::Udt(u) = ty.unfrozen() else {
+        return Err(QueryError::invalid(format!(
+            "Invalid field selection: {label} of type {ty} is not a user type"
+        )));
+    };
+    let Some(index) = u.fields.iter().position(|(n, _)| n == field) else {
+        return Err(QueryError::invalid(format!(
+            "{label} of type {ty} has no field {field}"
+        )));
+    };
+    Ok((
+        Sel::Field {
+            udt: Box::new(sel),
+            index,
+        },
+        format!("{label}.{}", column_label(field)),
+        u.fields[index].1.clone(),
+    ))
+}
+
+/// `cast(x as type)`; a cast to the value's own type is the value itself.
+fn plan_cast(
+    table: &Table,
+    expr: &Expr,
+    ty: &rocksandra_cql::TypeExpr,
+    ctx: &EvalContext<'_>,
+) -> Result<Planned> {
+    let (sel, label, from) = plan_selector(table, expr, ctx)?;
+    let to = ty
+        .resolve(&ctx.types)
+        .map_err(|e| QueryError::invalid(format!("Unknown type {}", e.0)))?;
+    let Some(source) = crate::functions::resolve_cast(&from, &to, &label)? else {
+        return Ok((sel, label, from));
+    };
+    Ok((
+        Sel::Cast {
+            arg: Box::new(sel),
+            from: source,
+            to: to.clone(),
+        },
+        format!("cast({label} as {to})"),
+        to,
+    ))
+}
+
+/// A function call in a selection: token(), an aggregate, tojson() or a
+/// native scalar function (fromjson() and other keyspaces' functions are
+/// errors).
+fn plan_function(
+    table: &Table,
+    name: &rocksandra_cql::ast::QualifiedName,
+    args: &[Expr],
+    ctx: &EvalContext<'_>,
+) -> Result<Planned> {
+    let fname = name.name.as_str();
+    if fname == "token"
+        && name.keyspace.is_none()
+        && args.len() == table.partition_key_count
+        && args.iter().all(|a| !matches!(a, Expr::Column(_)))
+    {
+        return plan_token_of_values(table, args, ctx);
+    }
+    if fname == "token" && name.keyspace.is_none() {
+        return plan_token_of_columns(table, args);
+    }
+    let aggregate = match fname {
+        "count" => Some(Aggregate::Count),
+        "min" => Some(Aggregate::Min),
+        "max" => Some(Aggregate::Max),
+        "sum" => Some(Aggregate::Sum),
+        "avg" => Some(Aggregate::Avg),
+        _ => None,
+    };
+    if let (Some(Aggregate::Count), [Expr::Literal(_)]) = (aggregate, args) {
+        // count(1) counts rows, like count(*).
+        return Ok((
+            Sel::CountStar,
+            "count".into(),
+            CqlType::Native(NativeType::Bigint),
+        ));
+    }
+    if let Some(function) = aggregate {
+        return plan_aggregate(table, name, function, args, ctx);
+    }
+    if fname == "fromjson" && name.keyspace.is_none() {
+        return Err(QueryError::invalid(
+            "fromjson() cannot be used in the selection clause of a SELECT statement",
+        ));
+    }
+    if fname == "tojson" && name.keyspace.is_none() {
+        return plan_tojson(table, args, ctx);
+    }
+    if let Some(ks) = name.keyspace.as_ref().filter(|ks| ks.as_str() != "system") {
+        return Err(QueryError::invalid(format!(
+            "Unknown function '{}.{fname}'",
+            ks.as_str()
+        )));
+    }
+    if !crate::functions::exists(fname) {
+        return Err(QueryError::invalid(format!("Unknown function '{fname}'")));
+    }
+    plan_scalar_function(table, name, args, ctx)
+}
+
+/// token() of values: a constant, the token of that partition key.
+fn plan_token_of_values(table: &Table, args: &[Expr], ctx: &EvalContext<'_>) -> Result<Planned> {
+    let mut components = Vec::new();
+    for (a, column) in args.iter().zip(table.partition_key()) {
+        match evaluate(a, &column.ty, &column.name, ctx)? {
+            Term::Value(v) => components.push(v),
+            _ => {
+                return Err(QueryError::invalid(
+                    "Invalid null value for partition key part",
+                ))
+            }
+        }
+    }
+    let refs: Vec<&[u8]> = components.iter().map(Vec::as_slice).collect();
+    let key = if refs.len() == 1 {
+        refs[0].to_vec()
+    } else {
+        rocksandra_data::token::serialize_partition_key(&refs)
+    };
+    let token = rocksandra_data::token::Token::murmur3(&key);
+    Ok((
+        Sel::Constant(Some(token.0.to_be_bytes().to_vec())),
+        format!("system.token({})", labels(args.iter())),
+        CqlType::Native(NativeType::Bigint),
+    ))
+}
+
+/// token() of columns: all the partition key columns, in order.
+fn plan_token_of_columns(table: &Table, args: &[Expr]) -> Result<Planned> {
+    let mut cols = Vec::new();
+    for a in args {
+        let Expr::Column(c) = a else {
+            return Err(QueryError::invalid(
+                "token() only accepts partition key columns",
+            ));
+        };
+        let Some(i) = table.column_index(c.as_str()) else {
+            return Err(QueryError::undefined_column_name(c.as_str()));
+        };
+        cols.push(i);
+    }
+    let expected: Vec<usize> = (0..table.partition_key_count).collect();
+    if cols != expected {
+        return Err(QueryError::invalid(format!(
+            "Invalid number of arguments in call to function system.token: {} required but {} provided",
+            table.partition_key_count,
+            cols.len()
+        )));
+    }
+    let labels: Vec<String> = cols
+        .iter()
+        .map(|i| column_label(&table.columns[*i].name))
+        .collect();
+    Ok((
+        Sel::Token,
+        format!("system.token({})", labels.join(", ")),
+        CqlType::Native(NativeType::Bigint),
+    ))
+}
+
+/// count, min, max, sum or avg of one (non-aggregate) selector; sum and avg
+/// pick their numeric overload as Cassandra's function resolution does.
+fn plan_aggregate(
+    table: &Table,
+    name: &rocksandra_cql::ast::QualifiedName,
+    function: Aggregate,
+    args: &[Expr],
+    ctx: &EvalContext<'_>,
+) -> Result<Planned> {
+    let fname = name.name.as_str();
+    let called = match &name.keyspace {
+        Some(_) => format!("system.{fname}"),
+        None => fname.to_string(),
+    };
+    let summing = matches!(function, Aggregate::Sum | Aggregate::Avg);
+    // sum and avg have one overload per numeric type; min and
+    // max are factories taking any type; count has one argument.
+    let signature = |t: &NativeType| format!("system.{fname} : ({t}) -> {t}", t = t.name());
+    let none_match = || {
+        QueryError::invalid(format!(
+            "Invalid call to function {called}, none of its type signatures match (known type signatures: {})",
+            crate::functions::NUMERIC.iter().map(signature).collect::<Vec<_>>().join(", ")
+        ))
+    };
+    let [arg] = args else {
+        return Err(match function {
+            Aggregate::Sum | Aggregate::Avg => none_match(),
+            Aggregate::Min | Aggregate::Max => QueryError::invalid(format!(
+                "Invalid number of arguments for function system.{fname}(any)"
+            )),
+            Aggregate::Count => QueryError::invalid(format!(
+                "Invalid number of arguments in call to function system.{fname}: 1 required but {} provided",
+                args.len()
+            )),
+        });
+    };
+    let (sel, label, ty) = plan_selector(table, arg, ctx)?;
+    if is_aggregate(&sel) {
+        return Err(QueryError::invalid(
+            "aggregate functions cannot be used as arguments of aggregate functions",
+        ));
+    }
+    let mut ty = ty;
+    if summing {
+        let exact =
+            matches!(ty.unfrozen(), CqlType::Native(t) if crate::functions::NUMERIC.contains(t));
+        if !exact {
+            let weak: Vec<NativeType> = crate::functions::NUMERIC
+                .iter()
+                .copied()
+                .filter(|t| crate::functions::is_value_compatible(&CqlType::Native(*t), &ty))
+                .collect();
+            match weak.as_slice() {
+                [] => return Err(none_match()),
+                [only] => ty = CqlType::Native(*only),
+                several => {
+                    return Err(QueryError::invalid(format!(
+                        "Ambiguous call to function {called} (can be matched by following signatures: {}): use type casts to disambiguate",
+                        several.iter().map(signature).collect::<Vec<_>>().join(", ")
+                    )))
+                }
+            }
+        }
+    }
+    let out_ty = if function == Aggregate::Count {
+        CqlType::Native(NativeType::Bigint)
+    } else {
+        ty.clone()
+    };
+    Ok((
+        Sel::Aggregate {
+            function,
+            arg: Box::new(sel),
+            ty,
+        },
+        format!("system.{fname}({label})"),
+        out_ty,
+    ))
+}
+
+/// tojson(x); a literal argument has the type its literal prefers.
+fn plan_tojson(table: &Table, args: &[Expr], ctx: &EvalContext<'_>) -> Result<Planned> {
+    let [arg] = args else {
+        return Err(QueryError::invalid(
+            "Invalid number of arguments for function system.tojson(any)",
+        ));
+    };
+    let (sel, label, ty) = match literal_type(arg) {
+        Some(ty) => {
+            let value = match evaluate(arg, &ty, "selection", ctx)? {
+                Term::Value(v) => Some(v),
+                _ => None,
+            };
+            (Sel::Constant(value), literal_label(arg), ty)
+        }
+        None => plan_selector(table, arg, ctx)?,
+    };
+    Ok((
+        Sel::ToJson {
+            arg: Box::new(sel),
+            ty,
+        },
+        format!("system.tojson({label})"),
+        CqlType::Native(NativeType::Text),
+    ))
+}
+
+/// Whether a function argument is a term (a literal, bind marker or
+/// collection, possibly grouped or negated) rather than a selector.
+fn is_term_argument(a: &Expr) -> bool {
+    match a {
+        // `(x)` groups a selector x.
+        Expr::Tuple(items) if items.len() == 1 => is_arith_term(ungroup(a)),
+        Expr::Negate(inner) => is_arith_term(ungroup(inner)),
+        _ => matches!(
+            a,
+            Expr::Literal(_)
+                | Expr::Bind(_)
+                | Expr::List(_)
+                | Expr::Set(_)
+                | Expr::Map(_)
+                | Expr::Tuple(_)
+                | Expr::Udt(_)
+        ),
+    }
+}
+
+/// A native scalar function: the overload chosen from the selector
+/// arguments' types and the terms, whose values are then evaluated as the
+/// chosen parameter types.
+fn plan_scalar_function(
+    table: &Table,
+    name: &rocksandra_cql::ast::QualifiedName,
+    args: &[Expr],
+    ctx: &EvalContext<'_>,
+) -> Result<Planned> {
+    let fname = name.name.as_str();
+    let mut planned = Vec::new();
+    let mut labels = Vec::new();
+    let mut types: Vec<Option<CqlType>> = Vec::new();
+    for a in args {
+        if is_term_argument(a) {
+            planned.push(Sel::Constant(None));
+            labels.push(literal_label(a));
+            types.push(None);
+        } else {
+            let (s, l, t) = plan_selector(table, a, ctx)?;
+            planned.push(s);
+            labels.push(l);
+            types.push(Some(t));
+        }
+    }
+    let resolved = {
+        let arg_views: Vec<crate::functions::Arg<'_>> = args
+            .iter()
+            .zip(&types)
+            .zip(&labels)
+            .map(|((a, t), label)| match t {
+                Some(t) => crate::functions::Arg::Selector(t, label),
+                None => crate::functions::Arg::Term(a),
+            })
+            .collect();
+        crate::functions::resolve_called(fname, &arg_views, name.keyspace.is_some())?
+    };
+    for (k, a) in args.iter().enumerate() {
+        if types[k].is_none() {
+            let ty = resolved
+                .arg_types()
+                .get(k)
+                .cloned()
+                .unwrap_or(CqlType::Native(NativeType::Blob));
+            let value = match evaluate(a, &ty, fname, ctx)? {
+                Term::Value(v) => Some(v),
+                _ => None,
+            };
+            planned[k] = Sel::Constant(value);
+        }
+    }
+    let mut ty = resolved.return_type().clone();
+    if matches!(fname, "blobastimeuuid" | "blob_as_timeuuid") {
+        // Cassandra 5.0.6 types this function's result with its
+        // internal LegacyTimeUUIDType (drivers see a blob).
+        ty = CqlType::Custom("org.apache.cassandra.db.marshal.LegacyTimeUUIDType".into());
+    }
+    Ok((
+        Sel::Function {
+            function: Box::new(resolved),
+            args: planned,
+            now_micros: ctx.now_micros,
+        },
+        format!("system.{fname}({})", labels.join(", ")),
+        ty,
+    ))
+}
+
+/// `left op right`: the operation resolved from the operands' types (terms
+/// take the operand type of the operation chosen; other selectors keep
+/// theirs, as FunctionResolver over `_add` & co).
+fn plan_arithmetic(
+    table: &Table,
+    op: rocksandra_cql::ast::BinaryOp,
+    left: &Expr,
+    right: &Expr,
+    ctx: &EvalContext<'_>,
+) -> Result<Planned> {
+    use crate::functions::operations::{operand_text, resolve, Operand};
+    // A parenthesised term is still a term; a parenthesised selector
+    // is planned as such (its label keeps the parentheses).
+    fn term_or(e: &Expr) -> &Expr {
+        if is_arith_term(ungroup(e)) {
+            ungroup(e)
+        } else {
+            e
+        }
+    }
+    let (left, right) = (term_or(left), term_or(right));
+    let plan_operand = |e: &Expr| -> Result<Option<Planned>> {
+        if is_arith_term(e) {
+            Ok(None)
+        } else {
+            plan_selector(table, e, ctx).map(Some)
+        }
+    };
+    let (lp, rp) = (plan_operand(left)?, plan_operand(right)?);
+    let operand = |e: &'_ Expr, p: &Option<Planned>| -> String {
+        match p {
+            Some((_, label, _)) => label.clone(),
+            None => operand_text(e),
+        }
+    };
+    let texts = (operand(left, &lp), operand(right, &rp));
+    fn as_operand<'a>(e: &'a Expr, p: &'a Option<Planned>) -> Operand<'a> {
+        match p {
+            Some((_, _, ty)) => Operand::Typed(ty),
+            None => Operand::Term(e),
+        }
+    }
+    let operation = resolve(
+        crate::term::binary_op(op),
+        as_operand(left, &lp),
+        as_operand(right, &rp),
+        (&texts.0, &texts.1),
+        None,
+    )?;
+    let finish = |e: &Expr, p: Option<Planned>, t: NativeType| match p {
+        Some((sel, label, _)) => Ok::<_, QueryError>((sel, label)),
+        None => {
+            let value = match evaluate(e, &CqlType::Native(t), "selection", ctx)? {
+                Term::Value(v) => Some(v),
+                _ => None,
+            };
+            Ok((Sel::Constant(value), e.to_string()))
+        }
+    };
+    let (l, ll) = finish(left, lp, operation.left)?;
+    let (r, rl) = finish(right, rp, operation.right)?;
+    let symbol = crate::term::binary_op(op).symbol();
+    let ty = CqlType::Native(operation.result);
+    Ok((
+        Sel::Arith {
+            op,
+            left: Box::new(l),
+            left_ty: CqlType::Native(operation.left),
+            right: Box::new(r),
+            right_ty: CqlType::Native(operation.right),
+            ty: ty.clone(),
+        },
+        format!("{ll} {symbol} {rl}"),
+        ty,
+    ))
+}
+
+/// `-x` of a numeric selector.
+fn plan_negate(table: &Table, inner: &Expr, ctx: &EvalContext<'_>) -> Result<Planned> {
+    let (sel, label, ty) = plan_selector(table, inner, ctx)?;
+    let CqlType::Native(t) = ty.unfrozen() else {
+        return Err(QueryError::invalid(format!(
+            "the '-' operation is not supported on {label}"
+        )));
+    };
+    if !matches!(
+        t,
+        NativeType::Tinyint
+            | NativeType::Smallint
+            | NativeType::Int
+            | NativeType::Bigint
+            | NativeType::Counter
+            | NativeType::Float
+            | NativeType::Double
+            | NativeType::Decimal
+            | NativeType::Varint
+    ) {
+        return Err(QueryError::invalid(
+            "Invalid call to function _negate, none of its type signatures match",
+        ));
+    }
+    let label = format!("-{label}");
+    Ok((
+        Sel::Negate {
+            arg: Box::new(sel),
+            ty: *t,
+        },
+        label,
+        ty.clone(),
+    ))
+}
+
+/// `(type) literal`: a constant of the hinted type.
+fn plan_type_hint(
+    ty: &rocksandra_cql::TypeExpr,
+    expr: &Expr,
+    ctx: &EvalContext<'_>,
+) -> Result<Planned> {
+    let ty = ty
+        .resolve(&ctx.types)
+        .map_err(|e| QueryError::invalid(format!("Unknown type {}", e.0)))?;
+    let value = match evaluate(expr, &ty, "selection", ctx)? {
+        Term::Value(v) => Some(v),
+        _ => None,
+    };
+    Ok((
+        Sel::Constant(value),
+        format!("({ty}){}", literal_label(expr)),
+        ty,
+    ))
 }
 
 /// The receiver of an element or slice selection's key: a set's element
