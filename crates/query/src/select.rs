@@ -1233,6 +1233,45 @@ struct Reader<'a> {
     index: Option<IndexQuery>,
 }
 
+impl<'a> Reader<'a> {
+    /// The reader of a SELECT: static-only rows are returned when neither
+    /// clustering columns nor regular columns are restricted; DISTINCT
+    /// reads no index.
+    #[allow(clippy::too_many_arguments)]
+    fn for_select(
+        executor: &'a Executor,
+        table: &'a Table,
+        restrictions: &'a Restrictions,
+        schema: &'a Schema,
+        request: &Request,
+        distinct: bool,
+        reversed: bool,
+        per_partition_limit: usize,
+    ) -> Self {
+        Reader {
+            executor,
+            table,
+            restrictions,
+            reversed,
+            distinct,
+            per_partition_limit,
+            include_static_only: !restrictions.clustering_restricted
+                && restrictions
+                    .filters
+                    .iter()
+                    .all(|f| table.columns[f.column].kind != ColumnKind::Regular),
+            now: executor.local_now(request),
+            consistency: request.consistency,
+            schema,
+            index: if distinct {
+                None
+            } else {
+                search::choose(table, restrictions)
+            },
+        }
+    }
+}
+
 /// Where a read answered from an index stands.
 #[derive(Default)]
 struct IndexedProgress {
@@ -1965,8 +2004,222 @@ pub fn execute(
     let ctx = executor.eval_context(&schema, keyspace, values, &*random);
     let outputs = plan(&table, select, &ctx)?;
     let restrictions = analyze(&table, &select.where_clause, &ctx)?;
-    let index_use = crate::index::classify(&table, &select.where_clause, &restrictions);
-    if index_use.uses_index && partition_key_in(&table, &select.where_clause) {
+    check_where_clause(&table, select, &restrictions)?;
+    let group_columns = group_by_columns(&table, select)?;
+    let reversed = order_by_reversal(&table, select, &restrictions, request)?;
+    let limit = limit_value(&select.limit, "[limit]", &ctx)?;
+    let per_partition_limit =
+        limit_value(&select.per_partition_limit, "[per_partition_limit]", &ctx)?;
+    let grouped = !group_columns.is_empty();
+    let aggregate = grouped || outputs.iter().any(|o| is_aggregate(&o.sel));
+    let warnings = if aggregate {
+        aggregation_warnings(select, &restrictions)
+    } else {
+        Vec::new()
+    };
+    // ORDER BY over several IN partitions: rows are sorted across partitions
+    // after the read (which is never paged), so LIMIT applies after the
+    // sort; each partition gives at most LIMIT rows.
+    let post_ordering = !select.order_by.is_empty()
+        && matches!(&restrictions.partition, PartitionSelection::Keys(keys) if keys.len() > 1);
+    let reader = Reader::for_select(
+        executor,
+        &table,
+        &restrictions,
+        &schema,
+        request,
+        select.distinct,
+        reversed,
+        read_per_partition_limit(
+            select.distinct,
+            grouped,
+            post_ordering,
+            per_partition_limit,
+            limit,
+        ),
+    );
+    let PageWindow {
+        state,
+        already,
+        remaining_limit,
+        page_size,
+    } = PageWindow::of(request, aggregate, grouped, limit)?;
+    let want = rows_wanted(page_size, remaining_limit);
+    let (mut rows, next) = if want == 0 {
+        (Vec::new(), None)
+    } else {
+        // GROUP BY reads from the start (its pages count groups).
+        let start = if grouped {
+            PagingState::default()
+        } else {
+            state.clone()
+        };
+        reader.read(&start, rows_to_read(want, aggregate, post_ordering))?
+    };
+    if post_ordering {
+        let keep = remaining_limit.filter(|_| !aggregate);
+        sort_across_partitions(&table, &mut rows, reversed, keep);
+    }
+    if rows.len() > UNPAGED_ROWS_MAX {
+        return Err(QueryError::invalid(format!(
+            "Query returned more than {UNPAGED_ROWS_MAX} rows without paging"
+        )));
+    }
+    let returned = already + rows.len();
+    // No next page once LIMIT is reached, nor for an unpaged query.
+    let next = next.filter(|_| page_size.is_some() && limit.is_none_or(|l| returned < l));
+    let (result_rows, paging_state) = if grouped {
+        let groups = GroupPaging {
+            state: &state,
+            limit,
+            remaining_limit,
+            page_size: request.page_size.filter(|p| *p > 0),
+        };
+        let (result_rows, group_state) = grouped_rows(
+            &table,
+            &outputs,
+            &rows,
+            &group_columns,
+            per_partition_limit,
+            &groups,
+        )?;
+        (result_rows, group_state.map(|s| s.encode()))
+    } else {
+        let result_rows = selected_rows(&table, &outputs, &rows, aggregate)?;
+        let paging_state = next.map(|mut s| {
+            s.rows_so_far = returned as u64;
+            s.encode()
+        });
+        (result_rows, paging_state)
+    };
+    let result_rows = if select.json {
+        json_rows(&outputs, result_rows)?
+    } else {
+        result_rows
+    };
+    let mut outcome = Outcome::rows(Rows {
+        metadata: result_metadata(&table, &outputs, select.json, request, paging_state),
+        rows: result_rows,
+    });
+    outcome.warnings = warnings;
+    Ok(outcome)
+}
+
+/// Where a page of a SELECT starts and what bounds it.
+struct PageWindow {
+    /// The client's paging state (ignored by aggregates without GROUP BY).
+    state: PagingState,
+    /// Rows (or groups) returned by the earlier pages.
+    already: usize,
+    /// LIMIT minus `already`.
+    remaining_limit: Option<usize>,
+    /// The page size in rows; None for aggregates and unpaged queries.
+    page_size: Option<usize>,
+}
+
+impl PageWindow {
+    fn of(request: &Request, aggregate: bool, grouped: bool, limit: Option<usize>) -> Result<Self> {
+        let state = match &request.paging_state {
+            Some(b) if !aggregate || grouped => PagingState::decode(b)?,
+            _ => PagingState::default(),
+        };
+        let already = state.rows_so_far as usize;
+        let remaining_limit = limit.map(|l| l.saturating_sub(already));
+        let page_size = if aggregate {
+            None
+        } else {
+            request.page_size.filter(|p| *p > 0)
+        };
+        Ok(PageWindow {
+            state,
+            already,
+            remaining_limit,
+            page_size,
+        })
+    }
+}
+
+/// Rows this page may return: the page size, LIMIT's remainder, the
+/// smaller of both, or the most an unpaged query returns.
+fn rows_wanted(page_size: Option<usize>, remaining_limit: Option<usize>) -> usize {
+    match (page_size, remaining_limit) {
+        (Some(p), Some(l)) => p.min(l),
+        (Some(p), None) => p,
+        (None, Some(l)) => l,
+        (None, None) => UNPAGED_ROWS_MAX,
+    }
+}
+
+/// Rows to read for a page of `want`: every row for an aggregate, one more
+/// than an unpaged query may return when rows are sorted after the read
+/// (so an oversized result is refused), else `want`.
+fn rows_to_read(want: usize, aggregate: bool, post_ordering: bool) -> usize {
+    if aggregate {
+        usize::MAX
+    } else if post_ordering {
+        UNPAGED_ROWS_MAX.saturating_add(1)
+    } else {
+        want
+    }
+}
+
+/// A result's rows: each a value per selected column.
+type ResultRows = Vec<Vec<Option<Bytes>>>;
+
+/// How many rows the reader takes from each partition: one for DISTINCT,
+/// no limit with GROUP BY (PER PARTITION LIMIT then counts groups), the
+/// smaller of PER PARTITION LIMIT and LIMIT when rows are sorted across
+/// partitions after the read, else PER PARTITION LIMIT (0 is no limit).
+fn read_per_partition_limit(
+    distinct: bool,
+    grouped: bool,
+    post_ordering: bool,
+    per_partition_limit: Option<usize>,
+    limit: Option<usize>,
+) -> usize {
+    if distinct {
+        1
+    } else if grouped {
+        0
+    } else if post_ordering {
+        match (per_partition_limit.unwrap_or(0), limit.unwrap_or(0)) {
+            (0, l) | (l, 0) => l,
+            (p, l) => p.min(l),
+        }
+    } else {
+        per_partition_limit.unwrap_or(0)
+    }
+}
+
+/// The result rows of a query without GROUP BY: one aggregate row, or the
+/// selection evaluated on each row read.
+fn selected_rows(
+    table: &Table,
+    outputs: &[Output],
+    rows: &[CqlRow],
+    aggregate: bool,
+) -> Result<ResultRows> {
+    if aggregate {
+        return Ok(vec![aggregate_row(table, outputs, rows)?]);
+    }
+    rows.iter()
+        .map(|r| {
+            outputs
+                .iter()
+                .map(|o| eval_sel(table, &o.sel, r).map(|v| v.map(Bytes::from)))
+                .collect()
+        })
+        .collect()
+}
+
+/// Refuses WHERE clauses Cassandra refuses once the restrictions are known:
+/// indexes with a partition key IN or ORDER BY, clustering relations that
+/// cannot select slices, filtering without ALLOW FILTERING (unless indexes
+/// serve it), `= null` on a regular column and DISTINCT with clustering
+/// restrictions.
+fn check_where_clause(table: &Table, select: &Select, restrictions: &Restrictions) -> Result<()> {
+    let index_use = crate::index::classify(table, &select.where_clause, restrictions);
+    if index_use.uses_index && partition_key_in(table, &select.where_clause) {
         return Err(QueryError::invalid(
             "Select on indexed columns and with IN clause for the PRIMARY KEY are not supported",
         ));
@@ -2012,6 +2265,12 @@ pub fn execute(
             "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.",
         ));
     }
+    Ok(())
+}
+
+/// The GROUP BY columns: primary key columns in key order, starting with
+/// the whole partition key (columns restricted by `=` may be left out).
+fn group_by_columns(table: &Table, select: &Select) -> Result<Vec<usize>> {
     let mut group_columns: Vec<usize> = Vec::new();
     // Columns restricted by `=` may be left out of GROUP BY.
     let eq_restricted = |i: usize| {
@@ -2064,265 +2323,221 @@ pub fn execute(
             "Group by is not supported on only a part of the partition key",
         ));
     }
-    // ORDER BY.
-    let mut reversed = false;
-    if !select.order_by.is_empty() {
-        if !matches!(restrictions.partition, PartitionSelection::Keys(_)) {
+    Ok(group_columns)
+}
+
+/// Whether ORDER BY reads the partitions backwards: its columns must be a
+/// prefix of the clustering columns, all in or all against their declared
+/// order, on partitions restricted by EQ or IN (and IN without paging).
+fn order_by_reversal(
+    table: &Table,
+    select: &Select,
+    restrictions: &Restrictions,
+    request: &Request,
+) -> Result<bool> {
+    if select.order_by.is_empty() {
+        return Ok(false);
+    }
+    if !matches!(restrictions.partition, PartitionSelection::Keys(_)) {
+        return Err(QueryError::invalid(
+            "ORDER BY is only supported when the partition key is restricted by an EQ or an IN.",
+        ));
+    }
+    let mut direction: Option<bool> = None;
+    for (k, o) in select.order_by.iter().enumerate() {
+        let Some(column) = table.column(o.column.as_str()) else {
+            return Err(QueryError::invalid(format!(
+                "Order by on unknown column {}",
+                o.column.as_str()
+            )));
+        };
+        if column.kind != ColumnKind::Clustering {
+            return Err(QueryError::invalid(format!(
+                "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {}",
+                column.name
+            )));
+        }
+        if column.position != k {
             return Err(QueryError::invalid(
-                "ORDER BY is only supported when the partition key is restricted by an EQ or an IN.",
+                "Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY",
             ));
         }
-        let mut direction: Option<bool> = None;
-        for (k, o) in select.order_by.iter().enumerate() {
-            let Some(column) = table.column(o.column.as_str()) else {
-                return Err(QueryError::invalid(format!(
-                    "Order by on unknown column {}",
-                    o.column.as_str()
-                )));
-            };
-            if column.kind != ColumnKind::Clustering {
-                return Err(QueryError::invalid(format!(
-                    "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {}",
-                    column.name
-                )));
-            }
-            if column.position != k {
+        let desc = match &o.kind {
+            OrderingKind::Asc => false,
+            OrderingKind::Desc => true,
+            OrderingKind::Ann(_) => {
                 return Err(QueryError::invalid(
-                    "Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY",
-                ));
+                    "ANN ordering requires a storage-attached index",
+                ))
             }
-            let desc = match &o.kind {
-                OrderingKind::Asc => false,
-                OrderingKind::Desc => true,
-                OrderingKind::Ann(_) => {
-                    return Err(QueryError::invalid(
-                        "ANN ordering requires a storage-attached index",
-                    ))
-                }
-            };
-            let rev = desc != column.descending;
-            if let Some(d) = direction {
-                if d != rev {
-                    return Err(QueryError::invalid("Unsupported order by relation"));
-                }
+        };
+        let rev = desc != column.descending;
+        if let Some(d) = direction {
+            if d != rev {
+                return Err(QueryError::invalid("Unsupported order by relation"));
             }
-            direction = Some(rev);
         }
-        reversed = direction.unwrap_or(false);
-        if let PartitionSelection::Keys(keys) = &restrictions.partition {
-            if keys.len() > 1 && request.page_size.is_some() {
-                return Err(QueryError::invalid(
-                    "Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query",
-                ));
-            }
+        direction = Some(rev);
+    }
+    if let PartitionSelection::Keys(keys) = &restrictions.partition {
+        if keys.len() > 1 && request.page_size.is_some() {
+            return Err(QueryError::invalid(
+                "Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query",
+            ));
         }
     }
-    let limit = limit_value(&select.limit, "[limit]", &ctx)?;
-    let per_partition_limit =
-        limit_value(&select.per_partition_limit, "[per_partition_limit]", &ctx)?;
-    let grouped = !group_columns.is_empty();
-    let aggregate = grouped || outputs.iter().any(|o| is_aggregate(&o.sel));
+    Ok(direction.unwrap_or(false))
+}
+
+/// Cassandra's warnings for an aggregation over several partitions (an IN)
+/// or without a partition key (a token() restriction counts as one).
+fn aggregation_warnings(select: &Select, restrictions: &Restrictions) -> Vec<String> {
     let mut warnings = Vec::new();
-    if aggregate {
-        match &restrictions.partition {
-            PartitionSelection::Keys(keys) if keys.len() > 1 => warnings.push(
-                "Aggregation query used on multiple partition keys (IN restriction)".to_string(),
-            ),
-            PartitionSelection::Keys(_) => {}
-            // A token() restriction counts as a partition key restriction.
-            PartitionSelection::Tokens { .. }
-                if !select.where_clause.iter().any(|r| {
-                    matches!(
-                        r,
-                        rocksandra_cql::ast::Relation::Compare {
-                            lhs: rocksandra_cql::ast::RelationLhs::Token(_),
-                            ..
-                        }
-                    )
-                }) =>
-            {
-                warnings.push("Aggregation query used without partition key".to_string())
-            }
-            PartitionSelection::Tokens { .. } => {}
+    match &restrictions.partition {
+        PartitionSelection::Keys(keys) if keys.len() > 1 => warnings
+            .push("Aggregation query used on multiple partition keys (IN restriction)".to_string()),
+        PartitionSelection::Keys(_) => {}
+        PartitionSelection::Tokens { .. }
+            if !select.where_clause.iter().any(|r| {
+                matches!(
+                    r,
+                    rocksandra_cql::ast::Relation::Compare {
+                        lhs: rocksandra_cql::ast::RelationLhs::Token(_),
+                        ..
+                    }
+                )
+            }) =>
+        {
+            warnings.push("Aggregation query used without partition key".to_string())
         }
+        PartitionSelection::Tokens { .. } => {}
     }
-    // ORDER BY over several IN partitions: rows are sorted across partitions
-    // after the read (which is never paged), so LIMIT applies after the
-    // sort; each partition gives at most LIMIT rows.
-    let post_ordering = !select.order_by.is_empty()
-        && matches!(&restrictions.partition, PartitionSelection::Keys(keys) if keys.len() > 1);
-    let reader = Reader {
-        executor,
-        table: &table,
-        restrictions: &restrictions,
-        reversed,
-        distinct: select.distinct,
-        // With GROUP BY, PER PARTITION LIMIT counts groups (below).
-        per_partition_limit: if select.distinct {
-            1
-        } else if !group_columns.is_empty() {
-            0
-        } else if post_ordering {
-            match (per_partition_limit.unwrap_or(0), limit.unwrap_or(0)) {
-                (0, l) | (l, 0) => l,
-                (p, l) => p.min(l),
-            }
+    warnings
+}
+
+/// Sorts rows of several partitions by clustering (ORDER BY over an IN),
+/// then keeps the first `keep` (LIMIT's remainder), if given.
+fn sort_across_partitions(
+    table: &Table,
+    rows: &mut Vec<CqlRow>,
+    reversed: bool,
+    keep: Option<usize>,
+) {
+    rows.sort_by(|a, b| {
+        let o = compare_prefix(
+            table,
+            a.clustering.as_deref().unwrap_or(&[]),
+            b.clustering.as_deref().unwrap_or(&[]),
+        );
+        if reversed {
+            o.reverse()
         } else {
-            per_partition_limit.unwrap_or(0)
-        },
-        include_static_only: !restrictions.clustering_restricted
-            && restrictions
-                .filters
+            o
+        }
+    });
+    if let Some(l) = keep {
+        rows.truncate(l);
+    }
+}
+
+/// Where a GROUP BY query's page starts and how far it may go: pages and
+/// LIMIT count groups.
+struct GroupPaging<'a> {
+    /// The client's paging state (`partition_index` is the group offset).
+    state: &'a PagingState,
+    limit: Option<usize>,
+    remaining_limit: Option<usize>,
+    page_size: Option<usize>,
+}
+
+/// Splits rows into groups: runs of consecutive rows with equal grouping
+/// columns.
+fn split_groups<'r>(rows: &'r [CqlRow], group_columns: &[usize]) -> Vec<&'r [CqlRow]> {
+    let mut groups: Vec<&[CqlRow]> = Vec::new();
+    let mut start = 0;
+    for i in 1..=rows.len() {
+        let boundary = i == rows.len()
+            || group_columns
                 .iter()
-                .all(|f| table.columns[f.column].kind != ColumnKind::Regular),
-        now: executor.local_now(request),
-        consistency: request.consistency,
-        schema: &schema,
-        index: if select.distinct {
-            None
-        } else {
-            search::choose(&table, &restrictions)
-        },
-    };
-    let state = match &request.paging_state {
-        Some(b) if !aggregate || grouped => PagingState::decode(b)?,
-        _ => PagingState::default(),
-    };
-    let already = state.rows_so_far as usize;
-    let remaining_limit = limit.map(|l| l.saturating_sub(already));
-    let page_size = if aggregate {
-        None
-    } else {
-        request.page_size.filter(|p| *p > 0)
-    };
-    let want = match (page_size, remaining_limit) {
-        (Some(p), Some(l)) => p.min(l),
-        (Some(p), None) => p,
-        (None, Some(l)) => l,
-        (None, None) => UNPAGED_ROWS_MAX,
-    };
-    let (mut rows, mut next) = if want == 0 {
-        (Vec::new(), None)
-    } else {
-        let start = if grouped {
-            PagingState::default()
-        } else {
-            state.clone()
-        };
-        let read_rows = if aggregate {
-            usize::MAX
-        } else if post_ordering {
-            // one more than allowed, so an oversized result is refused below
-            UNPAGED_ROWS_MAX.saturating_add(1)
-        } else {
-            want
-        };
-        reader.read(&start, read_rows)?
-    };
-    if post_ordering {
-        rows.sort_by(|a, b| {
-            let o = compare_prefix(
-                &table,
-                a.clustering.as_deref().unwrap_or(&[]),
-                b.clustering.as_deref().unwrap_or(&[]),
-            );
-            if reversed {
-                o.reverse()
-            } else {
-                o
+                .any(|c| rows[i].columns[*c].value != rows[start].columns[*c].value);
+        if boundary {
+            groups.push(&rows[start..i]);
+            start = i;
+        }
+    }
+    groups
+}
+
+/// PER PARTITION LIMIT `n` of a GROUP BY query: at most `n` groups of each
+/// partition.
+fn limit_groups_per_partition(groups: &mut Vec<&[CqlRow]>, n: usize) {
+    let mut seen: Vec<(&PartitionKey, usize)> = Vec::new();
+    groups.retain(|g| {
+        let key = &g[0].partition;
+        match seen.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, count)) => {
+                *count += 1;
+                *count <= n
             }
-        });
-        if let (false, Some(l)) = (aggregate, remaining_limit) {
-            rows.truncate(l);
-        }
-    }
-    if rows.len() > UNPAGED_ROWS_MAX {
-        return Err(QueryError::invalid(format!(
-            "Query returned more than {UNPAGED_ROWS_MAX} rows without paging"
-        )));
-    }
-    let returned = already + rows.len();
-    if let (Some(l), Some(_)) = (limit, &next) {
-        if returned >= l {
-            next = None;
-        }
-    }
-    if page_size.is_none() {
-        next = None;
-    }
-    let mut group_state: Option<PagingState> = None;
-    let result_rows: Vec<Vec<Option<Bytes>>> = if grouped {
-        // Groups are consecutive rows with equal grouping columns; pages
-        // and LIMIT count groups.
-        let mut groups: Vec<&[CqlRow]> = Vec::new();
-        let mut start = 0;
-        for i in 1..=rows.len() {
-            let boundary = i == rows.len()
-                || group_columns
-                    .iter()
-                    .any(|c| rows[i].columns[*c].value != rows[start].columns[*c].value);
-            if boundary {
-                groups.push(&rows[start..i]);
-                start = i;
+            None => {
+                seen.push((key, 1));
+                true
             }
         }
-        if let Some(n) = per_partition_limit.filter(|n| *n > 0) {
-            let mut seen: Vec<(&PartitionKey, usize)> = Vec::new();
-            groups.retain(|g| {
-                let key = &g[0].partition;
-                match seen.iter_mut().find(|(k, _)| *k == key) {
-                    Some((_, count)) => {
-                        *count += 1;
-                        *count <= n
-                    }
-                    None => {
-                        seen.push((key, 1));
-                        true
-                    }
-                }
-            });
-        }
-        let offset = (state.partition_index as usize).min(groups.len());
-        let mut take = groups.len() - offset;
-        if let Some(l) = remaining_limit {
-            take = take.min(l);
-        }
-        let group_page = request.page_size.filter(|p| *p > 0);
-        if let Some(p) = group_page {
-            if take >= p {
-                take = p;
-                let total = already + take;
-                if limit.is_none_or(|l| total < l) {
-                    group_state = Some(PagingState {
-                        rows_so_far: total as u64,
-                        partition_index: (offset + take) as u32,
-                        position: None,
-                    });
-                }
+    });
+}
+
+/// The result rows of a GROUP BY query (one aggregate row per group of
+/// this page) and the paging state of the next page, if any.
+fn grouped_rows(
+    table: &Table,
+    outputs: &[Output],
+    rows: &[CqlRow],
+    group_columns: &[usize],
+    per_partition_limit: Option<usize>,
+    paging: &GroupPaging<'_>,
+) -> Result<(ResultRows, Option<PagingState>)> {
+    let mut groups = split_groups(rows, group_columns);
+    if let Some(n) = per_partition_limit.filter(|n| *n > 0) {
+        limit_groups_per_partition(&mut groups, n);
+    }
+    let already = paging.state.rows_so_far as usize;
+    let offset = (paging.state.partition_index as usize).min(groups.len());
+    let mut take = groups.len() - offset;
+    if let Some(l) = paging.remaining_limit {
+        take = take.min(l);
+    }
+    let mut group_state = None;
+    if let Some(p) = paging.page_size {
+        if take >= p {
+            take = p;
+            let total = already + take;
+            if paging.limit.is_none_or(|l| total < l) {
+                group_state = Some(PagingState {
+                    rows_so_far: total as u64,
+                    partition_index: (offset + take) as u32,
+                    position: None,
+                });
             }
         }
-        groups[offset..offset + take]
-            .iter()
-            .map(|g| aggregate_row(&table, &outputs, g))
-            .collect::<Result<_>>()?
-    } else if aggregate {
-        vec![aggregate_row(&table, &outputs, &rows)?]
-    } else {
-        rows.iter()
-            .map(|r| {
-                outputs
-                    .iter()
-                    .map(|o| eval_sel(&table, &o.sel, r).map(|v| v.map(Bytes::from)))
-                    .collect()
-            })
-            .collect::<Result<_>>()?
-    };
-    let result_rows = if select.json {
-        json_rows(&outputs, result_rows)?
-    } else {
-        result_rows
-    };
-    let specs = if select.json {
+    }
+    let result_rows = groups[offset..offset + take]
+        .iter()
+        .map(|g| aggregate_row(table, outputs, g))
+        .collect::<Result<_>>()?;
+    Ok((result_rows, group_state))
+}
+
+/// The rows' metadata: the selection's columns (one `[json]` text column
+/// for SELECT JSON), or only their count when the client skips metadata.
+fn result_metadata(
+    table: &Table,
+    outputs: &[Output],
+    json: bool,
+    request: &Request,
+    paging_state: Option<Bytes>,
+) -> RowsMetadata {
+    let specs = if json {
         vec![ColumnSpec {
             table: TableSpec {
                 keyspace: table.keyspace.clone(),
@@ -2332,32 +2547,19 @@ pub fn execute(
             cql_type: CqlType::Native(NativeType::Text),
         }]
     } else {
-        specs(&table, &outputs)
+        specs(table, outputs)
     };
-    let paging_state = if grouped {
-        group_state.map(|s| s.encode())
-    } else {
-        next.map(|mut s| {
-            s.rows_so_far = returned as u64;
-            s.encode()
-        })
-    };
-    let mut outcome = Outcome::rows(Rows {
-        metadata: RowsMetadata {
-            columns: if request.skip_metadata {
-                ColumnsMetadata::NoMetadata {
-                    column_count: specs.len() as u32,
-                }
-            } else {
-                ColumnsMetadata::Specs(specs.into())
-            },
-            paging_state,
-            new_metadata_id: None,
+    RowsMetadata {
+        columns: if request.skip_metadata {
+            ColumnsMetadata::NoMetadata {
+                column_count: specs.len() as u32,
+            }
+        } else {
+            ColumnsMetadata::Specs(specs.into())
         },
-        rows: result_rows,
-    });
-    outcome.warnings = warnings;
-    Ok(outcome)
+        paging_state,
+        new_metadata_id: None,
+    }
 }
 
 fn json_rows(outputs: &[Output], rows: Vec<Vec<Option<Bytes>>>) -> Result<Vec<Vec<Option<Bytes>>>> {
