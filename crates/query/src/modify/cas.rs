@@ -26,7 +26,7 @@ use rocksandra_wire::{Consistency, WriteType};
 use super::{
     cas_request, collect, merge_mutations, missing, modifiable_table,
     read_before_write_consistency, serial_of, table_name_of, targets, undefined_column, using_of,
-    where_of, write_index_entries,
+    where_of, write_index_entries, Targets,
 };
 use crate::error::{QueryError, Result};
 use crate::executor::{Executor, Outcome, Request};
@@ -177,170 +177,31 @@ fn prepare(
     let table = modifiable_table(executor, &schema, table_name_of(m), request)?;
     let random = executor.env.random.clone();
     let ctx = executor.eval_context(&schema, &table.keyspace, values, &*random);
-    let timestamp = using_of(m)
-        .iter()
-        .any(|u| matches!(u, UsingParam::Timestamp(_)));
-    let condition = match m {
-        Modification::Insert(i) => i.if_not_exists.then_some(&Condition::Exists),
-        Modification::Update(u) => u.condition.as_ref(),
-        Modification::Delete(d) => d.condition.as_ref(),
-    };
     // Conditions are prepared first, as ModificationStatement.Parsed does.
-    let mut kind = match (m, condition) {
-        (_, None) => Kind::Unconditional,
-        (Modification::Insert(_), Some(_)) => Kind::NotExists,
-        (_, Some(Condition::Exists)) => Kind::Exists,
-        (_, Some(Condition::Columns(conditions))) => {
-            if timestamp {
-                return Err(QueryError::invalid(
-                    "Cannot provide custom timestamp for conditional updates",
-                ));
-            }
-            let mut regular = Vec::new();
-            let mut statics = Vec::new();
-            for c in conditions {
-                let bound = Bound::bind(&table, c, &ctx)?;
-                if table.columns[bound.column].kind == ColumnKind::Static {
-                    statics.push(bound);
-                } else {
-                    regular.push(bound);
-                }
-            }
-            Kind::Columns { regular, statics }
-        }
-    };
-    if !matches!(kind, Kind::Unconditional) {
-        if table.is_counter() && !matches!(m, Modification::Insert(_)) {
-            return Err(QueryError::invalid(
-                "Conditional updates are not supported on counter tables",
-            ));
-        }
-        if timestamp {
-            return Err(QueryError::invalid(
-                "Cannot provide custom timestamp for conditional updates",
-            ));
-        }
-    }
+    let mut kind = condition_kind(&table, m, &ctx)?;
     let (regular_conditions, static_conditions) = match &kind {
         Kind::Columns { regular, statics } => (!regular.is_empty(), !statics.is_empty()),
         _ => (false, false),
     };
-
     if let Modification::Insert(_) = m {
-        // The INSERT's own mutation says where it writes (its values, or
-        // its JSON document, give the key and the static-only case).
-        let mut mutations = Vec::new();
-        collect(executor, m, request, values, batch_using, &mut mutations)?;
-        let Some(mutation) = mutations.into_iter().next() else {
-            return Err(QueryError::Server("INSERT without a mutation".into()));
-        };
-        let pk = partition_components(&table, &mutation.partition.key)?;
-        let row = mutation.rows.first().map(|(c, _)| c.clone());
-        return Ok(Prepared {
-            updates_regular: row.is_some(),
-            updates_static: mutation.static_row.is_some(),
-            table,
-            pk,
-            row,
-            kind,
-            reads: Vec::new(),
-        });
+        return prepare_insert(executor, m, request, values, batch_using, table, kind);
     }
 
     // UPDATE and DELETE: which columns the statement writes.
     let delete = matches!(m, Modification::Delete(_));
-    let mut op_columns: Vec<(usize, bool)> = Vec::new(); // (column, reads before writing)
-    match m {
-        Modification::Update(u) => {
-            for a in &u.assignments {
-                let name = a.target.column().as_str();
-                let Some(i) = table.column_index(name) else {
-                    return Err(undefined_column(&table, name));
-                };
-                if table.columns[i].kind.is_primary_key() {
-                    return Err(QueryError::invalid(format!(
-                        "PRIMARY KEY part {name} found in SET part"
-                    )));
-                }
-                let list = matches!(table.columns[i].ty, CqlType::List(_));
-                let reads = list
-                    && (matches!(a.target, ColumnTarget::Element { .. })
-                        || a.op == AssignOp::Subtract);
-                op_columns.push((i, reads));
-            }
-        }
-        Modification::Delete(d) => {
-            for target in &d.targets {
-                let name = target.column().as_str();
-                let Some(i) = table.column_index(name) else {
-                    return Err(undefined_column(&table, name));
-                };
-                if table.columns[i].kind.is_primary_key() {
-                    return Err(QueryError::invalid(format!(
-                        "Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)"
-                    )));
-                }
-                let list = matches!(table.columns[i].ty, CqlType::List(_));
-                op_columns.push((i, list && matches!(target, ColumnTarget::Element { .. })));
-            }
-        }
-        Modification::Insert(_) => unreachable!("handled above"),
-    }
+    let op_columns = written_columns(&table, m)?;
     let is_static = |i: &usize| table.columns[*i].kind == ColumnKind::Static;
     // A DELETE of whole rows applies to the regular columns.
     let ops_regular =
         (delete && op_columns.is_empty()) || op_columns.iter().any(|(i, _)| !is_static(i));
     let ops_static = op_columns.iter().any(|(i, _)| is_static(i));
     let static_only = !ops_regular && !regular_conditions && (ops_static || static_conditions);
-
-    let where_clause = where_of(m);
-    let statement = if delete { "DELETE" } else { "UPDATE" };
-    let t = targets(&table, where_clause, &ctx, statement)?;
-    if !delete && has_clustering_slice(&table, where_clause) {
-        return Err(QueryError::invalid(
-            "Slice restrictions are not supported on the clustering columns in UPDATE statements",
-        ));
-    }
-    if static_only && t.restricted {
-        return Err(QueryError::invalid(format!(
-            "Invalid restrictions on clustering columns since the {statement} statement modifies only static columns"
-        )));
-    }
-    let all_clustering = table.clustering_count == 0 || (t.restricted && t.exact);
-    if !static_only && !all_clustering {
-        if !delete {
-            return Err(QueryError::invalid(format!(
-                "Some clustering keys are missing: {}",
-                missing(table.clustering(), &relation_columns(where_clause))
-            )));
-        }
-        if ops_regular {
-            return Err(QueryError::invalid(
-                "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to delete non static columns",
-            ));
-        }
-        if regular_conditions {
-            return Err(QueryError::invalid(
-                "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to use IF condition on non static columns",
-            ));
-        }
-    }
-    let pk_in = where_clause.iter().any(|r| {
-        matches!(r, Relation::Compare { op: Operator::In, lhs: RelationLhs::Column(c), .. }
-            if table.column(c.as_str()).map(|c| c.kind) == Some(ColumnKind::PartitionKey))
-    });
-    let [pk] = t.keys.as_slice() else {
-        return Err(partition_in_error(is_batch, delete));
+    let written = Written {
+        static_only,
+        regular: ops_regular,
+        regular_conditions,
     };
-    if pk_in {
-        return Err(partition_in_error(is_batch, delete));
-    }
-    if has_clustering_in(&table, where_clause) {
-        return Err(QueryError::invalid(format!(
-            "IN on the clustering key columns is not supported with conditional {}",
-            if delete { "deletions" } else { "updates" }
-        )));
-    }
+    let (t, pk) = conditional_targets(&table, m, &ctx, &written, is_batch)?;
     let row = if static_only && !t.restricted && table.clustering_count > 0 {
         None
     } else if table.clustering_count == 0 {
@@ -366,11 +227,209 @@ fn prepare(
             .filter(|(_, reads)| *reads)
             .map(|(i, _)| *i)
             .collect(),
-        pk: pk.clone(),
+        pk,
         row,
         kind,
         table,
     })
+}
+
+/// The statement's condition, its values bound: none, IF NOT EXISTS, IF
+/// EXISTS or column conditions (regular and static apart). Conditional
+/// statements take no custom timestamp and no counter table but INSERT's.
+fn condition_kind(table: &Table, m: &Modification, ctx: &EvalContext<'_>) -> Result<Kind> {
+    let timestamp = using_of(m)
+        .iter()
+        .any(|u| matches!(u, UsingParam::Timestamp(_)));
+    let condition = match m {
+        Modification::Insert(i) => i.if_not_exists.then_some(&Condition::Exists),
+        Modification::Update(u) => u.condition.as_ref(),
+        Modification::Delete(d) => d.condition.as_ref(),
+    };
+    let kind = match (m, condition) {
+        (_, None) => Kind::Unconditional,
+        (Modification::Insert(_), Some(_)) => Kind::NotExists,
+        (_, Some(Condition::Exists)) => Kind::Exists,
+        (_, Some(Condition::Columns(conditions))) => {
+            if timestamp {
+                return Err(QueryError::invalid(
+                    "Cannot provide custom timestamp for conditional updates",
+                ));
+            }
+            let mut regular = Vec::new();
+            let mut statics = Vec::new();
+            for c in conditions {
+                let bound = Bound::bind(table, c, ctx)?;
+                if table.columns[bound.column].kind == ColumnKind::Static {
+                    statics.push(bound);
+                } else {
+                    regular.push(bound);
+                }
+            }
+            Kind::Columns { regular, statics }
+        }
+    };
+    if !matches!(kind, Kind::Unconditional) {
+        if table.is_counter() && !matches!(m, Modification::Insert(_)) {
+            return Err(QueryError::invalid(
+                "Conditional updates are not supported on counter tables",
+            ));
+        }
+        if timestamp {
+            return Err(QueryError::invalid(
+                "Cannot provide custom timestamp for conditional updates",
+            ));
+        }
+    }
+    Ok(kind)
+}
+
+/// A conditional INSERT: its own mutation says where it writes (its
+/// values, or its JSON document, give the key and the static-only case).
+fn prepare_insert(
+    executor: &Executor,
+    m: &Modification,
+    request: &Request,
+    values: &[rocksandra_wire::Value],
+    batch_using: &[UsingParam],
+    table: Arc<Table>,
+    kind: Kind,
+) -> Result<Prepared> {
+    let mut mutations = Vec::new();
+    collect(executor, m, request, values, batch_using, &mut mutations)?;
+    let Some(mutation) = mutations.into_iter().next() else {
+        return Err(QueryError::Server("INSERT without a mutation".into()));
+    };
+    let pk = partition_components(&table, &mutation.partition.key)?;
+    let row = mutation.rows.first().map(|(c, _)| c.clone());
+    Ok(Prepared {
+        updates_regular: row.is_some(),
+        updates_static: mutation.static_row.is_some(),
+        table,
+        pk,
+        row,
+        kind,
+        reads: Vec::new(),
+    })
+}
+
+/// The columns an UPDATE's assignments or a DELETE's targets write (no
+/// primary key column), each with whether it is read before writing (list
+/// operations by index or value).
+fn written_columns(table: &Table, m: &Modification) -> Result<Vec<(usize, bool)>> {
+    let mut op_columns: Vec<(usize, bool)> = Vec::new();
+    match m {
+        Modification::Update(u) => {
+            for a in &u.assignments {
+                let name = a.target.column().as_str();
+                let Some(i) = table.column_index(name) else {
+                    return Err(undefined_column(table, name));
+                };
+                if table.columns[i].kind.is_primary_key() {
+                    return Err(QueryError::invalid(format!(
+                        "PRIMARY KEY part {name} found in SET part"
+                    )));
+                }
+                let list = matches!(table.columns[i].ty, CqlType::List(_));
+                let reads = list
+                    && (matches!(a.target, ColumnTarget::Element { .. })
+                        || a.op == AssignOp::Subtract);
+                op_columns.push((i, reads));
+            }
+        }
+        Modification::Delete(d) => {
+            for target in &d.targets {
+                let name = target.column().as_str();
+                let Some(i) = table.column_index(name) else {
+                    return Err(undefined_column(table, name));
+                };
+                if table.columns[i].kind.is_primary_key() {
+                    return Err(QueryError::invalid(format!(
+                        "Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)"
+                    )));
+                }
+                let list = matches!(table.columns[i].ty, CqlType::List(_));
+                op_columns.push((i, list && matches!(target, ColumnTarget::Element { .. })));
+            }
+        }
+        Modification::Insert(_) => {}
+    }
+    Ok(op_columns)
+}
+
+/// What a conditional UPDATE or DELETE writes and conditions, as its WHERE
+/// clause checks need it.
+struct Written {
+    /// Only static columns (written or conditioned).
+    static_only: bool,
+    /// Some regular column (or whole rows, for a DELETE).
+    regular: bool,
+    /// Some condition on a regular column.
+    regular_conditions: bool,
+}
+
+/// The rows a conditional UPDATE or DELETE targets and its one partition
+/// key: no clustering slice in an UPDATE, clustering columns restricted
+/// exactly unless only static columns are touched, and no IN on the
+/// partition key or clustering columns.
+fn conditional_targets(
+    table: &Table,
+    m: &Modification,
+    ctx: &EvalContext<'_>,
+    written: &Written,
+    is_batch: bool,
+) -> Result<(Targets, Vec<Vec<u8>>)> {
+    let delete = matches!(m, Modification::Delete(_));
+    let where_clause = where_of(m);
+    let statement = if delete { "DELETE" } else { "UPDATE" };
+    let t = targets(table, where_clause, ctx, statement)?;
+    if !delete && has_clustering_slice(table, where_clause) {
+        return Err(QueryError::invalid(
+            "Slice restrictions are not supported on the clustering columns in UPDATE statements",
+        ));
+    }
+    if written.static_only && t.restricted {
+        return Err(QueryError::invalid(format!(
+            "Invalid restrictions on clustering columns since the {statement} statement modifies only static columns"
+        )));
+    }
+    let all_clustering = table.clustering_count == 0 || (t.restricted && t.exact);
+    if !written.static_only && !all_clustering {
+        if !delete {
+            return Err(QueryError::invalid(format!(
+                "Some clustering keys are missing: {}",
+                missing(table.clustering(), &relation_columns(where_clause))
+            )));
+        }
+        if written.regular {
+            return Err(QueryError::invalid(
+                "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to delete non static columns",
+            ));
+        }
+        if written.regular_conditions {
+            return Err(QueryError::invalid(
+                "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to use IF condition on non static columns",
+            ));
+        }
+    }
+    let pk_in = where_clause.iter().any(|r| {
+        matches!(r, Relation::Compare { op: Operator::In, lhs: RelationLhs::Column(c), .. }
+            if table.column(c.as_str()).map(|c| c.kind) == Some(ColumnKind::PartitionKey))
+    });
+    let [pk] = t.keys.as_slice() else {
+        return Err(partition_in_error(is_batch, delete));
+    };
+    if pk_in {
+        return Err(partition_in_error(is_batch, delete));
+    }
+    if has_clustering_in(table, where_clause) {
+        return Err(QueryError::invalid(format!(
+            "IN on the clustering key columns is not supported with conditional {}",
+            if delete { "deletions" } else { "updates" }
+        )));
+    }
+    let pk = pk.clone();
+    Ok((t, pk))
 }
 
 fn partition_in_error(is_batch: bool, delete: bool) -> QueryError {
