@@ -539,7 +539,33 @@ impl Bound {
                 "Conditions on counters are not supported",
             ));
         }
-        let (access, ty, receiver) = match &c.target {
+        let (access, ty, receiver) = Self::access(c, column, ctx)?;
+        Self::check_duration_slice(c, &ty)?;
+        let (op, values) = Self::values(c, &ty, &receiver, ctx)?;
+        if column.kind.is_primary_key() {
+            return Err(QueryError::invalid(format!(
+                "PRIMARY KEY column '{name}' cannot have IF conditions"
+            )));
+        }
+        Ok(Bound {
+            column: i,
+            access,
+            ty,
+            op,
+            values,
+        })
+    }
+
+    /// What the condition compares: the whole column, a list element, a
+    /// map value or a UDT field; with its type and the receiver name its
+    /// values are evaluated for.
+    fn access(
+        c: &ColumnCondition,
+        column: &crate::schema::Column,
+        ctx: &EvalContext<'_>,
+    ) -> Result<(Access, CqlType, String)> {
+        let name = c.target.column().as_str();
+        Ok(match &c.target {
             ColumnTarget::Column(_) => (Access::Whole, column.ty.clone(), name.to_string()),
             ColumnTarget::Element { key, .. } => match column.ty.unfrozen() {
                 CqlType::List(element) => {
@@ -604,7 +630,12 @@ impl Bound {
                     format!("{name}.{}", field.as_str()),
                 )
             }
-        };
+        })
+    }
+
+    /// Slice conditions on durations (or on values holding some) are
+    /// refused, as in Cassandra.
+    fn check_duration_slice(c: &ColumnCondition, ty: &CqlType) -> Result<()> {
         if matches!(
             c.op,
             Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte
@@ -626,6 +657,18 @@ impl Bound {
                 ),
             }));
         }
+        Ok(())
+    }
+
+    /// The condition's operator and values: the element of CONTAINS (KEY),
+    /// the values of IN (compared with `=`; unset ones left out), or one
+    /// value (None is null).
+    fn values(
+        c: &ColumnCondition,
+        ty: &CqlType,
+        receiver: &str,
+        ctx: &EvalContext<'_>,
+    ) -> Result<(Operator, Vec<Option<Vec<u8>>>)> {
         let value = |expr: &Expr, ty: &CqlType, receiver: &str| -> Result<Option<Vec<u8>>> {
             match evaluate(expr, ty, receiver, ctx)? {
                 Term::Value(b) => Ok(Some(b)),
@@ -633,7 +676,7 @@ impl Bound {
                 Term::Unset => Err(QueryError::invalid("Invalid 'unset' value in condition")),
             }
         };
-        let (op, values) = match c.op {
+        Ok(match c.op {
             Operator::ContainsKey | Operator::Contains => {
                 let element = match (c.op, ty.unfrozen()) {
                     (Operator::ContainsKey, CqlType::Map(k, _)) => {
@@ -660,7 +703,7 @@ impl Bound {
                 let values = match &c.value {
                     Expr::Tuple(items) => items
                         .iter()
-                        .map(|e| match evaluate(e, &ty, &receiver, ctx)? {
+                        .map(|e| match evaluate(e, ty, receiver, ctx)? {
                             Term::Value(b) => Ok(Some(Some(b))),
                             Term::Null => Ok(Some(None)),
                             // An unset value in an IN list is left out.
@@ -672,7 +715,7 @@ impl Bound {
                         .collect(),
                     marker => {
                         let list = CqlType::List(Box::new(ty.clone().freeze()));
-                        match evaluate(marker, &list, &receiver, ctx)? {
+                        match evaluate(marker, &list, receiver, ctx)? {
                             Term::Value(b) => split_collection(&b, 1)
                                 .ok_or_else(|| {
                                     QueryError::invalid("Invalid list for IN condition")
@@ -695,19 +738,7 @@ impl Bound {
                 };
                 (Operator::Eq, values)
             }
-            op => (op, vec![value(&c.value, &ty, &receiver)?]),
-        };
-        if column.kind.is_primary_key() {
-            return Err(QueryError::invalid(format!(
-                "PRIMARY KEY column '{name}' cannot have IF conditions"
-            )));
-        }
-        Ok(Bound {
-            column: i,
-            access,
-            ty,
-            op,
-            values,
+            op => (op, vec![value(&c.value, ty, receiver)?]),
         })
     }
 
