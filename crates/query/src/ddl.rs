@@ -1654,63 +1654,9 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
             rocksandra_data::types::qualified_name(keyspace, table_name)
         )));
     };
-    if current.is_view() {
-        return Err(QueryError::invalid(
-            "Secondary indexes on materialized views aren't supported",
-        ));
-    }
-    let [target] = stmt.targets.as_slice() else {
-        return Err(QueryError::invalid(
-            "Only CUSTOM indexes support multiple columns",
-        ));
-    };
-    let Some(column) = current.column(target.column.as_str()) else {
-        return Err(QueryError::invalid(format!(
-            "Column '{}' doesn't exist",
-            target.column.as_str()
-        )));
-    };
-    if current.is_counter() {
-        return Err(QueryError::invalid(
-            "Secondary indexes on counter tables aren't supported",
-        ));
-    }
-    if column.kind == ColumnKind::PartitionKey && current.partition_key_count == 1 {
-        return Err(QueryError::invalid(format!(
-            "Cannot create secondary index on the only partition key column {}",
-            column.name
-        )));
-    }
-    crate::index::check_target(column, target.kind)?;
-    let quoted = quote_identifier_if_needed(&column.name);
-    let target_text = match target.kind {
-        IndexTargetKind::Simple if column.ty.is_multi_cell() => format!("values({quoted})"),
-        IndexTargetKind::Simple => quoted,
-        IndexTargetKind::Keys => format!("keys({quoted})"),
-        IndexTargetKind::Values => format!("values({quoted})"),
-        IndexTargetKind::Entries => format!("entries({quoted})"),
-        IndexTargetKind::Full => format!("full({quoted})"),
-    };
-    let name = match &stmt.name {
-        Some(n) => n.as_str().to_string(),
-        None => {
-            let base = format!("{table_name}_{}_idx", column.name)
-                .chars()
-                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect::<String>();
-            let mut candidate = base.clone();
-            let mut i = 1;
-            while ks
-                .tables
-                .values()
-                .any(|t| t.indexes.iter().any(|ix| ix.name == candidate))
-            {
-                candidate = format!("{base}_{i}");
-                i += 1;
-            }
-            candidate
-        }
-    };
+    let (column, target) = index_target(current, stmt)?;
+    let target_text = index_target_text(column, target.kind);
+    let name = index_name(ks, table_name, column, stmt);
     if ks
         .tables
         .values()
@@ -1746,16 +1692,7 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
             "SASI indexes are disabled. Enable in cassandra.yaml to use.",
         ));
     }
-    let mut options = BTreeMap::new();
-    if let Some(class) = &stmt.class {
-        options.insert("class_name".to_string(), class.clone());
-    }
-    for p in &stmt.properties {
-        if p.name.as_str() == "options" {
-            options.extend(property_map(p)?);
-        }
-    }
-    options.insert("target".to_string(), target_text);
+    let options = index_options(stmt, target_text)?;
     let mut table = Table::clone(current);
     let mut index = Index {
         name,
@@ -1784,6 +1721,98 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
         change: event,
         effects: StorageEffects::default(),
     })
+}
+
+/// The one column an index is on, and how: not on a view or a counter
+/// table, not the only partition key column, and of a kind the column's
+/// type supports.
+fn index_target<'t, 's>(
+    current: &'t Table,
+    stmt: &'s CreateIndex,
+) -> Result<(&'t Column, &'s rocksandra_cql::ast::IndexTarget)> {
+    if current.is_view() {
+        return Err(QueryError::invalid(
+            "Secondary indexes on materialized views aren't supported",
+        ));
+    }
+    let [target] = stmt.targets.as_slice() else {
+        return Err(QueryError::invalid(
+            "Only CUSTOM indexes support multiple columns",
+        ));
+    };
+    let Some(column) = current.column(target.column.as_str()) else {
+        return Err(QueryError::invalid(format!(
+            "Column '{}' doesn't exist",
+            target.column.as_str()
+        )));
+    };
+    if current.is_counter() {
+        return Err(QueryError::invalid(
+            "Secondary indexes on counter tables aren't supported",
+        ));
+    }
+    if column.kind == ColumnKind::PartitionKey && current.partition_key_count == 1 {
+        return Err(QueryError::invalid(format!(
+            "Cannot create secondary index on the only partition key column {}",
+            column.name
+        )));
+    }
+    crate::index::check_target(column, target.kind)?;
+    Ok((column, target))
+}
+
+/// The index's `target` option: the column, or `keys(c)`, `values(c)`,
+/// `entries(c)` or `full(c)` (a non-frozen collection's default is values).
+fn index_target_text(column: &Column, kind: IndexTargetKind) -> String {
+    let quoted = quote_identifier_if_needed(&column.name);
+    match kind {
+        IndexTargetKind::Simple if column.ty.is_multi_cell() => format!("values({quoted})"),
+        IndexTargetKind::Simple => quoted,
+        IndexTargetKind::Keys => format!("keys({quoted})"),
+        IndexTargetKind::Values => format!("values({quoted})"),
+        IndexTargetKind::Entries => format!("entries({quoted})"),
+        IndexTargetKind::Full => format!("full({quoted})"),
+    }
+}
+
+/// The index's name: the one given, else `<table>_<column>_idx` (with a
+/// `_<n>` suffix when the keyspace has an index of that name).
+fn index_name(ks: &Keyspace, table_name: &str, column: &Column, stmt: &CreateIndex) -> String {
+    match &stmt.name {
+        Some(n) => n.as_str().to_string(),
+        None => {
+            let base = format!("{table_name}_{}_idx", column.name)
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect::<String>();
+            let mut candidate = base.clone();
+            let mut i = 1;
+            while ks
+                .tables
+                .values()
+                .any(|t| t.indexes.iter().any(|ix| ix.name == candidate))
+            {
+                candidate = format!("{base}_{i}");
+                i += 1;
+            }
+            candidate
+        }
+    }
+}
+
+/// The index's options: its class, the `options` given, and its target.
+fn index_options(stmt: &CreateIndex, target_text: String) -> Result<BTreeMap<String, String>> {
+    let mut options = BTreeMap::new();
+    if let Some(class) = &stmt.class {
+        options.insert("class_name".to_string(), class.clone());
+    }
+    for p in &stmt.properties {
+        if p.name.as_str() == "options" {
+            options.extend(property_map(p)?);
+        }
+    }
+    options.insert("target".to_string(), target_text);
+    Ok(options)
 }
 
 pub fn drop_index(
