@@ -331,54 +331,10 @@ pub fn requirements(
     schema: &Schema,
     session_ks: Option<&str>,
 ) -> Result<Vec<(Permission, Resource)>> {
-    let table = |name: &ast::QualifiedName| -> Result<Option<Resource>> {
-        let keyspace = keyspace_of(name, session_ks)?;
-        Ok(schema
-            .table(keyspace, name.name.as_str())
-            .map(|_| Resource::Table(keyspace.into(), name.name.as_str().into())))
-    };
-    let on_table = |permission: Permission, name: &ast::QualifiedName| -> Result<Vec<_>> {
-        Ok(table(name)?.map(|r| (permission, r)).into_iter().collect())
-    };
-    // Schema statements are authorized before the table is looked up.
-    let on_named_table = |permission: Permission, name: &ast::QualifiedName| -> Result<Vec<_>> {
-        let keyspace = keyspace_of(name, session_ks)?;
-        Ok(match is_system_keyspace(keyspace) {
-            true => Vec::new(),
-            false => vec![(
-                permission,
-                Resource::Table(keyspace.into(), name.name.as_str().into()),
-            )],
-        })
-    };
-    // CREATE, ALTER and DROP of tables and types: on every table of the keyspace.
-    let on_all_tables = |permission: Permission, name: &ast::QualifiedName| -> Result<Vec<_>> {
-        let keyspace = keyspace_of(name, session_ks)?;
-        Ok(match is_system_keyspace(keyspace) {
-            true => Vec::new(),
-            false => vec![(permission, Resource::AllTables(keyspace.into()))],
-        })
-    };
-    let on_keyspace = |permission: Permission, keyspace: &str| match is_system_keyspace(keyspace) {
-        true => Vec::new(),
-        false => vec![(permission, Resource::Keyspace(keyspace.into()))],
-    };
-    let view_base = |keyspace: &str, name: &str| -> Option<Resource> {
-        let base = &schema.table(keyspace, name)?.view.as_ref()?.base_table;
-        Some(Resource::Table(keyspace.into(), base.clone()))
-    };
+    let on = Resources { schema, session_ks };
+    let table = |name: &ast::QualifiedName| on.table(name);
     Ok(match statement {
-        Statement::Select(s) => {
-            let keyspace = keyspace_of(&s.table, session_ks)?;
-            match is_readable_system_table(keyspace, s.table.name.as_str()) {
-                true => Vec::new(),
-                // Reading a view needs SELECT on its base table.
-                false => match view_base(keyspace, s.table.name.as_str()) {
-                    Some(base) => vec![(Permission::Select, base)],
-                    None => on_table(Permission::Select, &s.table)?,
-                },
-            }
-        }
+        Statement::Select(s) => on.select(s)?,
         Statement::Insert(i) => modification(&i.table, i.if_not_exists, &table)?,
         Statement::Update(u) => modification(&u.table, u.condition.is_some(), &table)?,
         Statement::Delete(d) => modification(&d.table, d.condition.is_some(), &table)?,
@@ -405,50 +361,14 @@ pub fn requirements(
             }
             k => on_keyspace(Permission::Alter, k),
         },
-        Statement::CreateTable(s) => on_all_tables(Permission::Create, &s.name)?,
-        Statement::CreateType(s) => on_all_tables(Permission::Create, &s.name)?,
-        Statement::AlterType(s) => on_all_tables(Permission::Alter, &s.name)?,
-        Statement::AlterTable(s) => on_named_table(Permission::Alter, &s.table)?,
-        Statement::CreateIndex(s) => on_named_table(Permission::Alter, &s.table)?,
-        Statement::CreateMaterializedView(s) => on_named_table(Permission::Alter, &s.base_table)?,
-        Statement::AlterMaterializedView(s) => {
-            let keyspace = keyspace_of(&s.name, session_ks)?;
-            view_base(keyspace, s.name.name.as_str())
-                .map(|base| (Permission::Alter, base))
-                .into_iter()
-                .collect()
-        }
-        Statement::Drop(d) => match d.kind {
-            DropKind::Keyspace => on_keyspace(Permission::Drop, d.name.name.as_str()),
-            DropKind::Table => on_named_table(Permission::Drop, &d.name)?,
-            DropKind::Type => on_all_tables(Permission::Drop, &d.name)?,
-            DropKind::Index => {
-                let keyspace = keyspace_of(&d.name, session_ks)?;
-                let index = d.name.name.as_str();
-                schema
-                    .keyspace(keyspace)
-                    .and_then(|k| {
-                        k.tables
-                            .values()
-                            .find(|t| t.indexes.iter().any(|i| i.name == index))
-                    })
-                    .map(|t| {
-                        (
-                            Permission::Alter,
-                            Resource::Table(keyspace.into(), t.name.clone()),
-                        )
-                    })
-                    .into_iter()
-                    .collect()
-            }
-            DropKind::MaterializedView => {
-                let keyspace = keyspace_of(&d.name, session_ks)?;
-                view_base(keyspace, d.name.name.as_str())
-                    .map(|base| (Permission::Alter, base))
-                    .into_iter()
-                    .collect()
-            }
-        },
+        Statement::CreateTable(s) => on.all_tables(Permission::Create, &s.name)?,
+        Statement::CreateType(s) => on.all_tables(Permission::Create, &s.name)?,
+        Statement::AlterType(s) => on.all_tables(Permission::Alter, &s.name)?,
+        Statement::AlterTable(s) => on.named_table(Permission::Alter, &s.table)?,
+        Statement::CreateIndex(s) => on.named_table(Permission::Alter, &s.table)?,
+        Statement::CreateMaterializedView(s) => on.named_table(Permission::Alter, &s.base_table)?,
+        Statement::AlterMaterializedView(s) => on.alter_on_view_base(&s.name)?,
+        Statement::Drop(d) => on.drop(d)?,
         Statement::CreateRole(_) => vec![(Permission::Create, Resource::AllRoles)],
         Statement::DropRole(s) => vec![(Permission::Drop, Resource::Role(s.name.as_str().into()))],
         Statement::GrantRole(s) | Statement::RevokeRole(s) => {
@@ -476,6 +396,138 @@ pub fn requirements(
         | Statement::CreateAggregate(_)
         | Statement::DropFunction(_) => Vec::new(),
     })
+}
+
+/// `permission` on a keyspace, unless it is a system keyspace.
+fn on_keyspace(permission: Permission, keyspace: &str) -> Vec<(Permission, Resource)> {
+    match is_system_keyspace(keyspace) {
+        true => Vec::new(),
+        false => vec![(permission, Resource::Keyspace(keyspace.into()))],
+    }
+}
+
+/// The resources statements name, resolved against the schema and the
+/// session's keyspace.
+struct Resources<'a> {
+    schema: &'a Schema,
+    session_ks: Option<&'a str>,
+}
+
+impl Resources<'_> {
+    /// The table `name`, if it exists.
+    fn table(&self, name: &ast::QualifiedName) -> Result<Option<Resource>> {
+        let keyspace = keyspace_of(name, self.session_ks)?;
+        Ok(self
+            .schema
+            .table(keyspace, name.name.as_str())
+            .map(|_| Resource::Table(keyspace.into(), name.name.as_str().into())))
+    }
+
+    /// `permission` on the table `name`, if it exists.
+    fn on_table(
+        &self,
+        permission: Permission,
+        name: &ast::QualifiedName,
+    ) -> Result<Vec<(Permission, Resource)>> {
+        Ok(self
+            .table(name)?
+            .map(|r| (permission, r))
+            .into_iter()
+            .collect())
+    }
+
+    /// `permission` on the table `name`, existing or not (schema statements
+    /// are authorized before the table is looked up).
+    fn named_table(
+        &self,
+        permission: Permission,
+        name: &ast::QualifiedName,
+    ) -> Result<Vec<(Permission, Resource)>> {
+        let keyspace = keyspace_of(name, self.session_ks)?;
+        Ok(match is_system_keyspace(keyspace) {
+            true => Vec::new(),
+            false => vec![(
+                permission,
+                Resource::Table(keyspace.into(), name.name.as_str().into()),
+            )],
+        })
+    }
+
+    /// `permission` on every table of the keyspace (CREATE, ALTER and DROP
+    /// of tables and types).
+    fn all_tables(
+        &self,
+        permission: Permission,
+        name: &ast::QualifiedName,
+    ) -> Result<Vec<(Permission, Resource)>> {
+        let keyspace = keyspace_of(name, self.session_ks)?;
+        Ok(match is_system_keyspace(keyspace) {
+            true => Vec::new(),
+            false => vec![(permission, Resource::AllTables(keyspace.into()))],
+        })
+    }
+
+    /// The base table of the view `name`, if it is one.
+    fn view_base(&self, keyspace: &str, name: &str) -> Option<Resource> {
+        let base = &self.schema.table(keyspace, name)?.view.as_ref()?.base_table;
+        Some(Resource::Table(keyspace.into(), base.clone()))
+    }
+
+    /// ALTER on the base table of the view `name` (altering or dropping it).
+    fn alter_on_view_base(&self, name: &ast::QualifiedName) -> Result<Vec<(Permission, Resource)>> {
+        let keyspace = keyspace_of(name, self.session_ks)?;
+        Ok(self
+            .view_base(keyspace, name.name.as_str())
+            .map(|base| (Permission::Alter, base))
+            .into_iter()
+            .collect())
+    }
+
+    /// SELECT: nothing on readable system tables; on a view, SELECT on its
+    /// base table.
+    fn select(&self, s: &ast::Select) -> Result<Vec<(Permission, Resource)>> {
+        let keyspace = keyspace_of(&s.table, self.session_ks)?;
+        Ok(
+            match is_readable_system_table(keyspace, s.table.name.as_str()) {
+                true => Vec::new(),
+                // Reading a view needs SELECT on its base table.
+                false => match self.view_base(keyspace, s.table.name.as_str()) {
+                    Some(base) => vec![(Permission::Select, base)],
+                    None => self.on_table(Permission::Select, &s.table)?,
+                },
+            },
+        )
+    }
+
+    /// DROP of a keyspace, table, type, index (ALTER on its table) or view
+    /// (ALTER on its base table).
+    fn drop(&self, d: &ast::DropObject) -> Result<Vec<(Permission, Resource)>> {
+        Ok(match d.kind {
+            DropKind::Keyspace => on_keyspace(Permission::Drop, d.name.name.as_str()),
+            DropKind::Table => self.named_table(Permission::Drop, &d.name)?,
+            DropKind::Type => self.all_tables(Permission::Drop, &d.name)?,
+            DropKind::Index => {
+                let keyspace = keyspace_of(&d.name, self.session_ks)?;
+                let index = d.name.name.as_str();
+                self.schema
+                    .keyspace(keyspace)
+                    .and_then(|k| {
+                        k.tables
+                            .values()
+                            .find(|t| t.indexes.iter().any(|i| i.name == index))
+                    })
+                    .map(|t| {
+                        (
+                            Permission::Alter,
+                            Resource::Table(keyspace.into(), t.name.clone()),
+                        )
+                    })
+                    .into_iter()
+                    .collect()
+            }
+            DropKind::MaterializedView => self.alter_on_view_base(&d.name)?,
+        })
+    }
 }
 
 /// The table a statement of a batch writes, and whether it is conditional.
