@@ -1266,16 +1266,10 @@ fn targets(
     })
 }
 
-fn update_mutation(
-    executor: &Executor,
-    table: &Table,
-    update: &Update,
-    params: WriteParams,
-    ctx: &EvalContext<'_>,
-    request: &Request,
-    out: &mut Vec<Mutation>,
-) -> Result<()> {
-    let t = targets(table, &update.where_clause, ctx, "UPDATE")?;
+/// The columns an UPDATE's assignments set, in order: no primary key
+/// column, and no column set twice incompatibly (a whole-column SET with
+/// anything else on it, or the same field twice).
+fn assigned_columns<'t>(table: &'t Table, update: &Update) -> Result<Vec<&'t Column>> {
     let mut assigned: Vec<&Column> = Vec::new();
     for a in &update.assignments {
         let name = a.target.column().as_str();
@@ -1304,22 +1298,19 @@ fn update_mutation(
         }
         assigned.push(column);
     }
-    if cas::has_clustering_slice(table, &update.where_clause) {
-        return Err(QueryError::invalid(
-            "Slice restrictions are not supported on the clustering columns in UPDATE statements",
-        ));
-    }
-    let static_only = assigned.iter().all(|c| c.kind == ColumnKind::Static)
-        && !conditions_on_regular(table, update.condition.as_ref());
-    if static_only && t.restricted && table.clustering_count > 0 {
-        return Err(QueryError::invalid(
-            "Invalid restrictions on clustering columns since the UPDATE statement modifies only static columns",
-        ));
-    }
-    if t.selects_no_row() {
-        return Ok(());
-    }
-    let rows: Vec<Vec<Vec<u8>>> = if static_only && !t.restricted {
+    Ok(assigned)
+}
+
+/// The clustering prefixes of the rows an UPDATE writes: none when it only
+/// sets static columns without restricting clustering columns, else every
+/// row selected, which needs every clustering column restricted exactly.
+fn updated_rows(
+    table: &Table,
+    update: &Update,
+    t: &Targets,
+    static_only: bool,
+) -> Result<Vec<Vec<Vec<u8>>>> {
+    Ok(if static_only && !t.restricted {
         Vec::new()
     } else {
         if !t.exact {
@@ -1340,7 +1331,36 @@ fn update_mutation(
             )));
         }
         t.slices.iter().map(|s| s.start.prefix.clone()).collect()
-    };
+    })
+}
+
+fn update_mutation(
+    executor: &Executor,
+    table: &Table,
+    update: &Update,
+    params: WriteParams,
+    ctx: &EvalContext<'_>,
+    request: &Request,
+    out: &mut Vec<Mutation>,
+) -> Result<()> {
+    let t = targets(table, &update.where_clause, ctx, "UPDATE")?;
+    let assigned = assigned_columns(table, update)?;
+    if cas::has_clustering_slice(table, &update.where_clause) {
+        return Err(QueryError::invalid(
+            "Slice restrictions are not supported on the clustering columns in UPDATE statements",
+        ));
+    }
+    let static_only = assigned.iter().all(|c| c.kind == ColumnKind::Static)
+        && !conditions_on_regular(table, update.condition.as_ref());
+    if static_only && t.restricted && table.clustering_count > 0 {
+        return Err(QueryError::invalid(
+            "Invalid restrictions on clustering columns since the UPDATE statement modifies only static columns",
+        ));
+    }
+    if t.selects_no_row() {
+        return Ok(());
+    }
+    let rows = updated_rows(table, update, &t, static_only)?;
     for key in &t.keys {
         let mut mutation = new_mutation(table, key);
         let mut static_row = RowUpdate::default();
