@@ -634,54 +634,23 @@ pub fn alter_type(schema: &Schema, keyspace: &str, stmt: &AlterType) -> Result<D
             field,
             ty,
         } => {
-            if updated.fields.iter().any(|(n, _)| n == field.as_str()) {
-                if *if_not_exists {
-                    return Ok(DdlOutcome {
-                        schema: None,
-                        change: event,
-                        effects: StorageEffects::default(),
-                    });
-                }
-                return Err(QueryError::invalid(format!(
-                    "Cannot add field {} to type {}: a field with name {} already exists",
-                    field.as_str(),
-                    rocksandra_data::types::qualified_name(keyspace, name),
-                    field.as_str()
-                )));
+            if !add_type_field(
+                ks,
+                (keyspace, name),
+                &mut updated,
+                *if_not_exists,
+                field.as_str(),
+                ty,
+            )? {
+                return Ok(DdlOutcome {
+                    schema: None,
+                    change: event,
+                    effects: StorageEffects::default(),
+                });
             }
-            check_written_type(ty)?;
-            let resolved = resolve_type(ks, ty)?;
-            if uses_udt(&resolved, keyspace, name) {
-                return Err(QueryError::invalid(format!(
-                    "Cannot add new field '{}' of type {} to user type {} as it would create a circular reference",
-                    field.as_str(),
-                    resolved,
-                    rocksandra_data::types::qualified_name(keyspace, name)
-                )));
-            }
-            updated.fields.push((field.as_str().to_string(), resolved));
         }
         AlterTypeAction::Rename { if_exists, renames } => {
-            for (from, to) in renames {
-                let Some(i) = updated.fields.iter().position(|(n, _)| n == from.as_str()) else {
-                    if *if_exists {
-                        continue;
-                    }
-                    return Err(QueryError::invalid(format!(
-                        "Unkown field {} in user type {}",
-                        from.as_str(),
-                        rocksandra_data::types::qualified_name(keyspace, name)
-                    )));
-                };
-                if updated.fields.iter().any(|(n, _)| n == to.as_str()) {
-                    return Err(QueryError::invalid(format!(
-                        "Duplicate field name {} in type {}",
-                        to.as_str(),
-                        rocksandra_data::types::qualified_name(keyspace, name)
-                    )));
-                }
-                updated.fields[i].0 = to.as_str().to_string();
-            }
+            rename_type_fields((keyspace, name), &mut updated, *if_exists, renames)?;
         }
         AlterTypeAction::AlterFieldType { .. } => {
             return Err(QueryError::invalid(
@@ -689,6 +658,86 @@ pub fn alter_type(schema: &Schema, keyspace: &str, stmt: &AlterType) -> Result<D
             ));
         }
     }
+    let (keyspace_def, effects) = keyspace_with_type(ks, (keyspace, name), &updated);
+    let mut next = schema.clone();
+    next.keyspaces
+        .insert(keyspace.to_string(), Arc::new(keyspace_def));
+    Ok(DdlOutcome {
+        schema: Some(next),
+        change: event,
+        effects,
+    })
+}
+
+/// ALTER TYPE ADD: appends the field to `updated`; false when it exists
+/// and IF NOT EXISTS was given (nothing changes). The new field's type may
+/// not refer to the type itself.
+fn add_type_field(
+    ks: &Keyspace,
+    (keyspace, name): (&str, &str),
+    updated: &mut UdtType,
+    if_not_exists: bool,
+    field: &str,
+    ty: &TypeExpr,
+) -> Result<bool> {
+    let qualified = rocksandra_data::types::qualified_name(keyspace, name);
+    if updated.fields.iter().any(|(n, _)| n == field) {
+        if if_not_exists {
+            return Ok(false);
+        }
+        return Err(QueryError::invalid(format!(
+            "Cannot add field {field} to type {qualified}: a field with name {field} already exists"
+        )));
+    }
+    check_written_type(ty)?;
+    let resolved = resolve_type(ks, ty)?;
+    if uses_udt(&resolved, keyspace, name) {
+        return Err(QueryError::invalid(format!(
+            "Cannot add new field '{field}' of type {resolved} to user type {qualified} as it would create a circular reference"
+        )));
+    }
+    updated.fields.push((field.to_string(), resolved));
+    Ok(true)
+}
+
+/// ALTER TYPE RENAME: renames fields of `updated` in order (unknown ones
+/// skipped with IF EXISTS); a new name may not be taken.
+fn rename_type_fields(
+    (keyspace, name): (&str, &str),
+    updated: &mut UdtType,
+    if_exists: bool,
+    renames: &[(Ident, Ident)],
+) -> Result<()> {
+    let qualified = rocksandra_data::types::qualified_name(keyspace, name);
+    for (from, to) in renames {
+        let Some(i) = updated.fields.iter().position(|(n, _)| n == from.as_str()) else {
+            if if_exists {
+                continue;
+            }
+            return Err(QueryError::invalid(format!(
+                "Unkown field {} in user type {qualified}",
+                from.as_str()
+            )));
+        };
+        if updated.fields.iter().any(|(n, _)| n == to.as_str()) {
+            return Err(QueryError::invalid(format!(
+                "Duplicate field name {} in type {qualified}",
+                to.as_str()
+            )));
+        }
+        updated.fields[i].0 = to.as_str().to_string();
+    }
+    Ok(())
+}
+
+/// The keyspace with `updated` in place of its old definition, in the
+/// types that use it and in the columns of tables that use it (those
+/// tables are altered in storage too).
+fn keyspace_with_type(
+    ks: &Keyspace,
+    (keyspace, name): (&str, &str),
+    updated: &UdtType,
+) -> (Keyspace, StorageEffects) {
     let mut keyspace_def = Keyspace::clone(ks);
     for t in keyspace_def.types.iter_mut() {
         if t.name == name {
@@ -697,7 +746,7 @@ pub fn alter_type(schema: &Schema, keyspace: &str, stmt: &AlterType) -> Result<D
             t.fields = t
                 .fields
                 .iter()
-                .map(|(n, ty)| (n.clone(), replace_udt(ty, &updated)))
+                .map(|(n, ty)| (n.clone(), replace_udt(ty, updated)))
                 .collect();
         }
     }
@@ -714,21 +763,14 @@ pub fn alter_type(schema: &Schema, keyspace: &str, stmt: &AlterType) -> Result<D
         {
             let mut t = Table::clone(table);
             for c in t.columns.iter_mut() {
-                c.ty = replace_udt(&c.ty, &updated);
+                c.ty = replace_udt(&c.ty, updated);
             }
             let t = Arc::new(t);
             effects.alter.push(t.clone());
             keyspace_def.tables.insert(table_name, t);
         }
     }
-    let mut next = schema.clone();
-    next.keyspaces
-        .insert(keyspace.to_string(), Arc::new(keyspace_def));
-    Ok(DdlOutcome {
-        schema: Some(next),
-        change: event,
-        effects,
-    })
+    (keyspace_def, effects)
 }
 
 pub fn drop_type(
