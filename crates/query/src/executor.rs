@@ -978,52 +978,60 @@ fn receiver_spec(
         BindReceiver::Timestamp => ("[timestamp]".into(), native(NativeType::Bigint)),
         BindReceiver::Ttl => ("[ttl]".into(), native(NativeType::Int)),
         BindReceiver::Json => ("[json]".into(), native(NativeType::Text)),
-        BindReceiver::Hinted(ty) => {
-            let types = session_ks
-                .and_then(|k| schema.keyspace(k))
-                .map(|k| k.types.clone())
-                .unwrap_or_default();
-            let ty = ty
-                .resolve(&crate::schema::KeyspaceTypes(&types))
-                .map_err(|e| QueryError::invalid(format!("Unknown type {}", e.0)))?;
-            ("[hinted]".into(), ty)
-        }
+        BindReceiver::Hinted(ty) => ("[hinted]".into(), hinted_type(schema, session_ks, ty)?),
         BindReceiver::Nested { parent, step } => {
-            use rocksandra_cql::ast::NestedStep;
             let (name, ty) = receiver_spec(schema, table, parent, session_ks)?;
-            let ty = ty.unfrozen().clone();
-            let inner = match (step, &ty) {
-                (
-                    NestedStep::ListItem | NestedStep::SetItem,
-                    CqlType::List(e) | CqlType::Set(e),
-                ) => (**e).clone(),
-                (NestedStep::ListItem, CqlType::Vector(e, _)) => (**e).clone(),
-                (NestedStep::MapKey, CqlType::Map(k, _)) => (**k).clone(),
-                (NestedStep::MapValue, CqlType::Map(_, v)) => (**v).clone(),
-                (NestedStep::TupleItem(i), CqlType::Tuple(items)) => {
-                    items.get(*i).cloned().unwrap_or(native(NativeType::Blob))
-                }
-                (NestedStep::UdtField(f), CqlType::Udt(u)) => u
-                    .fields
-                    .iter()
-                    .find(|(n, _)| n == f.as_str())
-                    .map(|(_, t)| t.clone())
-                    .unwrap_or(native(NativeType::Blob)),
-                (NestedStep::InItem(_), CqlType::List(e)) => (**e).clone(),
-                (NestedStep::InItem(_), other) => other.clone(),
-                (NestedStep::ContainsValue, CqlType::Map(_, v)) => (**v).clone(),
-                (NestedStep::ContainsValue, CqlType::List(e) | CqlType::Set(e)) => (**e).clone(),
-                (NestedStep::ContainsKey | NestedStep::ElementKey, CqlType::Map(k, _)) => {
-                    (**k).clone()
-                }
-                (NestedStep::ElementKey, CqlType::Set(e)) => (**e).clone(),
-                (NestedStep::ElementKey, CqlType::List(_)) => native(NativeType::Int),
-                (_, other) => other.clone(),
-            };
-            (name, inner)
+            (name, nested_receiver_type(step, ty.unfrozen()))
         }
         BindReceiver::Unknown => ("[unknown]".into(), native(NativeType::Blob)),
     })
+}
+
+/// The type of a marker inside a hinted term `(type) ?`: the type, resolved
+/// among the session keyspace's types.
+fn hinted_type(
+    schema: &Schema,
+    session_ks: Option<&str>,
+    ty: &rocksandra_cql::TypeExpr,
+) -> Result<CqlType> {
+    let types = session_ks
+        .and_then(|k| schema.keyspace(k))
+        .map(|k| k.types.clone())
+        .unwrap_or_default();
+    ty.resolve(&crate::schema::KeyspaceTypes(&types))
+        .map_err(|e| QueryError::invalid(format!("Unknown type {}", e.0)))
+}
+
+/// The type of a marker nested in its parent's term (an element, key,
+/// value, tuple item or field of a value of type `ty`); blob when unknown.
+fn nested_receiver_type(step: &rocksandra_cql::ast::NestedStep, ty: &CqlType) -> CqlType {
+    use rocksandra_cql::ast::NestedStep;
+    let native = |t: NativeType| CqlType::Native(t);
+    match (step, ty) {
+        (NestedStep::ListItem | NestedStep::SetItem, CqlType::List(e) | CqlType::Set(e)) => {
+            (**e).clone()
+        }
+        (NestedStep::ListItem, CqlType::Vector(e, _)) => (**e).clone(),
+        (NestedStep::MapKey, CqlType::Map(k, _)) => (**k).clone(),
+        (NestedStep::MapValue, CqlType::Map(_, v)) => (**v).clone(),
+        (NestedStep::TupleItem(i), CqlType::Tuple(items)) => {
+            items.get(*i).cloned().unwrap_or(native(NativeType::Blob))
+        }
+        (NestedStep::UdtField(f), CqlType::Udt(u)) => u
+            .fields
+            .iter()
+            .find(|(n, _)| n == f.as_str())
+            .map(|(_, t)| t.clone())
+            .unwrap_or(native(NativeType::Blob)),
+        (NestedStep::InItem(_), CqlType::List(e)) => (**e).clone(),
+        (NestedStep::InItem(_), other) => other.clone(),
+        (NestedStep::ContainsValue, CqlType::Map(_, v)) => (**v).clone(),
+        (NestedStep::ContainsValue, CqlType::List(e) | CqlType::Set(e)) => (**e).clone(),
+        (NestedStep::ContainsKey | NestedStep::ElementKey, CqlType::Map(k, _)) => (**k).clone(),
+        (NestedStep::ElementKey, CqlType::Set(e)) => (**e).clone(),
+        (NestedStep::ElementKey, CqlType::List(_)) => native(NativeType::Int),
+        (_, other) => other.clone(),
+    }
 }
 
 /// Cassandra's prepared id: MD5 of the keyspace and the query text.
