@@ -1042,32 +1042,56 @@ impl Executor {
                 "LIST PERMISSIONS operation is not supported by AllowAllAuthorizer",
             ));
         }
+        self.check_may_view_permissions(request, grantee.as_deref())?;
+        let details = self.permission_details(stmt, resource.as_ref(), grantee.as_deref())?;
+        if details.is_empty() {
+            return Ok(Outcome::void());
+        }
+        Ok(permission_list(&details))
+    }
+
+    /// Whether the user may list `grantee`'s permissions (everyone's when
+    /// None): superusers, members of the grantee, and holders of DESCRIBE on
+    /// all roles or on the grantee.
+    fn check_may_view_permissions(&self, request: &Request, grantee: Option<&str>) -> Result<()> {
         let subject = self.subject(request)?;
         let may_view = subject.superuser
-            || grantee.as_ref().is_some_and(|g| subject.roles.contains(g))
+            || grantee.is_some_and(|g| subject.roles.contains(g))
             || subject
                 .held_on(&Resource::AllRoles)
                 .contains(&Permission::Describe)
-            || grantee.as_ref().is_some_and(|g| {
+            || grantee.is_some_and(|g| {
                 subject
-                    .held_on(&Resource::Role(g.clone()))
+                    .held_on(&Resource::Role(g.to_string()))
                     .contains(&Permission::Describe)
             });
         if !may_view {
             return Err(QueryError::Unauthorized(format!(
                 "You are not authorized to view {}'s permissions",
-                grantee.as_deref().unwrap_or("everyone")
+                grantee.unwrap_or("everyone")
             )));
         }
+        Ok(())
+    }
+
+    /// The permissions LIST PERMISSIONS shows: those asked for, held by the
+    /// grantee (or the roles it holds), on the resource (and its parents,
+    /// when recursive).
+    fn permission_details(
+        &self,
+        stmt: &ast::ListPermissions,
+        resource: Option<&Resource>,
+        grantee: Option<&str>,
+    ) -> Result<BTreeSet<PermissionDetails>> {
         let wanted: Vec<Permission> = match stmt.permissions {
             Permissions::All => PERMISSIONS.to_vec(),
             Permissions::One(p) => vec![p],
         };
-        let resources: Option<Vec<String>> = resource.as_ref().map(|r| match stmt.recursive {
+        let resources: Option<Vec<String>> = resource.map(|r| match stmt.recursive {
             true => r.chain().iter().map(Resource::name).collect(),
             false => vec![r.name()],
         });
-        let roles: Option<BTreeSet<String>> = match &grantee {
+        let roles: Option<BTreeSet<String>> = match grantee {
             Some(g) => Some(self.granted_roles(g, true)?),
             None => None,
         };
@@ -1094,46 +1118,48 @@ impl Executor {
                 });
             }
         }
-        if details.is_empty() {
-            return Ok(Outcome::void());
-        }
-        let spec = |name: &str| ColumnSpec {
-            table: TableSpec {
-                keyspace: "system_auth".into(),
-                table: "permissions".into(),
-            },
-            name: name.into(),
-            cql_type: CqlType::Native(NativeType::Text),
-        };
-        let cell = |s: &str| Some(bytes::Bytes::copy_from_slice(s.as_bytes()));
-        let rows = details
-            .iter()
-            .map(|d| {
-                vec![
-                    cell(&d.role),
-                    cell(&d.role),
-                    cell(&d.resource),
-                    cell(d.permission.name()),
-                ]
-            })
-            .collect();
-        Ok(Outcome::rows(Rows {
-            metadata: RowsMetadata {
-                columns: ColumnsMetadata::Specs(
-                    [
-                        spec("role"),
-                        spec("username"),
-                        spec("resource"),
-                        spec("permission"),
-                    ]
-                    .into(),
-                ),
-                paging_state: None,
-                new_metadata_id: None,
-            },
-            rows,
-        }))
+        Ok(details)
     }
+}
+
+/// The result of LIST PERMISSIONS: role, username, resource, permission.
+fn permission_list(details: &BTreeSet<PermissionDetails>) -> Outcome {
+    let spec = |name: &str| ColumnSpec {
+        table: TableSpec {
+            keyspace: "system_auth".into(),
+            table: "permissions".into(),
+        },
+        name: name.into(),
+        cql_type: CqlType::Native(NativeType::Text),
+    };
+    let cell = |s: &str| Some(bytes::Bytes::copy_from_slice(s.as_bytes()));
+    let rows = details
+        .iter()
+        .map(|d| {
+            vec![
+                cell(&d.role),
+                cell(&d.role),
+                cell(&d.resource),
+                cell(d.permission.name()),
+            ]
+        })
+        .collect();
+    Outcome::rows(Rows {
+        metadata: RowsMetadata {
+            columns: ColumnsMetadata::Specs(
+                [
+                    spec("role"),
+                    spec("username"),
+                    spec("resource"),
+                    spec("permission"),
+                ]
+                .into(),
+            ),
+            paging_state: None,
+            new_metadata_id: None,
+        },
+        rows,
+    })
 }
 
 #[cfg(test)]
