@@ -1161,72 +1161,7 @@ fn targets(
 ) -> Result<Targets> {
     for r in where_clause {
         if let rocksandra_cql::ast::Relation::Compare { lhs, op, .. } = r {
-            match lhs {
-                rocksandra_cql::ast::RelationLhs::Column(c) => {
-                    let Some(column) = table.column(c.as_str()) else {
-                        return Err(undefined_column(table, c.as_str()));
-                    };
-                    // Cassandra builds each relation's restriction (and refuses
-                    // it) before looking for non-key columns.
-                    match op {
-                        rocksandra_cql::ast::Operator::Contains => {
-                            return Err(QueryError::invalid(format!(
-                                "Cannot use {statement} with CONTAINS"
-                            )))
-                        }
-                        rocksandra_cql::ast::Operator::ContainsKey => {
-                            return Err(QueryError::invalid(format!(
-                                "Cannot use {statement} with CONTAINS KEY"
-                            )))
-                        }
-                        rocksandra_cql::ast::Operator::Eq
-                        | rocksandra_cql::ast::Operator::Lt
-                        | rocksandra_cql::ast::Operator::Lte
-                        | rocksandra_cql::ast::Operator::Gt
-                        | rocksandra_cql::ast::Operator::Gte
-                        | rocksandra_cql::ast::Operator::In
-                            if column.ty.is_multi_cell()
-                                && matches!(
-                                    column.ty,
-                                    CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..)
-                                ) =>
-                        {
-                            let op_text = match op {
-                                rocksandra_cql::ast::Operator::Eq => "=",
-                                rocksandra_cql::ast::Operator::Lt => "<",
-                                rocksandra_cql::ast::Operator::Lte => "<=",
-                                rocksandra_cql::ast::Operator::Gt => ">",
-                                rocksandra_cql::ast::Operator::Gte => ">=",
-                                _ => "IN",
-                            };
-                            return Err(QueryError::invalid(format!(
-                                "Collection column '{}' ({}) cannot be restricted by a '{op_text}' relation",
-                                column.name, column.ty
-                            )));
-                        }
-                        _ => {}
-                    }
-                    if !column.kind.is_primary_key() {
-                        return Err(QueryError::invalid(format!(
-                            "Non PRIMARY KEY columns found in where clause: {} ",
-                            c.as_str()
-                        )));
-                    }
-                    if column.kind == ColumnKind::PartitionKey
-                        && !matches!(op, rocksandra_cql::ast::Operator::Eq | rocksandra_cql::ast::Operator::In)
-                    {
-                        return Err(QueryError::invalid(format!(
-                            "Only EQ and IN relation are supported on the partition key (unless you use the token() function) for {statement} statements"
-                        )));
-                    }
-                }
-                rocksandra_cql::ast::RelationLhs::Token(_) => {
-                    return Err(QueryError::invalid(
-                        "The token function cannot be used in WHERE clauses for UPDATE and DELETE statements",
-                    ))
-                }
-                _ => {}
-            }
+            check_modification_relation(table, lhs, *op, statement)?;
         }
     }
     let r = analyze(table, where_clause, ctx)?;
@@ -1234,16 +1169,7 @@ fn targets(
         return Err(e);
     }
     let PartitionSelection::Keys(keys) = r.partition else {
-        let given: Vec<String> = where_clause
-            .iter()
-            .filter_map(|r| match r {
-                rocksandra_cql::ast::Relation::Compare {
-                    lhs: rocksandra_cql::ast::RelationLhs::Column(c),
-                    ..
-                } => Some(c.as_str().to_string()),
-                _ => None,
-            })
-            .collect();
+        let given = column_relation_names(where_clause);
         return Err(QueryError::invalid(format!(
             "Some partition key parts are missing: {}",
             missing(table.partition_key(), &given)
@@ -1264,6 +1190,99 @@ fn targets(
         exact: r.clustering_is_exact,
         restricted: r.clustering_restricted,
     })
+}
+
+/// Refuses a relation an UPDATE or DELETE cannot have: CONTAINS (KEY),
+/// relations on non-frozen collections, on non-key columns, other than
+/// EQ/IN on the partition key, and token().
+fn check_modification_relation(
+    table: &Table,
+    lhs: &rocksandra_cql::ast::RelationLhs,
+    op: rocksandra_cql::ast::Operator,
+    statement: &str,
+) -> Result<()> {
+    match lhs {
+        rocksandra_cql::ast::RelationLhs::Column(c) => {
+            let Some(column) = table.column(c.as_str()) else {
+                return Err(undefined_column(table, c.as_str()));
+            };
+            // Cassandra builds each relation's restriction (and refuses
+            // it) before looking for non-key columns.
+            match op {
+                rocksandra_cql::ast::Operator::Contains => {
+                    return Err(QueryError::invalid(format!(
+                        "Cannot use {statement} with CONTAINS"
+                    )))
+                }
+                rocksandra_cql::ast::Operator::ContainsKey => {
+                    return Err(QueryError::invalid(format!(
+                        "Cannot use {statement} with CONTAINS KEY"
+                    )))
+                }
+                rocksandra_cql::ast::Operator::Eq
+                | rocksandra_cql::ast::Operator::Lt
+                | rocksandra_cql::ast::Operator::Lte
+                | rocksandra_cql::ast::Operator::Gt
+                | rocksandra_cql::ast::Operator::Gte
+                | rocksandra_cql::ast::Operator::In
+                    if column.ty.is_multi_cell()
+                        && matches!(
+                            column.ty,
+                            CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..)
+                        ) =>
+                {
+                    let op_text = match op {
+                        rocksandra_cql::ast::Operator::Eq => "=",
+                        rocksandra_cql::ast::Operator::Lt => "<",
+                        rocksandra_cql::ast::Operator::Lte => "<=",
+                        rocksandra_cql::ast::Operator::Gt => ">",
+                        rocksandra_cql::ast::Operator::Gte => ">=",
+                        _ => "IN",
+                    };
+                    return Err(QueryError::invalid(format!(
+                        "Collection column '{}' ({}) cannot be restricted by a '{op_text}' relation",
+                        column.name, column.ty
+                    )));
+                }
+                _ => {}
+            }
+            if !column.kind.is_primary_key() {
+                return Err(QueryError::invalid(format!(
+                    "Non PRIMARY KEY columns found in where clause: {} ",
+                    c.as_str()
+                )));
+            }
+            if column.kind == ColumnKind::PartitionKey
+                && !matches!(
+                    op,
+                    rocksandra_cql::ast::Operator::Eq | rocksandra_cql::ast::Operator::In
+                )
+            {
+                return Err(QueryError::invalid(format!(
+                    "Only EQ and IN relation are supported on the partition key (unless you use the token() function) for {statement} statements"
+                )));
+            }
+        }
+        rocksandra_cql::ast::RelationLhs::Token(_) => return Err(QueryError::invalid(
+            "The token function cannot be used in WHERE clauses for UPDATE and DELETE statements",
+        )),
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The columns named alone on the left of the WHERE clause's relations.
+fn column_relation_names(where_clause: &[rocksandra_cql::ast::Relation]) -> Vec<String> {
+    where_clause
+        .iter()
+        .filter_map(|r| match r {
+            rocksandra_cql::ast::Relation::Compare {
+                lhs: rocksandra_cql::ast::RelationLhs::Column(c),
+                ..
+            } => Some(c.as_str().to_string()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The columns an UPDATE's assignments set, in order: no primary key
@@ -1314,17 +1333,7 @@ fn updated_rows(
         Vec::new()
     } else {
         if !t.exact {
-            let given: Vec<String> = update
-                .where_clause
-                .iter()
-                .filter_map(|r| match r {
-                    rocksandra_cql::ast::Relation::Compare {
-                        lhs: rocksandra_cql::ast::RelationLhs::Column(c),
-                        ..
-                    } => Some(c.as_str().to_string()),
-                    _ => None,
-                })
-                .collect();
+            let given = column_relation_names(&update.where_clause);
             return Err(QueryError::invalid(format!(
                 "Some clustering keys are missing: {}",
                 missing(table.clustering(), &given)
