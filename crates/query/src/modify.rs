@@ -2039,55 +2039,12 @@ fn delete_mutation(
     for key in &t.keys {
         let mut mutation = new_mutation(table, key);
         if delete.targets.is_empty() {
-            if !t.restricted {
-                mutation.partition_deletion = Some(deletion);
-            } else if t.exact {
-                for s in &t.slices {
-                    mutation.rows.push((
-                        s.start.prefix.clone(),
-                        RowUpdate {
-                            deletion: Some(deletion),
-                            ..RowUpdate::default()
-                        },
-                    ));
-                }
-            } else {
-                for s in &t.slices {
-                    mutation.range_tombstones.push(RangeTombstone {
-                        start: s.start.clone(),
-                        end: s.end.clone(),
-                        deletion,
-                    });
-                }
-            }
+            delete_whole(&mut mutation, &t, deletion);
             out.push(mutation);
             continue;
         }
         let mut static_row = RowUpdate::default();
-        let mut regular: Vec<(Vec<Vec<u8>>, RowUpdate)> = Vec::new();
-        let all_static = delete.targets.iter().all(|target| {
-            table.column(target.column().as_str()).map(|c| c.kind) == Some(ColumnKind::Static)
-        }) && !conditions_on_regular(table, delete.condition.as_ref());
-        if all_static && t.restricted {
-            return Err(QueryError::invalid(
-                "Invalid restrictions on clustering columns since the DELETE statement modifies only static columns",
-            ));
-        }
-        if !all_static {
-            if !t.exact {
-                return Err(QueryError::invalid(
-                    "Range deletions are not supported for specific columns",
-                ));
-            }
-            regular = if table.clustering_count == 0 {
-                vec![(Vec::new(), RowUpdate::default())]
-            } else {
-                t.slices
-                    .iter()
-                    .map(|s| (s.start.prefix.clone(), RowUpdate::default()))
-                    .collect()
-            };
-        }
+        let mut regular = column_deletion_rows(table, delete, &t)?;
         for target in &delete.targets {
             let name = target.column().as_str();
             let Some(column) = table.column(name) else {
@@ -2129,6 +2086,67 @@ fn delete_mutation(
         out.push(mutation);
     }
     Ok(())
+}
+
+/// A DELETE without columns: the partition, the rows, or the clustering
+/// ranges its WHERE clause selects.
+fn delete_whole(mutation: &mut Mutation, t: &Targets, deletion: DeletionTime) {
+    if !t.restricted {
+        mutation.partition_deletion = Some(deletion);
+    } else if t.exact {
+        for s in &t.slices {
+            mutation.rows.push((
+                s.start.prefix.clone(),
+                RowUpdate {
+                    deletion: Some(deletion),
+                    ..RowUpdate::default()
+                },
+            ));
+        }
+    } else {
+        for s in &t.slices {
+            mutation.range_tombstones.push(RangeTombstone {
+                start: s.start.clone(),
+                end: s.end.clone(),
+                deletion,
+            });
+        }
+    }
+}
+
+/// The rows a DELETE of columns writes to (none when it deletes only
+/// static columns, which may then not restrict clustering columns); column
+/// deletions need whole rows, not ranges.
+fn column_deletion_rows(
+    table: &Table,
+    delete: &Delete,
+    t: &Targets,
+) -> Result<Vec<(Vec<Vec<u8>>, RowUpdate)>> {
+    let mut regular: Vec<(Vec<Vec<u8>>, RowUpdate)> = Vec::new();
+    let all_static = delete.targets.iter().all(|target| {
+        table.column(target.column().as_str()).map(|c| c.kind) == Some(ColumnKind::Static)
+    }) && !conditions_on_regular(table, delete.condition.as_ref());
+    if all_static && t.restricted {
+        return Err(QueryError::invalid(
+            "Invalid restrictions on clustering columns since the DELETE statement modifies only static columns",
+        ));
+    }
+    if !all_static {
+        if !t.exact {
+            return Err(QueryError::invalid(
+                "Range deletions are not supported for specific columns",
+            ));
+        }
+        regular = if table.clustering_count == 0 {
+            vec![(Vec::new(), RowUpdate::default())]
+        } else {
+            t.slices
+                .iter()
+                .map(|s| (s.start.prefix.clone(), RowUpdate::default()))
+                .collect()
+        };
+    }
+    Ok(regular)
 }
 
 #[allow(clippy::too_many_arguments)]
