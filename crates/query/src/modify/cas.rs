@@ -746,12 +746,45 @@ impl Bound {
     fn applies(&self, table: &Table, row: Option<&CqlRow>) -> Result<bool> {
         let column = &table.columns[self.column];
         let current = row.and_then(|r| r.columns[self.column].value.as_deref());
+        let Some(actual) = self.accessed_value(column, current)? else {
+            return Ok(false);
+        };
+        match self.op {
+            Operator::Contains | Operator::ContainsKey => self.contains_applies(actual),
+            op if matches!(self.access, Access::Whole)
+                && matches!(
+                    column.ty,
+                    CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..)
+                ) =>
+            {
+                self.collection_applies(op, actual)
+            }
+            op => {
+                for value in &self.values {
+                    if compare_with_operator(op, &self.ty, value.as_deref(), actual.as_deref())? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    /// What the condition compares in the column's `current` value: the
+    /// value, a map value, a list element or a UDT field (inner None when
+    /// absent; outer None when the column holds no map, so the condition
+    /// does not apply). A negative list index is an error.
+    fn accessed_value(
+        &self,
+        column: &crate::schema::Column,
+        current: Option<&[u8]>,
+    ) -> Result<Option<Option<Vec<u8>>>> {
         let actual: Option<Vec<u8>> = match (&self.access, current) {
             (_, None) => None,
             (Access::Whole, Some(b)) => Some(b.to_vec()),
             (Access::MapKey(k), Some(b)) => {
                 let CqlType::Map(key_type, _) = column.ty.unfrozen() else {
-                    return Ok(false);
+                    return Ok(None);
                 };
                 let items = split_collection(b, 2).unwrap_or_default();
                 items
@@ -790,72 +823,60 @@ impl Bound {
                 )));
             }
         }
-        match self.op {
-            Operator::Contains | Operator::ContainsKey => {
-                let Some(value) = &self.values[0] else {
-                    return Err(QueryError::invalid(format!(
-                        "Invalid comparison with null for operator \"{}\"",
-                        self.op.as_str()
-                    )));
-                };
-                let Some(actual) = actual else {
-                    return Ok(false);
-                };
-                let (per, pick, element) = match self.ty.unfrozen() {
-                    CqlType::List(e) | CqlType::Set(e) => (1, 0, &**e),
-                    CqlType::Map(k, _) if self.op == Operator::ContainsKey => (2, 0, &**k),
-                    CqlType::Map(_, v) => (2, 1, &**v),
-                    _ => return Ok(false),
-                };
-                let items = split_collection(&actual, per).unwrap_or_default();
-                Ok(items.chunks(per).any(|item| {
-                    item[pick].is_some_and(|x| {
-                        rocksandra_data::value::compare(element, x, value)
-                            == std::cmp::Ordering::Equal
-                    })
-                }))
-            }
-            op if matches!(self.access, Access::Whole)
-                && matches!(
-                    column.ty,
-                    CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..)
-                ) =>
-            {
-                // A non-frozen collection: no cells compares as the empty
-                // collection (MultiCellCollectionBound).
-                for value in &self.values {
-                    match value {
-                        None => match op {
-                            Operator::Eq if actual.is_none() => return Ok(true),
-                            Operator::Eq => continue,
-                            Operator::Neq => return Ok(actual.is_some()),
-                            _ => {
-                                return Err(QueryError::invalid(format!(
-                                    "Invalid comparison with null for operator \"{}\"",
-                                    op.as_str()
-                                )))
-                            }
-                        },
-                        Some(v) => {
-                            let empty = 0i32.to_be_bytes().to_vec();
-                            let a = actual.as_deref().unwrap_or(&empty);
-                            if compare_with(op, &self.ty, a, v) {
-                                return Ok(true);
-                            }
-                        }
+        Ok(Some(actual))
+    }
+
+    /// CONTAINS or CONTAINS KEY on the collection `actual`.
+    fn contains_applies(&self, actual: Option<Vec<u8>>) -> Result<bool> {
+        let Some(value) = &self.values[0] else {
+            return Err(QueryError::invalid(format!(
+                "Invalid comparison with null for operator \"{}\"",
+                self.op.as_str()
+            )));
+        };
+        let Some(actual) = actual else {
+            return Ok(false);
+        };
+        let (per, pick, element) = match self.ty.unfrozen() {
+            CqlType::List(e) | CqlType::Set(e) => (1, 0, &**e),
+            CqlType::Map(k, _) if self.op == Operator::ContainsKey => (2, 0, &**k),
+            CqlType::Map(_, v) => (2, 1, &**v),
+            _ => return Ok(false),
+        };
+        let items = split_collection(&actual, per).unwrap_or_default();
+        Ok(items.chunks(per).any(|item| {
+            item[pick].is_some_and(|x| {
+                rocksandra_data::value::compare(element, x, value) == std::cmp::Ordering::Equal
+            })
+        }))
+    }
+
+    /// A condition on a whole non-frozen collection: no cells compares as
+    /// the empty collection (MultiCellCollectionBound).
+    fn collection_applies(&self, op: Operator, actual: Option<Vec<u8>>) -> Result<bool> {
+        for value in &self.values {
+            match value {
+                None => match op {
+                    Operator::Eq if actual.is_none() => return Ok(true),
+                    Operator::Eq => continue,
+                    Operator::Neq => return Ok(actual.is_some()),
+                    _ => {
+                        return Err(QueryError::invalid(format!(
+                            "Invalid comparison with null for operator \"{}\"",
+                            op.as_str()
+                        )))
                     }
-                }
-                Ok(false)
-            }
-            op => {
-                for value in &self.values {
-                    if compare_with_operator(op, &self.ty, value.as_deref(), actual.as_deref())? {
+                },
+                Some(v) => {
+                    let empty = 0i32.to_be_bytes().to_vec();
+                    let a = actual.as_deref().unwrap_or(&empty);
+                    if compare_with(op, &self.ty, a, v) {
                         return Ok(true);
                     }
                 }
-                Ok(false)
             }
         }
+        Ok(false)
     }
 }
 
