@@ -2605,20 +2605,7 @@ fn eval_sel(table: &Table, sel: &Sel, row: &CqlRow) -> Result<Option<Vec<u8>>> {
             function,
             args,
             now_micros,
-        } => {
-            let mut values = Vec::new();
-            for a in args {
-                values.push(eval_sel(table, a, row)?);
-            }
-            let random = || 0x5eed_u64;
-            function.call(
-                &values,
-                &crate::functions::CallContext {
-                    now_micros: *now_micros,
-                    random: &random,
-                },
-            )?
-        }
+        } => eval_function(table, function, args, *now_micros, row)?,
         Sel::Constant(v) => v.clone(),
         Sel::Arith {
             op,
@@ -2627,24 +2614,7 @@ fn eval_sel(table: &Table, sel: &Sel, row: &CqlRow) -> Result<Option<Vec<u8>>> {
             right,
             right_ty,
             ty,
-        } => {
-            let (Some(a), Some(b)) = (eval_sel(table, left, row)?, eval_sel(table, right, row)?)
-            else {
-                return Ok(None);
-            };
-            let (CqlType::Native(left), CqlType::Native(right), CqlType::Native(result)) =
-                (left_ty, right_ty, ty)
-            else {
-                return Ok(None);
-            };
-            crate::functions::operations::Operation {
-                op: crate::term::binary_op(*op),
-                left: *left,
-                right: *right,
-                result: *result,
-            }
-            .execute(&a, &b)?
-        }
+        } => eval_arith(table, *op, (left, left_ty), (right, right_ty), ty, row)?,
         Sel::Negate { arg, ty } => match eval_sel(table, arg, row)? {
             Some(b) => crate::functions::operations::negate(*ty, &b)?,
             None => None,
@@ -2664,23 +2634,7 @@ fn eval_sel(table: &Table, sel: &Sel, row: &CqlRow) -> Result<Option<Vec<u8>>> {
             let (Some(bytes), Some(key)) = (eval_sel(table, collection, row)?, key) else {
                 return Ok(None);
             };
-            match (ty.unfrozen(), Value::deserialize(ty, &bytes)?) {
-                (CqlType::Map(kt, _), Value::Map(entries)) => entries
-                    .into_iter()
-                    .find(|(k, _)| {
-                        rocksandra_data::value::compare(kt, &k.to_bytes(), key)
-                            == std::cmp::Ordering::Equal
-                    })
-                    .map(|(_, v)| v.to_bytes()),
-                (CqlType::Set(et), Value::Set(items)) => items
-                    .into_iter()
-                    .find(|v| {
-                        rocksandra_data::value::compare(et, &v.to_bytes(), key)
-                            == std::cmp::Ordering::Equal
-                    })
-                    .map(|v| v.to_bytes()),
-                _ => None,
-            }
+            element_of(ty, &bytes, key)?
         }
         Sel::Range {
             collection,
@@ -2694,6 +2648,73 @@ fn eval_sel(table: &Table, sel: &Sel, row: &CqlRow) -> Result<Option<Vec<u8>>> {
             collection_slice(ty, &bytes, from, to)?
         }
         Sel::CountStar | Sel::Aggregate { .. } => None,
+    })
+}
+
+/// A native function of selectors, called on their values.
+fn eval_function(
+    table: &Table,
+    function: &crate::functions::Function,
+    args: &[Sel],
+    now_micros: i64,
+    row: &CqlRow,
+) -> Result<Option<Vec<u8>>> {
+    let mut values = Vec::new();
+    for a in args {
+        values.push(eval_sel(table, a, row)?);
+    }
+    let random = || 0x5eed_u64;
+    function.call(
+        &values,
+        &crate::functions::CallContext {
+            now_micros,
+            random: &random,
+        },
+    )
+}
+
+/// `left op right` of two selectors (null when either is null).
+fn eval_arith(
+    table: &Table,
+    op: rocksandra_cql::ast::BinaryOp,
+    (left, left_ty): (&Sel, &CqlType),
+    (right, right_ty): (&Sel, &CqlType),
+    ty: &CqlType,
+    row: &CqlRow,
+) -> Result<Option<Vec<u8>>> {
+    let (Some(a), Some(b)) = (eval_sel(table, left, row)?, eval_sel(table, right, row)?) else {
+        return Ok(None);
+    };
+    let (CqlType::Native(left), CqlType::Native(right), CqlType::Native(result)) =
+        (left_ty, right_ty, ty)
+    else {
+        return Ok(None);
+    };
+    crate::functions::operations::Operation {
+        op: crate::term::binary_op(op),
+        left: *left,
+        right: *right,
+        result: *result,
+    }
+    .execute(&a, &b)
+}
+
+/// `c[key]` of a map (its value) or a set (the element, if present).
+fn element_of(ty: &CqlType, bytes: &[u8], key: &[u8]) -> Result<Option<Vec<u8>>> {
+    Ok(match (ty.unfrozen(), Value::deserialize(ty, bytes)?) {
+        (CqlType::Map(kt, _), Value::Map(entries)) => entries
+            .into_iter()
+            .find(|(k, _)| {
+                rocksandra_data::value::compare(kt, &k.to_bytes(), key) == std::cmp::Ordering::Equal
+            })
+            .map(|(_, v)| v.to_bytes()),
+        (CqlType::Set(et), Value::Set(items)) => items
+            .into_iter()
+            .find(|v| {
+                rocksandra_data::value::compare(et, &v.to_bytes(), key) == std::cmp::Ordering::Equal
+            })
+            .map(|v| v.to_bytes()),
+        _ => None,
     })
 }
 
