@@ -888,40 +888,7 @@ fn literal_label(expr: &Expr) -> String {
 fn plan(table: &Table, select: &Select, ctx: &EvalContext<'_>) -> Result<Vec<Output>> {
     let mut outputs = Vec::new();
     match &select.selection {
-        Selection::Wildcard => {
-            let mut order: Vec<usize> =
-                (0..table.partition_key_count + table.clustering_count).collect();
-            let mut statics: Vec<usize> = Vec::new();
-            let mut regulars: Vec<usize> = Vec::new();
-            for (i, c) in table.columns.iter().enumerate().skip(order.len()) {
-                if c.kind == ColumnKind::Static {
-                    statics.push(i);
-                } else {
-                    regulars.push(i);
-                }
-            }
-            statics.sort_by(|a, b| {
-                table.columns[*a]
-                    .name
-                    .as_bytes()
-                    .cmp(table.columns[*b].name.as_bytes())
-            });
-            regulars.sort_by(|a, b| {
-                table.columns[*a]
-                    .name
-                    .as_bytes()
-                    .cmp(table.columns[*b].name.as_bytes())
-            });
-            order.extend(statics);
-            order.extend(regulars);
-            for i in order {
-                outputs.push(Output {
-                    sel: Sel::Column(i),
-                    name: table.columns[i].name.clone(),
-                    ty: table.columns[i].ty.clone(),
-                });
-            }
-        }
+        Selection::Wildcard => outputs = wildcard_outputs(table),
         Selection::Selectors(selectors) => {
             for AstSelector { expr, alias } in selectors {
                 if matches!(expr, Expr::Tuple(_)) {
@@ -943,49 +910,92 @@ fn plan(table: &Table, select: &Select, ctx: &EvalContext<'_>) -> Result<Vec<Out
         }
     }
     if select.distinct {
-        // SelectStatement.validateDistinctSelection: the columns the
-        // selection reads are partition key or static columns, and a scan
-        // of a token range reads every partition key column.
-        let mut requested: Vec<usize> = Vec::new();
-        for o in &outputs {
-            sel_columns(table, &o.sel, &mut requested);
-        }
-        for i in &requested {
-            if !matches!(
-                table.columns[*i].kind,
-                ColumnKind::PartitionKey | ColumnKind::Static
-            ) {
-                return Err(QueryError::invalid(format!(
-                    "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
-                    table.columns[*i].name
-                )));
-            }
-        }
-        let key_restricted = |i: usize| {
-            select.where_clause.iter().any(|r| {
-                matches!(r, rocksandra_cql::ast::Relation::Compare {
-                    lhs: rocksandra_cql::ast::RelationLhs::Column(c),
-                    op: rocksandra_cql::ast::Operator::Eq | rocksandra_cql::ast::Operator::In,
-                    ..
-                } if table.column_index(c.as_str()) == Some(i))
-            })
-        };
-        let key_range = !(0..table.partition_key_count).all(key_restricted);
-        if key_range {
-            if let Some(missing) = table
-                .partition_key()
-                .iter()
-                .enumerate()
-                .find(|(i, _)| !requested.contains(i))
-            {
-                return Err(QueryError::invalid(format!(
-                    "SELECT DISTINCT queries must request all the partition key columns (missing {})",
-                    missing.1.name
-                )));
-            }
-        }
+        check_distinct_selection(table, select, &outputs)?;
     }
     Ok(outputs)
+}
+
+/// `SELECT *`: the primary key columns in key order, then the static and
+/// the regular columns, each by name.
+fn wildcard_outputs(table: &Table) -> Vec<Output> {
+    let mut outputs = Vec::new();
+    let mut order: Vec<usize> = (0..table.partition_key_count + table.clustering_count).collect();
+    let mut statics: Vec<usize> = Vec::new();
+    let mut regulars: Vec<usize> = Vec::new();
+    for (i, c) in table.columns.iter().enumerate().skip(order.len()) {
+        if c.kind == ColumnKind::Static {
+            statics.push(i);
+        } else {
+            regulars.push(i);
+        }
+    }
+    statics.sort_by(|a, b| {
+        table.columns[*a]
+            .name
+            .as_bytes()
+            .cmp(table.columns[*b].name.as_bytes())
+    });
+    regulars.sort_by(|a, b| {
+        table.columns[*a]
+            .name
+            .as_bytes()
+            .cmp(table.columns[*b].name.as_bytes())
+    });
+    order.extend(statics);
+    order.extend(regulars);
+    for i in order {
+        outputs.push(Output {
+            sel: Sel::Column(i),
+            name: table.columns[i].name.clone(),
+            ty: table.columns[i].ty.clone(),
+        });
+    }
+    outputs
+}
+
+/// SelectStatement.validateDistinctSelection: the columns the selection
+/// reads are partition key or static columns, and a scan of a token range
+/// reads every partition key column.
+fn check_distinct_selection(table: &Table, select: &Select, outputs: &[Output]) -> Result<()> {
+    let mut requested: Vec<usize> = Vec::new();
+    for o in outputs {
+        sel_columns(table, &o.sel, &mut requested);
+    }
+    for i in &requested {
+        if !matches!(
+            table.columns[*i].kind,
+            ColumnKind::PartitionKey | ColumnKind::Static
+        ) {
+            return Err(QueryError::invalid(format!(
+                "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
+                table.columns[*i].name
+            )));
+        }
+    }
+    let key_restricted = |i: usize| {
+        select.where_clause.iter().any(|r| {
+            matches!(r, rocksandra_cql::ast::Relation::Compare {
+                lhs: rocksandra_cql::ast::RelationLhs::Column(c),
+                op: rocksandra_cql::ast::Operator::Eq | rocksandra_cql::ast::Operator::In,
+                ..
+            } if table.column_index(c.as_str()) == Some(i))
+        })
+    };
+    let key_range = !(0..table.partition_key_count).all(key_restricted);
+    if key_range {
+        if let Some(missing) = table
+            .partition_key()
+            .iter()
+            .enumerate()
+            .find(|(i, _)| !requested.contains(i))
+        {
+            return Err(QueryError::invalid(format!(
+                "SELECT DISTINCT queries must request all the partition key columns (missing {})",
+                missing.1.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The table columns a selector reads, in selection order, once each.
