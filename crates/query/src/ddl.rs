@@ -1390,51 +1390,7 @@ pub fn alter_table(
     }
     let views: Vec<Arc<Table>> = crate::view::views_of(ks, name).cloned().collect();
     let mut table = Table::clone(current);
-    match &stmt.action {
-        AlterTableAction::Add {
-            if_not_exists,
-            columns,
-        } => {
-            for def in columns {
-                add_column(ks, &mut table, def, *if_not_exists)?;
-            }
-            table.sort_value_columns();
-        }
-        AlterTableAction::Drop {
-            if_exists,
-            columns,
-            timestamp,
-        } => {
-            let dropped_time = timestamp.unwrap_or(now_micros);
-            for ident in columns {
-                drop_column(
-                    &mut table,
-                    ident,
-                    *if_exists,
-                    !views.is_empty(),
-                    dropped_time,
-                )?;
-            }
-        }
-        AlterTableAction::Rename { if_exists, renames } => {
-            for (from, to) in renames {
-                rename_column(&mut table, from, to, *if_exists)?;
-            }
-        }
-        AlterTableAction::AlterColumnType { .. } => {
-            return Err(QueryError::invalid(
-                "Altering column types is no longer supported",
-            ));
-        }
-        AlterTableAction::With(properties) => {
-            apply_table_properties(&mut table.params, properties)?;
-            if table.is_counter() && table.params.default_time_to_live > 0 {
-                return Err(QueryError::invalid(
-                    "Cannot set default_time_to_live on a table with counters",
-                ));
-            }
-        }
-    }
+    apply_alter_action(ks, &mut table, &stmt.action, !views.is_empty(), now_micros)?;
     let mut next = replace_table(schema, table.clone());
     let mut altered = Vec::new();
     for view in &views {
@@ -1452,6 +1408,58 @@ pub fn alter_table(
             ..StorageEffects::default()
         },
     })
+}
+
+/// Applies an ALTER TABLE action to `table`: ADD, DROP (at the statement's
+/// timestamp, else now) or RENAME columns, or WITH properties; altering a
+/// column's type is refused.
+fn apply_alter_action(
+    ks: &Keyspace,
+    table: &mut Table,
+    action: &AlterTableAction,
+    has_views: bool,
+    now_micros: i64,
+) -> Result<()> {
+    match action {
+        AlterTableAction::Add {
+            if_not_exists,
+            columns,
+        } => {
+            for def in columns {
+                add_column(ks, table, def, *if_not_exists)?;
+            }
+            table.sort_value_columns();
+        }
+        AlterTableAction::Drop {
+            if_exists,
+            columns,
+            timestamp,
+        } => {
+            let dropped_time = timestamp.unwrap_or(now_micros);
+            for ident in columns {
+                drop_column(table, ident, *if_exists, has_views, dropped_time)?;
+            }
+        }
+        AlterTableAction::Rename { if_exists, renames } => {
+            for (from, to) in renames {
+                rename_column(table, from, to, *if_exists)?;
+            }
+        }
+        AlterTableAction::AlterColumnType { .. } => {
+            return Err(QueryError::invalid(
+                "Altering column types is no longer supported",
+            ));
+        }
+        AlterTableAction::With(properties) => {
+            apply_table_properties(&mut table.params, properties)?;
+            if table.is_counter() && table.params.default_time_to_live > 0 {
+                return Err(QueryError::invalid(
+                    "Cannot set default_time_to_live on a table with counters",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// ALTER TABLE ADD of one column.
