@@ -1103,29 +1103,7 @@ impl<'a> CasRequest<'a> {
         request: &Request,
     ) -> Result<Current> {
         let table = &self.table;
-        let (slices, row_limit) = if self.rows.is_empty() {
-            // Only the static row has conditions: the first live row tells
-            // an empty partition from one without static content.
-            (vec![Slice::all()], 1)
-        } else if table.clustering_count == 0 {
-            (vec![Slice::all()], 0)
-        } else {
-            (
-                self.rows
-                    .iter()
-                    .map(|(c, _)| Slice::prefix(c.clone()))
-                    .collect(),
-                0,
-            )
-        };
-        let read = PartitionRead {
-            table: table.storage_id,
-            partition: partition.clone(),
-            slices,
-            reversed: false,
-            include_static: true,
-            row_limit,
-        };
+        let read = self.partition_read(partition);
         let now = executor.local_now(request);
         let stored = executor.data().read_partition(
             &executor.schema(),
@@ -1139,17 +1117,10 @@ impl<'a> CasRequest<'a> {
         for (i, component) in pk.into_iter().enumerate() {
             base[i].value = Some(component);
         }
-        let read_ids = |kind: ColumnKind| -> Vec<rocksandra_storage::cell::ColumnId> {
-            table
-                .columns
-                .iter()
-                .enumerate()
-                .filter(|(i, c)| c.kind == kind && self.read[*i])
-                .map(|(_, c)| c.id)
-                .collect()
-        };
-        let (static_ids, regular_ids) =
-            (read_ids(ColumnKind::Static), read_ids(ColumnKind::Regular));
+        let (static_ids, regular_ids) = (
+            self.read_ids(ColumnKind::Static),
+            self.read_ids(ColumnKind::Regular),
+        );
         let mut static_exists = false;
         if let Some(static_row) = &stored.static_row {
             static_exists = static_row
@@ -1191,6 +1162,47 @@ impl<'a> CasRequest<'a> {
             static_row: static_exists.then_some(static_row),
             rows,
         })
+    }
+
+    /// The read of the rows the conditions are on: the static row with the
+    /// first live row (static conditions only), the whole partition (no
+    /// clustering columns), or the conditioned rows.
+    fn partition_read(&self, partition: &PartitionKey) -> PartitionRead {
+        let table = &self.table;
+        let (slices, row_limit) = if self.rows.is_empty() {
+            // Only the static row has conditions: the first live row tells
+            // an empty partition from one without static content.
+            (vec![Slice::all()], 1)
+        } else if table.clustering_count == 0 {
+            (vec![Slice::all()], 0)
+        } else {
+            (
+                self.rows
+                    .iter()
+                    .map(|(c, _)| Slice::prefix(c.clone()))
+                    .collect(),
+                0,
+            )
+        };
+        PartitionRead {
+            table: table.storage_id,
+            partition: partition.clone(),
+            slices,
+            reversed: false,
+            include_static: true,
+            row_limit,
+        }
+    }
+
+    /// The ids of the columns of `kind` the read returns.
+    fn read_ids(&self, kind: ColumnKind) -> Vec<rocksandra_storage::cell::ColumnId> {
+        self.table
+            .columns
+            .iter()
+            .enumerate()
+            .filter(|(i, c)| c.kind == kind && self.read[*i])
+            .map(|(_, c)| c.id)
+            .collect()
     }
 
     /// Clears the columns the read does not return.
