@@ -57,38 +57,10 @@ pub(super) fn execute(
     };
     let table = first.table.clone();
     if is_batch {
-        // BatchStatement.validate, then the partition of every statement.
-        if using.iter().any(|u| matches!(u, UsingParam::Timestamp(_))) {
-            return Err(QueryError::invalid(
-                "Cannot provide custom timestamp for conditional BATCH",
-            ));
-        }
-        if prepared
-            .iter()
-            .any(|p| p.table.storage_id != table.storage_id)
-        {
-            return Err(QueryError::invalid(
-                "Batch with conditions cannot span multiple tables",
-            ));
-        }
-        if prepared.iter().any(|p| p.pk != first.pk) {
-            return Err(QueryError::invalid(
-                "Batch with conditions cannot span multiple partitions",
-            ));
-        }
+        check_conditional_batch(using, &prepared, first)?;
     }
     let request = &statements[0].2;
-    if matches!(
-        request.consistency,
-        Consistency::Serial | Consistency::LocalSerial
-    ) {
-        return Err(QueryError::invalid(format!(
-            "{} is not supported as conditional update commit consistency. Use ANY if you mean \
-             \"make sure it is accepted but I don't care how many replicas commit it for \
-             non-SERIAL reads\"",
-            request.consistency.name()
-        )));
-    }
+    check_commit_consistency(request)?;
     let cas = CasRequest::build(&table, &prepared, is_batch)?;
     let serial = serial_of(request);
     let options = CasOptions {
@@ -133,6 +105,50 @@ pub(super) fn execute(
         },
     )?;
     outcome.ok_or_else(|| QueryError::Server("compare-and-set made no decision".into()))
+}
+
+/// BatchStatement.validate for a conditional batch (no custom timestamp),
+/// then one table and one partition for every statement.
+fn check_conditional_batch(
+    using: &[UsingParam],
+    prepared: &[Prepared],
+    first: &Prepared,
+) -> Result<()> {
+    if using.iter().any(|u| matches!(u, UsingParam::Timestamp(_))) {
+        return Err(QueryError::invalid(
+            "Cannot provide custom timestamp for conditional BATCH",
+        ));
+    }
+    if prepared
+        .iter()
+        .any(|p| p.table.storage_id != first.table.storage_id)
+    {
+        return Err(QueryError::invalid(
+            "Batch with conditions cannot span multiple tables",
+        ));
+    }
+    if prepared.iter().any(|p| p.pk != first.pk) {
+        return Err(QueryError::invalid(
+            "Batch with conditions cannot span multiple partitions",
+        ));
+    }
+    Ok(())
+}
+
+/// A conditional update commits at a non-serial consistency.
+fn check_commit_consistency(request: &Request) -> Result<()> {
+    if matches!(
+        request.consistency,
+        Consistency::Serial | Consistency::LocalSerial
+    ) {
+        return Err(QueryError::invalid(format!(
+            "{} is not supported as conditional update commit consistency. Use ANY if you mean \
+             \"make sure it is accepted but I don't care how many replicas commit it for \
+             non-SERIAL reads\"",
+            request.consistency.name()
+        )));
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------- statements
