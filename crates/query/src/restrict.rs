@@ -1292,75 +1292,13 @@ pub fn row_matches(table: &Table, row: &CqlRow, filters: &[Filter]) -> Result<bo
             | Operator::Lt
             | Operator::Lte
             | Operator::Gt
-            | Operator::Gte => {
-                let (value_type, actual_value): (CqlType, Option<Vec<u8>>) = match &f.element_key {
-                    Some(key) => {
-                        let CqlType::Map(kt, vt) = ty.unfrozen() else {
-                            return Ok(false);
-                        };
-                        let found = match Value::deserialize(ty, actual)? {
-                            Value::Map(entries) => entries
-                                .into_iter()
-                                .find(|(k, _)| {
-                                    rocksandra_data::value::compare(kt, &k.to_bytes(), key)
-                                        == Ordering::Equal
-                                })
-                                .map(|(_, v)| v.to_bytes()),
-                            _ => None,
-                        };
-                        ((**vt).clone(), found)
-                    }
-                    None => (ty.clone(), Some(actual.clone())),
-                };
-                let Some(actual_value) = actual_value else {
-                    return Ok(false);
-                };
-                let Some(Some(expected)) = f.values.first() else {
-                    return Ok(false);
-                };
-                let o = rocksandra_data::value::compare(&value_type, &actual_value, expected);
-                match f.op {
-                    Operator::Eq => o == Ordering::Equal,
-                    Operator::Neq => o != Ordering::Equal,
-                    Operator::Lt => o == Ordering::Less,
-                    Operator::Lte => o != Ordering::Greater,
-                    Operator::Gt => o == Ordering::Greater,
-                    _ => o != Ordering::Less,
-                }
-            }
+            | Operator::Gte => comparison_matches(f, ty, actual)?,
             Operator::In => f
                 .values
                 .iter()
                 .flatten()
                 .any(|v| rocksandra_data::value::compare(ty, actual, v) == Ordering::Equal),
-            Operator::Contains | Operator::ContainsKey => {
-                let Some(Some(needle)) = f.values.first() else {
-                    return Ok(false);
-                };
-                let value = Value::deserialize(ty, actual)?;
-                let (elem_ty, items): (CqlType, Vec<Vec<u8>>) = match (ty.unfrozen(), value) {
-                    (CqlType::List(e), Value::List(v)) | (CqlType::Set(e), Value::Set(v)) => {
-                        ((**e).clone(), v.iter().map(Value::to_bytes).collect())
-                    }
-                    (CqlType::Map(k, v), Value::Map(entries)) => {
-                        if f.op == Operator::ContainsKey {
-                            (
-                                (**k).clone(),
-                                entries.iter().map(|(k, _)| k.to_bytes()).collect(),
-                            )
-                        } else {
-                            (
-                                (**v).clone(),
-                                entries.iter().map(|(_, v)| v.to_bytes()).collect(),
-                            )
-                        }
-                    }
-                    _ => return Ok(false),
-                };
-                items.iter().any(|i| {
-                    rocksandra_data::value::compare(&elem_ty, i, needle) == Ordering::Equal
-                })
-            }
+            Operator::Contains | Operator::ContainsKey => contains_matches(f, ty, actual)?,
             Operator::Like => {
                 let Some(Some(pattern)) = f.values.first() else {
                     return Ok(false);
@@ -1373,6 +1311,75 @@ pub fn row_matches(table: &Table, row: &CqlRow, filters: &[Filter]) -> Result<bo
         }
     }
     Ok(true)
+}
+
+/// `=`, `!=`, `<`, `<=`, `>`, `>=` on a value, or on a map entry's value
+/// (`m[key] = v`); false when either side is missing.
+fn comparison_matches(f: &Filter, ty: &CqlType, actual: &[u8]) -> Result<bool> {
+    let (value_type, actual_value): (CqlType, Option<Vec<u8>>) = match &f.element_key {
+        Some(key) => {
+            let CqlType::Map(kt, vt) = ty.unfrozen() else {
+                return Ok(false);
+            };
+            let found = match Value::deserialize(ty, actual)? {
+                Value::Map(entries) => entries
+                    .into_iter()
+                    .find(|(k, _)| {
+                        rocksandra_data::value::compare(kt, &k.to_bytes(), key) == Ordering::Equal
+                    })
+                    .map(|(_, v)| v.to_bytes()),
+                _ => None,
+            };
+            ((**vt).clone(), found)
+        }
+        None => (ty.clone(), Some(actual.to_vec())),
+    };
+    let Some(actual_value) = actual_value else {
+        return Ok(false);
+    };
+    let Some(Some(expected)) = f.values.first() else {
+        return Ok(false);
+    };
+    let o = rocksandra_data::value::compare(&value_type, &actual_value, expected);
+    Ok(match f.op {
+        Operator::Eq => o == Ordering::Equal,
+        Operator::Neq => o != Ordering::Equal,
+        Operator::Lt => o == Ordering::Less,
+        Operator::Lte => o != Ordering::Greater,
+        Operator::Gt => o == Ordering::Greater,
+        _ => o != Ordering::Less,
+    })
+}
+
+/// CONTAINS on a collection's elements (a map's values), or CONTAINS KEY on
+/// a map's keys.
+fn contains_matches(f: &Filter, ty: &CqlType, actual: &[u8]) -> Result<bool> {
+    let Some(Some(needle)) = f.values.first() else {
+        return Ok(false);
+    };
+    let value = Value::deserialize(ty, actual)?;
+    let (elem_ty, items): (CqlType, Vec<Vec<u8>>) = match (ty.unfrozen(), value) {
+        (CqlType::List(e), Value::List(v)) | (CqlType::Set(e), Value::Set(v)) => {
+            ((**e).clone(), v.iter().map(Value::to_bytes).collect())
+        }
+        (CqlType::Map(k, v), Value::Map(entries)) => {
+            if f.op == Operator::ContainsKey {
+                (
+                    (**k).clone(),
+                    entries.iter().map(|(k, _)| k.to_bytes()).collect(),
+                )
+            } else {
+                (
+                    (**v).clone(),
+                    entries.iter().map(|(_, v)| v.to_bytes()).collect(),
+                )
+            }
+        }
+        _ => return Ok(false),
+    };
+    Ok(items
+        .iter()
+        .any(|i| rocksandra_data::value::compare(&elem_ty, i, needle) == Ordering::Equal))
 }
 
 /// LIKE with `%` at the start and/or end (SASI's prefix/suffix/contains).
