@@ -541,36 +541,63 @@ impl Executor {
                 )));
             }
         }
-        // Cassandra's ListRolesStatement.execute: DESCRIBE on all roles
-        // (superusers, and everyone under AllowAllAuthorizer) lists any
-        // role; others see their own roles, and those of a role they hold.
+        let shown = self.shown_roles(request, &user, of.as_deref(), recursive)?;
+        let Some(mut roles) = self.stored_roles()? else {
+            return Ok(Outcome::void());
+        };
+        roles.sort();
+        if let Some(shown) = &shown {
+            roles.retain(|(n, _, _)| shown.contains(n));
+        }
+        if users {
+            roles.retain(|(_, login, _)| *login);
+        }
+        Ok(role_list(roles, users))
+    }
+
+    /// The roles LIST ROLES may show (None: all of them), as Cassandra's
+    /// ListRolesStatement.execute decides: DESCRIBE on all roles
+    /// (superusers, and everyone under AllowAllAuthorizer) lists any role;
+    /// others see their own roles, and those of a role they hold.
+    fn shown_roles(
+        &self,
+        request: &Request,
+        user: &str,
+        of: Option<&str>,
+        recursive: bool,
+    ) -> Result<Option<BTreeSet<String>>> {
         let describe_all = !self.authorizer_enabled()
             || self
                 .subject(request)?
                 .held_on(&Resource::AllRoles)
                 .contains(&Permission::Describe);
-        let shown: Option<BTreeSet<String>> = match (&of, describe_all) {
+        Ok(match (of, describe_all) {
             (None, true) => None,
             (Some(of), true) => Some(self.granted_roles(of, recursive)?),
-            (None, false) => Some(self.granted_roles(&user, recursive)?),
+            (None, false) => Some(self.granted_roles(user, recursive)?),
             (Some(of), false) => {
-                if !self.granted_roles(&user, true)?.contains(of) {
+                if !self.granted_roles(user, true)?.contains(of) {
                     return Err(QueryError::Unauthorized(format!(
                         "You are not authorized to view roles granted to {of} "
                     )));
                 }
                 Some(self.granted_roles(of, recursive)?)
             }
-        };
+        })
+    }
+
+    /// Every stored role: name, LOGIN and SUPERUSER; None if the roles
+    /// table gives no rows.
+    fn stored_roles(&self) -> Result<Option<Vec<(String, bool, bool)>>> {
         let outcome = self.run_internal(
             "SELECT role, can_login, is_superuser FROM system_auth.roles",
             Vec::new(),
             None,
         )?;
         let ResultBody::Rows(stored) = outcome.body else {
-            return Ok(Outcome::void());
+            return Ok(None);
         };
-        let mut roles: Vec<(String, bool, bool)> = stored
+        let roles: Vec<(String, bool, bool)> = stored
             .rows
             .iter()
             .map(|r| {
@@ -589,67 +616,7 @@ impl Executor {
                 (name, flag(1), flag(2))
             })
             .collect();
-        roles.sort();
-        if let Some(shown) = &shown {
-            roles.retain(|(n, _, _)| shown.contains(n));
-        }
-        if users {
-            roles.retain(|(_, login, _)| *login);
-        }
-        let spec = |name: &str, ty: CqlType| ColumnSpec {
-            table: TableSpec {
-                keyspace: "system_auth".into(),
-                table: "roles".into(),
-            },
-            name: name.into(),
-            cql_type: ty,
-        };
-        let text_t = CqlType::Native(NativeType::Text);
-        let bool_t = CqlType::Native(NativeType::Boolean);
-        let specs = if users {
-            vec![
-                spec("name", text_t.clone()),
-                spec("super", bool_t.clone()),
-                spec("datacenters", text_t.clone()),
-            ]
-        } else {
-            vec![
-                spec("role", text_t.clone()),
-                spec("super", bool_t.clone()),
-                spec("login", bool_t.clone()),
-                spec(
-                    "options",
-                    CqlType::Map(Box::new(text_t.clone()), Box::new(text_t.clone())),
-                ),
-                spec("datacenters", text_t),
-            ]
-        };
-        let rows = roles
-            .into_iter()
-            .map(|(name, login, sup)| {
-                let b = |v: bool| Some(bytes::Bytes::from(vec![u8::from(v)]));
-                let t = |s: &str| Some(bytes::Bytes::copy_from_slice(s.as_bytes()));
-                if users {
-                    vec![t(&name), b(sup), t("ALL")]
-                } else {
-                    vec![
-                        t(&name),
-                        b(sup),
-                        b(login),
-                        Some(bytes::Bytes::from(Value::Map(Vec::new()).to_bytes())),
-                        t("ALL"),
-                    ]
-                }
-            })
-            .collect();
-        Ok(Outcome::rows(Rows {
-            metadata: RowsMetadata {
-                columns: ColumnsMetadata::Specs(specs.into()),
-                paging_state: None,
-                new_metadata_id: None,
-            },
-            rows,
-        }))
+        Ok(Some(roles))
     }
 }
 
@@ -659,6 +626,65 @@ struct RoleOptions {
     hashed_password: Option<String>,
     login: Option<bool>,
     superuser: Option<bool>,
+}
+
+/// The result of LIST ROLES (role, super, login, options, datacenters) or
+/// LIST USERS (name, super, datacenters).
+fn role_list(roles: Vec<(String, bool, bool)>, users: bool) -> Outcome {
+    let spec = |name: &str, ty: CqlType| ColumnSpec {
+        table: TableSpec {
+            keyspace: "system_auth".into(),
+            table: "roles".into(),
+        },
+        name: name.into(),
+        cql_type: ty,
+    };
+    let text_t = CqlType::Native(NativeType::Text);
+    let bool_t = CqlType::Native(NativeType::Boolean);
+    let specs = if users {
+        vec![
+            spec("name", text_t.clone()),
+            spec("super", bool_t.clone()),
+            spec("datacenters", text_t.clone()),
+        ]
+    } else {
+        vec![
+            spec("role", text_t.clone()),
+            spec("super", bool_t.clone()),
+            spec("login", bool_t.clone()),
+            spec(
+                "options",
+                CqlType::Map(Box::new(text_t.clone()), Box::new(text_t.clone())),
+            ),
+            spec("datacenters", text_t),
+        ]
+    };
+    let rows = roles
+        .into_iter()
+        .map(|(name, login, sup)| {
+            let b = |v: bool| Some(bytes::Bytes::from(vec![u8::from(v)]));
+            let t = |s: &str| Some(bytes::Bytes::copy_from_slice(s.as_bytes()));
+            if users {
+                vec![t(&name), b(sup), t("ALL")]
+            } else {
+                vec![
+                    t(&name),
+                    b(sup),
+                    b(login),
+                    Some(bytes::Bytes::from(Value::Map(Vec::new()).to_bytes())),
+                    t("ALL"),
+                ]
+            }
+        })
+        .collect();
+    Outcome::rows(Rows {
+        metadata: RowsMetadata {
+            columns: ColumnsMetadata::Specs(specs.into()),
+            paging_state: None,
+            new_metadata_id: None,
+        },
+        rows,
+    })
 }
 
 impl RoleOptions {

@@ -331,54 +331,10 @@ pub fn requirements(
     schema: &Schema,
     session_ks: Option<&str>,
 ) -> Result<Vec<(Permission, Resource)>> {
-    let table = |name: &ast::QualifiedName| -> Result<Option<Resource>> {
-        let keyspace = keyspace_of(name, session_ks)?;
-        Ok(schema
-            .table(keyspace, name.name.as_str())
-            .map(|_| Resource::Table(keyspace.into(), name.name.as_str().into())))
-    };
-    let on_table = |permission: Permission, name: &ast::QualifiedName| -> Result<Vec<_>> {
-        Ok(table(name)?.map(|r| (permission, r)).into_iter().collect())
-    };
-    // Schema statements are authorized before the table is looked up.
-    let on_named_table = |permission: Permission, name: &ast::QualifiedName| -> Result<Vec<_>> {
-        let keyspace = keyspace_of(name, session_ks)?;
-        Ok(match is_system_keyspace(keyspace) {
-            true => Vec::new(),
-            false => vec![(
-                permission,
-                Resource::Table(keyspace.into(), name.name.as_str().into()),
-            )],
-        })
-    };
-    // CREATE, ALTER and DROP of tables and types: on every table of the keyspace.
-    let on_all_tables = |permission: Permission, name: &ast::QualifiedName| -> Result<Vec<_>> {
-        let keyspace = keyspace_of(name, session_ks)?;
-        Ok(match is_system_keyspace(keyspace) {
-            true => Vec::new(),
-            false => vec![(permission, Resource::AllTables(keyspace.into()))],
-        })
-    };
-    let on_keyspace = |permission: Permission, keyspace: &str| match is_system_keyspace(keyspace) {
-        true => Vec::new(),
-        false => vec![(permission, Resource::Keyspace(keyspace.into()))],
-    };
-    let view_base = |keyspace: &str, name: &str| -> Option<Resource> {
-        let base = &schema.table(keyspace, name)?.view.as_ref()?.base_table;
-        Some(Resource::Table(keyspace.into(), base.clone()))
-    };
+    let on = Resources { schema, session_ks };
+    let table = |name: &ast::QualifiedName| on.table(name);
     Ok(match statement {
-        Statement::Select(s) => {
-            let keyspace = keyspace_of(&s.table, session_ks)?;
-            match is_readable_system_table(keyspace, s.table.name.as_str()) {
-                true => Vec::new(),
-                // Reading a view needs SELECT on its base table.
-                false => match view_base(keyspace, s.table.name.as_str()) {
-                    Some(base) => vec![(Permission::Select, base)],
-                    None => on_table(Permission::Select, &s.table)?,
-                },
-            }
-        }
+        Statement::Select(s) => on.select(s)?,
         Statement::Insert(i) => modification(&i.table, i.if_not_exists, &table)?,
         Statement::Update(u) => modification(&u.table, u.condition.is_some(), &table)?,
         Statement::Delete(d) => modification(&d.table, d.condition.is_some(), &table)?,
@@ -405,50 +361,14 @@ pub fn requirements(
             }
             k => on_keyspace(Permission::Alter, k),
         },
-        Statement::CreateTable(s) => on_all_tables(Permission::Create, &s.name)?,
-        Statement::CreateType(s) => on_all_tables(Permission::Create, &s.name)?,
-        Statement::AlterType(s) => on_all_tables(Permission::Alter, &s.name)?,
-        Statement::AlterTable(s) => on_named_table(Permission::Alter, &s.table)?,
-        Statement::CreateIndex(s) => on_named_table(Permission::Alter, &s.table)?,
-        Statement::CreateMaterializedView(s) => on_named_table(Permission::Alter, &s.base_table)?,
-        Statement::AlterMaterializedView(s) => {
-            let keyspace = keyspace_of(&s.name, session_ks)?;
-            view_base(keyspace, s.name.name.as_str())
-                .map(|base| (Permission::Alter, base))
-                .into_iter()
-                .collect()
-        }
-        Statement::Drop(d) => match d.kind {
-            DropKind::Keyspace => on_keyspace(Permission::Drop, d.name.name.as_str()),
-            DropKind::Table => on_named_table(Permission::Drop, &d.name)?,
-            DropKind::Type => on_all_tables(Permission::Drop, &d.name)?,
-            DropKind::Index => {
-                let keyspace = keyspace_of(&d.name, session_ks)?;
-                let index = d.name.name.as_str();
-                schema
-                    .keyspace(keyspace)
-                    .and_then(|k| {
-                        k.tables
-                            .values()
-                            .find(|t| t.indexes.iter().any(|i| i.name == index))
-                    })
-                    .map(|t| {
-                        (
-                            Permission::Alter,
-                            Resource::Table(keyspace.into(), t.name.clone()),
-                        )
-                    })
-                    .into_iter()
-                    .collect()
-            }
-            DropKind::MaterializedView => {
-                let keyspace = keyspace_of(&d.name, session_ks)?;
-                view_base(keyspace, d.name.name.as_str())
-                    .map(|base| (Permission::Alter, base))
-                    .into_iter()
-                    .collect()
-            }
-        },
+        Statement::CreateTable(s) => on.all_tables(Permission::Create, &s.name)?,
+        Statement::CreateType(s) => on.all_tables(Permission::Create, &s.name)?,
+        Statement::AlterType(s) => on.all_tables(Permission::Alter, &s.name)?,
+        Statement::AlterTable(s) => on.named_table(Permission::Alter, &s.table)?,
+        Statement::CreateIndex(s) => on.named_table(Permission::Alter, &s.table)?,
+        Statement::CreateMaterializedView(s) => on.named_table(Permission::Alter, &s.base_table)?,
+        Statement::AlterMaterializedView(s) => on.alter_on_view_base(&s.name)?,
+        Statement::Drop(d) => on.drop(d)?,
         Statement::CreateRole(_) => vec![(Permission::Create, Resource::AllRoles)],
         Statement::DropRole(s) => vec![(Permission::Drop, Resource::Role(s.name.as_str().into()))],
         Statement::GrantRole(s) | Statement::RevokeRole(s) => {
@@ -476,6 +396,138 @@ pub fn requirements(
         | Statement::CreateAggregate(_)
         | Statement::DropFunction(_) => Vec::new(),
     })
+}
+
+/// `permission` on a keyspace, unless it is a system keyspace.
+fn on_keyspace(permission: Permission, keyspace: &str) -> Vec<(Permission, Resource)> {
+    match is_system_keyspace(keyspace) {
+        true => Vec::new(),
+        false => vec![(permission, Resource::Keyspace(keyspace.into()))],
+    }
+}
+
+/// The resources statements name, resolved against the schema and the
+/// session's keyspace.
+struct Resources<'a> {
+    schema: &'a Schema,
+    session_ks: Option<&'a str>,
+}
+
+impl Resources<'_> {
+    /// The table `name`, if it exists.
+    fn table(&self, name: &ast::QualifiedName) -> Result<Option<Resource>> {
+        let keyspace = keyspace_of(name, self.session_ks)?;
+        Ok(self
+            .schema
+            .table(keyspace, name.name.as_str())
+            .map(|_| Resource::Table(keyspace.into(), name.name.as_str().into())))
+    }
+
+    /// `permission` on the table `name`, if it exists.
+    fn on_table(
+        &self,
+        permission: Permission,
+        name: &ast::QualifiedName,
+    ) -> Result<Vec<(Permission, Resource)>> {
+        Ok(self
+            .table(name)?
+            .map(|r| (permission, r))
+            .into_iter()
+            .collect())
+    }
+
+    /// `permission` on the table `name`, existing or not (schema statements
+    /// are authorized before the table is looked up).
+    fn named_table(
+        &self,
+        permission: Permission,
+        name: &ast::QualifiedName,
+    ) -> Result<Vec<(Permission, Resource)>> {
+        let keyspace = keyspace_of(name, self.session_ks)?;
+        Ok(match is_system_keyspace(keyspace) {
+            true => Vec::new(),
+            false => vec![(
+                permission,
+                Resource::Table(keyspace.into(), name.name.as_str().into()),
+            )],
+        })
+    }
+
+    /// `permission` on every table of the keyspace (CREATE, ALTER and DROP
+    /// of tables and types).
+    fn all_tables(
+        &self,
+        permission: Permission,
+        name: &ast::QualifiedName,
+    ) -> Result<Vec<(Permission, Resource)>> {
+        let keyspace = keyspace_of(name, self.session_ks)?;
+        Ok(match is_system_keyspace(keyspace) {
+            true => Vec::new(),
+            false => vec![(permission, Resource::AllTables(keyspace.into()))],
+        })
+    }
+
+    /// The base table of the view `name`, if it is one.
+    fn view_base(&self, keyspace: &str, name: &str) -> Option<Resource> {
+        let base = &self.schema.table(keyspace, name)?.view.as_ref()?.base_table;
+        Some(Resource::Table(keyspace.into(), base.clone()))
+    }
+
+    /// ALTER on the base table of the view `name` (altering or dropping it).
+    fn alter_on_view_base(&self, name: &ast::QualifiedName) -> Result<Vec<(Permission, Resource)>> {
+        let keyspace = keyspace_of(name, self.session_ks)?;
+        Ok(self
+            .view_base(keyspace, name.name.as_str())
+            .map(|base| (Permission::Alter, base))
+            .into_iter()
+            .collect())
+    }
+
+    /// SELECT: nothing on readable system tables; on a view, SELECT on its
+    /// base table.
+    fn select(&self, s: &ast::Select) -> Result<Vec<(Permission, Resource)>> {
+        let keyspace = keyspace_of(&s.table, self.session_ks)?;
+        Ok(
+            match is_readable_system_table(keyspace, s.table.name.as_str()) {
+                true => Vec::new(),
+                // Reading a view needs SELECT on its base table.
+                false => match self.view_base(keyspace, s.table.name.as_str()) {
+                    Some(base) => vec![(Permission::Select, base)],
+                    None => self.on_table(Permission::Select, &s.table)?,
+                },
+            },
+        )
+    }
+
+    /// DROP of a keyspace, table, type, index (ALTER on its table) or view
+    /// (ALTER on its base table).
+    fn drop(&self, d: &ast::DropObject) -> Result<Vec<(Permission, Resource)>> {
+        Ok(match d.kind {
+            DropKind::Keyspace => on_keyspace(Permission::Drop, d.name.name.as_str()),
+            DropKind::Table => self.named_table(Permission::Drop, &d.name)?,
+            DropKind::Type => self.all_tables(Permission::Drop, &d.name)?,
+            DropKind::Index => {
+                let keyspace = keyspace_of(&d.name, self.session_ks)?;
+                let index = d.name.name.as_str();
+                self.schema
+                    .keyspace(keyspace)
+                    .and_then(|k| {
+                        k.tables
+                            .values()
+                            .find(|t| t.indexes.iter().any(|i| i.name == index))
+                    })
+                    .map(|t| {
+                        (
+                            Permission::Alter,
+                            Resource::Table(keyspace.into(), t.name.clone()),
+                        )
+                    })
+                    .into_iter()
+                    .collect()
+            }
+            DropKind::MaterializedView => self.alter_on_view_base(&d.name)?,
+        })
+    }
 }
 
 /// The table a statement of a batch writes, and whether it is conditional.
@@ -990,32 +1042,56 @@ impl Executor {
                 "LIST PERMISSIONS operation is not supported by AllowAllAuthorizer",
             ));
         }
+        self.check_may_view_permissions(request, grantee.as_deref())?;
+        let details = self.permission_details(stmt, resource.as_ref(), grantee.as_deref())?;
+        if details.is_empty() {
+            return Ok(Outcome::void());
+        }
+        Ok(permission_list(&details))
+    }
+
+    /// Whether the user may list `grantee`'s permissions (everyone's when
+    /// None): superusers, members of the grantee, and holders of DESCRIBE on
+    /// all roles or on the grantee.
+    fn check_may_view_permissions(&self, request: &Request, grantee: Option<&str>) -> Result<()> {
         let subject = self.subject(request)?;
         let may_view = subject.superuser
-            || grantee.as_ref().is_some_and(|g| subject.roles.contains(g))
+            || grantee.is_some_and(|g| subject.roles.contains(g))
             || subject
                 .held_on(&Resource::AllRoles)
                 .contains(&Permission::Describe)
-            || grantee.as_ref().is_some_and(|g| {
+            || grantee.is_some_and(|g| {
                 subject
-                    .held_on(&Resource::Role(g.clone()))
+                    .held_on(&Resource::Role(g.to_string()))
                     .contains(&Permission::Describe)
             });
         if !may_view {
             return Err(QueryError::Unauthorized(format!(
                 "You are not authorized to view {}'s permissions",
-                grantee.as_deref().unwrap_or("everyone")
+                grantee.unwrap_or("everyone")
             )));
         }
+        Ok(())
+    }
+
+    /// The permissions LIST PERMISSIONS shows: those asked for, held by the
+    /// grantee (or the roles it holds), on the resource (and its parents,
+    /// when recursive).
+    fn permission_details(
+        &self,
+        stmt: &ast::ListPermissions,
+        resource: Option<&Resource>,
+        grantee: Option<&str>,
+    ) -> Result<BTreeSet<PermissionDetails>> {
         let wanted: Vec<Permission> = match stmt.permissions {
             Permissions::All => PERMISSIONS.to_vec(),
             Permissions::One(p) => vec![p],
         };
-        let resources: Option<Vec<String>> = resource.as_ref().map(|r| match stmt.recursive {
+        let resources: Option<Vec<String>> = resource.map(|r| match stmt.recursive {
             true => r.chain().iter().map(Resource::name).collect(),
             false => vec![r.name()],
         });
-        let roles: Option<BTreeSet<String>> = match &grantee {
+        let roles: Option<BTreeSet<String>> = match grantee {
             Some(g) => Some(self.granted_roles(g, true)?),
             None => None,
         };
@@ -1042,46 +1118,48 @@ impl Executor {
                 });
             }
         }
-        if details.is_empty() {
-            return Ok(Outcome::void());
-        }
-        let spec = |name: &str| ColumnSpec {
-            table: TableSpec {
-                keyspace: "system_auth".into(),
-                table: "permissions".into(),
-            },
-            name: name.into(),
-            cql_type: CqlType::Native(NativeType::Text),
-        };
-        let cell = |s: &str| Some(bytes::Bytes::copy_from_slice(s.as_bytes()));
-        let rows = details
-            .iter()
-            .map(|d| {
-                vec![
-                    cell(&d.role),
-                    cell(&d.role),
-                    cell(&d.resource),
-                    cell(d.permission.name()),
-                ]
-            })
-            .collect();
-        Ok(Outcome::rows(Rows {
-            metadata: RowsMetadata {
-                columns: ColumnsMetadata::Specs(
-                    [
-                        spec("role"),
-                        spec("username"),
-                        spec("resource"),
-                        spec("permission"),
-                    ]
-                    .into(),
-                ),
-                paging_state: None,
-                new_metadata_id: None,
-            },
-            rows,
-        }))
+        Ok(details)
     }
+}
+
+/// The result of LIST PERMISSIONS: role, username, resource, permission.
+fn permission_list(details: &BTreeSet<PermissionDetails>) -> Outcome {
+    let spec = |name: &str| ColumnSpec {
+        table: TableSpec {
+            keyspace: "system_auth".into(),
+            table: "permissions".into(),
+        },
+        name: name.into(),
+        cql_type: CqlType::Native(NativeType::Text),
+    };
+    let cell = |s: &str| Some(bytes::Bytes::copy_from_slice(s.as_bytes()));
+    let rows = details
+        .iter()
+        .map(|d| {
+            vec![
+                cell(&d.role),
+                cell(&d.role),
+                cell(&d.resource),
+                cell(d.permission.name()),
+            ]
+        })
+        .collect();
+    Outcome::rows(Rows {
+        metadata: RowsMetadata {
+            columns: ColumnsMetadata::Specs(
+                [
+                    spec("role"),
+                    spec("username"),
+                    spec("resource"),
+                    spec("permission"),
+                ]
+                .into(),
+            ),
+            paging_state: None,
+            new_metadata_id: None,
+        },
+        rows,
+    })
 }
 
 #[cfg(test)]

@@ -634,54 +634,23 @@ pub fn alter_type(schema: &Schema, keyspace: &str, stmt: &AlterType) -> Result<D
             field,
             ty,
         } => {
-            if updated.fields.iter().any(|(n, _)| n == field.as_str()) {
-                if *if_not_exists {
-                    return Ok(DdlOutcome {
-                        schema: None,
-                        change: event,
-                        effects: StorageEffects::default(),
-                    });
-                }
-                return Err(QueryError::invalid(format!(
-                    "Cannot add field {} to type {}: a field with name {} already exists",
-                    field.as_str(),
-                    rocksandra_data::types::qualified_name(keyspace, name),
-                    field.as_str()
-                )));
+            if !add_type_field(
+                ks,
+                (keyspace, name),
+                &mut updated,
+                *if_not_exists,
+                field.as_str(),
+                ty,
+            )? {
+                return Ok(DdlOutcome {
+                    schema: None,
+                    change: event,
+                    effects: StorageEffects::default(),
+                });
             }
-            check_written_type(ty)?;
-            let resolved = resolve_type(ks, ty)?;
-            if uses_udt(&resolved, keyspace, name) {
-                return Err(QueryError::invalid(format!(
-                    "Cannot add new field '{}' of type {} to user type {} as it would create a circular reference",
-                    field.as_str(),
-                    resolved,
-                    rocksandra_data::types::qualified_name(keyspace, name)
-                )));
-            }
-            updated.fields.push((field.as_str().to_string(), resolved));
         }
         AlterTypeAction::Rename { if_exists, renames } => {
-            for (from, to) in renames {
-                let Some(i) = updated.fields.iter().position(|(n, _)| n == from.as_str()) else {
-                    if *if_exists {
-                        continue;
-                    }
-                    return Err(QueryError::invalid(format!(
-                        "Unkown field {} in user type {}",
-                        from.as_str(),
-                        rocksandra_data::types::qualified_name(keyspace, name)
-                    )));
-                };
-                if updated.fields.iter().any(|(n, _)| n == to.as_str()) {
-                    return Err(QueryError::invalid(format!(
-                        "Duplicate field name {} in type {}",
-                        to.as_str(),
-                        rocksandra_data::types::qualified_name(keyspace, name)
-                    )));
-                }
-                updated.fields[i].0 = to.as_str().to_string();
-            }
+            rename_type_fields((keyspace, name), &mut updated, *if_exists, renames)?;
         }
         AlterTypeAction::AlterFieldType { .. } => {
             return Err(QueryError::invalid(
@@ -689,6 +658,86 @@ pub fn alter_type(schema: &Schema, keyspace: &str, stmt: &AlterType) -> Result<D
             ));
         }
     }
+    let (keyspace_def, effects) = keyspace_with_type(ks, (keyspace, name), &updated);
+    let mut next = schema.clone();
+    next.keyspaces
+        .insert(keyspace.to_string(), Arc::new(keyspace_def));
+    Ok(DdlOutcome {
+        schema: Some(next),
+        change: event,
+        effects,
+    })
+}
+
+/// ALTER TYPE ADD: appends the field to `updated`; false when it exists
+/// and IF NOT EXISTS was given (nothing changes). The new field's type may
+/// not refer to the type itself.
+fn add_type_field(
+    ks: &Keyspace,
+    (keyspace, name): (&str, &str),
+    updated: &mut UdtType,
+    if_not_exists: bool,
+    field: &str,
+    ty: &TypeExpr,
+) -> Result<bool> {
+    let qualified = rocksandra_data::types::qualified_name(keyspace, name);
+    if updated.fields.iter().any(|(n, _)| n == field) {
+        if if_not_exists {
+            return Ok(false);
+        }
+        return Err(QueryError::invalid(format!(
+            "Cannot add field {field} to type {qualified}: a field with name {field} already exists"
+        )));
+    }
+    check_written_type(ty)?;
+    let resolved = resolve_type(ks, ty)?;
+    if uses_udt(&resolved, keyspace, name) {
+        return Err(QueryError::invalid(format!(
+            "Cannot add new field '{field}' of type {resolved} to user type {qualified} as it would create a circular reference"
+        )));
+    }
+    updated.fields.push((field.to_string(), resolved));
+    Ok(true)
+}
+
+/// ALTER TYPE RENAME: renames fields of `updated` in order (unknown ones
+/// skipped with IF EXISTS); a new name may not be taken.
+fn rename_type_fields(
+    (keyspace, name): (&str, &str),
+    updated: &mut UdtType,
+    if_exists: bool,
+    renames: &[(Ident, Ident)],
+) -> Result<()> {
+    let qualified = rocksandra_data::types::qualified_name(keyspace, name);
+    for (from, to) in renames {
+        let Some(i) = updated.fields.iter().position(|(n, _)| n == from.as_str()) else {
+            if if_exists {
+                continue;
+            }
+            return Err(QueryError::invalid(format!(
+                "Unkown field {} in user type {qualified}",
+                from.as_str()
+            )));
+        };
+        if updated.fields.iter().any(|(n, _)| n == to.as_str()) {
+            return Err(QueryError::invalid(format!(
+                "Duplicate field name {} in type {qualified}",
+                to.as_str()
+            )));
+        }
+        updated.fields[i].0 = to.as_str().to_string();
+    }
+    Ok(())
+}
+
+/// The keyspace with `updated` in place of its old definition, in the
+/// types that use it and in the columns of tables that use it (those
+/// tables are altered in storage too).
+fn keyspace_with_type(
+    ks: &Keyspace,
+    (keyspace, name): (&str, &str),
+    updated: &UdtType,
+) -> (Keyspace, StorageEffects) {
     let mut keyspace_def = Keyspace::clone(ks);
     for t in keyspace_def.types.iter_mut() {
         if t.name == name {
@@ -697,7 +746,7 @@ pub fn alter_type(schema: &Schema, keyspace: &str, stmt: &AlterType) -> Result<D
             t.fields = t
                 .fields
                 .iter()
-                .map(|(n, ty)| (n.clone(), replace_udt(ty, &updated)))
+                .map(|(n, ty)| (n.clone(), replace_udt(ty, updated)))
                 .collect();
         }
     }
@@ -714,21 +763,14 @@ pub fn alter_type(schema: &Schema, keyspace: &str, stmt: &AlterType) -> Result<D
         {
             let mut t = Table::clone(table);
             for c in t.columns.iter_mut() {
-                c.ty = replace_udt(&c.ty, &updated);
+                c.ty = replace_udt(&c.ty, updated);
             }
             let t = Arc::new(t);
             effects.alter.push(t.clone());
             keyspace_def.tables.insert(table_name, t);
         }
     }
-    let mut next = schema.clone();
-    next.keyspaces
-        .insert(keyspace.to_string(), Arc::new(keyspace_def));
-    Ok(DdlOutcome {
-        schema: Some(next),
-        change: event,
-        effects,
-    })
+    (keyspace_def, effects)
 }
 
 pub fn drop_type(
@@ -808,182 +850,204 @@ pub fn existing_keyspace<'a>(schema: &'a Schema, keyspace: &str) -> Result<&'a A
 pub fn apply_table_properties(params: &mut TableParams, properties: &[Property]) -> Result<()> {
     check_duplicate_properties(properties)?;
     for p in properties {
-        let name = p.name.as_str();
-        let int = |p: &Property| -> Result<i64> {
-            let text = property_text(p)?;
-            text.parse::<i64>().map_err(|_| {
-                QueryError::syntax(format!(
-                    "Invalid integer value {text} for '{}'",
-                    p.name.as_str()
-                ))
-            })
-        };
-        let double = |p: &Property| -> Result<f64> {
-            let text = property_text(p)?;
-            text.parse::<f64>().map_err(|_| {
-                QueryError::syntax(format!(
-                    "Invalid double value {text} for '{}'",
-                    p.name.as_str()
-                ))
-            })
-        };
-        match name {
-            "comment" => params.comment = property_text(p)?,
-            "default_time_to_live" => {
-                let v = int(p)?;
-                if v < 0 {
-                    return Err(QueryError::config(format!(
-                        "default_time_to_live must be greater than or equal to 0 (got {v})"
-                    )));
-                }
-                if v > i64::from(crate::MAX_TTL_SECONDS) {
-                    return Err(QueryError::config(format!(
-                        "default_time_to_live must be less than or equal to {} (got {v})",
-                        crate::MAX_TTL_SECONDS
-                    )));
-                }
-                params.default_time_to_live = v as i32;
+        apply_table_property(params, p)?;
+    }
+    Ok(())
+}
+
+/// An integer table property.
+fn int_property(p: &Property) -> Result<i64> {
+    let text = property_text(p)?;
+    text.parse::<i64>().map_err(|_| {
+        QueryError::syntax(format!(
+            "Invalid integer value {text} for '{}'",
+            p.name.as_str()
+        ))
+    })
+}
+
+/// A floating-point table property.
+fn double_property(p: &Property) -> Result<f64> {
+    let text = property_text(p)?;
+    text.parse::<f64>().map_err(|_| {
+        QueryError::syntax(format!(
+            "Invalid double value {text} for '{}'",
+            p.name.as_str()
+        ))
+    })
+}
+
+/// Applies one WITH property: checks its value and sets it in `params`.
+fn apply_table_property(params: &mut TableParams, p: &Property) -> Result<()> {
+    match p.name.as_str() {
+        "comment" => params.comment = property_text(p)?,
+        "default_time_to_live" => params.default_time_to_live = default_time_to_live(p)?,
+        "gc_grace_seconds" => {
+            let v = int_property(p)?;
+            if v < 0 {
+                return Err(QueryError::config(format!(
+                    "gc_grace_seconds must be greater than or equal to 0 (got {v})"
+                )));
             }
-            "gc_grace_seconds" => {
-                let v = int(p)?;
-                if v < 0 {
-                    return Err(QueryError::config(format!(
-                        "gc_grace_seconds must be greater than or equal to 0 (got {v})"
-                    )));
-                }
-                params.gc_grace_seconds = v.min(i64::from(i32::MAX)) as i32;
+            params.gc_grace_seconds = v.min(i64::from(i32::MAX)) as i32;
+        }
+        "bloom_filter_fp_chance" => {
+            let v = double_property(p)?;
+            if v <= 0.0 || v > 1.0 {
+                return Err(QueryError::config(format!(
+                    "bloom_filter_fp_chance must be larger than 0.0 and less than or equal to 1.0 (got {v})"
+                )));
             }
-            "bloom_filter_fp_chance" => {
-                let v = double(p)?;
-                if v <= 0.0 || v > 1.0 {
-                    return Err(QueryError::config(format!(
-                        "bloom_filter_fp_chance must be larger than 0.0 and less than or equal to 1.0 (got {v})"
-                    )));
-                }
-                params.bloom_filter_fp_chance = v;
+            params.bloom_filter_fp_chance = v;
+        }
+        "crc_check_chance" => {
+            let v = double_property(p)?;
+            if !(0.0..=1.0).contains(&v) {
+                return Err(QueryError::config(format!(
+                    "crc_check_chance must be larger than or equal to 0 and smaller than or equal to 1.0 (got {v})"
+                )));
             }
-            "crc_check_chance" => {
-                let v = double(p)?;
-                if !(0.0..=1.0).contains(&v) {
-                    return Err(QueryError::config(format!(
-                        "crc_check_chance must be larger than or equal to 0 and smaller than or equal to 1.0 (got {v})"
-                    )));
-                }
-                params.crc_check_chance = v;
+            params.crc_check_chance = v;
+        }
+        "memtable_flush_period_in_ms" => {
+            params.memtable_flush_period_in_ms = int_property(p)? as i32
+        }
+        "min_index_interval" => params.min_index_interval = int_property(p)? as i32,
+        "max_index_interval" => params.max_index_interval = int_property(p)? as i32,
+        "speculative_retry" => params.speculative_retry = property_text(p)?,
+        "additional_write_policy" => params.additional_write_policy = property_text(p)?,
+        "read_repair" => {
+            let v = property_text(p)?.to_ascii_uppercase();
+            if v != "BLOCKING" && v != "NONE" {
+                return Err(QueryError::config(format!("Invalid read_repair value {v}")));
             }
-            "memtable_flush_period_in_ms" => params.memtable_flush_period_in_ms = int(p)? as i32,
-            "min_index_interval" => params.min_index_interval = int(p)? as i32,
-            "max_index_interval" => params.max_index_interval = int(p)? as i32,
-            "speculative_retry" => params.speculative_retry = property_text(p)?,
-            "additional_write_policy" => params.additional_write_policy = property_text(p)?,
-            "read_repair" => {
-                let v = property_text(p)?.to_ascii_uppercase();
-                if v != "BLOCKING" && v != "NONE" {
-                    return Err(QueryError::config(format!("Invalid read_repair value {v}")));
-                }
-                params.read_repair = v;
-            }
-            "memtable" => params.memtable = property_text(p)?,
-            "cdc" => params.cdc = property_bool(p)?,
-            "allow_auto_snapshot" => params.allow_auto_snapshot = property_bool(p)?,
-            "incremental_backups" => params.incremental_backups = property_bool(p)?,
-            "caching" => {
-                let mut m = property_map(p)?;
-                if let Some(keys) = m.get("keys") {
-                    if keys != "ALL" && keys != "NONE" {
-                        return Err(QueryError::config(format!(
-                            "Invalid value '{keys}' for caching sub-option 'keys': only 'ALL' and 'NONE' are allowed"
-                        )));
-                    }
-                }
-                m.entry("keys".into()).or_insert_with(|| "ALL".into());
-                m.entry("rows_per_partition".into())
-                    .or_insert_with(|| "NONE".into());
-                params.caching = m;
-            }
-            "compaction" => {
-                let mut m = property_map(p)?;
-                let Some(class) = m.get("class").cloned() else {
-                    return Err(QueryError::config(
-                        "Missing sub-option 'class' for the 'compaction' option.",
-                    ));
-                };
-                let full = if class.contains('.') {
-                    class
-                } else {
-                    format!("org.apache.cassandra.db.compaction.{class}")
-                };
-                const KNOWN: [&str; 4] = [
-                    "SizeTieredCompactionStrategy",
-                    "LeveledCompactionStrategy",
-                    "TimeWindowCompactionStrategy",
-                    "UnifiedCompactionStrategy",
-                ];
-                if !KNOWN.iter().any(|k| full.ends_with(k)) {
-                    return Err(QueryError::config(format!(
-                        "Unable to find compaction strategy class '{full}'"
-                    )));
-                }
-                m.insert("class".into(), full);
-                m.entry("max_threshold".into())
-                    .or_insert_with(|| "32".into());
-                m.entry("min_threshold".into())
-                    .or_insert_with(|| "4".into());
-                params.compaction = m;
-            }
-            "compression" => {
-                let mut m = property_map(p)?;
-                if m.get("enabled").map(String::as_str) == Some("false") {
-                    params.compression = BTreeMap::from([("enabled".into(), "false".into())]);
-                    continue;
-                }
-                let class = m
-                    .remove("class")
-                    .or_else(|| m.remove("sstable_compression"))
-                    .ok_or_else(|| {
-                        QueryError::config(
-                            "Missing sub-option 'class' for the 'compression' option.",
-                        )
-                    })?;
-                let full = if class.contains('.') {
-                    class
-                } else {
-                    format!("org.apache.cassandra.io.compress.{class}")
-                };
-                const COMPRESSORS: [&str; 5] = [
-                    "LZ4Compressor",
-                    "SnappyCompressor",
-                    "DeflateCompressor",
-                    "ZstdCompressor",
-                    "NoopCompressor",
-                ];
-                if !COMPRESSORS
-                    .iter()
-                    .any(|c| full == format!("org.apache.cassandra.io.compress.{c}"))
-                {
-                    return Err(QueryError::config(format!(
-                        "Could not create Compression for type {full}"
-                    )));
-                }
-                m.remove("enabled");
-                m.insert("class".into(), full);
-                m.entry("chunk_length_in_kb".into())
-                    .or_insert_with(|| "16".into());
-                params.compression = m;
-            }
-            "extensions" => {
-                params.extensions = property_map(p)?
-                    .into_iter()
-                    .map(|(k, v)| (k, v.into_bytes()))
-                    .collect();
-            }
-            "id" => return Err(QueryError::config("Cannot alter table id.".to_string())),
-            other => {
-                return Err(QueryError::syntax(format!("Unknown property '{other}'")));
-            }
+            params.read_repair = v;
+        }
+        "memtable" => params.memtable = property_text(p)?,
+        "cdc" => params.cdc = property_bool(p)?,
+        "allow_auto_snapshot" => params.allow_auto_snapshot = property_bool(p)?,
+        "incremental_backups" => params.incremental_backups = property_bool(p)?,
+        "caching" => params.caching = caching_option(p)?,
+        "compaction" => params.compaction = compaction_option(p)?,
+        "compression" => params.compression = compression_option(p)?,
+        "extensions" => {
+            params.extensions = property_map(p)?
+                .into_iter()
+                .map(|(k, v)| (k, v.into_bytes()))
+                .collect();
+        }
+        "id" => return Err(QueryError::config("Cannot alter table id.".to_string())),
+        other => {
+            return Err(QueryError::syntax(format!("Unknown property '{other}'")));
         }
     }
     Ok(())
+}
+
+/// `default_time_to_live`: between 0 and the longest TTL.
+fn default_time_to_live(p: &Property) -> Result<i32> {
+    let v = int_property(p)?;
+    if v < 0 {
+        return Err(QueryError::config(format!(
+            "default_time_to_live must be greater than or equal to 0 (got {v})"
+        )));
+    }
+    if v > i64::from(crate::MAX_TTL_SECONDS) {
+        return Err(QueryError::config(format!(
+            "default_time_to_live must be less than or equal to {} (got {v})",
+            crate::MAX_TTL_SECONDS
+        )));
+    }
+    Ok(v as i32)
+}
+
+/// `caching`: `keys` is ALL or NONE; missing sub-options get their defaults.
+fn caching_option(p: &Property) -> Result<BTreeMap<String, String>> {
+    let mut m = property_map(p)?;
+    if let Some(keys) = m.get("keys") {
+        if keys != "ALL" && keys != "NONE" {
+            return Err(QueryError::config(format!(
+                "Invalid value '{keys}' for caching sub-option 'keys': only 'ALL' and 'NONE' are allowed"
+            )));
+        }
+    }
+    m.entry("keys".into()).or_insert_with(|| "ALL".into());
+    m.entry("rows_per_partition".into())
+        .or_insert_with(|| "NONE".into());
+    Ok(m)
+}
+
+/// `compaction`: a known strategy class (its full name kept) and the
+/// threshold defaults.
+fn compaction_option(p: &Property) -> Result<BTreeMap<String, String>> {
+    let mut m = property_map(p)?;
+    let Some(class) = m.get("class").cloned() else {
+        return Err(QueryError::config(
+            "Missing sub-option 'class' for the 'compaction' option.",
+        ));
+    };
+    let full = if class.contains('.') {
+        class
+    } else {
+        format!("org.apache.cassandra.db.compaction.{class}")
+    };
+    const KNOWN: [&str; 4] = [
+        "SizeTieredCompactionStrategy",
+        "LeveledCompactionStrategy",
+        "TimeWindowCompactionStrategy",
+        "UnifiedCompactionStrategy",
+    ];
+    if !KNOWN.iter().any(|k| full.ends_with(k)) {
+        return Err(QueryError::config(format!(
+            "Unable to find compaction strategy class '{full}'"
+        )));
+    }
+    m.insert("class".into(), full);
+    m.entry("max_threshold".into())
+        .or_insert_with(|| "32".into());
+    m.entry("min_threshold".into())
+        .or_insert_with(|| "4".into());
+    Ok(m)
+}
+
+/// `compression`: disabled, or a known compressor class (its full name
+/// kept) with the chunk length default.
+fn compression_option(p: &Property) -> Result<BTreeMap<String, String>> {
+    let mut m = property_map(p)?;
+    if m.get("enabled").map(String::as_str) == Some("false") {
+        return Ok(BTreeMap::from([("enabled".into(), "false".into())]));
+    }
+    let class = m
+        .remove("class")
+        .or_else(|| m.remove("sstable_compression"))
+        .ok_or_else(|| {
+            QueryError::config("Missing sub-option 'class' for the 'compression' option.")
+        })?;
+    let full = if class.contains('.') {
+        class
+    } else {
+        format!("org.apache.cassandra.io.compress.{class}")
+    };
+    const COMPRESSORS: [&str; 5] = [
+        "LZ4Compressor",
+        "SnappyCompressor",
+        "DeflateCompressor",
+        "ZstdCompressor",
+        "NoopCompressor",
+    ];
+    if !COMPRESSORS
+        .iter()
+        .any(|c| full == format!("org.apache.cassandra.io.compress.{c}"))
+    {
+        return Err(QueryError::config(format!(
+            "Could not create Compression for type {full}"
+        )));
+    }
+    m.remove("enabled");
+    m.insert("class".into(), full);
+    m.entry("chunk_length_in_kb".into())
+        .or_insert_with(|| "16".into());
+    Ok(m)
 }
 
 fn check_key_column_type(name: &str, ty: &CqlType) -> Result<()> {
@@ -1013,6 +1077,9 @@ fn check_key_column_type(name: &str, ty: &CqlType) -> Result<()> {
     }
     Ok(())
 }
+
+/// A column as CREATE TABLE declares it: name, resolved type, STATIC.
+type DeclaredColumn = (String, CqlType, bool);
 
 pub fn create_table(
     schema: &Schema,
@@ -1052,138 +1119,12 @@ pub fn create_table(
             "No PRIMARY KEY specifed for table '{name}' (exactly one required)"
         )));
     }
-    // Columns, in declaration order.
-    let mut declared: Vec<(String, CqlType, bool)> = Vec::new();
-    for def in &stmt.columns {
-        let cname = def.name.as_str();
-        if declared.iter().any(|(n, _, _)| n == cname) {
-            return Err(QueryError::invalid(format!(
-                "Duplicate column '{cname}' declaration for table '{name}'"
-            )));
-        }
-        check_written_type(&def.ty)?;
-        let ty = resolve_type(ks, &def.ty)?;
-        check_column_type(&ty, true)?;
-        declared.push((cname.to_string(), ty, def.is_static));
-    }
-    let find = |ident: &Ident| -> Result<usize> {
-        declared
-            .iter()
-            .position(|(n, _, _)| n == ident.as_str())
-            .ok_or_else(|| {
-                QueryError::invalid(format!(
-                    "Unknown column '{}' referenced in PRIMARY KEY for table '{name}'",
-                    ident.as_str()
-                ))
-            })
-    };
-    let mut key_positions = Vec::new();
-    for ident in stmt.partition_key.iter().chain(&stmt.clustering_key) {
-        let i = find(ident)?;
-        if key_positions.contains(&i) {
-            return Err(QueryError::invalid(format!(
-                "Column '{}' appears twice in PRIMARY KEY for table '{name}'",
-                ident.as_str()
-            )));
-        }
-        key_positions.push(i);
-    }
-    // Clustering order.
-    let mut descending = vec![false; stmt.clustering_key.len()];
-    let not_clustering: Vec<&str> = stmt
-        .options
-        .clustering_order
-        .iter()
-        .filter(|(c, _)| !stmt.clustering_key.contains(c))
-        .map(|(c, _)| c.as_str())
-        .collect();
-    if !not_clustering.is_empty() {
-        return Err(QueryError::invalid(format!(
-            "Only clustering key columns can be defined in CLUSTERING ORDER directive: [{}] are not clustering columns",
-            not_clustering.join(", ")
-        )));
-    }
-    for (i, (column, order)) in stmt.options.clustering_order.iter().enumerate() {
-        let position = stmt
-            .clustering_key
-            .iter()
-            .position(|c| c == column)
-            .unwrap_or(usize::MAX);
-        if position != i {
-            let expected = stmt.clustering_key.get(i).map(|c| c.as_str()).unwrap_or("");
-            return Err(QueryError::invalid(format!(
-                "The order of columns in the CLUSTERING ORDER directive must match that of the clustering columns ({} must appear before {})",
-                expected,
-                column.as_str()
-            )));
-        }
-        descending[i] = *order == ClusteringOrder::Desc;
-    }
-    let mut columns = Vec::new();
-    let mut next_id = 0u32;
-    let key_columns = stmt
-        .partition_key
-        .iter()
-        .map(|ident| (ident, ColumnKind::PartitionKey))
-        .enumerate()
-        .chain(
-            stmt.clustering_key
-                .iter()
-                .map(|ident| (ident, ColumnKind::Clustering))
-                .enumerate(),
-        );
-    for (position, (ident, kind)) in key_columns {
-        let (cname, ty, is_static) = &declared[find(ident)?];
-        if *is_static {
-            return Err(QueryError::invalid(format!(
-                "Static column {cname} cannot be part of the PRIMARY KEY"
-            )));
-        }
-        check_key_column_type(cname, ty)?;
-        columns.push(Column {
-            name: cname.clone(),
-            ty: ty.clone(),
-            kind,
-            position,
-            descending: kind == ColumnKind::Clustering && descending[position],
-            id: ColumnId(next_id),
-        });
-        next_id += 1;
-    }
-    let mut counters = 0;
-    let mut values = 0;
-    for (i, (cname, ty, is_static)) in declared.iter().enumerate() {
-        if key_positions.contains(&i) {
-            continue;
-        }
-        if *is_static && stmt.clustering_key.is_empty() {
-            return Err(QueryError::invalid(
-                "Static columns are only useful (and thus allowed) if the table has at least one clustering column",
-            ));
-        }
-        values += 1;
-        if ty.is_counter() {
-            counters += 1;
-        }
-        columns.push(Column {
-            name: cname.clone(),
-            ty: ty.clone(),
-            kind: if *is_static {
-                ColumnKind::Static
-            } else {
-                ColumnKind::Regular
-            },
-            position: 0,
-            descending: false,
-            id: ColumnId(next_id),
-        });
-        next_id += 1;
-    }
-    if counters > 0 && counters != values {
-        return Err(QueryError::invalid(
-            "Cannot mix counter and non counter columns in the same table",
-        ));
-    }
+    let declared = declared_columns(ks, stmt, name)?;
+    let key_positions = key_column_positions(&declared, stmt, name)?;
+    let descending = clustering_descending(stmt)?;
+    let mut columns = key_columns(&declared, stmt, name, &descending)?;
+    let counters = add_value_columns(&mut columns, &declared, &key_positions, stmt)?;
+    let next_id = columns.len() as u32;
     let mut params = TableParams::default();
     apply_table_properties(&mut params, &stmt.options.properties)?;
     if counters > 0 && params.default_time_to_live > 0 {
@@ -1222,6 +1163,182 @@ pub fn create_table(
             ..StorageEffects::default()
         },
     })
+}
+
+/// The declared columns in declaration order, with their types checked and
+/// resolved; a column declared twice is an error.
+fn declared_columns(ks: &Keyspace, stmt: &CreateTable, name: &str) -> Result<Vec<DeclaredColumn>> {
+    let mut declared: Vec<DeclaredColumn> = Vec::new();
+    for def in &stmt.columns {
+        let cname = def.name.as_str();
+        if declared.iter().any(|(n, _, _)| n == cname) {
+            return Err(QueryError::invalid(format!(
+                "Duplicate column '{cname}' declaration for table '{name}'"
+            )));
+        }
+        check_written_type(&def.ty)?;
+        let ty = resolve_type(ks, &def.ty)?;
+        check_column_type(&ty, true)?;
+        declared.push((cname.to_string(), ty, def.is_static));
+    }
+    Ok(declared)
+}
+
+/// The declaration index of a PRIMARY KEY column of table `name`.
+fn find_declared(declared: &[DeclaredColumn], ident: &Ident, name: &str) -> Result<usize> {
+    declared
+        .iter()
+        .position(|(n, _, _)| n == ident.as_str())
+        .ok_or_else(|| {
+            QueryError::invalid(format!(
+                "Unknown column '{}' referenced in PRIMARY KEY for table '{name}'",
+                ident.as_str()
+            ))
+        })
+}
+
+/// The declaration indexes of the PRIMARY KEY columns, partition key first;
+/// each must be declared and appear once.
+fn key_column_positions(
+    declared: &[DeclaredColumn],
+    stmt: &CreateTable,
+    name: &str,
+) -> Result<Vec<usize>> {
+    let mut key_positions = Vec::new();
+    for ident in stmt.partition_key.iter().chain(&stmt.clustering_key) {
+        let i = find_declared(declared, ident, name)?;
+        if key_positions.contains(&i) {
+            return Err(QueryError::invalid(format!(
+                "Column '{}' appears twice in PRIMARY KEY for table '{name}'",
+                ident.as_str()
+            )));
+        }
+        key_positions.push(i);
+    }
+    Ok(key_positions)
+}
+
+/// Whether each clustering column is DESC, from CLUSTERING ORDER BY (which
+/// may only name clustering columns, in their order).
+fn clustering_descending(stmt: &CreateTable) -> Result<Vec<bool>> {
+    let mut descending = vec![false; stmt.clustering_key.len()];
+    let not_clustering: Vec<&str> = stmt
+        .options
+        .clustering_order
+        .iter()
+        .filter(|(c, _)| !stmt.clustering_key.contains(c))
+        .map(|(c, _)| c.as_str())
+        .collect();
+    if !not_clustering.is_empty() {
+        return Err(QueryError::invalid(format!(
+            "Only clustering key columns can be defined in CLUSTERING ORDER directive: [{}] are not clustering columns",
+            not_clustering.join(", ")
+        )));
+    }
+    for (i, (column, order)) in stmt.options.clustering_order.iter().enumerate() {
+        let position = stmt
+            .clustering_key
+            .iter()
+            .position(|c| c == column)
+            .unwrap_or(usize::MAX);
+        if position != i {
+            let expected = stmt.clustering_key.get(i).map(|c| c.as_str()).unwrap_or("");
+            return Err(QueryError::invalid(format!(
+                "The order of columns in the CLUSTERING ORDER directive must match that of the clustering columns ({} must appear before {})",
+                expected,
+                column.as_str()
+            )));
+        }
+        descending[i] = *order == ClusteringOrder::Desc;
+    }
+    Ok(descending)
+}
+
+/// The partition key then clustering columns, with ids from 0; a key column
+/// may not be static and must have a key type.
+fn key_columns(
+    declared: &[DeclaredColumn],
+    stmt: &CreateTable,
+    name: &str,
+    descending: &[bool],
+) -> Result<Vec<Column>> {
+    let mut columns: Vec<Column> = Vec::new();
+    let key_columns = stmt
+        .partition_key
+        .iter()
+        .map(|ident| (ident, ColumnKind::PartitionKey))
+        .enumerate()
+        .chain(
+            stmt.clustering_key
+                .iter()
+                .map(|ident| (ident, ColumnKind::Clustering))
+                .enumerate(),
+        );
+    for (position, (ident, kind)) in key_columns {
+        let (cname, ty, is_static) = &declared[find_declared(declared, ident, name)?];
+        if *is_static {
+            return Err(QueryError::invalid(format!(
+                "Static column {cname} cannot be part of the PRIMARY KEY"
+            )));
+        }
+        check_key_column_type(cname, ty)?;
+        columns.push(Column {
+            name: cname.clone(),
+            ty: ty.clone(),
+            kind,
+            position,
+            descending: kind == ColumnKind::Clustering && descending[position],
+            id: ColumnId(columns.len() as u32),
+        });
+    }
+    Ok(columns)
+}
+
+/// Appends the static and regular columns (ids following the key columns'),
+/// in declaration order; returns how many are counters, which must be all
+/// of them or none.
+fn add_value_columns(
+    columns: &mut Vec<Column>,
+    declared: &[DeclaredColumn],
+    key_positions: &[usize],
+    stmt: &CreateTable,
+) -> Result<usize> {
+    let mut next_id = columns.len() as u32;
+    let mut counters = 0;
+    let mut values = 0;
+    for (i, (cname, ty, is_static)) in declared.iter().enumerate() {
+        if key_positions.contains(&i) {
+            continue;
+        }
+        if *is_static && stmt.clustering_key.is_empty() {
+            return Err(QueryError::invalid(
+                "Static columns are only useful (and thus allowed) if the table has at least one clustering column",
+            ));
+        }
+        values += 1;
+        if ty.is_counter() {
+            counters += 1;
+        }
+        columns.push(Column {
+            name: cname.clone(),
+            ty: ty.clone(),
+            kind: if *is_static {
+                ColumnKind::Static
+            } else {
+                ColumnKind::Regular
+            },
+            position: 0,
+            descending: false,
+            id: ColumnId(next_id),
+        });
+        next_id += 1;
+    }
+    if counters > 0 && counters != values {
+        return Err(QueryError::invalid(
+            "Cannot mix counter and non counter columns in the same table",
+        ));
+    }
+    Ok(counters)
 }
 
 fn table_missing(keyspace: &str, name: &str) -> QueryError {
@@ -1273,51 +1390,7 @@ pub fn alter_table(
     }
     let views: Vec<Arc<Table>> = crate::view::views_of(ks, name).cloned().collect();
     let mut table = Table::clone(current);
-    match &stmt.action {
-        AlterTableAction::Add {
-            if_not_exists,
-            columns,
-        } => {
-            for def in columns {
-                add_column(ks, &mut table, def, *if_not_exists)?;
-            }
-            table.sort_value_columns();
-        }
-        AlterTableAction::Drop {
-            if_exists,
-            columns,
-            timestamp,
-        } => {
-            let dropped_time = timestamp.unwrap_or(now_micros);
-            for ident in columns {
-                drop_column(
-                    &mut table,
-                    ident,
-                    *if_exists,
-                    !views.is_empty(),
-                    dropped_time,
-                )?;
-            }
-        }
-        AlterTableAction::Rename { if_exists, renames } => {
-            for (from, to) in renames {
-                rename_column(&mut table, from, to, *if_exists)?;
-            }
-        }
-        AlterTableAction::AlterColumnType { .. } => {
-            return Err(QueryError::invalid(
-                "Altering column types is no longer supported",
-            ));
-        }
-        AlterTableAction::With(properties) => {
-            apply_table_properties(&mut table.params, properties)?;
-            if table.is_counter() && table.params.default_time_to_live > 0 {
-                return Err(QueryError::invalid(
-                    "Cannot set default_time_to_live on a table with counters",
-                ));
-            }
-        }
-    }
+    apply_alter_action(ks, &mut table, &stmt.action, !views.is_empty(), now_micros)?;
     let mut next = replace_table(schema, table.clone());
     let mut altered = Vec::new();
     for view in &views {
@@ -1335,6 +1408,58 @@ pub fn alter_table(
             ..StorageEffects::default()
         },
     })
+}
+
+/// Applies an ALTER TABLE action to `table`: ADD, DROP (at the statement's
+/// timestamp, else now) or RENAME columns, or WITH properties; altering a
+/// column's type is refused.
+fn apply_alter_action(
+    ks: &Keyspace,
+    table: &mut Table,
+    action: &AlterTableAction,
+    has_views: bool,
+    now_micros: i64,
+) -> Result<()> {
+    match action {
+        AlterTableAction::Add {
+            if_not_exists,
+            columns,
+        } => {
+            for def in columns {
+                add_column(ks, table, def, *if_not_exists)?;
+            }
+            table.sort_value_columns();
+        }
+        AlterTableAction::Drop {
+            if_exists,
+            columns,
+            timestamp,
+        } => {
+            let dropped_time = timestamp.unwrap_or(now_micros);
+            for ident in columns {
+                drop_column(table, ident, *if_exists, has_views, dropped_time)?;
+            }
+        }
+        AlterTableAction::Rename { if_exists, renames } => {
+            for (from, to) in renames {
+                rename_column(table, from, to, *if_exists)?;
+            }
+        }
+        AlterTableAction::AlterColumnType { .. } => {
+            return Err(QueryError::invalid(
+                "Altering column types is no longer supported",
+            ));
+        }
+        AlterTableAction::With(properties) => {
+            apply_table_properties(&mut table.params, properties)?;
+            if table.is_counter() && table.params.default_time_to_live > 0 {
+                return Err(QueryError::invalid(
+                    "Cannot set default_time_to_live on a table with counters",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// ALTER TABLE ADD of one column.
@@ -1579,63 +1704,9 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
             rocksandra_data::types::qualified_name(keyspace, table_name)
         )));
     };
-    if current.is_view() {
-        return Err(QueryError::invalid(
-            "Secondary indexes on materialized views aren't supported",
-        ));
-    }
-    let [target] = stmt.targets.as_slice() else {
-        return Err(QueryError::invalid(
-            "Only CUSTOM indexes support multiple columns",
-        ));
-    };
-    let Some(column) = current.column(target.column.as_str()) else {
-        return Err(QueryError::invalid(format!(
-            "Column '{}' doesn't exist",
-            target.column.as_str()
-        )));
-    };
-    if current.is_counter() {
-        return Err(QueryError::invalid(
-            "Secondary indexes on counter tables aren't supported",
-        ));
-    }
-    if column.kind == ColumnKind::PartitionKey && current.partition_key_count == 1 {
-        return Err(QueryError::invalid(format!(
-            "Cannot create secondary index on the only partition key column {}",
-            column.name
-        )));
-    }
-    crate::index::check_target(column, target.kind)?;
-    let quoted = quote_identifier_if_needed(&column.name);
-    let target_text = match target.kind {
-        IndexTargetKind::Simple if column.ty.is_multi_cell() => format!("values({quoted})"),
-        IndexTargetKind::Simple => quoted,
-        IndexTargetKind::Keys => format!("keys({quoted})"),
-        IndexTargetKind::Values => format!("values({quoted})"),
-        IndexTargetKind::Entries => format!("entries({quoted})"),
-        IndexTargetKind::Full => format!("full({quoted})"),
-    };
-    let name = match &stmt.name {
-        Some(n) => n.as_str().to_string(),
-        None => {
-            let base = format!("{table_name}_{}_idx", column.name)
-                .chars()
-                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect::<String>();
-            let mut candidate = base.clone();
-            let mut i = 1;
-            while ks
-                .tables
-                .values()
-                .any(|t| t.indexes.iter().any(|ix| ix.name == candidate))
-            {
-                candidate = format!("{base}_{i}");
-                i += 1;
-            }
-            candidate
-        }
-    };
+    let (column, target) = index_target(current, stmt)?;
+    let target_text = index_target_text(column, target.kind);
+    let name = index_name(ks, table_name, column, stmt);
     if ks
         .tables
         .values()
@@ -1671,16 +1742,7 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
             "SASI indexes are disabled. Enable in cassandra.yaml to use.",
         ));
     }
-    let mut options = BTreeMap::new();
-    if let Some(class) = &stmt.class {
-        options.insert("class_name".to_string(), class.clone());
-    }
-    for p in &stmt.properties {
-        if p.name.as_str() == "options" {
-            options.extend(property_map(p)?);
-        }
-    }
-    options.insert("target".to_string(), target_text);
+    let options = index_options(stmt, target_text)?;
     let mut table = Table::clone(current);
     let mut index = Index {
         name,
@@ -1709,6 +1771,98 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
         change: event,
         effects: StorageEffects::default(),
     })
+}
+
+/// The one column an index is on, and how: not on a view or a counter
+/// table, not the only partition key column, and of a kind the column's
+/// type supports.
+fn index_target<'t, 's>(
+    current: &'t Table,
+    stmt: &'s CreateIndex,
+) -> Result<(&'t Column, &'s rocksandra_cql::ast::IndexTarget)> {
+    if current.is_view() {
+        return Err(QueryError::invalid(
+            "Secondary indexes on materialized views aren't supported",
+        ));
+    }
+    let [target] = stmt.targets.as_slice() else {
+        return Err(QueryError::invalid(
+            "Only CUSTOM indexes support multiple columns",
+        ));
+    };
+    let Some(column) = current.column(target.column.as_str()) else {
+        return Err(QueryError::invalid(format!(
+            "Column '{}' doesn't exist",
+            target.column.as_str()
+        )));
+    };
+    if current.is_counter() {
+        return Err(QueryError::invalid(
+            "Secondary indexes on counter tables aren't supported",
+        ));
+    }
+    if column.kind == ColumnKind::PartitionKey && current.partition_key_count == 1 {
+        return Err(QueryError::invalid(format!(
+            "Cannot create secondary index on the only partition key column {}",
+            column.name
+        )));
+    }
+    crate::index::check_target(column, target.kind)?;
+    Ok((column, target))
+}
+
+/// The index's `target` option: the column, or `keys(c)`, `values(c)`,
+/// `entries(c)` or `full(c)` (a non-frozen collection's default is values).
+fn index_target_text(column: &Column, kind: IndexTargetKind) -> String {
+    let quoted = quote_identifier_if_needed(&column.name);
+    match kind {
+        IndexTargetKind::Simple if column.ty.is_multi_cell() => format!("values({quoted})"),
+        IndexTargetKind::Simple => quoted,
+        IndexTargetKind::Keys => format!("keys({quoted})"),
+        IndexTargetKind::Values => format!("values({quoted})"),
+        IndexTargetKind::Entries => format!("entries({quoted})"),
+        IndexTargetKind::Full => format!("full({quoted})"),
+    }
+}
+
+/// The index's name: the one given, else `<table>_<column>_idx` (with a
+/// `_<n>` suffix when the keyspace has an index of that name).
+fn index_name(ks: &Keyspace, table_name: &str, column: &Column, stmt: &CreateIndex) -> String {
+    match &stmt.name {
+        Some(n) => n.as_str().to_string(),
+        None => {
+            let base = format!("{table_name}_{}_idx", column.name)
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect::<String>();
+            let mut candidate = base.clone();
+            let mut i = 1;
+            while ks
+                .tables
+                .values()
+                .any(|t| t.indexes.iter().any(|ix| ix.name == candidate))
+            {
+                candidate = format!("{base}_{i}");
+                i += 1;
+            }
+            candidate
+        }
+    }
+}
+
+/// The index's options: its class, the `options` given, and its target.
+fn index_options(stmt: &CreateIndex, target_text: String) -> Result<BTreeMap<String, String>> {
+    let mut options = BTreeMap::new();
+    if let Some(class) = &stmt.class {
+        options.insert("class_name".to_string(), class.clone());
+    }
+    for p in &stmt.properties {
+        if p.name.as_str() == "options" {
+            options.extend(property_map(p)?);
+        }
+    }
+    options.insert("target".to_string(), target_text);
+    Ok(options)
 }
 
 pub fn drop_index(

@@ -758,31 +758,7 @@ pub fn create_table_statement(table: &Table, internals: bool) -> String {
     };
     out.push_str(&format!("{create} TABLE {name} (\n"));
 
-    let mut lines: Vec<String> = Vec::new();
-    for column in create_order(table) {
-        if dropped_names.contains(column.name.as_str()) {
-            continue;
-        }
-        let mut line = column_definition(
-            &column.name,
-            &cql_type_text(&column.ty),
-            column.kind == ColumnKind::Static,
-        );
-        if single_key && column.kind == ColumnKind::PartitionKey {
-            line.push_str(" PRIMARY KEY");
-        }
-        lines.push(line);
-    }
-    for d in &dropped {
-        lines.push(column_definition(
-            &d.name,
-            &d.type_text,
-            d.kind == ColumnKind::Static,
-        ));
-    }
-    if !single_key {
-        lines.push(primary_key(table));
-    }
+    let lines = column_lines(table, &dropped, &dropped_names, single_key);
     for line in &lines {
         out.push_str("    ");
         out.push_str(line);
@@ -795,19 +771,7 @@ pub fn create_table_statement(table: &Table, internals: bool) -> String {
     }
     out.push_str(") WITH ");
 
-    let mut options: Vec<String> = Vec::new();
-    if internals {
-        options.push(format!("ID = {}", uuid_text(table.id)));
-    }
-    options.extend(clustering_order(table));
-    if is_virtual {
-        options.push(format!(
-            "comment = {}",
-            string_literal(&table.params.comment)
-        ));
-    } else {
-        options.extend(table_options(&table.params));
-    }
+    let options = with_options(table, internals, is_virtual);
     out.push_str(&options.join("\n    AND "));
     out.push(';');
     if is_virtual {
@@ -831,6 +795,62 @@ pub fn create_table_statement(table: &Table, internals: bool) -> String {
         }
     }
     out
+}
+
+/// The lines inside CREATE TABLE's parentheses: the live columns in
+/// Cassandra's order (without the dropped ones), the dropped columns, and
+/// the PRIMARY KEY unless it is a single column's.
+fn column_lines(
+    table: &Table,
+    dropped: &[&crate::schema::DroppedColumn],
+    dropped_names: &BTreeSet<&str>,
+    single_key: bool,
+) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for column in create_order(table) {
+        if dropped_names.contains(column.name.as_str()) {
+            continue;
+        }
+        let mut line = column_definition(
+            &column.name,
+            &cql_type_text(&column.ty),
+            column.kind == ColumnKind::Static,
+        );
+        if single_key && column.kind == ColumnKind::PartitionKey {
+            line.push_str(" PRIMARY KEY");
+        }
+        lines.push(line);
+    }
+    for d in dropped {
+        lines.push(column_definition(
+            &d.name,
+            &d.type_text,
+            d.kind == ColumnKind::Static,
+        ));
+    }
+    if !single_key {
+        lines.push(primary_key(table));
+    }
+    lines
+}
+
+/// The options after `WITH`: the id (with internals), the clustering
+/// order, then the table's options (a virtual table's comment only).
+fn with_options(table: &Table, internals: bool, is_virtual: bool) -> Vec<String> {
+    let mut options: Vec<String> = Vec::new();
+    if internals {
+        options.push(format!("ID = {}", uuid_text(table.id)));
+    }
+    options.extend(clustering_order(table));
+    if is_virtual {
+        options.push(format!(
+            "comment = {}",
+            string_literal(&table.params.comment)
+        ));
+    } else {
+        options.extend(table_options(&table.params));
+    }
+    options
 }
 
 /// CREATE MATERIALIZED VIEW as Cassandra's `ViewMetadata.appendCqlTo`

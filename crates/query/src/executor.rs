@@ -11,7 +11,10 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use bytes::Bytes;
 use md5::{Digest, Md5};
-use rocksandra_cql::ast::{BindReceiver, DropKind, ParsedStatement, Statement};
+use rocksandra_cql::ast::{
+    BindReceiver, CreateMaterializedView, DropKind, DropObject, ParsedStatement, QualifiedName,
+    Statement,
+};
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_data::LocalTime;
 use rocksandra_storage::{Engine, TableId};
@@ -426,67 +429,14 @@ impl Executor {
                 modify::execute_single(self, &parsed.statement, request, values)
             }
             Statement::Batch(b) => modify::execute_batch_statement(self, b, request, values),
-            Statement::Use(ks) => {
-                let schema = self.schema();
-                if schema.keyspace(ks.as_str()).is_none() {
-                    return Err(QueryError::invalid(format!(
-                        "Keyspace '{}' does not exist",
-                        ks.as_str()
-                    )));
-                }
-                Ok(Outcome {
-                    body: ResultBody::SetKeyspace(ks.as_str().to_string()),
-                    warnings: Vec::new(),
-                    schema_change: None,
-                })
-            }
-            Statement::Truncate(name) => {
-                let keyspace = keyspace_of(name, session_ks)?;
-                let schema = self.schema();
-                if crate::schema::is_system_keyspace(keyspace) {
-                    return Err(QueryError::Unauthorized(format!(
-                        "{keyspace} keyspace is not user-modifiable."
-                    )));
-                }
-                if schema.keyspace(keyspace).is_none() {
-                    return Err(QueryError::invalid(format!(
-                        "keyspace {keyspace} does not exist"
-                    )));
-                }
-                let Some(table) = schema.table(keyspace, name.name.as_str()) else {
-                    return Err(QueryError::invalid(format!(
-                        "table {} does not exist",
-                        name.name.as_str()
-                    )));
-                };
-                if table.is_view() {
-                    return Err(QueryError::invalid(
-                        "Cannot TRUNCATE materialized view directly; must truncate base table instead",
-                    ));
-                }
-                let views: Vec<TableId> = schema
-                    .keyspace(keyspace)
-                    .map(|ks| crate::view::views_of(ks, &table.name).map(|v| v.storage_id).collect())
-                    .unwrap_or_default();
-                for id in table.storage_ids().chain(views) {
-                    self.engine
-                        .truncate(id)
-                        .map_err(|e| QueryError::Truncate(e.to_string()))?;
-                }
-                Ok(Outcome::void())
-            }
-            Statement::CreateKeyspace(s) => {
-                let dcs = self.data_centers();
-                let mut outcome = self.ddl(|schema| ddl::create_keyspace(schema, s, &dcs))?;
-                outcome.warnings = self.replication_warnings(s.name.as_str());
-                Ok(outcome)
-            }
-            Statement::AlterKeyspace(s) => {
-                let dcs = self.data_centers();
-                let mut outcome = self.ddl(|schema| ddl::alter_keyspace(schema, s, &dcs))?;
-                outcome.warnings = self.replication_warnings(s.name.as_str());
-                Ok(outcome)
-            }
+            Statement::Use(ks) => self.use_keyspace(ks.as_str()),
+            Statement::Truncate(name) => self.truncate(name, session_ks),
+            Statement::CreateKeyspace(s) => self.keyspace_ddl(s.name.as_str(), |schema, dcs| {
+                ddl::create_keyspace(schema, s, dcs)
+            }),
+            Statement::AlterKeyspace(s) => self.keyspace_ddl(s.name.as_str(), |schema, dcs| {
+                ddl::alter_keyspace(schema, s, dcs)
+            }),
             Statement::CreateTable(s) => {
                 let keyspace = keyspace_of(&s.name, session_ks)?;
                 let random = self.env.random.clone();
@@ -511,35 +461,7 @@ impl Executor {
                 crate::index::build::build_pending(self, keyspace, s.table.name.as_str())?;
                 Ok(outcome)
             }
-            Statement::Drop(d) => match d.kind {
-                DropKind::Keyspace => {
-                    self.ddl(|schema| ddl::drop_keyspace(schema, d.name.name.as_str(), d.if_exists))
-                }
-                DropKind::Table => {
-                    let keyspace = keyspace_of(&d.name, session_ks)?;
-                    self.ddl(|schema| {
-                        ddl::drop_table(schema, keyspace, d.name.name.as_str(), d.if_exists)
-                    })
-                }
-                DropKind::Type => {
-                    let keyspace = keyspace_of(&d.name, session_ks)?;
-                    self.ddl(|schema| {
-                        ddl::drop_type(schema, keyspace, d.name.name.as_str(), d.if_exists)
-                    })
-                }
-                DropKind::Index => {
-                    let keyspace = keyspace_of(&d.name, session_ks)?;
-                    self.ddl(|schema| {
-                        ddl::drop_index(schema, keyspace, d.name.name.as_str(), d.if_exists)
-                    })
-                }
-                DropKind::MaterializedView => {
-                    let keyspace = keyspace_of(&d.name, session_ks)?;
-                    self.ddl(|schema| {
-                        crate::view::drop_view(schema, keyspace, d.name.name.as_str(), d.if_exists)
-                    })
-                }
-            },
+            Statement::Drop(d) => self.drop_schema_object(d, session_ks),
             Statement::Describe(d) => {
                 let schema = self.schema();
                 let node = self.node();
@@ -547,19 +469,7 @@ impl Executor {
                 Ok(Outcome::rows(result.into_rows()))
             }
             Statement::CreateMaterializedView(s) => {
-                if !self.materialized_views_enabled() {
-                    return Err(QueryError::invalid(crate::view::DISABLED));
-                }
-                let random = self.env.random.clone();
-                let mut outcome =
-                    self.ddl(|schema| crate::view::create_view(schema, session_ks, s, &*random))?;
-                if outcome.schema_change.is_some() {
-                    let keyspace = keyspace_of(&s.base_table, session_ks)?;
-                    let view_keyspace = s.name.keyspace.as_ref().map_or(keyspace, |k| k.as_str());
-                    crate::view::build(self, view_keyspace, s.name.name.as_str(), request)?;
-                }
-                outcome.warnings.push(crate::view::USAGE_WARNING.to_string());
-                Ok(outcome)
+                self.create_materialized_view(s, session_ks, request)
             }
             Statement::AlterMaterializedView(s) => {
                 if !self.materialized_views_enabled() {
@@ -591,6 +501,135 @@ impl Executor {
             Statement::GrantRole(s) => self.change_role_membership(s, request, true),
             Statement::RevokeRole(s) => self.change_role_membership(s, request, false),
         }
+    }
+
+    /// CREATE or ALTER KEYSPACE (`change`, given the data centers): the
+    /// schema change, with Cassandra's replication factor warnings.
+    fn keyspace_ddl(
+        &self,
+        keyspace: &str,
+        change: impl FnOnce(&Schema, &[String]) -> Result<DdlOutcome>,
+    ) -> Result<Outcome> {
+        let dcs = self.data_centers();
+        let mut outcome = self.ddl(|schema| change(schema, &dcs))?;
+        outcome.warnings = self.replication_warnings(keyspace);
+        Ok(outcome)
+    }
+
+    /// USE: the keyspace must exist; the session switches to it.
+    fn use_keyspace(&self, ks: &str) -> Result<Outcome> {
+        let schema = self.schema();
+        if schema.keyspace(ks).is_none() {
+            return Err(QueryError::invalid(format!(
+                "Keyspace '{}' does not exist",
+                ks
+            )));
+        }
+        Ok(Outcome {
+            body: ResultBody::SetKeyspace(ks.to_string()),
+            warnings: Vec::new(),
+            schema_change: None,
+        })
+    }
+
+    /// TRUNCATE of a user table (and its views): every storage table of
+    /// it is emptied.
+    fn truncate(&self, name: &QualifiedName, session_ks: Option<&str>) -> Result<Outcome> {
+        let keyspace = keyspace_of(name, session_ks)?;
+        let schema = self.schema();
+        if crate::schema::is_system_keyspace(keyspace) {
+            return Err(QueryError::Unauthorized(format!(
+                "{keyspace} keyspace is not user-modifiable."
+            )));
+        }
+        if schema.keyspace(keyspace).is_none() {
+            return Err(QueryError::invalid(format!(
+                "keyspace {keyspace} does not exist"
+            )));
+        }
+        let Some(table) = schema.table(keyspace, name.name.as_str()) else {
+            return Err(QueryError::invalid(format!(
+                "table {} does not exist",
+                name.name.as_str()
+            )));
+        };
+        if table.is_view() {
+            return Err(QueryError::invalid(
+                "Cannot TRUNCATE materialized view directly; must truncate base table instead",
+            ));
+        }
+        let views: Vec<TableId> = schema
+            .keyspace(keyspace)
+            .map(|ks| {
+                crate::view::views_of(ks, &table.name)
+                    .map(|v| v.storage_id)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for id in table.storage_ids().chain(views) {
+            self.engine
+                .truncate(id)
+                .map_err(|e| QueryError::Truncate(e.to_string()))?;
+        }
+        Ok(Outcome::void())
+    }
+
+    /// DROP KEYSPACE, TABLE, TYPE, INDEX or MATERIALIZED VIEW.
+    fn drop_schema_object(&self, d: &DropObject, session_ks: Option<&str>) -> Result<Outcome> {
+        match d.kind {
+            DropKind::Keyspace => {
+                self.ddl(|schema| ddl::drop_keyspace(schema, d.name.name.as_str(), d.if_exists))
+            }
+            DropKind::Table => {
+                let keyspace = keyspace_of(&d.name, session_ks)?;
+                self.ddl(|schema| {
+                    ddl::drop_table(schema, keyspace, d.name.name.as_str(), d.if_exists)
+                })
+            }
+            DropKind::Type => {
+                let keyspace = keyspace_of(&d.name, session_ks)?;
+                self.ddl(|schema| {
+                    ddl::drop_type(schema, keyspace, d.name.name.as_str(), d.if_exists)
+                })
+            }
+            DropKind::Index => {
+                let keyspace = keyspace_of(&d.name, session_ks)?;
+                self.ddl(|schema| {
+                    ddl::drop_index(schema, keyspace, d.name.name.as_str(), d.if_exists)
+                })
+            }
+            DropKind::MaterializedView => {
+                let keyspace = keyspace_of(&d.name, session_ks)?;
+                self.ddl(|schema| {
+                    crate::view::drop_view(schema, keyspace, d.name.name.as_str(), d.if_exists)
+                })
+            }
+        }
+    }
+
+    /// CREATE MATERIALIZED VIEW (when enabled): the schema change, then
+    /// the view built from the base table's rows, with Cassandra's warning.
+    fn create_materialized_view(
+        &self,
+        s: &CreateMaterializedView,
+        session_ks: Option<&str>,
+        request: &Request,
+    ) -> Result<Outcome> {
+        if !self.materialized_views_enabled() {
+            return Err(QueryError::invalid(crate::view::DISABLED));
+        }
+        let random = self.env.random.clone();
+        let mut outcome =
+            self.ddl(|schema| crate::view::create_view(schema, session_ks, s, &*random))?;
+        if outcome.schema_change.is_some() {
+            let keyspace = keyspace_of(&s.base_table, session_ks)?;
+            let view_keyspace = s.name.keyspace.as_ref().map_or(keyspace, |k| k.as_str());
+            crate::view::build(self, view_keyspace, s.name.name.as_str(), request)?;
+        }
+        outcome
+            .warnings
+            .push(crate::view::USAGE_WARNING.to_string());
+        Ok(outcome)
     }
 
     /// Cassandra's warnings for a replication factor above the node count.
@@ -939,52 +978,60 @@ fn receiver_spec(
         BindReceiver::Timestamp => ("[timestamp]".into(), native(NativeType::Bigint)),
         BindReceiver::Ttl => ("[ttl]".into(), native(NativeType::Int)),
         BindReceiver::Json => ("[json]".into(), native(NativeType::Text)),
-        BindReceiver::Hinted(ty) => {
-            let types = session_ks
-                .and_then(|k| schema.keyspace(k))
-                .map(|k| k.types.clone())
-                .unwrap_or_default();
-            let ty = ty
-                .resolve(&crate::schema::KeyspaceTypes(&types))
-                .map_err(|e| QueryError::invalid(format!("Unknown type {}", e.0)))?;
-            ("[hinted]".into(), ty)
-        }
+        BindReceiver::Hinted(ty) => ("[hinted]".into(), hinted_type(schema, session_ks, ty)?),
         BindReceiver::Nested { parent, step } => {
-            use rocksandra_cql::ast::NestedStep;
             let (name, ty) = receiver_spec(schema, table, parent, session_ks)?;
-            let ty = ty.unfrozen().clone();
-            let inner = match (step, &ty) {
-                (
-                    NestedStep::ListItem | NestedStep::SetItem,
-                    CqlType::List(e) | CqlType::Set(e),
-                ) => (**e).clone(),
-                (NestedStep::ListItem, CqlType::Vector(e, _)) => (**e).clone(),
-                (NestedStep::MapKey, CqlType::Map(k, _)) => (**k).clone(),
-                (NestedStep::MapValue, CqlType::Map(_, v)) => (**v).clone(),
-                (NestedStep::TupleItem(i), CqlType::Tuple(items)) => {
-                    items.get(*i).cloned().unwrap_or(native(NativeType::Blob))
-                }
-                (NestedStep::UdtField(f), CqlType::Udt(u)) => u
-                    .fields
-                    .iter()
-                    .find(|(n, _)| n == f.as_str())
-                    .map(|(_, t)| t.clone())
-                    .unwrap_or(native(NativeType::Blob)),
-                (NestedStep::InItem(_), CqlType::List(e)) => (**e).clone(),
-                (NestedStep::InItem(_), other) => other.clone(),
-                (NestedStep::ContainsValue, CqlType::Map(_, v)) => (**v).clone(),
-                (NestedStep::ContainsValue, CqlType::List(e) | CqlType::Set(e)) => (**e).clone(),
-                (NestedStep::ContainsKey | NestedStep::ElementKey, CqlType::Map(k, _)) => {
-                    (**k).clone()
-                }
-                (NestedStep::ElementKey, CqlType::Set(e)) => (**e).clone(),
-                (NestedStep::ElementKey, CqlType::List(_)) => native(NativeType::Int),
-                (_, other) => other.clone(),
-            };
-            (name, inner)
+            (name, nested_receiver_type(step, ty.unfrozen()))
         }
         BindReceiver::Unknown => ("[unknown]".into(), native(NativeType::Blob)),
     })
+}
+
+/// The type of a marker inside a hinted term `(type) ?`: the type, resolved
+/// among the session keyspace's types.
+fn hinted_type(
+    schema: &Schema,
+    session_ks: Option<&str>,
+    ty: &rocksandra_cql::TypeExpr,
+) -> Result<CqlType> {
+    let types = session_ks
+        .and_then(|k| schema.keyspace(k))
+        .map(|k| k.types.clone())
+        .unwrap_or_default();
+    ty.resolve(&crate::schema::KeyspaceTypes(&types))
+        .map_err(|e| QueryError::invalid(format!("Unknown type {}", e.0)))
+}
+
+/// The type of a marker nested in its parent's term (an element, key,
+/// value, tuple item or field of a value of type `ty`); blob when unknown.
+fn nested_receiver_type(step: &rocksandra_cql::ast::NestedStep, ty: &CqlType) -> CqlType {
+    use rocksandra_cql::ast::NestedStep;
+    let native = |t: NativeType| CqlType::Native(t);
+    match (step, ty) {
+        (NestedStep::ListItem | NestedStep::SetItem, CqlType::List(e) | CqlType::Set(e)) => {
+            (**e).clone()
+        }
+        (NestedStep::ListItem, CqlType::Vector(e, _)) => (**e).clone(),
+        (NestedStep::MapKey, CqlType::Map(k, _)) => (**k).clone(),
+        (NestedStep::MapValue, CqlType::Map(_, v)) => (**v).clone(),
+        (NestedStep::TupleItem(i), CqlType::Tuple(items)) => {
+            items.get(*i).cloned().unwrap_or(native(NativeType::Blob))
+        }
+        (NestedStep::UdtField(f), CqlType::Udt(u)) => u
+            .fields
+            .iter()
+            .find(|(n, _)| n == f.as_str())
+            .map(|(_, t)| t.clone())
+            .unwrap_or(native(NativeType::Blob)),
+        (NestedStep::InItem(_), CqlType::List(e)) => (**e).clone(),
+        (NestedStep::InItem(_), other) => other.clone(),
+        (NestedStep::ContainsValue, CqlType::Map(_, v)) => (**v).clone(),
+        (NestedStep::ContainsValue, CqlType::List(e) | CqlType::Set(e)) => (**e).clone(),
+        (NestedStep::ContainsKey | NestedStep::ElementKey, CqlType::Map(k, _)) => (**k).clone(),
+        (NestedStep::ElementKey, CqlType::Set(e)) => (**e).clone(),
+        (NestedStep::ElementKey, CqlType::List(_)) => native(NativeType::Int),
+        (_, other) => other.clone(),
+    }
 }
 
 /// Cassandra's prepared id: MD5 of the keyspace and the query text.

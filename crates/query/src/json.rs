@@ -159,266 +159,15 @@ fn from_json_at(
     if *json == Json::Null {
         return Ok(None);
     }
-    let native = |t: NativeType, text: &str| {
-        from_string(t, text, now_millis).map_err(JsonValueError::Marshal)
-    };
     use NativeType as N;
     Ok(Some(match ty.unfrozen() {
-        CqlType::Native(t) => match (t, json) {
-            (N::Text, Json::Str(s)) | (N::Ascii, Json::Str(s)) => native(*t, s)?,
-            (N::Text, other) => return Err(expected("a UTF-8 string", other)),
-            (N::Ascii, other) => return Err(expected("an ascii string", other)),
-            (N::Boolean, Json::Bool(b)) => vec![u8::from(*b)],
-            (N::Boolean, Json::Str(s)) => native(*t, s)?,
-            (N::Boolean, other) => return Err(expected("a boolean value", other)),
-            (N::Int, Json::Str(s)) => native(*t, s)?,
-            (N::Int, Json::Int(i)) if i32::try_from(i).is_ok() => native(*t, &i.to_string())?,
-            (N::Int, other) => return Err(expected("an int value", other)),
-            (N::Bigint | N::Counter, Json::Str(s)) => native(*t, s)?,
-            (N::Bigint | N::Counter, Json::Int(i)) if i64::try_from(i).is_ok() => {
-                native(*t, &i.to_string())?
-            }
-            (N::Bigint | N::Counter, other) => return Err(expected("a bigint value", other)),
-            (N::Smallint | N::Tinyint, Json::Str(s)) => native(*t, s)?,
-            (N::Smallint | N::Tinyint, j @ (Json::Int(_) | Json::Double(_))) => {
-                native(*t, &j.java())?
-            }
-            (N::Smallint, other) => return Err(expected("a short value", other)),
-            (N::Tinyint, other) => return Err(expected("a byte value", other)),
-            (N::Varint, j @ (Json::Str(_) | Json::Int(_))) => {
-                let text = j.java();
-                match crate::term::literal::parse_varint(&text) {
-                    Some(v) => v.to_signed_bytes_be(),
-                    None => {
-                        return Err(JsonValueError::Marshal(format!(
-                            "Value '{text}' is not a valid representation of a varint value"
-                        )))
-                    }
-                }
-            }
-            (N::Varint, other) => {
-                return Err(JsonValueError::Marshal(format!(
-                    "Value '{}' is not a valid representation of a varint value",
-                    other.java()
-                )))
-            }
-            (N::Decimal, j @ (Json::Str(_) | Json::Int(_) | Json::Double(_))) => {
-                let text = j.java();
-                match native(*t, &text) {
-                    Ok(b) if !text.is_empty() => b,
-                    _ => {
-                        return Err(JsonValueError::Marshal(format!(
-                            "Value '{text}' is not a valid representation of a decimal value"
-                        )))
-                    }
-                }
-            }
-            (N::Decimal, other) => {
-                return Err(JsonValueError::Marshal(format!(
-                    "Value '{}' is not a valid representation of a decimal value",
-                    other.java()
-                )))
-            }
-            (N::Double, Json::Str(s)) | (N::Float, Json::Str(s)) => native(*t, s)?,
-            (N::Double, j @ (Json::Int(_) | Json::Double(_))) => {
-                j.as_f64().unwrap_or(f64::NAN).to_be_bytes().to_vec()
-            }
-            (N::Float, j @ (Json::Int(_) | Json::Double(_))) => (j.as_f64().unwrap_or(f64::NAN)
-                as f32)
-                .to_be_bytes()
-                .to_vec(),
-            (N::Double, other) => return Err(expected("a double value", other)),
-            (N::Float, other) => return Err(expected("a float value", other)),
-            (N::Blob, Json::Str(s)) => {
-                let invalid = |why: String| {
-                    JsonValueError::Marshal(format!(
-                        "Value '{s}' is not a valid blob representation: {why}"
-                    ))
-                };
-                let Some(hex) = s.strip_prefix("0x") else {
-                    return Err(invalid(format!(
-                        "String representation of blob is missing 0x prefix: {s}"
-                    )));
-                };
-                native(*t, hex).map_err(|e| invalid(e.to_string()))?
-            }
-            (N::Blob, other) => {
-                let class = other.qualified_class();
-                return Err(JsonValueError::Marshal(format!(
-                    "Value '{}' is not a valid blob representation: class {class} cannot be cast to class java.lang.String ({class} and java.lang.String are in module java.base of loader 'bootstrap')",
-                    other.java()
-                )));
-            }
-            (N::Timestamp, Json::Int(i)) if i32::try_from(i).is_err() => match i64::try_from(i) {
-                Ok(ms) => ms.to_be_bytes().to_vec(),
-                Err(_) => {
-                    return Err(expected(
-                        "a long or a datestring representation of a timestamp value",
-                        json,
-                    ))
-                }
-            },
-            (N::Timestamp, Json::Str(s)) => native(*t, s)?,
-            (N::Timestamp, other) => {
-                return Err(expected(
-                    "a long or a datestring representation of a timestamp value",
-                    other,
-                ))
-            }
-            // Duration.from throws an InvalidRequestException, which
-            // Cassandra does not prefix with the column.
-            (N::Duration, Json::Str(s)) => {
-                from_string(*t, s, now_millis).map_err(JsonValueError::Invalid)?
-            }
-            (_, Json::Str(s)) => native(*t, s)?,
-            (N::Date, other) => {
-                return Err(expected("a string representation of a date value", other))
-            }
-            (N::Time, other) => {
-                return Err(expected("a string representation of a time value", other))
-            }
-            (N::Uuid, other) => return Err(expected("a string representation of a uuid", other)),
-            (N::Timeuuid, other) => {
-                return Err(expected("a string representation of a timeuuid", other))
-            }
-            (N::Inet, other) => {
-                return Err(expected("a string representation of an inet value", other))
-            }
-            (N::Duration, other) => {
-                return Err(expected("a string representation of a duration", other))
-            }
-        },
+        CqlType::Native(t) => native_from_json(*t, json, now_millis)?,
         CqlType::List(e) | CqlType::Set(e) | CqlType::Vector(e, _) => {
-            let json = decode_nested(json)?;
-            let set = matches!(ty.unfrozen(), CqlType::Set(_));
-            let Json::List(items) = json.as_ref() else {
-                return Err(expected(
-                    if set {
-                        "a list (representing a set)"
-                    } else {
-                        "a list"
-                    },
-                    &json,
-                ));
-            };
-            if let CqlType::Vector(_, n) = ty.unfrozen() {
-                if items.len() != *n as usize {
-                    return Err(JsonValueError::Marshal(format!(
-                        "List had incorrect size: expected {n} but given {}; {}",
-                        items.len(),
-                        json.java()
-                    )));
-                }
-            }
-            let mut values = Vec::new();
-            for item in items {
-                let Some(bytes) = from_json_at(e, item, now_millis, depth + 1)? else {
-                    return Err(JsonValueError::Marshal(format!(
-                        "Invalid null element in {}",
-                        if set { "set" } else { "list" }
-                    )));
-                };
-                values.push(Value::deserialize(e, &bytes).map_err(|e| e.to_string())?);
-            }
-            match ty.unfrozen() {
-                CqlType::List(_) => Value::List(values).to_bytes(),
-                CqlType::Vector(..) => Value::Vector(values).to_bytes(),
-                _ => {
-                    let mut encoded: Vec<Vec<u8>> = values.iter().map(Value::to_bytes).collect();
-                    encoded.sort_by(|a, b| rocksandra_data::value::compare(e, a, b));
-                    encoded.dedup();
-                    let sorted = encoded
-                        .iter()
-                        .map(|b| Value::deserialize(e, b))
-                        .collect::<Result<Vec<_>, _>>()
-                        .map_err(|e| e.to_string())?;
-                    Value::Set(sorted).to_bytes()
-                }
-            }
+            list_from_json(ty, e, json, now_millis, depth)?
         }
-        CqlType::Map(k, v) => {
-            let json = decode_nested(json)?;
-            let Json::Map(entries) = json.as_ref() else {
-                return Err(expected("a map", &json));
-            };
-            let mut pairs: Vec<(Vec<u8>, Value)> = Vec::new();
-            for (key_text, value) in entries {
-                // Keys are the document's strings, whatever the key type.
-                let Some(kb) =
-                    from_json_at(k, &Json::Str(key_text.clone()), now_millis, depth + 1)?
-                else {
-                    return Err(JsonValueError::Marshal("Invalid null key in map".into()));
-                };
-                let Some(vb) = from_json_at(v, value, now_millis, depth + 1)? else {
-                    return Err(JsonValueError::Marshal("Invalid null value in map".into()));
-                };
-                let vv = Value::deserialize(v, &vb).map_err(|e| e.to_string())?;
-                pairs.retain(|(existing, _)| {
-                    rocksandra_data::value::compare(k, existing, &kb) != std::cmp::Ordering::Equal
-                });
-                pairs.push((kb, vv));
-            }
-            pairs.sort_by(|a, b| rocksandra_data::value::compare(k, &a.0, &b.0));
-            let entries = pairs
-                .into_iter()
-                .map(|(kb, vv)| Ok((Value::deserialize(k, &kb).map_err(|e| e.to_string())?, vv)))
-                .collect::<Result<Vec<_>, String>>()?;
-            Value::Map(entries).to_bytes()
-        }
-        CqlType::Tuple(types) => {
-            let json = decode_nested(json)?;
-            let Json::List(items) = json.as_ref() else {
-                return Err(expected("a list representation of a tuple", &json));
-            };
-            if items.len() > types.len() {
-                return Err(JsonValueError::Marshal(format!(
-                    "Tuple contains extra items (expected {}): {}",
-                    types.len(),
-                    json.java()
-                )));
-            }
-            if items.len() < types.len() {
-                return Err(JsonValueError::Marshal(format!(
-                    "Tuple is missing items (expected {}): {}",
-                    types.len(),
-                    json.java()
-                )));
-            }
-            let mut fields = Vec::new();
-            for (t, item) in types.iter().zip(items) {
-                fields.push(match from_json_at(t, item, now_millis, depth + 1)? {
-                    Some(b) => Some(Value::deserialize(t, &b).map_err(|e| e.to_string())?),
-                    None => None,
-                });
-            }
-            Value::Tuple(fields).to_bytes()
-        }
-        CqlType::Udt(u) => {
-            let json = decode_nested(json)?;
-            let Json::Map(entries) = json.as_ref() else {
-                return Err(expected("a map", &json));
-            };
-            let mut fields: Vec<Option<Value>> = vec![None; u.fields.len()];
-            for (name, value) in entries {
-                let name = column_name(name);
-                let Some(i) = u.fields.iter().position(|(n, _)| *n == name) else {
-                    return Err(JsonValueError::Marshal(format!(
-                        "Unknown field '{name}' in value of user defined type {}",
-                        u.name
-                    )));
-                };
-                let t = &u.fields[i].1;
-                fields[i] = match from_json_at(t, value, now_millis, depth + 1)? {
-                    Some(b) => Some(Value::deserialize(t, &b).map_err(|e| e.to_string())?),
-                    None => None,
-                };
-            }
-            if ty.is_multi_cell() && fields.iter().all(Option::is_none) {
-                // A non-frozen UDT without any field is null.
-                return Ok(None);
-            }
-            Value::Udt(fields).to_bytes()
-        }
+        CqlType::Map(k, v) => map_from_json(k, v, json, now_millis, depth)?,
+        CqlType::Tuple(types) => tuple_from_json(types, json, now_millis, depth)?,
+        CqlType::Udt(u) => return udt_from_json(ty, u, json, now_millis, depth),
         CqlType::Custom(_) => match json {
             Json::Str(s) => {
                 let hex = s.strip_prefix("0x").unwrap_or(s);
@@ -432,6 +181,328 @@ fn from_json_at(
             ))
         }
     }))
+}
+
+/// A native type's value from JSON, as Cassandra's types accept it (numbers
+/// and blobs have their own functions).
+fn native_from_json(t: NativeType, json: &Json, now_millis: i64) -> ValueResult<Vec<u8>> {
+    let native = |t: NativeType, text: &str| {
+        from_string(t, text, now_millis).map_err(JsonValueError::Marshal)
+    };
+    use NativeType as N;
+    Ok(match (t, json) {
+        (N::Text, Json::Str(s)) | (N::Ascii, Json::Str(s)) => native(t, s)?,
+        (N::Text, other) => return Err(expected("a UTF-8 string", other)),
+        (N::Ascii, other) => return Err(expected("an ascii string", other)),
+        (N::Boolean, Json::Bool(b)) => vec![u8::from(*b)],
+        (N::Boolean, Json::Str(s)) => native(t, s)?,
+        (N::Boolean, other) => return Err(expected("a boolean value", other)),
+        (
+            N::Int
+            | N::Bigint
+            | N::Counter
+            | N::Smallint
+            | N::Tinyint
+            | N::Varint
+            | N::Decimal
+            | N::Double
+            | N::Float,
+            _,
+        ) => number_from_json(t, json, now_millis)?,
+        (N::Blob, _) => blob_from_json(json, now_millis)?,
+        (N::Timestamp, Json::Int(i)) if i32::try_from(i).is_err() => match i64::try_from(i) {
+            Ok(ms) => ms.to_be_bytes().to_vec(),
+            Err(_) => {
+                return Err(expected(
+                    "a long or a datestring representation of a timestamp value",
+                    json,
+                ))
+            }
+        },
+        (N::Timestamp, Json::Str(s)) => native(t, s)?,
+        (N::Timestamp, other) => {
+            return Err(expected(
+                "a long or a datestring representation of a timestamp value",
+                other,
+            ))
+        }
+        // Duration.from throws an InvalidRequestException, which
+        // Cassandra does not prefix with the column.
+        (N::Duration, Json::Str(s)) => {
+            from_string(t, s, now_millis).map_err(JsonValueError::Invalid)?
+        }
+        (_, Json::Str(s)) => native(t, s)?,
+        (N::Date, other) => return Err(expected("a string representation of a date value", other)),
+        (N::Time, other) => return Err(expected("a string representation of a time value", other)),
+        (N::Uuid, other) => return Err(expected("a string representation of a uuid", other)),
+        (N::Timeuuid, other) => {
+            return Err(expected("a string representation of a timeuuid", other))
+        }
+        (N::Inet, other) => {
+            return Err(expected("a string representation of an inet value", other))
+        }
+        (N::Duration, other) => {
+            return Err(expected("a string representation of a duration", other))
+        }
+    })
+}
+
+/// A number column's value from JSON: a string, or a JSON number its type
+/// can hold.
+fn number_from_json(t: NativeType, json: &Json, now_millis: i64) -> ValueResult<Vec<u8>> {
+    let native = |t: NativeType, text: &str| {
+        from_string(t, text, now_millis).map_err(JsonValueError::Marshal)
+    };
+    use NativeType as N;
+    Ok(match (t, json) {
+        (N::Int, Json::Str(s)) => native(t, s)?,
+        (N::Int, Json::Int(i)) if i32::try_from(i).is_ok() => native(t, &i.to_string())?,
+        (N::Int, other) => return Err(expected("an int value", other)),
+        (N::Bigint | N::Counter, Json::Str(s)) => native(t, s)?,
+        (N::Bigint | N::Counter, Json::Int(i)) if i64::try_from(i).is_ok() => {
+            native(t, &i.to_string())?
+        }
+        (N::Bigint | N::Counter, other) => return Err(expected("a bigint value", other)),
+        (N::Smallint | N::Tinyint, Json::Str(s)) => native(t, s)?,
+        (N::Smallint | N::Tinyint, j @ (Json::Int(_) | Json::Double(_))) => native(t, &j.java())?,
+        (N::Smallint, other) => return Err(expected("a short value", other)),
+        (N::Tinyint, other) => return Err(expected("a byte value", other)),
+        (N::Varint, j @ (Json::Str(_) | Json::Int(_))) => {
+            let text = j.java();
+            match crate::term::literal::parse_varint(&text) {
+                Some(v) => v.to_signed_bytes_be(),
+                None => {
+                    return Err(JsonValueError::Marshal(format!(
+                        "Value '{text}' is not a valid representation of a varint value"
+                    )))
+                }
+            }
+        }
+        (N::Varint, other) => {
+            return Err(JsonValueError::Marshal(format!(
+                "Value '{}' is not a valid representation of a varint value",
+                other.java()
+            )))
+        }
+        (N::Decimal, j @ (Json::Str(_) | Json::Int(_) | Json::Double(_))) => {
+            let text = j.java();
+            match native(t, &text) {
+                Ok(b) if !text.is_empty() => b,
+                _ => {
+                    return Err(JsonValueError::Marshal(format!(
+                        "Value '{text}' is not a valid representation of a decimal value"
+                    )))
+                }
+            }
+        }
+        (N::Decimal, other) => {
+            return Err(JsonValueError::Marshal(format!(
+                "Value '{}' is not a valid representation of a decimal value",
+                other.java()
+            )))
+        }
+        (N::Double, Json::Str(s)) | (N::Float, Json::Str(s)) => native(t, s)?,
+        (N::Double, j @ (Json::Int(_) | Json::Double(_))) => {
+            j.as_f64().unwrap_or(f64::NAN).to_be_bytes().to_vec()
+        }
+        (N::Float, j @ (Json::Int(_) | Json::Double(_))) => (j.as_f64().unwrap_or(f64::NAN) as f32)
+            .to_be_bytes()
+            .to_vec(),
+        (N::Double, other) => return Err(expected("a double value", other)),
+        (N::Float, other) => return Err(expected("a float value", other)),
+        // Not a number type: never reached from native_from_json.
+        _ => native_from_json(t, json, now_millis)?,
+    })
+}
+
+/// A blob from JSON: a `0x`-prefixed hex string.
+fn blob_from_json(json: &Json, now_millis: i64) -> ValueResult<Vec<u8>> {
+    match json {
+        Json::Str(s) => {
+            let invalid = |why: String| {
+                JsonValueError::Marshal(format!(
+                    "Value '{s}' is not a valid blob representation: {why}"
+                ))
+            };
+            let Some(hex) = s.strip_prefix("0x") else {
+                return Err(invalid(format!(
+                    "String representation of blob is missing 0x prefix: {s}"
+                )));
+            };
+            from_string(NativeType::Blob, hex, now_millis)
+                .map_err(JsonValueError::Marshal)
+                .map_err(|e| invalid(e.to_string()))
+        }
+        other => {
+            let class = other.qualified_class();
+            Err(JsonValueError::Marshal(format!(
+                "Value '{}' is not a valid blob representation: class {class} cannot be cast to class java.lang.String ({class} and java.lang.String are in module java.base of loader 'bootstrap')",
+                other.java()
+            )))
+        }
+    }
+}
+
+/// A list, set or vector from a JSON list (or a string holding one).
+fn list_from_json(
+    ty: &CqlType,
+    e: &CqlType,
+    json: &Json,
+    now_millis: i64,
+    depth: usize,
+) -> ValueResult<Vec<u8>> {
+    let json = decode_nested(json)?;
+    let set = matches!(ty.unfrozen(), CqlType::Set(_));
+    let Json::List(items) = json.as_ref() else {
+        return Err(expected(
+            if set {
+                "a list (representing a set)"
+            } else {
+                "a list"
+            },
+            &json,
+        ));
+    };
+    if let CqlType::Vector(_, n) = ty.unfrozen() {
+        if items.len() != *n as usize {
+            return Err(JsonValueError::Marshal(format!(
+                "List had incorrect size: expected {n} but given {}; {}",
+                items.len(),
+                json.java()
+            )));
+        }
+    }
+    let mut values = Vec::new();
+    for item in items {
+        let Some(bytes) = from_json_at(e, item, now_millis, depth + 1)? else {
+            return Err(JsonValueError::Marshal(format!(
+                "Invalid null element in {}",
+                if set { "set" } else { "list" }
+            )));
+        };
+        values.push(Value::deserialize(e, &bytes).map_err(|e| e.to_string())?);
+    }
+    Ok(match ty.unfrozen() {
+        CqlType::List(_) => Value::List(values).to_bytes(),
+        CqlType::Vector(..) => Value::Vector(values).to_bytes(),
+        _ => {
+            let mut encoded: Vec<Vec<u8>> = values.iter().map(Value::to_bytes).collect();
+            encoded.sort_by(|a, b| rocksandra_data::value::compare(e, a, b));
+            encoded.dedup();
+            let sorted = encoded
+                .iter()
+                .map(|b| Value::deserialize(e, b))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())?;
+            Value::Set(sorted).to_bytes()
+        }
+    })
+}
+
+/// A map from a JSON object (or a string holding one); keys are the
+/// object's strings, whatever the key type.
+fn map_from_json(
+    k: &CqlType,
+    v: &CqlType,
+    json: &Json,
+    now_millis: i64,
+    depth: usize,
+) -> ValueResult<Vec<u8>> {
+    let json = decode_nested(json)?;
+    let Json::Map(entries) = json.as_ref() else {
+        return Err(expected("a map", &json));
+    };
+    let mut pairs: Vec<(Vec<u8>, Value)> = Vec::new();
+    for (key_text, value) in entries {
+        // Keys are the document's strings, whatever the key type.
+        let Some(kb) = from_json_at(k, &Json::Str(key_text.clone()), now_millis, depth + 1)? else {
+            return Err(JsonValueError::Marshal("Invalid null key in map".into()));
+        };
+        let Some(vb) = from_json_at(v, value, now_millis, depth + 1)? else {
+            return Err(JsonValueError::Marshal("Invalid null value in map".into()));
+        };
+        let vv = Value::deserialize(v, &vb).map_err(|e| e.to_string())?;
+        pairs.retain(|(existing, _)| {
+            rocksandra_data::value::compare(k, existing, &kb) != std::cmp::Ordering::Equal
+        });
+        pairs.push((kb, vv));
+    }
+    pairs.sort_by(|a, b| rocksandra_data::value::compare(k, &a.0, &b.0));
+    let entries = pairs
+        .into_iter()
+        .map(|(kb, vv)| Ok((Value::deserialize(k, &kb).map_err(|e| e.to_string())?, vv)))
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(Value::Map(entries).to_bytes())
+}
+
+/// A tuple from a JSON list (or a string holding one) of exactly its size.
+fn tuple_from_json(
+    types: &[CqlType],
+    json: &Json,
+    now_millis: i64,
+    depth: usize,
+) -> ValueResult<Vec<u8>> {
+    let json = decode_nested(json)?;
+    let Json::List(items) = json.as_ref() else {
+        return Err(expected("a list representation of a tuple", &json));
+    };
+    if items.len() > types.len() {
+        return Err(JsonValueError::Marshal(format!(
+            "Tuple contains extra items (expected {}): {}",
+            types.len(),
+            json.java()
+        )));
+    }
+    if items.len() < types.len() {
+        return Err(JsonValueError::Marshal(format!(
+            "Tuple is missing items (expected {}): {}",
+            types.len(),
+            json.java()
+        )));
+    }
+    let mut fields = Vec::new();
+    for (t, item) in types.iter().zip(items) {
+        fields.push(match from_json_at(t, item, now_millis, depth + 1)? {
+            Some(b) => Some(Value::deserialize(t, &b).map_err(|e| e.to_string())?),
+            None => None,
+        });
+    }
+    Ok(Value::Tuple(fields).to_bytes())
+}
+
+/// A UDT from a JSON object (or a string holding one); None for a
+/// non-frozen UDT without any field.
+fn udt_from_json(
+    ty: &CqlType,
+    u: &rocksandra_data::types::UdtType,
+    json: &Json,
+    now_millis: i64,
+    depth: usize,
+) -> ValueResult<Option<Vec<u8>>> {
+    let json = decode_nested(json)?;
+    let Json::Map(entries) = json.as_ref() else {
+        return Err(expected("a map", &json));
+    };
+    let mut fields: Vec<Option<Value>> = vec![None; u.fields.len()];
+    for (name, value) in entries {
+        let name = column_name(name);
+        let Some(i) = u.fields.iter().position(|(n, _)| *n == name) else {
+            return Err(JsonValueError::Marshal(format!(
+                "Unknown field '{name}' in value of user defined type {}",
+                u.name
+            )));
+        };
+        let t = &u.fields[i].1;
+        fields[i] = match from_json_at(t, value, now_millis, depth + 1)? {
+            Some(b) => Some(Value::deserialize(t, &b).map_err(|e| e.to_string())?),
+            None => None,
+        };
+    }
+    if ty.is_multi_cell() && fields.iter().all(Option::is_none) {
+        // A non-frozen UDT without any field is null.
+        return Ok(None);
+    }
+    Ok(Some(Value::Udt(fields).to_bytes()))
 }
 
 /// A column or field name as written in a JSON document: `"\"Name\""` is

@@ -1161,72 +1161,7 @@ fn targets(
 ) -> Result<Targets> {
     for r in where_clause {
         if let rocksandra_cql::ast::Relation::Compare { lhs, op, .. } = r {
-            match lhs {
-                rocksandra_cql::ast::RelationLhs::Column(c) => {
-                    let Some(column) = table.column(c.as_str()) else {
-                        return Err(undefined_column(table, c.as_str()));
-                    };
-                    // Cassandra builds each relation's restriction (and refuses
-                    // it) before looking for non-key columns.
-                    match op {
-                        rocksandra_cql::ast::Operator::Contains => {
-                            return Err(QueryError::invalid(format!(
-                                "Cannot use {statement} with CONTAINS"
-                            )))
-                        }
-                        rocksandra_cql::ast::Operator::ContainsKey => {
-                            return Err(QueryError::invalid(format!(
-                                "Cannot use {statement} with CONTAINS KEY"
-                            )))
-                        }
-                        rocksandra_cql::ast::Operator::Eq
-                        | rocksandra_cql::ast::Operator::Lt
-                        | rocksandra_cql::ast::Operator::Lte
-                        | rocksandra_cql::ast::Operator::Gt
-                        | rocksandra_cql::ast::Operator::Gte
-                        | rocksandra_cql::ast::Operator::In
-                            if column.ty.is_multi_cell()
-                                && matches!(
-                                    column.ty,
-                                    CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..)
-                                ) =>
-                        {
-                            let op_text = match op {
-                                rocksandra_cql::ast::Operator::Eq => "=",
-                                rocksandra_cql::ast::Operator::Lt => "<",
-                                rocksandra_cql::ast::Operator::Lte => "<=",
-                                rocksandra_cql::ast::Operator::Gt => ">",
-                                rocksandra_cql::ast::Operator::Gte => ">=",
-                                _ => "IN",
-                            };
-                            return Err(QueryError::invalid(format!(
-                                "Collection column '{}' ({}) cannot be restricted by a '{op_text}' relation",
-                                column.name, column.ty
-                            )));
-                        }
-                        _ => {}
-                    }
-                    if !column.kind.is_primary_key() {
-                        return Err(QueryError::invalid(format!(
-                            "Non PRIMARY KEY columns found in where clause: {} ",
-                            c.as_str()
-                        )));
-                    }
-                    if column.kind == ColumnKind::PartitionKey
-                        && !matches!(op, rocksandra_cql::ast::Operator::Eq | rocksandra_cql::ast::Operator::In)
-                    {
-                        return Err(QueryError::invalid(format!(
-                            "Only EQ and IN relation are supported on the partition key (unless you use the token() function) for {statement} statements"
-                        )));
-                    }
-                }
-                rocksandra_cql::ast::RelationLhs::Token(_) => {
-                    return Err(QueryError::invalid(
-                        "The token function cannot be used in WHERE clauses for UPDATE and DELETE statements",
-                    ))
-                }
-                _ => {}
-            }
+            check_modification_relation(table, lhs, *op, statement)?;
         }
     }
     let r = analyze(table, where_clause, ctx)?;
@@ -1234,16 +1169,7 @@ fn targets(
         return Err(e);
     }
     let PartitionSelection::Keys(keys) = r.partition else {
-        let given: Vec<String> = where_clause
-            .iter()
-            .filter_map(|r| match r {
-                rocksandra_cql::ast::Relation::Compare {
-                    lhs: rocksandra_cql::ast::RelationLhs::Column(c),
-                    ..
-                } => Some(c.as_str().to_string()),
-                _ => None,
-            })
-            .collect();
+        let given = column_relation_names(where_clause);
         return Err(QueryError::invalid(format!(
             "Some partition key parts are missing: {}",
             missing(table.partition_key(), &given)
@@ -1266,16 +1192,103 @@ fn targets(
     })
 }
 
-fn update_mutation(
-    executor: &Executor,
+/// Refuses a relation an UPDATE or DELETE cannot have: CONTAINS (KEY),
+/// relations on non-frozen collections, on non-key columns, other than
+/// EQ/IN on the partition key, and token().
+fn check_modification_relation(
     table: &Table,
-    update: &Update,
-    params: WriteParams,
-    ctx: &EvalContext<'_>,
-    request: &Request,
-    out: &mut Vec<Mutation>,
+    lhs: &rocksandra_cql::ast::RelationLhs,
+    op: rocksandra_cql::ast::Operator,
+    statement: &str,
 ) -> Result<()> {
-    let t = targets(table, &update.where_clause, ctx, "UPDATE")?;
+    match lhs {
+        rocksandra_cql::ast::RelationLhs::Column(c) => {
+            let Some(column) = table.column(c.as_str()) else {
+                return Err(undefined_column(table, c.as_str()));
+            };
+            // Cassandra builds each relation's restriction (and refuses
+            // it) before looking for non-key columns.
+            match op {
+                rocksandra_cql::ast::Operator::Contains => {
+                    return Err(QueryError::invalid(format!(
+                        "Cannot use {statement} with CONTAINS"
+                    )))
+                }
+                rocksandra_cql::ast::Operator::ContainsKey => {
+                    return Err(QueryError::invalid(format!(
+                        "Cannot use {statement} with CONTAINS KEY"
+                    )))
+                }
+                rocksandra_cql::ast::Operator::Eq
+                | rocksandra_cql::ast::Operator::Lt
+                | rocksandra_cql::ast::Operator::Lte
+                | rocksandra_cql::ast::Operator::Gt
+                | rocksandra_cql::ast::Operator::Gte
+                | rocksandra_cql::ast::Operator::In
+                    if column.ty.is_multi_cell()
+                        && matches!(
+                            column.ty,
+                            CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..)
+                        ) =>
+                {
+                    let op_text = match op {
+                        rocksandra_cql::ast::Operator::Eq => "=",
+                        rocksandra_cql::ast::Operator::Lt => "<",
+                        rocksandra_cql::ast::Operator::Lte => "<=",
+                        rocksandra_cql::ast::Operator::Gt => ">",
+                        rocksandra_cql::ast::Operator::Gte => ">=",
+                        _ => "IN",
+                    };
+                    return Err(QueryError::invalid(format!(
+                        "Collection column '{}' ({}) cannot be restricted by a '{op_text}' relation",
+                        column.name, column.ty
+                    )));
+                }
+                _ => {}
+            }
+            if !column.kind.is_primary_key() {
+                return Err(QueryError::invalid(format!(
+                    "Non PRIMARY KEY columns found in where clause: {} ",
+                    c.as_str()
+                )));
+            }
+            if column.kind == ColumnKind::PartitionKey
+                && !matches!(
+                    op,
+                    rocksandra_cql::ast::Operator::Eq | rocksandra_cql::ast::Operator::In
+                )
+            {
+                return Err(QueryError::invalid(format!(
+                    "Only EQ and IN relation are supported on the partition key (unless you use the token() function) for {statement} statements"
+                )));
+            }
+        }
+        rocksandra_cql::ast::RelationLhs::Token(_) => return Err(QueryError::invalid(
+            "The token function cannot be used in WHERE clauses for UPDATE and DELETE statements",
+        )),
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The columns named alone on the left of the WHERE clause's relations.
+fn column_relation_names(where_clause: &[rocksandra_cql::ast::Relation]) -> Vec<String> {
+    where_clause
+        .iter()
+        .filter_map(|r| match r {
+            rocksandra_cql::ast::Relation::Compare {
+                lhs: rocksandra_cql::ast::RelationLhs::Column(c),
+                ..
+            } => Some(c.as_str().to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The columns an UPDATE's assignments set, in order: no primary key
+/// column, and no column set twice incompatibly (a whole-column SET with
+/// anything else on it, or the same field twice).
+fn assigned_columns<'t>(table: &'t Table, update: &Update) -> Result<Vec<&'t Column>> {
     let mut assigned: Vec<&Column> = Vec::new();
     for a in &update.assignments {
         let name = a.target.column().as_str();
@@ -1304,6 +1317,43 @@ fn update_mutation(
         }
         assigned.push(column);
     }
+    Ok(assigned)
+}
+
+/// The clustering prefixes of the rows an UPDATE writes: none when it only
+/// sets static columns without restricting clustering columns, else every
+/// row selected, which needs every clustering column restricted exactly.
+fn updated_rows(
+    table: &Table,
+    update: &Update,
+    t: &Targets,
+    static_only: bool,
+) -> Result<Vec<Vec<Vec<u8>>>> {
+    Ok(if static_only && !t.restricted {
+        Vec::new()
+    } else {
+        if !t.exact {
+            let given = column_relation_names(&update.where_clause);
+            return Err(QueryError::invalid(format!(
+                "Some clustering keys are missing: {}",
+                missing(table.clustering(), &given)
+            )));
+        }
+        t.slices.iter().map(|s| s.start.prefix.clone()).collect()
+    })
+}
+
+fn update_mutation(
+    executor: &Executor,
+    table: &Table,
+    update: &Update,
+    params: WriteParams,
+    ctx: &EvalContext<'_>,
+    request: &Request,
+    out: &mut Vec<Mutation>,
+) -> Result<()> {
+    let t = targets(table, &update.where_clause, ctx, "UPDATE")?;
+    let assigned = assigned_columns(table, update)?;
     if cas::has_clustering_slice(table, &update.where_clause) {
         return Err(QueryError::invalid(
             "Slice restrictions are not supported on the clustering columns in UPDATE statements",
@@ -1319,28 +1369,7 @@ fn update_mutation(
     if t.selects_no_row() {
         return Ok(());
     }
-    let rows: Vec<Vec<Vec<u8>>> = if static_only && !t.restricted {
-        Vec::new()
-    } else {
-        if !t.exact {
-            let given: Vec<String> = update
-                .where_clause
-                .iter()
-                .filter_map(|r| match r {
-                    rocksandra_cql::ast::Relation::Compare {
-                        lhs: rocksandra_cql::ast::RelationLhs::Column(c),
-                        ..
-                    } => Some(c.as_str().to_string()),
-                    _ => None,
-                })
-                .collect();
-            return Err(QueryError::invalid(format!(
-                "Some clustering keys are missing: {}",
-                missing(table.clustering(), &given)
-            )));
-        }
-        t.slices.iter().map(|s| s.start.prefix.clone()).collect()
-    };
+    let rows = updated_rows(table, update, &t, static_only)?;
     for key in &t.keys {
         let mut mutation = new_mutation(table, key);
         let mut static_row = RowUpdate::default();
@@ -1583,6 +1612,57 @@ fn map_operand(
     }
 }
 
+/// The row an UPDATE assignment writes, and where its stored cells are read
+/// from (counters, list removals and list indexes read before writing).
+#[derive(Clone, Copy)]
+struct AssignedRow<'a> {
+    executor: &'a Executor,
+    table: &'a Table,
+    pk: &'a [Vec<u8>],
+    clustering: Option<&'a [Vec<u8>]>,
+    request: &'a Request,
+}
+
+impl AssignedRow<'_> {
+    /// The stored element cells of list (or counter) `column` in this row.
+    fn read_list(&self, column: &Column) -> Result<Vec<Cell>> {
+        read_list(
+            self.executor,
+            self.table,
+            self.pk,
+            self.clustering,
+            column,
+            self.request,
+        )
+    }
+}
+
+/// Pushes an element or field cell at `path`: a live cell for a value, a
+/// tombstone for null, nothing for unset.
+fn push_path_term(
+    row: &mut RowUpdate,
+    params: WriteParams,
+    column: &Column,
+    path: Vec<u8>,
+    term: Term,
+) {
+    match term {
+        Term::Value(v) => row.cells.push(params.cell(column, v).with_path(path)),
+        Term::Null => row.cells.push(params.tombstone(column).with_path(path)),
+        Term::Unset => {}
+    }
+}
+
+/// "frozen collection" or "non counter": what a non-multi-cell column is
+/// called in the errors of `+` and `-` assignments.
+fn non_multi_cell_kind(column: &Column) -> &'static str {
+    if column.ty.is_collection() {
+        "frozen collection"
+    } else {
+        "non counter"
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn apply_assignment(
     executor: &Executor,
@@ -1598,6 +1678,13 @@ fn apply_assignment(
     row: &mut RowUpdate,
 ) -> Result<()> {
     let name = column.name.as_str();
+    let target = AssignedRow {
+        executor,
+        table,
+        pk,
+        clustering,
+        request,
+    };
     if a.op == AssignOp::Prepend && !matches!(column.ty.unfrozen(), CqlType::List(_)) {
         // The value is checked against the column first, as
         // Operation.Prepend.prepare does (and prints its text with a `-`).
@@ -1608,55 +1695,7 @@ fn apply_assignment(
         )));
     }
     if column.ty.is_counter() {
-        let term = evaluate(&a.value, &column.ty, name, ctx)?;
-        let delta_sign = match (&a.target, a.op) {
-            (ColumnTarget::Column(_), AssignOp::Add) => 1i64,
-            (ColumnTarget::Column(_), AssignOp::Subtract) => -1i64,
-            _ => {
-                return Err(QueryError::invalid(format!(
-                    "Cannot set the value of counter column {name} (counters can only be incremented/decremented, not set)"
-                )))
-            }
-        };
-        let delta = match term {
-            Term::Value(b) => <[u8; 8]>::try_from(b.as_slice())
-                .map(i64::from_be_bytes)
-                .unwrap_or(0),
-            Term::Null => {
-                return Err(QueryError::invalid(
-                    "Invalid null value for counter increment/decrement",
-                ))
-            }
-            Term::Unset => return Ok(()),
-        };
-        // Single node: counters are read, changed and written under the
-        // statement's read-modify-write lock (taken by the caller). An
-        // update of the same counter earlier in the statement or batch is
-        // not written yet: it is the value to add to.
-        let value_of = |c: &Cell| {
-            let v = <[u8; 8]>::try_from(c.value.as_slice())
-                .map(i64::from_be_bytes)
-                .unwrap_or(0);
-            (v, c.timestamp.0)
-        };
-        let (current, last_write) = match row.cells.iter().rposition(|c| c.column == column.id) {
-            Some(i) => value_of(&row.cells.remove(i)),
-            None => match pending_counter(earlier, table, pk, clustering, column) {
-                Some(cell) => value_of(cell),
-                None => read_list(executor, table, pk, clustering, column, request)?
-                    .first()
-                    .map(value_of)
-                    .unwrap_or((0, i64::MIN)),
-            },
-        };
-        let value = current.wrapping_add(delta_sign.wrapping_mul(delta));
-        let timestamp = params.timestamp.max(last_write.saturating_add(1));
-        row.cells.push(Cell::live(
-            column.id,
-            timestamp,
-            value.to_be_bytes().to_vec(),
-        ));
-        return Ok(());
+        return apply_counter_assignment(target, a, column, params, ctx, earlier, row);
     }
     match (&a.target, a.op) {
         (ColumnTarget::Column(_), AssignOp::Set) => {
@@ -1689,156 +1728,265 @@ fn apply_assignment(
             )))
         }
         (ColumnTarget::Column(_), AssignOp::Add | AssignOp::Prepend) => {
-            if !column.ty.is_multi_cell() {
-                let what = if column.ty.is_collection() {
-                    "frozen collection"
-                } else {
-                    "non counter"
-                };
-                let text = if a.op == AssignOp::Prepend {
-                    format!("{name} = {} + {name}", a.value)
-                } else {
-                    format!("{name} = {name} + {}", a.value)
-                };
-                return Err(QueryError::invalid(format!(
-                    "Invalid operation ({text}) for {what} column {name}"
-                )));
-            }
-            let operand = evaluate(&a.value, &column.ty, name, ctx);
-            match map_operand(operand, column, "addition", "a map", &a.value)? {
-                Term::Value(bytes) => add_elements(
-                    executor,
-                    column,
-                    &bytes,
-                    params,
-                    row,
-                    a.op == AssignOp::Prepend,
-                ),
-                Term::Null => Ok(()),
-                Term::Unset => Ok(()),
-            }
+            add_to_collection(executor, a, column, params, ctx, row)
         }
         (ColumnTarget::Column(_), AssignOp::Subtract) => {
-            if !column.ty.is_multi_cell() {
-                let what = if column.ty.is_collection() {
-                    "frozen collection"
-                } else {
-                    "non counter"
-                };
-                return Err(QueryError::invalid(format!(
-                    "Invalid operation ({name} = {name} - {}) for {what} column {name}",
-                    a.value
-                )));
-            }
-            let value_type = match &column.ty {
-                CqlType::Map(k, _) => CqlType::Set(k.clone()),
-                other => other.clone(),
-            };
-            let operand = evaluate(&a.value, &value_type, name, ctx);
-            let Term::Value(bytes) =
-                map_operand(operand, column, "substraction", "a set", &a.value)?
-            else {
-                return Ok(());
-            };
-            match (&column.ty, Value::deserialize(&value_type, &bytes)?) {
-                (CqlType::Set(e), Value::Set(items)) | (CqlType::Map(e, _), Value::Set(items)) => {
-                    for item in items {
-                        let path = paths::element_path(e, &item.to_bytes())?;
-                        row.cells.push(params.tombstone(column).with_path(path));
-                    }
-                }
-                (CqlType::List(e), Value::List(items)) => {
-                    let _guard = executor.rmw_lock.hold();
-                    let removed: Vec<Vec<u8>> = items.iter().map(Value::to_bytes).collect();
-                    for cell in read_list(executor, table, pk, clustering, column, request)? {
-                        if removed.iter().any(|r| {
-                            rocksandra_data::value::compare(e, r, &cell.value)
-                                == std::cmp::Ordering::Equal
-                        }) {
-                            if let Some(path) = cell.path {
-                                row.cells.push(params.tombstone(column).with_path(path));
-                            }
-                        }
-                    }
-                }
-                _ => {}
-            }
-            Ok(())
+            subtract_from_collection(target, a, column, params, ctx, row)
         }
-        (ColumnTarget::Element { key, .. }, AssignOp::Set) => match &column.ty {
-            CqlType::Map(kt, vt) => {
-                let k = map_key(key, kt, name, ctx)?;
-                let path = paths::element_path(kt, &k)?;
-                match evaluate(&a.value, vt, &format!("value({name})"), ctx)? {
-                    Term::Value(v) => row.cells.push(params.cell(column, v).with_path(path)),
-                    Term::Null => row.cells.push(params.tombstone(column).with_path(path)),
-                    Term::Unset => {}
-                }
-                Ok(())
-            }
-            CqlType::List(et) => {
-                let _guard = executor.rmw_lock.hold();
-                let element = ListElement { key, name, ctx };
-                let path =
-                    element.path(executor, table, pk, clustering, column, request, true, row)?;
-                let path = path.unwrap_or_default();
-                match evaluate(&a.value, et, &format!("value({name})"), ctx)? {
-                    Term::Value(v) => row.cells.push(params.cell(column, v).with_path(path)),
-                    Term::Null => row.cells.push(params.tombstone(column).with_path(path)),
-                    Term::Unset => {}
-                }
-                Ok(())
-            }
-            other => {
-                let key = match &a.target {
-                    ColumnTarget::Element { key, .. } => key.to_string(),
-                    _ => String::new(),
-                };
-                let what = if matches!(other, CqlType::Set(_)) {
-                    "set"
-                } else if other.is_collection() {
-                    "frozen collection"
-                } else {
-                    "non collection"
-                };
-                Err(QueryError::invalid(format!(
-                    "Invalid operation ({name}[{key}] = {}) for {what} column {name}",
-                    a.value
-                )))
-            }
-        },
+        (ColumnTarget::Element { key, .. }, AssignOp::Set) => {
+            set_element(target, key, a, column, params, ctx, row)
+        }
         (ColumnTarget::Field { field, .. }, AssignOp::Set) => {
-            let CqlType::Udt(u) = &column.ty else {
-                let what = if matches!(column.ty.unfrozen(), CqlType::Udt(_)) {
-                    "frozen UDT"
-                } else {
-                    "non-UDT"
-                };
-                return Err(QueryError::invalid(format!(
-                    "Invalid operation ({name}.{} = {}) for {what} column {name}",
-                    field.as_str(),
-                    a.value
-                )));
-            };
-            let Some(i) = u.fields.iter().position(|(n, _)| n == field.as_str()) else {
-                return Err(QueryError::invalid(format!(
-                    "UDT column {name} does not have a field named {}",
-                    field.as_str()
-                )));
-            };
-            let path = paths::field_path(i);
-            let receiver = format!("{name}.{}", field.as_str());
-            match evaluate(&a.value, &u.fields[i].1, &receiver, ctx)? {
-                Term::Value(v) => row.cells.push(params.cell(column, v).with_path(path)),
-                Term::Null => row.cells.push(params.tombstone(column).with_path(path)),
-                Term::Unset => {}
-            }
-            Ok(())
+            set_field(field.as_str(), a, column, params, ctx, row)
         }
         _ => Err(QueryError::invalid(format!(
             "Invalid operation on column {name}"
         ))),
     }
+}
+
+/// `c = c + n` or `c = c - n` on a counter: reads the current value (an
+/// earlier update in the statement or batch, else storage) and writes the
+/// sum; setting a counter is an error.
+fn apply_counter_assignment(
+    target: AssignedRow<'_>,
+    a: &Assignment,
+    column: &Column,
+    params: WriteParams,
+    ctx: &EvalContext<'_>,
+    earlier: &[Mutation],
+    row: &mut RowUpdate,
+) -> Result<()> {
+    let name = column.name.as_str();
+    let term = evaluate(&a.value, &column.ty, name, ctx)?;
+    let delta_sign = match (&a.target, a.op) {
+        (ColumnTarget::Column(_), AssignOp::Add) => 1i64,
+        (ColumnTarget::Column(_), AssignOp::Subtract) => -1i64,
+        _ => {
+            return Err(QueryError::invalid(format!(
+                "Cannot set the value of counter column {name} (counters can only be incremented/decremented, not set)"
+            )))
+        }
+    };
+    let delta = match term {
+        Term::Value(b) => <[u8; 8]>::try_from(b.as_slice())
+            .map(i64::from_be_bytes)
+            .unwrap_or(0),
+        Term::Null => {
+            return Err(QueryError::invalid(
+                "Invalid null value for counter increment/decrement",
+            ))
+        }
+        Term::Unset => return Ok(()),
+    };
+    // Single node: counters are read, changed and written under the
+    // statement's read-modify-write lock (taken by the caller). An
+    // update of the same counter earlier in the statement or batch is
+    // not written yet: it is the value to add to.
+    let value_of = |c: &Cell| {
+        let v = <[u8; 8]>::try_from(c.value.as_slice())
+            .map(i64::from_be_bytes)
+            .unwrap_or(0);
+        (v, c.timestamp.0)
+    };
+    let (current, last_write) = match row.cells.iter().rposition(|c| c.column == column.id) {
+        Some(i) => value_of(&row.cells.remove(i)),
+        None => {
+            match pending_counter(earlier, target.table, target.pk, target.clustering, column) {
+                Some(cell) => value_of(cell),
+                None => target
+                    .read_list(column)?
+                    .first()
+                    .map(value_of)
+                    .unwrap_or((0, i64::MIN)),
+            }
+        }
+    };
+    let value = current.wrapping_add(delta_sign.wrapping_mul(delta));
+    let timestamp = params.timestamp.max(last_write.saturating_add(1));
+    row.cells.push(Cell::live(
+        column.id,
+        timestamp,
+        value.to_be_bytes().to_vec(),
+    ));
+    Ok(())
+}
+
+/// `c = c + value` (or `c = value + c` for lists): adds the elements of a
+/// non-frozen collection.
+fn add_to_collection(
+    executor: &Executor,
+    a: &Assignment,
+    column: &Column,
+    params: WriteParams,
+    ctx: &EvalContext<'_>,
+    row: &mut RowUpdate,
+) -> Result<()> {
+    let name = column.name.as_str();
+    if !column.ty.is_multi_cell() {
+        let what = non_multi_cell_kind(column);
+        let text = if a.op == AssignOp::Prepend {
+            format!("{name} = {} + {name}", a.value)
+        } else {
+            format!("{name} = {name} + {}", a.value)
+        };
+        return Err(QueryError::invalid(format!(
+            "Invalid operation ({text}) for {what} column {name}"
+        )));
+    }
+    let operand = evaluate(&a.value, &column.ty, name, ctx);
+    match map_operand(operand, column, "addition", "a map", &a.value)? {
+        Term::Value(bytes) => add_elements(
+            executor,
+            column,
+            &bytes,
+            params,
+            row,
+            a.op == AssignOp::Prepend,
+        ),
+        Term::Null => Ok(()),
+        Term::Unset => Ok(()),
+    }
+}
+
+/// `c = c - value`: deletes set elements or map keys by path, and list
+/// elements equal to any given value (read under the read-modify-write
+/// lock).
+fn subtract_from_collection(
+    target: AssignedRow<'_>,
+    a: &Assignment,
+    column: &Column,
+    params: WriteParams,
+    ctx: &EvalContext<'_>,
+    row: &mut RowUpdate,
+) -> Result<()> {
+    let name = column.name.as_str();
+    if !column.ty.is_multi_cell() {
+        let what = non_multi_cell_kind(column);
+        return Err(QueryError::invalid(format!(
+            "Invalid operation ({name} = {name} - {}) for {what} column {name}",
+            a.value
+        )));
+    }
+    let value_type = match &column.ty {
+        CqlType::Map(k, _) => CqlType::Set(k.clone()),
+        other => other.clone(),
+    };
+    let operand = evaluate(&a.value, &value_type, name, ctx);
+    let Term::Value(bytes) = map_operand(operand, column, "substraction", "a set", &a.value)?
+    else {
+        return Ok(());
+    };
+    match (&column.ty, Value::deserialize(&value_type, &bytes)?) {
+        (CqlType::Set(e), Value::Set(items)) | (CqlType::Map(e, _), Value::Set(items)) => {
+            for item in items {
+                let path = paths::element_path(e, &item.to_bytes())?;
+                row.cells.push(params.tombstone(column).with_path(path));
+            }
+        }
+        (CqlType::List(e), Value::List(items)) => {
+            let _guard = target.executor.rmw_lock.hold();
+            let removed: Vec<Vec<u8>> = items.iter().map(Value::to_bytes).collect();
+            for cell in target.read_list(column)? {
+                if removed.iter().any(|r| {
+                    rocksandra_data::value::compare(e, r, &cell.value) == std::cmp::Ordering::Equal
+                }) {
+                    if let Some(path) = cell.path {
+                        row.cells.push(params.tombstone(column).with_path(path));
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// `m[key] = value` or `l[index] = value`: one element of a non-frozen map
+/// or list (a list index is resolved against the stored list).
+fn set_element(
+    target: AssignedRow<'_>,
+    key: &Expr,
+    a: &Assignment,
+    column: &Column,
+    params: WriteParams,
+    ctx: &EvalContext<'_>,
+    row: &mut RowUpdate,
+) -> Result<()> {
+    let name = column.name.as_str();
+    match &column.ty {
+        CqlType::Map(kt, vt) => {
+            let k = map_key(key, kt, name, ctx)?;
+            let path = paths::element_path(kt, &k)?;
+            let term = evaluate(&a.value, vt, &format!("value({name})"), ctx)?;
+            push_path_term(row, params, column, path, term);
+            Ok(())
+        }
+        CqlType::List(et) => {
+            let _guard = target.executor.rmw_lock.hold();
+            let element = ListElement { key, name, ctx };
+            let path = element.path(
+                target.executor,
+                target.table,
+                target.pk,
+                target.clustering,
+                column,
+                target.request,
+                true,
+                row,
+            )?;
+            let path = path.unwrap_or_default();
+            let term = evaluate(&a.value, et, &format!("value({name})"), ctx)?;
+            push_path_term(row, params, column, path, term);
+            Ok(())
+        }
+        other => {
+            let what = if matches!(other, CqlType::Set(_)) {
+                "set"
+            } else if other.is_collection() {
+                "frozen collection"
+            } else {
+                "non collection"
+            };
+            Err(QueryError::invalid(format!(
+                "Invalid operation ({name}[{key}] = {}) for {what} column {name}",
+                a.value
+            )))
+        }
+    }
+}
+
+/// `u.field = value`: one field of a non-frozen UDT.
+fn set_field(
+    field: &str,
+    a: &Assignment,
+    column: &Column,
+    params: WriteParams,
+    ctx: &EvalContext<'_>,
+    row: &mut RowUpdate,
+) -> Result<()> {
+    let name = column.name.as_str();
+    let CqlType::Udt(u) = &column.ty else {
+        let what = if matches!(column.ty.unfrozen(), CqlType::Udt(_)) {
+            "frozen UDT"
+        } else {
+            "non-UDT"
+        };
+        return Err(QueryError::invalid(format!(
+            "Invalid operation ({name}.{field} = {}) for {what} column {name}",
+            a.value
+        )));
+    };
+    let Some(i) = u.fields.iter().position(|(n, _)| n == field) else {
+        return Err(QueryError::invalid(format!(
+            "UDT column {name} does not have a field named {field}"
+        )));
+    };
+    let path = paths::field_path(i);
+    let receiver = format!("{name}.{field}");
+    let term = evaluate(&a.value, &u.fields[i].1, &receiver, ctx)?;
+    push_path_term(row, params, column, path, term);
+    Ok(())
 }
 
 /// A map or set literal holding a null (`{'k': null}`, `{null}`).
@@ -1891,55 +2039,12 @@ fn delete_mutation(
     for key in &t.keys {
         let mut mutation = new_mutation(table, key);
         if delete.targets.is_empty() {
-            if !t.restricted {
-                mutation.partition_deletion = Some(deletion);
-            } else if t.exact {
-                for s in &t.slices {
-                    mutation.rows.push((
-                        s.start.prefix.clone(),
-                        RowUpdate {
-                            deletion: Some(deletion),
-                            ..RowUpdate::default()
-                        },
-                    ));
-                }
-            } else {
-                for s in &t.slices {
-                    mutation.range_tombstones.push(RangeTombstone {
-                        start: s.start.clone(),
-                        end: s.end.clone(),
-                        deletion,
-                    });
-                }
-            }
+            delete_whole(&mut mutation, &t, deletion);
             out.push(mutation);
             continue;
         }
         let mut static_row = RowUpdate::default();
-        let mut regular: Vec<(Vec<Vec<u8>>, RowUpdate)> = Vec::new();
-        let all_static = delete.targets.iter().all(|target| {
-            table.column(target.column().as_str()).map(|c| c.kind) == Some(ColumnKind::Static)
-        }) && !conditions_on_regular(table, delete.condition.as_ref());
-        if all_static && t.restricted {
-            return Err(QueryError::invalid(
-                "Invalid restrictions on clustering columns since the DELETE statement modifies only static columns",
-            ));
-        }
-        if !all_static {
-            if !t.exact {
-                return Err(QueryError::invalid(
-                    "Range deletions are not supported for specific columns",
-                ));
-            }
-            regular = if table.clustering_count == 0 {
-                vec![(Vec::new(), RowUpdate::default())]
-            } else {
-                t.slices
-                    .iter()
-                    .map(|s| (s.start.prefix.clone(), RowUpdate::default()))
-                    .collect()
-            };
-        }
+        let mut regular = column_deletion_rows(table, delete, &t)?;
         for target in &delete.targets {
             let name = target.column().as_str();
             let Some(column) = table.column(name) else {
@@ -1981,6 +2086,67 @@ fn delete_mutation(
         out.push(mutation);
     }
     Ok(())
+}
+
+/// A DELETE without columns: the partition, the rows, or the clustering
+/// ranges its WHERE clause selects.
+fn delete_whole(mutation: &mut Mutation, t: &Targets, deletion: DeletionTime) {
+    if !t.restricted {
+        mutation.partition_deletion = Some(deletion);
+    } else if t.exact {
+        for s in &t.slices {
+            mutation.rows.push((
+                s.start.prefix.clone(),
+                RowUpdate {
+                    deletion: Some(deletion),
+                    ..RowUpdate::default()
+                },
+            ));
+        }
+    } else {
+        for s in &t.slices {
+            mutation.range_tombstones.push(RangeTombstone {
+                start: s.start.clone(),
+                end: s.end.clone(),
+                deletion,
+            });
+        }
+    }
+}
+
+/// The rows a DELETE of columns writes to (none when it deletes only
+/// static columns, which may then not restrict clustering columns); column
+/// deletions need whole rows, not ranges.
+fn column_deletion_rows(
+    table: &Table,
+    delete: &Delete,
+    t: &Targets,
+) -> Result<Vec<(Vec<Vec<u8>>, RowUpdate)>> {
+    let mut regular: Vec<(Vec<Vec<u8>>, RowUpdate)> = Vec::new();
+    let all_static = delete.targets.iter().all(|target| {
+        table.column(target.column().as_str()).map(|c| c.kind) == Some(ColumnKind::Static)
+    }) && !conditions_on_regular(table, delete.condition.as_ref());
+    if all_static && t.restricted {
+        return Err(QueryError::invalid(
+            "Invalid restrictions on clustering columns since the DELETE statement modifies only static columns",
+        ));
+    }
+    if !all_static {
+        if !t.exact {
+            return Err(QueryError::invalid(
+                "Range deletions are not supported for specific columns",
+            ));
+        }
+        regular = if table.clustering_count == 0 {
+            vec![(Vec::new(), RowUpdate::default())]
+        } else {
+            t.slices
+                .iter()
+                .map(|s| (s.start.prefix.clone(), RowUpdate::default()))
+                .collect()
+        };
+    }
+    Ok(regular)
 }
 
 #[allow(clippy::too_many_arguments)]

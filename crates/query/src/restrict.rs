@@ -210,540 +210,22 @@ pub fn analyze(
     relations: &[Relation],
     ctx: &EvalContext<'_>,
 ) -> Result<Restrictions> {
-    let pk_count = table.partition_key_count;
-    let ck_count = table.clustering_count;
-    let mut per_column: Vec<ColumnRestriction> =
-        vec![ColumnRestriction::default(); table.columns.len()];
-    let mut token_start: Option<(Token, bool)> = None;
-    let mut token_end: Option<(Token, bool)> = None;
-    let mut has_token = false;
-    let mut filters = Vec::new();
-    let mut needs_filtering = false;
-    // Multi-column relations on clustering columns, each starting at a
-    // clustering position: a slice's bounds (values, inclusive) per side,
-    // and equalities (EQ or IN) as (start, width, tuples).
-    let mut multi_slice_start: Option<usize> = None;
-    let mut multi_lower: Option<(Vec<Vec<u8>>, bool)> = None;
-    let mut multi_upper: Option<(Vec<Vec<u8>>, bool)> = None;
-    let mut multi_eqs: Vec<MultiEq> = Vec::new();
-
+    let mut gathered = Gathered::new(table);
     for relation in relations {
-        let Relation::Compare { lhs, op, rhs } = relation else {
-            if let Relation::IsNotNull { column } = relation {
-                column_index(table, column.as_str())?;
-                return Err(QueryError::invalid(format!(
-                    "Unsupported restriction: {} IS NOT NULL",
-                    column.as_str()
-                )));
-            }
-            continue;
-        };
-        match lhs {
-            RelationLhs::Column(name) => {
-                let i = column_index(table, name.as_str())?;
-                let column = &table.columns[i];
-                let name = column.name.as_str();
-                let is_key = column.kind.is_primary_key();
-                match op {
-                    Operator::Neq => {
-                        let rhs_text = match rhs {
-                            Expr::Literal(rocksandra_cql::ast::Literal::Null) => "NULL".to_string(),
-                            other => other.to_string(),
-                        };
-                        return Err(QueryError::invalid(format!(
-                            "Unsupported \"!=\" relation: {} != {rhs_text}",
-                            column.name
-                        )));
-                    }
-                    Operator::Like => {
-                        return Err(QueryError::invalid(format!(
-                            "LIKE restriction is only supported on properly indexed columns. {relation} is not valid."
-                        )))
-                    }
-                    Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte
-                        if column.ty == CqlType::Native(rocksandra_data::NativeType::Duration) =>
-                    {
-                        return Err(QueryError::invalid(
-                            "Slice restrictions are not supported on duration columns",
-                        ))
-                    }
-                    Operator::Eq
-                    | Operator::Lt
-                    | Operator::Lte
-                    | Operator::Gt
-                    | Operator::Gte
-                    | Operator::In
-                        if column.ty.is_multi_cell() =>
-                    {
-                        return Err(QueryError::invalid(format!(
-                            "Collection column '{name}' ({}) cannot be restricted by a '{}' relation",
-                            column.ty, op.as_str()
-                        )))
-                    }
-                    _ => {}
-                }
-                let partition_range = column.kind == ColumnKind::PartitionKey
-                    && matches!(
-                        op,
-                        Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte
-                    );
-                if partition_range
-                    || matches!(
-                        op,
-                        Operator::Contains | Operator::ContainsKey | Operator::Like | Operator::Neq
-                    )
-                    || !is_key
-                {
-                    let values = match op {
-                        Operator::In => in_values(rhs, &column.ty, name, ctx)?,
-                        Operator::Contains => {
-                            let elem = match column.ty.unfrozen() {
-                                CqlType::List(e) | CqlType::Set(e) => (**e).clone(),
-                                CqlType::Map(_, v) => (**v).clone(),
-                                _ => {
-                                    return Err(QueryError::invalid(format!(
-                                        "Cannot use CONTAINS on non-collection column {name}"
-                                    )))
-                                }
-                            };
-                            vec![term_value(
-                                evaluate(rhs, &elem, &format!("value({name})"), ctx)?,
-                                name,
-                            )?]
-                        }
-                        Operator::ContainsKey => {
-                            let CqlType::Map(k, _) = column.ty.unfrozen() else {
-                                return Err(QueryError::invalid(format!(
-                                    "Cannot use CONTAINS KEY on non-map column {name}"
-                                )));
-                            };
-                            vec![term_value(
-                                evaluate(rhs, k, &format!("key({name})"), ctx)?,
-                                name,
-                            )?]
-                        }
-                        _ => vec![term_value(evaluate(rhs, &column.ty, name, ctx)?, name)?],
-                    };
-                    if !is_key {
-                        if values.iter().any(Option::is_none) {
-                            return Err(QueryError::invalid(format!(
-                                "Unsupported null value for column {name}"
-                            )));
-                        }
-                        // The merging rules of single-column restrictions.
-                        let slot = &mut per_column[i];
-                        let what = |is_in: bool| if is_in { "a IN" } else { "an Equal" };
-                        match op {
-                            Operator::Eq | Operator::In => {
-                                if slot.values.is_some() {
-                                    return Err(QueryError::invalid(format!(
-                                        "{name} cannot be restricted by more than one relation if it includes {}",
-                                        what(slot.is_in)
-                                    )));
-                                }
-                                if slot.lower.is_some() || slot.upper.is_some() {
-                                    return Err(QueryError::invalid(format!(
-                                        "{name} cannot be restricted by more than one relation if it includes {}",
-                                        what(*op == Operator::In)
-                                    )));
-                                }
-                                slot.is_in = *op == Operator::In;
-                                slot.values = Some(Vec::new());
-                            }
-                            Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
-                                if slot.values.is_some() {
-                                    return Err(QueryError::invalid(format!(
-                                        "{name} cannot be restricted by more than one relation if it includes {}",
-                                        what(slot.is_in)
-                                    )));
-                                }
-                                let start = matches!(op, Operator::Gt | Operator::Gte);
-                                let side = if start {
-                                    &mut slot.lower
-                                } else {
-                                    &mut slot.upper
-                                };
-                                if side.is_some() {
-                                    return Err(QueryError::invalid(format!(
-                                        "More than one restriction was found for the {} bound on {name}",
-                                        if start { "start" } else { "end" }
-                                    )));
-                                }
-                                *side = Some((Vec::new(), false));
-                            }
-                            _ => {}
-                        }
-                    }
-                    if column.kind != ColumnKind::PartitionKey
-                        || !matches!(op, Operator::Eq | Operator::In)
-                    {
-                        needs_filtering = true;
-                    }
-                    filters.push(Filter {
-                        column: i,
-                        op: *op,
-                        values,
-                        element_key: None,
-                    });
-                    if !is_key {
-                        continue;
-                    }
-                    if matches!(
-                        op,
-                        Operator::Contains | Operator::ContainsKey | Operator::Like | Operator::Neq
-                    ) {
-                        continue;
-                    }
-                }
-                let slot = &mut per_column[i];
-                match op {
-                    Operator::Eq | Operator::In => {
-                        if slot.values.is_some() {
-                            let what = if slot.is_in { "a IN" } else { "an Equal" };
-                            return Err(QueryError::invalid(format!(
-                                "{name} cannot be restricted by more than one relation if it includes {what}"
-                            )));
-                        }
-                        if slot.lower.is_some() || slot.upper.is_some() {
-                            let what = if *op == Operator::In {
-                                "a IN"
-                            } else {
-                                "an Equal"
-                            };
-                            return Err(QueryError::invalid(format!(
-                                "{name} cannot be restricted by more than one relation if it includes {what}"
-                            )));
-                        }
-                        if *op == Operator::In {
-                            slot.is_in = true;
-                            slot.values = Some(in_values(rhs, &column.ty, name, ctx)?);
-                        } else {
-                            let v = term_value(evaluate(rhs, &column.ty, name, ctx)?, name)?;
-                            slot.values = Some(vec![v]);
-                        }
-                    }
-                    Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
-                        if column.ty == CqlType::Native(rocksandra_data::NativeType::Duration) {
-                            return Err(QueryError::invalid(
-                                "Slice restrictions are not supported on duration columns",
-                            ));
-                        }
-                        if slot.values.is_some() {
-                            let what = if slot.is_in { "a IN" } else { "an Equal" };
-                            return Err(QueryError::invalid(format!(
-                                "{name} cannot be restricted by more than one relation if it includes {what}"
-                            )));
-                        }
-                        let Some(v) = term_value(evaluate(rhs, &column.ty, name, ctx)?, name)?
-                        else {
-                            return Err(QueryError::invalid(format!(
-                                "Invalid null value for column {name}"
-                            )));
-                        };
-                        let inclusive = matches!(op, Operator::Lte | Operator::Gte);
-                        let side = if matches!(op, Operator::Gt | Operator::Gte) {
-                            &mut slot.lower
-                        } else {
-                            &mut slot.upper
-                        };
-                        if side.is_some() {
-                            return Err(QueryError::invalid(format!(
-                                "More than one restriction was found for the {} bound on {name}",
-                                if matches!(op, Operator::Gt | Operator::Gte) {
-                                    "start"
-                                } else {
-                                    "end"
-                                }
-                            )));
-                        }
-                        *side = Some((v, inclusive));
-                    }
-                    _ => {}
-                }
-            }
-            RelationLhs::Element { column, key } => {
-                let i = column_index(table, column.as_str())?;
-                let (k, v) = map_entry_relation(&table.columns[i], key, *op, rhs, ctx)?;
-                needs_filtering = true;
-                filters.push(Filter {
-                    column: i,
-                    op: *op,
-                    values: vec![Some(v)],
-                    element_key: Some(k),
-                });
-            }
-            RelationLhs::Columns(names) => {
-                let mut idx = Vec::new();
-                let mut start = 0;
-                for (j, n) in names.iter().enumerate() {
-                    let i = column_index(table, n.as_str())?;
-                    if table.columns[i].kind != ColumnKind::Clustering {
-                        return Err(QueryError::invalid(format!(
-                            "Multi-column relations can only be applied to clustering columns but was applied to: {}",
-                            n.as_str()
-                        )));
-                    }
-                    if j == 0 {
-                        start = table.columns[i].position;
-                    }
-                    if table.columns[i].position != start + j {
-                        return Err(QueryError::invalid(format!(
-                            "Clustering columns must appear in the PRIMARY KEY order in multi-column relations: {relation}"
-                        )));
-                    }
-                    idx.push(i);
-                }
-                let types: Vec<CqlType> =
-                    idx.iter().map(|i| table.columns[*i].ty.clone()).collect();
-                let tuple_type = CqlType::Tuple(types);
-                let label = format!(
-                    "({})",
-                    names
-                        .iter()
-                        .map(|n| n.as_str())
-                        .collect::<Vec<_>>()
-                        .join(",")
-                );
-                let tuple_values = |bytes: Vec<u8>| -> Result<Vec<Vec<u8>>> {
-                    match Value::deserialize(&tuple_type, &bytes)? {
-                        Value::Tuple(items) => items
-                            .into_iter()
-                            .map(|v| {
-                                v.map(|v| v.to_bytes()).ok_or_else(|| {
-                                    QueryError::invalid(format!(
-                                        "Invalid null value in condition for column {label}"
-                                    ))
-                                })
-                            })
-                            .collect(),
-                        _ => Err(QueryError::invalid("Invalid tuple")),
-                    }
-                };
-                match op {
-                    Operator::Eq => {
-                        let Some(b) = term_value(evaluate(rhs, &tuple_type, &label, ctx)?, &label)?
-                        else {
-                            return Err(QueryError::invalid(format!(
-                                "Invalid null value for {label}"
-                            )));
-                        };
-                        multi_eqs.push(MultiEq {
-                            start,
-                            width: names.len(),
-                            tuples: vec![tuple_values(b)?],
-                        });
-                    }
-                    Operator::In => {
-                        let mut all = Vec::new();
-                        for v in in_values(rhs, &tuple_type, &label, ctx)? {
-                            let Some(b) = v else {
-                                return Err(QueryError::invalid(format!(
-                                    "Invalid null value for {label}"
-                                )));
-                            };
-                            all.push(tuple_values(b)?);
-                        }
-                        multi_eqs.push(MultiEq {
-                            start,
-                            width: names.len(),
-                            tuples: all,
-                        });
-                    }
-                    Operator::Gt | Operator::Gte | Operator::Lt | Operator::Lte => {
-                        let Some(b) = term_value(evaluate(rhs, &tuple_type, &label, ctx)?, &label)?
-                        else {
-                            return Err(QueryError::invalid(format!(
-                                "Invalid null value for {label}"
-                            )));
-                        };
-                        let values = tuple_values(b)?;
-                        if multi_slice_start.is_some_and(|s| s != start) {
-                            return Err(QueryError::invalid(format!(
-                                "Column \"{}\" cannot be restricted by two inequalities not starting with the same column",
-                                names[0].as_str()
-                            )));
-                        }
-                        multi_slice_start = Some(start);
-                        let inclusive = matches!(op, Operator::Gte | Operator::Lte);
-                        if matches!(op, Operator::Gt | Operator::Gte) {
-                            multi_lower = Some((values, inclusive));
-                        } else {
-                            multi_upper = Some((values, inclusive));
-                        }
-                    }
-                    _ => {
-                        return Err(QueryError::invalid(format!(
-                            "Unsupported operator {op:?} on multi-column relation"
-                        )))
-                    }
-                }
-            }
-            RelationLhs::Token(names) => {
-                let expected: Vec<&str> = table
-                    .partition_key()
-                    .iter()
-                    .map(|c| c.name.as_str())
-                    .collect();
-                let given: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
-                if given.len() != expected.len() || given.iter().any(|g| !expected.contains(g)) {
-                    return Err(QueryError::invalid(
-                        "The token() function must be applied to all partition key components or none of them",
-                    ));
-                }
-                if given != expected {
-                    return Err(QueryError::invalid(format!(
-                        "The token function arguments must be in the partition key order: {}",
-                        expected.join(", ")
-                    )));
-                }
-                let bigint = CqlType::Native(rocksandra_data::NativeType::Bigint);
-                let value = match rhs {
-                    // token(<terms>): the token of the partition key they make.
-                    Expr::Function { name, args }
-                        if name.keyspace.is_none() && name.name.as_str() == "token" =>
-                    {
-                        if args.len() != table.partition_key_count {
-                            return Err(QueryError::invalid(format!(
-                                "Invalid number of arguments in call to function system.token: {} required but {} provided",
-                                table.partition_key_count,
-                                args.len()
-                            )));
-                        }
-                        let mut parts = Vec::new();
-                        for (arg, column) in args.iter().zip(table.partition_key()) {
-                            let Some(v) = term_value(
-                                evaluate(arg, &column.ty, &column.name, ctx)?,
-                                &column.name,
-                            )?
-                            else {
-                                return Err(QueryError::invalid(format!(
-                                    "Invalid null value for partition key part {}",
-                                    column.name
-                                )));
-                            };
-                            parts.push(v);
-                        }
-                        let key = crate::rows::partition_key_bytes(&parts);
-                        Term::Value(Token::murmur3(&key).0.to_be_bytes().to_vec())
-                    }
-                    other => evaluate(other, &bigint, "partition key token", ctx)?,
-                };
-                let Some(b) = term_value(value, "token")? else {
-                    return Err(QueryError::invalid(
-                        "Invalid null value for partition key token",
-                    ));
-                };
-                let t = Token(i64::from_be_bytes(
-                    b.as_slice()
-                        .try_into()
-                        .map_err(|_| QueryError::invalid("Invalid token value"))?,
-                ));
-                has_token = true;
-                match op {
-                    Operator::Gt => token_start = Some((t, false)),
-                    Operator::Gte => token_start = Some((t, true)),
-                    Operator::Lt => token_end = Some((t, false)),
-                    Operator::Lte => token_end = Some((t, true)),
-                    Operator::Eq => {
-                        token_start = Some((t, true));
-                        token_end = Some((t, true));
-                    }
-                    _ => {
-                        return Err(QueryError::invalid(format!(
-                            "Unsupported operator on token: {op:?}"
-                        )))
-                    }
-                }
-            }
-        }
+        gathered.add_relation(table, relation, ctx)?;
     }
-
-    // A multi-column slice and an equality on one of its columns.
-    let multi_width = multi_lower
-        .as_ref()
-        .or(multi_upper.as_ref())
-        .map_or(0, |(values, _)| values.len());
-    let slice_start = pk_count + multi_slice_start.unwrap_or(0);
-    if let Some(column) = (slice_start..(slice_start + multi_width).min(pk_count + ck_count))
-        .find(|i| per_column[*i].values.is_some())
-    {
-        return Err(QueryError::invalid(format!(
-            "Column \"{}\" cannot be restricted by both an equality and an inequality relation",
-            table.columns[column].name
-        )));
-    }
-
-    // Partition key.
-    let pk_restricted: Vec<bool> = (0..pk_count)
-        .map(|i| per_column[i].values.is_some())
-        .collect();
-    let partition = if pk_restricted.iter().all(|r| *r) {
-        let mut keys: Vec<Vec<Vec<u8>>> = vec![Vec::new()];
-        for (i, column) in table.partition_key().iter().enumerate() {
-            let values = per_column[i].values.as_deref().unwrap_or_default();
-            let distinct = distinct_values(values, &column.name)?;
-            keys = extend_product(
-                &keys,
-                distinct.iter().map(std::slice::from_ref),
-                "partition",
-            )?;
-        }
-        // IN values come back in key order (Cassandra keeps them in a sorted
-        // set), not in the order written.
-        keys.sort_by(|a, b| {
-            for (column, (x, y)) in table.partition_key().iter().zip(a.iter().zip(b)) {
-                let o = rocksandra_data::value::compare(&column.ty, x, y);
-                if o != Ordering::Equal {
-                    return o;
-                }
-            }
-            Ordering::Equal
-        });
-        if has_token {
-            // Keys and a token range: the keys whose token is in the range.
-            keys.retain(|k| {
-                let t = Token::murmur3(&crate::rows::partition_key_bytes(k));
-                let after_start = match token_start {
-                    None => true,
-                    Some((s, true)) => t >= s,
-                    Some((s, false)) => t > s,
-                };
-                let before_end = match token_end {
-                    None => true,
-                    Some((e, _)) if e.0 == i64::MIN => true,
-                    Some((e, true)) => t <= e,
-                    Some((e, false)) => t < e,
-                };
-                after_start && before_end
-            });
-        }
-        PartitionSelection::Keys(keys)
-    } else {
-        if pk_restricted.iter().any(|r| *r) {
-            needs_filtering = true;
-            for (i, restriction) in per_column[..pk_count].iter().enumerate() {
-                if let Some(values) = &restriction.values {
-                    if !filters.iter().any(|f| f.column == i) {
-                        filters.push(Filter {
-                            column: i,
-                            op: if values.len() == 1 {
-                                Operator::Eq
-                            } else {
-                                Operator::In
-                            },
-                            values: values.clone(),
-                            element_key: None,
-                        });
-                    }
-                }
-            }
-        }
-        PartitionSelection::Tokens {
-            start: token_start,
-            end: token_end,
-        }
-    };
-
+    gathered.check_multi_slice_equalities(table)?;
+    let partition = gathered.partition_selection(table)?;
+    let Gathered {
+        per_column,
+        mut filters,
+        mut needs_filtering,
+        multi_slice_start,
+        multi_lower,
+        multi_upper,
+        multi_eqs,
+        ..
+    } = gathered;
     let multi_slice = multi_slice_start.map(|start| MultiSlice {
         start,
         lower: multi_lower,
@@ -767,6 +249,679 @@ pub fn analyze(
         tuple_filters: clustering.tuple_filters,
         needs_filtering,
     })
+}
+
+/// What the relations of a WHERE clause restrict, gathered relation by
+/// relation before the partition and clustering selections are worked out.
+struct Gathered {
+    per_column: Vec<ColumnRestriction>,
+    token_start: Option<(Token, bool)>,
+    token_end: Option<(Token, bool)>,
+    has_token: bool,
+    filters: Vec<Filter>,
+    needs_filtering: bool,
+    // Multi-column relations on clustering columns, each starting at a
+    // clustering position: a slice's bounds (values, inclusive) per side,
+    // and equalities (EQ or IN) as (start, width, tuples).
+    multi_slice_start: Option<usize>,
+    multi_lower: Option<(Vec<Vec<u8>>, bool)>,
+    multi_upper: Option<(Vec<Vec<u8>>, bool)>,
+    multi_eqs: Vec<MultiEq>,
+}
+
+/// The "`{name} cannot be restricted by more than one relation if it
+/// includes ...`" error, naming an IN or an Equal relation.
+fn restricted_more_than_once(name: &str, is_in: bool) -> QueryError {
+    let what = if is_in { "a IN" } else { "an Equal" };
+    QueryError::invalid(format!(
+        "{name} cannot be restricted by more than one relation if it includes {what}"
+    ))
+}
+
+/// Whether `op` is one of the four slice operators.
+fn is_slice_op(op: Operator) -> bool {
+    matches!(
+        op,
+        Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte
+    )
+}
+
+/// Whether `op` can only filter rows (never select partitions or slices).
+fn is_filter_only_op(op: Operator) -> bool {
+    matches!(
+        op,
+        Operator::Contains | Operator::ContainsKey | Operator::Like | Operator::Neq
+    )
+}
+
+/// Rejects single-column relations Cassandra never accepts: `!=`, LIKE
+/// without an index, slices on durations and most operators on
+/// non-frozen collections.
+fn reject_unsupported_column_relation(
+    column: &crate::schema::Column,
+    op: Operator,
+    rhs: &Expr,
+    relation: &Relation,
+) -> Result<()> {
+    let name = column.name.as_str();
+    match op {
+        Operator::Neq => {
+            let rhs_text = match rhs {
+                Expr::Literal(rocksandra_cql::ast::Literal::Null) => "NULL".to_string(),
+                other => other.to_string(),
+            };
+            Err(QueryError::invalid(format!(
+                "Unsupported \"!=\" relation: {} != {rhs_text}",
+                column.name
+            )))
+        }
+        Operator::Like => Err(QueryError::invalid(format!(
+            "LIKE restriction is only supported on properly indexed columns. {relation} is not valid."
+        ))),
+        Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte
+            if column.ty == CqlType::Native(rocksandra_data::NativeType::Duration) =>
+        {
+            Err(QueryError::invalid(
+                "Slice restrictions are not supported on duration columns",
+            ))
+        }
+        Operator::Eq
+        | Operator::Lt
+        | Operator::Lte
+        | Operator::Gt
+        | Operator::Gte
+        | Operator::In
+            if column.ty.is_multi_cell() =>
+        {
+            Err(QueryError::invalid(format!(
+                "Collection column '{name}' ({}) cannot be restricted by a '{}' relation",
+                column.ty,
+                op.as_str()
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Evaluates the right side of a filtering relation: every IN value, the
+/// element of CONTAINS, the key of CONTAINS KEY, or the one compared value.
+fn filter_values(
+    column: &crate::schema::Column,
+    op: Operator,
+    rhs: &Expr,
+    ctx: &EvalContext<'_>,
+) -> Result<Vec<Option<Vec<u8>>>> {
+    let name = column.name.as_str();
+    Ok(match op {
+        Operator::In => in_values(rhs, &column.ty, name, ctx)?,
+        Operator::Contains => {
+            let elem = match column.ty.unfrozen() {
+                CqlType::List(e) | CqlType::Set(e) => (**e).clone(),
+                CqlType::Map(_, v) => (**v).clone(),
+                _ => {
+                    return Err(QueryError::invalid(format!(
+                        "Cannot use CONTAINS on non-collection column {name}"
+                    )))
+                }
+            };
+            vec![term_value(
+                evaluate(rhs, &elem, &format!("value({name})"), ctx)?,
+                name,
+            )?]
+        }
+        Operator::ContainsKey => {
+            let CqlType::Map(k, _) = column.ty.unfrozen() else {
+                return Err(QueryError::invalid(format!(
+                    "Cannot use CONTAINS KEY on non-map column {name}"
+                )));
+            };
+            vec![term_value(
+                evaluate(rhs, k, &format!("key({name})"), ctx)?,
+                name,
+            )?]
+        }
+        _ => vec![term_value(evaluate(rhs, &column.ty, name, ctx)?, name)?],
+    })
+}
+
+/// The merging rules of single-column restrictions on a regular (non-key)
+/// column: at most one EQ/IN, not mixed with a slice, one bound per side.
+/// Only the shape is recorded; the values live in the filter.
+fn merge_regular_restriction(slot: &mut ColumnRestriction, name: &str, op: Operator) -> Result<()> {
+    match op {
+        Operator::Eq | Operator::In => {
+            if slot.values.is_some() {
+                return Err(restricted_more_than_once(name, slot.is_in));
+            }
+            if slot.lower.is_some() || slot.upper.is_some() {
+                return Err(restricted_more_than_once(name, op == Operator::In));
+            }
+            slot.is_in = op == Operator::In;
+            slot.values = Some(Vec::new());
+        }
+        Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
+            if slot.values.is_some() {
+                return Err(restricted_more_than_once(name, slot.is_in));
+            }
+            let start = matches!(op, Operator::Gt | Operator::Gte);
+            let side = if start {
+                &mut slot.lower
+            } else {
+                &mut slot.upper
+            };
+            if side.is_some() {
+                return Err(QueryError::invalid(format!(
+                    "More than one restriction was found for the {} bound on {name}",
+                    if start { "start" } else { "end" }
+                )));
+            }
+            *side = Some((Vec::new(), false));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Records an EQ, IN or slice relation on a primary key column with its
+/// values, under the same merging rules as regular columns.
+fn restrict_key_column(
+    slot: &mut ColumnRestriction,
+    column: &crate::schema::Column,
+    op: Operator,
+    rhs: &Expr,
+    ctx: &EvalContext<'_>,
+) -> Result<()> {
+    let name = column.name.as_str();
+    match op {
+        Operator::Eq | Operator::In => {
+            if slot.values.is_some() {
+                return Err(restricted_more_than_once(name, slot.is_in));
+            }
+            if slot.lower.is_some() || slot.upper.is_some() {
+                return Err(restricted_more_than_once(name, op == Operator::In));
+            }
+            if op == Operator::In {
+                slot.is_in = true;
+                slot.values = Some(in_values(rhs, &column.ty, name, ctx)?);
+            } else {
+                let v = term_value(evaluate(rhs, &column.ty, name, ctx)?, name)?;
+                slot.values = Some(vec![v]);
+            }
+        }
+        Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
+            if column.ty == CqlType::Native(rocksandra_data::NativeType::Duration) {
+                return Err(QueryError::invalid(
+                    "Slice restrictions are not supported on duration columns",
+                ));
+            }
+            if slot.values.is_some() {
+                return Err(restricted_more_than_once(name, slot.is_in));
+            }
+            let Some(v) = term_value(evaluate(rhs, &column.ty, name, ctx)?, name)? else {
+                return Err(QueryError::invalid(format!(
+                    "Invalid null value for column {name}"
+                )));
+            };
+            let inclusive = matches!(op, Operator::Lte | Operator::Gte);
+            let start = matches!(op, Operator::Gt | Operator::Gte);
+            let side = if start {
+                &mut slot.lower
+            } else {
+                &mut slot.upper
+            };
+            if side.is_some() {
+                return Err(QueryError::invalid(format!(
+                    "More than one restriction was found for the {} bound on {name}",
+                    if start { "start" } else { "end" }
+                )));
+            }
+            *side = Some((v, inclusive));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Checks that a multi-column relation names clustering columns in
+/// primary key order; returns their indexes and the first one's position.
+fn multi_column_indexes(
+    table: &Table,
+    names: &[rocksandra_cql::ast::Ident],
+    relation: &Relation,
+) -> Result<(Vec<usize>, usize)> {
+    let mut idx = Vec::new();
+    let mut start = 0;
+    for (j, n) in names.iter().enumerate() {
+        let i = column_index(table, n.as_str())?;
+        if table.columns[i].kind != ColumnKind::Clustering {
+            return Err(QueryError::invalid(format!(
+                "Multi-column relations can only be applied to clustering columns but was applied to: {}",
+                n.as_str()
+            )));
+        }
+        if j == 0 {
+            start = table.columns[i].position;
+        }
+        if table.columns[i].position != start + j {
+            return Err(QueryError::invalid(format!(
+                "Clustering columns must appear in the PRIMARY KEY order in multi-column relations: {relation}"
+            )));
+        }
+        idx.push(i);
+    }
+    Ok((idx, start))
+}
+
+/// Splits a serialized tuple into its (non-null) component values.
+fn tuple_components(tuple_type: &CqlType, bytes: Vec<u8>, label: &str) -> Result<Vec<Vec<u8>>> {
+    match Value::deserialize(tuple_type, &bytes)? {
+        Value::Tuple(items) => items
+            .into_iter()
+            .map(|v| {
+                v.map(|v| v.to_bytes()).ok_or_else(|| {
+                    QueryError::invalid(format!(
+                        "Invalid null value in condition for column {label}"
+                    ))
+                })
+            })
+            .collect(),
+        _ => Err(QueryError::invalid("Invalid tuple")),
+    }
+}
+
+/// Evaluates one non-null tuple of a multi-column relation.
+fn multi_column_tuple(
+    rhs: &Expr,
+    tuple_type: &CqlType,
+    label: &str,
+    ctx: &EvalContext<'_>,
+) -> Result<Vec<Vec<u8>>> {
+    let Some(b) = term_value(evaluate(rhs, tuple_type, label, ctx)?, label)? else {
+        return Err(QueryError::invalid(format!(
+            "Invalid null value for {label}"
+        )));
+    };
+    tuple_components(tuple_type, b, label)
+}
+
+/// Checks the columns of `token(...)` on the left of a relation: all the
+/// partition key columns, in order.
+fn check_token_columns(table: &Table, names: &[rocksandra_cql::ast::Ident]) -> Result<()> {
+    let expected: Vec<&str> = table
+        .partition_key()
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    let given: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
+    if given.len() != expected.len() || given.iter().any(|g| !expected.contains(g)) {
+        return Err(QueryError::invalid(
+            "The token() function must be applied to all partition key components or none of them",
+        ));
+    }
+    if given != expected {
+        return Err(QueryError::invalid(format!(
+            "The token function arguments must be in the partition key order: {}",
+            expected.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Evaluates the right side of a token relation: a bigint, or
+/// `token(<terms>)` — the token of the partition key those terms make.
+fn token_bound(table: &Table, rhs: &Expr, ctx: &EvalContext<'_>) -> Result<Token> {
+    let bigint = CqlType::Native(rocksandra_data::NativeType::Bigint);
+    let value = match rhs {
+        Expr::Function { name, args }
+            if name.keyspace.is_none() && name.name.as_str() == "token" =>
+        {
+            if args.len() != table.partition_key_count {
+                return Err(QueryError::invalid(format!(
+                    "Invalid number of arguments in call to function system.token: {} required but {} provided",
+                    table.partition_key_count,
+                    args.len()
+                )));
+            }
+            let mut parts = Vec::new();
+            for (arg, column) in args.iter().zip(table.partition_key()) {
+                let Some(v) =
+                    term_value(evaluate(arg, &column.ty, &column.name, ctx)?, &column.name)?
+                else {
+                    return Err(QueryError::invalid(format!(
+                        "Invalid null value for partition key part {}",
+                        column.name
+                    )));
+                };
+                parts.push(v);
+            }
+            let key = crate::rows::partition_key_bytes(&parts);
+            Term::Value(Token::murmur3(&key).0.to_be_bytes().to_vec())
+        }
+        other => evaluate(other, &bigint, "partition key token", ctx)?,
+    };
+    let Some(b) = term_value(value, "token")? else {
+        return Err(QueryError::invalid(
+            "Invalid null value for partition key token",
+        ));
+    };
+    Ok(Token(i64::from_be_bytes(b.as_slice().try_into().map_err(
+        |_| QueryError::invalid("Invalid token value"),
+    )?)))
+}
+
+/// Whether partition key `key`'s token lies between `start` and `end`
+/// (an end of `i64::MIN` is no end).
+fn token_in_range(
+    key: &[Vec<u8>],
+    start: Option<(Token, bool)>,
+    end: Option<(Token, bool)>,
+) -> bool {
+    let t = Token::murmur3(&crate::rows::partition_key_bytes(key));
+    let after_start = match start {
+        None => true,
+        Some((s, true)) => t >= s,
+        Some((s, false)) => t > s,
+    };
+    let before_end = match end {
+        None => true,
+        Some((e, _)) if e.0 == i64::MIN => true,
+        Some((e, true)) => t <= e,
+        Some((e, false)) => t < e,
+    };
+    after_start && before_end
+}
+
+impl Gathered {
+    fn new(table: &Table) -> Self {
+        Gathered {
+            per_column: vec![ColumnRestriction::default(); table.columns.len()],
+            token_start: None,
+            token_end: None,
+            has_token: false,
+            filters: Vec::new(),
+            needs_filtering: false,
+            multi_slice_start: None,
+            multi_lower: None,
+            multi_upper: None,
+            multi_eqs: Vec::new(),
+        }
+    }
+
+    /// Adds one relation, dispatching on its left side.
+    fn add_relation(
+        &mut self,
+        table: &Table,
+        relation: &Relation,
+        ctx: &EvalContext<'_>,
+    ) -> Result<()> {
+        let Relation::Compare { lhs, op, rhs } = relation else {
+            if let Relation::IsNotNull { column } = relation {
+                column_index(table, column.as_str())?;
+                return Err(QueryError::invalid(format!(
+                    "Unsupported restriction: {} IS NOT NULL",
+                    column.as_str()
+                )));
+            }
+            return Ok(());
+        };
+        match lhs {
+            RelationLhs::Column(name) => {
+                self.add_column_relation(table, relation, name.as_str(), *op, rhs, ctx)
+            }
+            RelationLhs::Element { column, key } => {
+                let i = column_index(table, column.as_str())?;
+                let (k, v) = map_entry_relation(&table.columns[i], key, *op, rhs, ctx)?;
+                self.needs_filtering = true;
+                self.filters.push(Filter {
+                    column: i,
+                    op: *op,
+                    values: vec![Some(v)],
+                    element_key: Some(k),
+                });
+                Ok(())
+            }
+            RelationLhs::Columns(names) => {
+                self.add_multi_column_relation(table, relation, names, *op, rhs, ctx)
+            }
+            RelationLhs::Token(names) => self.add_token_relation(table, names, *op, rhs, ctx),
+        }
+    }
+
+    /// A single-column relation: a filter when it cannot select partitions
+    /// or slices (regular columns, partition key ranges, CONTAINS, ...), a
+    /// key restriction otherwise.
+    fn add_column_relation(
+        &mut self,
+        table: &Table,
+        relation: &Relation,
+        name: &str,
+        op: Operator,
+        rhs: &Expr,
+        ctx: &EvalContext<'_>,
+    ) -> Result<()> {
+        let i = column_index(table, name)?;
+        let column = &table.columns[i];
+        let name = column.name.as_str();
+        let is_key = column.kind.is_primary_key();
+        reject_unsupported_column_relation(column, op, rhs, relation)?;
+        let partition_range = column.kind == ColumnKind::PartitionKey && is_slice_op(op);
+        if partition_range || is_filter_only_op(op) || !is_key {
+            let values = filter_values(column, op, rhs, ctx)?;
+            if !is_key {
+                if values.iter().any(Option::is_none) {
+                    return Err(QueryError::invalid(format!(
+                        "Unsupported null value for column {name}"
+                    )));
+                }
+                merge_regular_restriction(&mut self.per_column[i], name, op)?;
+            }
+            if column.kind != ColumnKind::PartitionKey || !matches!(op, Operator::Eq | Operator::In)
+            {
+                self.needs_filtering = true;
+            }
+            self.filters.push(Filter {
+                column: i,
+                op,
+                values,
+                element_key: None,
+            });
+            if !is_key || is_filter_only_op(op) {
+                return Ok(());
+            }
+        }
+        restrict_key_column(&mut self.per_column[i], column, op, rhs, ctx)
+    }
+
+    /// A multi-column relation on clustering columns: an equality (EQ or
+    /// IN) or one side of a slice, all starting at the same column.
+    fn add_multi_column_relation(
+        &mut self,
+        table: &Table,
+        relation: &Relation,
+        names: &[rocksandra_cql::ast::Ident],
+        op: Operator,
+        rhs: &Expr,
+        ctx: &EvalContext<'_>,
+    ) -> Result<()> {
+        let (idx, start) = multi_column_indexes(table, names, relation)?;
+        let types: Vec<CqlType> = idx.iter().map(|i| table.columns[*i].ty.clone()).collect();
+        let tuple_type = CqlType::Tuple(types);
+        let label = format!(
+            "({})",
+            names
+                .iter()
+                .map(|n| n.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        match op {
+            Operator::Eq => {
+                let tuple = multi_column_tuple(rhs, &tuple_type, &label, ctx)?;
+                self.multi_eqs.push(MultiEq {
+                    start,
+                    width: names.len(),
+                    tuples: vec![tuple],
+                });
+            }
+            Operator::In => {
+                let mut all = Vec::new();
+                for v in in_values(rhs, &tuple_type, &label, ctx)? {
+                    let Some(b) = v else {
+                        return Err(QueryError::invalid(format!(
+                            "Invalid null value for {label}"
+                        )));
+                    };
+                    all.push(tuple_components(&tuple_type, b, &label)?);
+                }
+                self.multi_eqs.push(MultiEq {
+                    start,
+                    width: names.len(),
+                    tuples: all,
+                });
+            }
+            Operator::Gt | Operator::Gte | Operator::Lt | Operator::Lte => {
+                let values = multi_column_tuple(rhs, &tuple_type, &label, ctx)?;
+                if self.multi_slice_start.is_some_and(|s| s != start) {
+                    return Err(QueryError::invalid(format!(
+                        "Column \"{}\" cannot be restricted by two inequalities not starting with the same column",
+                        names[0].as_str()
+                    )));
+                }
+                self.multi_slice_start = Some(start);
+                let inclusive = matches!(op, Operator::Gte | Operator::Lte);
+                if matches!(op, Operator::Gt | Operator::Gte) {
+                    self.multi_lower = Some((values, inclusive));
+                } else {
+                    self.multi_upper = Some((values, inclusive));
+                }
+            }
+            _ => {
+                return Err(QueryError::invalid(format!(
+                    "Unsupported operator {op:?} on multi-column relation"
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// `token(pk...) op value`: a bound of the token range.
+    fn add_token_relation(
+        &mut self,
+        table: &Table,
+        names: &[rocksandra_cql::ast::Ident],
+        op: Operator,
+        rhs: &Expr,
+        ctx: &EvalContext<'_>,
+    ) -> Result<()> {
+        check_token_columns(table, names)?;
+        let t = token_bound(table, rhs, ctx)?;
+        self.has_token = true;
+        match op {
+            Operator::Gt => self.token_start = Some((t, false)),
+            Operator::Gte => self.token_start = Some((t, true)),
+            Operator::Lt => self.token_end = Some((t, false)),
+            Operator::Lte => self.token_end = Some((t, true)),
+            Operator::Eq => {
+                self.token_start = Some((t, true));
+                self.token_end = Some((t, true));
+            }
+            _ => {
+                return Err(QueryError::invalid(format!(
+                    "Unsupported operator on token: {op:?}"
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// Rejects a multi-column slice together with an equality on one of
+    /// its columns.
+    fn check_multi_slice_equalities(&self, table: &Table) -> Result<()> {
+        let pk_count = table.partition_key_count;
+        let ck_count = table.clustering_count;
+        let multi_width = self
+            .multi_lower
+            .as_ref()
+            .or(self.multi_upper.as_ref())
+            .map_or(0, |(values, _)| values.len());
+        let slice_start = pk_count + self.multi_slice_start.unwrap_or(0);
+        if let Some(column) = (slice_start..(slice_start + multi_width).min(pk_count + ck_count))
+            .find(|i| self.per_column[*i].values.is_some())
+        {
+            return Err(QueryError::invalid(format!(
+                "Column \"{}\" cannot be restricted by both an equality and an inequality relation",
+                table.columns[column].name
+            )));
+        }
+        Ok(())
+    }
+
+    /// Decides which partitions are read: exact keys when every partition
+    /// key column has EQ/IN values (narrowed by any token range), a token
+    /// range otherwise (partial key restrictions then become filters).
+    fn partition_selection(&mut self, table: &Table) -> Result<PartitionSelection> {
+        let pk_count = table.partition_key_count;
+        let pk_restricted: Vec<bool> = (0..pk_count)
+            .map(|i| self.per_column[i].values.is_some())
+            .collect();
+        if pk_restricted.iter().all(|r| *r) {
+            let mut keys = self.partition_keys(table)?;
+            if self.has_token {
+                // Keys and a token range: the keys whose token is in the range.
+                keys.retain(|k| token_in_range(k, self.token_start, self.token_end));
+            }
+            return Ok(PartitionSelection::Keys(keys));
+        }
+        if pk_restricted.iter().any(|r| *r) {
+            self.needs_filtering = true;
+            for (i, restriction) in self.per_column[..pk_count].iter().enumerate() {
+                if let Some(values) = &restriction.values {
+                    if !self.filters.iter().any(|f| f.column == i) {
+                        self.filters.push(Filter {
+                            column: i,
+                            op: if values.len() == 1 {
+                                Operator::Eq
+                            } else {
+                                Operator::In
+                            },
+                            values: values.clone(),
+                            element_key: None,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(PartitionSelection::Tokens {
+            start: self.token_start,
+            end: self.token_end,
+        })
+    }
+
+    /// Every partition key the EQ/IN values make, in key order.
+    fn partition_keys(&self, table: &Table) -> Result<Vec<Vec<Vec<u8>>>> {
+        let mut keys: Vec<Vec<Vec<u8>>> = vec![Vec::new()];
+        for (i, column) in table.partition_key().iter().enumerate() {
+            let values = self.per_column[i].values.as_deref().unwrap_or_default();
+            let distinct = distinct_values(values, &column.name)?;
+            keys = extend_product(
+                &keys,
+                distinct.iter().map(std::slice::from_ref),
+                "partition",
+            )?;
+        }
+        // IN values come back in key order (Cassandra keeps them in a sorted
+        // set), not in the order written.
+        keys.sort_by(|a, b| {
+            for (column, (x, y)) in table.partition_key().iter().zip(a.iter().zip(b)) {
+                let o = rocksandra_data::value::compare(&column.ty, x, y);
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            Ordering::Equal
+        });
+        Ok(keys)
+    }
 }
 
 /// A multi-column EQ or IN on clustering positions `start..start + width`.
@@ -1137,75 +1292,13 @@ pub fn row_matches(table: &Table, row: &CqlRow, filters: &[Filter]) -> Result<bo
             | Operator::Lt
             | Operator::Lte
             | Operator::Gt
-            | Operator::Gte => {
-                let (value_type, actual_value): (CqlType, Option<Vec<u8>>) = match &f.element_key {
-                    Some(key) => {
-                        let CqlType::Map(kt, vt) = ty.unfrozen() else {
-                            return Ok(false);
-                        };
-                        let found = match Value::deserialize(ty, actual)? {
-                            Value::Map(entries) => entries
-                                .into_iter()
-                                .find(|(k, _)| {
-                                    rocksandra_data::value::compare(kt, &k.to_bytes(), key)
-                                        == Ordering::Equal
-                                })
-                                .map(|(_, v)| v.to_bytes()),
-                            _ => None,
-                        };
-                        ((**vt).clone(), found)
-                    }
-                    None => (ty.clone(), Some(actual.clone())),
-                };
-                let Some(actual_value) = actual_value else {
-                    return Ok(false);
-                };
-                let Some(Some(expected)) = f.values.first() else {
-                    return Ok(false);
-                };
-                let o = rocksandra_data::value::compare(&value_type, &actual_value, expected);
-                match f.op {
-                    Operator::Eq => o == Ordering::Equal,
-                    Operator::Neq => o != Ordering::Equal,
-                    Operator::Lt => o == Ordering::Less,
-                    Operator::Lte => o != Ordering::Greater,
-                    Operator::Gt => o == Ordering::Greater,
-                    _ => o != Ordering::Less,
-                }
-            }
+            | Operator::Gte => comparison_matches(f, ty, actual)?,
             Operator::In => f
                 .values
                 .iter()
                 .flatten()
                 .any(|v| rocksandra_data::value::compare(ty, actual, v) == Ordering::Equal),
-            Operator::Contains | Operator::ContainsKey => {
-                let Some(Some(needle)) = f.values.first() else {
-                    return Ok(false);
-                };
-                let value = Value::deserialize(ty, actual)?;
-                let (elem_ty, items): (CqlType, Vec<Vec<u8>>) = match (ty.unfrozen(), value) {
-                    (CqlType::List(e), Value::List(v)) | (CqlType::Set(e), Value::Set(v)) => {
-                        ((**e).clone(), v.iter().map(Value::to_bytes).collect())
-                    }
-                    (CqlType::Map(k, v), Value::Map(entries)) => {
-                        if f.op == Operator::ContainsKey {
-                            (
-                                (**k).clone(),
-                                entries.iter().map(|(k, _)| k.to_bytes()).collect(),
-                            )
-                        } else {
-                            (
-                                (**v).clone(),
-                                entries.iter().map(|(_, v)| v.to_bytes()).collect(),
-                            )
-                        }
-                    }
-                    _ => return Ok(false),
-                };
-                items.iter().any(|i| {
-                    rocksandra_data::value::compare(&elem_ty, i, needle) == Ordering::Equal
-                })
-            }
+            Operator::Contains | Operator::ContainsKey => contains_matches(f, ty, actual)?,
             Operator::Like => {
                 let Some(Some(pattern)) = f.values.first() else {
                     return Ok(false);
@@ -1218,6 +1311,75 @@ pub fn row_matches(table: &Table, row: &CqlRow, filters: &[Filter]) -> Result<bo
         }
     }
     Ok(true)
+}
+
+/// `=`, `!=`, `<`, `<=`, `>`, `>=` on a value, or on a map entry's value
+/// (`m[key] = v`); false when either side is missing.
+fn comparison_matches(f: &Filter, ty: &CqlType, actual: &[u8]) -> Result<bool> {
+    let (value_type, actual_value): (CqlType, Option<Vec<u8>>) = match &f.element_key {
+        Some(key) => {
+            let CqlType::Map(kt, vt) = ty.unfrozen() else {
+                return Ok(false);
+            };
+            let found = match Value::deserialize(ty, actual)? {
+                Value::Map(entries) => entries
+                    .into_iter()
+                    .find(|(k, _)| {
+                        rocksandra_data::value::compare(kt, &k.to_bytes(), key) == Ordering::Equal
+                    })
+                    .map(|(_, v)| v.to_bytes()),
+                _ => None,
+            };
+            ((**vt).clone(), found)
+        }
+        None => (ty.clone(), Some(actual.to_vec())),
+    };
+    let Some(actual_value) = actual_value else {
+        return Ok(false);
+    };
+    let Some(Some(expected)) = f.values.first() else {
+        return Ok(false);
+    };
+    let o = rocksandra_data::value::compare(&value_type, &actual_value, expected);
+    Ok(match f.op {
+        Operator::Eq => o == Ordering::Equal,
+        Operator::Neq => o != Ordering::Equal,
+        Operator::Lt => o == Ordering::Less,
+        Operator::Lte => o != Ordering::Greater,
+        Operator::Gt => o == Ordering::Greater,
+        _ => o != Ordering::Less,
+    })
+}
+
+/// CONTAINS on a collection's elements (a map's values), or CONTAINS KEY on
+/// a map's keys.
+fn contains_matches(f: &Filter, ty: &CqlType, actual: &[u8]) -> Result<bool> {
+    let Some(Some(needle)) = f.values.first() else {
+        return Ok(false);
+    };
+    let value = Value::deserialize(ty, actual)?;
+    let (elem_ty, items): (CqlType, Vec<Vec<u8>>) = match (ty.unfrozen(), value) {
+        (CqlType::List(e), Value::List(v)) | (CqlType::Set(e), Value::Set(v)) => {
+            ((**e).clone(), v.iter().map(Value::to_bytes).collect())
+        }
+        (CqlType::Map(k, v), Value::Map(entries)) => {
+            if f.op == Operator::ContainsKey {
+                (
+                    (**k).clone(),
+                    entries.iter().map(|(k, _)| k.to_bytes()).collect(),
+                )
+            } else {
+                (
+                    (**v).clone(),
+                    entries.iter().map(|(_, v)| v.to_bytes()).collect(),
+                )
+            }
+        }
+        _ => return Ok(false),
+    };
+    Ok(items
+        .iter()
+        .any(|i| rocksandra_data::value::compare(&elem_ty, i, needle) == Ordering::Equal))
 }
 
 /// LIKE with `%` at the start and/or end (SASI's prefix/suffix/contains).

@@ -143,11 +143,10 @@ fn column_label(name: &str) -> String {
     rocksandra_data::types::quote_identifier_if_needed(name)
 }
 
-fn plan_selector(
-    table: &Table,
-    expr: &Expr,
-    ctx: &EvalContext<'_>,
-) -> Result<(Sel, String, CqlType)> {
+/// A planned selector: how to compute it, its column label and its type.
+type Planned = (Sel, String, CqlType);
+
+fn plan_selector(table: &Table, expr: &Expr, ctx: &EvalContext<'_>) -> Result<Planned> {
     let bigint = CqlType::Native(NativeType::Bigint);
     match expr {
         Expr::Column(c) => {
@@ -169,311 +168,14 @@ fn plan_selector(
             let (target, label, _) = plan_selector(table, column, ctx)?;
             metadata::plan(table, *kind, target, &label)
         }
-        Expr::Field { udt, field } => {
-            let (sel, label, ty) = plan_selector(table, udt, ctx)?;
-            let CqlType::Udt(u) = ty.unfrozen() else {
-                return Err(QueryError::invalid(format!(
-                    "Invalid field selection: {label} of type {ty} is not a user type"
-                )));
-            };
-            let Some(index) = u.fields.iter().position(|(n, _)| n == field.as_str()) else {
-                return Err(QueryError::invalid(format!(
-                    "{label} of type {ty} has no field {}",
-                    field.as_str()
-                )));
-            };
-            Ok((
-                Sel::Field {
-                    udt: Box::new(sel),
-                    index,
-                },
-                format!("{label}.{}", column_label(field.as_str())),
-                u.fields[index].1.clone(),
-            ))
-        }
+        Expr::Field { udt, field } => plan_field(table, udt, field.as_str(), ctx),
         // `(x)` inside a selector groups x; the label keeps the parentheses.
         Expr::Tuple(items) if items.len() == 1 => {
             let (sel, label, ty) = plan_selector(table, &items[0], ctx)?;
             Ok((sel, format!("({label})"), ty))
         }
-        Expr::Cast { expr, ty } => {
-            let (sel, label, from) = plan_selector(table, expr, ctx)?;
-            let to = ty
-                .resolve(&ctx.types)
-                .map_err(|e| QueryError::invalid(format!("Unknown type {}", e.0)))?;
-            // A cast to the value's own type is the value itself.
-            let Some(source) = crate::functions::resolve_cast(&from, &to, &label)? else {
-                return Ok((sel, label, from));
-            };
-            Ok((
-                Sel::Cast {
-                    arg: Box::new(sel),
-                    from: source,
-                    to: to.clone(),
-                },
-                format!("cast({label} as {to})"),
-                to,
-            ))
-        }
-        Expr::Function { name, args } => {
-            let fname = name.name.as_str();
-            if fname == "token"
-                && name.keyspace.is_none()
-                && args.len() == table.partition_key_count
-                && args.iter().all(|a| !matches!(a, Expr::Column(_)))
-            {
-                // token() of values: the token of that partition key.
-                let mut components = Vec::new();
-                for (a, column) in args.iter().zip(table.partition_key()) {
-                    match evaluate(a, &column.ty, &column.name, ctx)? {
-                        Term::Value(v) => components.push(v),
-                        _ => {
-                            return Err(QueryError::invalid(
-                                "Invalid null value for partition key part",
-                            ))
-                        }
-                    }
-                }
-                let refs: Vec<&[u8]> = components.iter().map(Vec::as_slice).collect();
-                let key = if refs.len() == 1 {
-                    refs[0].to_vec()
-                } else {
-                    rocksandra_data::token::serialize_partition_key(&refs)
-                };
-                let token = rocksandra_data::token::Token::murmur3(&key);
-                return Ok((
-                    Sel::Constant(Some(token.0.to_be_bytes().to_vec())),
-                    format!("system.token({})", labels(args.iter())),
-                    CqlType::Native(NativeType::Bigint),
-                ));
-            }
-            if fname == "token" && name.keyspace.is_none() {
-                let mut cols = Vec::new();
-                for a in args {
-                    let Expr::Column(c) = a else {
-                        return Err(QueryError::invalid(
-                            "token() only accepts partition key columns",
-                        ));
-                    };
-                    let Some(i) = table.column_index(c.as_str()) else {
-                        return Err(QueryError::undefined_column_name(c.as_str()));
-                    };
-                    cols.push(i);
-                }
-                let expected: Vec<usize> = (0..table.partition_key_count).collect();
-                if cols != expected {
-                    return Err(QueryError::invalid(format!(
-                        "Invalid number of arguments in call to function system.token: {} required but {} provided",
-                        table.partition_key_count,
-                        cols.len()
-                    )));
-                }
-                let labels: Vec<String> = cols
-                    .iter()
-                    .map(|i| column_label(&table.columns[*i].name))
-                    .collect();
-                return Ok((
-                    Sel::Token,
-                    format!("system.token({})", labels.join(", ")),
-                    bigint,
-                ));
-            }
-            let aggregate = match fname {
-                "count" => Some(Aggregate::Count),
-                "min" => Some(Aggregate::Min),
-                "max" => Some(Aggregate::Max),
-                "sum" => Some(Aggregate::Sum),
-                "avg" => Some(Aggregate::Avg),
-                _ => None,
-            };
-            if let (Some(Aggregate::Count), [Expr::Literal(_)]) = (aggregate, args.as_slice()) {
-                // count(1) counts rows, like count(*).
-                return Ok((Sel::CountStar, "count".into(), bigint));
-            }
-            if let Some(function) = aggregate {
-                let called = match &name.keyspace {
-                    Some(_) => format!("system.{fname}"),
-                    None => fname.to_string(),
-                };
-                let summing = matches!(function, Aggregate::Sum | Aggregate::Avg);
-                // sum and avg have one overload per numeric type; min and
-                // max are factories taking any type; count has one argument.
-                let signature =
-                    |t: &NativeType| format!("system.{fname} : ({t}) -> {t}", t = t.name());
-                let none_match = || {
-                    QueryError::invalid(format!(
-                        "Invalid call to function {called}, none of its type signatures match (known type signatures: {})",
-                        crate::functions::NUMERIC.iter().map(signature).collect::<Vec<_>>().join(", ")
-                    ))
-                };
-                let [arg] = args.as_slice() else {
-                    return Err(match function {
-                        Aggregate::Sum | Aggregate::Avg => none_match(),
-                        Aggregate::Min | Aggregate::Max => QueryError::invalid(format!(
-                            "Invalid number of arguments for function system.{fname}(any)"
-                        )),
-                        Aggregate::Count => QueryError::invalid(format!(
-                            "Invalid number of arguments in call to function system.{fname}: 1 required but {} provided",
-                            args.len()
-                        )),
-                    });
-                };
-                let (sel, label, ty) = plan_selector(table, arg, ctx)?;
-                if is_aggregate(&sel) {
-                    return Err(QueryError::invalid(
-                        "aggregate functions cannot be used as arguments of aggregate functions",
-                    ));
-                }
-                let mut ty = ty;
-                if summing {
-                    let exact = matches!(ty.unfrozen(), CqlType::Native(t) if crate::functions::NUMERIC.contains(t));
-                    if !exact {
-                        let weak: Vec<NativeType> = crate::functions::NUMERIC
-                            .iter()
-                            .copied()
-                            .filter(|t| {
-                                crate::functions::is_value_compatible(&CqlType::Native(*t), &ty)
-                            })
-                            .collect();
-                        match weak.as_slice() {
-                            [] => return Err(none_match()),
-                            [only] => ty = CqlType::Native(*only),
-                            several => {
-                                return Err(QueryError::invalid(format!(
-                                    "Ambiguous call to function {called} (can be matched by following signatures: {}): use type casts to disambiguate",
-                                    several.iter().map(signature).collect::<Vec<_>>().join(", ")
-                                )))
-                            }
-                        }
-                    }
-                }
-                let out_ty = if function == Aggregate::Count {
-                    bigint
-                } else {
-                    ty.clone()
-                };
-                return Ok((
-                    Sel::Aggregate {
-                        function,
-                        arg: Box::new(sel),
-                        ty,
-                    },
-                    format!("system.{fname}({label})"),
-                    out_ty,
-                ));
-            }
-            if fname == "fromjson" && name.keyspace.is_none() {
-                return Err(QueryError::invalid(
-                    "fromjson() cannot be used in the selection clause of a SELECT statement",
-                ));
-            }
-            if fname == "tojson" && name.keyspace.is_none() {
-                let [arg] = args.as_slice() else {
-                    return Err(QueryError::invalid(
-                        "Invalid number of arguments for function system.tojson(any)",
-                    ));
-                };
-                // A literal argument has the type its literal prefers.
-                let (sel, label, ty) = match literal_type(arg) {
-                    Some(ty) => {
-                        let value = match evaluate(arg, &ty, "selection", ctx)? {
-                            Term::Value(v) => Some(v),
-                            _ => None,
-                        };
-                        (Sel::Constant(value), literal_label(arg), ty)
-                    }
-                    None => plan_selector(table, arg, ctx)?,
-                };
-                return Ok((
-                    Sel::ToJson {
-                        arg: Box::new(sel),
-                        ty,
-                    },
-                    format!("system.tojson({label})"),
-                    CqlType::Native(NativeType::Text),
-                ));
-            }
-            if let Some(ks) = name.keyspace.as_ref().filter(|ks| ks.as_str() != "system") {
-                return Err(QueryError::invalid(format!(
-                    "Unknown function '{}.{fname}'",
-                    ks.as_str()
-                )));
-            }
-            if !crate::functions::exists(fname) {
-                return Err(QueryError::invalid(format!("Unknown function '{fname}'")));
-            }
-            let mut planned = Vec::new();
-            let mut labels = Vec::new();
-            let mut types: Vec<Option<CqlType>> = Vec::new();
-            for a in args {
-                let is_term = match a {
-                    // `(x)` groups a selector x.
-                    Expr::Tuple(items) if items.len() == 1 => is_arith_term(ungroup(a)),
-                    Expr::Negate(inner) => is_arith_term(ungroup(inner)),
-                    _ => matches!(
-                        a,
-                        Expr::Literal(_)
-                            | Expr::Bind(_)
-                            | Expr::List(_)
-                            | Expr::Set(_)
-                            | Expr::Map(_)
-                            | Expr::Tuple(_)
-                            | Expr::Udt(_)
-                    ),
-                };
-                if is_term {
-                    planned.push(Sel::Constant(None));
-                    labels.push(literal_label(a));
-                    types.push(None);
-                } else {
-                    let (s, l, t) = plan_selector(table, a, ctx)?;
-                    planned.push(s);
-                    labels.push(l);
-                    types.push(Some(t));
-                }
-            }
-            let resolved = {
-                let arg_views: Vec<crate::functions::Arg<'_>> = args
-                    .iter()
-                    .zip(&types)
-                    .zip(&labels)
-                    .map(|((a, t), label)| match t {
-                        Some(t) => crate::functions::Arg::Selector(t, label),
-                        None => crate::functions::Arg::Term(a),
-                    })
-                    .collect();
-                crate::functions::resolve_called(fname, &arg_views, name.keyspace.is_some())?
-            };
-            for (k, a) in args.iter().enumerate() {
-                if types[k].is_none() {
-                    let ty = resolved
-                        .arg_types()
-                        .get(k)
-                        .cloned()
-                        .unwrap_or(CqlType::Native(NativeType::Blob));
-                    let value = match evaluate(a, &ty, fname, ctx)? {
-                        Term::Value(v) => Some(v),
-                        _ => None,
-                    };
-                    planned[k] = Sel::Constant(value);
-                }
-            }
-            let mut ty = resolved.return_type().clone();
-            if matches!(fname, "blobastimeuuid" | "blob_as_timeuuid") {
-                // Cassandra 5.0.6 types this function's result with its
-                // internal LegacyTimeUUIDType (drivers see a blob).
-                ty = CqlType::Custom("org.apache.cassandra.db.marshal.LegacyTimeUUIDType".into());
-            }
-            Ok((
-                Sel::Function {
-                    function: Box::new(resolved),
-                    args: planned,
-                    now_micros: ctx.now_micros,
-                },
-                format!("system.{fname}({})", labels.join(", ")),
-                ty,
-            ))
-        }
+        Expr::Cast { expr, ty } => plan_cast(table, expr, ty, ctx),
+        Expr::Function { name, args } => plan_function(table, name, args, ctx),
         Expr::Element { collection, key } => {
             let target = plan_selector(table, collection, ctx)?;
             plan_element(target, key, ctx)
@@ -486,127 +188,508 @@ fn plan_selector(
             let target = plan_selector(table, collection, ctx)?;
             plan_slice(target, from.as_deref(), to.as_deref(), ctx)
         }
-        Expr::Binary { op, left, right } => {
-            use crate::functions::operations::{operand_text, resolve, Operand};
-            // A parenthesised term is still a term; a parenthesised selector
-            // is planned as such (its label keeps the parentheses).
-            fn term_or(e: &Expr) -> &Expr {
-                if is_arith_term(ungroup(e)) {
-                    ungroup(e)
-                } else {
-                    e
-                }
-            }
-            let (left, right) = (term_or(left), term_or(right));
-            // Terms take the operand type of the operation chosen; other
-            // selectors keep theirs (FunctionResolver over `_add` & co).
-            let plan_operand = |e: &Expr| -> Result<Option<(Sel, String, CqlType)>> {
-                if is_arith_term(e) {
-                    Ok(None)
-                } else {
-                    plan_selector(table, e, ctx).map(Some)
-                }
-            };
-            let (lp, rp) = (plan_operand(left)?, plan_operand(right)?);
-            let operand = |e: &'_ Expr, p: &Option<(Sel, String, CqlType)>| -> String {
-                match p {
-                    Some((_, label, _)) => label.clone(),
-                    None => operand_text(e),
-                }
-            };
-            let texts = (operand(left, &lp), operand(right, &rp));
-            fn as_operand<'a>(e: &'a Expr, p: &'a Option<(Sel, String, CqlType)>) -> Operand<'a> {
-                match p {
-                    Some((_, _, ty)) => Operand::Typed(ty),
-                    None => Operand::Term(e),
-                }
-            }
-            let operation = resolve(
-                crate::term::binary_op(*op),
-                as_operand(left, &lp),
-                as_operand(right, &rp),
-                (&texts.0, &texts.1),
-                None,
-            )?;
-            let finish = |e: &Expr, p: Option<(Sel, String, CqlType)>, t: NativeType| match p {
-                Some((sel, label, _)) => Ok::<_, QueryError>((sel, label)),
-                None => {
-                    let value = match evaluate(e, &CqlType::Native(t), "selection", ctx)? {
-                        Term::Value(v) => Some(v),
-                        _ => None,
-                    };
-                    Ok((Sel::Constant(value), e.to_string()))
-                }
-            };
-            let (l, ll) = finish(left, lp, operation.left)?;
-            let (r, rl) = finish(right, rp, operation.right)?;
-            let symbol = crate::term::binary_op(*op).symbol();
-            let ty = CqlType::Native(operation.result);
-            Ok((
-                Sel::Arith {
-                    op: *op,
-                    left: Box::new(l),
-                    left_ty: CqlType::Native(operation.left),
-                    right: Box::new(r),
-                    right_ty: CqlType::Native(operation.right),
-                    ty: ty.clone(),
-                },
-                format!("{ll} {symbol} {rl}"),
-                ty,
-            ))
-        }
-        Expr::Negate(inner) if !is_arith_term(ungroup(inner)) => {
-            let (sel, label, ty) = plan_selector(table, inner, ctx)?;
-            let CqlType::Native(t) = ty.unfrozen() else {
-                return Err(QueryError::invalid(format!(
-                    "the '-' operation is not supported on {label}"
-                )));
-            };
-            if !matches!(
-                t,
-                NativeType::Tinyint
-                    | NativeType::Smallint
-                    | NativeType::Int
-                    | NativeType::Bigint
-                    | NativeType::Counter
-                    | NativeType::Float
-                    | NativeType::Double
-                    | NativeType::Decimal
-                    | NativeType::Varint
-            ) {
-                return Err(QueryError::invalid(
-                    "Invalid call to function _negate, none of its type signatures match",
-                ));
-            }
-            let label = format!("-{label}");
-            Ok((
-                Sel::Negate {
-                    arg: Box::new(sel),
-                    ty: *t,
-                },
-                label,
-                ty.clone(),
-            ))
-        }
-        Expr::TypeHint { ty, expr } => {
-            let ty = ty
-                .resolve(&ctx.types)
-                .map_err(|e| QueryError::invalid(format!("Unknown type {}", e.0)))?;
-            let value = match evaluate(expr, &ty, "selection", ctx)? {
-                Term::Value(v) => Some(v),
-                _ => None,
-            };
-            Ok((
-                Sel::Constant(value),
-                format!("({ty}){}", literal_label(expr)),
-                ty,
-            ))
-        }
+        Expr::Binary { op, left, right } => plan_arithmetic(table, *op, left, right, ctx),
+        Expr::Negate(inner) if !is_arith_term(ungroup(inner)) => plan_negate(table, inner, ctx),
+        Expr::TypeHint { ty, expr } => plan_type_hint(ty, expr, ctx),
         other => Err(QueryError::invalid(format!(
             "Cannot infer type for term {} in selection clause (try using a cast to force a type)",
             literal_label(other)
         ))),
     }
+}
+
+/// `udt.field`: the field of a UDT selector.
+fn plan_field(table: &Table, udt: &Expr, field: &str, ctx: &EvalContext<'_>) -> Result<Planned> {
+    let (sel, label, ty) = plan_selector(table, udt, ctx)?;
+    let CqlType::Udt(u) = ty.unfrozen() else {
+        return Err(QueryError::invalid(format!(
+            "Invalid field selection: {label} of type {ty} is not a user type"
+        )));
+    };
+    let Some(index) = u.fields.iter().position(|(n, _)| n == field) else {
+        return Err(QueryError::invalid(format!(
+            "{label} of type {ty} has no field {field}"
+        )));
+    };
+    Ok((
+        Sel::Field {
+            udt: Box::new(sel),
+            index,
+        },
+        format!("{label}.{}", column_label(field)),
+        u.fields[index].1.clone(),
+    ))
+}
+
+/// `cast(x as type)`; a cast to the value's own type is the value itself.
+fn plan_cast(
+    table: &Table,
+    expr: &Expr,
+    ty: &rocksandra_cql::TypeExpr,
+    ctx: &EvalContext<'_>,
+) -> Result<Planned> {
+    let (sel, label, from) = plan_selector(table, expr, ctx)?;
+    let to = ty
+        .resolve(&ctx.types)
+        .map_err(|e| QueryError::invalid(format!("Unknown type {}", e.0)))?;
+    let Some(source) = crate::functions::resolve_cast(&from, &to, &label)? else {
+        return Ok((sel, label, from));
+    };
+    Ok((
+        Sel::Cast {
+            arg: Box::new(sel),
+            from: source,
+            to: to.clone(),
+        },
+        format!("cast({label} as {to})"),
+        to,
+    ))
+}
+
+/// A function call in a selection: token(), an aggregate, tojson() or a
+/// native scalar function (fromjson() and other keyspaces' functions are
+/// errors).
+fn plan_function(
+    table: &Table,
+    name: &rocksandra_cql::ast::QualifiedName,
+    args: &[Expr],
+    ctx: &EvalContext<'_>,
+) -> Result<Planned> {
+    let fname = name.name.as_str();
+    if fname == "token"
+        && name.keyspace.is_none()
+        && args.len() == table.partition_key_count
+        && args.iter().all(|a| !matches!(a, Expr::Column(_)))
+    {
+        return plan_token_of_values(table, args, ctx);
+    }
+    if fname == "token" && name.keyspace.is_none() {
+        return plan_token_of_columns(table, args);
+    }
+    let aggregate = match fname {
+        "count" => Some(Aggregate::Count),
+        "min" => Some(Aggregate::Min),
+        "max" => Some(Aggregate::Max),
+        "sum" => Some(Aggregate::Sum),
+        "avg" => Some(Aggregate::Avg),
+        _ => None,
+    };
+    if let (Some(Aggregate::Count), [Expr::Literal(_)]) = (aggregate, args) {
+        // count(1) counts rows, like count(*).
+        return Ok((
+            Sel::CountStar,
+            "count".into(),
+            CqlType::Native(NativeType::Bigint),
+        ));
+    }
+    if let Some(function) = aggregate {
+        return plan_aggregate(table, name, function, args, ctx);
+    }
+    if fname == "fromjson" && name.keyspace.is_none() {
+        return Err(QueryError::invalid(
+            "fromjson() cannot be used in the selection clause of a SELECT statement",
+        ));
+    }
+    if fname == "tojson" && name.keyspace.is_none() {
+        return plan_tojson(table, args, ctx);
+    }
+    if let Some(ks) = name.keyspace.as_ref().filter(|ks| ks.as_str() != "system") {
+        return Err(QueryError::invalid(format!(
+            "Unknown function '{}.{fname}'",
+            ks.as_str()
+        )));
+    }
+    if !crate::functions::exists(fname) {
+        return Err(QueryError::invalid(format!("Unknown function '{fname}'")));
+    }
+    plan_scalar_function(table, name, args, ctx)
+}
+
+/// token() of values: a constant, the token of that partition key.
+fn plan_token_of_values(table: &Table, args: &[Expr], ctx: &EvalContext<'_>) -> Result<Planned> {
+    let mut components = Vec::new();
+    for (a, column) in args.iter().zip(table.partition_key()) {
+        match evaluate(a, &column.ty, &column.name, ctx)? {
+            Term::Value(v) => components.push(v),
+            _ => {
+                return Err(QueryError::invalid(
+                    "Invalid null value for partition key part",
+                ))
+            }
+        }
+    }
+    let refs: Vec<&[u8]> = components.iter().map(Vec::as_slice).collect();
+    let key = if refs.len() == 1 {
+        refs[0].to_vec()
+    } else {
+        rocksandra_data::token::serialize_partition_key(&refs)
+    };
+    let token = rocksandra_data::token::Token::murmur3(&key);
+    Ok((
+        Sel::Constant(Some(token.0.to_be_bytes().to_vec())),
+        format!("system.token({})", labels(args.iter())),
+        CqlType::Native(NativeType::Bigint),
+    ))
+}
+
+/// token() of columns: all the partition key columns, in order.
+fn plan_token_of_columns(table: &Table, args: &[Expr]) -> Result<Planned> {
+    let mut cols = Vec::new();
+    for a in args {
+        let Expr::Column(c) = a else {
+            return Err(QueryError::invalid(
+                "token() only accepts partition key columns",
+            ));
+        };
+        let Some(i) = table.column_index(c.as_str()) else {
+            return Err(QueryError::undefined_column_name(c.as_str()));
+        };
+        cols.push(i);
+    }
+    let expected: Vec<usize> = (0..table.partition_key_count).collect();
+    if cols != expected {
+        return Err(QueryError::invalid(format!(
+            "Invalid number of arguments in call to function system.token: {} required but {} provided",
+            table.partition_key_count,
+            cols.len()
+        )));
+    }
+    let labels: Vec<String> = cols
+        .iter()
+        .map(|i| column_label(&table.columns[*i].name))
+        .collect();
+    Ok((
+        Sel::Token,
+        format!("system.token({})", labels.join(", ")),
+        CqlType::Native(NativeType::Bigint),
+    ))
+}
+
+/// count, min, max, sum or avg of one (non-aggregate) selector; sum and avg
+/// pick their numeric overload as Cassandra's function resolution does.
+fn plan_aggregate(
+    table: &Table,
+    name: &rocksandra_cql::ast::QualifiedName,
+    function: Aggregate,
+    args: &[Expr],
+    ctx: &EvalContext<'_>,
+) -> Result<Planned> {
+    let fname = name.name.as_str();
+    let called = match &name.keyspace {
+        Some(_) => format!("system.{fname}"),
+        None => fname.to_string(),
+    };
+    let summing = matches!(function, Aggregate::Sum | Aggregate::Avg);
+    // sum and avg have one overload per numeric type; min and
+    // max are factories taking any type; count has one argument.
+    let signature = |t: &NativeType| format!("system.{fname} : ({t}) -> {t}", t = t.name());
+    let none_match = || {
+        QueryError::invalid(format!(
+            "Invalid call to function {called}, none of its type signatures match (known type signatures: {})",
+            crate::functions::NUMERIC.iter().map(signature).collect::<Vec<_>>().join(", ")
+        ))
+    };
+    let [arg] = args else {
+        return Err(match function {
+            Aggregate::Sum | Aggregate::Avg => none_match(),
+            Aggregate::Min | Aggregate::Max => QueryError::invalid(format!(
+                "Invalid number of arguments for function system.{fname}(any)"
+            )),
+            Aggregate::Count => QueryError::invalid(format!(
+                "Invalid number of arguments in call to function system.{fname}: 1 required but {} provided",
+                args.len()
+            )),
+        });
+    };
+    let (sel, label, ty) = plan_selector(table, arg, ctx)?;
+    if is_aggregate(&sel) {
+        return Err(QueryError::invalid(
+            "aggregate functions cannot be used as arguments of aggregate functions",
+        ));
+    }
+    let mut ty = ty;
+    if summing {
+        let exact =
+            matches!(ty.unfrozen(), CqlType::Native(t) if crate::functions::NUMERIC.contains(t));
+        if !exact {
+            let weak: Vec<NativeType> = crate::functions::NUMERIC
+                .iter()
+                .copied()
+                .filter(|t| crate::functions::is_value_compatible(&CqlType::Native(*t), &ty))
+                .collect();
+            match weak.as_slice() {
+                [] => return Err(none_match()),
+                [only] => ty = CqlType::Native(*only),
+                several => {
+                    return Err(QueryError::invalid(format!(
+                        "Ambiguous call to function {called} (can be matched by following signatures: {}): use type casts to disambiguate",
+                        several.iter().map(signature).collect::<Vec<_>>().join(", ")
+                    )))
+                }
+            }
+        }
+    }
+    let out_ty = if function == Aggregate::Count {
+        CqlType::Native(NativeType::Bigint)
+    } else {
+        ty.clone()
+    };
+    Ok((
+        Sel::Aggregate {
+            function,
+            arg: Box::new(sel),
+            ty,
+        },
+        format!("system.{fname}({label})"),
+        out_ty,
+    ))
+}
+
+/// tojson(x); a literal argument has the type its literal prefers.
+fn plan_tojson(table: &Table, args: &[Expr], ctx: &EvalContext<'_>) -> Result<Planned> {
+    let [arg] = args else {
+        return Err(QueryError::invalid(
+            "Invalid number of arguments for function system.tojson(any)",
+        ));
+    };
+    let (sel, label, ty) = match literal_type(arg) {
+        Some(ty) => {
+            let value = match evaluate(arg, &ty, "selection", ctx)? {
+                Term::Value(v) => Some(v),
+                _ => None,
+            };
+            (Sel::Constant(value), literal_label(arg), ty)
+        }
+        None => plan_selector(table, arg, ctx)?,
+    };
+    Ok((
+        Sel::ToJson {
+            arg: Box::new(sel),
+            ty,
+        },
+        format!("system.tojson({label})"),
+        CqlType::Native(NativeType::Text),
+    ))
+}
+
+/// Whether a function argument is a term (a literal, bind marker or
+/// collection, possibly grouped or negated) rather than a selector.
+fn is_term_argument(a: &Expr) -> bool {
+    match a {
+        // `(x)` groups a selector x.
+        Expr::Tuple(items) if items.len() == 1 => is_arith_term(ungroup(a)),
+        Expr::Negate(inner) => is_arith_term(ungroup(inner)),
+        _ => matches!(
+            a,
+            Expr::Literal(_)
+                | Expr::Bind(_)
+                | Expr::List(_)
+                | Expr::Set(_)
+                | Expr::Map(_)
+                | Expr::Tuple(_)
+                | Expr::Udt(_)
+        ),
+    }
+}
+
+/// A native scalar function: the overload chosen from the selector
+/// arguments' types and the terms, whose values are then evaluated as the
+/// chosen parameter types.
+fn plan_scalar_function(
+    table: &Table,
+    name: &rocksandra_cql::ast::QualifiedName,
+    args: &[Expr],
+    ctx: &EvalContext<'_>,
+) -> Result<Planned> {
+    let fname = name.name.as_str();
+    let mut planned = Vec::new();
+    let mut labels = Vec::new();
+    let mut types: Vec<Option<CqlType>> = Vec::new();
+    for a in args {
+        if is_term_argument(a) {
+            planned.push(Sel::Constant(None));
+            labels.push(literal_label(a));
+            types.push(None);
+        } else {
+            let (s, l, t) = plan_selector(table, a, ctx)?;
+            planned.push(s);
+            labels.push(l);
+            types.push(Some(t));
+        }
+    }
+    let resolved = {
+        let arg_views: Vec<crate::functions::Arg<'_>> = args
+            .iter()
+            .zip(&types)
+            .zip(&labels)
+            .map(|((a, t), label)| match t {
+                Some(t) => crate::functions::Arg::Selector(t, label),
+                None => crate::functions::Arg::Term(a),
+            })
+            .collect();
+        crate::functions::resolve_called(fname, &arg_views, name.keyspace.is_some())?
+    };
+    for (k, a) in args.iter().enumerate() {
+        if types[k].is_none() {
+            let ty = resolved
+                .arg_types()
+                .get(k)
+                .cloned()
+                .unwrap_or(CqlType::Native(NativeType::Blob));
+            let value = match evaluate(a, &ty, fname, ctx)? {
+                Term::Value(v) => Some(v),
+                _ => None,
+            };
+            planned[k] = Sel::Constant(value);
+        }
+    }
+    let mut ty = resolved.return_type().clone();
+    if matches!(fname, "blobastimeuuid" | "blob_as_timeuuid") {
+        // Cassandra 5.0.6 types this function's result with its
+        // internal LegacyTimeUUIDType (drivers see a blob).
+        ty = CqlType::Custom("org.apache.cassandra.db.marshal.LegacyTimeUUIDType".into());
+    }
+    Ok((
+        Sel::Function {
+            function: Box::new(resolved),
+            args: planned,
+            now_micros: ctx.now_micros,
+        },
+        format!("system.{fname}({})", labels.join(", ")),
+        ty,
+    ))
+}
+
+/// `left op right`: the operation resolved from the operands' types (terms
+/// take the operand type of the operation chosen; other selectors keep
+/// theirs, as FunctionResolver over `_add` & co).
+fn plan_arithmetic(
+    table: &Table,
+    op: rocksandra_cql::ast::BinaryOp,
+    left: &Expr,
+    right: &Expr,
+    ctx: &EvalContext<'_>,
+) -> Result<Planned> {
+    use crate::functions::operations::{operand_text, resolve, Operand};
+    // A parenthesised term is still a term; a parenthesised selector
+    // is planned as such (its label keeps the parentheses).
+    fn term_or(e: &Expr) -> &Expr {
+        if is_arith_term(ungroup(e)) {
+            ungroup(e)
+        } else {
+            e
+        }
+    }
+    let (left, right) = (term_or(left), term_or(right));
+    let plan_operand = |e: &Expr| -> Result<Option<Planned>> {
+        if is_arith_term(e) {
+            Ok(None)
+        } else {
+            plan_selector(table, e, ctx).map(Some)
+        }
+    };
+    let (lp, rp) = (plan_operand(left)?, plan_operand(right)?);
+    let operand = |e: &'_ Expr, p: &Option<Planned>| -> String {
+        match p {
+            Some((_, label, _)) => label.clone(),
+            None => operand_text(e),
+        }
+    };
+    let texts = (operand(left, &lp), operand(right, &rp));
+    fn as_operand<'a>(e: &'a Expr, p: &'a Option<Planned>) -> Operand<'a> {
+        match p {
+            Some((_, _, ty)) => Operand::Typed(ty),
+            None => Operand::Term(e),
+        }
+    }
+    let operation = resolve(
+        crate::term::binary_op(op),
+        as_operand(left, &lp),
+        as_operand(right, &rp),
+        (&texts.0, &texts.1),
+        None,
+    )?;
+    let finish = |e: &Expr, p: Option<Planned>, t: NativeType| match p {
+        Some((sel, label, _)) => Ok::<_, QueryError>((sel, label)),
+        None => {
+            let value = match evaluate(e, &CqlType::Native(t), "selection", ctx)? {
+                Term::Value(v) => Some(v),
+                _ => None,
+            };
+            Ok((Sel::Constant(value), e.to_string()))
+        }
+    };
+    let (l, ll) = finish(left, lp, operation.left)?;
+    let (r, rl) = finish(right, rp, operation.right)?;
+    let symbol = crate::term::binary_op(op).symbol();
+    let ty = CqlType::Native(operation.result);
+    Ok((
+        Sel::Arith {
+            op,
+            left: Box::new(l),
+            left_ty: CqlType::Native(operation.left),
+            right: Box::new(r),
+            right_ty: CqlType::Native(operation.right),
+            ty: ty.clone(),
+        },
+        format!("{ll} {symbol} {rl}"),
+        ty,
+    ))
+}
+
+/// `-x` of a numeric selector.
+fn plan_negate(table: &Table, inner: &Expr, ctx: &EvalContext<'_>) -> Result<Planned> {
+    let (sel, label, ty) = plan_selector(table, inner, ctx)?;
+    let CqlType::Native(t) = ty.unfrozen() else {
+        return Err(QueryError::invalid(format!(
+            "the '-' operation is not supported on {label}"
+        )));
+    };
+    if !matches!(
+        t,
+        NativeType::Tinyint
+            | NativeType::Smallint
+            | NativeType::Int
+            | NativeType::Bigint
+            | NativeType::Counter
+            | NativeType::Float
+            | NativeType::Double
+            | NativeType::Decimal
+            | NativeType::Varint
+    ) {
+        return Err(QueryError::invalid(
+            "Invalid call to function _negate, none of its type signatures match",
+        ));
+    }
+    let label = format!("-{label}");
+    Ok((
+        Sel::Negate {
+            arg: Box::new(sel),
+            ty: *t,
+        },
+        label,
+        ty.clone(),
+    ))
+}
+
+/// `(type) literal`: a constant of the hinted type.
+fn plan_type_hint(
+    ty: &rocksandra_cql::TypeExpr,
+    expr: &Expr,
+    ctx: &EvalContext<'_>,
+) -> Result<Planned> {
+    let ty = ty
+        .resolve(&ctx.types)
+        .map_err(|e| QueryError::invalid(format!("Unknown type {}", e.0)))?;
+    let value = match evaluate(expr, &ty, "selection", ctx)? {
+        Term::Value(v) => Some(v),
+        _ => None,
+    };
+    Ok((
+        Sel::Constant(value),
+        format!("({ty}){}", literal_label(expr)),
+        ty,
+    ))
 }
 
 /// The receiver of an element or slice selection's key: a set's element
@@ -805,40 +888,7 @@ fn literal_label(expr: &Expr) -> String {
 fn plan(table: &Table, select: &Select, ctx: &EvalContext<'_>) -> Result<Vec<Output>> {
     let mut outputs = Vec::new();
     match &select.selection {
-        Selection::Wildcard => {
-            let mut order: Vec<usize> =
-                (0..table.partition_key_count + table.clustering_count).collect();
-            let mut statics: Vec<usize> = Vec::new();
-            let mut regulars: Vec<usize> = Vec::new();
-            for (i, c) in table.columns.iter().enumerate().skip(order.len()) {
-                if c.kind == ColumnKind::Static {
-                    statics.push(i);
-                } else {
-                    regulars.push(i);
-                }
-            }
-            statics.sort_by(|a, b| {
-                table.columns[*a]
-                    .name
-                    .as_bytes()
-                    .cmp(table.columns[*b].name.as_bytes())
-            });
-            regulars.sort_by(|a, b| {
-                table.columns[*a]
-                    .name
-                    .as_bytes()
-                    .cmp(table.columns[*b].name.as_bytes())
-            });
-            order.extend(statics);
-            order.extend(regulars);
-            for i in order {
-                outputs.push(Output {
-                    sel: Sel::Column(i),
-                    name: table.columns[i].name.clone(),
-                    ty: table.columns[i].ty.clone(),
-                });
-            }
-        }
+        Selection::Wildcard => outputs = wildcard_outputs(table),
         Selection::Selectors(selectors) => {
             for AstSelector { expr, alias } in selectors {
                 if matches!(expr, Expr::Tuple(_)) {
@@ -860,49 +910,92 @@ fn plan(table: &Table, select: &Select, ctx: &EvalContext<'_>) -> Result<Vec<Out
         }
     }
     if select.distinct {
-        // SelectStatement.validateDistinctSelection: the columns the
-        // selection reads are partition key or static columns, and a scan
-        // of a token range reads every partition key column.
-        let mut requested: Vec<usize> = Vec::new();
-        for o in &outputs {
-            sel_columns(table, &o.sel, &mut requested);
-        }
-        for i in &requested {
-            if !matches!(
-                table.columns[*i].kind,
-                ColumnKind::PartitionKey | ColumnKind::Static
-            ) {
-                return Err(QueryError::invalid(format!(
-                    "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
-                    table.columns[*i].name
-                )));
-            }
-        }
-        let key_restricted = |i: usize| {
-            select.where_clause.iter().any(|r| {
-                matches!(r, rocksandra_cql::ast::Relation::Compare {
-                    lhs: rocksandra_cql::ast::RelationLhs::Column(c),
-                    op: rocksandra_cql::ast::Operator::Eq | rocksandra_cql::ast::Operator::In,
-                    ..
-                } if table.column_index(c.as_str()) == Some(i))
-            })
-        };
-        let key_range = !(0..table.partition_key_count).all(key_restricted);
-        if key_range {
-            if let Some(missing) = table
-                .partition_key()
-                .iter()
-                .enumerate()
-                .find(|(i, _)| !requested.contains(i))
-            {
-                return Err(QueryError::invalid(format!(
-                    "SELECT DISTINCT queries must request all the partition key columns (missing {})",
-                    missing.1.name
-                )));
-            }
-        }
+        check_distinct_selection(table, select, &outputs)?;
     }
     Ok(outputs)
+}
+
+/// `SELECT *`: the primary key columns in key order, then the static and
+/// the regular columns, each by name.
+fn wildcard_outputs(table: &Table) -> Vec<Output> {
+    let mut outputs = Vec::new();
+    let mut order: Vec<usize> = (0..table.partition_key_count + table.clustering_count).collect();
+    let mut statics: Vec<usize> = Vec::new();
+    let mut regulars: Vec<usize> = Vec::new();
+    for (i, c) in table.columns.iter().enumerate().skip(order.len()) {
+        if c.kind == ColumnKind::Static {
+            statics.push(i);
+        } else {
+            regulars.push(i);
+        }
+    }
+    statics.sort_by(|a, b| {
+        table.columns[*a]
+            .name
+            .as_bytes()
+            .cmp(table.columns[*b].name.as_bytes())
+    });
+    regulars.sort_by(|a, b| {
+        table.columns[*a]
+            .name
+            .as_bytes()
+            .cmp(table.columns[*b].name.as_bytes())
+    });
+    order.extend(statics);
+    order.extend(regulars);
+    for i in order {
+        outputs.push(Output {
+            sel: Sel::Column(i),
+            name: table.columns[i].name.clone(),
+            ty: table.columns[i].ty.clone(),
+        });
+    }
+    outputs
+}
+
+/// SelectStatement.validateDistinctSelection: the columns the selection
+/// reads are partition key or static columns, and a scan of a token range
+/// reads every partition key column.
+fn check_distinct_selection(table: &Table, select: &Select, outputs: &[Output]) -> Result<()> {
+    let mut requested: Vec<usize> = Vec::new();
+    for o in outputs {
+        sel_columns(table, &o.sel, &mut requested);
+    }
+    for i in &requested {
+        if !matches!(
+            table.columns[*i].kind,
+            ColumnKind::PartitionKey | ColumnKind::Static
+        ) {
+            return Err(QueryError::invalid(format!(
+                "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
+                table.columns[*i].name
+            )));
+        }
+    }
+    let key_restricted = |i: usize| {
+        select.where_clause.iter().any(|r| {
+            matches!(r, rocksandra_cql::ast::Relation::Compare {
+                lhs: rocksandra_cql::ast::RelationLhs::Column(c),
+                op: rocksandra_cql::ast::Operator::Eq | rocksandra_cql::ast::Operator::In,
+                ..
+            } if table.column_index(c.as_str()) == Some(i))
+        })
+    };
+    let key_range = !(0..table.partition_key_count).all(key_restricted);
+    if key_range {
+        if let Some(missing) = table
+            .partition_key()
+            .iter()
+            .enumerate()
+            .find(|(i, _)| !requested.contains(i))
+        {
+            return Err(QueryError::invalid(format!(
+                "SELECT DISTINCT queries must request all the partition key columns (missing {})",
+                missing.1.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The table columns a selector reads, in selection order, once each.
@@ -1148,6 +1241,45 @@ struct Reader<'a> {
     consistency: rocksandra_wire::Consistency,
     /// The index that answers a query over a token range, if one does.
     index: Option<IndexQuery>,
+}
+
+impl<'a> Reader<'a> {
+    /// The reader of a SELECT: static-only rows are returned when neither
+    /// clustering columns nor regular columns are restricted; DISTINCT
+    /// reads no index.
+    #[allow(clippy::too_many_arguments)]
+    fn for_select(
+        executor: &'a Executor,
+        table: &'a Table,
+        restrictions: &'a Restrictions,
+        schema: &'a Schema,
+        request: &Request,
+        distinct: bool,
+        reversed: bool,
+        per_partition_limit: usize,
+    ) -> Self {
+        Reader {
+            executor,
+            table,
+            restrictions,
+            reversed,
+            distinct,
+            per_partition_limit,
+            include_static_only: !restrictions.clustering_restricted
+                && restrictions
+                    .filters
+                    .iter()
+                    .all(|f| table.columns[f.column].kind != ColumnKind::Regular),
+            now: executor.local_now(request),
+            consistency: request.consistency,
+            schema,
+            index: if distinct {
+                None
+            } else {
+                search::choose(table, restrictions)
+            },
+        }
+    }
 }
 
 /// Where a read answered from an index stands.
@@ -1884,8 +2016,222 @@ pub fn execute(
     let ctx = executor.eval_context(&schema, keyspace, values, &*random);
     let outputs = plan(&table, select, &ctx)?;
     let restrictions = analyze(&table, &select.where_clause, &ctx)?;
-    let index_use = crate::index::classify(&table, &select.where_clause, &restrictions);
-    if index_use.uses_index && partition_key_in(&table, &select.where_clause) {
+    check_where_clause(&table, select, &restrictions)?;
+    let group_columns = group_by_columns(&table, select)?;
+    let reversed = order_by_reversal(&table, select, &restrictions, request)?;
+    let limit = limit_value(&select.limit, "[limit]", &ctx)?;
+    let per_partition_limit =
+        limit_value(&select.per_partition_limit, "[per_partition_limit]", &ctx)?;
+    let grouped = !group_columns.is_empty();
+    let aggregate = grouped || outputs.iter().any(|o| is_aggregate(&o.sel));
+    let warnings = if aggregate {
+        aggregation_warnings(select, &restrictions)
+    } else {
+        Vec::new()
+    };
+    // ORDER BY over several IN partitions: rows are sorted across partitions
+    // after the read (which is never paged), so LIMIT applies after the
+    // sort; each partition gives at most LIMIT rows.
+    let post_ordering = !select.order_by.is_empty()
+        && matches!(&restrictions.partition, PartitionSelection::Keys(keys) if keys.len() > 1);
+    let reader = Reader::for_select(
+        executor,
+        &table,
+        &restrictions,
+        &schema,
+        request,
+        select.distinct,
+        reversed,
+        read_per_partition_limit(
+            select.distinct,
+            grouped,
+            post_ordering,
+            per_partition_limit,
+            limit,
+        ),
+    );
+    let PageWindow {
+        state,
+        already,
+        remaining_limit,
+        page_size,
+    } = PageWindow::of(request, aggregate, grouped, limit)?;
+    let want = rows_wanted(page_size, remaining_limit);
+    let (mut rows, next) = if want == 0 {
+        (Vec::new(), None)
+    } else {
+        // GROUP BY reads from the start (its pages count groups).
+        let start = if grouped {
+            PagingState::default()
+        } else {
+            state.clone()
+        };
+        reader.read(&start, rows_to_read(want, aggregate, post_ordering))?
+    };
+    if post_ordering {
+        let keep = remaining_limit.filter(|_| !aggregate);
+        sort_across_partitions(&table, &mut rows, reversed, keep);
+    }
+    if rows.len() > UNPAGED_ROWS_MAX {
+        return Err(QueryError::invalid(format!(
+            "Query returned more than {UNPAGED_ROWS_MAX} rows without paging"
+        )));
+    }
+    let returned = already + rows.len();
+    // No next page once LIMIT is reached, nor for an unpaged query.
+    let next = next.filter(|_| page_size.is_some() && limit.is_none_or(|l| returned < l));
+    let (result_rows, paging_state) = if grouped {
+        let groups = GroupPaging {
+            state: &state,
+            limit,
+            remaining_limit,
+            page_size: request.page_size.filter(|p| *p > 0),
+        };
+        let (result_rows, group_state) = grouped_rows(
+            &table,
+            &outputs,
+            &rows,
+            &group_columns,
+            per_partition_limit,
+            &groups,
+        )?;
+        (result_rows, group_state.map(|s| s.encode()))
+    } else {
+        let result_rows = selected_rows(&table, &outputs, &rows, aggregate)?;
+        let paging_state = next.map(|mut s| {
+            s.rows_so_far = returned as u64;
+            s.encode()
+        });
+        (result_rows, paging_state)
+    };
+    let result_rows = if select.json {
+        json_rows(&outputs, result_rows)?
+    } else {
+        result_rows
+    };
+    let mut outcome = Outcome::rows(Rows {
+        metadata: result_metadata(&table, &outputs, select.json, request, paging_state),
+        rows: result_rows,
+    });
+    outcome.warnings = warnings;
+    Ok(outcome)
+}
+
+/// Where a page of a SELECT starts and what bounds it.
+struct PageWindow {
+    /// The client's paging state (ignored by aggregates without GROUP BY).
+    state: PagingState,
+    /// Rows (or groups) returned by the earlier pages.
+    already: usize,
+    /// LIMIT minus `already`.
+    remaining_limit: Option<usize>,
+    /// The page size in rows; None for aggregates and unpaged queries.
+    page_size: Option<usize>,
+}
+
+impl PageWindow {
+    fn of(request: &Request, aggregate: bool, grouped: bool, limit: Option<usize>) -> Result<Self> {
+        let state = match &request.paging_state {
+            Some(b) if !aggregate || grouped => PagingState::decode(b)?,
+            _ => PagingState::default(),
+        };
+        let already = state.rows_so_far as usize;
+        let remaining_limit = limit.map(|l| l.saturating_sub(already));
+        let page_size = if aggregate {
+            None
+        } else {
+            request.page_size.filter(|p| *p > 0)
+        };
+        Ok(PageWindow {
+            state,
+            already,
+            remaining_limit,
+            page_size,
+        })
+    }
+}
+
+/// Rows this page may return: the page size, LIMIT's remainder, the
+/// smaller of both, or the most an unpaged query returns.
+fn rows_wanted(page_size: Option<usize>, remaining_limit: Option<usize>) -> usize {
+    match (page_size, remaining_limit) {
+        (Some(p), Some(l)) => p.min(l),
+        (Some(p), None) => p,
+        (None, Some(l)) => l,
+        (None, None) => UNPAGED_ROWS_MAX,
+    }
+}
+
+/// Rows to read for a page of `want`: every row for an aggregate, one more
+/// than an unpaged query may return when rows are sorted after the read
+/// (so an oversized result is refused), else `want`.
+fn rows_to_read(want: usize, aggregate: bool, post_ordering: bool) -> usize {
+    if aggregate {
+        usize::MAX
+    } else if post_ordering {
+        UNPAGED_ROWS_MAX.saturating_add(1)
+    } else {
+        want
+    }
+}
+
+/// A result's rows: each a value per selected column.
+type ResultRows = Vec<Vec<Option<Bytes>>>;
+
+/// How many rows the reader takes from each partition: one for DISTINCT,
+/// no limit with GROUP BY (PER PARTITION LIMIT then counts groups), the
+/// smaller of PER PARTITION LIMIT and LIMIT when rows are sorted across
+/// partitions after the read, else PER PARTITION LIMIT (0 is no limit).
+fn read_per_partition_limit(
+    distinct: bool,
+    grouped: bool,
+    post_ordering: bool,
+    per_partition_limit: Option<usize>,
+    limit: Option<usize>,
+) -> usize {
+    if distinct {
+        1
+    } else if grouped {
+        0
+    } else if post_ordering {
+        match (per_partition_limit.unwrap_or(0), limit.unwrap_or(0)) {
+            (0, l) | (l, 0) => l,
+            (p, l) => p.min(l),
+        }
+    } else {
+        per_partition_limit.unwrap_or(0)
+    }
+}
+
+/// The result rows of a query without GROUP BY: one aggregate row, or the
+/// selection evaluated on each row read.
+fn selected_rows(
+    table: &Table,
+    outputs: &[Output],
+    rows: &[CqlRow],
+    aggregate: bool,
+) -> Result<ResultRows> {
+    if aggregate {
+        return Ok(vec![aggregate_row(table, outputs, rows)?]);
+    }
+    rows.iter()
+        .map(|r| {
+            outputs
+                .iter()
+                .map(|o| eval_sel(table, &o.sel, r).map(|v| v.map(Bytes::from)))
+                .collect()
+        })
+        .collect()
+}
+
+/// Refuses WHERE clauses Cassandra refuses once the restrictions are known:
+/// indexes with a partition key IN or ORDER BY, clustering relations that
+/// cannot select slices, filtering without ALLOW FILTERING (unless indexes
+/// serve it), `= null` on a regular column and DISTINCT with clustering
+/// restrictions.
+fn check_where_clause(table: &Table, select: &Select, restrictions: &Restrictions) -> Result<()> {
+    let index_use = crate::index::classify(table, &select.where_clause, restrictions);
+    if index_use.uses_index && partition_key_in(table, &select.where_clause) {
         return Err(QueryError::invalid(
             "Select on indexed columns and with IN clause for the PRIMARY KEY are not supported",
         ));
@@ -1931,6 +2277,12 @@ pub fn execute(
             "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.",
         ));
     }
+    Ok(())
+}
+
+/// The GROUP BY columns: primary key columns in key order, starting with
+/// the whole partition key (columns restricted by `=` may be left out).
+fn group_by_columns(table: &Table, select: &Select) -> Result<Vec<usize>> {
     let mut group_columns: Vec<usize> = Vec::new();
     // Columns restricted by `=` may be left out of GROUP BY.
     let eq_restricted = |i: usize| {
@@ -1983,265 +2335,221 @@ pub fn execute(
             "Group by is not supported on only a part of the partition key",
         ));
     }
-    // ORDER BY.
-    let mut reversed = false;
-    if !select.order_by.is_empty() {
-        if !matches!(restrictions.partition, PartitionSelection::Keys(_)) {
+    Ok(group_columns)
+}
+
+/// Whether ORDER BY reads the partitions backwards: its columns must be a
+/// prefix of the clustering columns, all in or all against their declared
+/// order, on partitions restricted by EQ or IN (and IN without paging).
+fn order_by_reversal(
+    table: &Table,
+    select: &Select,
+    restrictions: &Restrictions,
+    request: &Request,
+) -> Result<bool> {
+    if select.order_by.is_empty() {
+        return Ok(false);
+    }
+    if !matches!(restrictions.partition, PartitionSelection::Keys(_)) {
+        return Err(QueryError::invalid(
+            "ORDER BY is only supported when the partition key is restricted by an EQ or an IN.",
+        ));
+    }
+    let mut direction: Option<bool> = None;
+    for (k, o) in select.order_by.iter().enumerate() {
+        let Some(column) = table.column(o.column.as_str()) else {
+            return Err(QueryError::invalid(format!(
+                "Order by on unknown column {}",
+                o.column.as_str()
+            )));
+        };
+        if column.kind != ColumnKind::Clustering {
+            return Err(QueryError::invalid(format!(
+                "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {}",
+                column.name
+            )));
+        }
+        if column.position != k {
             return Err(QueryError::invalid(
-                "ORDER BY is only supported when the partition key is restricted by an EQ or an IN.",
+                "Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY",
             ));
         }
-        let mut direction: Option<bool> = None;
-        for (k, o) in select.order_by.iter().enumerate() {
-            let Some(column) = table.column(o.column.as_str()) else {
-                return Err(QueryError::invalid(format!(
-                    "Order by on unknown column {}",
-                    o.column.as_str()
-                )));
-            };
-            if column.kind != ColumnKind::Clustering {
-                return Err(QueryError::invalid(format!(
-                    "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {}",
-                    column.name
-                )));
-            }
-            if column.position != k {
+        let desc = match &o.kind {
+            OrderingKind::Asc => false,
+            OrderingKind::Desc => true,
+            OrderingKind::Ann(_) => {
                 return Err(QueryError::invalid(
-                    "Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY",
-                ));
+                    "ANN ordering requires a storage-attached index",
+                ))
             }
-            let desc = match &o.kind {
-                OrderingKind::Asc => false,
-                OrderingKind::Desc => true,
-                OrderingKind::Ann(_) => {
-                    return Err(QueryError::invalid(
-                        "ANN ordering requires a storage-attached index",
-                    ))
-                }
-            };
-            let rev = desc != column.descending;
-            if let Some(d) = direction {
-                if d != rev {
-                    return Err(QueryError::invalid("Unsupported order by relation"));
-                }
+        };
+        let rev = desc != column.descending;
+        if let Some(d) = direction {
+            if d != rev {
+                return Err(QueryError::invalid("Unsupported order by relation"));
             }
-            direction = Some(rev);
         }
-        reversed = direction.unwrap_or(false);
-        if let PartitionSelection::Keys(keys) = &restrictions.partition {
-            if keys.len() > 1 && request.page_size.is_some() {
-                return Err(QueryError::invalid(
-                    "Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query",
-                ));
-            }
+        direction = Some(rev);
+    }
+    if let PartitionSelection::Keys(keys) = &restrictions.partition {
+        if keys.len() > 1 && request.page_size.is_some() {
+            return Err(QueryError::invalid(
+                "Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query",
+            ));
         }
     }
-    let limit = limit_value(&select.limit, "[limit]", &ctx)?;
-    let per_partition_limit =
-        limit_value(&select.per_partition_limit, "[per_partition_limit]", &ctx)?;
-    let grouped = !group_columns.is_empty();
-    let aggregate = grouped || outputs.iter().any(|o| is_aggregate(&o.sel));
+    Ok(direction.unwrap_or(false))
+}
+
+/// Cassandra's warnings for an aggregation over several partitions (an IN)
+/// or without a partition key (a token() restriction counts as one).
+fn aggregation_warnings(select: &Select, restrictions: &Restrictions) -> Vec<String> {
     let mut warnings = Vec::new();
-    if aggregate {
-        match &restrictions.partition {
-            PartitionSelection::Keys(keys) if keys.len() > 1 => warnings.push(
-                "Aggregation query used on multiple partition keys (IN restriction)".to_string(),
-            ),
-            PartitionSelection::Keys(_) => {}
-            // A token() restriction counts as a partition key restriction.
-            PartitionSelection::Tokens { .. }
-                if !select.where_clause.iter().any(|r| {
-                    matches!(
-                        r,
-                        rocksandra_cql::ast::Relation::Compare {
-                            lhs: rocksandra_cql::ast::RelationLhs::Token(_),
-                            ..
-                        }
-                    )
-                }) =>
-            {
-                warnings.push("Aggregation query used without partition key".to_string())
-            }
-            PartitionSelection::Tokens { .. } => {}
+    match &restrictions.partition {
+        PartitionSelection::Keys(keys) if keys.len() > 1 => warnings
+            .push("Aggregation query used on multiple partition keys (IN restriction)".to_string()),
+        PartitionSelection::Keys(_) => {}
+        PartitionSelection::Tokens { .. }
+            if !select.where_clause.iter().any(|r| {
+                matches!(
+                    r,
+                    rocksandra_cql::ast::Relation::Compare {
+                        lhs: rocksandra_cql::ast::RelationLhs::Token(_),
+                        ..
+                    }
+                )
+            }) =>
+        {
+            warnings.push("Aggregation query used without partition key".to_string())
         }
+        PartitionSelection::Tokens { .. } => {}
     }
-    // ORDER BY over several IN partitions: rows are sorted across partitions
-    // after the read (which is never paged), so LIMIT applies after the
-    // sort; each partition gives at most LIMIT rows.
-    let post_ordering = !select.order_by.is_empty()
-        && matches!(&restrictions.partition, PartitionSelection::Keys(keys) if keys.len() > 1);
-    let reader = Reader {
-        executor,
-        table: &table,
-        restrictions: &restrictions,
-        reversed,
-        distinct: select.distinct,
-        // With GROUP BY, PER PARTITION LIMIT counts groups (below).
-        per_partition_limit: if select.distinct {
-            1
-        } else if !group_columns.is_empty() {
-            0
-        } else if post_ordering {
-            match (per_partition_limit.unwrap_or(0), limit.unwrap_or(0)) {
-                (0, l) | (l, 0) => l,
-                (p, l) => p.min(l),
-            }
+    warnings
+}
+
+/// Sorts rows of several partitions by clustering (ORDER BY over an IN),
+/// then keeps the first `keep` (LIMIT's remainder), if given.
+fn sort_across_partitions(
+    table: &Table,
+    rows: &mut Vec<CqlRow>,
+    reversed: bool,
+    keep: Option<usize>,
+) {
+    rows.sort_by(|a, b| {
+        let o = compare_prefix(
+            table,
+            a.clustering.as_deref().unwrap_or(&[]),
+            b.clustering.as_deref().unwrap_or(&[]),
+        );
+        if reversed {
+            o.reverse()
         } else {
-            per_partition_limit.unwrap_or(0)
-        },
-        include_static_only: !restrictions.clustering_restricted
-            && restrictions
-                .filters
+            o
+        }
+    });
+    if let Some(l) = keep {
+        rows.truncate(l);
+    }
+}
+
+/// Where a GROUP BY query's page starts and how far it may go: pages and
+/// LIMIT count groups.
+struct GroupPaging<'a> {
+    /// The client's paging state (`partition_index` is the group offset).
+    state: &'a PagingState,
+    limit: Option<usize>,
+    remaining_limit: Option<usize>,
+    page_size: Option<usize>,
+}
+
+/// Splits rows into groups: runs of consecutive rows with equal grouping
+/// columns.
+fn split_groups<'r>(rows: &'r [CqlRow], group_columns: &[usize]) -> Vec<&'r [CqlRow]> {
+    let mut groups: Vec<&[CqlRow]> = Vec::new();
+    let mut start = 0;
+    for i in 1..=rows.len() {
+        let boundary = i == rows.len()
+            || group_columns
                 .iter()
-                .all(|f| table.columns[f.column].kind != ColumnKind::Regular),
-        now: executor.local_now(request),
-        consistency: request.consistency,
-        schema: &schema,
-        index: if select.distinct {
-            None
-        } else {
-            search::choose(&table, &restrictions)
-        },
-    };
-    let state = match &request.paging_state {
-        Some(b) if !aggregate || grouped => PagingState::decode(b)?,
-        _ => PagingState::default(),
-    };
-    let already = state.rows_so_far as usize;
-    let remaining_limit = limit.map(|l| l.saturating_sub(already));
-    let page_size = if aggregate {
-        None
-    } else {
-        request.page_size.filter(|p| *p > 0)
-    };
-    let want = match (page_size, remaining_limit) {
-        (Some(p), Some(l)) => p.min(l),
-        (Some(p), None) => p,
-        (None, Some(l)) => l,
-        (None, None) => UNPAGED_ROWS_MAX,
-    };
-    let (mut rows, mut next) = if want == 0 {
-        (Vec::new(), None)
-    } else {
-        let start = if grouped {
-            PagingState::default()
-        } else {
-            state.clone()
-        };
-        let read_rows = if aggregate {
-            usize::MAX
-        } else if post_ordering {
-            // one more than allowed, so an oversized result is refused below
-            UNPAGED_ROWS_MAX.saturating_add(1)
-        } else {
-            want
-        };
-        reader.read(&start, read_rows)?
-    };
-    if post_ordering {
-        rows.sort_by(|a, b| {
-            let o = compare_prefix(
-                &table,
-                a.clustering.as_deref().unwrap_or(&[]),
-                b.clustering.as_deref().unwrap_or(&[]),
-            );
-            if reversed {
-                o.reverse()
-            } else {
-                o
+                .any(|c| rows[i].columns[*c].value != rows[start].columns[*c].value);
+        if boundary {
+            groups.push(&rows[start..i]);
+            start = i;
+        }
+    }
+    groups
+}
+
+/// PER PARTITION LIMIT `n` of a GROUP BY query: at most `n` groups of each
+/// partition.
+fn limit_groups_per_partition(groups: &mut Vec<&[CqlRow]>, n: usize) {
+    let mut seen: Vec<(&PartitionKey, usize)> = Vec::new();
+    groups.retain(|g| {
+        let key = &g[0].partition;
+        match seen.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, count)) => {
+                *count += 1;
+                *count <= n
             }
-        });
-        if let (false, Some(l)) = (aggregate, remaining_limit) {
-            rows.truncate(l);
-        }
-    }
-    if rows.len() > UNPAGED_ROWS_MAX {
-        return Err(QueryError::invalid(format!(
-            "Query returned more than {UNPAGED_ROWS_MAX} rows without paging"
-        )));
-    }
-    let returned = already + rows.len();
-    if let (Some(l), Some(_)) = (limit, &next) {
-        if returned >= l {
-            next = None;
-        }
-    }
-    if page_size.is_none() {
-        next = None;
-    }
-    let mut group_state: Option<PagingState> = None;
-    let result_rows: Vec<Vec<Option<Bytes>>> = if grouped {
-        // Groups are consecutive rows with equal grouping columns; pages
-        // and LIMIT count groups.
-        let mut groups: Vec<&[CqlRow]> = Vec::new();
-        let mut start = 0;
-        for i in 1..=rows.len() {
-            let boundary = i == rows.len()
-                || group_columns
-                    .iter()
-                    .any(|c| rows[i].columns[*c].value != rows[start].columns[*c].value);
-            if boundary {
-                groups.push(&rows[start..i]);
-                start = i;
+            None => {
+                seen.push((key, 1));
+                true
             }
         }
-        if let Some(n) = per_partition_limit.filter(|n| *n > 0) {
-            let mut seen: Vec<(&PartitionKey, usize)> = Vec::new();
-            groups.retain(|g| {
-                let key = &g[0].partition;
-                match seen.iter_mut().find(|(k, _)| *k == key) {
-                    Some((_, count)) => {
-                        *count += 1;
-                        *count <= n
-                    }
-                    None => {
-                        seen.push((key, 1));
-                        true
-                    }
-                }
-            });
-        }
-        let offset = (state.partition_index as usize).min(groups.len());
-        let mut take = groups.len() - offset;
-        if let Some(l) = remaining_limit {
-            take = take.min(l);
-        }
-        let group_page = request.page_size.filter(|p| *p > 0);
-        if let Some(p) = group_page {
-            if take >= p {
-                take = p;
-                let total = already + take;
-                if limit.is_none_or(|l| total < l) {
-                    group_state = Some(PagingState {
-                        rows_so_far: total as u64,
-                        partition_index: (offset + take) as u32,
-                        position: None,
-                    });
-                }
+    });
+}
+
+/// The result rows of a GROUP BY query (one aggregate row per group of
+/// this page) and the paging state of the next page, if any.
+fn grouped_rows(
+    table: &Table,
+    outputs: &[Output],
+    rows: &[CqlRow],
+    group_columns: &[usize],
+    per_partition_limit: Option<usize>,
+    paging: &GroupPaging<'_>,
+) -> Result<(ResultRows, Option<PagingState>)> {
+    let mut groups = split_groups(rows, group_columns);
+    if let Some(n) = per_partition_limit.filter(|n| *n > 0) {
+        limit_groups_per_partition(&mut groups, n);
+    }
+    let already = paging.state.rows_so_far as usize;
+    let offset = (paging.state.partition_index as usize).min(groups.len());
+    let mut take = groups.len() - offset;
+    if let Some(l) = paging.remaining_limit {
+        take = take.min(l);
+    }
+    let mut group_state = None;
+    if let Some(p) = paging.page_size {
+        if take >= p {
+            take = p;
+            let total = already + take;
+            if paging.limit.is_none_or(|l| total < l) {
+                group_state = Some(PagingState {
+                    rows_so_far: total as u64,
+                    partition_index: (offset + take) as u32,
+                    position: None,
+                });
             }
         }
-        groups[offset..offset + take]
-            .iter()
-            .map(|g| aggregate_row(&table, &outputs, g))
-            .collect::<Result<_>>()?
-    } else if aggregate {
-        vec![aggregate_row(&table, &outputs, &rows)?]
-    } else {
-        rows.iter()
-            .map(|r| {
-                outputs
-                    .iter()
-                    .map(|o| eval_sel(&table, &o.sel, r).map(|v| v.map(Bytes::from)))
-                    .collect()
-            })
-            .collect::<Result<_>>()?
-    };
-    let result_rows = if select.json {
-        json_rows(&outputs, result_rows)?
-    } else {
-        result_rows
-    };
-    let specs = if select.json {
+    }
+    let result_rows = groups[offset..offset + take]
+        .iter()
+        .map(|g| aggregate_row(table, outputs, g))
+        .collect::<Result<_>>()?;
+    Ok((result_rows, group_state))
+}
+
+/// The rows' metadata: the selection's columns (one `[json]` text column
+/// for SELECT JSON), or only their count when the client skips metadata.
+fn result_metadata(
+    table: &Table,
+    outputs: &[Output],
+    json: bool,
+    request: &Request,
+    paging_state: Option<Bytes>,
+) -> RowsMetadata {
+    let specs = if json {
         vec![ColumnSpec {
             table: TableSpec {
                 keyspace: table.keyspace.clone(),
@@ -2251,32 +2559,19 @@ pub fn execute(
             cql_type: CqlType::Native(NativeType::Text),
         }]
     } else {
-        specs(&table, &outputs)
+        specs(table, outputs)
     };
-    let paging_state = if grouped {
-        group_state.map(|s| s.encode())
-    } else {
-        next.map(|mut s| {
-            s.rows_so_far = returned as u64;
-            s.encode()
-        })
-    };
-    let mut outcome = Outcome::rows(Rows {
-        metadata: RowsMetadata {
-            columns: if request.skip_metadata {
-                ColumnsMetadata::NoMetadata {
-                    column_count: specs.len() as u32,
-                }
-            } else {
-                ColumnsMetadata::Specs(specs.into())
-            },
-            paging_state,
-            new_metadata_id: None,
+    RowsMetadata {
+        columns: if request.skip_metadata {
+            ColumnsMetadata::NoMetadata {
+                column_count: specs.len() as u32,
+            }
+        } else {
+            ColumnsMetadata::Specs(specs.into())
         },
-        rows: result_rows,
-    });
-    outcome.warnings = warnings;
-    Ok(outcome)
+        paging_state,
+        new_metadata_id: None,
+    }
 }
 
 fn json_rows(outputs: &[Output], rows: Vec<Vec<Option<Bytes>>>) -> Result<Vec<Vec<Option<Bytes>>>> {
@@ -2322,20 +2617,7 @@ fn eval_sel(table: &Table, sel: &Sel, row: &CqlRow) -> Result<Option<Vec<u8>>> {
             function,
             args,
             now_micros,
-        } => {
-            let mut values = Vec::new();
-            for a in args {
-                values.push(eval_sel(table, a, row)?);
-            }
-            let random = || 0x5eed_u64;
-            function.call(
-                &values,
-                &crate::functions::CallContext {
-                    now_micros: *now_micros,
-                    random: &random,
-                },
-            )?
-        }
+        } => eval_function(table, function, args, *now_micros, row)?,
         Sel::Constant(v) => v.clone(),
         Sel::Arith {
             op,
@@ -2344,24 +2626,7 @@ fn eval_sel(table: &Table, sel: &Sel, row: &CqlRow) -> Result<Option<Vec<u8>>> {
             right,
             right_ty,
             ty,
-        } => {
-            let (Some(a), Some(b)) = (eval_sel(table, left, row)?, eval_sel(table, right, row)?)
-            else {
-                return Ok(None);
-            };
-            let (CqlType::Native(left), CqlType::Native(right), CqlType::Native(result)) =
-                (left_ty, right_ty, ty)
-            else {
-                return Ok(None);
-            };
-            crate::functions::operations::Operation {
-                op: crate::term::binary_op(*op),
-                left: *left,
-                right: *right,
-                result: *result,
-            }
-            .execute(&a, &b)?
-        }
+        } => eval_arith(table, *op, (left, left_ty), (right, right_ty), ty, row)?,
         Sel::Negate { arg, ty } => match eval_sel(table, arg, row)? {
             Some(b) => crate::functions::operations::negate(*ty, &b)?,
             None => None,
@@ -2381,23 +2646,7 @@ fn eval_sel(table: &Table, sel: &Sel, row: &CqlRow) -> Result<Option<Vec<u8>>> {
             let (Some(bytes), Some(key)) = (eval_sel(table, collection, row)?, key) else {
                 return Ok(None);
             };
-            match (ty.unfrozen(), Value::deserialize(ty, &bytes)?) {
-                (CqlType::Map(kt, _), Value::Map(entries)) => entries
-                    .into_iter()
-                    .find(|(k, _)| {
-                        rocksandra_data::value::compare(kt, &k.to_bytes(), key)
-                            == std::cmp::Ordering::Equal
-                    })
-                    .map(|(_, v)| v.to_bytes()),
-                (CqlType::Set(et), Value::Set(items)) => items
-                    .into_iter()
-                    .find(|v| {
-                        rocksandra_data::value::compare(et, &v.to_bytes(), key)
-                            == std::cmp::Ordering::Equal
-                    })
-                    .map(|v| v.to_bytes()),
-                _ => None,
-            }
+            element_of(ty, &bytes, key)?
         }
         Sel::Range {
             collection,
@@ -2411,6 +2660,73 @@ fn eval_sel(table: &Table, sel: &Sel, row: &CqlRow) -> Result<Option<Vec<u8>>> {
             collection_slice(ty, &bytes, from, to)?
         }
         Sel::CountStar | Sel::Aggregate { .. } => None,
+    })
+}
+
+/// A native function of selectors, called on their values.
+fn eval_function(
+    table: &Table,
+    function: &crate::functions::Function,
+    args: &[Sel],
+    now_micros: i64,
+    row: &CqlRow,
+) -> Result<Option<Vec<u8>>> {
+    let mut values = Vec::new();
+    for a in args {
+        values.push(eval_sel(table, a, row)?);
+    }
+    let random = || 0x5eed_u64;
+    function.call(
+        &values,
+        &crate::functions::CallContext {
+            now_micros,
+            random: &random,
+        },
+    )
+}
+
+/// `left op right` of two selectors (null when either is null).
+fn eval_arith(
+    table: &Table,
+    op: rocksandra_cql::ast::BinaryOp,
+    (left, left_ty): (&Sel, &CqlType),
+    (right, right_ty): (&Sel, &CqlType),
+    ty: &CqlType,
+    row: &CqlRow,
+) -> Result<Option<Vec<u8>>> {
+    let (Some(a), Some(b)) = (eval_sel(table, left, row)?, eval_sel(table, right, row)?) else {
+        return Ok(None);
+    };
+    let (CqlType::Native(left), CqlType::Native(right), CqlType::Native(result)) =
+        (left_ty, right_ty, ty)
+    else {
+        return Ok(None);
+    };
+    crate::functions::operations::Operation {
+        op: crate::term::binary_op(op),
+        left: *left,
+        right: *right,
+        result: *result,
+    }
+    .execute(&a, &b)
+}
+
+/// `c[key]` of a map (its value) or a set (the element, if present).
+fn element_of(ty: &CqlType, bytes: &[u8], key: &[u8]) -> Result<Option<Vec<u8>>> {
+    Ok(match (ty.unfrozen(), Value::deserialize(ty, bytes)?) {
+        (CqlType::Map(kt, _), Value::Map(entries)) => entries
+            .into_iter()
+            .find(|(k, _)| {
+                rocksandra_data::value::compare(kt, &k.to_bytes(), key) == std::cmp::Ordering::Equal
+            })
+            .map(|(_, v)| v.to_bytes()),
+        (CqlType::Set(et), Value::Set(items)) => items
+            .into_iter()
+            .find(|v| {
+                rocksandra_data::value::compare(et, &v.to_bytes(), key) == std::cmp::Ordering::Equal
+            })
+            .map(|v| v.to_bytes()),
+        _ => None,
     })
 }
 

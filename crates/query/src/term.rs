@@ -103,106 +103,20 @@ pub fn evaluate(
         Expr::Function { name, args }
             if name.keyspace.is_none() && name.name.as_str() == "fromjson" =>
         {
-            // fromJson(text): the JSON text as a value of the receiver's type.
-            let [arg] = args.as_slice() else {
-                return Err(QueryError::invalid(
-                    "Invalid number of arguments for function system.fromjson(text)",
-                ));
-            };
-            let text_type = CqlType::Native(NativeType::Text);
-            if let Expr::Literal(l) = arg {
-                if !test_assignment(arg, &text_type).is_assignable() {
-                    let found = match l {
-                        Literal::Integer(_) => "int",
-                        Literal::Float(_) => "double",
-                        Literal::Boolean(_) => "boolean",
-                        Literal::Blob(_) => "blob",
-                        Literal::Uuid(_) => "uuid",
-                        Literal::Duration(_) => "duration",
-                        _ => "text",
-                    };
-                    return Err(QueryError::invalid(format!(
-                        "Function system.fromjson requires an argument of type text, but found argument {arg} of type {found}"
-                    )));
-                }
-            }
-            let text = match evaluate(arg, &text_type, receiver_name, ctx)? {
-                Term::Value(bytes) => String::from_utf8(bytes)
-                    .map_err(|_| QueryError::invalid("fromJson() argument is not UTF-8"))?,
-                other => return Ok(other),
-            };
-            let failure = |message: String| QueryError::FunctionFailure {
-                keyspace: "system".into(),
-                function: "fromjson".into(),
-                arg_types: vec!["text".into()],
-                message,
-            };
-            let json = crate::json::parse(&text).map_err(|e| {
-                failure(format!(
-                    "execution of 'system.fromjson[text]' failed: Could not decode JSON string '{text}': {}",
-                    e.java()
-                ))
-            })?;
-            match crate::json::from_json(receiver, &json, ctx.now_micros.div_euclid(1000)) {
-                Ok(Some(bytes)) => Ok(Term::Value(bytes)),
-                Ok(None) => Ok(Term::Null),
-                Err(crate::json::JsonValueError::Invalid(e)) => Err(QueryError::invalid(e)),
-                Err(crate::json::JsonValueError::Marshal(e)) => Err(failure(format!(
-                    "org.apache.cassandra.serializers.MarshalException: {e}"
-                ))),
-            }
+            evaluate_fromjson(args, receiver, receiver_name, ctx)
         }
         Expr::Function { name, args } => {
             evaluate_function(name, args, receiver, receiver_name, ctx)
         }
         Expr::TypeHint { ty, expr: inner } => {
-            let hinted = ty
-                .resolve(&ctx.types)
-                .map_err(|e| QueryError::invalid(e.to_string()))?;
-            if !test_assignment(inner, &hinted).is_assignable() {
-                return Err(QueryError::invalid(format!(
-                    "Cannot cast value {inner} to type {ty}"
-                )));
-            }
-            if !is_value_compatible(receiver, &hinted) {
-                return Err(QueryError::invalid(format!(
-                    "Cannot assign value ({ty}){inner} to {receiver_name} of type {receiver}"
-                )));
-            }
-            evaluate(inner, &hinted, &expr.to_string(), ctx)
+            evaluate_type_hint(expr, ty, inner, receiver, receiver_name, ctx)
         }
         Expr::Binary { op, left, right } => {
             evaluate_arithmetic(*op, left, right, receiver, receiver_name, ctx)
         }
         Expr::Negate(inner) => evaluate_negation(inner, receiver, receiver_name, ctx),
-        Expr::List(items) => match receiver.unfrozen() {
-            CqlType::List(element) => {
-                let elements = collection_elements(items, element, receiver_name, "list", ctx)?;
-                Ok(Term::Value(build_collection(&refs(&elements))))
-            }
-            CqlType::Vector(element, dimension) => {
-                evaluate_vector(items, element, *dimension, receiver, receiver_name, ctx)
-            }
-            // Cassandra 5.0's list literals name a set receiver this way.
-            CqlType::Set(_) => Err(QueryError::invalid(format!(
-                "Unexpected receiver type '{receiver}'; only list and vector are expected"
-            ))),
-            _ => Err(QueryError::invalid(format!(
-                "Invalid list literal for {receiver_name} of type {receiver}"
-            ))),
-        },
-        Expr::Set(items) => match receiver.unfrozen() {
-            CqlType::Set(element) => {
-                let mut elements = collection_elements(items, element, receiver_name, "set", ctx)?;
-                sort_unique(&mut elements, element);
-                Ok(Term::Value(build_collection(&refs(&elements))))
-            }
-            // `{}` is parsed as a set; an empty map is the same literal.
-            CqlType::Map(..) if items.is_empty() => Ok(Term::Value(build_collection(&[]))),
-            _ => Err(QueryError::invalid(format!(
-                "Invalid set literal for {receiver_name} of type {receiver}"
-            ))),
-        },
+        Expr::List(items) => evaluate_list(items, receiver, receiver_name, ctx),
+        Expr::Set(items) => evaluate_set(items, receiver, receiver_name, ctx),
         Expr::Map(entries) => evaluate_map(entries, receiver, receiver_name, ctx),
         Expr::Udt(fields) => evaluate_udt(fields, receiver, receiver_name, ctx),
         Expr::Tuple(items) => evaluate_tuple(items, receiver, receiver_name, ctx),
@@ -214,6 +128,134 @@ pub fn evaluate(
         | Expr::Slice { .. }
         | Expr::Field { .. } => Err(QueryError::invalid(format!(
             "{expr} is not a valid term for {receiver_name}"
+        ))),
+    }
+}
+
+/// `fromJson(text)`: the JSON text as a value of the receiver's type.
+fn evaluate_fromjson(
+    args: &[Expr],
+    receiver: &CqlType,
+    receiver_name: &str,
+    ctx: &EvalContext<'_>,
+) -> Result<Term> {
+    let [arg] = args else {
+        return Err(QueryError::invalid(
+            "Invalid number of arguments for function system.fromjson(text)",
+        ));
+    };
+    let text_type = CqlType::Native(NativeType::Text);
+    if let Expr::Literal(l) = arg {
+        if !test_assignment(arg, &text_type).is_assignable() {
+            let found = match l {
+                Literal::Integer(_) => "int",
+                Literal::Float(_) => "double",
+                Literal::Boolean(_) => "boolean",
+                Literal::Blob(_) => "blob",
+                Literal::Uuid(_) => "uuid",
+                Literal::Duration(_) => "duration",
+                _ => "text",
+            };
+            return Err(QueryError::invalid(format!(
+                "Function system.fromjson requires an argument of type text, but found argument {arg} of type {found}"
+            )));
+        }
+    }
+    let text = match evaluate(arg, &text_type, receiver_name, ctx)? {
+        Term::Value(bytes) => String::from_utf8(bytes)
+            .map_err(|_| QueryError::invalid("fromJson() argument is not UTF-8"))?,
+        other => return Ok(other),
+    };
+    let failure = |message: String| QueryError::FunctionFailure {
+        keyspace: "system".into(),
+        function: "fromjson".into(),
+        arg_types: vec!["text".into()],
+        message,
+    };
+    let json = crate::json::parse(&text).map_err(|e| {
+        failure(format!(
+            "execution of 'system.fromjson[text]' failed: Could not decode JSON string '{text}': {}",
+            e.java()
+        ))
+    })?;
+    match crate::json::from_json(receiver, &json, ctx.now_micros.div_euclid(1000)) {
+        Ok(Some(bytes)) => Ok(Term::Value(bytes)),
+        Ok(None) => Ok(Term::Null),
+        Err(crate::json::JsonValueError::Invalid(e)) => Err(QueryError::invalid(e)),
+        Err(crate::json::JsonValueError::Marshal(e)) => Err(failure(format!(
+            "org.apache.cassandra.serializers.MarshalException: {e}"
+        ))),
+    }
+}
+
+/// `(type) term`: the term as the hinted type, which must be assignable
+/// to the receiver.
+fn evaluate_type_hint(
+    expr: &Expr,
+    ty: &rocksandra_cql::TypeExpr,
+    inner: &Expr,
+    receiver: &CqlType,
+    receiver_name: &str,
+    ctx: &EvalContext<'_>,
+) -> Result<Term> {
+    let hinted = ty
+        .resolve(&ctx.types)
+        .map_err(|e| QueryError::invalid(e.to_string()))?;
+    if !test_assignment(inner, &hinted).is_assignable() {
+        return Err(QueryError::invalid(format!(
+            "Cannot cast value {inner} to type {ty}"
+        )));
+    }
+    if !is_value_compatible(receiver, &hinted) {
+        return Err(QueryError::invalid(format!(
+            "Cannot assign value ({ty}){inner} to {receiver_name} of type {receiver}"
+        )));
+    }
+    evaluate(inner, &hinted, &expr.to_string(), ctx)
+}
+
+/// A list literal, for a list or vector receiver.
+fn evaluate_list(
+    items: &[Expr],
+    receiver: &CqlType,
+    receiver_name: &str,
+    ctx: &EvalContext<'_>,
+) -> Result<Term> {
+    match receiver.unfrozen() {
+        CqlType::List(element) => {
+            let elements = collection_elements(items, element, receiver_name, "list", ctx)?;
+            Ok(Term::Value(build_collection(&refs(&elements))))
+        }
+        CqlType::Vector(element, dimension) => {
+            evaluate_vector(items, element, *dimension, receiver, receiver_name, ctx)
+        }
+        // Cassandra 5.0's list literals name a set receiver this way.
+        CqlType::Set(_) => Err(QueryError::invalid(format!(
+            "Unexpected receiver type '{receiver}'; only list and vector are expected"
+        ))),
+        _ => Err(QueryError::invalid(format!(
+            "Invalid list literal for {receiver_name} of type {receiver}"
+        ))),
+    }
+}
+
+/// A set literal (sorted, without duplicates); `{}` is also an empty map.
+fn evaluate_set(
+    items: &[Expr],
+    receiver: &CqlType,
+    receiver_name: &str,
+    ctx: &EvalContext<'_>,
+) -> Result<Term> {
+    match receiver.unfrozen() {
+        CqlType::Set(element) => {
+            let mut elements = collection_elements(items, element, receiver_name, "set", ctx)?;
+            sort_unique(&mut elements, element);
+            Ok(Term::Value(build_collection(&refs(&elements))))
+        }
+        // `{}` is parsed as a set; an empty map is the same literal.
+        CqlType::Map(..) if items.is_empty() => Ok(Term::Value(build_collection(&[]))),
+        _ => Err(QueryError::invalid(format!(
+            "Invalid set literal for {receiver_name} of type {receiver}"
         ))),
     }
 }

@@ -101,26 +101,92 @@ pub fn create_view(
     let Some(base) = ks.tables.get(base_name) else {
         return Err(ire(format!("Base table '{base_name}' doesn't exist")));
     };
+    if view_already_exists(ks, stmt, keyspace)? {
+        return Ok(unchanged(event));
+    }
+    check_view_base(base, view_name, base_name)?;
+    let selected = view_selection(base, stmt)?;
+    let (key_names, regular_in_key) = view_primary_key(base, stmt, &selected)?;
+    check_view_where(base, stmt, &key_names)?;
+    // The restrictions must make sense as a SELECT's (types of literals).
+    view_filter(ks, base, &stmt.where_clause)?;
+    let params = view_params(stmt)?;
+    let (columns, next_id) = view_columns(base, stmt, &selected, &key_names)?;
+    let where_clause = where_text(&stmt.where_clause);
+    let mut view = Table {
+        keyspace: keyspace.to_string(),
+        name: view_name.to_string(),
+        id: rocksandra_data::uuid::random_v4(random),
+        storage_id: TableId(schema.next_table_id),
+        partition_key_count: stmt.partition_key.len(),
+        clustering_count: stmt.clustering_key.len(),
+        columns,
+        params,
+        next_column_id: next_id,
+        dropped: Vec::new(),
+        indexes: Vec::new(),
+        is_virtual: false,
+        view: Some(Arc::new(ViewDef {
+            base_table: base_name.to_string(),
+            base_id: base.id,
+            include_all_columns: matches!(stmt.selection, Selection::Wildcard),
+            where_clause,
+            relations: stmt.where_clause.clone(),
+            key_column: regular_in_key.map(|s| s.to_string()),
+        })),
+    };
+    view.sort_value_columns();
+    let view = Arc::new(view);
+    let mut next = schema.clone();
+    next.next_table_id += 1;
+    let mut keyspace_def = Keyspace::clone(ks);
+    keyspace_def
+        .tables
+        .insert(view_name.to_string(), view.clone());
+    next.keyspaces
+        .insert(keyspace.to_string(), Arc::new(keyspace_def));
+    Ok(DdlOutcome {
+        schema: Some(next),
+        change: event,
+        effects: StorageEffects {
+            create: vec![view],
+            ..StorageEffects::default()
+        },
+    })
+}
+
+/// Whether the view exists already (true only with IF NOT EXISTS: the
+/// statement then changes nothing); an existing view without it, or a
+/// table of that name, is an error.
+fn view_already_exists(
+    ks: &Keyspace,
+    stmt: &CreateMaterializedView,
+    keyspace: &str,
+) -> Result<bool> {
+    let view_name = stmt.name.name.as_str();
     match ks.tables.get(view_name) {
         Some(existing) if existing.is_view() => {
             if stmt.if_not_exists {
-                return Ok(unchanged(event));
+                return Ok(true);
             }
-            return Err(QueryError::AlreadyExists {
+            Err(QueryError::AlreadyExists {
                 keyspace: keyspace.to_string(),
                 table: view_name.to_string(),
                 message: format!(
                     "Cannot add already existing table \"{view_name}\" to keyspace \"{keyspace}\""
                 ),
-            });
+            })
         }
-        Some(_) => {
-            return Err(ire(format!(
-                "Cannot create materialized view '{view_name}' - a table with the same name already exists"
-            )))
-        }
-        None => {}
+        Some(_) => Err(ire(format!(
+            "Cannot create materialized view '{view_name}' - a table with the same name already exists"
+        ))),
+        None => Ok(false),
     }
+}
+
+/// The base table must be a non-counter table (not a view) whose
+/// gc_grace_seconds is not 0.
+fn check_view_base(base: &Table, view_name: &str, base_name: &str) -> Result<()> {
     if base.is_counter() {
         return Err(ire(
             "Materialized views are not supported on counter tables",
@@ -135,9 +201,13 @@ pub fn create_view(
             "Cannot create materialized view '{view_name}' for base table '{base_name}' with gc_grace_seconds of 0, since this value is used to TTL undelivered updates. Setting gc_grace_seconds too low might cause undelivered updates to expire before being replayed."
         )));
     }
+    Ok(())
+}
 
-    // SELECT clause.
-    let include_all_columns = matches!(stmt.selection, Selection::Wildcard);
+/// The SELECT clause: the base columns selected (by name, without aliases,
+/// once each), none of them static.
+fn view_selection<'b>(base: &'b Table, stmt: &CreateMaterializedView) -> Result<Vec<&'b Column>> {
+    let view_name = stmt.name.name.as_str();
     let mut selected: Vec<&Column> = Vec::new();
     match &stmt.selection {
         Selection::Wildcard => selected.extend(base.columns.iter()),
@@ -172,8 +242,19 @@ pub fn create_view(
             c.name
         )));
     }
+    Ok(selected)
+}
 
-    // PRIMARY KEY and CLUSTERING ORDER BY.
+/// PRIMARY KEY and CLUSTERING ORDER BY: the view key's column names (each
+/// selected, once, of a key type, every base key column among them) and
+/// its one regular base column, if any.
+fn view_primary_key<'s>(
+    base: &Table,
+    stmt: &'s CreateMaterializedView,
+    selected: &[&Column],
+) -> Result<(Vec<&'s str>, Option<&'s str>)> {
+    let view_name = stmt.name.name.as_str();
+    let base_name = stmt.base_table.name.as_str();
     if stmt.partition_key.is_empty() {
         return Err(ire(format!(
             "Must provide at least one partition key column for materialized view '{view_name}'"
@@ -236,8 +317,13 @@ pub fn create_view(
             named.join(", ")
         )));
     }
+    let key_column = regular_in_key.first().copied();
+    Ok((key_names, key_column))
+}
 
-    // WHERE clause.
+/// The WHERE clause: no token relation, every view key column restricted
+/// (`IS NOT NULL` or otherwise), non-key base columns only by `IS NOT NULL`.
+fn check_view_where(base: &Table, stmt: &CreateMaterializedView, key_names: &[&str]) -> Result<()> {
     let mut restricted: BTreeSet<&str> = BTreeSet::new();
     let mut illegal: Vec<&str> = Vec::new();
     for relation in &stmt.where_clause {
@@ -288,10 +374,11 @@ pub fn create_view(
             illegal.join(",")
         )));
     }
-    // The restrictions must make sense as a SELECT's (types of literals).
-    view_filter(ks, base, &stmt.where_clause)?;
+    Ok(())
+}
 
-    // WITH options.
+/// The WITH options of a view: a table's, without default_time_to_live.
+fn view_params(stmt: &CreateMaterializedView) -> Result<TableParams> {
     if stmt
         .options
         .properties
@@ -304,9 +391,19 @@ pub fn create_view(
     }
     let mut params = TableParams::default();
     ddl::apply_table_properties(&mut params, &stmt.options.properties)?;
+    Ok(params)
+}
 
-    // The view's columns: its key in the order given, then the other
-    // selected columns.
+/// The view's columns: its key in the order given (clustering order from
+/// CLUSTERING ORDER BY, else the base's), then the other selected columns;
+/// and the next column id.
+fn view_columns(
+    base: &Table,
+    stmt: &CreateMaterializedView,
+    selected: &[&Column],
+    key_names: &[&str],
+) -> Result<(Vec<Column>, u32)> {
+    let order = &stmt.options.clustering_order;
     let mut columns = Vec::new();
     let mut next_id = 0u32;
     for (position, ident) in stmt.partition_key.iter().enumerate() {
@@ -351,47 +448,7 @@ pub fn create_view(
             ));
         }
     }
-    let where_clause = where_text(&stmt.where_clause);
-    let mut view = Table {
-        keyspace: keyspace.to_string(),
-        name: view_name.to_string(),
-        id: rocksandra_data::uuid::random_v4(random),
-        storage_id: TableId(schema.next_table_id),
-        partition_key_count: stmt.partition_key.len(),
-        clustering_count: stmt.clustering_key.len(),
-        columns,
-        params,
-        next_column_id: next_id,
-        dropped: Vec::new(),
-        indexes: Vec::new(),
-        is_virtual: false,
-        view: Some(Arc::new(ViewDef {
-            base_table: base_name.to_string(),
-            base_id: base.id,
-            include_all_columns,
-            where_clause,
-            relations: stmt.where_clause.clone(),
-            key_column: regular_in_key.first().map(|s| s.to_string()),
-        })),
-    };
-    view.sort_value_columns();
-    let view = Arc::new(view);
-    let mut next = schema.clone();
-    next.next_table_id += 1;
-    let mut keyspace_def = Keyspace::clone(ks);
-    keyspace_def
-        .tables
-        .insert(view_name.to_string(), view.clone());
-    next.keyspaces
-        .insert(keyspace.to_string(), Arc::new(keyspace_def));
-    Ok(DdlOutcome {
-        schema: Some(next),
-        change: event,
-        effects: StorageEffects {
-            create: vec![view],
-            ..StorageEffects::default()
-        },
-    })
+    Ok((columns, next_id))
 }
 
 /// The key column checks of CREATE MATERIALIZED VIEW (types as Cassandra's

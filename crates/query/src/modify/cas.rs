@@ -26,7 +26,7 @@ use rocksandra_wire::{Consistency, WriteType};
 use super::{
     cas_request, collect, merge_mutations, missing, modifiable_table,
     read_before_write_consistency, serial_of, table_name_of, targets, undefined_column, using_of,
-    where_of, write_index_entries,
+    where_of, write_index_entries, Targets,
 };
 use crate::error::{QueryError, Result};
 use crate::executor::{Executor, Outcome, Request};
@@ -57,38 +57,10 @@ pub(super) fn execute(
     };
     let table = first.table.clone();
     if is_batch {
-        // BatchStatement.validate, then the partition of every statement.
-        if using.iter().any(|u| matches!(u, UsingParam::Timestamp(_))) {
-            return Err(QueryError::invalid(
-                "Cannot provide custom timestamp for conditional BATCH",
-            ));
-        }
-        if prepared
-            .iter()
-            .any(|p| p.table.storage_id != table.storage_id)
-        {
-            return Err(QueryError::invalid(
-                "Batch with conditions cannot span multiple tables",
-            ));
-        }
-        if prepared.iter().any(|p| p.pk != first.pk) {
-            return Err(QueryError::invalid(
-                "Batch with conditions cannot span multiple partitions",
-            ));
-        }
+        check_conditional_batch(using, &prepared, first)?;
     }
     let request = &statements[0].2;
-    if matches!(
-        request.consistency,
-        Consistency::Serial | Consistency::LocalSerial
-    ) {
-        return Err(QueryError::invalid(format!(
-            "{} is not supported as conditional update commit consistency. Use ANY if you mean \
-             \"make sure it is accepted but I don't care how many replicas commit it for \
-             non-SERIAL reads\"",
-            request.consistency.name()
-        )));
-    }
+    check_commit_consistency(request)?;
     let cas = CasRequest::build(&table, &prepared, is_batch)?;
     let serial = serial_of(request);
     let options = CasOptions {
@@ -135,6 +107,50 @@ pub(super) fn execute(
     outcome.ok_or_else(|| QueryError::Server("compare-and-set made no decision".into()))
 }
 
+/// BatchStatement.validate for a conditional batch (no custom timestamp),
+/// then one table and one partition for every statement.
+fn check_conditional_batch(
+    using: &[UsingParam],
+    prepared: &[Prepared],
+    first: &Prepared,
+) -> Result<()> {
+    if using.iter().any(|u| matches!(u, UsingParam::Timestamp(_))) {
+        return Err(QueryError::invalid(
+            "Cannot provide custom timestamp for conditional BATCH",
+        ));
+    }
+    if prepared
+        .iter()
+        .any(|p| p.table.storage_id != first.table.storage_id)
+    {
+        return Err(QueryError::invalid(
+            "Batch with conditions cannot span multiple tables",
+        ));
+    }
+    if prepared.iter().any(|p| p.pk != first.pk) {
+        return Err(QueryError::invalid(
+            "Batch with conditions cannot span multiple partitions",
+        ));
+    }
+    Ok(())
+}
+
+/// A conditional update commits at a non-serial consistency.
+fn check_commit_consistency(request: &Request) -> Result<()> {
+    if matches!(
+        request.consistency,
+        Consistency::Serial | Consistency::LocalSerial
+    ) {
+        return Err(QueryError::invalid(format!(
+            "{} is not supported as conditional update commit consistency. Use ANY if you mean \
+             \"make sure it is accepted but I don't care how many replicas commit it for \
+             non-SERIAL reads\"",
+            request.consistency.name()
+        )));
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------- statements
 
 /// One statement of a compare-and-set, checked and bound.
@@ -177,170 +193,31 @@ fn prepare(
     let table = modifiable_table(executor, &schema, table_name_of(m), request)?;
     let random = executor.env.random.clone();
     let ctx = executor.eval_context(&schema, &table.keyspace, values, &*random);
-    let timestamp = using_of(m)
-        .iter()
-        .any(|u| matches!(u, UsingParam::Timestamp(_)));
-    let condition = match m {
-        Modification::Insert(i) => i.if_not_exists.then_some(&Condition::Exists),
-        Modification::Update(u) => u.condition.as_ref(),
-        Modification::Delete(d) => d.condition.as_ref(),
-    };
     // Conditions are prepared first, as ModificationStatement.Parsed does.
-    let mut kind = match (m, condition) {
-        (_, None) => Kind::Unconditional,
-        (Modification::Insert(_), Some(_)) => Kind::NotExists,
-        (_, Some(Condition::Exists)) => Kind::Exists,
-        (_, Some(Condition::Columns(conditions))) => {
-            if timestamp {
-                return Err(QueryError::invalid(
-                    "Cannot provide custom timestamp for conditional updates",
-                ));
-            }
-            let mut regular = Vec::new();
-            let mut statics = Vec::new();
-            for c in conditions {
-                let bound = Bound::bind(&table, c, &ctx)?;
-                if table.columns[bound.column].kind == ColumnKind::Static {
-                    statics.push(bound);
-                } else {
-                    regular.push(bound);
-                }
-            }
-            Kind::Columns { regular, statics }
-        }
-    };
-    if !matches!(kind, Kind::Unconditional) {
-        if table.is_counter() && !matches!(m, Modification::Insert(_)) {
-            return Err(QueryError::invalid(
-                "Conditional updates are not supported on counter tables",
-            ));
-        }
-        if timestamp {
-            return Err(QueryError::invalid(
-                "Cannot provide custom timestamp for conditional updates",
-            ));
-        }
-    }
+    let mut kind = condition_kind(&table, m, &ctx)?;
     let (regular_conditions, static_conditions) = match &kind {
         Kind::Columns { regular, statics } => (!regular.is_empty(), !statics.is_empty()),
         _ => (false, false),
     };
-
     if let Modification::Insert(_) = m {
-        // The INSERT's own mutation says where it writes (its values, or
-        // its JSON document, give the key and the static-only case).
-        let mut mutations = Vec::new();
-        collect(executor, m, request, values, batch_using, &mut mutations)?;
-        let Some(mutation) = mutations.into_iter().next() else {
-            return Err(QueryError::Server("INSERT without a mutation".into()));
-        };
-        let pk = partition_components(&table, &mutation.partition.key)?;
-        let row = mutation.rows.first().map(|(c, _)| c.clone());
-        return Ok(Prepared {
-            updates_regular: row.is_some(),
-            updates_static: mutation.static_row.is_some(),
-            table,
-            pk,
-            row,
-            kind,
-            reads: Vec::new(),
-        });
+        return prepare_insert(executor, m, request, values, batch_using, table, kind);
     }
 
     // UPDATE and DELETE: which columns the statement writes.
     let delete = matches!(m, Modification::Delete(_));
-    let mut op_columns: Vec<(usize, bool)> = Vec::new(); // (column, reads before writing)
-    match m {
-        Modification::Update(u) => {
-            for a in &u.assignments {
-                let name = a.target.column().as_str();
-                let Some(i) = table.column_index(name) else {
-                    return Err(undefined_column(&table, name));
-                };
-                if table.columns[i].kind.is_primary_key() {
-                    return Err(QueryError::invalid(format!(
-                        "PRIMARY KEY part {name} found in SET part"
-                    )));
-                }
-                let list = matches!(table.columns[i].ty, CqlType::List(_));
-                let reads = list
-                    && (matches!(a.target, ColumnTarget::Element { .. })
-                        || a.op == AssignOp::Subtract);
-                op_columns.push((i, reads));
-            }
-        }
-        Modification::Delete(d) => {
-            for target in &d.targets {
-                let name = target.column().as_str();
-                let Some(i) = table.column_index(name) else {
-                    return Err(undefined_column(&table, name));
-                };
-                if table.columns[i].kind.is_primary_key() {
-                    return Err(QueryError::invalid(format!(
-                        "Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)"
-                    )));
-                }
-                let list = matches!(table.columns[i].ty, CqlType::List(_));
-                op_columns.push((i, list && matches!(target, ColumnTarget::Element { .. })));
-            }
-        }
-        Modification::Insert(_) => unreachable!("handled above"),
-    }
+    let op_columns = written_columns(&table, m)?;
     let is_static = |i: &usize| table.columns[*i].kind == ColumnKind::Static;
     // A DELETE of whole rows applies to the regular columns.
     let ops_regular =
         (delete && op_columns.is_empty()) || op_columns.iter().any(|(i, _)| !is_static(i));
     let ops_static = op_columns.iter().any(|(i, _)| is_static(i));
     let static_only = !ops_regular && !regular_conditions && (ops_static || static_conditions);
-
-    let where_clause = where_of(m);
-    let statement = if delete { "DELETE" } else { "UPDATE" };
-    let t = targets(&table, where_clause, &ctx, statement)?;
-    if !delete && has_clustering_slice(&table, where_clause) {
-        return Err(QueryError::invalid(
-            "Slice restrictions are not supported on the clustering columns in UPDATE statements",
-        ));
-    }
-    if static_only && t.restricted {
-        return Err(QueryError::invalid(format!(
-            "Invalid restrictions on clustering columns since the {statement} statement modifies only static columns"
-        )));
-    }
-    let all_clustering = table.clustering_count == 0 || (t.restricted && t.exact);
-    if !static_only && !all_clustering {
-        if !delete {
-            return Err(QueryError::invalid(format!(
-                "Some clustering keys are missing: {}",
-                missing(table.clustering(), &relation_columns(where_clause))
-            )));
-        }
-        if ops_regular {
-            return Err(QueryError::invalid(
-                "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to delete non static columns",
-            ));
-        }
-        if regular_conditions {
-            return Err(QueryError::invalid(
-                "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to use IF condition on non static columns",
-            ));
-        }
-    }
-    let pk_in = where_clause.iter().any(|r| {
-        matches!(r, Relation::Compare { op: Operator::In, lhs: RelationLhs::Column(c), .. }
-            if table.column(c.as_str()).map(|c| c.kind) == Some(ColumnKind::PartitionKey))
-    });
-    let [pk] = t.keys.as_slice() else {
-        return Err(partition_in_error(is_batch, delete));
+    let written = Written {
+        static_only,
+        regular: ops_regular,
+        regular_conditions,
     };
-    if pk_in {
-        return Err(partition_in_error(is_batch, delete));
-    }
-    if has_clustering_in(&table, where_clause) {
-        return Err(QueryError::invalid(format!(
-            "IN on the clustering key columns is not supported with conditional {}",
-            if delete { "deletions" } else { "updates" }
-        )));
-    }
+    let (t, pk) = conditional_targets(&table, m, &ctx, &written, is_batch)?;
     let row = if static_only && !t.restricted && table.clustering_count > 0 {
         None
     } else if table.clustering_count == 0 {
@@ -366,11 +243,209 @@ fn prepare(
             .filter(|(_, reads)| *reads)
             .map(|(i, _)| *i)
             .collect(),
-        pk: pk.clone(),
+        pk,
         row,
         kind,
         table,
     })
+}
+
+/// The statement's condition, its values bound: none, IF NOT EXISTS, IF
+/// EXISTS or column conditions (regular and static apart). Conditional
+/// statements take no custom timestamp and no counter table but INSERT's.
+fn condition_kind(table: &Table, m: &Modification, ctx: &EvalContext<'_>) -> Result<Kind> {
+    let timestamp = using_of(m)
+        .iter()
+        .any(|u| matches!(u, UsingParam::Timestamp(_)));
+    let condition = match m {
+        Modification::Insert(i) => i.if_not_exists.then_some(&Condition::Exists),
+        Modification::Update(u) => u.condition.as_ref(),
+        Modification::Delete(d) => d.condition.as_ref(),
+    };
+    let kind = match (m, condition) {
+        (_, None) => Kind::Unconditional,
+        (Modification::Insert(_), Some(_)) => Kind::NotExists,
+        (_, Some(Condition::Exists)) => Kind::Exists,
+        (_, Some(Condition::Columns(conditions))) => {
+            if timestamp {
+                return Err(QueryError::invalid(
+                    "Cannot provide custom timestamp for conditional updates",
+                ));
+            }
+            let mut regular = Vec::new();
+            let mut statics = Vec::new();
+            for c in conditions {
+                let bound = Bound::bind(table, c, ctx)?;
+                if table.columns[bound.column].kind == ColumnKind::Static {
+                    statics.push(bound);
+                } else {
+                    regular.push(bound);
+                }
+            }
+            Kind::Columns { regular, statics }
+        }
+    };
+    if !matches!(kind, Kind::Unconditional) {
+        if table.is_counter() && !matches!(m, Modification::Insert(_)) {
+            return Err(QueryError::invalid(
+                "Conditional updates are not supported on counter tables",
+            ));
+        }
+        if timestamp {
+            return Err(QueryError::invalid(
+                "Cannot provide custom timestamp for conditional updates",
+            ));
+        }
+    }
+    Ok(kind)
+}
+
+/// A conditional INSERT: its own mutation says where it writes (its
+/// values, or its JSON document, give the key and the static-only case).
+fn prepare_insert(
+    executor: &Executor,
+    m: &Modification,
+    request: &Request,
+    values: &[rocksandra_wire::Value],
+    batch_using: &[UsingParam],
+    table: Arc<Table>,
+    kind: Kind,
+) -> Result<Prepared> {
+    let mut mutations = Vec::new();
+    collect(executor, m, request, values, batch_using, &mut mutations)?;
+    let Some(mutation) = mutations.into_iter().next() else {
+        return Err(QueryError::Server("INSERT without a mutation".into()));
+    };
+    let pk = partition_components(&table, &mutation.partition.key)?;
+    let row = mutation.rows.first().map(|(c, _)| c.clone());
+    Ok(Prepared {
+        updates_regular: row.is_some(),
+        updates_static: mutation.static_row.is_some(),
+        table,
+        pk,
+        row,
+        kind,
+        reads: Vec::new(),
+    })
+}
+
+/// The columns an UPDATE's assignments or a DELETE's targets write (no
+/// primary key column), each with whether it is read before writing (list
+/// operations by index or value).
+fn written_columns(table: &Table, m: &Modification) -> Result<Vec<(usize, bool)>> {
+    let mut op_columns: Vec<(usize, bool)> = Vec::new();
+    match m {
+        Modification::Update(u) => {
+            for a in &u.assignments {
+                let name = a.target.column().as_str();
+                let Some(i) = table.column_index(name) else {
+                    return Err(undefined_column(table, name));
+                };
+                if table.columns[i].kind.is_primary_key() {
+                    return Err(QueryError::invalid(format!(
+                        "PRIMARY KEY part {name} found in SET part"
+                    )));
+                }
+                let list = matches!(table.columns[i].ty, CqlType::List(_));
+                let reads = list
+                    && (matches!(a.target, ColumnTarget::Element { .. })
+                        || a.op == AssignOp::Subtract);
+                op_columns.push((i, reads));
+            }
+        }
+        Modification::Delete(d) => {
+            for target in &d.targets {
+                let name = target.column().as_str();
+                let Some(i) = table.column_index(name) else {
+                    return Err(undefined_column(table, name));
+                };
+                if table.columns[i].kind.is_primary_key() {
+                    return Err(QueryError::invalid(format!(
+                        "Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)"
+                    )));
+                }
+                let list = matches!(table.columns[i].ty, CqlType::List(_));
+                op_columns.push((i, list && matches!(target, ColumnTarget::Element { .. })));
+            }
+        }
+        Modification::Insert(_) => {}
+    }
+    Ok(op_columns)
+}
+
+/// What a conditional UPDATE or DELETE writes and conditions, as its WHERE
+/// clause checks need it.
+struct Written {
+    /// Only static columns (written or conditioned).
+    static_only: bool,
+    /// Some regular column (or whole rows, for a DELETE).
+    regular: bool,
+    /// Some condition on a regular column.
+    regular_conditions: bool,
+}
+
+/// The rows a conditional UPDATE or DELETE targets and its one partition
+/// key: no clustering slice in an UPDATE, clustering columns restricted
+/// exactly unless only static columns are touched, and no IN on the
+/// partition key or clustering columns.
+fn conditional_targets(
+    table: &Table,
+    m: &Modification,
+    ctx: &EvalContext<'_>,
+    written: &Written,
+    is_batch: bool,
+) -> Result<(Targets, Vec<Vec<u8>>)> {
+    let delete = matches!(m, Modification::Delete(_));
+    let where_clause = where_of(m);
+    let statement = if delete { "DELETE" } else { "UPDATE" };
+    let t = targets(table, where_clause, ctx, statement)?;
+    if !delete && has_clustering_slice(table, where_clause) {
+        return Err(QueryError::invalid(
+            "Slice restrictions are not supported on the clustering columns in UPDATE statements",
+        ));
+    }
+    if written.static_only && t.restricted {
+        return Err(QueryError::invalid(format!(
+            "Invalid restrictions on clustering columns since the {statement} statement modifies only static columns"
+        )));
+    }
+    let all_clustering = table.clustering_count == 0 || (t.restricted && t.exact);
+    if !written.static_only && !all_clustering {
+        if !delete {
+            return Err(QueryError::invalid(format!(
+                "Some clustering keys are missing: {}",
+                missing(table.clustering(), &relation_columns(where_clause))
+            )));
+        }
+        if written.regular {
+            return Err(QueryError::invalid(
+                "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to delete non static columns",
+            ));
+        }
+        if written.regular_conditions {
+            return Err(QueryError::invalid(
+                "DELETE statements must restrict all PRIMARY KEY columns with equality relations in order to use IF condition on non static columns",
+            ));
+        }
+    }
+    let pk_in = where_clause.iter().any(|r| {
+        matches!(r, Relation::Compare { op: Operator::In, lhs: RelationLhs::Column(c), .. }
+            if table.column(c.as_str()).map(|c| c.kind) == Some(ColumnKind::PartitionKey))
+    });
+    let [pk] = t.keys.as_slice() else {
+        return Err(partition_in_error(is_batch, delete));
+    };
+    if pk_in {
+        return Err(partition_in_error(is_batch, delete));
+    }
+    if has_clustering_in(table, where_clause) {
+        return Err(QueryError::invalid(format!(
+            "IN on the clustering key columns is not supported with conditional {}",
+            if delete { "deletions" } else { "updates" }
+        )));
+    }
+    let pk = pk.clone();
+    Ok((t, pk))
 }
 
 fn partition_in_error(is_batch: bool, delete: bool) -> QueryError {
@@ -480,7 +555,33 @@ impl Bound {
                 "Conditions on counters are not supported",
             ));
         }
-        let (access, ty, receiver) = match &c.target {
+        let (access, ty, receiver) = Self::access(c, column, ctx)?;
+        Self::check_duration_slice(c, &ty)?;
+        let (op, values) = Self::values(c, &ty, &receiver, ctx)?;
+        if column.kind.is_primary_key() {
+            return Err(QueryError::invalid(format!(
+                "PRIMARY KEY column '{name}' cannot have IF conditions"
+            )));
+        }
+        Ok(Bound {
+            column: i,
+            access,
+            ty,
+            op,
+            values,
+        })
+    }
+
+    /// What the condition compares: the whole column, a list element, a
+    /// map value or a UDT field; with its type and the receiver name its
+    /// values are evaluated for.
+    fn access(
+        c: &ColumnCondition,
+        column: &crate::schema::Column,
+        ctx: &EvalContext<'_>,
+    ) -> Result<(Access, CqlType, String)> {
+        let name = c.target.column().as_str();
+        Ok(match &c.target {
             ColumnTarget::Column(_) => (Access::Whole, column.ty.clone(), name.to_string()),
             ColumnTarget::Element { key, .. } => match column.ty.unfrozen() {
                 CqlType::List(element) => {
@@ -545,7 +646,12 @@ impl Bound {
                     format!("{name}.{}", field.as_str()),
                 )
             }
-        };
+        })
+    }
+
+    /// Slice conditions on durations (or on values holding some) are
+    /// refused, as in Cassandra.
+    fn check_duration_slice(c: &ColumnCondition, ty: &CqlType) -> Result<()> {
         if matches!(
             c.op,
             Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte
@@ -567,6 +673,18 @@ impl Bound {
                 ),
             }));
         }
+        Ok(())
+    }
+
+    /// The condition's operator and values: the element of CONTAINS (KEY),
+    /// the values of IN (compared with `=`; unset ones left out), or one
+    /// value (None is null).
+    fn values(
+        c: &ColumnCondition,
+        ty: &CqlType,
+        receiver: &str,
+        ctx: &EvalContext<'_>,
+    ) -> Result<(Operator, Vec<Option<Vec<u8>>>)> {
         let value = |expr: &Expr, ty: &CqlType, receiver: &str| -> Result<Option<Vec<u8>>> {
             match evaluate(expr, ty, receiver, ctx)? {
                 Term::Value(b) => Ok(Some(b)),
@@ -574,7 +692,7 @@ impl Bound {
                 Term::Unset => Err(QueryError::invalid("Invalid 'unset' value in condition")),
             }
         };
-        let (op, values) = match c.op {
+        Ok(match c.op {
             Operator::ContainsKey | Operator::Contains => {
                 let element = match (c.op, ty.unfrozen()) {
                     (Operator::ContainsKey, CqlType::Map(k, _)) => {
@@ -601,7 +719,7 @@ impl Bound {
                 let values = match &c.value {
                     Expr::Tuple(items) => items
                         .iter()
-                        .map(|e| match evaluate(e, &ty, &receiver, ctx)? {
+                        .map(|e| match evaluate(e, ty, receiver, ctx)? {
                             Term::Value(b) => Ok(Some(Some(b))),
                             Term::Null => Ok(Some(None)),
                             // An unset value in an IN list is left out.
@@ -613,7 +731,7 @@ impl Bound {
                         .collect(),
                     marker => {
                         let list = CqlType::List(Box::new(ty.clone().freeze()));
-                        match evaluate(marker, &list, &receiver, ctx)? {
+                        match evaluate(marker, &list, receiver, ctx)? {
                             Term::Value(b) => split_collection(&b, 1)
                                 .ok_or_else(|| {
                                     QueryError::invalid("Invalid list for IN condition")
@@ -636,19 +754,7 @@ impl Bound {
                 };
                 (Operator::Eq, values)
             }
-            op => (op, vec![value(&c.value, &ty, &receiver)?]),
-        };
-        if column.kind.is_primary_key() {
-            return Err(QueryError::invalid(format!(
-                "PRIMARY KEY column '{name}' cannot have IF conditions"
-            )));
-        }
-        Ok(Bound {
-            column: i,
-            access,
-            ty,
-            op,
-            values,
+            op => (op, vec![value(&c.value, ty, receiver)?]),
         })
     }
 
@@ -656,12 +762,45 @@ impl Bound {
     fn applies(&self, table: &Table, row: Option<&CqlRow>) -> Result<bool> {
         let column = &table.columns[self.column];
         let current = row.and_then(|r| r.columns[self.column].value.as_deref());
+        let Some(actual) = self.accessed_value(column, current)? else {
+            return Ok(false);
+        };
+        match self.op {
+            Operator::Contains | Operator::ContainsKey => self.contains_applies(actual),
+            op if matches!(self.access, Access::Whole)
+                && matches!(
+                    column.ty,
+                    CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..)
+                ) =>
+            {
+                self.collection_applies(op, actual)
+            }
+            op => {
+                for value in &self.values {
+                    if compare_with_operator(op, &self.ty, value.as_deref(), actual.as_deref())? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    /// What the condition compares in the column's `current` value: the
+    /// value, a map value, a list element or a UDT field (inner None when
+    /// absent; outer None when the column holds no map, so the condition
+    /// does not apply). A negative list index is an error.
+    fn accessed_value(
+        &self,
+        column: &crate::schema::Column,
+        current: Option<&[u8]>,
+    ) -> Result<Option<Option<Vec<u8>>>> {
         let actual: Option<Vec<u8>> = match (&self.access, current) {
             (_, None) => None,
             (Access::Whole, Some(b)) => Some(b.to_vec()),
             (Access::MapKey(k), Some(b)) => {
                 let CqlType::Map(key_type, _) = column.ty.unfrozen() else {
-                    return Ok(false);
+                    return Ok(None);
                 };
                 let items = split_collection(b, 2).unwrap_or_default();
                 items
@@ -700,72 +839,60 @@ impl Bound {
                 )));
             }
         }
-        match self.op {
-            Operator::Contains | Operator::ContainsKey => {
-                let Some(value) = &self.values[0] else {
-                    return Err(QueryError::invalid(format!(
-                        "Invalid comparison with null for operator \"{}\"",
-                        self.op.as_str()
-                    )));
-                };
-                let Some(actual) = actual else {
-                    return Ok(false);
-                };
-                let (per, pick, element) = match self.ty.unfrozen() {
-                    CqlType::List(e) | CqlType::Set(e) => (1, 0, &**e),
-                    CqlType::Map(k, _) if self.op == Operator::ContainsKey => (2, 0, &**k),
-                    CqlType::Map(_, v) => (2, 1, &**v),
-                    _ => return Ok(false),
-                };
-                let items = split_collection(&actual, per).unwrap_or_default();
-                Ok(items.chunks(per).any(|item| {
-                    item[pick].is_some_and(|x| {
-                        rocksandra_data::value::compare(element, x, value)
-                            == std::cmp::Ordering::Equal
-                    })
-                }))
-            }
-            op if matches!(self.access, Access::Whole)
-                && matches!(
-                    column.ty,
-                    CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..)
-                ) =>
-            {
-                // A non-frozen collection: no cells compares as the empty
-                // collection (MultiCellCollectionBound).
-                for value in &self.values {
-                    match value {
-                        None => match op {
-                            Operator::Eq if actual.is_none() => return Ok(true),
-                            Operator::Eq => continue,
-                            Operator::Neq => return Ok(actual.is_some()),
-                            _ => {
-                                return Err(QueryError::invalid(format!(
-                                    "Invalid comparison with null for operator \"{}\"",
-                                    op.as_str()
-                                )))
-                            }
-                        },
-                        Some(v) => {
-                            let empty = 0i32.to_be_bytes().to_vec();
-                            let a = actual.as_deref().unwrap_or(&empty);
-                            if compare_with(op, &self.ty, a, v) {
-                                return Ok(true);
-                            }
-                        }
+        Ok(Some(actual))
+    }
+
+    /// CONTAINS or CONTAINS KEY on the collection `actual`.
+    fn contains_applies(&self, actual: Option<Vec<u8>>) -> Result<bool> {
+        let Some(value) = &self.values[0] else {
+            return Err(QueryError::invalid(format!(
+                "Invalid comparison with null for operator \"{}\"",
+                self.op.as_str()
+            )));
+        };
+        let Some(actual) = actual else {
+            return Ok(false);
+        };
+        let (per, pick, element) = match self.ty.unfrozen() {
+            CqlType::List(e) | CqlType::Set(e) => (1, 0, &**e),
+            CqlType::Map(k, _) if self.op == Operator::ContainsKey => (2, 0, &**k),
+            CqlType::Map(_, v) => (2, 1, &**v),
+            _ => return Ok(false),
+        };
+        let items = split_collection(&actual, per).unwrap_or_default();
+        Ok(items.chunks(per).any(|item| {
+            item[pick].is_some_and(|x| {
+                rocksandra_data::value::compare(element, x, value) == std::cmp::Ordering::Equal
+            })
+        }))
+    }
+
+    /// A condition on a whole non-frozen collection: no cells compares as
+    /// the empty collection (MultiCellCollectionBound).
+    fn collection_applies(&self, op: Operator, actual: Option<Vec<u8>>) -> Result<bool> {
+        for value in &self.values {
+            match value {
+                None => match op {
+                    Operator::Eq if actual.is_none() => return Ok(true),
+                    Operator::Eq => continue,
+                    Operator::Neq => return Ok(actual.is_some()),
+                    _ => {
+                        return Err(QueryError::invalid(format!(
+                            "Invalid comparison with null for operator \"{}\"",
+                            op.as_str()
+                        )))
                     }
-                }
-                Ok(false)
-            }
-            op => {
-                for value in &self.values {
-                    if compare_with_operator(op, &self.ty, value.as_deref(), actual.as_deref())? {
+                },
+                Some(v) => {
+                    let empty = 0i32.to_be_bytes().to_vec();
+                    let a = actual.as_deref().unwrap_or(&empty);
+                    if compare_with(op, &self.ty, a, v) {
                         return Ok(true);
                     }
                 }
-                Ok(false)
             }
         }
+        Ok(false)
     }
 }
 
@@ -992,29 +1119,7 @@ impl<'a> CasRequest<'a> {
         request: &Request,
     ) -> Result<Current> {
         let table = &self.table;
-        let (slices, row_limit) = if self.rows.is_empty() {
-            // Only the static row has conditions: the first live row tells
-            // an empty partition from one without static content.
-            (vec![Slice::all()], 1)
-        } else if table.clustering_count == 0 {
-            (vec![Slice::all()], 0)
-        } else {
-            (
-                self.rows
-                    .iter()
-                    .map(|(c, _)| Slice::prefix(c.clone()))
-                    .collect(),
-                0,
-            )
-        };
-        let read = PartitionRead {
-            table: table.storage_id,
-            partition: partition.clone(),
-            slices,
-            reversed: false,
-            include_static: true,
-            row_limit,
-        };
+        let read = self.partition_read(partition);
         let now = executor.local_now(request);
         let stored = executor.data().read_partition(
             &executor.schema(),
@@ -1028,17 +1133,10 @@ impl<'a> CasRequest<'a> {
         for (i, component) in pk.into_iter().enumerate() {
             base[i].value = Some(component);
         }
-        let read_ids = |kind: ColumnKind| -> Vec<rocksandra_storage::cell::ColumnId> {
-            table
-                .columns
-                .iter()
-                .enumerate()
-                .filter(|(i, c)| c.kind == kind && self.read[*i])
-                .map(|(_, c)| c.id)
-                .collect()
-        };
-        let (static_ids, regular_ids) =
-            (read_ids(ColumnKind::Static), read_ids(ColumnKind::Regular));
+        let (static_ids, regular_ids) = (
+            self.read_ids(ColumnKind::Static),
+            self.read_ids(ColumnKind::Regular),
+        );
         let mut static_exists = false;
         if let Some(static_row) = &stored.static_row {
             static_exists = static_row
@@ -1080,6 +1178,47 @@ impl<'a> CasRequest<'a> {
             static_row: static_exists.then_some(static_row),
             rows,
         })
+    }
+
+    /// The read of the rows the conditions are on: the static row with the
+    /// first live row (static conditions only), the whole partition (no
+    /// clustering columns), or the conditioned rows.
+    fn partition_read(&self, partition: &PartitionKey) -> PartitionRead {
+        let table = &self.table;
+        let (slices, row_limit) = if self.rows.is_empty() {
+            // Only the static row has conditions: the first live row tells
+            // an empty partition from one without static content.
+            (vec![Slice::all()], 1)
+        } else if table.clustering_count == 0 {
+            (vec![Slice::all()], 0)
+        } else {
+            (
+                self.rows
+                    .iter()
+                    .map(|(c, _)| Slice::prefix(c.clone()))
+                    .collect(),
+                0,
+            )
+        };
+        PartitionRead {
+            table: table.storage_id,
+            partition: partition.clone(),
+            slices,
+            reversed: false,
+            include_static: true,
+            row_limit,
+        }
+    }
+
+    /// The ids of the columns of `kind` the read returns.
+    fn read_ids(&self, kind: ColumnKind) -> Vec<rocksandra_storage::cell::ColumnId> {
+        self.table
+            .columns
+            .iter()
+            .enumerate()
+            .filter(|(i, c)| c.kind == kind && self.read[*i])
+            .map(|(_, c)| c.id)
+            .collect()
     }
 
     /// Clears the columns the read does not return.
