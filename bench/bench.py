@@ -375,10 +375,16 @@ class Rocksandra:
                 "block_cache_misses": after.get("rocksandra_storage_block_cache_misses_total")}
 
     def versions(self):
-        version = subprocess.run([self.binary, "--version"], capture_output=True,
-                                 text=True).stdout.strip().split()[-1:]
-        return {"rocksandra": " ".join(version), "build": "release" if "/release/" in self.binary
-                else "debug", "yaml": self.yaml_lines}
+        # `rocksandra 0.1.0 (release build)`; older binaries print no profile.
+        out = subprocess.run([self.binary, "--version"], capture_output=True,
+                             text=True).stdout.strip()
+        words = out.split()
+        if "(release build)" in out or "(debug build)" in out:
+            build = "release" if "(release build)" in out else "debug"
+        else:
+            build = "release" if "/release/" in self.binary else "unknown"
+        return {"rocksandra": words[1] if len(words) > 1 else "?", "build": build,
+                "yaml": self.yaml_lines}
 
 
 # --- one system's run -------------------------------------------------------

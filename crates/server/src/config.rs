@@ -564,12 +564,21 @@ fn join_key(parent: String, key: &str) -> String {
     }
 }
 
+/// `rocksandra --version`: the version and the build profile, which the
+/// benchmark harness records with every result.
+const LONG_VERSION: &str = if cfg!(debug_assertions) {
+    concat!(env!("CARGO_PKG_VERSION"), " (debug build)")
+} else {
+    concat!(env!("CARGO_PKG_VERSION"), " (release build)")
+};
+
 /// `rocksandra [--config FILE] [--data-dir DIR] [--listen-address ADDR]
 /// [--rpc-address ADDR] [--native-port PORT] [--prometheus-port PORT]`
 #[derive(Debug, Clone, Default, PartialEq, Eq, Parser)]
 #[command(
     name = "rocksandra",
     version,
+    long_version = LONG_VERSION,
     about = "A Cassandra-compatible database on RocksDB"
 )]
 pub struct Cli {
