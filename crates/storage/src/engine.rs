@@ -228,10 +228,15 @@ impl<S: KvStore> KvEngine<S> {
     ) -> Result<PartitionMet> {
         let header = keys::partition_header_key(prefix);
         let row = keys::row_key(prefix, &spec.clustering, &[])?;
-        let mut selected = false;
-        for slice in &read.slices {
-            let (start, end) = keys::row_slice(prefix, &spec.clustering, &slice.start, &slice.end)?;
-            selected |= start <= row && row < end;
+        // A slice of everything (the point read's) selects the row without
+        // its bounds' keys being built.
+        let mut selected = read.slices.iter().any(selects_everything);
+        if !selected {
+            for slice in &read.slices {
+                let (start, end) =
+                    keys::row_slice(prefix, &spec.clustering, &slice.start, &slice.end)?;
+                selected |= start <= row && row < end;
+            }
         }
         let wanted: &[&[u8]] = if selected {
             &[&header, &row]
@@ -931,4 +936,10 @@ impl<S: KvStore> Engine for KvEngine<S> {
     fn table_stats(&self, table: TableId) -> TableStorageStats {
         self.store.table_stats(table)
     }
+}
+
+/// Whether `slice` has no bound at either end (inclusive empty prefixes).
+fn selects_everything(slice: &Slice) -> bool {
+    let unbounded = |b: &ClusteringBound| b.prefix.is_empty() && b.inclusive;
+    unbounded(&slice.start) && unbounded(&slice.end)
 }
