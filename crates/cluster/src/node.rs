@@ -129,6 +129,178 @@ impl Handler for NodeHandler {
     }
 }
 
+/// A decommissioned node's data directory cannot join again.
+fn check_not_decommissioned(config: &ClusterConfig) -> Result<(), String> {
+    if config.data_dir.join(DECOMMISSIONED_MARKER).exists() {
+        return Err(format!(
+            "this node was decommissioned; its data directory {} cannot join again (remove it to start a new node)",
+            config.data_dir.display()
+        ));
+    }
+    Ok(())
+}
+
+/// The tables the cluster keeps in local storage: Paxos state, batchlog.
+fn open_cluster_tables(engine: &dyn Engine) -> Result<(), String> {
+    crate::paxos_store::open(engine)
+        .map_err(|e| format!("cannot open the paxos state table: {e}"))?;
+    crate::batchlog::open(engine).map_err(|e| format!("cannot open the batchlog table: {e}"))
+}
+
+async fn start_messaging(
+    config: &ClusterConfig,
+    handler: Arc<NodeHandler>,
+) -> Result<Arc<Messaging>, String> {
+    Messaging::start(
+        config.listen_address,
+        config.storage_port,
+        config.cluster_name.clone(),
+        handler,
+    )
+    .await
+    .map_err(|e| {
+        format!(
+            "cannot listen for other nodes on {}:{}: {e}",
+            config.listen_address, config.storage_port
+        )
+    })
+}
+
+/// What this node gossips about itself at start.
+fn local_state(config: &ClusterConfig, executor: &Executor, new_node: bool) -> LocalState {
+    let (epoch, version, _) = executor.schema_blob();
+    LocalState {
+        host_id: config.host_id,
+        dc: config.dc.clone(),
+        rack: config.rack.clone(),
+        tokens: config.tokens.clone(),
+        status: if new_node {
+            crate::gossip::STATUS_JOINING
+        } else {
+            crate::gossip::STATUS_NORMAL
+        },
+        rpc_address: config.rpc_address,
+        native_port: config.native_port,
+        schema_version: version,
+        schema_epoch: epoch,
+    }
+}
+
+/// The ring as a new node that is not a seed sees it before it chooses
+/// tokens: a normal node seen, gossip settled, and the joining nodes with
+/// lower addresses done choosing.
+async fn settled_ring(gossip: &Gossip, config: &ClusterConfig) -> Result<Vec<NodeView>, String> {
+    let local = config.listen_address;
+    let started = Instant::now();
+    let mut views = gossip.view().await;
+    while !views
+        .iter()
+        .any(|v| v.member.address != local && v.member.status == MemberStatus::Normal)
+    {
+        if started.elapsed() > SEED_WAIT {
+            return Err(format!(
+                "no seed answered within {} s (seeds: {:?})",
+                SEED_WAIT.as_secs(),
+                config.seeds
+            ));
+        }
+        tokio::time::sleep(MEMBERSHIP_PERIOD).await;
+        views = gossip.view().await;
+    }
+    views = until_stable(gossip, views, started).await;
+    until_lower_joiners_chose(gossip, views, local, started).await
+}
+
+/// Waits until gossip has settled (the same nodes and tokens for a second),
+/// so tokens are not chosen from a partial ring.
+async fn until_stable(
+    gossip: &Gossip,
+    mut views: Vec<NodeView>,
+    started: Instant,
+) -> Vec<NodeView> {
+    let key = |v: &[NodeView]| -> Vec<(IpAddr, usize)> {
+        v.iter()
+            .map(|n| (n.member.address, n.member.tokens.len()))
+            .collect()
+    };
+    let mut stable = 0;
+    while stable < 4 && started.elapsed() < SEED_WAIT {
+        tokio::time::sleep(MEMBERSHIP_PERIOD).await;
+        let next = gossip.view().await;
+        stable = if key(&next) == key(&views) {
+            stable + 1
+        } else {
+            0
+        };
+        views = next;
+    }
+    views
+}
+
+/// Two nodes joining at once would split the same ranges at the same
+/// midpoints: the one with the higher address waits until every joining
+/// node below it has published its tokens.
+async fn until_lower_joiners_chose(
+    gossip: &Gossip,
+    mut views: Vec<NodeView>,
+    local: IpAddr,
+    started: Instant,
+) -> Result<Vec<NodeView>, String> {
+    while started.elapsed() < SEED_WAIT * 2 {
+        let waiting_for = views.iter().find(|v| {
+            v.member.address < local
+                && v.member.status == MemberStatus::Joining
+                && v.member.tokens.is_empty()
+                && v.alive
+                && !v.left
+        });
+        let Some(other) = waiting_for else { break };
+        tracing::info!(
+            "waiting for {} (also joining) to choose its tokens",
+            other.member.address
+        );
+        tokio::time::sleep(MEMBERSHIP_PERIOD).await;
+        views = gossip.view().await;
+    }
+    Ok(views)
+}
+
+/// A new node's tokens, balanced against the others' in `views`.
+fn choose_tokens(config: &ClusterConfig, views: &[NodeView]) -> Vec<Token> {
+    let local = config.listen_address;
+    let others = Ring::new(
+        views
+            .iter()
+            .filter(|v| v.member.address != local && !v.left)
+            .map(|v| v.member.clone()),
+    );
+    let host_bits = config.host_id[..8].try_into().map_or(0, u64::from_be_bytes);
+    let mut seed = rocksandra_data::time::system_micros() as u64 ^ host_bits;
+    let mut random = move || {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        seed ^ (seed >> 33)
+    };
+    allocate_tokens(&others, &config.dc, config.num_tokens.max(1), &mut random)
+}
+
+/// The membership loop, and the hint and batchlog replay threads.
+fn spawn_background_loops(node: &Arc<ClusterNode>) -> Result<(), String> {
+    tokio::spawn(membership_loop(Arc::downgrade(node)));
+    let weak = Arc::downgrade(node);
+    std::thread::Builder::new()
+        .name("hint-replay".into())
+        .spawn(move || hint_loop(weak))
+        .map_err(|e| format!("cannot start hint replay: {e}"))?;
+    let weak = Arc::downgrade(node);
+    std::thread::Builder::new()
+        .name("batchlog-replay".into())
+        .spawn(move || batchlog_loop(weak))
+        .map_err(|e| format!("cannot start batchlog replay: {e}"))?;
+    Ok(())
+}
+
 impl ClusterNode {
     /// Joins the cluster and routes `executor`'s data and schema changes
     /// through it.
@@ -138,53 +310,17 @@ impl ClusterNode {
         executor: Arc<Executor>,
         events: EventSink,
     ) -> Result<Arc<ClusterNode>, String> {
-        if config.data_dir.join(DECOMMISSIONED_MARKER).exists() {
-            return Err(format!(
-                "this node was decommissioned; its data directory {} cannot join again (remove it to start a new node)",
-                config.data_dir.display()
-            ));
-        }
-        crate::paxos_store::open(&*engine)
-            .map_err(|e| format!("cannot open the paxos state table: {e}"))?;
-        crate::batchlog::open(&*engine)
-            .map_err(|e| format!("cannot open the batchlog table: {e}"))?;
+        check_not_decommissioned(&config)?;
+        open_cluster_tables(&*engine)?;
         let stages = Arc::new(Stages::default());
         let engine: Arc<dyn Engine> = Arc::new(StagedEngine::new(engine, stages.clone()));
         let handler = Arc::new(NodeHandler {
             node: OnceLock::new(),
             engine: engine.clone(),
         });
-        let messaging = Messaging::start(
-            config.listen_address,
-            config.storage_port,
-            config.cluster_name.clone(),
-            handler.clone(),
-        )
-        .await
-        .map_err(|e| {
-            format!(
-                "cannot listen for other nodes on {}:{}: {e}",
-                config.listen_address, config.storage_port
-            )
-        })?;
-        let isolated = messaging.isolation();
+        let messaging = start_messaging(&config, handler.clone()).await?;
         let new_node = config.tokens.is_empty();
-        let (epoch, version, _) = executor.schema_blob();
-        let mut state = LocalState {
-            host_id: config.host_id,
-            dc: config.dc.clone(),
-            rack: config.rack.clone(),
-            tokens: config.tokens.clone(),
-            status: if new_node {
-                crate::gossip::STATUS_JOINING
-            } else {
-                crate::gossip::STATUS_NORMAL
-            },
-            rpc_address: config.rpc_address,
-            native_port: config.native_port,
-            schema_version: version,
-            schema_epoch: epoch,
-        };
+        let mut state = local_state(&config, &executor, new_node);
         let generation = (rocksandra_data::time::system_micros() / 1000) as u64;
         let gossip = Gossip::start(
             config.listen_address,
@@ -193,92 +329,18 @@ impl ClusterNode {
             config.seeds.clone(),
             generation,
             &state,
-            isolated,
+            messaging.isolation(),
         )
         .await?;
         let local = config.listen_address;
         let is_seed = config.seeds.iter().any(|s| s.ip() == local);
-        // A new node learns the ring before choosing tokens.
-        let mut views = gossip.view().await;
-        if new_node && !is_seed {
-            let started = Instant::now();
-            while !views
-                .iter()
-                .any(|v| v.member.address != local && v.member.status == MemberStatus::Normal)
-            {
-                if started.elapsed() > SEED_WAIT {
-                    return Err(format!(
-                        "no seed answered within {} s (seeds: {:?})",
-                        SEED_WAIT.as_secs(),
-                        config.seeds
-                    ));
-                }
-                tokio::time::sleep(MEMBERSHIP_PERIOD).await;
-                views = gossip.view().await;
-            }
-            // Then until gossip has settled (the same nodes and tokens for
-            // a second), so tokens are not chosen from a partial ring.
-            let mut stable = 0;
-            while stable < 4 && started.elapsed() < SEED_WAIT {
-                tokio::time::sleep(MEMBERSHIP_PERIOD).await;
-                let next = gossip.view().await;
-                let key = |v: &[NodeView]| -> Vec<(IpAddr, usize)> {
-                    v.iter()
-                        .map(|n| (n.member.address, n.member.tokens.len()))
-                        .collect()
-                };
-                stable = if key(&next) == key(&views) {
-                    stable + 1
-                } else {
-                    0
-                };
-                views = next;
-            }
-            // Two nodes joining at once would split the same ranges at the
-            // same midpoints: the one with the higher address waits until
-            // every joining node below it has published its tokens.
-            while started.elapsed() < SEED_WAIT * 2 {
-                let waiting_for = views.iter().find(|v| {
-                    v.member.address < local
-                        && v.member.status == MemberStatus::Joining
-                        && v.member.tokens.is_empty()
-                        && v.alive
-                        && !v.left
-                });
-                let Some(other) = waiting_for else { break };
-                tracing::info!(
-                    "waiting for {} (also joining) to choose its tokens",
-                    other.member.address
-                );
-                tokio::time::sleep(MEMBERSHIP_PERIOD).await;
-                views = gossip.view().await;
-            }
-        }
         let tokens = if new_node {
-            let others = Ring::new(
-                views
-                    .iter()
-                    .filter(|v| v.member.address != local && !v.left)
-                    .map(|v| v.member.clone()),
-            );
-            let mut seed = rocksandra_data::time::system_micros() as u64
-                ^ u64::from_be_bytes([
-                    config.host_id[0],
-                    config.host_id[1],
-                    config.host_id[2],
-                    config.host_id[3],
-                    config.host_id[4],
-                    config.host_id[5],
-                    config.host_id[6],
-                    config.host_id[7],
-                ]);
-            let mut random = move || {
-                seed = seed
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1_442_695_040_888_963_407);
-                seed ^ (seed >> 33)
+            let views = if is_seed {
+                gossip.view().await
+            } else {
+                settled_ring(&gossip, &config).await?
             };
-            allocate_tokens(&others, &config.dc, config.num_tokens.max(1), &mut random)
+            choose_tokens(&config, &views)
         } else {
             config.tokens.clone()
         };
@@ -331,53 +393,48 @@ impl ClusterNode {
         node.refresh().await;
         if new_node {
             if !is_seed {
-                // Wait until gossip calls another normal node up: schema
-                // and data come from the live ones.
-                let started = Instant::now();
-                loop {
-                    node.refresh().await;
-                    let topology = node.shared.topology();
-                    let others_up = topology.nodes.values().any(|v| {
-                        v.alive
-                            && v.member.address != local
-                            && v.member.status == MemberStatus::Normal
-                    });
-                    if others_up {
-                        break;
-                    }
-                    if started.elapsed() > SEED_WAIT {
-                        return Err("no other node of the cluster is up".into());
-                    }
-                    tokio::time::sleep(MEMBERSHIP_PERIOD).await;
-                }
-                node.pull_newest_schema_async().await;
-                if node.config.auto_bootstrap {
-                    // Wait until the others see this node joining, so they
-                    // send it the writes of its future ranges meanwhile.
-                    for _ in 0..8 {
-                        tokio::time::sleep(MEMBERSHIP_PERIOD).await;
-                        node.refresh().await;
-                    }
-                    let n = node.clone();
-                    tokio::task::spawn_blocking(move || n.bootstrap())
-                        .await
-                        .map_err(|e| e.to_string())??;
-                }
+                node.join_existing_cluster().await?;
             }
             node.set_status(crate::gossip::STATUS_NORMAL).await;
         }
-        tokio::spawn(membership_loop(Arc::downgrade(&node)));
-        let weak = Arc::downgrade(&node);
-        std::thread::Builder::new()
-            .name("hint-replay".into())
-            .spawn(move || hint_loop(weak))
-            .map_err(|e| format!("cannot start hint replay: {e}"))?;
-        let weak = Arc::downgrade(&node);
-        std::thread::Builder::new()
-            .name("batchlog-replay".into())
-            .spawn(move || batchlog_loop(weak))
-            .map_err(|e| format!("cannot start batchlog replay: {e}"))?;
+        spawn_background_loops(&node)?;
         Ok(node)
+    }
+
+    /// A new node that is not a seed: waits for another normal node to be
+    /// up, takes the newest schema and, with `auto_bootstrap`, streams its
+    /// ranges.
+    async fn join_existing_cluster(self: &Arc<Self>) -> Result<(), String> {
+        let local = self.config.listen_address;
+        let started = Instant::now();
+        loop {
+            self.refresh().await;
+            let topology = self.shared.topology();
+            let others_up = topology.nodes.values().any(|v| {
+                v.alive && v.member.address != local && v.member.status == MemberStatus::Normal
+            });
+            if others_up {
+                break;
+            }
+            if started.elapsed() > SEED_WAIT {
+                return Err("no other node of the cluster is up".into());
+            }
+            tokio::time::sleep(MEMBERSHIP_PERIOD).await;
+        }
+        self.pull_newest_schema_async().await;
+        if self.config.auto_bootstrap {
+            // Wait until the others see this node joining, so they send it
+            // the writes of its future ranges meanwhile.
+            for _ in 0..8 {
+                tokio::time::sleep(MEMBERSHIP_PERIOD).await;
+                self.refresh().await;
+            }
+            let n = self.clone();
+            tokio::task::spawn_blocking(move || n.bootstrap())
+                .await
+                .map_err(|e| e.to_string())??;
+        }
+        Ok(())
     }
 
     async fn set_status(self: &Arc<Self>, status: &'static str) {

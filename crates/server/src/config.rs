@@ -734,6 +734,8 @@ impl FileConfig {
         let defaults = Config::default();
         let (prometheus_address, prometheus_port) = self.prometheus()?;
         let storage = self.storage()?;
+        let timeouts = self.request_timeouts(defaults.request_timeouts)?;
+        let transport = self.native_transport(&defaults)?;
         let config = Config {
             cluster_name: self.cluster_name.unwrap_or(defaults.cluster_name),
             listen_address: match self.listen_address {
@@ -788,40 +790,7 @@ impl FileConfig {
                 }),
             )?
             .unwrap_or(defaults.max_hint_window),
-            request_timeouts: Timeouts {
-                read: request_timeout(
-                    ("read_request_timeout", self.read_request_timeout),
-                    (
-                        "read_request_timeout_in_ms",
-                        self.read_request_timeout_in_ms,
-                    ),
-                    defaults.request_timeouts.read,
-                )?,
-                write: request_timeout(
-                    ("write_request_timeout", self.write_request_timeout),
-                    (
-                        "write_request_timeout_in_ms",
-                        self.write_request_timeout_in_ms,
-                    ),
-                    defaults.request_timeouts.write,
-                )?,
-                range: request_timeout(
-                    ("range_request_timeout", self.range_request_timeout),
-                    (
-                        "range_request_timeout_in_ms",
-                        self.range_request_timeout_in_ms,
-                    ),
-                    defaults.request_timeouts.range,
-                )?,
-                cas_contention: request_timeout(
-                    ("cas_contention_timeout", self.cas_contention_timeout),
-                    (
-                        "cas_contention_timeout_in_ms",
-                        self.cas_contention_timeout_in_ms,
-                    ),
-                    defaults.request_timeouts.cas_contention,
-                )?,
-            },
+            request_timeouts: timeouts,
             authenticator: match self.authenticator {
                 Some(name) => Authenticator::parse(name.name())?,
                 None => defaults.authenticator,
@@ -833,63 +802,14 @@ impl FileConfig {
             endpoint_snitch: self.endpoint_snitch.unwrap_or(defaults.endpoint_snitch),
             data_center: self.data_center.unwrap_or(defaults.data_center),
             rack: self.rack.unwrap_or(defaults.rack),
-            max_frame_bytes: data_size_or_legacy_mb(
-                (
-                    "native_transport_max_frame_size",
-                    self.native_transport_max_frame_size,
-                ),
-                (
-                    "native_transport_max_frame_size_in_mb",
-                    self.native_transport_max_frame_size_in_mb,
-                ),
-            )?
-            .unwrap_or(defaults.max_frame_bytes),
-            max_connections: match self.native_transport_max_concurrent_connections {
-                None | Some(-1) => MAX_CONNECTIONS_DEFAULT,
-                Some(n) => positive("native_transport_max_concurrent_connections", n)?,
-            },
-            max_requests_per_connection: match self.native_transport_max_requests_per_connection {
-                None => defaults.max_requests_per_connection,
-                Some(n) => positive("native_transport_max_requests_per_connection", n)?,
-            },
-            max_requests: match self.native_transport_max_concurrent_requests {
-                None => defaults.max_requests,
-                Some(n) => positive("native_transport_max_concurrent_requests", n)?,
-            },
-            max_connections_per_ip: match self.native_transport_max_concurrent_connections_per_ip {
-                // Cassandra enforces the limit only when it is above 0.
-                None | Some(-1 | 0) => None,
-                Some(n) => Some(positive(
-                    "native_transport_max_concurrent_connections_per_ip",
-                    n,
-                )?),
-            },
-            idle_timeout: idle_timeout(
-                self.native_transport_idle_timeout,
-                self.native_transport_idle_timeout_in_ms,
-            )?,
-            max_request_bytes_in_flight: data_size_or_legacy_bytes(
-                (
-                    "native_transport_max_request_data_in_flight",
-                    self.native_transport_max_request_data_in_flight,
-                ),
-                (
-                    "native_transport_max_concurrent_requests_in_bytes",
-                    self.native_transport_max_concurrent_requests_in_bytes,
-                ),
-            )?
-            .unwrap_or(defaults.max_request_bytes_in_flight),
-            max_request_bytes_in_flight_per_ip: data_size_or_legacy_bytes(
-                (
-                    "native_transport_max_request_data_in_flight_per_ip",
-                    self.native_transport_max_request_data_in_flight_per_ip,
-                ),
-                (
-                    "native_transport_max_concurrent_requests_in_bytes_per_ip",
-                    self.native_transport_max_concurrent_requests_in_bytes_per_ip,
-                ),
-            )?
-            .unwrap_or(defaults.max_request_bytes_in_flight_per_ip),
+            max_frame_bytes: transport.max_frame_bytes,
+            max_connections: transport.max_connections,
+            max_requests_per_connection: transport.max_requests_per_connection,
+            max_requests: transport.max_requests,
+            max_connections_per_ip: transport.max_connections_per_ip,
+            idle_timeout: transport.idle_timeout,
+            max_request_bytes_in_flight: transport.max_request_bytes_in_flight,
+            max_request_bytes_in_flight_per_ip: transport.max_request_bytes_in_flight_per_ip,
             prepared_statements_cache_bytes: data_size_or_legacy_mb(
                 (
                     "prepared_statements_cache_size",
@@ -969,6 +889,123 @@ impl FileConfig {
         };
         let port = self.prometheus_port.unwrap_or(PROMETHEUS_PORT_DEFAULT);
         Ok((ip, port_or_off(port)))
+    }
+}
+
+/// The CQL port's limits read from Cassandra's `native_transport_*` keys.
+struct NativeTransportSettings {
+    max_frame_bytes: u64,
+    max_connections: usize,
+    max_requests_per_connection: usize,
+    max_requests: usize,
+    max_connections_per_ip: Option<usize>,
+    idle_timeout: Option<Duration>,
+    max_request_bytes_in_flight: u64,
+    max_request_bytes_in_flight_per_ip: u64,
+}
+
+impl FileConfig {
+    fn request_timeouts(&self, defaults: Timeouts) -> Result<Timeouts, ConfigError> {
+        Ok(Timeouts {
+            read: request_timeout(
+                ("read_request_timeout", self.read_request_timeout.clone()),
+                (
+                    "read_request_timeout_in_ms",
+                    self.read_request_timeout_in_ms,
+                ),
+                defaults.read,
+            )?,
+            write: request_timeout(
+                ("write_request_timeout", self.write_request_timeout.clone()),
+                (
+                    "write_request_timeout_in_ms",
+                    self.write_request_timeout_in_ms,
+                ),
+                defaults.write,
+            )?,
+            range: request_timeout(
+                ("range_request_timeout", self.range_request_timeout.clone()),
+                (
+                    "range_request_timeout_in_ms",
+                    self.range_request_timeout_in_ms,
+                ),
+                defaults.range,
+            )?,
+            cas_contention: request_timeout(
+                (
+                    "cas_contention_timeout",
+                    self.cas_contention_timeout.clone(),
+                ),
+                (
+                    "cas_contention_timeout_in_ms",
+                    self.cas_contention_timeout_in_ms,
+                ),
+                defaults.cas_contention,
+            )?,
+        })
+    }
+
+    fn native_transport(&self, defaults: &Config) -> Result<NativeTransportSettings, ConfigError> {
+        Ok(NativeTransportSettings {
+            max_frame_bytes: data_size_or_legacy_mb(
+                (
+                    "native_transport_max_frame_size",
+                    self.native_transport_max_frame_size.clone(),
+                ),
+                (
+                    "native_transport_max_frame_size_in_mb",
+                    self.native_transport_max_frame_size_in_mb,
+                ),
+            )?
+            .unwrap_or(defaults.max_frame_bytes),
+            max_connections: match self.native_transport_max_concurrent_connections {
+                None | Some(-1) => MAX_CONNECTIONS_DEFAULT,
+                Some(n) => positive("native_transport_max_concurrent_connections", n)?,
+            },
+            max_requests_per_connection: match self.native_transport_max_requests_per_connection {
+                None => defaults.max_requests_per_connection,
+                Some(n) => positive("native_transport_max_requests_per_connection", n)?,
+            },
+            max_requests: match self.native_transport_max_concurrent_requests {
+                None => defaults.max_requests,
+                Some(n) => positive("native_transport_max_concurrent_requests", n)?,
+            },
+            max_connections_per_ip: match self.native_transport_max_concurrent_connections_per_ip {
+                // Cassandra enforces the limit only when it is above 0.
+                None | Some(-1 | 0) => None,
+                Some(n) => Some(positive(
+                    "native_transport_max_concurrent_connections_per_ip",
+                    n,
+                )?),
+            },
+            idle_timeout: idle_timeout(
+                self.native_transport_idle_timeout.clone(),
+                self.native_transport_idle_timeout_in_ms,
+            )?,
+            max_request_bytes_in_flight: data_size_or_legacy_bytes(
+                (
+                    "native_transport_max_request_data_in_flight",
+                    self.native_transport_max_request_data_in_flight.clone(),
+                ),
+                (
+                    "native_transport_max_concurrent_requests_in_bytes",
+                    self.native_transport_max_concurrent_requests_in_bytes,
+                ),
+            )?
+            .unwrap_or(defaults.max_request_bytes_in_flight),
+            max_request_bytes_in_flight_per_ip: data_size_or_legacy_bytes(
+                (
+                    "native_transport_max_request_data_in_flight_per_ip",
+                    self.native_transport_max_request_data_in_flight_per_ip
+                        .clone(),
+                ),
+                (
+                    "native_transport_max_concurrent_requests_in_bytes_per_ip",
+                    self.native_transport_max_concurrent_requests_in_bytes_per_ip,
+                ),
+            )?
+            .unwrap_or(defaults.max_request_bytes_in_flight_per_ip),
+        })
     }
 }
 
