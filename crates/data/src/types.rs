@@ -29,6 +29,25 @@ pub enum NativeType {
 }
 
 impl NativeType {
+    /// The numeric types, in the order of Cassandra's function declarations
+    /// (`OperationFcts`, `CastFcts`, the aggregates).
+    pub const NUMERIC: [NativeType; 9] = [
+        NativeType::Tinyint,
+        NativeType::Smallint,
+        NativeType::Int,
+        NativeType::Bigint,
+        NativeType::Float,
+        NativeType::Double,
+        NativeType::Decimal,
+        NativeType::Varint,
+        NativeType::Counter,
+    ];
+
+    /// Whether arithmetic, `sum`, `avg` and numeric casts apply.
+    pub fn is_numeric(self) -> bool {
+        NativeType::NUMERIC.contains(&self)
+    }
+
     pub const ALL: [NativeType; 20] = [
         NativeType::Ascii,
         NativeType::Bigint,

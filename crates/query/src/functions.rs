@@ -273,20 +273,6 @@ impl Function {
 
 // ---------------------------------------------------------------- resolution
 
-/// The numeric types in Cassandra's registration order for math functions
-/// (and the sum/avg overloads).
-pub(crate) const NUMERIC: [NativeType; 9] = [
-    NativeType::Tinyint,
-    NativeType::Smallint,
-    NativeType::Int,
-    NativeType::Bigint,
-    NativeType::Float,
-    NativeType::Double,
-    NativeType::Decimal,
-    NativeType::Varint,
-    NativeType::Counter,
-];
-
 fn native(t: NativeType) -> CqlType {
     CqlType::Native(t)
 }
@@ -327,7 +313,7 @@ fn candidates(name: &str) -> Vec<(Kind, Vec<CqlType>, CqlType)> {
                 "log10" => Kind::Log10,
                 _ => Kind::Round,
             };
-            NUMERIC
+            NativeType::NUMERIC
                 .into_iter()
                 .flat_map(|t| fixed(kind, &[t], t))
                 .collect()
@@ -544,7 +530,7 @@ fn resolve_collection(name: &str, kind: Kind, args: &[Arg<'_>]) -> Result<Functi
         (Kind::CollectionMin | Kind::CollectionMax, CqlType::List(e) | CqlType::Set(e)) => {
             (**e).clone()
         }
-        (Kind::CollectionSum | Kind::CollectionAvg, CqlType::List(e) | CqlType::Set(e)) if matches!(e.unfrozen(), CqlType::Native(t) if NUMERIC.contains(t)) => {
+        (Kind::CollectionSum | Kind::CollectionAvg, CqlType::List(e) | CqlType::Set(e)) if matches!(e.unfrozen(), CqlType::Native(t) if t.is_numeric()) => {
             (**e).clone()
         }
         _ => return Err(wrong()),
@@ -1018,14 +1004,10 @@ fn math(kind: Kind, number: Num) -> Result<Num> {
 
 // ---------------------------------------------------------------- CAST
 
-fn is_numeric(t: NativeType) -> bool {
-    NUMERIC.contains(&t)
-}
-
 /// The argument types of Cassandra's `cast_as_<to>` functions (`CastFcts`).
 fn cast_sources(to: NativeType) -> Vec<NativeType> {
     use NativeType as N;
-    let numeric = || NUMERIC.iter().copied();
+    let numeric = || NativeType::NUMERIC.iter().copied();
     match to {
         N::Tinyint
         | N::Smallint
@@ -1147,7 +1129,9 @@ pub fn cast(value: Option<&[u8]>, from: &CqlType, to: &CqlType) -> Result<Option
     };
     use NativeType as N;
     Ok(Some(match (*from_native, *to_native) {
-        (f, t) if is_numeric(f) && is_numeric(t) => Num::decode(from, bytes)?.convert(t)?.encode(),
+        (f, t) if f.is_numeric() && t.is_numeric() => {
+            Num::decode(from, bytes)?.convert(t)?.encode()
+        }
         (N::Timestamp, N::Bigint) => bytes.to_vec(),
         (_, N::Text | N::Ascii) => text_of(from, bytes)?.into_bytes(),
         (N::Timeuuid | N::Date | N::Timestamp, N::Date) => {

@@ -386,7 +386,7 @@ fn plan_aggregate(
     let none_match = || {
         QueryError::invalid(format!(
             "Invalid call to function {called}, none of its type signatures match (known type signatures: {})",
-            crate::functions::NUMERIC.iter().map(signature).collect::<Vec<_>>().join(", ")
+            NativeType::NUMERIC.iter().map(signature).collect::<Vec<_>>().join(", ")
         ))
     };
     let [arg] = args else {
@@ -409,10 +409,9 @@ fn plan_aggregate(
     }
     let mut ty = ty;
     if summing {
-        let exact =
-            matches!(ty.unfrozen(), CqlType::Native(t) if crate::functions::NUMERIC.contains(t));
+        let exact = matches!(ty.unfrozen(), CqlType::Native(t) if t.is_numeric());
         if !exact {
-            let weak: Vec<NativeType> = crate::functions::NUMERIC
+            let weak: Vec<NativeType> = NativeType::NUMERIC
                 .iter()
                 .copied()
                 .filter(|t| crate::functions::is_value_compatible(&CqlType::Native(*t), &ty))
@@ -645,18 +644,7 @@ fn plan_negate(table: &Table, inner: &Expr, ctx: &EvalContext<'_>) -> Result<Pla
             "the '-' operation is not supported on {label}"
         )));
     };
-    if !matches!(
-        t,
-        NativeType::Tinyint
-            | NativeType::Smallint
-            | NativeType::Int
-            | NativeType::Bigint
-            | NativeType::Counter
-            | NativeType::Float
-            | NativeType::Double
-            | NativeType::Decimal
-            | NativeType::Varint
-    ) {
+    if !t.is_numeric() {
         return Err(QueryError::invalid(
             "Invalid call to function _negate, none of its type signatures match",
         ));

@@ -297,7 +297,7 @@ pub fn test_assignment(expr: &Expr, receiver: &CqlType) -> Assignment {
             _ => Assignment::Weak,
         },
         Expr::Binary { .. } | Expr::Negate(_) => match unfrozen {
-            CqlType::Native(t) if is_numeric(*t) => Assignment::Weak,
+            CqlType::Native(t) if t.is_numeric() => Assignment::Weak,
             CqlType::Native(
                 NativeType::Text | NativeType::Ascii | NativeType::Timestamp | NativeType::Date,
             ) => Assignment::Weak,
@@ -401,22 +401,6 @@ fn constant(l: &Literal) -> (ConstantKind, String) {
         Literal::Duration(s) => (ConstantKind::Duration, s.clone()),
         Literal::Null => (ConstantKind::String, "NULL".to_string()),
     }
-}
-
-fn is_numeric(t: NativeType) -> bool {
-    use NativeType as N;
-    matches!(
-        t,
-        N::Tinyint
-            | N::Smallint
-            | N::Int
-            | N::Bigint
-            | N::Counter
-            | N::Float
-            | N::Double
-            | N::Decimal
-            | N::Varint
-    )
 }
 
 /// The type Cassandra prefers for a constant (`getPreferedTypeFor`).
@@ -741,7 +725,7 @@ fn evaluate_negation(
     ctx: &EvalContext<'_>,
 ) -> Result<Term> {
     let inner = ungroup(inner);
-    if !matches!(receiver.unfrozen(), CqlType::Native(t) if is_numeric(*t)) {
+    if !matches!(receiver.unfrozen(), CqlType::Native(t) if t.is_numeric()) {
         return Err(QueryError::invalid(format!(
             "the operation '-{inner}' cannot be assigned to {receiver_name} of type {receiver}"
         )));

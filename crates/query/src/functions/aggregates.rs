@@ -15,20 +15,7 @@ use crate::error::{QueryError, Result};
 
 /// Whether `sum`/`avg` exist for the type.
 pub(crate) fn is_summable(ty: &CqlType) -> bool {
-    matches!(
-        ty.unfrozen(),
-        CqlType::Native(
-            NativeType::Tinyint
-                | NativeType::Smallint
-                | NativeType::Int
-                | NativeType::Bigint
-                | NativeType::Counter
-                | NativeType::Float
-                | NativeType::Double
-                | NativeType::Decimal
-                | NativeType::Varint
-        )
-    )
+    matches!(ty.unfrozen(), CqlType::Native(t) if t.is_numeric())
 }
 
 /// `sum` (or `avg` when `avg`) of serialized values of `ty` (empty values

@@ -17,19 +17,6 @@ use crate::term::{test_assignment, Assignment};
 
 use NativeType as N;
 
-/// `OperationFcts.all()`'s numeric types, in its order.
-const NUMERIC: [NativeType; 9] = [
-    N::Tinyint,
-    N::Smallint,
-    N::Int,
-    N::Bigint,
-    N::Float,
-    N::Double,
-    N::Decimal,
-    N::Varint,
-    N::Counter,
-];
-
 /// An operand as the resolver sees it: a selector or column of a known
 /// type, or a term whose type follows from the function chosen.
 #[derive(Clone, Copy)]
@@ -100,8 +87,8 @@ pub(crate) fn return_type(left: NativeType, right: NativeType) -> NativeType {
 /// The operation functions of an operator, in Cassandra's order.
 fn candidates(op: BinaryOp) -> Vec<Operation> {
     let mut all = Vec::new();
-    for left in NUMERIC {
-        for right in NUMERIC {
+    for left in NativeType::NUMERIC {
+        for right in NativeType::NUMERIC {
             all.push(Operation {
                 op,
                 left,
