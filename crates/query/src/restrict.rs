@@ -403,22 +403,34 @@ fn merge_regular_restriction(slot: &mut ColumnRestriction, name: &str, op: Opera
             if slot.values.is_some() {
                 return Err(restricted_more_than_once(name, slot.is_in));
             }
-            let start = matches!(op, Operator::Gt | Operator::Gte);
-            let side = if start {
-                &mut slot.lower
-            } else {
-                &mut slot.upper
-            };
-            if side.is_some() {
-                return Err(QueryError::invalid(format!(
-                    "More than one restriction was found for the {} bound on {name}",
-                    if start { "start" } else { "end" }
-                )));
-            }
-            *side = Some((Vec::new(), false));
+            set_bound(slot, op, name, (Vec::new(), false))?;
         }
         _ => {}
     }
+    Ok(())
+}
+
+/// Sets the lower (`>`, `>=`) or upper (`<`, `<=`) bound of a column's
+/// range, once: a second bound on the same side is Cassandra's error.
+fn set_bound(
+    slot: &mut ColumnRestriction,
+    op: Operator,
+    name: &str,
+    bound: (Vec<u8>, bool),
+) -> Result<()> {
+    let start = matches!(op, Operator::Gt | Operator::Gte);
+    let side = if start {
+        &mut slot.lower
+    } else {
+        &mut slot.upper
+    };
+    if side.is_some() {
+        return Err(QueryError::invalid(format!(
+            "More than one restriction was found for the {} bound on {name}",
+            if start { "start" } else { "end" }
+        )));
+    }
+    *side = Some(bound);
     Ok(())
 }
 
@@ -463,19 +475,7 @@ fn restrict_key_column(
                 )));
             };
             let inclusive = matches!(op, Operator::Lte | Operator::Gte);
-            let start = matches!(op, Operator::Gt | Operator::Gte);
-            let side = if start {
-                &mut slot.lower
-            } else {
-                &mut slot.upper
-            };
-            if side.is_some() {
-                return Err(QueryError::invalid(format!(
-                    "More than one restriction was found for the {} bound on {name}",
-                    if start { "start" } else { "end" }
-                )));
-            }
-            *side = Some((v, inclusive));
+            set_bound(slot, op, name, (v, inclusive))?;
         }
         _ => {}
     }
