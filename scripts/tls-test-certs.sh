@@ -7,6 +7,10 @@
 #   server.crt, server.key  the same, apart
 #   client.crt, client.key  a client certificate signed by the CA
 #   rogue.crt, rogue.key    a client certificate signed by another CA
+#   node.pem                a node's keystore for internode TLS (server and
+#                           client use), signed by the CA: certificate, CA, key
+#   rogue-node.pem          the same, signed by the other CA
+#   rogue-ca.pem            the other CA
 # EC P-256 keys (fast to make), valid for ten years.
 #   scripts/tls-test-certs.sh DIR
 set -euo pipefail
@@ -44,5 +48,9 @@ ca rogue-ca "Some other CA"
 leaf server 127.0.0.1 ca serverAuth "IP:127.0.0.1,DNS:localhost"
 leaf client "test client" ca clientAuth
 leaf rogue "rogue client" rogue-ca clientAuth
+leaf node "rocksandra node" ca serverAuth,clientAuth "IP:127.0.0.1,DNS:localhost"
+leaf rogue-node "rogue node" rogue-ca serverAuth,clientAuth "IP:127.0.0.1,DNS:localhost"
 cat server.crt ca.pem server.key > server.pem
+cat node.crt ca.pem node.key > node.pem
+cat rogue-node.crt rogue-ca.pem rogue-node.key > rogue-node.pem
 rm -f ./*.srl openssl.log

@@ -45,7 +45,7 @@ def port_open(ip, port):
 
 
 class Node:
-    def __init__(self, ip, root, seeds=SEED, extra=()):
+    def __init__(self, ip, root, seeds=SEED, extra=(), nodetool_config=None):
         self.ip = ip
         self.dir = os.path.join(root, ip)
         self.data_dir = os.path.join(self.dir, "data")
@@ -53,6 +53,9 @@ class Node:
         self.log_path = os.path.join(self.dir, "node.log")
         self.seeds = seeds
         self.extra = list(extra)
+        # The configuration file nodetool takes its TLS settings from
+        # (`rocksandra --config FILE nodetool ...`).
+        self.nodetool_config = nodetool_config
         self.proc = None
         self.log = None
 
@@ -124,7 +127,8 @@ class Node:
             return f.read().decode("utf-8", "replace")
 
     def nodetool(self, *args, check=True, timeout=60):
-        r = subprocess.run([BIN, "nodetool", "--host", self.ip] + list(args),
+        config = ["--config", self.nodetool_config] if self.nodetool_config else []
+        r = subprocess.run([BIN] + config + ["nodetool", "--host", self.ip] + list(args),
                            capture_output=True, text=True, timeout=timeout)
         if check:
             assert r.returncode == 0, "nodetool %s on %s failed (%d): %s%s" % (

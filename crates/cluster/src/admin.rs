@@ -283,21 +283,44 @@ fn describe_ring(node: &ClusterNode, keyspace: &str) -> Response {
     Response::Text(out)
 }
 
-/// `rocksandra nodetool`: sends `command` to the node at `address` (its
-/// storage port) and returns the node's text answer.
-pub fn call(address: std::net::SocketAddr, command: AdminCommand) -> Result<String, String> {
-    use crate::message::{
-        decode_body, encode_frame, frame_length, Envelope, Hello, HELLO_MAGIC, MAX_FRAME_BYTES,
-    };
-    use std::io::Read;
+/// Sends one admin command to the node at `address` (nodetool), over TLS
+/// when `tls` is given (the node's `server_encryption_options`: its
+/// truststore, and the certificate presented), and returns its answer.
+pub fn call(
+    address: std::net::SocketAddr,
+    command: AdminCommand,
+    tls: Option<&crate::tls::InternodeTls>,
+) -> Result<String, String> {
     let timeout = std::time::Duration::from_secs(600);
-    let mut stream =
-        std::net::TcpStream::connect_timeout(&address, std::time::Duration::from_secs(5))
-            .map_err(|e| format!("cannot connect to {address}: {e}"))?;
+    let stream = std::net::TcpStream::connect_timeout(&address, std::time::Duration::from_secs(5))
+        .map_err(|e| format!("cannot connect to {address}: {e}"))?;
     stream
         .set_read_timeout(Some(timeout))
         .map_err(|e| e.to_string())?;
     let local = stream.local_addr().map_err(|e| e.to_string())?.ip();
+    match tls {
+        None => exchange(stream, local, address, command),
+        Some(tls) => {
+            let server = rustls::pki_types::ServerName::IpAddress(address.ip().into());
+            let connection = rustls::ClientConnection::new(tls.client.clone(), server)
+                .map_err(|e| format!("cannot start TLS to {address}: {e}"))?;
+            let stream = rustls::StreamOwned::new(connection, stream);
+            exchange(stream, local, address, command)
+        }
+    }
+}
+
+/// The operator tool's side of one command: `Hello` naming no cluster,
+/// the request, the answer.
+fn exchange(
+    mut stream: impl std::io::Read + std::io::Write,
+    local: std::net::IpAddr,
+    address: std::net::SocketAddr,
+    command: AdminCommand,
+) -> Result<String, String> {
+    use crate::message::{
+        decode_body, encode_frame, frame_length, Envelope, Hello, HELLO_MAGIC, MAX_FRAME_BYTES,
+    };
     let hello = Hello {
         magic: HELLO_MAGIC,
         cluster_name: String::new(),
@@ -307,8 +330,12 @@ pub fn call(address: std::net::SocketAddr, command: AdminCommand) -> Result<Stri
         id: 1,
         body: crate::message::Request::Admin(command),
     };
-    std::io::Write::write_all(&mut stream, &encode_frame(&hello)).map_err(|e| e.to_string())?;
-    std::io::Write::write_all(&mut stream, &encode_frame(&request)).map_err(|e| e.to_string())?;
+    let mut out = encode_frame(&hello);
+    out.extend_from_slice(&encode_frame(&request));
+    stream
+        .write_all(&out)
+        .and_then(|()| stream.flush())
+        .map_err(|e| format!("cannot send to {address}: {e}"))?;
     let mut header = [0u8; 4];
     stream
         .read_exact(&mut header)

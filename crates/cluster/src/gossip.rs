@@ -4,9 +4,13 @@
 //! it knows of every node into `NodeView`s. The same isolation set as the
 //! messaging layer filters datagrams, so a test's network partition cuts
 //! gossip too.
+//!
+//! With internode TLS, gossip leaves UDP and travels over the messaging
+//! layer's (authenticated, encrypted) connections instead
+//! (`MessagingTransport`).
 
-use std::collections::{BTreeMap, HashSet};
-use std::net::{IpAddr, SocketAddr};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -14,7 +18,11 @@ use chitchat::transport::{RecvOutcome, SendOutcome, Socket, Transport, UdpTransp
 use chitchat::FailureDetectorConfig;
 use chitchat::{spawn_chitchat, ChitchatConfig, ChitchatEnvelope, ChitchatHandle, ChitchatId};
 use rocksandra_data::Token;
+use tokio::net::UdpSocket;
+use tokio::sync::mpsc;
 
+use crate::message::Request;
+use crate::messaging::Messaging;
 use crate::ring::{Member, MemberStatus};
 
 /// How often a node gossips with a random peer.
@@ -191,7 +199,7 @@ impl Gossip {
         seeds: Vec<SocketAddr>,
         generation: u64,
         state: &LocalState,
-        isolated: Arc<RwLock<HashSet<IpAddr>>>,
+        messaging: &Arc<Messaging>,
     ) -> Result<Gossip, String> {
         let listen = SocketAddr::new(local, port);
         let config = ChitchatConfig {
@@ -216,10 +224,18 @@ impl Gossip {
             extra_liveness_predicate: None,
             protocol_version: chitchat::ProtocolVersion::V0,
         };
-        let transport = FilteredTransport { isolated };
-        let handle = spawn_chitchat(config, state.key_values(), &transport)
-            .await
-            .map_err(|e| format!("cannot start gossip on {listen}: {e}"))?;
+        let handle = if messaging.is_encrypted() {
+            let transport = MessagingTransport {
+                messaging: messaging.clone(),
+            };
+            spawn_chitchat(config, state.key_values(), &transport).await
+        } else {
+            let transport = FilteredTransport {
+                isolated: messaging.isolation(),
+            };
+            spawn_chitchat(config, state.key_values(), &transport).await
+        }
+        .map_err(|e| format!("cannot start gossip on {listen}: {e}"))?;
         Ok(Gossip { handle, local })
     }
 
@@ -313,6 +329,144 @@ impl Socket for FilteredSocket {
             let outcome = self.inner.recv().await?;
             if !self.blocked(outcome.from_addr.ip()) {
                 return Ok(outcome);
+            }
+        }
+    }
+}
+
+/// Peers gossip is kept with over messaging at most (one loopback relay
+/// socket each).
+pub const MAX_GOSSIP_PEERS: usize = 4096;
+/// The largest message chitchat encodes (it sizes them for a UDP datagram).
+const MAX_GOSSIP_MESSAGE_BYTES: usize = 65_507;
+/// How long chitchat's encoder may take to hand a message to a relay.
+const RELAY_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// chitchat's messages carried by internode messaging, not UDP.
+///
+/// chitchat keeps its wire encoding private, so its own UDP socket, bound
+/// to the loopback interface, encodes and decodes: a message to send goes
+/// from that socket to a loopback relay socket kept for the peer, which
+/// hands the bytes to messaging; a message the peer sent goes from its
+/// relay socket to chitchat's, and the relay's address says whom it came
+/// from. Datagrams from any other address are dropped.
+struct MessagingTransport {
+    messaging: Arc<Messaging>,
+}
+
+#[async_trait::async_trait]
+impl Transport for MessagingTransport {
+    async fn open(&self, listen_addr: SocketAddr) -> anyhow::Result<Box<dyn Socket>> {
+        let inbox = self
+            .messaging
+            .gossip_inbox()
+            .ok_or_else(|| anyhow::anyhow!("gossip already runs over internode messaging"))?;
+        let codec = UdpTransport
+            .open(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 0))
+            .await?;
+        let codec_addr = codec.local_addr()?;
+        Ok(Box::new(MessagingSocket {
+            messaging: self.messaging.clone(),
+            listen_addr,
+            inbox,
+            codec,
+            codec_addr,
+            relays: HashMap::new(),
+            peers_by_relay: HashMap::new(),
+            buffer: vec![0; MAX_GOSSIP_MESSAGE_BYTES],
+        }))
+    }
+}
+
+struct MessagingSocket {
+    messaging: Arc<Messaging>,
+    listen_addr: SocketAddr,
+    inbox: mpsc::Receiver<(IpAddr, Vec<u8>)>,
+    /// chitchat's own UDP socket on the loopback interface.
+    codec: Box<dyn Socket>,
+    codec_addr: SocketAddr,
+    relays: HashMap<IpAddr, UdpSocket>,
+    peers_by_relay: HashMap<SocketAddr, IpAddr>,
+    buffer: Vec<u8>,
+}
+
+impl MessagingSocket {
+    /// The loopback relay socket of `peer`, bound on first use.
+    async fn relay(&mut self, peer: IpAddr) -> anyhow::Result<&UdpSocket> {
+        if !self.relays.contains_key(&peer) {
+            if self.relays.len() >= MAX_GOSSIP_PEERS {
+                anyhow::bail!("gossip with more than {MAX_GOSSIP_PEERS} peers");
+            }
+            let socket = UdpSocket::bind(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 0)).await?;
+            self.peers_by_relay.insert(socket.local_addr()?, peer);
+            self.relays.insert(peer, socket);
+        }
+        self.relays
+            .get(&peer)
+            .ok_or_else(|| anyhow::anyhow!("no relay for {peer}"))
+    }
+
+    /// chitchat's encoding of `envelope`, through `peer`'s relay.
+    async fn encode(
+        &mut self,
+        peer: IpAddr,
+        envelope: ChitchatEnvelope,
+    ) -> anyhow::Result<Vec<u8>> {
+        let relay_addr = self.relay(peer).await?.local_addr()?;
+        self.codec.send(relay_addr, envelope).await?;
+        let codec_addr = self.codec_addr;
+        let mut buffer = std::mem::take(&mut self.buffer);
+        let relay = self.relay(peer).await?;
+        let received = tokio::time::timeout(RELAY_TIMEOUT, async {
+            loop {
+                let (len, from) = relay.recv_from(&mut buffer).await?;
+                if from == codec_addr {
+                    return Ok::<_, std::io::Error>(buffer[..len].to_vec());
+                }
+            }
+        })
+        .await;
+        self.buffer = buffer;
+        Ok(received??)
+    }
+}
+
+#[async_trait::async_trait]
+impl Socket for MessagingSocket {
+    fn local_addr(&self) -> anyhow::Result<SocketAddr> {
+        Ok(self.listen_addr)
+    }
+
+    async fn send(
+        &mut self,
+        to: SocketAddr,
+        envelope: ChitchatEnvelope,
+    ) -> anyhow::Result<SendOutcome> {
+        let bytes = self.encode(to.ip(), envelope).await?;
+        let num_bytes_sent = bytes.len();
+        self.messaging.send_oneway(to.ip(), Request::Gossip(bytes));
+        Ok(SendOutcome { num_bytes_sent })
+    }
+
+    /// Cancel-safe as chitchat needs: a message taken from the inbox but
+    /// not yet relayed is lost, as a datagram can be.
+    async fn recv(&mut self) -> anyhow::Result<RecvOutcome> {
+        loop {
+            tokio::select! {
+                outcome = self.codec.recv() => {
+                    let outcome = outcome?;
+                    if let Some(peer) = self.peers_by_relay.get(&outcome.from_addr) {
+                        let from_addr = SocketAddr::new(*peer, self.listen_addr.port());
+                        return Ok(RecvOutcome { from_addr, ..outcome });
+                    }
+                }
+                message = self.inbox.recv() => {
+                    let Some((from, bytes)) = message else {
+                        anyhow::bail!("internode messaging stopped");
+                    };
+                    let codec_addr = self.codec_addr;
+                    self.relay(from).await?.send_to(&bytes, codec_addr).await?;
+                }
             }
         }
     }

@@ -27,6 +27,7 @@ pub mod replica;
 pub mod ring;
 pub mod stages;
 pub mod streaming;
+pub mod tls;
 pub mod topology;
 
 pub use node::{ClusterConfig, ClusterNode, EventSink};

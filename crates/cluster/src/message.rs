@@ -152,6 +152,9 @@ pub enum Request {
         written_at_micros: i64,
         mutations: Vec<Mutation>,
     },
+    /// A gossip message (chitchat's encoding), when gossip runs over these
+    /// connections (internode TLS); one-way: it has no answer.
+    Gossip(Vec<u8>),
 }
 
 /// The schema as nodes exchange it: the stored JSON with its epoch.

@@ -16,11 +16,15 @@
 //!
 //! The coordinator sees messaging only as a `Transport`, so a test can put a
 //! simulated network in its place (`tests/simulation.rs`).
+//!
+//! With `server_encryption_options`, connections are TLS (`tls`) to the
+//! peers `internode_encryption` names, and gossip travels over them as
+//! one-way `Request::Gossip` messages (`gossip_inbox`, `send_oneway`).
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -31,6 +35,7 @@ use crate::message::{
     decode_body, encode_frame, frame_length, DecodeError, Envelope, Hello, RemoteError, Request,
     Response, HELLO_MAGIC, MAX_FRAME_BYTES, MAX_HELLO_BYTES,
 };
+use crate::tls::{InternodeEncryption, InternodeStream, InternodeTls};
 
 /// Requests queued for one peer before `send` fails with Overloaded.
 pub const OUTBOUND_QUEUE_MESSAGES: usize = 4096;
@@ -49,6 +54,11 @@ pub const MAX_INBOUND_CONNECTIONS: usize = 1024;
 /// A frame's body grows by at most this much per read, so a peer that
 /// announces a large frame and sends little makes the node hold little.
 const FRAME_READ_CHUNK_BYTES: usize = 64 << 10;
+/// The id of a message that has no answer (requests' ids start at 1).
+const ONEWAY_ID: u64 = 0;
+/// Gossip messages from peers waiting for gossip to read them; more are
+/// dropped, as a full UDP socket buffer would.
+pub const GOSSIP_INBOX_MESSAGES: usize = 1024;
 /// Requests waiting for an answer longer than this are forgotten (the
 /// caller gave up long before: its own timeout is shorter).
 pub const PENDING_EXPIRY: Duration = Duration::from_secs(120);
@@ -161,15 +171,64 @@ pub struct Messaging {
     /// it is served (`slow`); 0 when healthy.
     slow_millis: AtomicU64,
     inbound_permits: Arc<Semaphore>,
+    security: Arc<Security>,
+    /// Where peers' gossip goes (set when gossip runs over messaging).
+    gossip_inbox: OnceLock<mpsc::Sender<(IpAddr, Vec<u8>)>>,
+}
+
+/// Decides, for `internode_encryption: dc | rack`, whether a peer is
+/// spoken to over TLS (it knows the peers' data centers and racks).
+pub type EncryptionRule = Box<dyn Fn(IpAddr) -> bool + Send + Sync>;
+
+/// TLS on the storage port, when configured, and whom it applies to.
+struct Security {
+    tls: Option<Arc<InternodeTls>>,
+    rule: OnceLock<EncryptionRule>,
+}
+
+impl Security {
+    fn encrypts_to(&self, peer: IpAddr) -> bool {
+        let Some(tls) = &self.tls else {
+            return false;
+        };
+        match tls.encryption {
+            InternodeEncryption::None => false,
+            InternodeEncryption::All => true,
+            InternodeEncryption::Dc | InternodeEncryption::Rack => {
+                self.rule.get().is_none_or(|rule| rule(peer))
+            }
+        }
+    }
+
+    /// Connects to `address`, over TLS when the peer is to be encrypted.
+    async fn connect(&self, address: SocketAddr) -> std::io::Result<InternodeStream> {
+        let socket = TcpStream::connect(address).await?;
+        socket.set_nodelay(true)?;
+        match &self.tls {
+            Some(tls) if self.encrypts_to(address.ip()) => tls.connect(address.ip(), socket).await,
+            _ => Ok(InternodeStream::Plain(socket)),
+        }
+    }
+
+    /// The server side of a connection: TLS as configured.
+    async fn accept(&self, socket: TcpStream) -> std::io::Result<InternodeStream> {
+        socket.set_nodelay(true)?;
+        match &self.tls {
+            Some(tls) => tls.accept(socket).await,
+            None => Ok(InternodeStream::Plain(socket)),
+        }
+    }
 }
 
 impl Messaging {
-    /// Binds `local:port` and serves peers' requests with `handler`.
+    /// Binds `local:port` and serves peers' requests with `handler`, over
+    /// TLS as `tls` says.
     pub async fn start(
         local: IpAddr,
         port: u16,
         cluster_name: String,
         handler: Arc<dyn Handler>,
+        tls: Option<Arc<InternodeTls>>,
     ) -> std::io::Result<Arc<Messaging>> {
         let listener = TcpListener::bind(SocketAddr::new(local, port)).await?;
         let port = listener.local_addr()?.port();
@@ -184,6 +243,11 @@ impl Messaging {
             isolated: Arc::new(RwLock::new(HashSet::new())),
             slow_millis: AtomicU64::new(0),
             inbound_permits: Arc::new(Semaphore::new(MAX_INBOUND_REQUESTS)),
+            security: Arc::new(Security {
+                tls,
+                rule: OnceLock::new(),
+            }),
+            gossip_inbox: OnceLock::new(),
         });
         let weak = Arc::downgrade(&messaging);
         let connections = Arc::new(Semaphore::new(MAX_INBOUND_CONNECTIONS));
@@ -214,6 +278,41 @@ impl Messaging {
 
     pub fn local(&self) -> IpAddr {
         self.local
+    }
+
+    /// Whether connections between nodes use TLS at all.
+    pub fn is_encrypted(&self) -> bool {
+        self.security
+            .tls
+            .as_ref()
+            .is_some_and(|tls| tls.encryption != InternodeEncryption::None)
+    }
+
+    /// Installs the rule `dc` and `rack` encryption decide peers by (until
+    /// then, every peer is spoken to over TLS); a second call is ignored.
+    pub fn set_encryption_rule(&self, rule: EncryptionRule) {
+        let _ = self.security.rule.set(rule);
+    }
+
+    /// Peers' gossip messages from now on (sender, bytes); only the first
+    /// call gets them.
+    pub fn gossip_inbox(&self) -> Option<mpsc::Receiver<(IpAddr, Vec<u8>)>> {
+        let (tx, rx) = mpsc::channel(GOSSIP_INBOX_MESSAGES);
+        self.gossip_inbox.set(tx).ok().map(|()| rx)
+    }
+
+    /// Sends a message that has no answer (gossip); it is dropped when the
+    /// peer's queue is full or the peer cannot be reached.
+    pub fn send_oneway(&self, peer: IpAddr, request: Request) {
+        if self.is_isolated(peer) {
+            return;
+        }
+        let outbound = self.outbound(peer);
+        let frame = encode_frame(&Envelope::Request {
+            id: ONEWAY_ID,
+            body: request,
+        });
+        let _ = outbound.queue.try_send((ONEWAY_ID, frame));
     }
 
     pub fn port(&self) -> u16 {
@@ -305,15 +404,23 @@ impl Messaging {
             from: self.local,
         };
         let address = SocketAddr::new(peer, self.port);
-        self.runtime
-            .spawn(run_outbound(outbound.clone(), rx, address, hello));
+        self.runtime.spawn(run_outbound(
+            outbound.clone(),
+            rx,
+            address,
+            hello,
+            self.security.clone(),
+        ));
         outbound
     }
 
     /// Serves one connection a peer opened: its requests, our answers.
     async fn serve(self: Arc<Self>, stream: TcpStream) -> Result<(), String> {
-        stream.set_nodelay(true).map_err(|e| e.to_string())?;
-        let (mut read, mut write) = stream.into_split();
+        let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, self.security.accept(stream))
+            .await
+            .map_err(|_| format!("no TLS handshake within {HANDSHAKE_TIMEOUT:?}"))?
+            .map_err(|e| format!("TLS handshake: {e}"))?;
+        let (mut read, mut write) = tokio::io::split(stream);
         let hello: Hello =
             tokio::time::timeout(HANDSHAKE_TIMEOUT, read_frame(&mut read, MAX_HELLO_BYTES))
                 .await
@@ -334,7 +441,7 @@ impl Messaging {
         let (tx, mut rx) = mpsc::channel::<Vec<u8>>(INBOUND_REPLY_QUEUE);
         tokio::spawn(async move {
             while let Some(frame) = rx.recv().await {
-                if write.write_all(&frame).await.is_err() {
+                if write.write_all(&frame).await.is_err() || write.flush().await.is_err() {
                     return;
                 }
             }
@@ -349,6 +456,12 @@ impl Messaging {
             }
             if admin_only && !matches!(body, Request::Admin(_)) {
                 return Err("only admin commands from an operator tool".into());
+            }
+            if let Request::Gossip(bytes) = body {
+                if let Some(inbox) = self.gossip_inbox.get() {
+                    let _ = inbox.try_send((from, bytes));
+                }
+                continue;
             }
             let tx = tx.clone();
             let Ok(permit) = self.inbound_permits.clone().try_acquire_owned() else {
@@ -419,6 +532,7 @@ async fn run_outbound(
     mut queue: mpsc::Receiver<(u64, Vec<u8>)>,
     address: SocketAddr,
     hello: Hello,
+    security: Arc<Security>,
 ) {
     let peer = address.ip();
     let mut expiry = tokio::time::interval(Duration::from_secs(10));
@@ -431,8 +545,7 @@ async fn run_outbound(
             },
             _ = expiry.tick() => { outbound.expire(); continue; }
         };
-        let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await
-        {
+        let stream = match tokio::time::timeout(CONNECT_TIMEOUT, security.connect(address)).await {
             Ok(Ok(stream)) => stream,
             Ok(Err(e)) => {
                 outbound.fail(first.0, SendError::Unreachable(peer, e.to_string()));
@@ -448,10 +561,10 @@ async fn run_outbound(
                 continue;
             }
         };
-        let _ = stream.set_nodelay(true);
-        let (mut read, mut write) = stream.into_split();
+        let (mut read, mut write) = tokio::io::split(stream);
         if write.write_all(&encode_frame(&hello)).await.is_err()
             || write.write_all(&first.1).await.is_err()
+            || write.flush().await.is_err()
         {
             outbound.fail_all(SendError::ConnectionLost(peer));
             continue;
@@ -470,7 +583,7 @@ async fn run_outbound(
             tokio::select! {
                 next = queue.recv() => match next {
                     Some((id, frame)) => {
-                        if write.write_all(&frame).await.is_err() {
+                        if write.write_all(&frame).await.is_err() || write.flush().await.is_err() {
                             outbound.fail(id, SendError::ConnectionLost(peer));
                             break;
                         }

@@ -23,6 +23,7 @@ use crate::message::{AdminCommand, RemoteError, Request, Response, SchemaBlob};
 use crate::messaging::{Handler, Messaging};
 use crate::ring::{allocate_tokens, MemberStatus, Ring};
 use crate::stages::{StagedEngine, Stages};
+use crate::tls::InternodeTls;
 use crate::topology::Topology;
 
 /// How often the membership loop reads gossip.
@@ -73,6 +74,8 @@ pub struct ClusterConfig {
     /// The `compaction_throughput` the storage engine was opened with,
     /// MiB/s; 0: unthrottled.
     pub compaction_throughput_mib: u32,
+    /// TLS on the storage port (`server_encryption_options`); None: plain.
+    pub tls: Option<Arc<InternodeTls>>,
 }
 
 pub type EventSink = Arc<dyn Fn(Event) + Send + Sync>;
@@ -156,6 +159,7 @@ async fn start_messaging(
         config.storage_port,
         config.cluster_name.clone(),
         handler,
+        config.tls.clone(),
     )
     .await
     .map_err(|e| {
@@ -164,6 +168,21 @@ async fn start_messaging(
             config.listen_address, config.storage_port
         )
     })
+}
+
+/// `dc` and `rack` encryption decide by the peers' places as the ring
+/// knows them (a peer not known yet is spoken to over TLS).
+fn install_encryption_rule(config: &ClusterConfig, messaging: &Messaging, shared: &Arc<Shared>) {
+    let Some(encryption) = config.tls.as_ref().map(|tls| tls.encryption) else {
+        return;
+    };
+    let shared = Arc::downgrade(shared);
+    let (dc, rack) = (config.dc.clone(), config.rack.clone());
+    messaging.set_encryption_rule(Box::new(move |peer| {
+        let place = shared.upgrade().and_then(|s| s.topology().place_of(peer));
+        let place = place.as_ref().map(|(d, r)| (d.as_str(), r.as_str()));
+        encryption.should_encrypt((&dc, &rack), place)
+    }));
 }
 
 /// What this node gossips about itself at start.
@@ -329,7 +348,7 @@ impl ClusterNode {
             config.seeds.clone(),
             generation,
             &state,
-            messaging.isolation(),
+            &messaging,
         )
         .await?;
         let local = config.listen_address;
@@ -362,6 +381,7 @@ impl ClusterNode {
             config.timeouts,
         )
         .map_err(|e| format!("cannot start the coordinator: {e}"))?;
+        install_encryption_rule(&config, &messaging, &shared);
         let compaction_throughput_mib = config.compaction_throughput_mib;
         let node = Arc::new(ClusterNode {
             config,

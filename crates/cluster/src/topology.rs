@@ -59,6 +59,13 @@ impl Topology {
         self.nodes.get(&endpoint).map(|n| n.member.dc.clone())
     }
 
+    /// Its data center and rack.
+    pub fn place_of(&self, endpoint: Endpoint) -> Option<(String, String)> {
+        self.nodes
+            .get(&endpoint)
+            .map(|n| (n.member.dc.clone(), n.member.rack.clone()))
+    }
+
     pub fn host_id(&self, endpoint: Endpoint) -> Option<[u8; 16]> {
         self.nodes.get(&endpoint).map(|n| n.member.host_id)
     }

@@ -17,7 +17,8 @@ mod cassandra_keys;
 mod encryption;
 pub mod reference;
 pub use encryption::{
-    ClientAuth, ClientEncryption, PemSource, TlsPolicy, TlsVersion, PEM_SSL_CONTEXT_FACTORY,
+    ClientAuth, EncryptionOptions, PemSource, ServerEncryption, TlsPolicy, TlsVersion, CLIENT_KEY,
+    PEM_SSL_CONTEXT_FACTORY, SERVER_KEY,
 };
 
 /// `cluster_name` when none is configured (Cassandra's default).
@@ -294,7 +295,9 @@ pub struct Config {
     /// bcrypt cost of stored passwords (PasswordAuthenticator).
     pub auth_bcrypt_gensalt_log2_rounds: u32,
     /// TLS for CQL clients (`client_encryption_options`).
-    pub client_encryption: ClientEncryption,
+    pub client_encryption: EncryptionOptions,
+    /// TLS between nodes (`server_encryption_options`).
+    pub server_encryption: ServerEncryption,
     /// CREATE MATERIALIZED VIEW is allowed (`materialized_views_enabled`,
     /// legacy `enable_materialized_views`; off by default, as in Cassandra).
     pub materialized_views_enabled: bool,
@@ -356,7 +359,8 @@ impl Default for Config {
             prometheus_address: PROMETHEUS_ADDRESS_DEFAULT,
             prometheus_port: Some(PROMETHEUS_PORT_DEFAULT),
             auth_bcrypt_gensalt_log2_rounds: 10,
-            client_encryption: ClientEncryption::default(),
+            client_encryption: EncryptionOptions::default(),
+            server_encryption: ServerEncryption::default(),
             materialized_views_enabled: false,
             prepared_statements_cache_bytes: rocksandra_query::prepared_cache::DEFAULT_LIMIT_BYTES,
             commitlog_directory: None,
@@ -690,6 +694,7 @@ struct FileConfig {
     cas_contention_timeout: Option<String>,
     cas_contention_timeout_in_ms: Option<u64>,
     client_encryption_options: Option<encryption::FileClientEncryption>,
+    server_encryption_options: Option<encryption::FileServerEncryption>,
     materialized_views_enabled: Option<bool>,
     enable_materialized_views: Option<bool>,
     prepared_statements_cache_size: Option<String>,
@@ -842,6 +847,10 @@ impl FileConfig {
             client_encryption: match self.client_encryption_options {
                 Some(options) => options.into_options()?,
                 None => defaults.client_encryption,
+            },
+            server_encryption: match self.server_encryption_options {
+                Some(options) => options.into_options()?,
+                None => defaults.server_encryption,
             },
             materialized_views_enabled: pick_legacy(
                 (
@@ -1720,7 +1729,7 @@ prometheus_port: 9500
     fn cassandra_keys_are_accepted_and_named_in_one_warning() {
         let config = parse_ok(
             "cluster_name: c\nconcurrent_reads: 64\ntruncate_request_timeout_in_ms: 5000\n\
-             server_encryption_options:\n  internode_encryption: all\n\
+             internode_compression: dc\n\
              roles_validity: whenever\n",
         );
         assert_eq!(config.cluster_name, "c");
@@ -1729,7 +1738,7 @@ prometheus_port: 9500
             vec![
                 "concurrent_reads",
                 "truncate_request_timeout_in_ms",
-                "server_encryption_options",
+                "internode_compression",
                 "roles_validity"
             ]
         );
@@ -1737,7 +1746,7 @@ prometheus_port: 9500
             config.unused_keys_warning().as_deref(),
             Some(
                 "cassandra.yaml keys accepted but not used by Rocksandra: concurrent_reads, \
-                 truncate_request_timeout_in_ms, server_encryption_options, roles_validity"
+                 truncate_request_timeout_in_ms, internode_compression, roles_validity"
             )
         );
         assert_eq!(parse_ok("cluster_name: c\n").unused_keys_warning(), None);
@@ -1760,7 +1769,7 @@ prometheus_port: 9500
             "allocate_tokens_for_local_replication_factor",
             "partitioner",
             "concurrent_reads",
-            "server_encryption_options",
+            "internode_compression",
             "memtable_allocation_type",
             "memtable",
             "crypto_provider",
@@ -1775,9 +1784,16 @@ prometheus_port: 9500
             "cluster_name",
             "compaction_throughput",
             "memtable_heap_space",
+            "server_encryption_options",
         ] {
             assert!(!config.unused_keys.iter().any(|k| k == used), "{used}");
         }
+        // Its server_encryption_options (internode_encryption: none, a JKS
+        // keystore) leave the storage port plain.
+        assert_eq!(
+            config.server_encryption.internode,
+            rocksandra_cluster::tls::InternodeEncryption::None
+        );
     }
 
     #[test]

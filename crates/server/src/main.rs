@@ -20,7 +20,7 @@ fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     if let Some(Command::Nodetool(args)) = &cli.command {
-        return nodetool::run(args.clone());
+        return nodetool::run(args.clone(), cli.config.as_deref());
     }
     init_logging();
     let config = match Config::load(&cli) {

@@ -194,6 +194,9 @@ pub async fn join_cluster(
         compaction_throughput_mib: config.compaction_throughput_bytes.map_or(0, |bytes| {
             u32::try_from(bytes.div_ceil(1 << 20)).unwrap_or(u32::MAX)
         }),
+        tls: crate::transport::tls::internode_tls(&config.server_encryption)
+            .map_err(|e| e.to_string())?
+            .map(Arc::new),
     };
     let joined = rocksandra_cluster::ClusterNode::start(
         cluster,

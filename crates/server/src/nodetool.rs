@@ -2,12 +2,14 @@
 //! sent to a running node over its storage port, the node's answer printed.
 
 use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::error::{ContextKind, ErrorKind};
 use rocksandra_cluster::message::{AdminCommand, TableSelection};
+use rocksandra_cluster::tls::InternodeTls;
 
-use crate::config::STORAGE_PORT_DEFAULT;
+use crate::config::{Config, STORAGE_PORT_DEFAULT};
 
 /// `rocksandra nodetool [-h HOST] [-p PORT] COMMAND [ARGS...]`.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
@@ -214,8 +216,10 @@ fn clear_snapshot(
     }
 }
 
-/// Runs one command against the node and prints its answer.
-pub fn run(args: NodetoolArgs) -> ExitCode {
+/// Runs one command against the node and prints its answer. With
+/// `config` (`rocksandra --config FILE nodetool ...`), it speaks TLS as
+/// that file's `server_encryption_options` say, presenting its keystore.
+pub fn run(args: NodetoolArgs, config: Option<&Path>) -> ExitCode {
     let command = match args.command.into_admin() {
         Ok(command) => command,
         Err(e) => {
@@ -223,8 +227,15 @@ pub fn run(args: NodetoolArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let tls = match config.map(internode_tls).transpose() {
+        Ok(tls) => tls.flatten(),
+        Err(e) => {
+            eprintln!("nodetool: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let address = SocketAddr::new(args.host, args.port);
-    match rocksandra_cluster::admin::call(address, command) {
+    match rocksandra_cluster::admin::call(address, command, tls.as_ref()) {
         Ok(text) => {
             print!("{text}");
             ExitCode::SUCCESS
@@ -234,6 +245,12 @@ pub fn run(args: NodetoolArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The storage port's TLS as the configuration file at `path` sets it.
+fn internode_tls(path: &Path) -> Result<Option<InternodeTls>, String> {
+    let config = Config::from_file(path).map_err(|e| e.to_string())?;
+    crate::transport::tls::internode_tls(&config.server_encryption).map_err(|e| e.to_string())
 }
 
 /// Whether this command line is a nodetool one (its parse errors are

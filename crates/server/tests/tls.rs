@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rocksandra_server::config::{ClientAuth, ClientEncryption, PemSource};
+use rocksandra_server::config::{ClientAuth, EncryptionOptions, PemSource};
 use rocksandra_server::handler::NOT_READY_MESSAGE;
 use rocksandra_server::transport::tls::ClientTls;
 use rocksandra_server::{NotReadyHandler, Server, TransportConfig, TransportLimits};
@@ -48,14 +48,14 @@ impl Material {
         self.dir.path().join(name)
     }
 
-    fn options(&self, optional: bool, client_auth: ClientAuth) -> ClientEncryption {
-        ClientEncryption {
+    fn options(&self, optional: bool, client_auth: ClientAuth) -> EncryptionOptions {
+        EncryptionOptions {
             enabled: true,
             optional: Some(optional),
             keystore: Some(PemSource::File(self.path("server.pem"))),
             truststore: Some(PemSource::File(self.path("ca.pem"))),
             client_auth,
-            ..ClientEncryption::default()
+            ..EncryptionOptions::default()
         }
     }
 

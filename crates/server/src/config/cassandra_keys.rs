@@ -351,7 +351,6 @@ pub const CASSANDRA_ONLY_KEYS: &[&str] = &[
     "secondary_indexes_enabled",
     "secondary_indexes_per_table_fail_threshold",
     "secondary_indexes_per_table_warn_threshold",
-    "server_encryption_options",
     "severity_during_decommission",
     "simplestrategy_enabled",
     "skip_paxos_repair_on_topology_change",

@@ -108,6 +108,11 @@ pub const KEYS: &[KeyDoc] = &[
         "\n  enabled: false",
         "TLS for CQL clients: enabled, optional, keystore/truststore (PEM), require_client_auth, protocol, cipher_suites.",
     ),
+    key(
+        "server_encryption_options",
+        "\n  internode_encryption: none",
+        "TLS between nodes (storage port, gossip included, nodetool): internode_encryption none, dc, rack or all; optional, keystore/outbound_keystore/truststore (PEM), require_client_auth, require_endpoint_verification, protocol, cipher_suites.",
+    ),
     key("native_transport_max_frame_size", "16MiB", "Largest frame a client may send, 4KiB up to 2GiB.")
         .legacy(&["native_transport_max_frame_size_in_mb"]),
     key("native_transport_max_concurrent_connections", "-1", "Client connections served at once; -1: 1024."),

@@ -1,6 +1,8 @@
 //! TLS on the native port (`client_encryption_options`): the rustls server
 //! configuration, built once at startup from PEM key material, and each
-//! accepted socket's handshake, bounded by a timeout. With TLS optional, the
+//! accepted socket's handshake, bounded by a timeout. The storage port's
+//! configurations (`server_encryption_options`, `internode_tls`) are built
+//! here from the same material; the cluster crate runs their handshakes. With TLS optional, the
 //! first byte tells the two apart: a TLS connection starts with a handshake
 //! record (0x16), a CQL one with its protocol version (1 to 5).
 //!
@@ -14,17 +16,26 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rocksandra_cluster::tls::{starts_with_tls, InternodeEncryption, InternodeTls};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::{ServerName, UnixTime};
 use rustls::server::WebPkiClientVerifier;
-use rustls::{RootCertStore, ServerConfig, SupportedCipherSuite, SupportedProtocolVersion};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig,
+    SignatureScheme, SupportedCipherSuite, SupportedProtocolVersion,
+};
 use thiserror::Error;
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
-use crate::config::{ClientAuth, ClientEncryption, PemSource, TlsPolicy, TlsVersion};
+use crate::config::{
+    ClientAuth, EncryptionOptions, PemSource, ServerEncryption, TlsPolicy, TlsVersion, SERVER_KEY,
+};
 
 /// How long a client may take from connecting to a finished TLS handshake
 /// (with TLS optional: to its first byte, then the handshake). A client
@@ -34,61 +45,73 @@ pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest keystore or truststore file read: a key and a long chain, or
 /// hundreds of CA certificates, fit many times over.
 pub const PEM_FILE_BYTES_MAX: u64 = 1024 * 1024;
-/// The first byte of a TLS connection: a handshake record (ClientHello).
-const TLS_HANDSHAKE_RECORD: u8 = 0x16;
 
-/// Why TLS cannot start: always names the key or file at fault.
+/// Why TLS cannot start, with the yaml block at fault.
 #[derive(Debug, Error)]
-pub enum TlsConfigError {
+#[error("{block}: {problem}")]
+pub struct TlsConfigError {
+    /// `client_encryption_options` or `server_encryption_options`.
+    pub block: &'static str,
+    pub problem: TlsProblem,
+}
+
+/// What is wrong: always names the key or file at fault.
+#[derive(Debug, Error)]
+pub enum TlsProblem {
     #[error(
-        "client_encryption_options: TLS is {policy} but no keystore is set (a PEM file with \
+        "TLS is {policy} but no keystore is set (a PEM file with \
          the private key and its certificate chain, or \
          ssl_context_factory.parameters.private_key)"
     )]
     NoKeystore { policy: &'static str },
     #[error(
-        "client_encryption_options: require_client_auth needs a truststore (a PEM file of CA \
+        "require_client_auth needs a truststore (a PEM file of CA \
          certificates, or ssl_context_factory.parameters.trusted_certificates)"
     )]
     NoTruststore,
-    #[error("client_encryption_options: cannot read {what} {path}: {source}")]
+    #[error(
+        "internode_encryption needs a truststore to check peers' certificates against (a \
+         PEM file of CA certificates, or ssl_context_factory.parameters.trusted_certificates)"
+    )]
+    NoPeerTruststore,
+    #[error("cannot read {what} {path}: {source}")]
     Read {
         what: &'static str,
         path: String,
         #[source]
         source: io::Error,
     },
-    #[error("client_encryption_options: {what} {origin} is not valid PEM: {message}")]
+    #[error("{what} {origin} is not valid PEM: {message}")]
     Pem {
         what: &'static str,
         origin: String,
         message: String,
     },
-    #[error("client_encryption_options: {what} {origin} holds no {expected}")]
+    #[error("{what} {origin} holds no {expected}")]
     Missing {
         what: &'static str,
         origin: String,
         expected: &'static str,
     },
     #[error(
-        "client_encryption_options: the private key in {origin} is encrypted; encrypted keys \
+        "the private key in {origin} is encrypted; encrypted keys \
          are not supported, decrypt it (openssl pkey -in KEY -out KEY.plain) and keep the \
          file readable by this node only"
     )]
     EncryptedKey { origin: String },
-    #[error("client_encryption_options: {what} {origin}: {message}")]
+    #[error("{what} {origin}: {message}")]
     Rejected {
         what: &'static str,
         origin: String,
         message: String,
     },
     #[error(
-        "client_encryption_options: cipher suite '{name}' is not supported; rustls offers {}",
+        "cipher suite '{name}' is not supported; rustls offers {}",
         supported_suite_names().join(", ")
     )]
     UnsupportedCipherSuite { name: String },
     #[error(
-        "client_encryption_options: none of the cipher_suites works with the accepted \
+        "none of the cipher_suites works with the accepted \
          protocols ({protocols})"
     )]
     NoUsableCipherSuite { protocols: String },
@@ -114,7 +137,7 @@ impl fmt::Debug for ClientTls {
 impl ClientTls {
     /// Reads the key material and builds the TLS configuration; None when
     /// the native port stays plain.
-    pub fn from_config(options: &ClientEncryption) -> Result<Option<ClientTls>, TlsConfigError> {
+    pub fn from_config(options: &EncryptionOptions) -> Result<Option<ClientTls>, TlsConfigError> {
         let keystore_exists = match &options.keystore {
             Some(PemSource::File(path)) => path.exists(),
             Some(PemSource::Inline { .. }) => true,
@@ -124,7 +147,10 @@ impl ClientTls {
         if policy == TlsPolicy::Unencrypted {
             return Ok(None);
         }
-        let config = server_config(options, policy)?;
+        let config = server_config(options, policy).map_err(|problem| TlsConfigError {
+            block: options.block,
+            problem,
+        })?;
         Ok(Some(ClientTls {
             acceptor: TlsAcceptor::from(Arc::new(config)),
             optional: policy == TlsPolicy::Optional,
@@ -172,46 +198,163 @@ pub(super) enum ClientStream {
     Tls(Box<TlsStream<TcpStream>>),
 }
 
-/// Waits for the client's first byte without consuming it.
-async fn starts_with_tls(socket: &TcpStream) -> io::Result<bool> {
-    let mut first = [0u8; 1];
-    if socket.peek(&mut first).await? == 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "closed before sending anything",
-        ));
+/// TLS on the storage port from `server_encryption_options`; None when
+/// `internode_encryption` is `none`. Its warnings go to the log.
+pub fn internode_tls(options: &ServerEncryption) -> Result<Option<InternodeTls>, TlsConfigError> {
+    for warning in &options.warnings {
+        tracing::warn!("{warning}");
     }
-    Ok(first[0] == TLS_HANDSHAKE_RECORD)
+    if options.internode == InternodeEncryption::None {
+        return Ok(None);
+    }
+    let fail = |problem| TlsConfigError {
+        block: SERVER_KEY,
+        problem,
+    };
+    let server = server_config(&options.tls, TlsPolicy::Encrypted).map_err(fail)?;
+    let client = client_config(options).map_err(fail)?;
+    Ok(Some(InternodeTls {
+        encryption: options.internode,
+        server: Arc::new(server),
+        client: Arc::new(client),
+        accept_plain: options.accepts_plain(),
+    }))
 }
 
-fn server_config(
-    options: &ClientEncryption,
-    policy: TlsPolicy,
-) -> Result<ServerConfig, TlsConfigError> {
-    let keystore = options
-        .keystore
+/// The side of a node (or nodetool) that connects: the peer's certificate
+/// checked against the truststore (its name too with
+/// `require_endpoint_verification`), and this node's own presented.
+fn client_config(options: &ServerEncryption) -> Result<ClientConfig, TlsProblem> {
+    let tls = &options.tls;
+    let truststore = tls
+        .truststore
         .as_ref()
-        .ok_or(TlsConfigError::NoKeystore {
-            policy: match policy {
-                TlsPolicy::Optional => "optional",
-                _ => "enabled",
-            },
-        })?;
-    let keystore_pem = read_pem(keystore, "keystore")?;
-    let chain = certificates(&keystore_pem, keystore, "keystore")?;
-    let key = private_key(&keystore_pem, keystore)?;
-    let provider = Arc::new(provider(options)?);
-    let versions: Vec<&'static SupportedProtocolVersion> = options
+        .ok_or(TlsProblem::NoPeerTruststore)?;
+    let provider = Arc::new(provider(tls)?);
+    let webpki = WebPkiServerVerifier::builder_with_provider(
+        Arc::new(trusted_roots(truststore)?),
+        provider.clone(),
+    )
+    .build()
+    .map_err(|e| TlsProblem::Rejected {
+        what: "truststore",
+        origin: truststore.describe(),
+        message: e.to_string(),
+    })?;
+    let verifier: Arc<dyn ServerCertVerifier> = if options.require_endpoint_verification {
+        webpki
+    } else {
+        Arc::new(AnyNameVerifier(webpki))
+    };
+    let keystore = options
+        .outbound_keystore
+        .as_ref()
+        .or(tls.keystore.as_ref())
+        .ok_or(TlsProblem::NoKeystore { policy: "enabled" })?;
+    let (chain, key) = key_and_chain(keystore)?;
+    ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&protocol_versions(tls))
+        .map_err(|e| TlsProblem::Rejected {
+            what: "protocols",
+            origin: protocol_names(tls),
+            message: e.to_string(),
+        })?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_client_auth_cert(chain, key)
+        .map_err(|e| TlsProblem::Rejected {
+            what: "keystore",
+            origin: keystore.describe(),
+            message: format!("the key and certificate cannot be used: {e}"),
+        })
+}
+
+/// A peer's certificate must chain to the truststore but need not name the
+/// address connected to: Cassandra's `require_endpoint_verification: false`
+/// (the default). Names are the last thing rustls checks, so every other
+/// check has passed when it reports a name mismatch.
+#[derive(Debug)]
+struct AnyNameVerifier(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for AnyNameVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let verified =
+            self.0
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now);
+        match verified {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+/// The certificate chain and private key of a keystore.
+fn key_and_chain(
+    keystore: &PemSource,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsProblem> {
+    let pem = read_pem(keystore, "keystore")?;
+    let chain = certificates(&pem, keystore, "keystore")?;
+    let key = private_key(&pem, keystore)?;
+    Ok((chain, key))
+}
+
+fn protocol_versions(options: &EncryptionOptions) -> Vec<&'static SupportedProtocolVersion> {
+    options
         .protocols
         .iter()
         .map(|version| match version {
             TlsVersion::Tls12 => &rustls::version::TLS12,
             TlsVersion::Tls13 => &rustls::version::TLS13,
         })
-        .collect();
+        .collect()
+}
+
+fn server_config(
+    options: &EncryptionOptions,
+    policy: TlsPolicy,
+) -> Result<ServerConfig, TlsProblem> {
+    let keystore = options.keystore.as_ref().ok_or(TlsProblem::NoKeystore {
+        policy: match policy {
+            TlsPolicy::Optional => "optional",
+            _ => "enabled",
+        },
+    })?;
+    let (chain, key) = key_and_chain(keystore)?;
+    let provider = Arc::new(provider(options)?);
     let builder = ServerConfig::builder_with_provider(provider.clone())
-        .with_protocol_versions(&versions)
-        .map_err(|e| TlsConfigError::Rejected {
+        .with_protocol_versions(&protocol_versions(options))
+        .map_err(|e| TlsProblem::Rejected {
             what: "protocols",
             origin: protocol_names(options),
             message: e.to_string(),
@@ -222,14 +365,14 @@ fn server_config(
             let truststore = options
                 .truststore
                 .as_ref()
-                .ok_or(TlsConfigError::NoTruststore)?;
+                .ok_or(TlsProblem::NoTruststore)?;
             let roots = trusted_roots(truststore)?;
             let mut verifier =
                 WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
             if options.client_auth == ClientAuth::Optional {
                 verifier = verifier.allow_unauthenticated();
             }
-            let verifier = verifier.build().map_err(|e| TlsConfigError::Rejected {
+            let verifier = verifier.build().map_err(|e| TlsProblem::Rejected {
                 what: "truststore",
                 origin: truststore.describe(),
                 message: e.to_string(),
@@ -239,7 +382,7 @@ fn server_config(
     };
     builder
         .with_single_cert(chain, key)
-        .map_err(|e| TlsConfigError::Rejected {
+        .map_err(|e| TlsProblem::Rejected {
             what: "keystore",
             origin: keystore.describe(),
             message: format!("the key and certificate cannot be used: {e}"),
@@ -247,7 +390,7 @@ fn server_config(
 }
 
 /// rustls's ring provider with the configured cipher suites, in their order.
-fn provider(options: &ClientEncryption) -> Result<CryptoProvider, TlsConfigError> {
+fn provider(options: &EncryptionOptions) -> Result<CryptoProvider, TlsProblem> {
     let mut provider = rustls::crypto::ring::default_provider();
     let Some(names) = &options.cipher_suites else {
         return Ok(provider);
@@ -258,7 +401,7 @@ fn provider(options: &ClientEncryption) -> Result<CryptoProvider, TlsConfigError
             .cipher_suites
             .iter()
             .find(|suite| suite_matches(suite, name))
-            .ok_or_else(|| TlsConfigError::UnsupportedCipherSuite { name: name.clone() })?;
+            .ok_or_else(|| TlsProblem::UnsupportedCipherSuite { name: name.clone() })?;
         if !chosen.iter().any(|c| c.suite() == suite.suite()) {
             chosen.push(*suite);
         }
@@ -267,7 +410,7 @@ fn provider(options: &ClientEncryption) -> Result<CryptoProvider, TlsConfigError
         .iter()
         .any(|suite| options.protocols.iter().any(|v| suite_version(suite) == *v));
     if !usable {
-        return Err(TlsConfigError::NoUsableCipherSuite {
+        return Err(TlsProblem::NoUsableCipherSuite {
             protocols: protocol_names(options),
         });
     }
@@ -305,16 +448,16 @@ fn supported_suite_names() -> Vec<String> {
         .collect()
 }
 
-fn protocol_names(options: &ClientEncryption) -> String {
+fn protocol_names(options: &EncryptionOptions) -> String {
     let names: Vec<&str> = options.protocols.iter().map(|v| v.name()).collect();
     names.join(", ")
 }
 
 /// The PEM text of a source; files are read up to `PEM_FILE_BYTES_MAX`.
-fn read_pem(source: &PemSource, what: &'static str) -> Result<Vec<u8>, TlsConfigError> {
+fn read_pem(source: &PemSource, what: &'static str) -> Result<Vec<u8>, TlsProblem> {
     match source {
         PemSource::Inline { pem, .. } => Ok(pem.as_bytes().to_vec()),
-        PemSource::File(path) => read_bounded(path).map_err(|source| TlsConfigError::Read {
+        PemSource::File(path) => read_bounded(path).map_err(|source| TlsProblem::Read {
             what,
             path: path.display().to_string(),
             source,
@@ -335,7 +478,7 @@ fn read_bounded(path: &Path) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-fn pem_error(what: &'static str, source: &PemSource, error: pem::Error) -> TlsConfigError {
+fn pem_error(what: &'static str, source: &PemSource, error: pem::Error) -> TlsProblem {
     let message = match error {
         pem::Error::MissingSectionEnd { end_marker } => format!(
             "a section has no '{}' line",
@@ -347,7 +490,7 @@ fn pem_error(what: &'static str, source: &PemSource, error: pem::Error) -> TlsCo
         pem::Error::Base64Decode(e) => format!("bad base64: {e}"),
         other => other.to_string(),
     };
-    TlsConfigError::Pem {
+    TlsProblem::Pem {
         what,
         origin: source.describe(),
         message,
@@ -358,12 +501,12 @@ fn certificates(
     pem: &[u8],
     source: &PemSource,
     what: &'static str,
-) -> Result<Vec<CertificateDer<'static>>, TlsConfigError> {
+) -> Result<Vec<CertificateDer<'static>>, TlsProblem> {
     let certificates = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| pem_error(what, source, e))?;
     if certificates.is_empty() {
-        return Err(TlsConfigError::Missing {
+        return Err(TlsProblem::Missing {
             what,
             origin: source.describe(),
             expected: "certificate (-----BEGIN CERTIFICATE-----)",
@@ -372,17 +515,17 @@ fn certificates(
     Ok(certificates)
 }
 
-fn private_key(pem: &[u8], source: &PemSource) -> Result<PrivateKeyDer<'static>, TlsConfigError> {
+fn private_key(pem: &[u8], source: &PemSource) -> Result<PrivateKeyDer<'static>, TlsProblem> {
     match PrivateKeyDer::from_pem_slice(pem) {
         Ok(key) => Ok(key),
         Err(pem::Error::NoItemsFound) => {
             let text = String::from_utf8_lossy(pem);
             if text.contains("ENCRYPTED PRIVATE KEY") || text.contains("Proc-Type: 4,ENCRYPTED") {
-                Err(TlsConfigError::EncryptedKey {
+                Err(TlsProblem::EncryptedKey {
                     origin: source.describe(),
                 })
             } else {
-                Err(TlsConfigError::Missing {
+                Err(TlsProblem::Missing {
                     what: "keystore",
                     origin: source.describe(),
                     expected: "private key (PKCS#8, PKCS#1 RSA or SEC1 EC, in PEM)",
@@ -393,17 +536,15 @@ fn private_key(pem: &[u8], source: &PemSource) -> Result<PrivateKeyDer<'static>,
     }
 }
 
-fn trusted_roots(source: &PemSource) -> Result<RootCertStore, TlsConfigError> {
+fn trusted_roots(source: &PemSource) -> Result<RootCertStore, TlsProblem> {
     let pem = read_pem(source, "truststore")?;
     let mut roots = RootCertStore::empty();
     for certificate in certificates(&pem, source, "truststore")? {
-        roots
-            .add(certificate)
-            .map_err(|e| TlsConfigError::Rejected {
-                what: "truststore",
-                origin: source.describe(),
-                message: format!("a certificate cannot be used as a trust anchor: {e}"),
-            })?;
+        roots.add(certificate).map_err(|e| TlsProblem::Rejected {
+            what: "truststore",
+            origin: source.describe(),
+            message: format!("a certificate cannot be used as a trust anchor: {e}"),
+        })?;
     }
     Ok(roots)
 }
@@ -412,15 +553,15 @@ fn trusted_roots(source: &PemSource) -> Result<RootCertStore, TlsConfigError> {
 mod tests {
     use super::*;
 
-    fn options(keystore: PemSource) -> ClientEncryption {
-        ClientEncryption {
+    fn options(keystore: PemSource) -> EncryptionOptions {
+        EncryptionOptions {
             enabled: true,
             keystore: Some(keystore),
-            ..ClientEncryption::default()
+            ..EncryptionOptions::default()
         }
     }
 
-    fn error_text(options: &ClientEncryption) -> String {
+    fn error_text(options: &EncryptionOptions) -> String {
         match ClientTls::from_config(options) {
             Ok(tls) => panic!("should fail, got {tls:?}"),
             Err(e) => e.to_string(),
@@ -429,23 +570,23 @@ mod tests {
 
     #[test]
     fn plain_unless_enabled_or_optional() {
-        let disabled = ClientEncryption {
+        let disabled = EncryptionOptions {
             keystore: Some(PemSource::File("/nonexistent/keystore.pem".into())),
-            ..ClientEncryption::default()
+            ..EncryptionOptions::default()
         };
         assert!(ClientTls::from_config(&disabled)
             .expect("a missing keystore with TLS off is fine")
             .is_none());
-        assert!(ClientTls::from_config(&ClientEncryption::default())
+        assert!(ClientTls::from_config(&EncryptionOptions::default())
             .expect("plain")
             .is_none());
     }
 
     #[test]
     fn missing_key_material_is_named() {
-        let enabled = ClientEncryption {
+        let enabled = EncryptionOptions {
             enabled: true,
-            ..ClientEncryption::default()
+            ..EncryptionOptions::default()
         };
         assert!(error_text(&enabled).contains("TLS is enabled but no keystore is set"));
         let missing = options(PemSource::File("/nonexistent/keystore.pem".into()));
@@ -460,6 +601,7 @@ mod tests {
     fn bad_pem_never_panics_and_is_named() {
         let inline = |pem: &str| {
             options(PemSource::Inline {
+                block: crate::config::CLIENT_KEY,
                 key: "private_key",
                 pem: pem.to_string(),
             })
@@ -490,10 +632,10 @@ mod tests {
 
     #[test]
     fn cipher_suites_map_iana_names_and_refuse_others() {
-        let with_suites = |names: &[&str], protocols: &[TlsVersion]| ClientEncryption {
+        let with_suites = |names: &[&str], protocols: &[TlsVersion]| EncryptionOptions {
             cipher_suites: Some(names.iter().map(|n| n.to_string()).collect()),
             protocols: protocols.to_vec(),
-            ..ClientEncryption::default()
+            ..EncryptionOptions::default()
         };
         let all = TlsVersion::ALL;
         let chosen = provider(&with_suites(
@@ -526,8 +668,8 @@ mod tests {
         ));
         assert!(matches!(
             mismatch,
-            Err(TlsConfigError::NoUsableCipherSuite { .. })
+            Err(TlsProblem::NoUsableCipherSuite { .. })
         ));
-        assert!(provider(&ClientEncryption::default()).is_ok());
+        assert!(provider(&EncryptionOptions::default()).is_ok());
     }
 }
