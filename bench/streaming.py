@@ -375,7 +375,7 @@ class Rocksandra:
         self.procs[ip] = subprocess.Popen(
             [self.binary, "--data-dir", self.data_dir(ip), "--listen-address", ip,
              "--seeds", NODE1, "--num-tokens", str(NUM_TOKENS), "--native-port", str(CQL_PORT),
-             "--prometheus-port", "0"],
+             "--prometheus-port", "0", "--admin-address", ip],
             stdout=self.logs[ip], stderr=subprocess.STDOUT)
         deadline = time.time() + timeout
         while time.time() < deadline:

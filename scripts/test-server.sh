@@ -38,7 +38,9 @@ start_server() {
     local name=$1 port=$2
     shift 2
     mkdir -p "$WORK/$name"
-    "$BIN" --data-dir "$WORK/$name/data" --listen-address 127.0.0.1 --native-port "$port" "$@" \
+    # No nodetool port: 7199 may be taken (by Cassandra's JMX, or another server here).
+    "$BIN" --data-dir "$WORK/$name/data" --listen-address 127.0.0.1 --native-port "$port" \
+        --admin-port 0 "$@" \
         >"$WORK/$name/server.log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 1 100); do port_open "$port" && break; sleep 0.1; done

@@ -2,7 +2,7 @@
 
 Every node is a real `rocksandra` process on its own loopback address
 (127.0.0.11-15 by default: CQL on :9042, internode TCP and gossip UDP on
-:7000) with a
+:7000, nodetool on :7199) with a
 fresh data directory; its log goes to `<dir>/node.log`. Only processes started
 here are ever signalled.
 """
@@ -78,7 +78,9 @@ class Node:
 
     def command(self):
         return ([BIN, "--data-dir", self.data_dir, "--listen-address", self.ip,
-                 "--seeds", self.seeds, "--prometheus-port", "0", "--native-port", str(CQL_PORT)]
+                 "--seeds", self.seeds, "--prometheus-port", "0", "--native-port", str(CQL_PORT),
+                 # nodetool's port, on this node's own address.
+                 "--admin-address", self.ip]
                 + self.extra)
 
     def start_refused(self, timeout=30):

@@ -2,7 +2,8 @@
 the default superuser, roles created, altered and dropped with CQL, logins
 accepted and refused (a server with `authenticator: PasswordAuthenticator`);
 permissions granted, inherited through roles, listed and revoked (a second
-server that also has `authorizer: CassandraAuthorizer`)."""
+server that also has `authorizer: CassandraAuthorizer`); nodetool on the
+first server's admin port, which only a superuser's login opens."""
 
 import os
 import socket
@@ -21,6 +22,8 @@ from test_durability import BIN, PORT, wait_for_port
 
 # The CassandraAuthorizer server's port (both servers may be up at once).
 AUTHZ_PORT = int(os.environ.get("ROCKSANDRA_AUTHZ_PORT", str(PORT + 2)))
+# nodetool's port of the first server (not 7199: Cassandra's JMX may hold it).
+ADMIN_PORT = int(os.environ.get("ROCKSANDRA_AUTH_ADMIN_PORT", "17199"))
 
 
 def port_taken(port):
@@ -31,7 +34,7 @@ def port_taken(port):
         return False
 
 
-def run_server(port, extra_config=""):
+def run_server(port, extra_config="", admin_port=0):
     # A listener we did not start would make every test here lie.
     assert not port_taken(port), "127.0.0.1:%d is already taken" % port
     with tempfile.TemporaryDirectory() as d:
@@ -46,7 +49,7 @@ def run_server(port, extra_config=""):
             [BIN, "--config", config, "--data-dir", os.path.join(d, "data"),
              "--listen-address", "127.0.0.1", "--native-port", str(port),
              # No metrics endpoint: 9180 may be taken by another server on this host.
-             "--prometheus-port", "0"],
+             "--prometheus-port", "0", "--admin-port", str(admin_port)],
             stdout=log, stderr=log)
         try:
             wait_for_port(port)
@@ -59,7 +62,7 @@ def run_server(port, extra_config=""):
 
 @pytest.fixture(scope="module")
 def server():
-    yield from run_server(PORT)
+    yield from run_server(PORT, admin_port=ADMIN_PORT)
 
 
 @pytest.fixture(scope="module")
@@ -251,3 +254,29 @@ def login_error_on(port, user, password):
     with pytest.raises(NoHostAvailable) as info:
         connect(user, password, port)
     return list(info.value.errors.values())[0]
+
+
+def nodetool(*args):
+    return subprocess.run([BIN, "nodetool", "-p", str(ADMIN_PORT)] + list(args),
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_nodetool_needs_a_superuser_login(server):
+    anonymous = nodetool("status")
+    assert anonymous.returncode != 0
+    assert "Credentials required" in anonymous.stderr, anonymous.stderr
+    wrong = nodetool("-u", "cassandra", "-pw", "wrong", "status")
+    assert wrong.returncode != 0
+    assert "are incorrect" in wrong.stderr, wrong.stderr
+    cluster, session = connect("cassandra", "cassandra")
+    try:
+        session.execute("CREATE ROLE IF NOT EXISTS operator_nt WITH PASSWORD = 'op' "
+                        "AND LOGIN = true")
+    finally:
+        cluster.shutdown()
+    plain_role = nodetool("-u", "operator_nt", "-pw", "op", "status")
+    assert plain_role.returncode != 0
+    assert "is not a superuser" in plain_role.stderr, plain_role.stderr
+    ok = nodetool("-u", "cassandra", "-pw", "cassandra", "status")
+    assert ok.returncode == 0, ok.stderr
+    assert "UN  127.0.0.1" in ok.stdout, ok.stdout

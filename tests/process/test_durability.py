@@ -48,7 +48,7 @@ class Node:
             [BIN, "--config", self.config, "--data-dir", os.path.join(self.data_dir, "data"),
              "--listen-address", "127.0.0.1", "--native-port", str(PORT),
              # No metrics endpoint: 9180 may be taken by another server on this host.
-             "--prometheus-port", "0"],
+             "--prometheus-port", "0", "--admin-port", "0"],
             stdout=self.log, stderr=self.log)
         wait_for_port(PORT)
 

@@ -56,7 +56,7 @@ def server(config_text):
                 [BIN, "--config", config, "--data-dir", os.path.join(d, "data"),
                  "--listen-address", "127.0.0.1", "--native-port", str(PORT),
                  # No metrics endpoint: 9180 may be taken by another server on this host.
-                 "--prometheus-port", "0"],
+                 "--prometheus-port", "0", "--admin-port", "0"],
                 stdout=log, stderr=log)
             try:
                 wait_for_port(PORT)
@@ -225,7 +225,7 @@ def test_bad_tls_configuration_stops_the_node_at_startup(certs, options, message
             f.write(text)
         proc = subprocess.run(
             [BIN, "--config", config, "--data-dir", os.path.join(d, "data"),
-             "--native-port", str(PORT), "--prometheus-port", "0"],
+             "--native-port", str(PORT), "--prometheus-port", "0", "--admin-port", "0"],
             capture_output=True, text=True, timeout=60)
         assert proc.returncode != 0
         assert message in proc.stderr, proc.stderr

@@ -3,13 +3,20 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::sync::atomic::AtomicU32;
+use std::sync::Arc;
 
 use rocksandra_data::Token;
-use rocksandra_storage::TokenRange;
+use rocksandra_query::Executor;
+use rocksandra_storage::{Engine, TokenRange};
 
 use crate::message::{AdminCommand, RemoteError, Response, TableSelection};
-use crate::node::ClusterNode;
+use crate::node::ClusterConfig;
 use crate::ring::{MemberStatus, Strategy};
+use crate::stages::Stages;
+use crate::topology::Topology;
+
+pub mod listener;
 
 mod cluster_info;
 mod snapshots;
@@ -40,7 +47,106 @@ pub(crate) fn failed(e: impl ToString) -> Response {
     Response::Error(RemoteError::Failed(e.to_string()))
 }
 
-pub fn run(node: &ClusterNode, command: AdminCommand) -> Response {
+/// What operator commands read and act on: a cluster member as it is now
+/// (`ClusterNode::admin_node`), or a node running alone (`AdminNode::alone`).
+pub struct AdminNode {
+    config: ClusterConfig,
+    executor: Arc<Executor>,
+    pub(crate) engine: Arc<dyn Engine>,
+    pub(crate) topology: Arc<Topology>,
+    pub(crate) status: &'static str,
+    pub(crate) token_count: usize,
+    pub(crate) hints_pending: usize,
+    /// Thread pool counts (`tpstats`); all zero on a node alone, whose
+    /// engine is not staged.
+    pub(crate) stages: Arc<Stages>,
+    /// `setcompactionthroughput`'s value, kept by the node.
+    pub(crate) compaction_throughput: Arc<AtomicU32>,
+}
+
+/// The parts of a cluster member `AdminNode::member` takes.
+pub(crate) struct MemberParts {
+    pub topology: Arc<Topology>,
+    pub status: &'static str,
+    pub hints_pending: usize,
+    pub stages: Arc<Stages>,
+}
+
+impl AdminNode {
+    /// A node running alone (no seeds): the ring is itself, as its
+    /// `system.local` says.
+    pub fn alone(
+        config: ClusterConfig,
+        executor: Arc<Executor>,
+        engine: Arc<dyn Engine>,
+        compaction_throughput: Arc<AtomicU32>,
+    ) -> AdminNode {
+        let topology = Arc::new(crate::node::topology_alone(&config, &executor));
+        AdminNode {
+            token_count: config.tokens.len(),
+            config,
+            executor,
+            engine,
+            topology,
+            status: crate::gossip::STATUS_NORMAL,
+            hints_pending: 0,
+            stages: Arc::new(Stages::default()),
+            compaction_throughput,
+        }
+    }
+
+    pub(crate) fn member(
+        config: ClusterConfig,
+        executor: Arc<Executor>,
+        engine: Arc<dyn Engine>,
+        compaction_throughput: Arc<AtomicU32>,
+        parts: MemberParts,
+    ) -> AdminNode {
+        AdminNode {
+            token_count: config.tokens.len(),
+            config,
+            executor,
+            engine,
+            topology: parts.topology,
+            status: parts.status,
+            hints_pending: parts.hints_pending,
+            stages: parts.stages,
+            compaction_throughput,
+        }
+    }
+
+    pub fn executor(&self) -> &Arc<Executor> {
+        &self.executor
+    }
+
+    pub fn config(&self) -> &ClusterConfig {
+        &self.config
+    }
+}
+
+/// A command on a node alone: the cluster's commands (decommission,
+/// removenode, rebuild, repair, netstats) have nothing to act on.
+pub fn run_alone(node: &AdminNode, command: AdminCommand) -> Response {
+    match command {
+        AdminCommand::Decommission => {
+            failed("no other normal nodes in the ring; decommission would be pointless")
+        }
+        AdminCommand::RemoveNode { .. } => {
+            failed("this node runs alone: there is no other node to remove")
+        }
+        AdminCommand::Rebuild { .. } => {
+            failed("this node runs alone: there is no other node to rebuild from")
+        }
+        AdminCommand::Repair { keyspace, .. } => Response::Text(format!(
+            "Nothing to repair for {}: this node runs alone\n",
+            keyspace.as_deref().unwrap_or("any keyspace")
+        )),
+        AdminCommand::Netstats => Response::Text("Mode: NORMAL\nNot sending any streams.\n".into()),
+        other => run(node, other),
+    }
+}
+
+pub fn run(node: &AdminNode, command: AdminCommand) -> Response {
     match command {
         AdminCommand::Status { keyspace } => status_of(node, keyspace.as_deref()),
         AdminCommand::Ring => Response::Text(ring(node)),
@@ -78,7 +184,7 @@ pub fn run(node: &ClusterNode, command: AdminCommand) -> Response {
     }
 }
 
-fn status_of(node: &ClusterNode, keyspace: Option<&str>) -> Response {
+fn status_of(node: &AdminNode, keyspace: Option<&str>) -> Response {
     if let Some(name) = keyspace {
         if node.executor().schema().keyspace(name).is_none() {
             return failed(tables::unknown_keyspace(name));
@@ -113,8 +219,8 @@ pub(crate) fn check_snapshot_tag(tag: &str) -> Result<(), String> {
 }
 
 /// `nodetool status`, grouped by datacenter.
-fn status(node: &ClusterNode, keyspace: Option<&str>) -> String {
-    let topology = node.shared.topology();
+fn status(node: &AdminNode, keyspace: Option<&str>) -> String {
+    let topology = node.topology.clone();
     let schema = node.executor().schema();
     let strategy = keyspace
         .and_then(|k| schema.keyspace(k))
@@ -122,7 +228,7 @@ fn status(node: &ClusterNode, keyspace: Option<&str>) -> String {
     let ownership = topology
         .ring
         .effective_ownership(strategy.as_ref().unwrap_or(&Strategy::Simple { rf: 1 }));
-    let local_load = node.shared.engine.stats().sst_bytes;
+    let local_load = node.engine.stats().sst_bytes;
     let mut by_dc: BTreeMap<&str, Vec<&crate::gossip::NodeView>> = BTreeMap::new();
     for view in topology.nodes.values() {
         by_dc.entry(view.member.dc.as_str()).or_default().push(view);
@@ -173,8 +279,8 @@ fn status(node: &ClusterNode, keyspace: Option<&str>) -> String {
 }
 
 /// `nodetool ring`: every token with its owner.
-fn ring(node: &ClusterNode) -> String {
-    let topology = node.shared.topology();
+fn ring(node: &AdminNode) -> String {
+    let topology = node.topology.clone();
     let mut tokens: Vec<(i64, &crate::gossip::NodeView)> = topology
         .nodes
         .values()
@@ -208,10 +314,10 @@ fn ring(node: &ClusterNode) -> String {
     out
 }
 
-fn info(node: &ClusterNode) -> String {
-    let topology = node.shared.topology();
+fn info(node: &AdminNode) -> String {
+    let topology = node.topology.clone();
     let config = node.config();
-    let stats = node.shared.engine.stats();
+    let stats = node.engine.stats();
     let mut out = String::new();
     let _ = writeln!(out, "{:<24}: {}", "ID", uuid(&config.host_id));
     let _ = writeln!(out, "{:<24}: true", "Gossip active");
@@ -219,7 +325,7 @@ fn info(node: &ClusterNode) -> String {
     let _ = writeln!(out, "{:<24}: {}", "Load", human_bytes(stats.sst_bytes));
     let _ = writeln!(out, "{:<24}: {}", "Data Center", config.dc);
     let _ = writeln!(out, "{:<24}: {}", "Rack", config.rack);
-    let _ = writeln!(out, "{:<24}: {}", "Status", node.status());
+    let _ = writeln!(out, "{:<24}: {}", "Status", node.status);
     let _ = writeln!(
         out,
         "{:<24}: {} nodes, {} up",
@@ -227,32 +333,27 @@ fn info(node: &ClusterNode) -> String {
         topology.nodes.len(),
         topology.nodes.values().filter(|v| v.alive).count()
     );
-    let _ = writeln!(
-        out,
-        "{:<24}: {}",
-        "Hints pending for",
-        node.shared.hints.hosts().len()
-    );
+    let _ = writeln!(out, "{:<24}: {}", "Hints pending for", node.hints_pending);
     let _ = writeln!(
         out,
         "{:<24}: {}",
         "Token",
         format_args!(
             "(invoke with -T/--tokens to see all {} tokens)",
-            node.tokens.len()
+            node.token_count
         )
     );
     out
 }
 
 /// `nodetool describering KEYSPACE`: each range with its replicas.
-fn describe_ring(node: &ClusterNode, keyspace: &str) -> Response {
+fn describe_ring(node: &AdminNode, keyspace: &str) -> Response {
     let schema = node.executor().schema();
     let Some(ks) = schema.keyspace(keyspace) else {
         return failed(format!("The keyspace {keyspace}, does not exist"));
     };
     let strategy = Strategy::from_replication(&ks.replication);
-    let topology = node.shared.topology();
+    let topology = node.topology.clone();
     let mut out = format!("Schema Version:{}\nTokenRange: \n", uuid(&schema.version));
     for (range, replicas) in topology.ring.ranges(&strategy) {
         let endpoints: Vec<String> = replicas.iter().map(|e| e.to_string()).collect();
@@ -283,59 +384,90 @@ fn describe_ring(node: &ClusterNode, keyspace: &str) -> Response {
     Response::Text(out)
 }
 
-/// Sends one admin command to the node at `address` (nodetool), over TLS
-/// when `tls` is given (the node's `server_encryption_options`: its
-/// truststore, and the certificate presented), and returns its answer.
+/// Who nodetool logs in as (`-u`, `-pw`).
+pub struct Credentials {
+    pub username: String,
+    pub password: String,
+}
+
+/// Sends one admin command to the node's admin port at `address`
+/// (nodetool), over TLS when `tls` is given (the node's
+/// `server_encryption_options`: its truststore, and the certificate
+/// presented), logged in as `credentials` if given, and returns its answer.
 pub fn call(
     address: std::net::SocketAddr,
     command: AdminCommand,
     tls: Option<&crate::tls::InternodeTls>,
+    credentials: Option<&Credentials>,
 ) -> Result<String, String> {
     let timeout = std::time::Duration::from_secs(600);
     let stream = std::net::TcpStream::connect_timeout(&address, std::time::Duration::from_secs(5))
-        .map_err(|e| format!("cannot connect to {address}: {e}"))?;
+        .map_err(|e| format!("Failed to connect to '{address}' - {e}"))?;
     stream
         .set_read_timeout(Some(timeout))
         .map_err(|e| e.to_string())?;
     let local = stream.local_addr().map_err(|e| e.to_string())?.ip();
+    let session = |stream: &mut dyn ReadWrite| -> Result<String, String> {
+        let hello = crate::message::Hello {
+            magic: crate::message::HELLO_MAGIC,
+            cluster_name: String::new(),
+            from: local,
+        };
+        send(stream, &crate::message::encode_frame(&hello), address)?;
+        if let Some(c) = credentials {
+            let login = crate::message::Request::Login {
+                username: c.username.clone(),
+                password: c.password.clone(),
+            };
+            if let Response::Error(e) = exchange(stream, 1, login, address)? {
+                return Err(e.to_string());
+            }
+        }
+        match exchange(stream, 2, crate::message::Request::Admin(command), address)? {
+            Response::Text(text) => Ok(text),
+            Response::Error(e) => Err(e.to_string()),
+            other => Err(format!("unexpected answer: {other:?}")),
+        }
+    };
     match tls {
-        None => exchange(stream, local, address, command),
+        None => session(&mut { stream }),
         Some(tls) => {
             let server = rustls::pki_types::ServerName::IpAddress(address.ip().into());
             let connection = rustls::ClientConnection::new(tls.client.clone(), server)
                 .map_err(|e| format!("cannot start TLS to {address}: {e}"))?;
-            let stream = rustls::StreamOwned::new(connection, stream);
-            exchange(stream, local, address, command)
+            session(&mut rustls::StreamOwned::new(connection, stream))
         }
     }
 }
 
-/// The operator tool's side of one command: `Hello` naming no cluster,
-/// the request, the answer.
-fn exchange(
-    mut stream: impl std::io::Read + std::io::Write,
-    local: std::net::IpAddr,
+/// A connection nodetool reads and writes, plain or TLS.
+trait ReadWrite: std::io::Read + std::io::Write {}
+impl<T: std::io::Read + std::io::Write> ReadWrite for T {}
+
+fn send(
+    stream: &mut dyn ReadWrite,
+    bytes: &[u8],
     address: std::net::SocketAddr,
-    command: AdminCommand,
-) -> Result<String, String> {
-    use crate::message::{
-        decode_body, encode_frame, frame_length, Envelope, Hello, HELLO_MAGIC, MAX_FRAME_BYTES,
-    };
-    let hello = Hello {
-        magic: HELLO_MAGIC,
-        cluster_name: String::new(),
-        from: local,
-    };
-    let request = Envelope::Request {
-        id: 1,
-        body: crate::message::Request::Admin(command),
-    };
-    let mut out = encode_frame(&hello);
-    out.extend_from_slice(&encode_frame(&request));
+) -> Result<(), String> {
     stream
-        .write_all(&out)
+        .write_all(bytes)
         .and_then(|()| stream.flush())
-        .map_err(|e| format!("cannot send to {address}: {e}"))?;
+        .map_err(|e| format!("cannot send to {address}: {e}"))
+}
+
+/// Sends one request and reads its answer.
+fn exchange(
+    stream: &mut dyn ReadWrite,
+    id: u64,
+    body: crate::message::Request,
+    address: std::net::SocketAddr,
+) -> Result<Response, String> {
+    use crate::message::{decode_body, encode_frame, frame_length, Envelope, MAX_FRAME_BYTES};
+    send(
+        stream,
+        &encode_frame(&Envelope::Request { id, body }),
+        address,
+    )?;
     let mut header = [0u8; 4];
     stream
         .read_exact(&mut header)
@@ -344,14 +476,7 @@ fn exchange(
     let mut body = vec![0u8; len];
     stream.read_exact(&mut body).map_err(|e| e.to_string())?;
     match decode_body::<Envelope>(&body).map_err(|e| e.to_string())? {
-        Envelope::Response {
-            body: Response::Text(text),
-            ..
-        } => Ok(text),
-        Envelope::Response {
-            body: Response::Error(e),
-            ..
-        } => Err(e.to_string()),
+        Envelope::Response { body, .. } => Ok(body),
         other => Err(format!("unexpected answer: {other:?}")),
     }
 }

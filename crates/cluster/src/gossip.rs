@@ -119,7 +119,7 @@ pub fn parse_hex16(text: &str) -> Option<[u8; 16]> {
 }
 
 impl LocalState {
-    fn key_values(&self) -> Vec<(String, String)> {
+    pub(crate) fn key_values(&self) -> Vec<(String, String)> {
         let tokens: Vec<String> = self.tokens.iter().map(|t| t.0.to_string()).collect();
         vec![
             (KEY_HOST_ID.into(), hex::encode(self.host_id)),

@@ -155,6 +155,12 @@ pub enum Request {
     /// A gossip message (chitchat's encoding), when gossip runs over these
     /// connections (internode TLS); one-way: it has no answer.
     Gossip(Vec<u8>),
+    /// nodetool's login on the admin port, before its commands when the
+    /// node runs PasswordAuthenticator (`Ack`, or why not).
+    Login {
+        username: String,
+        password: String,
+    },
 }
 
 /// The schema as nodes exchange it: the stored JSON with its epoch.

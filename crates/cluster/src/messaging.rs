@@ -428,10 +428,8 @@ impl Messaging {
         if hello.magic != HELLO_MAGIC {
             return Err("not a Rocksandra node".into());
         }
-        // An operator's tool (`rocksandra nodetool`) names no cluster and
-        // may only send admin commands.
-        let admin_only = hello.cluster_name.is_empty();
-        if !admin_only && hello.cluster_name != self.cluster_name {
+        // nodetool has its own port (`admin::listener`).
+        if hello.cluster_name != self.cluster_name {
             return Err(format!(
                 "{} belongs to cluster {:?}, this node to {:?}",
                 hello.from, hello.cluster_name, self.cluster_name
@@ -454,9 +452,6 @@ impl Messaging {
             if self.is_isolated(from) {
                 continue;
             }
-            if admin_only && !matches!(body, Request::Admin(_)) {
-                return Err("only admin commands from an operator tool".into());
-            }
             if let Request::Gossip(bytes) = body {
                 if let Some(inbox) = self.gossip_inbox.get() {
                     let _ = inbox.try_send((from, bytes));
@@ -476,10 +471,7 @@ impl Messaging {
                 continue;
             };
             let messaging = self.clone();
-            let delay = match body {
-                Request::Admin(_) => Duration::ZERO,
-                _ => messaging.slowness(),
-            };
+            let delay = messaging.slowness();
             tokio::task::spawn_blocking(move || {
                 if !delay.is_zero() {
                     std::thread::sleep(delay);
@@ -500,7 +492,7 @@ impl Messaging {
 
 /// Reads one frame of at most `limit` bytes. The body's buffer grows with
 /// the bytes that arrive, not with the length the peer announced.
-async fn read_frame<T: for<'de> serde::Deserialize<'de>>(
+pub(crate) async fn read_frame<T: for<'de> serde::Deserialize<'de>>(
     read: &mut (impl AsyncReadExt + Unpin),
     limit: usize,
 ) -> Result<T, String> {

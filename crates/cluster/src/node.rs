@@ -97,7 +97,7 @@ pub struct ClusterNode {
     published_load: AtomicU64,
     /// `nodetool setcompactionthroughput` (MiB/s, 0 unthrottled): kept
     /// and shown, not applied (RocksDB's rate limiter is fixed at open).
-    pub compaction_throughput: AtomicU32,
+    pub compaction_throughput: Arc<AtomicU32>,
     /// Local replica reads and writes (`nodetool tpstats`).
     pub stages: Arc<Stages>,
     /// The schema lock, on the node that is the schema leader.
@@ -203,6 +203,18 @@ fn local_state(config: &ClusterConfig, executor: &Executor, new_node: bool) -> L
         schema_version: version,
         schema_epoch: epoch,
     }
+}
+
+/// The ring of a node running alone: itself, as it would gossip itself.
+pub(crate) fn topology_alone(config: &ClusterConfig, executor: &Executor) -> Topology {
+    let state = local_state(config, executor, false);
+    let values: std::collections::HashMap<String, String> =
+        state.key_values().into_iter().collect();
+    let get = |key: &str| values.get(key).cloned();
+    let views = crate::gossip::parse_view(config.listen_address, 0, true, &get)
+        .into_iter()
+        .collect();
+    Topology::new(config.listen_address, config.dc.clone(), views)
 }
 
 /// The ring as a new node that is not a seed sees it before it chooses
@@ -395,7 +407,7 @@ impl ClusterNode {
             tokens,
             pulling_schema: AtomicBool::new(false),
             published_load: AtomicU64::new(u64::MAX),
-            compaction_throughput: AtomicU32::new(compaction_throughput_mib),
+            compaction_throughput: Arc::new(AtomicU32::new(compaction_throughput_mib)),
             stages,
             schema_lock: Mutex::new(None),
             sessions: Default::default(),
@@ -742,7 +754,6 @@ impl ClusterNode {
             },
             Request::SchemaLock { release } => self.lock_schema(from, release),
             Request::StreamOut { table, ranges } => self.stream_out(TableId(table), &ranges),
-            Request::Admin(command) => self.admin(command),
             Request::StoreHint {
                 host,
                 written_at_micros,
@@ -810,7 +821,8 @@ impl ClusterNode {
         crate::streaming::import(&*self.shared.engine, table, files, &dir)
     }
 
-    fn admin(self: &Arc<Self>, command: AdminCommand) -> Response {
+    /// Runs an operator command (the admin port's handler).
+    pub fn admin(self: &Arc<Self>, command: AdminCommand) -> Response {
         let text = |result: Result<String, String>| match result {
             Ok(t) => Response::Text(t),
             Err(e) => Response::Error(RemoteError::Failed(e)),
@@ -829,8 +841,24 @@ impl ClusterNode {
             command @ (AdminCommand::Slow { .. }
             | AdminCommand::Failpoint { .. }
             | AdminCommand::Isolate { .. }) => self.fault_injection(command),
-            other => crate::admin::run(self, other),
+            other => crate::admin::run(&self.admin_node(), other),
         }
+    }
+
+    /// This node as operator commands see it now.
+    pub fn admin_node(&self) -> crate::admin::AdminNode {
+        crate::admin::AdminNode::member(
+            self.config.clone(),
+            self.executor.clone(),
+            self.shared.engine.clone(),
+            self.compaction_throughput.clone(),
+            crate::admin::MemberParts {
+                topology: self.shared.topology(),
+                status: self.status(),
+                hints_pending: self.shared.hints.hosts().len(),
+                stages: self.stages.clone(),
+            },
+        )
     }
 
     /// The test-only commands, in builds with the `fault-injection`
@@ -852,7 +880,7 @@ impl ClusterNode {
                 self.messaging.isolate(&peers);
                 Response::Text(format!("isolated from {peers:?}"))
             }
-            other => crate::admin::run(self, other),
+            other => crate::admin::run(&self.admin_node(), other),
         }
     }
 

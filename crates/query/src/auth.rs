@@ -220,6 +220,18 @@ impl Executor {
         }
     }
 
+    /// Checks the credentials of a superuser (nodetool's login).
+    pub fn authenticate_superuser(&self, username: &str, password: &str) -> Result<()> {
+        self.authenticate(username, password)?;
+        if self.is_superuser(username)? {
+            Ok(())
+        } else {
+            Err(QueryError::Unauthorized(format!(
+                "Access Denied: {username} is not a superuser (nodetool needs one)"
+            )))
+        }
+    }
+
     pub(crate) fn logged_in(&self, request: &Request) -> Result<String> {
         if !self.auth_config().password_authenticator {
             return Err(QueryError::Unauthorized(

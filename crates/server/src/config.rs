@@ -78,6 +78,10 @@ pub const PROMETHEUS_ADDRESS_DEFAULT: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 /// `prometheus_port` when none is configured (ScyllaDB's); 0 turns the
 /// metrics endpoint off.
 pub const PROMETHEUS_PORT_DEFAULT: u16 = 9180;
+/// `admin_address` when none is configured: nodetool from this host only.
+pub const ADMIN_ADDRESS_DEFAULT: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+/// `admin_port` when none is configured (Cassandra's JMX port).
+pub const ADMIN_PORT_DEFAULT: u16 = 7199;
 /// Most `concurrent_compactors` accepted.
 pub const CONCURRENT_COMPACTORS_MAX: i64 = 256;
 /// `endpoint_snitch` when none is configured.
@@ -286,6 +290,11 @@ pub struct Config {
     /// RocksDB block cache size (`block_cache_size`); None sizes it from
     /// the machine's memory at startup (`block_cache_default`).
     pub block_cache_bytes: Option<u64>,
+    /// Address of nodetool's port (`admin_address`).
+    pub admin_address: IpAddr,
+    /// Its port (`admin_port`); None when configured as 0 (no nodetool).
+    /// `Some(0)`, which a file cannot ask for, binds a free port (tests).
+    pub admin_port: Option<u16>,
     /// Address of the Prometheus metrics endpoint (`prometheus_address`).
     pub prometheus_address: IpAddr,
     /// Its port (`prometheus_port`); None when configured as 0, which turns
@@ -356,6 +365,8 @@ impl Default for Config {
             max_request_bytes_in_flight: MAX_REQUEST_BYTES_IN_FLIGHT_DEFAULT,
             max_request_bytes_in_flight_per_ip: MAX_REQUEST_BYTES_IN_FLIGHT_PER_IP_DEFAULT,
             block_cache_bytes: None,
+            admin_address: ADMIN_ADDRESS_DEFAULT,
+            admin_port: Some(ADMIN_PORT_DEFAULT),
             prometheus_address: PROMETHEUS_ADDRESS_DEFAULT,
             prometheus_port: Some(PROMETHEUS_PORT_DEFAULT),
             auth_bcrypt_gensalt_log2_rounds: 10,
@@ -386,6 +397,12 @@ impl Config {
     pub fn native_address(&self) -> SocketAddr {
         let ip = self.rpc_address.unwrap_or(self.listen_address);
         SocketAddr::new(ip, self.native_transport_port)
+    }
+
+    /// Where nodetool connects; None when the admin port is off.
+    pub fn admin_listen_address(&self) -> Option<SocketAddr> {
+        let port = self.admin_port?;
+        Some(SocketAddr::new(self.admin_address, port))
     }
 
     /// Where the metrics endpoint listens; None when it is off.
@@ -511,6 +528,12 @@ impl Config {
         if let Some(port) = cli.prometheus_port {
             self.prometheus_port = port_or_off(port);
         }
+        if let Some(address) = cli.admin_address {
+            self.admin_address = address;
+        }
+        if let Some(port) = cli.admin_port {
+            self.admin_port = port_or_off(port);
+        }
         if let Some(seeds) = &cli.seeds {
             self.seed_provider.seeds = split_seeds(seeds);
             self.clustered = true;
@@ -606,6 +629,13 @@ pub struct Cli {
     /// Port of the Prometheus metrics endpoint (prometheus_port); 0 turns it off.
     #[arg(long, value_name = "PORT")]
     pub prometheus_port: Option<u16>,
+    /// Address of nodetool's port (admin_address; each node on one machine
+    /// needs its own address or port).
+    #[arg(long, value_name = "ADDR")]
+    pub admin_address: Option<IpAddr>,
+    /// nodetool's port (admin_port, 7199); 0 turns it off.
+    #[arg(long, value_name = "PORT")]
+    pub admin_port: Option<u16>,
     /// Seeds to join a cluster through, comma-separated (`127.0.0.1` or
     /// `127.0.0.1:7000`); a node naming itself starts a new cluster.
     #[arg(long, value_name = "ADDRS")]
@@ -675,6 +705,8 @@ struct FileConfig {
     native_transport_max_concurrent_requests_in_bytes_per_ip: Option<i64>,
     block_cache_size: Option<String>,
     prometheus_address: Option<String>,
+    admin_address: Option<String>,
+    admin_port: Option<u16>,
     prometheus_port: Option<u16>,
     /// The single `host:port` key this file format reserved before the
     /// endpoint existed; still read, but not together with the two above.
@@ -833,6 +865,11 @@ impl FileConfig {
                 None => defaults.block_cache_bytes,
             },
             prometheus_address,
+            admin_address: match &self.admin_address {
+                Some(text) => parse_address("admin_address", text)?,
+                None => defaults.admin_address,
+            },
+            admin_port: port_or_off(self.admin_port.unwrap_or(ADMIN_PORT_DEFAULT)),
             prometheus_port,
             auth_bcrypt_gensalt_log2_rounds: match self.auth_bcrypt_gensalt_log2_rounds {
                 Some(r) if (4..=31).contains(&r) => r,

@@ -5,6 +5,7 @@
 //! `main.rs` only parses flags and configuration, sets up logging, and runs
 //! a `Service` (storage, transport, metrics endpoint) until a signal.
 
+pub mod admin_port;
 pub mod config;
 pub mod exec_handler;
 pub mod handler;

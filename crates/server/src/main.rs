@@ -14,7 +14,7 @@ use tracing_subscriber::EnvFilter;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(nodetool::cassandra_flags(std::env::args())) {
         Ok(cli) => cli,
         Err(e) if nodetool::invoked(std::env::args()) => return nodetool::usage_error(&e),
         Err(e) => e.exit(),
@@ -79,6 +79,10 @@ async fn run(config: Config) -> Result<(), String> {
         service.native_encryption(),
         started.elapsed().as_millis()
     );
+    match service.admin_address() {
+        Some(address) => info!("nodetool connects to {address} (admin_port)"),
+        None => info!("nodetool's port off (admin_port: 0)"),
+    }
     match service.metrics_address() {
         Some(address) => info!("serving Prometheus metrics on http://{address}/metrics"),
         None => info!("Prometheus metrics endpoint off (prometheus_port: 0)"),

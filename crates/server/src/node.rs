@@ -156,14 +156,13 @@ pub fn open(config: &Config) -> Result<Node, String> {
     })
 }
 
-/// Joins the cluster `config` names (gossip, internode messaging, the
-/// coordinator), keeping the tokens a new node was given.
-pub async fn join_cluster(
+/// What the cluster layer (and nodetool's port) needs of the configuration
+/// and of this node; the storage port's TLS is read here.
+pub fn cluster_config(
     config: &Config,
     node: &Node,
-    events: rocksandra_cluster::EventSink,
-) -> Result<Arc<rocksandra_cluster::ClusterNode>, String> {
-    let cluster = rocksandra_cluster::ClusterConfig {
+) -> Result<rocksandra_cluster::ClusterConfig, String> {
+    Ok(rocksandra_cluster::ClusterConfig {
         cluster_name: config.cluster_name.clone(),
         endpoint_snitch: config.endpoint_snitch.clone(),
         listen_address: config.listen_address,
@@ -197,7 +196,16 @@ pub async fn join_cluster(
         tls: crate::transport::tls::internode_tls(&config.server_encryption)
             .map_err(|e| e.to_string())?
             .map(Arc::new),
-    };
+    })
+}
+
+/// Joins the cluster `cluster` names (gossip, internode messaging, the
+/// coordinator), keeping the tokens a new node was given.
+pub async fn join_cluster(
+    cluster: rocksandra_cluster::ClusterConfig,
+    node: &Node,
+    events: rocksandra_cluster::EventSink,
+) -> Result<Arc<rocksandra_cluster::ClusterNode>, String> {
     let joined = rocksandra_cluster::ClusterNode::start(
         cluster,
         node.storage.clone(),

@@ -6,20 +6,27 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::error::{ContextKind, ErrorKind};
+use rocksandra_cluster::admin::Credentials;
 use rocksandra_cluster::message::{AdminCommand, TableSelection};
 use rocksandra_cluster::tls::InternodeTls;
 
-use crate::config::{Config, STORAGE_PORT_DEFAULT};
+use crate::config::{Config, ADMIN_PORT_DEFAULT};
 
-/// `rocksandra nodetool [-h HOST] [-p PORT] COMMAND [ARGS...]`.
+/// `rocksandra nodetool [-h HOST] [-p PORT] [-u USER -pw PASSWORD] COMMAND [ARGS...]`.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
 pub struct NodetoolArgs {
-    /// The node's listen address (`-H` too, as before).
+    /// The node's admin address (`admin_address`; `-H` too, as before).
     #[arg(long, short = 'h', short_alias = 'H', default_value = "127.0.0.1")]
     pub host: IpAddr,
-    /// Its storage port.
-    #[arg(long, short = 'p', default_value_t = STORAGE_PORT_DEFAULT)]
+    /// Its admin port (`admin_port`).
+    #[arg(long, short = 'p', default_value_t = ADMIN_PORT_DEFAULT)]
     pub port: u16,
+    /// The superuser to log in as, when the node runs PasswordAuthenticator.
+    #[arg(long, short = 'u')]
+    pub username: Option<String>,
+    /// Its password (`-pw`, as Cassandra's nodetool spells it).
+    #[arg(long)]
+    pub password: Option<String>,
     /// Print help (`nodetool help COMMAND` for one command's).
     #[arg(long, action = clap::ArgAction::Help)]
     help: Option<bool>,
@@ -234,8 +241,12 @@ pub fn run(args: NodetoolArgs, config: Option<&Path>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let credentials = args.username.map(|username| Credentials {
+        username,
+        password: args.password.unwrap_or_default(),
+    });
     let address = SocketAddr::new(args.host, args.port);
-    match rocksandra_cluster::admin::call(address, command, tls.as_ref()) {
+    match rocksandra_cluster::admin::call(address, command, tls.as_ref(), credentials.as_ref()) {
         Ok(text) => {
             print!("{text}");
             ExitCode::SUCCESS
@@ -251,6 +262,21 @@ pub fn run(args: NodetoolArgs, config: Option<&Path>) -> ExitCode {
 fn internode_tls(path: &Path) -> Result<Option<InternodeTls>, String> {
     let config = Config::from_file(path).map_err(|e| e.to_string())?;
     crate::transport::tls::internode_tls(&config.server_encryption).map_err(|e| e.to_string())
+}
+
+/// The command line with Cassandra's `-pw` (a flag clap cannot spell) as
+/// `--password`, in nodetool's options only.
+pub fn cassandra_flags(args: impl Iterator<Item = String>) -> Vec<String> {
+    let mut in_nodetool = false;
+    args.map(|arg| {
+        in_nodetool |= arg == "nodetool";
+        if in_nodetool && arg == "-pw" {
+            "--password".to_string()
+        } else {
+            arg
+        }
+    })
+    .collect()
 }
 
 /// Whether this command line is a nodetool one (its parse errors are
@@ -324,7 +350,19 @@ mod tests {
     fn host_and_port_as_cassandra_and_as_before() {
         let args = parse("status").expect("parses");
         assert_eq!(args.host, IpAddr::from([127, 0, 0, 1]));
-        assert_eq!(args.port, STORAGE_PORT_DEFAULT);
+        assert_eq!(args.port, ADMIN_PORT_DEFAULT);
+        assert_eq!(args.username, None);
+        let line = cassandra_flags(
+            "rocksandra nodetool -u cassandra -pw secret status"
+                .split(' ')
+                .map(str::to_string),
+        );
+        let args = match Cli::try_parse_from(line).expect("parses").command {
+            Some(Command::Nodetool(args)) => args,
+            None => panic!("no nodetool"),
+        };
+        assert_eq!(args.username.as_deref(), Some("cassandra"));
+        assert_eq!(args.password.as_deref(), Some("secret"));
         for flags in ["-h 127.0.0.12", "-H 127.0.0.12", "--host 127.0.0.12"] {
             let args = parse(&format!("{flags} -p 7001 status")).expect(flags);
             assert_eq!(args.host, IpAddr::from([127, 0, 0, 12]), "{flags}");

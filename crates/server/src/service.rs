@@ -1,13 +1,17 @@
 //! The node as `main` runs it: storage and the executor opened, the CQL
-//! transport and (unless `prometheus_port` is 0) the metrics endpoint bound,
-//! then served until shutdown, and storage flushed.
+//! transport, nodetool's port (unless `admin_port` is 0) and the metrics
+//! endpoint (unless `prometheus_port` is 0) bound, then served until
+//! shutdown, and storage flushed.
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
+use rocksandra_cluster::admin::listener::AdminListener;
 use rocksandra_query::Executor;
 
+use crate::admin_port::{AdminTarget, NodeAdmin};
 use crate::config::Config;
 use crate::exec_handler::ExecutorHandler;
 use crate::metrics::http::{MetricsServer, Render};
@@ -19,6 +23,8 @@ pub struct Service {
     executor: Arc<Executor>,
     server: Server,
     metrics: Option<MetricsServer>,
+    /// nodetool's port (None when `admin_port` is 0).
+    admin: Option<AdminListener>,
     /// This node's membership of a cluster (None when it runs alone).
     cluster: Option<Arc<rocksandra_cluster::ClusterNode>>,
 }
@@ -42,13 +48,15 @@ impl Service {
         // A node joins its cluster before it opens the CQL port, as
         // Cassandra does: clients (and whoever waits for the port) see it
         // only once it owns its ranges. Events before then reach no client.
+        let cluster_config = crate::node::cluster_config(config, &node)?;
         let cluster = if config.clustered {
             let events = handler.clone();
             let sink: rocksandra_cluster::EventSink = Arc::new(move |e| events.send_event(e));
-            Some(crate::node::join_cluster(config, &node, sink).await?)
+            Some(crate::node::join_cluster(cluster_config.clone(), &node, sink).await?)
         } else {
             None
         };
+        let admin = bind_admin(config, cluster_config, &node, cluster.clone()).await?;
         let server = Server::bind(transport, handler.clone())
             .await
             .map_err(|e| e.to_string())?;
@@ -71,6 +79,7 @@ impl Service {
             executor: node.executor,
             server,
             metrics,
+            admin,
             cluster,
         })
     }
@@ -83,6 +92,11 @@ impl Service {
     /// How CQL clients' connections are encrypted (`client_encryption_options`).
     pub fn native_encryption(&self) -> &'static str {
         self.server.encryption()
+    }
+
+    /// Where nodetool connects; None when the admin port is off.
+    pub fn admin_address(&self) -> Option<SocketAddr> {
+        self.admin.as_ref().map(AdminListener::local_addr)
     }
 
     /// Where Prometheus scrapes `/metrics`; None when the endpoint is off.
@@ -115,6 +129,7 @@ impl Service {
                 }
             })
             .await;
+        drop(self.admin);
         drop(self.cluster);
         if let Some((probe, endpoint)) = endpoint {
             probe.abort();
@@ -124,4 +139,35 @@ impl Service {
             .flush()
             .map_err(|e| format!("flush at shutdown failed: {e}"))
     }
+}
+
+/// Binds nodetool's port, serving the cluster's commands or this node's.
+async fn bind_admin(
+    config: &Config,
+    cluster_config: rocksandra_cluster::ClusterConfig,
+    node: &crate::node::Node,
+    cluster: Option<Arc<rocksandra_cluster::ClusterNode>>,
+) -> Result<Option<AdminListener>, String> {
+    let Some(address) = config.admin_listen_address() else {
+        return Ok(None);
+    };
+    let tls = cluster_config.tls.clone();
+    let target = match cluster {
+        Some(member) => AdminTarget::Member(member),
+        None => AdminTarget::Alone {
+            compaction_throughput: Arc::new(AtomicU32::new(
+                cluster_config.compaction_throughput_mib,
+            )),
+            config: Box::new(cluster_config),
+            engine: node.storage.clone(),
+        },
+    };
+    let service = Arc::new(NodeAdmin {
+        executor: node.executor.clone(),
+        target,
+    });
+    AdminListener::bind(address, tls, service)
+        .await
+        .map(Some)
+        .map_err(|e| format!("cannot listen for nodetool on {address} (admin_port): {e}"))
 }

@@ -5,10 +5,10 @@ use std::fmt::Write;
 
 use rocksandra_data::Token;
 
+use super::AdminNode;
 use super::{failed, tables::unknown_keyspace, uuid};
 use crate::gossip::NodeView;
 use crate::message::Response;
-use crate::node::ClusterNode;
 use crate::ring::{MemberStatus, Strategy};
 
 /// `nodetool version`: the Cassandra release this node speaks for.
@@ -32,7 +32,7 @@ fn snitch_class(configured: &str) -> String {
 /// version each node gossips, node counts by state and datacenter, and
 /// the keyspaces' replication. Cassandra's "Database versions" section
 /// is left out: nodes do not gossip their release.
-pub(crate) fn describe_cluster(node: &ClusterNode) -> Response {
+pub(crate) fn describe_cluster(node: &AdminNode) -> Response {
     let config = node.config();
     let mut out = String::from("Cluster Information:\n");
     let _ = writeln!(out, "\tName: {}", config.cluster_name);
@@ -47,8 +47,8 @@ pub(crate) fn describe_cluster(node: &ClusterNode) -> Response {
 
 /// `\t\tVERSION: [addresses]` per schema version; unreachable nodes under
 /// `UNREACHABLE`, as Cassandra groups them.
-fn schema_versions(node: &ClusterNode) -> String {
-    let topology = node.shared.topology();
+fn schema_versions(node: &AdminNode) -> String {
+    let topology = node.topology.clone();
     let mut by_version: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for view in topology.nodes.values() {
         let version = if view.alive {
@@ -68,8 +68,8 @@ fn schema_versions(node: &ClusterNode) -> String {
     out
 }
 
-fn node_counts(node: &ClusterNode) -> String {
-    let topology = node.shared.topology();
+fn node_counts(node: &AdminNode) -> String {
+    let topology = node.topology.clone();
     let views: Vec<_> = topology.nodes.values().collect();
     let count = |f: fn(&NodeView) -> bool| views.iter().filter(|v| f(v)).count();
     let mut out = String::from("Stats for all nodes:\n");
@@ -99,7 +99,7 @@ fn node_counts(node: &ClusterNode) -> String {
     out
 }
 
-fn keyspaces(node: &ClusterNode) -> String {
+fn keyspaces(node: &AdminNode) -> String {
     let schema = node.executor().schema();
     let mut out = String::from("\nKeyspaces:\n");
     for (name, keyspace) in &schema.keyspaces {
@@ -125,12 +125,7 @@ fn keyspaces(node: &ClusterNode) -> String {
 
 /// `nodetool getendpoints KEYSPACE TABLE KEY`: the replicas of the key's
 /// token, one address a line.
-pub(crate) fn get_endpoints(
-    node: &ClusterNode,
-    keyspace: &str,
-    table: &str,
-    key: &str,
-) -> Response {
+pub(crate) fn get_endpoints(node: &AdminNode, keyspace: &str, table: &str, key: &str) -> Response {
     let schema = node.executor().schema();
     let Some(ks) = schema.keyspace(keyspace) else {
         return failed(unknown_keyspace(keyspace));
@@ -143,10 +138,7 @@ pub(crate) fn get_endpoints(
         Err(e) => return failed(e),
     };
     let strategy = Strategy::from_replication(&ks.replication);
-    let replicas = node
-        .shared
-        .topology()
-        .replicas(&strategy, Token::murmur3(&key));
+    let replicas = node.topology.replicas(&strategy, Token::murmur3(&key));
     let mut out = String::new();
     for address in replicas {
         let _ = writeln!(out, "{address}");

@@ -6,17 +6,17 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
+use super::AdminNode;
 use super::{check_snapshot_tag, failed, human_bytes, tables::unknown_keyspace};
 use crate::message::Response;
-use crate::node::ClusterNode;
 
-fn snapshots_dir(node: &ClusterNode) -> PathBuf {
+fn snapshots_dir(node: &AdminNode) -> PathBuf {
     node.config().data_dir.join("snapshots")
 }
 
 /// `nodetool snapshot [-t TAG] [KEYSPACE...]`. Named keyspaces must exist;
 /// the checkpoint holds every keyspace all the same, and says so.
-pub(crate) fn create(node: &ClusterNode, tag: &str, keyspaces: &[String]) -> Response {
+pub(crate) fn create(node: &AdminNode, tag: &str, keyspaces: &[String]) -> Response {
     if let Err(e) = check_snapshot_tag(tag) {
         return failed(e);
     }
@@ -32,7 +32,7 @@ pub(crate) fn create(node: &ClusterNode, tag: &str, keyspaces: &[String]) -> Res
     if dir.exists() {
         return failed(format!("Snapshot {tag} already exists."));
     }
-    if let Err(e) = node.shared.engine.snapshot(&dir) {
+    if let Err(e) = node.engine.snapshot(&dir) {
         return failed(e);
     }
     let mut out = format!(
@@ -65,7 +65,7 @@ struct Details {
 
 /// `nodetool listsnapshots`, as Cassandra's table (one line per snapshot:
 /// each holds every keyspace and table).
-pub(crate) fn list(node: &ClusterNode) -> Response {
+pub(crate) fn list(node: &AdminNode) -> Response {
     let snapshots = match read_snapshots(&snapshots_dir(node)) {
         Ok(s) => s,
         Err(e) => return failed(e),
@@ -181,7 +181,7 @@ fn iso_instant(time: std::time::SystemTime) -> String {
 }
 
 /// `nodetool clearsnapshot -t TAG` or `--all` (`tag` None).
-pub(crate) fn clear(node: &ClusterNode, tag: Option<&str>) -> Response {
+pub(crate) fn clear(node: &AdminNode, tag: Option<&str>) -> Response {
     let parent = snapshots_dir(node);
     let result = match tag {
         Some(tag) => check_snapshot_tag(tag).and_then(|()| remove(&parent.join(tag))),

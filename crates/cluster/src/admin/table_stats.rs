@@ -10,9 +10,9 @@ use std::fmt::Write;
 use rocksandra_query::schema::{Keyspace, Schema, Table};
 use rocksandra_storage::TableStorageStats;
 
+use super::AdminNode;
 use super::{failed, tables::unknown_keyspace};
 use crate::message::Response;
-use crate::node::ClusterNode;
 
 /// Keyspace name to the tables asked for (None: all of them).
 type Chosen = BTreeMap<String, Option<BTreeSet<String>>>;
@@ -60,7 +60,7 @@ fn tables_of<'a>(keyspace: &'a Keyspace, only: &Option<BTreeSet<String>>) -> Vec
         .collect()
 }
 
-pub(crate) fn table_stats(node: &ClusterNode, names: &[String]) -> Response {
+pub(crate) fn table_stats(node: &AdminNode, names: &[String]) -> Response {
     let schema = node.executor().schema();
     let chosen = match choose(&schema, names) {
         Ok(chosen) => chosen,
@@ -80,7 +80,7 @@ pub(crate) fn table_stats(node: &ClusterNode, names: &[String]) -> Response {
         out.push_str("\tRead Count: 0\n\tRead Latency: NaN ms\n");
         out.push_str("\tWrite Count: 0\n\tWrite Latency: NaN ms\n\tPending Flushes: 0\n");
         for table in tables {
-            let stats = node.shared.engine.table_stats(table.storage_id);
+            let stats = node.engine.table_stats(table.storage_id);
             out.push_str(&table_lines(&table.name, &stats));
         }
         out.push_str("----------------\n");

@@ -6,8 +6,8 @@ use rocksandra_query::schema::Schema;
 use rocksandra_storage::TableId;
 
 use super::failed;
+use super::AdminNode;
 use crate::message::{Response, TableSelection};
-use crate::node::ClusterNode;
 
 /// Cassandra's text for a keyspace nodetool was given and does not exist.
 pub(crate) fn unknown_keyspace(name: &str) -> String {
@@ -46,9 +46,9 @@ pub(crate) fn storage_ids(
 }
 
 /// `nodetool flush [KEYSPACE [TABLE...]]` (and `drain`, everything).
-pub(crate) fn flush(node: &ClusterNode, selection: &TableSelection) -> Response {
+pub(crate) fn flush(node: &AdminNode, selection: &TableSelection) -> Response {
     let schema = node.executor().schema();
-    let engine = &node.shared.engine;
+    let engine = &node.engine;
     let result = match storage_ids(&schema, selection) {
         Err(e) => return failed(e),
         Ok(None) => engine.flush(),
@@ -61,7 +61,7 @@ pub(crate) fn flush(node: &ClusterNode, selection: &TableSelection) -> Response 
 }
 
 /// `nodetool compact [KEYSPACE [TABLE...]]`: a full compaction of each.
-pub(crate) fn compact(node: &ClusterNode, selection: &TableSelection) -> Response {
+pub(crate) fn compact(node: &AdminNode, selection: &TableSelection) -> Response {
     let now = LocalTime::of_micros(rocksandra_data::time::system_micros());
     let schema = node.executor().schema();
     let ids = match storage_ids(&schema, selection) {
@@ -74,7 +74,7 @@ pub(crate) fn compact(node: &ClusterNode, selection: &TableSelection) -> Respons
             .collect(),
     };
     for id in ids {
-        if let Err(e) = node.shared.engine.compact(id, now) {
+        if let Err(e) = node.engine.compact(id, now) {
             return failed(e);
         }
     }
@@ -84,20 +84,20 @@ pub(crate) fn compact(node: &ClusterNode, selection: &TableSelection) -> Respons
 /// `nodetool cleanup [KEYSPACE [TABLE...]]`: drops the data of ranges this
 /// node no longer replicates. Keyspaces not spread over the ring (system
 /// ones, LocalStrategy) have nothing to clean.
-pub(crate) fn cleanup(node: &ClusterNode, selection: &TableSelection) -> Response {
+pub(crate) fn cleanup(node: &AdminNode, selection: &TableSelection) -> Response {
     let schema = node.executor().schema();
     let chosen = match storage_ids(&schema, selection) {
         Ok(chosen) => chosen,
         Err(e) => return failed(e),
     };
-    let topology = node.shared.topology();
+    let topology = node.topology.clone();
     for (keyspace, strategy) in crate::topology::replicated_keyspaces(&schema) {
         let keep = topology.ring.ranges_of(&strategy, topology.local);
         for table in keyspace.storage_ids() {
             if chosen.as_ref().is_some_and(|c| !c.contains(&table)) {
                 continue;
             }
-            if let Err(e) = node.shared.engine.cleanup(table, &keep) {
+            if let Err(e) = node.engine.cleanup(table, &keep) {
                 return failed(e);
             }
         }

@@ -137,6 +137,8 @@ pub const KEYS: &[KeyDoc] = &[
         .legacy(&["prepared_statements_cache_size_mb"]),
     key("materialized_views_enabled", "false", "Allows CREATE MATERIALIZED VIEW.")
         .legacy(&["enable_materialized_views"]),
+    key("admin_address", "127.0.0.1", "Address nodetool connects to (Cassandra's JMX listens on localhost). Several nodes on one machine need their own address or port."),
+    key("admin_port", "7199", "nodetool's port (Cassandra's JMX port); 0 turns it off. With PasswordAuthenticator, nodetool logs in as a superuser (-u, -pw)."),
     key("prometheus_address", "127.0.0.1", "Address of the Prometheus metrics endpoint."),
     key("prometheus_port", "9180", "Port of the Prometheus metrics endpoint; 0 turns it off. The legacy key is host:port for both.")
         .legacy(&["prometheus_listen_address"]),

@@ -183,6 +183,8 @@ pub struct Node {
     pub native: SocketAddr,
     /// The metrics endpoint, when the configuration turned it on.
     pub metrics: Option<SocketAddr>,
+    /// nodetool's port, when the configuration turned it on.
+    pub admin: Option<SocketAddr>,
     stop: tokio::sync::oneshot::Sender<()>,
     running: tokio::task::JoinHandle<Result<(), String>>,
     _data: tempfile::TempDir,
@@ -196,6 +198,8 @@ impl Node {
         let config = rocksandra_server::config::Config {
             data_file_directories: vec![data.path().to_path_buf()],
             native_transport_port: 0,
+            // Tests run side by side: a free port, never 7199.
+            admin_port: config.admin_port.map(|_| 0),
             ..config
         };
         let service = rocksandra_server::Service::start(&config)
@@ -203,6 +207,7 @@ impl Node {
             .expect("starts");
         let native = service.native_address();
         let metrics = service.metrics_address();
+        let admin = service.admin_address();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let running = tokio::spawn(service.run(async {
             let _ = stopped.await;
@@ -210,6 +215,7 @@ impl Node {
         Node {
             native,
             metrics,
+            admin,
             stop,
             running,
             _data: data,

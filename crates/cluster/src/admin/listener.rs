@@ -1,0 +1,158 @@
+//! The admin port (`admin_address:admin_port`, 127.0.0.1:7199 by default,
+//! Cassandra's JMX port): nodetool's commands, on a node alone or in a
+//! cluster. It speaks the storage port's frames (`message`): a `Hello`,
+//! then a `Login` when the node asks for one (PasswordAuthenticator: a
+//! superuser's credentials), then `Admin` commands, each answered in turn.
+//! With internode TLS the port speaks TLS as the storage port does (the
+//! same certificates; client certificates when they are required there).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+use crate::message::{
+    encode_frame, AdminCommand, Envelope, Hello, RemoteError, Request, Response, HELLO_MAGIC,
+    MAX_HELLO_BYTES,
+};
+use crate::messaging::read_frame;
+use crate::tls::{InternodeStream, InternodeTls};
+
+/// nodetool connections open at once; more are closed as they are accepted.
+pub const MAX_ADMIN_CONNECTIONS: usize = 64;
+/// Largest request a nodetool connection may send (its commands are small).
+pub const MAX_ADMIN_REQUEST_BYTES: usize = 64 << 10;
+/// How long a connection may take to finish its TLS handshake and send its
+/// `Hello`.
+pub const ADMIN_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the admin port serves.
+pub trait AdminService: Send + Sync + 'static {
+    /// A login must come before any command.
+    fn login_required(&self) -> bool;
+    /// Checks a superuser's credentials (it may take a bcrypt check).
+    fn login(&self, username: &str, password: &str) -> Result<(), String>;
+    /// Runs one command (it may take minutes: decommission, repair).
+    fn run(&self, command: AdminCommand) -> Response;
+}
+
+/// The bound admin port; dropping it stops accepting.
+pub struct AdminListener {
+    local: SocketAddr,
+    accepting: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for AdminListener {
+    fn drop(&mut self) {
+        self.accepting.abort();
+    }
+}
+
+impl AdminListener {
+    /// Binds `address` (port 0: any free port) and serves it.
+    pub async fn bind(
+        address: SocketAddr,
+        tls: Option<Arc<InternodeTls>>,
+        service: Arc<dyn AdminService>,
+    ) -> std::io::Result<AdminListener> {
+        let listener = TcpListener::bind(address).await?;
+        let local = listener.local_addr()?;
+        let connections = Arc::new(Semaphore::new(MAX_ADMIN_CONNECTIONS));
+        let accepting = tokio::spawn(async move {
+            loop {
+                let Ok((stream, from)) = listener.accept().await else {
+                    continue;
+                };
+                let Ok(permit) = connections.clone().try_acquire_owned() else {
+                    tracing::warn!(
+                        "nodetool connection from {from} closed: {MAX_ADMIN_CONNECTIONS} open"
+                    );
+                    continue;
+                };
+                let (tls, service) = (tls.clone(), service.clone());
+                tokio::spawn(async move {
+                    if let Err(e) = serve(stream, tls, service).await {
+                        tracing::debug!("nodetool connection from {from} closed: {e}");
+                    }
+                    drop(permit);
+                });
+            }
+        });
+        Ok(AdminListener { local, accepting })
+    }
+
+    /// Where it listens (with the real port when bound to port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+}
+
+/// One nodetool connection: handshake, then requests answered in turn.
+async fn serve(
+    stream: TcpStream,
+    tls: Option<Arc<InternodeTls>>,
+    service: Arc<dyn AdminService>,
+) -> Result<(), String> {
+    let stream = tokio::time::timeout(ADMIN_HANDSHAKE_TIMEOUT, async {
+        let stream = match &tls {
+            Some(tls) => tls.accept(stream).await.map_err(|e| e.to_string())?,
+            None => InternodeStream::Plain(stream),
+        };
+        let (mut read, write) = tokio::io::split(stream);
+        let hello: Hello = read_frame(&mut read, MAX_HELLO_BYTES).await?;
+        if hello.magic != HELLO_MAGIC {
+            return Err("not nodetool".to_string());
+        }
+        Ok((read, write))
+    })
+    .await
+    .map_err(|_| format!("no handshake within {ADMIN_HANDSHAKE_TIMEOUT:?}"))?;
+    let (mut read, mut write) = stream?;
+    let mut logged_in = !service.login_required();
+    loop {
+        let Envelope::Request { id, body } =
+            read_frame::<Envelope>(&mut read, MAX_ADMIN_REQUEST_BYTES).await?
+        else {
+            return Err("an answer sent to the admin port".into());
+        };
+        let response = answer(&service, &mut logged_in, body).await?;
+        let frame = encode_frame(&Envelope::Response { id, body: response });
+        write.write_all(&frame).await.map_err(|e| e.to_string())?;
+        write.flush().await.map_err(|e| e.to_string())?;
+    }
+}
+
+/// The answer to one request; an error for requests nodetool never sends.
+async fn answer(
+    service: &Arc<dyn AdminService>,
+    logged_in: &mut bool,
+    request: Request,
+) -> Result<Response, String> {
+    let service = service.clone();
+    let blocking = |work: Box<dyn FnOnce() -> Response + Send>| async move {
+        tokio::task::spawn_blocking(work)
+            .await
+            .unwrap_or_else(|e| Response::Error(RemoteError::Failed(e.to_string())))
+    };
+    Ok(match request {
+        Request::Login { username, password } => {
+            let response = blocking(Box::new(move || {
+                match service.login(&username, &password) {
+                    Ok(()) => Response::Ack,
+                    Err(e) => Response::Error(RemoteError::Failed(e)),
+                }
+            }))
+            .await;
+            *logged_in = response == Response::Ack;
+            response
+        }
+        Request::Admin(_) if !*logged_in => Response::Error(RemoteError::Failed(
+            "Authentication failed! Credentials required (nodetool -u USER -pw PASSWORD)".into(),
+        )),
+        Request::Admin(command) => blocking(Box::new(move || service.run(command))).await,
+        _ => return Err("only nodetool's requests are served on the admin port".into()),
+    })
+}

@@ -1,0 +1,61 @@
+//! nodetool's port on this node (`admin_address:admin_port`): the
+//! cluster's commands when the node is a member, its own when it runs
+//! alone; with PasswordAuthenticator, only a superuser's login opens it.
+
+use std::sync::atomic::AtomicU32;
+use std::sync::Arc;
+
+use rocksandra_cluster::admin::listener::AdminService;
+use rocksandra_cluster::admin::{self, AdminNode};
+use rocksandra_cluster::message::{AdminCommand, Response};
+use rocksandra_cluster::{ClusterConfig, ClusterNode};
+use rocksandra_query::Executor;
+use rocksandra_storage::Engine;
+
+/// What nodetool's commands act on.
+pub enum AdminTarget {
+    Member(Arc<ClusterNode>),
+    /// A node without seeds: its ring is itself.
+    Alone {
+        config: Box<ClusterConfig>,
+        engine: Arc<dyn Engine>,
+        /// `setcompactionthroughput`'s value, kept between commands.
+        compaction_throughput: Arc<AtomicU32>,
+    },
+}
+
+pub struct NodeAdmin {
+    pub executor: Arc<Executor>,
+    pub target: AdminTarget,
+}
+
+impl AdminService for NodeAdmin {
+    fn login_required(&self) -> bool {
+        self.executor.auth_config().password_authenticator
+    }
+
+    fn login(&self, username: &str, password: &str) -> Result<(), String> {
+        self.executor
+            .authenticate_superuser(username, password)
+            .map_err(|e| e.to_string())
+    }
+
+    fn run(&self, command: AdminCommand) -> Response {
+        match &self.target {
+            AdminTarget::Member(node) => node.admin(command),
+            AdminTarget::Alone {
+                config,
+                engine,
+                compaction_throughput,
+            } => {
+                let node = AdminNode::alone(
+                    ClusterConfig::clone(config),
+                    self.executor.clone(),
+                    engine.clone(),
+                    compaction_throughput.clone(),
+                );
+                admin::run_alone(&node, command)
+            }
+        }
+    }
+}
