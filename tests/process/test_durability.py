@@ -186,3 +186,71 @@ def test_views_survive_kill_9_and_drivers_see_them():
             if n.proc and n.proc.poll() is None:
                 n.proc.kill()
                 n.proc.wait()
+
+
+def restore(data, snapshot):
+    """Cassandra's "restore from a snapshot", for a node that is stopped:
+    the snapshot becomes the storage directory, its schema the node's."""
+    import shutil
+    shutil.rmtree(os.path.join(data, "rocksdb"))
+    shutil.copytree(snapshot, os.path.join(data, "rocksdb"))
+    shutil.move(os.path.join(data, "rocksdb", "schema.json"), os.path.join(data, "schema.json"))
+    os.remove(os.path.join(data, "rocksdb", "schema.cql"))
+
+
+def test_auto_snapshot_before_drop_and_truncate_restores_the_table(node):
+    node.start()
+    cluster, session = node.session()
+    create_schema(session)
+    for i in range(50):
+        session.execute("INSERT INTO ks.t (p, c, v) VALUES (%s, %s, %s)", (i % 3, i, "v%d" % i))
+    session.execute("TRUNCATE ks.t")
+    session.execute("INSERT INTO ks.t (p, c, v) VALUES (0, 1000, 'after')")
+    session.execute("DROP TABLE ks.t")
+    cluster.shutdown()
+    assert node.stop(signal.SIGTERM) == 0
+
+    data = os.path.join(node.data_dir, "data")
+    snapshots = sorted(os.listdir(os.path.join(data, "snapshots")))
+    assert [s.split("-")[0] for s in snapshots] == ["dropped", "truncated"], snapshots
+    assert all(s.endswith("-t") for s in snapshots), snapshots
+    dropped = os.path.join(data, "snapshots", snapshots[0])
+    with open(os.path.join(dropped, "schema.cql")) as f:
+        cql = f.read()
+    assert "CREATE TABLE ks.t (" in cql and "CREATE TYPE ks.addr" in cql, cql
+
+    # Back to before the DROP: the row written after the TRUNCATE.
+    restore(data, dropped)
+    node.start()
+    cluster, session = node.session()
+    try:
+        rows = list(session.execute("SELECT p, c, v FROM ks.t"))
+        assert [(r.p, r.c, r.v) for r in rows] == [(0, 1000, "after")]
+    finally:
+        cluster.shutdown()
+    assert node.stop(signal.SIGTERM) == 0
+
+    # Back to before the TRUNCATE: the 50 rows.
+    restore(data, os.path.join(data, "snapshots", snapshots[1]))
+    node.start()
+    cluster, session = node.session()
+    try:
+        rows = list(session.execute("SELECT p, c, v FROM ks.t"))
+        assert sorted((r.p, r.c) for r in rows) == sorted((i % 3, i) for i in range(50))
+    finally:
+        cluster.shutdown()
+
+
+def test_auto_snapshot_false_takes_none():
+    with tempfile.TemporaryDirectory() as d:
+        node = Node(d, extra_yaml="auto_snapshot: false\n")
+        node.start()
+        try:
+            cluster, session = node.session()
+            create_schema(session)
+            session.execute("TRUNCATE ks.t")
+            session.execute("DROP KEYSPACE ks")
+            cluster.shutdown()
+        finally:
+            assert node.stop(signal.SIGTERM) == 0
+        assert not os.path.exists(os.path.join(d, "data", "snapshots"))

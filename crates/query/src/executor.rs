@@ -27,6 +27,7 @@ use crate::ddl::{self, keyspace_of, DdlOutcome};
 use crate::error::{QueryError, Result};
 use crate::prepared_cache::PreparedCache;
 use crate::schema::{Schema, Table, SCHEMA_FILE};
+use crate::snapshot::dropped_name;
 use crate::{modify, select, NodeInfo};
 use rocksandra_storage::fs::write_atomically;
 
@@ -162,6 +163,9 @@ pub struct Executor {
     pub(crate) auth: RwLock<crate::auth::AuthConfig>,
     /// `materialized_views_enabled` (false by default, as in Cassandra 5.0).
     views_enabled: std::sync::atomic::AtomicBool,
+    /// Where `auto_snapshot` puts the snapshot taken before DROP and
+    /// TRUNCATE (`<data>/snapshots`); None: `auto_snapshot: false`.
+    pub(crate) auto_snapshot: RwLock<Option<PathBuf>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -220,6 +224,7 @@ impl Executor {
             rmw_lock,
             auth: RwLock::new(crate::auth::AuthConfig::default()),
             views_enabled: std::sync::atomic::AtomicBool::new(false),
+            auto_snapshot: RwLock::new(None),
         })
     }
 
@@ -566,6 +571,8 @@ impl Executor {
                     .collect()
             })
             .unwrap_or_default();
+        self.auto_snapshot("truncated", &table.name)
+            .map_err(|e| QueryError::Truncate(e.to_string()))?;
         for id in table.storage_ids().chain(views) {
             self.engine
                 .truncate(id)
@@ -743,6 +750,9 @@ impl Executor {
         {
             self.engine.alter_table(table.storage_spec())?;
         }
+        if let Some(name) = dropped_name(&current, &outcome.effects.drop) {
+            self.auto_snapshot("dropped", &name)?;
+        }
         self.persist(&next)?;
         for id in outcome.effects.drop.iter().chain(&indexes.drop) {
             self.engine.drop_table(*id)?;
@@ -799,9 +809,17 @@ impl Executor {
                 Some(_) => {}
             }
         }
+        let dropped: Vec<TableId> = old
+            .keys()
+            .filter(|id| !new_ids.contains(id))
+            .copied()
+            .collect();
+        if let Some(name) = dropped_name(&current, &dropped) {
+            self.auto_snapshot("dropped", &name)?;
+        }
         self.persist(&next)?;
-        for id in old.keys().filter(|id| !new_ids.contains(id)) {
-            self.engine.drop_table(*id)?;
+        for id in dropped {
+            self.engine.drop_table(id)?;
         }
         *self.schema.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
         Ok(changes)

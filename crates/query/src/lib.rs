@@ -19,6 +19,7 @@ pub mod restrict;
 pub mod rows;
 pub mod schema;
 pub mod select;
+pub mod snapshot;
 pub mod system;
 pub mod term;
 pub mod trace;

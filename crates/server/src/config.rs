@@ -307,6 +307,9 @@ pub struct Config {
     pub client_encryption: EncryptionOptions,
     /// TLS between nodes (`server_encryption_options`).
     pub server_encryption: ServerEncryption,
+    /// A snapshot before every DROP and TRUNCATE (`auto_snapshot`, true
+    /// as in Cassandra).
+    pub auto_snapshot: bool,
     /// CREATE MATERIALIZED VIEW is allowed (`materialized_views_enabled`,
     /// legacy `enable_materialized_views`; off by default, as in Cassandra).
     pub materialized_views_enabled: bool,
@@ -372,6 +375,7 @@ impl Default for Config {
             auth_bcrypt_gensalt_log2_rounds: 10,
             client_encryption: EncryptionOptions::default(),
             server_encryption: ServerEncryption::default(),
+            auto_snapshot: true,
             materialized_views_enabled: false,
             prepared_statements_cache_bytes: rocksandra_query::prepared_cache::DEFAULT_LIMIT_BYTES,
             commitlog_directory: None,
@@ -727,6 +731,7 @@ struct FileConfig {
     cas_contention_timeout_in_ms: Option<u64>,
     client_encryption_options: Option<encryption::FileClientEncryption>,
     server_encryption_options: Option<encryption::FileServerEncryption>,
+    auto_snapshot: Option<bool>,
     materialized_views_enabled: Option<bool>,
     enable_materialized_views: Option<bool>,
     prepared_statements_cache_size: Option<String>,
@@ -889,6 +894,7 @@ impl FileConfig {
                 Some(options) => options.into_options()?,
                 None => defaults.server_encryption,
             },
+            auto_snapshot: self.auto_snapshot.unwrap_or(defaults.auto_snapshot),
             materialized_views_enabled: pick_legacy(
                 (
                     "materialized_views_enabled",

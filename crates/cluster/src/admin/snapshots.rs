@@ -1,7 +1,7 @@
 //! `nodetool snapshot`, `listsnapshots` and `clearsnapshot`. A snapshot is
-//! one RocksDB checkpoint of every table in `<data_dir>/snapshots/<tag>`:
-//! hard links to the live SST files, so it costs disk only once the live
-//! files are compacted away.
+//! one RocksDB checkpoint of every table in `<data_dir>/snapshots/<tag>`,
+//! with the schema (`query::snapshot`): hard links to the live SST files,
+//! so it costs disk only once the live files are compacted away.
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -32,7 +32,7 @@ pub(crate) fn create(node: &AdminNode, tag: &str, keyspaces: &[String]) -> Respo
     if dir.exists() {
         return failed(format!("Snapshot {tag} already exists."));
     }
-    if let Err(e) = node.engine.snapshot(&dir) {
+    if let Err(e) = node.executor().snapshot(&dir) {
         return failed(e);
     }
     let mut out = format!(

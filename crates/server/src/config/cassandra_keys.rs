@@ -20,7 +20,6 @@ pub const CASSANDRA_ONLY_KEYS: &[&str] = &[
     "auto_optimise_full_repair_streams",
     "auto_optimise_inc_repair_streams",
     "auto_optimise_preview_repair_streams",
-    "auto_snapshot",
     "auto_snapshot_ttl",
     "autocompaction_on_startup_enabled",
     "automatic_sstable_upgrade",

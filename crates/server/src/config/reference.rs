@@ -99,6 +99,11 @@ pub const KEYS: &[KeyDoc] = &[
         "Write rate of compactions and flushes together (RocksDB rate limiter, flushes first); 0: unthrottled. Cassandra's default, and its stock file, say 64MiB/s.",
     )
     .legacy(&["compaction_throughput_mb_per_sec"]),
+    key(
+        "auto_snapshot",
+        "true",
+        "A snapshot (snapshots/dropped-MILLIS-NAME, truncated-MILLIS-NAME: every table, with schema.json and schema.cql) before each DROP TABLE, DROP KEYSPACE, DROP MATERIALIZED VIEW and TRUNCATE.",
+    ),
     key("concurrent_compactors", "2", "Compactions running at once (RocksDB background compaction jobs); unset: 1.").unset(),
     key("authenticator", "AllowAllAuthenticator", "AllowAllAuthenticator (no login) or PasswordAuthenticator."),
     key("authorizer", "AllowAllAuthorizer", "AllowAllAuthorizer or CassandraAuthorizer (needs PasswordAuthenticator)."),
