@@ -12,6 +12,10 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 # The TLS tests make their certificates with the openssl CLI (scripts/tls-test-certs.sh).
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# The Node.js driver tests (tests/drivers/node) need Node.js 20 and npm.
+node_ok() { node -e 'process.exit(+process.versions.node.split(".")[0] < 20)' 2>/dev/null; }
+node_ok || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq
