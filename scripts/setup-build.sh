@@ -16,6 +16,9 @@ command -v openssl >/dev/null 2>&1 || need+=(openssl)
 node_ok() { node -e 'process.exit(+process.versions.node.split(".")[0] < 20)' 2>/dev/null; }
 node_ok || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
+# The Java driver tests (tests/drivers/java) build with JDK 17 and Maven.
+ls /usr/lib/jvm/java-17-openjdk-*/bin/javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null 2>&1 || need+=(maven)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq

@@ -126,6 +126,8 @@ echo "== Go driver (gocql) tests"
 ROCKSANDRA_HOST=127.0.0.1 ROCKSANDRA_PORT="$PORT" tests/drivers/go/run.sh || status=1
 echo "== Node.js driver (cassandra-driver) tests"
 ROCKSANDRA_HOST=127.0.0.1 ROCKSANDRA_PORT="$PORT" tests/drivers/node/run.sh || status=1
+echo "== Java driver (java-driver-core 4.x) tests"
+ROCKSANDRA_HOST=127.0.0.1 ROCKSANDRA_PORT="$PORT" tests/drivers/java/run.sh || status=1
 echo "== metrics endpoint"
 python3 - "$METRICS_PORT" <<'PY' || status=1
 import sys, urllib.request
