@@ -755,6 +755,50 @@ async fn password_authentication() {
 }
 
 #[tokio::test]
+async fn failed_logins_and_slow_logins_close_the_connection() {
+    let (handler, _gate) = ScriptedHandler::new();
+    let limits = TransportLimits {
+        login_timeout: Duration::from_millis(300),
+        ..TransportLimits::default()
+    };
+    let server = TestServer::start_with(handler, limits, Authenticator::Password).await;
+    let mut client = server.connect(ProtocolVersion::V5).await;
+    assert!(matches!(
+        client.startup(None).await,
+        Response::Authenticate(_)
+    ));
+    let wrong = Bytes::from_static(b"\0cassandra\0wrong");
+    for stream in 1..=rocksandra_server::transport::MAX_FAILED_LOGINS as i16 {
+        let response = client
+            .request(stream, Request::AuthResponse(Some(wrong.clone())))
+            .await;
+        expect_error(&response, ErrorKind::BadCredentials);
+    }
+    // Answered each time, then closed after the last.
+    client.expect_closed().await;
+
+    // One that logs in in time stays open past the deadline.
+    let mut prompt = server.connect(ProtocolVersion::V4).await;
+    prompt.startup(None).await;
+    let right = Bytes::from_static(b"\0cassandra\0cassandra");
+    let response = prompt.request(2, Request::AuthResponse(Some(right))).await;
+    assert_eq!(response, Response::AuthSuccess(None));
+    // One that starts but never logs in is closed at the deadline.
+    let mut slow = server.connect(ProtocolVersion::V4).await;
+    slow.startup(None).await;
+    let opened = Instant::now();
+    slow.expect_closed().await;
+    assert!(
+        opened.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        opened.elapsed()
+    );
+    let response = prompt.request(3, query("whoami")).await;
+    assert_eq!(expect_text(&response), "user=cassandra");
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn registered_connections_get_schema_change_events_on_stream_minus_one() {
     let server = TestServer::start(Arc::new(NotReadyHandler)).await;
     let mut listener = Client::ready(server.address, ProtocolVersion::V5).await;

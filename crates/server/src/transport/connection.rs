@@ -88,6 +88,8 @@ enum End {
     ProtocolError,
     /// Nothing read or written for `idle_timeout`.
     Idle,
+    /// Not ready within `login_timeout`, or too many failed logins.
+    Unauthenticated,
 }
 
 /// Serves one accepted connection until it closes; `slot` counts it
@@ -208,6 +210,9 @@ struct Connection {
     paused: bool,
     /// Last read or write, when `idle_timeout` is on.
     activity: Option<Arc<Activity>>,
+    /// When the connection must be ready (STARTUP and login done) by.
+    login_deadline: tokio::time::Instant,
+    failed_logins: u32,
 }
 
 impl Drop for Connection {
@@ -230,6 +235,7 @@ impl Connection {
             max_frame_bytes: shared.limits.max_frame_bytes,
         };
         let per_connection = shared.limits.max_requests_per_connection;
+        let login_deadline = tokio::time::Instant::now() + shared.limits.login_timeout;
         Connection {
             shared,
             peer,
@@ -247,6 +253,8 @@ impl Connection {
             throw_on_overload: false,
             paused: false,
             activity,
+            login_deadline,
+            failed_logins: 0,
         }
     }
 
@@ -267,6 +275,11 @@ impl Connection {
                         if self.handle_frame(frame).await == Flow::Close {
                             self.flush_inline().await;
                             return End::ProtocolError;
+                        }
+                        if self.failed_logins >= super::MAX_FAILED_LOGINS {
+                            info!(peer = %self.peer, "closing the connection after {} failed logins", self.failed_logins);
+                            self.flush_inline().await;
+                            return End::Unauthenticated;
                         }
                         // Frames already read wait too, not only the socket.
                         if self.paused {
@@ -290,6 +303,7 @@ impl Connection {
                 biased;
                 _ = stop.wait_for(|stopping| *stopping) => return End::Shutdown,
                 () = self.idle(), if self.shared.limits.idle_timeout.is_some() => return End::Idle,
+                () = self.login_expired(), if self.phase != Phase::Ready => return End::Unauthenticated,
                 read = reader.read_buf(&mut buf) => match read {
                     Ok(0) => return End::ClientClosed,
                     Ok(_) => {
@@ -317,6 +331,17 @@ impl Connection {
         };
         self.paused = false;
         resumed
+    }
+
+    /// Completes at the login deadline; logs. An async fn, so that nothing
+    /// touches the timer unless the connection is not ready yet.
+    async fn login_expired(&self) {
+        tokio::time::sleep_until(self.login_deadline).await;
+        info!(
+            peer = %self.peer,
+            "closing a connection not ready within {:?}",
+            self.shared.limits.login_timeout
+        );
     }
 
     /// Completes once nothing was read or written for `idle_timeout`
@@ -571,6 +596,7 @@ impl Connection {
         let credentials = match decode_plain_token(token) {
             Ok(credentials) => credentials,
             Err(message) => {
+                self.failed_logins += 1;
                 let error = ErrorResponse::new(ErrorKind::BadCredentials, message);
                 self.respond_error(version, stream, error).await;
                 return false;
@@ -591,6 +617,7 @@ impl Connection {
                 true
             }
             Err(error) => {
+                self.failed_logins += 1;
                 self.respond_error(version, stream, error).await;
                 false
             }

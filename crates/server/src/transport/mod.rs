@@ -32,6 +32,16 @@
 //! - With TLS, a connection that has not finished its handshake within
 //!   [`tls::TLS_HANDSHAKE_TIMEOUT`] is closed (it holds a connection slot
 //!   meanwhile).
+//! - `login_timeout` ([`LOGIN_TIMEOUT`] unless set): a connection that has
+//!   not finished STARTUP (and, with PasswordAuthenticator, its login)
+//!   within it is closed; and one whose login failed [`MAX_FAILED_LOGINS`]
+//!   times is closed after the last answer (each attempt costs a bcrypt
+//!   check). Cassandra has neither limit.
+
+/// How long a connection may take to finish STARTUP and its login.
+pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Failed logins one connection may make; it is closed after the last.
+pub const MAX_FAILED_LOGINS: u32 = 5;
 
 mod auth;
 mod connection;
@@ -97,6 +107,8 @@ pub struct TransportLimits {
     pub max_connections_per_ip: Option<usize>,
     /// None: connections are never closed for being idle.
     pub idle_timeout: Option<Duration>,
+    /// How long a connection may take to be ready (STARTUP and login).
+    pub login_timeout: Duration,
     pub max_request_bytes_in_flight: u64,
     pub max_request_bytes_in_flight_per_ip: u64,
 }
@@ -116,6 +128,7 @@ impl From<&Config> for TransportLimits {
             max_frame_bytes: config.max_frame_bytes,
             max_connections_per_ip: config.max_connections_per_ip,
             idle_timeout: config.idle_timeout,
+            login_timeout: LOGIN_TIMEOUT,
             max_request_bytes_in_flight: config.max_request_bytes_in_flight,
             max_request_bytes_in_flight_per_ip: config.max_request_bytes_in_flight_per_ip,
         }
