@@ -45,7 +45,7 @@ def port_open(ip, port):
 
 
 class Node:
-    def __init__(self, ip, root, seeds=SEED, extra=(), nodetool_config=None):
+    def __init__(self, ip, root, seeds=SEED, extra=(), nodetool_config=None, nodetool_login=None):
         self.ip = ip
         self.dir = os.path.join(root, ip)
         self.data_dir = os.path.join(self.dir, "data")
@@ -56,6 +56,8 @@ class Node:
         # The configuration file nodetool takes its TLS settings from
         # (`rocksandra --config FILE nodetool ...`).
         self.nodetool_config = nodetool_config
+        # (user, password) nodetool logs in with (PasswordAuthenticator).
+        self.nodetool_login = nodetool_login
         self.proc = None
         self.log = None
 
@@ -130,7 +132,9 @@ class Node:
 
     def nodetool(self, *args, check=True, timeout=60):
         config = ["--config", self.nodetool_config] if self.nodetool_config else []
-        r = subprocess.run([BIN] + config + ["nodetool", "--host", self.ip] + list(args),
+        login = ["-u", self.nodetool_login[0], "-pw", self.nodetool_login[1]] \
+            if self.nodetool_login else []
+        r = subprocess.run([BIN] + config + ["nodetool", "--host", self.ip] + login + list(args),
                            capture_output=True, text=True, timeout=timeout)
         if check:
             assert r.returncode == 0, "nodetool %s on %s failed (%d): %s%s" % (
@@ -208,7 +212,7 @@ class Nodes:
         return codes
 
 
-def connect(ip, pinned=True):
+def connect(ip, pinned=True, auth_provider=None):
     """A driver session through `ip`: pinned to that node only, or token aware
     over every node the driver discovers."""
     lbp = WhiteListRoundRobinPolicy([ip]) if pinned else TokenAwarePolicy(RoundRobinPolicy())
@@ -217,7 +221,8 @@ def connect(ip, pinned=True):
     cluster = Cluster([ip], port=CQL_PORT, protocol_version=4,
                       execution_profiles={EXEC_PROFILE_DEFAULT: profile},
                       reconnection_policy=ConstantReconnectionPolicy(0.5, None),
-                      connect_timeout=10, control_connection_timeout=10)
+                      connect_timeout=10, control_connection_timeout=10,
+                      auth_provider=auth_provider)
     return cluster, cluster.connect()
 
 

@@ -3,6 +3,7 @@
 //! membership loop swaps in a new one when gossip changes.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use rocksandra_data::Token;
 
@@ -122,19 +123,29 @@ impl Topology {
     }
 }
 
-/// The user keyspaces whose data is spread over the ring, with their
-/// placement (what bootstrap streams and cleanup trims).
+/// The keyspaces whose data is spread over the ring, with their placement
+/// (what bootstrap streams, decommission hands over, repair compares and
+/// cleanup trims): the user keyspaces, and the replicated system keyspaces
+/// (`system_auth`, ...) with only their tables kept in storage.
 pub fn replicated_keyspaces(
     schema: &rocksandra_query::schema::Schema,
-) -> Vec<(
-    &std::sync::Arc<rocksandra_query::schema::Keyspace>,
-    Strategy,
-)> {
+) -> Vec<(Arc<rocksandra_query::schema::Keyspace>, Strategy)> {
+    use rocksandra_query::schema::{is_system_keyspace, REPLICATED_SYSTEM_KEYSPACES};
     schema
         .keyspaces
         .values()
-        .filter(|k| !k.is_virtual && !rocksandra_query::schema::is_system_keyspace(&k.name))
-        .map(|k| (k, Strategy::from_replication(&k.replication)))
+        .filter_map(|k| {
+            if REPLICATED_SYSTEM_KEYSPACES.contains(&k.name.as_str()) {
+                let mut stored = rocksandra_query::schema::Keyspace::clone(k);
+                stored.tables.retain(|_, t| !t.is_virtual);
+                return (!stored.tables.is_empty()).then(|| Arc::new(stored));
+            }
+            (!k.is_virtual && !is_system_keyspace(&k.name)).then(|| k.clone())
+        })
+        .map(|k| {
+            let strategy = Strategy::from_replication(&k.replication);
+            (k, strategy)
+        })
         .filter(|(_, s)| *s != Strategy::Local)
         .collect()
 }

@@ -332,7 +332,7 @@ pub fn alter_keyspace(
 ) -> Result<DdlOutcome> {
     let name = stmt.name.as_str();
     let event = change(SchemaChangeType::Updated, keyspace_target(name));
-    if is_system_keyspace(name) {
+    if is_system_keyspace(name) && !crate::schema::REPLICATED_SYSTEM_KEYSPACES.contains(&name) {
         return Err(not_user_modifiable(name));
     }
     let props = keyspace_properties(&stmt.properties)?;

@@ -35,6 +35,12 @@ pub fn is_system_keyspace(name: &str) -> bool {
     SYSTEM_KEYSPACES.contains(&name)
 }
 
+/// System keyspaces whose data is replicated as user keyspaces are: an
+/// operator may ALTER their replication (Cassandra's runbook raises
+/// `system_auth`'s), nothing else of their schema.
+pub const REPLICATED_SYSTEM_KEYSPACES: [&str; 3] =
+    ["system_auth", "system_distributed", "system_traces"];
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Schema {
     pub keyspaces: BTreeMap<String, Arc<Keyspace>>,
@@ -542,6 +548,10 @@ struct StoredSchema {
     #[serde(default)]
     epoch: u64,
     keyspaces: Vec<StoredKeyspace>,
+    /// The replication of the replicated system keyspaces, where an ALTER
+    /// changed it (they are built in, not stored as keyspaces).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    system_replication: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -596,13 +606,25 @@ const SCHEMA_FORMAT: u32 = 1;
 pub const SCHEMA_FILE: &str = "schema.json";
 
 impl Schema {
-    /// The user keyspaces as JSON.
+    /// The user keyspaces as JSON, and the replication of the replicated
+    /// system keyspaces where it is not the built-in one.
     pub fn to_stored_json(&self) -> Vec<u8> {
+        let builtin = Schema::builtin();
+        let system_replication = REPLICATED_SYSTEM_KEYSPACES
+            .iter()
+            .filter_map(|name| {
+                let now = self.keyspace(name)?;
+                let default = builtin.keyspace(name)?;
+                (now.replication != default.replication)
+                    .then(|| (name.to_string(), now.replication.clone()))
+            })
+            .collect();
         let stored = StoredSchema {
             format: SCHEMA_FORMAT,
             version: self.version,
             next_table_id: self.next_table_id,
             epoch: self.epoch,
+            system_replication,
             keyspaces: self
                 .keyspaces
                 .values()
@@ -675,6 +697,13 @@ impl Schema {
         self.version = stored.version;
         self.next_table_id = stored.next_table_id;
         self.epoch = stored.epoch;
+        for (name, replication) in stored.system_replication {
+            if let Some(keyspace) = self.keyspaces.get_mut(&name) {
+                if REPLICATED_SYSTEM_KEYSPACES.contains(&name.as_str()) {
+                    Arc::make_mut(keyspace).replication = replication;
+                }
+            }
+        }
         for k in stored.keyspaces {
             let mut types: Vec<UdtType> = Vec::new();
             for t in k.types {

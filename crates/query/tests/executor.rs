@@ -294,6 +294,46 @@ fn schema_survives_restart() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn replicated_system_keyspaces_take_a_new_replication_and_keep_it() {
+    let dir = std::env::temp_dir().join(format!("rocksandra-query-auth-rf-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let replication =
+        "SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = 'system_auth'";
+    {
+        let mut h = harness(Some(dir.clone()));
+        h.check(&[
+            (
+                "ALTER KEYSPACE system_auth WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
+                "OK",
+            ),
+            (
+                "ALTER KEYSPACE system_traces WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 2}",
+                "OK",
+            ),
+            (
+                "ALTER KEYSPACE system WITH durable_writes = false",
+                "ERROR 0x2100 system keyspace is not user-modifiable.",
+            ),
+            (
+                "ALTER KEYSPACE system_schema WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
+                "ERROR 0x2100 system_schema keyspace is not user-modifiable.",
+            ),
+            (
+                "DROP KEYSPACE system_auth",
+                "ERROR 0x2100 system_auth keyspace is not user-modifiable.",
+            ),
+        ]);
+    }
+    let mut h = harness(Some(dir.clone()));
+    h.check(&[(
+        replication,
+        "{'class': 'org.apache.cassandra.locator.SimpleStrategy', 'replication_factor': '3'}",
+    )]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A conditional update that also reads a list (element set, element
 /// delete, remove by value) takes the node's read-before-write lock twice
 /// on one thread: it must neither deadlock nor lose either part.
