@@ -267,3 +267,84 @@ async fn scrape_counts_cql_requests_and_reports_storage() {
     drop(client);
     node.stop().await;
 }
+
+// ---------------------------------------------------------------- dashboard
+
+/// Every `rocksandra_*` metric name in `expr`.
+fn metric_names(expr: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = expr;
+    while let Some(at) = rest.find("rocksandra_") {
+        let name: String = rest[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+            .collect();
+        rest = &rest[at + name.len()..];
+        names.push(name);
+    }
+    names
+}
+
+/// The labels of every `by (...)` clause in `expr`.
+fn grouping_labels(expr: &str) -> Vec<String> {
+    expr.split("by (")
+        .skip(1)
+        .flat_map(|after| {
+            let inside = after.split(')').next().unwrap_or_default();
+            inside
+                .split(',')
+                .map(|l| l.trim().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_grafana_dashboard_asks_only_for_what_a_node_exposes() {
+    let config = Config {
+        prometheus_port: Some(0),
+        ..Config::default()
+    };
+    let node = Node::start(config).await;
+    let text = scrape(node.metrics.expect("the endpoint is on")).await;
+    let dashboard: serde_json::Value = serde_json::from_str(include_str!(
+        "../../../conf/grafana/rocksandra-dashboard.json"
+    ))
+    .expect("the dashboard is JSON");
+    let panels = dashboard["panels"].as_array().expect("panels");
+    assert!(panels.len() >= 10, "{} panels", panels.len());
+    let mut exprs: Vec<String> = panels
+        .iter()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .map(|t| t["expr"].as_str().expect("an expr").to_string())
+        .collect();
+    exprs.extend(
+        dashboard["templating"]["list"]
+            .as_array()
+            .expect("variables")
+            .iter()
+            .filter_map(|v| v["definition"].as_str().map(str::to_string)),
+    );
+    let exposed = |name: &str| {
+        text.lines()
+            .any(|l| l.starts_with(name) && !l.starts_with('#'))
+    };
+    let mut checked = 0;
+    for expr in &exprs {
+        for name in metric_names(expr) {
+            assert!(exposed(&name), "{name} (in {expr}) is not exposed:\n{text}");
+            checked += 1;
+        }
+        for label in grouping_labels(expr) {
+            // `instance` is Prometheus's own; `le` is every histogram's.
+            if label == "instance" || label == "le" {
+                continue;
+            }
+            assert!(
+                text.contains(&format!("{{{label}=\"")),
+                "label {label} (in {expr}) is not exposed"
+            );
+        }
+    }
+    assert!(checked >= 20, "only {checked} metric references");
+}
