@@ -254,3 +254,41 @@ def test_auto_snapshot_false_takes_none():
         finally:
             assert node.stop(signal.SIGTERM) == 0
         assert not os.path.exists(os.path.join(d, "data", "snapshots"))
+
+
+def test_tombstone_thresholds_warn_then_fail():
+    from cassandra import ReadFailure
+    with tempfile.TemporaryDirectory() as d:
+        node = Node(d, sync="periodic",
+                    extra_yaml="tombstone_warn_threshold: 10\ntombstone_failure_threshold: 50\n")
+        node.start()
+        try:
+            cluster, session = node.session()
+            session.execute("CREATE KEYSPACE ks WITH replication = "
+                            "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+            session.execute("CREATE TABLE ks.queue (k int, c int, v text, PRIMARY KEY (k, c))")
+            insert = session.prepare("INSERT INTO ks.queue (k, c, v) VALUES (1, ?, 'x')")
+            delete = session.prepare("DELETE FROM ks.queue WHERE k = 1 AND c = ?")
+            for c in range(60):
+                session.execute(insert, (c,))
+            for c in range(20):
+                session.execute(delete, (c,))
+            select = session.prepare("SELECT c FROM ks.queue WHERE k = ?")
+            for statement, args in ((select, (1,)), ("SELECT c FROM ks.queue WHERE k = 1", None)):
+                rs = session.execute(statement, args)
+                assert [r.c for r in rs] == list(range(20, 60))
+                warnings = rs.response_future.warnings or []
+                assert any("40 live rows and 20 tombstone cells" in w
+                           and "tombstone_warn_threshold" in w for w in warnings), warnings
+            for c in range(20, 51):
+                session.execute(delete, (c,))
+            for statement, args in ((select, (1,)), ("SELECT c FROM ks.queue WHERE k = 1", None)):
+                with pytest.raises(ReadFailure) as failure:
+                    session.execute(statement, args)
+                assert "READ_TOO_MANY_TOMBSTONES" in str(failure.value), failure.value
+            cluster.shutdown()
+        finally:
+            assert node.stop(signal.SIGTERM) == 0
+        with open(os.path.join(d, "server.log")) as f:
+            log = f.read()
+        assert "Scanned over 50 tombstones during query" in log

@@ -88,6 +88,16 @@ impl Engine for StagedEngine {
             .read
             .run(|| self.inner.read_partition(read, now))
     }
+
+    fn read_partition_counted(
+        &self,
+        read: &PartitionRead,
+        now: LocalTime,
+    ) -> Result<(Partition, u64)> {
+        self.stages
+            .read
+            .run(|| self.inner.read_partition_counted(read, now))
+    }
     fn read_raw(&self, read: &PartitionRead, now: LocalTime) -> Result<RawPartition> {
         self.stages.read.run(|| self.inner.read_raw(read, now))
     }

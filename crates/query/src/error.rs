@@ -61,6 +61,16 @@ pub enum QueryError {
         block_for: usize,
         data_present: bool,
     },
+    /// Replicas failed the read (READ_FAILURE), each with its reason code
+    /// (`READ_TOO_MANY_TOMBSTONES` is 1).
+    #[error("{message}")]
+    ReadFailure {
+        consistency: Consistency,
+        received: usize,
+        block_for: usize,
+        reasons: Vec<(std::net::IpAddr, u16)>,
+        message: String,
+    },
     #[error("Operation timed out - received only {received} responses.")]
     WriteTimeout {
         consistency: Consistency,
@@ -151,6 +161,22 @@ impl QueryError {
                 received: count(*received),
                 block_for: count(*block_for),
                 data_present: *data_present,
+            },
+            QueryError::ReadFailure {
+                consistency,
+                received,
+                block_for,
+                reasons,
+                ..
+            } => ErrorKind::ReadFailure {
+                consistency: *consistency,
+                received: count(*received),
+                block_for: count(*block_for),
+                failures: rocksandra_wire::Failures {
+                    num_failures: count(reasons.len()),
+                    reasons: reasons.clone(),
+                },
+                data_present: false,
             },
             QueryError::WriteTimeout {
                 consistency,

@@ -166,6 +166,10 @@ pub struct Executor {
     /// Where `auto_snapshot` puts the snapshot taken before DROP and
     /// TRUNCATE (`<data>/snapshots`); None: `auto_snapshot: false`.
     pub(crate) auto_snapshot: RwLock<Option<PathBuf>>,
+    /// `tombstone_warn_threshold` and `tombstone_failure_threshold`.
+    /// (Atomics: every SELECT reads them, no lock on the read path.)
+    pub(crate) tombstone_warn: std::sync::atomic::AtomicU64,
+    pub(crate) tombstone_failure: std::sync::atomic::AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -225,6 +229,12 @@ impl Executor {
             auth: RwLock::new(crate::auth::AuthConfig::default()),
             views_enabled: std::sync::atomic::AtomicBool::new(false),
             auto_snapshot: RwLock::new(None),
+            tombstone_warn: std::sync::atomic::AtomicU64::new(
+                crate::tombstones::TombstoneThresholds::default().warn,
+            ),
+            tombstone_failure: std::sync::atomic::AtomicU64::new(
+                crate::tombstones::TombstoneThresholds::default().failure,
+            ),
         })
     }
 

@@ -22,6 +22,7 @@ pub mod select;
 pub mod snapshot;
 pub mod system;
 pub mod term;
+pub mod tombstones;
 pub mod trace;
 pub mod view;
 

@@ -65,6 +65,21 @@ pub trait DataProxy: Send + Sync {
         consistency: Consistency,
         now: LocalTime,
     ) -> Result<Partition>;
+    /// `read_partition` and the deleted or expired rows it met (0 where
+    /// they are not counted: the cluster's coordinator).
+    fn read_partition_counted(
+        &self,
+        schema: &Schema,
+        table: &Table,
+        read: &PartitionRead,
+        consistency: Consistency,
+        now: LocalTime,
+    ) -> Result<(Partition, u64)> {
+        Ok((
+            self.read_partition(schema, table, read, consistency, now)?,
+            0,
+        ))
+    }
     /// The stored state of what `read` selects (tombstones and timestamps
     /// included, `Engine::read_raw`), merged from as many replicas as
     /// `consistency` asks for: what view maintenance reads before a write,
@@ -132,6 +147,17 @@ impl DataProxy for LocalProxy {
         now: LocalTime,
     ) -> Result<Partition> {
         Ok(self.engine.read_partition(read, now)?)
+    }
+
+    fn read_partition_counted(
+        &self,
+        _schema: &Schema,
+        _table: &Table,
+        read: &PartitionRead,
+        _consistency: Consistency,
+        now: LocalTime,
+    ) -> Result<(Partition, u64)> {
+        Ok(self.engine.read_partition_counted(read, now)?)
     }
 
     fn read_raw(

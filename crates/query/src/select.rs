@@ -1229,6 +1229,8 @@ struct Reader<'a> {
     consistency: rocksandra_wire::Consistency,
     /// The index that answers a query over a token range, if one does.
     index: Option<IndexQuery>,
+    /// Deleted or expired rows the partition reads met (single node).
+    tombstones: std::cell::Cell<u64>,
 }
 
 impl<'a> Reader<'a> {
@@ -1266,6 +1268,7 @@ impl<'a> Reader<'a> {
             } else {
                 search::choose(table, restrictions)
             },
+            tombstones: std::cell::Cell::new(0),
         }
     }
 }
@@ -1428,13 +1431,15 @@ impl Reader<'_> {
 
     /// One partition of the table, at the query's consistency and time.
     fn read_partition(&self, read: &PartitionRead) -> Result<Partition> {
-        self.executor.data().read_partition(
+        let (partition, tombstones) = self.executor.data().read_partition_counted(
             self.schema,
             self.table,
             read,
             self.consistency,
             self.now,
-        )
+        )?;
+        self.tombstones.set(self.tombstones.get() + tombstones);
+        Ok(partition)
     }
 
     /// `first`: nothing of this partition was read before, so a live static
@@ -2056,6 +2061,15 @@ pub fn execute(
         };
         reader.read(&start, rows_to_read(want, aggregate, post_ordering))?
     };
+    let mut warnings = warnings;
+    if let Some(warning) = executor.check_tombstones(
+        reader.tombstones.get(),
+        rows.len(),
+        select,
+        request.consistency,
+    )? {
+        warnings.push(warning);
+    }
     if post_ordering {
         let keep = remaining_limit.filter(|_| !aggregate);
         sort_across_partitions(&table, &mut rows, reversed, keep);

@@ -334,6 +334,55 @@ fn replicated_system_keyspaces_take_a_new_replication_and_keep_it() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn reads_over_the_tombstone_thresholds_warn_then_fail() {
+    let mut h = harness(None);
+    h.executor
+        .set_tombstone_thresholds(rocksandra_query::tombstones::TombstoneThresholds {
+            warn: 3,
+            failure: 6,
+        });
+    h.check(SETUP);
+    h.check(&[(
+        "CREATE TABLE q (k int, c int, v int, PRIMARY KEY (k, c))",
+        "OK",
+    )]);
+    for c in 0..10 {
+        h.run(&format!("INSERT INTO q (k, c, v) VALUES (1, {c}, {c})"));
+    }
+    for c in 0..5 {
+        h.run(&format!("DELETE FROM q WHERE k = 1 AND c = {c}"));
+    }
+    let request = Request {
+        keyspace: Some("ks".into()),
+        ..Request::default()
+    };
+    let outcome = h
+        .executor
+        .query("SELECT * FROM q WHERE k = 1", &request)
+        .expect("five tombstones are under the failure threshold");
+    assert_eq!(
+        outcome.warnings,
+        vec![
+            "Read 5 live rows and 5 tombstone cells for query SELECT * FROM q WHERE k = 1 \
+             (see tombstone_warn_threshold)"
+                .to_string()
+        ]
+    );
+    h.run("DELETE FROM q WHERE k = 1 AND c = 5");
+    h.run("DELETE FROM q WHERE k = 1 AND c = 6");
+    h.check(&[(
+        "SELECT * FROM q WHERE k = 1",
+        "ERROR 0x1300 Operation failed - received 0 responses and 1 failures: \
+         READ_TOO_MANY_TOMBSTONES from /127.0.0.1",
+    )]);
+    // Another partition, without tombstones, reads as before.
+    h.check(&[
+        ("INSERT INTO q (k, c, v) VALUES (2, 0, 0)", "OK"),
+        ("SELECT v FROM q WHERE k = 2", "0"),
+    ]);
+}
+
 /// A conditional update that also reads a list (element set, element
 /// delete, remove by value) takes the node's read-before-write lock twice
 /// on one thread: it must neither deadlock nor lose either part.

@@ -310,6 +310,8 @@ pub struct Config {
     /// A snapshot before every DROP and TRUNCATE (`auto_snapshot`, true
     /// as in Cassandra).
     pub auto_snapshot: bool,
+    /// `tombstone_warn_threshold` and `tombstone_failure_threshold`.
+    pub tombstone_thresholds: rocksandra_query::tombstones::TombstoneThresholds,
     /// CREATE MATERIALIZED VIEW is allowed (`materialized_views_enabled`,
     /// legacy `enable_materialized_views`; off by default, as in Cassandra).
     pub materialized_views_enabled: bool,
@@ -376,6 +378,7 @@ impl Default for Config {
             client_encryption: EncryptionOptions::default(),
             server_encryption: ServerEncryption::default(),
             auto_snapshot: true,
+            tombstone_thresholds: Default::default(),
             materialized_views_enabled: false,
             prepared_statements_cache_bytes: rocksandra_query::prepared_cache::DEFAULT_LIMIT_BYTES,
             commitlog_directory: None,
@@ -732,6 +735,8 @@ struct FileConfig {
     client_encryption_options: Option<encryption::FileClientEncryption>,
     server_encryption_options: Option<encryption::FileServerEncryption>,
     auto_snapshot: Option<bool>,
+    tombstone_warn_threshold: Option<u64>,
+    tombstone_failure_threshold: Option<u64>,
     materialized_views_enabled: Option<bool>,
     enable_materialized_views: Option<bool>,
     prepared_statements_cache_size: Option<String>,
@@ -895,6 +900,14 @@ impl FileConfig {
                 None => defaults.server_encryption,
             },
             auto_snapshot: self.auto_snapshot.unwrap_or(defaults.auto_snapshot),
+            tombstone_thresholds: rocksandra_query::tombstones::TombstoneThresholds {
+                warn: self
+                    .tombstone_warn_threshold
+                    .unwrap_or(defaults.tombstone_thresholds.warn),
+                failure: self
+                    .tombstone_failure_threshold
+                    .unwrap_or(defaults.tombstone_thresholds.failure),
+            },
             materialized_views_enabled: pick_legacy(
                 (
                     "materialized_views_enabled",

@@ -366,6 +366,17 @@ pub trait Engine: Send + Sync {
     /// Applies mutations atomically (one WAL record); durable per `Durability`.
     fn write(&self, mutations: &[Mutation], now: LocalTime) -> Result<()>;
     fn read_partition(&self, read: &PartitionRead, now: LocalTime) -> Result<Partition>;
+    /// `read_partition`, and how many deleted or expired rows the read met
+    /// on its way (what `tombstone_warn_threshold` and
+    /// `tombstone_failure_threshold` count). An engine that does not count
+    /// says 0.
+    fn read_partition_counted(
+        &self,
+        read: &PartitionRead,
+        now: LocalTime,
+    ) -> Result<(Partition, u64)> {
+        Ok((self.read_partition(read, now)?, 0))
+    }
     /// The stored state of the rows `read` selects, tombstones and timestamps
     /// included, as a mutation that reproduces it when applied to another
     /// engine: what a coordinator reconciles replicas with. The partition

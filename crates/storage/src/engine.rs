@@ -755,12 +755,24 @@ impl<S: KvStore> Engine for KvEngine<S> {
     }
 
     fn read_partition(&self, read: &PartitionRead, now: LocalTime) -> Result<Partition> {
+        Ok(self.read_partition_counted(read, now)?.0)
+    }
+
+    fn read_partition_counted(
+        &self,
+        read: &PartitionRead,
+        now: LocalTime,
+    ) -> Result<(Partition, u64)> {
         let spec = self.spec(read.table)?;
         let mut rows = Vec::new();
-        let mut met = self.read_rows(&spec, read, now, Keep::LiveOnly, &mut |row| {
-            rows.extend(row.into_live())
+        let mut tombstones = 0;
+        let mut met = self.read_rows(&spec, read, now, Keep::LiveOnly, &mut |row| match row
+            .into_live()
+        {
+            Some(live) => rows.push(live),
+            None => tombstones += 1,
         })?;
-        Ok(Partition {
+        let partition = Partition {
             key: read.partition.clone(),
             static_row: if read.include_static {
                 met.head.static_live.take()
@@ -768,7 +780,8 @@ impl<S: KvStore> Engine for KvEngine<S> {
                 None
             },
             rows,
-        })
+        };
+        Ok((partition, tombstones))
     }
 
     fn read_raw(&self, read: &PartitionRead, now: LocalTime) -> Result<RawPartition> {

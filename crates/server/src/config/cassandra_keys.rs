@@ -386,8 +386,6 @@ pub const CASSANDRA_ONLY_KEYS: &[&str] = &[
     "table_properties_warned",
     "tables_fail_threshold",
     "tables_warn_threshold",
-    "tombstone_failure_threshold",
-    "tombstone_warn_threshold",
     "top_partitions_enabled",
     "trace_type_query_ttl",
     "trace_type_repair_ttl",

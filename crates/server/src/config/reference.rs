@@ -104,6 +104,16 @@ pub const KEYS: &[KeyDoc] = &[
         "true",
         "A snapshot (snapshots/dropped-MILLIS-NAME, truncated-MILLIS-NAME: every table, with schema.json and schema.cql) before each DROP TABLE, DROP KEYSPACE, DROP MATERIALIZED VIEW and TRUNCATE.",
     ),
+    key(
+        "tombstone_warn_threshold",
+        "1000",
+        "A single-partition read that meets more deleted or expired rows than this gets a client warning and a log line.",
+    ),
+    key(
+        "tombstone_failure_threshold",
+        "100000",
+        "Past this many, the read fails with READ_FAILURE (READ_TOO_MANY_TOMBSTONES).",
+    ),
     key("concurrent_compactors", "2", "Compactions running at once (RocksDB background compaction jobs); unset: 1.").unset(),
     key("authenticator", "AllowAllAuthenticator", "AllowAllAuthenticator (no login) or PasswordAuthenticator."),
     key("authorizer", "AllowAllAuthorizer", "AllowAllAuthorizer or CassandraAuthorizer (needs PasswordAuthenticator)."),

@@ -1,0 +1,83 @@
+//! `tombstone_warn_threshold` and `tombstone_failure_threshold`: a read
+//! that meets more deleted or expired rows than the first gets Cassandra's
+//! client warning (and a log line); more than the second fails with
+//! READ_FAILURE (`READ_TOO_MANY_TOMBSTONES`) and is logged, as Cassandra's
+//! TombstoneOverwhelmingException is.
+//!
+//! Counted: the rows of single-partition reads on a node, deleted or
+//! expired (row tombstones, and rows whose every cell is gone). Not counted
+//! yet: dead cells inside live rows, range scans, and reads a cluster's
+//! coordinator sends to other nodes.
+
+use std::sync::atomic::Ordering;
+
+use rocksandra_cql::ast::Select;
+use rocksandra_wire::Consistency;
+
+use crate::error::{QueryError, Result};
+use crate::executor::Executor;
+
+/// READ_FAILURE's reason code for too many tombstones.
+pub const READ_TOO_MANY_TOMBSTONES: u16 = 1;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TombstoneThresholds {
+    pub warn: u64,
+    pub failure: u64,
+}
+
+impl Default for TombstoneThresholds {
+    /// Cassandra's defaults.
+    fn default() -> Self {
+        TombstoneThresholds {
+            warn: 1000,
+            failure: 100_000,
+        }
+    }
+}
+
+impl Executor {
+    pub fn set_tombstone_thresholds(&self, thresholds: TombstoneThresholds) {
+        self.tombstone_warn
+            .store(thresholds.warn, Ordering::Relaxed);
+        self.tombstone_failure
+            .store(thresholds.failure, Ordering::Relaxed);
+    }
+
+    /// The warning for a read that met `tombstones` deleted rows and
+    /// returned `live` rows, or its failure.
+    pub(crate) fn check_tombstones(
+        &self,
+        tombstones: u64,
+        live: usize,
+        select: &Select,
+        consistency: Consistency,
+    ) -> Result<Option<String>> {
+        if tombstones <= self.tombstone_warn.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let failure = self.tombstone_failure.load(Ordering::Relaxed);
+        if tombstones > failure {
+            let node = self.node().listen_address;
+            tracing::error!(
+                "Scanned over {failure} tombstones during query '{select}'; query aborted"
+            );
+            return Err(QueryError::ReadFailure {
+                consistency,
+                received: 0,
+                block_for: 1,
+                reasons: vec![(node, READ_TOO_MANY_TOMBSTONES)],
+                message: format!(
+                    "Operation failed - received 0 responses and 1 failures: \
+                     READ_TOO_MANY_TOMBSTONES from /{node}"
+                ),
+            });
+        }
+        let warning = format!(
+            "Read {live} live rows and {tombstones} tombstone cells for query {select} \
+             (see tombstone_warn_threshold)"
+        );
+        tracing::warn!("{warning}");
+        Ok(Some(warning))
+    }
+}
