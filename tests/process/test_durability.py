@@ -274,7 +274,9 @@ def test_tombstone_thresholds_warn_then_fail():
             for c in range(20):
                 session.execute(delete, (c,))
             select = session.prepare("SELECT c FROM ks.queue WHERE k = ?")
-            for statement, args in ((select, (1,)), ("SELECT c FROM ks.queue WHERE k = 1", None)):
+            # A single partition, prepared and simple, and a range scan.
+            for statement, args in ((select, (1,)), ("SELECT c FROM ks.queue WHERE k = 1", None),
+                                    ("SELECT c FROM ks.queue", None)):
                 rs = session.execute(statement, args)
                 assert [r.c for r in rs] == list(range(20, 60))
                 warnings = rs.response_future.warnings or []
@@ -282,7 +284,8 @@ def test_tombstone_thresholds_warn_then_fail():
                            and "tombstone_warn_threshold" in w for w in warnings), warnings
             for c in range(20, 51):
                 session.execute(delete, (c,))
-            for statement, args in ((select, (1,)), ("SELECT c FROM ks.queue WHERE k = 1", None)):
+            for statement, args in ((select, (1,)), ("SELECT c FROM ks.queue WHERE k = 1", None),
+                                    ("SELECT c FROM ks.queue", None)):
                 with pytest.raises(ReadFailure) as failure:
                     session.execute(statement, args)
                 assert "READ_TOO_MANY_TOMBSTONES" in str(failure.value), failure.value

@@ -104,6 +104,9 @@ impl Engine for StagedEngine {
     fn scan(&self, scan: &RangeScan, now: LocalTime) -> Result<ScanPage> {
         self.stages.read.run(|| self.inner.scan(scan, now))
     }
+    fn scan_counted(&self, scan: &RangeScan, now: LocalTime) -> Result<(ScanPage, u64)> {
+        self.stages.read.run(|| self.inner.scan_counted(scan, now))
+    }
     fn stream_out(&self, table: TableId, range: TokenRange, dir: &Path) -> Result<Vec<PathBuf>> {
         self.inner.stream_out(table, range, dir)
     }

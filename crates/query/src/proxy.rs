@@ -101,6 +101,18 @@ pub trait DataProxy: Send + Sync {
         consistency: Consistency,
         now: LocalTime,
     ) -> Result<ScanPage>;
+    /// `scan` and the deleted or expired rows it met (0 where they are not
+    /// counted: the cluster's coordinator).
+    fn scan_counted(
+        &self,
+        schema: &Schema,
+        table: &Table,
+        scan: &RangeScan,
+        consistency: Consistency,
+        now: LocalTime,
+    ) -> Result<(ScanPage, u64)> {
+        Ok((self.scan(schema, table, scan, consistency, now)?, 0))
+    }
     /// Runs `decide` and applies the mutations it returns (all of
     /// `partition` of `table`) so that no other compare-and-set of that
     /// partition, from any coordinator, comes between its reads and its
@@ -180,6 +192,17 @@ impl DataProxy for LocalProxy {
         now: LocalTime,
     ) -> Result<ScanPage> {
         Ok(self.engine.scan(scan, now)?)
+    }
+
+    fn scan_counted(
+        &self,
+        _schema: &Schema,
+        _table: &Table,
+        scan: &RangeScan,
+        _consistency: Consistency,
+        now: LocalTime,
+    ) -> Result<(ScanPage, u64)> {
+        Ok(self.engine.scan_counted(scan, now)?)
     }
 
     fn cas(

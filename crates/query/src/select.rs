@@ -1616,10 +1616,14 @@ impl Reader<'_> {
                 },
                 row_limit: batch,
             };
-            let page =
-                self.executor
-                    .data()
-                    .scan(self.schema, self.table, &scan, self.consistency, now)?;
+            let (page, tombstones) = self.executor.data().scan_counted(
+                self.schema,
+                self.table,
+                &scan,
+                self.consistency,
+                now,
+            )?;
+            self.tombstones.set(self.tombstones.get() + tombstones);
             let next = page.next.clone();
             for partition in &page.partitions {
                 let mut prows =

@@ -4,10 +4,10 @@
 //! READ_FAILURE (`READ_TOO_MANY_TOMBSTONES`) and is logged, as Cassandra's
 //! TombstoneOverwhelmingException is.
 //!
-//! Counted: the rows of single-partition reads on a node, deleted or
-//! expired (row tombstones, and rows whose every cell is gone). Not counted
-//! yet: dead cells inside live rows, range scans, and reads a cluster's
-//! coordinator sends to other nodes.
+//! Counted: the rows single-partition reads and range scans meet on a
+//! node, deleted or expired (row tombstones, and rows whose every cell is
+//! gone). Not counted yet: dead cells inside live rows, reads through a
+//! secondary index, and reads a cluster's coordinator sends to other nodes.
 
 use std::sync::atomic::Ordering;
 

@@ -369,13 +369,27 @@ fn reads_over_the_tombstone_thresholds_warn_then_fail() {
                 .to_string()
         ]
     );
+    // A scan without a partition key counts them too.
+    let scanned = h
+        .executor
+        .query("SELECT * FROM q", &request)
+        .expect("under the failure threshold");
+    assert_eq!(
+        scanned.warnings,
+        vec![
+            "Read 5 live rows and 5 tombstone cells for query SELECT * FROM q \
+             (see tombstone_warn_threshold)"
+                .to_string()
+        ]
+    );
     h.run("DELETE FROM q WHERE k = 1 AND c = 5");
     h.run("DELETE FROM q WHERE k = 1 AND c = 6");
-    h.check(&[(
-        "SELECT * FROM q WHERE k = 1",
-        "ERROR 0x1300 Operation failed - received 0 responses and 1 failures: \
-         READ_TOO_MANY_TOMBSTONES from /127.0.0.1",
-    )]);
+    let failed = "ERROR 0x1300 Operation failed - received 0 responses and 1 failures: \
+                  READ_TOO_MANY_TOMBSTONES from /127.0.0.1";
+    h.check(&[
+        ("SELECT * FROM q WHERE k = 1", failed),
+        ("SELECT * FROM q", failed),
+    ]);
     // Another partition, without tombstones, reads as before.
     h.check(&[
         ("INSERT INTO q (k, c, v) VALUES (2, 0, 0)", "OK"),

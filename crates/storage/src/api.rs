@@ -387,6 +387,11 @@ pub trait Engine: Send + Sync {
     /// an expired cell stays an expiring cell.
     fn read_raw(&self, read: &PartitionRead, now: LocalTime) -> Result<RawPartition>;
     fn scan(&self, scan: &RangeScan, now: LocalTime) -> Result<ScanPage>;
+    /// `scan`, and how many deleted or expired rows it met (as
+    /// `read_partition_counted`); an engine that does not count says 0.
+    fn scan_counted(&self, scan: &RangeScan, now: LocalTime) -> Result<(ScanPage, u64)> {
+        Ok((self.scan(scan, now)?, 0))
+    }
     /// Writes every entry of the token range (with tombstones and timestamps)
     /// to files in `dir`, to be ingested by another engine.
     fn stream_out(&self, table: TableId, range: TokenRange, dir: &Path) -> Result<Vec<PathBuf>>;

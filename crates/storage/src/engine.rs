@@ -274,17 +274,19 @@ impl<S: KvStore> KvEngine<S> {
         })
     }
 
+    /// One page of a scan, and the deleted or expired rows it met.
     fn scan_partitions(
         &self,
         spec: &TableSpec,
         scan: &RangeScan,
         now: LocalTime,
-    ) -> Result<ScanPage> {
+    ) -> Result<(ScanPage, u64)> {
         let mut page = ScanPage {
             partitions: Vec::new(),
             next: None,
         };
         let mut returned = 0usize;
+        let mut resumed_tombstones = 0;
         let mut start = keys::token_start(scan.token_start);
         if let Some(position) = &scan.resume_after {
             let prefix = keys::partition_prefix(position.partition.token, &position.partition.key);
@@ -304,7 +306,8 @@ impl<S: KvStore> KvEngine<S> {
                     row_limit: remaining_in_partition(scan, position.rows_returned_in_partition)
                         .min(limit_or_max(scan.row_limit)),
                 };
-                let partition = self.read_partition(&read, now)?;
+                let (partition, tombstones) = self.read_partition_counted(&read, now)?;
+                resumed_tombstones = tombstones;
                 if !partition.rows.is_empty() {
                     returned += partition.rows.len();
                     let rows_in_partition =
@@ -316,7 +319,7 @@ impl<S: KvStore> KvEngine<S> {
                             rows_returned_in_partition: rows_in_partition,
                         });
                         page.partitions.push(partition);
-                        return Ok(page);
+                        return Ok((page, resumed_tombstones));
                     }
                     page.partitions.push(partition);
                 }
@@ -355,7 +358,7 @@ impl<S: KvStore> KvEngine<S> {
         if page.next.is_none() {
             state.finish_partition(spec, now, &mut page, &mut returned, scan)?;
         }
-        Ok(page)
+        Ok((page, resumed_tombstones + state.tombstones))
     }
 
     fn key_ranges(range: TokenRange) -> Vec<KeyRange> {
@@ -595,6 +598,8 @@ struct ScanState {
     head: PartitionHead,
     head_done: bool,
     rows: Vec<Row>,
+    /// Deleted or expired rows met so far, over every partition.
+    tombstones: u64,
 }
 
 impl ScanState {
@@ -621,6 +626,7 @@ impl ScanState {
                     token,
                     key: partition_key,
                 }),
+                tombstones: self.tombstones,
                 ..Default::default()
             };
         }
@@ -636,7 +642,11 @@ impl ScanState {
         if scan.per_partition_limit > 0 && self.rows.len() >= scan.per_partition_limit {
             return Ok(ControlFlow::Continue(()));
         }
-        if let Some(row) = self.head.live_row(spec, key, value, now)? {
+        let live = self.head.live_row(spec, key, value, now)?;
+        if live.is_none() {
+            self.tombstones += 1;
+        }
+        if let Some(row) = live {
             self.rows.push(row);
             if scan.row_limit > 0 && *returned + self.rows.len() >= scan.row_limit {
                 let last = self.rows.last().map(|r| r.clustering.clone());
@@ -803,6 +813,10 @@ impl<S: KvStore> Engine for KvEngine<S> {
     }
 
     fn scan(&self, scan: &RangeScan, now: LocalTime) -> Result<ScanPage> {
+        Ok(self.scan_counted(scan, now)?.0)
+    }
+
+    fn scan_counted(&self, scan: &RangeScan, now: LocalTime) -> Result<(ScanPage, u64)> {
         let spec = self.spec(scan.table)?;
         self.scan_partitions(&spec, scan, now)
     }

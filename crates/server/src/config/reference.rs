@@ -107,7 +107,7 @@ pub const KEYS: &[KeyDoc] = &[
     key(
         "tombstone_warn_threshold",
         "1000",
-        "A single-partition read that meets more deleted or expired rows than this gets a client warning and a log line.",
+        "A read (of one partition, or a range scan) that meets more deleted or expired rows than this gets a client warning and a log line.",
     ),
     key(
         "tombstone_failure_threshold",
