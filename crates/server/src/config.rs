@@ -777,9 +777,11 @@ impl ClassName {
 }
 
 impl FileConfig {
-    fn into_config(self) -> Result<Config, ConfigError> {
+    fn into_config(mut self) -> Result<Config, ConfigError> {
         let defaults = Config::default();
         let (prometheus_address, prometheus_port) = self.prometheus()?;
+        let (admin_address, admin_port) = self.admin()?;
+        let (client_encryption, server_encryption) = self.encryption()?;
         let storage = self.storage()?;
         let timeouts = self.request_timeouts(defaults.request_timeouts)?;
         let transport = self.native_transport(&defaults)?;
@@ -875,11 +877,8 @@ impl FileConfig {
                 None => defaults.block_cache_bytes,
             },
             prometheus_address,
-            admin_address: match &self.admin_address {
-                Some(text) => parse_address("admin_address", text)?,
-                None => defaults.admin_address,
-            },
-            admin_port: port_or_off(self.admin_port.unwrap_or(ADMIN_PORT_DEFAULT)),
+            admin_address,
+            admin_port,
             prometheus_port,
             auth_bcrypt_gensalt_log2_rounds: match self.auth_bcrypt_gensalt_log2_rounds {
                 Some(r) if (4..=31).contains(&r) => r,
@@ -891,14 +890,8 @@ impl FileConfig {
                 }
                 None => defaults.auth_bcrypt_gensalt_log2_rounds,
             },
-            client_encryption: match self.client_encryption_options {
-                Some(options) => options.into_options()?,
-                None => defaults.client_encryption,
-            },
-            server_encryption: match self.server_encryption_options {
-                Some(options) => options.into_options()?,
-                None => defaults.server_encryption,
-            },
+            client_encryption,
+            server_encryption,
             auto_snapshot: self.auto_snapshot.unwrap_or(defaults.auto_snapshot),
             tombstone_thresholds: rocksandra_query::tombstones::TombstoneThresholds {
                 warn: self
@@ -934,6 +927,31 @@ impl FileConfig {
 }
 
 impl FileConfig {
+    /// `admin_address` and `admin_port` (None when it is 0: off).
+    fn admin(&self) -> Result<(IpAddr, Option<u16>), ConfigError> {
+        let ip = match &self.admin_address {
+            Some(text) => parse_address("admin_address", text)?,
+            None => ADMIN_ADDRESS_DEFAULT,
+        };
+        Ok((
+            ip,
+            port_or_off(self.admin_port.unwrap_or(ADMIN_PORT_DEFAULT)),
+        ))
+    }
+
+    /// `client_encryption_options` and `server_encryption_options`.
+    fn encryption(&mut self) -> Result<(EncryptionOptions, ServerEncryption), ConfigError> {
+        let client = match self.client_encryption_options.take() {
+            Some(options) => options.into_options()?,
+            None => EncryptionOptions::default(),
+        };
+        let server = match self.server_encryption_options.take() {
+            Some(options) => options.into_options()?,
+            None => ServerEncryption::default(),
+        };
+        Ok((client, server))
+    }
+
     /// `prometheus_address` and `prometheus_port`, or the legacy
     /// `prometheus_listen_address` standing for both.
     fn prometheus(&self) -> Result<(IpAddr, Option<u16>), ConfigError> {
