@@ -56,15 +56,16 @@ pub const READ_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 pub const RANGE_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long the coordinator waits for replicas: Cassandra's
-/// `read_request_timeout`, `write_request_timeout`, `range_request_timeout`
-/// and `cas_contention_timeout` (the time a lightweight transaction retries
-/// under contention).
+/// `read_request_timeout`, `write_request_timeout`, `range_request_timeout`,
+/// `cas_contention_timeout` (the time a lightweight transaction retries
+/// under contention) and `truncate_request_timeout`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timeouts {
     pub read: Duration,
     pub write: Duration,
     pub range: Duration,
     pub cas_contention: Duration,
+    pub truncate: Duration,
 }
 
 impl Default for Timeouts {
@@ -74,6 +75,7 @@ impl Default for Timeouts {
             write: WRITE_REQUEST_TIMEOUT,
             range: RANGE_REQUEST_TIMEOUT,
             cas_contention: CAS_CONTENTION_TIMEOUT,
+            truncate: crate::truncate::TRUNCATE_REQUEST_TIMEOUT,
         }
     }
 }
@@ -694,6 +696,22 @@ fn batchlog_holders(topology: &Topology, seed: u32) -> Vec<IpAddr> {
 }
 
 impl DataProxy for Coordinator {
+    fn truncate(
+        &self,
+        keyspace: &str,
+        table: &str,
+        here: &dyn Fn() -> Result<(), QueryError>,
+    ) -> Result<(), QueryError> {
+        let others = crate::truncate::targets(&self.shared.topology())?;
+        let deadline = Instant::now() + self.shared.timeouts.truncate;
+        let replies = self.shared.ask_all(&others, || Request::Truncate {
+            keyspace: keyspace.to_string(),
+            table: table.to_string(),
+        });
+        here()?;
+        crate::truncate::await_answers(&replies, others.len(), deadline)
+    }
+
     fn write(
         &self,
         schema: &Schema,

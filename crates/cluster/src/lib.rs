@@ -29,5 +29,6 @@ pub mod stages;
 pub mod streaming;
 pub mod tls;
 pub mod topology;
+pub mod truncate;
 
 pub use node::{ClusterConfig, ClusterNode, EventSink};

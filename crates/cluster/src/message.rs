@@ -161,6 +161,12 @@ pub enum Request {
         username: String,
         password: String,
     },
+    /// TRUNCATE `keyspace.table` here: snapshot it (auto_snapshot), then
+    /// empty it and its views (`Ack`).
+    Truncate {
+        keyspace: String,
+        table: String,
+    },
 }
 
 /// The schema as nodes exchange it: the stored JSON with its epoch.

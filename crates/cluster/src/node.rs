@@ -753,6 +753,12 @@ impl ClusterNode {
                 Err(e) => Response::Error(RemoteError::Failed(e)),
             },
             Request::SchemaLock { release } => self.lock_schema(from, release),
+            Request::Truncate { keyspace, table } => {
+                match self.executor.truncate_here(&keyspace, &table) {
+                    Ok(()) => Response::Ack,
+                    Err(e) => Response::Error(RemoteError::Failed(e.to_string())),
+                }
+            }
             Request::StreamOut { table, ranges } => self.stream_out(TableId(table), &ranges),
             Request::StoreHint {
                 host,

@@ -151,13 +151,14 @@ pub fn replicated_keyspaces(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::net::{IpAddr, Ipv4Addr};
 
     use super::*;
     use crate::ring::Member;
 
-    fn view(last: u8, token: i64) -> NodeView {
+    /// A live, normal node 127.0.0.`last` of dc1 with one token.
+    pub(crate) fn view(last: u8, token: i64) -> NodeView {
         NodeView {
             member: Member {
                 address: IpAddr::V4(Ipv4Addr::new(127, 0, 0, last)),

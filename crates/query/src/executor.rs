@@ -573,6 +573,22 @@ impl Executor {
                 "Cannot TRUNCATE materialized view directly; must truncate base table instead",
             ));
         }
+        let table = table.name.clone();
+        self.data()
+            .truncate(keyspace, &table, &|| self.truncate_here(keyspace, &table))?;
+        Ok(Outcome::void())
+    }
+
+    /// This node's part of a TRUNCATE of `keyspace.table` (checked by the
+    /// coordinator): the auto-snapshot, then every storage table of it and
+    /// of its views emptied. A cluster's other nodes run it when asked.
+    pub fn truncate_here(&self, keyspace: &str, table: &str) -> Result<()> {
+        let schema = self.schema();
+        let Some(table) = schema.table(keyspace, table) else {
+            return Err(QueryError::invalid(format!(
+                "table {keyspace}.{table} does not exist"
+            )));
+        };
         let views: Vec<TableId> = schema
             .keyspace(keyspace)
             .map(|ks| {
@@ -588,7 +604,7 @@ impl Executor {
                 .truncate(id)
                 .map_err(|e| QueryError::Truncate(e.to_string()))?;
         }
-        Ok(Outcome::void())
+        Ok(())
     }
 
     /// DROP KEYSPACE, TABLE, TYPE, INDEX or MATERIALIZED VIEW.

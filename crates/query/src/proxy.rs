@@ -125,6 +125,13 @@ pub trait DataProxy: Send + Sync {
         options: &CasOptions,
         decide: &mut CasDecide<'_>,
     ) -> Result<()>;
+    /// TRUNCATE: empties `keyspace.table` (its views too) on every node.
+    /// `here` is this node's part (its snapshot and truncation), all a
+    /// node alone does; a cluster also asks every other node to run theirs.
+    fn truncate(&self, keyspace: &str, table: &str, here: &dyn Fn() -> Result<()>) -> Result<()> {
+        let _ = (keyspace, table);
+        here()
+    }
 }
 
 /// The single-node proxy: this node holds every replica.

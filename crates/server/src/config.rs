@@ -260,7 +260,7 @@ pub struct Config {
     pub max_hint_window: Duration,
     /// How long a coordinator waits for replicas (`read_request_timeout`,
     /// `write_request_timeout`, `range_request_timeout`,
-    /// `cas_contention_timeout`).
+    /// `cas_contention_timeout`, `truncate_request_timeout`).
     pub request_timeouts: Timeouts,
     pub authenticator: Authenticator,
     pub authorizer: Authorizer,
@@ -732,6 +732,8 @@ struct FileConfig {
     range_request_timeout_in_ms: Option<u64>,
     cas_contention_timeout: Option<String>,
     cas_contention_timeout_in_ms: Option<u64>,
+    truncate_request_timeout: Option<String>,
+    truncate_request_timeout_in_ms: Option<u64>,
     client_encryption_options: Option<encryption::FileClientEncryption>,
     server_encryption_options: Option<encryption::FileServerEncryption>,
     auto_snapshot: Option<bool>,
@@ -1024,6 +1026,17 @@ impl FileConfig {
                     self.cas_contention_timeout_in_ms,
                 ),
                 defaults.cas_contention,
+            )?,
+            truncate: request_timeout(
+                (
+                    "truncate_request_timeout",
+                    self.truncate_request_timeout.clone(),
+                ),
+                (
+                    "truncate_request_timeout_in_ms",
+                    self.truncate_request_timeout_in_ms,
+                ),
+                defaults.truncate,
             )?,
         })
     }
@@ -1783,15 +1796,18 @@ prometheus_port: 9500
         assert_eq!(defaults.write, Duration::from_secs(2));
         assert_eq!(defaults.range, Duration::from_secs(10));
         assert_eq!(defaults.cas_contention, Duration::from_secs(1));
+        assert_eq!(defaults.truncate, Duration::from_secs(60));
         let set = parse_ok(
             "read_request_timeout: 20ms\nwrite_request_timeout_in_ms: 15\n\
-             range_request_timeout: 3s\ncas_contention_timeout: 250ms\n",
+             range_request_timeout: 3s\ncas_contention_timeout: 250ms\n\
+             truncate_request_timeout_in_ms: 5000\n",
         )
         .request_timeouts;
         assert_eq!(set.read, Duration::from_millis(20));
         assert_eq!(set.write, Duration::from_millis(15));
         assert_eq!(set.range, Duration::from_secs(3));
         assert_eq!(set.cas_contention, Duration::from_millis(250));
+        assert_eq!(set.truncate, Duration::from_secs(5));
         assert!(error_text("read_request_timeout: 0ms\n").contains("read_request_timeout"));
         assert!(
             error_text("write_request_timeout: 1s\nwrite_request_timeout_in_ms: 1000\n")
@@ -1802,7 +1818,7 @@ prometheus_port: 9500
     #[test]
     fn cassandra_keys_are_accepted_and_named_in_one_warning() {
         let config = parse_ok(
-            "cluster_name: c\nconcurrent_reads: 64\ntruncate_request_timeout_in_ms: 5000\n\
+            "cluster_name: c\nconcurrent_reads: 64\ncounter_write_request_timeout_in_ms: 5000\n\
              internode_compression: dc\n\
              roles_validity: whenever\n",
         );
@@ -1811,7 +1827,7 @@ prometheus_port: 9500
             config.unused_keys,
             vec![
                 "concurrent_reads",
-                "truncate_request_timeout_in_ms",
+                "counter_write_request_timeout_in_ms",
                 "internode_compression",
                 "roles_validity"
             ]
@@ -1820,7 +1836,7 @@ prometheus_port: 9500
             config.unused_keys_warning().as_deref(),
             Some(
                 "cassandra.yaml keys accepted but not used by Rocksandra: concurrent_reads, \
-                 truncate_request_timeout_in_ms, internode_compression, roles_validity"
+                 counter_write_request_timeout_in_ms, internode_compression, roles_validity"
             )
         );
         assert_eq!(parse_ok("cluster_name: c\n").unused_keys_warning(), None);

@@ -398,8 +398,6 @@ pub const CASSANDRA_ONLY_KEYS: &[&str] = &[
     "trickle_fsync",
     "trickle_fsync_interval",
     "trickle_fsync_interval_in_kb",
-    "truncate_request_timeout",
-    "truncate_request_timeout_in_ms",
     "uncompressed_tables_enabled",
     "unlogged_batch_across_partitions_warn_threshold",
     "use_deterministic_table_id",

@@ -148,6 +148,8 @@ pub const KEYS: &[KeyDoc] = &[
         .legacy(&["write_request_timeout_in_ms"]),
     key("cas_contention_timeout", "1000ms", "How long a lightweight transaction retries under contention.")
         .legacy(&["cas_contention_timeout_in_ms"]),
+    key("truncate_request_timeout", "60000ms", "How long a TRUNCATE waits for every node to empty its copy.")
+        .legacy(&["truncate_request_timeout_in_ms"]),
     key("prepared_statements_cache_size", "10MiB", "Bound of the prepared-statement cache; empty: 10MiB.")
         .legacy(&["prepared_statements_cache_size_mb"]),
     key("materialized_views_enabled", "false", "Allows CREATE MATERIALIZED VIEW.")
