@@ -1723,10 +1723,17 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
             "Index '{name}' already exists"
         )));
     }
+    let options = index_options(stmt, target_text)?;
+    let kind = if stmt.custom || stmt.class.is_some() {
+        "CUSTOM"
+    } else {
+        "COMPOSITES"
+    };
+    // Cassandra's duplicate: the same kind and options (target included).
     if let Some(existing) = current
         .indexes
         .iter()
-        .find(|ix| ix.options.get("target").map(String::as_str) == Some(target_text.as_str()))
+        .find(|ix| ix.kind == kind && ix.options == options)
     {
         return Err(QueryError::invalid(format!(
             "Index {name} is a duplicate of existing index {}",
@@ -1742,19 +1749,17 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
             "SASI indexes are disabled. Enable in cassandra.yaml to use.",
         ));
     }
-    let options = index_options(stmt, target_text)?;
-    let mut table = Table::clone(current);
     let mut index = Index {
         name,
-        kind: if stmt.custom || stmt.class.is_some() {
-            "CUSTOM".into()
-        } else {
-            "COMPOSITES".into()
-        },
+        kind: kind.into(),
         options,
         storage_id: None,
         built: false,
     };
+    if crate::index::family(&index) == Some(crate::index::IndexFamily::Sai) {
+        crate::index::check_sai(current, column, &index.options)?;
+    }
+    let mut table = Table::clone(current);
     // The index's entries get a storage table of their own (built after
     // the schema is published: `index::build`).
     let stores = crate::index::entries::stores(&table, &index);

@@ -71,6 +71,16 @@ pub enum QueryError {
         reasons: Vec<(std::net::IpAddr, u16)>,
         message: String,
     },
+    /// Replicas failed the write (WRITE_FAILURE), each with its reason code.
+    #[error("{message}")]
+    WriteFailure {
+        consistency: Consistency,
+        received: usize,
+        block_for: usize,
+        reasons: Vec<(std::net::IpAddr, u16)>,
+        write_type: WriteType,
+        message: String,
+    },
     #[error("Operation timed out - received only {received} responses.")]
     WriteTimeout {
         consistency: Consistency,
@@ -177,6 +187,23 @@ impl QueryError {
                     reasons: reasons.clone(),
                 },
                 data_present: false,
+            },
+            QueryError::WriteFailure {
+                consistency,
+                received,
+                block_for,
+                reasons,
+                write_type,
+                ..
+            } => ErrorKind::WriteFailure {
+                consistency: *consistency,
+                received: count(*received),
+                block_for: count(*block_for),
+                failures: rocksandra_wire::Failures {
+                    num_failures: count(reasons.len()),
+                    reasons: reasons.clone(),
+                },
+                write_type: write_type.clone(),
             },
             QueryError::WriteTimeout {
                 consistency,

@@ -472,8 +472,18 @@ impl Executor {
             }
             Statement::CreateIndex(s) => {
                 let keyspace = keyspace_of(&s.table, session_ks)?;
-                let outcome = self.ddl(|schema| ddl::create_index(schema, keyspace, s))?;
-                crate::index::build::build_pending(self, keyspace, s.table.name.as_str())?;
+                let mut outcome = self.ddl(|schema| ddl::create_index(schema, keyspace, s))?;
+                let table = s.table.name.as_str();
+                crate::index::build::build_pending(self, keyspace, table)?;
+                let schema = self.schema();
+                let vector_sai = schema
+                    .table(keyspace, table)
+                    .is_some_and(|t| crate::index::has_vector_sai(t));
+                if outcome.schema_change.is_some() && vector_sai {
+                    outcome
+                        .warnings
+                        .push(crate::index::VECTOR_USAGE_WARNING.to_string());
+                }
                 Ok(outcome)
             }
             Statement::Drop(d) => self.drop_schema_object(d, session_ks),
@@ -889,9 +899,20 @@ impl Executor {
             name: name.to_string(),
             cql_type: ty,
         };
+        let in_selectors = match &parsed.statement {
+            Statement::Select(select) if table.is_some() => {
+                crate::select::selector_marker_specs(self, schema, select, session_ks)?
+            }
+            _ => Vec::new(),
+        };
         let mut specs = Vec::with_capacity(parsed.bind_variables.len());
         for var in &parsed.bind_variables {
-            let (name, ty) = receiver_spec(schema, table.as_deref(), &var.receiver, session_ks)?;
+            let selector = in_selectors.iter().find(|(i, ..)| *i == var.index);
+            // The parser knows no receiver inside selectors.
+            let (name, ty) = match selector {
+                Some((_, name, ty)) => (name.clone(), ty.clone()),
+                None => receiver_spec(schema, table.as_deref(), &var.receiver, session_ks)?,
+            };
             let name = var
                 .name
                 .as_ref()

@@ -34,6 +34,7 @@ pub(crate) mod aggregates;
 mod bigmath;
 mod masking;
 pub(crate) mod operations;
+pub mod vector;
 
 /// What a function call may need besides its arguments.
 pub struct CallContext<'a> {
@@ -96,6 +97,7 @@ enum Kind {
     MaskInner,
     MaskOuter,
     MaskHash,
+    Similarity(vector::Similarity),
 }
 
 impl Function {
@@ -221,6 +223,7 @@ impl Function {
             | Kind::MaskInner
             | Kind::MaskOuter
             | Kind::MaskHash => masking::call(self, args)?,
+            Kind::Similarity(kind) => vector::call(&self.name, kind, args)?,
         })
     }
 
@@ -360,6 +363,7 @@ fn collection_kind(name: &str) -> Option<Kind> {
 pub fn exists(name: &str) -> bool {
     collection_kind(name).is_some()
         || masking::mask_kind(name).is_some()
+        || vector::similarity_kind(name).is_some()
         || !candidates(name).is_empty()
 }
 
@@ -404,6 +408,9 @@ pub fn resolve_called(name: &str, args: &[Arg<'_>], qualified: bool) -> Result<F
     }
     if let Some(kind) = masking::mask_kind(name) {
         return masking::resolve(name, kind, args);
+    }
+    if let Some(kind) = vector::similarity_kind(name) {
+        return vector::resolve(name, kind, args);
     }
     let all = candidates(name);
     if all.is_empty() {

@@ -334,7 +334,8 @@ fn write(
     // Index entries travel with the write they come from (same batch, same
     // consistency).
     let mut mutations = mutations;
-    let entries = crate::index::entries::for_mutations(&schema, &mutations)?;
+    let entries = crate::index::entries::for_mutations(&schema, &mutations)
+        .map_err(|e| replica_refusal(executor, e, request, &write_type))?;
     mutations.extend(entries);
     let merged = merge_mutations(mutations);
     let options = WriteOptions {
@@ -356,6 +357,31 @@ fn write(
         options.now,
     )?;
     executor.data().write(&schema, merged, &options)
+}
+
+/// What Cassandra's replica refuses (a zero vector under a cosine SAI
+/// index) reaches the client as the replica's failure, as there.
+fn replica_refusal(
+    executor: &Executor,
+    e: QueryError,
+    request: &Request,
+    write_type: &WriteType,
+) -> QueryError {
+    if !matches!(&e, QueryError::Invalid(m) if m == crate::index::ZERO_VECTOR_COSINE) {
+        return e;
+    }
+    let node = executor.node().listen_address;
+    tracing::error!("write refused: {e}");
+    QueryError::WriteFailure {
+        consistency: request.consistency,
+        received: 0,
+        block_for: 1,
+        reasons: vec![(node, 0)],
+        write_type: write_type.clone(),
+        message: format!(
+            "Operation failed - received 0 responses and 1 failures: UNKNOWN from /{node}"
+        ),
+    }
 }
 
 /// Writes the index entries of a compare-and-set's mutations before its

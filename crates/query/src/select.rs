@@ -34,6 +34,7 @@ pub const READ_BATCH_ROWS: usize = 1000;
 /// instead of exhausting memory.
 pub const UNPAGED_ROWS_MAX: usize = 1_000_000;
 
+mod ann;
 mod metadata;
 mod point;
 pub use point::PointRead;
@@ -529,7 +530,9 @@ fn plan_scalar_function(
         crate::functions::resolve_called(fname, &arg_views, name.keyspace.is_some())?
     };
     for (k, a) in args.iter().enumerate() {
-        if types[k].is_none() {
+        // At PREPARE no value is bound: the marker's value comes at EXECUTE.
+        let unbound = ctx.binds.is_empty() && crate::term::contains_bind_marker(a);
+        if types[k].is_none() && !unbound {
             let ty = resolved
                 .arg_types()
                 .get(k)
@@ -1053,6 +1056,69 @@ pub fn result_specs(
     // to the types their functions declare.
     let outputs = plan(table, select, &ctx)?;
     Ok(specs(table, &outputs))
+}
+
+/// The markers that are arguments of native functions in a SELECT's
+/// selectors, with Cassandra's spec for each (`arg1(system.f)` of the
+/// chosen overload's parameter type): the parser knows no receiver there.
+pub fn selector_marker_specs(
+    executor: &Executor,
+    schema: &Schema,
+    select: &Select,
+    session_ks: Option<&str>,
+) -> Result<Vec<(usize, String, CqlType)>> {
+    let keyspace = crate::ddl::keyspace_of(&select.table, session_ks)?;
+    let table = lookup_table(schema, keyspace, select.table.name.as_str())?;
+    let random = executor.env.random.clone();
+    let ctx = executor.eval_context(schema, keyspace, &[], &*random);
+    let mut out = Vec::new();
+    if let Selection::Selectors(selectors) = &select.selection {
+        for selector in selectors {
+            function_markers(table, &selector.expr, &ctx, &mut out);
+        }
+    }
+    Ok(out)
+}
+
+fn function_markers(
+    table: &Table,
+    expr: &Expr,
+    ctx: &EvalContext<'_>,
+    out: &mut Vec<(usize, String, CqlType)>,
+) {
+    let Expr::Function { name, args } = expr else {
+        return;
+    };
+    let fname = name.name.as_str();
+    let planned: Vec<Option<(String, CqlType)>> = args
+        .iter()
+        .map(|a| match is_term_argument(a) {
+            true => None,
+            false => plan_selector(table, a, ctx).ok().map(|(_, l, t)| (l, t)),
+        })
+        .collect();
+    let views: Vec<crate::functions::Arg<'_>> = args
+        .iter()
+        .zip(&planned)
+        .map(|(a, p)| match p {
+            Some((label, t)) => crate::functions::Arg::Selector(t, label),
+            None => crate::functions::Arg::Term(a),
+        })
+        .collect();
+    let Ok(function) = crate::functions::resolve_called(fname, &views, name.keyspace.is_some())
+    else {
+        return;
+    };
+    for (i, a) in args.iter().enumerate() {
+        match a {
+            Expr::Bind(marker) => {
+                if let Some(ty) = function.arg_types().get(i) {
+                    out.push((marker.index, format!("arg{i}(system.{fname})"), ty.clone()));
+                }
+            }
+            nested => function_markers(table, nested, ctx, out),
+        }
+    }
 }
 
 fn limit_value(expr: &Option<Expr>, name: &str, ctx: &EvalContext<'_>) -> Result<Option<usize>> {
@@ -2013,6 +2079,11 @@ pub fn execute(
     let ctx = executor.eval_context(&schema, keyspace, values, &*random);
     let outputs = plan(&table, select, &ctx)?;
     let restrictions = analyze(&table, &select.where_clause, &ctx)?;
+    if let Some(ann) = ann::ordering(select)? {
+        let read = (&*table, &restrictions, &*schema);
+        return execute_ann(executor, select, request, read, &outputs, ann, &ctx);
+    }
+    ann::refuse_vector_restrictions(&table, select)?;
     check_where_clause(&table, select, &restrictions)?;
     let group_columns = group_by_columns(&table, select)?;
     let reversed = order_by_reversal(&table, select, &restrictions, request)?;
@@ -2117,6 +2188,59 @@ pub fn execute(
     };
     let mut outcome = Outcome::rows(Rows {
         metadata: result_metadata(&table, &outputs, select.json, request, paging_state),
+        rows: result_rows,
+    });
+    outcome.warnings = warnings;
+    Ok(outcome)
+}
+
+/// Cassandra's refusal of a query that would filter without ALLOW FILTERING.
+const ALLOW_FILTERING_MESSAGE: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
+
+/// An ANN query (`ann`): the best rows by similarity, in one page.
+fn execute_ann(
+    executor: &Executor,
+    select: &Select,
+    request: &Request,
+    (table, restrictions, schema): (&Table, &Restrictions, &Schema),
+    outputs: &[Output],
+    ann: (&str, &Expr),
+    ctx: &EvalContext<'_>,
+) -> Result<Outcome> {
+    let limit = limit_value(&select.limit, "[limit]", ctx)?;
+    let aggregate = outputs.iter().any(|o| is_aggregate(&o.sel));
+    let ranking = ann::plan(table, select, restrictions, ann, (limit, aggregate), ctx)
+        .map_err(|e| ann::replica_refusal(executor.node().listen_address, e))?;
+    let mut warnings = ann::warnings(request, ranking.limit);
+    let at_one = Request {
+        consistency: rocksandra_wire::Consistency::One,
+        ..request.clone()
+    };
+    let reader = Reader::for_select(
+        executor,
+        table,
+        restrictions,
+        schema,
+        &at_one,
+        false,
+        false,
+        usize::MAX,
+    );
+    let rows = ranking.top_rows(&reader)?;
+    let tombstones = reader.tombstones.get();
+    if let Some(w) =
+        executor.check_tombstones(tombstones, rows.len(), select, request.consistency)?
+    {
+        warnings.push(w);
+    }
+    let result_rows = selected_rows(table, outputs, &rows, aggregate)?;
+    let result_rows = if select.json {
+        json_rows(outputs, result_rows)?
+    } else {
+        result_rows
+    };
+    let mut outcome = Outcome::rows(Rows {
+        metadata: result_metadata(table, outputs, select.json, request, None),
         rows: result_rows,
     });
     outcome.warnings = warnings;
@@ -2263,9 +2387,7 @@ fn check_where_clause(table: &Table, select: &Select, restrictions: &Restriction
         || (restrictions.clustering_restricted
             && matches!(restrictions.partition, PartitionSelection::Tokens { .. }));
     if needs_filtering && !filtering_allowed && !table.is_virtual {
-        return Err(QueryError::invalid(
-            "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING",
-        ));
+        return Err(QueryError::invalid(ALLOW_FILTERING_MESSAGE));
     }
     if let Some(filter) = restrictions.filters.iter().find(|f| {
         f.op == rocksandra_cql::ast::Operator::Eq

@@ -744,7 +744,7 @@ fn refs(elements: &[Vec<u8>]) -> Vec<&[u8]> {
     elements.iter().map(Vec::as_slice).collect()
 }
 
-fn contains_bind_marker(expr: &Expr) -> bool {
+pub(crate) fn contains_bind_marker(expr: &Expr) -> bool {
     match expr {
         Expr::Bind(_) => true,
         Expr::Function { args, .. } => args.iter().any(contains_bind_marker),

@@ -312,6 +312,7 @@ pub fn for_mutations(schema: &Schema, mutations: &[Mutation]) -> Result<Vec<Muta
         if table.indexes.is_empty() {
             continue;
         }
+        super::check_zero_vectors(table, m)?;
         for (index, id, target) in maintained(table) {
             let writer = EntryWriter {
                 table,

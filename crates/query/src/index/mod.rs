@@ -138,6 +138,114 @@ pub fn check_target(column: &Column, kind: rocksandra_cql::ast::IndexTargetKind)
     Ok(())
 }
 
+/// Cassandra's checks of a new storage-attached index
+/// (`StorageAttachedIndex.validateOptions`), in its order: one SAI per
+/// column, the vector options, then the vector column's type.
+pub fn check_sai(
+    table: &Table,
+    column: &Column,
+    options: &std::collections::BTreeMap<String, String>,
+) -> Result<()> {
+    let target = options.get("target");
+    let same_column = table
+        .indexes
+        .iter()
+        .any(|ix| family(ix) == Some(IndexFamily::Sai) && ix.options.get("target") == target);
+    if same_column {
+        return Err(QueryError::invalid(format!(
+            "Cannot create more than one storage-attached index on the same column: {}",
+            column.name
+        )));
+    }
+    let vector = match column.ty.unfrozen() {
+        CqlType::Vector(element, dimension) => Some((element.unfrozen(), *dimension)),
+        _ => None,
+    };
+    let mut similarity = crate::functions::vector::Similarity::Cosine;
+    if let Some(value) = options.get("similarity_function") {
+        if vector.is_none() {
+            return Err(QueryError::invalid(format!(
+                "CQL type {} cannot have vector options",
+                column.ty
+            )));
+        }
+        similarity = crate::functions::vector::Similarity::from_option(value).ok_or_else(|| {
+            QueryError::invalid(format!(
+                "Similarity function {} was not recognized for index null. Valid values are: EUCLIDEAN, DOT_PRODUCT, COSINE",
+                value.to_ascii_uppercase()
+            ))
+        })?;
+    }
+    match vector {
+        Some((element, _)) if *element != CqlType::Native(NativeType::Float) => {
+            Err(QueryError::invalid(
+                "SAI ANN indexes are only allowed on vector columns with float elements",
+            ))
+        }
+        Some((_, 1)) if similarity == crate::functions::vector::Similarity::Cosine => Err(
+            QueryError::invalid("Cosine similarity is not supported for single-dimension vectors"),
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Cassandra's warning when a table has an SAI index on a vector column.
+pub const VECTOR_USAGE_WARNING: &str = "SAI ANN indexes on vector columns are experimental and are not recommended for production use.\nThey don't yet support SELECT queries with:\n * Consistency level higher than ONE/LOCAL_ONE.\n * Paging.\n * No LIMIT clauses.\n * PER PARTITION LIMIT clauses.\n * GROUP BY clauses.\n * Aggregation functions.\n * Filters on columns without a SAI index.";
+
+/// Whether `column` of `table` has a storage-attached index.
+pub fn sai_on(table: &Table, column: &str) -> bool {
+    table.indexes.iter().any(|ix| {
+        family(ix) == Some(IndexFamily::Sai) && target(ix).is_some_and(|(_, c)| c == column)
+    })
+}
+
+/// Whether `table` has a storage-attached index on a vector column.
+pub fn has_vector_sai(table: &Table) -> bool {
+    table
+        .columns
+        .iter()
+        .any(|c| matches!(c.ty.unfrozen(), CqlType::Vector(..)) && sai_on(table, &c.name))
+}
+
+/// Why Cassandra's replicas refuse a write or query vector of zeros under
+/// a cosine SAI index (the client sees a replica failure).
+pub const ZERO_VECTOR_COSINE: &str =
+    "Zero vectors cannot be indexed or queried with cosine similarity";
+
+/// Refuses a mutation of `table` writing an all-zero vector to a column
+/// whose SAI index ranks by cosine similarity.
+pub fn check_zero_vectors(table: &Table, m: &rocksandra_storage::Mutation) -> Result<()> {
+    use crate::functions::vector::Similarity;
+    for column in &table.columns {
+        if !matches!(column.ty.unfrozen(), CqlType::Vector(..)) || !sai_on(table, &column.name) {
+            continue;
+        }
+        let similarity = table
+            .indexes
+            .iter()
+            .filter(|ix| target(ix).is_some_and(|(_, c)| c == column.name))
+            .find_map(|ix| ix.options.get("similarity_function"))
+            .and_then(|f| Similarity::from_option(f))
+            .unwrap_or(Similarity::Cosine);
+        if similarity != Similarity::Cosine {
+            continue;
+        }
+        let rows = m.static_row.iter().chain(m.rows.iter().map(|(_, r)| r));
+        let zero = rows.flat_map(|r| &r.cells).any(|cell| {
+            cell.column == column.id
+                && !cell.value.is_empty()
+                && cell
+                    .value
+                    .chunks(4)
+                    .all(|f| f[0] & 0x7F == 0 && f[1..].iter().all(|b| *b == 0))
+        });
+        if zero {
+            return Err(QueryError::invalid(ZERO_VECTOR_COSINE));
+        }
+    }
+    Ok(())
+}
+
 /// How a query stands with the table's indexes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IndexUse {

@@ -1,0 +1,314 @@
+//! `SELECT ... ORDER BY v ANN OF [..] LIMIT n`: Cassandra 5.0's vector
+//! search over a column with a storage-attached index. Cassandra's checks,
+//! in its order, then the rows the WHERE clause selects ranked by the
+//! index's similarity function to the query vector (best first, rows
+//! without a vector left out), at most LIMIT of them, in one page.
+//!
+//! The ranking is exact: every selected row is scored, a page of rows at a
+//! time, keeping the best LIMIT. Cassandra answers from an approximate
+//! (HNSW) graph; on the same data both give the same rows unless scores
+//! are nearly tied.
+
+use rocksandra_cql::ast::{Expr, OrderingKind, Relation, RelationLhs, Select};
+
+use super::{PagingState, Reader};
+use crate::error::{QueryError, Result};
+use crate::functions::vector::{decode_floats, Similarity};
+use crate::restrict::{PartitionSelection, Restrictions};
+use crate::rows::CqlRow;
+use crate::schema::{Column, ColumnKind, Table};
+use crate::term::{evaluate, EvalContext, Term};
+use rocksandra_data::types::CqlType;
+use rocksandra_data::NativeType;
+
+/// Cassandra's largest LIMIT of an ANN query.
+pub const ANN_LIMIT_MAX: usize = 1000;
+
+/// Rows read from storage at a time while ranking.
+const READ_BATCH_ROWS: usize = 1000;
+
+/// The ANN ordering of `select`, if it has one; refuses the orderings
+/// Cassandra refuses next to it.
+pub(super) fn ordering(select: &Select) -> Result<Option<(&str, &Expr)>> {
+    let anns: Vec<_> = select
+        .order_by
+        .iter()
+        .filter_map(|o| match &o.kind {
+            OrderingKind::Ann(e) => Some((o.column.as_str(), e)),
+            _ => None,
+        })
+        .collect();
+    match anns.as_slice() {
+        [] => Ok(None),
+        [one] if select.order_by.len() == 1 => Ok(Some(*one)),
+        [_] => Err(QueryError::invalid(
+            "ANN ordering does not support any other ordering",
+        )),
+        _ => Err(QueryError::invalid(
+            "Cannot specify more than one ANN ordering",
+        )),
+    }
+}
+
+/// What an ANN query ranks by, once Cassandra's checks passed.
+pub(super) struct Ranking {
+    column: usize,
+    similarity: Similarity,
+    query: Vec<f32>,
+    pub(super) limit: usize,
+}
+
+fn indexed(table: &Table, column: &str) -> bool {
+    table
+        .indexes
+        .iter()
+        .any(|i| crate::index::target(i).is_some_and(|(_, c)| c == column))
+}
+
+fn vector_similarity(table: &Table, column: &Column) -> Similarity {
+    table
+        .indexes
+        .iter()
+        .filter(|i| crate::index::target(i).is_some_and(|(_, c)| c == column.name))
+        .find_map(|i| i.options.get("similarity_function"))
+        .and_then(|f| Similarity::from_option(f))
+        .unwrap_or(Similarity::Cosine)
+}
+
+/// Cassandra's checks of an ANN query (`StatementRestrictions`, then
+/// `SelectStatement`), in its order, and the query vector and LIMIT.
+pub(super) fn plan(
+    table: &Table,
+    select: &Select,
+    restrictions: &Restrictions,
+    (name, term): (&str, &Expr),
+    (limit, aggregate): (Option<usize>, bool),
+    ctx: &EvalContext<'_>,
+) -> Result<Ranking> {
+    let column = table
+        .column(name)
+        .ok_or_else(|| QueryError::undefined_column(name, &table.keyspace, &table.name))?;
+    let dimension = match column.ty.unfrozen() {
+        CqlType::Vector(e, n) if **e == CqlType::Native(NativeType::Float) => Some(*n),
+        CqlType::Vector(..) | CqlType::List(_) => None,
+        other => {
+            return Err(QueryError::invalid(format!(
+                "Unexpected receiver type '{other}'; only list and vector are expected"
+            )))
+        }
+    };
+    let query = match evaluate(term, &column.ty, &column.name, ctx)? {
+        Term::Value(bytes) => decode_floats(&bytes)?,
+        Term::Null | Term::Unset => {
+            return Err(QueryError::invalid(format!(
+                "Unsupported null value for column {}",
+                column.name
+            )))
+        }
+    };
+    check_equality_on(column, select)?;
+    let Some(dimension) = dimension else {
+        return Err(QueryError::invalid(
+            "ANN ordering is only supported on float vector indexes",
+        ));
+    };
+    if !indexed(table, &column.name) {
+        return Err(QueryError::invalid(
+            "ANN ordering by vector requires the column to be indexed",
+        ));
+    }
+    check_restricted_columns_indexed(table, select, restrictions)?;
+    if !crate::index::sai_on(table, &column.name) {
+        return Err(QueryError::invalid(super::ALLOW_FILTERING_MESSAGE));
+    }
+    if super::partition_key_in(table, &select.where_clause) {
+        return Err(QueryError::invalid(
+            "Select on indexed columns and with IN clause for the PRIMARY KEY are not supported",
+        ));
+    }
+    let limit = check_limits(select, limit, aggregate)?;
+    debug_assert_eq!(query.len(), dimension as usize);
+    let similarity = vector_similarity(table, column);
+    if similarity == Similarity::Cosine && query.iter().all(|x| *x == 0.0) {
+        return Err(QueryError::invalid(crate::index::ZERO_VECTOR_COSINE));
+    }
+    Ok(Ranking {
+        column: table.column_index(&column.name).unwrap_or_default(),
+        similarity,
+        query,
+        limit,
+    })
+}
+
+/// A query without ANN may not restrict an indexed vector column.
+pub(super) fn refuse_vector_restrictions(table: &Table, select: &Select) -> Result<()> {
+    let restricts_indexed_vector = select.where_clause.iter().any(|r| match r {
+        Relation::Compare {
+            lhs: RelationLhs::Column(c),
+            ..
+        } => table.column(c.as_str()).is_some_and(|col| {
+            matches!(col.ty.unfrozen(), CqlType::Vector(..)) && indexed(table, &col.name)
+        }),
+        _ => false,
+    });
+    if restricts_indexed_vector {
+        return Err(QueryError::invalid(
+            "Vector indexes only support ANN queries",
+        ));
+    }
+    Ok(())
+}
+
+/// `v = [..]` beside `ORDER BY v ANN OF`: two restrictions of one column.
+fn check_equality_on(column: &Column, select: &Select) -> Result<()> {
+    let restricted = select.where_clause.iter().any(|r| {
+        matches!(r, Relation::Compare { lhs: RelationLhs::Column(c), .. } if c.as_str() == column.name)
+    });
+    if restricted {
+        return Err(QueryError::invalid(format!(
+            "{} cannot be restricted by more than one relation if it includes an Equal",
+            column.name
+        )));
+    }
+    Ok(())
+}
+
+/// LIMIT (at most `ANN_LIMIT_MAX`), no PER PARTITION LIMIT, no aggregates.
+fn check_limits(select: &Select, limit: Option<usize>, aggregate: bool) -> Result<usize> {
+    if select.per_partition_limit.is_some() {
+        return Err(QueryError::invalid(
+            "Top-K queries do not support per-partition limits",
+        ));
+    }
+    if aggregate || !select.group_by.is_empty() {
+        return Err(QueryError::invalid(
+            "Top-K queries can not be run with aggregation",
+        ));
+    }
+    match limit {
+        None => Err(QueryError::invalid(
+            "Top-K queries must have a limit specified and the limit must be less than the query page size",
+        )),
+        Some(l) if l > ANN_LIMIT_MAX => Err(QueryError::invalid(format!(
+            "Use of ANN OF in an ORDER BY clause requires a LIMIT that is not greater than {ANN_LIMIT_MAX}. LIMIT was {l}"
+        ))),
+        Some(l) => Ok(l),
+    }
+}
+
+/// What Cassandra's replica refuses (a zero query vector under cosine
+/// similarity) reaches the client as the replica's failure, as there.
+pub(super) fn replica_refusal(node: std::net::IpAddr, e: QueryError) -> QueryError {
+    if !matches!(&e, QueryError::Invalid(m) if m == crate::index::ZERO_VECTOR_COSINE) {
+        return e;
+    }
+    tracing::error!("read refused: {e}");
+    QueryError::ReadFailure {
+        consistency: rocksandra_wire::Consistency::One,
+        received: 0,
+        block_for: 1,
+        reasons: vec![(node, 0)],
+        message: format!(
+            "Operation failed - received 0 responses and 1 failures: UNKNOWN from /{node}"
+        ),
+    }
+}
+
+/// Cassandra's warnings for what an ANN query cannot have: a page smaller
+/// than LIMIT, a consistency level above ONE (both then widened/lowered).
+pub(super) fn warnings(request: &crate::executor::Request, limit: usize) -> Vec<String> {
+    use rocksandra_wire::Consistency;
+    let mut out = Vec::new();
+    if let Some(page) = request.page_size.filter(|p| *p > 0 && *p < limit) {
+        out.push(format!(
+            "Top-K queries do not support paging and the page size is set to {page}, which is less than LIMIT {limit}. The page size has been set to {limit} to match the LIMIT."
+        ));
+    }
+    if !matches!(
+        request.consistency,
+        Consistency::One | Consistency::LocalOne
+    ) {
+        out.push(format!(
+            "Top-K queries can only be run with consistency level ONE / LOCAL_ONE / NODE_LOCAL. Consistency level {} was requested. Downgrading the consistency level to ONE.",
+            request.consistency.name()
+        ));
+    }
+    out
+}
+
+/// Partition keys restricted only in part, and clustering or regular
+/// columns restricted without an index, are refused.
+fn check_restricted_columns_indexed(
+    table: &Table,
+    select: &Select,
+    restrictions: &Restrictions,
+) -> Result<()> {
+    let refused = || {
+        QueryError::invalid(
+            "ANN ordering by vector requires all restricted column(s) to be indexed",
+        )
+    };
+    let mut partition_restricted = false;
+    for relation in &select.where_clause {
+        let names: Vec<&str> = match relation {
+            Relation::Compare {
+                lhs: RelationLhs::Column(c) | RelationLhs::Element { column: c, .. },
+                ..
+            } => vec![c.as_str()],
+            Relation::Compare {
+                lhs: RelationLhs::Columns(cs),
+                ..
+            } => cs.iter().map(|c| c.as_str()).collect(),
+            _ => Vec::new(),
+        };
+        for name in names {
+            let Some(column) = table.column(name) else {
+                continue;
+            };
+            match column.kind {
+                ColumnKind::PartitionKey => partition_restricted = true,
+                ColumnKind::Clustering => {}
+                _ if !indexed(table, name) => return Err(refused()),
+                _ => {}
+            }
+        }
+    }
+    let partial_key =
+        partition_restricted && matches!(restrictions.partition, PartitionSelection::Tokens { .. });
+    if partial_key {
+        return Err(refused());
+    }
+    Ok(())
+}
+
+impl Ranking {
+    fn score(&self, row: &CqlRow) -> Option<f32> {
+        let bytes = row.columns.get(self.column)?.value.as_deref()?;
+        let vector = decode_floats(bytes).ok()?;
+        (vector.len() == self.query.len()).then(|| self.similarity.score(&self.query, &vector))
+    }
+
+    /// Reads every row `reader` selects, a batch at a time, and keeps the
+    /// best `limit` of them, best first (ties in the order read).
+    pub(super) fn top_rows(&self, reader: &Reader<'_>) -> Result<Vec<CqlRow>> {
+        let mut best: Vec<(f32, usize, CqlRow)> = Vec::new();
+        let mut seen = 0usize;
+        let mut state = PagingState::default();
+        loop {
+            let (rows, next) = reader.read(&state, READ_BATCH_ROWS)?;
+            for row in rows {
+                if let Some(score) = self.score(&row) {
+                    best.push((score, seen, row));
+                }
+                seen += 1;
+            }
+            best.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            best.truncate(self.limit);
+            match next {
+                Some(n) => state = n,
+                None => break,
+            }
+        }
+        Ok(best.into_iter().map(|(_, _, row)| row).collect())
+    }
+}
