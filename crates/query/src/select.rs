@@ -34,6 +34,7 @@ pub const READ_BATCH_ROWS: usize = 1000;
 /// instead of exhausting memory.
 pub const UNPAGED_ROWS_MAX: usize = 1_000_000;
 
+mod aggregate;
 mod ann;
 mod metadata;
 mod point;
@@ -2118,6 +2119,10 @@ pub fn execute(
             limit,
         ),
     );
+    if aggregate && !grouped && !post_ordering {
+        let query = (&*table, &outputs[..], select);
+        return execute_aggregate(executor, query, request, &reader, warnings);
+    }
     let PageWindow {
         state,
         already,
@@ -2189,6 +2194,33 @@ pub fn execute(
     let mut outcome = Outcome::rows(Rows {
         metadata: result_metadata(&table, &outputs, select.json, request, paging_state),
         rows: result_rows,
+    });
+    outcome.warnings = warnings;
+    Ok(outcome)
+}
+
+/// An aggregate without GROUP BY (`aggregate`): one row, folded over
+/// every row the query selects a batch at a time.
+fn execute_aggregate(
+    executor: &Executor,
+    (table, outputs, select): (&Table, &[Output], &Select),
+    request: &Request,
+    reader: &Reader<'_>,
+    mut warnings: Vec<String>,
+) -> Result<Outcome> {
+    let (row, read) = aggregate::fold(table, outputs, reader)?;
+    let tombstones = reader.tombstones.get();
+    if let Some(w) = executor.check_tombstones(tombstones, read, select, request.consistency)? {
+        warnings.push(w);
+    }
+    let rows = if select.json {
+        json_rows(outputs, vec![row])?
+    } else {
+        vec![row]
+    };
+    let mut outcome = Outcome::rows(Rows {
+        metadata: result_metadata(table, outputs, select.json, request, None),
+        rows,
     });
     outcome.warnings = warnings;
     Ok(outcome)
@@ -2966,74 +2998,8 @@ fn aggregate_value(table: &Table, sel: &Sel, rows: &[CqlRow]) -> Result<Option<V
 
 /// A selector with each aggregate in it replaced by its value over `rows`.
 fn with_aggregates(table: &Table, sel: &Sel, rows: &[CqlRow]) -> Result<Sel> {
-    let inner = |s: &Sel| -> Result<Box<Sel>> { Ok(Box::new(with_aggregates(table, s, rows)?)) };
-    Ok(match sel {
-        Sel::CountStar | Sel::Aggregate { .. } => Sel::Constant(aggregate_value(table, sel, rows)?),
-        Sel::Field { udt, index } => Sel::Field {
-            udt: inner(udt)?,
-            index: *index,
-        },
-        Sel::Cast { arg, from, to } => Sel::Cast {
-            arg: inner(arg)?,
-            from: from.clone(),
-            to: to.clone(),
-        },
-        Sel::ToJson { arg, ty } => Sel::ToJson {
-            arg: inner(arg)?,
-            ty: ty.clone(),
-        },
-        Sel::Negate { arg, ty } => Sel::Negate {
-            arg: inner(arg)?,
-            ty: *ty,
-        },
-        Sel::Arith {
-            op,
-            left,
-            left_ty,
-            right,
-            right_ty,
-            ty,
-        } => Sel::Arith {
-            op: *op,
-            left: inner(left)?,
-            left_ty: left_ty.clone(),
-            right: inner(right)?,
-            right_ty: right_ty.clone(),
-            ty: ty.clone(),
-        },
-        Sel::Element {
-            collection,
-            ty,
-            key,
-        } => Sel::Element {
-            collection: inner(collection)?,
-            ty: ty.clone(),
-            key: key.clone(),
-        },
-        Sel::Range {
-            collection,
-            ty,
-            from,
-            to,
-        } => Sel::Range {
-            collection: inner(collection)?,
-            ty: ty.clone(),
-            from: from.clone(),
-            to: to.clone(),
-        },
-        Sel::Function {
-            function,
-            args,
-            now_micros,
-        } => Sel::Function {
-            function: function.clone(),
-            args: args
-                .iter()
-                .map(|a| with_aggregates(table, a, rows))
-                .collect::<Result<_>>()?,
-            now_micros: *now_micros,
-        },
-        other => other.clone(),
+    aggregate::map_aggregates(sel, &mut |node| {
+        Ok(Sel::Constant(aggregate_value(table, node, rows)?))
     })
 }
 

@@ -4,16 +4,12 @@
 //! path does not quietly grow new allocations.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use bytes::Bytes;
-use rocksandra_data::LocalTime;
 mod common;
-use common::node;
-use rocksandra_query::{Env, Executor, Request};
-use rocksandra_storage::memory::MemoryStore;
-use rocksandra_storage::KvEngine;
+use common::memory_executor as executor;
+use rocksandra_query::Request;
 use rocksandra_wire::{ResultBody, Value};
 
 /// The ceiling: the count measured when it was last lowered, and no more.
@@ -50,19 +46,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-fn executor() -> Executor {
-    let clock = Arc::new(AtomicI64::new(1_700_000_000_000_000));
-    let c = clock.clone();
-    let storage_clock: rocksandra_storage::memory::Clock =
-        Arc::new(move || LocalTime(c.load(Ordering::SeqCst) / 1_000_000));
-    let engine = Arc::new(KvEngine::new(MemoryStore::new(storage_clock)));
-    let env = Env {
-        now_micros: Arc::new(move || clock.fetch_add(1, Ordering::SeqCst)),
-        random: Arc::new(|| 4),
-    };
-    Executor::open(engine, None, node(), env).expect("executor opens")
-}
 
 fn text(s: &str) -> Value {
     Value::Bytes(Bytes::copy_from_slice(s.as_bytes()))

@@ -149,6 +149,35 @@ fn ddl_errors_match_cassandra() {
 }
 
 #[test]
+fn aggregates_fold_across_read_batches() {
+    // 2,500 rows: more than one 1,000-row batch, within and across
+    // partitions; the non-aggregate column shows the first row read.
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.run("CREATE TABLE a (p int, c int, n int, d double, PRIMARY KEY (p, c))");
+    for i in 0..2500 {
+        h.run(&format!(
+            "INSERT INTO a (p, c, n, d) VALUES ({}, {i}, {}, {i}.5)",
+            i % 2,
+            i - 1000
+        ));
+    }
+    let first = h.run("SELECT p, c FROM a LIMIT 1");
+    h.check(&[
+        (
+            "SELECT count(*), count(n), min(n), max(n), sum(n), avg(n) FROM a",
+            "2500 | 2500 | -1000 | 1499 | 623750 | 249",
+        ),
+        ("SELECT sum(d), avg(d) FROM a", "3125000.0 | 1250.0"),
+        ("SELECT count(*) FROM a WHERE p = 1", "1250"),
+        ("SELECT max(c) + 1, min(c) FROM a WHERE p = 0", "2499 | 0"),
+    ]);
+    let with_column = h.run("SELECT p, c, count(*) FROM a");
+    assert_eq!(with_column, format!("{first} | 2500"));
+    h.check(&[("SELECT p, count(*) FROM a WHERE p = 7", "null | 0")]);
+}
+
+#[test]
 fn collections_ttl_and_static() {
     let mut h = harness(None);
     h.check(SETUP);

@@ -21,125 +21,167 @@ pub(crate) fn is_summable(ty: &CqlType) -> bool {
 /// `sum` (or `avg` when `avg`) of serialized values of `ty` (empty values
 /// are left out, as nulls are).
 pub(crate) fn sum_or_avg(avg: bool, ty: &CqlType, values: &[&[u8]]) -> Result<Vec<u8>> {
-    let CqlType::Native(t) = ty.unfrozen() else {
-        return Err(QueryError::invalid(format!("{ty} is not numeric")));
-    };
-    let numbers: Vec<Num> = values
-        .iter()
-        .filter(|v| !v.is_empty())
-        .map(|v| Num::decode(ty, v))
-        .collect::<Result<_>>()?;
-    let count = numbers.len();
-    Ok(match t {
-        NativeType::Tinyint
-        | NativeType::Smallint
-        | NativeType::Int
-        | NativeType::Bigint
-        | NativeType::Counter => {
-            // An exact sum: the wrapping sum in the type, and the average
-            // of AvgAggregate (long sum, BigInteger past its overflow).
-            let sum: i128 = numbers.iter().map(|n| i128::from(n.to_i64())).sum();
-            let value = match (avg, count) {
-                (false, _) => sum,
-                (true, 0) => 0,
-                (true, n) => sum / n as i128,
-            };
-            match t {
-                NativeType::Tinyint => (value as i8).to_be_bytes().to_vec(),
-                NativeType::Smallint => (value as i16).to_be_bytes().to_vec(),
-                NativeType::Int => (value as i32).to_be_bytes().to_vec(),
-                _ => (value as i64).to_be_bytes().to_vec(),
+    let mut acc = SumAvg::new(avg, ty)?;
+    for v in values {
+        acc.add(v)?;
+    }
+    Ok(acc.finish())
+}
+
+/// A running `sum` or `avg`, fed one value at a time: what a SELECT over
+/// many rows keeps instead of the rows (the same arithmetic, in the same
+/// order, as over a slice of them).
+pub(crate) struct SumAvg {
+    avg: bool,
+    ty: CqlType,
+    native: NativeType,
+    count: usize,
+    integer: i128,
+    float: Kahan,
+    varint: BigInt,
+    decimal: (BigInt, i32),
+}
+
+impl SumAvg {
+    pub(crate) fn new(avg: bool, ty: &CqlType) -> Result<SumAvg> {
+        let native = match ty.unfrozen() {
+            CqlType::Native(t) if t.is_numeric() => *t,
+            CqlType::Native(t) => {
+                return Err(QueryError::invalid(format!("{} is not numeric", t.name())))
             }
+            _ => return Err(QueryError::invalid(format!("{ty} is not numeric"))),
+        };
+        Ok(SumAvg {
+            avg,
+            ty: ty.clone(),
+            native,
+            count: 0,
+            integer: 0,
+            float: Kahan::default(),
+            varint: BigInt::zero(),
+            decimal: (BigInt::zero(), 0),
+        })
+    }
+
+    /// Adds one serialized value (an empty one is left out, as a null).
+    pub(crate) fn add(&mut self, value: &[u8]) -> Result<()> {
+        if value.is_empty() {
+            return Ok(());
         }
-        NativeType::Float | NativeType::Double => {
-            let result = kahan(&numbers, avg);
-            if *t == NativeType::Float {
-                (result as f32).to_be_bytes().to_vec()
-            } else {
-                result.to_be_bytes().to_vec()
-            }
-        }
-        NativeType::Varint => {
-            let sum: BigInt = numbers
-                .iter()
-                .map(|n| match n {
-                    Num::Varint(v) => v.clone(),
+        let n = Num::decode(&self.ty, value)?;
+        self.count += 1;
+        match self.native {
+            NativeType::Float | NativeType::Double => self.float.add(n.to_f64(), self.avg),
+            NativeType::Varint => {
+                self.varint += match n {
+                    Num::Varint(v) => v,
                     other => BigInt::from(other.to_i64()),
-                })
-                .sum();
-            let value = match (avg, count) {
-                (false, _) => sum,
-                (true, 0) => BigInt::zero(),
-                (true, n) => sum / BigInt::from(n),
-            };
-            value.to_signed_bytes_be()
-        }
-        NativeType::Decimal => {
-            let decimals: Vec<(BigInt, i32)> = numbers
-                .into_iter()
-                .map(|n| match n {
+                }
+            }
+            NativeType::Decimal => {
+                let x = match n {
                     Num::Decimal(u, s) => (u, s),
                     _ => (BigInt::zero(), 0),
-                })
-                .collect();
-            let (u, s) = if avg {
-                running_mean(&decimals)
-            } else {
-                decimals
-                    .iter()
-                    .fold((BigInt::zero(), 0), |acc, d| add(&acc, d))
-            };
-            Num::Decimal(u, s).encode()
+                };
+                self.decimal = if self.avg {
+                    // avg += (x - avg) / count, HALF_EVEN at the dividend's scale.
+                    let diff = add(&x, &(-&self.decimal.0, self.decimal.1));
+                    let q = divide_half_even(&diff.0, &BigInt::from(self.count));
+                    add(&self.decimal, &(q, diff.1))
+                } else {
+                    add(&self.decimal, &x)
+                };
+            }
+            _ => self.integer += i128::from(n.to_i64()),
         }
-        other => {
-            return Err(QueryError::invalid(format!(
-                "{} is not numeric",
-                other.name()
-            )))
+        Ok(())
+    }
+
+    /// The serialized result (zero for no values).
+    pub(crate) fn finish(self) -> Vec<u8> {
+        let (avg, count) = (self.avg, self.count);
+        match self.native {
+            NativeType::Float | NativeType::Double => {
+                let result = self.float.finish(avg, count);
+                if self.native == NativeType::Float {
+                    (result as f32).to_be_bytes().to_vec()
+                } else {
+                    result.to_be_bytes().to_vec()
+                }
+            }
+            NativeType::Varint => match (avg, count) {
+                (false, _) => self.varint,
+                (true, 0) => BigInt::zero(),
+                (true, n) => self.varint / BigInt::from(n),
+            }
+            .to_signed_bytes_be(),
+            NativeType::Decimal => Num::Decimal(self.decimal.0, self.decimal.1).encode(),
+            t => {
+                // An exact sum: the wrapping sum in the type, and the average
+                // of AvgAggregate (long sum, BigInteger past its overflow).
+                let value = match (avg, count) {
+                    (false, _) => self.integer,
+                    (true, 0) => 0,
+                    (true, n) => self.integer / n as i128,
+                };
+                match t {
+                    NativeType::Tinyint => (value as i8).to_be_bytes().to_vec(),
+                    NativeType::Smallint => (value as i16).to_be_bytes().to_vec(),
+                    NativeType::Int => (value as i32).to_be_bytes().to_vec(),
+                    _ => (value as i64).to_be_bytes().to_vec(),
+                }
+            }
         }
-    })
+    }
 }
 
 /// FloatSumAggregate / FloatAvgAggregate: Kahan summation in doubles, the
 /// plain sum kept for infinities, an exact sum once the double overflows.
-fn kahan(numbers: &[Num], avg: bool) -> f64 {
-    let (mut sum, mut compensation, mut simple) = (0f64, 0f64, 0f64);
-    let mut big: Option<(BigInt, i32)> = None;
-    for n in numbers {
-        let d = n.to_f64();
-        if let Some(b) = &big {
-            big = Some(add(b, &exact_double(d)));
-            continue;
+#[derive(Default)]
+struct Kahan {
+    sum: f64,
+    compensation: f64,
+    simple: f64,
+    big: Option<(BigInt, i32)>,
+}
+
+impl Kahan {
+    fn add(&mut self, d: f64, avg: bool) {
+        if let Some(b) = &self.big {
+            self.big = Some(add(b, &exact_double(d)));
+            return;
         }
-        simple += d;
-        let previous = sum;
-        let tmp = d - compensation;
-        let rounded = sum + tmp;
-        compensation = (rounded - sum) - tmp;
-        sum = rounded;
-        if avg && sum.is_infinite() && !d.is_infinite() {
-            big = Some(add(&exact_double(previous), &exact_double(d)));
+        self.simple += d;
+        let previous = self.sum;
+        let tmp = d - self.compensation;
+        let rounded = self.sum + tmp;
+        self.compensation = (rounded - self.sum) - tmp;
+        self.sum = rounded;
+        if avg && self.sum.is_infinite() && !d.is_infinite() {
+            self.big = Some(add(&exact_double(previous), &exact_double(d)));
         }
     }
-    let count = numbers.len();
-    if avg && count == 0 {
-        return 0.0;
-    }
-    if let Some((u, s)) = big {
-        // bigSum.divide(count, HALF_EVEN).doubleValue()
-        let q = divide_half_even(&u, &BigInt::from(count));
-        return format!("{q}e{}", -i64::from(s)).parse().unwrap_or(f64::NAN);
-    }
-    let tmp = sum + compensation;
-    let total = if tmp.is_nan() && simple.is_infinite() {
-        simple
-    } else {
-        tmp
-    };
-    if avg {
-        total / count as f64
-    } else {
-        total
+
+    fn finish(self, avg: bool, count: usize) -> f64 {
+        if avg && count == 0 {
+            return 0.0;
+        }
+        if let Some((u, s)) = self.big {
+            // bigSum.divide(count, HALF_EVEN).doubleValue()
+            let q = divide_half_even(&u, &BigInt::from(count));
+            return format!("{q}e{}", -i64::from(s)).parse().unwrap_or(f64::NAN);
+        }
+        let tmp = self.sum + self.compensation;
+        let total = if tmp.is_nan() && self.simple.is_infinite() {
+            self.simple
+        } else {
+            tmp
+        };
+        if avg {
+            total / count as f64
+        } else {
+            total
+        }
     }
 }
 
@@ -175,16 +217,4 @@ fn divide_half_even(u: &BigInt, n: &BigInt) -> BigInt {
     } else {
         q
     }
-}
-
-/// avgFunctionForDecimal: avg += (x - avg) / count, each quotient at the
-/// scale of its dividend, HALF_EVEN.
-fn running_mean(values: &[(BigInt, i32)]) -> (BigInt, i32) {
-    let mut avg = (BigInt::zero(), 0);
-    for (count, x) in values.iter().enumerate() {
-        let diff = add(x, &(-&avg.0, avg.1));
-        let q = divide_half_even(&diff.0, &BigInt::from(count + 1));
-        avg = add(&avg, &(q, diff.1));
-    }
-    avg
 }
