@@ -15,6 +15,10 @@ pub struct ParseError {
     pub column: u32,
     pub message: String,
     pub positioned: bool,
+    /// Thrown by a grammar action as an invalid request, not a syntax
+    /// error (Cassandra's `InvalidRequestException` while parsing): the
+    /// message alone, with the INVALID error code.
+    pub invalid: bool,
 }
 
 /// The column of errors at the end of the input: ANTLR reports them at
@@ -40,6 +44,7 @@ impl ParseError {
             column,
             message: message.into(),
             positioned: true,
+            invalid: false,
         }
     }
 
@@ -51,6 +56,15 @@ impl ParseError {
             column: 0,
             message: message.into(),
             positioned: false,
+            invalid: false,
+        }
+    }
+
+    /// An invalid request found while parsing (see `invalid`).
+    pub(crate) fn invalid(message: impl Into<String>) -> ParseError {
+        ParseError {
+            invalid: true,
+            ..ParseError::unpositioned(message)
         }
     }
 }

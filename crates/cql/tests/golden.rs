@@ -68,7 +68,7 @@ const CASES: &[(&str, &str)] = &[
     ("CREATE TABLE IF NOT EXISTS ks.t (a int, b text, c timeuuid, d frozen<map<text, list<int>>> STATIC, v vector<float, 3>, PRIMARY KEY ((a, b), c)) WITH CLUSTERING ORDER BY (c DESC) AND COMPACT STORAGE AND comment = 'x' AND compaction = {'class': 'LeveledCompactionStrategy'} AND gc_grace_seconds = 10", "="),
     ("CREATE TABLE t (k int PRIMARY KEY, v varchar, u ks.my_type, w tuple<int, text>, x 'org.Custom')", "CREATE TABLE t (k int, v text, u ks.my_type, w tuple<int, text>, x 'org.Custom', PRIMARY KEY (k))"),
     ("CREATE TABLE t (k int, c int, PRIMARY KEY (k, c),)", "CREATE TABLE t (k int, c int, PRIMARY KEY (k, c))"),
-    ("CREATE TABLE t (k int PRIMARY KEY, c int, PRIMARY KEY (k))", "ERR line 1:42 Multiple PRIMARY KEYs"),
+    ("CREATE TABLE t (k int PRIMARY KEY, c int, PRIMARY KEY (k))", "ERR Multiple PRIMARY KEY specified for table 't' (exactly one required)"),
     ("CREATE TABLE t (k int PRIMARY KEY) WITH a = 1 AND a = 2", "ERR Multiple definitions for property 'a'"),
     ("CREATE TABLE t (k int PRIMARY KEY) WITH caching = ALL AND x = ?", "ERR line 1:62 Invalid property value"),
     ("ALTER TABLE IF EXISTS t ADD IF NOT EXISTS (a int, b set<text>)", "="),
@@ -177,7 +177,7 @@ const CASES: &[(&str, &str)] = &[
     ("CREATE TABLE select (a int PRIMARY KEY)", "ERR line 1:13 no viable alternative at input 'select'"),
     ("", "ERR line 0:-1 no viable alternative at input '<EOF>'"),
     ("SELECT * FROM t WHERE a = b", "ERR line 1:26 no viable alternative at input 'b'"),
-    ("CREATE TABLE t (v vector<float, 0>)", "ERR line 1:32 mismatched input '0' expecting INTEGER"),
+    ("CREATE TABLE t (v vector<float, 0>)", "ERR vectors may only have positive dimensions; given 0"),
 ];
 
 /// Checks one case; returns a description of what went wrong.

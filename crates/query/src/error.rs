@@ -224,6 +224,9 @@ impl QueryError {
 
 impl From<ParseError> for QueryError {
     fn from(e: ParseError) -> QueryError {
+        if e.invalid {
+            return QueryError::Invalid(e.message);
+        }
         QueryError::Syntax(e.to_string())
     }
 }

@@ -9,7 +9,7 @@ use crate::ast::{
     DropObject, DropTrigger, Ident, IndexTarget, IndexTargetKind, QualifiedName, Statement,
     TableOptions,
 };
-use crate::error::Result;
+use crate::error::{ParseError, Result};
 use crate::lexer::TokenKind;
 use crate::types::TypeExpr;
 
@@ -130,17 +130,16 @@ impl Parser {
         let mut columns = Vec::new();
         let mut primary_key: Option<PrimaryKey> = None;
         loop {
-            let checkpoint = self.checkpoint();
             let key = match self.eat_kws(&["primary", "key"]) {
                 true => Some(self.primary_key()?),
                 false => self.column_definition(&mut columns)?,
             };
             if let Some(key) = key {
                 if primary_key.replace(key).is_some() {
-                    return Err(self.error_at(
-                        checkpoint,
-                        "Multiple PRIMARY KEYs specified (exactly one required)".into(),
-                    ));
+                    return Err(ParseError::invalid(format!(
+                        "Multiple PRIMARY KEY specified for table '{}' (exactly one required)",
+                        name.name.as_str()
+                    )));
                 }
             }
             if !self.eat_sym(",") || self.is_sym(")") {

@@ -98,12 +98,18 @@ impl Parser {
 
     fn vector_dimension(&mut self) -> Result<u32> {
         let token = self.peek();
-        match token.value.parse::<u32>() {
-            Ok(n) if token.kind == TokenKind::Integer && n > 0 => {
-                self.advance();
-                Ok(n)
-            }
-            _ => Err(self.mismatch("INTEGER")),
+        if token.kind != TokenKind::Integer {
+            return Err(self.mismatch("INTEGER"));
+        }
+        let Ok(n) = token.value.parse::<i64>() else {
+            return Err(self.mismatch("INTEGER"));
+        };
+        self.advance();
+        match u32::try_from(n) {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(crate::error::ParseError::invalid(format!(
+                "vectors may only have positive dimensions; given {n}"
+            ))),
         }
     }
 
