@@ -170,6 +170,10 @@ pub struct Executor {
     /// (Atomics: every SELECT reads them, no lock on the read path.)
     pub(crate) tombstone_warn: std::sync::atomic::AtomicU64,
     pub(crate) tombstone_failure: std::sync::atomic::AtomicU64,
+    /// `read_request_timeout` and `range_request_timeout`, in microseconds
+    /// (`deadline`).
+    pub(crate) read_timeout_micros: std::sync::atomic::AtomicU64,
+    pub(crate) range_timeout_micros: std::sync::atomic::AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -234,6 +238,12 @@ impl Executor {
             ),
             tombstone_failure: std::sync::atomic::AtomicU64::new(
                 crate::tombstones::TombstoneThresholds::default().failure,
+            ),
+            read_timeout_micros: std::sync::atomic::AtomicU64::new(
+                crate::deadline::ReadTimeouts::default().read.as_micros() as u64,
+            ),
+            range_timeout_micros: std::sync::atomic::AtomicU64::new(
+                crate::deadline::ReadTimeouts::default().range.as_micros() as u64,
             ),
         })
     }

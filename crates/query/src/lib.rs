@@ -6,6 +6,7 @@
 pub mod auth;
 pub mod authz;
 pub mod ddl;
+pub mod deadline;
 pub mod describe;
 pub mod error;
 pub mod executor;

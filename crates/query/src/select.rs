@@ -1298,6 +1298,8 @@ struct Reader<'a> {
     index: Option<IndexQuery>,
     /// Deleted or expired rows the partition reads met (single node).
     tombstones: std::cell::Cell<u64>,
+    /// When the page being read must end (`deadline`), set by `read`.
+    deadline: std::cell::Cell<Option<crate::deadline::Deadline>>,
 }
 
 impl<'a> Reader<'a> {
@@ -1336,6 +1338,7 @@ impl<'a> Reader<'a> {
                 search::choose(table, restrictions)
             },
             tombstones: std::cell::Cell::new(0),
+            deadline: std::cell::Cell::new(None),
         }
     }
 }
@@ -1389,12 +1392,30 @@ fn token_bounds(
 }
 
 impl Reader<'_> {
+    /// READ_TIMEOUT when the page being read is past its deadline: checked
+    /// before each batch of storage reads.
+    fn check_deadline(&self) -> Result<()> {
+        match self.deadline.get() {
+            Some(d) => d.check((self.executor.env.now_micros)()),
+            None => Ok(()),
+        }
+    }
+
     /// Reads up to `want` rows after `state`, returning them and the state
     /// after the last one (None when the data is exhausted).
     fn read(&self, state: &PagingState, want: usize) -> Result<(Vec<CqlRow>, Option<PagingState>)> {
         if self.table.is_virtual {
             return self.read_virtual(state, want);
         }
+        let range = matches!(
+            self.restrictions.partition,
+            PartitionSelection::Tokens { .. }
+        );
+        self.deadline.set(Some(crate::deadline::Deadline::after(
+            (self.executor.env.now_micros)(),
+            self.executor.read_timeout_micros(range),
+            self.consistency,
+        )));
         match &self.restrictions.partition {
             PartitionSelection::Keys(keys) => self.read_keys(keys, state, want),
             PartitionSelection::Tokens { start, end } => match &self.index {
@@ -1582,6 +1603,7 @@ impl Reader<'_> {
                 let filtering = !self.restrictions.filters.is_empty()
                     || !self.restrictions.tuple_filters.is_empty();
                 let limit = if filtering { READ_BATCH_ROWS } else { batch };
+                self.check_deadline()?;
                 let got = self.partition_read(&key, slices.clone(), limit, first)?;
                 first = false;
                 let exhausted = got.len() < limit || got.iter().any(|r| r.clustering.is_none());
@@ -1683,6 +1705,7 @@ impl Reader<'_> {
                 },
                 row_limit: batch,
             };
+            self.check_deadline()?;
             let (page, tombstones) = self.executor.data().scan_counted(
                 self.schema,
                 self.table,
@@ -1795,6 +1818,7 @@ impl Reader<'_> {
         }
         let to = search::token_end(token_end);
         loop {
+            self.check_deadline()?;
             let entries = query.read_entries(
                 self.executor,
                 self.schema,

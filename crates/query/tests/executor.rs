@@ -178,6 +178,37 @@ fn aggregates_fold_across_read_batches() {
 }
 
 #[test]
+fn reads_past_their_timeout_fail_with_read_timeout() {
+    use rocksandra_query::deadline::ReadTimeouts;
+    use std::time::Duration;
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.run("CREATE TABLE r (p int, c int, v int, PRIMARY KEY (p, c))");
+    h.run("INSERT INTO r (p, c, v) VALUES (1, 1, 1)");
+    // A range scan gets range_request_timeout; reads of given partitions
+    // read_request_timeout (the clock ticks a microsecond per reading).
+    h.executor.set_read_timeouts(ReadTimeouts {
+        read: Duration::from_secs(3600),
+        range: Duration::ZERO,
+    });
+    let timeout = "ERROR 0x1200 Operation timed out - received only 0 responses.";
+    h.check(&[
+        ("SELECT v FROM r", timeout),
+        ("SELECT v FROM r WHERE v = 1 ALLOW FILTERING", timeout),
+        ("SELECT count(*) FROM r", timeout),
+        ("SELECT v FROM r WHERE p = 1", "1"),
+    ]);
+    h.executor.set_read_timeouts(ReadTimeouts {
+        read: Duration::ZERO,
+        range: Duration::from_secs(3600),
+    });
+    h.check(&[
+        ("SELECT v FROM r WHERE p = 1", timeout),
+        ("SELECT v FROM r", "1"),
+    ]);
+}
+
+#[test]
 fn collections_ttl_and_static() {
     let mut h = harness(None);
     h.check(SETUP);

@@ -149,6 +149,10 @@ pub fn open(config: &Config) -> Result<Node, String> {
     executor.set_materialized_views_enabled(config.materialized_views_enabled);
     executor.set_auto_snapshot(config.auto_snapshot.then(|| dir.join("snapshots")));
     executor.set_tombstone_thresholds(config.tombstone_thresholds);
+    executor.set_read_timeouts(rocksandra_query::deadline::ReadTimeouts {
+        read: config.request_timeouts.read,
+        range: config.request_timeouts.range,
+    });
     executor.set_prepared_cache_bytes(config.prepared_statements_cache_bytes);
     Ok(Node {
         executor: Arc::new(executor),

@@ -140,9 +140,9 @@ pub const KEYS: &[KeyDoc] = &[
         .legacy(&["native_transport_max_concurrent_requests_in_bytes_per_ip"]),
     key("native_transport_idle_timeout", "0ms", "Closes a connection idle this long; 0ms: never.")
         .legacy(&["native_transport_idle_timeout_in_ms"]),
-    key("read_request_timeout", "5000ms", "How long a coordinator waits for the replicas of a single-partition read.")
+    key("read_request_timeout", "5000ms", "How long a page of a read of given partitions may take (on a node alone too), and a coordinator waits for its replicas.")
         .legacy(&["read_request_timeout_in_ms"]),
-    key("range_request_timeout", "10000ms", "How long a coordinator waits for the replicas of a range or index read.")
+    key("range_request_timeout", "10000ms", "How long a page of a range or index read may take (on a node alone too), and a coordinator waits for its replicas.")
         .legacy(&["range_request_timeout_in_ms"]),
     key("write_request_timeout", "2000ms", "How long a coordinator waits for the replicas of a write.")
         .legacy(&["write_request_timeout_in_ms"]),
