@@ -2153,6 +2153,19 @@ pub fn execute(
         remaining_limit,
         page_size,
     } = PageWindow::of(request, aggregate, grouped, limit)?;
+    if grouped && !post_ordering {
+        let window = aggregate::GroupWindow {
+            group_columns: &group_columns,
+            per_partition: per_partition_limit,
+            offset: state.partition_index as usize,
+            already,
+            limit,
+            remaining_limit,
+            page_size: request.page_size.filter(|p| *p > 0),
+        };
+        let query = (&*table, &outputs[..], select);
+        return execute_grouped(executor, query, request, (&reader, &window), warnings);
+    }
     let want = rows_wanted(page_size, remaining_limit);
     let (mut rows, next) = if want == 0 {
         (Vec::new(), None)
@@ -2244,6 +2257,34 @@ fn execute_aggregate(
     };
     let mut outcome = Outcome::rows(Rows {
         metadata: result_metadata(table, outputs, select.json, request, None),
+        rows,
+    });
+    outcome.warnings = warnings;
+    Ok(outcome)
+}
+
+/// A GROUP BY query's page (`aggregate::fold_groups`): its groups folded
+/// as the rows come, read from the start (pages count groups).
+fn execute_grouped(
+    executor: &Executor,
+    (table, outputs, select): (&Table, &[Output], &Select),
+    request: &Request,
+    (reader, window): (&Reader<'_>, &aggregate::GroupWindow<'_>),
+    mut warnings: Vec<String>,
+) -> Result<Outcome> {
+    let (rows, next, read) = aggregate::fold_groups(table, outputs, reader, window)?;
+    let tombstones = reader.tombstones.get();
+    if let Some(w) = executor.check_tombstones(tombstones, read, select, request.consistency)? {
+        warnings.push(w);
+    }
+    let rows = if select.json {
+        json_rows(outputs, rows)?
+    } else {
+        rows
+    };
+    let paging_state = next.map(|s| s.encode());
+    let mut outcome = Outcome::rows(Rows {
+        metadata: result_metadata(table, outputs, select.json, request, paging_state),
         rows,
     });
     outcome.warnings = warnings;

@@ -178,6 +178,73 @@ fn aggregates_fold_across_read_batches() {
 }
 
 #[test]
+fn group_by_folds_groups_across_read_batches_and_pages() {
+    // 3 partitions of 1,200 rows in groups of 400 (c / 400): groups span
+    // the reader's 1,000-row batches.
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.run("CREATE TABLE g (p int, b int, c int, n int, PRIMARY KEY (p, b, c))");
+    for p in 0..3 {
+        for c in 0..1200 {
+            h.run(&format!(
+                "INSERT INTO g (p, b, c, n) VALUES ({p}, {}, {c}, {c})",
+                c / 400
+            ));
+        }
+    }
+    let all = h.run("SELECT p, b, count(*), sum(n), min(c) FROM g GROUP BY p, b");
+    let lines: Vec<&str> = all.lines().collect();
+    assert_eq!(lines.len(), 9, "{all}");
+    assert!(lines.iter().all(|l| l.contains(" | 400 | ")), "{all}");
+    assert!(lines.contains(&"0 | 1 | 400 | 239800 | 400"), "{all}");
+    h.check(&[
+        (
+            "SELECT b, count(*) FROM g WHERE p = 1 GROUP BY p, b",
+            "0 | 400\n1 | 400\n2 | 400",
+        ),
+        (
+            "SELECT p, b, max(n) FROM g GROUP BY p, b PER PARTITION LIMIT 1 LIMIT 2",
+            &format!("{}\n{}", lines_with(&all, 0), lines_with(&all, 3)),
+        ),
+    ]);
+    let per_p = h.run("SELECT p, count(*) FROM g GROUP BY p");
+    assert_eq!(per_p.lines().count(), 3, "{per_p}");
+    assert!(per_p.lines().all(|l| l.ends_with(" | 1200")), "{per_p}");
+    // Pages of 4 groups: 4, 4, 1, each group whole.
+    let mut sizes = Vec::new();
+    let mut paging_state = None;
+    loop {
+        let request = rocksandra_query::Request {
+            keyspace: Some("ks".into()),
+            page_size: Some(4),
+            paging_state: paging_state.take(),
+            ..rocksandra_query::Request::default()
+        };
+        let outcome = h
+            .executor
+            .query("SELECT p, b, count(*) FROM g GROUP BY p, b", &request)
+            .expect("pages");
+        let ResultBody::Rows(rows) = outcome.body else {
+            panic!("rows");
+        };
+        sizes.push(rows.rows.len());
+        match rows.metadata.paging_state {
+            Some(s) => paging_state = Some(s),
+            None => break,
+        }
+    }
+    assert_eq!(sizes, vec![4, 4, 1]);
+}
+
+/// The p and b columns of line `i` of a GROUP BY answer, and its max(n).
+fn lines_with(answer: &str, i: usize) -> String {
+    let line = answer.lines().nth(i).unwrap_or_default();
+    let parts: Vec<&str> = line.split(" | ").collect();
+    let max = (parts[1].parse::<i32>().unwrap_or(0) + 1) * 400 - 1;
+    format!("{} | {} | {max}", parts[0], parts[1])
+}
+
+#[test]
 fn reads_past_their_timeout_fail_with_read_timeout() {
     use rocksandra_query::deadline::ReadTimeouts;
     use std::time::Duration;

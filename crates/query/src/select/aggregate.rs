@@ -1,12 +1,14 @@
-//! Aggregates without GROUP BY, folded a batch of rows at a time: each
-//! `count`, `min`, `max`, `sum` and `avg` keeps a running state, and only
-//! the first row is kept (the other selectors of an aggregate query show
-//! its values), so a `SELECT count(*)` over a table of any size holds one
-//! batch of rows in memory, as Cassandra's paged aggregation does.
+//! Aggregates, folded a batch of rows at a time: each `count`, `min`,
+//! `max`, `sum` and `avg` keeps a running state, and only a group's first
+//! row is kept (the other selectors of an aggregate query show its
+//! values), so a `SELECT count(*)` over a table of any size holds one
+//! batch of rows in memory, as Cassandra's paged aggregation does. GROUP BY
+//! folds its groups as the rows come (`fold_groups`), holding the page's
+//! result rows and the group in progress.
 
 use bytes::Bytes;
 
-use super::{eval_sel, is_aggregate, Aggregate, Output, PagingState, Reader, Sel};
+use super::{eval_sel, is_aggregate, Aggregate, Output, PagingState, Reader, ResultRows, Sel};
 use crate::error::{QueryError, Result};
 use crate::functions::aggregates::{is_summable, SumAvg};
 use crate::rows::CqlRow;
@@ -175,6 +177,67 @@ pub(super) fn map_aggregates(sel: &Sel, f: &mut dyn FnMut(&Sel) -> Result<Sel>) 
     })
 }
 
+/// One group being folded: a fold per aggregate of the outputs, and the
+/// group's first row (the other selectors show its values).
+struct Group {
+    folds: Vec<Fold>,
+    first: Option<CqlRow>,
+    rows: usize,
+}
+
+impl Group {
+    fn new(outputs: &[Output]) -> Result<Group> {
+        let mut folds = Vec::new();
+        for o in outputs {
+            map_aggregates(&o.sel, &mut |node| {
+                folds.push(Fold::new(node)?);
+                Ok(Sel::Constant(None))
+            })?;
+        }
+        Ok(Group {
+            folds,
+            first: None,
+            rows: 0,
+        })
+    }
+
+    fn add(&mut self, table: &Table, row: CqlRow) -> Result<()> {
+        for fold in &mut self.folds {
+            fold.add(table, &row)?;
+        }
+        self.rows += 1;
+        if self.first.is_none() {
+            self.first = Some(row);
+        }
+        Ok(())
+    }
+
+    /// The group's result row.
+    fn finish(self, table: &Table, outputs: &[Output]) -> Result<Vec<Option<Bytes>>> {
+        let mut results = self.folds.into_iter().map(Fold::finish);
+        let read = self.rows;
+        let row = self.first.unwrap_or_else(|| CqlRow {
+            partition: rocksandra_storage::PartitionKey::new(Vec::new()),
+            clustering: None,
+            columns: vec![Default::default(); table.columns.len()],
+        });
+        let mut out = Vec::with_capacity(outputs.len());
+        for o in outputs {
+            let computed =
+                map_aggregates(&o.sel, &mut |_| Ok(Sel::Constant(results.next().flatten())))?;
+            // Non-aggregate selectors show the first row's values (null when
+            // no row was read).
+            let value = if read == 0 && !is_aggregate(&o.sel) {
+                None
+            } else {
+                eval_sel(table, &computed, &row)?
+            };
+            out.push(value.map(Bytes::from));
+        }
+        Ok(out)
+    }
+}
+
 /// Reads every row `reader` selects, a batch at a time, and returns the
 /// aggregate query's one result row and how many rows were read.
 pub(super) fn fold(
@@ -182,50 +245,144 @@ pub(super) fn fold(
     outputs: &[Output],
     reader: &Reader<'_>,
 ) -> Result<(Vec<Option<Bytes>>, usize)> {
-    let mut folds = Vec::new();
-    for o in outputs {
-        map_aggregates(&o.sel, &mut |node| {
-            folds.push(Fold::new(node)?);
-            Ok(Sel::Constant(None))
-        })?;
-    }
-    let mut first: Option<CqlRow> = None;
-    let mut read = 0usize;
+    let mut group = Group::new(outputs)?;
     let mut state = PagingState::default();
     loop {
         let (rows, next) = reader.read(&state, AGGREGATE_BATCH_ROWS)?;
-        for row in &rows {
-            for fold in &mut folds {
-                fold.add(table, row)?;
-            }
-        }
-        read += rows.len();
-        if first.is_none() {
-            first = rows.into_iter().next();
+        for row in rows {
+            group.add(table, row)?;
         }
         match next {
             Some(n) => state = n,
             None => break,
         }
     }
-    let mut results = folds.into_iter().map(Fold::finish);
-    let row = first.unwrap_or_else(|| CqlRow {
-        partition: rocksandra_storage::PartitionKey::new(Vec::new()),
-        clustering: None,
-        columns: vec![Default::default(); table.columns.len()],
-    });
-    let mut out = Vec::with_capacity(outputs.len());
-    for o in outputs {
-        let computed =
-            map_aggregates(&o.sel, &mut |_| Ok(Sel::Constant(results.next().flatten())))?;
-        // Non-aggregate selectors show the first row's values (null when
-        // no row was read).
-        let value = if read == 0 && !is_aggregate(&o.sel) {
-            None
-        } else {
-            eval_sel(table, &computed, &row)?
-        };
-        out.push(value.map(Bytes::from));
+    let read = group.rows;
+    Ok((group.finish(table, outputs)?, read))
+}
+
+/// A GROUP BY query's page: which groups (after PER PARTITION LIMIT) it
+/// returns and whether a next page follows.
+pub(super) struct GroupWindow<'a> {
+    pub group_columns: &'a [usize],
+    /// PER PARTITION LIMIT: at most this many groups of each partition.
+    pub per_partition: Option<usize>,
+    /// Groups returned by earlier pages (skipped: reads start over).
+    pub offset: usize,
+    /// Rows returned by earlier pages, and LIMIT.
+    pub already: usize,
+    pub limit: Option<usize>,
+    pub remaining_limit: Option<usize>,
+    pub page_size: Option<usize>,
+}
+
+/// Folds the groups of a GROUP BY query as the rows come, a batch at a
+/// time, keeping the result rows of this page and one group in progress.
+/// Returns the page's rows, the paging state of the next page (its
+/// `partition_index` the groups returned so far) and the rows read.
+pub(super) fn fold_groups(
+    table: &Table,
+    outputs: &[Output],
+    reader: &Reader<'_>,
+    window: &GroupWindow<'_>,
+) -> Result<(ResultRows, Option<PagingState>, usize)> {
+    let take = match (window.remaining_limit, window.page_size) {
+        (Some(l), Some(p)) => l.min(p),
+        (Some(l), None) => l,
+        (None, Some(p)) => p,
+        (None, None) => usize::MAX,
+    };
+    let mut page = GroupPage {
+        out: Vec::new(),
+        seen: 0,
+        take,
+        offset: window.offset,
+    };
+    let mut current: Option<(CqlRow, bool, Group)> = None;
+    let mut partition_groups: Option<(rocksandra_storage::PartitionKey, usize)> = None;
+    let mut read = 0usize;
+    let mut state = PagingState::default();
+    'reading: loop {
+        let (rows, next) = reader.read(&state, AGGREGATE_BATCH_ROWS)?;
+        for row in rows {
+            read += 1;
+            let same = current.as_ref().is_some_and(|(first, ..)| {
+                window
+                    .group_columns
+                    .iter()
+                    .all(|c| row.columns[*c].value == first.columns[*c].value)
+            });
+            if !same {
+                if let Some((_, kept, group)) = current.take() {
+                    if page.close(table, outputs, kept, group)? {
+                        break 'reading;
+                    }
+                }
+                let count = match &mut partition_groups {
+                    Some((key, n)) if *key == row.partition => {
+                        *n += 1;
+                        *n
+                    }
+                    _ => {
+                        partition_groups = Some((row.partition.clone(), 1));
+                        1
+                    }
+                };
+                let kept = window.per_partition.is_none_or(|n| n == 0 || count <= n);
+                current = Some((row.clone(), kept, Group::new(outputs)?));
+            }
+            if let Some((_, true, group)) = &mut current {
+                group.add(table, row)?;
+            }
+        }
+        match next {
+            Some(n) => state = n,
+            None => {
+                if let Some((_, kept, group)) = current.take() {
+                    page.close(table, outputs, kept, group)?;
+                }
+                break;
+            }
+        }
     }
-    Ok((out, read))
+    let returned = page.out.len();
+    let total = window.already + returned;
+    let full = window.page_size.is_some_and(|p| returned >= p);
+    let next = (full && window.limit.is_none_or(|l| total < l)).then(|| PagingState {
+        rows_so_far: total as u64,
+        partition_index: (window.offset + returned) as u32,
+        position: None,
+    });
+    Ok((page.out, next, read))
+}
+
+/// The groups of one GROUP BY page as they close.
+struct GroupPage {
+    out: ResultRows,
+    /// Groups kept so far (PER PARTITION LIMIT applied), this page's and
+    /// the earlier pages'.
+    seen: usize,
+    take: usize,
+    offset: usize,
+}
+
+impl GroupPage {
+    /// Adds a finished group if it is kept and on this page; true once the
+    /// page is full.
+    fn close(
+        &mut self,
+        table: &Table,
+        outputs: &[Output],
+        kept: bool,
+        group: Group,
+    ) -> Result<bool> {
+        if !kept {
+            return Ok(false);
+        }
+        self.seen += 1;
+        if self.seen > self.offset && self.out.len() < self.take {
+            self.out.push(group.finish(table, outputs)?);
+        }
+        Ok(self.out.len() >= self.take)
+    }
 }
