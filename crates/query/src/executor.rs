@@ -174,6 +174,9 @@ pub struct Executor {
     /// (`deadline`).
     pub(crate) read_timeout_micros: std::sync::atomic::AtomicU64,
     pub(crate) range_timeout_micros: std::sync::atomic::AtomicU64,
+    /// The HNSW graphs of SAI vector indexes (`index::vector`), on a node
+    /// alone.
+    pub(crate) vector_graphs: crate::index::vector::Graphs,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -245,6 +248,7 @@ impl Executor {
             range_timeout_micros: std::sync::atomic::AtomicU64::new(
                 crate::deadline::ReadTimeouts::default().range.as_micros() as u64,
             ),
+            vector_graphs: crate::index::vector::Graphs::default(),
         })
     }
 
@@ -619,11 +623,13 @@ impl Executor {
             .unwrap_or_default();
         self.auto_snapshot("truncated", &table.name)
             .map_err(|e| QueryError::Truncate(e.to_string()))?;
-        for id in table.storage_ids().chain(views) {
+        let ids: Vec<TableId> = table.storage_ids().chain(views).collect();
+        for id in &ids {
             self.engine
-                .truncate(id)
+                .truncate(*id)
                 .map_err(|e| QueryError::Truncate(e.to_string()))?;
         }
+        self.vector_graphs.retain(&schema, &ids);
         Ok(())
     }
 
@@ -804,6 +810,7 @@ impl Executor {
             self.engine.drop_table(*id)?;
         }
         *self.schema.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        self.vector_graphs.retain(&self.schema(), &[]);
         Ok(Outcome {
             body: ResultBody::SchemaChange(outcome.change.clone()),
             warnings: Vec::new(),

@@ -336,6 +336,7 @@ fn write(
     let mut mutations = mutations;
     let entries = crate::index::entries::for_mutations(&schema, &mutations)
         .map_err(|e| replica_refusal(executor, e, request, &write_type))?;
+    executor.vector_graphs.observe(&mutations);
     mutations.extend(entries);
     let merged = merge_mutations(mutations);
     let options = WriteOptions {
@@ -395,6 +396,7 @@ fn write_index_entries(
 ) -> Result<()> {
     let schema = executor.schema();
     let entries = crate::index::entries::for_mutations(&schema, mutations)?;
+    executor.vector_graphs.observe(mutations);
     if entries.is_empty() {
         return Ok(());
     }

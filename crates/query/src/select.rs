@@ -2263,6 +2263,33 @@ fn execute_aggregate(
     Ok(outcome)
 }
 
+/// The column's ANN graph (`index::vector`), built now if need be, when
+/// the graph can answer: a node alone, a query without WHERE clause, and a
+/// graph within its limits. None: the query is ranked by scan.
+fn ann_graph(
+    executor: &Executor,
+    table: &Table,
+    restrictions: &Restrictions,
+    ranking: &ann::Ranking,
+    reader: &Reader<'_>,
+) -> Result<Option<Arc<crate::index::vector::Graph>>> {
+    if executor.is_clustered() || !ann::unrestricted(restrictions) {
+        return Ok(None);
+    }
+    let column = ranking.column_id(table);
+    let graphs = &executor.vector_graphs;
+    if let Some(graph) = graphs.usable(table.storage_id, column) {
+        return Ok(Some(graph));
+    }
+    let (similarity, dimension) = ranking.graph_shape();
+    if let Some((graph, _building)) =
+        graphs.start_build(table.storage_id, column, similarity, dimension)
+    {
+        ranking.build(&graph, reader)?;
+    }
+    Ok(graphs.usable(table.storage_id, column))
+}
+
 /// A GROUP BY query's page (`aggregate::fold_groups`): its groups folded
 /// as the rows come, read from the start (pages count groups).
 fn execute_grouped(
@@ -2323,7 +2350,10 @@ fn execute_ann(
         false,
         usize::MAX,
     );
-    let rows = ranking.top_rows(&reader)?;
+    let rows = match ann_graph(executor, table, restrictions, &ranking, &reader)? {
+        Some(graph) => ranking.top_rows_from(&graph, &reader)?,
+        None => ranking.top_rows(&reader)?,
+    };
     let tombstones = reader.tombstones.get();
     if let Some(w) =
         executor.check_tombstones(tombstones, rows.len(), select, request.consistency)?

@@ -245,6 +245,74 @@ fn lines_with(answer: &str, i: usize) -> String {
 }
 
 #[test]
+fn ann_queries_on_a_node_alone_follow_writes_through_the_graph() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.run("CREATE TABLE vec (k int PRIMARY KEY, v vector<float, 2>)");
+    h.run(
+        "CREATE INDEX ON vec (v) USING 'sai' WITH OPTIONS = {'similarity_function': 'EUCLIDEAN'}",
+    );
+    // 400 points on a spiral, then the graph is built by the first query.
+    let point = |k: i32| {
+        let t = k as f32 * 0.37;
+        (
+            t.cos() * (1.0 + k as f32 / 40.0),
+            t.sin() * (1.0 + k as f32 / 40.0),
+        )
+    };
+    for k in 0..400 {
+        let (x, y) = point(k);
+        h.run(&format!("INSERT INTO vec (k, v) VALUES ({k}, [{x}, {y}])"));
+    }
+    let exact = |points: &[(i32, (f32, f32))], q: (f32, f32), n: usize| -> Vec<String> {
+        let mut scored: Vec<(f32, i32)> = points
+            .iter()
+            .map(|(k, (x, y))| ((x - q.0).powi(2) + (y - q.1).powi(2), *k))
+            .collect();
+        scored.sort_by(|a, b| a.0.total_cmp(&b.0));
+        scored.iter().take(n).map(|(_, k)| k.to_string()).collect()
+    };
+    let mut points: Vec<(i32, (f32, f32))> = (0..400).map(|k| (k, point(k))).collect();
+    let ask = |h: &mut Harness, q: (f32, f32)| -> Vec<String> {
+        let out = h.run(&format!(
+            "SELECT k FROM vec ORDER BY v ANN OF [{}, {}] LIMIT 10",
+            q.0, q.1
+        ));
+        out.lines().map(str::to_string).collect()
+    };
+    for q in [(0.5, 0.5), (-3.0, 2.0), (10.0, -10.0)] {
+        let got = ask(&mut h, q);
+        let want = exact(&points, q, 10);
+        assert_eq!(
+            got.first(),
+            want.first(),
+            "nearest of {q:?}: {got:?} / {want:?}"
+        );
+        let common = got.iter().filter(|k| want.contains(k)).count();
+        assert!(common >= 9, "{q:?}: {got:?} against {want:?}");
+    }
+    // Writes after the build: a moved row, a new row, a deleted row.
+    h.run("UPDATE vec SET v = [50.0, 50.0] WHERE k = 7");
+    h.run("INSERT INTO vec (k, v) VALUES (1000, [50.1, 50.0])");
+    points.retain(|(k, _)| *k != 7);
+    points.push((7, (50.0, 50.0)));
+    points.push((1000, (50.1, 50.0)));
+    assert_eq!(ask(&mut h, (50.0, 50.0))[..2], ["7", "1000"]);
+    h.run("DELETE FROM vec WHERE k = 7");
+    assert_eq!(ask(&mut h, (50.0, 50.0))[0], "1000");
+    h.run("TRUNCATE vec");
+    assert_eq!(
+        h.run("SELECT k FROM vec ORDER BY v ANN OF [50.0, 50.0] LIMIT 3"),
+        ""
+    );
+    h.run("INSERT INTO vec (k, v) VALUES (5, [1.0, 1.0])");
+    assert_eq!(
+        h.run("SELECT k FROM vec ORDER BY v ANN OF [50.0, 50.0] LIMIT 3"),
+        "5"
+    );
+}
+
+#[test]
 fn reads_past_their_timeout_fail_with_read_timeout() {
     use rocksandra_query::deadline::ReadTimeouts;
     use std::time::Duration;

@@ -19,6 +19,7 @@
 pub mod build;
 pub mod entries;
 pub mod search;
+pub mod vector;
 
 use rocksandra_cql::ast::{Operator, Relation, RelationLhs};
 use rocksandra_data::types::CqlType;

@@ -14,12 +14,14 @@ use rocksandra_cql::ast::{Expr, OrderingKind, Relation, RelationLhs, Select};
 use super::{PagingState, Reader};
 use crate::error::{QueryError, Result};
 use crate::functions::vector::{decode_floats, Similarity};
+use crate::index::vector::{clustering_key, Graph, RowKey};
 use crate::restrict::{PartitionSelection, Restrictions};
 use crate::rows::CqlRow;
 use crate::schema::{Column, ColumnKind, Table};
 use crate::term::{evaluate, EvalContext, Term};
 use rocksandra_data::types::CqlType;
 use rocksandra_data::NativeType;
+use rocksandra_storage::Slice;
 
 /// Cassandra's largest LIMIT of an ANN query.
 pub const ANN_LIMIT_MAX: usize = 1000;
@@ -282,6 +284,16 @@ fn check_restricted_columns_indexed(
 }
 
 impl Ranking {
+    /// The ranked column's id.
+    pub(super) fn column_id(&self, table: &Table) -> rocksandra_storage::cell::ColumnId {
+        table.columns[self.column].id
+    }
+
+    /// The similarity function and the query vector's dimension.
+    pub(super) fn graph_shape(&self) -> (Similarity, usize) {
+        (self.similarity, self.query.len())
+    }
+
     fn score(&self, row: &CqlRow) -> Option<f32> {
         let bytes = row.columns.get(self.column)?.value.as_deref()?;
         let vector = decode_floats(bytes).ok()?;
@@ -311,4 +323,86 @@ impl Ranking {
         }
         Ok(best.into_iter().map(|(_, _, row)| row).collect())
     }
+}
+
+/// Whether an ANN query selects every row (no WHERE clause): the only
+/// shape the graph answers, as it holds every row of the table.
+pub(super) fn unrestricted(restrictions: &Restrictions) -> bool {
+    matches!(
+        restrictions.partition,
+        PartitionSelection::Tokens {
+            start: None,
+            end: None
+        }
+    ) && restrictions.filters.is_empty()
+        && restrictions.tuple_filters.is_empty()
+        && !restrictions.clustering_restricted
+}
+
+impl Ranking {
+    /// Fills a new graph from every row `reader` selects.
+    pub(super) fn build(&self, graph: &Graph, reader: &Reader<'_>) -> Result<()> {
+        let mut state = PagingState::default();
+        loop {
+            let (rows, next) = reader.read(&state, READ_BATCH_ROWS)?;
+            for row in rows {
+                let vector = row
+                    .columns
+                    .get(self.column)
+                    .and_then(|c| c.value.as_deref());
+                if let Some(Ok(vector)) = vector.map(decode_floats) {
+                    let clustering = row.clustering.as_deref().unwrap_or_default();
+                    let key = (row.partition.clone(), clustering_key(clustering));
+                    if !graph.insert(key, &vector) {
+                        return Ok(());
+                    }
+                }
+            }
+            match next {
+                Some(n) => state = n,
+                None => break,
+            }
+        }
+        graph.mark_built();
+        Ok(())
+    }
+
+    /// The best `limit` rows, from the graph's candidates: each read back
+    /// and scored by its current vector; more candidates are asked for
+    /// while fewer than `limit` live rows come back and the graph has more.
+    pub(super) fn top_rows_from(&self, graph: &Graph, reader: &Reader<'_>) -> Result<Vec<CqlRow>> {
+        let points = graph.points().max(1);
+        let mut k = (self.limit * 4).max(32).min(points);
+        loop {
+            let candidates = graph.nearest(&self.query, k);
+            let mut seen = std::collections::HashSet::new();
+            let mut best: Vec<(f32, usize, CqlRow)> = Vec::new();
+            for key in candidates.iter().filter(|key| seen.insert(*key)) {
+                let Some(row) = read_row(reader, key)? else {
+                    continue;
+                };
+                if let Some(score) = self.score(&row) {
+                    best.push((score, best.len(), row));
+                }
+            }
+            if best.len() >= self.limit || candidates.len() < k || k >= points {
+                best.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+                best.truncate(self.limit);
+                return Ok(best.into_iter().map(|(_, _, row)| row).collect());
+            }
+            k = (k * 4).min(points);
+        }
+    }
+}
+
+/// One row of the table as it is now, None when it is gone.
+fn read_row(reader: &Reader<'_>, (partition, clustering): &RowKey) -> Result<Option<CqlRow>> {
+    let slice = match clustering {
+        Some(c) => Slice::prefix(c.clone()),
+        None => Slice::all(),
+    };
+    let rows = reader.partition_read(&partition.key, vec![slice], 1, false)?;
+    Ok(rows
+        .into_iter()
+        .find(|r| clustering_key(r.clustering.as_deref().unwrap_or_default()) == *clustering))
 }

@@ -1,0 +1,321 @@
+//! Approximate nearest-neighbour graphs (HNSW, the `hnsw_rs` crate) for
+//! the SAI vector indexes of a node alone: what answers `ORDER BY v ANN OF
+//! [..] LIMIT n` without a WHERE clause, as Cassandra's jvector graph does.
+//!
+//! - A graph is built on the first ANN query of its column, from a scan of
+//!   the table (rebuilt so after a restart: it lives in memory), and
+//!   registered before that scan, so the writes of the meantime reach it.
+//! - Every write of the column adds a point (`observe`, called beside the
+//!   index entries: the same writes, CAS included); nothing is removed.
+//! - The graph only proposes candidates: each is read back from the table
+//!   and ranked by its current vector and the exact score
+//!   (`select::ann`). Deleted rows, older vectors and duplicates of a row
+//!   drop out there, and more candidates are asked for while too few
+//!   remain. A graph is thrown away and rebuilt once it holds more than
+//!   twice the points it was built with (plus `GRAPH_SLACK_POINTS`).
+//! - In a cluster, where other coordinators write too, ANN ranks by scan.
+//!
+//! Memory: a graph holds each vector once per write (and 16 links per
+//! point); at most `GRAPH_POINTS_MAX` points per graph, past which the
+//! column is ranked by scan.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use hnsw_rs::anndists::dist::Distance;
+use hnsw_rs::hnsw::Hnsw;
+use rocksandra_storage::cell::ColumnId;
+use rocksandra_storage::{Mutation, PartitionKey, TableId};
+
+use crate::functions::vector::{decode_floats, Similarity};
+use crate::schema::{Schema, Table};
+
+/// Links kept per point and layer (HNSW's M).
+const GRAPH_CONNECTIONS: usize = 16;
+/// Candidates explored while inserting (HNSW's ef_construction).
+const GRAPH_EF_CONSTRUCTION: usize = 100;
+const GRAPH_LAYERS: usize = 16;
+/// The most points one graph holds; past it the column is ranked by scan.
+pub const GRAPH_POINTS_MAX: usize = 2_000_000;
+/// The points a new graph reserves room for (it grows past them).
+const GRAPH_CAPACITY_HINT: usize = 16_384;
+/// Points a graph may gain beyond twice its build size before a rebuild.
+const GRAPH_SLACK_POINTS: usize = 10_000;
+
+/// The distance the graph orders by: non-negative and finite (the crate
+/// asserts the first and compares with `partial_cmp`), decreasing with
+/// the similarity score.
+struct ScoreDistance(Similarity);
+
+impl Distance<f32> for ScoreDistance {
+    fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
+        let score = self.0.score(a, b);
+        let distance = match self.0 {
+            // Scores in [0, 1].
+            Similarity::Cosine | Similarity::Euclidean => (1.0 - score).max(0.0),
+            // (1 + dot) / 2 is unbounded: squashed into (0, 1).
+            Similarity::DotProduct => 1.0 / (1.0 + (2.0 * score).exp()),
+        };
+        if distance.is_finite() {
+            distance
+        } else {
+            2.0
+        }
+    }
+}
+
+/// A row of the indexed table: its partition and clustering.
+pub type RowKey = (PartitionKey, Option<Vec<Vec<u8>>>);
+
+/// One column's graph.
+pub struct Graph {
+    hnsw: Hnsw<'static, f32, ScoreDistance>,
+    /// The row of each point, by point id.
+    rows: RwLock<Vec<RowKey>>,
+    /// Set once the build's scan has been inserted.
+    ready: AtomicBool,
+    built_with: AtomicUsize,
+    dimension: usize,
+}
+
+impl Graph {
+    fn new(similarity: Similarity, dimension: usize) -> Graph {
+        Graph {
+            hnsw: Hnsw::new(
+                GRAPH_CONNECTIONS,
+                GRAPH_CAPACITY_HINT,
+                GRAPH_LAYERS,
+                GRAPH_EF_CONSTRUCTION,
+                ScoreDistance(similarity),
+            ),
+            rows: RwLock::new(Vec::new()),
+            ready: AtomicBool::new(false),
+            built_with: AtomicUsize::new(0),
+            dimension,
+        }
+    }
+
+    /// Adds a point for `row`'s vector; false once the graph is full.
+    pub fn insert(&self, row: RowKey, vector: &[f32]) -> bool {
+        if vector.len() != self.dimension {
+            return true;
+        }
+        // The rows' lock also keeps searches out while a point goes in:
+        // the crate does not search and insert at once.
+        let mut rows = self.rows.write().unwrap_or_else(|p| p.into_inner());
+        if rows.len() >= GRAPH_POINTS_MAX {
+            return false;
+        }
+        rows.push(row);
+        self.hnsw.insert_slice((vector, rows.len() - 1));
+        true
+    }
+
+    pub fn mark_built(&self) {
+        let points = self.points();
+        self.built_with.store(points, Ordering::Release);
+        self.ready.store(true, Ordering::Release);
+    }
+
+    pub fn points(&self) -> usize {
+        self.rows.read().map(|r| r.len()).unwrap_or(0)
+    }
+
+    /// Whether the graph answers queries: built, not full, not grown past
+    /// twice its build.
+    pub fn usable(&self) -> bool {
+        let points = self.points();
+        self.ready.load(Ordering::Acquire)
+            && points < GRAPH_POINTS_MAX
+            && points <= 2 * self.built_with.load(Ordering::Acquire) + GRAPH_SLACK_POINTS
+    }
+
+    /// The rows of the `k` points nearest `query` (several points may be
+    /// one row), nearest first.
+    pub fn nearest(&self, query: &[f32], k: usize) -> Vec<RowKey> {
+        let ef = k.max(64);
+        let rows = self.rows.read().unwrap_or_else(|p| p.into_inner());
+        let found = self.hnsw.search(query, k, ef);
+        found
+            .iter()
+            .filter_map(|n| rows.get(n.d_id).cloned())
+            .collect()
+    }
+}
+
+/// The graphs of this node, by table and column.
+#[derive(Default)]
+pub struct Graphs {
+    graphs: Mutex<HashMap<(TableId, ColumnId), Arc<Graph>>>,
+    /// How many graphs exist: writes look no further while it is 0.
+    count: AtomicUsize,
+    /// Serializes builds.
+    building: Mutex<()>,
+}
+
+impl Graphs {
+    /// The column's graph if it is built and usable.
+    pub fn usable(&self, table: TableId, column: ColumnId) -> Option<Arc<Graph>> {
+        let graphs = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
+        graphs.get(&(table, column)).filter(|g| g.usable()).cloned()
+    }
+
+    /// Registers a new, empty graph for the column (replacing an unusable
+    /// one) and returns it with the build lock held; None when a usable
+    /// graph exists by the time the lock is taken.
+    pub fn start_build(
+        &self,
+        table: TableId,
+        column: ColumnId,
+        similarity: Similarity,
+        dimension: usize,
+    ) -> Option<(Arc<Graph>, std::sync::MutexGuard<'_, ()>)> {
+        let guard = self.building.lock().unwrap_or_else(|p| p.into_inner());
+        let mut graphs = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
+        if graphs.get(&(table, column)).is_some_and(|g| g.usable()) {
+            return None;
+        }
+        let graph = Arc::new(Graph::new(similarity, dimension));
+        graphs.insert((table, column), graph.clone());
+        self.count.store(graphs.len(), Ordering::Release);
+        Some((graph, guard))
+    }
+
+    /// Forgets the graphs of tables or columns no longer indexed (after a
+    /// schema change) and of `truncated` tables.
+    pub fn retain(&self, schema: &Schema, truncated: &[TableId]) {
+        let mut graphs = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
+        graphs.retain(|(table, column), _| {
+            !truncated.contains(table)
+                && schema
+                    .table_by_storage_id(*table)
+                    .is_some_and(|(_, t)| indexed_vector(t, *column).is_some())
+        });
+        self.count.store(graphs.len(), Ordering::Release);
+    }
+
+    /// Adds the vectors `mutations` write to the graphs of their columns.
+    pub fn observe(&self, mutations: &[Mutation]) {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let graphs: Vec<((TableId, ColumnId), Arc<Graph>)> = {
+            let all = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
+            all.iter().map(|(k, g)| (*k, g.clone())).collect()
+        };
+        for m in mutations {
+            for ((table, column), graph) in &graphs {
+                if *table != m.table {
+                    continue;
+                }
+                for (clustering, row) in &m.rows {
+                    let cells = row.cells.iter().filter(|c| c.column == *column);
+                    for cell in cells.filter(|c| !c.value.is_empty()) {
+                        if let Ok(vector) = decode_floats(&cell.value) {
+                            let key = (m.partition.clone(), clustering_key(clustering));
+                            graph.insert(key, &vector);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A row's clustering as a row key: None for a table without clustering
+/// columns (whose rows have an empty clustering).
+pub fn clustering_key(clustering: &[Vec<u8>]) -> Option<Vec<Vec<u8>>> {
+    (!clustering.is_empty()).then(|| clustering.to_vec())
+}
+
+/// The similarity and dimension of a vector column with an SAI index.
+pub fn indexed_vector(table: &Table, column: ColumnId) -> Option<(Similarity, usize)> {
+    let column = table.columns.iter().find(|c| c.id == column)?;
+    let rocksandra_data::types::CqlType::Vector(_, dimension) = column.ty.unfrozen() else {
+        return None;
+    };
+    if !super::sai_on(table, &column.name) {
+        return None;
+    }
+    let similarity = table
+        .indexes
+        .iter()
+        .filter(|ix| super::target(ix).is_some_and(|(_, c)| c == column.name))
+        .find_map(|ix| ix.options.get("similarity_function"))
+        .and_then(|f| Similarity::from_option(f))
+        .unwrap_or(Similarity::Cosine);
+    Some((similarity, *dimension as usize))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(i: u8) -> RowKey {
+        (PartitionKey::new(vec![i]), None)
+    }
+
+    #[test]
+    fn the_graph_proposes_the_nearest_rows_first() {
+        let graph = Graph::new(Similarity::Euclidean, 2);
+        for i in 0..200u8 {
+            graph.insert(key(i), &[f32::from(i), 0.0]);
+        }
+        graph.mark_built();
+        assert!(graph.usable());
+        let near = graph.nearest(&[50.2, 0.0], 3);
+        assert_eq!(near, vec![key(50), key(51), key(49)]);
+        // A second point for a row (an update) is proposed too.
+        graph.insert(key(7), &[50.3, 0.0]);
+        assert!(graph.nearest(&[50.3, 0.0], 2).contains(&key(7)));
+    }
+
+    #[test]
+    fn points_inserted_after_searches_are_found() {
+        let graph = Graph::new(Similarity::Euclidean, 2);
+        for i in 0..400u16 {
+            let t = f32::from(i) * 0.37;
+            let r = 1.0 + f32::from(i) / 40.0;
+            graph.insert(
+                (PartitionKey::new(i.to_be_bytes().to_vec()), None),
+                &[t.cos() * r, t.sin() * r],
+            );
+        }
+        graph.mark_built();
+        let _ = graph.nearest(&[0.5, 0.5], 40);
+        graph.insert(key(250), &[50.0, 50.0]);
+        assert_eq!(graph.nearest(&[50.0, 50.0], 40)[0], key(250));
+    }
+
+    #[test]
+    fn distances_are_finite_and_not_negative() {
+        for s in [
+            Similarity::Cosine,
+            Similarity::Euclidean,
+            Similarity::DotProduct,
+        ] {
+            let d = ScoreDistance(s);
+            for (a, b) in [
+                ([0.0, 0.0], [1.0, 1.0]),
+                ([1e30, 1e30], [1e30, 1e30]),
+                ([1.0, 0.0], [-1.0, 0.0]),
+            ] {
+                let v = d.eval(&a, &b);
+                assert!(v.is_finite() && v >= 0.0, "{s:?} {a:?} {b:?}: {v}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_graph_grown_past_twice_its_build_is_not_used() {
+        let graph = Graph::new(Similarity::Euclidean, 1);
+        graph.insert(key(1), &[1.0]);
+        assert!(!graph.usable(), "not built yet");
+        graph.mark_built();
+        for _ in 0..(2 + GRAPH_SLACK_POINTS) {
+            graph.insert(key(1), &[1.0]);
+        }
+        assert!(!graph.usable());
+    }
+}
