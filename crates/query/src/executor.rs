@@ -176,7 +176,7 @@ pub struct Executor {
     pub(crate) range_timeout_micros: std::sync::atomic::AtomicU64,
     /// The HNSW graphs of SAI vector indexes (`index::vector`), on a node
     /// alone.
-    pub(crate) vector_graphs: crate::index::vector::Graphs,
+    pub(crate) vector_graphs: Arc<crate::index::vector::Graphs>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -219,7 +219,7 @@ impl Executor {
             engine.create_table(table.storage_spec())?;
         }
         let rmw_lock = Arc::new(crate::proxy::RmwLock::default());
-        Ok(Executor {
+        let executor = Executor {
             schema: RwLock::new(Arc::new(schema)),
             ddl_lock: Mutex::new(()),
             schema_dir,
@@ -248,8 +248,10 @@ impl Executor {
             range_timeout_micros: std::sync::atomic::AtomicU64::new(
                 crate::deadline::ReadTimeouts::default().range.as_micros() as u64,
             ),
-            vector_graphs: crate::index::vector::Graphs::default(),
-        })
+            vector_graphs: Arc::default(),
+        };
+        executor.vector_graphs.retain(&executor.schema(), &[]);
+        Ok(executor)
     }
 
     /// `prepared_statements_cache_size` from the node's configuration.
@@ -281,6 +283,12 @@ impl Executor {
         self.cluster
             .set(proxy)
             .map_err(|_| QueryError::Server("the data proxy is already set".into()))
+    }
+
+    /// How many ANN graphs of SAI vector indexes are built and answer
+    /// queries (`index::vector`).
+    pub fn ann_graphs_ready(&self) -> usize {
+        self.vector_graphs.usable_count()
     }
 
     /// Where user data goes: the cluster's coordinator, or local storage.
@@ -875,6 +883,7 @@ impl Executor {
             self.engine.drop_table(id)?;
         }
         *self.schema.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+        self.vector_graphs.retain(&self.schema(), &[]);
         Ok(changes)
     }
 

@@ -336,7 +336,7 @@ fn write(
     let mut mutations = mutations;
     let entries = crate::index::entries::for_mutations(&schema, &mutations)
         .map_err(|e| replica_refusal(executor, e, request, &write_type))?;
-    executor.vector_graphs.observe(&mutations);
+    let observed = executor.vector_graphs.to_observe(&mutations);
     mutations.extend(entries);
     let merged = merge_mutations(mutations);
     let options = WriteOptions {
@@ -345,7 +345,9 @@ fn write(
         now: executor.local_now(request),
     };
     if !crate::view::any_views(&schema, &merged) {
-        return executor.data().write(&schema, merged, &options);
+        executor.data().write(&schema, merged, &options)?;
+        executor.vector_graphs.observe(&observed);
+        return Ok(());
     }
     // Views are derived from the base rows' state before the write: no
     // other view-maintaining write of this node may come in between.
@@ -357,7 +359,9 @@ fn write(
         request.consistency,
         options.now,
     )?;
-    executor.data().write(&schema, merged, &options)
+    executor.data().write(&schema, merged, &options)?;
+    executor.vector_graphs.observe(&observed);
+    Ok(())
 }
 
 /// What Cassandra's replica refuses (a zero vector under a cosine SAI
@@ -396,7 +400,6 @@ fn write_index_entries(
 ) -> Result<()> {
     let schema = executor.schema();
     let entries = crate::index::entries::for_mutations(&schema, mutations)?;
-    executor.vector_graphs.observe(mutations);
     if entries.is_empty() {
         return Ok(());
     }

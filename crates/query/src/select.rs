@@ -2105,7 +2105,7 @@ pub fn execute(
     let outputs = plan(&table, select, &ctx)?;
     let restrictions = analyze(&table, &select.where_clause, &ctx)?;
     if let Some(ann) = ann::ordering(select)? {
-        let read = (&*table, &restrictions, &*schema);
+        let read = (&table, &restrictions, &*schema);
         return execute_ann(executor, select, request, read, &outputs, ann, &ctx);
     }
     ann::refuse_vector_restrictions(&table, select)?;
@@ -2263,31 +2263,27 @@ fn execute_aggregate(
     Ok(outcome)
 }
 
-/// The column's ANN graph (`index::vector`), built now if need be, when
-/// the graph can answer: a node alone, a query without WHERE clause, and a
-/// graph within its limits. None: the query is ranked by scan.
+/// The column's ANN graph (`index::vector`) when it can answer: a node
+/// alone, a query without WHERE clause, a graph built and within its
+/// limits. Otherwise None (the query is ranked by scan) and, on a node
+/// alone, the graph's build is started if it is not under way.
 fn ann_graph(
     executor: &Executor,
-    table: &Table,
+    table: &Arc<Table>,
     restrictions: &Restrictions,
     ranking: &ann::Ranking,
-    reader: &Reader<'_>,
-) -> Result<Option<Arc<crate::index::vector::Graph>>> {
+    now: rocksandra_data::LocalTime,
+) -> Option<Arc<crate::index::vector::Graph>> {
     if executor.is_clustered() || !ann::unrestricted(restrictions) {
-        return Ok(None);
+        return None;
     }
     let column = ranking.column_id(table);
     let graphs = &executor.vector_graphs;
-    if let Some(graph) = graphs.usable(table.storage_id, column) {
-        return Ok(Some(graph));
+    let graph = graphs.usable(table.storage_id, column);
+    if graph.is_none() {
+        graphs.start_build(executor.engine.clone(), table.clone(), column, now);
     }
-    let (similarity, dimension) = ranking.graph_shape();
-    if let Some((graph, _building)) =
-        graphs.start_build(table.storage_id, column, similarity, dimension)
-    {
-        ranking.build(&graph, reader)?;
-    }
-    Ok(graphs.usable(table.storage_id, column))
+    graph
 }
 
 /// A GROUP BY query's page (`aggregate::fold_groups`): its groups folded
@@ -2326,7 +2322,7 @@ fn execute_ann(
     executor: &Executor,
     select: &Select,
     request: &Request,
-    (table, restrictions, schema): (&Table, &Restrictions, &Schema),
+    (table, restrictions, schema): (&Arc<Table>, &Restrictions, &Schema),
     outputs: &[Output],
     ann: (&str, &Expr),
     ctx: &EvalContext<'_>,
@@ -2350,7 +2346,8 @@ fn execute_ann(
         false,
         usize::MAX,
     );
-    let rows = match ann_graph(executor, table, restrictions, &ranking, &reader)? {
+    let now = executor.local_now(request);
+    let rows = match ann_graph(executor, table, restrictions, &ranking, now) {
         Some(graph) => ranking.top_rows_from(&graph, &reader)?,
         None => ranking.top_rows(&reader)?,
     };

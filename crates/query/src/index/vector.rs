@@ -2,11 +2,13 @@
 //! the SAI vector indexes of a node alone: what answers `ORDER BY v ANN OF
 //! [..] LIMIT n` without a WHERE clause, as Cassandra's jvector graph does.
 //!
-//! - A graph is built on the first ANN query of its column, from a scan of
-//!   the table (rebuilt so after a restart: it lives in memory), and
-//!   registered before that scan, so the writes of the meantime reach it.
-//! - Every write of the column adds a point (`observe`, called beside the
-//!   index entries: the same writes, CAS included); nothing is removed.
+//! - A graph is built in the background (thread `ann-graph-build`, one
+//!   build at a time) from a scan of the table's storage, started by the
+//!   first ANN query of its column (again after a restart: it lives in
+//!   memory); queries rank by scan until it is ready. It is registered
+//!   before that scan, so the writes of the meantime reach it.
+//! - Every write of the column adds a point (`observe`, once the write is
+//!   applied, CAS included); nothing is removed.
 //! - The graph only proposes candidates: each is read back from the table
 //!   and ranked by its current vector and the exact score
 //!   (`select::ann`). Deleted rows, older vectors and duplicates of a row
@@ -25,8 +27,9 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use hnsw_rs::anndists::dist::Distance;
 use hnsw_rs::hnsw::Hnsw;
+use rocksandra_data::LocalTime;
 use rocksandra_storage::cell::ColumnId;
-use rocksandra_storage::{Mutation, PartitionKey, TableId};
+use rocksandra_storage::{Engine, Mutation, PartitionKey, RangeScan, TableId};
 
 use crate::functions::vector::{decode_floats, Similarity};
 use crate::schema::{Schema, Table};
@@ -112,6 +115,24 @@ impl Graph {
         true
     }
 
+    /// Adds a batch of points (a build's), inserted by the crate's
+    /// threads; false once the graph is full.
+    fn insert_batch(&self, batch: Vec<(RowKey, Vec<f32>)>) -> bool {
+        let mut rows = self.rows.write().unwrap_or_else(|p| p.into_inner());
+        if rows.len() + batch.len() > GRAPH_POINTS_MAX {
+            return false;
+        }
+        let mut points = Vec::with_capacity(batch.len());
+        for (row, vector) in &batch {
+            if vector.len() == self.dimension {
+                rows.push(row.clone());
+                points.push((vector.as_slice(), rows.len() - 1));
+            }
+        }
+        self.hnsw.parallel_insert_slice(&points);
+        true
+    }
+
     pub fn mark_built(&self) {
         let points = self.points();
         self.built_with.store(points, Ordering::Release);
@@ -134,7 +155,8 @@ impl Graph {
     /// The rows of the `k` points nearest `query` (several points may be
     /// one row), nearest first.
     pub fn nearest(&self, query: &[f32], k: usize) -> Vec<RowKey> {
-        let ef = k.max(64);
+        // A wider search than k finds the true neighbours more often.
+        let ef = (2 * k).max(128);
         let rows = self.rows.read().unwrap_or_else(|p| p.into_inner());
         let found = self.hnsw.search(query, k, ef);
         found
@@ -148,43 +170,113 @@ impl Graph {
 #[derive(Default)]
 pub struct Graphs {
     graphs: Mutex<HashMap<(TableId, ColumnId), Arc<Graph>>>,
+    /// The tables with an SAI index on a vector column (`track`): their
+    /// writes are handed to `observe` once applied.
+    vector_tables: RwLock<std::collections::HashSet<TableId>>,
     /// How many graphs exist: writes look no further while it is 0.
     count: AtomicUsize,
-    /// Serializes builds.
+    /// One build at a time.
     building: Mutex<()>,
 }
 
 impl Graphs {
+    /// How many graphs are built and usable.
+    pub fn usable_count(&self) -> usize {
+        let graphs = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
+        graphs.values().filter(|g| g.usable()).count()
+    }
+
     /// The column's graph if it is built and usable.
     pub fn usable(&self, table: TableId, column: ColumnId) -> Option<Arc<Graph>> {
         let graphs = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
         graphs.get(&(table, column)).filter(|g| g.usable()).cloned()
     }
 
-    /// Registers a new, empty graph for the column (replacing an unusable
-    /// one) and returns it with the build lock held; None when a usable
-    /// graph exists by the time the lock is taken.
+    /// Starts building the column's graph in the background, unless a
+    /// usable one exists or one is being built: registers a new, empty
+    /// graph (replacing an unusable one), then fills it from a scan of
+    /// `table`'s storage on the build thread.
     pub fn start_build(
-        &self,
-        table: TableId,
+        self: &Arc<Self>,
+        engine: Arc<dyn Engine>,
+        table: Arc<Table>,
         column: ColumnId,
-        similarity: Similarity,
-        dimension: usize,
-    ) -> Option<(Arc<Graph>, std::sync::MutexGuard<'_, ()>)> {
-        let guard = self.building.lock().unwrap_or_else(|p| p.into_inner());
-        let mut graphs = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
-        if graphs.get(&(table, column)).is_some_and(|g| g.usable()) {
-            return None;
+        now: LocalTime,
+    ) {
+        let Some((similarity, dimension)) = indexed_vector(&table, column) else {
+            return;
+        };
+        let key = (table.storage_id, column);
+        self.vector_tables
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(table.storage_id);
+        let graph = {
+            let mut graphs = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
+            if graphs
+                .get(&key)
+                .is_some_and(|g| g.usable() || !g.ready.load(Ordering::Acquire))
+            {
+                return;
+            }
+            let graph = Arc::new(Graph::new(similarity, dimension));
+            graphs.insert(key, graph.clone());
+            self.count.store(graphs.len(), Ordering::Release);
+            graph
+        };
+        let graphs = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("ann-graph-build".into())
+            .spawn(move || {
+                let _one_at_a_time = graphs.building.lock().unwrap_or_else(|p| p.into_inner());
+                if let Err(e) = fill(&graph, &*engine, &table, column, now) {
+                    tracing::warn!(
+                        "cannot build the ANN graph of {}.{}: {e}",
+                        table.keyspace,
+                        table.name
+                    );
+                    graphs.forget(key);
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start an ANN graph build: {e}");
+            self.forget(key);
         }
-        let graph = Arc::new(Graph::new(similarity, dimension));
-        graphs.insert((table, column), graph.clone());
+    }
+
+    fn forget(&self, key: (TableId, ColumnId)) {
+        let mut graphs = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
+        graphs.remove(&key);
         self.count.store(graphs.len(), Ordering::Release);
-        Some((graph, guard))
+    }
+
+    /// The mutations of `mutations` that `observe` must see once they are
+    /// applied (those of tables with a vector SAI index); usually none.
+    pub fn to_observe(&self, mutations: &[Mutation]) -> Vec<Mutation> {
+        let tables = self.vector_tables.read().unwrap_or_else(|p| p.into_inner());
+        if tables.is_empty() {
+            return Vec::new();
+        }
+        mutations
+            .iter()
+            .filter(|m| tables.contains(&m.table))
+            .cloned()
+            .collect()
     }
 
     /// Forgets the graphs of tables or columns no longer indexed (after a
-    /// schema change) and of `truncated` tables.
+    /// schema change) and of `truncated` tables, and notes which tables
+    /// have vector SAI indexes.
     pub fn retain(&self, schema: &Schema, truncated: &[TableId]) {
+        let tables = schema
+            .tables()
+            .filter(|t| super::has_vector_sai(t))
+            .map(|t| t.storage_id)
+            .collect();
+        *self
+            .vector_tables
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = tables;
         let mut graphs = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
         graphs.retain(|(table, column), _| {
             !truncated.contains(table)
@@ -195,7 +287,9 @@ impl Graphs {
         self.count.store(graphs.len(), Ordering::Release);
     }
 
-    /// Adds the vectors `mutations` write to the graphs of their columns.
+    /// Adds the vectors `mutations` wrote to the graphs of their columns:
+    /// called after the write is applied, so that a build starting
+    /// meanwhile either scans the row or is registered in time to see it.
     pub fn observe(&self, mutations: &[Mutation]) {
         if self.count.load(Ordering::Acquire) == 0 {
             return;
@@ -221,6 +315,56 @@ impl Graphs {
             }
         }
     }
+}
+
+/// Rows read from storage at a time while building.
+const BUILD_BATCH_ROWS: usize = 1000;
+
+/// Inserts every stored vector of `column` into `graph`, then marks it
+/// built (unless it filled up: it then stays unusable).
+fn fill(
+    graph: &Graph,
+    engine: &dyn Engine,
+    table: &Table,
+    column: ColumnId,
+    now: LocalTime,
+) -> crate::error::Result<()> {
+    let index = table
+        .columns
+        .iter()
+        .position(|c| c.id == column)
+        .unwrap_or_default();
+    let mut scan = RangeScan {
+        table: table.storage_id,
+        token_start: rocksandra_data::Token(i64::MIN),
+        token_end: rocksandra_data::Token(i64::MAX),
+        resume_after: None,
+        include_static: false,
+        per_partition_limit: 0,
+        row_limit: BUILD_BATCH_ROWS,
+    };
+    loop {
+        let page = engine.scan(&scan, now)?;
+        let mut batch = Vec::new();
+        for partition in page.partitions {
+            for row in crate::rows::partition_rows_owned(table, partition, now, false)? {
+                let value = row.columns.get(index).and_then(|c| c.value.as_deref());
+                if let Some(Ok(vector)) = value.map(decode_floats) {
+                    let clustering = clustering_key(row.clustering.as_deref().unwrap_or_default());
+                    batch.push(((row.partition, clustering), vector));
+                }
+            }
+        }
+        if !graph.insert_batch(batch) {
+            return Ok(());
+        }
+        match page.next {
+            Some(next) => scan.resume_after = Some(next),
+            None => break,
+        }
+    }
+    graph.mark_built();
+    Ok(())
 }
 
 /// A row's clustering as a row key: None for a table without clustering

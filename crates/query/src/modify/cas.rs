@@ -71,6 +71,8 @@ pub(super) fn execute(
     };
     let partition = PartitionKey::new(partition_key_bytes(&first.pk));
     let mut outcome = None;
+    // The applied mutations the ANN graphs see once committed.
+    let mut observed = Vec::new();
     executor.data().cas(
         &executor.schema(),
         &table,
@@ -90,6 +92,7 @@ pub(super) fn execute(
             }
             let mutations = merge_mutations(mutations);
             write_index_entries(executor, &mutations, request)?;
+            observed = executor.vector_graphs.to_observe(&mutations);
             outcome = Some(applied_rows(&table, true, &[], Vec::new()));
             let schema = executor.schema();
             if !crate::view::any_views(&schema, &mutations) {
@@ -104,6 +107,7 @@ pub(super) fn execute(
             crate::view::with_view_updates(executor, &schema, mutations, quorum, now).map(Some)
         },
     )?;
+    executor.vector_graphs.observe(&observed);
     outcome.ok_or_else(|| QueryError::Server("compare-and-set made no decision".into()))
 }
 

@@ -289,11 +289,6 @@ impl Ranking {
         table.columns[self.column].id
     }
 
-    /// The similarity function and the query vector's dimension.
-    pub(super) fn graph_shape(&self) -> (Similarity, usize) {
-        (self.similarity, self.query.len())
-    }
-
     fn score(&self, row: &CqlRow) -> Option<f32> {
         let bytes = row.columns.get(self.column)?.value.as_deref()?;
         let vector = decode_floats(bytes).ok()?;
@@ -340,33 +335,6 @@ pub(super) fn unrestricted(restrictions: &Restrictions) -> bool {
 }
 
 impl Ranking {
-    /// Fills a new graph from every row `reader` selects.
-    pub(super) fn build(&self, graph: &Graph, reader: &Reader<'_>) -> Result<()> {
-        let mut state = PagingState::default();
-        loop {
-            let (rows, next) = reader.read(&state, READ_BATCH_ROWS)?;
-            for row in rows {
-                let vector = row
-                    .columns
-                    .get(self.column)
-                    .and_then(|c| c.value.as_deref());
-                if let Some(Ok(vector)) = vector.map(decode_floats) {
-                    let clustering = row.clustering.as_deref().unwrap_or_default();
-                    let key = (row.partition.clone(), clustering_key(clustering));
-                    if !graph.insert(key, &vector) {
-                        return Ok(());
-                    }
-                }
-            }
-            match next {
-                Some(n) => state = n,
-                None => break,
-            }
-        }
-        graph.mark_built();
-        Ok(())
-    }
-
     /// The best `limit` rows, from the graph's candidates: each read back
     /// and scored by its current vector; more candidates are asked for
     /// while fewer than `limit` live rows come back and the graph has more.
