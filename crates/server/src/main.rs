@@ -61,7 +61,8 @@ fn main() -> ExitCode {
 /// Logs go to stderr; `RUST_LOG` filters them (default `info`, the ANN
 /// graph crate's own lines at `warn`).
 fn init_logging() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,hnsw_rs=warn"));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,hnsw_rs=warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
