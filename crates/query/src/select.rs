@@ -1675,9 +1675,6 @@ impl Reader<'_> {
             rows_returned_in_partition: p.rows_in_partition as usize,
         });
         let mut rows: Vec<CqlRow> = Vec::new();
-        let now = self.now;
-        let filtering =
-            !self.restrictions.filters.is_empty() || self.restrictions.clustering_restricted;
         // Rows returned so far in the partition the scan stopped in: the
         // PER PARTITION LIMIT counts rows that passed the filters, so with
         // filters it is applied here, not by the storage scan.
@@ -1685,103 +1682,145 @@ impl Reader<'_> {
             .as_ref()
             .map(|r| (r.partition.clone(), r.rows_returned_in_partition));
         loop {
-            let batch = if filtering {
-                READ_BATCH_ROWS
-            } else {
-                (want - rows.len()).clamp(1, READ_BATCH_ROWS)
-            };
-            let scan = RangeScan {
-                table: self.table.storage_id,
-                token_start,
-                token_end,
-                resume_after: resume.clone(),
-                include_static: true,
-                per_partition_limit: if self.distinct {
-                    1
-                } else if filtering {
-                    0
-                } else {
-                    self.per_partition_limit
-                },
-                row_limit: batch,
-            };
+            let scan = self.range_scan((token_start, token_end), resume.clone(), want - rows.len());
             self.check_deadline()?;
             let (page, tombstones) = self.executor.data().scan_counted(
                 self.schema,
                 self.table,
                 &scan,
                 self.consistency,
-                now,
+                self.now,
             )?;
             self.tombstones.set(self.tombstones.get() + tombstones);
-            let next = page.next.clone();
             for partition in &page.partitions {
-                let mut prows =
-                    partition_rows(self.table, partition, now, self.include_static_only)?;
-                if self.distinct {
-                    if prows.is_empty() {
-                        if let Some(s) = &partition.static_row {
-                            if s.exists() {
-                                prows = partition_rows(self.table, partition, now, true)?;
-                            }
-                        }
-                    }
-                    prows.truncate(1);
-                    if let Some(r) = prows.first_mut() {
-                        r.clustering = None;
-                    }
-                }
-                let mut in_partition = match &carried {
+                let already = match &carried {
                     Some((key, count)) if *key == partition.key => *count,
                     _ => 0,
                 };
-                for row in prows {
-                    if self.restrictions.clustering_restricted {
-                        match &row.clustering {
-                            Some(c)
-                                if self
-                                    .restrictions
-                                    .slices
-                                    .iter()
-                                    .any(|s| in_slice(self.table, c, s)) => {}
-                            _ => continue,
-                        }
-                    }
-                    if !self.accept(&row)? {
-                        continue;
-                    }
-                    if self.per_partition_limit > 0 && in_partition >= self.per_partition_limit {
-                        continue;
-                    }
-                    in_partition += 1;
-                    rows.push(row);
-                    if rows.len() >= want {
-                        let last = rows
-                            .last()
-                            .map(|r| (r.partition.key.clone(), r.clustering.clone()));
-                        let (pk, clustering) = last.unwrap_or_default();
-                        // DISTINCT and static-only rows end their partition.
-                        let position = Position {
-                            partition: pk,
-                            clustering: if self.distinct { None } else { clustering },
-                            rows_in_partition: in_partition as u32,
-                        };
-                        // A full page always carries a paging state, as in
-                        // Cassandra, even when the data ends exactly here.
-                        let state = PagingState {
-                            rows_so_far: 0,
-                            partition_index: 0,
-                            position: Some(position),
-                        };
-                        return Ok((rows, Some(state)));
-                    }
+                let (in_partition, full) = self.keep_rows(partition, already, &mut rows, want)?;
+                if full {
+                    let state = self.full_page_state(&rows, in_partition);
+                    return Ok((rows, Some(state)));
                 }
                 carried = Some((partition.key.clone(), in_partition));
             }
-            match next {
+            match page.next {
                 Some(n) => resume = Some(n),
                 None => return Ok((rows, None)),
             }
+        }
+    }
+
+    /// Whether a range read filters its rows here (regular-column filters or
+    /// clustering restrictions), reading full batches from storage.
+    fn range_filtering(&self) -> bool {
+        !self.restrictions.filters.is_empty() || self.restrictions.clustering_restricted
+    }
+
+    /// The storage scan of one batch of a range read, `missing` rows short
+    /// of the page.
+    fn range_scan(
+        &self,
+        (token_start, token_end): (Token, Token),
+        resume_after: Option<ScanPosition>,
+        missing: usize,
+    ) -> RangeScan {
+        let filtering = self.range_filtering();
+        RangeScan {
+            table: self.table.storage_id,
+            token_start,
+            token_end,
+            resume_after,
+            include_static: true,
+            per_partition_limit: if self.distinct {
+                1
+            } else if filtering {
+                0
+            } else {
+                self.per_partition_limit
+            },
+            row_limit: if filtering {
+                READ_BATCH_ROWS
+            } else {
+                missing.clamp(1, READ_BATCH_ROWS)
+            },
+        }
+    }
+
+    /// A scanned partition's CQL rows (DISTINCT: its first row, or its
+    /// static row, without clustering).
+    fn scanned_rows(&self, partition: &Partition) -> Result<Vec<CqlRow>> {
+        let now = self.now;
+        let mut rows = partition_rows(self.table, partition, now, self.include_static_only)?;
+        if !self.distinct {
+            return Ok(rows);
+        }
+        if rows.is_empty() && partition.static_row.as_ref().is_some_and(|s| s.exists()) {
+            rows = partition_rows(self.table, partition, now, true)?;
+        }
+        rows.truncate(1);
+        if let Some(r) = rows.first_mut() {
+            r.clustering = None;
+        }
+        Ok(rows)
+    }
+
+    /// Adds to `rows` the rows of `partition` that pass the clustering
+    /// slices, the filters and PER PARTITION LIMIT (`already` of them were
+    /// returned before), stopping once a row makes `want`; returns the
+    /// partition's count and whether the page is full.
+    fn keep_rows(
+        &self,
+        partition: &Partition,
+        already: usize,
+        rows: &mut Vec<CqlRow>,
+        want: usize,
+    ) -> Result<(usize, bool)> {
+        let mut in_partition = already;
+        for row in self.scanned_rows(partition)? {
+            if self.restrictions.clustering_restricted {
+                let in_slices = row.clustering.as_ref().is_some_and(|c| {
+                    self.restrictions
+                        .slices
+                        .iter()
+                        .any(|s| in_slice(self.table, c, s))
+                });
+                if !in_slices {
+                    continue;
+                }
+            }
+            if !self.accept(&row)? {
+                continue;
+            }
+            if self.per_partition_limit > 0 && in_partition >= self.per_partition_limit {
+                continue;
+            }
+            in_partition += 1;
+            rows.push(row);
+            if rows.len() >= want {
+                return Ok((in_partition, true));
+            }
+        }
+        Ok((in_partition, false))
+    }
+
+    /// The paging state after a full page ending with `rows`' last row. A
+    /// full page always carries one, as in Cassandra, even when the data
+    /// ends exactly there; DISTINCT and static-only rows end their
+    /// partition.
+    fn full_page_state(&self, rows: &[CqlRow], in_partition: usize) -> PagingState {
+        let last = rows
+            .last()
+            .map(|r| (r.partition.key.clone(), r.clustering.clone()));
+        let (pk, clustering) = last.unwrap_or_default();
+        PagingState {
+            rows_so_far: 0,
+            partition_index: 0,
+            position: Some(Position {
+                partition: pk,
+                clustering: if self.distinct { None } else { clustering },
+                rows_in_partition: in_partition as u32,
+            }),
         }
     }
 
@@ -2166,6 +2205,64 @@ pub fn execute(
         let query = (&*table, &outputs[..], select);
         return execute_grouped(executor, query, request, (&reader, &window), warnings);
     }
+    let page = Page {
+        window: PageWindow {
+            state,
+            already,
+            remaining_limit,
+            page_size,
+        },
+        limit,
+        per_partition_limit,
+        group_columns: &group_columns,
+        grouped,
+        aggregate,
+        post_ordering,
+        reversed,
+    };
+    answer_page(
+        executor,
+        (&table, &outputs[..], select),
+        request,
+        &reader,
+        &page,
+        warnings,
+    )
+}
+
+/// How a page of a SELECT is read and answered (`answer_page`).
+struct Page<'a> {
+    window: PageWindow,
+    limit: Option<usize>,
+    per_partition_limit: Option<usize>,
+    group_columns: &'a [usize],
+    grouped: bool,
+    aggregate: bool,
+    /// ORDER BY over several IN partitions: sorted after the read.
+    post_ordering: bool,
+    reversed: bool,
+}
+
+/// Reads one page of rows and builds its result: rows sorted across
+/// partitions when asked, groups of a GROUP BY sorted after the read, the
+/// paging state of the next page.
+fn answer_page(
+    executor: &Executor,
+    (table, outputs, select): (&Table, &[Output], &Select),
+    request: &Request,
+    reader: &Reader<'_>,
+    page: &Page<'_>,
+    warnings: Vec<String>,
+) -> Result<Outcome> {
+    let PageWindow {
+        state,
+        already,
+        remaining_limit,
+        page_size,
+    } = &page.window;
+    let (already, remaining_limit, page_size) = (*already, *remaining_limit, *page_size);
+    let (limit, per_partition_limit) = (page.limit, page.per_partition_limit);
+    let (grouped, aggregate, post_ordering) = (page.grouped, page.aggregate, page.post_ordering);
     let want = rows_wanted(page_size, remaining_limit);
     let (mut rows, next) = if want == 0 {
         (Vec::new(), None)
@@ -2189,7 +2286,7 @@ pub fn execute(
     }
     if post_ordering {
         let keep = remaining_limit.filter(|_| !aggregate);
-        sort_across_partitions(&table, &mut rows, reversed, keep);
+        sort_across_partitions(table, &mut rows, page.reversed, keep);
     }
     if rows.len() > UNPAGED_ROWS_MAX {
         return Err(QueryError::invalid(format!(
@@ -2201,22 +2298,22 @@ pub fn execute(
     let next = next.filter(|_| page_size.is_some() && limit.is_none_or(|l| returned < l));
     let (result_rows, paging_state) = if grouped {
         let groups = GroupPaging {
-            state: &state,
+            state,
             limit,
             remaining_limit,
             page_size: request.page_size.filter(|p| *p > 0),
         };
         let (result_rows, group_state) = grouped_rows(
-            &table,
-            &outputs,
+            table,
+            outputs,
             &rows,
-            &group_columns,
+            page.group_columns,
             per_partition_limit,
             &groups,
         )?;
         (result_rows, group_state.map(|s| s.encode()))
     } else {
-        let result_rows = selected_rows(&table, &outputs, &rows, aggregate)?;
+        let result_rows = selected_rows(table, outputs, &rows, aggregate)?;
         let paging_state = next.map(|mut s| {
             s.rows_so_far = returned as u64;
             s.encode()
@@ -2224,12 +2321,12 @@ pub fn execute(
         (result_rows, paging_state)
     };
     let result_rows = if select.json {
-        json_rows(&outputs, result_rows)?
+        json_rows(outputs, result_rows)?
     } else {
         result_rows
     };
     let mut outcome = Outcome::rows(Rows {
-        metadata: result_metadata(&table, &outputs, select.json, request, paging_state),
+        metadata: result_metadata(table, outputs, select.json, request, paging_state),
         rows: result_rows,
     });
     outcome.warnings = warnings;
