@@ -1778,18 +1778,7 @@ impl Reader<'_> {
     ) -> Result<(usize, bool)> {
         let mut in_partition = already;
         for row in self.scanned_rows(partition)? {
-            if self.restrictions.clustering_restricted {
-                let in_slices = row.clustering.as_ref().is_some_and(|c| {
-                    self.restrictions
-                        .slices
-                        .iter()
-                        .any(|s| in_slice(self.table, c, s))
-                });
-                if !in_slices {
-                    continue;
-                }
-            }
-            if !self.accept(&row)? {
+            if !self.in_clustering_slices(&row) || !self.accept(&row)? {
                 continue;
             }
             if self.per_partition_limit > 0 && in_partition >= self.per_partition_limit {
@@ -1802,6 +1791,18 @@ impl Reader<'_> {
             }
         }
         Ok((in_partition, false))
+    }
+
+    /// Whether `row` is inside the clustering slices of a query that
+    /// restricts clustering columns (always, when it does not).
+    fn in_clustering_slices(&self, row: &CqlRow) -> bool {
+        !self.restrictions.clustering_restricted
+            || row.clustering.as_ref().is_some_and(|c| {
+                self.restrictions
+                    .slices
+                    .iter()
+                    .any(|s| in_slice(self.table, c, s))
+            })
     }
 
     /// The paging state after a full page ending with `rows`' last row. A
@@ -1964,18 +1965,7 @@ impl Reader<'_> {
                 None => None,
             };
             let Some(row) = row else { continue };
-            if self.restrictions.clustering_restricted {
-                let in_slices = row.clustering.as_ref().is_some_and(|c| {
-                    self.restrictions
-                        .slices
-                        .iter()
-                        .any(|s| in_slice(self.table, c, s))
-                });
-                if !in_slices {
-                    continue;
-                }
-            }
-            if !self.accept(&row)? {
+            if !self.in_clustering_slices(&row) || !self.accept(&row)? {
                 continue;
             }
             count += 1;
