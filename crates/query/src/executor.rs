@@ -282,7 +282,10 @@ impl Executor {
     pub fn set_data_proxy(&self, proxy: Arc<dyn crate::proxy::DataProxy>) -> Result<()> {
         self.cluster
             .set(proxy)
-            .map_err(|_| QueryError::Server("the data proxy is already set".into()))
+            .map_err(|_| QueryError::Server("the data proxy is already set".into()))?;
+        // A cluster ranks ANN queries by scan: no graph to feed.
+        self.vector_graphs.disable();
+        Ok(())
     }
 
     /// How many ANN graphs of SAI vector indexes are built and answer

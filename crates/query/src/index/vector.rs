@@ -177,9 +177,21 @@ pub struct Graphs {
     count: AtomicUsize,
     /// One build at a time.
     building: Mutex<()>,
+    /// Set in a cluster, where no graph is built: writes are not copied.
+    disabled: AtomicBool,
 }
 
 impl Graphs {
+    /// No graphs from now on (the node is a cluster member).
+    pub fn disable(&self) {
+        self.disabled.store(true, Ordering::Release);
+        self.graphs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.count.store(0, Ordering::Release);
+    }
+
     /// How many graphs are built and usable.
     pub fn usable_count(&self) -> usize {
         let graphs = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
@@ -253,6 +265,9 @@ impl Graphs {
     /// The mutations of `mutations` that `observe` must see once they are
     /// applied (those of tables with a vector SAI index); usually none.
     pub fn to_observe(&self, mutations: &[Mutation]) -> Vec<Mutation> {
+        if self.disabled.load(Ordering::Acquire) {
+            return Vec::new();
+        }
         let tables = self.vector_tables.read().unwrap_or_else(|p| p.into_inner());
         if tables.is_empty() {
             return Vec::new();
