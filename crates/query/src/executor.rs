@@ -242,14 +242,11 @@ impl Executor {
             tombstone_failure: std::sync::atomic::AtomicU64::new(
                 crate::tombstones::TombstoneThresholds::default().failure,
             ),
-            read_timeout_micros: std::sync::atomic::AtomicU64::new(
-                crate::deadline::ReadTimeouts::default().read.as_micros() as u64,
-            ),
-            range_timeout_micros: std::sync::atomic::AtomicU64::new(
-                crate::deadline::ReadTimeouts::default().range.as_micros() as u64,
-            ),
+            read_timeout_micros: std::sync::atomic::AtomicU64::new(0),
+            range_timeout_micros: std::sync::atomic::AtomicU64::new(0),
             vector_graphs: Arc::default(),
         };
+        executor.set_read_timeouts(crate::deadline::ReadTimeouts::default());
         executor.vector_graphs.retain(&executor.schema(), &[]);
         Ok(executor)
     }

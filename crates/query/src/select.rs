@@ -2327,27 +2327,14 @@ fn answer_page(
 /// every row the query selects a batch at a time.
 fn execute_aggregate(
     executor: &Executor,
-    (table, outputs, select): (&Table, &[Output], &Select),
+    query: (&Table, &[Output], &Select),
     request: &Request,
     reader: &Reader<'_>,
-    mut warnings: Vec<String>,
+    warnings: Vec<String>,
 ) -> Result<Outcome> {
-    let (row, read) = aggregate::fold(table, outputs, reader)?;
-    let tombstones = reader.tombstones.get();
-    if let Some(w) = executor.check_tombstones(tombstones, read, select, request.consistency)? {
-        warnings.push(w);
-    }
-    let rows = if select.json {
-        json_rows(outputs, vec![row])?
-    } else {
-        vec![row]
-    };
-    let mut outcome = Outcome::rows(Rows {
-        metadata: result_metadata(table, outputs, select.json, request, None),
-        rows,
-    });
-    outcome.warnings = warnings;
-    Ok(outcome)
+    let (row, read) = aggregate::fold(query.0, query.1, reader)?;
+    let met = (reader.tombstones.get(), read);
+    rows_outcome(executor, query, request, met, (vec![row], None), warnings)
 }
 
 /// The column's ANN graph (`index::vector`) when it can answer: a node
@@ -2377,13 +2364,27 @@ fn ann_graph(
 /// as the rows come, read from the start (pages count groups).
 fn execute_grouped(
     executor: &Executor,
-    (table, outputs, select): (&Table, &[Output], &Select),
+    query: (&Table, &[Output], &Select),
     request: &Request,
     (reader, window): (&Reader<'_>, &aggregate::GroupWindow<'_>),
+    warnings: Vec<String>,
+) -> Result<Outcome> {
+    let (rows, next, read) = aggregate::fold_groups(query.0, query.1, reader, window)?;
+    let met = (reader.tombstones.get(), read);
+    let page = (rows, next.map(|s| s.encode()));
+    rows_outcome(executor, query, request, met, page, warnings)
+}
+
+/// A SELECT's answer once its rows are computed: the tombstone check over
+/// the `read` rows the reader met, SELECT JSON, the metadata and warnings.
+fn rows_outcome(
+    executor: &Executor,
+    (table, outputs, select): (&Table, &[Output], &Select),
+    request: &Request,
+    (tombstones, read): (u64, usize),
+    (rows, paging_state): (ResultRows, Option<Bytes>),
     mut warnings: Vec<String>,
 ) -> Result<Outcome> {
-    let (rows, next, read) = aggregate::fold_groups(table, outputs, reader, window)?;
-    let tombstones = reader.tombstones.get();
     if let Some(w) = executor.check_tombstones(tombstones, read, select, request.consistency)? {
         warnings.push(w);
     }
@@ -2392,7 +2393,6 @@ fn execute_grouped(
     } else {
         rows
     };
-    let paging_state = next.map(|s| s.encode());
     let mut outcome = Outcome::rows(Rows {
         metadata: result_metadata(table, outputs, select.json, request, paging_state),
         rows,
@@ -2418,7 +2418,7 @@ fn execute_ann(
     let aggregate = outputs.iter().any(|o| is_aggregate(&o.sel));
     let ranking = ann::plan(table, select, restrictions, ann, (limit, aggregate), ctx)
         .map_err(|e| ann::replica_refusal(executor.node().listen_address, e))?;
-    let mut warnings = ann::warnings(request, ranking.limit);
+    let warnings = ann::warnings(request, ranking.limit);
     let at_one = Request {
         consistency: rocksandra_wire::Consistency::One,
         ..request.clone()
@@ -2438,24 +2438,10 @@ fn execute_ann(
         Some(graph) => ranking.top_rows_from(&graph, &reader)?,
         None => ranking.top_rows(&reader)?,
     };
-    let tombstones = reader.tombstones.get();
-    if let Some(w) =
-        executor.check_tombstones(tombstones, rows.len(), select, request.consistency)?
-    {
-        warnings.push(w);
-    }
+    let met = (reader.tombstones.get(), rows.len());
     let result_rows = selected_rows(table, outputs, &rows, aggregate)?;
-    let result_rows = if select.json {
-        json_rows(outputs, result_rows)?
-    } else {
-        result_rows
-    };
-    let mut outcome = Outcome::rows(Rows {
-        metadata: result_metadata(table, outputs, select.json, request, None),
-        rows: result_rows,
-    });
-    outcome.warnings = warnings;
-    Ok(outcome)
+    let query = (&**table, outputs, select);
+    rows_outcome(executor, query, request, met, (result_rows, None), warnings)
 }
 
 /// Where a page of a SELECT starts and what bounds it.
@@ -3158,20 +3144,23 @@ fn aggregate_value(table: &Table, sel: &Sel, rows: &[CqlRow]) -> Result<Option<V
             let computed = with_aggregates(table, other, rows)?;
             match rows.first() {
                 Some(r) => eval_sel(table, &computed, r),
-                None => {
-                    let empty = CqlRow {
-                        partition: rocksandra_storage::PartitionKey::new(Vec::new()),
-                        clustering: None,
-                        columns: vec![Default::default(); table.columns.len()],
-                    };
-                    eval_sel(table, &computed, &empty)
-                }
+                None => eval_sel(table, &computed, &empty_row(table)),
             }
         }
         other => Ok(match rows.first() {
             Some(r) => eval_sel(table, other, r)?,
             None => None,
         }),
+    }
+}
+
+/// A row of nulls: what an aggregate's other selectors see when no row was
+/// read.
+fn empty_row(table: &Table) -> CqlRow {
+    CqlRow {
+        partition: PartitionKey::new(Vec::new()),
+        clustering: None,
+        columns: vec![Default::default(); table.columns.len()],
     }
 }
 

@@ -200,6 +200,19 @@ pub fn sai_on(table: &Table, column: &str) -> bool {
     })
 }
 
+/// The similarity function `column`'s index ranks by: its
+/// `similarity_function` option, COSINE by default.
+pub fn vector_similarity(table: &Table, column: &str) -> crate::functions::vector::Similarity {
+    use crate::functions::vector::Similarity;
+    table
+        .indexes
+        .iter()
+        .filter(|ix| target(ix).is_some_and(|(_, c)| c == column))
+        .find_map(|ix| ix.options.get("similarity_function"))
+        .and_then(|f| Similarity::from_option(f))
+        .unwrap_or(Similarity::Cosine)
+}
+
 /// Whether `table` has a storage-attached index on a vector column.
 pub fn has_vector_sai(table: &Table) -> bool {
     table
@@ -221,14 +234,7 @@ pub fn check_zero_vectors(table: &Table, m: &rocksandra_storage::Mutation) -> Re
         if !matches!(column.ty.unfrozen(), CqlType::Vector(..)) || !sai_on(table, &column.name) {
             continue;
         }
-        let similarity = table
-            .indexes
-            .iter()
-            .filter(|ix| target(ix).is_some_and(|(_, c)| c == column.name))
-            .find_map(|ix| ix.options.get("similarity_function"))
-            .and_then(|f| Similarity::from_option(f))
-            .unwrap_or(Similarity::Cosine);
-        if similarity != Similarity::Cosine {
+        if vector_similarity(table, &column.name) != Similarity::Cosine {
             continue;
         }
         let rows = m.static_row.iter().chain(m.rows.iter().map(|(_, r)| r));

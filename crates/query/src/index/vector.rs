@@ -173,8 +173,6 @@ pub struct Graphs {
     /// The tables with an SAI index on a vector column (`track`): their
     /// writes are handed to `observe` once applied.
     vector_tables: RwLock<std::collections::HashSet<TableId>>,
-    /// How many graphs exist: writes look no further while it is 0.
-    count: AtomicUsize,
     /// One build at a time.
     building: Mutex<()>,
     /// Set in a cluster, where no graph is built: writes are not copied.
@@ -189,7 +187,6 @@ impl Graphs {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
-        self.count.store(0, Ordering::Release);
     }
 
     /// How many graphs are built and usable.
@@ -219,10 +216,6 @@ impl Graphs {
             return;
         };
         let key = (table.storage_id, column);
-        self.vector_tables
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(table.storage_id);
         let graph = {
             let mut graphs = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
             if graphs
@@ -233,7 +226,6 @@ impl Graphs {
             }
             let graph = Arc::new(Graph::new(similarity, dimension));
             graphs.insert(key, graph.clone());
-            self.count.store(graphs.len(), Ordering::Release);
             graph
         };
         let graphs = Arc::clone(self);
@@ -259,7 +251,6 @@ impl Graphs {
     fn forget(&self, key: (TableId, ColumnId)) {
         let mut graphs = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
         graphs.remove(&key);
-        self.count.store(graphs.len(), Ordering::Release);
     }
 
     /// The mutations of `mutations` that `observe` must see once they are
@@ -299,14 +290,13 @@ impl Graphs {
                     .table_by_storage_id(*table)
                     .is_some_and(|(_, t)| indexed_vector(t, *column).is_some())
         });
-        self.count.store(graphs.len(), Ordering::Release);
     }
 
     /// Adds the vectors `mutations` wrote to the graphs of their columns:
     /// called after the write is applied, so that a build starting
     /// meanwhile either scans the row or is registered in time to see it.
     pub fn observe(&self, mutations: &[Mutation]) {
-        if self.count.load(Ordering::Acquire) == 0 {
+        if mutations.is_empty() {
             return;
         }
         let graphs: Vec<((TableId, ColumnId), Arc<Graph>)> = {
@@ -397,14 +387,10 @@ pub fn indexed_vector(table: &Table, column: ColumnId) -> Option<(Similarity, us
     if !super::sai_on(table, &column.name) {
         return None;
     }
-    let similarity = table
-        .indexes
-        .iter()
-        .filter(|ix| super::target(ix).is_some_and(|(_, c)| c == column.name))
-        .find_map(|ix| ix.options.get("similarity_function"))
-        .and_then(|f| Similarity::from_option(f))
-        .unwrap_or(Similarity::Cosine);
-    Some((similarity, *dimension as usize))
+    Some((
+        super::vector_similarity(table, &column.name),
+        *dimension as usize,
+    ))
 }
 
 #[cfg(test)]

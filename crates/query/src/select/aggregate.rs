@@ -8,7 +8,9 @@
 
 use bytes::Bytes;
 
-use super::{eval_sel, is_aggregate, Aggregate, Output, PagingState, Reader, ResultRows, Sel};
+use super::{
+    empty_row, eval_sel, is_aggregate, Aggregate, Output, PagingState, Reader, ResultRows, Sel,
+};
 use crate::error::{QueryError, Result};
 use crate::functions::aggregates::{is_summable, SumAvg};
 use crate::rows::CqlRow;
@@ -216,11 +218,7 @@ impl Group {
     fn finish(self, table: &Table, outputs: &[Output]) -> Result<Vec<Option<Bytes>>> {
         let mut results = self.folds.into_iter().map(Fold::finish);
         let read = self.rows;
-        let row = self.first.unwrap_or_else(|| CqlRow {
-            partition: rocksandra_storage::PartitionKey::new(Vec::new()),
-            clustering: None,
-            columns: vec![Default::default(); table.columns.len()],
-        });
+        let row = self.first.unwrap_or_else(|| empty_row(table));
         let mut out = Vec::with_capacity(outputs.len());
         for o in outputs {
             let computed =

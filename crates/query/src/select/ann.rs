@@ -67,16 +67,6 @@ fn indexed(table: &Table, column: &str) -> bool {
         .any(|i| crate::index::target(i).is_some_and(|(_, c)| c == column))
 }
 
-fn vector_similarity(table: &Table, column: &Column) -> Similarity {
-    table
-        .indexes
-        .iter()
-        .filter(|i| crate::index::target(i).is_some_and(|(_, c)| c == column.name))
-        .find_map(|i| i.options.get("similarity_function"))
-        .and_then(|f| Similarity::from_option(f))
-        .unwrap_or(Similarity::Cosine)
-}
-
 /// Cassandra's checks of an ANN query (`StatementRestrictions`, then
 /// `SelectStatement`), in its order, and the query vector and LIMIT.
 pub(super) fn plan(
@@ -90,9 +80,9 @@ pub(super) fn plan(
     let column = table
         .column(name)
         .ok_or_else(|| QueryError::undefined_column(name, &table.keyspace, &table.name))?;
-    let dimension = match column.ty.unfrozen() {
-        CqlType::Vector(e, n) if **e == CqlType::Native(NativeType::Float) => Some(*n),
-        CqlType::Vector(..) | CqlType::List(_) => None,
+    let float_vector = match column.ty.unfrozen() {
+        CqlType::Vector(e, _) => **e == CqlType::Native(NativeType::Float),
+        CqlType::List(_) => false,
         other => {
             return Err(QueryError::invalid(format!(
                 "Unexpected receiver type '{other}'; only list and vector are expected"
@@ -109,7 +99,7 @@ pub(super) fn plan(
         }
     };
     check_equality_on(column, select)?;
-    let Some(dimension) = dimension else {
+    if !float_vector {
         return Err(QueryError::invalid(
             "ANN ordering is only supported on float vector indexes",
         ));
@@ -129,8 +119,7 @@ pub(super) fn plan(
         ));
     }
     let limit = check_limits(select, limit, aggregate)?;
-    debug_assert_eq!(query.len(), dimension as usize);
-    let similarity = vector_similarity(table, column);
+    let similarity = crate::index::vector_similarity(table, &column.name);
     if similarity == Similarity::Cosine && query.iter().all(|x| *x == 0.0) {
         return Err(QueryError::invalid(crate::index::ZERO_VECTOR_COSINE));
     }
