@@ -784,23 +784,17 @@ impl FileConfig {
         let (prometheus_address, prometheus_port) = self.prometheus()?;
         let (admin_address, admin_port) = self.admin()?;
         let (client_encryption, server_encryption) = self.encryption()?;
-        let storage = self.storage()?;
+        let storage = self.storage(&defaults)?;
         let timeouts = self.request_timeouts(defaults.request_timeouts)?;
         let transport = self.native_transport(&defaults)?;
+        let addresses = self.addresses(&defaults)?;
+        let durations = self.durations(&defaults)?;
+        let bcrypt_rounds = self.bcrypt_rounds(&defaults)?;
         let config = Config {
             cluster_name: self.cluster_name.unwrap_or(defaults.cluster_name),
-            listen_address: match self.listen_address {
-                Some(text) => parse_address("listen_address", &text)?,
-                None => defaults.listen_address,
-            },
-            rpc_address: self
-                .rpc_address
-                .map(|text| parse_address("rpc_address", &text))
-                .transpose()?,
-            broadcast_rpc_address: self
-                .broadcast_rpc_address
-                .map(|text| parse_address("broadcast_rpc_address", &text))
-                .transpose()?,
+            listen_address: addresses.listen,
+            rpc_address: addresses.rpc,
+            broadcast_rpc_address: addresses.broadcast_rpc,
             native_transport_port: self
                 .native_transport_port
                 .unwrap_or(defaults.native_transport_port),
@@ -808,19 +802,7 @@ impl FileConfig {
                 .data_file_directories
                 .unwrap_or(defaults.data_file_directories),
             commitlog_sync: self.commitlog_sync.unwrap_or(defaults.commitlog_sync),
-            commitlog_sync_period: pick_legacy(
-                (
-                    "commitlog_sync_period",
-                    self.commitlog_sync_period,
-                    |text| parse_duration(&text).map_err(|m| invalid("commitlog_sync_period", m)),
-                ),
-                (
-                    "commitlog_sync_period_in_ms",
-                    self.commitlog_sync_period_in_ms,
-                    |ms| Ok(Duration::from_millis(ms)),
-                ),
-            )?
-            .unwrap_or(defaults.commitlog_sync_period),
+            commitlog_sync_period: durations.commitlog_sync_period,
             num_tokens: self.num_tokens.unwrap_or(defaults.num_tokens),
             clustered: self.seed_provider.is_some(),
             seed_provider: match self.seed_provider {
@@ -832,15 +814,7 @@ impl FileConfig {
             hinted_handoff_enabled: self
                 .hinted_handoff_enabled
                 .unwrap_or(defaults.hinted_handoff_enabled),
-            max_hint_window: pick_legacy(
-                ("max_hint_window", self.max_hint_window, |text| {
-                    parse_duration(&text).map_err(|m| invalid("max_hint_window", m))
-                }),
-                ("max_hint_window_in_ms", self.max_hint_window_in_ms, |ms| {
-                    Ok(Duration::from_millis(ms))
-                }),
-            )?
-            .unwrap_or(defaults.max_hint_window),
+            max_hint_window: durations.max_hint_window,
             request_timeouts: timeouts,
             authenticator: match self.authenticator {
                 Some(name) => Authenticator::parse(name.name())?,
@@ -861,37 +835,13 @@ impl FileConfig {
             idle_timeout: transport.idle_timeout,
             max_request_bytes_in_flight: transport.max_request_bytes_in_flight,
             max_request_bytes_in_flight_per_ip: transport.max_request_bytes_in_flight_per_ip,
-            prepared_statements_cache_bytes: data_size_or_legacy_mb(
-                (
-                    "prepared_statements_cache_size",
-                    self.prepared_statements_cache_size,
-                ),
-                (
-                    "prepared_statements_cache_size_mb",
-                    self.prepared_statements_cache_size_mb,
-                ),
-            )?
-            .unwrap_or(defaults.prepared_statements_cache_bytes),
-            block_cache_bytes: match self.block_cache_size {
-                Some(text) => {
-                    Some(parse_data_size(&text).map_err(|m| invalid("block_cache_size", m))?)
-                }
-                None => defaults.block_cache_bytes,
-            },
+            prepared_statements_cache_bytes: storage.prepared_statements_cache_bytes,
+            block_cache_bytes: storage.block_cache_bytes,
             prometheus_address,
             admin_address,
             admin_port,
             prometheus_port,
-            auth_bcrypt_gensalt_log2_rounds: match self.auth_bcrypt_gensalt_log2_rounds {
-                Some(r) if (4..=31).contains(&r) => r,
-                Some(r) => {
-                    return Err(invalid(
-                        "auth_bcrypt_gensalt_log2_rounds",
-                        format!("{r} (expected 4 to 31)"),
-                    ))
-                }
-                None => defaults.auth_bcrypt_gensalt_log2_rounds,
-            },
+            auth_bcrypt_gensalt_log2_rounds: bcrypt_rounds,
             client_encryption,
             server_encryption,
             auto_snapshot: self.auto_snapshot.unwrap_or(defaults.auto_snapshot),
@@ -925,6 +875,75 @@ impl FileConfig {
         };
         config.validate()?;
         Ok(config)
+    }
+}
+
+/// The node's own addresses, parsed.
+struct Addresses {
+    listen: IpAddr,
+    rpc: Option<IpAddr>,
+    broadcast_rpc: Option<IpAddr>,
+}
+
+/// The durations that have a legacy `_in_ms` name beside their own.
+struct LegacyDurations {
+    commitlog_sync_period: Duration,
+    max_hint_window: Duration,
+}
+
+impl FileConfig {
+    fn addresses(&self, defaults: &Config) -> Result<Addresses, ConfigError> {
+        let optional = |key: &'static str, text: &Option<String>| {
+            text.as_deref()
+                .map(|text| parse_address(key, text))
+                .transpose()
+        };
+        Ok(Addresses {
+            listen: optional("listen_address", &self.listen_address)?
+                .unwrap_or(defaults.listen_address),
+            rpc: optional("rpc_address", &self.rpc_address)?,
+            broadcast_rpc: optional("broadcast_rpc_address", &self.broadcast_rpc_address)?,
+        })
+    }
+
+    fn durations(&mut self, defaults: &Config) -> Result<LegacyDurations, ConfigError> {
+        let commitlog_sync_period = pick_legacy(
+            (
+                "commitlog_sync_period",
+                self.commitlog_sync_period.take(),
+                |text| parse_duration(&text).map_err(|m| invalid("commitlog_sync_period", m)),
+            ),
+            (
+                "commitlog_sync_period_in_ms",
+                self.commitlog_sync_period_in_ms,
+                |ms| Ok(Duration::from_millis(ms)),
+            ),
+        )?
+        .unwrap_or(defaults.commitlog_sync_period);
+        let max_hint_window = pick_legacy(
+            ("max_hint_window", self.max_hint_window.take(), |text| {
+                parse_duration(&text).map_err(|m| invalid("max_hint_window", m))
+            }),
+            ("max_hint_window_in_ms", self.max_hint_window_in_ms, |ms| {
+                Ok(Duration::from_millis(ms))
+            }),
+        )?
+        .unwrap_or(defaults.max_hint_window);
+        Ok(LegacyDurations {
+            commitlog_sync_period,
+            max_hint_window,
+        })
+    }
+
+    fn bcrypt_rounds(&self, defaults: &Config) -> Result<u32, ConfigError> {
+        match self.auth_bcrypt_gensalt_log2_rounds {
+            Some(r) if (4..=31).contains(&r) => Ok(r),
+            Some(r) => Err(invalid(
+                "auth_bcrypt_gensalt_log2_rounds",
+                format!("{r} (expected 4 to 31)"),
+            )),
+            None => Ok(defaults.auth_bcrypt_gensalt_log2_rounds),
+        }
     }
 }
 
@@ -1116,13 +1135,15 @@ fn non_empty_dir(key: &'static str, dir: Option<PathBuf>) -> Result<Option<PathB
 /// The RocksDB settings read from Cassandra's keys.
 struct StorageSettings {
     commitlog_directory: Option<PathBuf>,
+    block_cache_bytes: Option<u64>,
+    prepared_statements_cache_bytes: u64,
     memtable_space_bytes: Option<u64>,
     compaction_throughput_bytes: Option<u64>,
     concurrent_compactors: Option<u32>,
 }
 
 impl FileConfig {
-    fn storage(&self) -> Result<StorageSettings, ConfigError> {
+    fn storage(&self, defaults: &Config) -> Result<StorageSettings, ConfigError> {
         let commitlog_directory =
             non_empty_dir("commitlog_directory", self.commitlog_directory.clone())?;
         let concurrent_compactors = match self.concurrent_compactors {
@@ -1135,8 +1156,25 @@ impl FileConfig {
                 ))
             }
         };
+        let block_cache_bytes = match &self.block_cache_size {
+            Some(text) => Some(parse_data_size(text).map_err(|m| invalid("block_cache_size", m))?),
+            None => defaults.block_cache_bytes,
+        };
+        let prepared_statements_cache_bytes = data_size_or_legacy_mb(
+            (
+                "prepared_statements_cache_size",
+                self.prepared_statements_cache_size.clone(),
+            ),
+            (
+                "prepared_statements_cache_size_mb",
+                self.prepared_statements_cache_size_mb,
+            ),
+        )?
+        .unwrap_or(defaults.prepared_statements_cache_bytes);
         Ok(StorageSettings {
             commitlog_directory,
+            block_cache_bytes,
+            prepared_statements_cache_bytes,
             memtable_space_bytes: self.memtable_space()?,
             compaction_throughput_bytes: self.compaction_throughput()?,
             concurrent_compactors,
