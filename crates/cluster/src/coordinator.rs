@@ -341,6 +341,28 @@ fn consistency_error(e: ConsistencyError) -> QueryError {
     }
 }
 
+/// The mutations at `indexes`, copied for one replica.
+fn pick(mutations: &[Mutation], indexes: &[usize]) -> Vec<Mutation> {
+    indexes.iter().map(|i| mutations[*i].clone()).collect()
+}
+
+/// The WriteTimeout of a write some replica sets did not acknowledge: the
+/// figures of the one furthest from its level.
+fn write_timeout(tracks: &[WriteTrack], options: &WriteOptions) -> QueryError {
+    let (received, block_for) = tracks
+        .iter()
+        .filter(|t| !t.done())
+        .min_by_key(|t| t.acked.len())
+        .map(|t| (t.acked.len(), t.requirement.block_for()))
+        .unwrap_or((0, 1));
+    QueryError::WriteTimeout {
+        consistency: options.consistency,
+        received,
+        block_for,
+        write_type: options.write_type.clone(),
+    }
+}
+
 fn remote_error(endpoint: IpAddr, e: &RemoteError) -> QueryError {
     match e {
         RemoteError::Overloaded(m) => QueryError::Overloaded(format!("{endpoint}: {m}")),
@@ -493,25 +515,11 @@ impl Coordinator {
             }
         }
         let (tx, rx) = std::sync::mpsc::channel::<Reply>();
-        let mut outstanding: HashMap<IpAddr, Vec<usize>> = HashMap::new();
-        for (e, indexes) in &per_endpoint {
-            if *e == shared.local {
-                continue;
-            }
-            let batch: Vec<Mutation> = indexes.iter().map(|i| mutations[*i].clone()).collect();
-            shared.messaging.send(
-                *e,
-                Request::Mutate {
-                    mutations: batch,
-                    now: options.now,
-                },
-                tx.clone(),
-            );
-            outstanding.insert(*e, indexes.clone());
-        }
+        let mut outstanding = self.send_remote(&per_endpoint, &mutations, options.now, &tx);
         if let Some(indexes) = per_endpoint.get(&shared.local) {
-            let local: Vec<Mutation> = indexes.iter().map(|i| mutations[*i].clone()).collect();
-            shared.engine.write(&local, options.now)?;
+            shared
+                .engine
+                .write(&pick(&mutations, indexes), options.now)?;
             for i in indexes {
                 tracks[*i].acked.push(topology.local_dc.clone());
             }
@@ -528,9 +536,7 @@ impl Coordinator {
                 }
                 Ok((e, result)) => {
                     let indexes = outstanding.remove(&e).unwrap_or_default();
-                    let batch: Vec<Mutation> =
-                        indexes.iter().map(|i| mutations[*i].clone()).collect();
-                    shared.hint(&topology, e, &batch);
+                    shared.hint(&topology, e, &pick(&mutations, &indexes));
                     if let Ok(Response::Error(err)) = &result {
                         failure.get_or_insert(remote_error(e, err));
                     }
@@ -540,35 +546,19 @@ impl Coordinator {
         }
         if !tracks.iter().all(WriteTrack::done) {
             for (e, indexes) in &outstanding {
-                let batch: Vec<Mutation> = indexes.iter().map(|i| mutations[*i].clone()).collect();
-                shared.hint(&topology, *e, &batch);
+                shared.hint(&topology, *e, &pick(&mutations, indexes));
             }
-            if let Some(e) = failure.filter(|_| outstanding.is_empty()) {
+            return Err(match failure.filter(|_| outstanding.is_empty()) {
                 // Every replica answered and one failed: its error, as
                 // Cassandra's WriteFailure would carry.
-                return Err(e);
-            }
-            let worst = tracks
-                .iter()
-                .filter(|t| !t.done())
-                .min_by_key(|t| t.acked.len())
-                .map(|t| (t.acked.len(), t.requirement.block_for()))
-                .unwrap_or((0, 1));
-            return Err(QueryError::WriteTimeout {
-                consistency: cl,
-                received: worst.0,
-                block_for: worst.1,
-                write_type: options.write_type.clone(),
+                Some(e) => e,
+                None => write_timeout(&tracks, options),
             });
         }
         if !outstanding.is_empty() {
             let outstanding = outstanding
                 .into_iter()
-                .map(|(e, indexes)| {
-                    let batch: Vec<Mutation> =
-                        indexes.iter().map(|i| mutations[*i].clone()).collect();
-                    (e, batch)
-                })
+                .map(|(e, indexes)| (e, pick(&mutations, &indexes)))
                 .collect();
             let job = Followup {
                 replies: rx,
@@ -578,6 +568,30 @@ impl Coordinator {
             shared.follow_up(job);
         }
         Ok(())
+    }
+
+    /// Sends each remote replica its mutations; returns who owes a reply,
+    /// and for which mutations.
+    fn send_remote(
+        &self,
+        per_endpoint: &BTreeMap<IpAddr, Vec<usize>>,
+        mutations: &[Mutation],
+        now: LocalTime,
+        tx: &std::sync::mpsc::Sender<Reply>,
+    ) -> HashMap<IpAddr, Vec<usize>> {
+        let mut outstanding = HashMap::new();
+        for (e, indexes) in per_endpoint {
+            if *e == self.shared.local {
+                continue;
+            }
+            let request = Request::Mutate {
+                mutations: pick(mutations, indexes),
+                now,
+            };
+            self.shared.messaging.send(*e, request, tx.clone());
+            outstanding.insert(*e, indexes.clone());
+        }
+        outstanding
     }
 
     /// A write without the batchlog (also how stored batches are replayed).
@@ -957,6 +971,108 @@ impl ReadPlan {
     }
 }
 
+/// One read with digests in flight: who was asked, and what came back.
+struct DigestRound<'a> {
+    plan: &'a ReadPlan,
+    /// How many candidates have been asked.
+    asked: usize,
+    speculated: bool,
+    data: Option<(IpAddr, Partition)>,
+    digests: Vec<(IpAddr, [u8; 16])>,
+    data_asked_of: IpAddr,
+    failed: usize,
+}
+
+impl<'a> DigestRound<'a> {
+    /// The first requests: one for data, digests from the others the level
+    /// needs, remote requests first so they run while local ones do.
+    fn start(plan: &'a ReadPlan, local: IpAddr) -> (Self, Vec<(IpAddr, bool)>) {
+        let mut order: Vec<(IpAddr, bool)> = plan.candidates[..plan.block_for]
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (*e, i != 0))
+            .collect();
+        order.sort_by_key(|(e, _)| *e == local);
+        let round = DigestRound {
+            plan,
+            asked: order.len(),
+            speculated: false,
+            data: None,
+            digests: Vec::new(),
+            data_asked_of: plan.candidates[0],
+            failed: 0,
+        };
+        (round, order)
+    }
+
+    fn received(&self) -> usize {
+        self.digests.len() + usize::from(self.data.is_some())
+    }
+
+    fn done(&self) -> bool {
+        self.data.is_some() && self.digests.len() + 1 >= self.plan.block_for
+    }
+
+    /// Everyone asked has answered and there is no one left to ask (a
+    /// failure asks the next candidate): waiting cannot help.
+    fn exhausted(&self) -> bool {
+        self.received() + self.failed >= self.asked
+    }
+
+    fn can_speculate(&self) -> bool {
+        !self.speculated && self.asked < self.plan.candidates.len()
+    }
+
+    fn next_candidate(&mut self) -> Option<IpAddr> {
+        let extra = *self.plan.candidates.get(self.asked)?;
+        self.asked += 1;
+        Some(extra)
+    }
+
+    /// Takes one reply; returns the request to send next, if any (a failed
+    /// replica is replaced by the next candidate, for data if it owed data).
+    fn on_reply(&mut self, reply: Reply) -> Result<Option<(IpAddr, bool)>, QueryError> {
+        match reply {
+            (e, Ok(Response::Data(p))) => match self.data {
+                None => self.data = Some((e, p)),
+                Some(_) => self.digests.push((e, digest(&p))),
+            },
+            (e, Ok(Response::Digest(d))) => self.digests.push((e, d)),
+            (e, other) => {
+                self.failed += 1;
+                let Some(extra) = self.next_candidate() else {
+                    return match &other {
+                        Ok(Response::Error(err)) => Err(remote_error(e, err)),
+                        _ => Ok(None),
+                    };
+                };
+                let wants_data = e == self.data_asked_of;
+                if wants_data {
+                    self.data_asked_of = extra;
+                }
+                return Ok(Some((extra, !wants_data)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Speculative retry: one more replica, for data if the data is late.
+    fn speculate(&mut self) -> Option<(IpAddr, bool)> {
+        self.speculated = true;
+        let extra = self.next_candidate()?;
+        Some((extra, self.data.is_some()))
+    }
+
+    fn timeout(&self, consistency: Consistency) -> QueryError {
+        QueryError::ReadTimeout {
+            consistency,
+            received: self.received(),
+            block_for: self.plan.block_for,
+            data_present: self.data.is_some(),
+        }
+    }
+}
+
 impl Coordinator {
     fn read_with_digests(
         &self,
@@ -968,109 +1084,45 @@ impl Coordinator {
         plan: &ReadPlan,
     ) -> Result<Partition, QueryError> {
         let shared = &self.shared;
-        let block_for = plan.block_for;
         let (tx, rx) = std::sync::mpsc::channel::<Reply>();
-        let ask = |e: IpAddr, digest_only: bool| {
-            shared.dispatch(
-                e,
-                Request::Read {
-                    read: read.clone(),
-                    now,
-                    digest: digest_only,
-                },
-                &tx,
-            )
+        let ask = |(e, digest_only): (IpAddr, bool)| {
+            let request = Request::Read {
+                read: read.clone(),
+                now,
+                digest: digest_only,
+            };
+            shared.dispatch(e, request, &tx)
         };
-        let mut next = 0;
-        // Remote requests first, so they run while local ones do.
-        let mut order: Vec<(IpAddr, bool)> = plan.candidates[..block_for]
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (*e, i != 0))
-            .collect();
-        order.sort_by_key(|(e, _)| *e == shared.local);
-        for (e, d) in &order {
-            ask(*e, *d);
-            next += 1;
-        }
+        let (mut round, first) = DigestRound::start(plan, shared.local);
+        first.into_iter().for_each(ask);
         let started = Instant::now();
-        let deadline = started + self.shared.timeouts.read;
-        let mut speculated = false;
-        let mut data: Option<(IpAddr, Partition)> = None;
-        let mut digests: Vec<(IpAddr, [u8; 16])> = Vec::new();
-        let mut data_asked_of = plan.candidates[0];
-        let mut failed = 0usize;
-        while data.is_none() || digests.len() + 1 < block_for {
-            let received = digests.len() + usize::from(data.is_some());
-            if received + failed >= next {
-                // Everyone asked has answered and there is no one left to
-                // ask (a failure asks the next candidate): waiting for the
-                // deadline cannot help.
-                return Err(QueryError::ReadTimeout {
-                    consistency: cl,
-                    received,
-                    block_for,
-                    data_present: data.is_some(),
-                });
+        let deadline = started + shared.timeouts.read;
+        while !round.done() {
+            if round.exhausted() {
+                return Err(round.timeout(cl));
             }
-            let wait_until = if speculated || next >= plan.candidates.len() {
-                deadline
-            } else {
+            let wait_until = if round.can_speculate() {
                 deadline.min(started + SPECULATIVE_RETRY_AFTER)
+            } else {
+                deadline
             };
             match rx.recv_timeout(wait_until.saturating_duration_since(Instant::now())) {
-                Ok((e, Ok(Response::Data(p)))) => {
-                    if data.is_none() {
-                        data = Some((e, p));
-                    } else {
-                        digests.push((e, digest(&p)));
-                    }
+                Ok(reply) => round.on_reply(reply)?.into_iter().for_each(ask),
+                Err(_) if Instant::now() < deadline && !round.speculated => {
+                    round.speculate().into_iter().for_each(ask)
                 }
-                Ok((e, Ok(Response::Digest(d)))) => digests.push((e, d)),
-                Ok((e, other)) => {
-                    failed += 1;
-                    // A failed replica: try another one if there is one.
-                    if next < plan.candidates.len() {
-                        let extra = plan.candidates[next];
-                        next += 1;
-                        let wants_data = e == data_asked_of;
-                        if wants_data {
-                            data_asked_of = extra;
-                        }
-                        ask(extra, !wants_data);
-                    } else if let Ok(Response::Error(err)) = &other {
-                        return Err(remote_error(e, err));
-                    }
-                }
-                Err(_) if Instant::now() < deadline && !speculated => {
-                    // Speculative retry: one more replica, for data if it
-                    // is the data that is late.
-                    speculated = true;
-                    if next < plan.candidates.len() {
-                        let extra = plan.candidates[next];
-                        next += 1;
-                        ask(extra, data.is_some());
-                    }
-                }
-                Err(_) => {
-                    return Err(QueryError::ReadTimeout {
-                        consistency: cl,
-                        received: digests.len() + usize::from(data.is_some()),
-                        block_for,
-                        data_present: data.is_some(),
-                    })
-                }
+                Err(_) => return Err(round.timeout(cl)),
             }
         }
-        let Some((data_from, data)) = data else {
+        let Some((data_from, data)) = round.data else {
             return Err(QueryError::Server("read finished without data".into()));
         };
         let expected = digest(&data);
-        if digests.iter().all(|(_, d)| *d == expected) {
+        if round.digests.iter().all(|(_, d)| *d == expected) {
             return Ok(data);
         }
         // Mismatch: reconcile everyone who answered, repair who differs.
-        let mut answered: Vec<(IpAddr, [u8; 16])> = digests;
+        let mut answered = round.digests;
         answered.push((data_from, expected));
         let spares: Vec<IpAddr> = plan
             .candidates
@@ -1079,7 +1131,14 @@ impl Coordinator {
             .filter(|c| !answered.iter().any(|(e, _)| e == c))
             .collect();
         self.reconcile(
-            topology, table, read, cl, now, &answered, &spares, block_for,
+            topology,
+            table,
+            read,
+            cl,
+            now,
+            &answered,
+            &spares,
+            plan.block_for,
         )
     }
 
