@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rocksandra_data::LocalTime;
+use rocksandra_query::schema::{Keyspace, Schema};
 use rocksandra_storage::{TableId, TokenRange};
 
 use crate::gossip::{STATUS_LEAVING, STATUS_LEFT, STATUS_NORMAL};
@@ -525,36 +526,11 @@ impl ClusterNode {
         let topology = self.shared.topology();
         let local = self.config().listen_address;
         let schema = self.executor().schema();
-        let keyspaces: Vec<_> = replicated_keyspaces(&schema)
-            .into_iter()
-            .filter(|(k, _)| keyspace.is_none_or(|name| k.name == name))
-            .collect();
-        if let Some(name) = keyspace {
-            if keyspaces.is_empty() {
-                return Err(match schema.keyspace(name) {
-                    Some(_) => format!("Keyspace {name} is not replicated; nothing to repair"),
-                    None => format!("Keyspace [{name}] does not exist."),
-                });
-            }
-        }
+        let keyspaces = repaired_keyspaces(&schema, keyspace)?;
         let now = LocalTime::of_micros(rocksandra_data::time::system_micros());
-        let mut out = String::new();
-        let (mut compared, mut out_of_sync, mut bytes) = (0usize, 0usize, 0u64);
+        let mut tally = RepairTally::default();
         for (keyspace, strategy) in keyspaces {
-            let selected: Vec<_> = keyspace
-                .tables
-                .values()
-                .filter(|t| tables.is_empty() || tables.iter().any(|n| *n == t.name))
-                .collect();
-            if let Some(missing) = tables
-                .iter()
-                .find(|n| !keyspace.tables.values().any(|t| t.name == **n))
-            {
-                return Err(format!(
-                    "Unknown keyspace/cf pair ({}.{missing})",
-                    keyspace.name
-                ));
-            }
+            let stores = repaired_stores(&keyspace, tables)?;
             for (range, replicas) in topology.ring.ranges(&strategy) {
                 if !replicas.contains(&local) || primary_range && replicas.first() != Some(&local) {
                     continue;
@@ -571,49 +547,23 @@ impl ClusterNode {
                         "Repair failed: endpoint /{down} died or is down (range {range:?})"
                     ));
                 }
-                // A table's indexes are repaired with it (`table.index`).
-                let stores: Vec<(String, TableId)> = selected
-                    .iter()
-                    .flat_map(|t| {
-                        std::iter::once((t.name.clone(), t.storage_id)).chain(
-                            t.indexes.iter().filter_map(|i| {
-                                Some((format!("{}.{}", t.name, i.name), i.storage_id?))
-                            }),
-                        )
-                    })
-                    .collect();
                 for ((name, table), range) in stores
                     .iter()
                     .flat_map(|t| pieces.iter().map(move |p| (t, *p)))
                 {
-                    compared += 1;
                     let (differing, moved) = self.repair_range(*table, range, &replicas, now)?;
-                    if differing > 0 {
-                        out_of_sync += 1;
-                        let _ = writeln!(
-                            out,
-                            "[{}.{}] range ({}, {}]: {differing} of {} slices out of sync, {moved} bytes streamed",
-                            keyspace.name,
-                            name,
-                            range.start_exclusive.0,
-                            range.end_inclusive.0,
-                            1usize << repair::DEFAULT_DEPTH
-                        );
-                    }
-                    bytes += moved;
+                    let name = format!("{}.{name}", keyspace.name);
+                    tally.add(&name, range, differing, moved);
                 }
             }
         }
-        if let (Some(only), 0) = (only, compared) {
+        if let (Some(only), 0) = (only, tally.compared) {
             return Err(format!(
                 "Requested range ({}, {}] intersects no range this node replicates",
                 only.start_exclusive.0, only.end_inclusive.0
             ));
         }
-        let _ = writeln!(
-            out,
-            "Repair completed: {compared} table ranges compared, {out_of_sync} out of sync, {bytes} bytes streamed"
-        );
+        let out = tally.finish();
         tracing::info!("{}", out.trim_end());
         Ok(out)
     }
@@ -720,6 +670,89 @@ impl ClusterNode {
             );
         }
         out
+    }
+}
+
+/// The replicated keyspaces a repair covers: all, or the one named.
+fn repaired_keyspaces(
+    schema: &Schema,
+    keyspace: Option<&str>,
+) -> Result<Vec<(Arc<Keyspace>, Strategy)>, String> {
+    let keyspaces: Vec<_> = replicated_keyspaces(schema)
+        .into_iter()
+        .filter(|(k, _)| keyspace.is_none_or(|name| k.name == name))
+        .collect();
+    match keyspace {
+        Some(name) if keyspaces.is_empty() => Err(match schema.keyspace(name) {
+            Some(_) => format!("Keyspace {name} is not replicated; nothing to repair"),
+            None => format!("Keyspace [{name}] does not exist."),
+        }),
+        _ => Ok(keyspaces),
+    }
+}
+
+/// The stores a repair of `keyspace` compares (all its tables, or those
+/// named), each table with its indexes (`table.index`).
+fn repaired_stores(
+    keyspace: &Keyspace,
+    tables: &[String],
+) -> Result<Vec<(String, TableId)>, String> {
+    if let Some(missing) = tables
+        .iter()
+        .find(|n| !keyspace.tables.values().any(|t| t.name == **n))
+    {
+        return Err(format!(
+            "Unknown keyspace/cf pair ({}.{missing})",
+            keyspace.name
+        ));
+    }
+    let stores = keyspace
+        .tables
+        .values()
+        .filter(|t| tables.is_empty() || tables.iter().any(|n| *n == t.name))
+        .flat_map(|t| {
+            let indexes = t
+                .indexes
+                .iter()
+                .filter_map(|i| Some((format!("{}.{}", t.name, i.name), i.storage_id?)));
+            std::iter::once((t.name.clone(), t.storage_id)).chain(indexes)
+        })
+        .collect();
+    Ok(stores)
+}
+
+/// What a repair compared and streamed, and its report.
+#[derive(Default)]
+struct RepairTally {
+    out: String,
+    compared: usize,
+    out_of_sync: usize,
+    bytes: u64,
+}
+
+impl RepairTally {
+    fn add(&mut self, store: &str, range: TokenRange, differing: usize, moved: u64) {
+        self.compared += 1;
+        self.bytes += moved;
+        if differing > 0 {
+            self.out_of_sync += 1;
+            let _ = writeln!(
+                self.out,
+                "[{store}] range ({}, {}]: {differing} of {} slices out of sync, {moved} bytes streamed",
+                range.start_exclusive.0,
+                range.end_inclusive.0,
+                1usize << repair::DEFAULT_DEPTH
+            );
+        }
+    }
+
+    fn finish(mut self) -> String {
+        let _ = writeln!(
+            self.out,
+            "Repair completed: {} table ranges compared, {} out of sync, {} bytes streamed",
+            self.compared, self.out_of_sync, self.bytes
+        );
+        self.out
     }
 }
 
