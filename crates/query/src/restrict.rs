@@ -980,63 +980,17 @@ fn clustering_selection(
         error: None,
         tuple_filters: Vec::new(),
     };
-    let mut prefixes: Vec<Vec<Vec<u8>>> = vec![Vec::new()];
-    let mut slice: Option<(SliceSide, SliceSide)> = None;
-    let mut stopped_at: Option<usize> = None;
-    let mut reached_multi_slice = false;
-    let mut j = 0;
-    while j < ck_count {
-        let multi_eq = multi_eqs.iter().find(|m| m.start == j);
-        let multi_slice_here = multi_slice.as_ref().is_some_and(|m| m.start == j);
-        let r = &per_column[pk_count + j];
-        let restricted = multi_eq.is_some()
-            || multi_slice_here
-            || r.values.is_some()
-            || r.lower.is_some()
-            || r.upper.is_some();
-        if !restricted {
-            stopped_at.get_or_insert(j);
-            j += 1;
-            continue;
-        }
-        if let Some(at) = stopped_at {
-            let error = gap_error(table, j, at, slice.is_some());
-            if multi_eq.is_some() || multi_slice_here {
-                return Err(error);
-            }
-            // Usable only as a filter (with ALLOW FILTERING in a SELECT).
-            selection.error.get_or_insert(error);
-            *needs_filtering = true;
-            filters.extend(column_filters(pk_count + j, r));
-            j += 1;
-            continue;
-        }
-        selection.restricted = true;
-        if let Some(m) = multi_eq {
-            prefixes = extend_product(&prefixes, m.tuples.iter().map(Vec::as_slice), "clustering")?;
-            j += m.width;
-            continue;
-        }
-        if multi_slice_here {
-            reached_multi_slice = true;
-            break;
-        }
-        if let Some(values) = &r.values {
-            let name = &table.columns[pk_count + j].name;
-            let mut distinct = distinct_values(values, name)?;
-            let ty = &table.columns[pk_count + j].ty;
-            distinct.sort_by(|a, b| rocksandra_data::value::compare(ty, a, b));
-            prefixes = extend_product(
-                &prefixes,
-                distinct.iter().map(std::slice::from_ref),
-                "clustering",
-            )?;
-        } else {
-            slice = Some((r.lower.clone(), r.upper.clone()));
-            stopped_at = Some(j + 1);
-        }
-        j += 1;
-    }
+    let walk = ClusteringWalk {
+        table,
+        per_column,
+        multi_eqs,
+        multi_slice: multi_slice.as_ref(),
+    };
+    let PrefixWalk {
+        mut prefixes,
+        slice,
+        reached_multi_slice,
+    } = walk.run(&mut selection, filters, needs_filtering)?;
     if !selection.restricted {
         return Ok(selection);
     }
@@ -1067,6 +1021,110 @@ fn clustering_selection(
             .collect(),
     };
     Ok(selection)
+}
+
+/// The clustering restrictions of one statement, walked column by column.
+struct ClusteringWalk<'a> {
+    table: &'a Table,
+    per_column: &'a [ColumnRestriction],
+    multi_eqs: &'a [MultiEq],
+    multi_slice: Option<&'a MultiSlice>,
+}
+
+/// What the walk found: the equality prefixes, the single-column slice after
+/// them, and whether a multi-column slice starts where they stop.
+struct PrefixWalk {
+    prefixes: Vec<Vec<Vec<u8>>>,
+    slice: Option<(SliceSide, SliceSide)>,
+    reached_multi_slice: bool,
+}
+
+impl ClusteringWalk<'_> {
+    /// Walks the clustering columns in order: equalities and INs extend the
+    /// prefixes, a slice ends them, and a restriction after a gap can only
+    /// filter (recorded in `selection.error` for a SELECT without ALLOW
+    /// FILTERING).
+    fn run(
+        &self,
+        selection: &mut ClusteringSelection,
+        filters: &mut Vec<Filter>,
+        needs_filtering: &mut bool,
+    ) -> Result<PrefixWalk> {
+        let table = self.table;
+        let pk_count = table.partition_key_count;
+        let mut walk = PrefixWalk {
+            prefixes: vec![Vec::new()],
+            slice: None,
+            reached_multi_slice: false,
+        };
+        let mut stopped_at: Option<usize> = None;
+        let mut j = 0;
+        while j < table.clustering_count {
+            let multi_eq = self.multi_eqs.iter().find(|m| m.start == j);
+            let multi_slice_here = self.multi_slice.is_some_and(|m| m.start == j);
+            let r = &self.per_column[pk_count + j];
+            let restricted = multi_eq.is_some()
+                || multi_slice_here
+                || r.values.is_some()
+                || r.lower.is_some()
+                || r.upper.is_some();
+            if !restricted {
+                stopped_at.get_or_insert(j);
+                j += 1;
+                continue;
+            }
+            if let Some(at) = stopped_at {
+                let error = gap_error(table, j, at, walk.slice.is_some());
+                if multi_eq.is_some() || multi_slice_here {
+                    return Err(error);
+                }
+                // Usable only as a filter (with ALLOW FILTERING in a SELECT).
+                selection.error.get_or_insert(error);
+                *needs_filtering = true;
+                filters.extend(column_filters(pk_count + j, r));
+                j += 1;
+                continue;
+            }
+            selection.restricted = true;
+            if let Some(m) = multi_eq {
+                let tuples = m.tuples.iter().map(Vec::as_slice);
+                walk.prefixes = extend_product(&walk.prefixes, tuples, "clustering")?;
+                j += m.width;
+                continue;
+            }
+            if multi_slice_here {
+                walk.reached_multi_slice = true;
+                break;
+            }
+            match &r.values {
+                Some(values) => walk.prefixes = self.extend_in(&walk.prefixes, j, values)?,
+                None => {
+                    walk.slice = Some((r.lower.clone(), r.upper.clone()));
+                    stopped_at = Some(j + 1);
+                }
+            }
+            j += 1;
+        }
+        Ok(walk)
+    }
+
+    /// The prefixes extended by the distinct values of clustering column
+    /// `j`'s equality or IN, in the column's order.
+    fn extend_in(
+        &self,
+        prefixes: &[Vec<Vec<u8>>],
+        j: usize,
+        values: &[Option<Vec<u8>>],
+    ) -> Result<Vec<Vec<Vec<u8>>>> {
+        let column = &self.table.columns[self.table.partition_key_count + j];
+        let mut distinct = distinct_values(values, &column.name)?;
+        distinct.sort_by(|a, b| rocksandra_data::value::compare(&column.ty, a, b));
+        extend_product(
+            prefixes,
+            distinct.iter().map(std::slice::from_ref),
+            "clustering",
+        )
+    }
 }
 
 /// The error for a clustering column restricted after an unrestricted one
