@@ -24,9 +24,9 @@ use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_data::Value;
 use rocksandra_wire::{ColumnSpec, ColumnsMetadata, ResultBody, Rows, RowsMetadata, TableSpec};
 
-use crate::ddl::keyspace_of;
 use crate::error::{QueryError, Result};
 use crate::executor::{Executor, Outcome, Request};
+use crate::schema::keyspace_of;
 use crate::schema::{is_system_keyspace, Schema};
 
 /// Every permission, in Cassandra's enum order (LIST PERMISSIONS sorts by it).

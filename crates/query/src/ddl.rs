@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rocksandra_cql::ast::{
     AlterKeyspace, AlterTable, AlterTableAction, AlterType, AlterTypeAction, ClusteringOrder,
     CreateIndex, CreateKeyspace, CreateTable, CreateType, Ident, IndexTargetKind, Literal,
-    Property, PropertyValue, QualifiedName,
+    Property, PropertyValue,
 };
 use rocksandra_cql::TypeExpr;
 use rocksandra_data::types::{quote_identifier_if_needed, CqlType, NativeType, UdtType};
@@ -1906,17 +1906,6 @@ pub fn drop_index(
         change: event,
         effects: StorageEffects::default(),
     })
-}
-
-/// The keyspace a qualified name refers to, or the session's.
-pub fn keyspace_of<'a>(name: &'a QualifiedName, session: Option<&'a str>) -> Result<&'a str> {
-    match (&name.keyspace, session) {
-        (Some(k), _) => Ok(k.as_str()),
-        (None, Some(k)) => Ok(k),
-        (None, None) => Err(QueryError::invalid(
-            "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename",
-        )),
-    }
 }
 
 #[cfg(test)]

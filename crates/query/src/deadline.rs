@@ -9,13 +9,12 @@
 //! Time comes from the executor's clock (`Env::now_micros`), checked
 //! between batches of storage reads.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rocksandra_wire::Consistency;
 
 use crate::error::{QueryError, Result};
-use crate::executor::Executor;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReadTimeouts {
@@ -39,20 +38,36 @@ fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
-impl Executor {
-    pub fn set_read_timeouts(&self, timeouts: ReadTimeouts) {
-        self.read_timeout_micros
+/// The timeouts in force, changed at run time by the node's configuration.
+#[derive(Debug)]
+pub(crate) struct TimeoutSettings {
+    read_micros: AtomicU64,
+    range_micros: AtomicU64,
+}
+
+impl TimeoutSettings {
+    pub(crate) fn new(timeouts: ReadTimeouts) -> Self {
+        let settings = TimeoutSettings {
+            read_micros: AtomicU64::new(0),
+            range_micros: AtomicU64::new(0),
+        };
+        settings.set(timeouts);
+        settings
+    }
+
+    pub(crate) fn set(&self, timeouts: ReadTimeouts) {
+        self.read_micros
             .store(micros(timeouts.read), Ordering::Relaxed);
-        self.range_timeout_micros
+        self.range_micros
             .store(micros(timeouts.range), Ordering::Relaxed);
     }
 
     /// How long a page of a read of this kind may take, in microseconds.
-    pub(crate) fn read_timeout_micros(&self, range: bool) -> u64 {
+    pub(crate) fn micros(&self, range: bool) -> u64 {
         let timeout = if range {
-            &self.range_timeout_micros
+            &self.range_micros
         } else {
-            &self.read_timeout_micros
+            &self.read_micros
         };
         timeout.load(Ordering::Relaxed)
     }

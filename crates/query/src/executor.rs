@@ -23,9 +23,10 @@ use rocksandra_wire::{
     SchemaChange, TableSpec,
 };
 
-use crate::ddl::{self, keyspace_of, DdlOutcome};
+use crate::ddl::{self, DdlOutcome};
 use crate::error::{QueryError, Result};
 use crate::prepared_cache::PreparedCache;
+use crate::schema::keyspace_of;
 use crate::schema::{Schema, Table, SCHEMA_FILE};
 use crate::snapshot::dropped_name;
 use crate::{modify, select, NodeInfo};
@@ -172,8 +173,7 @@ pub struct Executor {
     pub(crate) tombstone_failure: std::sync::atomic::AtomicU64,
     /// `read_request_timeout` and `range_request_timeout`, in microseconds
     /// (`deadline`).
-    pub(crate) read_timeout_micros: std::sync::atomic::AtomicU64,
-    pub(crate) range_timeout_micros: std::sync::atomic::AtomicU64,
+    pub(crate) read_timeouts: crate::deadline::TimeoutSettings,
     /// The HNSW graphs of SAI vector indexes (`index::vector`), on a node
     /// alone.
     pub(crate) vector_graphs: Arc<crate::index::vector::Graphs>,
@@ -242,13 +242,17 @@ impl Executor {
             tombstone_failure: std::sync::atomic::AtomicU64::new(
                 crate::tombstones::TombstoneThresholds::default().failure,
             ),
-            read_timeout_micros: std::sync::atomic::AtomicU64::new(0),
-            range_timeout_micros: std::sync::atomic::AtomicU64::new(0),
+            read_timeouts: crate::deadline::TimeoutSettings::new(Default::default()),
             vector_graphs: Arc::default(),
         };
-        executor.set_read_timeouts(crate::deadline::ReadTimeouts::default());
         executor.vector_graphs.retain(&executor.schema(), &[]);
         Ok(executor)
+    }
+
+    /// `read_request_timeout` and `range_request_timeout` from the node's
+    /// configuration, for reads on this node alone.
+    pub fn set_read_timeouts(&self, timeouts: crate::deadline::ReadTimeouts) {
+        self.read_timeouts.set(timeouts);
     }
 
     /// `prepared_statements_cache_size` from the node's configuration.
@@ -989,7 +993,7 @@ fn statement_table(
     };
     let keyspace = keyspace_of(name, session_ks)?;
     Ok(Some(
-        crate::select::lookup_table(schema, keyspace, name.name.as_str())?.clone(),
+        schema.lookup_table(keyspace, name.name.as_str())?.clone(),
     ))
 }
 

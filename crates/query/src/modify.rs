@@ -23,7 +23,6 @@ use crate::proxy::{CasOptions, WriteOptions};
 use crate::restrict::{analyze, PartitionSelection};
 use crate::rows::partition_key_bytes;
 use crate::schema::{Column, ColumnKind, Table};
-use crate::select::lookup_table;
 use crate::term::{evaluate, EvalContext, Term};
 use rocksandra_wire::{Consistency, WriteType};
 
@@ -128,8 +127,8 @@ fn modifiable_table(
     name: &rocksandra_cql::ast::QualifiedName,
     request: &Request,
 ) -> Result<std::sync::Arc<Table>> {
-    let keyspace = crate::ddl::keyspace_of(name, request.keyspace.as_deref())?;
-    let table = lookup_table(schema, keyspace, name.name.as_str())?.clone();
+    let keyspace = crate::schema::keyspace_of(name, request.keyspace.as_deref())?;
+    let table = schema.lookup_table(keyspace, name.name.as_str())?.clone();
     let internal_write = request.internal
         && !table.is_virtual
         && matches!(keyspace, "system_auth" | "system_traces");
@@ -269,7 +268,7 @@ fn counter_lock<'a>(
     let schema = executor.schema();
     for m in statements {
         if let Modification::Update(u) = m {
-            let keyspace = crate::ddl::keyspace_of(&u.table, request.keyspace.as_deref())?;
+            let keyspace = crate::schema::keyspace_of(&u.table, request.keyspace.as_deref())?;
             if schema
                 .table(keyspace, u.table.name.as_str())
                 .is_some_and(|t| t.is_counter())

@@ -504,6 +504,18 @@ impl Schema {
     }
 
     /// Every table, system ones included.
+    /// The table `keyspace.name`, or Cassandra's error for a missing one.
+    pub fn lookup_table(&self, keyspace: &str, name: &str) -> Result<&Arc<Table>> {
+        let Some(ks) = self.keyspace(keyspace) else {
+            return Err(QueryError::invalid(format!(
+                "keyspace {keyspace} does not exist"
+            )));
+        };
+        ks.tables
+            .get(name)
+            .ok_or_else(|| QueryError::invalid(format!("table {name} does not exist")))
+    }
+
     pub fn tables(&self) -> impl Iterator<Item = &Arc<Table>> {
         self.keyspaces.values().flat_map(|k| k.tables.values())
     }
@@ -782,4 +794,18 @@ impl Schema {
 fn parse_stored_type(text: &str, types: &[UdtType]) -> Result<CqlType> {
     CqlType::parse(text, &KeyspaceTypes(types))
         .map_err(|e| QueryError::Server(format!("stored schema has a bad type {text:?}: {e}")))
+}
+
+/// The keyspace a qualified name refers to, or the session's.
+pub fn keyspace_of<'a>(
+    name: &'a rocksandra_cql::ast::QualifiedName,
+    session: Option<&'a str>,
+) -> Result<&'a str> {
+    match (&name.keyspace, session) {
+        (Some(k), _) => Ok(k.as_str()),
+        (None, Some(k)) => Ok(k),
+        (None, None) => Err(QueryError::invalid(
+            "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename",
+        )),
+    }
 }

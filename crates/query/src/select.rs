@@ -30,6 +30,15 @@ use crate::term::{evaluate, EvalContext, Term};
 /// Rows read from storage per round trip when filtering or aggregating.
 pub const READ_BATCH_ROWS: usize = 1000;
 
+/// Where the read of one partition of a key list starts: its slices (after
+/// the previous page's last row), the rows it already gave, and whether this
+/// is its first read (which returns a static-only row).
+struct KeyResume {
+    slices: Vec<Slice>,
+    in_partition: usize,
+    first: bool,
+}
+
 /// Most rows a single unpaged result may hold before the query fails
 /// instead of exhausting memory.
 pub const UNPAGED_ROWS_MAX: usize = 1_000_000;
@@ -39,17 +48,6 @@ mod ann;
 mod metadata;
 mod point;
 pub use point::PointRead;
-
-pub fn lookup_table<'a>(schema: &'a Schema, keyspace: &str, name: &str) -> Result<&'a Arc<Table>> {
-    let Some(ks) = schema.keyspace(keyspace) else {
-        return Err(QueryError::invalid(format!(
-            "keyspace {keyspace} does not exist"
-        )));
-    };
-    ks.tables
-        .get(name)
-        .ok_or_else(|| QueryError::invalid(format!("table {name} does not exist")))
-}
 
 /// One output column.
 #[derive(Clone, Debug)]
@@ -1039,8 +1037,8 @@ pub fn result_specs(
     select: &Select,
     session_ks: Option<&str>,
 ) -> Result<Vec<ColumnSpec>> {
-    let keyspace = crate::ddl::keyspace_of(&select.table, session_ks)?;
-    let table = lookup_table(schema, keyspace, select.table.name.as_str())?;
+    let keyspace = crate::schema::keyspace_of(&select.table, session_ks)?;
+    let table = schema.lookup_table(keyspace, select.table.name.as_str())?;
     let random = executor.env.random.clone();
     let ctx = executor.eval_context(schema, keyspace, &[], &*random);
     if select.json {
@@ -1068,8 +1066,8 @@ pub fn selector_marker_specs(
     select: &Select,
     session_ks: Option<&str>,
 ) -> Result<Vec<(usize, String, CqlType)>> {
-    let keyspace = crate::ddl::keyspace_of(&select.table, session_ks)?;
-    let table = lookup_table(schema, keyspace, select.table.name.as_str())?;
+    let keyspace = crate::schema::keyspace_of(&select.table, session_ks)?;
+    let table = schema.lookup_table(keyspace, select.table.name.as_str())?;
     let random = executor.env.random.clone();
     let ctx = executor.eval_context(schema, keyspace, &[], &*random);
     let mut out = Vec::new();
@@ -1413,7 +1411,7 @@ impl Reader<'_> {
         );
         self.deadline.set(Some(crate::deadline::Deadline::after(
             (self.executor.env.now_micros)(),
-            self.executor.read_timeout_micros(range),
+            self.executor.read_timeouts.micros(range),
             self.consistency,
         )));
         match &self.restrictions.partition {
@@ -1568,95 +1566,99 @@ impl Reader<'_> {
         let mut position = state.position.clone();
         while index < keys.len() {
             let key = partition_key_bytes(&keys[index]);
-            let mut in_partition = 0usize;
-            let mut slices = self.restrictions.slices.clone();
-            let mut first = true;
-            if let Some(p) = &position {
-                if p.partition == key {
-                    first = false;
-                    in_partition = p.rows_in_partition as usize;
-                    match &p.clustering {
-                        Some(c) => slices = slices_after(self.table, &slices, c, self.reversed),
-                        None => {
-                            // The static-only row was returned: nothing more here.
-                            index += 1;
-                            position = None;
-                            continue;
-                        }
-                    }
-                }
-            }
-            position = None;
-            loop {
-                let remaining_pp = if self.per_partition_limit > 0 {
-                    self.per_partition_limit.saturating_sub(in_partition)
-                } else {
-                    usize::MAX
+            let mut resume = KeyResume {
+                slices: self.restrictions.slices.clone(),
+                in_partition: 0,
+                first: true,
+            };
+            if let Some(p) = position.take().filter(|p| p.partition == key) {
+                let Some(c) = &p.clustering else {
+                    // The static-only row was returned: nothing more here.
+                    index += 1;
+                    continue;
                 };
-                if remaining_pp == 0 || slices.is_empty() {
-                    break;
-                }
-                let batch = (want - rows.len())
-                    .min(READ_BATCH_ROWS)
-                    .min(remaining_pp)
-                    .max(1);
-                let filtering = !self.restrictions.filters.is_empty()
-                    || !self.restrictions.tuple_filters.is_empty();
-                let limit = if filtering { READ_BATCH_ROWS } else { batch };
-                self.check_deadline()?;
-                let got = self.partition_read(&key, slices.clone(), limit, first)?;
-                first = false;
-                let exhausted = got.len() < limit || got.iter().any(|r| r.clustering.is_none());
-                let mut last: Option<Vec<Vec<u8>>> = None;
-                for row in got {
-                    last = row.clustering.clone();
-                    if !self.accept(&row)? {
-                        continue;
-                    }
-                    in_partition += 1;
-                    let static_only = row.clustering.is_none();
-                    rows.push(row);
-                    if rows.len() >= want
-                        || (self.per_partition_limit > 0
-                            && in_partition >= self.per_partition_limit)
-                    {
-                        let done_partition = static_only
-                            || (self.per_partition_limit > 0
-                                && in_partition >= self.per_partition_limit);
-                        if rows.len() >= want {
-                            let next = if done_partition {
-                                PagingState {
-                                    rows_so_far: 0,
-                                    partition_index: (index + 1) as u32,
-                                    position: None,
-                                }
-                            } else {
-                                PagingState {
-                                    rows_so_far: 0,
-                                    partition_index: index as u32,
-                                    position: Some(Position {
-                                        partition: key.clone(),
-                                        clustering: rows.last().and_then(|r| r.clustering.clone()),
-                                        rows_in_partition: in_partition as u32,
-                                    }),
-                                }
-                            };
-                            return Ok((rows, Some(next)));
-                        }
-                        break;
-                    }
-                }
-                if exhausted {
-                    break;
-                }
-                match last {
-                    Some(c) => slices = slices_after(self.table, &slices, &c, self.reversed),
-                    None => break,
-                }
+                resume = KeyResume {
+                    slices: slices_after(self.table, &resume.slices, c, self.reversed),
+                    in_partition: p.rows_in_partition as usize,
+                    first: false,
+                };
+            }
+            if let Some(next) = self.read_key(index, &key, resume, &mut rows, want)? {
+                return Ok((rows, Some(next)));
             }
             index += 1;
         }
         Ok((rows, None))
+    }
+
+    /// Reads the rows of the `index`th partition of a key list into `rows`,
+    /// in batches; returns the next page's state when the page fills up.
+    fn read_key(
+        &self,
+        index: usize,
+        key: &[u8],
+        resume: KeyResume,
+        rows: &mut Vec<CqlRow>,
+        want: usize,
+    ) -> Result<Option<PagingState>> {
+        let KeyResume {
+            mut slices,
+            mut in_partition,
+            mut first,
+        } = resume;
+        let limited = self.per_partition_limit > 0;
+        let filtering =
+            !self.restrictions.filters.is_empty() || !self.restrictions.tuple_filters.is_empty();
+        loop {
+            let remaining_pp = match limited {
+                true => self.per_partition_limit.saturating_sub(in_partition),
+                false => usize::MAX,
+            };
+            if remaining_pp == 0 || slices.is_empty() {
+                return Ok(None);
+            }
+            let batch = (want - rows.len())
+                .min(READ_BATCH_ROWS)
+                .min(remaining_pp)
+                .max(1);
+            let limit = if filtering { READ_BATCH_ROWS } else { batch };
+            self.check_deadline()?;
+            let got = self.partition_read(key, slices.clone(), limit, first)?;
+            first = false;
+            let exhausted = got.len() < limit || got.iter().any(|r| r.clustering.is_none());
+            let mut last: Option<Vec<Vec<u8>>> = None;
+            for row in got {
+                last = row.clustering.clone();
+                if !self.accept(&row)? {
+                    continue;
+                }
+                in_partition += 1;
+                let static_only = row.clustering.is_none();
+                rows.push(row);
+                let partition_full = limited && in_partition >= self.per_partition_limit;
+                if rows.len() >= want {
+                    let position = (!static_only && !partition_full).then(|| Position {
+                        partition: key.to_vec(),
+                        clustering: rows.last().and_then(|r| r.clustering.clone()),
+                        rows_in_partition: in_partition as u32,
+                    });
+                    return Ok(Some(PagingState {
+                        rows_so_far: 0,
+                        partition_index: (index + usize::from(position.is_none())) as u32,
+                        position,
+                    }));
+                }
+                if partition_full {
+                    break;
+                }
+            }
+            match last {
+                Some(c) if !exhausted => {
+                    slices = slices_after(self.table, &slices, &c, self.reversed)
+                }
+                _ => return Ok(None),
+            }
+        }
     }
 
     fn read_range(
@@ -2127,8 +2129,10 @@ pub fn execute(
     values: &[rocksandra_wire::Value],
 ) -> Result<Outcome> {
     let schema = executor.schema();
-    let keyspace = crate::ddl::keyspace_of(&select.table, request.keyspace.as_deref())?;
-    let table = lookup_table(&schema, keyspace, select.table.name.as_str())?.clone();
+    let keyspace = crate::schema::keyspace_of(&select.table, request.keyspace.as_deref())?;
+    let table = schema
+        .lookup_table(keyspace, select.table.name.as_str())?
+        .clone();
     let random = executor.env.random.clone();
     let ctx = executor.eval_context(&schema, keyspace, values, &*random);
     let outputs = plan(&table, select, &ctx)?;

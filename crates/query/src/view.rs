@@ -79,7 +79,7 @@ pub fn create_view(
     stmt: &CreateMaterializedView,
     random: &dyn Fn() -> u64,
 ) -> Result<DdlOutcome> {
-    let base_keyspace = ddl::keyspace_of(&stmt.base_table, session_keyspace)?;
+    let base_keyspace = crate::schema::keyspace_of(&stmt.base_table, session_keyspace)?;
     let keyspace = match &stmt.name.keyspace {
         Some(k) => k.as_str(),
         None => base_keyspace,
@@ -548,7 +548,7 @@ pub fn alter_view(
     session_keyspace: Option<&str>,
     stmt: &AlterMaterializedView,
 ) -> Result<DdlOutcome> {
-    let keyspace = ddl::keyspace_of(&stmt.name, session_keyspace)?;
+    let keyspace = crate::schema::keyspace_of(&stmt.name, session_keyspace)?;
     let name = stmt.name.name.as_str();
     let event = table_event(SchemaChangeType::Updated, keyspace, name);
     let Some(view) = existing_view(schema, keyspace, name, stmt.if_exists)? else {

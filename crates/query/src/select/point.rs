@@ -19,7 +19,7 @@ use rocksandra_cql::ast::{
 use rocksandra_storage::api::{PartitionKey, PartitionRead, Slice};
 use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, Value};
 
-use super::{lookup_table, plan, specs, Sel};
+use super::{plan, specs, Sel};
 use crate::error::Result;
 use crate::executor::{Executor, Outcome, Request};
 use crate::rows::{partition_key_bytes, partition_rows_owned, CqlRow};
@@ -55,11 +55,13 @@ impl PointRead {
         if !plain_shape(select) {
             return None;
         }
-        let keyspace = crate::ddl::keyspace_of(&select.table, session_ks).ok()?;
+        let keyspace = crate::schema::keyspace_of(&select.table, session_ks).ok()?;
         if crate::schema::is_system_keyspace(keyspace) {
             return None;
         }
-        let table = lookup_table(schema, keyspace, select.table.name.as_str()).ok()?;
+        let table = schema
+            .lookup_table(keyspace, select.table.name.as_str())
+            .ok()?;
         if table.is_virtual {
             return None;
         }
@@ -100,7 +102,9 @@ impl PointRead {
             return None;
         }
         let schema = executor.schema();
-        let table = lookup_table(&schema, &self.table.keyspace, &self.table.name).ok()?;
+        let table = schema
+            .lookup_table(&self.table.keyspace, &self.table.name)
+            .ok()?;
         if !Arc::ptr_eq(table, &self.table) {
             return None;
         }
