@@ -1810,3 +1810,35 @@ fn compact_storage_rows_live_by_their_values() {
     h.clock.fetch_add(11_000_000, Ordering::SeqCst);
     h.check(&[("SELECT * FROM st", "")]);
 }
+
+#[test]
+fn compact_storage_survives_a_restart_with_its_hidden_columns() {
+    let dir = std::env::temp_dir().join(format!("rocksandra-query-compact-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    {
+        let mut h = harness(Some(dir.clone()));
+        h.check(SETUP);
+        h.check(&[(
+            "CREATE TABLE st (k int PRIMARY KEY, v int) WITH COMPACT STORAGE",
+            "OK",
+        )]);
+    }
+    let mut h = harness(Some(dir.clone()));
+    h.keyspace = Some("ks".into());
+    h.check(&[
+        (
+            "SELECT column_name, kind, type FROM system_schema.columns WHERE keyspace_name = 'ks' AND table_name = 'st'",
+            "'column1' | 'clustering' | 'text'\n'k' | 'partition_key' | 'int'\n'v' | 'static' | 'int'\n'value' | 'regular' | 'blob'",
+        ),
+        (
+            "SELECT flags FROM system_schema.tables WHERE keyspace_name = 'ks' AND table_name = 'st'",
+            "{}",
+        ),
+        (
+            "SELECT value FROM st",
+            "ERROR 0x2200 Undefined column name value in table ks.st",
+        ),
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
