@@ -15,6 +15,8 @@ Comment lines of the form '-- golden: ...' are markers:
                                     (for output that legitimately differs per server)
     -- golden: fetch-size N         next statement: page size N (0: not paged); also prints the page count
     -- golden: sort-rows            next statement: sort rendered rows (order not specified)
+    -- golden: sleep SECONDS         next statement: runs after a pause of SECONDS (a TTL to
+                                    expire; keep it short)
     -- golden: consistency CL        next statement: run at consistency CL (ONE unless told;
                                     e.g. SERIAL, LOCAL_SERIAL, QUORUM)
     -- golden: serial-consistency CL next statement: serial consistency of a conditional
@@ -216,6 +218,8 @@ def split_statements(source):
                     pending.append((name, None))
                 elif name == "fetch-size":
                     pending.append((name, int(arg)))
+                elif name == "sleep":
+                    pending.append((name, float(arg)))
                 elif name in ("consistency", "serial-consistency"):
                     if arg.upper() not in ConsistencyLevel.name_to_value:
                         raise ValueError("line %d: unknown consistency level %r" % (line, arg))
@@ -440,6 +444,8 @@ def execute(session, stmt):
     options = dict(fetch_size=None if fetch_size == 0 else (fetch_size or 5000),
                    consistency_level=markers.get("consistency", ConsistencyLevel.ONE),
                    serial_consistency_level=markers.get("serial-consistency"))
+    if "sleep" in markers:
+        time.sleep(markers["sleep"])
     try:
         if "bind" in markers:
             query = session.prepare(stmt.text)

@@ -554,6 +554,8 @@ pub enum AlterTableAction {
         if_exists: bool,
         renames: Vec<(Ident, Ident)>,
     },
+    /// `DROP COMPACT STORAGE`.
+    DropCompactStorage,
     /// `ALTER c TYPE t`: parsed so the server can reject it with Cassandra's message.
     AlterColumnType {
         column: Ident,

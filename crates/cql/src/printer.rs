@@ -731,6 +731,7 @@ impl Display for AlterTable {
                 flag(f, *if_exists, "IF EXISTS ")?;
                 renames(f, pairs)
             }
+            AlterTableAction::DropCompactStorage => f.write_str("DROP COMPACT STORAGE"),
             AlterTableAction::AlterColumnType { column, ty } => {
                 write!(f, "ALTER {column} TYPE {ty}")
             }

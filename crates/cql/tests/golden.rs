@@ -75,6 +75,8 @@ const CASES: &[(&str, &str)] = &[
     ("ALTER TABLE t ADD a int static", "ALTER TABLE t ADD a int STATIC"),
     ("ALTER TABLE t DROP IF EXISTS a", "="),
     ("ALTER TABLE t DROP (a, b) USING TIMESTAMP 12", "="),
+    ("ALTER TABLE t DROP COMPACT STORAGE", "="),
+    ("ALTER TABLE t DROP compact", "="),
     ("ALTER TABLE t RENAME IF EXISTS a TO b AND c TO d", "="),
     ("ALTER TABLE t WITH comment = 'c' AND default_time_to_live = 0", "="),
     ("ALTER TABLE t ALTER c TYPE blob", "="),

@@ -1123,7 +1123,18 @@ pub fn create_table(
     let key_positions = key_column_positions(&declared, stmt, name)?;
     let descending = clustering_descending(stmt)?;
     let mut columns = key_columns(&declared, stmt, name, &descending)?;
+    if stmt.options.compact_storage {
+        check_compact_table(&declared, &key_positions, stmt)?;
+    }
     let counters = add_value_columns(&mut columns, &declared, &key_positions, stmt)?;
+    let compact = stmt
+        .options
+        .compact_storage
+        .then(|| add_compact_columns(&mut columns, stmt, counters > 0));
+    let clustering_count = columns
+        .iter()
+        .filter(|c| c.kind == ColumnKind::Clustering)
+        .count();
     let next_id = columns.len() as u32;
     let mut params = TableParams::default();
     apply_table_properties(&mut params, &stmt.options.properties)?;
@@ -1138,7 +1149,7 @@ pub fn create_table(
         id: rocksandra_data::uuid::random_v4(random),
         storage_id: TableId(schema.next_table_id),
         partition_key_count: stmt.partition_key.len(),
-        clustering_count: stmt.clustering_key.len(),
+        clustering_count,
         columns,
         params,
         next_column_id: next_id,
@@ -1146,6 +1157,7 @@ pub fn create_table(
         indexes: Vec::new(),
         is_virtual: false,
         view: None,
+        compact,
     };
     table.sort_value_columns();
     let table = Arc::new(table);
@@ -1341,6 +1353,119 @@ fn add_value_columns(
     Ok(counters)
 }
 
+/// CreateTableStatement.validateCompactTable: what a COMPACT STORAGE table
+/// may not declare, in Cassandra's order.
+fn check_compact_table(
+    declared: &[DeclaredColumn],
+    key_positions: &[usize],
+    stmt: &CreateTable,
+) -> Result<()> {
+    let mut values: Vec<&DeclaredColumn> = declared
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !key_positions.contains(i))
+        .map(|(_, c)| c)
+        .collect();
+    if values.iter().any(|(_, ty, _)| ty.is_multi_cell()) {
+        return Err(QueryError::invalid(
+            "Non-frozen collections and UDTs are not supported with COMPACT STORAGE",
+        ));
+    }
+    if declared.iter().any(|(_, _, is_static)| *is_static) {
+        return Err(QueryError::invalid(
+            "Static columns are not supported in COMPACT STORAGE tables",
+        ));
+    }
+    if stmt.clustering_key.is_empty() && values.is_empty() {
+        return Err(QueryError::invalid(
+            "No definition found that is not part of the PRIMARY KEY",
+        ));
+    }
+    if !stmt.clustering_key.is_empty() && values.len() > 1 {
+        values.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        let names: Vec<&str> = values.iter().map(|(n, _, _)| n.as_str()).collect();
+        return Err(QueryError::invalid(format!(
+            "COMPACT STORAGE with composite PRIMARY KEY allows no more than one column not part of the PRIMARY KEY (got: {})",
+            names.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// CreateTableStatement.fixupCompactTable: a static compact table's
+/// declared columns become static, beside a hidden clustering column
+/// (`column1`, text) and a hidden `value` (blob, or counter); a dense table
+/// declared without a value column gets a hidden `value` of type empty.
+fn add_compact_columns(
+    columns: &mut Vec<Column>,
+    stmt: &CreateTable,
+    counters: bool,
+) -> crate::schema::CompactStorage {
+    let dense = !stmt.clustering_key.is_empty();
+    let compact = crate::schema::CompactStorage {
+        dense,
+        compound: stmt.clustering_key.len() > 1,
+    };
+    let mut next_id = columns.len() as u32;
+    let mut hidden = |columns: &mut Vec<Column>, kind, ty, at: usize| {
+        let base = if kind == ColumnKind::Clustering {
+            "column"
+        } else {
+            "value"
+        };
+        let name = hidden_column_name(columns, base);
+        columns.insert(
+            at,
+            Column {
+                name,
+                ty,
+                kind,
+                position: 0,
+                descending: false,
+                id: ColumnId(next_id),
+            },
+        );
+        next_id += 1;
+    };
+    if !dense {
+        for column in columns.iter_mut().filter(|c| c.kind == ColumnKind::Regular) {
+            column.kind = ColumnKind::Static;
+        }
+        let at = stmt.partition_key.len();
+        hidden(
+            columns,
+            ColumnKind::Clustering,
+            CqlType::native(NativeType::Text),
+            at,
+        );
+        let value_type = CqlType::native(if counters {
+            NativeType::Counter
+        } else {
+            NativeType::Blob
+        });
+        let end = columns.len();
+        hidden(columns, ColumnKind::Regular, value_type, end);
+    } else if !columns.iter().any(|c| c.kind == ColumnKind::Regular) {
+        let empty = CqlType::Custom(crate::schema::EMPTY_TYPE_CLASS.to_string());
+        let end = columns.len();
+        hidden(columns, ColumnKind::Regular, empty, end);
+    }
+    compact
+}
+
+/// Cassandra's default names for hidden columns: `column1`, `column2`, ...
+/// and `value`, `value1`, ..., the first no column has.
+fn hidden_column_name(columns: &[Column], base: &str) -> String {
+    let first = if base == "value" { 0 } else { 1 };
+    (first..)
+        .map(|i| match i {
+            0 => base.to_string(),
+            i => format!("{base}{i}"),
+        })
+        .find(|name| !columns.iter().any(|c| &c.name == name))
+        .unwrap_or_else(|| base.to_string())
+}
+
 fn table_missing(keyspace: &str, name: &str) -> QueryError {
     QueryError::invalid(format!(
         "Table '{}' doesn't exist",
@@ -1366,6 +1491,7 @@ pub fn alter_table(
     keyspace: &str,
     stmt: &AlterTable,
     now_micros: i64,
+    drop_compact_enabled: bool,
 ) -> Result<DdlOutcome> {
     let name = stmt.table.name.as_str();
     let event = change(SchemaChangeType::Updated, table_target(keyspace, name));
@@ -1387,6 +1513,9 @@ pub fn alter_table(
         return Err(QueryError::invalid(
             "Cannot use ALTER TABLE on a materialized view; use ALTER MATERIALIZED VIEW instead",
         ));
+    }
+    if stmt.action == AlterTableAction::DropCompactStorage {
+        check_drop_compact_storage(current, drop_compact_enabled)?;
     }
     let views: Vec<Arc<Table>> = crate::view::views_of(ks, name).cloned().collect();
     let mut table = Table::clone(current);
@@ -1445,6 +1574,10 @@ fn apply_alter_action(
                 rename_column(table, from, to, *if_exists)?;
             }
         }
+        AlterTableAction::DropCompactStorage => {
+            // Every column shows; the flags become an ordinary table's.
+            table.compact = None;
+        }
         AlterTableAction::AlterColumnType { .. } => {
             return Err(QueryError::invalid(
                 "Altering column types is no longer supported",
@@ -1462,6 +1595,22 @@ fn apply_alter_action(
     Ok(())
 }
 
+/// AlterTableStatement.DropCompactStorage's refusals: the statement is off
+/// unless `drop_compact_storage_enabled`, and the table must be compact.
+fn check_drop_compact_storage(table: &Table, enabled: bool) -> Result<()> {
+    if !enabled {
+        return Err(QueryError::invalid(
+            "DROP COMPACT STORAGE is disabled. Enable in cassandra.yaml to use.",
+        ));
+    }
+    if table.compact.is_none() {
+        return Err(QueryError::invalid(
+            "Cannot DROP COMPACT STORAGE on table without COMPACT STORAGE",
+        ));
+    }
+    Ok(())
+}
+
 /// ALTER TABLE ADD of one column.
 fn add_column(
     ks: &Keyspace,
@@ -1470,13 +1619,19 @@ fn add_column(
     if_not_exists: bool,
 ) -> Result<()> {
     let cname = def.name.as_str();
-    if table.column(cname).is_some() {
+    // A compact table's hidden columns are taken names too.
+    if table.columns.iter().any(|c| c.name == cname) {
         if if_not_exists {
             return Ok(());
         }
         return Err(QueryError::invalid(format!(
             "Column with name '{cname}' already exists"
         )));
+    }
+    if table.compact.is_some() {
+        return Err(QueryError::invalid(
+            "Cannot add new column to a COMPACT STORAGE table",
+        ));
     }
     check_written_type(&def.ty)?;
     let ty = resolve_type(ks, &def.ty)?;
@@ -1560,6 +1715,12 @@ fn drop_column(
             "Cannot drop PRIMARY KEY column {cname}"
         )));
     }
+    if table.compact.is_some() && column.kind == ColumnKind::Regular {
+        // Cassandra 5.0.6 fails with an AssertionError here.
+        return Err(QueryError::invalid(format!(
+            "Cannot drop the value column {cname} of a COMPACT STORAGE table"
+        )));
+    }
     if !table.indexes.is_empty()
         && table.indexes.iter().any(|ix| {
             ix.options
@@ -1596,6 +1757,17 @@ fn drop_column(
 /// ALTER TABLE RENAME of one primary key column.
 fn rename_column(table: &mut Table, from: &Ident, to: &Ident, if_exists: bool) -> Result<()> {
     let qualified = format!("{}.{}", table.keyspace, table.name);
+    if table
+        .columns
+        .iter()
+        .any(|c| c.name == from.as_str() && table.is_hidden(c))
+    {
+        return Err(QueryError::undefined_column(
+            from.as_str(),
+            &table.keyspace,
+            &table.name,
+        ));
+    }
     let Some(i) = table.column_index(from.as_str()) else {
         if if_exists {
             return Ok(());
@@ -1796,6 +1968,18 @@ fn index_target<'t, 's>(
         ));
     };
     let Some(column) = current.column(target.column.as_str()) else {
+        if current
+            .columns
+            .iter()
+            .any(|c| c.name == target.column.as_str())
+        {
+            // A compact table's hidden column.
+            return Err(QueryError::undefined_column(
+                target.column.as_str(),
+                &current.keyspace,
+                &current.name,
+            ));
+        }
         return Err(QueryError::invalid(format!(
             "Column '{}' doesn't exist",
             target.column.as_str()
@@ -1805,6 +1989,18 @@ fn index_target<'t, 's>(
         return Err(QueryError::invalid(
             "Secondary indexes on counter tables aren't supported",
         ));
+    }
+    if let Some(compact) = &current.compact {
+        if column.kind.is_primary_key() {
+            return Err(QueryError::invalid(
+                "Secondary indexes are not supported on PRIMARY KEY columns in COMPACT STORAGE tables",
+            ));
+        }
+        if compact.dense && column.kind == ColumnKind::Regular {
+            return Err(QueryError::invalid(
+                "Secondary indexes are not supported on compact value column of COMPACT STORAGE tables",
+            ));
+        }
     }
     if column.kind == ColumnKind::PartitionKey && current.partition_key_count == 1 {
         return Err(QueryError::invalid(format!(

@@ -754,6 +754,12 @@ pub fn create_table_statement(table: &Table, internals: bool) -> String {
         ));
         "VIRTUAL"
     } else {
+        if table.compact.is_some() {
+            // CompactTableMetadata.appendCqlTo.
+            out.push_str(&format!(
+                "/*\nWarning: Table {name} omitted because it has constructs not compatible with CQL (was created via legacy API).\nApproximate structure, for reference:\n(this should not be used to reproduce this schema)\n\n"
+            ));
+        }
         "CREATE"
     };
     out.push_str(&format!("{create} TABLE {name} (\n"));
@@ -774,7 +780,7 @@ pub fn create_table_statement(table: &Table, internals: bool) -> String {
     let options = with_options(table, internals, is_virtual);
     out.push_str(&options.join("\n    AND "));
     out.push(';');
-    if is_virtual {
+    if is_virtual || table.compact.is_some() {
         out.push_str("\n*/");
     }
     for d in &dropped {
@@ -811,10 +817,11 @@ fn column_lines(
         if dropped_names.contains(column.name.as_str()) {
             continue;
         }
+        // A static compact table's columns are declared as regular ones.
         let mut line = column_definition(
             &column.name,
             &cql_type_text(&column.ty),
-            column.kind == ColumnKind::Static,
+            column.kind == ColumnKind::Static && !table.is_static_compact(),
         );
         if single_key && column.kind == ColumnKind::PartitionKey {
             line.push_str(" PRIMARY KEY");
@@ -838,6 +845,9 @@ fn column_lines(
 /// order, then the table's options (a virtual table's comment only).
 fn with_options(table: &Table, internals: bool, is_virtual: bool) -> Vec<String> {
     let mut options: Vec<String> = Vec::new();
+    if table.compact.is_some() {
+        options.push("COMPACT STORAGE".to_string());
+    }
     if internals {
         options.push(format!("ID = {}", uuid_text(table.id)));
     }
@@ -932,12 +942,17 @@ fn create_order(table: &Table) -> Vec<&crate::schema::Column> {
         .iter()
         .chain(table.clustering())
         .chain(values)
+        .filter(|c| !table.is_hidden(c))
         .collect()
 }
 
 fn primary_key(table: &Table) -> String {
     let names = |columns: &[crate::schema::Column]| -> Vec<String> {
-        columns.iter().map(|c| quote(&c.name)).collect()
+        columns
+            .iter()
+            .filter(|c| !table.is_hidden(c))
+            .map(|c| quote(&c.name))
+            .collect()
     };
     let partition = names(table.partition_key());
     let mut key = if partition.len() > 1 {

@@ -164,6 +164,8 @@ pub struct Executor {
     pub(crate) auth: RwLock<crate::auth::AuthConfig>,
     /// `materialized_views_enabled` (false by default, as in Cassandra 5.0).
     views_enabled: std::sync::atomic::AtomicBool,
+    /// `drop_compact_storage_enabled` (false by default, as in Cassandra 5.0).
+    drop_compact_enabled: std::sync::atomic::AtomicBool,
     /// Where `auto_snapshot` puts the snapshot taken before DROP and
     /// TRUNCATE (`<data>/snapshots`); None: `auto_snapshot: false`.
     pub(crate) auto_snapshot: RwLock<Option<PathBuf>>,
@@ -235,6 +237,7 @@ impl Executor {
             rmw_lock,
             auth: RwLock::new(crate::auth::AuthConfig::default()),
             views_enabled: std::sync::atomic::AtomicBool::new(false),
+            drop_compact_enabled: std::sync::atomic::AtomicBool::new(false),
             auto_snapshot: RwLock::new(None),
             tombstone_warn: std::sync::atomic::AtomicU64::new(
                 crate::tombstones::TombstoneThresholds::default().warn,
@@ -269,6 +272,12 @@ impl Executor {
     pub fn materialized_views_enabled(&self) -> bool {
         self.views_enabled
             .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// `drop_compact_storage_enabled` from the node's configuration.
+    pub fn set_drop_compact_storage_enabled(&self, enabled: bool) {
+        self.drop_compact_enabled
+            .store(enabled, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn schema(&self) -> Arc<Schema> {
@@ -486,7 +495,10 @@ impl Executor {
             Statement::AlterTable(s) => {
                 let keyspace = keyspace_of(&s.table, session_ks)?;
                 let now = self.now_micros();
-                self.ddl(|schema| ddl::alter_table(schema, keyspace, s, now))
+                let drop_compact = self
+                    .drop_compact_enabled
+                    .load(std::sync::atomic::Ordering::Relaxed);
+                self.ddl(|schema| ddl::alter_table(schema, keyspace, s, now, drop_compact))
             }
             Statement::CreateType(s) => {
                 let keyspace = keyspace_of(&s.name, session_ks)?;

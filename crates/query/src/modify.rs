@@ -872,11 +872,25 @@ fn insert_terms(
     for (j, column) in table.clustering().iter().enumerate() {
         let i = table.partition_key_count + j;
         let Some(term) = given[i].take() else {
-            let only_static = table
+            if let Some(later) = table.clustering()[j + 1..]
+                .iter()
+                .zip(&given[i + 1..])
+                .find_map(|(c, g)| g.as_ref().map(|_| c))
+            {
+                return Err(QueryError::invalid(format!(
+                    "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{}\" is not restricted",
+                    later.name, column.name
+                )));
+            }
+            // Static columns set, and nothing else: the clustering may be
+            // left out (UpdateStatement's appliesOnlyToStaticColumns).
+            let mut set = table
                 .columns
                 .iter()
                 .zip(&given)
-                .all(|(c, g)| g.is_none() || c.kind == ColumnKind::Static);
+                .filter(|(_, g)| g.is_some());
+            let only_static =
+                set.clone().next().is_some() && set.all(|(c, _)| c.kind == ColumnKind::Static);
             if only_static && clustering.is_empty() {
                 break;
             }
@@ -887,11 +901,16 @@ fn insert_terms(
         };
         clustering.push(key_value(column, term, false)?);
     }
+    check_compact_clustering(table, &clustering)?;
     let mut mutation = new_mutation(table, &pk);
     let mut row = RowUpdate::default();
     let mut static_row = RowUpdate::default();
     let static_only = clustering.is_empty() && table.clustering_count > 0;
-    if !static_only {
+    // A compact table's rows have no marker: they live by their values.
+    if !static_only && table.compact.is_some() {
+        let has_values = given.iter().any(Option::is_some);
+        compact_row_value(table, has_values, params, &mut row)?;
+    } else if !static_only {
         row.liveness = Some(if params.ttl > 0 {
             LivenessInfo::new(
                 params.timestamp,
@@ -920,6 +939,48 @@ fn insert_terms(
     }
     out.push(mutation);
     Ok(())
+}
+
+/// UpdateStatement.addUpdateForKey on a compact table: a write that sets
+/// no value sets the hidden empty value of a table declared without one,
+/// and is refused by one that has a value column.
+fn compact_row_value(
+    table: &Table,
+    has_values: bool,
+    params: WriteParams,
+    row: &mut RowUpdate,
+) -> Result<()> {
+    if has_values {
+        return Ok(());
+    }
+    match table.columns.iter().find(|c| c.kind == ColumnKind::Regular) {
+        Some(value) if crate::schema::is_empty_type(&value.ty) => {
+            row.cells.push(params.cell(value, Vec::new()));
+            Ok(())
+        }
+        Some(value) => Err(QueryError::invalid(format!(
+            "Column {} is mandatory for this COMPACT STORAGE table",
+            value.name
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A dense compact table with one clustering column keeps no row under an
+/// empty clustering value (it once named the compact value).
+fn check_compact_clustering(table: &Table, clustering: &[Vec<u8>]) -> Result<()> {
+    let Some(compact) = &table.compact else {
+        return Ok(());
+    };
+    match (clustering.first(), table.clustering().first()) {
+        (Some(first), Some(column)) if compact.dense && !compact.compound && first.is_empty() => {
+            Err(QueryError::invalid(format!(
+                "Invalid empty or null value for column {}",
+                column.name
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn undefined_column(table: &Table, name: &str) -> QueryError {
@@ -966,6 +1027,9 @@ fn insert_json(
     let mut terms: Vec<Option<Term>> = vec![None; table.columns.len()];
     for i in json_column_order(table) {
         let column = &table.columns[i];
+        if table.is_hidden(column) {
+            continue;
+        }
         let Some(at) = remaining.iter().position(|(name, _)| *name == column.name) else {
             continue;
         };
@@ -988,10 +1052,18 @@ fn insert_json(
             "JSON values map contains unrecognized column: {name}"
         )));
     }
+    // Cassandra's INSERT JSON names every column of the table, a compact
+    // table's hidden ones too, which it then cannot find.
+    if let Some(hidden) = table.columns.iter().find(|c| table.is_hidden(c)) {
+        return Err(undefined_column(table, &hidden.name));
+    }
     // A missing or null key column fails when the key is built, with the
     // message of a null key restriction.
     for (i, column) in table.columns.iter().enumerate() {
-        if column.kind.is_primary_key() && !matches!(terms[i], Some(Term::Value(_))) {
+        if column.kind.is_primary_key()
+            && !table.is_hidden(column)
+            && !matches!(terms[i], Some(Term::Value(_)))
+        {
             return Err(QueryError::invalid(format!(
                 "Invalid null value in condition for column {}",
                 column.name
@@ -1000,7 +1072,7 @@ fn insert_json(
     }
     if !default_unset {
         for (i, column) in table.columns.iter().enumerate() {
-            if terms[i].is_none() && !column.kind.is_primary_key() {
+            if terms[i].is_none() && !column.kind.is_primary_key() && !table.is_hidden(column) {
                 terms[i] = Some(Term::Null);
             }
         }
@@ -1400,6 +1472,9 @@ fn update_mutation(
         return Ok(());
     }
     let rows = updated_rows(table, update, &t, static_only)?;
+    for clustering in &rows {
+        check_compact_clustering(table, clustering)?;
+    }
     for key in &t.keys {
         let mut mutation = new_mutation(table, key);
         let mut static_row = RowUpdate::default();
@@ -2153,6 +2228,14 @@ fn column_deletion_rows(
     t: &Targets,
 ) -> Result<Vec<(Vec<Vec<u8>>, RowUpdate)>> {
     let mut regular: Vec<(Vec<Vec<u8>>, RowUpdate)> = Vec::new();
+    // Cassandra finds the deleted columns before it looks at the rows.
+    if let Some(target) = delete
+        .targets
+        .iter()
+        .find(|target| table.column(target.column().as_str()).is_none())
+    {
+        return Err(undefined_column(table, target.column().as_str()));
+    }
     let all_static = delete.targets.iter().all(|target| {
         table.column(target.column().as_str()).map(|c| c.kind) == Some(ColumnKind::Static)
     }) && !conditions_on_regular(table, delete.condition.as_ref());

@@ -219,6 +219,44 @@ pub struct Table {
     pub is_virtual: bool,
     /// Set when this table is a materialized view.
     pub view: Option<Arc<ViewDef>>,
+    /// Set for a `COMPACT STORAGE` table.
+    pub compact: Option<CompactStorage>,
+}
+
+/// What makes a table a COMPACT STORAGE one (Cassandra's table flags
+/// `dense` and `compound`). Such a table writes no row markers, so a row
+/// lives only as long as one of its values. Without clustering columns
+/// ("static compact") its declared columns are static, under a hidden
+/// clustering column (`column1`) beside a hidden regular `value`; with
+/// clustering columns ("dense") its one value column is regular, a hidden
+/// one of type `empty` when none is declared. Hidden columns are stored and
+/// listed in system_schema.columns, but CQL statements do not see them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactStorage {
+    /// Declared with clustering columns.
+    pub dense: bool,
+    /// Declared with more than one clustering column.
+    pub compound: bool,
+}
+
+/// The type of the hidden value column of a dense compact table declared
+/// without one (Cassandra's `EmptyType`): its cells are empty.
+pub const EMPTY_TYPE_CLASS: &str = "org.apache.cassandra.db.marshal.EmptyType";
+
+impl CompactStorage {
+    /// Whether `column` is one of the table's hidden columns.
+    pub fn hides(&self, column: &Column) -> bool {
+        match column.kind {
+            ColumnKind::Clustering => !self.dense,
+            ColumnKind::Regular => !self.dense || is_empty_type(&column.ty),
+            ColumnKind::PartitionKey | ColumnKind::Static => false,
+        }
+    }
+}
+
+/// Whether `ty` is Cassandra's `EmptyType`.
+pub fn is_empty_type(ty: &CqlType) -> bool {
+    matches!(ty, CqlType::Custom(class) if class == EMPTY_TYPE_CLASS)
 }
 
 /// What makes a table a materialized view (system_schema.views).
@@ -259,12 +297,28 @@ impl ViewDef {
 }
 
 impl Table {
+    /// The column CQL statements name `name` (a compact table's hidden
+    /// columns are nobody's).
     pub fn column(&self, name: &str) -> Option<&Column> {
-        self.columns.iter().find(|c| c.name == name)
+        self.column_index(name).map(|i| &self.columns[i])
     }
 
     pub fn column_index(&self, name: &str) -> Option<usize> {
-        self.columns.iter().position(|c| c.name == name)
+        let i = self.columns.iter().position(|c| c.name == name)?;
+        match &self.compact {
+            Some(compact) if compact.hides(&self.columns[i]) => None,
+            _ => Some(i),
+        }
+    }
+
+    /// Whether `column` is a hidden column of a compact table.
+    pub fn is_hidden(&self, column: &Column) -> bool {
+        self.compact.as_ref().is_some_and(|c| c.hides(column))
+    }
+
+    /// A static compact table: compact, without declared clustering columns.
+    pub fn is_static_compact(&self) -> bool {
+        self.compact.as_ref().is_some_and(|c| !c.dense)
     }
 
     pub fn partition_key(&self) -> &[Column] {
@@ -593,6 +647,8 @@ struct StoredTable {
     indexes: Vec<Index>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     view: Option<StoredView>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    compact: Option<CompactStorage>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -687,6 +743,7 @@ impl Schema {
                                 where_clause: v.where_clause.clone(),
                                 key_column: v.key_column.clone(),
                             }),
+                            compact: t.compact.clone(),
                         })
                         .collect(),
                 })
@@ -772,6 +829,7 @@ impl Schema {
                         })),
                         None => None,
                     },
+                    compact: t.compact,
                 };
                 tables.insert(t.name, Arc::new(table));
             }

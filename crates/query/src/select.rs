@@ -906,13 +906,14 @@ fn plan(table: &Table, select: &Select, ctx: &EvalContext<'_>) -> Result<Vec<Out
 }
 
 /// `SELECT *`: the primary key columns in key order, then the static and
-/// the regular columns, each by name.
+/// the regular columns, each by name (but a compact table's hidden ones).
 fn wildcard_outputs(table: &Table) -> Vec<Output> {
     let mut outputs = Vec::new();
-    let mut order: Vec<usize> = (0..table.partition_key_count + table.clustering_count).collect();
+    let key_count = table.partition_key_count + table.clustering_count;
+    let mut order: Vec<usize> = (0..key_count).collect();
     let mut statics: Vec<usize> = Vec::new();
     let mut regulars: Vec<usize> = Vec::new();
-    for (i, c) in table.columns.iter().enumerate().skip(order.len()) {
+    for (i, c) in table.columns.iter().enumerate().skip(key_count) {
         if c.kind == ColumnKind::Static {
             statics.push(i);
         } else {
@@ -933,6 +934,9 @@ fn wildcard_outputs(table: &Table) -> Vec<Output> {
     });
     order.extend(statics);
     order.extend(regulars);
+    if table.compact.is_some() {
+        order.retain(|i| !table.is_hidden(&table.columns[*i]));
+    }
     for i in order {
         outputs.push(Output {
             sel: Sel::Column(i),

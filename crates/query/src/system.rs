@@ -203,6 +203,7 @@ fn build_table(def: &def::TableDef) -> Table {
         indexes,
         is_virtual: true,
         view: None,
+        compact: None,
     };
     table.sort_value_columns();
     for (i, column) in table.columns.iter_mut().enumerate() {
@@ -239,6 +240,8 @@ pub fn cql_type_text(ty: &CqlType) -> String {
             other => format!("frozen<{}>", cql_type_text(other)),
         },
         CqlType::Vector(e, n) => format!("vector<{}, {n}>", cql_type_text(e)),
+        // A compact table's hidden value of Cassandra's EmptyType.
+        CqlType::Custom(_) if crate::schema::is_empty_type(ty) => "empty".to_string(),
         CqlType::Udt(_) | CqlType::Custom(_) => ty.to_string(),
     }
 }
@@ -437,9 +440,21 @@ fn keyspace_rows(schema: &Schema) -> Vec<Cells> {
         .collect()
 }
 
-/// `system_schema.tables.flags`: every CQL table is compound.
+/// `system_schema.tables.flags`: every CQL table is compound; a compact
+/// table is dense with clustering columns, compound with several.
 pub fn table_flags(table: &Table) -> Vec<String> {
-    let mut flags = vec!["compound".to_string()];
+    let mut flags = Vec::new();
+    match &table.compact {
+        None => flags.push("compound".to_string()),
+        Some(compact) => {
+            if compact.dense {
+                flags.push("dense".to_string());
+            }
+            if compact.compound {
+                flags.push("compound".to_string());
+            }
+        }
+    }
     if table.is_counter() {
         flags.push("counter".to_string());
     }

@@ -134,6 +134,7 @@ pub fn create_view(
             relations: stmt.where_clause.clone(),
             key_column: regular_in_key.map(|s| s.to_string()),
         })),
+        compact: None,
     };
     view.sort_value_columns();
     let view = Arc::new(view);

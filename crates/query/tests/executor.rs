@@ -1757,3 +1757,88 @@ fn prepared_point_reads_answer_as_the_general_path() {
     let general = h.executor.run(&statement.parsed, &request, &request.values);
     assert_eq!(show(fast), show(general));
 }
+
+#[test]
+fn compact_storage_rows_live_by_their_values() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        (
+            "CREATE TABLE st (k int PRIMARY KEY, v1 int, v2 text) WITH COMPACT STORAGE",
+            "OK",
+        ),
+        ("INSERT INTO st (k, v1, v2) VALUES (1, 10, 'a')", "OK"),
+        ("INSERT INTO st (k, v1) VALUES (2, 20) USING TTL 10", "OK"),
+        ("SELECT * FROM st WHERE k = 1", "1 | 10 | 'a'"),
+        ("DELETE v1, v2 FROM st WHERE k = 1", "OK"),
+        ("SELECT * FROM st WHERE k = 1", ""),
+        (
+            "SELECT column1 FROM st",
+            "ERROR 0x2200 Undefined column name column1 in table ks.st",
+        ),
+        (
+            "INSERT INTO st (k, value) VALUES (1, 0x01)",
+            "ERROR 0x2200 Undefined column name value in table ks.st",
+        ),
+        (
+            "CREATE TABLE dn (k int, c int, v int, PRIMARY KEY (k, c)) WITH COMPACT STORAGE",
+            "OK",
+        ),
+        ("INSERT INTO dn (k, c, v) VALUES (1, 1, 10)", "OK"),
+        ("UPDATE dn SET v = null WHERE k = 1 AND c = 1", "OK"),
+        ("SELECT * FROM dn", ""),
+        (
+            "INSERT INTO dn (k, c) VALUES (1, 2)",
+            "ERROR 0x2200 Column v is mandatory for this COMPACT STORAGE table",
+        ),
+        (
+            "CREATE TABLE dk (k int, c int, PRIMARY KEY (k, c)) WITH COMPACT STORAGE",
+            "OK",
+        ),
+        ("INSERT INTO dk (k, c) VALUES (1, 2)", "OK"),
+        ("SELECT * FROM dk", "1 | 2"),
+        (
+            "CREATE TABLE bad (k int, c int, v1 int, v2 int, PRIMARY KEY (k, c)) WITH COMPACT STORAGE",
+            "ERROR 0x2200 COMPACT STORAGE with composite PRIMARY KEY allows no more than one column not part of the PRIMARY KEY (got: v1, v2)",
+        ),
+        (
+            "ALTER TABLE st DROP COMPACT STORAGE",
+            "ERROR 0x2200 DROP COMPACT STORAGE is disabled. Enable in cassandra.yaml to use.",
+        ),
+    ]);
+    // Eleven seconds later the value has expired, and the row with it.
+    h.clock.fetch_add(11_000_000, Ordering::SeqCst);
+    h.check(&[("SELECT * FROM st", "")]);
+}
+
+#[test]
+fn compact_storage_survives_a_restart_with_its_hidden_columns() {
+    let dir = std::env::temp_dir().join(format!("rocksandra-query-compact-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    {
+        let mut h = harness(Some(dir.clone()));
+        h.check(SETUP);
+        h.check(&[(
+            "CREATE TABLE st (k int PRIMARY KEY, v int) WITH COMPACT STORAGE",
+            "OK",
+        )]);
+    }
+    let mut h = harness(Some(dir.clone()));
+    h.keyspace = Some("ks".into());
+    h.check(&[
+        (
+            "SELECT column_name, kind, type FROM system_schema.columns WHERE keyspace_name = 'ks' AND table_name = 'st'",
+            "'column1' | 'clustering' | 'text'\n'k' | 'partition_key' | 'int'\n'v' | 'static' | 'int'\n'value' | 'regular' | 'blob'",
+        ),
+        (
+            "SELECT flags FROM system_schema.tables WHERE keyspace_name = 'ks' AND table_name = 'st'",
+            "{}",
+        ),
+        (
+            "SELECT value FROM st",
+            "ERROR 0x2200 Undefined column name value in table ks.st",
+        ),
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -315,6 +315,10 @@ pub struct Config {
     /// CREATE MATERIALIZED VIEW is allowed (`materialized_views_enabled`,
     /// legacy `enable_materialized_views`; off by default, as in Cassandra).
     pub materialized_views_enabled: bool,
+    /// ALTER TABLE ... DROP COMPACT STORAGE is allowed
+    /// (`drop_compact_storage_enabled`, legacy `enable_drop_compact_storage`;
+    /// off by default, as in Cassandra).
+    pub drop_compact_storage_enabled: bool,
     /// The prepared-statement cache's bound in bytes
     /// (`prepared_statements_cache_size`, legacy `_mb`; empty is Cassandra's
     /// "auto", 10 MiB here).
@@ -380,6 +384,7 @@ impl Default for Config {
             auto_snapshot: true,
             tombstone_thresholds: Default::default(),
             materialized_views_enabled: false,
+            drop_compact_storage_enabled: false,
             prepared_statements_cache_bytes: rocksandra_query::prepared_cache::DEFAULT_LIMIT_BYTES,
             commitlog_directory: None,
             hints_directory: None,
@@ -741,6 +746,8 @@ struct FileConfig {
     tombstone_failure_threshold: Option<u64>,
     materialized_views_enabled: Option<bool>,
     enable_materialized_views: Option<bool>,
+    drop_compact_storage_enabled: Option<bool>,
+    enable_drop_compact_storage: Option<bool>,
     prepared_statements_cache_size: Option<String>,
     prepared_statements_cache_size_mb: Option<u64>,
     commitlog_directory: Option<PathBuf>,
@@ -866,6 +873,19 @@ impl FileConfig {
                 ),
             )?
             .unwrap_or(defaults.materialized_views_enabled),
+            drop_compact_storage_enabled: pick_legacy(
+                (
+                    "drop_compact_storage_enabled",
+                    self.drop_compact_storage_enabled,
+                    Ok,
+                ),
+                (
+                    "enable_drop_compact_storage",
+                    self.enable_drop_compact_storage,
+                    Ok,
+                ),
+            )?
+            .unwrap_or(defaults.drop_compact_storage_enabled),
             commitlog_directory: storage.commitlog_directory,
             hints_directory: non_empty_dir("hints_directory", self.hints_directory)?,
             memtable_space_bytes: storage.memtable_space_bytes,

@@ -220,6 +220,8 @@ impl Parser {
                 if_not_exists,
                 columns,
             }
+        } else if self.eat_kws(&["drop", "compact", "storage"]) {
+            AlterTableAction::DropCompactStorage
         } else if self.eat_kw("drop") {
             self.alter_table_drop()?
         } else if self.eat_kw("rename") {

@@ -275,6 +275,7 @@ pub fn storage_table(table: &Table, index: &Index) -> Option<Table> {
         indexes: Vec::new(),
         is_virtual: false,
         view: None,
+        compact: None,
     })
 }
 
@@ -566,6 +567,7 @@ mod tests {
             indexes: Vec::new(),
             is_virtual: false,
             view: None,
+            compact: None,
         }
     }
 

@@ -67,6 +67,7 @@ pub(crate) fn user_table(
         indexes: Vec::new(),
         is_virtual: false,
         view: None,
+        compact: None,
     };
     table.sort_value_columns();
     table

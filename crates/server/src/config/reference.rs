@@ -154,6 +154,8 @@ pub const KEYS: &[KeyDoc] = &[
         .legacy(&["prepared_statements_cache_size_mb"]),
     key("materialized_views_enabled", "false", "Allows CREATE MATERIALIZED VIEW.")
         .legacy(&["enable_materialized_views"]),
+    key("drop_compact_storage_enabled", "false", "Allows ALTER TABLE ... DROP COMPACT STORAGE.")
+        .legacy(&["enable_drop_compact_storage"]),
     key("admin_address", "127.0.0.1", "Address nodetool connects to (Cassandra's JMX listens on localhost). Several nodes on one machine need their own address or port."),
     key("admin_port", "7199", "nodetool's port (Cassandra's JMX port); 0 turns it off. With PasswordAuthenticator, nodetool logs in as a superuser (-u, -pw)."),
     key("prometheus_address", "127.0.0.1", "Address of the Prometheus metrics endpoint."),
