@@ -16,7 +16,7 @@
 # below; change the tag when either changes.
 ROCKSANDRA_ROCKSDB_TAG=${ROCKSANDRA_ROCKSDB_TAG:-librocksdb-sys-0.19.0-O3-sse42}
 ROCKSANDRA_ROCKSDB_DIR="$HOME/.cache/rocksandra-rocksdb/$ROCKSANDRA_ROCKSDB_TAG"
-export CARGO_TARGET_DIR="$HOME/.cache/rocksandra-target-compact"  # worktree's own (not to commit)
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/rocksandra-target}"
 if [ ! -f "$ROCKSANDRA_ROCKSDB_DIR/librocksdb.a" ]; then
     echo "== building RocksDB (once per machine: about 20 minutes on two cores)"
     rocksandra_rocksdb_build="$HOME/.cache/rocksandra-rocksdb/build"
