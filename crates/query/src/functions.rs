@@ -32,6 +32,7 @@ use crate::term::{test_assignment, Assignment};
 
 pub(crate) mod aggregates;
 mod bigmath;
+mod floor;
 mod masking;
 pub(crate) mod operations;
 pub mod vector;
@@ -77,6 +78,7 @@ enum Kind {
     ToDate,
     ToTimestamp,
     ToUnixTimestamp,
+    Floor,
     ToBlob,
     FromBlob,
     Abs,
@@ -183,6 +185,7 @@ impl Function {
                     _ => None,
                 }
             }
+            Kind::Floor => floor::call(&self.arg_types, args)?,
             Kind::ToBlob => first.map(<[u8]>::to_vec),
             Kind::FromBlob => match first {
                 None => None,
@@ -308,6 +311,7 @@ fn candidates(name: &str) -> Vec<(Kind, Vec<CqlType>, CqlType)> {
             .into_iter()
             .flat_map(|t| fixed(Kind::ToUnixTimestamp, &[t], N::Bigint))
             .collect(),
+        "floor" => floor::candidates(),
         "abs" | "exp" | "log" | "log10" | "round" => {
             let kind = match name {
                 "abs" => Kind::Abs,
