@@ -402,6 +402,18 @@ pub fn resolve(name: &str, args: &[Arg<'_>]) -> Result<Function> {
 /// [`resolve`], for a call written with (`qualified`) or without its
 /// keyspace, which the messages naming the call repeat.
 pub fn resolve_called(name: &str, args: &[Arg<'_>], qualified: bool) -> Result<Function> {
+    resolve_for(name, args, qualified, None)
+}
+
+/// [`resolve_called`] for a value going to `receiver` when it is known (a
+/// term): among several overloads, those whose result cannot go there are
+/// left out, as Cassandra's `FunctionResolver` does.
+pub fn resolve_for(
+    name: &str,
+    args: &[Arg<'_>],
+    qualified: bool,
+    receiver: Option<&CqlType>,
+) -> Result<Function> {
     let called = if qualified {
         format!("system.{name}")
     } else {
@@ -444,7 +456,8 @@ pub fn resolve_called(name: &str, args: &[Arg<'_>], qualified: bool) -> Result<F
     let signatures: Vec<String> = all.iter().map(|c| build(c.clone()).signature()).collect();
     let mut compatible = Vec::new();
     for candidate in all {
-        if candidate.1.len() != args.len() {
+        let returns_elsewhere = receiver.is_some_and(|r| !is_value_compatible(r, &candidate.2));
+        if candidate.1.len() != args.len() || returns_elsewhere {
             continue;
         }
         let results: Vec<Assignment> = args
