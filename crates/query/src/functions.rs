@@ -125,6 +125,44 @@ impl Function {
         )
     }
 
+    /// Whether Cassandra takes the function for monotonic (so GROUP BY
+    /// accepts it) when the arguments marked in `constant` are fixed
+    /// values and the others come from the row: the `to_*` conversions,
+    /// and `floor` of a value by constant duration and start time.
+    pub fn is_monotonic(&self, constant: &[bool]) -> bool {
+        match self.kind {
+            Kind::ToDate | Kind::ToTimestamp | Kind::ToUnixTimestamp => true,
+            Kind::Floor => match constant.split_first() {
+                Some((value, rest)) => !*value && rest.iter().all(|c| *c),
+                None => false,
+            },
+            _ => false,
+        }
+    }
+
+    /// Cassandra's text of a partial application (`PartiallyAppliedScalarFunction`):
+    /// the signature with `(constant)` after the types of fixed arguments.
+    pub fn partial_signature(&self, constant: &[bool]) -> String {
+        let args: Vec<String> = self
+            .arg_types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                if constant.get(i).copied().unwrap_or(false) {
+                    format!("{t}(constant)")
+                } else {
+                    t.to_string()
+                }
+            })
+            .collect();
+        format!(
+            "system.{} : ({}) -> {}",
+            self.name,
+            args.join(", "),
+            self.return_type
+        )
+    }
+
     /// Cassandra's `system.name : (types) -> type`.
     pub fn signature(&self) -> String {
         let args: Vec<String> = self.arg_types.iter().map(ToString::to_string).collect();

@@ -36,6 +36,7 @@ pub const UNPAGED_ROWS_MAX: usize = 1_000_000;
 
 mod aggregate;
 mod ann;
+mod group_by;
 mod metadata;
 mod point;
 pub use point::PointRead;
@@ -1060,7 +1061,7 @@ pub fn result_specs(
 }
 
 /// The markers that are arguments of native functions in a SELECT's
-/// selectors, with Cassandra's spec for each (`arg1(system.f)` of the
+/// selectors and GROUP BY, with Cassandra's spec for each (`arg1(system.f)` of the
 /// chosen overload's parameter type): the parser knows no receiver there.
 pub fn selector_marker_specs(
     executor: &Executor,
@@ -1077,6 +1078,10 @@ pub fn selector_marker_specs(
         for selector in selectors {
             function_markers(table, &selector.expr, &ctx, &mut out);
         }
+    }
+    // GROUP BY floor(ts, 1h, ?): its markers are function arguments too.
+    for expr in &select.group_by {
+        function_markers(table, expr, &ctx, &mut out);
     }
     Ok(out)
 }
@@ -2139,12 +2144,13 @@ pub fn execute(
     }
     ann::refuse_vector_restrictions(&table, select)?;
     check_where_clause(&table, select, &restrictions)?;
-    let group_columns = group_by_columns(&table, select)?;
+    let replica = || (executor.node().listen_address, request.consistency);
+    let group_by = group_by::plan(&table, select, &ctx, &replica)?;
     let reversed = order_by_reversal(&table, select, &restrictions, request)?;
     let limit = limit_value(&select.limit, "[limit]", &ctx)?;
     let per_partition_limit =
         limit_value(&select.per_partition_limit, "[per_partition_limit]", &ctx)?;
-    let grouped = !group_columns.is_empty();
+    let grouped = group_by.is_grouped();
     let aggregate = grouped || outputs.iter().any(|o| is_aggregate(&o.sel));
     let warnings = if aggregate {
         aggregation_warnings(select, &restrictions)
@@ -2184,7 +2190,7 @@ pub fn execute(
     } = PageWindow::of(request, aggregate, grouped, limit)?;
     if grouped && !post_ordering {
         let window = aggregate::GroupWindow {
-            group_columns: &group_columns,
+            group_by: &group_by,
             per_partition: per_partition_limit,
             offset: state.partition_index as usize,
             already,
@@ -2204,7 +2210,7 @@ pub fn execute(
         },
         limit,
         per_partition_limit,
-        group_columns: &group_columns,
+        group_by: &group_by,
         grouped,
         aggregate,
         post_ordering,
@@ -2225,7 +2231,7 @@ struct Page<'a> {
     window: PageWindow,
     limit: Option<usize>,
     per_partition_limit: Option<usize>,
-    group_columns: &'a [usize],
+    group_by: &'a group_by::GroupBy,
     grouped: bool,
     aggregate: bool,
     /// ORDER BY over several IN partitions: sorted after the read.
@@ -2297,7 +2303,7 @@ fn answer_page(
             table,
             outputs,
             &rows,
-            page.group_columns,
+            page.group_by,
             per_partition_limit,
             &groups,
         )?;
@@ -2605,64 +2611,6 @@ fn check_where_clause(table: &Table, select: &Select, restrictions: &Restriction
     Ok(())
 }
 
-/// The GROUP BY columns: primary key columns in key order, starting with
-/// the whole partition key (columns restricted by `=` may be left out).
-fn group_by_columns(table: &Table, select: &Select) -> Result<Vec<usize>> {
-    let mut group_columns: Vec<usize> = Vec::new();
-    // Columns restricted by `=` may be left out of GROUP BY.
-    let eq_restricted = |i: usize| {
-        select.where_clause.iter().any(|r| {
-            matches!(r, rocksandra_cql::ast::Relation::Compare {
-                lhs: rocksandra_cql::ast::RelationLhs::Column(c),
-                op: rocksandra_cql::ast::Operator::Eq,
-                ..
-            } if table.column_index(c.as_str()) == Some(i))
-        })
-    };
-    let mut next_group_column = 0;
-    for e in &select.group_by {
-        let column = match e {
-            Expr::Column(c) => table.column_index(c.as_str()),
-            _ => None,
-        };
-        if let Some(i) = column {
-            while next_group_column < i && eq_restricted(next_group_column) {
-                next_group_column += 1;
-            }
-        }
-        match column {
-            Some(i) if !table.columns[i].kind.is_primary_key() => {
-                return Err(QueryError::invalid(format!(
-                    "Group by is currently only supported on the columns of the PRIMARY KEY, got {}",
-                    table.columns[i].name
-                )))
-            }
-            Some(i) if i == next_group_column && table.columns[i].kind.is_primary_key() => {
-                group_columns.push(i);
-                next_group_column += 1;
-            }
-            Some(_) => {
-                return Err(QueryError::invalid(
-                    "Group by currently only support groups of columns following their declared order in the PRIMARY KEY",
-                ))
-            }
-            None => {
-                return Err(QueryError::undefined_column(
-                    &literal_label(e),
-                    &table.keyspace,
-                    &table.name,
-                ))
-            }
-        }
-    }
-    if !group_columns.is_empty() && next_group_column < table.partition_key_count {
-        return Err(QueryError::invalid(
-            "Group by is not supported on only a part of the partition key",
-        ));
-    }
-    Ok(group_columns)
-}
-
 /// Whether ORDER BY reads the partitions backwards: its columns must be a
 /// prefix of the clustering columns, all in or all against their declared
 /// order, on partitions restricted by EQ or IN (and IN without paging).
@@ -2788,21 +2736,27 @@ struct GroupPaging<'a> {
 }
 
 /// Splits rows into groups: runs of consecutive rows with equal grouping
-/// columns.
-fn split_groups<'r>(rows: &'r [CqlRow], group_columns: &[usize]) -> Vec<&'r [CqlRow]> {
+/// values.
+fn split_groups<'r>(
+    table: &Table,
+    rows: &'r [CqlRow],
+    group_by: &group_by::GroupBy,
+) -> Result<Vec<&'r [CqlRow]>> {
+    let values = rows
+        .iter()
+        .map(|row| group_by.function_value(table, row))
+        .collect::<Result<Vec<_>>>()?;
     let mut groups: Vec<&[CqlRow]> = Vec::new();
     let mut start = 0;
     for i in 1..=rows.len() {
         let boundary = i == rows.len()
-            || group_columns
-                .iter()
-                .any(|c| rows[i].columns[*c].value != rows[start].columns[*c].value);
+            || !group_by.same_group((&rows[start], &values[start]), (&rows[i], &values[i]));
         if boundary {
             groups.push(&rows[start..i]);
             start = i;
         }
     }
-    groups
+    Ok(groups)
 }
 
 /// PER PARTITION LIMIT `n` of a GROUP BY query: at most `n` groups of each
@@ -2830,11 +2784,11 @@ fn grouped_rows(
     table: &Table,
     outputs: &[Output],
     rows: &[CqlRow],
-    group_columns: &[usize],
+    group_by: &group_by::GroupBy,
     per_partition_limit: Option<usize>,
     paging: &GroupPaging<'_>,
 ) -> Result<(ResultRows, Option<PagingState>)> {
-    let mut groups = split_groups(rows, group_columns);
+    let mut groups = split_groups(table, rows, group_by)?;
     if let Some(n) = per_partition_limit.filter(|n| *n > 0) {
         limit_groups_per_partition(&mut groups, n);
     }
