@@ -21,8 +21,9 @@ const NANOS_PER_MILLI: i64 = 1_000_000;
 const NANOS_PER_DAY: i64 = MILLIS_PER_DAY * NANOS_PER_MILLI;
 
 /// Steps back from the estimated multiple of a duration with months and
-/// days or time; only values hundreds of thousands of years from their
-/// start time come near it (Cassandra would loop as long).
+/// days or time: fewer than the months between start and value divided by
+/// the duration's months, so only values more than 80,000 years from their
+/// start time can need more (Cassandra would loop as long).
 const FLOOR_CALENDAR_STEPS_MAX: u32 = 1_000_000;
 
 /// The overloads, in Cassandra's `TimeFcts` order: (value type, with a

@@ -205,3 +205,23 @@ fn calls_check_the_duration_for_the_value_type() {
         Ok(None)
     );
 }
+
+#[test]
+fn calendar_search_is_bounded() {
+    // Year 100,000: about 1.2 million months from the epoch, so as many
+    // steps back for a duration that is mostly days.
+    let far = 3_093_527_980_800_000;
+    let mostly_days = step(1, 50_000, 0);
+    let refused = error(floor_timestamp(far, mostly_days, 0));
+    assert!(
+        refused.contains("too far from the starting time"),
+        "{refused}"
+    );
+    // A duration of months and a day from a start a year back takes a step.
+    let from_a_year_back = floor_timestamp(
+        MAR_5_2016_NOON,
+        step(1, 1, 0),
+        JAN_1_2016 - 365 * MILLIS_PER_DAY,
+    );
+    assert!(from_a_year_back.is_ok_and(|f| f <= MAR_5_2016_NOON));
+}
