@@ -1079,10 +1079,17 @@ pub fn selector_marker_specs(
             function_markers(table, &selector.expr, &ctx, &mut out);
         }
     }
-    // GROUP BY floor(ts, 1h, ?): its markers are function arguments too.
+    // GROUP BY floor(ts, 1h, ?): function arguments too, which Cassandra
+    // names `[selection]`.
+    let mut grouping = Vec::new();
     for expr in &select.group_by {
-        function_markers(table, expr, &ctx, &mut out);
+        function_markers(table, expr, &ctx, &mut grouping);
     }
+    out.extend(
+        grouping
+            .into_iter()
+            .map(|(index, _, ty)| (index, "[selection]".to_string(), ty)),
+    );
     Ok(out)
 }
 
