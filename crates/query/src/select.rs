@@ -2287,7 +2287,8 @@ fn answer_page(
     )? {
         warnings.push(warning);
     }
-    if post_ordering {
+    // GROUP BY groups each partition's rows as read, then sorts the groups.
+    if post_ordering && !grouped {
         let keep = remaining_limit.filter(|_| !aggregate);
         sort_across_partitions(table, &mut rows, page.reversed, keep);
     }
@@ -2306,10 +2307,11 @@ fn answer_page(
             remaining_limit,
             page_size: request.page_size.filter(|p| *p > 0),
         };
+        let sort = post_ordering.then_some(page.reversed);
         let (result_rows, group_state) = grouped_rows(
             table,
             outputs,
-            &rows,
+            (&rows, sort),
             page.group_by,
             per_partition_limit,
             &groups,
@@ -2715,20 +2717,23 @@ fn sort_across_partitions(
     reversed: bool,
     keep: Option<usize>,
 ) {
-    rows.sort_by(|a, b| {
-        let o = compare_prefix(
-            table,
-            a.clustering.as_deref().unwrap_or(&[]),
-            b.clustering.as_deref().unwrap_or(&[]),
-        );
-        if reversed {
-            o.reverse()
-        } else {
-            o
-        }
-    });
+    rows.sort_by(|a, b| clustering_order(table, a, b, reversed));
     if let Some(l) = keep {
         rows.truncate(l);
+    }
+}
+
+/// The order of two rows of different partitions under ORDER BY.
+fn clustering_order(table: &Table, a: &CqlRow, b: &CqlRow, reversed: bool) -> std::cmp::Ordering {
+    let o = compare_prefix(
+        table,
+        a.clustering.as_deref().unwrap_or(&[]),
+        b.clustering.as_deref().unwrap_or(&[]),
+    );
+    if reversed {
+        o.reverse()
+    } else {
+        o
     }
 }
 
@@ -2786,11 +2791,14 @@ fn limit_groups_per_partition(groups: &mut Vec<&[CqlRow]>, n: usize) {
 }
 
 /// The result rows of a GROUP BY query (one aggregate row per group of
-/// this page) and the paging state of the next page, if any.
+/// this page) and the paging state of the next page, if any. The rows come
+/// in read order; with `sort` (ORDER BY over several partitions, reversed
+/// or not) the groups are then sorted by their first rows, as Cassandra
+/// sorts the result rows.
 fn grouped_rows(
     table: &Table,
     outputs: &[Output],
-    rows: &[CqlRow],
+    (rows, sort): (&[CqlRow], Option<bool>),
     group_by: &group_by::GroupBy,
     per_partition_limit: Option<usize>,
     paging: &GroupPaging<'_>,
@@ -2798,6 +2806,12 @@ fn grouped_rows(
     let mut groups = split_groups(table, rows, group_by)?;
     if let Some(n) = per_partition_limit.filter(|n| *n > 0) {
         limit_groups_per_partition(&mut groups, n);
+    }
+    if let Some(reversed) = sort {
+        groups.sort_by(|a, b| match (a.first(), b.first()) {
+            (Some(a), Some(b)) => clustering_order(table, a, b, reversed),
+            _ => a.len().cmp(&b.len()),
+        });
     }
     let already = paging.state.rows_so_far as usize;
     let offset = (paging.state.partition_index as usize).min(groups.len());
