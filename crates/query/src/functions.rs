@@ -32,6 +32,7 @@ use crate::term::{test_assignment, Assignment};
 
 pub(crate) mod aggregates;
 mod bigmath;
+mod floor;
 mod masking;
 pub(crate) mod operations;
 pub mod vector;
@@ -77,6 +78,7 @@ enum Kind {
     ToDate,
     ToTimestamp,
     ToUnixTimestamp,
+    Floor,
     ToBlob,
     FromBlob,
     Abs,
@@ -120,6 +122,44 @@ impl Function {
         !matches!(
             self.kind,
             Kind::Now | Kind::Uuid | Kind::CurrentTimestamp | Kind::CurrentDate | Kind::CurrentTime
+        )
+    }
+
+    /// Whether Cassandra takes the function for monotonic (so GROUP BY
+    /// accepts it) when the arguments marked in `constant` are fixed
+    /// values and the others come from the row: the `to_*` conversions,
+    /// and `floor` of a value by constant duration and start time.
+    pub fn is_monotonic(&self, constant: &[bool]) -> bool {
+        match self.kind {
+            Kind::ToDate | Kind::ToTimestamp | Kind::ToUnixTimestamp => true,
+            Kind::Floor => match constant.split_first() {
+                Some((value, rest)) => !*value && rest.iter().all(|c| *c),
+                None => false,
+            },
+            _ => false,
+        }
+    }
+
+    /// Cassandra's text of a partial application (`PartiallyAppliedScalarFunction`):
+    /// the signature with `(constant)` after the types of fixed arguments.
+    pub fn partial_signature(&self, constant: &[bool]) -> String {
+        let args: Vec<String> = self
+            .arg_types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                if constant.get(i).copied().unwrap_or(false) {
+                    format!("{t}(constant)")
+                } else {
+                    t.to_string()
+                }
+            })
+            .collect();
+        format!(
+            "system.{} : ({}) -> {}",
+            self.name,
+            args.join(", "),
+            self.return_type
         )
     }
 
@@ -183,6 +223,7 @@ impl Function {
                     _ => None,
                 }
             }
+            Kind::Floor => floor::call(&self.arg_types, args)?,
             Kind::ToBlob => first.map(<[u8]>::to_vec),
             Kind::FromBlob => match first {
                 None => None,
@@ -308,6 +349,7 @@ fn candidates(name: &str) -> Vec<(Kind, Vec<CqlType>, CqlType)> {
             .into_iter()
             .flat_map(|t| fixed(Kind::ToUnixTimestamp, &[t], N::Bigint))
             .collect(),
+        "floor" => floor::candidates(),
         "abs" | "exp" | "log" | "log10" | "round" => {
             let kind = match name {
                 "abs" => Kind::Abs,
@@ -398,6 +440,18 @@ pub fn resolve(name: &str, args: &[Arg<'_>]) -> Result<Function> {
 /// [`resolve`], for a call written with (`qualified`) or without its
 /// keyspace, which the messages naming the call repeat.
 pub fn resolve_called(name: &str, args: &[Arg<'_>], qualified: bool) -> Result<Function> {
+    resolve_for(name, args, qualified, None)
+}
+
+/// [`resolve_called`] for a value going to `receiver` when it is known (a
+/// term): among several overloads, those whose result cannot go there are
+/// left out, as Cassandra's `FunctionResolver` does.
+pub fn resolve_for(
+    name: &str,
+    args: &[Arg<'_>],
+    qualified: bool,
+    receiver: Option<&CqlType>,
+) -> Result<Function> {
     let called = if qualified {
         format!("system.{name}")
     } else {
@@ -440,7 +494,8 @@ pub fn resolve_called(name: &str, args: &[Arg<'_>], qualified: bool) -> Result<F
     let signatures: Vec<String> = all.iter().map(|c| build(c.clone()).signature()).collect();
     let mut compatible = Vec::new();
     for candidate in all {
-        if candidate.1.len() != args.len() {
+        let returns_elsewhere = receiver.is_some_and(|r| !is_value_compatible(r, &candidate.2));
+        if candidate.1.len() != args.len() || returns_elsewhere {
             continue;
         }
         let results: Vec<Assignment> = args

@@ -45,6 +45,7 @@ pub const UNPAGED_ROWS_MAX: usize = 1_000_000;
 
 mod aggregate;
 mod ann;
+mod group_by;
 mod metadata;
 mod point;
 pub use point::PointRead;
@@ -1062,7 +1063,7 @@ pub fn result_specs(
 }
 
 /// The markers that are arguments of native functions in a SELECT's
-/// selectors, with Cassandra's spec for each (`arg1(system.f)` of the
+/// selectors and GROUP BY, with Cassandra's spec for each (`arg1(system.f)` of the
 /// chosen overload's parameter type): the parser knows no receiver there.
 pub fn selector_marker_specs(
     executor: &Executor,
@@ -1080,6 +1081,17 @@ pub fn selector_marker_specs(
             function_markers(table, &selector.expr, &ctx, &mut out);
         }
     }
+    // GROUP BY floor(ts, 1h, ?): function arguments too, which Cassandra
+    // names `[selection]`.
+    let mut grouping = Vec::new();
+    for expr in &select.group_by {
+        function_markers(table, expr, &ctx, &mut grouping);
+    }
+    out.extend(
+        grouping
+            .into_iter()
+            .map(|(index, _, ty)| (index, "[selection]".to_string(), ty)),
+    );
     Ok(out)
 }
 
@@ -2147,12 +2159,13 @@ pub fn execute(
     }
     ann::refuse_vector_restrictions(&table, select)?;
     check_where_clause(&table, select, &restrictions)?;
-    let group_columns = group_by_columns(&table, select)?;
+    let replica = || (executor.node().listen_address, request.consistency);
+    let group_by = group_by::plan(&table, select, &ctx, &replica)?;
     let reversed = order_by_reversal(&table, select, &restrictions, request)?;
     let limit = limit_value(&select.limit, "[limit]", &ctx)?;
     let per_partition_limit =
         limit_value(&select.per_partition_limit, "[per_partition_limit]", &ctx)?;
-    let grouped = !group_columns.is_empty();
+    let grouped = group_by.is_grouped();
     let aggregate = grouped || outputs.iter().any(|o| is_aggregate(&o.sel));
     let warnings = if aggregate {
         aggregation_warnings(select, &restrictions)
@@ -2192,7 +2205,7 @@ pub fn execute(
     } = PageWindow::of(request, aggregate, grouped, limit)?;
     if grouped && !post_ordering {
         let window = aggregate::GroupWindow {
-            group_columns: &group_columns,
+            group_by: &group_by,
             per_partition: per_partition_limit,
             offset: state.partition_index as usize,
             already,
@@ -2212,7 +2225,7 @@ pub fn execute(
         },
         limit,
         per_partition_limit,
-        group_columns: &group_columns,
+        group_by: &group_by,
         grouped,
         aggregate,
         post_ordering,
@@ -2233,7 +2246,7 @@ struct Page<'a> {
     window: PageWindow,
     limit: Option<usize>,
     per_partition_limit: Option<usize>,
-    group_columns: &'a [usize],
+    group_by: &'a group_by::GroupBy,
     grouped: bool,
     aggregate: bool,
     /// ORDER BY over several IN partitions: sorted after the read.
@@ -2282,7 +2295,8 @@ fn answer_page(
     )? {
         warnings.push(warning);
     }
-    if post_ordering {
+    // GROUP BY groups each partition's rows as read, then sorts the groups.
+    if post_ordering && !grouped {
         let keep = remaining_limit.filter(|_| !aggregate);
         sort_across_partitions(table, &mut rows, page.reversed, keep);
     }
@@ -2301,11 +2315,12 @@ fn answer_page(
             remaining_limit,
             page_size: request.page_size.filter(|p| *p > 0),
         };
+        let sort = post_ordering.then_some(page.reversed);
         let (result_rows, group_state) = grouped_rows(
             table,
             outputs,
-            &rows,
-            page.group_columns,
+            (&rows, sort),
+            page.group_by,
             per_partition_limit,
             &groups,
         )?;
@@ -2613,64 +2628,6 @@ fn check_where_clause(table: &Table, select: &Select, restrictions: &Restriction
     Ok(())
 }
 
-/// The GROUP BY columns: primary key columns in key order, starting with
-/// the whole partition key (columns restricted by `=` may be left out).
-fn group_by_columns(table: &Table, select: &Select) -> Result<Vec<usize>> {
-    let mut group_columns: Vec<usize> = Vec::new();
-    // Columns restricted by `=` may be left out of GROUP BY.
-    let eq_restricted = |i: usize| {
-        select.where_clause.iter().any(|r| {
-            matches!(r, rocksandra_cql::ast::Relation::Compare {
-                lhs: rocksandra_cql::ast::RelationLhs::Column(c),
-                op: rocksandra_cql::ast::Operator::Eq,
-                ..
-            } if table.column_index(c.as_str()) == Some(i))
-        })
-    };
-    let mut next_group_column = 0;
-    for e in &select.group_by {
-        let column = match e {
-            Expr::Column(c) => table.column_index(c.as_str()),
-            _ => None,
-        };
-        if let Some(i) = column {
-            while next_group_column < i && eq_restricted(next_group_column) {
-                next_group_column += 1;
-            }
-        }
-        match column {
-            Some(i) if !table.columns[i].kind.is_primary_key() => {
-                return Err(QueryError::invalid(format!(
-                    "Group by is currently only supported on the columns of the PRIMARY KEY, got {}",
-                    table.columns[i].name
-                )))
-            }
-            Some(i) if i == next_group_column && table.columns[i].kind.is_primary_key() => {
-                group_columns.push(i);
-                next_group_column += 1;
-            }
-            Some(_) => {
-                return Err(QueryError::invalid(
-                    "Group by currently only support groups of columns following their declared order in the PRIMARY KEY",
-                ))
-            }
-            None => {
-                return Err(QueryError::undefined_column(
-                    &literal_label(e),
-                    &table.keyspace,
-                    &table.name,
-                ))
-            }
-        }
-    }
-    if !group_columns.is_empty() && next_group_column < table.partition_key_count {
-        return Err(QueryError::invalid(
-            "Group by is not supported on only a part of the partition key",
-        ));
-    }
-    Ok(group_columns)
-}
-
 /// Whether ORDER BY reads the partitions backwards: its columns must be a
 /// prefix of the clustering columns, all in or all against their declared
 /// order, on partitions restricted by EQ or IN (and IN without paging).
@@ -2768,20 +2725,23 @@ fn sort_across_partitions(
     reversed: bool,
     keep: Option<usize>,
 ) {
-    rows.sort_by(|a, b| {
-        let o = compare_prefix(
-            table,
-            a.clustering.as_deref().unwrap_or(&[]),
-            b.clustering.as_deref().unwrap_or(&[]),
-        );
-        if reversed {
-            o.reverse()
-        } else {
-            o
-        }
-    });
+    rows.sort_by(|a, b| clustering_order(table, a, b, reversed));
     if let Some(l) = keep {
         rows.truncate(l);
+    }
+}
+
+/// The order of two rows of different partitions under ORDER BY.
+fn clustering_order(table: &Table, a: &CqlRow, b: &CqlRow, reversed: bool) -> std::cmp::Ordering {
+    let o = compare_prefix(
+        table,
+        a.clustering.as_deref().unwrap_or(&[]),
+        b.clustering.as_deref().unwrap_or(&[]),
+    );
+    if reversed {
+        o.reverse()
+    } else {
+        o
     }
 }
 
@@ -2796,21 +2756,27 @@ struct GroupPaging<'a> {
 }
 
 /// Splits rows into groups: runs of consecutive rows with equal grouping
-/// columns.
-fn split_groups<'r>(rows: &'r [CqlRow], group_columns: &[usize]) -> Vec<&'r [CqlRow]> {
+/// values.
+fn split_groups<'r>(
+    table: &Table,
+    rows: &'r [CqlRow],
+    group_by: &group_by::GroupBy,
+) -> Result<Vec<&'r [CqlRow]>> {
+    let values = rows
+        .iter()
+        .map(|row| group_by.function_value(table, row))
+        .collect::<Result<Vec<_>>>()?;
     let mut groups: Vec<&[CqlRow]> = Vec::new();
     let mut start = 0;
     for i in 1..=rows.len() {
         let boundary = i == rows.len()
-            || group_columns
-                .iter()
-                .any(|c| rows[i].columns[*c].value != rows[start].columns[*c].value);
+            || !group_by.same_group((&rows[start], &values[start]), (&rows[i], &values[i]));
         if boundary {
             groups.push(&rows[start..i]);
             start = i;
         }
     }
-    groups
+    Ok(groups)
 }
 
 /// PER PARTITION LIMIT `n` of a GROUP BY query: at most `n` groups of each
@@ -2833,18 +2799,27 @@ fn limit_groups_per_partition(groups: &mut Vec<&[CqlRow]>, n: usize) {
 }
 
 /// The result rows of a GROUP BY query (one aggregate row per group of
-/// this page) and the paging state of the next page, if any.
+/// this page) and the paging state of the next page, if any. The rows come
+/// in read order; with `sort` (ORDER BY over several partitions, reversed
+/// or not) the groups are then sorted by their first rows, as Cassandra
+/// sorts the result rows.
 fn grouped_rows(
     table: &Table,
     outputs: &[Output],
-    rows: &[CqlRow],
-    group_columns: &[usize],
+    (rows, sort): (&[CqlRow], Option<bool>),
+    group_by: &group_by::GroupBy,
     per_partition_limit: Option<usize>,
     paging: &GroupPaging<'_>,
 ) -> Result<(ResultRows, Option<PagingState>)> {
-    let mut groups = split_groups(rows, group_columns);
+    let mut groups = split_groups(table, rows, group_by)?;
     if let Some(n) = per_partition_limit.filter(|n| *n > 0) {
         limit_groups_per_partition(&mut groups, n);
+    }
+    if let Some(reversed) = sort {
+        groups.sort_by(|a, b| match (a.first(), b.first()) {
+            (Some(a), Some(b)) => clustering_order(table, a, b, reversed),
+            _ => a.len().cmp(&b.len()),
+        });
     }
     let already = paging.state.rows_so_far as usize;
     let offset = (paging.state.partition_index as usize).min(groups.len());

@@ -283,7 +283,7 @@ pub fn test_assignment(expr: &Expr, receiver: &CqlType) -> Assignment {
         }
         Expr::Function { name, args } => {
             let function_args: Vec<Arg<'_>> = args.iter().map(Arg::Term).collect();
-            match resolve_function(name, &function_args) {
+            match resolve_function(name, &function_args, receiver) {
                 Ok(function) if function.return_type().unfrozen() == unfrozen => Assignment::Exact,
                 Ok(function) if !is_value_compatible(receiver, function.return_type()) => {
                     Assignment::NotAssignable
@@ -608,7 +608,11 @@ fn split_elements(bytes: &[u8]) -> Option<Vec<Vec<u8>>> {
 
 // ---------------------------------------------------------------- functions
 
-fn resolve_function(name: &ast::QualifiedName, args: &[Arg<'_>]) -> Result<functions::Function> {
+fn resolve_function(
+    name: &ast::QualifiedName,
+    args: &[Arg<'_>],
+    receiver: &CqlType,
+) -> Result<functions::Function> {
     let qualified = match &name.keyspace {
         Some(ks) if ks.as_str() != "system" => format!("{}.{}", ks.as_str(), name.name.as_str()),
         _ => name.name.as_str().to_string(),
@@ -622,7 +626,7 @@ fn resolve_function(name: &ast::QualifiedName, args: &[Arg<'_>]) -> Result<funct
             "Unknown function {qualified} called"
         )));
     }
-    functions::resolve_called(&qualified, args, name.keyspace.is_some())
+    functions::resolve_for(&qualified, args, name.keyspace.is_some(), Some(receiver))
 }
 
 fn evaluate_function(
@@ -633,7 +637,7 @@ fn evaluate_function(
     ctx: &EvalContext<'_>,
 ) -> Result<Term> {
     let function_args: Vec<Arg<'_>> = args.iter().map(Arg::Term).collect();
-    let function = resolve_function(name, &function_args)?;
+    let function = resolve_function(name, &function_args, receiver)?;
     let return_type = function.return_type();
     if !is_value_compatible(receiver, return_type) {
         return Err(QueryError::invalid(format!(

@@ -8,6 +8,7 @@
 
 use bytes::Bytes;
 
+use super::group_by::GroupBy;
 use super::{
     empty_row, eval_sel, is_aggregate, Aggregate, Output, PagingState, Reader, ResultRows, Sel,
 };
@@ -262,7 +263,7 @@ pub(super) fn fold(
 /// A GROUP BY query's page: which groups (after PER PARTITION LIMIT) it
 /// returns and whether a next page follows.
 pub(super) struct GroupWindow<'a> {
-    pub group_columns: &'a [usize],
+    pub group_by: &'a GroupBy,
     /// PER PARTITION LIMIT: at most this many groups of each partition.
     pub per_partition: Option<usize>,
     /// Groups returned by earlier pages (skipped: reads start over).
@@ -296,7 +297,9 @@ pub(super) fn fold_groups(
         take,
         offset: window.offset,
     };
-    let mut current: Option<(CqlRow, bool, Group)> = None;
+    // The group in progress: its first row and grouping function value,
+    // whether PER PARTITION LIMIT keeps it, its folds.
+    let mut current: Option<(CqlRow, Option<Vec<u8>>, bool, Group)> = None;
     let mut partition_groups: Option<(rocksandra_storage::PartitionKey, usize)> = None;
     let mut read = 0usize;
     let mut state = PagingState::default();
@@ -304,14 +307,14 @@ pub(super) fn fold_groups(
         let (rows, next) = reader.read(&state, AGGREGATE_BATCH_ROWS)?;
         for row in rows {
             read += 1;
-            let same = current.as_ref().is_some_and(|(first, ..)| {
+            let value = window.group_by.function_value(table, &row)?;
+            let same = current.as_ref().is_some_and(|(first, first_value, ..)| {
                 window
-                    .group_columns
-                    .iter()
-                    .all(|c| row.columns[*c].value == first.columns[*c].value)
+                    .group_by
+                    .same_group((first, first_value), (&row, &value))
             });
             if !same {
-                if let Some((_, kept, group)) = current.take() {
+                if let Some((_, _, kept, group)) = current.take() {
                     if page.close(table, outputs, kept, group)? {
                         break 'reading;
                     }
@@ -327,16 +330,16 @@ pub(super) fn fold_groups(
                     }
                 };
                 let kept = window.per_partition.is_none_or(|n| n == 0 || count <= n);
-                current = Some((row.clone(), kept, Group::new(outputs)?));
+                current = Some((row.clone(), value, kept, Group::new(outputs)?));
             }
-            if let Some((_, true, group)) = &mut current {
+            if let Some((_, _, true, group)) = &mut current {
                 group.add(table, row)?;
             }
         }
         match next {
             Some(n) => state = n,
             None => {
-                if let Some((_, kept, group)) = current.take() {
+                if let Some((_, _, kept, group)) = current.take() {
                     page.close(table, outputs, kept, group)?;
                 }
                 break;
