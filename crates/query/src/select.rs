@@ -2197,32 +2197,22 @@ pub fn execute(
         let query = (&*table, &outputs[..], select);
         return execute_aggregate(executor, query, request, &reader, warnings);
     }
-    let PageWindow {
-        state,
-        already,
-        remaining_limit,
-        page_size,
-    } = PageWindow::of(request, aggregate, grouped, limit)?;
+    let window = PageWindow::of(request, aggregate, grouped, limit)?;
     if grouped && !post_ordering {
         let window = aggregate::GroupWindow {
             group_by: &group_by,
             per_partition: per_partition_limit,
-            offset: state.partition_index as usize,
-            already,
+            offset: window.state.partition_index as usize,
+            already: window.already,
             limit,
-            remaining_limit,
+            remaining_limit: window.remaining_limit,
             page_size: request.page_size.filter(|p| *p > 0),
         };
         let query = (&*table, &outputs[..], select);
         return execute_grouped(executor, query, request, (&reader, &window), warnings);
     }
     let page = Page {
-        window: PageWindow {
-            state,
-            already,
-            remaining_limit,
-            page_size,
-        },
+        window,
         limit,
         per_partition_limit,
         group_by: &group_by,

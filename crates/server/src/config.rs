@@ -797,6 +797,7 @@ impl FileConfig {
         let addresses = self.addresses(&defaults)?;
         let durations = self.durations(&defaults)?;
         let bcrypt_rounds = self.bcrypt_rounds(&defaults)?;
+        let flags = self.feature_flags(&defaults)?;
         let config = Config {
             cluster_name: self.cluster_name.unwrap_or(defaults.cluster_name),
             listen_address: addresses.listen,
@@ -860,32 +861,8 @@ impl FileConfig {
                     .tombstone_failure_threshold
                     .unwrap_or(defaults.tombstone_thresholds.failure),
             },
-            materialized_views_enabled: pick_legacy(
-                (
-                    "materialized_views_enabled",
-                    self.materialized_views_enabled,
-                    Ok,
-                ),
-                (
-                    "enable_materialized_views",
-                    self.enable_materialized_views,
-                    Ok,
-                ),
-            )?
-            .unwrap_or(defaults.materialized_views_enabled),
-            drop_compact_storage_enabled: pick_legacy(
-                (
-                    "drop_compact_storage_enabled",
-                    self.drop_compact_storage_enabled,
-                    Ok,
-                ),
-                (
-                    "enable_drop_compact_storage",
-                    self.enable_drop_compact_storage,
-                    Ok,
-                ),
-            )?
-            .unwrap_or(defaults.drop_compact_storage_enabled),
+            materialized_views_enabled: flags.materialized_views,
+            drop_compact_storage_enabled: flags.drop_compact_storage,
             commitlog_directory: storage.commitlog_directory,
             hints_directory: non_empty_dir("hints_directory", self.hints_directory)?,
             memtable_space_bytes: storage.memtable_space_bytes,
@@ -903,6 +880,12 @@ struct Addresses {
     listen: IpAddr,
     rpc: Option<IpAddr>,
     broadcast_rpc: Option<IpAddr>,
+}
+
+/// `materialized_views_enabled` and `drop_compact_storage_enabled`.
+struct FeatureFlags {
+    materialized_views: bool,
+    drop_compact_storage: bool,
 }
 
 /// The durations that have a legacy `_in_ms` name beside their own.
@@ -952,6 +935,40 @@ impl FileConfig {
         Ok(LegacyDurations {
             commitlog_sync_period,
             max_hint_window,
+        })
+    }
+
+    /// The guardrails that switch a feature on, each with its legacy name.
+    fn feature_flags(&self, defaults: &Config) -> Result<FeatureFlags, ConfigError> {
+        let materialized_views = pick_legacy(
+            (
+                "materialized_views_enabled",
+                self.materialized_views_enabled,
+                Ok,
+            ),
+            (
+                "enable_materialized_views",
+                self.enable_materialized_views,
+                Ok,
+            ),
+        )?
+        .unwrap_or(defaults.materialized_views_enabled);
+        let drop_compact_storage = pick_legacy(
+            (
+                "drop_compact_storage_enabled",
+                self.drop_compact_storage_enabled,
+                Ok,
+            ),
+            (
+                "enable_drop_compact_storage",
+                self.enable_drop_compact_storage,
+                Ok,
+            ),
+        )?
+        .unwrap_or(defaults.drop_compact_storage_enabled);
+        Ok(FeatureFlags {
+            materialized_views,
+            drop_compact_storage,
         })
     }
 
