@@ -805,6 +805,12 @@ impl Executor {
         };
         next.version = rocksandra_data::uuid::random_v4(&*self.env.random);
         next.epoch = current.epoch + 1;
+        let kept = next.stored_ids();
+        let gone = current
+            .stored_ids()
+            .into_iter()
+            .filter(|id| !kept.contains(id));
+        next.dropped_tables.extend(gone);
         let indexes = crate::index::build::storage_changes(&current, &next);
         // Tables are created before the schema naming them is stored, and
         // dropped after: a crash leaves at worst an unused column family.
@@ -868,6 +874,7 @@ impl Executor {
         }
         let mut next = Schema::builtin();
         next.load_stored_json(json)?;
+        refuse_undeclared_drops(&current, &next)?;
         let changes = crate::schema::diff(&current, &next);
         let old: HashMap<TableId, crate::schema::Table> = current
             .stored_tables()
@@ -1202,5 +1209,26 @@ pub fn bind_values<'a>(
             }
             Ok(std::borrow::Cow::Owned(out))
         }
+    }
+}
+
+/// A schema from a peer may take away only the tables, views and index
+/// stores a DDL statement dropped (recorded in `Schema::dropped_tables` by
+/// the node that ran it): a schema that loses a table any other way (a
+/// forged or corrupted push) is refused before anything is dropped.
+fn refuse_undeclared_drops(current: &Schema, next: &Schema) -> Result<()> {
+    let kept = next.stored_ids();
+    let undeclared = current.stored_tables().into_iter().find(|t| {
+        !kept.contains(&t.storage_id.0) && !next.dropped_tables.contains(&t.storage_id.0)
+    });
+    match undeclared {
+        None => Ok(()),
+        Some(table) => Err(QueryError::Server(format!(
+            "refusing schema version {} (epoch {}): it drops {}.{} without a DROP statement",
+            rocksandra_data::uuid::to_text(&next.version),
+            next.epoch,
+            table.keyspace,
+            table.name
+        ))),
     }
 }

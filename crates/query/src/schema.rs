@@ -10,7 +10,7 @@
 //! and tables whose column types are CQL type text. System keyspaces are
 //! built in and never stored.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use rocksandra_data::types::{CqlType, UdtResolver, UdtType};
@@ -50,6 +50,10 @@ pub struct Schema {
     pub next_table_id: u64,
     /// Counts schema changes; in a cluster the highest epoch wins.
     pub epoch: u64,
+    /// The storage ids of the tables, views and index stores that DDL
+    /// statements dropped (ids are never reused). A schema pushed by a peer
+    /// may take away only these (`Executor::install_schema`).
+    pub dropped_tables: BTreeSet<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -542,6 +546,7 @@ impl Schema {
             version: INITIAL_SCHEMA_VERSION,
             next_table_id: 1,
             epoch: 0,
+            dropped_tables: BTreeSet::new(),
         };
         for ks in crate::system::system_keyspaces() {
             schema.keyspaces.insert(ks.name.clone(), Arc::new(ks));
@@ -594,6 +599,14 @@ impl Schema {
 
     /// Every table kept in storage: user tables, the system tables kept in
     /// storage, and the tables holding index entries.
+    /// The storage ids of `stored_tables`.
+    pub fn stored_ids(&self) -> BTreeSet<u64> {
+        self.stored_tables()
+            .iter()
+            .map(|t| t.storage_id.0)
+            .collect()
+    }
+
     pub fn stored_tables(&self) -> Vec<Table> {
         let mut out = Vec::new();
         for table in self.tables().filter(|t| !t.is_virtual) {
@@ -618,6 +631,8 @@ struct StoredSchema {
     /// changed it (they are built in, not stored as keyspaces).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     system_replication: BTreeMap<String, BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    dropped_tables: BTreeSet<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -693,6 +708,7 @@ impl Schema {
             next_table_id: self.next_table_id,
             epoch: self.epoch,
             system_replication,
+            dropped_tables: self.dropped_tables.clone(),
             keyspaces: self
                 .keyspaces
                 .values()
@@ -766,6 +782,7 @@ impl Schema {
         self.version = stored.version;
         self.next_table_id = stored.next_table_id;
         self.epoch = stored.epoch;
+        self.dropped_tables = stored.dropped_tables;
         for (name, replication) in stored.system_replication {
             if let Some(keyspace) = self.keyspaces.get_mut(&name) {
                 if REPLICATED_SYSTEM_KEYSPACES.contains(&name.as_str()) {

@@ -115,6 +115,7 @@ pub(crate) fn schema_with(extra: Vec<Keyspace>) -> Schema {
         version: [0x11; 16],
         next_table_id: 10,
         epoch: 0,
+        dropped_tables: Default::default(),
     }
 }
 

@@ -1,0 +1,95 @@
+//! A schema pushed by a peer may drop only what a DDL statement dropped:
+//! the node that ran the DROP records it in the schema it sends, and a
+//! schema that loses a table without that record is refused, its data kept.
+
+mod common;
+use common::memory_executor as executor;
+use rocksandra_query::{Executor, Request};
+use rocksandra_wire::ResultBody;
+
+fn run(executor: &Executor, cql: &str) {
+    executor
+        .query(cql, &Request::default())
+        .unwrap_or_else(|e| panic!("{cql}: {e}"));
+}
+
+fn row_count(executor: &Executor, cql: &str) -> usize {
+    let outcome = executor.query(cql, &Request::default()).expect("select");
+    match outcome.body {
+        ResultBody::Rows(rows) => rows.rows.len(),
+        other => panic!("not rows: {other:?}"),
+    }
+}
+
+fn blob(executor: &Executor) -> (u64, Vec<u8>) {
+    let (epoch, _, json) = executor.schema_blob();
+    (epoch, json)
+}
+
+const SETUP: [&str; 4] = [
+    "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+    "CREATE TABLE ks.keep (k int PRIMARY KEY, v int)",
+    "CREATE TABLE ks.gone (k int PRIMARY KEY, v int)",
+    "INSERT INTO ks.gone (k, v) VALUES (1, 1)",
+];
+
+#[test]
+fn a_drop_made_by_ddl_reaches_the_peer() {
+    let (a, b) = (executor(), executor());
+    for cql in &SETUP[..3] {
+        run(&a, cql);
+    }
+    let (epoch, json) = blob(&a);
+    b.install_schema(epoch, &json).expect("creates");
+    run(&b, SETUP[3]);
+    run(&a, "DROP TABLE ks.gone");
+    let (epoch, json) = blob(&a);
+    let changes = b.install_schema(epoch, &json).expect("a DDL drop is adopted");
+    assert!(!changes.is_empty());
+    assert!(b.schema().table("ks", "gone").is_none());
+    assert!(b.schema().table("ks", "keep").is_some());
+}
+
+#[test]
+fn a_schema_that_loses_a_table_without_a_drop_is_refused() {
+    let (a, b) = (executor(), executor());
+    for cql in &SETUP[..3] {
+        run(&a, cql);
+    }
+    let (epoch, json) = blob(&a);
+    b.install_schema(epoch, &json).expect("creates");
+    run(&b, SETUP[3]);
+    // A forged push: a newer epoch whose keyspace no longer holds `gone`.
+    let mut forged: serde_json::Value = serde_json::from_slice(&json).expect("json");
+    forged["epoch"] = serde_json::json!(epoch + 10);
+    let keyspaces = forged["keyspaces"].as_array_mut().expect("keyspaces");
+    let ks = keyspaces.iter_mut().find(|k| k["name"] == "ks").expect("ks");
+    let tables = ks["tables"].as_array_mut().expect("tables");
+    tables.retain(|t| t["name"] != "gone");
+    let forged = serde_json::to_vec(&forged).expect("json");
+    let error = b.install_schema(epoch + 10, &forged).unwrap_err();
+    assert!(
+        error.to_string().contains("drops ks.gone without a DROP statement"),
+        "{error}"
+    );
+    assert!(b.schema().table("ks", "gone").is_some());
+    assert_eq!(b.schema().epoch, epoch, "the schema is left as it was");
+    assert_eq!(row_count(&b, "SELECT * FROM ks.gone"), 1);
+}
+
+#[test]
+fn the_drop_record_survives_a_restart_of_the_schema() {
+    let a = executor();
+    for cql in &SETUP[..3] {
+        run(&a, cql);
+    }
+    run(&a, "CREATE INDEX ON ks.keep (v)");
+    run(&a, "DROP INDEX ks.keep_v_idx");
+    run(&a, "DROP KEYSPACE ks");
+    let (epoch, json) = blob(&a);
+    let mut reread = rocksandra_query::schema::Schema::builtin();
+    reread.load_stored_json(&json).expect("reads");
+    assert_eq!(reread.epoch, epoch);
+    // Two tables and the index's store.
+    assert_eq!(reread.dropped_tables.len(), 3, "{:?}", reread.dropped_tables);
+}
