@@ -33,8 +33,8 @@ const SETUP: [&str; 4] = [
     "INSERT INTO ks.gone (k, v) VALUES (1, 1)",
 ];
 
-#[test]
-fn a_drop_made_by_ddl_reaches_the_peer() {
+/// Node `a` creates the tables and `b` adopts its schema; `b` holds a row.
+fn two_nodes() -> (Executor, Executor, u64, Vec<u8>) {
     let (a, b) = (executor(), executor());
     for cql in &SETUP[..3] {
         run(&a, cql);
@@ -42,9 +42,17 @@ fn a_drop_made_by_ddl_reaches_the_peer() {
     let (epoch, json) = blob(&a);
     b.install_schema(epoch, &json).expect("creates");
     run(&b, SETUP[3]);
+    (a, b, epoch, json)
+}
+
+#[test]
+fn a_drop_made_by_ddl_reaches_the_peer() {
+    let (a, b, _, _) = two_nodes();
     run(&a, "DROP TABLE ks.gone");
     let (epoch, json) = blob(&a);
-    let changes = b.install_schema(epoch, &json).expect("a DDL drop is adopted");
+    let changes = b
+        .install_schema(epoch, &json)
+        .expect("a DDL drop is adopted");
     assert!(!changes.is_empty());
     assert!(b.schema().table("ks", "gone").is_none());
     assert!(b.schema().table("ks", "keep").is_some());
@@ -52,24 +60,23 @@ fn a_drop_made_by_ddl_reaches_the_peer() {
 
 #[test]
 fn a_schema_that_loses_a_table_without_a_drop_is_refused() {
-    let (a, b) = (executor(), executor());
-    for cql in &SETUP[..3] {
-        run(&a, cql);
-    }
-    let (epoch, json) = blob(&a);
-    b.install_schema(epoch, &json).expect("creates");
-    run(&b, SETUP[3]);
+    let (_, b, epoch, json) = two_nodes();
     // A forged push: a newer epoch whose keyspace no longer holds `gone`.
     let mut forged: serde_json::Value = serde_json::from_slice(&json).expect("json");
     forged["epoch"] = serde_json::json!(epoch + 10);
     let keyspaces = forged["keyspaces"].as_array_mut().expect("keyspaces");
-    let ks = keyspaces.iter_mut().find(|k| k["name"] == "ks").expect("ks");
+    let ks = keyspaces
+        .iter_mut()
+        .find(|k| k["name"] == "ks")
+        .expect("ks");
     let tables = ks["tables"].as_array_mut().expect("tables");
     tables.retain(|t| t["name"] != "gone");
     let forged = serde_json::to_vec(&forged).expect("json");
     let error = b.install_schema(epoch + 10, &forged).unwrap_err();
     assert!(
-        error.to_string().contains("drops ks.gone without a DROP statement"),
+        error
+            .to_string()
+            .contains("drops ks.gone without a DROP statement"),
         "{error}"
     );
     assert!(b.schema().table("ks", "gone").is_some());
@@ -91,5 +98,10 @@ fn the_drop_record_survives_a_restart_of_the_schema() {
     reread.load_stored_json(&json).expect("reads");
     assert_eq!(reread.epoch, epoch);
     // Two tables and the index's store.
-    assert_eq!(reread.dropped_tables.len(), 3, "{:?}", reread.dropped_tables);
+    assert_eq!(
+        reread.dropped_tables.len(),
+        3,
+        "{:?}",
+        reread.dropped_tables
+    );
 }
