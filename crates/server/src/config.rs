@@ -664,6 +664,23 @@ pub struct Cli {
     /// Port for other nodes (storage_port).
     #[arg(long, value_name = "PORT")]
     pub storage_port: Option<u16>,
+    /// Directory of `system.log` (rotated daily, a week kept); without
+    /// one, logs go to stderr only.
+    #[arg(long, value_name = "DIR", env = "CASSANDRA_LOG_DIR")]
+    pub log_dir: Option<PathBuf>,
+    /// How log lines are written: `text` or `json` (one object a line).
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t)]
+    pub log_format: crate::logging::LogFormat,
+}
+
+impl Cli {
+    /// Where and how the node logs.
+    pub fn log_options(&self) -> crate::logging::LogOptions {
+        crate::logging::LogOptions {
+            dir: self.log_dir.clone(),
+            format: self.log_format,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, clap::Subcommand)]
