@@ -21,6 +21,10 @@ use tracing_subscriber::{reload, EnvFilter, Registry};
 
 use levels::{Level, Levels, Logger};
 
+/// The environment variable Cassandra's scripts take the log directory
+/// from; `--log-dir` overrides it.
+pub const LOG_DIR_VARIABLE: &str = "CASSANDRA_LOG_DIR";
+
 /// The current log file is `system.log` (a link to the day's file,
 /// `system.log.YYYY-MM-DD`), where Cassandra writes its own.
 pub const LOG_FILE_NAME: &str = "system.log";

@@ -21,8 +21,9 @@ fn main() -> ExitCode {
     if let Some(Command::Nodetool(args)) = &cli.command {
         return nodetool::run(args.clone(), cli.config.as_deref());
     }
+    let log_options = cli.log_options();
     // Kept to the end: dropping it flushes the log file.
-    let logger = match logging::init(&cli.log_options()) {
+    let logger = match logging::init(&log_options) {
         Ok(logger) => logger,
         Err(e) => {
             eprintln!("rocksandra: {e}");
@@ -32,7 +33,7 @@ fn main() -> ExitCode {
     if let Some(refused) = &logger.rust_log_refused {
         warn!("{refused}");
     }
-    if let Some(dir) = &cli.log_dir {
+    if let Some(dir) = &log_options.dir {
         info!("logging to {}", dir.join(logging::LOG_FILE_NAME).display());
     }
     let config = match Config::load(&cli) {

@@ -176,7 +176,14 @@ fn json_lines_with_the_log_dir_flag() {
     let logs = dir.path().join("json-logs");
     let logs_flag = logs.to_string_lossy().to_string();
     let flags = ["--log-dir", &logs_flag, "--log-format", "json"];
-    let mut node = Node::start(dir.path(), &logs, &flags, &[]);
+    // The flag wins over the environment.
+    let elsewhere = dir.path().join("not-here");
+    let mut node = Node::start(
+        dir.path(),
+        &logs,
+        &flags,
+        &[("CASSANDRA_LOG_DIR", &elsewhere)],
+    );
     let log = node.wait_for("nodetool connects to");
     for line in log.lines() {
         let object: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
@@ -194,4 +201,5 @@ fn json_lines_with_the_log_dir_flag() {
     let listening = listening.expect("the startup line");
     assert_eq!(listening["level"], "INFO");
     assert_eq!(listening["cluster_name"], "Test Cluster");
+    assert!(!elsewhere.exists());
 }
