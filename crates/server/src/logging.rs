@@ -262,3 +262,26 @@ impl LevelControl {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configured_levels_from_rust_log() {
+        let default = Levels::parse(levels::DEFAULT_DIRECTIVES);
+        assert_eq!(configured_levels(None), (default.clone(), None));
+        assert_eq!(configured_levels(Some(" ".into())), (default.clone(), None));
+        let (levels, refused) = configured_levels(Some("debug,hnsw_rs=off".into()));
+        assert_eq!(levels.directives(), "debug,hnsw_rs=off");
+        assert_eq!(refused, None);
+        let (levels, refused) = configured_levels(Some("x=loud".into()));
+        assert_eq!(levels, default);
+        assert!(
+            refused
+                .as_deref()
+                .is_some_and(|r| r.starts_with("RUST_LOG=x=loud refused")),
+            "{refused:?}"
+        );
+    }
+}
