@@ -307,3 +307,20 @@ def test_compaction_throughput_and_stats(two):
     assert node.nodetool("setcompactionthroughput", "x", check=False).returncode == 1
     out = node.nodetool("compactionstats").stdout
     assert re.match(r"pending tasks: \d+\n", out), out
+
+
+def test_logging_levels_on_a_member(two):
+    """setlogginglevel/getlogginglevels on a cluster member: its own
+    logger's levels (Cassandra's logger names mapped to tracing targets)."""
+    node = two.nodes[B]
+    before = node.nodetool("getlogginglevels").stdout
+    assert before.splitlines()[:2] == ["", "%-50s%10s" % ("Logger Name", "Log Level")], before
+    assert re.search(r"^ROOT\s+[A-Z]+$", before, re.M), before
+    assert node.nodetool("setlogginglevel", "org.apache.cassandra.gms", "DEBUG").stdout == ""
+    during = node.nodetool("getlogginglevel").stdout
+    assert re.search(r"^rocksandra_cluster::gossip\s+DEBUG$", during, re.M), during
+    assert two.nodes[A].nodetool("getlogginglevels").stdout == before, "B's levels only"
+    r = node.nodetool("setlogginglevel", "org.apache.cassandra.nosuch", "DEBUG", check=False)
+    assert r.returncode == 1 and "no Rocksandra logger" in r.stderr, r
+    node.nodetool("setlogginglevel")
+    assert node.nodetool("getlogginglevels").stdout == before

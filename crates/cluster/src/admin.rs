@@ -181,6 +181,9 @@ pub fn run(node: &AdminNode, command: AdminCommand) -> Response {
         | AdminCommand::Netstats
         | AdminCommand::Failpoint { .. }
         | AdminCommand::Slow { .. } => failed("handled by the node"),
+        AdminCommand::GetLoggingLevels | AdminCommand::SetLoggingLevel { .. } => {
+            failed("this process's log levels are not under nodetool's control")
+        }
     }
 }
 

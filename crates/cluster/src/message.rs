@@ -265,6 +265,16 @@ pub enum AdminCommand {
     },
     /// Local replica reads and writes, as Cassandra's thread pool stages.
     TpStats,
+    /// The log levels in force (answered by the server, which owns the
+    /// process's logger).
+    GetLoggingLevels,
+    /// `level` for `logger` (Cassandra's logger names or tracing
+    /// targets); both empty: back to the configured levels; an empty
+    /// level removes the logger's own.
+    SetLoggingLevel {
+        logger: String,
+        level: String,
+    },
 }
 
 /// The tables a flush, compaction or cleanup works on.

@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use rocksandra_cluster::admin::listener::AdminService;
 use rocksandra_cluster::admin::{self, AdminNode};
-use rocksandra_cluster::message::{AdminCommand, Response};
+use rocksandra_cluster::message::{AdminCommand, RemoteError, Response};
 use rocksandra_cluster::{ClusterConfig, ClusterNode};
 use rocksandra_query::Executor;
 use rocksandra_storage::Engine;
+
+use crate::logging::LevelControl;
 
 /// What nodetool's commands act on.
 pub enum AdminTarget {
@@ -27,6 +29,9 @@ pub enum AdminTarget {
 pub struct NodeAdmin {
     pub executor: Arc<Executor>,
     pub target: AdminTarget,
+    /// The process's log levels (None: a node started without the
+    /// binary's logger, as in tests, refuses the logging commands).
+    pub log_levels: Option<LevelControl>,
 }
 
 impl AdminService for NodeAdmin {
@@ -40,7 +45,24 @@ impl AdminService for NodeAdmin {
             .map_err(|e| e.to_string())
     }
 
+    /// The logging commands are answered here: the process's logger is
+    /// the server's, not the cluster's.
     fn run(&self, command: AdminCommand) -> Response {
+        match (command, &self.log_levels) {
+            (AdminCommand::GetLoggingLevels, Some(levels)) => Response::Text(levels.table()),
+            (AdminCommand::SetLoggingLevel { logger, level }, Some(levels)) => {
+                match levels.set(&logger, &level) {
+                    Ok(()) => Response::Text(String::new()),
+                    Err(e) => Response::Error(RemoteError::Failed(e)),
+                }
+            }
+            (command, _) => self.run_command(command),
+        }
+    }
+}
+
+impl NodeAdmin {
+    fn run_command(&self, command: AdminCommand) -> Response {
         match &self.target {
             AdminTarget::Member(node) => node.admin(command),
             AdminTarget::Alone {

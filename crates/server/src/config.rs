@@ -664,6 +664,29 @@ pub struct Cli {
     /// Port for other nodes (storage_port).
     #[arg(long, value_name = "PORT")]
     pub storage_port: Option<u16>,
+    /// Directory of `system.log` (rotated daily, a week kept; default
+    /// `$CASSANDRA_LOG_DIR` when set); without one, logs go to stderr only.
+    #[arg(long, value_name = "DIR")]
+    pub log_dir: Option<PathBuf>,
+    /// How log lines are written: `text` or `json` (one object a line).
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t)]
+    pub log_format: crate::logging::LogFormat,
+}
+
+impl Cli {
+    /// Where and how the node logs: `--log-dir`, else `CASSANDRA_LOG_DIR`
+    /// as Cassandra's scripts read it (set and not empty).
+    pub fn log_options(&self) -> crate::logging::LogOptions {
+        self.log_options_with(std::env::var_os(crate::logging::LOG_DIR_VARIABLE))
+    }
+
+    fn log_options_with(&self, variable: Option<std::ffi::OsString>) -> crate::logging::LogOptions {
+        let from_variable = variable.filter(|dir| !dir.is_empty()).map(PathBuf::from);
+        crate::logging::LogOptions {
+            dir: self.log_dir.clone().or(from_variable),
+            format: self.log_format,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, clap::Subcommand)]
@@ -2248,5 +2271,24 @@ prometheus_port: 9500
         let cli = Cli::parse_from(["rocksandra"]);
         assert_eq!(cli, Cli::default());
         assert_eq!(Config::load(&cli).expect("defaults"), Config::default());
+    }
+
+    #[test]
+    fn log_directory_from_the_flag_or_cassandra_log_dir() {
+        use crate::logging::LogFormat;
+        let variable = |dir: &str| Some(std::ffi::OsString::from(dir));
+        let cli = Cli::parse_from(["rocksandra"]);
+        assert_eq!(cli.log_options_with(None).dir, None);
+        assert_eq!(cli.log_options_with(variable("")).dir, None);
+        assert_eq!(
+            cli.log_options_with(variable("/var/log/c")).dir,
+            Some(PathBuf::from("/var/log/c"))
+        );
+        assert_eq!(cli.log_options_with(None).format, LogFormat::Text);
+        let cli = Cli::parse_from(["rocksandra", "--log-dir", "logs", "--log-format", "json"]);
+        let options = cli.log_options_with(variable("/var/log/c"));
+        assert_eq!(options.dir, Some(PathBuf::from("logs")));
+        assert_eq!(options.format, LogFormat::Json);
+        assert!(Cli::try_parse_from(["rocksandra", "--log-format", "xml"]).is_err());
     }
 }

@@ -9,6 +9,7 @@ pub mod admin_port;
 pub mod config;
 pub mod exec_handler;
 pub mod handler;
+pub mod logging;
 pub mod metrics;
 pub mod node;
 pub mod nodetool;

@@ -1,14 +1,13 @@
 //! The `rocksandra` binary: flags, configuration, logging, the node's
 //! service (CQL transport, metrics endpoint), and a clean stop on SIGTERM/SIGINT.
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
 use rocksandra_server::config::Command;
+use rocksandra_server::logging::{self, LevelControl};
 use rocksandra_server::{nodetool, shutdown_signal, Cli, Config, Service};
 use tracing::{error, info, warn};
-use tracing_subscriber::EnvFilter;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -22,7 +21,21 @@ fn main() -> ExitCode {
     if let Some(Command::Nodetool(args)) = &cli.command {
         return nodetool::run(args.clone(), cli.config.as_deref());
     }
-    init_logging();
+    let log_options = cli.log_options();
+    // Kept to the end: dropping it flushes the log file.
+    let logger = match logging::init(&log_options) {
+        Ok(logger) => logger,
+        Err(e) => {
+            eprintln!("rocksandra: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(refused) = &logger.rust_log_refused {
+        warn!("{refused}");
+    }
+    if let Some(dir) = &log_options.dir {
+        info!("logging to {}", dir.join(logging::LOG_FILE_NAME).display());
+    }
     let config = match Config::load(&cli) {
         Ok(config) => config,
         Err(e) => {
@@ -43,7 +56,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(run(config));
+    let result = runtime.block_on(run(config, logger.levels.clone()));
     // Storage is flushed and closed here, after the transport has stopped
     // and in-flight requests have finished (or the grace period ran out).
     match result {
@@ -58,21 +71,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs go to stderr; `RUST_LOG` filters them (default `info`, the ANN
-/// graph crate's own lines at `warn`).
-fn init_logging() {
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,hnsw_rs=warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
-}
-
-async fn run(config: Config) -> Result<(), String> {
+async fn run(config: Config, log_levels: LevelControl) -> Result<(), String> {
     let started = std::time::Instant::now();
-    let service = Service::start(&config).await?;
+    let service = Service::start_with_log_levels(&config, Some(log_levels)).await?;
     info!(
         cluster_name = %config.cluster_name,
         data = ?config.data_file_directories,

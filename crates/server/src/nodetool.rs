@@ -132,6 +132,19 @@ pub enum NodetoolCommand {
     Decommission,
     /// Remove a dead node by its host ID
     RemoveNode { host_id: String },
+    /// Set the log level threshold for a given class (logger). If both
+    /// class and level are empty, it will reset to the initial configuration
+    SetLoggingLevel {
+        /// `org.apache.cassandra[.PACKAGE]`, `ROOT`, or a tracing target
+        /// such as `rocksandra_query`.
+        class: Option<String>,
+        /// ALL, TRACE, DEBUG, INFO, WARN, ERROR or OFF; none removes the
+        /// logger's own level.
+        level: Option<String>,
+    },
+    /// Get the runtime logging levels
+    #[command(alias = "getlogginglevel")]
+    GetLoggingLevels,
     /// Test only: answer other nodes' requests late (0 heals).
     #[cfg(feature = "fault-injection")]
     #[command(hide = true)]
@@ -192,6 +205,11 @@ impl NodetoolCommand {
             N::Netstats => AdminCommand::Netstats,
             N::Decommission => AdminCommand::Decommission,
             N::RemoveNode { host_id } => AdminCommand::RemoveNode { host_id },
+            N::SetLoggingLevel { class, level } => AdminCommand::SetLoggingLevel {
+                logger: class.unwrap_or_default(),
+                level: level.unwrap_or_default(),
+            },
+            N::GetLoggingLevels => AdminCommand::GetLoggingLevels,
             #[cfg(feature = "fault-injection")]
             N::Slow { millis } => AdminCommand::Slow { millis },
             #[cfg(feature = "fault-injection")]
@@ -469,6 +487,29 @@ mod tests {
                 keyspace: "ks".into()
             })
         );
+    }
+
+    #[test]
+    fn logging_commands() {
+        let set = |logger: &str, level: &str| {
+            Ok(AdminCommand::SetLoggingLevel {
+                logger: logger.into(),
+                level: level.into(),
+            })
+        };
+        assert_eq!(admin("setlogginglevel"), set("", ""));
+        assert_eq!(
+            admin("setlogginglevel org.apache.cassandra.transport"),
+            set("org.apache.cassandra.transport", "")
+        );
+        assert_eq!(
+            admin("setlogginglevel rocksandra_query DEBUG"),
+            set("rocksandra_query", "DEBUG")
+        );
+        assert!(admin("setlogginglevel a DEBUG extra").is_err());
+        for words in ["getlogginglevels", "getlogginglevel"] {
+            assert_eq!(admin(words), Ok(AdminCommand::GetLoggingLevels), "{words}");
+        }
     }
 
     #[test]

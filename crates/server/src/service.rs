@@ -14,6 +14,7 @@ use rocksandra_query::Executor;
 use crate::admin_port::{AdminTarget, NodeAdmin};
 use crate::config::Config;
 use crate::exec_handler::ExecutorHandler;
+use crate::logging::LevelControl;
 use crate::metrics::http::{MetricsServer, Render};
 use crate::metrics::{watch_event_loop, MetricsSource};
 use crate::transport::{Server, TransportConfig};
@@ -33,6 +34,15 @@ impl Service {
     /// Opens storage and binds every listener, so that the ports are known
     /// (and taken) before `run`.
     pub async fn start(config: &Config) -> Result<Service, String> {
+        Service::start_with_log_levels(config, None).await
+    }
+
+    /// `start`, with the process's log levels for nodetool's
+    /// `setlogginglevel` and `getlogginglevels` (which fail without).
+    pub async fn start_with_log_levels(
+        config: &Config,
+        log_levels: Option<LevelControl>,
+    ) -> Result<Service, String> {
         // TLS key material is read first: a bad file stops the node before
         // storage opens.
         let transport = TransportConfig::new(config).map_err(|e| e.to_string())?;
@@ -56,7 +66,7 @@ impl Service {
         } else {
             None
         };
-        let admin = bind_admin(config, cluster_config, &node, cluster.clone()).await?;
+        let admin = bind_admin(config, cluster_config, &node, cluster.clone(), log_levels).await?;
         let server = Server::bind(transport, handler.clone())
             .await
             .map_err(|e| e.to_string())?;
@@ -147,6 +157,7 @@ async fn bind_admin(
     cluster_config: rocksandra_cluster::ClusterConfig,
     node: &crate::node::Node,
     cluster: Option<Arc<rocksandra_cluster::ClusterNode>>,
+    log_levels: Option<LevelControl>,
 ) -> Result<Option<AdminListener>, String> {
     let Some(address) = config.admin_listen_address() else {
         return Ok(None);
@@ -165,6 +176,7 @@ async fn bind_admin(
     let service = Arc::new(NodeAdmin {
         executor: node.executor.clone(),
         target,
+        log_levels,
     });
     AdminListener::bind(address, tls, service)
         .await

@@ -72,6 +72,16 @@ async fn a_node_alone_answers_nodetool() {
     .expect("tablestats");
     assert!(stats.contains("Table: t"), "{stats}");
 
+    // The process's logger is the binary's (tests/logging.rs): a node
+    // started without it says so.
+    let levels = nodetool(&node, AdminCommand::GetLoggingLevels, None).await;
+    assert!(
+        levels
+            .as_ref()
+            .is_err_and(|e| e.contains("not under nodetool's control")),
+        "{levels:?}"
+    );
+
     let refused = nodetool(&node, AdminCommand::Decommission, None).await;
     assert_eq!(
         refused,
