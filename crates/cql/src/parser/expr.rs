@@ -19,6 +19,42 @@ pub(crate) enum Mode {
     Selector,
 }
 
+/// The keywords of Cassandra's `native_type` rule.
+const NATIVE_TYPE_KEYWORDS: &[&str] = &[
+    "ascii",
+    "bigint",
+    "blob",
+    "boolean",
+    "counter",
+    "decimal",
+    "double",
+    "duration",
+    "float",
+    "inet",
+    "int",
+    "smallint",
+    "text",
+    "timestamp",
+    "tinyint",
+    "uuid",
+    "varchar",
+    "varint",
+    "timeuuid",
+    "date",
+    "time",
+];
+
+/// Words that can name a keyspace but not a user type (Cassandra's
+/// `noncol_ident` less its `non_type_ident`): the native types' keywords and
+/// a few unreserved ones.
+fn is_keyspace_only_word(word: &str) -> bool {
+    NATIVE_TYPE_KEYWORDS.contains(&word)
+        || matches!(
+            word,
+            "ttl" | "count" | "writetime" | "maxwritetime" | "cast" | "json" | "distinct"
+        )
+}
+
 /// The words the lexer would make constants in Cassandra's grammar.
 fn keyword_literal(word: &str) -> Option<Literal> {
     match word {
@@ -59,8 +95,22 @@ impl Parser {
     }
 
     fn udt_type_name(&mut self) -> Result<TypeExpr> {
-        let QualifiedName { keyspace, name } = self.qualified_name()?;
+        let QualifiedName { keyspace, name } = self.user_type_name()?;
         Ok(TypeExpr::Udt { keyspace, name })
+    }
+
+    /// Cassandra's `userTypeName`, `[keyspace.]name`: a word that cannot
+    /// name a type (`int`) can only be the keyspace, so a '.' must follow it.
+    pub(crate) fn user_type_name(&mut self) -> Result<QualifiedName> {
+        let token = self.peek();
+        if token.kind == TokenKind::Ident
+            && is_keyspace_only_word(&token.value)
+            && !self.is_sym_at(1, ".")
+        {
+            self.advance();
+            return Err(self.mismatch("'.'"));
+        }
+        self.qualified_name()
     }
 
     fn parameterized_type(&mut self, word: &str) -> Result<TypeExpr> {
@@ -370,32 +420,9 @@ impl Parser {
         let expr = self.expr(mode)?;
         self.expect_kw("as")?;
         // CAST takes a native type only (the grammar's `native_type`).
-        const NATIVE: &[&str] = &[
-            "ascii",
-            "bigint",
-            "blob",
-            "boolean",
-            "counter",
-            "decimal",
-            "double",
-            "duration",
-            "float",
-            "inet",
-            "int",
-            "smallint",
-            "text",
-            "timestamp",
-            "tinyint",
-            "uuid",
-            "varchar",
-            "varint",
-            "timeuuid",
-            "date",
-            "time",
-        ];
         let token = self.peek();
         if token.kind != crate::lexer::TokenKind::Ident
-            || !NATIVE.contains(&token.value.to_ascii_lowercase().as_str())
+            || !NATIVE_TYPE_KEYWORDS.contains(&token.value.as_str())
         {
             return Err(self.no_viable());
         }
