@@ -380,9 +380,10 @@ impl Parser {
         match mode {
             Mode::Selector => Ok(Expr::Column(self.ident()?)),
             // Cassandra's parser reads the name as a possible function name
-            // and fails at the token after it.
+            // (`f(` or `ks.f(`) and fails at the first token that rules it out.
             Mode::Term if !self.is_sym_at(1, ".") => Err(self.no_viable_ahead(1)),
-            Mode::Term => Err(self.no_viable()),
+            Mode::Term if self.is_function_name_at(2) => Err(self.no_viable_ahead(3)),
+            Mode::Term => Err(self.no_viable_ahead(2)),
         }
     }
 

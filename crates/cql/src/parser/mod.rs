@@ -515,6 +515,37 @@ impl Parser {
         self.snippet_to(0)
     }
 
+    /// Where the snippet's text ends after the bracketed token (which ends at
+    /// `offending_end`), and the index (ahead of the cursor) of the last token
+    /// it reaches. Cassandra's snippet runs two stream tokens past the
+    /// offending one (the text between two tokens is one hidden token), but
+    /// no further than the parser had read: the token `ahead`.
+    fn snippet_tail(&self, ahead: usize, offending_end: usize) -> (usize, usize) {
+        let mut stream_tokens = 2;
+        let mut shown_end = offending_end;
+        let mut last = 0;
+        while last < ahead {
+            let next = self.peek_at(last + 1);
+            if next.kind == TokenKind::Eof {
+                break;
+            }
+            if next.start > self.peek_at(last).end {
+                stream_tokens -= 1;
+                if stream_tokens == 0 {
+                    return (next.start, last);
+                }
+            }
+            stream_tokens -= 1;
+            last += 1;
+            // A token is measured by its text, as the offending one.
+            shown_end = (next.start + self.token_text(next).chars().count()).min(next.end);
+            if stream_tokens == 0 {
+                break;
+            }
+        }
+        (shown_end, last)
+    }
+
     /// The snippet, continued after the bracketed token up to the token
     /// `ahead` of it.
     fn snippet_to(&self, ahead: usize) -> String {
@@ -571,14 +602,11 @@ impl Parser {
         let end = text_end.min(offending.end);
         out.push_str(&flat(offending.start, end));
         out.push(']');
-        // The last token shown is measured by its text too.
-        let last = self.peek_at(ahead);
-        let last_end = (last.start + self.token_text(last).chars().count()).min(last.end);
-        if ahead > 0 {
-            out.push_str(&flat(end, last_end));
-        }
-        let last_cut = if ahead == 0 { end } else { last_end } < last.end;
-        if self.peek_at(ahead + 1).kind != TokenKind::Eof || last_cut {
+        let (shown_end, last) = self.snippet_tail(ahead, end);
+        out.push_str(&flat(end, shown_end));
+        let last_token = self.peek_at(last);
+        let cut = shown_end < last_token.end && shown_end >= last_token.start;
+        if self.peek_at(last + 1).kind != TokenKind::Eof || cut {
             out.push_str("...");
         }
         out.push(')');
