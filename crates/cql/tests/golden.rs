@@ -181,6 +181,8 @@ const CASES: &[(&str, &str)] = &[
     ("SELECT * FROM t WHERE a = b", "ERR line 1:26 no viable alternative at input 'b'"),
     ("UPDATE c SET u.tags = u.tags + {'d'} WHERE p = 6", "ERR line 1:29 no viable alternative at input '+' (...c SET u.tags = [u].tags...)"),
     ("INSERT INTO d (p, i, du) VALUES (0, 18, P1.5Y)", "ERR line 1:43 no viable alternative at input '5Y' (... VALUES (0, 18, [P1].5Y...)"),
+    ("SELECT count(DISTINCT a) FROM g", "ERR line 1:22 no viable alternative at input 'a' (SELECT count([DISTINCT] a...)"),
+    ("SELECT count(distinct) FROM g", "="),
     ("CREATE TYPE int (a int)", "ERR line 1:16 mismatched input '(' expecting '.' (CREATE TYPE int [(]...)"),
     ("DROP TYPE IF EXISTS ks.text", "="),
     ("CREATE TABLE t (v vector<float, 0>)", "ERR vectors may only have positive dimensions; given 0"),

@@ -490,6 +490,11 @@ impl Parser {
                 position,
             };
             position += 1;
+            if mode == Mode::Selector && p.is_kw("distinct") && p.is_ident_at(1) {
+                // SQL's `count(DISTINCT a)`: DISTINCT can only be a column
+                // name here, and Cassandra's parser fails at the name after it.
+                return Err(p.no_viable_ahead(1));
+            }
             p.within(step, |p| p.expr(mode))
         })?;
         Ok(Expr::Function { name, args })
@@ -608,6 +613,11 @@ impl Parser {
             }
             let step = NestedStep::TupleItem(position);
             position += 1;
+            if mode == Mode::Selector && p.is_kw("distinct") && p.is_ident_at(1) {
+                // SQL's `count(DISTINCT a)`: DISTINCT can only be a column
+                // name here, and Cassandra's parser fails at the name after it.
+                return Err(p.no_viable_ahead(1));
+            }
             p.within(step, |p| p.expr(mode))
         })?;
         // In selectors `(x)` groups x; it stays a one-item tuple so that
