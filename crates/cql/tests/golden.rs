@@ -183,6 +183,7 @@ const CASES: &[(&str, &str)] = &[
     ("INSERT INTO d (p, i, du) VALUES (0, 18, P1.5Y)", "ERR line 1:43 no viable alternative at input '5Y' (... VALUES (0, 18, [P1].5Y...)"),
     ("SELECT count(DISTINCT a) FROM g", "ERR line 1:22 no viable alternative at input 'a' (SELECT count([DISTINCT] a...)"),
     ("SELECT count(distinct) FROM g", "="),
+    ("UPDATE kv SET v = 'x' WHERE k = 1 IF EXISTS AND n = 1", "ERR line 1:44 no viable alternative at input 'AND' (...WHERE k = 1 IF [EXISTS] AND...)"),
     ("CREATE TYPE int (a int)", "ERR line 1:16 mismatched input '(' expecting '.' (CREATE TYPE int [(]...)"),
     ("DROP TYPE IF EXISTS ks.text", "="),
     ("CREATE TABLE t (v vector<float, 0>)", "ERR vectors may only have positive dimensions; given 0"),

@@ -327,6 +327,11 @@ impl Parser {
                 || (next.kind == TokenKind::Ident && matches!(word, "in" | "contains" | "like"))
         };
         if self.is_kw("exists") && !exists_is_column {
+            if !self.statement_ends_at(1) {
+                // ANTLR chose between IF EXISTS and a condition on a column
+                // named exists by the token after it, and neither fits.
+                return Err(self.no_viable_ahead(1));
+            }
             self.advance();
             return Ok(Some(Condition::Exists));
         }
@@ -335,6 +340,21 @@ impl Parser {
             return Err(self.no_viable());
         }
         Ok(Some(Condition::Columns(conditions)))
+    }
+
+    /// Whether a modification statement can end before the token `ahead`:
+    /// at the end, a ';' or the next statement or APPLY of a batch.
+    fn statement_ends_at(&self, ahead: usize) -> bool {
+        let next = self.peek_at(ahead);
+        match next.kind {
+            TokenKind::Eof => true,
+            TokenKind::Symbol => matches!(next.value.as_str(), ";" | ")"),
+            TokenKind::Ident => matches!(
+                next.value.as_str(),
+                "apply" | "insert" | "update" | "delete"
+            ),
+            _ => false,
+        }
     }
 
     fn column_condition(&mut self) -> Result<ColumnCondition> {
