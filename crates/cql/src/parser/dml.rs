@@ -58,6 +58,12 @@ impl Parser {
 
     /// GROUP BY, ORDER BY, PER PARTITION LIMIT, LIMIT, ALLOW FILTERING.
     fn select_tail(&mut self, select: &mut Select) -> Result<()> {
+        for keyword in ["group", "order"] {
+            if self.is_kw(keyword) && !self.is_kw_at(1, "by") {
+                self.advance();
+                return Err(self.mismatch("K_BY"));
+            }
+        }
         if self.eat_kws(&["group", "by"]) {
             select.group_by = self.comma_separated(|p| {
                 p.with_receiver(BindReceiver::Unknown, Parser::selector_expr)
