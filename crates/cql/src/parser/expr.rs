@@ -766,7 +766,11 @@ impl Parser {
             Operator::ContainsKey => {
                 self.with_receiver(nested(NestedStep::ContainsKey), Parser::term)
             }
-            _ => self.with_receiver(receiver, Parser::term),
+            _ => {
+                let value = self.with_receiver(receiver, Parser::term)?;
+                self.relation_term_end = Some(self.pos);
+                Ok(value)
+            }
         }
     }
 

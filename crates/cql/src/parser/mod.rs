@@ -92,6 +92,10 @@ pub(crate) struct Parser {
     binds: Vec<BindVariable>,
     /// What a bind marker met now would bind; set by the enclosing rule.
     receiver: BindReceiver,
+    /// Where the value of the last relation or condition (`c = <term>`)
+    /// ended: Cassandra's parser decides what follows a term by more
+    /// lookahead than elsewhere, which its errors there show.
+    relation_term_end: Option<usize>,
 }
 
 /// A position to come back to when a speculative parse fails.
@@ -119,6 +123,7 @@ impl Parser {
             depth: 0,
             binds: Vec::new(),
             receiver: BindReceiver::Unknown,
+            relation_term_end: None,
         })
     }
 
@@ -156,9 +161,22 @@ impl Parser {
 
     fn expect_eof(&self) -> Result<()> {
         if self.at_eof() {
-            Ok(())
-        } else {
-            Err(self.mismatch("EOF"))
+            return Ok(());
+        }
+        if self.relation_term_end != Some(self.pos) {
+            return Err(self.mismatch("EOF"));
+        }
+        // After a relation's value, ANTLR's decision knows the keywords that
+        // can follow (looking one token past them) and no other word.
+        let token = self.peek();
+        let follows = token.kind != TokenKind::Ident
+            || matches!(
+                token.value.as_str(),
+                "and" | "group" | "order" | "per" | "limit" | "allow" | "if" | "apply"
+            );
+        match follows {
+            true => Err(self.mismatch_ahead("EOF", 2)),
+            false => Err(self.no_viable()),
         }
     }
 
