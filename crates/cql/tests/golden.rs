@@ -187,6 +187,7 @@ const CASES: &[(&str, &str)] = &[
     ("UPDATE kv SET v = 'x' WHERE k = 1 IF n = 1 IF EXISTS", "ERR line 1:43 mismatched input 'IF' expecting EOF (...1 IF n = 1 [IF] EXISTS)"),
     ("SELECT * FROM t WHERE p = 1 ORDER c", "ERR line 1:34 mismatched input 'c' expecting K_BY (...WHERE p = 1 ORDER [c])"),
     ("SELECT * FROM t WHERE p = 1 GARBAGE", "ERR line 1:28 no viable alternative at input 'GARBAGE' (...t WHERE p = 1 [GARBAGE])"),
+    ("INSERT INTO t VALUES (1, 2)", "ERR line 1:14 no viable alternative at input 'VALUES' (INSERT INTO [t] VALUES...)"),
     ("CREATE TYPE int (a int)", "ERR line 1:16 mismatched input '(' expecting '.' (CREATE TYPE int [(]...)"),
     ("DROP TYPE IF EXISTS ks.text", "="),
     ("CREATE TABLE t (v vector<float, 0>)", "ERR vectors may only have positive dimensions; given 0"),

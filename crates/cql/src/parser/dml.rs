@@ -147,6 +147,14 @@ impl Parser {
     pub(crate) fn insert(&mut self) -> Result<Insert> {
         self.expect_kw("insert")?;
         self.expect_kw("into")?;
+        if self.is_ident_at(0)
+            && !self.at_eof_at(1)
+            && !(self.is_sym_at(1, ".") || self.is_sym_at(1, "(") || self.is_kw_at(1, "json"))
+        {
+            // ANTLR decides whether the name is a keyspace or the table by
+            // the token after it, and fails there.
+            return Err(self.no_viable_ahead(1));
+        }
         let table = self.qualified_name()?;
         let values = match self.eat_kw("json") {
             true => self.json_values()?,

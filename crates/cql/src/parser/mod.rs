@@ -200,7 +200,11 @@ impl Parser {
     }
 
     pub(crate) fn at_eof(&self) -> bool {
-        self.peek().kind == TokenKind::Eof
+        self.at_eof_at(0)
+    }
+
+    pub(crate) fn at_eof_at(&self, ahead: usize) -> bool {
+        self.peek_at(ahead).kind == TokenKind::Eof
     }
 
     pub(crate) fn checkpoint(&self) -> Checkpoint {
