@@ -188,6 +188,7 @@ const CASES: &[(&str, &str)] = &[
     ("SELECT * FROM t WHERE p = 1 ORDER c", "ERR line 1:34 mismatched input 'c' expecting K_BY (...WHERE p = 1 ORDER [c])"),
     ("SELECT * FROM t WHERE p = 1 GARBAGE", "ERR line 1:28 no viable alternative at input 'GARBAGE' (...t WHERE p = 1 [GARBAGE])"),
     ("INSERT INTO t VALUES (1, 2)", "ERR line 1:14 no viable alternative at input 'VALUES' (INSERT INTO [t] VALUES...)"),
+    ("SELECT k FROM t WHERE abs(i) = 1 ALLOW FILTERING", "ERR line 1:25 no viable alternative at input '(' (SELECT k FROM t WHERE [abs](...)"),
     ("CREATE TYPE int (a int)", "ERR line 1:16 mismatched input '(' expecting '.' (CREATE TYPE int [(]...)"),
     ("DROP TYPE IF EXISTS ks.text", "="),
     ("CREATE TABLE t (v vector<float, 0>)", "ERR vectors may only have positive dimensions; given 0"),

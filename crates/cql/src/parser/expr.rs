@@ -689,6 +689,11 @@ impl Parser {
                 BindReceiver::Token(columns),
             );
         }
+        if self.is_ident_at(0) && !self.at_eof_at(1) && !self.relation_operator_at(1) {
+            // `WHERE f(x) = 1`: ANTLR picks the relation's form by the token
+            // after the name and fails there.
+            return Err(self.no_viable_ahead(1));
+        }
         let column = self.ident()?;
         if self.eat_kws(&["is", "not", "null"]) {
             return Ok(Relation::IsNotNull { column });
@@ -724,6 +729,19 @@ impl Parser {
         let op = self.operator()?;
         let rhs = self.operator_value(op, receiver)?;
         Ok(Relation::Compare { lhs, op, rhs })
+    }
+
+    /// Whether the token `ahead` can follow a column name in a relation.
+    fn relation_operator_at(&self, ahead: usize) -> bool {
+        let token = self.peek_at(ahead);
+        match token.kind {
+            TokenKind::Symbol => matches!(
+                token.value.as_str(),
+                "=" | "<" | "<=" | ">" | ">=" | "!=" | "["
+            ),
+            TokenKind::Ident => matches!(token.value.as_str(), "in" | "like" | "contains" | "is"),
+            _ => false,
+        }
     }
 
     pub(crate) fn operator(&mut self) -> Result<Operator> {
