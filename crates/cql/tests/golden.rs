@@ -189,6 +189,7 @@ const CASES: &[(&str, &str)] = &[
     ("SELECT * FROM t WHERE p = 1 GARBAGE", "ERR line 1:28 no viable alternative at input 'GARBAGE' (...t WHERE p = 1 [GARBAGE])"),
     ("INSERT INTO t VALUES (1, 2)", "ERR line 1:14 no viable alternative at input 'VALUES' (INSERT INTO [t] VALUES...)"),
     ("SELECT k FROM t WHERE abs(i) = 1 ALLOW FILTERING", "ERR line 1:25 no viable alternative at input '(' (SELECT k FROM t WHERE [abs](...)"),
+    ("INSERT INTO d (p, i, du) VALUES (0, 9, p0000-00-01t00:00:00)", "ERR line 1:44 no viable alternative at input '-00' (... VALUES (0, 9, [p0000]-00...)"),
     ("CREATE TYPE int (a int)", "ERR line 1:16 mismatched input '(' expecting '.' (CREATE TYPE int [(]...)"),
     ("DROP TYPE IF EXISTS ks.text", "="),
     ("CREATE TABLE t (v vector<float, 0>)", "ERR vectors may only have positive dimensions; given 0"),

@@ -520,7 +520,10 @@ impl Parser {
         if failed.kind == TokenKind::Eof {
             return self.no_viable();
         }
-        let text = self.token_text(failed);
+        let mut text = self.token_text(failed);
+        if self.signed_number_at(ahead) {
+            text.push_str(&self.token_text(self.peek_at(ahead + 1)));
+        }
         ParseError::new(
             failed.line,
             failed.column,
@@ -529,6 +532,19 @@ impl Parser {
                 self.snippet_to(ahead)
             ),
         )
+    }
+
+    /// Whether the token `ahead` is a '-' with a number right after it,
+    /// which Cassandra's lexer makes one token (`-00`).
+    fn signed_number_at(&self, ahead: usize) -> bool {
+        let (minus, number) = (self.peek_at(ahead), self.peek_at(ahead + 1));
+        minus.kind == TokenKind::Symbol
+            && minus.value == "-"
+            && number.start == minus.end
+            && matches!(
+                number.kind,
+                TokenKind::Integer | TokenKind::Float | TokenKind::Duration
+            )
     }
 
     /// ` (SELECT [FROM]...)`: the text before the offending token, the token
@@ -561,6 +577,10 @@ impl Parser {
             last += 1;
             // A token is measured by its text, as the offending one.
             shown_end = (next.start + self.token_text(next).chars().count()).min(next.end);
+            if self.signed_number_at(last) {
+                last += 1;
+                shown_end = self.peek_at(last).end;
+            }
             if stream_tokens == 0 {
                 break;
             }
