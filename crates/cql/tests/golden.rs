@@ -190,6 +190,8 @@ const CASES: &[(&str, &str)] = &[
     ("INSERT INTO t VALUES (1, 2)", "ERR line 1:14 no viable alternative at input 'VALUES' (INSERT INTO [t] VALUES...)"),
     ("SELECT k FROM t WHERE abs(i) = 1 ALLOW FILTERING", "ERR line 1:25 no viable alternative at input '(' (SELECT k FROM t WHERE [abs](...)"),
     ("INSERT INTO d (p, i, du) VALUES (0, 9, p0000-00-01t00:00:00)", "ERR line 1:44 no viable alternative at input '-00' (... VALUES (0, 9, [p0000]-00...)"),
+    ("INSERT INTO durations (p, i, du) VALUES (0, 9, 1x)", "ERR line 1:48 no viable alternative at input 'x' (...VALUES (0, 9, 1[x]...)"),
+    ("INSERT INTO inets (p, i, ip) VALUES (0, 9, 127.0.0.1)", "ERR line 1:48 no viable alternative at input '.' (...VALUES (0, 9, 127.0[.]...)"),
     ("CREATE TYPE int (a int)", "ERR line 1:16 mismatched input '(' expecting '.' (CREATE TYPE int [(]...)"),
     ("DROP TYPE IF EXISTS ks.text", "="),
     ("CREATE TABLE t (v vector<float, 0>)", "ERR vectors may only have positive dimensions; given 0"),

@@ -202,7 +202,11 @@ impl Parser {
                 None => BindReceiver::Unknown,
             };
             position += 1;
-            p.with_receiver(receiver, Parser::term)
+            let value = p.with_receiver(receiver, Parser::term)?;
+            if !p.can_follow_term() {
+                return Err(p.no_viable());
+            }
+            Ok(value)
         })?;
         Ok(InsertValues::Columns { columns, values })
     }

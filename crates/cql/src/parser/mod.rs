@@ -166,17 +166,41 @@ impl Parser {
         if self.relation_term_end != Some(self.pos) {
             return Err(self.mismatch("EOF"));
         }
-        // After a relation's value, ANTLR's decision knows the keywords that
-        // can follow (looking one token past them) and no other word.
-        let token = self.peek();
-        let follows = token.kind != TokenKind::Ident
-            || matches!(
-                token.value.as_str(),
-                "and" | "group" | "order" | "per" | "limit" | "allow" | "if" | "apply"
-            );
-        match follows {
+        // After a relation's value, ANTLR's decision looks one token past
+        // what can follow a term.
+        match self.can_follow_term() {
             true => Err(self.mismatch_ahead("EOF", 2)),
             false => Err(self.no_viable()),
+        }
+    }
+
+    /// Whether the current token can follow a term somewhere in Cassandra's
+    /// grammar. Its parser's decision after a term fails on any other token,
+    /// with "no viable alternative" at it.
+    pub(crate) fn can_follow_term(&self) -> bool {
+        let token = self.peek();
+        match token.kind {
+            TokenKind::Eof => true,
+            TokenKind::Symbol => matches!(
+                token.value.as_str(),
+                "," | ")" | "]" | "}" | ":" | ".." | ";" | "+"
+            ),
+            TokenKind::Ident => matches!(
+                token.value.as_str(),
+                "and"
+                    | "group"
+                    | "order"
+                    | "per"
+                    | "limit"
+                    | "allow"
+                    | "if"
+                    | "apply"
+                    | "as"
+                    | "insert"
+                    | "update"
+                    | "delete"
+            ),
+            _ => false,
         }
     }
 
