@@ -188,6 +188,10 @@ impl Parser {
             TokenKind::Ident => matches!(
                 token.value.as_str(),
                 "and"
+                    | "or"
+                    | "where"
+                    | "using"
+                    | "default"
                     | "group"
                     | "order"
                     | "per"
