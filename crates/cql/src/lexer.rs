@@ -41,6 +41,9 @@ const SYMBOLS: [&str; 25] = [
     "=", "<", ">", "+", "-", "/", "%",
 ];
 
+/// Where a UUID's text has its dashes.
+const UUID_DASH_OFFSETS: [usize; 4] = [8, 13, 18, 23];
+
 /// Duration units, longest first so `ms` wins over `m`.
 const DURATION_UNITS: [&str; 11] = ["mo", "ms", "us", "µs", "ns", "y", "w", "d", "h", "m", "s"];
 
@@ -157,6 +160,9 @@ impl Lexer<'_> {
             self.bump_n(36);
             return Ok((TokenKind::Uuid, self.text(start)));
         }
+        if let Some(offset) = self.broken_uuid_offset() {
+            return Err(self.broken_uuid_error(offset));
+        }
         if c.is_ascii_alphabetic() {
             return Ok(self.word());
         }
@@ -185,12 +191,49 @@ impl Lexer<'_> {
     fn matches_uuid(&self) -> bool {
         (0..36).all(|i| {
             let Some(c) = self.peek(i) else { return false };
-            if matches!(i, 8 | 13 | 18 | 23) {
+            if UUID_DASH_OFFSETS.contains(&i) {
                 c == '-'
             } else {
                 c.is_ascii_hexdigit()
             }
         }) && !self.peek(36).is_some_and(is_word_char)
+    }
+
+    /// Cassandra's lexer takes eight hex digits and a '-' for the start of
+    /// a UUID: where the rest breaks its shape, the offset of the character
+    /// that does.
+    fn broken_uuid_offset(&self) -> Option<usize> {
+        let starts = (0..8).all(|i| self.peek(i).is_some_and(|c| c.is_ascii_hexdigit()))
+            && self.peek(8) == Some('-');
+        if !starts {
+            return None;
+        }
+        (9..36).find(|&i| {
+            let c = self.peek(i);
+            match UUID_DASH_OFFSETS.contains(&i) {
+                true => c != Some('-'),
+                false => !c.is_some_and(|c| c.is_ascii_hexdigit()),
+            }
+        })
+    }
+
+    /// ANTLR's lexer error at the character `offset` that broke a UUID.
+    fn broken_uuid_error(&mut self, offset: usize) -> ParseError {
+        let found = match self.peek(offset) {
+            None => "<EOF>".to_string(),
+            Some('\n') => "\\n".to_string(),
+            Some('\r') => "\\r".to_string(),
+            Some('\t') => "\\t".to_string(),
+            Some(c) => c.to_string(),
+        };
+        let expected = match UUID_DASH_OFFSETS.contains(&offset) {
+            true => "'-'",
+            false => "set null",
+        };
+        self.bump_n(offset);
+        self.error(format!(
+            "mismatched character '{found}' expecting {expected}"
+        ))
     }
 
     fn word(&mut self) -> (TokenKind, String) {
@@ -424,6 +467,22 @@ mod tests {
         let got = kinds("a -- x\n/* y */ 123e4567-e89b-12d3-a456-426655440000 // z");
         assert_eq!(got[1].0, TokenKind::Uuid);
         assert_eq!(got.len(), 3);
+    }
+
+    #[test]
+    fn broken_uuids_are_lexer_errors_where_the_shape_breaks() {
+        let chars: Vec<char> = "(550e8400-e29b-41d4-a716)".chars().collect();
+        let error = tokenize(&chars).expect_err("should fail");
+        assert_eq!(
+            error.to_string(),
+            "line 1:24 mismatched character ')' expecting '-'"
+        );
+        let chars: Vec<char> = "550e8400-e29x".chars().collect();
+        let error = tokenize(&chars).expect_err("should fail");
+        assert_eq!(
+            error.to_string(),
+            "line 1:12 mismatched character 'x' expecting set null"
+        );
     }
 
     #[test]

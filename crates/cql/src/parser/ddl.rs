@@ -83,6 +83,7 @@ impl Parser {
                 keyspace: None,
                 name: self.ident()?,
             },
+            DropKind::Type => self.user_type_name()?,
             _ => self.qualified_name()?,
         };
         Ok(Statement::Drop(DropObject {
@@ -290,7 +291,7 @@ impl Parser {
     fn create_type(&mut self) -> Result<CreateType> {
         self.expect_kw("type")?;
         let if_not_exists = self.if_not_exists();
-        let name = self.qualified_name()?;
+        let name = self.user_type_name()?;
         let fields = self.parenthesized(false, |p| Ok((p.ident()?, p.type_expr()?)))?;
         Ok(CreateType {
             if_not_exists,
@@ -302,7 +303,7 @@ impl Parser {
     fn alter_type(&mut self) -> Result<AlterType> {
         self.expect_kw("type")?;
         let if_exists = self.if_exists();
-        let name = self.qualified_name()?;
+        let name = self.user_type_name()?;
         let action = if self.eat_kw("add") {
             let if_not_exists = self.if_not_exists();
             let field = self.ident()?;

@@ -58,6 +58,12 @@ impl Parser {
 
     /// GROUP BY, ORDER BY, PER PARTITION LIMIT, LIMIT, ALLOW FILTERING.
     fn select_tail(&mut self, select: &mut Select) -> Result<()> {
+        for keyword in ["group", "order"] {
+            if self.is_kw(keyword) && !self.is_kw_at(1, "by") {
+                self.advance();
+                return Err(self.mismatch("K_BY"));
+            }
+        }
         if self.eat_kws(&["group", "by"]) {
             select.group_by = self.comma_separated(|p| {
                 p.with_receiver(BindReceiver::Unknown, Parser::selector_expr)
@@ -141,6 +147,14 @@ impl Parser {
     pub(crate) fn insert(&mut self) -> Result<Insert> {
         self.expect_kw("insert")?;
         self.expect_kw("into")?;
+        if self.is_ident_at(0)
+            && !self.at_eof_at(1)
+            && !(self.is_sym_at(1, ".") || self.is_sym_at(1, "(") || self.is_kw_at(1, "json"))
+        {
+            // ANTLR decides whether the name is a keyspace or the table by
+            // the token after it, and fails there.
+            return Err(self.no_viable_ahead(1));
+        }
         let table = self.qualified_name()?;
         let values = match self.eat_kw("json") {
             true => self.json_values()?,
@@ -188,7 +202,11 @@ impl Parser {
                 None => BindReceiver::Unknown,
             };
             position += 1;
-            p.with_receiver(receiver, Parser::term)
+            let value = p.with_receiver(receiver, Parser::term)?;
+            if !p.can_follow_term() {
+                return Err(p.no_viable());
+            }
+            Ok(value)
         })?;
         Ok(InsertValues::Columns { columns, values })
     }
@@ -327,6 +345,11 @@ impl Parser {
                 || (next.kind == TokenKind::Ident && matches!(word, "in" | "contains" | "like"))
         };
         if self.is_kw("exists") && !exists_is_column {
+            if !self.statement_ends_at(1) {
+                // ANTLR chose between IF EXISTS and a condition on a column
+                // named exists by the token after it, and neither fits.
+                return Err(self.no_viable_ahead(1));
+            }
             self.advance();
             return Ok(Some(Condition::Exists));
         }
@@ -335,6 +358,21 @@ impl Parser {
             return Err(self.no_viable());
         }
         Ok(Some(Condition::Columns(conditions)))
+    }
+
+    /// Whether a modification statement can end before the token `ahead`:
+    /// at the end, a ';' or the next statement or APPLY of a batch.
+    fn statement_ends_at(&self, ahead: usize) -> bool {
+        let next = self.peek_at(ahead);
+        match next.kind {
+            TokenKind::Eof => true,
+            TokenKind::Symbol => matches!(next.value.as_str(), ";" | ")"),
+            TokenKind::Ident => matches!(
+                next.value.as_str(),
+                "apply" | "insert" | "update" | "delete"
+            ),
+            _ => false,
+        }
     }
 
     fn column_condition(&mut self) -> Result<ColumnCondition> {

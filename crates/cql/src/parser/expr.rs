@@ -19,6 +19,42 @@ pub(crate) enum Mode {
     Selector,
 }
 
+/// The keywords of Cassandra's `native_type` rule.
+const NATIVE_TYPE_KEYWORDS: &[&str] = &[
+    "ascii",
+    "bigint",
+    "blob",
+    "boolean",
+    "counter",
+    "decimal",
+    "double",
+    "duration",
+    "float",
+    "inet",
+    "int",
+    "smallint",
+    "text",
+    "timestamp",
+    "tinyint",
+    "uuid",
+    "varchar",
+    "varint",
+    "timeuuid",
+    "date",
+    "time",
+];
+
+/// Words that can name a keyspace but not a user type (Cassandra's
+/// `noncol_ident` less its `non_type_ident`): the native types' keywords and
+/// a few unreserved ones.
+fn is_keyspace_only_word(word: &str) -> bool {
+    NATIVE_TYPE_KEYWORDS.contains(&word)
+        || matches!(
+            word,
+            "ttl" | "count" | "writetime" | "maxwritetime" | "cast" | "json" | "distinct"
+        )
+}
+
 /// The words the lexer would make constants in Cassandra's grammar.
 fn keyword_literal(word: &str) -> Option<Literal> {
     match word {
@@ -59,8 +95,22 @@ impl Parser {
     }
 
     fn udt_type_name(&mut self) -> Result<TypeExpr> {
-        let QualifiedName { keyspace, name } = self.qualified_name()?;
+        let QualifiedName { keyspace, name } = self.user_type_name()?;
         Ok(TypeExpr::Udt { keyspace, name })
+    }
+
+    /// Cassandra's `userTypeName`, `[keyspace.]name`: a word that cannot
+    /// name a type (`int`) can only be the keyspace, so a '.' must follow it.
+    pub(crate) fn user_type_name(&mut self) -> Result<QualifiedName> {
+        let token = self.peek();
+        if token.kind == TokenKind::Ident
+            && is_keyspace_only_word(&token.value)
+            && !self.is_sym_at(1, ".")
+        {
+            self.advance();
+            return Err(self.mismatch("'.'"));
+        }
+        self.qualified_name()
     }
 
     fn parameterized_type(&mut self, word: &str) -> Result<TypeExpr> {
@@ -330,9 +380,10 @@ impl Parser {
         match mode {
             Mode::Selector => Ok(Expr::Column(self.ident()?)),
             // Cassandra's parser reads the name as a possible function name
-            // and fails at the token after it.
+            // (`f(` or `ks.f(`) and fails at the first token that rules it out.
             Mode::Term if !self.is_sym_at(1, ".") => Err(self.no_viable_ahead(1)),
-            Mode::Term => Err(self.no_viable()),
+            Mode::Term if self.is_function_name_at(2) => Err(self.no_viable_ahead(3)),
+            Mode::Term => Err(self.no_viable_ahead(2)),
         }
     }
 
@@ -370,32 +421,9 @@ impl Parser {
         let expr = self.expr(mode)?;
         self.expect_kw("as")?;
         // CAST takes a native type only (the grammar's `native_type`).
-        const NATIVE: &[&str] = &[
-            "ascii",
-            "bigint",
-            "blob",
-            "boolean",
-            "counter",
-            "decimal",
-            "double",
-            "duration",
-            "float",
-            "inet",
-            "int",
-            "smallint",
-            "text",
-            "timestamp",
-            "tinyint",
-            "uuid",
-            "varchar",
-            "varint",
-            "timeuuid",
-            "date",
-            "time",
-        ];
         let token = self.peek();
         if token.kind != crate::lexer::TokenKind::Ident
-            || !NATIVE.contains(&token.value.to_ascii_lowercase().as_str())
+            || !NATIVE_TYPE_KEYWORDS.contains(&token.value.as_str())
         {
             return Err(self.no_viable());
         }
@@ -462,6 +490,11 @@ impl Parser {
                 position,
             };
             position += 1;
+            if mode == Mode::Selector && p.is_kw("distinct") && p.is_ident_at(1) {
+                // SQL's `count(DISTINCT a)`: DISTINCT can only be a column
+                // name here, and Cassandra's parser fails at the name after it.
+                return Err(p.no_viable_ahead(1));
+            }
             p.within(step, |p| p.expr(mode))
         })?;
         Ok(Expr::Function { name, args })
@@ -580,6 +613,11 @@ impl Parser {
             }
             let step = NestedStep::TupleItem(position);
             position += 1;
+            if mode == Mode::Selector && p.is_kw("distinct") && p.is_ident_at(1) {
+                // SQL's `count(DISTINCT a)`: DISTINCT can only be a column
+                // name here, and Cassandra's parser fails at the name after it.
+                return Err(p.no_viable_ahead(1));
+            }
             p.within(step, |p| p.expr(mode))
         })?;
         // In selectors `(x)` groups x; it stays a one-item tuple so that
@@ -651,6 +689,11 @@ impl Parser {
                 BindReceiver::Token(columns),
             );
         }
+        if self.is_ident_at(0) && !self.at_eof_at(1) && !self.relation_operator_at(1) {
+            // `WHERE f(x) = 1`: ANTLR picks the relation's form by the token
+            // after the name and fails there.
+            return Err(self.no_viable_ahead(1));
+        }
         let column = self.ident()?;
         if self.eat_kws(&["is", "not", "null"]) {
             return Ok(Relation::IsNotNull { column });
@@ -686,6 +729,19 @@ impl Parser {
         let op = self.operator()?;
         let rhs = self.operator_value(op, receiver)?;
         Ok(Relation::Compare { lhs, op, rhs })
+    }
+
+    /// Whether the token `ahead` can follow a column name in a relation.
+    fn relation_operator_at(&self, ahead: usize) -> bool {
+        let token = self.peek_at(ahead);
+        match token.kind {
+            TokenKind::Symbol => matches!(
+                token.value.as_str(),
+                "=" | "<" | "<=" | ">" | ">=" | "!=" | "["
+            ),
+            TokenKind::Ident => matches!(token.value.as_str(), "in" | "like" | "contains" | "is"),
+            _ => false,
+        }
     }
 
     pub(crate) fn operator(&mut self) -> Result<Operator> {
@@ -728,7 +784,11 @@ impl Parser {
             Operator::ContainsKey => {
                 self.with_receiver(nested(NestedStep::ContainsKey), Parser::term)
             }
-            _ => self.with_receiver(receiver, Parser::term),
+            _ => {
+                let value = self.with_receiver(receiver, Parser::term)?;
+                self.relation_term_end = Some(self.pos);
+                Ok(value)
+            }
         }
     }
 

@@ -92,6 +92,10 @@ pub(crate) struct Parser {
     binds: Vec<BindVariable>,
     /// What a bind marker met now would bind; set by the enclosing rule.
     receiver: BindReceiver,
+    /// Where the value of the last relation or condition (`c = <term>`)
+    /// ended: Cassandra's parser decides what follows a term by more
+    /// lookahead than elsewhere, which its errors there show.
+    relation_term_end: Option<usize>,
 }
 
 /// A position to come back to when a speculative parse fails.
@@ -119,6 +123,7 @@ impl Parser {
             depth: 0,
             binds: Vec::new(),
             receiver: BindReceiver::Unknown,
+            relation_term_end: None,
         })
     }
 
@@ -156,9 +161,50 @@ impl Parser {
 
     fn expect_eof(&self) -> Result<()> {
         if self.at_eof() {
-            Ok(())
-        } else {
-            Err(self.mismatch("EOF"))
+            return Ok(());
+        }
+        if self.relation_term_end != Some(self.pos) {
+            return Err(self.mismatch("EOF"));
+        }
+        // After a relation's value, ANTLR's decision looks one token past
+        // what can follow a term.
+        match self.can_follow_term() {
+            true => Err(self.mismatch_ahead("EOF", 2)),
+            false => Err(self.no_viable()),
+        }
+    }
+
+    /// Whether the current token can follow a term somewhere in Cassandra's
+    /// grammar. Its parser's decision after a term fails on any other token,
+    /// with "no viable alternative" at it.
+    pub(crate) fn can_follow_term(&self) -> bool {
+        let token = self.peek();
+        match token.kind {
+            TokenKind::Eof => true,
+            TokenKind::Symbol => matches!(
+                token.value.as_str(),
+                "," | ")" | "]" | "}" | ":" | ".." | ";" | "+"
+            ),
+            TokenKind::Ident => matches!(
+                token.value.as_str(),
+                "and"
+                    | "or"
+                    | "where"
+                    | "using"
+                    | "default"
+                    | "group"
+                    | "order"
+                    | "per"
+                    | "limit"
+                    | "allow"
+                    | "if"
+                    | "apply"
+                    | "as"
+                    | "insert"
+                    | "update"
+                    | "delete"
+            ),
+            _ => false,
         }
     }
 
@@ -182,7 +228,11 @@ impl Parser {
     }
 
     pub(crate) fn at_eof(&self) -> bool {
-        self.peek().kind == TokenKind::Eof
+        self.at_eof_at(0)
+    }
+
+    pub(crate) fn at_eof_at(&self, ahead: usize) -> bool {
+        self.peek_at(ahead).kind == TokenKind::Eof
     }
 
     pub(crate) fn checkpoint(&self) -> Checkpoint {
@@ -498,7 +548,10 @@ impl Parser {
         if failed.kind == TokenKind::Eof {
             return self.no_viable();
         }
-        let text = self.token_text(failed);
+        let mut text = self.token_text(failed);
+        if self.signed_number_at(ahead) {
+            text.push_str(&self.token_text(self.peek_at(ahead + 1)));
+        }
         ParseError::new(
             failed.line,
             failed.column,
@@ -509,10 +562,58 @@ impl Parser {
         )
     }
 
+    /// Whether the token `ahead` is a '-' with a number right after it,
+    /// which Cassandra's lexer makes one token (`-00`).
+    fn signed_number_at(&self, ahead: usize) -> bool {
+        let (minus, number) = (self.peek_at(ahead), self.peek_at(ahead + 1));
+        minus.kind == TokenKind::Symbol
+            && minus.value == "-"
+            && number.start == minus.end
+            && matches!(
+                number.kind,
+                TokenKind::Integer | TokenKind::Float | TokenKind::Duration
+            )
+    }
+
     /// ` (SELECT [FROM]...)`: the text before the offending token, the token
     /// bracketed, and `...` where text was cut, as Cassandra's ErrorCollector does.
     fn snippet(&self) -> String {
         self.snippet_to(0)
+    }
+
+    /// Where the snippet's text ends after the bracketed token (which ends at
+    /// `offending_end`), and the index (ahead of the cursor) of the last token
+    /// it reaches. Cassandra's snippet runs two stream tokens past the
+    /// offending one (the text between two tokens is one hidden token), but
+    /// no further than the parser had read: the token `ahead`.
+    fn snippet_tail(&self, ahead: usize, offending_end: usize) -> (usize, usize) {
+        let mut stream_tokens = 2;
+        let mut shown_end = offending_end;
+        let mut last = 0;
+        while last < ahead {
+            let next = self.peek_at(last + 1);
+            if next.kind == TokenKind::Eof {
+                break;
+            }
+            if next.start > self.peek_at(last).end {
+                stream_tokens -= 1;
+                if stream_tokens == 0 {
+                    return (next.start, last);
+                }
+            }
+            stream_tokens -= 1;
+            last += 1;
+            // A token is measured by its text, as the offending one.
+            shown_end = (next.start + self.token_text(next).chars().count()).min(next.end);
+            if self.signed_number_at(last) {
+                last += 1;
+                shown_end = self.peek_at(last).end;
+            }
+            if stream_tokens == 0 {
+                break;
+            }
+        }
+        (shown_end, last)
     }
 
     /// The snippet, continued after the bracketed token up to the token
@@ -571,14 +672,11 @@ impl Parser {
         let end = text_end.min(offending.end);
         out.push_str(&flat(offending.start, end));
         out.push(']');
-        // The last token shown is measured by its text too.
-        let last = self.peek_at(ahead);
-        let last_end = (last.start + self.token_text(last).chars().count()).min(last.end);
-        if ahead > 0 {
-            out.push_str(&flat(end, last_end));
-        }
-        let last_cut = if ahead == 0 { end } else { last_end } < last.end;
-        if self.peek_at(ahead + 1).kind != TokenKind::Eof || last_cut {
+        let (shown_end, last) = self.snippet_tail(ahead, end);
+        out.push_str(&flat(end, shown_end));
+        let last_token = self.peek_at(last);
+        let cut = shown_end < last_token.end && shown_end >= last_token.start;
+        if self.peek_at(last + 1).kind != TokenKind::Eof || cut {
             out.push_str("...");
         }
         out.push(')');
