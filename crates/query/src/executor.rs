@@ -874,7 +874,6 @@ impl Executor {
         }
         let mut next = Schema::builtin();
         next.load_stored_json(json)?;
-        refuse_undeclared_drops(&current, &next)?;
         let changes = crate::schema::diff(&current, &next);
         let old: HashMap<TableId, crate::schema::Table> = current
             .stored_tables()
@@ -884,6 +883,12 @@ impl Executor {
         let stored = next.stored_tables();
         let new_ids: std::collections::HashSet<TableId> =
             stored.iter().map(|t| t.storage_id).collect();
+        let dropped: Vec<TableId> = old
+            .keys()
+            .filter(|id| !new_ids.contains(id))
+            .copied()
+            .collect();
+        refuse_undeclared_drops(&old, &dropped, &next)?;
         for table in &stored {
             match old.get(&table.storage_id) {
                 None => self.engine.create_table(table.storage_spec())?,
@@ -893,11 +898,6 @@ impl Executor {
                 Some(_) => {}
             }
         }
-        let dropped: Vec<TableId> = old
-            .keys()
-            .filter(|id| !new_ids.contains(id))
-            .copied()
-            .collect();
         if let Some(name) = dropped_name(&current, &dropped) {
             self.auto_snapshot("dropped", &name)?;
         }
@@ -1216,11 +1216,15 @@ pub fn bind_values<'a>(
 /// stores a DDL statement dropped (recorded in `Schema::dropped_tables` by
 /// the node that ran it): a schema that loses a table any other way (a
 /// forged or corrupted push) is refused before anything is dropped.
-fn refuse_undeclared_drops(current: &Schema, next: &Schema) -> Result<()> {
-    let kept = next.stored_ids();
-    let undeclared = current.stored_tables().into_iter().find(|t| {
-        !kept.contains(&t.storage_id.0) && !next.dropped_tables.contains(&t.storage_id.0)
-    });
+fn refuse_undeclared_drops(
+    old: &HashMap<TableId, crate::schema::Table>,
+    dropped: &[TableId],
+    next: &Schema,
+) -> Result<()> {
+    let undeclared = dropped
+        .iter()
+        .find(|id| !next.dropped_tables.contains(&id.0))
+        .and_then(|id| old.get(id));
     match undeclared {
         None => Ok(()),
         Some(table) => Err(QueryError::Server(format!(

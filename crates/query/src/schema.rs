@@ -562,7 +562,6 @@ impl Schema {
         self.keyspaces.get(keyspace)?.tables.get(name)
     }
 
-    /// Every table, system ones included.
     /// The table `keyspace.name`, or Cassandra's error for a missing one.
     pub fn lookup_table(&self, keyspace: &str, name: &str) -> Result<&Arc<Table>> {
         let Some(ks) = self.keyspace(keyspace) else {
@@ -575,6 +574,7 @@ impl Schema {
             .ok_or_else(|| QueryError::invalid(format!("table {name} does not exist")))
     }
 
+    /// Every table, system ones included.
     pub fn tables(&self) -> impl Iterator<Item = &Arc<Table>> {
         self.keyspaces.values().flat_map(|k| k.tables.values())
     }
