@@ -634,6 +634,13 @@ def cmd_profile(opts):
         loadgen("schema")
         loadgen("load", "--rows", str(opts.rows), "--concurrency", "256")
         log("rocksandra idle %.0f s after the preload" % settle(system.pid, opts.settle))
+        if opts.profile_after_mixed:
+            # The state `run`'s read phases meet: the mixed phase's writes in
+            # memtables and level-0 files over the compacted rows.
+            loadgen("run", "--rows", str(opts.rows), "--duration-s", str(opts.duration),
+                    "--read-rate", str(opts.mixed_rate), "--write-rate", str(opts.mixed_rate),
+                    "--readers", "128", "--writers", "128")
+            log("rocksandra idle %.0f s after the mixed phase" % settle(system.pid, opts.settle))
         latte(opts.rows, rate, 10)
         perf = subprocess.Popen(["perf", "record", "-F", str(opts.perf_hz), "--call-graph", opts.call_graph,
                                  "-p", str(system.pid),
@@ -1026,6 +1033,8 @@ def main():
                     help="runs of every phase per system, alternating which system goes first; "
                          "the summary reports the median and the spread")
     ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--profile-after-mixed", action="store_true",
+                    help="profile: run the mixed phase (--mixed-rate, --duration) before the profiled reads")
     ap.add_argument("--perf-hz", type=int, default=499, help="profile: perf's sampling frequency")
     ap.add_argument("--call-graph", default="dwarf,16384", help="profile: perf's --call-graph mode")
     opts = ap.parse_args()
