@@ -1011,11 +1011,22 @@ fn compaction_option(p: &Property) -> Result<BTreeMap<String, String>> {
 }
 
 /// `compression`: disabled, or a known compressor class (its full name
-/// kept) with the chunk length default.
+/// kept) with its chunk length, checked in the order of Cassandra's
+/// `CompressionParams.fromMap`. An empty map disables compression.
 fn compression_option(p: &Property) -> Result<BTreeMap<String, String>> {
+    let disabled = || BTreeMap::from([("enabled".into(), "false".into())]);
     let mut m = property_map(p)?;
-    if m.get("enabled").map(String::as_str) == Some("false") {
-        return Ok(BTreeMap::from([("enabled".into(), "false".into())]));
+    if m.is_empty() {
+        return Ok(disabled());
+    }
+    let enabled = m.remove("enabled");
+    if enabled.is_some_and(|e| !e.eq_ignore_ascii_case("true")) {
+        if !m.is_empty() {
+            return Err(QueryError::config(
+                "If the 'enabled' option is set to false no other options must be specified",
+            ));
+        }
+        return Ok(disabled());
     }
     let class = m
         .remove("class")
@@ -1023,6 +1034,19 @@ fn compression_option(p: &Property) -> Result<BTreeMap<String, String>> {
         .ok_or_else(|| {
             QueryError::config("Missing sub-option 'class' for the 'compression' option.")
         })?;
+    let chunk_kb = match m.get("chunk_length_in_kb") {
+        Some(text) => parse_chunk_length_kb(text)?,
+        None => 16,
+    };
+    let full = compressor_class(class)?;
+    check_chunk_length_kb(chunk_kb)?;
+    m.insert("class".into(), full);
+    m.insert("chunk_length_in_kb".into(), chunk_kb.to_string());
+    Ok(m)
+}
+
+/// The full name of a known compressor class.
+fn compressor_class(class: String) -> Result<String> {
     let full = if class.contains('.') {
         class
     } else {
@@ -1043,11 +1067,36 @@ fn compression_option(p: &Property) -> Result<BTreeMap<String, String>> {
             "Could not create Compression for type {full}"
         )));
     }
-    m.remove("enabled");
-    m.insert("class".into(), full);
-    m.entry("chunk_length_in_kb".into())
-        .or_insert_with(|| "16".into());
-    Ok(m)
+    Ok(full)
+}
+
+/// `chunk_length_in_kb` as Cassandra parses it: an int of KiB whose
+/// bytes fit an int.
+fn parse_chunk_length_kb(text: &str) -> Result<i32> {
+    let kb: i32 = text
+        .parse()
+        .map_err(|_| QueryError::config("Invalid value for chunk_length_in_kb"))?;
+    if kb > i32::MAX / 1024 {
+        return Err(QueryError::config(format!(
+            "Value of chunk_length_in_kb is too large ({kb})"
+        )));
+    }
+    Ok(kb)
+}
+
+/// A chunk length is positive and a power of 2 (Cassandra's `validate`).
+fn check_chunk_length_kb(kb: i32) -> Result<()> {
+    if kb <= 0 {
+        return Err(QueryError::config(
+            "Invalid negative or null chunk_length_in_kb",
+        ));
+    }
+    if kb & (kb - 1) != 0 {
+        return Err(QueryError::config(
+            "chunk_length_in_kb must be a power of 2",
+        ));
+    }
+    Ok(())
 }
 
 fn check_key_column_type(name: &str, ty: &CqlType) -> Result<()> {

@@ -375,6 +375,7 @@ impl Table {
         {
             c if c.ends_with("ZstdCompressor") => Compression::Zstd,
             c if c.ends_with("LZ4Compressor") => Compression::Lz4,
+            c if c.ends_with("NoopCompressor") => Compression::None,
             _ if self.params.compression.get("enabled").map(String::as_str) == Some("false") => {
                 Compression::None
             }
@@ -398,6 +399,13 @@ impl Table {
                 bloom_filter_fp_chance: self.params.bloom_filter_fp_chance,
                 default_ttl_seconds: i64::from(self.params.default_time_to_live),
                 strict_liveness: self.view.as_ref().is_some_and(|v| v.key_column.is_some()),
+                block_bytes: self
+                    .params
+                    .compression
+                    .get("chunk_length_in_kb")
+                    .and_then(|kb| kb.parse::<u32>().ok())
+                    .and_then(|kb| kb.checked_mul(1024))
+                    .unwrap_or(rocksandra_storage::DEFAULT_BLOCK_BYTES),
             },
             dropped: self
                 .dropped

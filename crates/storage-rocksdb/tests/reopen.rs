@@ -118,8 +118,13 @@ fn create_table_after_reopen_keeps_data_and_applies_gc_grace() {
 }
 
 /// The options RocksDB itself reports using for a column family, from the
-/// newest `OPTIONS-*` file it wrote when opening.
+/// newest `OPTIONS-*` file it wrote (when opening, or after an ALTER).
 fn rocksdb_cf_options(dir: &Path, cf: &str) -> String {
+    rocksdb_options_section(dir, &format!("[CFOptions \"{cf}\"]"))
+}
+
+/// The newest `OPTIONS-*` file RocksDB wrote in `dir`.
+fn newest_options_file(dir: &Path) -> String {
     let newest = std::fs::read_dir(dir)
         .expect("read dir")
         .filter_map(|e| e.ok())
@@ -131,9 +136,12 @@ fn rocksdb_cf_options(dir: &Path, cf: &str) -> String {
         })
         .max()
         .expect("an OPTIONS file");
-    let text = std::fs::read_to_string(newest).expect("read OPTIONS");
-    let header = format!("[CFOptions \"{cf}\"]");
-    let start = text.find(&header).expect("column family section");
+    std::fs::read_to_string(newest).expect("read OPTIONS")
+}
+
+fn rocksdb_options_section(dir: &Path, header: &str) -> String {
+    let text = newest_options_file(dir);
+    let start = text.find(header).expect("the section");
     let section = &text[start + header.len()..];
     let end = section.find("\n[").unwrap_or(section.len());
     section[..end].to_string()
@@ -203,20 +211,49 @@ fn column_families_reopen_with_their_own_options_before_the_schema_loads() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+#[test]
+fn the_chunk_length_sizes_data_blocks_at_creation_alter_and_reopen() {
+    let dir = tempdir("rocks-block-size");
+    let block_size = |dir: &Path| {
+        let section = rocksdb_options_section(dir, "[TableOptions/BlockBasedTable \"t12\"]");
+        section
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("block_size="))
+            .expect("block_size line")
+            .to_string()
+    };
+    let mut spec = test_table(12);
+    spec.options.block_bytes = 64 * 1024;
+    {
+        let engine = open(&dir, WRITTEN_AT);
+        engine.create_table(spec.clone()).expect("create");
+        assert_eq!(block_size(&dir), "65536");
+        let mut altered = spec.clone();
+        altered.options.block_bytes = 2 * 1024;
+        engine.alter_table(altered).expect("alter");
+        assert_eq!(block_size(&dir), "2048", "applied at ALTER");
+        write_one_row(&engine, &spec, b"kept");
+        engine.flush().expect("flush");
+    }
+    let engine = open(&dir, WRITTEN_AT);
+    assert_eq!(block_size(&dir), "2048", "kept across a restart");
+    engine.create_table(spec.clone()).expect("register");
+    assert_eq!(
+        block_size(&dir),
+        "65536",
+        "the schema's options at start win"
+    );
+    assert_eq!(
+        row_values(&engine, &spec, WRITTEN_AT),
+        vec![b"kept".to_vec()]
+    );
+    drop(engine);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// The DB-wide options RocksDB reports using, from its newest `OPTIONS-*` file.
 fn rocksdb_db_options(dir: &Path) -> String {
-    let newest = std::fs::read_dir(dir)
-        .expect("read dir")
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("OPTIONS-") && !n.ends_with(".dbtmp"))
-        })
-        .max()
-        .expect("an OPTIONS file");
-    let text = std::fs::read_to_string(newest).expect("read OPTIONS");
+    let text = newest_options_file(dir);
     let start = text.find("[DBOptions]").expect("DBOptions section");
     let section = &text[start..];
     let end = section[1..].find("\n[").map_or(section.len(), |e| e + 1);

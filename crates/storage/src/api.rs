@@ -47,7 +47,14 @@ pub struct TableOptions {
     /// alone do not keep it): Cassandra's rule for a materialized view whose
     /// key holds a regular column of its base table.
     pub strict_liveness: bool,
+    /// The uncompressed size of a data block, in bytes: the table's
+    /// `chunk_length_in_kb` (`compression`), as Cassandra's compression
+    /// chunk, 16 KiB by default (`DEFAULT_BLOCK_BYTES`).
+    pub block_bytes: u32,
 }
+
+/// Cassandra's default compression chunk (`chunk_length_in_kb: 16`).
+pub const DEFAULT_BLOCK_BYTES: u32 = 16 * 1024;
 
 impl Default for TableOptions {
     fn default() -> Self {
@@ -58,6 +65,7 @@ impl Default for TableOptions {
             bloom_filter_fp_chance: 0.01,
             default_ttl_seconds: 0,
             strict_liveness: false,
+            block_bytes: DEFAULT_BLOCK_BYTES,
         }
     }
 }

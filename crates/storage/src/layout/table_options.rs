@@ -3,9 +3,10 @@
 //! loaded, when it opens the column families. One line per table:
 //!
 //! ```text
-//! <table id> gc_grace=<s> compaction=<leveled|universal|time_window> compression=<none|lz4|zstd> bloom=<p> default_ttl=<s> [strict_liveness=1]
+//! <table id> gc_grace=<s> compaction=<leveled|universal|time_window> compression=<none|lz4|zstd> bloom=<p> default_ttl=<s> block=<bytes> [strict_liveness=1]
 //! ```
-//! (`strict_liveness` only when set, so files written before it read the same.)
+//! (`strict_liveness` only when set, so files written before it read the
+//! same; a line without `block` has the default block size.)
 
 use crate::api::{CompactionStyle, Compression, TableId, TableOptions};
 
@@ -25,8 +26,8 @@ pub fn encode(tables: &[(TableId, TableOptions)]) -> String {
             Compression::Zstd => "zstd",
         };
         out.push_str(&format!(
-            "{} gc_grace={} compaction={compaction} compression={compression} bloom={} default_ttl={}\n",
-            id.0, o.gc_grace_seconds, o.bloom_filter_fp_chance, o.default_ttl_seconds
+            "{} gc_grace={} compaction={compaction} compression={compression} bloom={} default_ttl={} block={}\n",
+            id.0, o.gc_grace_seconds, o.bloom_filter_fp_chance, o.default_ttl_seconds, o.block_bytes
         ));
         if o.strict_liveness {
             out.insert_str(out.len() - 1, " strict_liveness=1");
@@ -57,6 +58,13 @@ pub fn decode(text: &str) -> Result<Vec<(TableId, TableOptions)>, CorruptData> {
             match name {
                 "gc_grace" => options.gc_grace_seconds = number()?,
                 "default_ttl" => options.default_ttl_seconds = number()?,
+                "block" => {
+                    options.block_bytes = value
+                        .parse()
+                        .ok()
+                        .filter(|&b| b > 0)
+                        .ok_or_else(|| bad(format!("bad block size {word:?}")))?
+                }
                 "strict_liveness" => options.strict_liveness = value == "1",
                 "bloom" => {
                     options.bloom_filter_fp_chance = value
@@ -105,6 +113,7 @@ mod tests {
                     bloom_filter_fp_chance: 0.1,
                     default_ttl_seconds: 86_400,
                     strict_liveness: true,
+                    block_bytes: 64 * 1024,
                 },
             ),
         ];
@@ -118,10 +127,19 @@ mod tests {
             "1 gc_grace",
             "1 gc_grace=x",
             "1 compaction=lsm",
+            "1 block=0",
+            "1 block=-4",
             "\u{0}",
         ] {
             assert!(decode(text).is_err(), "{text:?}");
         }
         assert_eq!(decode("").expect("empty"), Vec::new());
+    }
+
+    #[test]
+    fn a_line_without_block_size_has_the_default() {
+        let line = "7 gc_grace=10 compaction=leveled compression=lz4 bloom=0.01 default_ttl=0";
+        let tables = decode(line).expect("decode");
+        assert_eq!(tables[0].1.block_bytes, crate::api::DEFAULT_BLOCK_BYTES);
     }
 }
