@@ -1036,7 +1036,7 @@ fn compression_option(p: &Property) -> Result<BTreeMap<String, String>> {
         })?;
     let chunk_kb = match m.get("chunk_length_in_kb") {
         Some(text) => parse_chunk_length_kb(text)?,
-        None => 16,
+        None => (rocksandra_storage::DEFAULT_BLOCK_BYTES / 1024) as i32,
     };
     let full = compressor_class(class)?;
     check_chunk_length_kb(chunk_kb)?;

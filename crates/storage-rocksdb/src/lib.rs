@@ -403,8 +403,9 @@ const BLOCK_BYTES_MAX: u32 = 1 << 20;
 
 /// RocksDB's data block size for `table`: its compression chunk length.
 /// 16 KiB (Cassandra's default) against RocksDB's 4 KiB took writes from
-/// 19.5 to 17.3 µs and reads from 19.7 to 18.1 µs (medians,
-/// docs/benchmarks/2026-11-27-ab-block-size.md): a quarter of the index
+/// 19.5 to 17.3 µs (medians) and reads larger than the cache from 40.6 to
+/// 36.9 µs; reads in memory stayed inside the runs' spread
+/// (docs/benchmarks/2026-11-27-ab-block-size.md). A quarter of the index
 /// to search and of the blocks to miss in the cache.
 fn block_size(table: &TableOptions) -> usize {
     table.block_bytes.clamp(1024, BLOCK_BYTES_MAX) as usize
