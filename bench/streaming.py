@@ -346,9 +346,10 @@ class Rocksandra:
     name = "rocksandra"
     label = "Rocksandra"
 
-    def __init__(self, work, binary):
+    def __init__(self, work, binary, stream_throughput):
         self.work = os.path.join(work, "rocksandra")
         self.binary = binary
+        self.stream_throughput = stream_throughput
         self.procs = {}
         self.logs = {}
 
@@ -372,8 +373,14 @@ class Rocksandra:
         """Spawns the node; returns once its CQL port answers."""
         os.makedirs(self.base(ip), exist_ok=True)
         self.logs[ip] = open(self.log_path(ip), "ab")
+        config = []
+        if self.stream_throughput:
+            path = os.path.join(self.base(ip), "rocksandra.yaml")
+            with open(path, "w") as f:
+                f.write("stream_throughput_outbound: %s\n" % self.stream_throughput)
+            config = ["--config", path]
         self.procs[ip] = subprocess.Popen(
-            [self.binary, "--data-dir", self.data_dir(ip), "--listen-address", ip,
+            [self.binary, *config, "--data-dir", self.data_dir(ip), "--listen-address", ip,
              "--seeds", NODE1, "--num-tokens", str(NUM_TOKENS), "--native-port", str(CQL_PORT),
              "--prometheus-port", "0", "--admin-address", ip],
             stdout=self.logs[ip], stderr=subprocess.STDOUT)
@@ -485,7 +492,8 @@ class Rocksandra:
     def versions(self):
         version = subprocess.run([self.binary, "--version"], capture_output=True,
                                  text=True).stdout.strip()
-        return {"binary": self.binary, "version": version}
+        return {"binary": self.binary, "version": version,
+                "stream_throughput_outbound": self.stream_throughput or "24MiB/s (default)"}
 
 
 def port_open(ip, port):
@@ -577,8 +585,8 @@ def cmd_run(args):
                "machine": machine(), "rows": args.rows,
                "command": " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:]),
                "systems": {}}
-    systems = {"cassandra": lambda: Cassandra(args.work, args.heap, args.cassandra_stream_throughput),
-               "rocksandra": lambda: Rocksandra(args.work, args.server)}
+    systems = {"cassandra": lambda: Cassandra(args.work, args.heap, args.stream_throughput),
+               "rocksandra": lambda: Rocksandra(args.work, args.server, args.stream_throughput)}
     failed = False
     for name in args.systems.split(","):
         system = systems[name]()
@@ -733,10 +741,11 @@ def main():
     run.add_argument("--rows", type=int, default=1_000_000,
                      help="rows to load (~1 KB each; default 1000000, ~1 GB on disk)")
     run.add_argument("--heap", default="1G", help="Cassandra's heap per node")
-    run.add_argument("--cassandra-stream-throughput", default="0MiB/s",
-                     help="Cassandra's stream_throughput_outbound (and the entire-SSTable one); "
-                          "0MiB/s (default here) is unthrottled, Cassandra's own default 24MiB/s; "
-                          "empty: leave the yaml default")
+    run.add_argument("--stream-throughput", "--cassandra-stream-throughput",
+                     dest="stream_throughput", default="0MiB/s",
+                     help="both systems' stream_throughput_outbound (and Cassandra's "
+                          "entire-SSTable one); 0MiB/s (default here) is unthrottled, the "
+                          "systems' own default 24MiB/s; empty: leave the yaml defaults")
     run.add_argument("--systems", default="cassandra,rocksandra")
     report = sub.add_parser("report")
     report.add_argument("--work", required=True)

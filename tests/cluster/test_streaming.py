@@ -311,3 +311,76 @@ def test_decommission_hands_its_hints_over():
     finally:
         codes = nodes.close()
     assert all(c == 0 for c in codes.values()), codes
+
+
+def test_streams_move_in_small_chunks_at_the_throttled_rate(monkeypatch):
+    """With 4 KiB chunks (a test build's ROCKSANDRA_TEST_STREAM_CHUNK_BYTES)
+    a joining node takes its part of ~3 MB in hundreds of chunks, the
+    sources pace them by setstreamthroughput, and a decommission pushes them
+    back the same way."""
+    monkeypatch.setenv("ROCKSANDRA_TEST_STREAM_CHUNK_BYTES", "4096")
+    nodes = Nodes()
+    try:
+        nodes.start(A, B)
+        nodes.wait_status({A: "UN", B: "UN"})
+        sa = nodes.connect(A)
+        create_table(sa, "chunks", 1)
+        ins = sa.prepare("INSERT INTO chunks.t (k, v) VALUES (?, ?)")
+        # About 1 KB each, random so that compression leaves them that size.
+        want = {k: os.urandom(500).hex() for k in range(3000)}
+        for k, v in want.items():
+            sa.execute(bound(ins, (k, v), CL.ONE))
+        for ip in (A, B):
+            nodes[ip].nodetool("flush")
+            # Cassandra's default, 24MiB/s, as Cassandra 5.0.6 states it: not
+            # a whole number of megabits, so only -d or -m print it.
+            rounded = nodes[ip].nodetool("getstreamthroughput", check=False)
+            assert rounded.returncode != 0
+            assert "Use the -d flag to quiet this error" in rounded.stdout + rounded.stderr
+            assert nodes[ip].nodetool("getstreamthroughput", "-m").stdout.strip() == \
+                "Current stream throughput: 24.0 MiB/s"
+            nodes[ip].nodetool("setstreamthroughput", "-m", "1")
+            assert nodes[ip].nodetool("getstreamthroughput", "-d").stdout.strip() == \
+                "Current stream throughput: 8.388608 Mb/s"
+            # 2 megabits: 250,000 bytes a second.
+            nodes[ip].nodetool("setstreamthroughput", "2")
+            assert nodes[ip].nodetool("getstreamthroughput").stdout.strip() == \
+                "Current stream throughput: 2 Mb/s"
+
+        nodes.start(C)
+        nodes.wait_status({ip: "UN" for ip in (A, B, C)}, timeout=60)
+        m = re.search(r"bootstrap streamed (\d+) bytes in ([\d.]+) s", nodes[C].log_text())
+        assert m, nodes[C].tail()
+        streamed, secs = int(m.group(1)), float(m.group(2))
+        # C takes about a quarter of the data: hundreds of 4 KiB chunks,
+        # sent by two sources at 250,000 bytes a second each at most.
+        assert streamed > 150 * 4096, streamed
+        assert secs >= 0.8 * streamed / 500_000, (streamed, secs)
+        netstats = nodes[C].nodetool("netstats").stdout
+        files = [int(n) for n in re.findall(r"Already received (\d+) files", netstats)]
+        assert files and sum(files) > 0, netstats
+        got = read_all(nodes.connect(C), "chunks", sorted(want), CL.ONE)
+        assert got == want
+
+        # Unthrottled, C pushes its ranges back when it leaves.
+        nodes[C].nodetool("setstreamthroughput", "200")
+        assert nodes[C].nodetool("getstreamthroughput").stdout.strip() == \
+            "Current stream throughput: 200 Mb/s"
+        nodes[C].nodetool("setstreamthroughput", "0")
+        assert nodes[C].nodetool("getstreamthroughput").stdout.strip() == \
+            "Current stream throughput: unlimited"
+        out = nodes[C].nodetool("decommission", timeout=120)
+        assert "Decommissioned" in out.stdout, out.stdout + out.stderr
+        assert nodes[C].proc.wait(30) == 0, nodes[C].tail()
+        nodes[C].proc = None
+        nodes.wait_status({A: "UN", B: "UN"}, askers=[A, B], timeout=30)
+        got = read_all(sa, "chunks", sorted(want), CL.ONE)
+        missing = [k for k in want if got[k] != want[k]]
+        assert not missing, "%d rows lost, e.g. %s" % (len(missing), missing[:5])
+        # The sessions went with their files on every node.
+        for ip in (A, B):
+            leftovers = os.listdir(os.path.join(nodes[ip].data_dir, "streaming")) \
+                if os.path.isdir(os.path.join(nodes[ip].data_dir, "streaming")) else []
+            assert leftovers == [], leftovers
+    finally:
+        nodes.close()

@@ -20,7 +20,7 @@ pub mod listener;
 
 mod cluster_info;
 mod snapshots;
-mod stats;
+pub(crate) mod stats;
 mod table_stats;
 mod tables;
 
@@ -142,6 +142,12 @@ pub fn run_alone(node: &AdminNode, command: AdminCommand) -> Response {
             keyspace.as_deref().unwrap_or("any keyspace")
         )),
         AdminCommand::Netstats => Response::Text("Mode: NORMAL\nNot sending any streams.\n".into()),
+        AdminCommand::GetStreamThroughput { unit } => {
+            stats::stream_throughput_line(node.config().stream_throughput_bytes, unit)
+        }
+        AdminCommand::SetStreamThroughput { .. } => {
+            failed("this node runs alone: it streams to no other node")
+        }
         other => run(node, other),
     }
 }
@@ -179,6 +185,8 @@ pub fn run(node: &AdminNode, command: AdminCommand) -> Response {
         | AdminCommand::RemoveNode { .. }
         | AdminCommand::Rebuild { .. }
         | AdminCommand::Netstats
+        | AdminCommand::GetStreamThroughput { .. }
+        | AdminCommand::SetStreamThroughput { .. }
         | AdminCommand::Failpoint { .. }
         | AdminCommand::Slow { .. } => failed("handled by the node"),
         AdminCommand::GetLoggingLevels | AdminCommand::SetLoggingLevel { .. } => {
@@ -403,7 +411,7 @@ pub fn call(
     tls: Option<&crate::tls::InternodeTls>,
     credentials: Option<&Credentials>,
 ) -> Result<String, String> {
-    let timeout = std::time::Duration::from_secs(600);
+    let timeout = listener::ADMIN_SILENCE_LIMIT;
     let stream = std::net::TcpStream::connect_timeout(&address, std::time::Duration::from_secs(5))
         .map_err(|e| format!("Failed to connect to '{address}' - {e}"))?;
     stream
@@ -458,7 +466,8 @@ fn send(
         .map_err(|e| format!("cannot send to {address}: {e}"))
 }
 
-/// Sends one request and reads its answer.
+/// Sends one request and reads its answer (past the `Running` frames of
+/// a command that takes a while).
 fn exchange(
     stream: &mut dyn ReadWrite,
     id: u64,
@@ -471,16 +480,22 @@ fn exchange(
         &encode_frame(&Envelope::Request { id, body }),
         address,
     )?;
-    let mut header = [0u8; 4];
-    stream
-        .read_exact(&mut header)
-        .map_err(|e| format!("no answer from {address}: {e}"))?;
-    let len = frame_length(header, MAX_FRAME_BYTES).map_err(|e| e.to_string())?;
-    let mut body = vec![0u8; len];
-    stream.read_exact(&mut body).map_err(|e| e.to_string())?;
-    match decode_body::<Envelope>(&body).map_err(|e| e.to_string())? {
-        Envelope::Response { body, .. } => Ok(body),
-        other => Err(format!("unexpected answer: {other:?}")),
+    loop {
+        let mut header = [0u8; 4];
+        stream
+            .read_exact(&mut header)
+            .map_err(|e| format!("no answer from {address}: {e}"))?;
+        let len = frame_length(header, MAX_FRAME_BYTES).map_err(|e| e.to_string())?;
+        let mut body = vec![0u8; len];
+        stream.read_exact(&mut body).map_err(|e| e.to_string())?;
+        match decode_body::<Envelope>(&body).map_err(|e| e.to_string())? {
+            Envelope::Response {
+                body: Response::Running,
+                ..
+            } => continue,
+            Envelope::Response { body, .. } => return Ok(body),
+            other => return Err(format!("unexpected answer: {other:?}")),
+        }
     }
 }
 

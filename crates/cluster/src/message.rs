@@ -17,9 +17,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::batchlog::{BatchEntry, BatchId};
 use crate::paxos::{Ballot, PaxosKey, PrepareAnswer, Proposal};
+use crate::streaming::StreamFile;
 
 /// Changes whenever any message changes shape.
-pub const FORMAT_VERSION: u8 = 2;
+pub const FORMAT_VERSION: u8 = 3;
 
 /// The largest frame a node sends or accepts (length prefix excluded).
 pub const MAX_FRAME_BYTES: usize = 256 << 20;
@@ -80,19 +81,14 @@ pub enum Request {
     SchemaLock {
         release: bool,
     },
-    /// Write files of the token ranges of `table` for the sender.
+    /// Write files of the token ranges of `table` for the sender to fetch
+    /// (`Response::StreamOpened`).
     StreamOut {
         table: u64,
         ranges: Vec<TokenRange>,
     },
     /// An operator command (`rocksandra nodetool`).
     Admin(AdminCommand),
-    /// Ingest these stream files (written by the sender's `StreamOut`
-    /// logic) into `table`: decommission pushes its ranges this way.
-    StreamIn {
-        table: u64,
-        files: Vec<(String, Vec<u8>)>,
-    },
     /// Fetch the token ranges of `table` from `source` and ingest them
     /// (removenode asks the nodes that gain ranges to do this).
     StreamFrom {
@@ -166,6 +162,36 @@ pub enum Request {
     Truncate {
         keyspace: String,
         table: String,
+    },
+    /// The piece of file `file` of a `StreamOut` session at `offset`
+    /// (`Response::Chunk`).
+    StreamChunk {
+        session: u64,
+        file: u32,
+        offset: u64,
+    },
+    /// The sender is done with a session: drop it and its files (`Ack`).
+    StreamClose {
+        session: u64,
+    },
+    /// The sender will push these files of `table`
+    /// (`Response::StreamOpened`, without files).
+    StreamBegin {
+        table: u64,
+        files: Vec<StreamFile>,
+    },
+    /// The next piece of file `file` of a `StreamBegin` session (`Ack`).
+    StreamPut {
+        session: u64,
+        file: u32,
+        offset: u64,
+        #[serde(with = "serde_bytes")]
+        bytes: Vec<u8>,
+        crc32: u32,
+    },
+    /// Every file of a `StreamBegin` session went: ingest them (`Ack`).
+    StreamCommit {
+        session: u64,
     },
 }
 
@@ -275,6 +301,24 @@ pub enum AdminCommand {
         logger: String,
         level: String,
     },
+    /// The streaming throughput cap (`stream_throughput_outbound`).
+    GetStreamThroughput {
+        unit: ThroughputUnit,
+    },
+    /// Sets the streaming throughput cap until restart (0: none).
+    SetStreamThroughput {
+        value: u32,
+        unit: ThroughputUnit,
+    },
+}
+
+/// How nodetool states a throughput: Cassandra's megabits per second
+/// (rounded, or precise with `-d`) or MiB/s (`-m`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ThroughputUnit {
+    Megabits,
+    PreciseMegabits,
+    Mebibytes,
 }
 
 /// The tables a flush, compaction or cleanup works on.
@@ -294,8 +338,6 @@ pub enum Response {
     Raw(RawPartition),
     Page(ScanPage),
     Schema(SchemaBlob),
-    /// Stream files written for the requester: (file name, bytes).
-    Files(Vec<(String, Vec<u8>)>),
     /// An operator command's output.
     Text(String),
     Error(RemoteError),
@@ -305,6 +347,20 @@ pub enum Response {
     PaxosPrepared(PrepareAnswer),
     /// The answer to `PaxosPropose`: accepted or refused.
     PaxosAccepted(bool),
+    /// A streaming session opened: its id, and the files to fetch.
+    StreamOpened {
+        session: u64,
+        files: Vec<StreamFile>,
+    },
+    /// An admin command is still running (sent on its request every
+    /// `ADMIN_HEARTBEAT` until its answer).
+    Running,
+    /// A piece of a stream's file, with its CRC32.
+    Chunk {
+        #[serde(with = "serde_bytes")]
+        bytes: Vec<u8>,
+        crc32: u32,
+    },
 }
 
 /// Why a node could not do what was asked.

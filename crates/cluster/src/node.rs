@@ -37,8 +37,9 @@ pub const SEED_WAIT: Duration = Duration::from_secs(15);
 pub const SCHEMA_TIMEOUT: Duration = Duration::from_secs(10);
 /// A schema lock whose holder went silent is free again after this.
 pub const SCHEMA_LOCK_LEASE: Duration = Duration::from_secs(30);
-/// Timeout of one streaming request (a token range of one table).
-pub const STREAM_TIMEOUT: Duration = Duration::from_secs(300);
+/// Where streams keep their files, under the data directory (emptied at
+/// start).
+pub const STREAMING_DIR: &str = "streaming";
 /// A file in the data directory of a decommissioned node: it does not
 /// start again (its data belongs to others now).
 pub const DECOMMISSIONED_MARKER: &str = "decommissioned";
@@ -76,6 +77,9 @@ pub struct ClusterConfig {
     pub compaction_throughput_mib: u32,
     /// TLS on the storage port (`server_encryption_options`); None: plain.
     pub tls: Option<Arc<InternodeTls>>,
+    /// What this node sends in streams, bytes per second on average
+    /// (`stream_throughput_outbound`); 0: unthrottled.
+    pub stream_throughput_bytes: u64,
 }
 
 pub type EventSink = Arc<dyn Fn(Event) + Send + Sync>;
@@ -104,6 +108,10 @@ pub struct ClusterNode {
     schema_lock: Mutex<Option<(IpAddr, Instant)>>,
     /// Streaming sessions for `nodetool netstats`.
     pub(crate) sessions: crate::operations::Sessions,
+    /// The streams this node serves for its peers.
+    pub(crate) stream_server: crate::streaming::StreamServer,
+    /// Paces what this node sends in streams.
+    pub(crate) stream_throttle: crate::streaming::Throttle,
     /// Dead nodes this node removes or has seen removed (host id, done),
     /// published under `KEY_REMOVALS`.
     removals: Mutex<Vec<([u8; 16], bool)>>,
@@ -342,6 +350,8 @@ impl ClusterNode {
         events: EventSink,
     ) -> Result<Arc<ClusterNode>, String> {
         check_not_decommissioned(&config)?;
+        // What streams left behind when the process last stopped.
+        let _ = std::fs::remove_dir_all(config.data_dir.join(STREAMING_DIR));
         open_cluster_tables(&*engine)?;
         let stages = Arc::new(Stages::default());
         let engine: Arc<dyn Engine> = Arc::new(StagedEngine::new(engine, stages.clone()));
@@ -395,6 +405,7 @@ impl ClusterNode {
         .map_err(|e| format!("cannot start the coordinator: {e}"))?;
         install_encryption_rule(&config, &messaging, &shared);
         let compaction_throughput_mib = config.compaction_throughput_mib;
+        let stream_throughput = config.stream_throughput_bytes;
         let node = Arc::new(ClusterNode {
             config,
             shared: shared.clone(),
@@ -411,6 +422,8 @@ impl ClusterNode {
             stages,
             schema_lock: Mutex::new(None),
             sessions: Default::default(),
+            stream_server: crate::streaming::StreamServer::new(crate::streaming::chunk_bytes()),
+            stream_throttle: crate::streaming::Throttle::new(stream_throughput),
             removals: Mutex::new(Vec::new()),
             runtime: tokio::runtime::Handle::current(),
             left: tokio::sync::watch::channel(false).0,
@@ -759,7 +772,6 @@ impl ClusterNode {
                     Err(e) => Response::Error(RemoteError::Failed(e.to_string())),
                 }
             }
-            Request::StreamOut { table, ranges } => self.stream_out(TableId(table), &ranges),
             Request::StoreHint {
                 host,
                 written_at_micros,
@@ -768,29 +780,31 @@ impl ClusterNode {
                 Ok(_) => Response::Ack,
                 Err(e) => Response::Error(RemoteError::Failed(format!("cannot keep a hint: {e}"))),
             },
-            request @ (Request::StreamIn { .. } | Request::StreamFrom { .. }) => {
-                self.serve_streaming(request)
+            request @ Request::StreamFrom { .. } => self.serve_streaming(request),
+            request => {
+                let base = self.config.data_dir.join(STREAMING_DIR);
+                match self.stream_server.serve(
+                    &*self.shared.engine,
+                    &self.stream_throttle,
+                    from,
+                    request,
+                    &base,
+                ) {
+                    Ok(response) => response,
+                    Err(other) => Response::Error(RemoteError::Invalid(format!(
+                        "unexpected request {other:?}"
+                    ))),
+                }
             }
-            other => Response::Error(RemoteError::Invalid(format!(
-                "unexpected request {other:?}"
-            ))),
-        }
-    }
-
-    /// Writes the table's data in `ranges` to files and sends them.
-    fn stream_out(&self, table: TableId, ranges: &[rocksandra_storage::TokenRange]) -> Response {
-        let dir = self.streaming_dir("out", table);
-        match crate::streaming::export(&*self.shared.engine, table, ranges, &dir) {
-            Ok(files) => Response::Files(files),
-            Err(e) => Response::Error(RemoteError::Failed(e)),
         }
     }
 
     pub(crate) fn streaming_dir(&self, direction: &str, table: TableId) -> PathBuf {
-        self.config.data_dir.join("streaming").join(format!(
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        self.config.data_dir.join(STREAMING_DIR).join(format!(
             "{direction}-{}-{}",
             table.0,
-            rocksandra_data::time::system_micros()
+            NEXT.fetch_add(1, Ordering::Relaxed)
         ))
     }
 
@@ -818,15 +832,6 @@ impl ClusterNode {
         Ok(())
     }
 
-    pub(crate) fn ingest(
-        &self,
-        table: TableId,
-        files: crate::streaming::StreamFiles,
-    ) -> Result<usize, String> {
-        let dir = self.streaming_dir("in", table);
-        crate::streaming::import(&*self.shared.engine, table, files, &dir)
-    }
-
     /// Runs an operator command (the admin port's handler).
     pub fn admin(self: &Arc<Self>, command: AdminCommand) -> Response {
         let text = |result: Result<String, String>| match result {
@@ -844,6 +849,14 @@ impl ClusterNode {
                 range,
             } => text(self.repair(keyspace.as_deref(), &tables, primary_range, range)),
             AdminCommand::Netstats => Response::Text(self.netstats()),
+            AdminCommand::GetStreamThroughput { unit } => {
+                crate::admin::stats::stream_throughput_line(self.stream_throttle.rate(), unit)
+            }
+            AdminCommand::SetStreamThroughput { value, unit } => {
+                self.stream_throttle
+                    .set_rate(crate::admin::stats::throughput_bytes(value, unit));
+                Response::Text(String::new())
+            }
             command @ (AdminCommand::Slow { .. }
             | AdminCommand::Failpoint { .. }
             | AdminCommand::Isolate { .. }) => self.fault_injection(command),

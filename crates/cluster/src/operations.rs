@@ -17,14 +17,16 @@ use rocksandra_storage::{TableId, TokenRange};
 
 use crate::gossip::{STATUS_LEAVING, STATUS_LEFT, STATUS_NORMAL};
 use crate::message::{RemoteError, Request, Response};
-use crate::node::{ClusterNode, STREAM_TIMEOUT};
+use crate::node::ClusterNode;
 use crate::repair::{self, MerkleTree};
 use crate::ring::{Endpoint, MemberStatus, Ring, Strategy};
-use crate::streaming::StreamFiles;
+use crate::streaming::Progress;
+use crate::streaming::STREAM_REQUEST_TIMEOUT;
 use crate::topology::replicated_keyspaces;
 
-/// Stream files sent in one request, at most (a request is one frame).
-pub const STREAM_BATCH_BYTES: usize = 64 << 20;
+/// How long removenode waits for a node to pull a table's ranges from
+/// another (`StreamFrom`: the whole stream, paced by the puller's source).
+pub const STREAM_FROM_TIMEOUT: Duration = Duration::from_secs(12 * 3600);
 /// Finished sessions `netstats` still lists.
 pub const FINISHED_SESSIONS_KEPT: usize = 32;
 /// How long a node waits for a status change (LEAVING, a removal) to reach
@@ -101,6 +103,20 @@ impl Sessions {
             s.finished = Some(result.clone().map(|_| started.elapsed()));
         });
         result
+    }
+
+    /// Counts what a stream did (`streaming::Progress`) in session `id`.
+    pub(crate) fn progress(&self, id: usize, progress: Progress) {
+        self.update(id, |s| match progress {
+            Progress::Files(n) => s.files_total += n,
+            Progress::Bytes(n) => s.bytes_done += n,
+            Progress::FileDone => s.files_done += 1,
+        });
+    }
+
+    fn bytes_done(&self, id: usize) -> u64 {
+        let list = self.list.lock().unwrap_or_else(|p| p.into_inner());
+        list.get(id).map_or(0, |s| s.bytes_done)
     }
 
     pub fn snapshot(&self) -> Vec<StreamSession> {
@@ -212,26 +228,9 @@ pub fn check_replication_after(
     Ok(())
 }
 
-/// Groups files into requests of at most `STREAM_BATCH_BYTES` (a larger
-/// file travels alone).
-fn batches(files: StreamFiles, limit: usize) -> Vec<StreamFiles> {
-    let mut out: Vec<StreamFiles> = Vec::new();
-    let mut size = 0;
-    for file in files {
-        if out.is_empty() || size + file.1.len() > limit {
-            out.push(Vec::new());
-            size = 0;
-        }
-        size += file.1.len();
-        if let Some(last) = out.last_mut() {
-            last.push(file);
-        }
-    }
-    out
-}
-
 impl ClusterNode {
-    /// Sends `table`'s data in `ranges` to `target` (push).
+    /// Sends `table`'s data in `ranges` to `target` (push): written to
+    /// files here, sent in chunks, ingested there.
     fn push_ranges(
         &self,
         operation: &'static str,
@@ -242,39 +241,26 @@ impl ClusterNode {
         self.sessions
             .run(operation, target, true, ranges.len(), |id| {
                 let dir = self.streaming_dir("push", table);
-                let files = crate::streaming::export(&*self.shared.engine, table, ranges, &dir)?;
-                self.sessions.update(id, |s| s.files_total = files.len());
-                let mut bytes = 0u64;
-                for batch in batches(files, STREAM_BATCH_BYTES) {
-                    let (count, size) =
-                        (batch.len(), batch.iter().map(|f| f.1.len()).sum::<usize>());
-                    match self.shared.messaging.call(
-                        target,
-                        Request::StreamIn {
-                            table: table.0,
-                            files: batch,
-                        },
-                        STREAM_TIMEOUT,
-                    ) {
-                        Ok(Response::Ack) => {}
-                        Ok(other) => {
-                            return Err(format!("streaming to {target} failed: {other:?}"))
-                        }
-                        Err(e) => return Err(format!("streaming to {target} failed: {e}")),
-                    }
-                    bytes += size as u64;
-                    self.sessions.update(id, |s| {
-                        s.files_done += count;
-                        s.bytes_done = bytes;
-                    });
-                }
-                Ok(bytes)
+                let result = crate::streaming::export(&*self.shared.engine, table, ranges, &dir)
+                    .and_then(|paths| {
+                        crate::streaming::send(
+                            &*self.shared.messaging,
+                            target,
+                            table,
+                            &paths,
+                            (crate::streaming::chunk_bytes(), &self.stream_throttle),
+                            &mut |p| self.sessions.progress(id, p),
+                        )
+                    })
+                    .map_err(|e| format!("streaming to {target} failed: {e}"));
+                let _ = std::fs::remove_dir_all(&dir);
+                result.map(|()| self.sessions.bytes_done(id))
             })
     }
 
-    /// Takes `table`'s data in `ranges` from `source` (pull), one range per
-    /// request: an answer carries one range's files (at most
-    /// `message::MAX_FRAME_BYTES`), so vnodes keep each one small.
+    /// Takes `table`'s data in `ranges` from `source` (pull), a range at a
+    /// time: the source writes it to files, this node fetches them in
+    /// chunks and ingests them.
     pub(crate) fn pull_ranges(
         &self,
         operation: &'static str,
@@ -284,32 +270,22 @@ impl ClusterNode {
     ) -> Result<u64, String> {
         self.sessions
             .run(operation, source, false, ranges.len(), |id| {
-                let mut bytes = 0;
                 for range in ranges {
-                    let response = self
-                        .shared
-                        .messaging
-                        .call(
-                            source,
-                            Request::StreamOut {
-                                table: table.0,
-                                ranges: vec![*range],
-                            },
-                            STREAM_TIMEOUT,
-                        )
-                        .map_err(|e| format!("streaming from {source} failed: {e}"))?;
-                    let Response::Files(files) = response else {
-                        return Err(format!("streaming from {source} failed: {response:?}"));
-                    };
-                    let count = files.len();
-                    self.sessions.update(id, |s| s.files_total += count);
-                    bytes += self.ingest(table, files)? as u64;
-                    self.sessions.update(id, |s| {
-                        s.files_done += count;
-                        s.bytes_done = bytes;
-                    });
+                    let dir = self.streaming_dir("pull", table);
+                    let files = crate::streaming::fetch(
+                        &*self.shared.messaging,
+                        source,
+                        (table, std::slice::from_ref(range)),
+                        &dir,
+                        &mut |p| self.sessions.progress(id, p),
+                    )
+                    .map_err(|e| {
+                        let _ = std::fs::remove_dir_all(&dir);
+                        format!("streaming from {source} failed: {e}")
+                    })?;
+                    crate::streaming::ingest(&*self.shared.engine, table, &files, &dir)?;
                 }
-                Ok(bytes)
+                Ok(self.sessions.bytes_done(id))
             })
     }
 
@@ -463,7 +439,7 @@ impl ClusterNode {
                                     ranges: ranges.clone(),
                                     source: *source,
                                 },
-                                STREAM_TIMEOUT,
+                                STREAM_FROM_TIMEOUT,
                             ) {
                                 Ok(Response::Text(n)) => Ok(n.trim().parse::<u64>().unwrap_or(0)),
                                 Ok(other) => Err(format!("{target} could not stream: {other:?}")),
@@ -591,7 +567,7 @@ impl ClusterNode {
                         depth,
                         now,
                     },
-                    STREAM_TIMEOUT,
+                    STREAM_REQUEST_TIMEOUT,
                 ) {
                     Ok(Response::Merkle(leaves)) => leaves,
                     Ok(other) => return Err(format!("no Merkle tree from {replica}: {other:?}")),
@@ -619,13 +595,9 @@ impl ClusterNode {
         Ok((differing_set.len(), bytes))
     }
 
-    /// Serves `StreamIn` (push) and `StreamFrom` (pull from a third node).
+    /// Serves `StreamFrom` (pull from a third node).
     pub(crate) fn serve_streaming(&self, request: Request) -> Response {
         match request {
-            Request::StreamIn { table, files } => match self.ingest(TableId(table), files) {
-                Ok(_) => Response::Ack,
-                Err(e) => Response::Error(RemoteError::Failed(e)),
-            },
             Request::StreamFrom {
                 table,
                 ranges,
@@ -845,16 +817,5 @@ mod tests {
         let sources = bootstrap_sources(&topology, &strategy, joining.address);
         assert!(!sources.contains_key(&giving_up));
         assert!(sources.values().flatten().any(|r| *r == expected_range));
-    }
-
-    #[test]
-    fn batches_stay_under_the_limit() {
-        let file = |n: usize| ("f".to_string(), vec![0u8; n]);
-        let groups = batches(vec![file(50), file(50), file(1), file(200), file(3)], 100);
-        let sizes: Vec<Vec<usize>> = groups
-            .iter()
-            .map(|g| g.iter().map(|f| f.1.len()).collect())
-            .collect();
-        assert_eq!(sizes, vec![vec![50, 50], vec![1], vec![200], vec![3]]);
     }
 }

@@ -893,24 +893,26 @@ impl Sim {
     }
 
     /// Streams the table's `ranges` from one node's engine to another's,
-    /// through files as bootstrap and decommission do.
+    /// through files as bootstrap and decommission do (the chunks they
+    /// travel in are `streaming`'s own tests).
     fn stream(&self, from: IpAddr, to: IpAddr, ranges: &[TokenRange]) {
         let (_, table) = schema();
         let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("out");
         let files = rocksandra_cluster::streaming::export(
             &*self.network.engines[&from],
             table.storage_id,
             ranges,
-            &dir.path().join("out"),
+            &out,
         )
         .expect("export");
-        rocksandra_cluster::streaming::import(
+        rocksandra_cluster::streaming::ingest(
             &*self.network.engines[&to],
             table.storage_id,
-            files,
-            &dir.path().join("in"),
+            &files,
+            &out,
         )
-        .expect("import");
+        .expect("ingest");
     }
 
     /// One step of a ring change: a joiner starts joining, streams and

@@ -33,6 +33,8 @@ pub const COMMITLOG_SYNC_PERIOD_DEFAULT: Duration = Duration::from_secs(10);
 pub const MAX_HINT_WINDOW_DEFAULT: Duration = Duration::from_secs(3 * 3600);
 /// `num_tokens` when none is configured (Cassandra 4+'s default).
 pub const NUM_TOKENS_DEFAULT: u32 = 16;
+/// Cassandra's `stream_throughput_outbound` default, 24MiB/s.
+pub const DEFAULT_STREAM_THROUGHPUT_BYTES: u64 = 24 << 20;
 /// Most `num_tokens` accepted; more vnodes than this only costs memory.
 pub const NUM_TOKENS_MAX: u32 = 1024;
 /// `native_transport_max_frame_size` when none is configured (16 MiB).
@@ -337,6 +339,9 @@ pub struct Config {
     pub compaction_throughput_bytes: Option<u64>,
     /// Compactions at once (`concurrent_compactors`); None: the storage default.
     pub concurrent_compactors: Option<u32>,
+    /// What a node sends in streams, bytes per second on average
+    /// (`stream_throughput_outbound`); 0: unthrottled.
+    pub stream_throughput_bytes: u64,
     /// Cassandra keys the file set that Rocksandra does not use, in file order.
     pub unused_keys: Vec<String>,
 }
@@ -391,6 +396,7 @@ impl Default for Config {
             memtable_space_bytes: None,
             compaction_throughput_bytes: None,
             concurrent_compactors: None,
+            stream_throughput_bytes: DEFAULT_STREAM_THROUGHPUT_BYTES,
             unused_keys: Vec::new(),
         }
     }
@@ -782,6 +788,8 @@ struct FileConfig {
     compaction_throughput: Option<String>,
     compaction_throughput_mb_per_sec: Option<u64>,
     concurrent_compactors: Option<i64>,
+    stream_throughput_outbound: Option<String>,
+    stream_throughput_outbound_megabits_per_sec: Option<u64>,
 }
 
 /// `- class_name: ...\n  parameters:\n    - seeds: "a,b"`
@@ -821,6 +829,7 @@ impl FileConfig {
         let durations = self.durations(&defaults)?;
         let bcrypt_rounds = self.bcrypt_rounds(&defaults)?;
         let flags = self.feature_flags(&defaults)?;
+        let stream_throughput_bytes = self.stream_throughput(defaults.stream_throughput_bytes)?;
         let config = Config {
             cluster_name: self.cluster_name.unwrap_or(defaults.cluster_name),
             listen_address: addresses.listen,
@@ -891,6 +900,7 @@ impl FileConfig {
             memtable_space_bytes: storage.memtable_space_bytes,
             compaction_throughput_bytes: storage.compaction_throughput_bytes,
             concurrent_compactors: storage.concurrent_compactors,
+            stream_throughput_bytes,
             unused_keys: Vec::new(),
         };
         config.validate()?;
@@ -1271,6 +1281,30 @@ impl FileConfig {
             Some(bytes) => Ok(Some(bytes)),
             None => Err(invalid(key, "too large")),
         }
+    }
+
+    /// `stream_throughput_outbound` (`24MiB/s`) or legacy
+    /// `stream_throughput_outbound_megabits_per_sec`; 0 is unthrottled.
+    fn stream_throughput(&self, default: u64) -> Result<u64, ConfigError> {
+        const KEY: &str = "stream_throughput_outbound";
+        const LEGACY: &str = "stream_throughput_outbound_megabits_per_sec";
+        let rate = pick_legacy(
+            (
+                KEY,
+                self.stream_throughput_outbound.clone(),
+                |text: String| parse_data_rate(&text).map_err(|m| invalid(KEY, m)),
+            ),
+            // Cassandra's conversion: a megabit is 125,000 bytes.
+            (
+                LEGACY,
+                self.stream_throughput_outbound_megabits_per_sec,
+                |mbit: u64| {
+                    mbit.checked_mul(125_000)
+                        .ok_or_else(|| invalid(LEGACY, "too large"))
+                },
+            ),
+        )?;
+        Ok(rate.unwrap_or(default))
     }
 
     /// `compaction_throughput` (`64MiB/s`) or legacy
@@ -1938,6 +1972,27 @@ prometheus_port: 9500
             )
         );
         assert_eq!(parse_ok("cluster_name: c\n").unused_keys_warning(), None);
+    }
+
+    #[test]
+    fn stream_throughput_as_cassandra_reads_it() {
+        assert_eq!(parse_ok("").stream_throughput_bytes, 24 << 20);
+        let rate = |yaml: &str| parse_ok(yaml).stream_throughput_bytes;
+        assert_eq!(rate("stream_throughput_outbound: 0MiB/s"), 0);
+        assert_eq!(rate("stream_throughput_outbound: 512KiB/s"), 512 << 10);
+        // The legacy key is in megabits, 125,000 bytes each.
+        assert_eq!(
+            rate("stream_throughput_outbound_megabits_per_sec: 200"),
+            25_000_000
+        );
+        let both =
+            "stream_throughput_outbound: 1MiB/s\nstream_throughput_outbound_megabits_per_sec: 8";
+        assert!(parse(both).is_err());
+        let error = parse("stream_throughput_outbound: fast").expect_err("not a rate");
+        assert!(
+            error.to_string().contains("stream_throughput_outbound"),
+            "{error}"
+        );
     }
 
     #[test]

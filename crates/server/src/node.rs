@@ -203,6 +203,7 @@ pub fn cluster_config(
         tls: crate::transport::tls::internode_tls(&config.server_encryption)
             .map_err(|e| e.to_string())?
             .map(Arc::new),
+        stream_throughput_bytes: config.stream_throughput_bytes,
     })
 }
 

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::error::{ContextKind, ErrorKind};
 use rocksandra_cluster::admin::Credentials;
-use rocksandra_cluster::message::{AdminCommand, TableSelection};
+use rocksandra_cluster::message::{AdminCommand, TableSelection, ThroughputUnit};
 use rocksandra_cluster::tls::InternodeTls;
 
 use crate::config::{Config, ADMIN_PORT_DEFAULT};
@@ -128,6 +128,23 @@ pub enum NodetoolCommand {
     Rebuild { source_dc: Option<String> },
     /// Print network information on provided host
     Netstats,
+    /// Print the throughput cap for streaming in the system in rounded megabits. For precise number, please, use option -d
+    GetStreamThroughput {
+        /// Print the throughput cap for streaming in MiB/s
+        #[arg(short = 'm', long = "mib")]
+        mib: bool,
+        /// Print the throughput cap for streaming in precise Mbits (double)
+        #[arg(short = 'd', long = "precise-mbit")]
+        precise: bool,
+    },
+    /// Set the throughput cap for streaming in the system, or 0 to disable throttling
+    SetStreamThroughput {
+        /// Value in megabits, 0 to disable throttling
+        value: u32,
+        /// Use MiB/s as the unit
+        #[arg(short = 'm', long = "mib")]
+        mib: bool,
+    },
     /// Decommission the *node I am connecting to*
     Decommission,
     /// Remove a dead node by its host ID
@@ -203,6 +220,24 @@ impl NodetoolCommand {
             N::Repair { args } => rocksandra_cluster::admin::repair_command(&args)?,
             N::Rebuild { source_dc } => AdminCommand::Rebuild { source_dc },
             N::Netstats => AdminCommand::Netstats,
+            N::GetStreamThroughput { mib, precise } => AdminCommand::GetStreamThroughput {
+                unit: match (mib, precise) {
+                    (true, true) => {
+                        return Err("You cannot use more than one flag with this command".into())
+                    }
+                    (true, false) => ThroughputUnit::Mebibytes,
+                    (false, true) => ThroughputUnit::PreciseMegabits,
+                    (false, false) => ThroughputUnit::Megabits,
+                },
+            },
+            N::SetStreamThroughput { value, mib } => AdminCommand::SetStreamThroughput {
+                value,
+                unit: if mib {
+                    ThroughputUnit::Mebibytes
+                } else {
+                    ThroughputUnit::Megabits
+                },
+            },
             N::Decommission => AdminCommand::Decommission,
             N::RemoveNode { host_id } => AdminCommand::RemoveNode { host_id },
             N::SetLoggingLevel { class, level } => AdminCommand::SetLoggingLevel {
@@ -417,6 +452,39 @@ mod tests {
         assert_eq!(
             usage_error(&parse("nosuch").expect_err("")),
             ExitCode::FAILURE
+        );
+    }
+
+    #[test]
+    fn stream_throughput_commands() {
+        let get = |unit| Ok(AdminCommand::GetStreamThroughput { unit });
+        assert_eq!(admin("getstreamthroughput"), get(ThroughputUnit::Megabits));
+        assert_eq!(
+            admin("getstreamthroughput -m"),
+            get(ThroughputUnit::Mebibytes)
+        );
+        assert_eq!(
+            admin("getstreamthroughput -d"),
+            get(ThroughputUnit::PreciseMegabits)
+        );
+        assert_eq!(
+            admin("setstreamthroughput 200"),
+            Ok(AdminCommand::SetStreamThroughput {
+                value: 200,
+                unit: ThroughputUnit::Megabits
+            })
+        );
+        assert_eq!(
+            admin("setstreamthroughput -m 24"),
+            Ok(AdminCommand::SetStreamThroughput {
+                value: 24,
+                unit: ThroughputUnit::Mebibytes
+            })
+        );
+        assert!(admin("setstreamthroughput fast").is_err());
+        assert_eq!(
+            admin("getstreamthroughput -m -d"),
+            Err("You cannot use more than one flag with this command".into())
         );
     }
 

@@ -3,6 +3,11 @@
 //! cluster. It speaks the storage port's frames (`message`): a `Hello`,
 //! then a `Login` when the node asks for one (PasswordAuthenticator: a
 //! superuser's credentials), then `Admin` commands, each answered in turn.
+//! A command runs apart from its connection: while it runs the connection
+//! gets `Running` every `ADMIN_HEARTBEAT`, so nodetool waits as long as the
+//! node works (a decommission or repair may take hours) and notices a dead
+//! node within `ADMIN_SILENCE_LIMIT`; a nodetool that goes away leaves the
+//! command running to its end, as Cassandra's operations outlive nodetool.
 //! With internode TLS the port speaks TLS as the storage port does (the
 //! same certificates; client certificates when they are required there).
 
@@ -28,6 +33,20 @@ pub const MAX_ADMIN_REQUEST_BYTES: usize = 64 << 10;
 /// How long a connection may take to finish its TLS handshake and send its
 /// `Hello`.
 pub const ADMIN_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How often a running command's connection hears `Running` (shorter in
+/// unit tests, which check that nodetool waits past its silence limit).
+pub const ADMIN_HEARTBEAT: Duration = if cfg!(test) {
+    Duration::from_millis(50)
+} else {
+    Duration::from_secs(5)
+};
+/// How long nodetool waits for any frame before it gives the node up.
+pub const ADMIN_SILENCE_LIMIT: Duration = if cfg!(test) {
+    Duration::from_millis(300)
+} else {
+    Duration::from_secs(60)
+};
 
 /// What the admin port serves.
 pub trait AdminService: Send + Sync + 'static {
@@ -118,11 +137,27 @@ async fn serve(
         else {
             return Err("an answer sent to the admin port".into());
         };
-        let response = answer(&service, &mut logged_in, body).await?;
-        let frame = encode_frame(&Envelope::Response { id, body: response });
-        write.write_all(&frame).await.map_err(|e| e.to_string())?;
-        write.flush().await.map_err(|e| e.to_string())?;
+        let mut work = std::pin::pin!(answer(&service, &mut logged_in, body));
+        let response = loop {
+            tokio::select! {
+                response = &mut work => break response?,
+                () = tokio::time::sleep(ADMIN_HEARTBEAT) => {
+                    write_response(&mut write, id, Response::Running).await?;
+                }
+            }
+        };
+        write_response(&mut write, id, response).await?;
     }
+}
+
+async fn write_response(
+    write: &mut (impl AsyncWriteExt + Unpin),
+    id: u64,
+    body: Response,
+) -> Result<(), String> {
+    let frame = encode_frame(&Envelope::Response { id, body });
+    write.write_all(&frame).await.map_err(|e| e.to_string())?;
+    write.flush().await.map_err(|e| e.to_string())
 }
 
 /// The answer to one request; an error for requests nodetool never sends.
@@ -155,4 +190,44 @@ async fn answer(
         Request::Admin(command) => blocking(Box::new(move || service.run(command))).await,
         _ => return Err("only nodetool's requests are served on the admin port".into()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs every command for `work`, then answers its name.
+    struct Slow {
+        work: Duration,
+    }
+
+    impl AdminService for Slow {
+        fn login_required(&self) -> bool {
+            false
+        }
+        fn login(&self, _: &str, _: &str) -> Result<(), String> {
+            Ok(())
+        }
+        fn run(&self, command: AdminCommand) -> Response {
+            std::thread::sleep(self.work);
+            Response::Text(format!("{command:?} done"))
+        }
+    }
+
+    #[test]
+    fn a_command_longer_than_the_silence_limit_still_gets_its_answer() {
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        let work = ADMIN_SILENCE_LIMIT * 4;
+        let listener = runtime
+            .block_on(AdminListener::bind(
+                "127.0.0.1:0".parse().expect("address"),
+                None,
+                Arc::new(Slow { work }),
+            ))
+            .expect("bind");
+        let started = std::time::Instant::now();
+        let answer = crate::admin::call(listener.local_addr(), AdminCommand::Ring, None, None);
+        assert_eq!(answer, Ok("Ring done".to_string()));
+        assert!(started.elapsed() >= work);
+    }
 }

@@ -3,8 +3,9 @@
 
 use std::sync::atomic::Ordering;
 
+use super::failed;
 use super::AdminNode;
-use crate::message::Response;
+use crate::message::{Response, ThroughputUnit};
 
 /// `nodetool getcompactionthroughput`, Cassandra's line. The value is
 /// kept, not applied: see `set_compaction_throughput`.
@@ -28,6 +29,51 @@ pub(crate) fn set_compaction_throughput(node: &AdminNode, mib_per_second: u32) -
         "Stored only: compactions on this node keep the rate they started with \
          ({applied}, compaction_throughput); RocksDB's rate limiter is fixed when the database opens.\n"
     ))
+}
+
+/// Bytes per second in a megabit per second (Cassandra's conversion).
+const MEGABIT_BYTES: f64 = 125_000.0;
+
+/// `nodetool getstreamthroughput` for a cap of `bytes_per_second`
+/// (0: none), as Cassandra 5.0.6 prints it: whole megabits only when the
+/// cap is a whole number of them (else its error), `-d` and `-m` as Java
+/// prints a double.
+pub(crate) fn stream_throughput_line(bytes_per_second: u64, unit: ThroughputUnit) -> Response {
+    let line = |value: String| Response::Text(format!("Current stream throughput: {value}\n"));
+    if bytes_per_second == 0 {
+        return line("unlimited".into());
+    }
+    let megabits = bytes_per_second as f64 / MEGABIT_BYTES;
+    match unit {
+        ThroughputUnit::Megabits if megabits.fract() != 0.0 => {
+            failed("Use the -d flag to quiet this error and get the exact throughput in megabits/s")
+        }
+        ThroughputUnit::Megabits => line(format!("{megabits} Mb/s")),
+        ThroughputUnit::PreciseMegabits => line(format!("{} Mb/s", java_double(megabits))),
+        ThroughputUnit::Mebibytes => line(format!(
+            "{} MiB/s",
+            java_double(bytes_per_second as f64 / (1u64 << 20) as f64)
+        )),
+    }
+}
+
+/// `nodetool setstreamthroughput VALUE [-m]` in bytes per second.
+pub(crate) fn throughput_bytes(value: u32, unit: ThroughputUnit) -> u64 {
+    match unit {
+        ThroughputUnit::Mebibytes => u64::from(value) << 20,
+        ThroughputUnit::Megabits | ThroughputUnit::PreciseMegabits => {
+            u64::from(value) * MEGABIT_BYTES as u64
+        }
+    }
+}
+
+/// A double as Java prints it: always with a fraction (`24.0`).
+fn java_double(value: f64) -> String {
+    if value.fract() == 0.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value}")
+    }
 }
 
 /// `nodetool compactionstats`: RocksDB's count of tables waiting for a
@@ -68,4 +114,45 @@ pub(crate) fn tp_stats(node: &AdminNode) -> Response {
         ]);
     }
     Response::Text(super::snapshots::aligned(&rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_throughput_in_cassandras_units() {
+        let line = |bytes, unit| match stream_throughput_line(bytes, unit) {
+            Response::Text(t) => t,
+            Response::Error(e) => format!("error: {e}"),
+            other => format!("{other:?}"),
+        };
+        let default = 24 << 20;
+        assert_eq!(
+            line(default, ThroughputUnit::Megabits),
+            "error: Use the -d flag to quiet this error and get the exact throughput in megabits/s"
+        );
+        assert_eq!(
+            line(default, ThroughputUnit::PreciseMegabits),
+            "Current stream throughput: 201.326592 Mb/s\n"
+        );
+        assert_eq!(
+            line(default, ThroughputUnit::Mebibytes),
+            "Current stream throughput: 24.0 MiB/s\n"
+        );
+        assert_eq!(
+            line(25_000_000, ThroughputUnit::Megabits),
+            "Current stream throughput: 200 Mb/s\n"
+        );
+        assert_eq!(
+            line(0, ThroughputUnit::Megabits),
+            "Current stream throughput: unlimited\n"
+        );
+        assert_eq!(
+            line(0, ThroughputUnit::Mebibytes),
+            "Current stream throughput: unlimited\n"
+        );
+        assert_eq!(throughput_bytes(200, ThroughputUnit::Megabits), 25_000_000);
+        assert_eq!(throughput_bytes(24, ThroughputUnit::Mebibytes), default);
+    }
 }

@@ -368,8 +368,6 @@ pub const CASSANDRA_ONLY_KEYS: &[&str] = &[
     "startup_checks",
     "storage_compatibility_mode",
     "stream_entire_sstables",
-    "stream_throughput_outbound",
-    "stream_throughput_outbound_megabits_per_sec",
     "stream_transfer_task_timeout",
     "streaming_connections_per_host",
     "streaming_keep_alive_period",

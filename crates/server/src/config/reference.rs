@@ -100,6 +100,12 @@ pub const KEYS: &[KeyDoc] = &[
     )
     .legacy(&["compaction_throughput_mb_per_sec"]),
     key(
+        "stream_throughput_outbound",
+        "24MiB/s",
+        "What a node sends when it streams data to another (bootstrap, decommission, removenode, rebuild, repair), on average; 0: unthrottled. As in Cassandra, whose default it is; `nodetool setstreamthroughput` changes it until restart.",
+    )
+    .legacy(&["stream_throughput_outbound_megabits_per_sec"]),
+    key(
         "auto_snapshot",
         "true",
         "A snapshot (snapshots/dropped-MILLIS-NAME, truncated-MILLIS-NAME: every table, with schema.json and schema.cql) before each DROP TABLE, DROP KEYSPACE, DROP MATERIALIZED VIEW and TRUNCATE.",
