@@ -390,6 +390,41 @@ impl Guardrails {
         )
     }
 
+    /// Whether a guardrail `StatementGuard` checks for `statement` is set
+    /// (SELECT's are checked where it is planned, `guards_select`).
+    fn guards(&self, statement: &Statement) -> bool {
+        let replication = self.minimum_replication_factor.is_enabled()
+            || self.maximum_replication_factor.is_enabled()
+            || !self.simplestrategy_enabled;
+        match statement {
+            Statement::CreateKeyspace(_) => self.keyspaces.is_enabled() || replication,
+            Statement::AlterKeyspace(_) => replication,
+            Statement::CreateTable(_) => {
+                self.tables.is_enabled()
+                    || self.columns_per_table.is_enabled()
+                    || !self.compact_tables_enabled
+            }
+            Statement::AlterTable(_) => {
+                !self.alter_table_enabled || self.columns_per_table.is_enabled()
+            }
+            Statement::CreateType(_) | Statement::AlterType(_) => self.fields_per_udt.is_enabled(),
+            Statement::CreateIndex(_) => {
+                !self.secondary_indexes_enabled || self.secondary_indexes_per_table.is_enabled()
+            }
+            Statement::CreateMaterializedView(_) => self.materialized_views_per_table.is_enabled(),
+            Statement::Drop(_) => !self.drop_keyspace_enabled || !self.drop_truncate_table_enabled,
+            Statement::Truncate(_) => !self.drop_truncate_table_enabled,
+            Statement::Insert(i) => !self.user_timestamps_enabled && uses_timestamp(&i.using),
+            Statement::Update(u) => !self.user_timestamps_enabled && uses_timestamp(&u.using),
+            Statement::Delete(d) => !self.user_timestamps_enabled && uses_timestamp(&d.using),
+            Statement::Batch(b) => {
+                !self.user_timestamps_enabled
+                    && b.statements.iter().any(modification_uses_timestamp)
+            }
+            _ => false,
+        }
+    }
+
     /// Whether any guardrail of a SELECT is set: a prepared point read
     /// then takes the general path, which checks them.
     pub fn guards_select(&self) -> bool {
@@ -452,10 +487,7 @@ impl<'a> StatementGuard<'a> {
         statement: &'a Statement,
         request: &'a Request,
     ) -> Result<StatementGuard<'a>> {
-        let guardrails = match statement {
-            Statement::Select(_) => None,
-            _ => executor.guardrails_for(request, |g| *g != Guardrails::DEFAULT)?,
-        };
+        let guardrails = executor.guardrails_for(request, |g| g.guards(statement))?;
         let guard = StatementGuard {
             guardrails,
             statement,

@@ -322,3 +322,24 @@ fn without_authentication_everyone_is_exempt() {
         assert!(outcome.warnings.is_empty());
     }
 }
+
+#[test]
+fn views_count_as_tables_and_index_tables_do_not() {
+    let mut h = harness(Guardrails {
+        tables: threshold(2, 4),
+        ..Guardrails::DEFAULT
+    });
+    h.user = "cassandra";
+    h.check(&[
+        ("CREATE INDEX ON ks.t (v)", "OK"),
+        (
+            "CREATE MATERIALIZED VIEW ks.mv AS SELECT k, c FROM ks.t WHERE k IS NOT NULL AND c IS NOT NULL PRIMARY KEY (c, k)",
+            "OK\nWARN Materialized views are experimental and are not recommended for production use.",
+        ),
+    ]);
+    h.user = "app";
+    h.check(&[(
+        "CREATE TABLE ks.a (k int PRIMARY KEY)",
+        "OK\nWARN Guardrail tables violated: Creating table a, current number of tables 3 exceeds warning threshold of 2.",
+    )]);
+}
