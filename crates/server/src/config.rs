@@ -15,6 +15,7 @@ use thiserror::Error;
 
 mod cassandra_keys;
 mod encryption;
+mod guardrails;
 pub mod reference;
 pub use encryption::{
     ClientAuth, EncryptionOptions, PemSource, ServerEncryption, TlsPolicy, TlsVersion, CLIENT_KEY,
@@ -113,6 +114,9 @@ pub enum ConfigError {
     UnknownKeys { keys: String, file: String },
     #[error("invalid value for {key}: {message}")]
     InvalidValue { key: &'static str, message: String },
+    /// A guardrail key's value, in Cassandra's words.
+    #[error("Invalid guardrails configuration: {0}")]
+    Guardrails(String),
     #[error("both {new_key} and its legacy form {legacy_key} are set; keep one")]
     BothSet {
         new_key: &'static str,
@@ -337,6 +341,8 @@ pub struct Config {
     pub compaction_throughput_bytes: Option<u64>,
     /// Compactions at once (`concurrent_compactors`); None: the storage default.
     pub concurrent_compactors: Option<u32>,
+    /// Cassandra's guardrails (`config::guardrails`).
+    pub guardrails: rocksandra_query::guardrails::Guardrails,
     /// Cassandra keys the file set that Rocksandra does not use, in file order.
     pub unused_keys: Vec<String>,
 }
@@ -391,6 +397,7 @@ impl Default for Config {
             memtable_space_bytes: None,
             compaction_throughput_bytes: None,
             concurrent_compactors: None,
+            guardrails: rocksandra_query::guardrails::Guardrails::DEFAULT,
             unused_keys: Vec::new(),
         }
     }
@@ -782,6 +789,35 @@ struct FileConfig {
     compaction_throughput: Option<String>,
     compaction_throughput_mb_per_sec: Option<u64>,
     concurrent_compactors: Option<i64>,
+    keyspaces_warn_threshold: Option<i64>,
+    keyspaces_fail_threshold: Option<i64>,
+    tables_warn_threshold: Option<i64>,
+    tables_fail_threshold: Option<i64>,
+    columns_per_table_warn_threshold: Option<i64>,
+    columns_per_table_fail_threshold: Option<i64>,
+    secondary_indexes_per_table_warn_threshold: Option<i64>,
+    secondary_indexes_per_table_fail_threshold: Option<i64>,
+    materialized_views_per_table_warn_threshold: Option<i64>,
+    materialized_views_per_table_fail_threshold: Option<i64>,
+    fields_per_udt_warn_threshold: Option<i64>,
+    fields_per_udt_fail_threshold: Option<i64>,
+    page_size_warn_threshold: Option<i64>,
+    page_size_fail_threshold: Option<i64>,
+    partition_keys_in_select_warn_threshold: Option<i64>,
+    partition_keys_in_select_fail_threshold: Option<i64>,
+    minimum_replication_factor_warn_threshold: Option<i64>,
+    minimum_replication_factor_fail_threshold: Option<i64>,
+    maximum_replication_factor_warn_threshold: Option<i64>,
+    maximum_replication_factor_fail_threshold: Option<i64>,
+    user_timestamps_enabled: Option<bool>,
+    group_by_enabled: Option<bool>,
+    drop_truncate_table_enabled: Option<bool>,
+    drop_keyspace_enabled: Option<bool>,
+    secondary_indexes_enabled: Option<bool>,
+    compact_tables_enabled: Option<bool>,
+    alter_table_enabled: Option<bool>,
+    allow_filtering_enabled: Option<bool>,
+    simplestrategy_enabled: Option<bool>,
 }
 
 /// `- class_name: ...\n  parameters:\n    - seeds: "a,b"`
@@ -821,6 +857,7 @@ impl FileConfig {
         let durations = self.durations(&defaults)?;
         let bcrypt_rounds = self.bcrypt_rounds(&defaults)?;
         let flags = self.feature_flags(&defaults)?;
+        let guardrails = self.guardrails()?;
         let config = Config {
             cluster_name: self.cluster_name.unwrap_or(defaults.cluster_name),
             listen_address: addresses.listen,
@@ -891,6 +928,7 @@ impl FileConfig {
             memtable_space_bytes: storage.memtable_space_bytes,
             compaction_throughput_bytes: storage.compaction_throughput_bytes,
             concurrent_compactors: storage.concurrent_compactors,
+            guardrails,
             unused_keys: Vec::new(),
         };
         config.validate()?;
