@@ -13,8 +13,8 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use rocksandra_cql::ast::{
-    AlterTableAction, AlterTypeAction, DropKind, Literal, Modification, Property, PropertyValue,
-    Statement, UsingParam,
+    AlterTableAction, AlterTypeAction, Delete, DropKind, Insert, Literal, Modification, Property,
+    PropertyValue, Statement, Update, UsingParam,
 };
 
 use crate::ddl::DdlOutcome;
@@ -414,12 +414,11 @@ impl Guardrails {
             Statement::CreateMaterializedView(_) => self.materialized_views_per_table.is_enabled(),
             Statement::Drop(_) => !self.drop_keyspace_enabled || !self.drop_truncate_table_enabled,
             Statement::Truncate(_) => !self.drop_truncate_table_enabled,
-            Statement::Insert(i) => !self.user_timestamps_enabled && uses_timestamp(&i.using),
-            Statement::Update(u) => !self.user_timestamps_enabled && uses_timestamp(&u.using),
-            Statement::Delete(d) => !self.user_timestamps_enabled && uses_timestamp(&d.using),
-            Statement::Batch(b) => {
-                !self.user_timestamps_enabled
-                    && b.statements.iter().any(modification_uses_timestamp)
+            Statement::Insert(_)
+            | Statement::Update(_)
+            | Statement::Delete(_)
+            | Statement::Batch(_) => {
+                !self.user_timestamps_enabled && statement_uses_timestamp(statement)
             }
             _ => false,
         }
@@ -563,12 +562,37 @@ fn uses_timestamp(using: &[UsingParam]) -> bool {
 }
 
 /// Whether a modification says `USING TIMESTAMP` (a BATCH's own does not
-/// count, as in Cassandra).
+/// count, as in Cassandra) and meets the guardrail: a conditional one is
+/// refused first for having a timestamp at all (`Cannot provide custom
+/// timestamp for conditional updates`).
 pub(crate) fn modification_uses_timestamp(m: &Modification) -> bool {
     match m {
-        Modification::Insert(i) => uses_timestamp(&i.using),
-        Modification::Update(u) => uses_timestamp(&u.using),
-        Modification::Delete(d) => uses_timestamp(&d.using),
+        Modification::Insert(i) => insert_timestamped(i),
+        Modification::Update(u) => update_timestamped(u),
+        Modification::Delete(d) => delete_timestamped(d),
+    }
+}
+
+fn insert_timestamped(i: &Insert) -> bool {
+    !i.if_not_exists && uses_timestamp(&i.using)
+}
+
+fn update_timestamped(u: &Update) -> bool {
+    u.condition.is_none() && uses_timestamp(&u.using)
+}
+
+fn delete_timestamped(d: &Delete) -> bool {
+    d.condition.is_none() && uses_timestamp(&d.using)
+}
+
+/// `modification_uses_timestamp` of a statement (false for any other).
+fn statement_uses_timestamp(statement: &Statement) -> bool {
+    match statement {
+        Statement::Insert(i) => insert_timestamped(i),
+        Statement::Update(u) => update_timestamped(u),
+        Statement::Delete(d) => delete_timestamped(d),
+        Statement::Batch(b) => b.statements.iter().any(modification_uses_timestamp),
+        _ => false,
     }
 }
 
@@ -598,12 +622,15 @@ fn before_run(
             }
         }
         Statement::AlterTable(s) => {
-            if matches!(
+            let changes_columns = matches!(
                 s.action,
                 AlterTableAction::Add { .. }
                     | AlterTableAction::Drop { .. }
                     | AlterTableAction::Rename { .. }
-            ) {
+            );
+            // After the table is known: a missing one keeps its own error.
+            let keyspace = keyspace_of(&s.table, session_keyspace)?;
+            if changes_columns && schema.table(keyspace, s.table.name.as_str()).is_some() {
                 g.alter_table()?;
             }
         }
@@ -627,10 +654,12 @@ fn before_run(
                 g.drop_truncate_table()?;
             }
         }
-        Statement::Insert(i) if uses_timestamp(&i.using) => g.user_timestamps()?,
-        Statement::Update(u) if uses_timestamp(&u.using) => g.user_timestamps()?,
-        Statement::Delete(d) if uses_timestamp(&d.using) => g.user_timestamps()?,
-        Statement::Batch(b) if b.statements.iter().any(modification_uses_timestamp) => {
+        Statement::Insert(_)
+        | Statement::Update(_)
+        | Statement::Delete(_)
+        | Statement::Batch(_)
+            if statement_uses_timestamp(statement) =>
+        {
             g.user_timestamps()?
         }
         _ => {}

@@ -281,6 +281,12 @@ fn flags_refuse_drop_truncate_timestamps_indexes_and_alter() {
         // A BATCH's own timestamp is allowed, as in Cassandra.
         ("BEGIN BATCH USING TIMESTAMP 10 INSERT INTO ks.t (k, c, v) VALUES (1, 1, 1); APPLY BATCH", "OK"),
         ("INSERT INTO ks.t (k, c, v) VALUES (1, 1, 1) USING TTL 100", "OK"),
+        // Statements of a batch meet it; a conditional one is refused first
+        // for having a timestamp at all.
+        ("BEGIN UNLOGGED BATCH INSERT INTO ks.t (k, c, v) VALUES (1, 1, 1) USING TIMESTAMP 5; INSERT INTO ks.t (k, c, v) VALUES (1, 2, 1); APPLY BATCH", timestamps),
+        ("INSERT INTO ks.t JSON '{\"k\": 1, \"c\": 1, \"v\": 1}' USING TIMESTAMP 5", timestamps),
+        ("INSERT INTO ks.t (k, c, v) VALUES (1, 1, 1) IF NOT EXISTS USING TIMESTAMP 5", "ERROR Cannot provide custom timestamp for conditional updates"),
+        ("TRUNCATE ks.nonexistent", "ERROR table nonexistent does not exist"),
         ("TRUNCATE ks.t", drop_truncate),
         ("DROP TABLE ks.t", drop_truncate),
         ("DROP TABLE IF EXISTS ks.nonexistent", drop_truncate),
@@ -290,6 +296,8 @@ fn flags_refuse_drop_truncate_timestamps_indexes_and_alter() {
         ("CREATE CUSTOM INDEX ON ks.t (v) USING 'StorageAttachedIndex'", indexes),
         ("ALTER TABLE ks.t ADD x int", "ERROR Guardrail alter_table violated: ALTER TABLE changing columns is not allowed"),
         ("ALTER TABLE ks.t RENAME c TO cc", "ERROR Guardrail alter_table violated: ALTER TABLE changing columns is not allowed"),
+        ("ALTER TABLE ks.t DROP w", "ERROR Guardrail alter_table violated: ALTER TABLE changing columns is not allowed"),
+        ("ALTER TABLE ks.nonexistent ADD x int", "ERROR Table 'ks.nonexistent' doesn't exist"),
         ("ALTER TABLE ks.t WITH comment = 'x'", "OK"),
     ]);
     h.user = "cassandra";
