@@ -1,5 +1,5 @@
-"""Cassandra 5.0's guardrails through the Python driver: a server whose
-yaml sets thresholds and flags, an ordinary role `app` that meets them
+"""Cassandra 5.0's guardrails through the Python driver: two servers whose
+yamls set thresholds and flags, an ordinary role `app` that meets them
 (failures as InvalidRequest, warnings in the response's warnings list) and
 the superuser, who is exempt. Every expected text below is what Apache
 Cassandra 5.0.6 answered to the same statements with the same yaml
@@ -7,11 +7,12 @@ Cassandra 5.0.6 answered to the same statements with the same yaml
 warnings that name a guardrail are compared (Cassandra adds others, such as
 its repair advice on ALTER KEYSPACE, that are not guardrails)."""
 
+import contextlib
 import os
 
 import pytest
 from cassandra import InvalidRequest
-from cassandra.query import SimpleStatement
+from cassandra.query import BatchStatement, SimpleStatement
 
 from test_auth import connect, run_server
 from test_durability import PORT
@@ -120,14 +121,57 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def server():
-    yield from run_server(GUARDRAILS_PORT, GUARDRAILS_YAML)
+# A second server, with these flags (and a keyspaces threshold): the order
+# of a guardrail against the statement's other checks.
+FLAGS_YAML = """\
+authorizer: CassandraAuthorizer
+user_timestamps_enabled: false
+drop_truncate_table_enabled: false
+simplestrategy_enabled: false
+keyspaces_warn_threshold: 1
+alter_table_enabled: false
+group_by_enabled: false
+"""
+
+# As CASES; "BATCH MESSAGE <statement>" sends the statement in a BATCH
+# message of the protocol.
+FLAG_CASES = [
+    ('su', "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 1}", None, None, []),
+    ('su', 'CREATE TABLE ks.t (k int, c int, v int, w int, PRIMARY KEY (k, c))', None, None, []),
+    ('su', "CREATE ROLE app WITH PASSWORD = 'app' AND LOGIN = true", None, None, []),
+    ('su', 'GRANT ALL PERMISSIONS ON ALL KEYSPACES TO app', None, None, []),
+    ('app', 'BEGIN BATCH INSERT INTO ks.t (k, c, v) VALUES (1, 1, 1) USING TIMESTAMP 5; APPLY BATCH', None, 'Guardrail user_timestamps violated: User provided timestamps (USING TIMESTAMP) is not allowed', []),
+    ('app', 'BEGIN UNLOGGED BATCH INSERT INTO ks.t (k, c, v) VALUES (1, 1, 1) USING TIMESTAMP 5; INSERT INTO ks.t (k, c, v) VALUES (1, 2, 1); APPLY BATCH', None, 'Guardrail user_timestamps violated: User provided timestamps (USING TIMESTAMP) is not allowed', []),
+    ('app', 'BATCH MESSAGE INSERT INTO ks.t (k, c, v) VALUES (2, 1, 1) USING TIMESTAMP 5', None, 'Guardrail user_timestamps violated: User provided timestamps (USING TIMESTAMP) is not allowed', []),
+    ('app', 'TRUNCATE ks.nonexistent', None, 'table nonexistent does not exist', []),
+    ('app', "CREATE KEYSPACE ks2 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", None, 'Guardrail simplestrategy violated: SimpleStrategy is not allowed', []),
+    ('app', "CREATE KEYSPACE IF NOT EXISTS ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", None, 'Guardrail simplestrategy violated: SimpleStrategy is not allowed', []),
+    ('app', 'INSERT INTO ks.t JSON \'{"k": 1, "c": 1, "v": 1}\' USING TIMESTAMP 5', None, 'Guardrail user_timestamps violated: User provided timestamps (USING TIMESTAMP) is not allowed', []),
+    ('app', 'UPDATE ks.t USING TTL 10 AND TIMESTAMP 5 SET v = 1 WHERE k = 1 AND c = 1', None, 'Guardrail user_timestamps violated: User provided timestamps (USING TIMESTAMP) is not allowed', []),
+    ('app', 'INSERT INTO ks.t (k, c, v) VALUES (1, 1, 1) IF NOT EXISTS USING TIMESTAMP 5', None, 'Cannot provide custom timestamp for conditional updates', []),
+    ('app', 'ALTER TABLE ks.t ADD x int', None, 'Guardrail alter_table violated: ALTER TABLE changing columns is not allowed', []),
+    ('app', 'ALTER TABLE ks.t DROP w', None, 'Guardrail alter_table violated: ALTER TABLE changing columns is not allowed', []),
+    ('app', 'ALTER TABLE ks.t RENAME c TO cc', None, 'Guardrail alter_table violated: ALTER TABLE changing columns is not allowed', []),
+    ('app', 'ALTER TABLE ks.nonexistent ADD x int', None, "Table 'ks.nonexistent' doesn't exist", []),
+    ('app', "ALTER TABLE ks.t WITH comment = 'x'", None, None, []),
+    ('app', 'SELECT k, count(*) FROM ks.t WHERE k = 1 GROUP BY k', None, 'Guardrail group_by violated: GROUP BY functionality is not allowed', []),
+    ('app', 'DROP TABLE ks.t', None, 'Guardrail drop_truncate_table_enabled violated: DROP and TRUNCATE TABLE functionality is not allowed', []),
+    ('su', 'INSERT INTO ks.t (k, c, v) VALUES (1, 1, 1) USING TIMESTAMP 5', None, None, []),
+    ('su', 'ALTER TABLE ks.t DROP w', None, None, []),
+    ('su', 'SELECT k, count(*) FROM ks.t WHERE k = 1 GROUP BY k', None, None, []),
+]
+
 
 
 def run(session, cql, fetch_size):
     """The error's message (None on success) and the guardrail warnings."""
-    statement = SimpleStatement(cql, fetch_size=fetch_size) if fetch_size else SimpleStatement(cql)
+    if cql.startswith("BATCH MESSAGE "):
+        statement = BatchStatement()
+        statement.add(SimpleStatement(cql[len("BATCH MESSAGE "):]))
+    elif fetch_size:
+        statement = SimpleStatement(cql, fetch_size=fetch_size)
+    else:
+        statement = SimpleStatement(cql)
     future = session.execute_async(statement)
     try:
         future.result()
@@ -142,11 +186,18 @@ def error_message(text):
     return text[text.index(marker) + len(marker):-1] if marker in text else text
 
 
-def test_guardrails_answer_as_cassandra(server):
+@pytest.mark.parametrize("yaml, cases", [(GUARDRAILS_YAML, CASES), (FLAGS_YAML, FLAG_CASES)],
+                         ids=["thresholds", "flags"])
+def test_guardrails_answer_as_cassandra(yaml, cases):
+    with contextlib.contextmanager(run_server)(GUARDRAILS_PORT, yaml):
+        replay(cases)
+
+
+def replay(cases):
     clusters = []
     sessions = {}
     try:
-        for who, cql, fetch_size, error, warnings in CASES:
+        for who, cql, fetch_size, error, warnings in cases:
             if who not in sessions:
                 user, password = ("cassandra", "cassandra") if who == "su" else ("app", "app")
                 cluster, sessions[who] = connect(user, password, port=GUARDRAILS_PORT)
