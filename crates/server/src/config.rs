@@ -117,6 +117,9 @@ pub enum ConfigError {
     /// A guardrail key's value, in Cassandra's words.
     #[error("Invalid guardrails configuration: {0}")]
     Guardrails(String),
+    /// Two settings that contradict each other, in Cassandra's words.
+    #[error("{0}")]
+    Conflict(String),
     #[error("both {new_key} and its legacy form {legacy_key} are set; keep one")]
     BothSet {
         new_key: &'static str,

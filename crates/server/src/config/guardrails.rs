@@ -7,8 +7,8 @@ use rocksandra_query::guardrails::{Guardrails, Threshold};
 
 use super::{ConfigError, FileConfig};
 
-/// Cassandra's `default_keyspace_rf`, which bounds the replication factor
-/// thresholds (Rocksandra does not read the key: it is always 1).
+/// Cassandra's `default_keyspace_rf`, which bounds the minimum replication
+/// factor's fail threshold (Rocksandra does not read the key: it is always 1).
 const DEFAULT_KEYSPACE_RF: i64 = 1;
 
 /// A threshold's largest value (Cassandra's are Java ints).
@@ -66,37 +66,35 @@ fn minimum(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Threshold
     Ok(t)
 }
 
-/// The replication factor thresholds, which must let a keyspace of
-/// `default_keyspace_rf` be created.
+/// The replication factor thresholds (a keyspace of `default_keyspace_rf`
+/// can always be created: a maximum's fail threshold is at least 1).
 fn replication_factors(file: &FileConfig) -> Result<(Threshold, Threshold), String> {
     let min = minimum(
         "minimum_replication_factor",
         file.minimum_replication_factor_warn_threshold,
         file.minimum_replication_factor_fail_threshold,
     )?;
-    if min.fail > DEFAULT_KEYSPACE_RF {
-        return Err(format!(
-            "minimum_replication_factor_fail_threshold to be set ({}) cannot be greater than default_keyspace_rf ({DEFAULT_KEYSPACE_RF})",
-            min.fail
-        ));
-    }
     let max = maximum(
         "maximum_replication_factor",
         file.maximum_replication_factor_warn_threshold,
         file.maximum_replication_factor_fail_threshold,
     )?;
-    if max.fail != -1 && max.fail < DEFAULT_KEYSPACE_RF {
-        return Err(format!(
-            "maximum_replication_factor_fail_threshold to be set ({}) cannot be lesser than default_keyspace_rf ({DEFAULT_KEYSPACE_RF})",
-            max.fail
-        ));
-    }
     Ok((min, max))
 }
 
 impl FileConfig {
     /// The guardrails the file sets, Cassandra's defaults for the others.
     pub(super) fn guardrails(&self) -> Result<Guardrails, ConfigError> {
+        // Cassandra compares the minimum with `default_keyspace_rf` before
+        // it checks the guardrails.
+        if let Some(fail) = self
+            .minimum_replication_factor_fail_threshold
+            .filter(|fail| *fail > DEFAULT_KEYSPACE_RF)
+        {
+            return Err(ConfigError::Conflict(format!(
+                "default_keyspace_rf ({DEFAULT_KEYSPACE_RF}) cannot be less than minimum_replication_factor_fail_threshold ({fail})"
+            )));
+        }
         self.read_guardrails().map_err(ConfigError::Guardrails)
     }
 
@@ -226,13 +224,13 @@ mod tests {
              "Invalid value -2 for page_size_warn_threshold: negative values are not allowed, outside of -1 which disables the guardrail"),
             ("fields_per_udt_warn_threshold: 2147483648\n",
              "Invalid value 2147483648 for fields_per_udt_warn_threshold: maximum allowed value is 2147483647"),
-            ("minimum_replication_factor_warn_threshold: 1\nminimum_replication_factor_fail_threshold: 2\n",
-             "The warn threshold 1 for minimum_replication_factor_warn_threshold should be greater than the fail threshold 2"),
-            ("minimum_replication_factor_fail_threshold: 2\n",
-             "minimum_replication_factor_fail_threshold to be set (2) cannot be greater than default_keyspace_rf (1)"),
         ];
         for (yaml, message) in cases {
             assert_eq!(error(yaml), format!("{prefix}{message}"), "{yaml}");
         }
+        assert_eq!(
+            error("minimum_replication_factor_fail_threshold: 2\n"),
+            "default_keyspace_rf (1) cannot be less than minimum_replication_factor_fail_threshold (2)"
+        );
     }
 }

@@ -175,7 +175,7 @@ pub const KEYS: &[KeyDoc] = &[
     key("minimum_replication_factor_warn_threshold", "-1", "Guardrail (ordinary users; -1 disables): warns on CREATE and ALTER KEYSPACE when a replication factor is below this."),
     key("minimum_replication_factor_fail_threshold", "-1", "Guardrail (ordinary users; -1 disables): refuses CREATE and ALTER KEYSPACE when a replication factor is below this (at most 1, default_keyspace_rf)."),
     key("maximum_replication_factor_warn_threshold", "-1", "Guardrail (ordinary users; -1 disables): warns on CREATE and ALTER KEYSPACE when a replication factor is above this."),
-    key("maximum_replication_factor_fail_threshold", "-1", "Guardrail (ordinary users; -1 disables): refuses CREATE and ALTER KEYSPACE when a replication factor is above this (at least 1, default_keyspace_rf)."),
+    key("maximum_replication_factor_fail_threshold", "-1", "Guardrail (ordinary users; -1 disables): refuses CREATE and ALTER KEYSPACE when a replication factor is above this."),
     key("user_timestamps_enabled", "true", "Guardrail (ordinary users): allows USING TIMESTAMP in INSERT, UPDATE and DELETE (a BATCH's own USING TIMESTAMP is always allowed)."),
     key("group_by_enabled", "true", "Guardrail (ordinary users): allows SELECT ... GROUP BY."),
     key("drop_truncate_table_enabled", "true", "Guardrail (ordinary users): allows DROP TABLE and TRUNCATE."),
