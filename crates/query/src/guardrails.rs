@@ -13,8 +13,9 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use rocksandra_cql::ast::{
-    AlterTableAction, AlterTypeAction, Delete, DropKind, Insert, Literal, Modification, Property,
-    PropertyValue, Statement, Update, UsingParam,
+    AlterTable, AlterTableAction, AlterTypeAction, CreateIndex, CreateMaterializedView,
+    CreateTable, Delete, DropKind, Insert, Literal, Modification, Property, PropertyValue,
+    QualifiedName, Statement, Update, UsingParam,
 };
 
 use crate::ddl::DdlOutcome;
@@ -604,67 +605,81 @@ fn before_run(
     schema: &Schema,
     session_keyspace: Option<&str>,
 ) -> Result<Vec<String>> {
-    let mut warnings = Vec::new();
+    let none = |()| Vec::new();
     match statement {
         Statement::CreateKeyspace(s) => {
-            let name = s.name.as_str();
-            warnings.extend(g.keyspaces(user_keyspaces(schema).count() + 1, name)?);
+            let warnings = g.keyspaces(user_keyspaces(schema).count() + 1, s.name.as_str())?;
             simplestrategy(g, &s.properties)?;
+            Ok(warnings.into_iter().collect())
         }
-        Statement::AlterKeyspace(s) => simplestrategy(g, &s.properties)?,
-        Statement::CreateTable(s) => {
-            let name = s.name.name.as_str();
-            warnings.extend(g.columns_per_table(s.columns.len(), name)?);
-            let tables: usize = user_keyspaces(schema).map(|k| k.tables.len()).sum();
-            warnings.extend(g.tables(tables + 1, name)?);
-            if s.options.compact_storage {
-                g.compact_tables()?;
-            }
-        }
-        Statement::AlterTable(s) => {
-            let changes_columns = matches!(
-                s.action,
-                AlterTableAction::Add { .. }
-                    | AlterTableAction::Drop { .. }
-                    | AlterTableAction::Rename { .. }
-            );
-            // After the table is known: a missing one keeps its own error.
-            let keyspace = keyspace_of(&s.table, session_keyspace)?;
-            if changes_columns && schema.table(keyspace, s.table.name.as_str()).is_some() {
-                g.alter_table()?;
-            }
-        }
+        Statement::AlterKeyspace(s) => simplestrategy(g, &s.properties).map(none),
+        Statement::CreateTable(s) => create_table(g, s, schema),
+        Statement::AlterTable(s) => alter_table(g, s, schema, session_keyspace).map(none),
         Statement::CreateType(s) => {
-            warnings.extend(g.fields_per_udt(s.fields.len(), s.name.name.as_str())?);
+            let warning = g.fields_per_udt(s.fields.len(), s.name.name.as_str())?;
+            Ok(warning.into_iter().collect())
         }
-        Statement::CreateIndex(_) => g.secondary_indexes()?,
+        Statement::CreateIndex(_) => g.secondary_indexes().map(none),
         Statement::Drop(d) => match d.kind {
-            DropKind::Keyspace => g.drop_keyspace()?,
-            DropKind::Table => g.drop_truncate_table()?,
-            _ => {}
+            DropKind::Keyspace => g.drop_keyspace().map(none),
+            DropKind::Table => g.drop_truncate_table().map(none),
+            _ => Ok(Vec::new()),
         },
-        Statement::Truncate(name) => {
-            // After the table is known (Cassandra's validate), so a
-            // missing table or a view keeps its own error.
-            let keyspace = keyspace_of(name, session_keyspace)?;
-            if schema
-                .table(keyspace, name.name.as_str())
-                .is_some_and(|t| !t.is_view())
-            {
-                g.drop_truncate_table()?;
-            }
-        }
-        Statement::Insert(_)
-        | Statement::Update(_)
-        | Statement::Delete(_)
-        | Statement::Batch(_)
-            if statement_uses_timestamp(statement) =>
-        {
-            g.user_timestamps()?
-        }
-        _ => {}
+        Statement::Truncate(name) => truncate(g, name, schema, session_keyspace).map(none),
+        _ if statement_uses_timestamp(statement) => g.user_timestamps().map(none),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// CREATE TABLE: the columns declared, the tables and views of user
+/// keyspaces with the new one, COMPACT STORAGE.
+fn create_table(g: &Guardrails, s: &CreateTable, schema: &Schema) -> Result<Vec<String>> {
+    let name = s.name.name.as_str();
+    let mut warnings = Vec::new();
+    warnings.extend(g.columns_per_table(s.columns.len(), name)?);
+    let tables: usize = user_keyspaces(schema).map(|k| k.tables.len()).sum();
+    warnings.extend(g.tables(tables + 1, name)?);
+    if s.options.compact_storage {
+        g.compact_tables()?;
     }
     Ok(warnings)
+}
+
+/// ALTER TABLE ADD, DROP or RENAME of a table that exists (a missing one
+/// keeps its own error, as in Cassandra).
+fn alter_table(
+    g: &Guardrails,
+    s: &AlterTable,
+    schema: &Schema,
+    session_keyspace: Option<&str>,
+) -> Result<()> {
+    let changes_columns = matches!(
+        s.action,
+        AlterTableAction::Add { .. }
+            | AlterTableAction::Drop { .. }
+            | AlterTableAction::Rename { .. }
+    );
+    let keyspace = keyspace_of(&s.table, session_keyspace)?;
+    if changes_columns && schema.table(keyspace, s.table.name.as_str()).is_some() {
+        g.alter_table()?;
+    }
+    Ok(())
+}
+
+/// TRUNCATE of a table that exists and is not a view (Cassandra's validate
+/// refuses the others first).
+fn truncate(
+    g: &Guardrails,
+    name: &QualifiedName,
+    schema: &Schema,
+    session_keyspace: Option<&str>,
+) -> Result<()> {
+    let keyspace = keyspace_of(name, session_keyspace)?;
+    let table = schema.table(keyspace, name.name.as_str());
+    if table.is_some_and(|t| !t.is_view()) {
+        g.drop_truncate_table()?;
+    }
+    Ok(())
 }
 
 /// The replication factors of a keyspace's replication map: the
@@ -686,60 +701,67 @@ fn after_change(
     next: &Schema,
     session_keyspace: Option<&str>,
 ) -> Result<Vec<String>> {
-    let mut warnings = Vec::new();
-    match statement {
-        Statement::CreateKeyspace(s) => {
-            warnings.extend(keyspace_replication(g, next, s.name.as_str())?);
-        }
-        Statement::AlterKeyspace(s) => {
-            warnings.extend(keyspace_replication(g, next, s.name.as_str())?);
-        }
+    let warning = match statement {
+        Statement::CreateKeyspace(s) => return keyspace_replication(g, next, s.name.as_str()),
+        Statement::AlterKeyspace(s) => return keyspace_replication(g, next, s.name.as_str()),
         Statement::AlterTable(s) if matches!(s.action, AlterTableAction::Add { .. }) => {
             let keyspace = keyspace_of(&s.table, session_keyspace)?;
             let name = s.table.name.as_str();
-            if let Some(table) = next.table(keyspace, name) {
-                warnings.extend(g.columns_per_table(table.columns.len(), name)?);
-            }
+            let columns = next.table(keyspace, name).map(|t| t.columns.len());
+            columns.map_or(Ok(None), |n| g.columns_per_table(n, name))?
         }
         Statement::AlterType(s) if matches!(s.action, AlterTypeAction::Add { .. }) => {
             let keyspace = keyspace_of(&s.name, session_keyspace)?;
             let name = s.name.name.as_str();
-            let fields = next
-                .keyspace(keyspace)
-                .and_then(|k| k.types.iter().find(|t| t.name == name))
-                .map(|t| t.fields.len());
-            if let Some(fields) = fields {
-                warnings.extend(g.fields_per_udt(fields, name)?);
-            }
+            let user_type = next.keyspace(keyspace).and_then(|k| k.user_type(name));
+            user_type.map_or(Ok(None), |t| g.fields_per_udt(t.fields.len(), name))?
         }
-        Statement::CreateIndex(s) => {
-            let keyspace = keyspace_of(&s.table, session_keyspace)?;
-            let table = s.table.name.as_str();
-            if let Some(t) = next.table(keyspace, table) {
-                let what = match &s.name {
-                    Some(index) => format!("{} on table {table}", index.as_str()),
-                    None => format!("on table {table}"),
-                };
-                warnings.extend(g.secondary_indexes_per_table(t.indexes.len(), &what)?);
-            }
-        }
-        Statement::CreateMaterializedView(s) => {
-            let base_keyspace = keyspace_of(&s.base_table, session_keyspace)?;
-            let keyspace = s
-                .name
-                .keyspace
-                .as_ref()
-                .map_or(base_keyspace, |k| k.as_str());
-            let base = s.base_table.name.as_str();
-            if let Some(ks) = next.keyspace(keyspace) {
-                let views = crate::view::views_of(ks, base).count();
-                let what = format!("{} on table {base}", s.name.name.as_str());
-                warnings.extend(g.materialized_views_per_table(views, &what)?);
-            }
-        }
-        _ => {}
-    }
-    Ok(warnings)
+        Statement::CreateIndex(s) => index_count(g, s, next, session_keyspace)?,
+        Statement::CreateMaterializedView(s) => view_count(g, s, next, session_keyspace)?,
+        _ => None,
+    };
+    Ok(warning.into_iter().collect())
+}
+
+/// CREATE INDEX: the table's indexes with the new one.
+fn index_count(
+    g: &Guardrails,
+    s: &CreateIndex,
+    next: &Schema,
+    session_keyspace: Option<&str>,
+) -> Verdict {
+    let keyspace = keyspace_of(&s.table, session_keyspace)?;
+    let table = s.table.name.as_str();
+    let Some(t) = next.table(keyspace, table) else {
+        return Ok(None);
+    };
+    let what = match &s.name {
+        Some(index) => format!("{} on table {table}", index.as_str()),
+        None => format!("on table {table}"),
+    };
+    g.secondary_indexes_per_table(t.indexes.len(), &what)
+}
+
+/// CREATE MATERIALIZED VIEW: the base table's views with the new one.
+fn view_count(
+    g: &Guardrails,
+    s: &CreateMaterializedView,
+    next: &Schema,
+    session_keyspace: Option<&str>,
+) -> Verdict {
+    let base_keyspace = keyspace_of(&s.base_table, session_keyspace)?;
+    let keyspace = s
+        .name
+        .keyspace
+        .as_ref()
+        .map_or(base_keyspace, |k| k.as_str());
+    let base = s.base_table.name.as_str();
+    let Some(ks) = next.keyspace(keyspace) else {
+        return Ok(None);
+    };
+    let views = crate::view::views_of(ks, base).count();
+    let what = format!("{} on table {base}", s.name.name.as_str());
+    g.materialized_views_per_table(views, &what)
 }
 
 fn keyspace_replication(g: &Guardrails, next: &Schema, keyspace: &str) -> Result<Vec<String>> {
