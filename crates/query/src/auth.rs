@@ -246,7 +246,7 @@ impl Executor {
     }
 
     /// Superuser status, held directly or through a granted role.
-    fn is_superuser(&self, user: &str) -> Result<bool> {
+    pub(crate) fn is_superuser(&self, user: &str) -> Result<bool> {
         Ok(self.held_roles(user)?.iter().any(|r| r.is_superuser))
     }
 

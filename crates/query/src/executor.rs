@@ -25,6 +25,7 @@ use rocksandra_wire::{
 
 use crate::ddl::{self, DdlOutcome};
 use crate::error::{QueryError, Result};
+use crate::guardrails::StatementGuard;
 use crate::prepared_cache::PreparedCache;
 use crate::schema::keyspace_of;
 use crate::schema::{Schema, Table, SCHEMA_FILE};
@@ -179,6 +180,8 @@ pub struct Executor {
     /// The HNSW graphs of SAI vector indexes (`index::vector`), on a node
     /// alone.
     pub(crate) vector_graphs: Arc<crate::index::vector::Graphs>,
+    /// Cassandra's guardrails (`crate::guardrails`); the defaults until set.
+    pub(crate) guardrails: std::sync::OnceLock<crate::guardrails::Guardrails>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -247,6 +250,7 @@ impl Executor {
             ),
             read_timeouts: crate::deadline::TimeoutSettings::new(Default::default()),
             vector_graphs: Arc::default(),
+            guardrails: std::sync::OnceLock::new(),
         };
         executor.vector_graphs.retain(&executor.schema(), &[]);
         Ok(executor)
@@ -434,7 +438,12 @@ impl Executor {
             request.keyspace = prepared.keyspace.clone();
         }
         let values = bind_values(&prepared.parsed, &request)?;
-        if let Some(point) = &prepared.point_read {
+        // A SELECT with guardrails to check takes the general path.
+        let point_read = prepared
+            .point_read
+            .as_ref()
+            .filter(|_| !self.guardrails().guards_select());
+        if let Some(point) = point_read {
             self.authorize_statement(&prepared.parsed.statement, &request)?;
             if let Some(outcome) = point.execute(self, &request, &values) {
                 return outcome;
@@ -466,11 +475,24 @@ impl Executor {
         Ok(outcome)
     }
 
+    /// Runs a statement within its guardrails (`crate::guardrails`).
     fn run_statement(
         &self,
         parsed: &ParsedStatement,
         request: &Request,
         values: &[rocksandra_wire::Value],
+    ) -> Result<Outcome> {
+        let guard = StatementGuard::check(self, &parsed.statement, request)?;
+        let outcome = self.dispatch(parsed, request, values, &guard);
+        guard.finish(outcome)
+    }
+
+    fn dispatch(
+        &self,
+        parsed: &ParsedStatement,
+        request: &Request,
+        values: &[rocksandra_wire::Value],
+        guard: &StatementGuard<'_>,
     ) -> Result<Outcome> {
         let session_ks = request.keyspace.as_deref();
         match &parsed.statement {
@@ -481,12 +503,16 @@ impl Executor {
             Statement::Batch(b) => modify::execute_batch_statement(self, b, request, values),
             Statement::Use(ks) => self.use_keyspace(ks.as_str()),
             Statement::Truncate(name) => self.truncate(name, session_ks),
-            Statement::CreateKeyspace(s) => self.keyspace_ddl(s.name.as_str(), |schema, dcs| {
-                ddl::create_keyspace(schema, s, dcs)
-            }),
-            Statement::AlterKeyspace(s) => self.keyspace_ddl(s.name.as_str(), |schema, dcs| {
-                ddl::alter_keyspace(schema, s, dcs)
-            }),
+            Statement::CreateKeyspace(s) => {
+                let dcs = self.data_centers();
+                let change = guard.wrap(|schema| ddl::create_keyspace(schema, s, &dcs));
+                self.keyspace_ddl(s.name.as_str(), change)
+            }
+            Statement::AlterKeyspace(s) => {
+                let dcs = self.data_centers();
+                let change = guard.wrap(|schema| ddl::alter_keyspace(schema, s, &dcs));
+                self.keyspace_ddl(s.name.as_str(), change)
+            }
             Statement::CreateTable(s) => {
                 let keyspace = keyspace_of(&s.name, session_ks)?;
                 let random = self.env.random.clone();
@@ -498,7 +524,9 @@ impl Executor {
                 let drop_compact = self
                     .drop_compact_enabled
                     .load(std::sync::atomic::Ordering::Relaxed);
-                self.ddl(|schema| ddl::alter_table(schema, keyspace, s, now, drop_compact))
+                self.ddl(guard.wrap(|schema| {
+                    ddl::alter_table(schema, keyspace, s, now, drop_compact)
+                }))
             }
             Statement::CreateType(s) => {
                 let keyspace = keyspace_of(&s.name, session_ks)?;
@@ -506,11 +534,12 @@ impl Executor {
             }
             Statement::AlterType(s) => {
                 let keyspace = keyspace_of(&s.name, session_ks)?;
-                self.ddl(|schema| ddl::alter_type(schema, keyspace, s))
+                self.ddl(guard.wrap(|schema| ddl::alter_type(schema, keyspace, s)))
             }
             Statement::CreateIndex(s) => {
                 let keyspace = keyspace_of(&s.table, session_ks)?;
-                let mut outcome = self.ddl(|schema| ddl::create_index(schema, keyspace, s))?;
+                let mut outcome =
+                    self.ddl(guard.wrap(|schema| ddl::create_index(schema, keyspace, s)))?;
                 let table = s.table.name.as_str();
                 crate::index::build::build_pending(self, keyspace, table)?;
                 let schema = self.schema();
@@ -532,7 +561,7 @@ impl Executor {
                 Ok(Outcome::rows(result.into_rows()))
             }
             Statement::CreateMaterializedView(s) => {
-                self.create_materialized_view(s, session_ks, request)
+                self.create_materialized_view(s, session_ks, request, guard)
             }
             Statement::AlterMaterializedView(s) => {
                 if !self.materialized_views_enabled() {
@@ -566,15 +595,14 @@ impl Executor {
         }
     }
 
-    /// CREATE or ALTER KEYSPACE (`change`, given the data centers): the
-    /// schema change, with Cassandra's replication factor warnings.
+    /// CREATE or ALTER KEYSPACE (`change`): the schema change, with
+    /// Cassandra's replication factor warnings.
     fn keyspace_ddl(
         &self,
         keyspace: &str,
-        change: impl FnOnce(&Schema, &[String]) -> Result<DdlOutcome>,
+        change: impl FnOnce(&Schema) -> Result<DdlOutcome>,
     ) -> Result<Outcome> {
-        let dcs = self.data_centers();
-        let mut outcome = self.ddl(|schema| change(schema, &dcs))?;
+        let mut outcome = self.ddl(change)?;
         outcome.warnings = self.replication_warnings(keyspace);
         Ok(outcome)
     }
@@ -697,13 +725,14 @@ impl Executor {
         s: &CreateMaterializedView,
         session_ks: Option<&str>,
         request: &Request,
+        guard: &StatementGuard<'_>,
     ) -> Result<Outcome> {
         if !self.materialized_views_enabled() {
             return Err(QueryError::invalid(crate::view::DISABLED));
         }
         let random = self.env.random.clone();
-        let mut outcome =
-            self.ddl(|schema| crate::view::create_view(schema, session_ks, s, &*random))?;
+        let mut outcome = self
+            .ddl(guard.wrap(|schema| crate::view::create_view(schema, session_ks, s, &*random)))?;
         if outcome.schema_change.is_some() {
             let keyspace = keyspace_of(&s.base_table, session_ks)?;
             let view_keyspace = s.name.keyspace.as_ref().map_or(keyspace, |k| k.as_str());

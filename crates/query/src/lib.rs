@@ -11,6 +11,7 @@ pub mod describe;
 pub mod error;
 pub mod executor;
 pub mod functions;
+pub mod guardrails;
 pub mod index;
 pub mod json;
 pub mod modify;

@@ -536,6 +536,14 @@ pub fn execute_batch_message(
     for (m, _, keyspace) in &statements {
         executor.authorize_modification(m, keyspace.as_deref(), request)?;
     }
+    let timestamped = statements
+        .iter()
+        .any(|(m, _, _)| crate::guardrails::modification_uses_timestamp(m));
+    if timestamped {
+        if let Some(g) = executor.guardrails_for(request, |g| !g.user_timestamps_enabled)? {
+            g.user_timestamps()?;
+        }
+    }
     let with_requests: Vec<(&Modification, &[rocksandra_wire::Value], Request)> = statements
         .iter()
         .map(|(m, values, keyspace)| {

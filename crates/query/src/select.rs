@@ -21,6 +21,7 @@ use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, TableSpec
 
 use crate::error::{QueryError, Result};
 use crate::executor::{Executor, Outcome, Request};
+use crate::guardrails::Guardrails;
 use crate::index::search::{self, IndexQuery};
 use crate::restrict::{analyze, compare_prefix, PartitionSelection, Restrictions};
 use crate::rows::{partition_key_bytes, partition_rows, partition_rows_owned, CqlRow};
@@ -2129,6 +2130,17 @@ fn in_slice(table: &Table, clustering: &[Vec<u8>], slice: &Slice) -> bool {
     true
 }
 
+/// How many partitions a SELECT with its partition key restricted by `IN`
+/// reads; None without such an `IN`.
+fn partition_keys_in(table: &Table, select: &Select, restrictions: &Restrictions) -> Option<usize> {
+    match &restrictions.partition {
+        PartitionSelection::Keys(keys) if partition_key_in(table, &select.where_clause) => {
+            Some(keys.len())
+        }
+        _ => None,
+    }
+}
+
 /// Whether a partition key column is restricted by `IN`.
 fn partition_key_in(table: &Table, relations: &[rocksandra_cql::ast::Relation]) -> bool {
     use rocksandra_cql::ast::{Operator, Relation, RelationLhs};
@@ -2153,12 +2165,21 @@ pub fn execute(
     let ctx = executor.eval_context(&schema, keyspace, values, &*random);
     let outputs = plan(&table, select, &ctx)?;
     let restrictions = analyze(&table, &select.where_clause, &ctx)?;
+    let guardrails = executor.guardrails_for(request, Guardrails::guards_select)?;
+    let mut warnings = match guardrails {
+        Some(g) => {
+            let keys_in = partition_keys_in(&table, select, &restrictions);
+            crate::guardrails::select_checks(g, select, &table, keys_in)?
+        }
+        None => Vec::new(),
+    };
     if let Some(ann) = ann::ordering(select)? {
         let read = (&table, &restrictions, &*schema);
         return execute_ann(executor, select, request, read, &outputs, ann, &ctx);
     }
     ann::refuse_vector_restrictions(&table, select)?;
-    check_where_clause(&table, select, &restrictions)?;
+    check_where_clause(&table, select, &restrictions)
+        .map_err(|e| crate::guardrails::filtering_refusal(executor, e, request))?;
     let replica = || (executor.node().listen_address, request.consistency);
     let group_by = group_by::plan(&table, select, &ctx, &replica)?;
     let reversed = order_by_reversal(&table, select, &restrictions, request)?;
@@ -2167,16 +2188,25 @@ pub fn execute(
         limit_value(&select.per_partition_limit, "[per_partition_limit]", &ctx)?;
     let grouped = group_by.is_grouped();
     let aggregate = grouped || outputs.iter().any(|o| is_aggregate(&o.sel));
-    let warnings = if aggregate {
-        aggregation_warnings(select, &restrictions)
-    } else {
-        Vec::new()
-    };
     // ORDER BY over several IN partitions: rows are sorted across partitions
     // after the read (which is never paged), so LIMIT applies after the
     // sort; each partition gives at most LIMIT rows.
     let post_ordering = !select.order_by.is_empty()
         && matches!(&restrictions.partition, PartitionSelection::Keys(keys) if keys.len() > 1);
+    if let Some(g) = guardrails {
+        let read_limit = limit.filter(|_| !post_ordering);
+        let page_size = request.page_size;
+        warnings.extend(crate::guardrails::paged_select(
+            g,
+            page_size,
+            read_limit,
+            aggregate,
+            &table.name,
+        )?);
+    }
+    if aggregate {
+        warnings.extend(aggregation_warnings(select, &restrictions));
+    }
     let reader = Reader::for_select(
         executor,
         &table,

@@ -15,6 +15,7 @@ use thiserror::Error;
 
 mod cassandra_keys;
 mod encryption;
+mod guardrails;
 pub mod reference;
 pub use encryption::{
     ClientAuth, EncryptionOptions, PemSource, ServerEncryption, TlsPolicy, TlsVersion, CLIENT_KEY,
@@ -115,6 +116,12 @@ pub enum ConfigError {
     UnknownKeys { keys: String, file: String },
     #[error("invalid value for {key}: {message}")]
     InvalidValue { key: &'static str, message: String },
+    /// A guardrail key's value, in Cassandra's words.
+    #[error("Invalid guardrails configuration: {0}")]
+    Guardrails(String),
+    /// Two settings that contradict each other, in Cassandra's words.
+    #[error("{0}")]
+    Conflict(String),
     #[error("both {new_key} and its legacy form {legacy_key} are set; keep one")]
     BothSet {
         new_key: &'static str,
@@ -342,6 +349,8 @@ pub struct Config {
     /// What a node sends in streams, bytes per second on average
     /// (`stream_throughput_outbound`); 0: unthrottled.
     pub stream_throughput_bytes: u64,
+    /// Cassandra's guardrails (`config::guardrails`).
+    pub guardrails: rocksandra_query::guardrails::Guardrails,
     /// Cassandra keys the file set that Rocksandra does not use, in file order.
     pub unused_keys: Vec<String>,
 }
@@ -397,6 +406,7 @@ impl Default for Config {
             compaction_throughput_bytes: None,
             concurrent_compactors: None,
             stream_throughput_bytes: DEFAULT_STREAM_THROUGHPUT_BYTES,
+            guardrails: rocksandra_query::guardrails::Guardrails::DEFAULT,
             unused_keys: Vec::new(),
         }
     }
@@ -790,6 +800,35 @@ struct FileConfig {
     concurrent_compactors: Option<i64>,
     stream_throughput_outbound: Option<String>,
     stream_throughput_outbound_megabits_per_sec: Option<u64>,
+    keyspaces_warn_threshold: Option<i64>,
+    keyspaces_fail_threshold: Option<i64>,
+    tables_warn_threshold: Option<i64>,
+    tables_fail_threshold: Option<i64>,
+    columns_per_table_warn_threshold: Option<i64>,
+    columns_per_table_fail_threshold: Option<i64>,
+    secondary_indexes_per_table_warn_threshold: Option<i64>,
+    secondary_indexes_per_table_fail_threshold: Option<i64>,
+    materialized_views_per_table_warn_threshold: Option<i64>,
+    materialized_views_per_table_fail_threshold: Option<i64>,
+    fields_per_udt_warn_threshold: Option<i64>,
+    fields_per_udt_fail_threshold: Option<i64>,
+    page_size_warn_threshold: Option<i64>,
+    page_size_fail_threshold: Option<i64>,
+    partition_keys_in_select_warn_threshold: Option<i64>,
+    partition_keys_in_select_fail_threshold: Option<i64>,
+    minimum_replication_factor_warn_threshold: Option<i64>,
+    minimum_replication_factor_fail_threshold: Option<i64>,
+    maximum_replication_factor_warn_threshold: Option<i64>,
+    maximum_replication_factor_fail_threshold: Option<i64>,
+    user_timestamps_enabled: Option<bool>,
+    group_by_enabled: Option<bool>,
+    drop_truncate_table_enabled: Option<bool>,
+    drop_keyspace_enabled: Option<bool>,
+    secondary_indexes_enabled: Option<bool>,
+    compact_tables_enabled: Option<bool>,
+    alter_table_enabled: Option<bool>,
+    allow_filtering_enabled: Option<bool>,
+    simplestrategy_enabled: Option<bool>,
 }
 
 /// `- class_name: ...\n  parameters:\n    - seeds: "a,b"`
@@ -830,6 +869,7 @@ impl FileConfig {
         let bcrypt_rounds = self.bcrypt_rounds(&defaults)?;
         let flags = self.feature_flags(&defaults)?;
         let stream_throughput_bytes = self.stream_throughput(defaults.stream_throughput_bytes)?;
+        let guardrails = self.guardrails()?;
         let config = Config {
             cluster_name: self.cluster_name.unwrap_or(defaults.cluster_name),
             listen_address: addresses.listen,
@@ -901,6 +941,7 @@ impl FileConfig {
             compaction_throughput_bytes: storage.compaction_throughput_bytes,
             concurrent_compactors: storage.concurrent_compactors,
             stream_throughput_bytes,
+            guardrails,
             unused_keys: Vec::new(),
         };
         config.validate()?;

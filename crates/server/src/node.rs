@@ -148,6 +148,9 @@ pub fn open(config: &Config) -> Result<Node, String> {
         .map_err(|e| format!("cannot set up authentication: {e}"))?;
     executor.set_materialized_views_enabled(config.materialized_views_enabled);
     executor.set_drop_compact_storage_enabled(config.drop_compact_storage_enabled);
+    executor
+        .set_guardrails(config.guardrails)
+        .map_err(|e| e.to_string())?;
     executor.set_auto_snapshot(config.auto_snapshot.then(|| dir.join("snapshots")));
     executor.set_tombstone_thresholds(config.tombstone_thresholds);
     executor.set_read_timeouts(rocksandra_query::deadline::ReadTimeouts {

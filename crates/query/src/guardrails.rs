@@ -1,0 +1,980 @@
+//! Cassandra 5.0's guardrails: thresholds (`*_warn_threshold`,
+//! `*_fail_threshold`) and feature flags (`*_enabled`) set in
+//! cassandra.yaml. The decisions are pure functions of a `Guardrails` value
+//! and what a statement counts; each returns nothing, a client warning, or
+//! the InvalidRequest Cassandra answers ("Guardrail tables violated: ...").
+//!
+//! As in Cassandra, guardrails bind ordinary users only: a superuser, the
+//! server's own (`internal`) requests and every client of a node without
+//! PasswordAuthenticator (where Cassandra counts everyone as a superuser)
+//! pass untouched (`Executor::guardrails_for`).
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use rocksandra_cql::ast::{
+    AlterTable, AlterTableAction, AlterTypeAction, CreateIndex, CreateMaterializedView,
+    CreateTable, Delete, DropKind, Insert, Literal, Modification, Property, PropertyValue,
+    QualifiedName, Statement, Update, UsingParam,
+};
+
+use crate::ddl::DdlOutcome;
+use crate::error::{QueryError, Result};
+use crate::executor::{Executor, Outcome, Request};
+use crate::schema::{is_system_keyspace, keyspace_of, Keyspace, Schema};
+
+/// A warn and a fail threshold; -1 (or any value below 1) disables one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Threshold {
+    pub warn: i64,
+    pub fail: i64,
+}
+
+impl Threshold {
+    pub const DISABLED: Threshold = Threshold { warn: -1, fail: -1 };
+
+    pub fn is_enabled(self) -> bool {
+        self.warn > 0 || self.fail > 0
+    }
+}
+
+/// The guardrails of a node, Cassandra 5.0's defaults by `Default`:
+/// every threshold disabled, every feature allowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Guardrails {
+    /// User keyspaces (system ones are not counted).
+    pub keyspaces: Threshold,
+    /// Tables and materialized views of user keyspaces.
+    pub tables: Threshold,
+    pub columns_per_table: Threshold,
+    pub secondary_indexes_per_table: Threshold,
+    pub materialized_views_per_table: Threshold,
+    pub fields_per_udt: Threshold,
+    pub page_size: Threshold,
+    pub partition_keys_in_select: Threshold,
+    /// A lower bound: below `warn` warns, below `fail` fails.
+    pub minimum_replication_factor: Threshold,
+    pub maximum_replication_factor: Threshold,
+    pub user_timestamps_enabled: bool,
+    pub group_by_enabled: bool,
+    pub drop_truncate_table_enabled: bool,
+    pub drop_keyspace_enabled: bool,
+    pub secondary_indexes_enabled: bool,
+    pub compact_tables_enabled: bool,
+    pub alter_table_enabled: bool,
+    pub allow_filtering_enabled: bool,
+    pub simplestrategy_enabled: bool,
+}
+
+impl Default for Guardrails {
+    fn default() -> Self {
+        Guardrails::DEFAULT
+    }
+}
+
+/// What a check decided when it did not fail: a warning for the client, or
+/// nothing.
+pub type Verdict = Result<Option<String>>;
+
+/// The text of a warning or failure: Cassandra's prefix naming the
+/// guardrail, then the guardrail's own message.
+fn decorate(name: &str, message: &str) -> String {
+    format!("Guardrail {name} violated: {message}")
+}
+
+/// A value above a maximum: the failure if above `fail`, else the warning
+/// if above `warn`. The message functions get the threshold passed.
+fn above(
+    name: &str,
+    threshold: Threshold,
+    value: i64,
+    warn_message: impl Fn(i64) -> String,
+    fail_message: impl Fn(i64) -> String,
+) -> Verdict {
+    if threshold.fail > 0 && value > threshold.fail {
+        return Err(QueryError::invalid(decorate(
+            name,
+            &fail_message(threshold.fail),
+        )));
+    }
+    if threshold.warn > 0 && value > threshold.warn {
+        return Ok(Some(decorate(name, &warn_message(threshold.warn))));
+    }
+    Ok(None)
+}
+
+/// A value below a minimum: the mirror of `above`.
+fn below(
+    name: &str,
+    threshold: Threshold,
+    value: i64,
+    message: impl Fn(&str, i64) -> String,
+) -> Verdict {
+    if threshold.fail > 0 && value < threshold.fail {
+        return Err(QueryError::invalid(decorate(
+            name,
+            &message("failure", threshold.fail),
+        )));
+    }
+    if threshold.warn > 0 && value < threshold.warn {
+        return Ok(Some(decorate(name, &message("warning", threshold.warn))));
+    }
+    Ok(None)
+}
+
+/// A feature flag: the failure when the feature is off.
+fn flag(name: &str, enabled: bool, feature: &str) -> Result<()> {
+    if enabled {
+        return Ok(());
+    }
+    Err(QueryError::invalid(decorate(
+        name,
+        &format!("{feature} is not allowed"),
+    )))
+}
+
+fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Why ALLOW FILTERING is refused, appended to the flag's failure.
+const ALLOW_FILTERING_REASON: &str =
+    "ALLOW FILTERING can potentially visit all the data in the table and have unpredictable performance.";
+
+/// What a query that needs filtering is told when the user may not add
+/// ALLOW FILTERING (`allow_filtering_enabled: false`).
+pub const FILTERING_DISABLED_MESSAGE: &str = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. Executing this query despite the performance unpredictability with ALLOW FILTERING has been disabled by the allow_filtering_enabled property in cassandra.yaml";
+
+impl Guardrails {
+    pub const DEFAULT: Guardrails = Guardrails {
+        keyspaces: Threshold::DISABLED,
+        tables: Threshold::DISABLED,
+        columns_per_table: Threshold::DISABLED,
+        secondary_indexes_per_table: Threshold::DISABLED,
+        materialized_views_per_table: Threshold::DISABLED,
+        fields_per_udt: Threshold::DISABLED,
+        page_size: Threshold::DISABLED,
+        partition_keys_in_select: Threshold::DISABLED,
+        minimum_replication_factor: Threshold::DISABLED,
+        maximum_replication_factor: Threshold::DISABLED,
+        user_timestamps_enabled: true,
+        group_by_enabled: true,
+        drop_truncate_table_enabled: true,
+        drop_keyspace_enabled: true,
+        secondary_indexes_enabled: true,
+        compact_tables_enabled: true,
+        alter_table_enabled: true,
+        allow_filtering_enabled: true,
+        simplestrategy_enabled: true,
+    };
+
+    /// CREATE KEYSPACE: `user_keyspaces` counts the new one.
+    pub fn keyspaces(&self, user_keyspaces: usize, keyspace: &str) -> Verdict {
+        above(
+            "keyspaces",
+            self.keyspaces,
+            count(user_keyspaces),
+            |t| {
+                format!("Creating keyspace {keyspace}, current number of keyspaces {user_keyspaces} exceeds warning threshold of {t}.")
+            },
+            |t| {
+                format!("Cannot have more than {t} keyspaces, aborting the creation of keyspace {keyspace}")
+            },
+        )
+    }
+
+    /// CREATE TABLE: `user_tables` (tables and views) counts the new one.
+    pub fn tables(&self, user_tables: usize, table: &str) -> Verdict {
+        above(
+            "tables",
+            self.tables,
+            count(user_tables),
+            |t| {
+                format!("Creating table {table}, current number of tables {user_tables} exceeds warning threshold of {t}.")
+            },
+            |t| format!("Cannot have more than {t} tables, aborting the creation of table {table}"),
+        )
+    }
+
+    /// CREATE TABLE (the columns declared) and ALTER TABLE ADD (the
+    /// table's columns after it).
+    pub fn columns_per_table(&self, columns: usize, table: &str) -> Verdict {
+        above(
+            "columns_per_table",
+            self.columns_per_table,
+            count(columns),
+            |t| {
+                format!("The table {table} has {columns} columns, this exceeds the warning threshold of {t}.")
+            },
+            |t| {
+                format!("Tables cannot have more than {t} columns, but {columns} provided for table {table}")
+            },
+        )
+    }
+
+    /// CREATE INDEX: `indexes` counts the new one; `what` is
+    /// `"<index> on table <table>"`, or `"on table <table>"` unnamed.
+    pub fn secondary_indexes_per_table(&self, indexes: usize, what: &str) -> Verdict {
+        above(
+            "secondary_indexes_per_table",
+            self.secondary_indexes_per_table,
+            count(indexes),
+            |t| {
+                format!("Creating secondary index {what}, current number of indexes {indexes} exceeds warning threshold of {t}.")
+            },
+            |t| {
+                format!("Tables cannot have more than {t} secondary indexes, aborting the creation of secondary index {what}")
+            },
+        )
+    }
+
+    /// CREATE MATERIALIZED VIEW: `views` counts the new one; `what` is
+    /// `"<view> on table <base>"`.
+    pub fn materialized_views_per_table(&self, views: usize, what: &str) -> Verdict {
+        above(
+            "materialized_views_per_table",
+            self.materialized_views_per_table,
+            count(views),
+            |t| {
+                format!("Creating materialized view {what}, current number of views {views} exceeds warning threshold of {t}.")
+            },
+            |t| {
+                format!("Tables cannot have more than {t} materialized views, aborting the creation of materialized view {what}")
+            },
+        )
+    }
+
+    /// CREATE TYPE and ALTER TYPE ADD: the fields the type would have.
+    pub fn fields_per_udt(&self, fields: usize, user_type: &str) -> Verdict {
+        above(
+            "fields_per_udt",
+            self.fields_per_udt,
+            count(fields),
+            |t| {
+                format!("The user type {user_type} has {fields} columns, this exceeds the warning threshold of {t}.")
+            },
+            |t| {
+                format!("User types cannot have more than {t} columns, but {fields} provided for user type {user_type}.")
+            },
+        )
+    }
+
+    /// A paged SELECT's page size (rows).
+    pub fn page_size(&self, page_size: usize, table: &str) -> Verdict {
+        above(
+            "page_size",
+            self.page_size,
+            count(page_size),
+            |t| {
+                format!("Query for table {table} with page size {page_size} exceeds warning threshold of {t}.")
+            },
+            |t| {
+                format!("Aborting query for table {table}, page size {page_size} exceeds fail threshold of {t}.")
+            },
+        )
+    }
+
+    /// A SELECT with the partition key restricted by IN: the keys it reads.
+    pub fn partition_keys_in_select(&self, keys: usize, table: &str) -> Verdict {
+        above(
+            "partition_keys_in_select",
+            self.partition_keys_in_select,
+            count(keys),
+            |t| {
+                format!("Query with partition keys in IN clause on table {table}, with number of partition keys {keys} exceeds warning threshold of {t}.")
+            },
+            |t| {
+                format!("Aborting query with partition keys in IN clause on table {table}, number of partition keys {keys} exceeds fail threshold of {t}.")
+            },
+        )
+    }
+
+    /// One replication factor of a user keyspace (of each data center for
+    /// NetworkTopologyStrategy): the minimum's warning or failure first,
+    /// then the maximum's.
+    pub fn replication_factor(&self, rf: i64, keyspace: &str) -> Result<Vec<String>> {
+        let message = |side: &str, kind: &str, t: i64| {
+            format!("The keyspace {keyspace} has a replication factor of {rf}, {side} the {kind} threshold of {t}.")
+        };
+        let minimum = below(
+            "minimum_replication_factor",
+            self.minimum_replication_factor,
+            rf,
+            |kind, t| message("below", kind, t),
+        )?;
+        let maximum = above(
+            "maximum_replication_factor",
+            self.maximum_replication_factor,
+            rf,
+            |t| message("above", "warning", t),
+            |t| message("above", "failure", t),
+        )?;
+        Ok(minimum.into_iter().chain(maximum).collect())
+    }
+
+    /// INSERT, UPDATE or DELETE `USING TIMESTAMP`.
+    pub fn user_timestamps(&self) -> Result<()> {
+        flag(
+            "user_timestamps",
+            self.user_timestamps_enabled,
+            "User provided timestamps (USING TIMESTAMP)",
+        )
+    }
+
+    /// SELECT ... GROUP BY.
+    pub fn group_by(&self) -> Result<()> {
+        flag("group_by", self.group_by_enabled, "GROUP BY functionality")
+    }
+
+    /// DROP TABLE and TRUNCATE.
+    pub fn drop_truncate_table(&self) -> Result<()> {
+        flag(
+            "drop_truncate_table_enabled",
+            self.drop_truncate_table_enabled,
+            "DROP and TRUNCATE TABLE functionality",
+        )
+    }
+
+    /// DROP KEYSPACE.
+    pub fn drop_keyspace(&self) -> Result<()> {
+        flag(
+            "drop_keyspace_enabled",
+            self.drop_keyspace_enabled,
+            "DROP KEYSPACE functionality",
+        )
+    }
+
+    /// CREATE INDEX of any kind (legacy, SAI, custom).
+    pub fn secondary_indexes(&self) -> Result<()> {
+        flag(
+            "secondary_indexes",
+            self.secondary_indexes_enabled,
+            "Creating secondary indexes",
+        )
+    }
+
+    /// CREATE TABLE ... WITH COMPACT STORAGE.
+    pub fn compact_tables(&self) -> Result<()> {
+        flag(
+            "compact_tables",
+            self.compact_tables_enabled,
+            "Creation of new COMPACT STORAGE tables",
+        )
+    }
+
+    /// ALTER TABLE ADD, DROP or RENAME (not WITH).
+    pub fn alter_table(&self) -> Result<()> {
+        flag(
+            "alter_table",
+            self.alter_table_enabled,
+            "ALTER TABLE changing columns",
+        )
+    }
+
+    /// SELECT ... ALLOW FILTERING on a table outside the system keyspaces.
+    pub fn allow_filtering(&self) -> Result<()> {
+        flag(
+            "allow_filtering",
+            self.allow_filtering_enabled,
+            "Querying with ALLOW FILTERING",
+        )
+        .map_err(|e| QueryError::invalid(format!("{}. {ALLOW_FILTERING_REASON}", e)))
+    }
+
+    /// CREATE or ALTER KEYSPACE with `'class': 'SimpleStrategy'` (the short
+    /// name as written; Cassandra does not look at the full class name).
+    pub fn simplestrategy(&self) -> Result<()> {
+        flag(
+            "simplestrategy",
+            self.simplestrategy_enabled,
+            "SimpleStrategy",
+        )
+    }
+
+    /// Whether a guardrail `StatementGuard` checks for `statement` is set
+    /// (SELECT's are checked where it is planned, `guards_select`).
+    fn guards(&self, statement: &Statement) -> bool {
+        let replication = self.minimum_replication_factor.is_enabled()
+            || self.maximum_replication_factor.is_enabled()
+            || !self.simplestrategy_enabled;
+        match statement {
+            Statement::CreateKeyspace(_) => self.keyspaces.is_enabled() || replication,
+            Statement::AlterKeyspace(_) => replication,
+            Statement::CreateTable(_) => {
+                self.tables.is_enabled()
+                    || self.columns_per_table.is_enabled()
+                    || !self.compact_tables_enabled
+            }
+            Statement::AlterTable(_) => {
+                !self.alter_table_enabled || self.columns_per_table.is_enabled()
+            }
+            Statement::CreateType(_) | Statement::AlterType(_) => self.fields_per_udt.is_enabled(),
+            Statement::CreateIndex(_) => {
+                !self.secondary_indexes_enabled || self.secondary_indexes_per_table.is_enabled()
+            }
+            Statement::CreateMaterializedView(_) => self.materialized_views_per_table.is_enabled(),
+            Statement::Drop(_) => !self.drop_keyspace_enabled || !self.drop_truncate_table_enabled,
+            Statement::Truncate(_) => !self.drop_truncate_table_enabled,
+            Statement::Insert(_)
+            | Statement::Update(_)
+            | Statement::Delete(_)
+            | Statement::Batch(_) => {
+                !self.user_timestamps_enabled && statement_uses_timestamp(statement)
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether any guardrail of a SELECT is set: a prepared point read
+    /// then takes the general path, which checks them.
+    pub fn guards_select(&self) -> bool {
+        self.page_size.is_enabled()
+            || self.partition_keys_in_select.is_enabled()
+            || !self.allow_filtering_enabled
+            || !self.group_by_enabled
+    }
+}
+
+impl Executor {
+    /// The node's guardrails (cassandra.yaml); can be set once.
+    pub fn set_guardrails(&self, guardrails: Guardrails) -> Result<()> {
+        self.guardrails
+            .set(guardrails)
+            .map_err(|_| QueryError::Server("the guardrails are already set".into()))
+    }
+
+    /// The node's guardrails, whoever asks.
+    pub fn guardrails(&self) -> &Guardrails {
+        self.guardrails.get().unwrap_or(&Guardrails::DEFAULT)
+    }
+
+    /// The guardrails when `active` says one that matters is set and they
+    /// bind the request's user: an ordinary user (not a superuser) logged
+    /// in with PasswordAuthenticator, in a request from a client. Roles
+    /// are read only when a guardrail is set.
+    pub(crate) fn guardrails_for(
+        &self,
+        request: &Request,
+        active: impl Fn(&Guardrails) -> bool,
+    ) -> Result<Option<&Guardrails>> {
+        let guardrails = self.guardrails();
+        if !active(guardrails) || request.internal || !self.auth_config().password_authenticator {
+            return Ok(None);
+        }
+        let superuser = match &request.user {
+            Some(user) => self.is_superuser(user)?,
+            None => false,
+        };
+        Ok((!superuser).then_some(guardrails))
+    }
+}
+
+/// The guardrails of one statement: the checks Cassandra makes before a
+/// statement runs (`check`), those that look at the schema a change would
+/// make (`wrap`, inside the schema change, so a failure applies nothing),
+/// and the warnings they gave, put first in the outcome (`finish`).
+pub(crate) struct StatementGuard<'a> {
+    guardrails: Option<&'a Guardrails>,
+    statement: &'a Statement,
+    session_keyspace: Option<&'a str>,
+    warnings: RefCell<Vec<String>>,
+}
+
+impl<'a> StatementGuard<'a> {
+    /// Runs the checks made before the statement runs.
+    pub(crate) fn check(
+        executor: &'a Executor,
+        statement: &'a Statement,
+        request: &'a Request,
+    ) -> Result<StatementGuard<'a>> {
+        let guardrails = executor.guardrails_for(request, |g| g.guards(statement))?;
+        let guard = StatementGuard {
+            guardrails,
+            statement,
+            session_keyspace: request.keyspace.as_deref(),
+            warnings: RefCell::new(Vec::new()),
+        };
+        if let Some(g) = guardrails {
+            let schema = executor.schema();
+            let warnings = before_run(g, statement, &schema, guard.session_keyspace)?;
+            guard.warnings.borrow_mut().extend(warnings);
+        }
+        Ok(guard)
+    }
+
+    /// `change` with the checks of the schema it makes.
+    pub(crate) fn wrap<'b>(
+        &'b self,
+        change: impl FnOnce(&Schema) -> Result<DdlOutcome> + 'b,
+    ) -> impl FnOnce(&Schema) -> Result<DdlOutcome> + 'b {
+        move |schema: &Schema| {
+            let outcome = change(schema)?;
+            if let (Some(g), Some(next)) = (self.guardrails, &outcome.schema) {
+                let warnings = after_change(g, self.statement, next, self.session_keyspace)?;
+                self.warnings.borrow_mut().extend(warnings);
+            }
+            Ok(outcome)
+        }
+    }
+
+    /// The outcome with the guardrails' warnings before its own.
+    pub(crate) fn finish(self, outcome: Result<Outcome>) -> Result<Outcome> {
+        let mut outcome = outcome?;
+        let mut warnings = self.warnings.into_inner();
+        if !warnings.is_empty() {
+            warnings.append(&mut outcome.warnings);
+            outcome.warnings = warnings;
+        }
+        Ok(outcome)
+    }
+}
+
+fn user_keyspaces(schema: &Schema) -> impl Iterator<Item = &Keyspace> {
+    schema
+        .keyspaces
+        .values()
+        .filter(|k| !is_system_keyspace(&k.name) && !k.is_virtual)
+        .map(|k| &**k)
+}
+
+/// The class a keyspace statement's replication map names, as written.
+fn replication_class(properties: &[Property]) -> Option<&str> {
+    let replication = properties
+        .iter()
+        .find(|p| p.name.as_str() == "replication")?;
+    let PropertyValue::Map(entries) = &replication.value else {
+        return None;
+    };
+    entries.iter().find_map(|(k, v)| match (k, v) {
+        (Literal::String(k), Literal::String(v)) if k == "class" => Some(v.as_str()),
+        _ => None,
+    })
+}
+
+fn simplestrategy(g: &Guardrails, properties: &[Property]) -> Result<()> {
+    match replication_class(properties) {
+        Some("SimpleStrategy") => g.simplestrategy(),
+        _ => Ok(()),
+    }
+}
+
+fn uses_timestamp(using: &[UsingParam]) -> bool {
+    using.iter().any(|u| matches!(u, UsingParam::Timestamp(_)))
+}
+
+/// Whether a modification says `USING TIMESTAMP` (a BATCH's own does not
+/// count, as in Cassandra) and meets the guardrail: a conditional one is
+/// refused first for having a timestamp at all (`Cannot provide custom
+/// timestamp for conditional updates`).
+pub(crate) fn modification_uses_timestamp(m: &Modification) -> bool {
+    match m {
+        Modification::Insert(i) => insert_timestamped(i),
+        Modification::Update(u) => update_timestamped(u),
+        Modification::Delete(d) => delete_timestamped(d),
+    }
+}
+
+fn insert_timestamped(i: &Insert) -> bool {
+    !i.if_not_exists && uses_timestamp(&i.using)
+}
+
+fn update_timestamped(u: &Update) -> bool {
+    u.condition.is_none() && uses_timestamp(&u.using)
+}
+
+fn delete_timestamped(d: &Delete) -> bool {
+    d.condition.is_none() && uses_timestamp(&d.using)
+}
+
+/// `modification_uses_timestamp` of a statement (false for any other).
+fn statement_uses_timestamp(statement: &Statement) -> bool {
+    match statement {
+        Statement::Insert(i) => insert_timestamped(i),
+        Statement::Update(u) => update_timestamped(u),
+        Statement::Delete(d) => delete_timestamped(d),
+        Statement::Batch(b) => b.statements.iter().any(modification_uses_timestamp),
+        _ => false,
+    }
+}
+
+/// Cassandra's checks before a statement runs (its `validate` and the
+/// first steps of its `apply`), for an ordinary user.
+fn before_run(
+    g: &Guardrails,
+    statement: &Statement,
+    schema: &Schema,
+    session_keyspace: Option<&str>,
+) -> Result<Vec<String>> {
+    let none = |()| Vec::new();
+    match statement {
+        Statement::CreateKeyspace(s) => {
+            let warnings = g.keyspaces(user_keyspaces(schema).count() + 1, s.name.as_str())?;
+            simplestrategy(g, &s.properties)?;
+            Ok(warnings.into_iter().collect())
+        }
+        Statement::AlterKeyspace(s) => simplestrategy(g, &s.properties).map(none),
+        Statement::CreateTable(s) => create_table(g, s, schema),
+        Statement::AlterTable(s) => alter_table(g, s, schema, session_keyspace).map(none),
+        Statement::CreateType(s) => {
+            let warning = g.fields_per_udt(s.fields.len(), s.name.name.as_str())?;
+            Ok(warning.into_iter().collect())
+        }
+        Statement::CreateIndex(_) => g.secondary_indexes().map(none),
+        Statement::Drop(d) => match d.kind {
+            DropKind::Keyspace => g.drop_keyspace().map(none),
+            DropKind::Table => g.drop_truncate_table().map(none),
+            _ => Ok(Vec::new()),
+        },
+        Statement::Truncate(name) => truncate(g, name, schema, session_keyspace).map(none),
+        _ if statement_uses_timestamp(statement) => g.user_timestamps().map(none),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// CREATE TABLE: the columns declared, the tables and views of user
+/// keyspaces with the new one, COMPACT STORAGE.
+fn create_table(g: &Guardrails, s: &CreateTable, schema: &Schema) -> Result<Vec<String>> {
+    let name = s.name.name.as_str();
+    let mut warnings = Vec::new();
+    warnings.extend(g.columns_per_table(s.columns.len(), name)?);
+    let tables: usize = user_keyspaces(schema).map(|k| k.tables.len()).sum();
+    warnings.extend(g.tables(tables + 1, name)?);
+    if s.options.compact_storage {
+        g.compact_tables()?;
+    }
+    Ok(warnings)
+}
+
+/// ALTER TABLE ADD, DROP or RENAME of a table that exists (a missing one
+/// keeps its own error, as in Cassandra).
+fn alter_table(
+    g: &Guardrails,
+    s: &AlterTable,
+    schema: &Schema,
+    session_keyspace: Option<&str>,
+) -> Result<()> {
+    let changes_columns = matches!(
+        s.action,
+        AlterTableAction::Add { .. }
+            | AlterTableAction::Drop { .. }
+            | AlterTableAction::Rename { .. }
+    );
+    let keyspace = keyspace_of(&s.table, session_keyspace)?;
+    if changes_columns && schema.table(keyspace, s.table.name.as_str()).is_some() {
+        g.alter_table()?;
+    }
+    Ok(())
+}
+
+/// TRUNCATE of a table that exists and is not a view (Cassandra's validate
+/// refuses the others first).
+fn truncate(
+    g: &Guardrails,
+    name: &QualifiedName,
+    schema: &Schema,
+    session_keyspace: Option<&str>,
+) -> Result<()> {
+    let keyspace = keyspace_of(name, session_keyspace)?;
+    let table = schema.table(keyspace, name.name.as_str());
+    if table.is_some_and(|t| !t.is_view()) {
+        g.drop_truncate_table()?;
+    }
+    Ok(())
+}
+
+/// The replication factors of a keyspace's replication map: the
+/// `replication_factor` of SimpleStrategy or each data center's (the full
+/// replicas of a `full/transient` factor).
+fn replication_factors(replication: &BTreeMap<String, String>) -> Vec<i64> {
+    replication
+        .iter()
+        .filter(|(k, _)| *k != "class")
+        .filter_map(|(_, v)| v.split('/').next()?.trim().parse().ok())
+        .collect()
+}
+
+/// Cassandra's checks on what a schema change makes (the later steps of
+/// its `apply`), given the schema `next` it would publish.
+fn after_change(
+    g: &Guardrails,
+    statement: &Statement,
+    next: &Schema,
+    session_keyspace: Option<&str>,
+) -> Result<Vec<String>> {
+    let warning = match statement {
+        Statement::CreateKeyspace(s) => return keyspace_replication(g, next, s.name.as_str()),
+        Statement::AlterKeyspace(s) => return keyspace_replication(g, next, s.name.as_str()),
+        Statement::AlterTable(s) if matches!(s.action, AlterTableAction::Add { .. }) => {
+            let keyspace = keyspace_of(&s.table, session_keyspace)?;
+            let name = s.table.name.as_str();
+            let columns = next.table(keyspace, name).map(|t| t.columns.len());
+            columns.map_or(Ok(None), |n| g.columns_per_table(n, name))?
+        }
+        Statement::AlterType(s) if matches!(s.action, AlterTypeAction::Add { .. }) => {
+            let keyspace = keyspace_of(&s.name, session_keyspace)?;
+            let name = s.name.name.as_str();
+            let user_type = next.keyspace(keyspace).and_then(|k| k.user_type(name));
+            user_type.map_or(Ok(None), |t| g.fields_per_udt(t.fields.len(), name))?
+        }
+        Statement::CreateIndex(s) => index_count(g, s, next, session_keyspace)?,
+        Statement::CreateMaterializedView(s) => view_count(g, s, next, session_keyspace)?,
+        _ => None,
+    };
+    Ok(warning.into_iter().collect())
+}
+
+/// CREATE INDEX: the table's indexes with the new one.
+fn index_count(
+    g: &Guardrails,
+    s: &CreateIndex,
+    next: &Schema,
+    session_keyspace: Option<&str>,
+) -> Verdict {
+    let keyspace = keyspace_of(&s.table, session_keyspace)?;
+    let table = s.table.name.as_str();
+    let Some(t) = next.table(keyspace, table) else {
+        return Ok(None);
+    };
+    let what = match &s.name {
+        Some(index) => format!("{} on table {table}", index.as_str()),
+        None => format!("on table {table}"),
+    };
+    g.secondary_indexes_per_table(t.indexes.len(), &what)
+}
+
+/// CREATE MATERIALIZED VIEW: the base table's views with the new one.
+fn view_count(
+    g: &Guardrails,
+    s: &CreateMaterializedView,
+    next: &Schema,
+    session_keyspace: Option<&str>,
+) -> Verdict {
+    let base_keyspace = keyspace_of(&s.base_table, session_keyspace)?;
+    let keyspace = s
+        .name
+        .keyspace
+        .as_ref()
+        .map_or(base_keyspace, |k| k.as_str());
+    let base = s.base_table.name.as_str();
+    let Some(ks) = next.keyspace(keyspace) else {
+        return Ok(None);
+    };
+    let views = crate::view::views_of(ks, base).count();
+    let what = format!("{} on table {base}", s.name.name.as_str());
+    g.materialized_views_per_table(views, &what)
+}
+
+fn keyspace_replication(g: &Guardrails, next: &Schema, keyspace: &str) -> Result<Vec<String>> {
+    if is_system_keyspace(keyspace) {
+        return Ok(Vec::new());
+    }
+    let Some(ks) = next.keyspace(keyspace) else {
+        return Ok(Vec::new());
+    };
+    let mut warnings = Vec::new();
+    for rf in replication_factors(&ks.replication) {
+        warnings.extend(g.replication_factor(rf, keyspace)?);
+    }
+    Ok(warnings)
+}
+
+/// A SELECT's checks made before it reads (ALLOW FILTERING outside the
+/// system keyspaces, GROUP BY, the partition keys of an IN), with the
+/// warnings they give. `keys_in` is the number of partition keys when the
+/// partition key is restricted by IN.
+pub(crate) fn select_checks(
+    g: &Guardrails,
+    select: &rocksandra_cql::ast::Select,
+    table: &crate::schema::Table,
+    keys_in: Option<usize>,
+) -> Result<Vec<String>> {
+    if select.allow_filtering && !is_system_keyspace(&table.keyspace) {
+        g.allow_filtering()?;
+    }
+    if !select.group_by.is_empty() {
+        g.group_by()?;
+    }
+    let mut warnings = Vec::new();
+    if let Some(keys) = keys_in {
+        warnings.extend(g.partition_keys_in_select(keys, &table.name)?);
+    }
+    Ok(warnings)
+}
+
+/// The page size check of a SELECT Cassandra pages: an aggregate or a
+/// GROUP BY always, otherwise one whose LIMIT (none: unbounded; none
+/// either when rows are sorted after the read) exceeds the page size.
+pub(crate) fn paged_select(
+    g: &Guardrails,
+    page_size: Option<usize>,
+    limit: Option<usize>,
+    aggregate: bool,
+    table: &str,
+) -> Verdict {
+    let Some(page_size) = page_size.filter(|p| *p > 0) else {
+        return Ok(None);
+    };
+    let paged = aggregate || limit.is_none_or(|l| l > page_size);
+    if !paged {
+        return Ok(None);
+    }
+    g.page_size(page_size, table)
+}
+
+/// The refusal of a query that needs ALLOW FILTERING, in Cassandra's words
+/// for a user the `allow_filtering` guardrail binds.
+pub(crate) fn filtering_refusal(
+    executor: &Executor,
+    error: QueryError,
+    request: &Request,
+) -> QueryError {
+    let needs_filtering = matches!(&error, QueryError::Invalid(m) if m.starts_with("Cannot execute this query as it might involve data filtering"));
+    if !needs_filtering {
+        return error;
+    }
+    match executor.guardrails_for(request, |g| !g.allow_filtering_enabled) {
+        Ok(Some(_)) => QueryError::invalid(FILTERING_DISABLED_MESSAGE),
+        Ok(None) => error,
+        Err(e) => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn threshold(warn: i64, fail: i64) -> Threshold {
+        Threshold { warn, fail }
+    }
+
+    fn message(e: QueryError) -> String {
+        e.to_string()
+    }
+
+    #[test]
+    fn defaults_pass_everything() {
+        let g = Guardrails::default();
+        assert_eq!(g.keyspaces(1_000, "ks").unwrap(), None);
+        assert_eq!(g.page_size(1_000_000, "t").unwrap(), None);
+        assert!(g.replication_factor(0, "ks").unwrap().is_empty());
+        assert!(g.user_timestamps().is_ok() && g.allow_filtering().is_ok());
+        assert!(!g.guards_select());
+    }
+
+    #[test]
+    fn a_maximum_warns_above_warn_and_fails_above_fail() {
+        let g = Guardrails {
+            tables: threshold(2, 3),
+            ..Guardrails::default()
+        };
+        assert_eq!(g.tables(2, "t").unwrap(), None);
+        assert_eq!(
+            g.tables(3, "b").unwrap().as_deref(),
+            Some("Guardrail tables violated: Creating table b, current number of tables 3 exceeds warning threshold of 2.")
+        );
+        assert_eq!(
+            message(g.tables(4, "c").unwrap_err()),
+            "Guardrail tables violated: Cannot have more than 3 tables, aborting the creation of table c"
+        );
+    }
+
+    #[test]
+    fn one_side_of_a_threshold_may_be_disabled() {
+        let fail_only = Guardrails {
+            columns_per_table: threshold(-1, 4),
+            ..Guardrails::default()
+        };
+        assert_eq!(fail_only.columns_per_table(4, "t").unwrap(), None);
+        assert_eq!(
+            message(fail_only.columns_per_table(5, "t").unwrap_err()),
+            "Guardrail columns_per_table violated: Tables cannot have more than 4 columns, but 5 provided for table t"
+        );
+        let warn_only = Guardrails {
+            page_size: threshold(100, -1),
+            ..Guardrails::default()
+        };
+        assert_eq!(
+            warn_only.page_size(1_000_000, "t").unwrap().as_deref(),
+            Some("Guardrail page_size violated: Query for table t with page size 1000000 exceeds warning threshold of 100.")
+        );
+        assert!(warn_only.guards_select());
+    }
+
+    #[test]
+    fn replication_factor_has_a_minimum_and_a_maximum() {
+        let g = Guardrails {
+            minimum_replication_factor: threshold(2, 1),
+            maximum_replication_factor: threshold(2, 3),
+            ..Guardrails::default()
+        };
+        assert_eq!(
+            g.replication_factor(1, "ks2").unwrap(),
+            vec!["Guardrail minimum_replication_factor violated: The keyspace ks2 has a replication factor of 1, below the warning threshold of 2."]
+        );
+        assert!(g.replication_factor(2, "ks2").unwrap().is_empty());
+        assert_eq!(
+            g.replication_factor(3, "ks2").unwrap(),
+            vec!["Guardrail maximum_replication_factor violated: The keyspace ks2 has a replication factor of 3, above the warning threshold of 2."]
+        );
+        assert_eq!(
+            message(g.replication_factor(4, "ks2").unwrap_err()),
+            "Guardrail maximum_replication_factor violated: The keyspace ks2 has a replication factor of 4, above the failure threshold of 3."
+        );
+        assert_eq!(
+            message(g.replication_factor(0, "ks2").unwrap_err()),
+            "Guardrail minimum_replication_factor violated: The keyspace ks2 has a replication factor of 0, below the failure threshold of 1."
+        );
+    }
+
+    #[test]
+    fn flags_refuse_with_the_feature_named() {
+        let g = Guardrails {
+            user_timestamps_enabled: false,
+            group_by_enabled: false,
+            drop_truncate_table_enabled: false,
+            drop_keyspace_enabled: false,
+            secondary_indexes_enabled: false,
+            compact_tables_enabled: false,
+            alter_table_enabled: false,
+            allow_filtering_enabled: false,
+            simplestrategy_enabled: false,
+            ..Guardrails::default()
+        };
+        let cases = [
+            (g.user_timestamps(), "Guardrail user_timestamps violated: User provided timestamps (USING TIMESTAMP) is not allowed"),
+            (g.group_by(), "Guardrail group_by violated: GROUP BY functionality is not allowed"),
+            (g.drop_truncate_table(), "Guardrail drop_truncate_table_enabled violated: DROP and TRUNCATE TABLE functionality is not allowed"),
+            (g.drop_keyspace(), "Guardrail drop_keyspace_enabled violated: DROP KEYSPACE functionality is not allowed"),
+            (g.secondary_indexes(), "Guardrail secondary_indexes violated: Creating secondary indexes is not allowed"),
+            (g.compact_tables(), "Guardrail compact_tables violated: Creation of new COMPACT STORAGE tables is not allowed"),
+            (g.alter_table(), "Guardrail alter_table violated: ALTER TABLE changing columns is not allowed"),
+            (g.allow_filtering(), "Guardrail allow_filtering violated: Querying with ALLOW FILTERING is not allowed. ALLOW FILTERING can potentially visit all the data in the table and have unpredictable performance."),
+            (g.simplestrategy(), "Guardrail simplestrategy violated: SimpleStrategy is not allowed"),
+        ];
+        for (result, expected) in cases {
+            assert_eq!(message(result.unwrap_err()), expected);
+        }
+    }
+
+    #[test]
+    fn the_other_thresholds_word_their_messages_as_cassandra() {
+        let g = Guardrails {
+            keyspaces: threshold(1, 2),
+            secondary_indexes_per_table: threshold(1, 2),
+            materialized_views_per_table: threshold(1, 2),
+            fields_per_udt: threshold(2, 3),
+            partition_keys_in_select: threshold(2, 3),
+            ..Guardrails::default()
+        };
+        assert_eq!(g.keyspaces(2, "ks2").unwrap().as_deref(), Some("Guardrail keyspaces violated: Creating keyspace ks2, current number of keyspaces 2 exceeds warning threshold of 1."));
+        assert_eq!(message(g.keyspaces(3, "ks3").unwrap_err()), "Guardrail keyspaces violated: Cannot have more than 2 keyspaces, aborting the creation of keyspace ks3");
+        assert_eq!(g.secondary_indexes_per_table(2, "on table t").unwrap().as_deref(), Some("Guardrail secondary_indexes_per_table violated: Creating secondary index on table t, current number of indexes 2 exceeds warning threshold of 1."));
+        assert_eq!(message(g.secondary_indexes_per_table(3, "i3 on table t").unwrap_err()), "Guardrail secondary_indexes_per_table violated: Tables cannot have more than 2 secondary indexes, aborting the creation of secondary index i3 on table t");
+        assert_eq!(g.materialized_views_per_table(2, "mv2 on table t").unwrap().as_deref(), Some("Guardrail materialized_views_per_table violated: Creating materialized view mv2 on table t, current number of views 2 exceeds warning threshold of 1."));
+        assert_eq!(message(g.materialized_views_per_table(3, "mv3 on table t").unwrap_err()), "Guardrail materialized_views_per_table violated: Tables cannot have more than 2 materialized views, aborting the creation of materialized view mv3 on table t");
+        assert_eq!(g.fields_per_udt(3, "u3").unwrap().as_deref(), Some("Guardrail fields_per_udt violated: The user type u3 has 3 columns, this exceeds the warning threshold of 2."));
+        assert_eq!(message(g.fields_per_udt(4, "u4").unwrap_err()), "Guardrail fields_per_udt violated: User types cannot have more than 3 columns, but 4 provided for user type u4.");
+        assert_eq!(g.partition_keys_in_select(3, "t").unwrap().as_deref(), Some("Guardrail partition_keys_in_select violated: Query with partition keys in IN clause on table t, with number of partition keys 3 exceeds warning threshold of 2."));
+        assert_eq!(message(g.partition_keys_in_select(4, "t").unwrap_err()), "Guardrail partition_keys_in_select violated: Aborting query with partition keys in IN clause on table t, number of partition keys 4 exceeds fail threshold of 3.");
+    }
+}

@@ -1,0 +1,236 @@
+//! Cassandra 5.0's guardrail keys (`*_warn_threshold`, `*_fail_threshold`,
+//! `*_enabled`), read and checked as Cassandra's `GuardrailsOptions` checks
+//! them, with its messages; the guardrails themselves are
+//! `rocksandra_query::guardrails`.
+
+use rocksandra_query::guardrails::{Guardrails, Threshold};
+
+use super::{ConfigError, FileConfig};
+
+/// Cassandra's `default_keyspace_rf`, which bounds the minimum replication
+/// factor's fail threshold (Rocksandra does not read the key: it is always 1).
+const DEFAULT_KEYSPACE_RF: i64 = 1;
+
+/// A threshold's largest value (Cassandra's are Java ints).
+const THRESHOLD_MAX: i64 = i32::MAX as i64;
+
+/// -1 disables a threshold; other values must be positive.
+fn check_value(value: i64, key: &str) -> Result<(), String> {
+    match value {
+        -1 => Ok(()),
+        v if v > THRESHOLD_MAX => Err(format!(
+            "Invalid value {v} for {key}: maximum allowed value is {THRESHOLD_MAX}"
+        )),
+        0 => Err(format!(
+            "Invalid value for {key}: 0 is not allowed; if attempting to disable use -1"
+        )),
+        v if v < 0 => Err(format!(
+            "Invalid value {v} for {key}: negative values are not allowed, outside of -1 which disables the guardrail"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A threshold of `name` from its two keys (unset: -1), each value checked.
+fn threshold(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Threshold, String> {
+    let threshold = Threshold {
+        warn: warn.unwrap_or(-1),
+        fail: fail.unwrap_or(-1),
+    };
+    check_value(threshold.warn, &format!("{name}_warn_threshold"))?;
+    check_value(threshold.fail, &format!("{name}_fail_threshold"))?;
+    Ok(threshold)
+}
+
+/// An upper bound: warn must not be above fail.
+fn maximum(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Threshold, String> {
+    let t = threshold(name, warn, fail)?;
+    if t.warn != -1 && t.fail != -1 && t.fail < t.warn {
+        return Err(format!(
+            "The warn threshold {} for {name}_warn_threshold should be lower than the fail threshold {}",
+            t.warn, t.fail
+        ));
+    }
+    Ok(t)
+}
+
+/// A lower bound: warn must not be below fail.
+fn minimum(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Threshold, String> {
+    let t = threshold(name, warn, fail)?;
+    if t.warn != -1 && t.fail != -1 && t.fail > t.warn {
+        return Err(format!(
+            "The warn threshold {} for {name}_warn_threshold should be greater than the fail threshold {}",
+            t.warn, t.fail
+        ));
+    }
+    Ok(t)
+}
+
+/// The replication factor thresholds (a keyspace of `default_keyspace_rf`
+/// can always be created: a maximum's fail threshold is at least 1).
+fn replication_factors(file: &FileConfig) -> Result<(Threshold, Threshold), String> {
+    let min = minimum(
+        "minimum_replication_factor",
+        file.minimum_replication_factor_warn_threshold,
+        file.minimum_replication_factor_fail_threshold,
+    )?;
+    let max = maximum(
+        "maximum_replication_factor",
+        file.maximum_replication_factor_warn_threshold,
+        file.maximum_replication_factor_fail_threshold,
+    )?;
+    Ok((min, max))
+}
+
+impl FileConfig {
+    /// The guardrails the file sets, Cassandra's defaults for the others.
+    pub(super) fn guardrails(&self) -> Result<Guardrails, ConfigError> {
+        // Cassandra compares the minimum with `default_keyspace_rf` before
+        // it checks the guardrails.
+        if let Some(fail) = self
+            .minimum_replication_factor_fail_threshold
+            .filter(|fail| *fail > DEFAULT_KEYSPACE_RF)
+        {
+            return Err(ConfigError::Conflict(format!(
+                "default_keyspace_rf ({DEFAULT_KEYSPACE_RF}) cannot be less than minimum_replication_factor_fail_threshold ({fail})"
+            )));
+        }
+        self.read_guardrails().map_err(ConfigError::Guardrails)
+    }
+
+    fn read_guardrails(&self) -> Result<Guardrails, String> {
+        let d = Guardrails::DEFAULT;
+        let (minimum_replication_factor, maximum_replication_factor) = replication_factors(self)?;
+        Ok(Guardrails {
+            keyspaces: maximum(
+                "keyspaces",
+                self.keyspaces_warn_threshold,
+                self.keyspaces_fail_threshold,
+            )?,
+            tables: maximum(
+                "tables",
+                self.tables_warn_threshold,
+                self.tables_fail_threshold,
+            )?,
+            columns_per_table: maximum(
+                "columns_per_table",
+                self.columns_per_table_warn_threshold,
+                self.columns_per_table_fail_threshold,
+            )?,
+            secondary_indexes_per_table: maximum(
+                "secondary_indexes_per_table",
+                self.secondary_indexes_per_table_warn_threshold,
+                self.secondary_indexes_per_table_fail_threshold,
+            )?,
+            materialized_views_per_table: maximum(
+                "materialized_views_per_table",
+                self.materialized_views_per_table_warn_threshold,
+                self.materialized_views_per_table_fail_threshold,
+            )?,
+            fields_per_udt: maximum(
+                "fields_per_udt",
+                self.fields_per_udt_warn_threshold,
+                self.fields_per_udt_fail_threshold,
+            )?,
+            page_size: maximum(
+                "page_size",
+                self.page_size_warn_threshold,
+                self.page_size_fail_threshold,
+            )?,
+            partition_keys_in_select: maximum(
+                "partition_keys_in_select",
+                self.partition_keys_in_select_warn_threshold,
+                self.partition_keys_in_select_fail_threshold,
+            )?,
+            minimum_replication_factor,
+            maximum_replication_factor,
+            user_timestamps_enabled: self
+                .user_timestamps_enabled
+                .unwrap_or(d.user_timestamps_enabled),
+            group_by_enabled: self.group_by_enabled.unwrap_or(d.group_by_enabled),
+            drop_truncate_table_enabled: self
+                .drop_truncate_table_enabled
+                .unwrap_or(d.drop_truncate_table_enabled),
+            drop_keyspace_enabled: self
+                .drop_keyspace_enabled
+                .unwrap_or(d.drop_keyspace_enabled),
+            secondary_indexes_enabled: self
+                .secondary_indexes_enabled
+                .unwrap_or(d.secondary_indexes_enabled),
+            compact_tables_enabled: self
+                .compact_tables_enabled
+                .unwrap_or(d.compact_tables_enabled),
+            alter_table_enabled: self.alter_table_enabled.unwrap_or(d.alter_table_enabled),
+            allow_filtering_enabled: self
+                .allow_filtering_enabled
+                .unwrap_or(d.allow_filtering_enabled),
+            simplestrategy_enabled: self
+                .simplestrategy_enabled
+                .unwrap_or(d.simplestrategy_enabled),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Config;
+    use super::*;
+
+    fn parse(yaml: &str) -> Result<Config, ConfigError> {
+        Config::from_yaml(yaml, "test.yaml")
+    }
+
+    fn error(yaml: &str) -> String {
+        parse(yaml).expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn defaults_are_cassandras() {
+        let config = parse("cluster_name: c\n").expect("valid");
+        assert_eq!(config.guardrails, Guardrails::DEFAULT);
+        assert!(config.unused_keys.is_empty());
+    }
+
+    #[test]
+    fn thresholds_and_flags_are_read() {
+        let config = parse(
+            "tables_warn_threshold: 2\ntables_fail_threshold: 3\npage_size_warn_threshold: 100\n\
+             allow_filtering_enabled: false\nsimplestrategy_enabled: false\n",
+        )
+        .expect("valid");
+        let g = config.guardrails;
+        assert_eq!(g.tables, Threshold { warn: 2, fail: 3 });
+        assert_eq!(
+            g.page_size,
+            Threshold {
+                warn: 100,
+                fail: -1
+            }
+        );
+        assert!(!g.allow_filtering_enabled && !g.simplestrategy_enabled);
+        assert!(g.user_timestamps_enabled);
+        assert!(config.unused_keys.is_empty(), "{:?}", config.unused_keys);
+    }
+
+    #[test]
+    fn values_are_checked_with_cassandras_messages() {
+        let prefix = "Invalid guardrails configuration: ";
+        let cases = [
+            ("tables_warn_threshold: 5\ntables_fail_threshold: 3\n",
+             "The warn threshold 5 for tables_warn_threshold should be lower than the fail threshold 3"),
+            ("keyspaces_fail_threshold: 0\n",
+             "Invalid value for keyspaces_fail_threshold: 0 is not allowed; if attempting to disable use -1"),
+            ("page_size_warn_threshold: -2\n",
+             "Invalid value -2 for page_size_warn_threshold: negative values are not allowed, outside of -1 which disables the guardrail"),
+            ("fields_per_udt_warn_threshold: 2147483648\n",
+             "Invalid value 2147483648 for fields_per_udt_warn_threshold: maximum allowed value is 2147483647"),
+        ];
+        for (yaml, message) in cases {
+            assert_eq!(error(yaml), format!("{prefix}{message}"), "{yaml}");
+        }
+        assert_eq!(
+            error("minimum_replication_factor_fail_threshold: 2\n"),
+            "default_keyspace_rf (1) cannot be less than minimum_replication_factor_fail_threshold (2)"
+        );
+    }
+}
