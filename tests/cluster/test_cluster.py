@@ -678,3 +678,42 @@ def test_bootstrap_streams_ranges():
     finally:
         codes = nodes.close()
     assert all(c == 0 for c in codes.values()), codes
+
+
+def test_tombstone_thresholds_when_the_coordinator_is_the_replica(tmp_path):
+    """A read at ONE through a node that holds the partition is answered
+    from its own storage: it counts the tombstones it meets, warns past
+    tombstone_warn_threshold and fails past tombstone_failure_threshold,
+    as on a node alone."""
+    from cassandra import ReadFailure
+    config = tmp_path / "tombstones.yaml"
+    config.write_text("tombstone_warn_threshold: 10\ntombstone_failure_threshold: 50\n")
+    nodes = Nodes()
+    try:
+        for ip in (A, B):
+            nodes.add(ip, extra=["--config", str(config)])
+        nodes.start(A, B)
+        nodes.wait_status({A: "UN", B: "UN"})
+        session = nodes.connect(A)
+        session.execute("CREATE KEYSPACE tq WITH replication = "
+                        "{'class': 'SimpleStrategy', 'replication_factor': 2}")
+        session.execute("CREATE TABLE tq.queue (k int, c int, v text, PRIMARY KEY (k, c))")
+        insert = session.prepare("INSERT INTO tq.queue (k, c, v) VALUES (1, ?, 'x')")
+        delete = session.prepare("DELETE FROM tq.queue WHERE k = 1 AND c = ?")
+        for c in range(60):
+            session.execute(bound(insert, (c,), CL.ALL))
+        for c in range(20):
+            session.execute(bound(delete, (c,), CL.ALL))
+        select = session.prepare("SELECT c FROM tq.queue WHERE k = ?")
+        rs = session.execute(bound(select, (1,), CL.ONE))
+        assert [r.c for r in rs] == list(range(20, 60))
+        warnings = rs.response_future.warnings or []
+        assert any("40 live rows and 20 tombstone cells" in w for w in warnings), warnings
+        for c in range(20, 51):
+            session.execute(bound(delete, (c,), CL.ALL))
+        with pytest.raises(ReadFailure) as failure:
+            session.execute(bound(select, (1,), CL.ONE))
+        assert "READ_TOO_MANY_TOMBSTONES" in str(failure.value), failure.value
+        assert "Scanned over 50 tombstones during query" in nodes[A].log_text()
+    finally:
+        nodes.close()

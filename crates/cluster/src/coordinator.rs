@@ -747,14 +747,29 @@ impl DataProxy for Coordinator {
         cl: Consistency,
         now: LocalTime,
     ) -> Result<Partition, QueryError> {
+        Ok(self.read_partition_counted(schema, table, read, cl, now)?.0)
+    }
+
+    /// Counts the tombstones a read meets when this node alone answers it
+    /// (the coordinator is the replica the consistency level needs); a read
+    /// answered by other replicas counts none (`tombstones.rs`).
+    fn read_partition_counted(
+        &self,
+        schema: &Schema,
+        table: &Table,
+        read: &PartitionRead,
+        cl: Consistency,
+        now: LocalTime,
+    ) -> Result<(Partition, u64), QueryError> {
         if matches!(cl, Consistency::Serial | Consistency::LocalSerial) {
-            return self.read_serial(schema, table, read, cl, now);
+            return Ok((self.read_serial(schema, table, read, cl, now)?, 0));
         }
         let (topology, plan) = self.plan_read(schema, table, read, cl)?;
         if plan.is_local(self.shared.local) {
-            return Ok(self.shared.engine.read_partition(read, now)?);
+            return Ok(self.shared.engine.read_partition_counted(read, now)?);
         }
-        self.read_with_digests(&topology, table, read, cl, now, &plan)
+        let partition = self.read_with_digests(&topology, table, read, cl, now, &plan)?;
+        Ok((partition, 0))
     }
 
     fn read_raw(

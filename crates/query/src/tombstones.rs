@@ -6,8 +6,11 @@
 //!
 //! Counted: the rows single-partition reads and range scans meet on a
 //! node, deleted or expired (row tombstones, and rows whose every cell is
-//! gone). Not counted yet: dead cells inside live rows, reads through a
-//! secondary index, and reads a cluster's coordinator sends to other nodes.
+//! gone); in a cluster, the single-partition reads the coordinator answers
+//! from its own storage (it is the replica the consistency level needs, as
+//! with a token-aware driver at ONE or LOCAL_ONE). Not counted yet: dead
+//! cells inside live rows, reads through a secondary index, range scans in
+//! a cluster, and reads answered by other nodes.
 
 use std::sync::atomic::Ordering;
 
