@@ -369,7 +369,15 @@ def test_streams_move_in_small_chunks_at_the_throttled_rate(monkeypatch):
         nodes[C].nodetool("setstreamthroughput", "0")
         assert nodes[C].nodetool("getstreamthroughput").stdout.strip() == \
             "Current stream throughput: unlimited"
-        out = nodes[C].nodetool("decommission", timeout=120)
+        # A keyspace that needs all three nodes holds C back, unless forced.
+        sa.execute("CREATE KEYSPACE rf3 WITH replication = "
+                   "{'class': 'SimpleStrategy', 'replication_factor': 3}")
+        refused = nodes[C].nodetool("decommission", check=False)
+        assert refused.returncode != 0
+        assert ("Not enough live nodes to maintain replication factor in keyspace rf3 "
+                "(RF = 3, N = 3). Perform a forceful decommission to ignore."
+                in refused.stdout + refused.stderr), refused
+        out = nodes[C].nodetool("decommission", "--force", timeout=120)
         assert "Decommissioned" in out.stdout, out.stdout + out.stderr
         assert nodes[C].proc.wait(30) == 0, nodes[C].tail()
         nodes[C].proc = None

@@ -128,7 +128,7 @@ impl AdminNode {
 /// removenode, rebuild, repair, netstats) have nothing to act on.
 pub fn run_alone(node: &AdminNode, command: AdminCommand) -> Response {
     match command {
-        AdminCommand::Decommission => {
+        AdminCommand::Decommission { .. } => {
             failed("no other normal nodes in the ring; decommission would be pointless")
         }
         AdminCommand::RemoveNode { .. } => {
@@ -181,7 +181,7 @@ pub fn run(node: &AdminNode, command: AdminCommand) -> Response {
         AdminCommand::TpStats => stats::tp_stats(node),
         AdminCommand::Isolate { .. }
         | AdminCommand::Repair { .. }
-        | AdminCommand::Decommission
+        | AdminCommand::Decommission { .. }
         | AdminCommand::RemoveNode { .. }
         | AdminCommand::Rebuild { .. }
         | AdminCommand::Netstats

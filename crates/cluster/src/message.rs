@@ -236,7 +236,10 @@ pub enum AdminCommand {
         /// Only the tokens in this range (`-st`/`-et`).
         range: Option<TokenRange>,
     },
-    Decommission,
+    /// With `force`, even when a keyspace keeps fewer nodes than replicas.
+    Decommission {
+        force: bool,
+    },
     RemoveNode {
         host_id: String,
     },

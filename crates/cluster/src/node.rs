@@ -839,7 +839,7 @@ impl ClusterNode {
             Err(e) => Response::Error(RemoteError::Failed(e)),
         };
         match command {
-            AdminCommand::Decommission => text(self.decommission()),
+            AdminCommand::Decommission { force } => text(self.decommission(force)),
             AdminCommand::RemoveNode { host_id } => text(self.remove_node(&host_id)),
             AdminCommand::Rebuild { source_dc } => text(self.rebuild(source_dc.as_deref())),
             AdminCommand::Repair {

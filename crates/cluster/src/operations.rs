@@ -289,9 +289,10 @@ impl ClusterNode {
             })
     }
 
-    /// `nodetool decommission`: this node streams its ranges to the nodes
-    /// that take them over, leaves the ring, and stops.
-    pub(crate) fn decommission(self: &Arc<Self>) -> Result<String, String> {
+    /// `nodetool decommission [--force]`: this node streams its ranges to
+    /// the nodes that take them over, leaves the ring, and stops; without
+    /// `force`, not when a keyspace would keep fewer nodes than replicas.
+    pub(crate) fn decommission(self: &Arc<Self>, force: bool) -> Result<String, String> {
         let local = self.config().listen_address;
         if self.status() != STATUS_NORMAL {
             return Err(format!(
@@ -310,7 +311,9 @@ impl ClusterNode {
             );
         }
         let schema = self.executor().schema();
-        check_replication_after(&topology, &schema, local)?;
+        if !force {
+            check_replication_after(&topology, &schema, local)?;
+        }
         self.set_status_blocking(STATUS_LEAVING);
         std::thread::sleep(STATUS_SPREAD_WAIT);
         let topology = self.shared.topology();

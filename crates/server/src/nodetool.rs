@@ -146,7 +146,11 @@ pub enum NodetoolCommand {
         mib: bool,
     },
     /// Decommission the *node I am connecting to*
-    Decommission,
+    Decommission {
+        /// Force decommission of this node even when it reduces the number of replicas to below configured RF
+        #[arg(short = 'f', long)]
+        force: bool,
+    },
     /// Remove a dead node by its host ID
     RemoveNode { host_id: String },
     /// Set the log level threshold for a given class (logger). If both
@@ -238,7 +242,7 @@ impl NodetoolCommand {
                     ThroughputUnit::Megabits
                 },
             },
-            N::Decommission => AdminCommand::Decommission,
+            N::Decommission { force } => AdminCommand::Decommission { force },
             N::RemoveNode { host_id } => AdminCommand::RemoveNode { host_id },
             N::SetLoggingLevel { class, level } => AdminCommand::SetLoggingLevel {
                 logger: class.unwrap_or_default(),
@@ -453,6 +457,20 @@ mod tests {
             usage_error(&parse("nosuch").expect_err("")),
             ExitCode::FAILURE
         );
+    }
+
+    #[test]
+    fn decommission_forced_or_not() {
+        assert_eq!(
+            admin("decommission"),
+            Ok(AdminCommand::Decommission { force: false })
+        );
+        for forced in ["decommission --force", "decommission -f"] {
+            assert_eq!(
+                admin(forced),
+                Ok(AdminCommand::Decommission { force: true })
+            );
+        }
     }
 
     #[test]

@@ -82,7 +82,7 @@ async fn a_node_alone_answers_nodetool() {
         "{levels:?}"
     );
 
-    let refused = nodetool(&node, AdminCommand::Decommission, None).await;
+    let refused = nodetool(&node, AdminCommand::Decommission { force: false }, None).await;
     assert_eq!(
         refused,
         Err("no other normal nodes in the ring; decommission would be pointless".into())
