@@ -248,7 +248,7 @@ impl ClusterNode {
                             target,
                             table,
                             &paths,
-                            (crate::streaming::chunk_bytes(), &self.stream_throttle),
+                            (self.stream_server.chunk_bytes(), &self.stream_throttle),
                             &mut |p| self.sessions.progress(id, p),
                         )
                     })

@@ -27,6 +27,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -52,10 +53,10 @@ pub const STREAM_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 /// ingests them).
 pub const STREAM_PREPARE_TIMEOUT: Duration = Duration::from_secs(3600);
 
-/// A file of a stream as announced: its size, and a name unique in it.
+/// A file of a stream as announced: its size (files are known by their
+/// place in the stream, never by a name a peer chose).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StreamFile {
-    pub name: String,
     pub bytes: u64,
 }
 
@@ -101,19 +102,15 @@ pub fn export(
     Ok(files)
 }
 
-/// Names and sizes of `paths`, as a stream announces them.
+/// The sizes of `paths`, as a stream announces them.
 pub fn describe(paths: &[PathBuf]) -> Result<Vec<StreamFile>, String> {
     paths
         .iter()
-        .enumerate()
-        .map(|(i, path)| {
+        .map(|path| {
             let bytes = std::fs::metadata(path)
                 .map_err(|e| format!("{}: {e}", path.display()))?
                 .len();
-            Ok(StreamFile {
-                name: format!("{i}.sst"),
-                bytes,
-            })
+            Ok(StreamFile { bytes })
         })
         .collect()
 }
@@ -137,7 +134,7 @@ fn read_chunk_at(path: &Path, offset: u64, size: u64, max: usize) -> Result<Vec<
 /// Spreads the bytes a node sends over time: at most `bytes_per_second`
 /// on average, 0 unthrottled (`stream_throughput_outbound`).
 pub struct Throttle {
-    bytes_per_second: std::sync::atomic::AtomicU64,
+    bytes_per_second: AtomicU64,
     /// When the bytes reserved so far will have gone at the rate.
     free_at: Mutex<Option<Instant>>,
 }
@@ -151,13 +148,12 @@ impl Throttle {
     }
 
     pub fn rate(&self) -> u64 {
-        self.bytes_per_second
-            .load(std::sync::atomic::Ordering::Relaxed)
+        self.bytes_per_second.load(Ordering::Relaxed)
     }
 
     pub fn set_rate(&self, bytes_per_second: u64) {
         self.bytes_per_second
-            .store(bytes_per_second, std::sync::atomic::Ordering::Relaxed);
+            .store(bytes_per_second, Ordering::Relaxed);
     }
 
     /// Reserves `bytes` at `now`: how long to wait before sending them.
@@ -221,7 +217,7 @@ pub struct Received {
 pub struct StreamServer {
     chunk_bytes: usize,
     sessions: Mutex<HashMap<u64, Session>>,
-    next_id: std::sync::atomic::AtomicU64,
+    next_id: AtomicU64,
 }
 
 impl StreamServer {
@@ -231,6 +227,11 @@ impl StreamServer {
             sessions: Mutex::new(HashMap::new()),
             next_id: 1.into(),
         }
+    }
+
+    /// The chunk size of this node's streams, sent or served.
+    pub fn chunk_bytes(&self) -> usize {
+        self.chunk_bytes
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Session>> {
@@ -279,9 +280,7 @@ impl StreamServer {
                 "{STREAM_SESSIONS_MAX} streaming sessions open"
             )));
         }
-        let id = self
-            .next_id
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let dir = base.join(format!("session-{id}"));
         let session = Session {
             peer,
@@ -301,7 +300,7 @@ impl StreamServer {
         }
     }
 
-    /// Drops a session that could not be prepared, and its files.
+    /// Drops a session and its files.
     fn abandon(&self, id: u64) {
         let session = self.lock().remove(&id);
         if let Some(session) = session {
@@ -531,15 +530,9 @@ impl StreamServer {
 
     /// `StreamClose` (or a failed push): drops `peer`'s session and its files.
     pub fn close(&self, peer: IpAddr, id: u64) -> Result<(), RemoteError> {
-        let session = {
-            let mut sessions = self.lock();
-            match sessions.get(&id) {
-                Some(s) if s.peer == peer => sessions.remove(&id),
-                _ => None,
-            }
-        };
-        if let Some(session) = session {
-            let _ = std::fs::remove_dir_all(&session.dir);
+        let owned = self.lock().get(&id).is_some_and(|s| s.peer == peer);
+        if owned {
+            self.abandon(id);
         }
         Ok(())
     }

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use super::failed;
 use super::AdminNode;
 use crate::message::{Response, ThroughputUnit};
+use rocksandra_data::value::java_double;
 
 /// `nodetool getcompactionthroughput`, Cassandra's line. The value is
 /// kept, not applied: see `set_compaction_throughput`.
@@ -64,15 +65,6 @@ pub(crate) fn throughput_bytes(value: u32, unit: ThroughputUnit) -> u64 {
         ThroughputUnit::Megabits | ThroughputUnit::PreciseMegabits => {
             u64::from(value) * MEGABIT_BYTES as u64
         }
-    }
-}
-
-/// A double as Java prints it: always with a fraction (`24.0`).
-fn java_double(value: f64) -> String {
-    if value.fract() == 0.0 {
-        format!("{value:.1}")
-    } else {
-        format!("{value}")
     }
 }
 

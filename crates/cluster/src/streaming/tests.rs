@@ -205,10 +205,7 @@ fn a_corrupt_chunk_fails_the_pull_and_the_source_drops_its_files() {
 }
 
 fn announced(bytes: u64) -> Vec<StreamFile> {
-    vec![StreamFile {
-        name: "0.sst".into(),
-        bytes,
-    }]
+    vec![StreamFile { bytes }]
 }
 
 #[test]
