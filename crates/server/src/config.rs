@@ -75,6 +75,15 @@ pub fn block_cache_default(total_memory_bytes: u64) -> u64 {
     (total_memory_bytes / BLOCK_CACHE_MEMORY_FRACTION).max(BLOCK_CACHE_BYTES_MIN)
 }
 
+/// The point cache's share of the block cache when `point_cache_size` is
+/// not set.
+pub const POINT_CACHE_BLOCK_CACHE_FRACTION: u64 = 4;
+/// The point cache size when `point_cache_size` is not set: a quarter of
+/// the block cache's.
+pub fn point_cache_default(block_cache_bytes: u64) -> u64 {
+    block_cache_bytes / POINT_CACHE_BLOCK_CACHE_FRACTION
+}
+
 /// `prometheus_address` when none is configured: metrics stay on this host
 /// unless an operator opens them up.
 pub const PROMETHEUS_ADDRESS_DEFAULT: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
@@ -299,6 +308,9 @@ pub struct Config {
     /// RocksDB block cache size (`block_cache_size`); None sizes it from
     /// the machine's memory at startup (`block_cache_default`).
     pub block_cache_bytes: Option<u64>,
+    /// The point cache's size (`point_cache_size`); None: a quarter of the
+    /// block cache (`point_cache_default`).
+    pub point_cache_bytes: Option<u64>,
     /// Address of nodetool's port (`admin_address`).
     pub admin_address: IpAddr,
     /// Its port (`admin_port`); None when configured as 0 (no nodetool).
@@ -388,6 +400,7 @@ impl Default for Config {
             max_request_bytes_in_flight: MAX_REQUEST_BYTES_IN_FLIGHT_DEFAULT,
             max_request_bytes_in_flight_per_ip: MAX_REQUEST_BYTES_IN_FLIGHT_PER_IP_DEFAULT,
             block_cache_bytes: None,
+            point_cache_bytes: None,
             admin_address: ADMIN_ADDRESS_DEFAULT,
             admin_port: Some(ADMIN_PORT_DEFAULT),
             prometheus_address: PROMETHEUS_ADDRESS_DEFAULT,
@@ -755,6 +768,7 @@ struct FileConfig {
     native_transport_max_request_data_in_flight_per_ip: Option<String>,
     native_transport_max_concurrent_requests_in_bytes_per_ip: Option<i64>,
     block_cache_size: Option<String>,
+    point_cache_size: Option<String>,
     prometheus_address: Option<String>,
     admin_address: Option<String>,
     admin_port: Option<u16>,
@@ -917,6 +931,7 @@ impl FileConfig {
             max_request_bytes_in_flight_per_ip: transport.max_request_bytes_in_flight_per_ip,
             prepared_statements_cache_bytes: storage.prepared_statements_cache_bytes,
             block_cache_bytes: storage.block_cache_bytes,
+            point_cache_bytes: storage.point_cache_bytes,
             prometheus_address,
             admin_address,
             admin_port,
@@ -1247,6 +1262,7 @@ fn non_empty_dir(key: &'static str, dir: Option<PathBuf>) -> Result<Option<PathB
 struct StorageSettings {
     commitlog_directory: Option<PathBuf>,
     block_cache_bytes: Option<u64>,
+    point_cache_bytes: Option<u64>,
     prepared_statements_cache_bytes: u64,
     memtable_space_bytes: Option<u64>,
     compaction_throughput_bytes: Option<u64>,
@@ -1271,6 +1287,10 @@ impl FileConfig {
             Some(text) => Some(parse_data_size(text).map_err(|m| invalid("block_cache_size", m))?),
             None => defaults.block_cache_bytes,
         };
+        let point_cache_bytes = match &self.point_cache_size {
+            Some(text) => Some(parse_data_size(text).map_err(|m| invalid("point_cache_size", m))?),
+            None => defaults.point_cache_bytes,
+        };
         let prepared_statements_cache_bytes = data_size_or_legacy_mb(
             (
                 "prepared_statements_cache_size",
@@ -1285,6 +1305,7 @@ impl FileConfig {
         Ok(StorageSettings {
             commitlog_directory,
             block_cache_bytes,
+            point_cache_bytes,
             prepared_statements_cache_bytes,
             memtable_space_bytes: self.memtable_space()?,
             compaction_throughput_bytes: self.compaction_throughput()?,
@@ -1753,6 +1774,7 @@ native_transport_max_concurrent_connections: -1
 native_transport_max_requests_per_connection: 100
 native_transport_max_concurrent_requests: 1000
 block_cache_size: 1GiB
+point_cache_size: 96MiB
 prepared_statements_cache_size: 2MiB
 prometheus_address: 0.0.0.0
 prometheus_port: 9500
@@ -1797,6 +1819,9 @@ prometheus_port: 9500
         assert_eq!(config.prepared_statements_cache_bytes, 2 << 20);
         assert_eq!(block_cache_default(24 << 30), 6 << 30);
         assert_eq!(block_cache_default(512 << 20), BLOCK_CACHE_BYTES_MIN);
+        assert_eq!(config.point_cache_bytes, Some(96 << 20));
+        assert_eq!(parse_ok("").point_cache_bytes, None);
+        assert_eq!(point_cache_default(1 << 30), 256 << 20);
         assert_eq!(
             config.prometheus_listen_address(),
             Some("0.0.0.0:9500".parse().expect("addr"))

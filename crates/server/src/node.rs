@@ -241,6 +241,7 @@ pub fn rocks_config(config: &Config) -> rocksandra_storage_rocksdb::RocksConfig 
     use rocksandra_storage_rocksdb::{background_jobs_for_compactions, RocksConfig};
     let defaults = RocksConfig::default();
     let to_usize = |bytes: u64| usize::try_from(bytes).unwrap_or(usize::MAX);
+    let block_cache = block_cache_bytes(config);
     RocksConfig {
         durability: match config.commitlog_sync {
             CommitlogSync::Batch => Durability::Batch,
@@ -248,7 +249,12 @@ pub fn rocks_config(config: &Config) -> rocksandra_storage_rocksdb::RocksConfig 
                 period_ms: config.commitlog_sync_period.as_millis().max(1) as u64,
             },
         },
-        block_cache_bytes: to_usize(block_cache_bytes(config)),
+        block_cache_bytes: to_usize(block_cache),
+        point_cache_bytes: to_usize(
+            config
+                .point_cache_bytes
+                .unwrap_or_else(|| crate::config::point_cache_default(block_cache)),
+        ),
         write_buffer_bytes_max: config
             .memtable_space_bytes
             .map_or(defaults.write_buffer_bytes_max, to_usize),
@@ -313,6 +319,13 @@ mod rocks_config_tests {
         let defaults = rocksandra_storage_rocksdb::RocksConfig::default();
         let plain = rocks("block_cache_size: 64MiB\n");
         assert_eq!(plain.block_cache_bytes, 64 << 20);
+        assert_eq!(
+            plain.point_cache_bytes,
+            16 << 20,
+            "a quarter of the block cache"
+        );
+        let cached = rocks("block_cache_size: 64MiB\npoint_cache_size: 0MiB\n");
+        assert_eq!(cached.point_cache_bytes, 0, "0MiB turns it off");
         assert_eq!(
             plain.write_buffer_bytes_max,
             defaults.write_buffer_bytes_max

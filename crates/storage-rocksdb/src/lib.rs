@@ -60,6 +60,8 @@ pub struct RocksConfig {
     pub durability: Durability,
     /// One block cache shared by all tables.
     pub block_cache_bytes: usize,
+    /// The engine's point cache (`KvEngine::with_point_cache`); 0: none.
+    pub point_cache_bytes: usize,
     /// Limit on all memtables of all tables together.
     pub write_buffer_bytes_max: usize,
     /// Memtable size of one table.
@@ -91,6 +93,7 @@ impl Default for RocksConfig {
         RocksConfig {
             durability: Durability::Periodic { period_ms: 10_000 },
             block_cache_bytes: 256 << 20,
+            point_cache_bytes: 0,
             write_buffer_bytes_max: 256 << 20,
             table_write_buffer_bytes: 64 << 20,
             background_jobs: 2,
@@ -158,7 +161,8 @@ pub struct RocksStore {
 
 /// Opens a RocksDB-backed engine in `dir`.
 pub fn open_engine(dir: &Path, config: RocksConfig, clock: Clock) -> Result<KvEngine<RocksStore>> {
-    Ok(KvEngine::new(RocksStore::open(dir, config, clock)?))
+    let point_cache_bytes = config.point_cache_bytes;
+    Ok(KvEngine::new(RocksStore::open(dir, config, clock)?).with_point_cache(point_cache_bytes))
 }
 
 fn cf_name(table: TableId) -> String {
@@ -987,6 +991,8 @@ impl KvStore for RocksStore {
             memtable_bytes: shared.property_of_all_tables(properties::CUR_SIZE_ALL_MEM_TABLES),
             sst_bytes: shared.property_of_all_tables(properties::LIVE_SST_FILES_SIZE),
             read_only: shared.failure().is_some(),
+            // The engine above adds its point cache's figures.
+            ..StorageStats::default()
         }
     }
 

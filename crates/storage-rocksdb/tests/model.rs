@@ -11,6 +11,11 @@ use rocksandra_storage::testkit::{
 use rocksandra_storage_rocksdb::{open_engine, RocksConfig};
 
 fn check_seeds(spec: &TableSpec) {
+    check_seeds_cached(spec, 0);
+}
+
+/// `check_seeds` with a point cache of `point_cache_bytes`.
+fn check_seeds_cached(spec: &TableSpec, point_cache_bytes: usize) {
     let seeds: Vec<u64> = match std::env::var("ROCKSANDRA_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -23,6 +28,7 @@ fn check_seeds(spec: &TableSpec) {
         {
             let config = RocksConfig {
                 block_cache_bytes: 4 << 20,
+                point_cache_bytes,
                 ..Default::default()
             };
             let engine =
@@ -43,4 +49,10 @@ fn rocksdb_engine_agrees_with_the_model() {
 #[test]
 fn rocksdb_engine_agrees_with_the_model_without_clustering() {
     check_seeds(&unclustered_table(8));
+}
+
+/// The same through a point cache small enough to evict.
+#[test]
+fn rocksdb_engine_with_a_point_cache_agrees_with_the_model() {
+    check_seeds_cached(&unclustered_table(8), 64 << 10);
 }

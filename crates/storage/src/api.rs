@@ -333,6 +333,10 @@ pub struct StorageStats {
     pub block_cache_hits: u64,
     pub block_cache_misses: u64,
     pub block_cache_usage_bytes: u64,
+    /// Point reads answered by the engine's point cache, and the others.
+    pub point_cache_hits: u64,
+    pub point_cache_misses: u64,
+    pub point_cache_bytes: u64,
     /// Bytes compactions still have to rewrite to bring every table into shape.
     pub compaction_pending_bytes: u64,
     pub compactions_running: u64,

@@ -16,7 +16,11 @@ use crate::layout::keys::{self, DecodedKey};
 use crate::layout::values::{decode_row, encode_row};
 use crate::layout::CorruptData;
 
+mod point_cache;
 mod purge;
+
+use point_cache::PointCache;
+pub use point_cache::{PointCacheStats, POINT_CACHE_MAX_ENTRY_BYTES};
 
 pub struct KvEngine<S: KvStore> {
     store: S,
@@ -26,6 +30,9 @@ pub struct KvEngine<S: KvStore> {
     write_gate: RwLock<()>,
     /// Set after a failed write: the engine refuses writes from then on.
     failure: Mutex<Option<String>>,
+    /// Recently read partitions of tables without clustering columns; every
+    /// store write goes through `apply`, which keeps it coherent.
+    point_cache: Option<PointCache>,
 }
 
 impl<S: KvStore> KvEngine<S> {
@@ -35,6 +42,43 @@ impl<S: KvStore> KvEngine<S> {
             tables: RwLock::new(HashMap::new()),
             write_gate: RwLock::new(()),
             failure: Mutex::new(None),
+            point_cache: None,
+        }
+    }
+
+    /// The engine with a point cache of at most `bytes` (none if 0).
+    pub fn with_point_cache(mut self, bytes: usize) -> KvEngine<S> {
+        self.point_cache = PointCache::new(bytes);
+        self
+    }
+
+    pub fn point_cache_stats(&self) -> PointCacheStats {
+        self.point_cache
+            .as_ref()
+            .map(PointCache::stats)
+            .unwrap_or_default()
+    }
+
+    /// Writes `ops` to the store: the one way the engine changes stored
+    /// entries, so the point cache forgets every partition they touch.
+    fn apply(&self, ops: Vec<(TableId, KvOp)>) -> Result<()> {
+        let touched = self.point_cache.as_ref().map(|_| touched_partitions(&ops));
+        let written = self.store.write(ops);
+        if let (Some(cache), Some((partitions, ranges))) = (&self.point_cache, touched) {
+            for (table, prefix) in &partitions {
+                cache.invalidate(*table, prefix);
+            }
+            if ranges {
+                cache.clear();
+            }
+        }
+        written
+    }
+
+    /// Tells the point cache that stored entries changed in bulk.
+    fn changed_in_bulk(&self) {
+        if let Some(cache) = &self.point_cache {
+            cache.clear();
         }
     }
 
@@ -238,25 +282,55 @@ impl<S: KvStore> KvEngine<S> {
                 selected |= start <= row && row < end;
             }
         }
-        let wanted: &[&[u8]] = if selected {
-            &[&header, &row]
-        } else {
-            &[&header]
-        };
         let mut stored_row = None;
         let mut error = None;
-        self.store.get_many(spec.id, wanted, &mut |i, value| {
+        let mut visit_entry = |i: usize, value: &[u8]| {
             let step = if i == 0 {
                 head.absorb(spec, &header[prefix.len()..], value)
-            } else {
+            } else if selected {
                 head.finish(spec, now)
                     .and_then(|()| head.row(spec, &row, value, now))
                     .map(|r| stored_row = Some(r))
+            } else {
+                Ok(())
             };
             if let Err(e) = step {
                 error.get_or_insert(e);
             }
-        })?;
+        };
+        match self
+            .point_cache
+            .as_ref()
+            .map(|c| (c, c.lookup(spec.id, prefix)))
+        {
+            Some((_, Ok(cached))) => {
+                for (i, value) in [&cached.header, &cached.row].into_iter().enumerate() {
+                    if let Some(value) = value {
+                        visit_entry(i, value);
+                    }
+                }
+            }
+            Some((cache, Err(ticket))) => {
+                let (mut found_header, mut found_row) = (None, None);
+                self.store
+                    .get_many(spec.id, &[&header, &row], &mut |i, value| {
+                        match i {
+                            0 => found_header = Some(value.to_vec()),
+                            _ => found_row = Some(value.to_vec()),
+                        };
+                        visit_entry(i, value);
+                    })?;
+                cache.fill(spec.id, prefix, ticket, found_header, found_row);
+            }
+            None => {
+                let wanted: &[&[u8]] = if selected {
+                    &[&header, &row]
+                } else {
+                    &[&header]
+                };
+                self.store.get_many(spec.id, wanted, &mut visit_entry)?;
+            }
+        }
         if let Some(e) = error {
             return Err(e.into());
         }
@@ -727,6 +801,7 @@ impl<S: KvStore> Engine for KvEngine<S> {
             ));
         }
         self.store.set_options(spec.id, &spec.options)?;
+        self.changed_in_bulk();
         self.tables
             .write()
             .map_err(|_| StorageError::ReadOnly("table registry lock poisoned".into()))?
@@ -737,6 +812,7 @@ impl<S: KvStore> Engine for KvEngine<S> {
     fn drop_table(&self, table: TableId) -> Result<()> {
         self.spec(table)?;
         self.store.drop_table(table)?;
+        self.changed_in_bulk();
         self.tables
             .write()
             .map_err(|_| StorageError::ReadOnly("table registry lock poisoned".into()))?
@@ -747,7 +823,9 @@ impl<S: KvStore> Engine for KvEngine<S> {
     fn truncate(&self, table: TableId) -> Result<()> {
         self.check_writable()?;
         self.spec(table)?;
-        self.store.truncate(table)
+        let truncated = self.store.truncate(table);
+        self.changed_in_bulk();
+        truncated
     }
 
     fn write(&self, mutations: &[Mutation], _now: LocalTime) -> Result<()> {
@@ -757,7 +835,7 @@ impl<S: KvStore> Engine for KvEngine<S> {
             self.mutation_ops(m, &mut ops)?;
         }
         let _shared = self.gate()?;
-        self.store.write(ops).inspect_err(|e| {
+        self.apply(ops).inspect_err(|e| {
             if matches!(e, StorageError::Io { .. }) {
                 self.fail(e.to_string());
             }
@@ -839,7 +917,9 @@ impl<S: KvStore> Engine for KvEngine<S> {
         self.check_writable()?;
         self.spec(table)?;
         let _shared = self.gate()?;
-        self.store.ingest(table, files)
+        let ingested = self.store.ingest(table, files);
+        self.changed_in_bulk();
+        ingested
     }
 
     fn partition_keys(
@@ -926,7 +1006,7 @@ impl<S: KvStore> Engine for KvEngine<S> {
                 },
             ));
         }
-        self.store.write(ops)
+        self.apply(ops)
     }
 
     fn snapshot(&self, dir: &Path) -> Result<()> {
@@ -957,12 +1037,40 @@ impl<S: KvStore> Engine for KvEngine<S> {
     }
 
     fn stats(&self) -> StorageStats {
-        self.store.stats()
+        let cache = self.point_cache_stats();
+        StorageStats {
+            point_cache_hits: cache.hits,
+            point_cache_misses: cache.misses,
+            point_cache_bytes: cache.bytes,
+            ..self.store.stats()
+        }
     }
 
     fn table_stats(&self, table: TableId) -> TableStorageStats {
         self.store.table_stats(table)
     }
+}
+
+/// The partitions `ops` write to (each once where they follow each other),
+/// and whether any op deletes a key range.
+fn touched_partitions(ops: &[(TableId, KvOp)]) -> (Vec<(TableId, Vec<u8>)>, bool) {
+    let mut partitions: Vec<(TableId, Vec<u8>)> = Vec::new();
+    let mut ranges = false;
+    for (table, op) in ops {
+        match op {
+            KvOp::Merge { key, .. } => {
+                let prefix = &key[..keys::partition_prefix_len(key).unwrap_or(key.len())];
+                if !partitions
+                    .last()
+                    .is_some_and(|(t, p)| t == table && p == prefix)
+                {
+                    partitions.push((*table, prefix.to_vec()));
+                }
+            }
+            KvOp::DeleteRange { .. } => ranges = true,
+        }
+    }
+    (partitions, ranges)
 }
 
 /// Whether `slice` has no bound at either end (inclusive empty prefixes).

@@ -17,6 +17,9 @@ use crate::cell::{
     reconcile, Cell, CellKind, ColumnId, DeletionTime, LiveRow, LivenessInfo, RowState,
 };
 
+mod point_cache;
+pub use point_cache::run_point_cache_suite;
+
 /// The table every suite case uses: `pk blob, c1 int ASC, c2 text DESC,
 /// s static, r1, r2 regular, set column 4`.
 pub fn test_table(id: u64) -> TableSpec {

@@ -39,3 +39,14 @@ fn memory_engine_agrees_with_the_model_without_clustering() {
         check_against_model_on(&engine, &spec, &random_ops_on(&spec, seed, 200), seed);
     }
 }
+
+/// The same histories through a point cache small enough to evict.
+#[test]
+fn memory_engine_with_a_point_cache_agrees_with_the_model() {
+    let spec = unclustered_table(8);
+    for seed in seeds() {
+        let engine = KvEngine::new(MemoryStore::new(Arc::new(|| LocalTime(1_700_000_000))))
+            .with_point_cache(64 << 10);
+        check_against_model_on(&engine, &spec, &random_ops_on(&spec, seed, 200), seed);
+    }
+}

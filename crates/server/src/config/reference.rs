@@ -84,6 +84,12 @@ pub const KEYS: &[KeyDoc] = &[
         .legacy(&["commitlog_sync_period_in_ms"]),
     key("block_cache_size", "1GiB", "RocksDB block cache; unset: a quarter of the machine's memory, at least 256MiB.").unset(),
     key(
+        "point_cache_size",
+        "256MiB",
+        "Recently read rows of tables without clustering columns, as stored, kept coherent with every write; 0MiB: none; unset: a quarter of the block cache.",
+    )
+    .unset(),
+    key(
         "memtable_heap_space",
         "256MiB",
         "Memtable budget of all tables together (RocksDB db_write_buffer_size), added to memtable_offheap_space; unset (both): 256MiB.",

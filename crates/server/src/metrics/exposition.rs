@@ -95,6 +95,21 @@ fn render_storage(out: &mut Text, storage: &StorageStats) {
         "Memory held by the block cache.",
         storage.block_cache_usage_bytes,
     );
+    out.counter(
+        "rocksandra_storage_point_cache_hits_total",
+        "Point reads of tables without clustering columns answered from the point cache.",
+        storage.point_cache_hits,
+    );
+    out.counter(
+        "rocksandra_storage_point_cache_misses_total",
+        "Point reads of tables without clustering columns that read the store.",
+        storage.point_cache_misses,
+    );
+    out.gauge(
+        "rocksandra_storage_point_cache_bytes",
+        "Memory held by the point cache (estimated).",
+        storage.point_cache_bytes,
+    );
     out.gauge(
         "rocksandra_storage_compaction_pending_bytes",
         "Estimated bytes compactions still have to rewrite.",
@@ -314,6 +329,7 @@ mod tests {
         let storage = StorageStats {
             write_stall_micros: 1_500_000,
             block_cache_hits: 7,
+            point_cache_misses: 3,
             read_only: true,
             ..StorageStats::default()
         };
@@ -339,6 +355,10 @@ mod tests {
         assert_eq!(
             value(&text, "rocksandra_storage_write_stall_seconds_total"),
             1.5
+        );
+        assert_eq!(
+            value(&text, "rocksandra_storage_point_cache_misses_total"),
+            3.0
         );
         assert_eq!(
             value(&text, "rocksandra_storage_block_cache_hits_total"),
