@@ -67,6 +67,10 @@ struct Shard {
     bytes: usize,
     /// Invalidations since start: a fill is void if this moved.
     writes: u64,
+    /// Counted per shard, under its lock, so readers on different cores
+    /// do not contend on one counter.
+    hits: u64,
+    misses: u64,
 }
 
 pub struct PointCache {
@@ -74,8 +78,6 @@ pub struct PointCache {
     shard_budget: usize,
     capacity: usize,
     generation: AtomicU64,
-    hits: AtomicU64,
-    misses: AtomicU64,
 }
 
 impl PointCache {
@@ -90,6 +92,8 @@ impl PointCache {
                     entries: LruCache::unbounded(),
                     bytes: 0,
                     writes: 0,
+                    hits: 0,
+                    misses: 0,
                 })
             })
             .collect();
@@ -98,8 +102,6 @@ impl PointCache {
             shard_budget: capacity / SHARDS,
             capacity,
             generation: AtomicU64::new(0),
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
         })
     }
 
@@ -110,13 +112,15 @@ impl PointCache {
         let shard_index = self.shard_of(&key);
         let generation = self.generation.load(Ordering::SeqCst);
         let mut shard = self.lock(shard_index);
-        if let Some(found) = shard.entries.get(key.as_slice()) {
-            if found.generation == generation {
-                self.hits.fetch_add(1, Ordering::Relaxed);
-                return Ok(Arc::clone(found));
-            }
+        let found = match shard.entries.get(key.as_slice()) {
+            Some(found) if found.generation == generation => Some(Arc::clone(found)),
+            _ => None,
+        };
+        if let Some(found) = found {
+            shard.hits += 1;
+            return Ok(found);
         }
-        self.misses.fetch_add(1, Ordering::Relaxed);
+        shard.misses += 1;
         Err(Ticket {
             shard: shard_index,
             writes: shard.writes,
@@ -189,15 +193,17 @@ impl PointCache {
     }
 
     pub fn stats(&self) -> PointCacheStats {
-        let bytes = (0..self.shards.len())
-            .map(|i| self.lock(i).bytes)
-            .sum::<usize>();
-        PointCacheStats {
-            hits: self.hits.load(Ordering::Relaxed),
-            misses: self.misses.load(Ordering::Relaxed),
-            bytes: bytes as u64,
+        let mut stats = PointCacheStats {
             capacity: self.capacity as u64,
+            ..PointCacheStats::default()
+        };
+        for i in 0..self.shards.len() {
+            let shard = self.lock(i);
+            stats.hits += shard.hits;
+            stats.misses += shard.misses;
+            stats.bytes += shard.bytes as u64;
         }
+        stats
     }
 
     /// The shard of a cache key: its partition's token (already a hash),
