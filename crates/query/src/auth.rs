@@ -23,7 +23,8 @@ use rocksandra_wire::{ColumnSpec, ColumnsMetadata, ResultBody, Rows, RowsMetadat
 
 use crate::authz::{text_set, Resource};
 use crate::error::{QueryError, Result};
-use crate::executor::{Executor, Outcome, Request};
+use crate::executor::Executor;
+use crate::request::{Outcome, Request};
 
 /// How clients log in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -25,7 +25,8 @@ use rocksandra_data::Value;
 use rocksandra_wire::{ColumnSpec, ColumnsMetadata, ResultBody, Rows, RowsMetadata, TableSpec};
 
 use crate::error::{QueryError, Result};
-use crate::executor::{Executor, Outcome, Request};
+use crate::executor::Executor;
+use crate::request::{Outcome, Request};
 use crate::schema::keyspace_of;
 use crate::schema::{is_system_keyspace, Schema};
 

@@ -19,7 +19,7 @@ use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_data::LocalTime;
 use rocksandra_storage::{Engine, TableId};
 use rocksandra_wire::{
-    ColumnSpec, ColumnsMetadata, Prepared, PreparedMetadata, ResultBody, Rows, RowsMetadata,
+    ColumnSpec, ColumnsMetadata, Prepared, PreparedMetadata, ResultBody, RowsMetadata,
     SchemaChange, TableSpec,
 };
 
@@ -27,90 +27,12 @@ use crate::ddl::{self, DdlOutcome};
 use crate::error::{QueryError, Result};
 use crate::guardrails::StatementGuard;
 use crate::prepared_cache::PreparedCache;
+pub use crate::request::{Env, Outcome, Request};
 use crate::schema::keyspace_of;
 use crate::schema::{Schema, Table, SCHEMA_FILE};
 use crate::snapshot::dropped_name;
 use crate::{modify, select, NodeInfo};
 use rocksandra_storage::fs::write_atomically;
-
-/// Where time and randomness come from.
-#[derive(Clone)]
-pub struct Env {
-    /// Microseconds since the Unix epoch.
-    pub now_micros: Arc<dyn Fn() -> i64 + Send + Sync>,
-    pub random: Arc<dyn Fn() -> u64 + Send + Sync>,
-}
-
-impl Env {
-    /// The system clock and a seeded xorshift generator.
-    pub fn system() -> Env {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        let now = rocksandra_data::time::system_micros;
-        let seed =
-            AtomicU64::new((now() as u64) ^ 0x9E37_79B9_7F4A_7C15 ^ u64::from(std::process::id()));
-        Env {
-            now_micros: Arc::new(now),
-            random: Arc::new(move || {
-                // SplitMix64: good enough for ids, not for secrets.
-                let mut z = seed.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
-                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                z ^ (z >> 31)
-            }),
-        }
-    }
-}
-
-/// One request's options (from QUERY/EXECUTE parameters).
-#[derive(Clone, Debug, Default)]
-pub struct Request {
-    /// The session keyspace, or the v5 per-query keyspace.
-    pub keyspace: Option<String>,
-    /// Positional values.
-    pub values: Vec<rocksandra_wire::Value>,
-    /// Named values (v3+ NAMES flag): matched to markers by name.
-    pub names: Option<Vec<String>>,
-    pub page_size: Option<usize>,
-    pub paging_state: Option<Bytes>,
-    pub timestamp: Option<i64>,
-    pub now_in_seconds: Option<i32>,
-    pub skip_metadata: bool,
-    /// The logged-in user (PasswordAuthenticator), None when anonymous.
-    pub user: Option<String>,
-    /// Issued by the server itself (role management): may write the
-    /// system tables kept in storage. Never set from a client request.
-    pub internal: bool,
-    pub consistency: rocksandra_wire::Consistency,
-    /// For conditional statements (SERIAL or LOCAL_SERIAL).
-    pub serial_consistency: Option<rocksandra_wire::Consistency>,
-}
-
-/// What running a statement produced.
-#[derive(Debug)]
-pub struct Outcome {
-    pub body: ResultBody,
-    pub warnings: Vec<String>,
-    /// Sent as a SCHEMA_CHANGE event to registered connections.
-    pub schema_change: Option<SchemaChange>,
-}
-
-impl Outcome {
-    pub fn void() -> Outcome {
-        Outcome {
-            body: ResultBody::Void,
-            warnings: Vec::new(),
-            schema_change: None,
-        }
-    }
-
-    pub fn rows(rows: Rows) -> Outcome {
-        Outcome {
-            body: ResultBody::Rows(rows),
-            warnings: Vec::new(),
-            schema_change: None,
-        }
-    }
-}
 
 /// A prepared statement.
 pub struct PreparedStatement {

@@ -20,7 +20,8 @@ use rocksandra_cql::ast::{
 
 use crate::ddl::DdlOutcome;
 use crate::error::{QueryError, Result};
-use crate::executor::{Executor, Outcome, Request};
+use crate::executor::Executor;
+use crate::request::{Outcome, Request};
 use crate::schema::{is_system_keyspace, keyspace_of, Keyspace, Schema};
 
 /// A warn and a fail threshold; -1 (or any value below 1) disables one.

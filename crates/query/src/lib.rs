@@ -17,6 +17,7 @@ pub mod json;
 pub mod modify;
 pub mod prepared_cache;
 pub mod proxy;
+pub mod request;
 pub mod restrict;
 pub mod rows;
 pub mod schema;
@@ -29,8 +30,9 @@ pub mod trace;
 pub mod view;
 
 pub use error::{QueryError, Result};
-pub use executor::{Env, Executor, Outcome, Request};
+pub use executor::Executor;
 pub use modify::MAX_TTL_SECONDS;
+pub use request::{Env, Outcome, Request};
 
 use std::net::IpAddr;
 

@@ -18,8 +18,9 @@ use rocksandra_storage::{
 };
 
 use crate::error::{QueryError, Result};
-use crate::executor::{Executor, Outcome, Request};
+use crate::executor::Executor;
 use crate::proxy::{CasOptions, WriteOptions};
+use crate::request::{Outcome, Request};
 use crate::restrict::{analyze, PartitionSelection};
 use crate::rows::partition_key_bytes;
 use crate::schema::{Column, ColumnKind, Table};

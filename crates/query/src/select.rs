@@ -20,9 +20,10 @@ use rocksandra_storage::{
 use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, TableSpec};
 
 use crate::error::{QueryError, Result};
-use crate::executor::{Executor, Outcome, Request};
+use crate::executor::Executor;
 use crate::guardrails::Guardrails;
 use crate::index::search::{self, IndexQuery};
+use crate::request::{Outcome, Request};
 use crate::restrict::{analyze, compare_prefix, PartitionSelection, Restrictions};
 use crate::rows::{partition_key_bytes, partition_rows, partition_rows_owned, CqlRow};
 use crate::schema::{ColumnKind, Schema, Table};

@@ -8,7 +8,8 @@ use std::net::IpAddr;
 use rocksandra_data::Value;
 
 use crate::error::Result;
-use crate::executor::{Executor, Request};
+use crate::executor::Executor;
+use crate::request::Request;
 
 /// How long trace rows live (Cassandra's `tracetype_query_ttl`, one day).
 pub const TRACE_TTL_SECONDS: i32 = 86_400;

@@ -1159,7 +1159,7 @@ pub fn build(
     executor: &crate::executor::Executor,
     keyspace: &str,
     view_name: &str,
-    request: &crate::executor::Request,
+    request: &crate::request::Request,
 ) -> Result<()> {
     let schema = executor.schema();
     let Some(view) = schema.table(keyspace, view_name).cloned() else {

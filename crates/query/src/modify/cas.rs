@@ -29,8 +29,9 @@ use super::{
     where_of, write_index_entries, Targets,
 };
 use crate::error::{QueryError, Result};
-use crate::executor::{Executor, Outcome, Request};
+use crate::executor::Executor;
 use crate::proxy::CasOptions;
+use crate::request::{Outcome, Request};
 use crate::rows::{partition_components, partition_key_bytes, ColumnValue, CqlRow};
 use crate::schema::{ColumnKind, Table};
 use crate::term::{evaluate, EvalContext, Term};

@@ -207,7 +207,7 @@ pub(super) fn replica_refusal(node: std::net::IpAddr, e: QueryError) -> QueryErr
 
 /// Cassandra's warnings for what an ANN query cannot have: a page smaller
 /// than LIMIT, a consistency level above ONE (both then widened/lowered).
-pub(super) fn warnings(request: &crate::executor::Request, limit: usize) -> Vec<String> {
+pub(super) fn warnings(request: &crate::request::Request, limit: usize) -> Vec<String> {
     use rocksandra_wire::Consistency;
     let mut out = Vec::new();
     if let Some(page) = request.page_size.filter(|p| *p > 0 && *p < limit) {

@@ -21,7 +21,8 @@ use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, Value};
 
 use super::{plan, specs, Sel};
 use crate::error::Result;
-use crate::executor::{Executor, Outcome, Request};
+use crate::executor::Executor;
+use crate::request::{Outcome, Request};
 use crate::rows::{partition_key_bytes, partition_rows_owned, CqlRow};
 use crate::schema::{Schema, Table};
 use crate::term::{evaluate, Term};
