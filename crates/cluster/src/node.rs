@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rocksandra_data::Token;
-use rocksandra_query::proxy::{SchemaLease, SchemaSync};
+use rocksandra_query::executor::{SchemaLease, SchemaSync};
 use rocksandra_query::{Executor, PeerInfo, QueryError};
 use rocksandra_storage::{Engine, TableId};
 use rocksandra_wire::{Event, StatusChangeType, TopologyChangeType};

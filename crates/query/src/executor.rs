@@ -34,6 +34,24 @@ use crate::snapshot::dropped_name;
 use crate::{modify, select, NodeInfo};
 use rocksandra_storage::fs::write_atomically;
 
+/// A held right to change the cluster's schema.
+#[derive(Debug)]
+pub struct SchemaLease(pub u64);
+
+/// How schema changes happen in a cluster: one at a time cluster-wide,
+/// each starting from the newest schema and reaching every live node
+/// before it is answered.
+pub trait SchemaSync: Send + Sync {
+    /// Takes the cluster's schema lock and installs the newest schema on
+    /// `executor` first.
+    fn acquire(&self, executor: &Executor) -> Result<SchemaLease>;
+    /// Sends `executor`'s (changed) schema to every live node, then
+    /// releases the lock.
+    fn publish(&self, executor: &Executor, lease: SchemaLease) -> Result<()>;
+    /// Releases the lock without a change.
+    fn release(&self, lease: SchemaLease);
+}
+
 /// A prepared statement.
 pub struct PreparedStatement {
     pub text: String,
@@ -77,7 +95,7 @@ pub struct Executor {
     /// User data in a cluster: the coordinator, once set.
     cluster: std::sync::OnceLock<Arc<dyn crate::proxy::DataProxy>>,
     /// Schema changes in a cluster: serialized and spread by this.
-    schema_sync: std::sync::OnceLock<Arc<dyn crate::proxy::SchemaSync>>,
+    schema_sync: std::sync::OnceLock<Arc<dyn SchemaSync>>,
     node: RwLock<NodeInfo>,
     prepared: Mutex<PreparedCache<PreparedStatement>>,
     pub(crate) env: Env,
@@ -801,7 +819,7 @@ impl Executor {
 
     /// Serializes and spreads schema changes from now on (cluster mode);
     /// can be set once.
-    pub fn set_schema_sync(&self, sync: Arc<dyn crate::proxy::SchemaSync>) -> Result<()> {
+    pub fn set_schema_sync(&self, sync: Arc<dyn SchemaSync>) -> Result<()> {
         self.schema_sync
             .set(sync)
             .map_err(|_| QueryError::Server("the schema sync is already set".into()))

@@ -12,7 +12,6 @@ use rocksandra_storage::{
 };
 use rocksandra_wire::{Consistency, WriteType};
 
-use crate::executor::Executor;
 use crate::schema::{Schema, Table};
 use crate::Result;
 
@@ -228,24 +227,6 @@ impl DataProxy for LocalProxy {
             _ => Ok(()),
         }
     }
-}
-
-/// A held right to change the cluster's schema.
-#[derive(Debug)]
-pub struct SchemaLease(pub u64);
-
-/// How schema changes happen in a cluster: one at a time cluster-wide,
-/// each starting from the newest schema and reaching every live node
-/// before it is answered.
-pub trait SchemaSync: Send + Sync {
-    /// Takes the cluster's schema lock and installs the newest schema on
-    /// `executor` first.
-    fn acquire(&self, executor: &Executor) -> Result<SchemaLease>;
-    /// Sends `executor`'s (changed) schema to every live node, then
-    /// releases the lock.
-    fn publish(&self, executor: &Executor, lease: SchemaLease) -> Result<()>;
-    /// Releases the lock without a change.
-    fn release(&self, lease: SchemaLease);
 }
 
 /// Serializes read-before-write statements on this node (conditional
