@@ -25,26 +25,7 @@ use crate::authz::{text_set, Resource};
 use crate::error::{QueryError, Result};
 use crate::executor::Executor;
 use crate::request::{Outcome, Request};
-
-/// How clients log in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AuthConfig {
-    pub password_authenticator: bool,
-    /// `authorizer: CassandraAuthorizer`: permissions are checked.
-    pub cassandra_authorizer: bool,
-    /// bcrypt cost (`auth_bcrypt_gensalt_log2_rounds`, Cassandra's default 10).
-    pub bcrypt_cost: u32,
-}
-
-impl Default for AuthConfig {
-    fn default() -> Self {
-        AuthConfig {
-            password_authenticator: false,
-            cassandra_authorizer: false,
-            bcrypt_cost: 10,
-        }
-    }
-}
+pub use crate::settings::AuthConfig;
 
 pub const DEFAULT_SUPERUSER: &str = "cassandra";
 const DEFAULT_SUPERUSER_PASSWORD: &str = "cassandra";
@@ -172,7 +153,11 @@ impl Executor {
     /// timestamp 0, so any change an operator makes to it (a new password,
     /// DROP ROLE) wins over a later re-creation by a node that saw no role.
     pub fn enable_password_authentication(&self, config: AuthConfig) -> Result<()> {
-        *self.auth.write().unwrap_or_else(|p| p.into_inner()) = config;
+        *self
+            .settings
+            .auth
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = config;
         if !config.password_authenticator {
             return Ok(());
         }
@@ -194,7 +179,7 @@ impl Executor {
     }
 
     pub fn auth_config(&self) -> AuthConfig {
-        *self.auth.read().unwrap_or_else(|p| p.into_inner())
+        self.settings.auth_config()
     }
 
     /// Checks SASL PLAIN credentials.

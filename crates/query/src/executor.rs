@@ -6,7 +6,7 @@
 //! immutable `Arc<Schema>` swapped under `schema`.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use bytes::Bytes;
@@ -25,12 +25,14 @@ use rocksandra_wire::{
 
 use crate::ddl::{self, DdlOutcome};
 use crate::error::{QueryError, Result};
-use crate::guardrails::StatementGuard;
+use crate::guardrails::{Guardrails, StatementGuard};
 use crate::prepared_cache::PreparedCache;
 pub use crate::request::{Env, Outcome, Request};
 use crate::schema::keyspace_of;
 use crate::schema::{Schema, Table, SCHEMA_FILE};
+use crate::settings::Settings;
 use crate::snapshot::dropped_name;
+use crate::tombstones::TombstoneThresholds;
 use crate::{modify, select, NodeInfo};
 use rocksandra_storage::fs::write_atomically;
 
@@ -102,26 +104,18 @@ pub struct Executor {
     /// Serializes read-before-write statements (conditional updates, list
     /// index operations, counters) on this node.
     pub(crate) rmw_lock: Arc<crate::proxy::RmwLock>,
-    pub(crate) auth: RwLock<crate::auth::AuthConfig>,
+    /// What statements read of the node's configuration.
+    pub(crate) settings: Settings,
     /// `materialized_views_enabled` (false by default, as in Cassandra 5.0).
     views_enabled: std::sync::atomic::AtomicBool,
     /// `drop_compact_storage_enabled` (false by default, as in Cassandra 5.0).
     drop_compact_enabled: std::sync::atomic::AtomicBool,
     /// Where `auto_snapshot` puts the snapshot taken before DROP and
     /// TRUNCATE (`<data>/snapshots`); None: `auto_snapshot: false`.
-    pub(crate) auto_snapshot: RwLock<Option<PathBuf>>,
-    /// `tombstone_warn_threshold` and `tombstone_failure_threshold`.
-    /// (Atomics: every SELECT reads them, no lock on the read path.)
-    pub(crate) tombstone_warn: std::sync::atomic::AtomicU64,
-    pub(crate) tombstone_failure: std::sync::atomic::AtomicU64,
-    /// `read_request_timeout` and `range_request_timeout`, in microseconds
-    /// (`deadline`).
-    pub(crate) read_timeouts: crate::deadline::TimeoutSettings,
+    auto_snapshot: RwLock<Option<PathBuf>>,
     /// The HNSW graphs of SAI vector indexes (`index::vector`), on a node
     /// alone.
     pub(crate) vector_graphs: Arc<crate::index::vector::Graphs>,
-    /// Cassandra's guardrails (`crate::guardrails`); the defaults until set.
-    pub(crate) guardrails: std::sync::OnceLock<crate::guardrails::Guardrails>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -178,19 +172,11 @@ impl Executor {
             )),
             env,
             rmw_lock,
-            auth: RwLock::new(crate::auth::AuthConfig::default()),
+            settings: Settings::default(),
             views_enabled: std::sync::atomic::AtomicBool::new(false),
             drop_compact_enabled: std::sync::atomic::AtomicBool::new(false),
             auto_snapshot: RwLock::new(None),
-            tombstone_warn: std::sync::atomic::AtomicU64::new(
-                crate::tombstones::TombstoneThresholds::default().warn,
-            ),
-            tombstone_failure: std::sync::atomic::AtomicU64::new(
-                crate::tombstones::TombstoneThresholds::default().failure,
-            ),
-            read_timeouts: crate::deadline::TimeoutSettings::new(Default::default()),
             vector_graphs: Arc::default(),
-            guardrails: std::sync::OnceLock::new(),
         };
         executor.vector_graphs.retain(&executor.schema(), &[]);
         Ok(executor)
@@ -199,7 +185,7 @@ impl Executor {
     /// `read_request_timeout` and `range_request_timeout` from the node's
     /// configuration, for reads on this node alone.
     pub fn set_read_timeouts(&self, timeouts: crate::deadline::ReadTimeouts) {
-        self.read_timeouts.set(timeouts);
+        self.settings.read_timeouts.set(timeouts);
     }
 
     /// `prepared_statements_cache_size` from the node's configuration.
@@ -301,6 +287,69 @@ impl Executor {
             Some(s) => LocalTime(i64::from(s)),
             None => LocalTime(self.now_micros().div_euclid(1_000_000)),
         }
+    }
+
+    /// The node's guardrails (cassandra.yaml); can be set once.
+    pub fn set_guardrails(&self, guardrails: Guardrails) -> Result<()> {
+        self.settings
+            .guardrails
+            .set(guardrails)
+            .map_err(|_| QueryError::Server("the guardrails are already set".into()))
+    }
+
+    /// The node's guardrails, whoever asks.
+    pub fn guardrails(&self) -> &Guardrails {
+        self.settings.guardrails()
+    }
+
+    pub fn set_tombstone_thresholds(&self, thresholds: TombstoneThresholds) {
+        self.settings.tombstones.set(thresholds);
+    }
+
+    /// Cassandra's tombstone warning or failure for a read (`tombstones`).
+    pub(crate) fn check_tombstones(
+        &self,
+        tombstones: u64,
+        live: usize,
+        select: &rocksandra_cql::ast::Select,
+        consistency: rocksandra_wire::Consistency,
+    ) -> Result<Option<String>> {
+        let node = || self.node().listen_address;
+        self.settings
+            .tombstones
+            .check(tombstones, live, select, consistency, node)
+    }
+
+    /// Writes a snapshot of every table, and the schema, to `dir` (which
+    /// must not exist).
+    pub fn snapshot(&self, dir: &Path) -> Result<()> {
+        crate::snapshot::write(&*self.engine, &self.schema(), &self.node(), dir)
+    }
+
+    /// `auto_snapshot`: a snapshot under `dir` before every DROP of a
+    /// table, view or keyspace and every TRUNCATE; None turns it off.
+    pub fn set_auto_snapshot(&self, dir: Option<PathBuf>) {
+        *self
+            .auto_snapshot
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = dir;
+    }
+
+    /// Takes `<kind>-<milliseconds>-<name>` (Cassandra's names, e.g.
+    /// `dropped-1764223200000-users`) when `auto_snapshot` is on.
+    fn auto_snapshot(&self, kind: &str, name: &str) -> Result<()> {
+        let dir = self
+            .auto_snapshot
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let Some(parent) = dir else {
+            return Ok(());
+        };
+        let millis = rocksandra_data::time::system_micros() / 1000;
+        std::fs::create_dir_all(&parent)
+            .map_err(|e| QueryError::Server(format!("cannot create {}: {e}", parent.display())))?;
+        self.snapshot(&parent.join(format!("{kind}-{millis}-{name}")))
     }
 
     /// Flushes storage (clean shutdown).

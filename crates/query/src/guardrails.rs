@@ -437,18 +437,6 @@ impl Guardrails {
 }
 
 impl Executor {
-    /// The node's guardrails (cassandra.yaml); can be set once.
-    pub fn set_guardrails(&self, guardrails: Guardrails) -> Result<()> {
-        self.guardrails
-            .set(guardrails)
-            .map_err(|_| QueryError::Server("the guardrails are already set".into()))
-    }
-
-    /// The node's guardrails, whoever asks.
-    pub fn guardrails(&self) -> &Guardrails {
-        self.guardrails.get().unwrap_or(&Guardrails::DEFAULT)
-    }
-
     /// The guardrails when `active` says one that matters is set and they
     /// bind the request's user: an ordinary user (not a superuser) logged
     /// in with PasswordAuthenticator, in a request from a client. Roles

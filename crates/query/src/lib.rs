@@ -22,6 +22,7 @@ pub mod restrict;
 pub mod rows;
 pub mod schema;
 pub mod select;
+pub mod settings;
 pub mod snapshot;
 pub mod system;
 pub mod term;

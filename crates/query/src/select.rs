@@ -1429,7 +1429,7 @@ impl Reader<'_> {
         );
         self.deadline.set(Some(crate::deadline::Deadline::after(
             (self.executor.env.now_micros)(),
-            self.executor.read_timeouts.micros(range),
+            self.executor.settings.read_timeouts.micros(range),
             self.consistency,
         )));
         match &self.restrictions.partition {

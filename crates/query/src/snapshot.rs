@@ -6,59 +6,35 @@
 //! Restoring one (the node stopped): the snapshot directory becomes the
 //! data directory's `rocksdb`, and its `schema.json` the data directory's.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rocksandra_cql::ast::{Describe, DescribeTarget};
-use rocksandra_storage::TableId;
+use rocksandra_storage::{Engine, TableId};
 
 use crate::error::{QueryError, Result};
-use crate::executor::Executor;
 use crate::schema::{Schema, SCHEMA_FILE};
+use crate::NodeInfo;
 
 /// The schema as DESCRIBE SCHEMA prints it, in a snapshot.
 pub const SNAPSHOT_SCHEMA_CQL: &str = "schema.cql";
 
-impl Executor {
-    /// Writes a snapshot of every table, and the schema, to `dir` (which
-    /// must not exist).
-    pub fn snapshot(&self, dir: &Path) -> Result<()> {
-        let schema = self.schema();
-        let cql = schema_cql(&schema, &self.node())?;
-        self.engine.snapshot(dir)?;
-        let write = |name: &str, bytes: &[u8]| {
-            rocksandra_storage::fs::write_atomically(dir, name, bytes).map_err(|e| {
-                QueryError::Server(format!("cannot write {name} in {}: {e}", dir.display()))
-            })
-        };
-        write(SCHEMA_FILE, &schema.to_stored_json())?;
-        write(SNAPSHOT_SCHEMA_CQL, cql.as_bytes())
-    }
-
-    /// `auto_snapshot`: a snapshot under `dir` before every DROP of a
-    /// table, view or keyspace and every TRUNCATE; None turns it off.
-    pub fn set_auto_snapshot(&self, dir: Option<PathBuf>) {
-        *self
-            .auto_snapshot
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = dir;
-    }
-
-    /// Takes `<kind>-<milliseconds>-<name>` (Cassandra's names, e.g.
-    /// `dropped-1764223200000-users`) when `auto_snapshot` is on.
-    pub(crate) fn auto_snapshot(&self, kind: &str, name: &str) -> Result<()> {
-        let dir = self
-            .auto_snapshot
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let Some(parent) = dir else {
-            return Ok(());
-        };
-        let millis = rocksandra_data::time::system_micros() / 1000;
-        std::fs::create_dir_all(&parent)
-            .map_err(|e| QueryError::Server(format!("cannot create {}: {e}", parent.display())))?;
-        self.snapshot(&parent.join(format!("{kind}-{millis}-{name}")))
-    }
+/// Writes a snapshot of every table of `engine`, and `schema`, to `dir`
+/// (which must not exist).
+pub(crate) fn write(
+    engine: &dyn Engine,
+    schema: &Schema,
+    node: &NodeInfo,
+    dir: &Path,
+) -> Result<()> {
+    let cql = schema_cql(schema, node)?;
+    engine.snapshot(dir)?;
+    let write = |name: &str, bytes: &[u8]| {
+        rocksandra_storage::fs::write_atomically(dir, name, bytes).map_err(|e| {
+            QueryError::Server(format!("cannot write {name} in {}: {e}", dir.display()))
+        })
+    };
+    write(SCHEMA_FILE, &schema.to_stored_json())?;
+    write(SNAPSHOT_SCHEMA_CQL, cql.as_bytes())
 }
 
 /// What a DROP removes, named for its snapshot: the table (or view), or
@@ -77,7 +53,7 @@ pub(crate) fn dropped_name(schema: &Schema, dropped: &[TableId]) -> Option<Strin
     }
 }
 
-fn schema_cql(schema: &Schema, node: &crate::NodeInfo) -> Result<String> {
+fn schema_cql(schema: &Schema, node: &NodeInfo) -> Result<String> {
     let statement = Describe {
         target: DescribeTarget::Schema { full: false },
         with_internals: false,

@@ -12,13 +12,13 @@
 //! cells inside live rows, reads through a secondary index, range scans in
 //! a cluster, and reads answered by other nodes.
 
-use std::sync::atomic::Ordering;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rocksandra_cql::ast::Select;
 use rocksandra_wire::Consistency;
 
 use crate::error::{QueryError, Result};
-use crate::executor::Executor;
 
 /// READ_FAILURE's reason code for too many tombstones.
 pub const READ_TOO_MANY_TOMBSTONES: u16 = 1;
@@ -39,29 +39,48 @@ impl Default for TombstoneThresholds {
     }
 }
 
-impl Executor {
-    pub fn set_tombstone_thresholds(&self, thresholds: TombstoneThresholds) {
-        self.tombstone_warn
-            .store(thresholds.warn, Ordering::Relaxed);
-        self.tombstone_failure
-            .store(thresholds.failure, Ordering::Relaxed);
+/// The thresholds in force, changed at run time by the node's
+/// configuration (atomics: every SELECT reads them, no lock on the read
+/// path).
+#[derive(Debug)]
+pub(crate) struct TombstoneSettings {
+    warn: AtomicU64,
+    failure: AtomicU64,
+}
+
+impl Default for TombstoneSettings {
+    fn default() -> Self {
+        let defaults = TombstoneThresholds::default();
+        TombstoneSettings {
+            warn: AtomicU64::new(defaults.warn),
+            failure: AtomicU64::new(defaults.failure),
+        }
+    }
+}
+
+impl TombstoneSettings {
+    pub(crate) fn set(&self, thresholds: TombstoneThresholds) {
+        self.warn.store(thresholds.warn, Ordering::Relaxed);
+        self.failure.store(thresholds.failure, Ordering::Relaxed);
     }
 
-    /// The warning for a read that met `tombstones` deleted rows and
-    /// returned `live` rows, or its failure.
-    pub(crate) fn check_tombstones(
+    /// Cassandra's warning when a read met more than the warn threshold of
+    /// `tombstones`; READ_FAILURE from this node (`node`, asked only
+    /// then) above the failure threshold.
+    pub(crate) fn check(
         &self,
         tombstones: u64,
         live: usize,
         select: &Select,
         consistency: Consistency,
+        node: impl FnOnce() -> IpAddr,
     ) -> Result<Option<String>> {
-        if tombstones <= self.tombstone_warn.load(Ordering::Relaxed) {
+        if tombstones <= self.warn.load(Ordering::Relaxed) {
             return Ok(None);
         }
-        let failure = self.tombstone_failure.load(Ordering::Relaxed);
+        let failure = self.failure.load(Ordering::Relaxed);
         if tombstones > failure {
-            let node = self.node().listen_address;
+            let node = node();
             tracing::error!(
                 "Scanned over {failure} tombstones during query '{select}'; query aborted"
             );

@@ -1,0 +1,64 @@
+//! The node's settings that statements read (from cassandra.yaml, set by
+//! the server as it starts): how clients log in, the guardrails, the
+//! tombstone thresholds and the read timeouts. A leaf of the statement
+//! modules: it knows no statement.
+
+use std::sync::{OnceLock, RwLock};
+
+use crate::deadline::TimeoutSettings;
+use crate::guardrails::Guardrails;
+use crate::tombstones::TombstoneSettings;
+
+/// How clients log in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AuthConfig {
+    pub password_authenticator: bool,
+    /// `authorizer: CassandraAuthorizer`: permissions are checked.
+    pub cassandra_authorizer: bool,
+    /// bcrypt cost (`auth_bcrypt_gensalt_log2_rounds`, Cassandra's default 10).
+    pub bcrypt_cost: u32,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        AuthConfig {
+            password_authenticator: false,
+            cassandra_authorizer: false,
+            bcrypt_cost: 10,
+        }
+    }
+}
+
+/// The settings in force; the executor owns them, statements read them.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    pub(crate) auth: RwLock<AuthConfig>,
+    /// Cassandra's guardrails (`crate::guardrails`); the defaults until set.
+    pub(crate) guardrails: OnceLock<Guardrails>,
+    /// `tombstone_warn_threshold` and `tombstone_failure_threshold`.
+    pub(crate) tombstones: TombstoneSettings,
+    /// `read_request_timeout` and `range_request_timeout` (`deadline`).
+    pub(crate) read_timeouts: TimeoutSettings,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            auth: RwLock::new(AuthConfig::default()),
+            guardrails: OnceLock::new(),
+            tombstones: TombstoneSettings::default(),
+            read_timeouts: TimeoutSettings::new(Default::default()),
+        }
+    }
+}
+
+impl Settings {
+    pub(crate) fn auth_config(&self) -> AuthConfig {
+        *self.auth.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The node's guardrails, whoever asks.
+    pub(crate) fn guardrails(&self) -> &Guardrails {
+        self.guardrails.get().unwrap_or(&Guardrails::DEFAULT)
+    }
+}
