@@ -21,9 +21,12 @@ use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_data::Value;
 use rocksandra_wire::{ColumnSpec, ColumnsMetadata, ResultBody, Rows, RowsMetadata, TableSpec};
 
-use crate::authz::{text_set, Resource};
+use crate::authz::{
+    authorizer_enabled, grant_to_creator, revoke_all_from, revoke_all_on, subject, text_set,
+    Resource,
+};
+use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
-use crate::executor::Executor;
 use crate::request::{Outcome, Request};
 pub use crate::settings::AuthConfig;
 
@@ -63,559 +66,581 @@ fn hash_password(password: &str, cost: u32) -> Result<String> {
         .map_err(|e| QueryError::Server(format!("cannot hash the password: {e}")))
 }
 
-impl Executor {
-    pub(crate) fn run_internal(
-        &self,
-        cql: &str,
-        values: Vec<rocksandra_wire::Value>,
-        user: Option<&str>,
-    ) -> Result<Outcome> {
-        let parsed = rocksandra_cql::parse_statement(cql)?;
-        self.run(&parsed, &internal(user), &values)
-    }
+pub(crate) fn run_internal(
+    ctx: &StatementCtx<'_>,
+    cql: &str,
+    values: Vec<rocksandra_wire::Value>,
+    user: Option<&str>,
+) -> Result<Outcome> {
+    let parsed = rocksandra_cql::parse_statement(cql)?;
+    ctx.run(&parsed, &internal(user), &values)
+}
 
-    /// The stored role `name`, if any. The empty name is refused as
-    /// Cassandra's read of `system_auth.roles` refuses an empty key.
-    pub fn role(&self, name: &str) -> Result<Option<Role>> {
-        if name.is_empty() {
-            return Err(QueryError::invalid("Key may not be empty"));
+/// The stored role `name`, if any. The empty name is refused as
+/// Cassandra's read of `system_auth.roles` refuses an empty key.
+pub fn role(ctx: &StatementCtx<'_>, name: &str) -> Result<Option<Role>> {
+    if name.is_empty() {
+        return Err(QueryError::invalid("Key may not be empty"));
+    }
+    let outcome = run_internal(
+        ctx,
+        "SELECT role, can_login, is_superuser, salted_hash, member_of FROM system_auth.roles WHERE role = ?",
+        vec![text(name)],
+        None,
+    )?;
+    let ResultBody::Rows(rows) = outcome.body else {
+        return Ok(None);
+    };
+    let Some(row) = rows.rows.first() else {
+        return Ok(None);
+    };
+    let flag = |i: usize| {
+        row.get(i)
+            .cloned()
+            .flatten()
+            .is_some_and(|b| b.first() == Some(&1))
+    };
+    Ok(Some(Role {
+        name: name.to_string(),
+        can_login: flag(1),
+        is_superuser: flag(2),
+        salted_hash: row
+            .get(3)
+            .cloned()
+            .flatten()
+            .map(|b| String::from_utf8_lossy(&b).into_owned()),
+        member_of: text_set(row.get(4).and_then(Option::as_ref)),
+    }))
+}
+
+/// `name` and the roles granted to it: directly, or also through
+/// granted roles when `recursive` (Cassandra's `getRoles`).
+pub fn granted_roles(
+    ctx: &StatementCtx<'_>,
+    name: &str,
+    recursive: bool,
+) -> Result<BTreeSet<String>> {
+    if !recursive {
+        let mut roles = BTreeSet::from([name.to_string()]);
+        roles.extend(role(ctx, name)?.map(|r| r.member_of).unwrap_or_default());
+        return Ok(roles);
+    }
+    Ok(held_roles(ctx, name)?
+        .into_iter()
+        .map(|r| r.name)
+        .chain(std::iter::once(name.to_string()))
+        .collect())
+}
+
+/// The stored roles `name` holds: itself and every role granted to it,
+/// transitively (each read once; grants never form a cycle, but a
+/// stored one would not loop).
+pub(crate) fn held_roles(ctx: &StatementCtx<'_>, name: &str) -> Result<Vec<Role>> {
+    let mut seen = BTreeSet::from([name.to_string()]);
+    let mut pending = vec![name.to_string()];
+    let mut held = Vec::new();
+    while let Some(next) = pending.pop() {
+        let Some(role) = role(ctx, &next)? else {
+            continue;
+        };
+        for granted in &role.member_of {
+            if seen.insert(granted.clone()) {
+                pending.push(granted.clone());
+            }
         }
-        let outcome = self.run_internal(
-            "SELECT role, can_login, is_superuser, salted_hash, member_of FROM system_auth.roles WHERE role = ?",
-            vec![text(name)],
+        held.push(role);
+    }
+    Ok(held)
+}
+
+/// With PasswordAuthenticator, creates the default superuser when there
+/// is no role yet. As Cassandra's `setupDefaultRole`, it is written at
+/// timestamp 0, so any change an operator makes to it (a new password,
+/// DROP ROLE) wins over a later re-creation by a node that saw no role.
+pub(crate) fn create_default_superuser(ctx: &StatementCtx<'_>, config: AuthConfig) -> Result<()> {
+    if !config.password_authenticator {
+        return Ok(());
+    }
+    let outcome = run_internal(
+        ctx,
+        "SELECT role FROM system_auth.roles LIMIT 1",
+        Vec::new(),
+        None,
+    )?;
+    let empty = matches!(&outcome.body, ResultBody::Rows(r) if r.rows.is_empty());
+    if empty {
+        let hash = hash_password(DEFAULT_SUPERUSER_PASSWORD, config.bcrypt_cost)?;
+        run_internal(
+            ctx,
+            "INSERT INTO system_auth.roles (role, can_login, is_superuser, salted_hash) VALUES (?, true, true, ?) USING TIMESTAMP 0",
+            vec![text(DEFAULT_SUPERUSER), text(&hash)],
             None,
         )?;
-        let ResultBody::Rows(rows) = outcome.body else {
-            return Ok(None);
-        };
-        let Some(row) = rows.rows.first() else {
-            return Ok(None);
-        };
-        let flag = |i: usize| {
-            row.get(i)
-                .cloned()
-                .flatten()
-                .is_some_and(|b| b.first() == Some(&1))
-        };
-        Ok(Some(Role {
-            name: name.to_string(),
-            can_login: flag(1),
-            is_superuser: flag(2),
-            salted_hash: row
-                .get(3)
-                .cloned()
-                .flatten()
-                .map(|b| String::from_utf8_lossy(&b).into_owned()),
-            member_of: text_set(row.get(4).and_then(Option::as_ref)),
-        }))
     }
+    Ok(())
+}
 
-    /// `name` and the roles granted to it: directly, or also through
-    /// granted roles when `recursive` (Cassandra's `getRoles`).
-    pub fn granted_roles(&self, name: &str, recursive: bool) -> Result<BTreeSet<String>> {
-        if !recursive {
-            let mut roles = BTreeSet::from([name.to_string()]);
-            roles.extend(self.role(name)?.map(|r| r.member_of).unwrap_or_default());
-            return Ok(roles);
-        }
-        Ok(self
-            .held_roles(name)?
-            .into_iter()
-            .map(|r| r.name)
-            .chain(std::iter::once(name.to_string()))
-            .collect())
+/// Checks SASL PLAIN credentials.
+pub fn authenticate(ctx: &StatementCtx<'_>, username: &str, password: &str) -> Result<()> {
+    let incorrect = || {
+        QueryError::BadCredentials(format!(
+            "Provided username {username} and/or password are incorrect"
+        ))
+    };
+    let Some(role) = role(ctx, username)? else {
+        return Err(incorrect());
+    };
+    if !role.can_login {
+        return Err(QueryError::BadCredentials(format!(
+            "{username} is not permitted to log in"
+        )));
     }
-
-    /// The stored roles `name` holds: itself and every role granted to it,
-    /// transitively (each read once; grants never form a cycle, but a
-    /// stored one would not loop).
-    pub(crate) fn held_roles(&self, name: &str) -> Result<Vec<Role>> {
-        let mut seen = BTreeSet::from([name.to_string()]);
-        let mut pending = vec![name.to_string()];
-        let mut held = Vec::new();
-        while let Some(next) = pending.pop() {
-            let Some(role) = self.role(&next)? else {
-                continue;
-            };
-            for granted in &role.member_of {
-                if seen.insert(granted.clone()) {
-                    pending.push(granted.clone());
-                }
-            }
-            held.push(role);
-        }
-        Ok(held)
+    let Some(hash) = role.salted_hash else {
+        return Err(incorrect());
+    };
+    match bcrypt::verify(password, &hash) {
+        Ok(true) => Ok(()),
+        _ => Err(incorrect()),
     }
+}
 
-    /// Sets how clients log in and whether permissions are checked; with
-    /// PasswordAuthenticator, creates the default superuser when there is
-    /// no role yet. As Cassandra's `setupDefaultRole`, it is written at
-    /// timestamp 0, so any change an operator makes to it (a new password,
-    /// DROP ROLE) wins over a later re-creation by a node that saw no role.
-    pub fn enable_password_authentication(&self, config: AuthConfig) -> Result<()> {
-        *self
-            .settings
-            .auth
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = config;
-        if !config.password_authenticator {
-            return Ok(());
-        }
-        let outcome = self.run_internal(
-            "SELECT role FROM system_auth.roles LIMIT 1",
-            Vec::new(),
-            None,
-        )?;
-        let empty = matches!(&outcome.body, ResultBody::Rows(r) if r.rows.is_empty());
-        if empty {
-            let hash = hash_password(DEFAULT_SUPERUSER_PASSWORD, config.bcrypt_cost)?;
-            self.run_internal(
-                "INSERT INTO system_auth.roles (role, can_login, is_superuser, salted_hash) VALUES (?, true, true, ?) USING TIMESTAMP 0",
-                vec![text(DEFAULT_SUPERUSER), text(&hash)],
-                None,
-            )?;
-        }
+/// Checks the credentials of a superuser (nodetool's login).
+pub fn authenticate_superuser(
+    ctx: &StatementCtx<'_>,
+    username: &str,
+    password: &str,
+) -> Result<()> {
+    authenticate(ctx, username, password)?;
+    if is_superuser(ctx, username)? {
         Ok(())
+    } else {
+        Err(QueryError::Unauthorized(format!(
+            "Access Denied: {username} is not a superuser (nodetool needs one)"
+        )))
     }
+}
 
-    pub fn auth_config(&self) -> AuthConfig {
-        self.settings.auth_config()
+pub(crate) fn logged_in(ctx: &StatementCtx<'_>, request: &Request) -> Result<String> {
+    if !ctx.settings.auth_config().password_authenticator {
+        return Err(QueryError::Unauthorized(
+            "You have to be logged in and not anonymous to perform this request".into(),
+        ));
     }
+    request.user.clone().ok_or_else(|| {
+        QueryError::Unauthorized(
+            "You have to be logged in and not anonymous to perform this request".into(),
+        )
+    })
+}
 
-    /// Checks SASL PLAIN credentials.
-    pub fn authenticate(&self, username: &str, password: &str) -> Result<()> {
-        let incorrect = || {
-            QueryError::BadCredentials(format!(
-                "Provided username {username} and/or password are incorrect"
-            ))
-        };
-        let Some(role) = self.role(username)? else {
-            return Err(incorrect());
-        };
-        if !role.can_login {
-            return Err(QueryError::BadCredentials(format!(
-                "{username} is not permitted to log in"
-            )));
-        }
-        let Some(hash) = role.salted_hash else {
-            return Err(incorrect());
-        };
-        match bcrypt::verify(password, &hash) {
-            Ok(true) => Ok(()),
-            _ => Err(incorrect()),
-        }
+/// Superuser status, held directly or through a granted role.
+pub(crate) fn is_superuser(ctx: &StatementCtx<'_>, user: &str) -> Result<bool> {
+    Ok(held_roles(ctx, user)?.iter().any(|r| r.is_superuser))
+}
+
+pub(crate) fn create_role(
+    ctx: &StatementCtx<'_>,
+    stmt: &CreateRole,
+    request: &Request,
+) -> Result<Outcome> {
+    if stmt
+        .options
+        .iter()
+        .any(|o| matches!(o, RoleOption::Password(_) | RoleOption::HashedPassword(_)))
+        && !ctx.settings.auth_config().password_authenticator
+    {
+        return Err(QueryError::invalid(
+            "org.apache.cassandra.auth.CassandraRoleManager doesn't support PASSWORD",
+        ));
     }
-
-    /// Checks the credentials of a superuser (nodetool's login).
-    pub fn authenticate_superuser(&self, username: &str, password: &str) -> Result<()> {
-        self.authenticate(username, password)?;
-        if self.is_superuser(username)? {
-            Ok(())
-        } else {
-            Err(QueryError::Unauthorized(format!(
-                "Access Denied: {username} is not a superuser (nodetool needs one)"
-            )))
-        }
+    // CreateRoleStatement.validate's order: options, name, superuser
+    // status, existence.
+    let opts = RoleOptions::from(&stmt.options, stmt.kind)?;
+    let name = stmt.name.as_str();
+    if name.is_empty() {
+        return Err(QueryError::invalid("Role name can't be an empty string"));
     }
-
-    pub(crate) fn logged_in(&self, request: &Request) -> Result<String> {
-        if !self.auth_config().password_authenticator {
-            return Err(QueryError::Unauthorized(
-                "You have to be logged in and not anonymous to perform this request".into(),
-            ));
-        }
-        request.user.clone().ok_or_else(|| {
-            QueryError::Unauthorized(
-                "You have to be logged in and not anonymous to perform this request".into(),
-            )
-        })
+    let user = logged_in(ctx, request)?;
+    if opts.superuser == Some(true) && !is_superuser(ctx, &user)? {
+        return Err(QueryError::Unauthorized(
+            "Only superusers can create a role with superuser status".into(),
+        ));
     }
-
-    /// Superuser status, held directly or through a granted role.
-    pub(crate) fn is_superuser(&self, user: &str) -> Result<bool> {
-        Ok(self.held_roles(user)?.iter().any(|r| r.is_superuser))
+    if role(ctx, name)?.is_some() {
+        if stmt.if_not_exists {
+            return Ok(Outcome::void());
+        }
+        return Err(QueryError::invalid(format!("{name} already exists")));
     }
+    let hash = match (&opts.password, &opts.hashed_password) {
+        (Some(p), _) => Some(hash_password(p, ctx.settings.auth_config().bcrypt_cost)?),
+        (None, Some(h)) => Some(h.clone()),
+        (None, None) => None,
+    };
+    let can_login = opts.login.unwrap_or(stmt.kind == RoleKind::User);
+    let superuser = opts.superuser.unwrap_or(false);
+    match hash {
+        Some(h) => run_internal(
+            ctx,
+            "INSERT INTO system_auth.roles (role, can_login, is_superuser, salted_hash) VALUES (?, ?, ?, ?)",
+            vec![text(name), boolean(can_login), boolean(superuser), text(&h)],
+            Some(&user),
+        )?,
+        None => run_internal(
+            ctx,
+            "INSERT INTO system_auth.roles (role, can_login, is_superuser) VALUES (?, ?, ?)",
+            vec![text(name), boolean(can_login), boolean(superuser)],
+            Some(&user),
+        )?,
+    };
+    grant_to_creator(ctx, request, &Resource::Role(name.to_string()))?;
+    Ok(Outcome::void())
+}
 
-    pub(crate) fn create_role(&self, stmt: &CreateRole, request: &Request) -> Result<Outcome> {
-        if stmt
-            .options
-            .iter()
-            .any(|o| matches!(o, RoleOption::Password(_) | RoleOption::HashedPassword(_)))
-            && !self.auth_config().password_authenticator
-        {
-            return Err(QueryError::invalid(
-                "org.apache.cassandra.auth.CassandraRoleManager doesn't support PASSWORD",
-            ));
+pub(crate) fn alter_role(
+    ctx: &StatementCtx<'_>,
+    stmt: &AlterRole,
+    request: &Request,
+) -> Result<Outcome> {
+    let user = logged_in(ctx, request)?;
+    let name = stmt.name.as_str();
+    let opts = RoleOptions::from(&stmt.options, stmt.kind)?;
+    authorize_alter_role(ctx, stmt, &opts, &user, request)?;
+    if role(ctx, name)?.is_none() {
+        if stmt.if_exists {
+            return Ok(Outcome::void());
         }
-        // CreateRoleStatement.validate's order: options, name, superuser
-        // status, existence.
-        let opts = RoleOptions::from(&stmt.options, stmt.kind)?;
-        let name = stmt.name.as_str();
-        if name.is_empty() {
-            return Err(QueryError::invalid("Role name can't be an empty string"));
-        }
-        let user = self.logged_in(request)?;
-        if opts.superuser == Some(true) && !self.is_superuser(&user)? {
-            return Err(QueryError::Unauthorized(
-                "Only superusers can create a role with superuser status".into(),
-            ));
-        }
-        if self.role(name)?.is_some() {
-            if stmt.if_not_exists {
-                return Ok(Outcome::void());
-            }
-            return Err(QueryError::invalid(format!("{name} already exists")));
-        }
-        let hash = match (&opts.password, &opts.hashed_password) {
-            (Some(p), _) => Some(hash_password(p, self.auth_config().bcrypt_cost)?),
-            (None, Some(h)) => Some(h.clone()),
-            (None, None) => None,
-        };
-        let can_login = opts.login.unwrap_or(stmt.kind == RoleKind::User);
-        let superuser = opts.superuser.unwrap_or(false);
-        match hash {
-            Some(h) => self.run_internal(
-                "INSERT INTO system_auth.roles (role, can_login, is_superuser, salted_hash) VALUES (?, ?, ?, ?)",
-                vec![text(name), boolean(can_login), boolean(superuser), text(&h)],
-                Some(&user),
-            )?,
-            None => self.run_internal(
-                "INSERT INTO system_auth.roles (role, can_login, is_superuser) VALUES (?, ?, ?)",
-                vec![text(name), boolean(can_login), boolean(superuser)],
-                Some(&user),
-            )?,
-        };
-        self.grant_to_creator(request, &Resource::Role(name.to_string()))?;
-        Ok(Outcome::void())
+        return Err(QueryError::invalid(format!("Role {name} doesn't exist")));
     }
-
-    pub(crate) fn alter_role(&self, stmt: &AlterRole, request: &Request) -> Result<Outcome> {
-        let user = self.logged_in(request)?;
-        let name = stmt.name.as_str();
-        let opts = RoleOptions::from(&stmt.options, stmt.kind)?;
-        self.authorize_alter_role(stmt, &opts, &user, request)?;
-        if self.role(name)?.is_none() {
-            if stmt.if_exists {
-                return Ok(Outcome::void());
-            }
-            return Err(QueryError::invalid(format!("Role {name} doesn't exist")));
-        }
-        if let Some(p) = &opts.password {
-            let h = hash_password(p, self.auth_config().bcrypt_cost)?;
-            self.run_internal(
-                "UPDATE system_auth.roles SET salted_hash = ? WHERE role = ?",
-                vec![text(&h), text(name)],
-                Some(&user),
-            )?;
-        }
-        if let Some(h) = &opts.hashed_password {
-            self.run_internal(
-                "UPDATE system_auth.roles SET salted_hash = ? WHERE role = ?",
-                vec![text(h), text(name)],
-                Some(&user),
-            )?;
-        }
-        if let Some(l) = opts.login {
-            self.run_internal(
-                "UPDATE system_auth.roles SET can_login = ? WHERE role = ?",
-                vec![boolean(l), text(name)],
-                Some(&user),
-            )?;
-        }
-        if let Some(s) = opts.superuser {
-            self.run_internal(
-                "UPDATE system_auth.roles SET is_superuser = ? WHERE role = ?",
-                vec![boolean(s), text(name)],
-                Some(&user),
-            )?;
-        }
-        Ok(Outcome::void())
-    }
-
-    /// Cassandra's `AlterRoleStatement.authorize`: superuser status is for
-    /// superusers to change, never on a role the user holds; a role alters
-    /// only its own password; other roles need ALTER on them.
-    fn authorize_alter_role(
-        &self,
-        stmt: &AlterRole,
-        opts: &RoleOptions,
-        user: &str,
-        request: &Request,
-    ) -> Result<()> {
-        let name = stmt.name.as_str();
-        if opts.superuser.is_some() && self.granted_roles(user, true)?.contains(name) {
-            return Err(QueryError::Unauthorized(
-                "You aren't allowed to alter your own superuser status or that of a role granted to you"
-                    .into(),
-            ));
-        }
-        let superuser = self.is_superuser(user)?;
-        if opts.superuser.is_some() && !superuser {
-            return Err(QueryError::Unauthorized(
-                "Only superusers are allowed to alter superuser status".into(),
-            ));
-        }
-        let datacenters = stmt
-            .options
-            .iter()
-            .any(|o| matches!(o, RoleOption::AccessToDatacenters(_)));
-        if datacenters && !superuser {
-            return Err(QueryError::Unauthorized(
-                "Only superusers are allowed to alter access to datacenters.".into(),
-            ));
-        }
-        if superuser {
-            return Ok(());
-        }
-        if name == user {
-            let refused = stmt.options.iter().find_map(|o| match o {
-                RoleOption::Password(_) | RoleOption::HashedPassword(_) => None,
-                RoleOption::Login(_) => Some("LOGIN"),
-                RoleOption::Superuser(_) => Some("SUPERUSER"),
-                RoleOption::Options(_) => Some("OPTIONS"),
-                RoleOption::GeneratedPassword => Some("GENERATED_PASSWORD"),
-                RoleOption::AccessToDatacenters(_) | RoleOption::AccessFromCidrs(_) => None,
-            });
-            if let Some(option) = refused {
-                return Err(QueryError::Unauthorized(format!(
-                    "You aren't allowed to alter {option}"
-                )));
-            }
-            return Ok(());
-        }
-        if self.authorizer_enabled() {
-            let subject = self.subject(request)?;
-            if !subject.holds(Permission::Alter, &Resource::Role(name.to_string())) {
-                return Err(crate::authz::insufficient_privileges(user));
-            }
-        }
-        Ok(())
-    }
-
-    pub(crate) fn drop_role(&self, stmt: &DropRole, request: &Request) -> Result<Outcome> {
-        let user = self.logged_in(request)?;
-        let name = stmt.name.as_str();
-        if name == user {
-            return Err(QueryError::invalid(
-                "Cannot DROP primary role for current login",
-            ));
-        }
-        let Some(role) = self.role(name)? else {
-            if stmt.if_exists {
-                return Ok(Outcome::void());
-            }
-            return Err(QueryError::invalid(format!("{name} doesn't exist")));
-        };
-        if role.is_superuser && !self.is_superuser(&user)? {
-            return Err(QueryError::Unauthorized(
-                "Only superusers can drop a role with superuser status".into(),
-            ));
-        }
-        // The roles it is granted to, then the role (its own `member_of`
-        // with it), then its grants and the grants on it
-        // (CassandraRoleManager.dropRole, revokeAllFrom/On). As there, the
-        // `role_members` rows naming it as a member of other roles stay:
-        // nothing reads them but the drop of those roles, which skips
-        // members that no longer exist.
-        for member in self.role_members(name)? {
-            self.set_membership(name, &member, false)?;
-        }
-        self.run_internal(
-            "DELETE FROM system_auth.roles WHERE role = ?",
-            vec![text(name)],
+    if let Some(p) = &opts.password {
+        let h = hash_password(p, ctx.settings.auth_config().bcrypt_cost)?;
+        run_internal(
+            ctx,
+            "UPDATE system_auth.roles SET salted_hash = ? WHERE role = ?",
+            vec![text(&h), text(name)],
             Some(&user),
         )?;
-        if self.authorizer_enabled() {
-            self.revoke_all_from(name)?;
-            let resource = Resource::Role(name.to_string()).name();
-            self.revoke_all_on(|r| r == resource)?;
-        }
-        Ok(Outcome::void())
     }
+    if let Some(h) = &opts.hashed_password {
+        run_internal(
+            ctx,
+            "UPDATE system_auth.roles SET salted_hash = ? WHERE role = ?",
+            vec![text(h), text(name)],
+            Some(&user),
+        )?;
+    }
+    if let Some(l) = opts.login {
+        run_internal(
+            ctx,
+            "UPDATE system_auth.roles SET can_login = ? WHERE role = ?",
+            vec![boolean(l), text(name)],
+            Some(&user),
+        )?;
+    }
+    if let Some(s) = opts.superuser {
+        run_internal(
+            ctx,
+            "UPDATE system_auth.roles SET is_superuser = ? WHERE role = ?",
+            vec![boolean(s), text(name)],
+            Some(&user),
+        )?;
+    }
+    Ok(Outcome::void())
+}
 
-    /// The roles `role` is granted to (`role_members`).
-    fn role_members(&self, role: &str) -> Result<Vec<String>> {
-        let outcome = self.run_internal(
-            "SELECT member FROM system_auth.role_members WHERE role = ?",
-            vec![text(role)],
+/// Cassandra's `AlterRoleStatement.authorize`: superuser status is for
+/// superusers to change, never on a role the user holds; a role alters
+/// only its own password; other roles need ALTER on them.
+fn authorize_alter_role(
+    ctx: &StatementCtx<'_>,
+    stmt: &AlterRole,
+    opts: &RoleOptions,
+    user: &str,
+    request: &Request,
+) -> Result<()> {
+    let name = stmt.name.as_str();
+    if opts.superuser.is_some() && granted_roles(ctx, user, true)?.contains(name) {
+        return Err(QueryError::Unauthorized(
+            "You aren't allowed to alter your own superuser status or that of a role granted to you"
+                .into(),
+        ));
+    }
+    let superuser = is_superuser(ctx, user)?;
+    if opts.superuser.is_some() && !superuser {
+        return Err(QueryError::Unauthorized(
+            "Only superusers are allowed to alter superuser status".into(),
+        ));
+    }
+    let datacenters = stmt
+        .options
+        .iter()
+        .any(|o| matches!(o, RoleOption::AccessToDatacenters(_)));
+    if datacenters && !superuser {
+        return Err(QueryError::Unauthorized(
+            "Only superusers are allowed to alter access to datacenters.".into(),
+        ));
+    }
+    if superuser {
+        return Ok(());
+    }
+    if name == user {
+        let refused = stmt.options.iter().find_map(|o| match o {
+            RoleOption::Password(_) | RoleOption::HashedPassword(_) => None,
+            RoleOption::Login(_) => Some("LOGIN"),
+            RoleOption::Superuser(_) => Some("SUPERUSER"),
+            RoleOption::Options(_) => Some("OPTIONS"),
+            RoleOption::GeneratedPassword => Some("GENERATED_PASSWORD"),
+            RoleOption::AccessToDatacenters(_) | RoleOption::AccessFromCidrs(_) => None,
+        });
+        if let Some(option) = refused {
+            return Err(QueryError::Unauthorized(format!(
+                "You aren't allowed to alter {option}"
+            )));
+        }
+        return Ok(());
+    }
+    if authorizer_enabled(ctx) {
+        let subject = subject(ctx, request)?;
+        if !subject.holds(Permission::Alter, &Resource::Role(name.to_string())) {
+            return Err(crate::authz::insufficient_privileges(user));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn drop_role(
+    ctx: &StatementCtx<'_>,
+    stmt: &DropRole,
+    request: &Request,
+) -> Result<Outcome> {
+    let user = logged_in(ctx, request)?;
+    let name = stmt.name.as_str();
+    if name == user {
+        return Err(QueryError::invalid(
+            "Cannot DROP primary role for current login",
+        ));
+    }
+    let Some(role) = role(ctx, name)? else {
+        if stmt.if_exists {
+            return Ok(Outcome::void());
+        }
+        return Err(QueryError::invalid(format!("{name} doesn't exist")));
+    };
+    if role.is_superuser && !is_superuser(ctx, &user)? {
+        return Err(QueryError::Unauthorized(
+            "Only superusers can drop a role with superuser status".into(),
+        ));
+    }
+    // The roles it is granted to, then the role (its own `member_of`
+    // with it), then its grants and the grants on it
+    // (CassandraRoleManager.dropRole, revokeAllFrom/On). As there, the
+    // `role_members` rows naming it as a member of other roles stay:
+    // nothing reads them but the drop of those roles, which skips
+    // members that no longer exist.
+    for member in role_members(ctx, name)? {
+        set_membership(ctx, name, &member, false)?;
+    }
+    run_internal(
+        ctx,
+        "DELETE FROM system_auth.roles WHERE role = ?",
+        vec![text(name)],
+        Some(&user),
+    )?;
+    if authorizer_enabled(ctx) {
+        revoke_all_from(ctx, name)?;
+        let resource = Resource::Role(name.to_string()).name();
+        revoke_all_on(ctx, |r| r == resource)?;
+    }
+    Ok(Outcome::void())
+}
+
+/// The roles `role` is granted to (`role_members`).
+fn role_members(ctx: &StatementCtx<'_>, role: &str) -> Result<Vec<String>> {
+    let outcome = run_internal(
+        ctx,
+        "SELECT member FROM system_auth.role_members WHERE role = ?",
+        vec![text(role)],
+        None,
+    )?;
+    let ResultBody::Rows(rows) = outcome.body else {
+        return Ok(Vec::new());
+    };
+    Ok(rows
+        .rows
+        .iter()
+        .map(|r| crate::authz::text_cell(r.first().and_then(Option::as_ref)))
+        .collect())
+}
+
+/// Records (or removes) `role` granted to `member`: the member's
+/// `member_of` and the `role_members` row.
+fn set_membership(ctx: &StatementCtx<'_>, role: &str, member: &str, granted: bool) -> Result<()> {
+    let set = rocksandra_wire::Value::Bytes(bytes::Bytes::from(
+        Value::Set(vec![Value::Text(role.to_string())]).to_bytes(),
+    ));
+    if granted {
+        run_internal(
+            ctx,
+            "UPDATE system_auth.roles SET member_of = member_of + ? WHERE role = ?",
+            vec![set, text(member)],
             None,
         )?;
-        let ResultBody::Rows(rows) = outcome.body else {
-            return Ok(Vec::new());
-        };
-        Ok(rows
-            .rows
-            .iter()
-            .map(|r| crate::authz::text_cell(r.first().and_then(Option::as_ref)))
-            .collect())
-    }
-
-    /// Records (or removes) `role` granted to `member`: the member's
-    /// `member_of` and the `role_members` row.
-    fn set_membership(&self, role: &str, member: &str, granted: bool) -> Result<()> {
-        let set = rocksandra_wire::Value::Bytes(bytes::Bytes::from(
-            Value::Set(vec![Value::Text(role.to_string())]).to_bytes(),
-        ));
-        if granted {
-            self.run_internal(
-                "UPDATE system_auth.roles SET member_of = member_of + ? WHERE role = ?",
+        run_internal(
+            ctx,
+            "INSERT INTO system_auth.role_members (role, member) VALUES (?, ?)",
+            vec![text(role), text(member)],
+            None,
+        )?;
+    } else {
+        if self::role(ctx, member)?.is_some() {
+            run_internal(
+                ctx,
+                "UPDATE system_auth.roles SET member_of = member_of - ? WHERE role = ?",
                 vec![set, text(member)],
                 None,
             )?;
-            self.run_internal(
-                "INSERT INTO system_auth.role_members (role, member) VALUES (?, ?)",
-                vec![text(role), text(member)],
-                None,
-            )?;
-        } else {
-            if self.role(member)?.is_some() {
-                self.run_internal(
-                    "UPDATE system_auth.roles SET member_of = member_of - ? WHERE role = ?",
-                    vec![set, text(member)],
-                    None,
-                )?;
-            }
-            self.run_internal(
-                "DELETE FROM system_auth.role_members WHERE role = ? AND member = ?",
-                vec![text(role), text(member)],
-                None,
-            )?;
         }
-        Ok(())
-    }
-
-    /// GRANT role TO grantee / REVOKE role FROM grantee (the AUTHORIZE
-    /// check on the role ran before).
-    pub(crate) fn change_role_membership(
-        &self,
-        stmt: &RoleChange,
-        request: &Request,
-        grant: bool,
-    ) -> Result<Outcome> {
-        self.logged_in(request)?;
-        let (role, grantee) = (stmt.role.as_str(), stmt.grantee.as_str());
-        for name in [role, grantee] {
-            if self.role(name)?.is_none() {
-                return Err(QueryError::invalid(format!("{name} doesn't exist")));
-            }
-        }
-        if grant {
-            if self.granted_roles(grantee, true)?.contains(role) {
-                return Err(QueryError::invalid(format!(
-                    "{grantee} is a member of {role}"
-                )));
-            }
-            if self.granted_roles(role, true)?.contains(grantee) {
-                return Err(QueryError::invalid(format!(
-                    "{role} is a member of {grantee}"
-                )));
-            }
-        } else if !self.granted_roles(grantee, false)?.contains(role) || role == grantee {
-            return Err(QueryError::invalid(format!(
-                "{grantee} is not a member of {role}"
-            )));
-        }
-        self.set_membership(role, grantee, grant)?;
-        Ok(Outcome::void())
-    }
-
-    /// LIST ROLES / LIST USERS.
-    pub(crate) fn list_roles(
-        &self,
-        stmt: Option<&ListRoles>,
-        users: bool,
-        request: &Request,
-    ) -> Result<Outcome> {
-        let user = self.logged_in(request)?;
-        let of = stmt
-            .and_then(|s| s.of.as_ref())
-            .map(|r| r.as_str().to_string());
-        let recursive = stmt.is_none_or(|s| s.recursive);
-        if let Some(of) = &of {
-            if self.role(of)?.is_none() {
-                return Err(QueryError::invalid(format!(
-                    "{} doesn't exist",
-                    Resource::Role(of.clone())
-                )));
-            }
-        }
-        let shown = self.shown_roles(request, &user, of.as_deref(), recursive)?;
-        let Some(mut roles) = self.stored_roles()? else {
-            return Ok(Outcome::void());
-        };
-        roles.sort();
-        if let Some(shown) = &shown {
-            roles.retain(|(n, _, _)| shown.contains(n));
-        }
-        if users {
-            roles.retain(|(_, login, _)| *login);
-        }
-        Ok(role_list(roles, users))
-    }
-
-    /// The roles LIST ROLES may show (None: all of them), as Cassandra's
-    /// ListRolesStatement.execute decides: DESCRIBE on all roles
-    /// (superusers, and everyone under AllowAllAuthorizer) lists any role;
-    /// others see their own roles, and those of a role they hold.
-    fn shown_roles(
-        &self,
-        request: &Request,
-        user: &str,
-        of: Option<&str>,
-        recursive: bool,
-    ) -> Result<Option<BTreeSet<String>>> {
-        let describe_all = !self.authorizer_enabled()
-            || self
-                .subject(request)?
-                .held_on(&Resource::AllRoles)
-                .contains(&Permission::Describe);
-        Ok(match (of, describe_all) {
-            (None, true) => None,
-            (Some(of), true) => Some(self.granted_roles(of, recursive)?),
-            (None, false) => Some(self.granted_roles(user, recursive)?),
-            (Some(of), false) => {
-                if !self.granted_roles(user, true)?.contains(of) {
-                    return Err(QueryError::Unauthorized(format!(
-                        "You are not authorized to view roles granted to {of} "
-                    )));
-                }
-                Some(self.granted_roles(of, recursive)?)
-            }
-        })
-    }
-
-    /// Every stored role: name, LOGIN and SUPERUSER; None if the roles
-    /// table gives no rows.
-    fn stored_roles(&self) -> Result<Option<Vec<(String, bool, bool)>>> {
-        let outcome = self.run_internal(
-            "SELECT role, can_login, is_superuser FROM system_auth.roles",
-            Vec::new(),
+        run_internal(
+            ctx,
+            "DELETE FROM system_auth.role_members WHERE role = ? AND member = ?",
+            vec![text(role), text(member)],
             None,
         )?;
-        let ResultBody::Rows(stored) = outcome.body else {
-            return Ok(None);
-        };
-        let roles: Vec<(String, bool, bool)> = stored
-            .rows
-            .iter()
-            .map(|r| {
-                let name = r
-                    .first()
+    }
+    Ok(())
+}
+
+/// GRANT role TO grantee / REVOKE role FROM grantee (the AUTHORIZE
+/// check on the role ran before).
+pub(crate) fn change_role_membership(
+    ctx: &StatementCtx<'_>,
+    stmt: &RoleChange,
+    request: &Request,
+    grant: bool,
+) -> Result<Outcome> {
+    logged_in(ctx, request)?;
+    let (role, grantee) = (stmt.role.as_str(), stmt.grantee.as_str());
+    for name in [role, grantee] {
+        if self::role(ctx, name)?.is_none() {
+            return Err(QueryError::invalid(format!("{name} doesn't exist")));
+        }
+    }
+    if grant {
+        if granted_roles(ctx, grantee, true)?.contains(role) {
+            return Err(QueryError::invalid(format!(
+                "{grantee} is a member of {role}"
+            )));
+        }
+        if granted_roles(ctx, role, true)?.contains(grantee) {
+            return Err(QueryError::invalid(format!(
+                "{role} is a member of {grantee}"
+            )));
+        }
+    } else if !granted_roles(ctx, grantee, false)?.contains(role) || role == grantee {
+        return Err(QueryError::invalid(format!(
+            "{grantee} is not a member of {role}"
+        )));
+    }
+    set_membership(ctx, role, grantee, grant)?;
+    Ok(Outcome::void())
+}
+
+/// LIST ROLES / LIST USERS.
+pub(crate) fn list_roles(
+    ctx: &StatementCtx<'_>,
+    stmt: Option<&ListRoles>,
+    users: bool,
+    request: &Request,
+) -> Result<Outcome> {
+    let user = logged_in(ctx, request)?;
+    let of = stmt
+        .and_then(|s| s.of.as_ref())
+        .map(|r| r.as_str().to_string());
+    let recursive = stmt.is_none_or(|s| s.recursive);
+    if let Some(of) = &of {
+        if role(ctx, of)?.is_none() {
+            return Err(QueryError::invalid(format!(
+                "{} doesn't exist",
+                Resource::Role(of.clone())
+            )));
+        }
+    }
+    let shown = shown_roles(ctx, request, &user, of.as_deref(), recursive)?;
+    let Some(mut roles) = stored_roles(ctx)? else {
+        return Ok(Outcome::void());
+    };
+    roles.sort();
+    if let Some(shown) = &shown {
+        roles.retain(|(n, _, _)| shown.contains(n));
+    }
+    if users {
+        roles.retain(|(_, login, _)| *login);
+    }
+    Ok(role_list(roles, users))
+}
+
+/// The roles LIST ROLES may show (None: all of them), as Cassandra's
+/// ListRolesStatement.execute decides: DESCRIBE on all roles
+/// (superusers, and everyone under AllowAllAuthorizer) lists any role;
+/// others see their own roles, and those of a role they hold.
+fn shown_roles(
+    ctx: &StatementCtx<'_>,
+    request: &Request,
+    user: &str,
+    of: Option<&str>,
+    recursive: bool,
+) -> Result<Option<BTreeSet<String>>> {
+    let describe_all = !authorizer_enabled(ctx)
+        || subject(ctx, request)?
+            .held_on(&Resource::AllRoles)
+            .contains(&Permission::Describe);
+    Ok(match (of, describe_all) {
+        (None, true) => None,
+        (Some(of), true) => Some(granted_roles(ctx, of, recursive)?),
+        (None, false) => Some(granted_roles(ctx, user, recursive)?),
+        (Some(of), false) => {
+            if !granted_roles(ctx, user, true)?.contains(of) {
+                return Err(QueryError::Unauthorized(format!(
+                    "You are not authorized to view roles granted to {of} "
+                )));
+            }
+            Some(granted_roles(ctx, of, recursive)?)
+        }
+    })
+}
+
+/// Every stored role: name, LOGIN and SUPERUSER; None if the roles
+/// table gives no rows.
+fn stored_roles(ctx: &StatementCtx<'_>) -> Result<Option<Vec<(String, bool, bool)>>> {
+    let outcome = run_internal(
+        ctx,
+        "SELECT role, can_login, is_superuser FROM system_auth.roles",
+        Vec::new(),
+        None,
+    )?;
+    let ResultBody::Rows(stored) = outcome.body else {
+        return Ok(None);
+    };
+    let roles: Vec<(String, bool, bool)> = stored
+        .rows
+        .iter()
+        .map(|r| {
+            let name = r
+                .first()
+                .cloned()
+                .flatten()
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
+            let flag = |i: usize| {
+                r.get(i)
                     .cloned()
                     .flatten()
-                    .map(|b| String::from_utf8_lossy(&b).into_owned())
-                    .unwrap_or_default();
-                let flag = |i: usize| {
-                    r.get(i)
-                        .cloned()
-                        .flatten()
-                        .is_some_and(|b| b.first() == Some(&1))
-                };
-                (name, flag(1), flag(2))
-            })
-            .collect();
-        Ok(Some(roles))
-    }
+                    .is_some_and(|b| b.first() == Some(&1))
+            };
+            (name, flag(1), flag(2))
+        })
+        .collect();
+    Ok(Some(roles))
 }
 
 /// The options of CREATE/ALTER ROLE (or USER).

@@ -24,8 +24,9 @@ use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_data::Value;
 use rocksandra_wire::{ColumnSpec, ColumnsMetadata, ResultBody, Rows, RowsMetadata, TableSpec};
 
+use crate::auth::{granted_roles, held_roles, logged_in, role, run_internal};
+use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
-use crate::executor::Executor;
 use crate::request::{Outcome, Request};
 use crate::schema::keyspace_of;
 use crate::schema::{is_system_keyspace, Schema};
@@ -659,468 +660,480 @@ fn rows_of(outcome: Outcome) -> Vec<Vec<Option<bytes::Bytes>>> {
     }
 }
 
-impl Executor {
-    pub fn authorizer_enabled(&self) -> bool {
-        self.auth_config().cassandra_authorizer
-    }
+pub fn authorizer_enabled(ctx: &StatementCtx<'_>) -> bool {
+    ctx.settings.auth_config().cassandra_authorizer
+}
 
-    /// Refuses a client statement the user may not run (CassandraAuthorizer).
-    pub(crate) fn authorize_statement(
-        &self,
-        statement: &Statement,
-        request: &Request,
-    ) -> Result<()> {
-        if request.internal || !self.authorizer_enabled() {
-            return Ok(());
-        }
-        let schema = self.schema();
-        let needed = requirements(statement, &schema, request.keyspace.as_deref())?;
-        if needed.is_empty() {
-            return Ok(());
-        }
-        let subject = self.subject(request)?;
-        for (permission, resource) in &needed {
-            subject
-                .ensure(*permission, resource)
-                .map_err(|e| match statement {
-                    Statement::CreateRole(_)
-                    | Statement::DropRole(_)
-                    | Statement::GrantRole(_)
-                    | Statement::RevokeRole(_) => insufficient_privileges(&subject.name),
-                    _ => e,
-                })?;
-        }
-        Ok(())
+/// Refuses a client statement the user may not run (CassandraAuthorizer).
+pub(crate) fn authorize_statement(
+    ctx: &StatementCtx<'_>,
+    statement: &Statement,
+    request: &Request,
+) -> Result<()> {
+    if request.internal || !authorizer_enabled(ctx) {
+        return Ok(());
     }
-
-    /// Refuses a statement of a BATCH message the user may not run.
-    pub(crate) fn authorize_modification(
-        &self,
-        m: &Modification,
-        session_ks: Option<&str>,
-        request: &Request,
-    ) -> Result<()> {
-        if request.internal || !self.authorizer_enabled() {
-            return Ok(());
-        }
-        let schema = self.schema();
-        let (name, conditional) = modification_target(m);
-        let keyspace = keyspace_of(name, session_ks)?;
-        let Some(table) = schema.table(keyspace, name.name.as_str()) else {
-            return Ok(());
-        };
-        let resource = Resource::Table(table.keyspace.clone(), table.name.clone());
-        let subject = self.subject(request)?;
-        subject.ensure(Permission::Modify, &resource)?;
-        if conditional {
-            subject.ensure(Permission::Select, &resource)?;
-        }
-        Ok(())
+    let schema = ctx.schema();
+    let needed = requirements(statement, &schema, request.keyspace.as_deref())?;
+    if needed.is_empty() {
+        return Ok(());
     }
+    let subject = subject(ctx, request)?;
+    for (permission, resource) in &needed {
+        subject
+            .ensure(*permission, resource)
+            .map_err(|e| match statement {
+                Statement::CreateRole(_)
+                | Statement::DropRole(_)
+                | Statement::GrantRole(_)
+                | Statement::RevokeRole(_) => insufficient_privileges(&subject.name),
+                _ => e,
+            })?;
+    }
+    Ok(())
+}
 
-    /// The request's user with its roles and permissions.
-    pub(crate) fn subject(&self, request: &Request) -> Result<Subject> {
-        let name = request
-            .user
-            .clone()
-            .ok_or_else(|| QueryError::Unauthorized("You have not logged in".into()))?;
-        let held = self.held_roles(&name)?;
-        let superuser = held.iter().any(|r| r.is_superuser);
-        let mut roles: BTreeSet<String> = held.into_iter().map(|r| r.name).collect();
-        roles.insert(name.clone());
-        let mut permissions: BTreeMap<String, BTreeSet<Permission>> = BTreeMap::new();
-        if !superuser {
-            for role in &roles {
-                for (resource, held) in self.role_permissions(role)? {
-                    permissions.entry(resource).or_default().extend(held);
-                }
+/// Refuses a statement of a BATCH message the user may not run.
+pub(crate) fn authorize_modification(
+    ctx: &StatementCtx<'_>,
+    m: &Modification,
+    session_ks: Option<&str>,
+    request: &Request,
+) -> Result<()> {
+    if request.internal || !authorizer_enabled(ctx) {
+        return Ok(());
+    }
+    let schema = ctx.schema();
+    let (name, conditional) = modification_target(m);
+    let keyspace = keyspace_of(name, session_ks)?;
+    let Some(table) = schema.table(keyspace, name.name.as_str()) else {
+        return Ok(());
+    };
+    let resource = Resource::Table(table.keyspace.clone(), table.name.clone());
+    let subject = subject(ctx, request)?;
+    subject.ensure(Permission::Modify, &resource)?;
+    if conditional {
+        subject.ensure(Permission::Select, &resource)?;
+    }
+    Ok(())
+}
+
+/// The request's user with its roles and permissions.
+pub(crate) fn subject(ctx: &StatementCtx<'_>, request: &Request) -> Result<Subject> {
+    let name = request
+        .user
+        .clone()
+        .ok_or_else(|| QueryError::Unauthorized("You have not logged in".into()))?;
+    let held = held_roles(ctx, &name)?;
+    let superuser = held.iter().any(|r| r.is_superuser);
+    let mut roles: BTreeSet<String> = held.into_iter().map(|r| r.name).collect();
+    roles.insert(name.clone());
+    let mut permissions: BTreeMap<String, BTreeSet<Permission>> = BTreeMap::new();
+    if !superuser {
+        for role in &roles {
+            for (resource, held) in role_permissions(ctx, role)? {
+                permissions.entry(resource).or_default().extend(held);
             }
         }
-        Ok(Subject {
-            name,
-            roles,
-            superuser,
-            permissions,
+    }
+    Ok(Subject {
+        name,
+        roles,
+        superuser,
+        permissions,
+    })
+}
+
+/// The permissions stored for `role`, by resource name.
+fn role_permissions(ctx: &StatementCtx<'_>, role: &str) -> Result<Vec<(String, Vec<Permission>)>> {
+    let rows = rows_of(run_internal(
+        ctx,
+        "SELECT resource, permissions FROM system_auth.role_permissions WHERE role = ?",
+        vec![text_value(role)],
+        None,
+    )?);
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let held = text_set(r.get(1).and_then(Option::as_ref))
+                .iter()
+                .filter_map(|p| permission_from_name(p))
+                .collect();
+            (text_cell(r.first().and_then(Option::as_ref)), held)
         })
-    }
+        .collect())
+}
 
-    /// The permissions stored for `role`, by resource name.
-    fn role_permissions(&self, role: &str) -> Result<Vec<(String, Vec<Permission>)>> {
-        let rows = rows_of(self.run_internal(
-            "SELECT resource, permissions FROM system_auth.role_permissions WHERE role = ?",
-            vec![text_value(role)],
-            None,
-        )?);
-        Ok(rows
-            .iter()
-            .map(|r| {
-                let held = text_set(r.get(1).and_then(Option::as_ref))
-                    .iter()
-                    .filter_map(|p| permission_from_name(p))
-                    .collect();
-                (text_cell(r.first().and_then(Option::as_ref)), held)
-            })
-            .collect())
-    }
+/// Every stored grant: (role, resource name, permissions).
+fn all_permission_rows(ctx: &StatementCtx<'_>) -> Result<Vec<(String, String, Vec<Permission>)>> {
+    let rows = rows_of(run_internal(
+        ctx,
+        "SELECT role, resource, permissions FROM system_auth.role_permissions",
+        Vec::new(),
+        None,
+    )?);
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let cell = |i: usize| r.get(i).and_then(Option::as_ref);
+            let held = text_set(cell(2))
+                .iter()
+                .filter_map(|p| permission_from_name(p))
+                .collect();
+            (text_cell(cell(0)), text_cell(cell(1)), held)
+        })
+        .collect())
+}
 
-    /// Every stored grant: (role, resource name, permissions).
-    fn all_permission_rows(&self) -> Result<Vec<(String, String, Vec<Permission>)>> {
-        let rows = rows_of(self.run_internal(
-            "SELECT role, resource, permissions FROM system_auth.role_permissions",
-            Vec::new(),
-            None,
-        )?);
-        Ok(rows
-            .iter()
-            .map(|r| {
-                let cell = |i: usize| r.get(i).and_then(Option::as_ref);
-                let held = text_set(cell(2))
-                    .iter()
-                    .filter_map(|p| permission_from_name(p))
-                    .collect();
-                (text_cell(cell(0)), text_cell(cell(1)), held)
-            })
-            .collect())
-    }
+/// The permissions granted to `role` itself on the resource `name`.
+fn held_on(ctx: &StatementCtx<'_>, role: &str, name: &str) -> Result<BTreeSet<Permission>> {
+    Ok(role_permissions(ctx, role)?
+        .into_iter()
+        .filter(|(r, _)| r == name)
+        .flat_map(|(_, p)| p)
+        .collect())
+}
 
-    /// The permissions granted to `role` itself on the resource `name`.
-    fn held_on(&self, role: &str, name: &str) -> Result<BTreeSet<Permission>> {
-        Ok(self
-            .role_permissions(role)?
-            .into_iter()
-            .filter(|(r, _)| r == name)
-            .flat_map(|(_, p)| p)
-            .collect())
-    }
-
-    /// Grants `permissions` on `resource` to `role`; returns those it did
-    /// not hold before.
-    pub(crate) fn grant(
-        &self,
-        role: &str,
-        permissions: &[Permission],
-        resource: &Resource,
-    ) -> Result<Vec<Permission>> {
-        let name = resource.name();
-        let held = self.held_on(role, &name)?;
-        let new: Vec<Permission> = permissions
-            .iter()
-            .copied()
-            .filter(|p| !held.contains(p))
-            .collect();
-        if !new.is_empty() {
-            let names: Vec<&str> = new.iter().map(|p| p.name()).collect();
-            self.run_internal(
-                "UPDATE system_auth.role_permissions SET permissions = permissions + ? WHERE role = ? AND resource = ?",
-                vec![set_of_text(&names), text_value(role), text_value(&name)],
-                None,
-            )?;
-        }
-        Ok(new)
-    }
-
-    /// Revokes `permissions` on `resource` from `role`; returns those it held.
-    pub(crate) fn revoke(
-        &self,
-        role: &str,
-        permissions: &[Permission],
-        resource: &Resource,
-    ) -> Result<Vec<Permission>> {
-        let name = resource.name();
-        let held = self.held_on(role, &name)?;
-        let revoked: Vec<Permission> = permissions
-            .iter()
-            .copied()
-            .filter(|p| held.contains(p))
-            .collect();
-        if revoked.len() == held.len() && !held.is_empty() {
-            self.run_internal(
-                "DELETE FROM system_auth.role_permissions WHERE role = ? AND resource = ?",
-                vec![text_value(role), text_value(&name)],
-                None,
-            )?;
-        } else if !revoked.is_empty() {
-            let names: Vec<&str> = revoked.iter().map(|p| p.name()).collect();
-            self.run_internal(
-                "UPDATE system_auth.role_permissions SET permissions = permissions - ? WHERE role = ? AND resource = ?",
-                vec![set_of_text(&names), text_value(role), text_value(&name)],
-                None,
-            )?;
-        }
-        Ok(revoked)
-    }
-
-    /// Drops every permission granted to `role` (DROP ROLE).
-    pub(crate) fn revoke_all_from(&self, role: &str) -> Result<()> {
-        self.run_internal(
-            "DELETE FROM system_auth.role_permissions WHERE role = ?",
-            vec![text_value(role)],
+/// Grants `permissions` on `resource` to `role`; returns those it did
+/// not hold before.
+pub(crate) fn grant(
+    ctx: &StatementCtx<'_>,
+    role: &str,
+    permissions: &[Permission],
+    resource: &Resource,
+) -> Result<Vec<Permission>> {
+    let name = resource.name();
+    let held = held_on(ctx, role, &name)?;
+    let new: Vec<Permission> = permissions
+        .iter()
+        .copied()
+        .filter(|p| !held.contains(p))
+        .collect();
+    if !new.is_empty() {
+        let names: Vec<&str> = new.iter().map(|p| p.name()).collect();
+        run_internal(
+            ctx,
+            "UPDATE system_auth.role_permissions SET permissions = permissions + ? WHERE role = ? AND resource = ?",
+            vec![set_of_text(&names), text_value(role), text_value(&name)],
             None,
         )?;
-        Ok(())
     }
+    Ok(new)
+}
 
-    /// Drops every permission granted on a resource whose stored name
-    /// `dropped` selects (a dropped keyspace, table or role).
-    pub(crate) fn revoke_all_on(&self, dropped: impl Fn(&str) -> bool) -> Result<()> {
-        for (role, resource, _) in self.all_permission_rows()? {
-            if dropped(&resource) {
-                self.run_internal(
-                    "DELETE FROM system_auth.role_permissions WHERE role = ? AND resource = ?",
-                    vec![text_value(&role), text_value(&resource)],
-                    None,
-                )?;
-            }
+/// Revokes `permissions` on `resource` from `role`; returns those it held.
+pub(crate) fn revoke(
+    ctx: &StatementCtx<'_>,
+    role: &str,
+    permissions: &[Permission],
+    resource: &Resource,
+) -> Result<Vec<Permission>> {
+    let name = resource.name();
+    let held = held_on(ctx, role, &name)?;
+    let revoked: Vec<Permission> = permissions
+        .iter()
+        .copied()
+        .filter(|p| held.contains(p))
+        .collect();
+    if revoked.len() == held.len() && !held.is_empty() {
+        run_internal(
+            ctx,
+            "DELETE FROM system_auth.role_permissions WHERE role = ? AND resource = ?",
+            vec![text_value(role), text_value(&name)],
+            None,
+        )?;
+    } else if !revoked.is_empty() {
+        let names: Vec<&str> = revoked.iter().map(|p| p.name()).collect();
+        run_internal(
+            ctx,
+            "UPDATE system_auth.role_permissions SET permissions = permissions - ? WHERE role = ? AND resource = ?",
+            vec![set_of_text(&names), text_value(role), text_value(&name)],
+            None,
+        )?;
+    }
+    Ok(revoked)
+}
+
+/// Drops every permission granted to `role` (DROP ROLE).
+pub(crate) fn revoke_all_from(ctx: &StatementCtx<'_>, role: &str) -> Result<()> {
+    run_internal(
+        ctx,
+        "DELETE FROM system_auth.role_permissions WHERE role = ?",
+        vec![text_value(role)],
+        None,
+    )?;
+    Ok(())
+}
+
+/// Drops every permission granted on a resource whose stored name
+/// `dropped` selects (a dropped keyspace, table or role).
+pub(crate) fn revoke_all_on(ctx: &StatementCtx<'_>, dropped: impl Fn(&str) -> bool) -> Result<()> {
+    for (role, resource, _) in all_permission_rows(ctx)? {
+        if dropped(&resource) {
+            run_internal(
+                ctx,
+                "DELETE FROM system_auth.role_permissions WHERE role = ? AND resource = ?",
+                vec![text_value(&role), text_value(&resource)],
+                None,
+            )?;
         }
-        Ok(())
     }
+    Ok(())
+}
 
-    /// After a schema statement ran (CassandraAuthorizer): the creator of a
-    /// keyspace or table gets every permission on it, and a dropped
-    /// keyspace or table takes its grants with it.
-    pub(crate) fn after_schema_change(
-        &self,
-        statement: &Statement,
-        request: &Request,
-    ) -> Result<()> {
-        let session_ks = request.keyspace.as_deref();
-        let dropped = |prefix: String| {
-            move |name: &str| name == prefix || name.starts_with(&format!("{prefix}/"))
+/// After a schema statement ran (CassandraAuthorizer): the creator of a
+/// keyspace or table gets every permission on it, and a dropped
+/// keyspace or table takes its grants with it.
+pub(crate) fn after_schema_change(
+    ctx: &StatementCtx<'_>,
+    statement: &Statement,
+    request: &Request,
+) -> Result<()> {
+    let session_ks = request.keyspace.as_deref();
+    let dropped = |prefix: String| {
+        move |name: &str| name == prefix || name.starts_with(&format!("{prefix}/"))
+    };
+    match statement {
+        Statement::CreateKeyspace(s) => {
+            let keyspace = s.name.as_str();
+            grant_to_creator(ctx, request, &Resource::Keyspace(keyspace.into()))?;
+            grant_to_creator(ctx, request, &Resource::KeyspaceFunctions(keyspace.into()))?;
+        }
+        Statement::CreateTable(s) => {
+            let keyspace = keyspace_of(&s.name, session_ks)?;
+            let table = Resource::Table(keyspace.into(), s.name.name.as_str().into());
+            grant_to_creator(ctx, request, &table)?;
+        }
+        Statement::Drop(d) if d.kind == DropKind::Keyspace => {
+            let keyspace = d.name.name.as_str();
+            let data = dropped(format!("data/{keyspace}"));
+            let functions = dropped(format!("functions/{keyspace}"));
+            revoke_all_on(ctx, |name| data(name) || functions(name))?;
+        }
+        Statement::Drop(d) if d.kind == DropKind::Table => {
+            let keyspace = keyspace_of(&d.name, session_ks)?;
+            let table = Resource::Table(keyspace.into(), d.name.name.as_str().into()).name();
+            revoke_all_on(ctx, |name| name == table)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Cassandra's `grantPermissionsToCreator`: with CassandraAuthorizer,
+/// the user that created a resource gets every permission on it.
+pub(crate) fn grant_to_creator(
+    ctx: &StatementCtx<'_>,
+    request: &Request,
+    resource: &Resource,
+) -> Result<()> {
+    if !authorizer_enabled(ctx) {
+        return Ok(());
+    }
+    let Some(user) = &request.user else {
+        return Ok(());
+    };
+    grant(ctx, user, resource.applicable_permissions(), resource)?;
+    Ok(())
+}
+
+/// Whether a GRANT, REVOKE or LIST names a resource that exists.
+fn resource_exists(ctx: &StatementCtx<'_>, resource: &Resource) -> Result<bool> {
+    let schema = ctx.schema();
+    Ok(match resource {
+        Resource::AllKeyspaces
+        | Resource::AllRoles
+        | Resource::AllFunctions
+        | Resource::AllMbeans
+        | Resource::Mbean(_) => true,
+        Resource::Keyspace(k) | Resource::AllTables(k) | Resource::KeyspaceFunctions(k) => {
+            schema.keyspace(k).is_some()
+        }
+        Resource::Table(k, t) => schema.table(k, t).is_some(),
+        Resource::Role(r) => role(ctx, r)?.is_some(),
+        // User-defined functions are disabled: none exists.
+        Resource::Function { .. } => false,
+    })
+}
+
+/// GRANT and REVOKE of permissions (the AUTHORIZE check ran before).
+pub(crate) fn change_permissions(
+    ctx: &StatementCtx<'_>,
+    stmt: &ast::PermissionChange,
+    request: &Request,
+    grant: bool,
+) -> Result<Outcome> {
+    let resource = Resource::from_ast(&stmt.resource, request.keyspace.as_deref())?;
+    let permissions = applicable(stmt.permissions, &resource)?;
+    logged_in(ctx, request)?;
+    let role = stmt.role.as_str();
+    if crate::auth::role(ctx, role)?.is_none() {
+        return Err(QueryError::invalid(format!("Role {role} doesn't exist")));
+    }
+    if !resource_exists(ctx, &resource)? {
+        return Err(QueryError::invalid(format!(
+            "Resource {resource} doesn't exist"
+        )));
+    }
+    let system = match &resource {
+        Resource::Keyspace(k) | Resource::AllTables(k) | Resource::Table(k, _) => {
+            is_system_keyspace(k) && !crate::system::is_virtual_in_cassandra(k)
+        }
+        _ => false,
+    };
+    let limited = |p: &Permission| {
+        !matches!(
+            p,
+            Permission::Select | Permission::Describe | Permission::Alter
+        )
+    };
+    if grant && system && permissions.iter().any(limited) {
+        return Err(QueryError::Unauthorized(
+            "Granting permissions on system keyspaces is strictly limited, this operation is not permitted"
+                .into(),
+        ));
+    }
+    if !authorizer_enabled(ctx) {
+        let operation = if grant { "GRANT" } else { "REVOKE" };
+        return Err(QueryError::invalid(format!(
+            "{operation} operation is not supported by AllowAllAuthorizer"
+        )));
+    }
+    let changed = match grant {
+        true => self::grant(ctx, role, &permissions, &resource)?,
+        false => revoke(ctx, role, &permissions, &resource)?,
+    };
+    let mut outcome = Outcome::void();
+    let unchanged: Vec<&str> = permissions
+        .iter()
+        .filter(|p| !changed.contains(p))
+        .map(|p| p.name())
+        .collect();
+    if !unchanged.is_empty() && permissions.len() != PERMISSIONS.len() {
+        let what = match grant {
+            true => "was already granted",
+            false => "was not granted",
         };
-        match statement {
-            Statement::CreateKeyspace(s) => {
-                let keyspace = s.name.as_str();
-                self.grant_to_creator(request, &Resource::Keyspace(keyspace.into()))?;
-                self.grant_to_creator(request, &Resource::KeyspaceFunctions(keyspace.into()))?;
-            }
-            Statement::CreateTable(s) => {
-                let keyspace = keyspace_of(&s.name, session_ks)?;
-                let table = Resource::Table(keyspace.into(), s.name.name.as_str().into());
-                self.grant_to_creator(request, &table)?;
-            }
-            Statement::Drop(d) if d.kind == DropKind::Keyspace => {
-                let keyspace = d.name.name.as_str();
-                let data = dropped(format!("data/{keyspace}"));
-                let functions = dropped(format!("functions/{keyspace}"));
-                self.revoke_all_on(|name| data(name) || functions(name))?;
-            }
-            Statement::Drop(d) if d.kind == DropKind::Table => {
-                let keyspace = keyspace_of(&d.name, session_ks)?;
-                let table = Resource::Table(keyspace.into(), d.name.name.as_str().into()).name();
-                self.revoke_all_on(|name| name == table)?;
-            }
-            _ => {}
-        }
-        Ok(())
+        outcome.warnings.push(format!(
+            "Role '{role}' {what} {} on {resource}",
+            unchanged.join(", ")
+        ));
     }
+    Ok(outcome)
+}
 
-    /// Cassandra's `grantPermissionsToCreator`: with CassandraAuthorizer,
-    /// the user that created a resource gets every permission on it.
-    pub(crate) fn grant_to_creator(&self, request: &Request, resource: &Resource) -> Result<()> {
-        if !self.authorizer_enabled() {
-            return Ok(());
-        }
-        let Some(user) = &request.user else {
-            return Ok(());
-        };
-        self.grant(user, resource.applicable_permissions(), resource)?;
-        Ok(())
-    }
-
-    /// Whether a GRANT, REVOKE or LIST names a resource that exists.
-    fn resource_exists(&self, resource: &Resource) -> Result<bool> {
-        let schema = self.schema();
-        Ok(match resource {
-            Resource::AllKeyspaces
-            | Resource::AllRoles
-            | Resource::AllFunctions
-            | Resource::AllMbeans
-            | Resource::Mbean(_) => true,
-            Resource::Keyspace(k) | Resource::AllTables(k) | Resource::KeyspaceFunctions(k) => {
-                schema.keyspace(k).is_some()
+/// LIST PERMISSIONS.
+pub(crate) fn list_permissions(
+    ctx: &StatementCtx<'_>,
+    stmt: &ast::ListPermissions,
+    request: &Request,
+) -> Result<Outcome> {
+    logged_in(ctx, request)?;
+    let resource = match &stmt.resource {
+        Some(r) => {
+            let resource = Resource::from_ast(r, request.keyspace.as_deref())?;
+            if !resource_exists(ctx, &resource)? {
+                return Err(QueryError::invalid(format!("{resource} doesn't exist")));
             }
-            Resource::Table(k, t) => schema.table(k, t).is_some(),
-            Resource::Role(r) => self.role(r)?.is_some(),
-            // User-defined functions are disabled: none exists.
-            Resource::Function { .. } => false,
-        })
-    }
-
-    /// GRANT and REVOKE of permissions (the AUTHORIZE check ran before).
-    pub(crate) fn change_permissions(
-        &self,
-        stmt: &ast::PermissionChange,
-        request: &Request,
-        grant: bool,
-    ) -> Result<Outcome> {
-        let resource = Resource::from_ast(&stmt.resource, request.keyspace.as_deref())?;
-        let permissions = applicable(stmt.permissions, &resource)?;
-        self.logged_in(request)?;
-        let role = stmt.role.as_str();
-        if self.role(role)?.is_none() {
-            return Err(QueryError::invalid(format!("Role {role} doesn't exist")));
+            Some(resource)
         }
-        if !self.resource_exists(&resource)? {
+        None => None,
+    };
+    let grantee = stmt.role.as_ref().map(|r| r.as_str().to_string());
+    if let Some(g) = &grantee {
+        if role(ctx, g)?.is_none() {
             return Err(QueryError::invalid(format!(
-                "Resource {resource} doesn't exist"
+                "{} doesn't exist",
+                Resource::Role(g.clone())
             )));
         }
-        let system = match &resource {
-            Resource::Keyspace(k) | Resource::AllTables(k) | Resource::Table(k, _) => {
-                is_system_keyspace(k) && !crate::system::is_virtual_in_cassandra(k)
-            }
-            _ => false,
-        };
-        let limited = |p: &Permission| {
-            !matches!(
-                p,
-                Permission::Select | Permission::Describe | Permission::Alter
-            )
-        };
-        if grant && system && permissions.iter().any(limited) {
-            return Err(QueryError::Unauthorized(
-                "Granting permissions on system keyspaces is strictly limited, this operation is not permitted"
-                    .into(),
-            ));
-        }
-        if !self.authorizer_enabled() {
-            let operation = if grant { "GRANT" } else { "REVOKE" };
-            return Err(QueryError::invalid(format!(
-                "{operation} operation is not supported by AllowAllAuthorizer"
-            )));
-        }
-        let changed = match grant {
-            true => self.grant(role, &permissions, &resource)?,
-            false => self.revoke(role, &permissions, &resource)?,
-        };
-        let mut outcome = Outcome::void();
-        let unchanged: Vec<&str> = permissions
-            .iter()
-            .filter(|p| !changed.contains(p))
-            .map(|p| p.name())
-            .collect();
-        if !unchanged.is_empty() && permissions.len() != PERMISSIONS.len() {
-            let what = match grant {
-                true => "was already granted",
-                false => "was not granted",
-            };
-            outcome.warnings.push(format!(
-                "Role '{role}' {what} {} on {resource}",
-                unchanged.join(", ")
-            ));
-        }
-        Ok(outcome)
     }
-
-    /// LIST PERMISSIONS.
-    pub(crate) fn list_permissions(
-        &self,
-        stmt: &ast::ListPermissions,
-        request: &Request,
-    ) -> Result<Outcome> {
-        self.logged_in(request)?;
-        let resource = match &stmt.resource {
-            Some(r) => {
-                let resource = Resource::from_ast(r, request.keyspace.as_deref())?;
-                if !self.resource_exists(&resource)? {
-                    return Err(QueryError::invalid(format!("{resource} doesn't exist")));
-                }
-                Some(resource)
-            }
-            None => None,
-        };
-        let grantee = stmt.role.as_ref().map(|r| r.as_str().to_string());
-        if let Some(g) = &grantee {
-            if self.role(g)?.is_none() {
-                return Err(QueryError::invalid(format!(
-                    "{} doesn't exist",
-                    Resource::Role(g.clone())
-                )));
-            }
-        }
-        if !self.authorizer_enabled() {
-            return Err(QueryError::invalid(
-                "LIST PERMISSIONS operation is not supported by AllowAllAuthorizer",
-            ));
-        }
-        self.check_may_view_permissions(request, grantee.as_deref())?;
-        let details = self.permission_details(stmt, resource.as_ref(), grantee.as_deref())?;
-        if details.is_empty() {
-            return Ok(Outcome::void());
-        }
-        Ok(permission_list(&details))
+    if !authorizer_enabled(ctx) {
+        return Err(QueryError::invalid(
+            "LIST PERMISSIONS operation is not supported by AllowAllAuthorizer",
+        ));
     }
+    check_may_view_permissions(ctx, request, grantee.as_deref())?;
+    let details = permission_details(ctx, stmt, resource.as_ref(), grantee.as_deref())?;
+    if details.is_empty() {
+        return Ok(Outcome::void());
+    }
+    Ok(permission_list(&details))
+}
 
-    /// Whether the user may list `grantee`'s permissions (everyone's when
-    /// None): superusers, members of the grantee, and holders of DESCRIBE on
-    /// all roles or on the grantee.
-    fn check_may_view_permissions(&self, request: &Request, grantee: Option<&str>) -> Result<()> {
-        let subject = self.subject(request)?;
-        let may_view = subject.superuser
-            || grantee.is_some_and(|g| subject.roles.contains(g))
-            || subject
-                .held_on(&Resource::AllRoles)
+/// Whether the user may list `grantee`'s permissions (everyone's when
+/// None): superusers, members of the grantee, and holders of DESCRIBE on
+/// all roles or on the grantee.
+fn check_may_view_permissions(
+    ctx: &StatementCtx<'_>,
+    request: &Request,
+    grantee: Option<&str>,
+) -> Result<()> {
+    let subject = subject(ctx, request)?;
+    let may_view = subject.superuser
+        || grantee.is_some_and(|g| subject.roles.contains(g))
+        || subject
+            .held_on(&Resource::AllRoles)
+            .contains(&Permission::Describe)
+        || grantee.is_some_and(|g| {
+            subject
+                .held_on(&Resource::Role(g.to_string()))
                 .contains(&Permission::Describe)
-            || grantee.is_some_and(|g| {
-                subject
-                    .held_on(&Resource::Role(g.to_string()))
-                    .contains(&Permission::Describe)
-            });
-        if !may_view {
-            return Err(QueryError::Unauthorized(format!(
-                "You are not authorized to view {}'s permissions",
-                grantee.unwrap_or("everyone")
-            )));
-        }
-        Ok(())
-    }
-
-    /// The permissions LIST PERMISSIONS shows: those asked for, held by the
-    /// grantee (or the roles it holds), on the resource (and its parents,
-    /// when recursive).
-    fn permission_details(
-        &self,
-        stmt: &ast::ListPermissions,
-        resource: Option<&Resource>,
-        grantee: Option<&str>,
-    ) -> Result<BTreeSet<PermissionDetails>> {
-        let wanted: Vec<Permission> = match stmt.permissions {
-            Permissions::All => PERMISSIONS.to_vec(),
-            Permissions::One(p) => vec![p],
-        };
-        let resources: Option<Vec<String>> = resource.map(|r| match stmt.recursive {
-            true => r.chain().iter().map(Resource::name).collect(),
-            false => vec![r.name()],
         });
-        let roles: Option<BTreeSet<String>> = match grantee {
-            Some(g) => Some(self.granted_roles(g, true)?),
-            None => None,
-        };
-        let mut details = BTreeSet::new();
-        for (role, resource_name, held) in self.all_permission_rows()? {
-            if roles.as_ref().is_some_and(|rs| !rs.contains(&role)) {
-                continue;
-            }
-            if resources
-                .as_ref()
-                .is_some_and(|rs| !rs.contains(&resource_name))
-            {
-                continue;
-            }
-            let Some(parsed) = Resource::from_name(&resource_name) else {
-                continue;
-            };
-            for permission in held.into_iter().filter(|p| wanted.contains(p)) {
-                details.insert(PermissionDetails {
-                    role: role.clone(),
-                    resource_name: resource_name.clone(),
-                    permission,
-                    resource: parsed.to_string(),
-                });
-            }
-        }
-        Ok(details)
+    if !may_view {
+        return Err(QueryError::Unauthorized(format!(
+            "You are not authorized to view {}'s permissions",
+            grantee.unwrap_or("everyone")
+        )));
     }
+    Ok(())
+}
+
+/// The permissions LIST PERMISSIONS shows: those asked for, held by the
+/// grantee (or the roles it holds), on the resource (and its parents,
+/// when recursive).
+fn permission_details(
+    ctx: &StatementCtx<'_>,
+    stmt: &ast::ListPermissions,
+    resource: Option<&Resource>,
+    grantee: Option<&str>,
+) -> Result<BTreeSet<PermissionDetails>> {
+    let wanted: Vec<Permission> = match stmt.permissions {
+        Permissions::All => PERMISSIONS.to_vec(),
+        Permissions::One(p) => vec![p],
+    };
+    let resources: Option<Vec<String>> = resource.map(|r| match stmt.recursive {
+        true => r.chain().iter().map(Resource::name).collect(),
+        false => vec![r.name()],
+    });
+    let roles: Option<BTreeSet<String>> = match grantee {
+        Some(g) => Some(granted_roles(ctx, g, true)?),
+        None => None,
+    };
+    let mut details = BTreeSet::new();
+    for (role, resource_name, held) in all_permission_rows(ctx)? {
+        if roles.as_ref().is_some_and(|rs| !rs.contains(&role)) {
+            continue;
+        }
+        if resources
+            .as_ref()
+            .is_some_and(|rs| !rs.contains(&resource_name))
+        {
+            continue;
+        }
+        let Some(parsed) = Resource::from_name(&resource_name) else {
+            continue;
+        };
+        for permission in held.into_iter().filter(|p| wanted.contains(p)) {
+            details.insert(PermissionDetails {
+                role: role.clone(),
+                resource_name: resource_name.clone(),
+                permission,
+                resource: parsed.to_string(),
+            });
+        }
+    }
+    Ok(details)
 }
 
 /// The result of LIST PERMISSIONS: role, username, resource, permission.

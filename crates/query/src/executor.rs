@@ -16,16 +16,19 @@ use rocksandra_cql::ast::{
     Statement,
 };
 use rocksandra_data::types::{CqlType, NativeType};
-use rocksandra_data::LocalTime;
 use rocksandra_storage::{Engine, TableId};
 use rocksandra_wire::{
     ColumnSpec, ColumnsMetadata, Prepared, PreparedMetadata, ResultBody, RowsMetadata,
     SchemaChange, TableSpec,
 };
 
+use crate::auth::{self, AuthConfig};
+use crate::authz;
+use crate::ctx::{RunStatement, StatementCtx};
 use crate::ddl::{self, DdlOutcome};
 use crate::error::{QueryError, Result};
-use crate::guardrails::{Guardrails, StatementGuard};
+use crate::guard::StatementGuard;
+use crate::guardrails::Guardrails;
 use crate::prepared_cache::PreparedCache;
 pub use crate::request::{Env, Outcome, Request};
 use crate::schema::keyspace_of;
@@ -84,6 +87,17 @@ impl PreparedStatement {
                 Statement::Delete(d) => d.condition.is_none(),
                 _ => false,
             }
+    }
+}
+
+impl RunStatement for Executor {
+    fn run(
+        &self,
+        parsed: &ParsedStatement,
+        request: &Request,
+        values: &[rocksandra_wire::Value],
+    ) -> Result<Outcome> {
+        Executor::run(self, parsed, request, values)
     }
 }
 
@@ -234,30 +248,31 @@ impl Executor {
         self.vector_graphs.usable_count()
     }
 
-    /// Where user data goes: the cluster's coordinator, or local storage.
-    /// Whether user data goes through a cluster's coordinator.
-    pub(crate) fn is_clustered(&self) -> bool {
-        self.cluster.get().is_some()
-    }
-
-    pub(crate) fn data(&self) -> &dyn crate::proxy::DataProxy {
-        match self.cluster.get() {
+    /// What a statement may use of this node while it runs.
+    pub(crate) fn ctx(&self) -> StatementCtx<'_> {
+        let data: &dyn crate::proxy::DataProxy = match self.cluster.get() {
             Some(proxy) => &**proxy,
             None => &self.local,
+        };
+        StatementCtx {
+            schema: &self.schema,
+            data,
+            clustered: self.cluster.get().is_some(),
+            engine: &self.engine,
+            env: &self.env,
+            node: &self.node,
+            settings: &self.settings,
+            runner: self,
         }
     }
 
-    /// The storage engine of this node.
-    pub fn engine(&self) -> &Arc<dyn Engine> {
-        &self.engine
+    /// Whether user data goes through a cluster's coordinator.
+    pub(crate) fn is_clustered(&self) -> bool {
+        self.ctx().is_clustered()
     }
 
-    pub fn node(&self) -> NodeInfo {
-        self.node.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    pub fn now_micros(&self) -> i64 {
-        (self.env.now_micros)()
+    pub(crate) fn data(&self) -> &dyn crate::proxy::DataProxy {
+        self.ctx().data()
     }
 
     /// What term evaluation needs for a statement on `keyspace`.
@@ -268,25 +283,36 @@ impl Executor {
         values: &'a [rocksandra_wire::Value],
         random: &'a dyn Fn() -> u64,
     ) -> crate::term::EvalContext<'a> {
-        crate::term::EvalContext {
-            binds: values,
-            now_micros: self.now_micros(),
-            keyspace,
-            types: crate::schema::KeyspaceTypes(
-                schema
-                    .keyspace(keyspace)
-                    .map(|k| k.types.as_slice())
-                    .unwrap_or(&[]),
-            ),
-            random,
-        }
+        self.ctx().eval_context(schema, keyspace, values, random)
     }
 
-    pub(crate) fn local_now(&self, request: &Request) -> LocalTime {
-        match request.now_in_seconds {
-            Some(s) => LocalTime(i64::from(s)),
-            None => LocalTime(self.now_micros().div_euclid(1_000_000)),
-        }
+    pub(crate) fn local_now(&self, request: &Request) -> rocksandra_data::LocalTime {
+        self.ctx().local_now(request)
+    }
+
+    /// Cassandra's tombstone warning or failure for a read (`tombstones`).
+    pub(crate) fn check_tombstones(
+        &self,
+        tombstones: u64,
+        live: usize,
+        select: &rocksandra_cql::ast::Select,
+        consistency: rocksandra_wire::Consistency,
+    ) -> Result<Option<String>> {
+        self.ctx()
+            .check_tombstones(tombstones, live, select, consistency)
+    }
+
+    /// The storage engine of this node.
+    pub fn engine(&self) -> &Arc<dyn Engine> {
+        self.ctx().engine()
+    }
+
+    pub fn node(&self) -> NodeInfo {
+        self.node.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn now_micros(&self) -> i64 {
+        (self.env.now_micros)()
     }
 
     /// The node's guardrails (cassandra.yaml); can be set once.
@@ -306,18 +332,34 @@ impl Executor {
         self.settings.tombstones.set(thresholds);
     }
 
-    /// Cassandra's tombstone warning or failure for a read (`tombstones`).
-    pub(crate) fn check_tombstones(
-        &self,
-        tombstones: u64,
-        live: usize,
-        select: &rocksandra_cql::ast::Select,
-        consistency: rocksandra_wire::Consistency,
-    ) -> Result<Option<String>> {
-        let node = || self.node().listen_address;
-        self.settings
-            .tombstones
-            .check(tombstones, live, select, consistency, node)
+    /// Sets how clients log in and whether permissions are checked; with
+    /// PasswordAuthenticator, creates the default superuser when there is
+    /// no role yet (`auth::create_default_superuser`).
+    pub fn enable_password_authentication(&self, config: AuthConfig) -> Result<()> {
+        *self
+            .settings
+            .auth
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = config;
+        auth::create_default_superuser(&self.ctx(), config)
+    }
+
+    pub fn auth_config(&self) -> AuthConfig {
+        self.settings.auth_config()
+    }
+
+    /// Checks SASL PLAIN credentials.
+    pub fn authenticate(&self, username: &str, password: &str) -> Result<()> {
+        auth::authenticate(&self.ctx(), username, password)
+    }
+
+    /// Checks the credentials of a superuser (nodetool's login).
+    pub fn authenticate_superuser(&self, username: &str, password: &str) -> Result<()> {
+        auth::authenticate_superuser(&self.ctx(), username, password)
+    }
+
+    pub fn authorizer_enabled(&self) -> bool {
+        authz::authorizer_enabled(&self.ctx())
     }
 
     /// Writes a snapshot of every table, and the schema, to `dir` (which
@@ -433,7 +475,8 @@ impl Executor {
             .as_ref()
             .filter(|_| !self.guardrails().guards_select());
         if let Some(point) = point_read {
-            self.authorize_statement(&prepared.parsed.statement, &request)?;
+            let ctx = self.ctx();
+            authz::authorize_statement(&ctx, &prepared.parsed.statement, &request)?;
             if let Some(outcome) = point.execute(self, &request, &values) {
                 return outcome;
             }
@@ -450,12 +493,13 @@ impl Executor {
         request: &Request,
         values: &[rocksandra_wire::Value],
     ) -> Result<Outcome> {
-        self.authorize_statement(&parsed.statement, request)?;
-        let mut outcome = self.run_statement(parsed, request, values)?;
+        let ctx = self.ctx();
+        authz::authorize_statement(&ctx, &parsed.statement, request)?;
+        let mut outcome = self.run_statement(&ctx, parsed, request, values)?;
         if outcome.schema_change.is_some() && !request.internal && self.authorizer_enabled() {
             // The schema changed already: a failure here is the client's
             // warning, not the statement's error.
-            if let Err(e) = self.after_schema_change(&parsed.statement, request) {
+            if let Err(e) = authz::after_schema_change(&ctx, &parsed.statement, request) {
                 outcome.warnings.push(format!(
                     "CassandraAuthorizer failed to update permissions: {e}"
                 ));
@@ -467,17 +511,19 @@ impl Executor {
     /// Runs a statement within its guardrails (`crate::guardrails`).
     fn run_statement(
         &self,
+        ctx: &StatementCtx<'_>,
         parsed: &ParsedStatement,
         request: &Request,
         values: &[rocksandra_wire::Value],
     ) -> Result<Outcome> {
-        let guard = StatementGuard::check(self, &parsed.statement, request)?;
-        let outcome = self.dispatch(parsed, request, values, &guard);
+        let guard = StatementGuard::check(ctx, &parsed.statement, request)?;
+        let outcome = self.dispatch(ctx, parsed, request, values, &guard);
         guard.finish(outcome)
     }
 
     fn dispatch(
         &self,
+        ctx: &StatementCtx<'_>,
         parsed: &ParsedStatement,
         request: &Request,
         values: &[rocksandra_wire::Value],
@@ -571,16 +617,16 @@ impl Executor {
             | Statement::DropFunction(_) => Err(QueryError::invalid(
                 "User-defined functions are disabled in cassandra.yaml - set user_defined_functions_enabled=true to enable",
             )),
-            Statement::CreateRole(s) => self.create_role(s, request),
-            Statement::AlterRole(s) => self.alter_role(s, request),
-            Statement::DropRole(s) => self.drop_role(s, request),
-            Statement::ListRoles(s) => self.list_roles(Some(s), false, request),
-            Statement::ListUsers => self.list_roles(None, true, request),
-            Statement::GrantPermissions(s) => self.change_permissions(s, request, true),
-            Statement::RevokePermissions(s) => self.change_permissions(s, request, false),
-            Statement::ListPermissions(s) => self.list_permissions(s, request),
-            Statement::GrantRole(s) => self.change_role_membership(s, request, true),
-            Statement::RevokeRole(s) => self.change_role_membership(s, request, false),
+            Statement::CreateRole(s) => auth::create_role(ctx, s, request),
+            Statement::AlterRole(s) => auth::alter_role(ctx, s, request),
+            Statement::DropRole(s) => auth::drop_role(ctx, s, request),
+            Statement::ListRoles(s) => auth::list_roles(ctx, Some(s), false, request),
+            Statement::ListUsers => auth::list_roles(ctx, None, true, request),
+            Statement::GrantPermissions(s) => authz::change_permissions(ctx, s, request, true),
+            Statement::RevokePermissions(s) => authz::change_permissions(ctx, s, request, false),
+            Statement::ListPermissions(s) => authz::list_permissions(ctx, s, request),
+            Statement::GrantRole(s) => auth::change_role_membership(ctx, s, request, true),
+            Statement::RevokeRole(s) => auth::change_role_membership(ctx, s, request, false),
         }
     }
 
@@ -639,7 +685,8 @@ impl Executor {
             ));
         }
         let table = table.name.clone();
-        self.data()
+        self.ctx()
+            .data()
             .truncate(keyspace, &table, &|| self.truncate_here(keyspace, &table))?;
         Ok(Outcome::void())
     }

@@ -7,9 +7,8 @@
 //! As in Cassandra, guardrails bind ordinary users only: a superuser, the
 //! server's own (`internal`) requests and every client of a node without
 //! PasswordAuthenticator (where Cassandra counts everyone as a superuser)
-//! pass untouched (`Executor::guardrails_for`).
+//! pass untouched (`guard::guardrails_for`).
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use rocksandra_cql::ast::{
@@ -18,10 +17,7 @@ use rocksandra_cql::ast::{
     QualifiedName, Statement, Update, UsingParam,
 };
 
-use crate::ddl::DdlOutcome;
 use crate::error::{QueryError, Result};
-use crate::executor::Executor;
-use crate::request::{Outcome, Request};
 use crate::schema::{is_system_keyspace, keyspace_of, Keyspace, Schema};
 
 /// A warn and a fail threshold; -1 (or any value below 1) disables one.
@@ -394,7 +390,7 @@ impl Guardrails {
 
     /// Whether a guardrail `StatementGuard` checks for `statement` is set
     /// (SELECT's are checked where it is planned, `guards_select`).
-    fn guards(&self, statement: &Statement) -> bool {
+    pub(crate) fn guards(&self, statement: &Statement) -> bool {
         let replication = self.minimum_replication_factor.is_enabled()
             || self.maximum_replication_factor.is_enabled()
             || !self.simplestrategy_enabled;
@@ -433,88 +429,6 @@ impl Guardrails {
             || self.partition_keys_in_select.is_enabled()
             || !self.allow_filtering_enabled
             || !self.group_by_enabled
-    }
-}
-
-impl Executor {
-    /// The guardrails when `active` says one that matters is set and they
-    /// bind the request's user: an ordinary user (not a superuser) logged
-    /// in with PasswordAuthenticator, in a request from a client. Roles
-    /// are read only when a guardrail is set.
-    pub(crate) fn guardrails_for(
-        &self,
-        request: &Request,
-        active: impl Fn(&Guardrails) -> bool,
-    ) -> Result<Option<&Guardrails>> {
-        let guardrails = self.guardrails();
-        if !active(guardrails) || request.internal || !self.auth_config().password_authenticator {
-            return Ok(None);
-        }
-        let superuser = match &request.user {
-            Some(user) => self.is_superuser(user)?,
-            None => false,
-        };
-        Ok((!superuser).then_some(guardrails))
-    }
-}
-
-/// The guardrails of one statement: the checks Cassandra makes before a
-/// statement runs (`check`), those that look at the schema a change would
-/// make (`wrap`, inside the schema change, so a failure applies nothing),
-/// and the warnings they gave, put first in the outcome (`finish`).
-pub(crate) struct StatementGuard<'a> {
-    guardrails: Option<&'a Guardrails>,
-    statement: &'a Statement,
-    session_keyspace: Option<&'a str>,
-    warnings: RefCell<Vec<String>>,
-}
-
-impl<'a> StatementGuard<'a> {
-    /// Runs the checks made before the statement runs.
-    pub(crate) fn check(
-        executor: &'a Executor,
-        statement: &'a Statement,
-        request: &'a Request,
-    ) -> Result<StatementGuard<'a>> {
-        let guardrails = executor.guardrails_for(request, |g| g.guards(statement))?;
-        let guard = StatementGuard {
-            guardrails,
-            statement,
-            session_keyspace: request.keyspace.as_deref(),
-            warnings: RefCell::new(Vec::new()),
-        };
-        if let Some(g) = guardrails {
-            let schema = executor.schema();
-            let warnings = before_run(g, statement, &schema, guard.session_keyspace)?;
-            guard.warnings.borrow_mut().extend(warnings);
-        }
-        Ok(guard)
-    }
-
-    /// `change` with the checks of the schema it makes.
-    pub(crate) fn wrap<'b>(
-        &'b self,
-        change: impl FnOnce(&Schema) -> Result<DdlOutcome> + 'b,
-    ) -> impl FnOnce(&Schema) -> Result<DdlOutcome> + 'b {
-        move |schema: &Schema| {
-            let outcome = change(schema)?;
-            if let (Some(g), Some(next)) = (self.guardrails, &outcome.schema) {
-                let warnings = after_change(g, self.statement, next, self.session_keyspace)?;
-                self.warnings.borrow_mut().extend(warnings);
-            }
-            Ok(outcome)
-        }
-    }
-
-    /// The outcome with the guardrails' warnings before its own.
-    pub(crate) fn finish(self, outcome: Result<Outcome>) -> Result<Outcome> {
-        let mut outcome = outcome?;
-        let mut warnings = self.warnings.into_inner();
-        if !warnings.is_empty() {
-            warnings.append(&mut outcome.warnings);
-            outcome.warnings = warnings;
-        }
-        Ok(outcome)
     }
 }
 
@@ -588,7 +502,7 @@ fn statement_uses_timestamp(statement: &Statement) -> bool {
 
 /// Cassandra's checks before a statement runs (its `validate` and the
 /// first steps of its `apply`), for an ordinary user.
-fn before_run(
+pub(crate) fn before_run(
     g: &Guardrails,
     statement: &Statement,
     schema: &Schema,
@@ -684,7 +598,7 @@ fn replication_factors(replication: &BTreeMap<String, String>) -> Vec<i64> {
 
 /// Cassandra's checks on what a schema change makes (the later steps of
 /// its `apply`), given the schema `next` it would publish.
-fn after_change(
+pub(crate) fn after_change(
     g: &Guardrails,
     statement: &Statement,
     next: &Schema,
@@ -808,24 +722,6 @@ pub(crate) fn paged_select(
         return Ok(None);
     }
     g.page_size(page_size, table)
-}
-
-/// The refusal of a query that needs ALLOW FILTERING, in Cassandra's words
-/// for a user the `allow_filtering` guardrail binds.
-pub(crate) fn filtering_refusal(
-    executor: &Executor,
-    error: QueryError,
-    request: &Request,
-) -> QueryError {
-    let needs_filtering = matches!(&error, QueryError::Invalid(m) if m.starts_with("Cannot execute this query as it might involve data filtering"));
-    if !needs_filtering {
-        return error;
-    }
-    match executor.guardrails_for(request, |g| !g.allow_filtering_enabled) {
-        Ok(Some(_)) => QueryError::invalid(FILTERING_DISABLED_MESSAGE),
-        Ok(None) => error,
-        Err(e) => e,
-    }
 }
 
 #[cfg(test)]

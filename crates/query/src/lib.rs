@@ -5,12 +5,14 @@
 
 pub mod auth;
 pub mod authz;
+pub mod ctx;
 pub mod ddl;
 pub mod deadline;
 pub mod describe;
 pub mod error;
 pub mod executor;
 pub mod functions;
+pub(crate) mod guard;
 pub mod guardrails;
 pub mod index;
 pub mod json;

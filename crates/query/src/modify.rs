@@ -535,13 +535,15 @@ pub fn execute_batch_message(
     request: &Request,
 ) -> Result<Outcome> {
     for (m, _, keyspace) in &statements {
-        executor.authorize_modification(m, keyspace.as_deref(), request)?;
+        crate::authz::authorize_modification(&executor.ctx(), m, keyspace.as_deref(), request)?;
     }
     let timestamped = statements
         .iter()
         .any(|(m, _, _)| crate::guardrails::modification_uses_timestamp(m));
     if timestamped {
-        if let Some(g) = executor.guardrails_for(request, |g| !g.user_timestamps_enabled)? {
+        if let Some(g) =
+            crate::guard::guardrails_for(&executor.ctx(), request, |g| !g.user_timestamps_enabled)?
+        {
             g.user_timestamps()?;
         }
     }

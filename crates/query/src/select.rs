@@ -2166,7 +2166,8 @@ pub fn execute(
     let ctx = executor.eval_context(&schema, keyspace, values, &*random);
     let outputs = plan(&table, select, &ctx)?;
     let restrictions = analyze(&table, &select.where_clause, &ctx)?;
-    let guardrails = executor.guardrails_for(request, Guardrails::guards_select)?;
+    let guardrails =
+        crate::guard::guardrails_for(&executor.ctx(), request, Guardrails::guards_select)?;
     let mut warnings = match guardrails {
         Some(g) => {
             let keys_in = partition_keys_in(&table, select, &restrictions);
@@ -2180,7 +2181,7 @@ pub fn execute(
     }
     ann::refuse_vector_restrictions(&table, select)?;
     check_where_clause(&table, select, &restrictions)
-        .map_err(|e| crate::guardrails::filtering_refusal(executor, e, request))?;
+        .map_err(|e| crate::guard::filtering_refusal(&executor.ctx(), e, request))?;
     let replica = || (executor.node().listen_address, request.consistency);
     let group_by = group_by::plan(&table, select, &ctx, &replica)?;
     let reversed = order_by_reversal(&table, select, &restrictions, request)?;

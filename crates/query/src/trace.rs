@@ -50,7 +50,7 @@ fn inet(ip: IpAddr) -> Vec<u8> {
 impl Executor {
     /// A new trace session id (a timeuuid, as Cassandra uses).
     pub fn new_trace_id(&self) -> [u8; 16] {
-        crate::functions::timeuuid_at(self.now_micros(), (self.env.random)())
+        crate::functions::timeuuid_at(self.now_micros(), (self.ctx().env.random)())
     }
 
     /// Writes a traced request's session and events.
@@ -100,7 +100,7 @@ impl Executor {
         for e in &trace.events {
             let id = crate::functions::timeuuid_at(
                 trace.started_at_micros + e.elapsed_micros,
-                (self.env.random)(),
+                (self.ctx().env.random)(),
             );
             self.run(
                 &event,

@@ -1,0 +1,136 @@
+//! `StatementCtx`: what a statement may use of the node while it runs. The
+//! executor builds one for each statement it runs and hands it to the
+//! statement modules (`select`, `modify`, `auth`, ...), which see neither
+//! the executor nor each other's state through it: the published schema,
+//! the data proxy, the storage engine, the clock and randomness (`Env`),
+//! the node's identity, its settings, and a way to run the server's own
+//! CQL (reads and writes of `system_auth`).
+//!
+//! **Invariant**: this module and everything it uses know nothing of the
+//! executor; the executor depends on the statement modules, never the
+//! reverse.
+
+use std::sync::{Arc, RwLock};
+
+use rocksandra_cql::ast::{ParsedStatement, Select};
+use rocksandra_data::LocalTime;
+use rocksandra_storage::Engine;
+use rocksandra_wire::Consistency;
+
+use crate::error::Result;
+use crate::proxy::DataProxy;
+use crate::request::{Env, Outcome, Request};
+use crate::schema::{KeyspaceTypes, Schema};
+use crate::settings::Settings;
+use crate::term::EvalContext;
+use crate::NodeInfo;
+
+/// Runs a statement the server issues itself, as a client's is run
+/// (authorized, guarded, dispatched): the executor.
+pub trait RunStatement {
+    fn run(
+        &self,
+        parsed: &ParsedStatement,
+        request: &Request,
+        values: &[rocksandra_wire::Value],
+    ) -> Result<Outcome>;
+}
+
+/// The node as one statement sees it. Cheap to build: references only.
+pub struct StatementCtx<'a> {
+    /// The published schema, read afresh at each `schema()` (a statement
+    /// that changes it sees the change).
+    pub(crate) schema: &'a RwLock<Arc<Schema>>,
+    /// Where user data goes: the cluster's coordinator, or local storage.
+    pub(crate) data: &'a dyn DataProxy,
+    pub(crate) clustered: bool,
+    /// The storage engine of this node.
+    pub(crate) engine: &'a Arc<dyn Engine>,
+    pub(crate) env: &'a Env,
+    pub(crate) node: &'a RwLock<NodeInfo>,
+    pub(crate) settings: &'a Settings,
+    pub(crate) runner: &'a dyn RunStatement,
+}
+
+impl<'a> StatementCtx<'a> {
+    pub(crate) fn schema(&self) -> Arc<Schema> {
+        self.schema
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn data(&self) -> &'a dyn DataProxy {
+        self.data
+    }
+
+    /// Whether user data goes through a cluster's coordinator.
+    pub(crate) fn is_clustered(&self) -> bool {
+        self.clustered
+    }
+
+    pub(crate) fn engine(&self) -> &'a Arc<dyn Engine> {
+        self.engine
+    }
+
+    pub(crate) fn node(&self) -> NodeInfo {
+        self.node.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn now_micros(&self) -> i64 {
+        (self.env.now_micros)()
+    }
+
+    pub(crate) fn local_now(&self, request: &Request) -> LocalTime {
+        match request.now_in_seconds {
+            Some(s) => LocalTime(i64::from(s)),
+            None => LocalTime(self.now_micros().div_euclid(1_000_000)),
+        }
+    }
+
+    /// What term evaluation needs for a statement on `keyspace`.
+    pub(crate) fn eval_context<'e>(
+        &self,
+        schema: &'e Schema,
+        keyspace: &'e str,
+        values: &'e [rocksandra_wire::Value],
+        random: &'e dyn Fn() -> u64,
+    ) -> EvalContext<'e> {
+        EvalContext {
+            binds: values,
+            now_micros: self.now_micros(),
+            keyspace,
+            types: KeyspaceTypes(
+                schema
+                    .keyspace(keyspace)
+                    .map(|k| k.types.as_slice())
+                    .unwrap_or(&[]),
+            ),
+            random,
+        }
+    }
+
+    /// Cassandra's tombstone warning or failure for a read (`tombstones`).
+    pub(crate) fn check_tombstones(
+        &self,
+        tombstones: u64,
+        live: usize,
+        select: &Select,
+        consistency: Consistency,
+    ) -> Result<Option<String>> {
+        let node = || self.node().listen_address;
+        self.settings
+            .tombstones
+            .check(tombstones, live, select, consistency, node)
+    }
+
+    /// Runs a statement of the server's own (see `RunStatement`).
+    pub(crate) fn run(
+        &self,
+        parsed: &ParsedStatement,
+        request: &Request,
+        values: &[rocksandra_wire::Value],
+    ) -> Result<Outcome> {
+        self.runner.run(parsed, request, values)
+    }
+}

@@ -1,0 +1,116 @@
+//! The guardrails applied to one statement: whom they bind (ordinary
+//! users logged in with PasswordAuthenticator, in requests from clients),
+//! the checks around a statement (`StatementGuard`) and the refusal of a
+//! query that needs ALLOW FILTERING when the guardrail forbids it. The
+//! checks themselves are `guardrails`' pure functions.
+
+use std::cell::RefCell;
+
+use rocksandra_cql::ast::Statement;
+
+use crate::auth::is_superuser;
+use crate::ctx::StatementCtx;
+use crate::ddl::DdlOutcome;
+use crate::error::{QueryError, Result};
+use crate::guardrails::{after_change, before_run, Guardrails, FILTERING_DISABLED_MESSAGE};
+use crate::request::{Outcome, Request};
+use crate::schema::Schema;
+
+/// The guardrails when `active` says one that matters is set and they
+/// bind the request's user: an ordinary user (not a superuser) logged
+/// in with PasswordAuthenticator, in a request from a client. Roles
+/// are read only when a guardrail is set.
+pub(crate) fn guardrails_for<'a>(
+    ctx: &StatementCtx<'a>,
+    request: &Request,
+    active: impl Fn(&Guardrails) -> bool,
+) -> Result<Option<&'a Guardrails>> {
+    let guardrails = ctx.settings.guardrails();
+    if !active(guardrails) || request.internal || !ctx.settings.auth_config().password_authenticator
+    {
+        return Ok(None);
+    }
+    let superuser = match &request.user {
+        Some(user) => is_superuser(ctx, user)?,
+        None => false,
+    };
+    Ok((!superuser).then_some(guardrails))
+}
+
+/// The guardrails of one statement: the checks Cassandra makes before a
+/// statement runs (`check`), those that look at the schema a change would
+/// make (`wrap`, inside the schema change, so a failure applies nothing),
+/// and the warnings they gave, put first in the outcome (`finish`).
+pub(crate) struct StatementGuard<'a> {
+    guardrails: Option<&'a Guardrails>,
+    statement: &'a Statement,
+    session_keyspace: Option<&'a str>,
+    warnings: RefCell<Vec<String>>,
+}
+
+impl<'a> StatementGuard<'a> {
+    /// Runs the checks made before the statement runs.
+    pub(crate) fn check(
+        ctx: &StatementCtx<'a>,
+        statement: &'a Statement,
+        request: &'a Request,
+    ) -> Result<StatementGuard<'a>> {
+        let guardrails = guardrails_for(ctx, request, |g| g.guards(statement))?;
+        let guard = StatementGuard {
+            guardrails,
+            statement,
+            session_keyspace: request.keyspace.as_deref(),
+            warnings: RefCell::new(Vec::new()),
+        };
+        if let Some(g) = guardrails {
+            let schema = ctx.schema();
+            let warnings = before_run(g, statement, &schema, guard.session_keyspace)?;
+            guard.warnings.borrow_mut().extend(warnings);
+        }
+        Ok(guard)
+    }
+
+    /// `change` with the checks of the schema it makes.
+    pub(crate) fn wrap<'b>(
+        &'b self,
+        change: impl FnOnce(&Schema) -> Result<DdlOutcome> + 'b,
+    ) -> impl FnOnce(&Schema) -> Result<DdlOutcome> + 'b {
+        move |schema: &Schema| {
+            let outcome = change(schema)?;
+            if let (Some(g), Some(next)) = (self.guardrails, &outcome.schema) {
+                let warnings = after_change(g, self.statement, next, self.session_keyspace)?;
+                self.warnings.borrow_mut().extend(warnings);
+            }
+            Ok(outcome)
+        }
+    }
+
+    /// The outcome with the guardrails' warnings before its own.
+    pub(crate) fn finish(self, outcome: Result<Outcome>) -> Result<Outcome> {
+        let mut outcome = outcome?;
+        let mut warnings = self.warnings.into_inner();
+        if !warnings.is_empty() {
+            warnings.append(&mut outcome.warnings);
+            outcome.warnings = warnings;
+        }
+        Ok(outcome)
+    }
+}
+
+/// The refusal of a query that needs ALLOW FILTERING, in Cassandra's words
+/// for a user the `allow_filtering` guardrail binds.
+pub(crate) fn filtering_refusal(
+    ctx: &StatementCtx<'_>,
+    error: QueryError,
+    request: &Request,
+) -> QueryError {
+    let needs_filtering = matches!(&error, QueryError::Invalid(m) if m.starts_with("Cannot execute this query as it might involve data filtering"));
+    if !needs_filtering {
+        return error;
+    }
+    match guardrails_for(ctx, request, |g| !g.allow_filtering_enabled) {
+        Ok(Some(_)) => QueryError::invalid(FILTERING_DISABLED_MESSAGE),
+        Ok(None) => error,
+        Err(e) => e,
+    }
+}
