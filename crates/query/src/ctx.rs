@@ -18,7 +18,8 @@ use rocksandra_storage::Engine;
 use rocksandra_wire::Consistency;
 
 use crate::error::Result;
-use crate::proxy::DataProxy;
+use crate::index::vector::Graphs;
+use crate::proxy::{DataProxy, RmwLock};
 use crate::request::{Env, Outcome, Request};
 use crate::schema::{KeyspaceTypes, Schema};
 use crate::settings::Settings;
@@ -48,6 +49,12 @@ pub struct StatementCtx<'a> {
     pub(crate) engine: &'a Arc<dyn Engine>,
     pub(crate) env: &'a Env,
     pub(crate) node: &'a RwLock<NodeInfo>,
+    /// Serializes read-before-write statements (conditional updates, list
+    /// index operations, counters) on this node.
+    pub(crate) rmw_lock: &'a Arc<RmwLock>,
+    /// The HNSW graphs of SAI vector indexes (`index::vector`), on a node
+    /// alone.
+    pub(crate) vector_graphs: &'a Arc<Graphs>,
     pub(crate) settings: &'a Settings,
     pub(crate) runner: &'a dyn RunStatement,
 }

@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use bytes::Bytes;
 use md5::{Digest, Md5};
 use rocksandra_cql::ast::{
-    BindReceiver, CreateMaterializedView, DropKind, DropObject, ParsedStatement, QualifiedName,
-    Statement,
+    BatchKind, BindReceiver, CreateMaterializedView, DropKind, DropObject, Modification,
+    ParsedStatement, QualifiedName, Statement,
 };
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_storage::{Engine, TableId};
@@ -105,7 +105,7 @@ pub struct Executor {
     schema: RwLock<Arc<Schema>>,
     ddl_lock: Mutex<()>,
     schema_dir: Option<PathBuf>,
-    pub(crate) engine: Arc<dyn Engine>,
+    engine: Arc<dyn Engine>,
     /// User data on a single node: storage directly.
     local: crate::proxy::LocalProxy,
     /// User data in a cluster: the coordinator, once set.
@@ -114,12 +114,12 @@ pub struct Executor {
     schema_sync: std::sync::OnceLock<Arc<dyn SchemaSync>>,
     node: RwLock<NodeInfo>,
     prepared: Mutex<PreparedCache<PreparedStatement>>,
-    pub(crate) env: Env,
+    env: Env,
     /// Serializes read-before-write statements (conditional updates, list
     /// index operations, counters) on this node.
-    pub(crate) rmw_lock: Arc<crate::proxy::RmwLock>,
+    rmw_lock: Arc<crate::proxy::RmwLock>,
     /// What statements read of the node's configuration.
-    pub(crate) settings: Settings,
+    settings: Settings,
     /// `materialized_views_enabled` (false by default, as in Cassandra 5.0).
     views_enabled: std::sync::atomic::AtomicBool,
     /// `drop_compact_storage_enabled` (false by default, as in Cassandra 5.0).
@@ -129,7 +129,7 @@ pub struct Executor {
     auto_snapshot: RwLock<Option<PathBuf>>,
     /// The HNSW graphs of SAI vector indexes (`index::vector`), on a node
     /// alone.
-    pub(crate) vector_graphs: Arc<crate::index::vector::Graphs>,
+    vector_graphs: Arc<crate::index::vector::Graphs>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -261,50 +261,16 @@ impl Executor {
             engine: &self.engine,
             env: &self.env,
             node: &self.node,
+            rmw_lock: &self.rmw_lock,
+            vector_graphs: &self.vector_graphs,
             settings: &self.settings,
             runner: self,
         }
     }
 
-    /// Whether user data goes through a cluster's coordinator.
-    pub(crate) fn is_clustered(&self) -> bool {
-        self.ctx().is_clustered()
-    }
-
-    pub(crate) fn data(&self) -> &dyn crate::proxy::DataProxy {
-        self.ctx().data()
-    }
-
-    /// What term evaluation needs for a statement on `keyspace`.
-    pub(crate) fn eval_context<'a>(
-        &self,
-        schema: &'a Schema,
-        keyspace: &'a str,
-        values: &'a [rocksandra_wire::Value],
-        random: &'a dyn Fn() -> u64,
-    ) -> crate::term::EvalContext<'a> {
-        self.ctx().eval_context(schema, keyspace, values, random)
-    }
-
-    pub(crate) fn local_now(&self, request: &Request) -> rocksandra_data::LocalTime {
-        self.ctx().local_now(request)
-    }
-
-    /// Cassandra's tombstone warning or failure for a read (`tombstones`).
-    pub(crate) fn check_tombstones(
-        &self,
-        tombstones: u64,
-        live: usize,
-        select: &rocksandra_cql::ast::Select,
-        consistency: rocksandra_wire::Consistency,
-    ) -> Result<Option<String>> {
-        self.ctx()
-            .check_tombstones(tombstones, live, select, consistency)
-    }
-
     /// The storage engine of this node.
     pub fn engine(&self) -> &Arc<dyn Engine> {
-        self.ctx().engine()
+        &self.engine
     }
 
     pub fn node(&self) -> NodeInfo {
@@ -414,10 +380,10 @@ impl Executor {
         let schema = self.schema();
         let (bind_specs, pk_indexes) = self.bind_metadata(&schema, &parsed, keyspace)?;
         let result_specs = match &parsed.statement {
-            Statement::Select(s) => select::result_specs(self, &schema, s, keyspace)?,
+            Statement::Select(s) => select::result_specs(&self.ctx(), &schema, s, keyspace)?,
             _ => Vec::new(),
         };
-        let point_read = select::PointRead::compile(self, &schema, &parsed, keyspace);
+        let point_read = select::PointRead::compile(&self.ctx(), &schema, &parsed, keyspace);
         let id = statement_id(text, keyspace);
         let result_metadata_id = metadata_id(&result_specs);
         let prepared = Arc::new(PreparedStatement {
@@ -477,11 +443,22 @@ impl Executor {
         if let Some(point) = point_read {
             let ctx = self.ctx();
             authz::authorize_statement(&ctx, &prepared.parsed.statement, &request)?;
-            if let Some(outcome) = point.execute(self, &request, &values) {
+            if let Some(outcome) = point.execute(&ctx, &request, &values) {
                 return outcome;
             }
         }
         self.run(&prepared.parsed, &request, &values)
+    }
+
+    /// A BATCH message: statements with their own values and keyspace
+    /// (`modify::execute_batch_message`).
+    pub fn execute_batch_message(
+        &self,
+        kind: BatchKind,
+        statements: Vec<(Modification, Vec<rocksandra_wire::Value>, Option<String>)>,
+        request: &Request,
+    ) -> Result<Outcome> {
+        modify::execute_batch_message(&self.ctx(), kind, statements, request)
     }
 
     /// Runs a parsed statement with its bound values: authorized first
@@ -531,11 +508,11 @@ impl Executor {
     ) -> Result<Outcome> {
         let session_ks = request.keyspace.as_deref();
         match &parsed.statement {
-            Statement::Select(s) => select::execute(self, s, request, values),
+            Statement::Select(s) => select::execute(ctx, s, request, values),
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
-                modify::execute_single(self, &parsed.statement, request, values)
+                modify::execute_single(ctx, &parsed.statement, request, values)
             }
-            Statement::Batch(b) => modify::execute_batch_statement(self, b, request, values),
+            Statement::Batch(b) => modify::execute_batch_statement(ctx, b, request, values),
             Statement::Use(ks) => self.use_keyspace(ks.as_str()),
             Statement::Truncate(name) => self.truncate(name, session_ks),
             Statement::CreateKeyspace(s) => {
@@ -576,7 +553,12 @@ impl Executor {
                 let mut outcome =
                     self.ddl(guard.wrap(|schema| ddl::create_index(schema, keyspace, s)))?;
                 let table = s.table.name.as_str();
-                crate::index::build::build_pending(self, keyspace, table)?;
+                let pending = crate::index::build::write_pending(ctx, keyspace, table)?;
+                if !pending.is_empty() {
+                    self.ddl(|schema| {
+                        crate::index::build::mark_built(schema, keyspace, table, &pending)
+                    })?;
+                }
                 let schema = self.schema();
                 let vector_sai = schema
                     .table(keyspace, table)
@@ -596,7 +578,7 @@ impl Executor {
                 Ok(Outcome::rows(result.into_rows()))
             }
             Statement::CreateMaterializedView(s) => {
-                self.create_materialized_view(s, session_ks, request, guard)
+                self.create_materialized_view(ctx, s, session_ks, request, guard)
             }
             Statement::AlterMaterializedView(s) => {
                 if !self.materialized_views_enabled() {
@@ -758,6 +740,7 @@ impl Executor {
     /// the view built from the base table's rows, with Cassandra's warning.
     fn create_materialized_view(
         &self,
+        ctx: &StatementCtx<'_>,
         s: &CreateMaterializedView,
         session_ks: Option<&str>,
         request: &Request,
@@ -772,7 +755,7 @@ impl Executor {
         if outcome.schema_change.is_some() {
             let keyspace = keyspace_of(&s.base_table, session_ks)?;
             let view_keyspace = s.name.keyspace.as_ref().map_or(keyspace, |k| k.as_str());
-            crate::view::build(self, view_keyspace, s.name.name.as_str(), request)?;
+            crate::view::build(ctx, view_keyspace, s.name.name.as_str(), request)?;
         }
         outcome
             .warnings
@@ -1015,7 +998,7 @@ impl Executor {
         };
         let in_selectors = match &parsed.statement {
             Statement::Select(select) if table.is_some() => {
-                crate::select::selector_marker_specs(self, schema, select, session_ks)?
+                crate::select::selector_marker_specs(&self.ctx(), schema, select, session_ks)?
             }
             _ => Vec::new(),
         };

@@ -17,8 +17,8 @@ use rocksandra_storage::{
     TableId,
 };
 
+use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
-use crate::executor::Executor;
 use crate::proxy::{CasOptions, WriteOptions};
 use crate::request::{Outcome, Request};
 use crate::restrict::{analyze, PartitionSelection};
@@ -77,7 +77,7 @@ fn int_param(
 }
 
 fn write_params(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     table: &Table,
     using: &[UsingParam],
     request: &Request,
@@ -116,14 +116,14 @@ fn write_params(
     Ok(WriteParams {
         timestamp: timestamp
             .or(request.timestamp)
-            .unwrap_or_else(|| executor.now_micros()),
+            .unwrap_or_else(|| context.now_micros()),
         ttl: ttl.unwrap_or(i64::from(table.params.default_time_to_live)) as i32,
-        now: executor.local_now(request),
+        now: context.local_now(request),
     })
 }
 
 fn modifiable_table(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     schema: &crate::schema::Schema,
     name: &rocksandra_cql::ast::QualifiedName,
     request: &Request,
@@ -138,7 +138,7 @@ fn modifiable_table(
             "{keyspace} keyspace is not user-modifiable."
         )));
     }
-    let _ = executor;
+    let _ = context;
     if table.is_view() {
         return Err(QueryError::invalid(
             "Cannot directly modify a materialized view",
@@ -149,7 +149,7 @@ fn modifiable_table(
 
 /// Runs one INSERT, UPDATE or DELETE.
 pub fn execute_single(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     statement: &Statement,
     request: &Request,
     values: &[rocksandra_wire::Value],
@@ -162,28 +162,21 @@ pub fn execute_single(
         _ => return Err(QueryError::Server("not a modification".into())),
     };
     if has_condition(&modification) {
-        return cas::execute(executor, &[(&modification, values, request.clone())], None);
+        return cas::execute(context, &[(&modification, values, request.clone())], None);
     }
-    check_write_consistency(executor, &modification, request)?;
+    check_write_consistency(context, &modification, request)?;
     if counter_cas(
-        executor,
+        context,
         &[(&modification, values, request.clone())],
         &[],
         WriteType::Counter,
     )? {
         return Ok(Outcome::void());
     }
-    let _guard = counter_lock(executor, &[&modification], request)?;
-    collect(
-        executor,
-        &modification,
-        request,
-        values,
-        &[],
-        &mut mutations,
-    )?;
+    let _guard = counter_lock(context, &[&modification], request)?;
+    collect(context, &modification, request, values, &[], &mut mutations)?;
     let counter = _guard.is_some();
-    write(executor, mutations, request, write_type(None, counter))?;
+    write(context, mutations, request, write_type(None, counter))?;
     Ok(Outcome::void())
 }
 
@@ -197,26 +190,26 @@ type CounterGroup = (std::sync::Arc<Table>, Vec<Vec<u8>>, Vec<usize>);
 /// other. False when they are not all counter updates of one partition
 /// each (IN on the partition key): those take the node's lock below.
 fn counter_cas(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     statements: &[(&Modification, &[rocksandra_wire::Value], Request)],
     batch_using: &[UsingParam],
     write_type: WriteType,
 ) -> Result<bool> {
-    if !executor.is_clustered() {
+    if !context.is_clustered() {
         return Ok(false);
     }
-    let schema = executor.schema();
-    let random = executor.env.random.clone();
+    let schema = context.schema();
+    let random = context.env.random.clone();
     let mut groups: Vec<CounterGroup> = Vec::new();
     for (i, (m, values, request)) in statements.iter().enumerate() {
         let Modification::Update(update) = m else {
             return Ok(false);
         };
-        let table = modifiable_table(executor, &schema, &update.table, request)?;
+        let table = modifiable_table(context, &schema, &update.table, request)?;
         if !table.is_counter() {
             return Ok(false);
         }
-        let ctx = executor.eval_context(&schema, &table.keyspace, values, &*random);
+        let ctx = context.eval_context(&schema, &table.keyspace, values, &*random);
         let Ok(t) = targets(&table, &update.where_clause, &ctx, "UPDATE") else {
             return Ok(false);
         };
@@ -238,17 +231,17 @@ fn counter_cas(
             serial,
             commit: request.consistency,
             write_type: write_type.clone(),
-            now: executor.local_now(request),
+            now: context.local_now(request),
         };
         let partition = PartitionKey::new(partition_key_bytes(&pk));
-        executor
+        context
             .data()
             .cas(&schema, &table, &partition, &options, &mut |timestamp| {
                 let mut mutations = Vec::new();
                 for i in &members {
                     let (m, values, request) = &statements[*i];
                     let request = cas_request(request, serial, timestamp);
-                    collect(executor, m, &request, values, batch_using, &mut mutations)?;
+                    collect(context, m, &request, values, batch_using, &mut mutations)?;
                 }
                 // A statement with IN also wrote the other partitions: their
                 // own rounds apply those.
@@ -262,11 +255,11 @@ fn counter_cas(
 /// Counter updates read before they write: they hold the node's
 /// read-modify-write lock for the whole statement.
 fn counter_lock<'a>(
-    executor: &'a Executor,
+    context: &'a StatementCtx<'a>,
     statements: &[&Modification],
     request: &Request,
 ) -> Result<Option<crate::proxy::RmwGuard<'a>>> {
-    let schema = executor.schema();
+    let schema = context.schema();
     for m in statements {
         if let Modification::Update(u) = m {
             let keyspace = crate::schema::keyspace_of(&u.table, request.keyspace.as_deref())?;
@@ -274,7 +267,7 @@ fn counter_lock<'a>(
                 .table(keyspace, u.table.name.as_str())
                 .is_some_and(|t| t.is_counter())
             {
-                return Ok(Some(executor.rmw_lock.hold()));
+                return Ok(Some(context.rmw_lock.hold()));
             }
         }
     }
@@ -283,15 +276,19 @@ fn counter_lock<'a>(
 
 /// `ConsistencyLevel.validateForWrite` / `validateCounterForWrite`: a
 /// statement without a condition cannot be written at a serial consistency.
-fn check_write_consistency(executor: &Executor, m: &Modification, request: &Request) -> Result<()> {
+fn check_write_consistency(
+    context: &StatementCtx<'_>,
+    m: &Modification,
+    request: &Request,
+) -> Result<()> {
     if !matches!(
         request.consistency,
         Consistency::Serial | Consistency::LocalSerial
     ) {
         return Ok(());
     }
-    let schema = executor.schema();
-    let table = modifiable_table(executor, &schema, table_name_of(m), request)?;
+    let schema = context.schema();
+    let table = modifiable_table(context, &schema, table_name_of(m), request)?;
     Err(QueryError::invalid(if table.is_counter() {
         "Counter operations are inherently non-serializable"
     } else {
@@ -322,7 +319,7 @@ fn has_condition(m: &Modification) -> bool {
 }
 
 fn write(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     mutations: Vec<Mutation>,
     request: &Request,
     write_type: WriteType,
@@ -330,44 +327,39 @@ fn write(
     if mutations.is_empty() {
         return Ok(());
     }
-    let schema = executor.schema();
+    let schema = context.schema();
     // Index entries travel with the write they come from (same batch, same
     // consistency).
     let mut mutations = mutations;
     let entries = crate::index::entries::for_mutations(&schema, &mutations)
-        .map_err(|e| replica_refusal(executor, e, request, &write_type))?;
-    let observed = executor.vector_graphs.to_observe(&mutations);
+        .map_err(|e| replica_refusal(context, e, request, &write_type))?;
+    let observed = context.vector_graphs.to_observe(&mutations);
     mutations.extend(entries);
     let merged = merge_mutations(mutations);
     let options = WriteOptions {
         consistency: request.consistency,
         write_type,
-        now: executor.local_now(request),
+        now: context.local_now(request),
     };
     if !crate::view::any_views(&schema, &merged) {
-        executor.data().write(&schema, merged, &options)?;
-        executor.vector_graphs.observe(&observed);
+        context.data().write(&schema, merged, &options)?;
+        context.vector_graphs.observe(&observed);
         return Ok(());
     }
     // Views are derived from the base rows' state before the write: no
     // other view-maintaining write of this node may come in between.
-    let _guard = executor.rmw_lock.hold();
-    let merged = crate::view::with_view_updates(
-        executor,
-        &schema,
-        merged,
-        request.consistency,
-        options.now,
-    )?;
-    executor.data().write(&schema, merged, &options)?;
-    executor.vector_graphs.observe(&observed);
+    let _guard = context.rmw_lock.hold();
+    let merged =
+        crate::view::with_view_updates(context, &schema, merged, request.consistency, options.now)?;
+    context.data().write(&schema, merged, &options)?;
+    context.vector_graphs.observe(&observed);
     Ok(())
 }
 
 /// What Cassandra's replica refuses (a zero vector under a cosine SAI
 /// index) reaches the client as the replica's failure, as there.
 fn replica_refusal(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     e: QueryError,
     request: &Request,
     write_type: &WriteType,
@@ -375,7 +367,7 @@ fn replica_refusal(
     if !matches!(&e, QueryError::Invalid(m) if m == crate::index::ZERO_VECTOR_COSINE) {
         return e;
     }
-    let node = executor.node().listen_address;
+    let node = context.node().listen_address;
     tracing::error!("write refused: {e}");
     QueryError::WriteFailure {
         consistency: request.consistency,
@@ -394,11 +386,11 @@ fn replica_refusal(
 /// does not carry. An entry whose write then does not commit is stale,
 /// which searches tolerate and remove; one written after could be lost.
 fn write_index_entries(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     mutations: &[Mutation],
     request: &Request,
 ) -> Result<()> {
-    let schema = executor.schema();
+    let schema = context.schema();
     let entries = crate::index::entries::for_mutations(&schema, mutations)?;
     if entries.is_empty() {
         return Ok(());
@@ -406,9 +398,9 @@ fn write_index_entries(
     let options = WriteOptions {
         consistency: request.consistency,
         write_type: WriteType::Simple,
-        now: executor.local_now(request),
+        now: context.local_now(request),
     };
-    executor
+    context
         .data()
         .write(&schema, merge_mutations(entries), &options)
 }
@@ -468,7 +460,7 @@ fn merge_row(into: &mut RowUpdate, from: RowUpdate) {
 
 /// A BATCH statement given as CQL text.
 pub fn execute_batch_statement(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     batch: &Batch,
     request: &Request,
     values: &[rocksandra_wire::Value],
@@ -479,48 +471,36 @@ pub fn execute_batch_statement(
         .map(|m| (m, values, request.clone()))
         .collect();
     if batch.statements.iter().any(has_condition) {
-        check_batch_kinds(executor, batch.kind, &statements, &batch.using)?;
-        return cas::execute(executor, &statements, Some(&batch.using));
+        check_batch_kinds(context, batch.kind, &statements, &batch.using)?;
+        return cas::execute(context, &statements, Some(&batch.using));
     }
-    execute_unconditional_batch(executor, batch.kind, &statements, &batch.using, request)
+    execute_unconditional_batch(context, batch.kind, &statements, &batch.using, request)
 }
 
 /// A batch without conditions: in a cluster, counter batches go through
 /// the per-partition compare-and-set; otherwise the statements' mutations
 /// are checked and written together.
 fn execute_unconditional_batch(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     kind: BatchKind,
     statements: &[(&Modification, &[rocksandra_wire::Value], Request)],
     using: &[UsingParam],
     request: &Request,
 ) -> Result<Outcome> {
-    let clustered = executor.is_clustered();
-    check_batch_kinds(executor, kind, statements, using)?;
-    if clustered && counter_cas(executor, statements, using, WriteType::Counter)? {
+    let clustered = context.is_clustered();
+    check_batch_kinds(context, kind, statements, using)?;
+    if clustered && counter_cas(context, statements, using, WriteType::Counter)? {
         return Ok(Outcome::void());
     }
     let mut mutations = Vec::new();
     let all: Vec<&Modification> = statements.iter().map(|(m, _, _)| *m).collect();
-    let _guard = counter_lock(executor, &all, request)?;
+    let _guard = counter_lock(context, &all, request)?;
     for (m, values, statement_request) in statements {
-        collect(
-            executor,
-            m,
-            statement_request,
-            values,
-            using,
-            &mut mutations,
-        )?;
+        collect(context, m, statement_request, values, using, &mut mutations)?;
     }
-    let warnings = verify_batch(executor, kind, &mutations)?;
+    let warnings = verify_batch(context, kind, &mutations)?;
     let counter = _guard.is_some();
-    write(
-        executor,
-        mutations,
-        request,
-        write_type(Some(kind), counter),
-    )?;
+    write(context, mutations, request, write_type(Some(kind), counter))?;
     Ok(Outcome {
         warnings,
         ..Outcome::void()
@@ -529,20 +509,20 @@ fn execute_unconditional_batch(
 
 /// A BATCH message: statements with their own values and keyspace.
 pub fn execute_batch_message(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     kind: BatchKind,
     statements: Vec<(Modification, Vec<rocksandra_wire::Value>, Option<String>)>,
     request: &Request,
 ) -> Result<Outcome> {
     for (m, _, keyspace) in &statements {
-        crate::authz::authorize_modification(&executor.ctx(), m, keyspace.as_deref(), request)?;
+        crate::authz::authorize_modification(context, m, keyspace.as_deref(), request)?;
     }
     let timestamped = statements
         .iter()
         .any(|(m, _, _)| crate::guardrails::modification_uses_timestamp(m));
     if timestamped {
         if let Some(g) =
-            crate::guard::guardrails_for(&executor.ctx(), request, |g| !g.user_timestamps_enabled)?
+            crate::guard::guardrails_for(context, request, |g| !g.user_timestamps_enabled)?
         {
             g.user_timestamps()?;
         }
@@ -561,9 +541,9 @@ pub fn execute_batch_message(
         })
         .collect();
     if statements.iter().any(|(m, _, _)| has_condition(m)) {
-        return cas::execute(executor, &with_requests, Some(&[]));
+        return cas::execute(context, &with_requests, Some(&[]));
     }
-    execute_unconditional_batch(executor, kind, &with_requests, &[], request)
+    execute_unconditional_batch(context, kind, &with_requests, &[], request)
 }
 
 /// `batch_size_warn_threshold` (Cassandra's default, 5 KiB).
@@ -578,11 +558,11 @@ pub const UNLOGGED_BATCH_PARTITIONS_WARN: usize = 10;
 /// data against the warn and fail thresholds, and for an unlogged batch the
 /// number of partitions. Returns the client warnings.
 fn verify_batch(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     kind: BatchKind,
     mutations: &[Mutation],
 ) -> Result<Vec<String>> {
-    let schema = executor.schema();
+    let schema = context.schema();
     // Cassandra counts one mutation per keyspace and partition key.
     let mut partitions = BTreeSet::new();
     let mut tables = BTreeSet::new();
@@ -677,7 +657,7 @@ fn data_size(m: &Mutation, table: Option<&Table>) -> u64 {
 /// `BatchStatement.validate`: counter statements go in counter or unlogged
 /// batches, alone, without a batch-wide timestamp.
 fn check_batch_kinds(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     kind: BatchKind,
     statements: &[(&Modification, &[rocksandra_wire::Value], Request)],
     using: &[UsingParam],
@@ -687,10 +667,10 @@ fn check_batch_kinds(
             "Cannot provide custom timestamp for counter BATCH",
         ));
     }
-    let schema = executor.schema();
+    let schema = context.schema();
     let (mut counters, mut others) = (false, false);
     for (m, _, request) in statements {
-        let table = modifiable_table(executor, &schema, table_name_of(m), request)?;
+        let table = modifiable_table(context, &schema, table_name_of(m), request)?;
         if table.is_counter() {
             counters = true;
         } else {
@@ -717,7 +697,7 @@ fn check_batch_kinds(
 
 /// Adds the mutations of one statement.
 fn collect(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     m: &Modification,
     request: &Request,
     values: &[rocksandra_wire::Value],
@@ -731,18 +711,18 @@ fn collect(
             "Timestamp must be set either on BATCH or individual statements",
         ));
     }
-    let schema = executor.schema();
-    let random = executor.env.random.clone();
+    let schema = context.schema();
+    let random = context.env.random.clone();
     match m {
         Modification::Insert(insert) => {
-            let table = modifiable_table(executor, &schema, &insert.table, request)?;
-            let ctx = executor.eval_context(&schema, &table.keyspace, values, &*random);
+            let table = modifiable_table(context, &schema, &insert.table, request)?;
+            let ctx = context.eval_context(&schema, &table.keyspace, values, &*random);
             let using: Vec<UsingParam> = batch_using.iter().chain(&insert.using).cloned().collect();
-            let params = write_params(executor, &table, &using, request, &ctx)?;
-            insert_mutation(executor, &table, insert, params, &ctx, out)
+            let params = write_params(context, &table, &using, request, &ctx)?;
+            insert_mutation(context, &table, insert, params, &ctx, out)
         }
         Modification::Update(update) => {
-            let table = modifiable_table(executor, &schema, &update.table, request)?;
+            let table = modifiable_table(context, &schema, &update.table, request)?;
             if table.is_counter() {
                 if update.using.iter().any(|u| matches!(u, UsingParam::Ttl(_))) {
                     return Err(QueryError::invalid(
@@ -759,14 +739,14 @@ fn collect(
                     ));
                 }
             }
-            let ctx = executor.eval_context(&schema, &table.keyspace, values, &*random);
+            let ctx = context.eval_context(&schema, &table.keyspace, values, &*random);
             let using: Vec<UsingParam> = batch_using.iter().chain(&update.using).cloned().collect();
-            let params = write_params(executor, &table, &using, request, &ctx)?;
-            update_mutation(executor, &table, update, params, &ctx, request, out)
+            let params = write_params(context, &table, &using, request, &ctx)?;
+            update_mutation(context, &table, update, params, &ctx, request, out)
         }
         Modification::Delete(delete) => {
-            let table = modifiable_table(executor, &schema, &delete.table, request)?;
-            let ctx = executor.eval_context(&schema, &table.keyspace, values, &*random);
+            let table = modifiable_table(context, &schema, &delete.table, request)?;
+            let ctx = context.eval_context(&schema, &table.keyspace, values, &*random);
             let using: Vec<UsingParam> = batch_using.iter().chain(&delete.using).cloned().collect();
             if using.iter().any(|u| matches!(u, UsingParam::Ttl(_))) {
                 return Err(QueryError::invalid(
@@ -783,8 +763,8 @@ fn collect(
                     "Cannot provide custom timestamp for counter updates",
                 ));
             }
-            let params = write_params(executor, &table, &using, request, &ctx)?;
-            delete_mutation(executor, &table, delete, params, &ctx, request, out)
+            let params = write_params(context, &table, &using, request, &ctx)?;
+            delete_mutation(context, &table, delete, params, &ctx, request, out)
         }
     }
 }
@@ -817,7 +797,7 @@ fn key_value(column: &Column, term: Term, single_component_key: bool) -> Result<
 }
 
 fn insert_mutation(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     table: &Table,
     insert: &Insert,
     params: WriteParams,
@@ -843,7 +823,7 @@ fn insert_mutation(
             value,
             default_unset,
         } => {
-            return insert_json(executor, table, value, *default_unset, params, ctx, out);
+            return insert_json(context, table, value, *default_unset, params, ctx, out);
         }
     };
     let mut given: Vec<Option<Term>> = vec![None; table.columns.len()];
@@ -857,12 +837,12 @@ fn insert_mutation(
         let column = &table.columns[i];
         given[i] = Some(evaluate(expr, &column.ty, &column.name, ctx)?);
     }
-    insert_terms(executor, table, names, given, params, out)
+    insert_terms(context, table, names, given, params, out)
 }
 
 /// The mutation of an INSERT whose column values are evaluated.
 fn insert_terms(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     table: &Table,
     names: Vec<String>,
     mut given: Vec<Option<Term>>,
@@ -940,7 +920,7 @@ fn insert_terms(
         } else {
             &mut row
         };
-        set_column(executor, column, term, params, target)?;
+        set_column(context, column, term, params, target)?;
     }
     if !static_row.cells.is_empty() || !static_row.complex_deletions.is_empty() {
         mutation.static_row = Some(static_row);
@@ -1005,7 +985,7 @@ fn undefined_column(table: &Table, name: &str) -> QueryError {
 /// `INSERT INTO t JSON '{...}' [DEFAULT UNSET]`: the document's columns as
 /// an INSERT of those columns; absent columns are null (or left unset).
 fn insert_json(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     table: &Table,
     value: &Expr,
     default_unset: bool,
@@ -1088,7 +1068,7 @@ fn insert_json(
             }
         }
     }
-    insert_terms(executor, table, names, terms, params, out)
+    insert_terms(context, table, names, terms, params, out)
 }
 
 /// The order of `TableMetadata.columns()`: a Java `HashMap` keyed by the
@@ -1130,7 +1110,7 @@ fn new_mutation(table: &Table, pk: &[Vec<u8>]) -> Mutation {
 
 /// `column = term` for a whole column (INSERT value or UPDATE SET).
 fn set_column(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     column: &Column,
     term: Term,
     params: WriteParams,
@@ -1157,14 +1137,14 @@ fn set_column(
                 column.id,
                 DeletionTime::new(params.timestamp - 1, params.now.0),
             ));
-            add_elements(executor, column, &bytes, params, row, false)
+            add_elements(context, column, &bytes, params, row, false)
         }
     }
 }
 
 /// Element cells for the elements of a collection or UDT value.
 fn add_elements(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     column: &Column,
     bytes: &[u8],
     params: WriteParams,
@@ -1176,12 +1156,12 @@ fn add_elements(
         (CqlType::List(_), Value::List(items)) => {
             let n = items.len();
             // One clock reading for all prepended elements keeps their order.
-            let prepend_base = prepend_micros(executor);
+            let prepend_base = prepend_micros(context);
             for (k, item) in items.into_iter().enumerate() {
                 let id = if prepend {
-                    prepend_timeuuid(executor, prepend_base, n - k)
+                    prepend_timeuuid(context, prepend_base, n - k)
                 } else {
-                    list_timeuuid(executor, params.timestamp, k)
+                    list_timeuuid(context, params.timestamp, k)
                 };
                 row.cells.push(
                     params
@@ -1227,27 +1207,27 @@ fn add_elements(
 
 /// A version-1 UUID for the `k`-th appended element at `timestamp` micros:
 /// increasing with the write time, unique per element.
-fn list_timeuuid(executor: &Executor, timestamp: i64, k: usize) -> [u8; 16] {
+fn list_timeuuid(context: &StatementCtx<'_>, timestamp: i64, k: usize) -> [u8; 16] {
     // 100-ns intervals since 1582-10-15.
     let t = (timestamp as i128 * 10
         + i128::from(rocksandra_data::uuid::GREGORIAN_EPOCH_OFFSET_TICKS)
         + k as i128) as u64;
-    rocksandra_data::uuid::time_v1(t, (executor.env.random)())
+    rocksandra_data::uuid::time_v1(t, (context.env.random)())
 }
 
 /// Prepended elements get times before 2010-01-01, decreasing with each
 /// prepend, as Cassandra's `Lists.PrecisionTime` does.
-fn prepend_timeuuid(executor: &Executor, micros: i64, k: usize) -> [u8; 16] {
+fn prepend_timeuuid(context: &StatementCtx<'_>, micros: i64, k: usize) -> [u8; 16] {
     let t = ((micros as i128) * 10
         + i128::from(rocksandra_data::uuid::GREGORIAN_EPOCH_OFFSET_TICKS)
         - k as i128) as u64;
-    rocksandra_data::uuid::time_v1(t, (executor.env.random)())
+    rocksandra_data::uuid::time_v1(t, (context.env.random)())
 }
 
 /// The time of a prepend: as far before 2010-01-01 as now is after it.
-fn prepend_micros(executor: &Executor) -> i64 {
+fn prepend_micros(context: &StatementCtx<'_>) -> i64 {
     const REFERENCE_MICROS: i64 = 1_262_304_000_000_000; // 2010-01-01
-    REFERENCE_MICROS - (executor.now_micros() - REFERENCE_MICROS)
+    REFERENCE_MICROS - (context.now_micros() - REFERENCE_MICROS)
 }
 
 /// Partition keys and clustering prefixes a WHERE clause designates for a
@@ -1457,7 +1437,7 @@ fn updated_rows(
 }
 
 fn update_mutation(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     table: &Table,
     update: &Update,
     params: WriteParams,
@@ -1505,7 +1485,7 @@ fn update_mutation(
         for (a, column) in update.assignments.iter().zip(&assigned) {
             if column.kind == ColumnKind::Static {
                 apply_assignment(
-                    executor,
+                    context,
                     table,
                     key,
                     None,
@@ -1520,7 +1500,7 @@ fn update_mutation(
             } else {
                 for (clustering, row) in regular_rows.iter_mut() {
                     apply_assignment(
-                        executor,
+                        context,
                         table,
                         key,
                         Some(clustering.as_slice()),
@@ -1562,7 +1542,7 @@ impl ListElement<'_> {
     #[allow(clippy::too_many_arguments)]
     fn path(
         &self,
-        executor: &Executor,
+        context: &StatementCtx<'_>,
         table: &Table,
         pk: &[Vec<u8>],
         clustering: Option<&[Vec<u8>]>,
@@ -1583,7 +1563,7 @@ impl ListElement<'_> {
             Value::Int(i) => i,
             _ => 0,
         };
-        let stored = read_list(executor, table, pk, clustering, column, request)?;
+        let stored = read_list(context, table, pk, clustering, column, request)?;
         let cells = with_pending_elements(stored, pending, column);
         if cells.is_empty() {
             return Err(QueryError::invalid(if setting {
@@ -1661,7 +1641,7 @@ fn pending_counter<'m>(
 /// Reads the current value of a multi-cell list column (for index
 /// operations and removals by value): its element cells in order.
 fn read_list(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     table: &Table,
     pk: &[Vec<u8>],
     clustering: Option<&[Vec<u8>]>,
@@ -1679,12 +1659,12 @@ fn read_list(
         include_static: clustering.is_none(),
         row_limit: 1,
     };
-    let partition = executor.data().read_partition(
-        &executor.schema(),
+    let partition = context.data().read_partition(
+        &context.schema(),
         table,
         &read,
         read_before_write_consistency(request),
-        executor.local_now(request),
+        context.local_now(request),
     )?;
     let row = match clustering {
         Some(_) => partition.rows.into_iter().next().map(|r| r.content),
@@ -1732,7 +1712,7 @@ fn map_operand(
 /// from (counters, list removals and list indexes read before writing).
 #[derive(Clone, Copy)]
 struct AssignedRow<'a> {
-    executor: &'a Executor,
+    context: &'a StatementCtx<'a>,
     table: &'a Table,
     pk: &'a [Vec<u8>],
     clustering: Option<&'a [Vec<u8>]>,
@@ -1743,7 +1723,7 @@ impl AssignedRow<'_> {
     /// The stored element cells of list (or counter) `column` in this row.
     fn read_list(&self, column: &Column) -> Result<Vec<Cell>> {
         read_list(
-            self.executor,
+            self.context,
             self.table,
             self.pk,
             self.clustering,
@@ -1781,7 +1761,7 @@ fn non_multi_cell_kind(column: &Column) -> &'static str {
 
 #[allow(clippy::too_many_arguments)]
 fn apply_assignment(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     table: &Table,
     pk: &[Vec<u8>],
     clustering: Option<&[Vec<u8>]>,
@@ -1795,7 +1775,7 @@ fn apply_assignment(
 ) -> Result<()> {
     let name = column.name.as_str();
     let target = AssignedRow {
-        executor,
+        context,
         table,
         pk,
         clustering,
@@ -1816,7 +1796,7 @@ fn apply_assignment(
     match (&a.target, a.op) {
         (ColumnTarget::Column(_), AssignOp::Set) => {
             let term = evaluate(&a.value, &column.ty, name, ctx)?;
-            set_column(executor, column, term, params, row)
+            set_column(context, column, term, params, row)
         }
         (ColumnTarget::Column(_), AssignOp::Add | AssignOp::Prepend | AssignOp::Subtract)
             if matches!(column.ty, CqlType::Udt(_)) =>
@@ -1844,7 +1824,7 @@ fn apply_assignment(
             )))
         }
         (ColumnTarget::Column(_), AssignOp::Add | AssignOp::Prepend) => {
-            add_to_collection(executor, a, column, params, ctx, row)
+            add_to_collection(context, a, column, params, ctx, row)
         }
         (ColumnTarget::Column(_), AssignOp::Subtract) => {
             subtract_from_collection(target, a, column, params, ctx, row)
@@ -1931,7 +1911,7 @@ fn apply_counter_assignment(
 /// `c = c + value` (or `c = value + c` for lists): adds the elements of a
 /// non-frozen collection.
 fn add_to_collection(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     a: &Assignment,
     column: &Column,
     params: WriteParams,
@@ -1953,7 +1933,7 @@ fn add_to_collection(
     let operand = evaluate(&a.value, &column.ty, name, ctx);
     match map_operand(operand, column, "addition", "a map", &a.value)? {
         Term::Value(bytes) => add_elements(
-            executor,
+            context,
             column,
             &bytes,
             params,
@@ -2001,7 +1981,7 @@ fn subtract_from_collection(
             }
         }
         (CqlType::List(e), Value::List(items)) => {
-            let _guard = target.executor.rmw_lock.hold();
+            let _guard = target.context.rmw_lock.hold();
             let removed: Vec<Vec<u8>> = items.iter().map(Value::to_bytes).collect();
             for cell in target.read_list(column)? {
                 if removed.iter().any(|r| {
@@ -2039,10 +2019,10 @@ fn set_element(
             Ok(())
         }
         CqlType::List(et) => {
-            let _guard = target.executor.rmw_lock.hold();
+            let _guard = target.context.rmw_lock.hold();
             let element = ListElement { key, name, ctx };
             let path = element.path(
-                target.executor,
+                target.context,
                 target.table,
                 target.pk,
                 target.clustering,
@@ -2139,7 +2119,7 @@ fn null_text(e: &Expr) -> String {
 }
 
 fn delete_mutation(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     table: &Table,
     delete: &Delete,
     params: WriteParams,
@@ -2182,7 +2162,7 @@ fn delete_mutation(
                 };
             for (clustering, row) in rows {
                 delete_target(
-                    executor,
+                    context,
                     table,
                     key,
                     clustering.as_deref(),
@@ -2275,7 +2255,7 @@ fn column_deletion_rows(
 
 #[allow(clippy::too_many_arguments)]
 fn delete_target(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     table: &Table,
     pk: &[Vec<u8>],
     clustering: Option<&[Vec<u8>]>,
@@ -2314,10 +2294,10 @@ fn delete_target(
                 Ok(())
             }
             CqlType::List(_) => {
-                let _guard = executor.rmw_lock.hold();
+                let _guard = context.rmw_lock.hold();
                 let element = ListElement { key, name, ctx };
                 let path =
-                    element.path(executor, table, pk, clustering, column, request, false, row)?;
+                    element.path(context, table, pk, clustering, column, request, false, row)?;
                 if let Some(path) = path {
                     row.cells.push(params.tombstone(column).with_path(path));
                 }

@@ -19,8 +19,8 @@ use rocksandra_storage::{
 };
 use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, TableSpec};
 
+use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
-use crate::executor::Executor;
 use crate::guardrails::Guardrails;
 use crate::index::search::{self, IndexQuery};
 use crate::request::{Outcome, Request};
@@ -1039,15 +1039,15 @@ fn specs(table: &Table, outputs: &[Output]) -> Vec<ColumnSpec> {
 
 /// Result columns of a SELECT, for PREPARE.
 pub fn result_specs(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     schema: &Schema,
     select: &Select,
     session_ks: Option<&str>,
 ) -> Result<Vec<ColumnSpec>> {
     let keyspace = crate::schema::keyspace_of(&select.table, session_ks)?;
     let table = schema.lookup_table(keyspace, select.table.name.as_str())?;
-    let random = executor.env.random.clone();
-    let ctx = executor.eval_context(schema, keyspace, &[], &*random);
+    let random = context.env.random.clone();
+    let ctx = context.eval_context(schema, keyspace, &[], &*random);
     if select.json {
         return Ok(vec![ColumnSpec {
             table: TableSpec {
@@ -1068,15 +1068,15 @@ pub fn result_specs(
 /// selectors and GROUP BY, with Cassandra's spec for each (`arg1(system.f)` of the
 /// chosen overload's parameter type): the parser knows no receiver there.
 pub fn selector_marker_specs(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     schema: &Schema,
     select: &Select,
     session_ks: Option<&str>,
 ) -> Result<Vec<(usize, String, CqlType)>> {
     let keyspace = crate::schema::keyspace_of(&select.table, session_ks)?;
     let table = schema.lookup_table(keyspace, select.table.name.as_str())?;
-    let random = executor.env.random.clone();
-    let ctx = executor.eval_context(schema, keyspace, &[], &*random);
+    let random = context.env.random.clone();
+    let ctx = context.eval_context(schema, keyspace, &[], &*random);
     let mut out = Vec::new();
     if let Selection::Selectors(selectors) = &select.selection {
         for selector in selectors {
@@ -1299,7 +1299,7 @@ fn slices_after(table: &Table, slices: &[Slice], last: &[Vec<u8>], reversed: boo
 
 /// Reads rows in query order, page by page, applying filters and limits.
 struct Reader<'a> {
-    executor: &'a Executor,
+    context: &'a StatementCtx<'a>,
     table: &'a Table,
     restrictions: &'a Restrictions,
     reversed: bool,
@@ -1324,7 +1324,7 @@ impl<'a> Reader<'a> {
     /// reads no index.
     #[allow(clippy::too_many_arguments)]
     fn for_select(
-        executor: &'a Executor,
+        context: &'a StatementCtx<'a>,
         table: &'a Table,
         restrictions: &'a Restrictions,
         schema: &'a Schema,
@@ -1334,7 +1334,7 @@ impl<'a> Reader<'a> {
         per_partition_limit: usize,
     ) -> Self {
         Reader {
-            executor,
+            context,
             table,
             restrictions,
             reversed,
@@ -1345,7 +1345,7 @@ impl<'a> Reader<'a> {
                     .filters
                     .iter()
                     .all(|f| table.columns[f.column].kind != ColumnKind::Regular),
-            now: executor.local_now(request),
+            now: context.local_now(request),
             consistency: request.consistency,
             schema,
             index: if distinct {
@@ -1412,7 +1412,7 @@ impl Reader<'_> {
     /// before each batch of storage reads.
     fn check_deadline(&self) -> Result<()> {
         match self.deadline.get() {
-            Some(d) => d.check((self.executor.env.now_micros)()),
+            Some(d) => d.check((self.context.env.now_micros)()),
             None => Ok(()),
         }
     }
@@ -1428,8 +1428,8 @@ impl Reader<'_> {
             PartitionSelection::Tokens { .. }
         );
         self.deadline.set(Some(crate::deadline::Deadline::after(
-            (self.executor.env.now_micros)(),
-            self.executor.settings.read_timeouts.micros(range),
+            (self.context.env.now_micros)(),
+            self.context.settings.read_timeouts.micros(range),
             self.consistency,
         )));
         match &self.restrictions.partition {
@@ -1450,8 +1450,8 @@ impl Reader<'_> {
         state: &PagingState,
         want: usize,
     ) -> Result<(Vec<CqlRow>, Option<PagingState>)> {
-        let node = self.executor.node();
-        let engine = self.executor.engine();
+        let node = self.context.node();
+        let engine = self.context.engine();
         let stats = |id| engine.table_stats(id);
         let all = crate::system::rows(self.table, self.schema, &node, &stats);
         let mut rows = Vec::new();
@@ -1535,7 +1535,7 @@ impl Reader<'_> {
 
     /// One partition of the table, at the query's consistency and time.
     fn read_partition(&self, read: &PartitionRead) -> Result<Partition> {
-        let (partition, tombstones) = self.executor.data().read_partition_counted(
+        let (partition, tombstones) = self.context.data().read_partition_counted(
             self.schema,
             self.table,
             read,
@@ -1704,7 +1704,7 @@ impl Reader<'_> {
         loop {
             let scan = self.range_scan((token_start, token_end), resume.clone(), want - rows.len());
             self.check_deadline()?;
-            let (page, tombstones) = self.executor.data().scan_counted(
+            let (page, tombstones) = self.context.data().scan_counted(
                 self.schema,
                 self.table,
                 &scan,
@@ -1880,7 +1880,7 @@ impl Reader<'_> {
         loop {
             self.check_deadline()?;
             let entries = query.read_entries(
-                self.executor,
+                self.context,
                 self.schema,
                 self.table,
                 self.consistency,
@@ -1906,7 +1906,7 @@ impl Reader<'_> {
             }
             let stale = std::mem::take(&mut progress.stale);
             query.clean(
-                self.executor,
+                self.context,
                 self.schema,
                 self.table,
                 self.consistency,
@@ -2152,22 +2152,21 @@ fn partition_key_in(table: &Table, relations: &[rocksandra_cql::ast::Relation]) 
 }
 
 pub fn execute(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     select: &Select,
     request: &Request,
     values: &[rocksandra_wire::Value],
 ) -> Result<Outcome> {
-    let schema = executor.schema();
+    let schema = context.schema();
     let keyspace = crate::schema::keyspace_of(&select.table, request.keyspace.as_deref())?;
     let table = schema
         .lookup_table(keyspace, select.table.name.as_str())?
         .clone();
-    let random = executor.env.random.clone();
-    let ctx = executor.eval_context(&schema, keyspace, values, &*random);
+    let random = context.env.random.clone();
+    let ctx = context.eval_context(&schema, keyspace, values, &*random);
     let outputs = plan(&table, select, &ctx)?;
     let restrictions = analyze(&table, &select.where_clause, &ctx)?;
-    let guardrails =
-        crate::guard::guardrails_for(&executor.ctx(), request, Guardrails::guards_select)?;
+    let guardrails = crate::guard::guardrails_for(context, request, Guardrails::guards_select)?;
     let mut warnings = match guardrails {
         Some(g) => {
             let keys_in = partition_keys_in(&table, select, &restrictions);
@@ -2177,12 +2176,12 @@ pub fn execute(
     };
     if let Some(ann) = ann::ordering(select)? {
         let read = (&table, &restrictions, &*schema);
-        return execute_ann(executor, select, request, read, &outputs, ann, &ctx);
+        return execute_ann(context, select, request, read, &outputs, ann, &ctx);
     }
     ann::refuse_vector_restrictions(&table, select)?;
     check_where_clause(&table, select, &restrictions)
-        .map_err(|e| crate::guard::filtering_refusal(&executor.ctx(), e, request))?;
-    let replica = || (executor.node().listen_address, request.consistency);
+        .map_err(|e| crate::guard::filtering_refusal(context, e, request))?;
+    let replica = || (context.node().listen_address, request.consistency);
     let group_by = group_by::plan(&table, select, &ctx, &replica)?;
     let reversed = order_by_reversal(&table, select, &restrictions, request)?;
     let limit = limit_value(&select.limit, "[limit]", &ctx)?;
@@ -2210,7 +2209,7 @@ pub fn execute(
         warnings.extend(aggregation_warnings(select, &restrictions));
     }
     let reader = Reader::for_select(
-        executor,
+        context,
         &table,
         &restrictions,
         &schema,
@@ -2227,7 +2226,7 @@ pub fn execute(
     );
     if aggregate && !grouped && !post_ordering {
         let query = (&*table, &outputs[..], select);
-        return execute_aggregate(executor, query, request, &reader, warnings);
+        return execute_aggregate(context, query, request, &reader, warnings);
     }
     let window = PageWindow::of(request, aggregate, grouped, limit)?;
     if grouped && !post_ordering {
@@ -2241,7 +2240,7 @@ pub fn execute(
             page_size: request.page_size.filter(|p| *p > 0),
         };
         let query = (&*table, &outputs[..], select);
-        return execute_grouped(executor, query, request, (&reader, &window), warnings);
+        return execute_grouped(context, query, request, (&reader, &window), warnings);
     }
     let page = Page {
         window,
@@ -2254,7 +2253,7 @@ pub fn execute(
         reversed,
     };
     answer_page(
-        executor,
+        context,
         (&table, &outputs[..], select),
         request,
         &reader,
@@ -2280,7 +2279,7 @@ struct Page<'a> {
 /// partitions when asked, groups of a GROUP BY sorted after the read, the
 /// paging state of the next page.
 fn answer_page(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     (table, outputs, select): (&Table, &[Output], &Select),
     request: &Request,
     reader: &Reader<'_>,
@@ -2309,7 +2308,7 @@ fn answer_page(
         reader.read(&start, rows_to_read(want, aggregate, post_ordering))?
     };
     let mut warnings = warnings;
-    if let Some(warning) = executor.check_tombstones(
+    if let Some(warning) = context.check_tombstones(
         reader.tombstones.get(),
         rows.len(),
         select,
@@ -2371,7 +2370,7 @@ fn answer_page(
 /// An aggregate without GROUP BY (`aggregate`): one row, folded over
 /// every row the query selects a batch at a time.
 fn execute_aggregate(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     query: (&Table, &[Output], &Select),
     request: &Request,
     reader: &Reader<'_>,
@@ -2379,7 +2378,7 @@ fn execute_aggregate(
 ) -> Result<Outcome> {
     let (row, read) = aggregate::fold(query.0, query.1, reader)?;
     let met = (reader.tombstones.get(), read);
-    rows_outcome(executor, query, request, met, (vec![row], None), warnings)
+    rows_outcome(context, query, request, met, (vec![row], None), warnings)
 }
 
 /// The column's ANN graph (`index::vector`) when it can answer: a node
@@ -2387,20 +2386,20 @@ fn execute_aggregate(
 /// limits. Otherwise None (the query is ranked by scan) and, on a node
 /// alone, the graph's build is started if it is not under way.
 fn ann_graph(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     table: &Arc<Table>,
     restrictions: &Restrictions,
     ranking: &ann::Ranking,
     now: rocksandra_data::LocalTime,
 ) -> Option<Arc<crate::index::vector::Graph>> {
-    if executor.is_clustered() || !ann::unrestricted(restrictions) {
+    if context.is_clustered() || !ann::unrestricted(restrictions) {
         return None;
     }
     let column = ranking.column_id(table);
-    let graphs = &executor.vector_graphs;
+    let graphs = &context.vector_graphs;
     let graph = graphs.usable(table.storage_id, column);
     if graph.is_none() {
-        graphs.start_build(executor.engine.clone(), table.clone(), column, now);
+        graphs.start_build(context.engine.clone(), table.clone(), column, now);
     }
     graph
 }
@@ -2408,7 +2407,7 @@ fn ann_graph(
 /// A GROUP BY query's page (`aggregate::fold_groups`): its groups folded
 /// as the rows come, read from the start (pages count groups).
 fn execute_grouped(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     query: (&Table, &[Output], &Select),
     request: &Request,
     (reader, window): (&Reader<'_>, &aggregate::GroupWindow<'_>),
@@ -2417,20 +2416,20 @@ fn execute_grouped(
     let (rows, next, read) = aggregate::fold_groups(query.0, query.1, reader, window)?;
     let met = (reader.tombstones.get(), read);
     let page = (rows, next.map(|s| s.encode()));
-    rows_outcome(executor, query, request, met, page, warnings)
+    rows_outcome(context, query, request, met, page, warnings)
 }
 
 /// A SELECT's answer once its rows are computed: the tombstone check over
 /// the `read` rows the reader met, SELECT JSON, the metadata and warnings.
 fn rows_outcome(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     (table, outputs, select): (&Table, &[Output], &Select),
     request: &Request,
     (tombstones, read): (u64, usize),
     (rows, paging_state): (ResultRows, Option<Bytes>),
     mut warnings: Vec<String>,
 ) -> Result<Outcome> {
-    if let Some(w) = executor.check_tombstones(tombstones, read, select, request.consistency)? {
+    if let Some(w) = context.check_tombstones(tombstones, read, select, request.consistency)? {
         warnings.push(w);
     }
     let rows = if select.json {
@@ -2451,7 +2450,7 @@ const ALLOW_FILTERING_MESSAGE: &str = "Cannot execute this query as it might inv
 
 /// An ANN query (`ann`): the best rows by similarity, in one page.
 fn execute_ann(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     select: &Select,
     request: &Request,
     (table, restrictions, schema): (&Arc<Table>, &Restrictions, &Schema),
@@ -2462,14 +2461,14 @@ fn execute_ann(
     let limit = limit_value(&select.limit, "[limit]", ctx)?;
     let aggregate = outputs.iter().any(|o| is_aggregate(&o.sel));
     let ranking = ann::plan(table, select, restrictions, ann, (limit, aggregate), ctx)
-        .map_err(|e| ann::replica_refusal(executor.node().listen_address, e))?;
+        .map_err(|e| ann::replica_refusal(context.node().listen_address, e))?;
     let warnings = ann::warnings(request, ranking.limit);
     let at_one = Request {
         consistency: rocksandra_wire::Consistency::One,
         ..request.clone()
     };
     let reader = Reader::for_select(
-        executor,
+        context,
         table,
         restrictions,
         schema,
@@ -2478,15 +2477,15 @@ fn execute_ann(
         false,
         usize::MAX,
     );
-    let now = executor.local_now(request);
-    let rows = match ann_graph(executor, table, restrictions, &ranking, now) {
+    let now = context.local_now(request);
+    let rows = match ann_graph(context, table, restrictions, &ranking, now) {
         Some(graph) => ranking.top_rows_from(&graph, &reader)?,
         None => ranking.top_rows(&reader)?,
     };
     let met = (reader.tombstones.get(), rows.len());
     let result_rows = selected_rows(table, outputs, &rows, aggregate)?;
     let query = (&**table, outputs, select);
-    rows_outcome(executor, query, request, met, (result_rows, None), warnings)
+    rows_outcome(context, query, request, met, (result_rows, None), warnings)
 }
 
 /// Where a page of a SELECT starts and what bounds it.

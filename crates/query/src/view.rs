@@ -35,6 +35,7 @@ use rocksandra_storage::{
 };
 use rocksandra_wire::{SchemaChangeTarget, SchemaChangeType};
 
+use crate::ctx::StatementCtx;
 use crate::ddl::{self, DdlOutcome, StorageEffects};
 use crate::error::{QueryError, Result};
 use crate::schema::{Column, ColumnKind, Keyspace, Schema, Table, TableParams, ViewDef};
@@ -1011,7 +1012,7 @@ pub fn any_views(schema: &Schema, mutations: &[Mutation]) -> bool {
 /// the node's read-before-write lock, so the base rows read here are the
 /// ones the write changes.
 pub fn with_view_updates(
-    executor: &crate::executor::Executor,
+    context: &StatementCtx<'_>,
     schema: &Schema,
     mutations: Vec<Mutation>,
     consistency: rocksandra_wire::Consistency,
@@ -1035,7 +1036,7 @@ pub fn with_view_updates(
             .map(|v| MaintainedView::new(keyspace, base, v))
             .collect::<Result<Vec<_>>>()?;
         let read = touched_rows(base, m);
-        let stored = executor
+        let stored = context
             .data()
             .read_raw(schema, base, &read, consistency, now)?;
         let scratch = scratch_engine(base, now)?;
@@ -1156,12 +1157,12 @@ const BUILD_PAGE_ROWS: usize = 1000;
 /// Fills a new view from its base table's existing rows (synchronously, in
 /// pages; Cassandra builds in the background).
 pub fn build(
-    executor: &crate::executor::Executor,
+    context: &StatementCtx<'_>,
     keyspace: &str,
     view_name: &str,
     request: &crate::request::Request,
 ) -> Result<()> {
-    let schema = executor.schema();
+    let schema = context.schema();
     let Some(view) = schema.table(keyspace, view_name).cloned() else {
         return Ok(());
     };
@@ -1175,13 +1176,13 @@ pub fn build(
         return Ok(());
     };
     let maintained = MaintainedView::new(ks, base, view.clone())?;
-    let now = executor.local_now(request);
+    let now = context.local_now(request);
     let options = crate::proxy::WriteOptions {
         consistency: request.consistency,
         write_type: rocksandra_wire::WriteType::Simple,
         now,
     };
-    let _guard = executor.rmw_lock.hold();
+    let _guard = context.rmw_lock.hold();
     let mut resume = None;
     loop {
         let scan = RangeScan {
@@ -1193,7 +1194,7 @@ pub fn build(
             per_partition_limit: 0,
             row_limit: BUILD_PAGE_ROWS,
         };
-        let page = executor
+        let page = context
             .data()
             .scan(&schema, base, &scan, request.consistency, now)?;
         let mut updates = Vec::new();
@@ -1218,7 +1219,7 @@ pub fn build(
             updates.extend(maintained.updates(base, &change, now)?);
         }
         if !updates.is_empty() {
-            executor.data().write(&schema, updates, &options)?;
+            context.data().write(&schema, updates, &options)?;
         }
         match page.next {
             Some(next) => resume = Some(next),

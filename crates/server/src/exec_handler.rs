@@ -382,5 +382,5 @@ fn run_batch(
         };
         statements.push((modification, values, req.keyspace));
     }
-    rocksandra_query::modify::execute_batch_message(executor, kind, statements, &base)
+    executor.execute_batch_message(kind, statements, &base)
 }

@@ -19,9 +19,9 @@ use rocksandra_storage::{RangeScan, TableId};
 use rocksandra_wire::{Consistency, WriteType};
 
 use super::entries;
+use crate::ctx::StatementCtx;
 use crate::ddl::DdlOutcome;
 use crate::error::{QueryError, Result};
-use crate::executor::Executor;
 use crate::proxy::WriteOptions;
 use crate::schema::{Schema, Table};
 
@@ -71,12 +71,17 @@ pub fn storage_changes(old: &Schema, new: &Schema) -> StorageChanges {
     changes
 }
 
-/// Builds the indexes of `keyspace.table` that are not built yet, then
-/// marks them built (a schema change). Does nothing when all are built.
-pub fn build_pending(executor: &Executor, keyspace: &str, table_name: &str) -> Result<()> {
-    let schema = executor.schema();
+/// Writes the entries of the indexes of `keyspace.table` that are not
+/// built yet and returns their names (none when all are built), for the
+/// caller to mark built with `mark_built` (a schema change).
+pub fn write_pending(
+    context: &StatementCtx<'_>,
+    keyspace: &str,
+    table_name: &str,
+) -> Result<Vec<String>> {
+    let schema = context.schema();
     let Some(table) = schema.table(keyspace, table_name) else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let pending: Vec<String> = table
         .indexes
@@ -84,18 +89,16 @@ pub fn build_pending(executor: &Executor, keyspace: &str, table_name: &str) -> R
         .filter(|i| i.storage_id.is_some() && !i.built)
         .map(|i| i.name.clone())
         .collect();
-    if pending.is_empty() {
-        return Ok(());
+    if !pending.is_empty() {
+        write_entries(context, &schema, table, &pending)?;
     }
-    write_entries(executor, &schema, table, &pending)?;
-    executor.ddl(|schema| mark_built(schema, keyspace, table_name, &pending))?;
-    Ok(())
+    Ok(pending)
 }
 
 /// Scans `table` and writes the entries of its live rows for the indexes
 /// named `pending`.
 fn write_entries(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     schema: &Schema,
     table: &Table,
     pending: &[String],
@@ -105,7 +108,7 @@ fn write_entries(
         .iter()
         .filter(|i| pending.contains(&i.name))
         .collect();
-    let now = LocalTime(executor.now_micros().div_euclid(1_000_000));
+    let now = LocalTime(context.now_micros().div_euclid(1_000_000));
     let options = WriteOptions {
         consistency: Consistency::Quorum,
         write_type: WriteType::Simple,
@@ -122,7 +125,7 @@ fn write_entries(
             per_partition_limit: 0,
             row_limit: BUILD_BATCH_ROWS,
         };
-        let page = executor
+        let page = context
             .data()
             .scan(schema, table, &scan, Consistency::Quorum, now)?;
         let mut mutations = Vec::new();
@@ -132,7 +135,7 @@ fn write_entries(
             }
         }
         if !mutations.is_empty() {
-            executor.data().write(schema, mutations, &options)?;
+            context.data().write(schema, mutations, &options)?;
         }
         match page.next {
             Some(next) => resume = Some(next),
@@ -142,7 +145,7 @@ fn write_entries(
 }
 
 /// The schema change that marks indexes built.
-fn mark_built(
+pub fn mark_built(
     schema: &Schema,
     keyspace: &str,
     table_name: &str,

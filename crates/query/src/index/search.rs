@@ -50,8 +50,8 @@ use rocksandra_storage::{
 use rocksandra_wire::{Consistency, WriteType};
 
 use super::entries::{entry_key, Indexed, Target};
+use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
-use crate::executor::Executor;
 use crate::proxy::WriteOptions;
 use crate::restrict::{Filter, Restrictions};
 use crate::schema::{Schema, Table};
@@ -259,7 +259,7 @@ impl IndexQuery {
     #[allow(clippy::too_many_arguments)]
     pub fn read_entries(
         &self,
-        executor: &Executor,
+        context: &StatementCtx<'_>,
         schema: &Schema,
         table: &Table,
         consistency: Consistency,
@@ -279,13 +279,10 @@ impl IndexQuery {
             include_static: false,
             row_limit: limit,
         };
-        let partition = executor.data().read_partition(
-            schema,
-            &self.storage,
-            &read,
-            plain(consistency),
-            now,
-        )?;
+        let partition =
+            context
+                .data()
+                .read_partition(schema, &self.storage, &read, plain(consistency), now)?;
         partition
             .rows
             .into_iter()
@@ -332,7 +329,7 @@ impl IndexQuery {
     #[allow(clippy::too_many_arguments)]
     pub fn clean(
         &self,
-        executor: &Executor,
+        context: &StatementCtx<'_>,
         schema: &Schema,
         table: &Table,
         consistency: Consistency,
@@ -357,7 +354,7 @@ impl IndexQuery {
                 include_static: group.iter().any(|e| e.row.is_none()),
                 row_limit: 0,
             };
-            let Ok(raw) = executor
+            let Ok(raw) = context
                 .data()
                 .read_raw(schema, table, &read, plain(consistency), now)
             else {
@@ -383,7 +380,7 @@ impl IndexQuery {
             now,
         };
         // A failure leaves the entries for a later query to remove.
-        let _ = executor.data().write(schema, tombstones, &options);
+        let _ = context.data().write(schema, tombstones, &options);
     }
 
     /// The deletion of a stale entry that the base data `base` (the stored

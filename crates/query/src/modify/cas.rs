@@ -28,8 +28,8 @@ use super::{
     read_before_write_consistency, serial_of, table_name_of, targets, undefined_column, using_of,
     where_of, write_index_entries, Targets,
 };
+use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
-use crate::executor::Executor;
 use crate::proxy::CasOptions;
 use crate::request::{Outcome, Request};
 use crate::rows::{partition_components, partition_key_bytes, ColumnValue, CqlRow};
@@ -43,7 +43,7 @@ type Statement<'a> = (&'a Modification, &'a [rocksandra_wire::Value], Request);
 /// and, when all hold, all statements are applied, atomically with respect
 /// to other conditional and read-before-write statements.
 pub(super) fn execute(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     statements: &[Statement<'_>],
     batch_using: Option<&[UsingParam]>,
 ) -> Result<Outcome> {
@@ -51,7 +51,7 @@ pub(super) fn execute(
     let using = batch_using.unwrap_or(&[]);
     let mut prepared = Vec::with_capacity(statements.len());
     for (m, values, request) in statements {
-        prepared.push(prepare(executor, m, values, request, using, is_batch)?);
+        prepared.push(prepare(context, m, values, request, using, is_batch)?);
     }
     let Some(first) = prepared.first() else {
         return Err(QueryError::invalid("empty batch"));
@@ -68,20 +68,20 @@ pub(super) fn execute(
         serial,
         commit: request.consistency,
         write_type: WriteType::Cas,
-        now: executor.local_now(request),
+        now: context.local_now(request),
     };
     let partition = PartitionKey::new(partition_key_bytes(&first.pk));
     let mut outcome = None;
     // The applied mutations the ANN graphs see once committed.
     let mut observed = Vec::new();
-    executor.data().cas(
-        &executor.schema(),
+    context.data().cas(
+        &context.schema(),
         &table,
         &partition,
         &options,
         &mut |timestamp| {
             let read_request = cas_request(request, serial, timestamp);
-            let current = cas.read(executor, &partition, &read_request)?;
+            let current = cas.read(context, &partition, &read_request)?;
             if !cas.holds(&current)? {
                 outcome = Some(cas.failure(&current));
                 return Ok(None);
@@ -89,26 +89,26 @@ pub(super) fn execute(
             let mut mutations = Vec::new();
             for (m, values, request) in statements {
                 let request = cas_request(request, serial, timestamp);
-                collect(executor, m, &request, values, using, &mut mutations)?;
+                collect(context, m, &request, values, using, &mut mutations)?;
             }
             let mutations = merge_mutations(mutations);
-            write_index_entries(executor, &mutations, request)?;
-            observed = executor.vector_graphs.to_observe(&mutations);
+            write_index_entries(context, &mutations, request)?;
+            observed = context.vector_graphs.to_observe(&mutations);
             outcome = Some(applied_rows(&table, true, &[], Vec::new()));
-            let schema = executor.schema();
+            let schema = context.schema();
             if !crate::view::any_views(&schema, &mutations) {
                 return Ok(Some(mutations));
             }
-            let now = executor.local_now(request);
+            let now = context.local_now(request);
             let quorum = if serial == Consistency::LocalSerial {
                 Consistency::LocalQuorum
             } else {
                 Consistency::Quorum
             };
-            crate::view::with_view_updates(executor, &schema, mutations, quorum, now).map(Some)
+            crate::view::with_view_updates(context, &schema, mutations, quorum, now).map(Some)
         },
     )?;
-    executor.vector_graphs.observe(&observed);
+    context.vector_graphs.observe(&observed);
     outcome.ok_or_else(|| QueryError::Server("compare-and-set made no decision".into()))
 }
 
@@ -187,17 +187,17 @@ enum Kind {
 }
 
 fn prepare(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     m: &Modification,
     values: &[rocksandra_wire::Value],
     request: &Request,
     batch_using: &[UsingParam],
     is_batch: bool,
 ) -> Result<Prepared> {
-    let schema = executor.schema();
-    let table = modifiable_table(executor, &schema, table_name_of(m), request)?;
-    let random = executor.env.random.clone();
-    let ctx = executor.eval_context(&schema, &table.keyspace, values, &*random);
+    let schema = context.schema();
+    let table = modifiable_table(context, &schema, table_name_of(m), request)?;
+    let random = context.env.random.clone();
+    let ctx = context.eval_context(&schema, &table.keyspace, values, &*random);
     // Conditions are prepared first, as ModificationStatement.Parsed does.
     let mut kind = condition_kind(&table, m, &ctx)?;
     let (regular_conditions, static_conditions) = match &kind {
@@ -205,7 +205,7 @@ fn prepare(
         _ => (false, false),
     };
     if let Modification::Insert(_) = m {
-        return prepare_insert(executor, m, request, values, batch_using, table, kind);
+        return prepare_insert(context, m, request, values, batch_using, table, kind);
     }
 
     // UPDATE and DELETE: which columns the statement writes.
@@ -238,7 +238,7 @@ fn prepare(
     if !reads_before_write {
         // Errors Cassandra reports when it prepares the statement (values
         // of the wrong type, ...) come before the read, not after it.
-        collect(executor, m, request, values, batch_using, &mut Vec::new())?;
+        collect(context, m, request, values, batch_using, &mut Vec::new())?;
     }
     Ok(Prepared {
         updates_regular: table.clustering_count == 0 || t.restricted,
@@ -308,7 +308,7 @@ fn condition_kind(table: &Table, m: &Modification, ctx: &EvalContext<'_>) -> Res
 /// A conditional INSERT: its own mutation says where it writes (its
 /// values, or its JSON document, give the key and the static-only case).
 fn prepare_insert(
-    executor: &Executor,
+    context: &StatementCtx<'_>,
     m: &Modification,
     request: &Request,
     values: &[rocksandra_wire::Value],
@@ -317,7 +317,7 @@ fn prepare_insert(
     kind: Kind,
 ) -> Result<Prepared> {
     let mut mutations = Vec::new();
-    collect(executor, m, request, values, batch_using, &mut mutations)?;
+    collect(context, m, request, values, batch_using, &mut mutations)?;
     let Some(mutation) = mutations.into_iter().next() else {
         return Err(QueryError::Server("INSERT without a mutation".into()));
     };
@@ -1119,15 +1119,15 @@ impl<'a> CasRequest<'a> {
     /// Reads the rows the conditions are on (`CQL3CasRequest.readCommand`).
     fn read(
         &self,
-        executor: &Executor,
+        context: &StatementCtx<'_>,
         partition: &PartitionKey,
         request: &Request,
     ) -> Result<Current> {
         let table = &self.table;
         let read = self.partition_read(partition);
-        let now = executor.local_now(request);
-        let stored = executor.data().read_partition(
-            &executor.schema(),
+        let now = context.local_now(request);
+        let stored = context.data().read_partition(
+            &context.schema(),
             table,
             &read,
             read_before_write_consistency(request),

@@ -20,8 +20,8 @@ use rocksandra_storage::api::{PartitionKey, PartitionRead, Slice};
 use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, Value};
 
 use super::{plan, specs, Sel};
+use crate::ctx::StatementCtx;
 use crate::error::Result;
-use crate::executor::Executor;
 use crate::request::{Outcome, Request};
 use crate::rows::{partition_key_bytes, partition_rows_owned, CqlRow};
 use crate::schema::{Schema, Table};
@@ -45,7 +45,7 @@ pub struct PointRead {
 impl PointRead {
     /// The plan of `parsed` when it has the shape this path serves.
     pub(crate) fn compile(
-        executor: &Executor,
+        context: &StatementCtx<'_>,
         schema: &Schema,
         parsed: &ParsedStatement,
         session_ks: Option<&str>,
@@ -67,8 +67,8 @@ impl PointRead {
             return None;
         }
         let key_binds = key_binds(table, &select.where_clause)?;
-        let random = executor.env.random.clone();
-        let ctx = executor.eval_context(schema, keyspace, &[], &*random);
+        let random = context.env.random.clone();
+        let ctx = context.eval_context(schema, keyspace, &[], &*random);
         let outputs = plan(table, select, &ctx).ok()?;
         let columns = outputs
             .iter()
@@ -90,7 +90,7 @@ impl PointRead {
     /// `values` are the request's, by marker index.
     pub(crate) fn execute(
         &self,
-        executor: &Executor,
+        context: &StatementCtx<'_>,
         request: &Request,
         values: &[Value],
     ) -> Option<Result<Outcome>> {
@@ -102,15 +102,15 @@ impl PointRead {
         if self.unqualified && request.keyspace.as_deref() != Some(self.table.keyspace.as_str()) {
             return None;
         }
-        let schema = executor.schema();
+        let schema = context.schema();
         let table = schema
             .lookup_table(&self.table.keyspace, &self.table.name)
             .ok()?;
         if !Arc::ptr_eq(table, &self.table) {
             return None;
         }
-        let (partition, clustering) = self.bind_key(executor, &schema, values)?;
-        let now = executor.local_now(request);
+        let (partition, clustering) = self.bind_key(context, &schema, values)?;
+        let now = context.local_now(request);
         let read = PartitionRead {
             table: table.storage_id,
             partition: PartitionKey::new(partition),
@@ -121,7 +121,7 @@ impl PointRead {
         };
         let consistency = request.consistency;
         Some(
-            executor
+            context
                 .data()
                 .read_partition(&schema, table, &read, consistency, now)
                 .and_then(|p| partition_rows_owned(table, p, now, table.clustering_count == 0))
@@ -133,13 +133,13 @@ impl PointRead {
     /// when a value is missing or invalid (the general path says why).
     fn bind_key(
         &self,
-        executor: &Executor,
+        context: &StatementCtx<'_>,
         schema: &Schema,
         values: &[Value],
     ) -> Option<(Vec<u8>, Vec<Vec<u8>>)> {
         let table = &self.table;
-        let random = executor.env.random.clone();
-        let ctx = executor.eval_context(schema, &table.keyspace, values, &*random);
+        let random = context.env.random.clone();
+        let ctx = context.eval_context(schema, &table.keyspace, values, &*random);
         let mut parts = Vec::with_capacity(self.key_binds.len());
         for (column, marker) in table.columns.iter().zip(&self.key_binds) {
             let expr = Expr::Bind(marker.clone());
