@@ -1566,7 +1566,7 @@ pub fn alter_table(
     if stmt.action == AlterTableAction::DropCompactStorage {
         check_drop_compact_storage(current, drop_compact_enabled)?;
     }
-    let views: Vec<Arc<Table>> = crate::view::views_of(ks, name).cloned().collect();
+    let views: Vec<Arc<Table>> = crate::schema::views_of(ks, name).cloned().collect();
     let mut table = Table::clone(current);
     apply_alter_action(ks, &mut table, &stmt.action, !views.is_empty(), now_micros)?;
     let mut next = replace_table(schema, table.clone());
@@ -1774,7 +1774,7 @@ fn drop_column(
         && table.indexes.iter().any(|ix| {
             ix.options
                 .get("target")
-                .is_some_and(|t| index_target_column(t) == cname)
+                .is_some_and(|t| crate::index::index_target_column(t) == cname)
         })
     {
         return Err(QueryError::invalid(format!(
@@ -1785,7 +1785,7 @@ fn drop_column(
                 .filter(|ix| ix
                     .options
                     .get("target")
-                    .is_some_and(|t| index_target_column(t) == cname))
+                    .is_some_and(|t| crate::index::index_target_column(t) == cname))
                 .map(|ix| ix.name.clone())
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -1869,7 +1869,7 @@ pub fn drop_table(
         ));
     }
     if let Some(ks) = schema.keyspace(keyspace) {
-        if crate::view::views_of(ks, name).next().is_some() {
+        if crate::schema::views_of(ks, name).next().is_some() {
             // Cassandra's format string names the keyspace only.
             return Err(QueryError::invalid(format!(
                 "Cannot drop a table when materialized views still depend on it ({keyspace})"
@@ -1899,15 +1899,6 @@ pub(crate) fn remove_table(schema: &Schema, table: &Table, event: SchemaChange) 
 }
 
 // ---------------------------------------------------------------- indexes
-
-/// The column an index `target` option names (`values(m)` -> `m`).
-pub fn index_target_column(target: &str) -> &str {
-    let inner = match (target.find('('), target.rfind(')')) {
-        (Some(open), Some(close)) if open < close => &target[open + 1..close],
-        _ => target,
-    };
-    inner.trim_matches('"')
-}
 
 pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Result<DdlOutcome> {
     let table_name = stmt.table.name.as_str();

@@ -268,7 +268,7 @@ fn table_elements(keyspace: &Keyspace) -> Vec<Element<'_>> {
 fn table_and_indexes<'a>(keyspace: &'a Keyspace, table: &'a Table) -> Vec<Element<'a>> {
     let mut indexes: Vec<&Index> = table.indexes.iter().collect();
     indexes.sort_by(|a, b| by_name(&a.name, &b.name));
-    let mut views: Vec<&Table> = crate::view::views_of(keyspace, &table.name)
+    let mut views: Vec<&Table> = crate::schema::views_of(keyspace, &table.name)
         .map(|v| &**v)
         .collect();
     views.sort_by(|a, b| by_name(&a.name, &b.name));

@@ -686,7 +686,7 @@ impl Executor {
         let views: Vec<TableId> = schema
             .keyspace(keyspace)
             .map(|ks| {
-                crate::view::views_of(ks, &table.name)
+                crate::schema::views_of(ks, &table.name)
                     .map(|v| v.storage_id)
                     .collect()
             })

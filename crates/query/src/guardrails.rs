@@ -662,7 +662,7 @@ fn view_count(
     let Some(ks) = next.keyspace(keyspace) else {
         return Ok(None);
     };
-    let views = crate::view::views_of(ks, base).count();
+    let views = crate::schema::views_of(ks, base).count();
     let what = format!("{} on table {base}", s.name.name.as_str());
     g.materialized_views_per_table(views, &what)
 }

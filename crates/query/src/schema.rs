@@ -879,6 +879,14 @@ fn parse_stored_type(text: &str, types: &[UdtType]) -> Result<CqlType> {
         .map_err(|e| QueryError::Server(format!("stored schema has a bad type {text:?}: {e}")))
 }
 
+/// The views of `base`, in name order.
+pub fn views_of<'a>(keyspace: &'a Keyspace, base: &'a str) -> impl Iterator<Item = &'a Arc<Table>> {
+    keyspace
+        .tables
+        .values()
+        .filter(move |t| t.view.as_ref().is_some_and(|v| v.base_table == base))
+}
+
 /// The keyspace a qualified name refers to, or the session's.
 pub fn keyspace_of<'a>(
     name: &'a rocksandra_cql::ast::QualifiedName,

@@ -38,7 +38,7 @@ use rocksandra_wire::{SchemaChangeTarget, SchemaChangeType};
 use crate::ctx::StatementCtx;
 use crate::ddl::{self, DdlOutcome, StorageEffects};
 use crate::error::{QueryError, Result};
-use crate::schema::{Column, ColumnKind, Keyspace, Schema, Table, TableParams, ViewDef};
+use crate::schema::{views_of, Column, ColumnKind, Keyspace, Schema, Table, TableParams, ViewDef};
 
 /// The warning Cassandra attaches to CREATE MATERIALIZED VIEW.
 pub const USAGE_WARNING: &str =
@@ -63,14 +63,6 @@ fn table_event(
             table: name.to_string(),
         },
     }
-}
-
-/// The views of `base`, in name order.
-pub fn views_of<'a>(keyspace: &'a Keyspace, base: &'a str) -> impl Iterator<Item = &'a Arc<Table>> {
-    keyspace
-        .tables
-        .values()
-        .filter(move |t| t.view.as_ref().is_some_and(|v| v.base_table == base))
 }
 
 /// CREATE MATERIALIZED VIEW, with Cassandra 5.0's checks in its order.

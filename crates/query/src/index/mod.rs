@@ -64,6 +64,15 @@ pub fn family(index: &Index) -> Option<IndexFamily> {
     }
 }
 
+/// The column an index `target` option names (`values(m)` -> `m`).
+pub fn index_target_column(target: &str) -> &str {
+    let inner = match (target.find('('), target.rfind(')')) {
+        (Some(open), Some(close)) if open < close => &target[open + 1..close],
+        _ => target,
+    };
+    inner.trim_matches('"')
+}
+
 /// The kind of an index target (`values(m)` -> Values) and the column name.
 pub fn target(index: &Index) -> Option<(TargetKind, &str)> {
     let text = index.options.get("target")?;
@@ -74,7 +83,7 @@ pub fn target(index: &Index) -> Option<(TargetKind, &str)> {
         Some(("full", _)) => TargetKind::Full,
         _ => TargetKind::Simple,
     };
-    Some((kind, crate::ddl::index_target_column(text)))
+    Some((kind, index_target_column(text)))
 }
 
 /// Cassandra's checks of an index target against its column
