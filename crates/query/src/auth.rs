@@ -22,39 +22,18 @@ use rocksandra_data::Value;
 use rocksandra_wire::{ColumnSpec, ColumnsMetadata, ResultBody, Rows, RowsMetadata, TableSpec};
 
 use crate::authz::{
-    authorizer_enabled, grant_to_creator, revoke_all_from, revoke_all_on, subject, text_set,
-    Resource,
+    authorizer_enabled, grant_to_creator, revoke_all_from, revoke_all_on, subject, Resource,
 };
 use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
 use crate::request::{Outcome, Request};
+use crate::roles::{
+    granted_roles, is_superuser, logged_in, role, run_internal, text_cell, text_value,
+};
 pub use crate::settings::AuthConfig;
 
 pub const DEFAULT_SUPERUSER: &str = "cassandra";
 const DEFAULT_SUPERUSER_PASSWORD: &str = "cassandra";
-
-/// A role as stored.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Role {
-    pub name: String,
-    pub can_login: bool,
-    pub is_superuser: bool,
-    pub salted_hash: Option<String>,
-    /// The roles granted to it directly.
-    pub member_of: Vec<String>,
-}
-
-fn internal(user: Option<&str>) -> Request {
-    Request {
-        internal: true,
-        user: user.map(str::to_string),
-        ..Request::default()
-    }
-}
-
-fn text(s: &str) -> rocksandra_wire::Value {
-    rocksandra_wire::Value::Bytes(bytes::Bytes::copy_from_slice(s.as_bytes()))
-}
 
 fn boolean(b: bool) -> rocksandra_wire::Value {
     rocksandra_wire::Value::Bytes(bytes::Bytes::from(vec![u8::from(b)]))
@@ -64,93 +43,6 @@ fn hash_password(password: &str, cost: u32) -> Result<String> {
     bcrypt::hash_with_result(password, cost)
         .map(|h| h.format_for_version(bcrypt::Version::TwoA))
         .map_err(|e| QueryError::Server(format!("cannot hash the password: {e}")))
-}
-
-pub(crate) fn run_internal(
-    ctx: &StatementCtx<'_>,
-    cql: &str,
-    values: Vec<rocksandra_wire::Value>,
-    user: Option<&str>,
-) -> Result<Outcome> {
-    let parsed = rocksandra_cql::parse_statement(cql)?;
-    ctx.run(&parsed, &internal(user), &values)
-}
-
-/// The stored role `name`, if any. The empty name is refused as
-/// Cassandra's read of `system_auth.roles` refuses an empty key.
-pub fn role(ctx: &StatementCtx<'_>, name: &str) -> Result<Option<Role>> {
-    if name.is_empty() {
-        return Err(QueryError::invalid("Key may not be empty"));
-    }
-    let outcome = run_internal(
-        ctx,
-        "SELECT role, can_login, is_superuser, salted_hash, member_of FROM system_auth.roles WHERE role = ?",
-        vec![text(name)],
-        None,
-    )?;
-    let ResultBody::Rows(rows) = outcome.body else {
-        return Ok(None);
-    };
-    let Some(row) = rows.rows.first() else {
-        return Ok(None);
-    };
-    let flag = |i: usize| {
-        row.get(i)
-            .cloned()
-            .flatten()
-            .is_some_and(|b| b.first() == Some(&1))
-    };
-    Ok(Some(Role {
-        name: name.to_string(),
-        can_login: flag(1),
-        is_superuser: flag(2),
-        salted_hash: row
-            .get(3)
-            .cloned()
-            .flatten()
-            .map(|b| String::from_utf8_lossy(&b).into_owned()),
-        member_of: text_set(row.get(4).and_then(Option::as_ref)),
-    }))
-}
-
-/// `name` and the roles granted to it: directly, or also through
-/// granted roles when `recursive` (Cassandra's `getRoles`).
-pub fn granted_roles(
-    ctx: &StatementCtx<'_>,
-    name: &str,
-    recursive: bool,
-) -> Result<BTreeSet<String>> {
-    if !recursive {
-        let mut roles = BTreeSet::from([name.to_string()]);
-        roles.extend(role(ctx, name)?.map(|r| r.member_of).unwrap_or_default());
-        return Ok(roles);
-    }
-    Ok(held_roles(ctx, name)?
-        .into_iter()
-        .map(|r| r.name)
-        .chain(std::iter::once(name.to_string()))
-        .collect())
-}
-
-/// The stored roles `name` holds: itself and every role granted to it,
-/// transitively (each read once; grants never form a cycle, but a
-/// stored one would not loop).
-pub(crate) fn held_roles(ctx: &StatementCtx<'_>, name: &str) -> Result<Vec<Role>> {
-    let mut seen = BTreeSet::from([name.to_string()]);
-    let mut pending = vec![name.to_string()];
-    let mut held = Vec::new();
-    while let Some(next) = pending.pop() {
-        let Some(role) = role(ctx, &next)? else {
-            continue;
-        };
-        for granted in &role.member_of {
-            if seen.insert(granted.clone()) {
-                pending.push(granted.clone());
-            }
-        }
-        held.push(role);
-    }
-    Ok(held)
 }
 
 /// With PasswordAuthenticator, creates the default superuser when there
@@ -173,7 +65,7 @@ pub(crate) fn create_default_superuser(ctx: &StatementCtx<'_>, config: AuthConfi
         run_internal(
             ctx,
             "INSERT INTO system_auth.roles (role, can_login, is_superuser, salted_hash) VALUES (?, true, true, ?) USING TIMESTAMP 0",
-            vec![text(DEFAULT_SUPERUSER), text(&hash)],
+            vec![text_value(DEFAULT_SUPERUSER), text_value(&hash)],
             None,
         )?;
     }
@@ -218,24 +110,6 @@ pub fn authenticate_superuser(
             "Access Denied: {username} is not a superuser (nodetool needs one)"
         )))
     }
-}
-
-pub(crate) fn logged_in(ctx: &StatementCtx<'_>, request: &Request) -> Result<String> {
-    if !ctx.settings.auth_config().password_authenticator {
-        return Err(QueryError::Unauthorized(
-            "You have to be logged in and not anonymous to perform this request".into(),
-        ));
-    }
-    request.user.clone().ok_or_else(|| {
-        QueryError::Unauthorized(
-            "You have to be logged in and not anonymous to perform this request".into(),
-        )
-    })
-}
-
-/// Superuser status, held directly or through a granted role.
-pub(crate) fn is_superuser(ctx: &StatementCtx<'_>, user: &str) -> Result<bool> {
-    Ok(held_roles(ctx, user)?.iter().any(|r| r.is_superuser))
 }
 
 pub(crate) fn create_role(
@@ -283,13 +157,13 @@ pub(crate) fn create_role(
         Some(h) => run_internal(
             ctx,
             "INSERT INTO system_auth.roles (role, can_login, is_superuser, salted_hash) VALUES (?, ?, ?, ?)",
-            vec![text(name), boolean(can_login), boolean(superuser), text(&h)],
+            vec![text_value(name), boolean(can_login), boolean(superuser), text_value(&h)],
             Some(&user),
         )?,
         None => run_internal(
             ctx,
             "INSERT INTO system_auth.roles (role, can_login, is_superuser) VALUES (?, ?, ?)",
-            vec![text(name), boolean(can_login), boolean(superuser)],
+            vec![text_value(name), boolean(can_login), boolean(superuser)],
             Some(&user),
         )?,
     };
@@ -317,7 +191,7 @@ pub(crate) fn alter_role(
         run_internal(
             ctx,
             "UPDATE system_auth.roles SET salted_hash = ? WHERE role = ?",
-            vec![text(&h), text(name)],
+            vec![text_value(&h), text_value(name)],
             Some(&user),
         )?;
     }
@@ -325,7 +199,7 @@ pub(crate) fn alter_role(
         run_internal(
             ctx,
             "UPDATE system_auth.roles SET salted_hash = ? WHERE role = ?",
-            vec![text(h), text(name)],
+            vec![text_value(h), text_value(name)],
             Some(&user),
         )?;
     }
@@ -333,7 +207,7 @@ pub(crate) fn alter_role(
         run_internal(
             ctx,
             "UPDATE system_auth.roles SET can_login = ? WHERE role = ?",
-            vec![boolean(l), text(name)],
+            vec![boolean(l), text_value(name)],
             Some(&user),
         )?;
     }
@@ -341,7 +215,7 @@ pub(crate) fn alter_role(
         run_internal(
             ctx,
             "UPDATE system_auth.roles SET is_superuser = ? WHERE role = ?",
-            vec![boolean(s), text(name)],
+            vec![boolean(s), text_value(name)],
             Some(&user),
         )?;
     }
@@ -443,7 +317,7 @@ pub(crate) fn drop_role(
     run_internal(
         ctx,
         "DELETE FROM system_auth.roles WHERE role = ?",
-        vec![text(name)],
+        vec![text_value(name)],
         Some(&user),
     )?;
     if authorizer_enabled(ctx) {
@@ -459,7 +333,7 @@ fn role_members(ctx: &StatementCtx<'_>, role: &str) -> Result<Vec<String>> {
     let outcome = run_internal(
         ctx,
         "SELECT member FROM system_auth.role_members WHERE role = ?",
-        vec![text(role)],
+        vec![text_value(role)],
         None,
     )?;
     let ResultBody::Rows(rows) = outcome.body else {
@@ -468,7 +342,7 @@ fn role_members(ctx: &StatementCtx<'_>, role: &str) -> Result<Vec<String>> {
     Ok(rows
         .rows
         .iter()
-        .map(|r| crate::authz::text_cell(r.first().and_then(Option::as_ref)))
+        .map(|r| text_cell(r.first().and_then(Option::as_ref)))
         .collect())
 }
 
@@ -482,28 +356,28 @@ fn set_membership(ctx: &StatementCtx<'_>, role: &str, member: &str, granted: boo
         run_internal(
             ctx,
             "UPDATE system_auth.roles SET member_of = member_of + ? WHERE role = ?",
-            vec![set, text(member)],
+            vec![set, text_value(member)],
             None,
         )?;
         run_internal(
             ctx,
             "INSERT INTO system_auth.role_members (role, member) VALUES (?, ?)",
-            vec![text(role), text(member)],
+            vec![text_value(role), text_value(member)],
             None,
         )?;
     } else {
-        if self::role(ctx, member)?.is_some() {
+        if crate::roles::role(ctx, member)?.is_some() {
             run_internal(
                 ctx,
                 "UPDATE system_auth.roles SET member_of = member_of - ? WHERE role = ?",
-                vec![set, text(member)],
+                vec![set, text_value(member)],
                 None,
             )?;
         }
         run_internal(
             ctx,
             "DELETE FROM system_auth.role_members WHERE role = ? AND member = ?",
-            vec![text(role), text(member)],
+            vec![text_value(role), text_value(member)],
             None,
         )?;
     }
@@ -521,7 +395,7 @@ pub(crate) fn change_role_membership(
     logged_in(ctx, request)?;
     let (role, grantee) = (stmt.role.as_str(), stmt.grantee.as_str());
     for name in [role, grantee] {
-        if self::role(ctx, name)?.is_none() {
+        if crate::roles::role(ctx, name)?.is_none() {
             return Err(QueryError::invalid(format!("{name} doesn't exist")));
         }
     }

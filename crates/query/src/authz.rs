@@ -24,10 +24,12 @@ use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_data::Value;
 use rocksandra_wire::{ColumnSpec, ColumnsMetadata, ResultBody, Rows, RowsMetadata, TableSpec};
 
-use crate::auth::{granted_roles, held_roles, logged_in, role, run_internal};
 use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
 use crate::request::{Outcome, Request};
+use crate::roles::{
+    granted_roles, held_roles, logged_in, role, run_internal, text_cell, text_set, text_value,
+};
 use crate::schema::keyspace_of;
 use crate::schema::{is_system_keyspace, Schema};
 
@@ -626,33 +628,6 @@ fn set_of_text(items: &[&str]) -> rocksandra_wire::Value {
     rocksandra_wire::Value::Bytes(bytes::Bytes::from(set.to_bytes()))
 }
 
-fn text_value(s: &str) -> rocksandra_wire::Value {
-    rocksandra_wire::Value::Bytes(bytes::Bytes::copy_from_slice(s.as_bytes()))
-}
-
-/// The names in a stored `set<text>` cell.
-pub(crate) fn text_set(cell: Option<&bytes::Bytes>) -> Vec<String> {
-    let Some(cell) = cell else {
-        return Vec::new();
-    };
-    let ty = CqlType::Set(Box::new(CqlType::Native(NativeType::Text)));
-    match Value::deserialize(&ty, cell) {
-        Ok(Value::Set(items)) => items
-            .into_iter()
-            .filter_map(|v| match v {
-                Value::Text(s) => Some(s),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-pub(crate) fn text_cell(cell: Option<&bytes::Bytes>) -> String {
-    cell.map(|b| String::from_utf8_lossy(b).into_owned())
-        .unwrap_or_default()
-}
-
 fn rows_of(outcome: Outcome) -> Vec<Vec<Option<bytes::Bytes>>> {
     match outcome.body {
         ResultBody::Rows(rows) => rows.rows,
@@ -967,7 +942,7 @@ pub(crate) fn change_permissions(
     let permissions = applicable(stmt.permissions, &resource)?;
     logged_in(ctx, request)?;
     let role = stmt.role.as_str();
-    if crate::auth::role(ctx, role)?.is_none() {
+    if crate::roles::role(ctx, role)?.is_none() {
         return Err(QueryError::invalid(format!("Role {role} doesn't exist")));
     }
     if !resource_exists(ctx, &resource)? {

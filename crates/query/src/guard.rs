@@ -8,12 +8,12 @@ use std::cell::RefCell;
 
 use rocksandra_cql::ast::Statement;
 
-use crate::auth::is_superuser;
 use crate::ctx::StatementCtx;
 use crate::ddl::DdlOutcome;
 use crate::error::{QueryError, Result};
 use crate::guardrails::{after_change, before_run, Guardrails, FILTERING_DISABLED_MESSAGE};
 use crate::request::{Outcome, Request};
+use crate::roles::is_superuser;
 use crate::schema::Schema;
 
 /// The guardrails when `active` says one that matters is set and they

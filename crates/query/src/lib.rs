@@ -21,6 +21,7 @@ pub mod prepared_cache;
 pub mod proxy;
 pub mod request;
 pub mod restrict;
+pub mod roles;
 pub mod rows;
 pub mod schema;
 pub mod select;

@@ -1,0 +1,166 @@
+//! The roles stored in `system_auth.roles`, as the rest of access control
+//! reads them: one role, the roles a role holds (transitively), who is
+//! logged in and whether they are a superuser; and the text cells of the
+//! `system_auth` tables. The server's own statements over those tables run
+//! through `StatementCtx::run` (`run_internal`).
+
+use std::collections::BTreeSet;
+
+use rocksandra_data::types::{CqlType, NativeType};
+use rocksandra_data::Value;
+use rocksandra_wire::ResultBody;
+
+use crate::ctx::StatementCtx;
+use crate::error::{QueryError, Result};
+use crate::request::{Outcome, Request};
+
+/// A role as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Role {
+    pub name: String,
+    pub can_login: bool,
+    pub is_superuser: bool,
+    pub salted_hash: Option<String>,
+    /// The roles granted to it directly.
+    pub member_of: Vec<String>,
+}
+
+fn internal(user: Option<&str>) -> Request {
+    Request {
+        internal: true,
+        user: user.map(str::to_string),
+        ..Request::default()
+    }
+}
+
+pub(crate) fn text_value(s: &str) -> rocksandra_wire::Value {
+    rocksandra_wire::Value::Bytes(bytes::Bytes::copy_from_slice(s.as_bytes()))
+}
+
+pub(crate) fn run_internal(
+    ctx: &StatementCtx<'_>,
+    cql: &str,
+    values: Vec<rocksandra_wire::Value>,
+    user: Option<&str>,
+) -> Result<Outcome> {
+    let parsed = rocksandra_cql::parse_statement(cql)?;
+    ctx.run(&parsed, &internal(user), &values)
+}
+
+/// The stored role `name`, if any. The empty name is refused as
+/// Cassandra's read of `system_auth.roles` refuses an empty key.
+pub fn role(ctx: &StatementCtx<'_>, name: &str) -> Result<Option<Role>> {
+    if name.is_empty() {
+        return Err(QueryError::invalid("Key may not be empty"));
+    }
+    let outcome = run_internal(
+        ctx,
+        "SELECT role, can_login, is_superuser, salted_hash, member_of FROM system_auth.roles WHERE role = ?",
+        vec![text_value(name)],
+        None,
+    )?;
+    let ResultBody::Rows(rows) = outcome.body else {
+        return Ok(None);
+    };
+    let Some(row) = rows.rows.first() else {
+        return Ok(None);
+    };
+    let flag = |i: usize| {
+        row.get(i)
+            .cloned()
+            .flatten()
+            .is_some_and(|b| b.first() == Some(&1))
+    };
+    Ok(Some(Role {
+        name: name.to_string(),
+        can_login: flag(1),
+        is_superuser: flag(2),
+        salted_hash: row
+            .get(3)
+            .cloned()
+            .flatten()
+            .map(|b| String::from_utf8_lossy(&b).into_owned()),
+        member_of: text_set(row.get(4).and_then(Option::as_ref)),
+    }))
+}
+
+/// `name` and the roles granted to it: directly, or also through
+/// granted roles when `recursive` (Cassandra's `getRoles`).
+pub fn granted_roles(
+    ctx: &StatementCtx<'_>,
+    name: &str,
+    recursive: bool,
+) -> Result<BTreeSet<String>> {
+    if !recursive {
+        let mut roles = BTreeSet::from([name.to_string()]);
+        roles.extend(role(ctx, name)?.map(|r| r.member_of).unwrap_or_default());
+        return Ok(roles);
+    }
+    Ok(held_roles(ctx, name)?
+        .into_iter()
+        .map(|r| r.name)
+        .chain(std::iter::once(name.to_string()))
+        .collect())
+}
+
+/// The stored roles `name` holds: itself and every role granted to it,
+/// transitively (each read once; grants never form a cycle, but a
+/// stored one would not loop).
+pub(crate) fn held_roles(ctx: &StatementCtx<'_>, name: &str) -> Result<Vec<Role>> {
+    let mut seen = BTreeSet::from([name.to_string()]);
+    let mut pending = vec![name.to_string()];
+    let mut held = Vec::new();
+    while let Some(next) = pending.pop() {
+        let Some(role) = role(ctx, &next)? else {
+            continue;
+        };
+        for granted in &role.member_of {
+            if seen.insert(granted.clone()) {
+                pending.push(granted.clone());
+            }
+        }
+        held.push(role);
+    }
+    Ok(held)
+}
+
+pub(crate) fn logged_in(ctx: &StatementCtx<'_>, request: &Request) -> Result<String> {
+    if !ctx.settings.auth_config().password_authenticator {
+        return Err(QueryError::Unauthorized(
+            "You have to be logged in and not anonymous to perform this request".into(),
+        ));
+    }
+    request.user.clone().ok_or_else(|| {
+        QueryError::Unauthorized(
+            "You have to be logged in and not anonymous to perform this request".into(),
+        )
+    })
+}
+
+/// Superuser status, held directly or through a granted role.
+pub(crate) fn is_superuser(ctx: &StatementCtx<'_>, user: &str) -> Result<bool> {
+    Ok(held_roles(ctx, user)?.iter().any(|r| r.is_superuser))
+}
+
+/// The names in a stored `set<text>` cell.
+pub(crate) fn text_set(cell: Option<&bytes::Bytes>) -> Vec<String> {
+    let Some(cell) = cell else {
+        return Vec::new();
+    };
+    let ty = CqlType::Set(Box::new(CqlType::Native(NativeType::Text)));
+    match Value::deserialize(&ty, cell) {
+        Ok(Value::Set(items)) => items
+            .into_iter()
+            .filter_map(|v| match v {
+                Value::Text(s) => Some(s),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+pub(crate) fn text_cell(cell: Option<&bytes::Bytes>) -> String {
+    cell.map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_default()
+}
