@@ -360,6 +360,16 @@ impl Executor {
         self.snapshot(&parent.join(format!("{kind}-{millis}-{name}")))
     }
 
+    /// A new trace session id (a timeuuid, as Cassandra uses).
+    pub fn new_trace_id(&self) -> [u8; 16] {
+        crate::trace::new_trace_id(&self.ctx())
+    }
+
+    /// Writes a traced request's session and events.
+    pub fn record_trace(&self, trace: &crate::trace::TraceSession) -> Result<()> {
+        crate::trace::record_trace(&self.ctx(), trace)
+    }
+
     /// Flushes storage (clean shutdown).
     pub fn flush(&self) -> Result<()> {
         Ok(self.engine.flush()?)

@@ -7,8 +7,8 @@ use std::net::IpAddr;
 
 use rocksandra_data::Value;
 
+use crate::ctx::StatementCtx;
 use crate::error::Result;
-use crate::executor::Executor;
 use crate::request::Request;
 
 /// How long trace rows live (Cassandra's `tracetype_query_ttl`, one day).
@@ -47,80 +47,78 @@ fn inet(ip: IpAddr) -> Vec<u8> {
     }
 }
 
-impl Executor {
-    /// A new trace session id (a timeuuid, as Cassandra uses).
-    pub fn new_trace_id(&self) -> [u8; 16] {
-        crate::functions::timeuuid_at(self.now_micros(), (self.ctx().env.random)())
-    }
+/// A new trace session id (a timeuuid, as Cassandra uses).
+pub(crate) fn new_trace_id(ctx: &StatementCtx<'_>) -> [u8; 16] {
+    crate::functions::timeuuid_at(ctx.now_micros(), (ctx.env.random)())
+}
 
-    /// Writes a traced request's session and events.
-    pub fn record_trace(&self, trace: &TraceSession) -> Result<()> {
-        let node = self.node();
-        let request = Request {
-            internal: true,
-            ..Request::default()
-        };
-        let ttl = TRACE_TTL_SECONDS.to_be_bytes().to_vec();
-        let session = rocksandra_cql::parse_statement(
-            "INSERT INTO system_traces.sessions (session_id, client, command, coordinator, \
-             coordinator_port, duration, parameters, request, started_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
-        )?;
-        let parameters = Value::Map(
-            trace
-                .parameters
-                .iter()
-                .map(|(k, v)| (Value::Text(k.clone()), Value::Text(v.clone())))
-                .collect(),
+/// Writes a traced request's session and events.
+pub(crate) fn record_trace(ctx: &StatementCtx<'_>, trace: &TraceSession) -> Result<()> {
+    let node = ctx.node();
+    let request = Request {
+        internal: true,
+        ..Request::default()
+    };
+    let ttl = TRACE_TTL_SECONDS.to_be_bytes().to_vec();
+    let session = rocksandra_cql::parse_statement(
+        "INSERT INTO system_traces.sessions (session_id, client, command, coordinator, \
+         coordinator_port, duration, parameters, request, started_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?",
+    )?;
+    let parameters = Value::Map(
+        trace
+            .parameters
+            .iter()
+            .map(|(k, v)| (Value::Text(k.clone()), Value::Text(v.clone())))
+            .collect(),
+    );
+    ctx.run(
+        &session,
+        &request,
+        &[
+            bytes(trace.session_id.to_vec()),
+            bytes(inet(trace.client)),
+            bytes(trace.command.clone().into_bytes()),
+            bytes(inet(node.listen_address)),
+            bytes(7000i32.to_be_bytes().to_vec()),
+            bytes(
+                (trace.duration_micros.clamp(0, i64::from(i32::MAX)) as i32)
+                    .to_be_bytes()
+                    .to_vec(),
+            ),
+            bytes(parameters.to_bytes()),
+            bytes(trace.request.clone().into_bytes()),
+            bytes((trace.started_at_micros / 1000).to_be_bytes().to_vec()),
+            bytes(ttl.clone()),
+        ],
+    )?;
+    let event = rocksandra_cql::parse_statement(
+        "INSERT INTO system_traces.events (session_id, event_id, activity, source, \
+         source_elapsed, source_port, thread) VALUES (?, ?, ?, ?, ?, ?, ?) USING TTL ?",
+    )?;
+    for e in &trace.events {
+        let id = crate::functions::timeuuid_at(
+            trace.started_at_micros + e.elapsed_micros,
+            (ctx.env.random)(),
         );
-        self.run(
-            &session,
+        ctx.run(
+            &event,
             &request,
             &[
                 bytes(trace.session_id.to_vec()),
-                bytes(inet(trace.client)),
-                bytes(trace.command.clone().into_bytes()),
+                bytes(id.to_vec()),
+                bytes(e.activity.clone().into_bytes()),
                 bytes(inet(node.listen_address)),
-                bytes(7000i32.to_be_bytes().to_vec()),
                 bytes(
-                    (trace.duration_micros.clamp(0, i64::from(i32::MAX)) as i32)
+                    (e.elapsed_micros.clamp(0, i64::from(i32::MAX)) as i32)
                         .to_be_bytes()
                         .to_vec(),
                 ),
-                bytes(parameters.to_bytes()),
-                bytes(trace.request.clone().into_bytes()),
-                bytes((trace.started_at_micros / 1000).to_be_bytes().to_vec()),
+                bytes(7000i32.to_be_bytes().to_vec()),
+                bytes(b"Native-Transport-Requests".to_vec()),
                 bytes(ttl.clone()),
             ],
         )?;
-        let event = rocksandra_cql::parse_statement(
-            "INSERT INTO system_traces.events (session_id, event_id, activity, source, \
-             source_elapsed, source_port, thread) VALUES (?, ?, ?, ?, ?, ?, ?) USING TTL ?",
-        )?;
-        for e in &trace.events {
-            let id = crate::functions::timeuuid_at(
-                trace.started_at_micros + e.elapsed_micros,
-                (self.ctx().env.random)(),
-            );
-            self.run(
-                &event,
-                &request,
-                &[
-                    bytes(trace.session_id.to_vec()),
-                    bytes(id.to_vec()),
-                    bytes(e.activity.clone().into_bytes()),
-                    bytes(inet(node.listen_address)),
-                    bytes(
-                        (e.elapsed_micros.clamp(0, i64::from(i32::MAX)) as i32)
-                            .to_be_bytes()
-                            .to_vec(),
-                    ),
-                    bytes(7000i32.to_be_bytes().to_vec()),
-                    bytes(b"Native-Transport-Requests".to_vec()),
-                    bytes(ttl.clone()),
-                ],
-            )?;
-        }
-        Ok(())
     }
+    Ok(())
 }
