@@ -1,14 +1,13 @@
-//! `StatementCtx`: what a statement may use of the node while it runs. The
-//! executor builds one for each statement it runs and hands it to the
-//! statement modules (`select`, `modify`, `auth`, ...), which see neither
-//! the executor nor each other's state through it: the published schema,
-//! the data proxy, the storage engine, the clock and randomness (`Env`),
-//! the node's identity, its settings, and a way to run the server's own
-//! CQL (reads and writes of `system_auth`).
+//! `StatementCtx`: what a statement may use of the node while it runs:
+//! the published schema, the data proxy, the storage engine, the clock
+//! and randomness (`Env`), the node's identity, its settings, and a way to
+//! run the server's own CQL (reads and writes of `system_auth` and
+//! `system_traces`). The executor builds one for each statement and hands
+//! it to the statement modules (`select`, `modify`, `auth`, ...), which so
+//! never see the executor.
 //!
-//! **Invariant**: this module and everything it uses know nothing of the
-//! executor; the executor depends on the statement modules, never the
-//! reverse.
+//! **Invariant**: no module a ctx is handed to names the executor; the
+//! executor depends on them, never the reverse (`tests/layers.rs`).
 
 use std::sync::{Arc, RwLock};
 
@@ -44,6 +43,7 @@ pub struct StatementCtx<'a> {
     pub(crate) schema: &'a RwLock<Arc<Schema>>,
     /// Where user data goes: the cluster's coordinator, or local storage.
     pub(crate) data: &'a dyn DataProxy,
+    /// Whether `data` is the cluster's coordinator.
     pub(crate) clustered: bool,
     /// The storage engine of this node.
     pub(crate) engine: &'a Arc<dyn Engine>,
