@@ -191,25 +191,30 @@ pub struct Gossip {
 }
 
 impl Gossip {
-    /// Joins the cluster through `seeds` (gossip addresses).
+    /// Joins the cluster through `seeds` (gossip addresses) as
+    /// `advertised`, the address peers gossip with, listening on `bind`:
+    /// the listen address, and at most one more
+    /// (`listen_on_broadcast_address`).
     pub async fn start(
-        local: IpAddr,
-        port: u16,
+        advertised: SocketAddr,
+        bind: &[SocketAddr],
         cluster_name: &str,
         seeds: Vec<SocketAddr>,
         generation: u64,
         state: &LocalState,
         messaging: &Arc<Messaging>,
     ) -> Result<Gossip, String> {
-        let listen = SocketAddr::new(local, port);
+        debug_assert!(bind.len() <= 2, "{bind:?}: the listen address and one more");
+        let listen = bind.first().copied().unwrap_or(advertised);
+        let local = advertised.ip();
         let config = ChitchatConfig {
-            chitchat_id: ChitchatId::new(local.to_string(), generation, listen),
+            chitchat_id: ChitchatId::new(local.to_string(), generation, advertised),
             cluster_id: cluster_name.to_string(),
             gossip_interval: GOSSIP_INTERVAL,
             listen_addr: listen,
             seed_nodes: seeds
                 .iter()
-                .filter(|s| **s != listen)
+                .filter(|s| **s != advertised)
                 .map(|s| s.to_string())
                 .collect(),
             failure_detector_config: FailureDetectorConfig {
@@ -232,6 +237,7 @@ impl Gossip {
         } else {
             let transport = FilteredTransport {
                 isolated: messaging.isolation(),
+                also_bind: bind.get(1).copied(),
             };
             spawn_chitchat(config, state.key_values(), &transport).await
         }
@@ -280,21 +286,30 @@ impl Gossip {
 /// chitchat's UDP transport, dropping datagrams to and from isolated peers.
 struct FilteredTransport {
     isolated: Arc<RwLock<HashSet<IpAddr>>>,
+    /// One more address to receive gossip on (`listen_on_broadcast_address`).
+    also_bind: Option<SocketAddr>,
 }
 
 #[async_trait::async_trait]
 impl Transport for FilteredTransport {
     async fn open(&self, listen_addr: SocketAddr) -> anyhow::Result<Box<dyn Socket>> {
         let inner = UdpTransport.open(listen_addr).await?;
+        let also = match self.also_bind {
+            Some(address) => Some(UdpTransport.open(address).await?),
+            None => None,
+        };
         Ok(Box::new(FilteredSocket {
             inner,
+            also,
             isolated: self.isolated.clone(),
         }))
     }
 }
 
+/// Sends from the listen address; receives on it and on `also`.
 struct FilteredSocket {
     inner: Box<dyn Socket>,
+    also: Option<Box<dyn Socket>>,
     isolated: Arc<RwLock<HashSet<IpAddr>>>,
 }
 
@@ -324,9 +339,16 @@ impl Socket for FilteredSocket {
         self.inner.send(to, envelope).await
     }
 
+    /// Cancel-safe, as chitchat needs: both sockets' `recv` are.
     async fn recv(&mut self) -> anyhow::Result<RecvOutcome> {
         loop {
-            let outcome = self.inner.recv().await?;
+            let outcome = match &mut self.also {
+                Some(also) => tokio::select! {
+                    outcome = self.inner.recv() => outcome?,
+                    outcome = also.recv() => outcome?,
+                },
+                None => self.inner.recv().await?,
+            };
             if !self.blocked(outcome.from_addr.ip()) {
                 return Ok(outcome);
             }

@@ -220,18 +220,57 @@ impl Security {
     }
 }
 
+/// Accepts peers' connections on one listener until the node is gone;
+/// `connections` bounds them over all listeners.
+async fn accept_loop(
+    listener: TcpListener,
+    messaging: std::sync::Weak<Messaging>,
+    connections: Arc<Semaphore>,
+) {
+    loop {
+        let Ok((stream, from)) = listener.accept().await else {
+            continue;
+        };
+        let Some(messaging) = messaging.upgrade() else {
+            return;
+        };
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            tracing::warn!(
+                "internode connection from {from} closed: {MAX_INBOUND_CONNECTIONS} open"
+            );
+            continue;
+        };
+        tokio::spawn(async move {
+            if let Err(e) = messaging.serve(stream).await {
+                tracing::debug!("internode connection from {from} closed: {e}");
+            }
+            drop(permit);
+        });
+    }
+}
+
 impl Messaging {
-    /// Binds `local:port` and serves peers' requests with `handler`, over
-    /// TLS as `tls` says.
+    /// Listens on `port` of every address in `bind` (the first picks the
+    /// port when it is 0) and serves peers' requests with `handler`, over
+    /// TLS as `tls` says; `local` is what peers know this node by. The
+    /// error names the address that could not be bound.
     pub async fn start(
         local: IpAddr,
+        bind: &[IpAddr],
         port: u16,
         cluster_name: String,
         handler: Arc<dyn Handler>,
         tls: Option<Arc<InternodeTls>>,
-    ) -> std::io::Result<Arc<Messaging>> {
-        let listener = TcpListener::bind(SocketAddr::new(local, port)).await?;
-        let port = listener.local_addr()?.port();
+    ) -> Result<Arc<Messaging>, String> {
+        let mut listeners = Vec::with_capacity(bind.len());
+        let mut port = port;
+        for ip in bind {
+            let address = SocketAddr::new(*ip, port);
+            let failed = |e: std::io::Error| format!("{address}: {e}");
+            let listener = TcpListener::bind(address).await.map_err(failed)?;
+            port = listener.local_addr().map_err(failed)?.port();
+            listeners.push(listener);
+        }
         let messaging = Arc::new(Messaging {
             local,
             port,
@@ -249,30 +288,14 @@ impl Messaging {
             }),
             gossip_inbox: OnceLock::new(),
         });
-        let weak = Arc::downgrade(&messaging);
         let connections = Arc::new(Semaphore::new(MAX_INBOUND_CONNECTIONS));
-        tokio::spawn(async move {
-            loop {
-                let Ok((stream, from)) = listener.accept().await else {
-                    continue;
-                };
-                let Some(messaging) = weak.upgrade() else {
-                    return;
-                };
-                let Ok(permit) = connections.clone().try_acquire_owned() else {
-                    tracing::warn!(
-                        "internode connection from {from} closed: {MAX_INBOUND_CONNECTIONS} open"
-                    );
-                    continue;
-                };
-                tokio::spawn(async move {
-                    if let Err(e) = messaging.serve(stream).await {
-                        tracing::debug!("internode connection from {from} closed: {e}");
-                    }
-                    drop(permit);
-                });
-            }
-        });
+        for listener in listeners {
+            tokio::spawn(accept_loop(
+                listener,
+                Arc::downgrade(&messaging),
+                connections.clone(),
+            ));
+        }
         Ok(messaging)
     }
 

@@ -50,7 +50,15 @@ pub struct ClusterConfig {
     pub cluster_name: String,
     /// `endpoint_snitch` as configured (`nodetool describecluster`).
     pub endpoint_snitch: String,
+    /// What other nodes know this node by (`broadcast_address`, else
+    /// `listen_address`): its gossip identity, its place in the ring, the
+    /// address peers connect to and show in system.peers.
+    pub broadcast_address: IpAddr,
+    /// Where it listens for other nodes (`listen_address`).
     pub listen_address: IpAddr,
+    /// It listens on `broadcast_address` as well
+    /// (`listen_on_broadcast_address`).
+    pub listen_on_broadcast_address: bool,
     pub storage_port: u16,
     pub seeds: Vec<SocketAddr>,
     pub dc: String,
@@ -59,6 +67,7 @@ pub struct ClusterConfig {
     /// Tokens kept from an earlier start; empty for a new node.
     pub tokens: Vec<Token>,
     pub num_tokens: usize,
+    /// Where clients reach it (`broadcast_rpc_address`, else `rpc_address`).
     pub rpc_address: IpAddr,
     pub native_port: u16,
     /// For streaming files and the decommission marker.
@@ -80,6 +89,19 @@ pub struct ClusterConfig {
     /// What this node sends in streams, bytes per second on average
     /// (`stream_throughput_outbound`); 0: unthrottled.
     pub stream_throughput_bytes: u64,
+}
+
+impl ClusterConfig {
+    /// The addresses this node listens on for other nodes (internode TCP
+    /// and gossip), `listen_address` first: `broadcast_address` too with
+    /// `listen_on_broadcast_address`, when they differ.
+    pub fn bind_addresses(&self) -> Vec<IpAddr> {
+        let mut addresses = vec![self.listen_address];
+        if self.listen_on_broadcast_address && self.broadcast_address != self.listen_address {
+            addresses.push(self.broadcast_address);
+        }
+        addresses
+    }
 }
 
 pub type EventSink = Arc<dyn Fn(Event) + Send + Sync>;
@@ -163,19 +185,15 @@ async fn start_messaging(
     handler: Arc<NodeHandler>,
 ) -> Result<Arc<Messaging>, String> {
     Messaging::start(
-        config.listen_address,
+        config.broadcast_address,
+        &config.bind_addresses(),
         config.storage_port,
         config.cluster_name.clone(),
         handler,
         config.tls.clone(),
     )
     .await
-    .map_err(|e| {
-        format!(
-            "cannot listen for other nodes on {}:{}: {e}",
-            config.listen_address, config.storage_port
-        )
-    })
+    .map_err(|e| format!("cannot listen for other nodes on {e}"))
 }
 
 /// `dc` and `rack` encryption decide by the peers' places as the ring
@@ -219,17 +237,17 @@ pub(crate) fn topology_alone(config: &ClusterConfig, executor: &Executor) -> Top
     let values: std::collections::HashMap<String, String> =
         state.key_values().into_iter().collect();
     let get = |key: &str| values.get(key).cloned();
-    let views = crate::gossip::parse_view(config.listen_address, 0, true, &get)
+    let views = crate::gossip::parse_view(config.broadcast_address, 0, true, &get)
         .into_iter()
         .collect();
-    Topology::new(config.listen_address, config.dc.clone(), views)
+    Topology::new(config.broadcast_address, config.dc.clone(), views)
 }
 
 /// The ring as a new node that is not a seed sees it before it chooses
 /// tokens: a normal node seen, gossip settled, and the joining nodes with
 /// lower addresses done choosing.
 async fn settled_ring(gossip: &Gossip, config: &ClusterConfig) -> Result<Vec<NodeView>, String> {
-    let local = config.listen_address;
+    let local = config.broadcast_address;
     let started = Instant::now();
     let mut views = gossip.view().await;
     while !views
@@ -306,7 +324,7 @@ async fn until_lower_joiners_chose(
 
 /// A new node's tokens, balanced against the others' in `views`.
 fn choose_tokens(config: &ClusterConfig, views: &[NodeView]) -> Vec<Token> {
-    let local = config.listen_address;
+    let local = config.broadcast_address;
     let others = Ring::new(
         views
             .iter()
@@ -363,9 +381,15 @@ impl ClusterNode {
         let new_node = config.tokens.is_empty();
         let mut state = local_state(&config, &executor, new_node);
         let generation = (rocksandra_data::time::system_micros() / 1000) as u64;
+        let port = messaging.port();
+        let bind: Vec<SocketAddr> = config
+            .bind_addresses()
+            .into_iter()
+            .map(|ip| SocketAddr::new(ip, port))
+            .collect();
         let gossip = Gossip::start(
-            config.listen_address,
-            config.storage_port,
+            SocketAddr::new(config.broadcast_address, port),
+            &bind,
             &config.cluster_name,
             config.seeds.clone(),
             generation,
@@ -373,7 +397,7 @@ impl ClusterNode {
             &messaging,
         )
         .await?;
-        let local = config.listen_address;
+        let local = config.broadcast_address;
         let is_seed = config.seeds.iter().any(|s| s.ip() == local);
         let tokens = if new_node {
             let views = if is_seed {
@@ -450,7 +474,7 @@ impl ClusterNode {
     /// up, takes the newest schema and, with `auto_bootstrap`, streams its
     /// ranges.
     async fn join_existing_cluster(self: &Arc<Self>) -> Result<(), String> {
-        let local = self.config.listen_address;
+        let local = self.config.broadcast_address;
         let started = Instant::now();
         loop {
             self.refresh().await;
@@ -551,15 +575,15 @@ impl ClusterNode {
         }
         let views = self.gossip.view().await;
         let views_for_removals = views.clone();
-        let next = Topology::new(self.config.listen_address, self.config.dc.clone(), views);
+        let next = Topology::new(self.config.broadcast_address, self.config.dc.clone(), views);
         let previous = self.shared.topology();
         self.emit_events(&previous, &next);
         let peers: Vec<PeerInfo> = next
             .nodes
             .values()
-            .filter(|v| v.member.address != self.config.listen_address)
+            .filter(|v| v.member.address != self.config.broadcast_address)
             .map(|v| PeerInfo {
-                listen_address: v.member.address,
+                broadcast_address: v.member.address,
                 rpc_address: v.rpc_address,
                 native_port: v.native_port,
                 data_center: v.member.dc.clone(),
@@ -588,7 +612,7 @@ impl ClusterNode {
                     removals.push((id, true));
                 }
             }
-            (published_removals(&next, self.config.listen_address) != *removals)
+            (published_removals(&next, self.config.broadcast_address) != *removals)
                 .then(|| crate::gossip::format_removals(&removals))
         };
         if let Some(text) = republish {
@@ -600,7 +624,7 @@ impl ClusterNode {
             .shared
             .topology()
             .nodes
-            .get(&self.config.listen_address)
+            .get(&self.config.broadcast_address)
             .map(|v| (v.schema_epoch, v.schema_version));
         if published != Some((epoch, version)) {
             self.gossip
@@ -616,7 +640,7 @@ impl ClusterNode {
     }
 
     fn emit_events(&self, previous: &Topology, next: &Topology) {
-        let local = self.config.listen_address;
+        let local = self.config.broadcast_address;
         let client_address = |v: &NodeView| SocketAddr::new(v.rpc_address, v.native_port);
         for (address, view) in &next.nodes {
             if *address == local {
@@ -685,7 +709,7 @@ impl ClusterNode {
         let mut sources: Vec<&NodeView> = topology
             .nodes
             .values()
-            .filter(|v| v.alive && v.member.address != self.config.listen_address)
+            .filter(|v| v.alive && v.member.address != self.config.broadcast_address)
             .collect();
         sources.sort_by_key(|v| std::cmp::Reverse(v.schema_epoch));
         let Some(source) = sources.first().filter(|v| v.schema_epoch > epoch) else {
@@ -727,7 +751,7 @@ impl ClusterNode {
             .filter(|v| v.alive && v.member.status == MemberStatus::Normal)
             .map(|v| v.member.address)
             .min()
-            .unwrap_or(self.config.listen_address)
+            .unwrap_or(self.config.broadcast_address)
     }
 
     fn lock_schema(&self, holder: IpAddr, release: bool) -> Response {
@@ -813,7 +837,7 @@ impl ClusterNode {
     fn bootstrap(&self) -> Result<(), String> {
         let topology = self.shared.topology();
         let schema = self.executor.schema();
-        let local = self.config.listen_address;
+        let local = self.config.broadcast_address;
         let started = Instant::now();
         let mut bytes = 0u64;
         for (keyspace, strategy) in crate::topology::replicated_keyspaces(&schema) {
@@ -1052,7 +1076,7 @@ impl NodeSchemaSync {
 impl SchemaSync for NodeSchemaSync {
     fn acquire(&self, _executor: &Executor) -> Result<SchemaLease, QueryError> {
         let node = self.node()?;
-        let local = node.config.listen_address;
+        let local = node.config.broadcast_address;
         let started = Instant::now();
         let leader = loop {
             let leader = node.schema_leader();
@@ -1103,7 +1127,7 @@ impl SchemaSync for NodeSchemaSync {
         let mut waiting = HashSet::new();
         for view in topology.nodes.values() {
             let address = view.member.address;
-            if view.alive && address != node.config.listen_address {
+            if view.alive && address != node.config.broadcast_address {
                 node.shared.messaging.send(
                     address,
                     Request::SchemaPush {
@@ -1135,7 +1159,7 @@ impl SchemaSync for NodeSchemaSync {
 
     fn release(&self, _lease: SchemaLease) {
         let Ok(node) = self.node() else { return };
-        let local = node.config.listen_address;
+        let local = node.config.broadcast_address;
         let leader = node.schema_leader();
         if leader == local {
             node.lock_schema(local, true);

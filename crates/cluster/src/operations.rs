@@ -293,7 +293,7 @@ impl ClusterNode {
     /// the nodes that take them over, leaves the ring, and stops; without
     /// `force`, not when a keyspace would keep fewer nodes than replicas.
     pub(crate) fn decommission(self: &Arc<Self>, force: bool) -> Result<String, String> {
-        let local = self.config().listen_address;
+        let local = self.config().broadcast_address;
         if self.status() != STATUS_NORMAL {
             return Err(format!(
                 "Node is in {} state; only a NORMAL node can be decommissioned",
@@ -390,7 +390,7 @@ impl ClusterNode {
         let Some(dead) = topology.endpoint_of_host(id) else {
             return Err(format!("Host ID not found: {host_id}"));
         };
-        if dead == self.config().listen_address {
+        if dead == self.config().broadcast_address {
             return Err("Cannot remove self".into());
         }
         if topology.is_alive(dead) {
@@ -427,7 +427,7 @@ impl ClusterNode {
             }
             for table_id in keyspace.storage_ids() {
                 for ((target, source), ranges) in &plan {
-                    bytes += if *target == self.config().listen_address {
+                    bytes += if *target == self.config().broadcast_address {
                         self.pull_ranges("Restore replica count", *source, table_id, ranges)?
                     } else {
                         self.sessions.run(
@@ -464,7 +464,7 @@ impl ClusterNode {
     /// replicates from another live replica.
     pub(crate) fn rebuild(&self, source_dc: Option<&str>) -> Result<String, String> {
         let topology = self.shared.topology();
-        let local = self.config().listen_address;
+        let local = self.config().broadcast_address;
         let schema = self.executor().schema();
         let mut bytes = 0;
         for (keyspace, strategy) in replicated_keyspaces(&schema) {
@@ -503,7 +503,7 @@ impl ClusterNode {
         only: Option<TokenRange>,
     ) -> Result<String, String> {
         let topology = self.shared.topology();
-        let local = self.config().listen_address;
+        let local = self.config().broadcast_address;
         let schema = self.executor().schema();
         let keyspaces = repaired_keyspaces(&schema, keyspace)?;
         let now = LocalTime::of_micros(rocksandra_data::time::system_micros());
@@ -555,7 +555,7 @@ impl ClusterNode {
         replicas: &[Endpoint],
         now: LocalTime,
     ) -> Result<(usize, u64), String> {
-        let local = self.config().listen_address;
+        let local = self.config().broadcast_address;
         let depth = repair::DEFAULT_DEPTH;
         let mut trees = Vec::new();
         for replica in replicas {

@@ -91,6 +91,7 @@ fn schema() -> &'static (Arc<Schema>, Arc<Table>) {
         let node = NodeInfo {
             cluster_name: "sim".into(),
             listen_address: address(1),
+            broadcast_address: address(1),
             rpc_address: address(1),
             native_port: 9042,
             data_center: DC.into(),

@@ -32,6 +32,7 @@ fn executor() -> Executor {
     let node = NodeInfo {
         cluster_name: "Bench".into(),
         listen_address: "127.0.0.1".parse().expect("address"),
+        broadcast_address: "127.0.0.1".parse().expect("address"),
         rpc_address: "127.0.0.1".parse().expect("address"),
         native_port: 9042,
         data_center: "datacenter1".into(),

@@ -125,7 +125,7 @@ impl<'a> StatementCtx<'a> {
         select: &Select,
         consistency: Consistency,
     ) -> Result<Option<String>> {
-        let node = || self.node().listen_address;
+        let node = || self.node().broadcast_address;
         self.settings
             .tombstones
             .check(tombstones, live, select, consistency, node)

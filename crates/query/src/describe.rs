@@ -538,14 +538,14 @@ struct RingNode {
 /// token's text (sorted as text, as Cassandra serializes the map).
 fn range_ownership(keyspace: Option<&Keyspace>, node: &NodeInfo) -> BTreeMap<String, Vec<String>> {
     let mut nodes = vec![RingNode {
-        endpoint: format!("/{}:{STORAGE_PORT}", node.listen_address),
+        endpoint: format!("/{}:{STORAGE_PORT}", node.broadcast_address),
         data_center: node.data_center.clone(),
     }];
     let mut ring: Vec<(Token, usize)> = node.tokens.iter().map(|t| (Token(*t), 0)).collect();
     for peer in &node.peers {
         ring.extend(peer.tokens.iter().map(|t| (Token(*t), nodes.len())));
         nodes.push(RingNode {
-            endpoint: format!("/{}:{STORAGE_PORT}", peer.listen_address),
+            endpoint: format!("/{}:{STORAGE_PORT}", peer.broadcast_address),
             data_center: peer.data_center.clone(),
         });
     }

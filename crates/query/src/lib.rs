@@ -45,9 +45,15 @@ use std::net::IpAddr;
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeInfo {
     pub cluster_name: String,
-    /// `listen_address`: where other nodes reach this one.
+    /// `listen_address`: where this node listens for other nodes (only
+    /// system.local's listen_address shows it).
     pub listen_address: IpAddr,
-    /// `rpc_address`: where clients reach this one.
+    /// `broadcast_address`, else `listen_address`: the address other nodes
+    /// know this node by (system.local's broadcast_address, traces,
+    /// DESCRIBE CLUSTER, replica errors).
+    pub broadcast_address: IpAddr,
+    /// `broadcast_rpc_address`, else `rpc_address`: where clients reach
+    /// this one.
     pub rpc_address: IpAddr,
     pub native_port: u16,
     pub data_center: String,
@@ -61,7 +67,10 @@ pub struct NodeInfo {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct PeerInfo {
-    pub listen_address: IpAddr,
+    /// The peer's broadcast address: what nodes know it by (the `peer`
+    /// column).
+    pub broadcast_address: IpAddr,
+    /// Its broadcast RPC address: where clients reach it.
     pub rpc_address: IpAddr,
     pub native_port: u16,
     pub data_center: String,

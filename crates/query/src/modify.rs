@@ -367,7 +367,7 @@ fn replica_refusal(
     if !matches!(&e, QueryError::Invalid(m) if m == crate::index::ZERO_VECTOR_COSINE) {
         return e;
     }
-    let node = context.node().listen_address;
+    let node = context.node().broadcast_address;
     tracing::error!("write refused: {e}");
     QueryError::WriteFailure {
         consistency: request.consistency,

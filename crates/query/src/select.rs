@@ -2181,7 +2181,7 @@ pub fn execute(
     ann::refuse_vector_restrictions(&table, select)?;
     check_where_clause(&table, select, &restrictions)
         .map_err(|e| crate::guard::filtering_refusal(context, e, request))?;
-    let replica = || (context.node().listen_address, request.consistency);
+    let replica = || (context.node().broadcast_address, request.consistency);
     let group_by = group_by::plan(&table, select, &ctx, &replica)?;
     let reversed = order_by_reversal(&table, select, &restrictions, request)?;
     let limit = limit_value(&select.limit, "[limit]", &ctx)?;
@@ -2461,7 +2461,7 @@ fn execute_ann(
     let limit = limit_value(&select.limit, "[limit]", ctx)?;
     let aggregate = outputs.iter().any(|o| is_aggregate(&o.sel));
     let ranking = ann::plan(table, select, restrictions, ann, (limit, aggregate), ctx)
-        .map_err(|e| ann::replica_refusal(context.node().listen_address, e))?;
+        .map_err(|e| ann::replica_refusal(context.node().broadcast_address, e))?;
     let warnings = ann::warnings(request, ranking.limit);
     let at_one = Request {
         consistency: rocksandra_wire::Consistency::One,

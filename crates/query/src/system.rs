@@ -362,7 +362,7 @@ fn local_row(schema: &Schema, node: &NodeInfo) -> Cells {
     let mut row = Cells::default();
     row.text("key", "local")
         .text("bootstrapped", "COMPLETED")
-        .set("broadcast_address", Value::Inet(node.listen_address))
+        .set("broadcast_address", Value::Inet(node.broadcast_address))
         .set("broadcast_port", Value::Int(i32::from(STORAGE_PORT)))
         .text("cluster_name", &node.cluster_name)
         .text("cql_version", CQL_VERSION)
@@ -383,7 +383,7 @@ fn local_row(schema: &Schema, node: &NodeInfo) -> Cells {
 
 fn peer_row(peer: &crate::PeerInfo) -> Cells {
     let mut row = Cells::default();
-    row.set("peer", Value::Inet(peer.listen_address))
+    row.set("peer", Value::Inet(peer.broadcast_address))
         .text("data_center", &peer.data_center)
         .set("host_id", Value::Uuid(peer.host_id))
         .text("rack", &peer.rack)
@@ -396,7 +396,7 @@ fn peer_row(peer: &crate::PeerInfo) -> Cells {
 
 fn peer_v2_row(peer: &crate::PeerInfo) -> Cells {
     let mut row = Cells::default();
-    row.set("peer", Value::Inet(peer.listen_address))
+    row.set("peer", Value::Inet(peer.broadcast_address))
         .set("peer_port", Value::Int(i32::from(STORAGE_PORT)))
         .text("data_center", &peer.data_center)
         .set("host_id", Value::Uuid(peer.host_id))

@@ -79,7 +79,7 @@ pub(crate) fn record_trace(ctx: &StatementCtx<'_>, trace: &TraceSession) -> Resu
             bytes(trace.session_id.to_vec()),
             bytes(inet(trace.client)),
             bytes(trace.command.clone().into_bytes()),
-            bytes(inet(node.listen_address)),
+            bytes(inet(node.broadcast_address)),
             bytes(7000i32.to_be_bytes().to_vec()),
             bytes(
                 (trace.duration_micros.clamp(0, i64::from(i32::MAX)) as i32)
@@ -108,7 +108,7 @@ pub(crate) fn record_trace(ctx: &StatementCtx<'_>, trace: &TraceSession) -> Resu
                 bytes(trace.session_id.to_vec()),
                 bytes(id.to_vec()),
                 bytes(e.activity.clone().into_bytes()),
-                bytes(inet(node.listen_address)),
+                bytes(inet(node.broadcast_address)),
                 bytes(
                     (e.elapsed_micros.clamp(0, i64::from(i32::MAX)) as i32)
                         .to_be_bytes()

@@ -250,8 +250,16 @@ impl Default for SeedProvider {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub cluster_name: String,
-    /// Address for other nodes (and for clients unless `rpc_address` is set).
+    /// Address this node listens on for other nodes (and for clients
+    /// unless `rpc_address` is set).
     pub listen_address: IpAddr,
+    /// What other nodes know this node by when it differs from
+    /// `listen_address` (a node behind NAT): gossip, the ring,
+    /// system.peers, system.local's broadcast_address.
+    pub broadcast_address: Option<IpAddr>,
+    /// Listen for other nodes on `broadcast_address` too
+    /// (`listen_on_broadcast_address`).
+    pub listen_on_broadcast_address: bool,
     /// Address for CQL clients when it differs from `listen_address`.
     pub rpc_address: Option<IpAddr>,
     /// The CQL address told to drivers (system.local, system.peers, gossip)
@@ -372,6 +380,8 @@ impl Default for Config {
         Config {
             cluster_name: CLUSTER_NAME_DEFAULT.to_string(),
             listen_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            broadcast_address: None,
+            listen_on_broadcast_address: false,
             rpc_address: None,
             broadcast_rpc_address: None,
             native_transport_port: NATIVE_TRANSPORT_PORT_DEFAULT,
@@ -426,6 +436,12 @@ impl Default for Config {
 }
 
 impl Config {
+    /// What other nodes know this node by: `broadcast_address`, else
+    /// `listen_address`.
+    pub fn advertised_address(&self) -> IpAddr {
+        self.broadcast_address.unwrap_or(self.listen_address)
+    }
+
     /// The CQL address drivers are told: `broadcast_rpc_address`, else
     /// `rpc_address`, else `listen_address`.
     pub fn advertised_rpc_address(&self) -> IpAddr {
@@ -548,7 +564,7 @@ impl Config {
             None => Config::default(),
         };
         config.apply_overrides(cli);
-        config.check_broadcast_rpc_address()?;
+        config.check_addresses()?;
         Ok(config)
     }
 
@@ -741,6 +757,8 @@ fn split_seeds(text: &str) -> Vec<String> {
 struct FileConfig {
     cluster_name: Option<String>,
     listen_address: Option<String>,
+    broadcast_address: Option<String>,
+    listen_on_broadcast_address: Option<bool>,
     rpc_address: Option<String>,
     broadcast_rpc_address: Option<String>,
     native_transport_port: Option<u16>,
@@ -887,6 +905,10 @@ impl FileConfig {
         let config = Config {
             cluster_name: self.cluster_name.unwrap_or(defaults.cluster_name),
             listen_address: addresses.listen,
+            broadcast_address: addresses.broadcast,
+            listen_on_broadcast_address: self
+                .listen_on_broadcast_address
+                .unwrap_or(defaults.listen_on_broadcast_address),
             rpc_address: addresses.rpc,
             broadcast_rpc_address: addresses.broadcast_rpc,
             native_transport_port: self
@@ -967,6 +989,7 @@ impl FileConfig {
 /// The node's own addresses, parsed.
 struct Addresses {
     listen: IpAddr,
+    broadcast: Option<IpAddr>,
     rpc: Option<IpAddr>,
     broadcast_rpc: Option<IpAddr>,
 }
@@ -993,6 +1016,7 @@ impl FileConfig {
         Ok(Addresses {
             listen: optional("listen_address", &self.listen_address)?
                 .unwrap_or(defaults.listen_address),
+            broadcast: optional("broadcast_address", &self.broadcast_address)?,
             rpc: optional("rpc_address", &self.rpc_address)?,
             broadcast_rpc: optional("broadcast_rpc_address", &self.broadcast_rpc_address)?,
         })
@@ -1393,27 +1417,37 @@ fn port_or_off(port: u16) -> Option<u16> {
 }
 
 impl Config {
-    /// Cassandra's rule: drivers cannot be told a wildcard address.
-    fn check_broadcast_rpc_address(&self) -> Result<(), ConfigError> {
-        let wildcard = |ip: IpAddr| ip.is_unspecified();
+    /// Cassandra's rules, in its words: no node can be reached at a
+    /// wildcard address, so only `rpc_address` may be one, and then
+    /// `broadcast_rpc_address` says where drivers connect.
+    fn check_addresses(&self) -> Result<(), ConfigError> {
+        let named = [
+            ("listen_address", Some(self.listen_address)),
+            ("broadcast_address", self.broadcast_address),
+            ("broadcast_rpc_address", self.broadcast_rpc_address),
+        ];
+        for (key, address) in named {
+            if let Some(address) = address.filter(IpAddr::is_unspecified) {
+                return Err(invalid(
+                    key,
+                    format!("{key} cannot be a wildcard address ({address})!"),
+                ));
+            }
+        }
         match (self.rpc_address, self.broadcast_rpc_address) {
-            (Some(rpc), None) if wildcard(rpc) => Err(invalid(
+            (Some(rpc), None) if rpc.is_unspecified() => Err(invalid(
                 "broadcast_rpc_address",
                 format!(
                     "If rpc_address is set to a wildcard address ({rpc}), then you must set \
                      broadcast_rpc_address to a value other than {rpc}"
                 ),
             )),
-            (_, Some(broadcast)) if wildcard(broadcast) => Err(invalid(
-                "broadcast_rpc_address",
-                format!("{broadcast} is a wildcard address; drivers need one to connect to"),
-            )),
             _ => Ok(()),
         }
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
-        self.check_broadcast_rpc_address()?;
+        self.check_addresses()?;
         if self.cluster_name.is_empty() {
             return Err(invalid("cluster_name", "must not be empty"));
         }
@@ -2231,11 +2265,6 @@ prometheus_port: 9500
             config.advertised_rpc_address(),
             "10.1.1.3".parse::<IpAddr>().expect("ip")
         );
-        assert!(error_text("rpc_address: 0.0.0.0\n").contains(
-            "If rpc_address is set to a wildcard address (0.0.0.0), then you must set \
-             broadcast_rpc_address to a value other than 0.0.0.0"
-        ));
-        assert!(error_text("broadcast_rpc_address: 0.0.0.0\n").contains("broadcast_rpc_address"));
         let config = parse_ok("listen_address: localhost\n");
         assert_eq!(
             config.native_address(),
@@ -2330,6 +2359,56 @@ prometheus_port: 9500
     fn authenticator_accepts_cassandra5_parameterized_form() {
         let config = parse_ok("authenticator:\n  class_name: PasswordAuthenticator\n");
         assert_eq!(config.authenticator, Authenticator::Password);
+    }
+
+    #[test]
+    fn broadcast_address_is_what_other_nodes_are_told() {
+        let ip = |text: &str| text.parse::<IpAddr>().expect("ip");
+        let config = parse_ok("listen_address: 10.1.1.1\n");
+        assert_eq!(config.advertised_address(), ip("10.1.1.1"));
+        assert!(!config.listen_on_broadcast_address);
+        let config = parse_ok(
+            "listen_address: 10.1.1.1\nbroadcast_address: 192.0.2.7\n\
+             listen_on_broadcast_address: true\n",
+        );
+        assert_eq!(config.listen_address, ip("10.1.1.1"));
+        assert_eq!(config.advertised_address(), ip("192.0.2.7"));
+        assert!(config.listen_on_broadcast_address);
+        assert!(config.unused_keys.is_empty(), "{:?}", config.unused_keys);
+        assert!(error_text("broadcast_address: my-host\n").contains("broadcast_address"));
+    }
+
+    #[test]
+    fn wildcard_addresses_are_refused_in_cassandra_words() {
+        for (yaml, text) in [
+            (
+                "listen_address: 0.0.0.0\n",
+                "listen_address cannot be a wildcard address (0.0.0.0)!",
+            ),
+            (
+                "broadcast_address: '::'\n",
+                "broadcast_address cannot be a wildcard address (::)!",
+            ),
+            (
+                "broadcast_rpc_address: 0.0.0.0\n",
+                "broadcast_rpc_address cannot be a wildcard address (0.0.0.0)!",
+            ),
+            (
+                "rpc_address: 0.0.0.0\n",
+                "If rpc_address is set to a wildcard address (0.0.0.0), then you must set \
+                 broadcast_rpc_address to a value other than 0.0.0.0",
+            ),
+        ] {
+            let error = error_text(yaml);
+            assert!(error.contains(text), "{yaml:?}: {error}");
+        }
+        // The flags are checked too, once they are applied.
+        let cli = Cli::parse_from(["rocksandra", "--listen-address", "0.0.0.0"]);
+        let error = Config::load(&cli).expect_err("wildcard").to_string();
+        assert!(
+            error.contains("listen_address cannot be a wildcard address (0.0.0.0)!"),
+            "{error}"
+        );
     }
 
     #[test]

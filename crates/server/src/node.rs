@@ -128,6 +128,7 @@ pub fn open(config: &Config) -> Result<Node, String> {
     let node = NodeInfo {
         cluster_name: config.cluster_name.clone(),
         listen_address: config.listen_address,
+        broadcast_address: config.advertised_address(),
         rpc_address: config.advertised_rpc_address(),
         native_port: config.native_transport_port,
         data_center: config.data_center.clone(),
@@ -175,7 +176,9 @@ pub fn cluster_config(
     Ok(rocksandra_cluster::ClusterConfig {
         cluster_name: config.cluster_name.clone(),
         endpoint_snitch: config.endpoint_snitch.clone(),
+        broadcast_address: config.advertised_address(),
         listen_address: config.listen_address,
+        listen_on_broadcast_address: config.listen_on_broadcast_address,
         storage_port: config.storage_port,
         seeds: config.seed_addresses()?,
         dc: config.data_center.clone(),

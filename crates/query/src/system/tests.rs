@@ -123,6 +123,7 @@ pub(crate) fn node() -> NodeInfo {
     NodeInfo {
         cluster_name: "Test Cluster".into(),
         listen_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        broadcast_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
         rpc_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
         native_port: 9042,
         data_center: "datacenter1".into(),
@@ -400,7 +401,7 @@ fn peers_tables_list_the_other_nodes() {
     let mut node = node();
     for (i, dc) in [(2u8, "dc2"), (3, "dc1")] {
         node.peers.push(crate::PeerInfo {
-            listen_address: IpAddr::V4(Ipv4Addr::new(10, 0, 0, i)),
+            broadcast_address: IpAddr::V4(Ipv4Addr::new(10, 0, 0, i)),
             rpc_address: IpAddr::V4(Ipv4Addr::new(10, 1, 0, i)),
             native_port: 9043,
             data_center: dc.into(),
@@ -431,6 +432,21 @@ fn peers_tables_list_the_other_nodes() {
     assert!(tokens.windows(2).all(|w| w[0] <= w[1]));
     let peers = table_of(&schema, "system", "peers");
     assert_eq!(rows(peers, &schema, &node, &no_stats).len(), 2);
+}
+
+#[test]
+fn local_row_tells_the_listen_broadcast_and_rpc_addresses_apart() {
+    let schema = schema_with(Vec::new());
+    let mut node = node();
+    node.listen_address = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+    node.broadcast_address = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1));
+    node.rpc_address = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 9));
+    let local = table_of(&schema, "system", "local");
+    let rows = rows(local, &schema, &node, &no_stats);
+    let column = |name: &str| rows[0][local.column_index(name).expect("column")].clone();
+    assert_eq!(column("listen_address"), Some(vec![10, 0, 0, 1]));
+    assert_eq!(column("broadcast_address"), Some(vec![192, 0, 2, 1]));
+    assert_eq!(column("rpc_address"), Some(vec![192, 0, 2, 9]));
 }
 
 #[test]

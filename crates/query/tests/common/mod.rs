@@ -13,6 +13,7 @@ pub fn node() -> NodeInfo {
     NodeInfo {
         cluster_name: "Test Cluster".into(),
         listen_address: "127.0.0.1".parse().expect("address"),
+        broadcast_address: "127.0.0.1".parse().expect("address"),
         rpc_address: "127.0.0.1".parse().expect("address"),
         native_port: 9042,
         data_center: "datacenter1".into(),

@@ -48,7 +48,9 @@ impl KeyDoc {
 pub const KEYS: &[KeyDoc] = &[
     key("cluster_name", "'Test Cluster'", "Name of the cluster; nodes of other clusters are refused."),
     key("num_tokens", "16", "Tokens (vnodes) a new node takes on the ring, 1 to 1024."),
-    key("listen_address", "localhost", "IP address other nodes reach this node on (and clients, without rpc_address)."),
+    key("listen_address", "localhost", "IP address this node listens on for other nodes (and for clients, without rpc_address); not a wildcard."),
+    key("broadcast_address", "1.2.3.4", "IP address other nodes know this node by (gossip, system.peers), when they reach it at another address than listen_address (NAT); unset: listen_address.").unset(),
+    key("listen_on_broadcast_address", "false", "Listen for other nodes on broadcast_address too, not only on listen_address."),
     key("rpc_address", "localhost", "IP address CQL clients connect to (0.0.0.0: all, with broadcast_rpc_address); unset: listen_address.").unset(),
     key("broadcast_rpc_address", "1.2.3.4", "CQL address told to drivers; required when rpc_address is 0.0.0.0; unset: rpc_address.").unset(),
     key("native_transport_port", "9042", "TCP port of the CQL native protocol."),
