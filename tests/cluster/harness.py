@@ -1,8 +1,8 @@
 """Processes and driver sessions for the multi-process cluster tests.
 
 Every node is a real `rocksandra` process on its own loopback address
-(127.0.0.11-15 by default: CQL on :9042, internode TCP and gossip UDP on
-:7000, nodetool on :7199) with a
+(127.0.0.11-15 by default: CQL on :9042 unless given a `native_port`,
+internode TCP and gossip UDP on :7000, nodetool on :7199) with a
 fresh data directory; its log goes to `<dir>/node.log`. Only processes started
 here are ever signalled.
 """
@@ -45,8 +45,11 @@ def port_open(ip, port):
 
 
 class Node:
-    def __init__(self, ip, root, seeds=SEED, extra=(), nodetool_config=None, nodetool_login=None):
+    def __init__(self, ip, root, seeds=SEED, extra=(), nodetool_config=None, nodetool_login=None,
+                 native_port=CQL_PORT):
         self.ip = ip
+        # A node with `rpc_address: 0.0.0.0` needs a port of its own.
+        self.native_port = native_port
         self.dir = os.path.join(root, ip)
         self.data_dir = os.path.join(self.dir, "data")
         os.makedirs(self.data_dir, exist_ok=True)
@@ -64,7 +67,8 @@ class Node:
     def start(self, timeout=60):
         assert self.proc is None or self.proc.poll() is not None, "%s already running" % self.ip
         # A listener we did not start would make the readiness check lie.
-        assert not port_open(self.ip, CQL_PORT), "%s:%d is already taken" % (self.ip, CQL_PORT)
+        assert not port_open(self.ip, self.native_port), \
+            "%s:%d is already taken" % (self.ip, self.native_port)
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.command(), stdout=self.log, stderr=self.log)
         deadline = time.monotonic() + timeout
@@ -72,7 +76,7 @@ class Node:
             if self.proc.poll() is not None:
                 raise AssertionError("%s exited with %s before listening:\n%s"
                                      % (self.ip, self.proc.returncode, self.tail()))
-            if port_open(self.ip, CQL_PORT):
+            if port_open(self.ip, self.native_port):
                 return
             time.sleep(0.05)
         raise AssertionError("%s did not listen for CQL within %ds:\n%s"
@@ -80,7 +84,8 @@ class Node:
 
     def command(self):
         return ([BIN, "--data-dir", self.data_dir, "--listen-address", self.ip,
-                 "--seeds", self.seeds, "--prometheus-port", "0", "--native-port", str(CQL_PORT),
+                 "--seeds", self.seeds, "--prometheus-port", "0",
+                 "--native-port", str(self.native_port),
                  # nodetool's port, on this node's own address.
                  "--admin-address", self.ip]
                 + self.extra)
@@ -175,7 +180,8 @@ class Nodes:
             (self.nodes.get(ip) or self.add(ip, **kw)).start()
 
     def connect(self, ip, pinned=True):
-        cluster, session = connect(ip, pinned)
+        port = self.nodes[ip].native_port if ip in self.nodes else CQL_PORT
+        cluster, session = connect(ip, pinned, port=port)
         self.clusters.append(cluster)
         return session
 
@@ -212,13 +218,13 @@ class Nodes:
         return codes
 
 
-def connect(ip, pinned=True, auth_provider=None):
+def connect(ip, pinned=True, auth_provider=None, port=CQL_PORT):
     """A driver session through `ip`: pinned to that node only, or token aware
     over every node the driver discovers."""
     lbp = WhiteListRoundRobinPolicy([ip]) if pinned else TokenAwarePolicy(RoundRobinPolicy())
     profile = ExecutionProfile(load_balancing_policy=lbp, request_timeout=20,
                                retry_policy=FallthroughRetryPolicy())
-    cluster = Cluster([ip], port=CQL_PORT, protocol_version=4,
+    cluster = Cluster([ip], port=port, protocol_version=4,
                       execution_profiles={EXEC_PROFILE_DEFAULT: profile},
                       reconnection_policy=ConstantReconnectionPolicy(0.5, None),
                       connect_timeout=10, control_connection_timeout=10,
