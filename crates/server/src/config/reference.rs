@@ -52,7 +52,7 @@ pub const KEYS: &[KeyDoc] = &[
     key("broadcast_address", "1.2.3.4", "IP address other nodes know this node by (gossip, system.peers), when they reach it at another address than listen_address (NAT); unset: listen_address.").unset(),
     key("listen_on_broadcast_address", "false", "Listen for other nodes on broadcast_address too, not only on listen_address."),
     key("rpc_address", "localhost", "IP address CQL clients connect to (0.0.0.0: all, with broadcast_rpc_address); unset: listen_address.").unset(),
-    key("broadcast_rpc_address", "1.2.3.4", "CQL address told to drivers; required when rpc_address is 0.0.0.0; unset: rpc_address.").unset(),
+    key("broadcast_rpc_address", "1.2.3.4", "CQL address told to drivers (system.local, system.peers, events); required when rpc_address is 0.0.0.0; unset: rpc_address.").unset(),
     key("native_transport_port", "9042", "TCP port of the CQL native protocol."),
     key("storage_port", "7000", "Port for other nodes: internode TCP and gossip."),
     key(
