@@ -35,7 +35,7 @@ use crate::schema::keyspace_of;
 use crate::schema::{Schema, Table, SCHEMA_FILE};
 use crate::settings::Settings;
 use crate::snapshot::dropped_name;
-use crate::tombstones::TombstoneThresholds;
+use crate::tombstones::{TombstoneSettings, TombstoneThresholds};
 use crate::{modify, select, NodeInfo};
 use rocksandra_storage::fs::write_atomically;
 
@@ -296,6 +296,12 @@ impl Executor {
 
     pub fn set_tombstone_thresholds(&self, thresholds: TombstoneThresholds) {
         self.settings.tombstones.set(thresholds);
+    }
+
+    /// The tombstone thresholds in force, for the cluster's replica to
+    /// read as they change.
+    pub fn tombstone_settings(&self) -> Arc<TombstoneSettings> {
+        self.settings.tombstones.clone()
     }
 
     /// Sets how clients log in and whether permissions are checked; with

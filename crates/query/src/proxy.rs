@@ -64,8 +64,8 @@ pub trait DataProxy: Send + Sync {
         consistency: Consistency,
         now: LocalTime,
     ) -> Result<Partition>;
-    /// `read_partition` and the deleted or expired rows it met (0 where
-    /// they are not counted: the cluster's coordinator).
+    /// `read_partition` and the deleted or expired rows it met (in a
+    /// cluster, the most any one replica met; `tombstones.rs`).
     fn read_partition_counted(
         &self,
         schema: &Schema,
@@ -100,8 +100,8 @@ pub trait DataProxy: Send + Sync {
         consistency: Consistency,
         now: LocalTime,
     ) -> Result<ScanPage>;
-    /// `scan` and the deleted or expired rows it met (0 where they are not
-    /// counted: the cluster's coordinator).
+    /// `scan` and the deleted or expired rows it met (in a cluster, the
+    /// most any one replica met for one of its requests).
     fn scan_counted(
         &self,
         schema: &Schema,

@@ -3,7 +3,7 @@
 //! tombstone thresholds and the read timeouts. A leaf of the statement
 //! modules: it knows no statement.
 
-use std::sync::{OnceLock, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use crate::deadline::TimeoutSettings;
 use crate::guardrails::Guardrails;
@@ -35,8 +35,9 @@ pub(crate) struct Settings {
     pub(crate) auth: RwLock<AuthConfig>,
     /// Cassandra's guardrails (`crate::guardrails`); the defaults until set.
     pub(crate) guardrails: OnceLock<Guardrails>,
-    /// `tombstone_warn_threshold` and `tombstone_failure_threshold`.
-    pub(crate) tombstones: TombstoneSettings,
+    /// `tombstone_warn_threshold` and `tombstone_failure_threshold`,
+    /// shared with the cluster's replica (`Executor::tombstone_settings`).
+    pub(crate) tombstones: Arc<TombstoneSettings>,
     /// `read_request_timeout` and `range_request_timeout` (`deadline`).
     pub(crate) read_timeouts: TimeoutSettings,
 }
@@ -46,7 +47,7 @@ impl Default for Settings {
         Settings {
             auth: RwLock::new(AuthConfig::default()),
             guardrails: OnceLock::new(),
-            tombstones: TombstoneSettings::default(),
+            tombstones: Arc::default(),
             read_timeouts: TimeoutSettings::new(Default::default()),
         }
     }

@@ -2,16 +2,21 @@
 //! that meets more deleted or expired rows than the first gets Cassandra's
 //! client warning (and a log line); more than the second fails with
 //! READ_FAILURE (`READ_TOO_MANY_TOMBSTONES`) and is logged, as Cassandra's
-//! TombstoneOverwhelmingException is.
+//! TombstoneOverwhelmingException is. The one home of the thresholds'
+//! decision (`TombstoneThresholds::verdict`) and of their texts, for the
+//! statements here and for the cluster's replicas.
 //!
 //! Counted: the rows single-partition reads and range scans meet on a
 //! node, deleted or expired (row tombstones, and rows whose every cell is
-//! gone); in a cluster, the single-partition reads the coordinator answers
-//! from its own storage (it is the replica the consistency level needs, as
-//! with a token-aware driver at ONE or LOCAL_ONE). Not counted yet: dead
-//! cells inside live rows, reads through a secondary index, range scans in
-//! a cluster, and reads answered by other nodes.
+//! gone). In a cluster each replica counts what it reads for a
+//! coordinator, logs past the warn threshold and refuses the read past the
+//! failure threshold (`rocksandra_cluster::replica`); the coordinator
+//! reports the most any one replica met, which the statement checks as a
+//! node alone does (the client's warning). Not counted yet: dead cells
+//! inside live rows, reads through a secondary index, and the raw reads a
+//! coordinator reconciles replicas with.
 
+use std::fmt::Display;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -39,11 +44,69 @@ impl Default for TombstoneThresholds {
     }
 }
 
+/// What a read that met some tombstones calls for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TombstoneVerdict {
+    Within,
+    /// Past the warn threshold: a log line and the client's warning.
+    Warn,
+    /// Past the failure threshold: the read is refused.
+    Fail,
+}
+
+impl TombstoneThresholds {
+    /// The thresholds' decision for a read that met `tombstones`.
+    pub fn verdict(&self, tombstones: u64) -> TombstoneVerdict {
+        if tombstones > self.failure {
+            TombstoneVerdict::Fail
+        } else if tombstones > self.warn {
+            TombstoneVerdict::Warn
+        } else {
+            TombstoneVerdict::Within
+        }
+    }
+}
+
+/// Cassandra's warning (logged, and sent to the client) for a read of
+/// `query` that returned `live` rows and met `tombstones`.
+pub fn warning_text(live: usize, tombstones: u64, query: &dyn Display) -> String {
+    format!(
+        "Read {live} live rows and {tombstones} tombstone cells for query {query} \
+         (see tombstone_warn_threshold)"
+    )
+}
+
+/// Cassandra's log line (TombstoneOverwhelmingException) for a read of
+/// `query` aborted past the `failure` threshold.
+pub fn failure_text(failure: u64, query: &dyn Display) -> String {
+    format!("Scanned over {failure} tombstones during query '{query}'; query aborted")
+}
+
+/// READ_FAILURE for a read that `node` refused past its failure
+/// threshold, after `received` of the `block_for` answers it needs.
+pub fn too_many_tombstones(
+    consistency: Consistency,
+    received: usize,
+    block_for: usize,
+    node: IpAddr,
+) -> QueryError {
+    QueryError::ReadFailure {
+        consistency,
+        received,
+        block_for,
+        reasons: vec![(node, READ_TOO_MANY_TOMBSTONES)],
+        message: format!(
+            "Operation failed - received {received} responses and 1 failures: \
+             READ_TOO_MANY_TOMBSTONES from /{node}"
+        ),
+    }
+}
+
 /// The thresholds in force, changed at run time by the node's
-/// configuration (atomics: every SELECT reads them, no lock on the read
-/// path).
+/// configuration (atomics: every read takes them, no lock on the read
+/// path). Shared by the executor and the cluster's replica.
 #[derive(Debug)]
-pub(crate) struct TombstoneSettings {
+pub struct TombstoneSettings {
     warn: AtomicU64,
     failure: AtomicU64,
 }
@@ -59,9 +122,16 @@ impl Default for TombstoneSettings {
 }
 
 impl TombstoneSettings {
-    pub(crate) fn set(&self, thresholds: TombstoneThresholds) {
+    pub fn set(&self, thresholds: TombstoneThresholds) {
         self.warn.store(thresholds.warn, Ordering::Relaxed);
         self.failure.store(thresholds.failure, Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> TombstoneThresholds {
+        TombstoneThresholds {
+            warn: self.warn.load(Ordering::Relaxed),
+            failure: self.failure.load(Ordering::Relaxed),
+        }
     }
 
     /// Cassandra's warning when a read met more than the warn threshold of
@@ -75,31 +145,90 @@ impl TombstoneSettings {
         consistency: Consistency,
         node: impl FnOnce() -> IpAddr,
     ) -> Result<Option<String>> {
-        if tombstones <= self.warn.load(Ordering::Relaxed) {
-            return Ok(None);
+        let thresholds = self.get();
+        match thresholds.verdict(tombstones) {
+            TombstoneVerdict::Within => Ok(None),
+            TombstoneVerdict::Fail => {
+                tracing::error!("{}", failure_text(thresholds.failure, select));
+                Err(too_many_tombstones(consistency, 0, 1, node()))
+            }
+            TombstoneVerdict::Warn => {
+                let warning = warning_text(live, tombstones, select);
+                tracing::warn!("{warning}");
+                Ok(Some(warning))
+            }
         }
-        let failure = self.failure.load(Ordering::Relaxed);
-        if tombstones > failure {
-            let node = node();
-            tracing::error!(
-                "Scanned over {failure} tombstones during query '{select}'; query aborted"
-            );
-            return Err(QueryError::ReadFailure {
-                consistency,
-                received: 0,
-                block_for: 1,
-                reasons: vec![(node, READ_TOO_MANY_TOMBSTONES)],
-                message: format!(
-                    "Operation failed - received 0 responses and 1 failures: \
-                     READ_TOO_MANY_TOMBSTONES from /{node}"
-                ),
-            });
-        }
-        let warning = format!(
-            "Read {live} live rows and {tombstones} tombstone cells for query {select} \
-             (see tombstone_warn_threshold)"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOW: TombstoneThresholds = TombstoneThresholds {
+        warn: 10,
+        failure: 50,
+    };
+
+    #[test]
+    fn the_verdict_is_strictly_past_each_threshold() {
+        assert_eq!(LOW.verdict(0), TombstoneVerdict::Within);
+        assert_eq!(LOW.verdict(10), TombstoneVerdict::Within);
+        assert_eq!(LOW.verdict(11), TombstoneVerdict::Warn);
+        assert_eq!(LOW.verdict(50), TombstoneVerdict::Warn);
+        assert_eq!(LOW.verdict(51), TombstoneVerdict::Fail);
+        // A failure threshold below the warn one still fails.
+        let odd = TombstoneThresholds {
+            warn: 100,
+            failure: 5,
+        };
+        assert_eq!(odd.verdict(6), TombstoneVerdict::Fail);
+    }
+
+    #[test]
+    fn texts_are_cassandras() {
+        assert_eq!(
+            warning_text(40, 20, &"SELECT c FROM tq.queue WHERE k = 1"),
+            "Read 40 live rows and 20 tombstone cells for query \
+             SELECT c FROM tq.queue WHERE k = 1 (see tombstone_warn_threshold)"
         );
-        tracing::warn!("{warning}");
-        Ok(Some(warning))
+        assert_eq!(
+            failure_text(50, &"SELECT c FROM tq.queue"),
+            "Scanned over 50 tombstones during query 'SELECT c FROM tq.queue'; query aborted"
+        );
+    }
+
+    #[test]
+    fn too_many_tombstones_is_a_read_failure_with_its_reason() {
+        let node: IpAddr = "127.0.0.12".parse().unwrap();
+        match too_many_tombstones(Consistency::Quorum, 1, 2, node) {
+            QueryError::ReadFailure {
+                consistency,
+                received,
+                block_for,
+                reasons,
+                message,
+            } => {
+                assert_eq!(
+                    (consistency, received, block_for),
+                    (Consistency::Quorum, 1, 2)
+                );
+                assert_eq!(reasons, vec![(node, READ_TOO_MANY_TOMBSTONES)]);
+                assert_eq!(
+                    message,
+                    "Operation failed - received 1 responses and 1 failures: \
+                     READ_TOO_MANY_TOMBSTONES from /127.0.0.12"
+                );
+            }
+            other => panic!("not a read failure: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn settings_hold_what_was_set() {
+        let settings = TombstoneSettings::default();
+        assert_eq!(settings.get(), TombstoneThresholds::default());
+        settings.set(LOW);
+        assert_eq!(settings.get(), LOW);
     }
 }
