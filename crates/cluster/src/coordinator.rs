@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use rocksandra_data::{LocalTime, Timestamp, Token};
 use rocksandra_query::proxy::{CasDecide, CasOptions, DataProxy, WriteOptions};
 use rocksandra_query::schema::{Schema, Table};
+use rocksandra_query::tombstones::{too_many_tombstones, TombstoneSettings};
 use rocksandra_query::QueryError;
 use rocksandra_storage::memory::MemoryStore;
 use rocksandra_storage::{
@@ -44,7 +45,7 @@ use crate::paxos::{
     after_promises, propose_outcome, Ballot, BallotClock, NextStep, Participants, PaxosKey,
     PrepareAnswer, Proposal, ProposeOutcome, CAS_CONTENTION_TIMEOUT, CONTENTION_BACKOFF_MAX,
 };
-use crate::replica;
+use crate::replica::{self, Replica};
 use crate::ring::{MemberStatus, Strategy};
 use crate::topology::Topology;
 
@@ -95,6 +96,8 @@ pub const CRASH_AFTER_BATCHLOG: &str = "crash-after-batchlog";
 pub struct Shared {
     pub local: IpAddr,
     pub engine: Arc<dyn Engine>,
+    /// The tombstone thresholds this node's replica reads answer to.
+    pub tombstones: Arc<TombstoneSettings>,
     /// How requests reach other nodes (`Messaging`, or a simulated network).
     pub messaging: Arc<dyn Transport>,
     pub topology: RwLock<Arc<Topology>>,
@@ -132,7 +135,7 @@ struct Followup {
 impl Shared {
     pub fn new(
         local: IpAddr,
-        engine: Arc<dyn Engine>,
+        replica: Replica,
         messaging: Arc<dyn Transport>,
         topology: Topology,
         hints: Hints,
@@ -142,7 +145,8 @@ impl Shared {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Followup>(WRITE_FOLLOWUPS_MAX);
         let shared = Arc::new(Shared {
             local,
-            engine,
+            engine: replica.engine,
+            tombstones: replica.tombstones,
             messaging,
             topology: RwLock::new(Arc::new(topology)),
             hints,
@@ -280,7 +284,7 @@ impl Shared {
     /// to the same channel.
     fn dispatch(&self, endpoint: IpAddr, request: Request, reply: &std::sync::mpsc::Sender<Reply>) {
         if endpoint == self.local {
-            let response = match replica::serve(&*self.engine, request) {
+            let response = match replica::serve(&*self.engine, self.tombstones.get(), request) {
                 Ok(r) => r,
                 Err(_) => Response::Error(RemoteError::Invalid("not a data request".into())),
             };
@@ -368,6 +372,23 @@ fn remote_error(endpoint: IpAddr, e: &RemoteError) -> QueryError {
         RemoteError::Overloaded(m) => QueryError::Overloaded(format!("{endpoint}: {m}")),
         RemoteError::Invalid(m) => QueryError::Invalid(format!("{endpoint}: {m}")),
         other => QueryError::Server(format!("{endpoint}: {other}")),
+    }
+}
+
+/// `remote_error` for a read that had `received` of the `block_for`
+/// answers it needs: a replica that refused it past its tombstone failure
+/// threshold makes it READ_FAILURE, as in Cassandra.
+fn read_error(
+    endpoint: IpAddr,
+    e: &RemoteError,
+    consistency: Consistency,
+    (received, block_for): (usize, usize),
+) -> QueryError {
+    match e {
+        RemoteError::TooManyTombstones { .. } => {
+            too_many_tombstones(consistency, received, block_for, endpoint)
+        }
+        other => remote_error(endpoint, other),
     }
 }
 
@@ -750,9 +771,9 @@ impl DataProxy for Coordinator {
         Ok(self.read_partition_counted(schema, table, read, cl, now)?.0)
     }
 
-    /// Counts the tombstones a read meets when this node alone answers it
-    /// (the coordinator is the replica the consistency level needs); a read
-    /// answered by other replicas counts none (`tombstones.rs`).
+    /// The tombstones the read met: this node's count when it alone
+    /// answers (the statement checks the thresholds), else the most any
+    /// replica that answered met (each checked its own; `replica.rs`).
     fn read_partition_counted(
         &self,
         schema: &Schema,
@@ -768,8 +789,7 @@ impl DataProxy for Coordinator {
         if plan.is_local(self.shared.local) {
             return Ok(self.shared.engine.read_partition_counted(read, now)?);
         }
-        let partition = self.read_with_digests(&topology, table, read, cl, now, &plan)?;
-        Ok((partition, 0))
+        self.read_with_digests(&topology, table, read, cl, now, &plan)
     }
 
     fn read_raw(
@@ -807,6 +827,19 @@ impl DataProxy for Coordinator {
         cl: Consistency,
         now: LocalTime,
     ) -> Result<ScanPage, QueryError> {
+        Ok(self.scan_counted(schema, table, scan, cl, now)?.0)
+    }
+
+    /// The tombstones counted are the most one request met (each piece's
+    /// replicas checked their own thresholds; `read_partition_counted`).
+    fn scan_counted(
+        &self,
+        schema: &Schema,
+        table: &Table,
+        scan: &RangeScan,
+        cl: Consistency,
+        now: LocalTime,
+    ) -> Result<(ScanPage, u64), QueryError> {
         let topology = self.shared.topology();
         let strategy = keyspace_strategy(schema, &table.keyspace);
         let requirement = requirement(cl, Operation::Read, &strategy, &topology.local_dc)
@@ -817,6 +850,7 @@ impl DataProxy for Coordinator {
             next: None,
         };
         let mut returned = 0usize;
+        let mut tombstones = 0u64;
         let mut resume = scan.resume_after.clone();
         let mut i = 0;
         while i < pieces.len() {
@@ -858,7 +892,7 @@ impl DataProxy for Coordinator {
                 row_limit: limit,
                 ..scan.clone()
             };
-            let part = self.scan_piece(
+            let (part, met) = self.scan_piece(
                 &topology,
                 table,
                 &sub,
@@ -866,6 +900,7 @@ impl DataProxy for Coordinator {
                 now,
                 &candidates[..requirement.block_for().min(candidates.len())],
             )?;
+            tombstones = tombstones.max(met);
             returned += part
                 .partitions
                 .iter()
@@ -874,13 +909,13 @@ impl DataProxy for Coordinator {
             page.partitions.extend(part.partitions);
             if part.next.is_some() {
                 page.next = part.next;
-                return Ok(page);
+                return Ok((page, tombstones));
             }
             if scan.row_limit > 0 && returned >= scan.row_limit {
                 break;
             }
         }
-        Ok(page)
+        Ok((page, tombstones))
     }
 
     fn cas(
@@ -996,6 +1031,8 @@ struct DigestRound<'a> {
     digests: Vec<(IpAddr, [u8; 16])>,
     data_asked_of: IpAddr,
     failed: usize,
+    /// The most tombstones one replica met.
+    tombstones: u64,
 }
 
 impl<'a> DigestRound<'a> {
@@ -1016,6 +1053,7 @@ impl<'a> DigestRound<'a> {
             digests: Vec::new(),
             data_asked_of: plan.candidates[0],
             failed: 0,
+            tombstones: 0,
         };
         (round, order)
     }
@@ -1045,14 +1083,36 @@ impl<'a> DigestRound<'a> {
     }
 
     /// Takes one reply; returns the request to send next, if any (a failed
-    /// replica is replaced by the next candidate, for data if it owed data).
-    fn on_reply(&mut self, reply: Reply) -> Result<Option<(IpAddr, bool)>, QueryError> {
+    /// replica is replaced by the next candidate, for data if it owed data;
+    /// a replica that met too many tombstones fails the read, as the
+    /// others hold the same tombstones).
+    fn on_reply(
+        &mut self,
+        reply: Reply,
+        consistency: Consistency,
+    ) -> Result<Option<(IpAddr, bool)>, QueryError> {
         match reply {
-            (e, Ok(Response::Data(p))) => match self.data {
-                None => self.data = Some((e, p)),
-                Some(_) => self.digests.push((e, digest(&p))),
-            },
-            (e, Ok(Response::Digest(d))) => self.digests.push((e, d)),
+            (
+                e,
+                Ok(Response::Data {
+                    partition,
+                    tombstones,
+                }),
+            ) => {
+                self.tombstones = self.tombstones.max(tombstones);
+                match self.data {
+                    None => self.data = Some((e, partition)),
+                    Some(_) => self.digests.push((e, digest(&partition))),
+                }
+            }
+            (e, Ok(Response::Digest { digest, tombstones })) => {
+                self.tombstones = self.tombstones.max(tombstones);
+                self.digests.push((e, digest));
+            }
+            (e, Ok(Response::Error(err @ RemoteError::TooManyTombstones { .. }))) => {
+                let needed = (self.received(), self.plan.block_for);
+                return Err(read_error(e, &err, consistency, needed));
+            }
             (e, other) => {
                 self.failed += 1;
                 let Some(extra) = self.next_candidate() else {
@@ -1097,7 +1157,7 @@ impl Coordinator {
         cl: Consistency,
         now: LocalTime,
         plan: &ReadPlan,
-    ) -> Result<Partition, QueryError> {
+    ) -> Result<(Partition, u64), QueryError> {
         let shared = &self.shared;
         let (tx, rx) = std::sync::mpsc::channel::<Reply>();
         let ask = |(e, digest_only): (IpAddr, bool)| {
@@ -1122,7 +1182,7 @@ impl Coordinator {
                 deadline
             };
             match rx.recv_timeout(wait_until.saturating_duration_since(Instant::now())) {
-                Ok(reply) => round.on_reply(reply)?.into_iter().for_each(ask),
+                Ok(reply) => round.on_reply(reply, cl)?.into_iter().for_each(ask),
                 Err(_) if Instant::now() < deadline && !round.speculated => {
                     round.speculate().into_iter().for_each(ask)
                 }
@@ -1132,9 +1192,10 @@ impl Coordinator {
         let Some((data_from, data)) = round.data else {
             return Err(QueryError::Server("read finished without data".into()));
         };
+        let tombstones = round.tombstones;
         let expected = digest(&data);
         if round.digests.iter().all(|(_, d)| *d == expected) {
-            return Ok(data);
+            return Ok((data, tombstones));
         }
         // Mismatch: reconcile everyone who answered, repair who differs.
         let mut answered = round.digests;
@@ -1145,7 +1206,7 @@ impl Coordinator {
             .copied()
             .filter(|c| !answered.iter().any(|(e, _)| e == c))
             .collect();
-        self.reconcile(
+        let partition = self.reconcile(
             topology,
             table,
             read,
@@ -1154,7 +1215,8 @@ impl Coordinator {
             &answered,
             &spares,
             plan.block_for,
-        )
+        )?;
+        Ok((partition, tombstones))
     }
 
     /// Which replicas a read of one partition asks, and how many must answer.
@@ -1326,6 +1388,7 @@ impl Coordinator {
 
     /// One scan request over `targets` (one at ONE); with several, their
     /// pages must agree or the page's partitions are reconciled one by one.
+    /// Also returns the most tombstones one target met.
     #[allow(clippy::too_many_arguments)]
     fn scan_piece(
         &self,
@@ -1335,9 +1398,9 @@ impl Coordinator {
         cl: Consistency,
         now: LocalTime,
         targets: &[IpAddr],
-    ) -> Result<ScanPage, QueryError> {
+    ) -> Result<(ScanPage, u64), QueryError> {
         if targets == [self.shared.local] {
-            return Ok(self.shared.engine.scan(sub, now)?);
+            return Ok(self.shared.engine.scan_counted(sub, now)?);
         }
         let rx = self.shared.ask_all(targets, || Request::Scan {
             scan: sub.clone(),
@@ -1345,10 +1408,23 @@ impl Coordinator {
         });
         let deadline = Instant::now() + self.shared.timeouts.range;
         let mut pages: Vec<(IpAddr, ScanPage)> = Vec::new();
+        let mut tombstones = 0u64;
         while pages.len() < targets.len() {
             match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok((e, Ok(Response::Page(p)))) => pages.push((e, p)),
-                Ok((e, Ok(Response::Error(err)))) => return Err(remote_error(e, &err)),
+                Ok((
+                    e,
+                    Ok(Response::Page {
+                        page,
+                        tombstones: met,
+                    }),
+                )) => {
+                    tombstones = tombstones.max(met);
+                    pages.push((e, page));
+                }
+                Ok((e, Ok(Response::Error(err)))) => {
+                    let needed = (pages.len(), targets.len());
+                    return Err(read_error(e, &err, cl, needed));
+                }
                 Ok((_, Err(SendError::QueueFull(e)))) => {
                     return Err(QueryError::Overloaded(format!(
                         "too many requests queued for {e}"
@@ -1366,9 +1442,10 @@ impl Coordinator {
         }
         let first = pages[0].1.clone();
         if pages.iter().all(|(_, p)| *p == first) {
-            return Ok(first);
+            return Ok((first, tombstones));
         }
-        self.reconcile_pages(topology, table, sub, cl, now, &pages)
+        let page = self.reconcile_pages(topology, table, sub, cl, now, &pages)?;
+        Ok((page, tombstones))
     }
 
     /// Pages that disagree: every partition any of them holds, up to where
@@ -1896,5 +1973,94 @@ impl Coordinator {
             other => other?,
         }
         self.read_partition(schema, table, read, quorum, now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocksandra_query::tombstones::READ_TOO_MANY_TOMBSTONES;
+
+    fn ip(last: u8) -> IpAddr {
+        IpAddr::from([127, 0, 0, last])
+    }
+
+    fn partition() -> Partition {
+        Partition {
+            key: PartitionKey::new(b"k".to_vec()),
+            static_row: None,
+            rows: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_digest_round_keeps_the_most_tombstones_a_replica_met() {
+        let plan = ReadPlan {
+            candidates: vec![ip(1), ip(2)],
+            block_for: 2,
+        };
+        let (mut round, _) = DigestRound::start(&plan, ip(1));
+        let data = Response::Data {
+            partition: partition(),
+            tombstones: 7,
+        };
+        let digest_answer = Response::Digest {
+            digest: digest(&partition()),
+            tombstones: 12,
+        };
+        assert_eq!(
+            round.on_reply((ip(1), Ok(data)), Consistency::Quorum),
+            Ok(None)
+        );
+        assert_eq!(
+            round.on_reply((ip(2), Ok(digest_answer)), Consistency::Quorum),
+            Ok(None)
+        );
+        assert!(round.done());
+        assert_eq!(round.tombstones, 12);
+    }
+
+    #[test]
+    fn a_replica_past_its_failure_threshold_fails_the_read() {
+        let plan = ReadPlan {
+            candidates: vec![ip(1), ip(2), ip(3)],
+            block_for: 2,
+        };
+        let (mut round, _) = DigestRound::start(&plan, ip(9));
+        let digest_answer = Response::Digest {
+            digest: [0; 16],
+            tombstones: 0,
+        };
+        round
+            .on_reply((ip(2), Ok(digest_answer)), Consistency::Quorum)
+            .unwrap();
+        let refused = Response::Error(RemoteError::TooManyTombstones { tombstones: 51 });
+        // Not retried on the spare: the read fails at once.
+        match round.on_reply((ip(1), Ok(refused)), Consistency::Quorum) {
+            Err(QueryError::ReadFailure {
+                consistency,
+                received,
+                block_for,
+                reasons,
+                message,
+            }) => {
+                assert_eq!(
+                    (consistency, received, block_for),
+                    (Consistency::Quorum, 1, 2)
+                );
+                assert_eq!(reasons, vec![(ip(1), READ_TOO_MANY_TOMBSTONES)]);
+                assert!(message.contains("READ_TOO_MANY_TOMBSTONES from /127.0.0.1"));
+            }
+            other => panic!("not a read failure: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn other_refusals_keep_their_kind() {
+        let overloaded = RemoteError::Overloaded("busy".into());
+        assert!(matches!(
+            read_error(ip(1), &overloaded, Consistency::One, (0, 1)),
+            QueryError::Overloaded(_)
+        ));
     }
 }

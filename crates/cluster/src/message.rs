@@ -20,7 +20,7 @@ use crate::paxos::{Ballot, PaxosKey, PrepareAnswer, Proposal};
 use crate::streaming::StreamFile;
 
 /// Changes whenever any message changes shape.
-pub const FORMAT_VERSION: u8 = 3;
+pub const FORMAT_VERSION: u8 = 4;
 
 /// The largest frame a node sends or accepts (length prefix excluded).
 pub const MAX_FRAME_BYTES: usize = 256 << 20;
@@ -336,10 +336,21 @@ pub struct TableSelection {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Response {
     Ack,
-    Data(Partition),
-    Digest([u8; 16]),
+    /// A read's partition, with the tombstones the replica met reading it
+    /// (for the tombstone thresholds; `replica::serve`).
+    Data {
+        partition: Partition,
+        tombstones: u64,
+    },
+    Digest {
+        digest: [u8; 16],
+        tombstones: u64,
+    },
     Raw(RawPartition),
-    Page(ScanPage),
+    Page {
+        page: ScanPage,
+        tombstones: u64,
+    },
     Schema(SchemaBlob),
     /// An operator command's output.
     Text(String),
@@ -375,6 +386,10 @@ pub enum RemoteError {
     Invalid(String),
     /// The node failed (storage error).
     Failed(String),
+    /// The replica refused a read that met more tombstones than its
+    /// `tombstone_failure_threshold` (Cassandra's
+    /// TombstoneOverwhelmingException, READ_TOO_MANY_TOMBSTONES).
+    TooManyTombstones { tombstones: u64 },
 }
 
 impl std::fmt::Display for RemoteError {
@@ -382,6 +397,9 @@ impl std::fmt::Display for RemoteError {
         match self {
             RemoteError::Overloaded(m) | RemoteError::Invalid(m) | RemoteError::Failed(m) => {
                 f.write_str(m)
+            }
+            RemoteError::TooManyTombstones { tombstones } => {
+                write!(f, "read aborted after {tombstones} tombstones")
             }
         }
     }
@@ -529,6 +547,38 @@ mod tests {
             versioned.extend_from_slice(&bytes);
             let _ = decode_body::<Envelope>(&versioned);
             let _ = decode_body::<Hello>(&versioned);
+        }
+    }
+
+    #[test]
+    fn read_answers_and_refusals_round_trip() {
+        let partition = Partition {
+            key: PartitionKey::new(b"k".to_vec()),
+            static_row: None,
+            rows: Vec::new(),
+        };
+        for body in [
+            Response::Data {
+                partition: partition.clone(),
+                tombstones: 20,
+            },
+            Response::Digest {
+                digest: digest(&partition),
+                tombstones: 7,
+            },
+            Response::Page {
+                page: ScanPage {
+                    partitions: vec![partition],
+                    next: None,
+                },
+                tombstones: u64::MAX,
+            },
+            Response::Error(RemoteError::TooManyTombstones { tombstones: 51 }),
+        ] {
+            let envelope = Envelope::Response { id: 3, body };
+            let frame = encode_frame(&envelope);
+            let back: Envelope = decode_body(&frame[4..]).expect("decodes");
+            assert_eq!(back, envelope);
         }
     }
 

@@ -21,6 +21,7 @@ use crate::gossip::{Gossip, LocalState, NodeView};
 use crate::hints::Hints;
 use crate::message::{AdminCommand, RemoteError, Request, Response, SchemaBlob};
 use crate::messaging::{Handler, Messaging};
+use crate::replica::Replica;
 use crate::ring::{allocate_tokens, MemberStatus, Ring};
 use crate::stages::{StagedEngine, Stages};
 use crate::tls::InternodeTls;
@@ -146,12 +147,12 @@ pub struct ClusterNode {
 /// once it exists.
 struct NodeHandler {
     node: OnceLock<Arc<ClusterNode>>,
-    engine: Arc<dyn Engine>,
+    replica: Replica,
 }
 
 impl Handler for NodeHandler {
     fn handle(&self, from: IpAddr, request: Request) -> Response {
-        let request = match crate::replica::serve(&*self.engine, request) {
+        let request = match self.replica.serve(request) {
             Ok(response) => return response,
             Err(other) => other,
         };
@@ -373,9 +374,13 @@ impl ClusterNode {
         open_cluster_tables(&*engine)?;
         let stages = Arc::new(Stages::default());
         let engine: Arc<dyn Engine> = Arc::new(StagedEngine::new(engine, stages.clone()));
+        let replica = Replica {
+            engine,
+            tombstones: executor.tombstone_settings(),
+        };
         let handler = Arc::new(NodeHandler {
             node: OnceLock::new(),
-            engine: engine.clone(),
+            replica: replica.clone(),
         });
         let messaging = start_messaging(&config, handler.clone()).await?;
         let new_node = config.tokens.is_empty();
@@ -419,7 +424,7 @@ impl ClusterNode {
         let topology = Topology::new(local, config.dc.clone(), gossip.view().await);
         let shared = Shared::new(
             local,
-            engine,
+            replica,
             messaging.clone(),
             topology,
             hints,

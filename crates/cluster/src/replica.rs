@@ -1,9 +1,35 @@
 //! What a replica does with a data request, whether it came over the
-//! network or from this node's own coordinator.
+//! network or from this node's own coordinator. Reads count the tombstones
+//! they meet and answer to the node's tombstone thresholds, as Cassandra's
+//! replicas do: past the warn threshold a log line, past the failure
+//! threshold the read is refused (`RemoteError::TooManyTombstones`).
 
-use rocksandra_storage::{Engine, StorageError, TableId, TableOptions, TableSpec};
+use std::fmt;
+use std::sync::Arc;
+
+use rocksandra_query::tombstones::{
+    self, TombstoneSettings, TombstoneThresholds, TombstoneVerdict,
+};
+use rocksandra_storage::{
+    Engine, PartitionRead, RangeScan, StorageError, TableId, TableOptions, TableSpec,
+};
 
 use crate::message::{digest, RemoteError, Request, Response};
+
+/// This node's replica: its storage and the tombstone thresholds in force
+/// (the executor's, which the node's configuration sets).
+#[derive(Clone)]
+pub struct Replica {
+    pub engine: Arc<dyn Engine>,
+    pub tombstones: Arc<TombstoneSettings>,
+}
+
+impl Replica {
+    /// Runs a data request here (see `serve`).
+    pub fn serve(&self, request: Request) -> Result<Response, Request> {
+        serve(&*self.engine, self.tombstones.get(), request)
+    }
+}
 
 fn failed(e: StorageError) -> Response {
     Response::Error(match e {
@@ -15,9 +41,59 @@ fn failed(e: StorageError) -> Response {
     })
 }
 
-/// Runs a data request (Paxos and batchlog ones included) on this node's storage;
-/// Err(request) for other requests.
-pub fn serve(engine: &dyn Engine, request: Request) -> Result<Response, Request> {
+/// What a replica's log lines call a read: it knows no CQL text, only the
+/// table and the tokens.
+enum ReadQuery<'a> {
+    Partition(&'a PartitionRead),
+    Scan(&'a RangeScan),
+}
+
+impl fmt::Display for ReadQuery<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadQuery::Partition(read) => write!(
+                f,
+                "a read of table {} at token {}",
+                read.table.0, read.partition.token.0
+            ),
+            ReadQuery::Scan(scan) => write!(
+                f,
+                "a scan of table {} over tokens [{}, {}]",
+                scan.table.0, scan.token_start.0, scan.token_end.0
+            ),
+        }
+    }
+}
+
+/// The thresholds' word on a read that returned `live` rows and met
+/// `tombstones`: logged past the warn threshold, refused (and logged) past
+/// the failure threshold.
+fn judge(
+    thresholds: TombstoneThresholds,
+    tombstones: u64,
+    live: usize,
+    query: ReadQuery<'_>,
+) -> Result<(), RemoteError> {
+    match thresholds.verdict(tombstones) {
+        TombstoneVerdict::Within => Ok(()),
+        TombstoneVerdict::Warn => {
+            tracing::warn!("{}", tombstones::warning_text(live, tombstones, &query));
+            Ok(())
+        }
+        TombstoneVerdict::Fail => {
+            tracing::error!("{}", tombstones::failure_text(thresholds.failure, &query));
+            Err(RemoteError::TooManyTombstones { tombstones })
+        }
+    }
+}
+
+/// Runs a data request (Paxos and batchlog ones included) on this node's
+/// storage, reads held to `thresholds`; Err(request) for other requests.
+pub fn serve(
+    engine: &dyn Engine,
+    thresholds: TombstoneThresholds,
+    request: Request,
+) -> Result<Response, Request> {
     Ok(match request {
         Request::Mutate { mutations, now } => match engine.write(&mutations, now) {
             Ok(()) => Response::Ack,
@@ -26,18 +102,36 @@ pub fn serve(engine: &dyn Engine, request: Request) -> Result<Response, Request>
         Request::Read {
             read,
             now,
-            digest: d,
-        } => match engine.read_partition(&read, now) {
-            Ok(p) if d => Response::Digest(digest(&p)),
-            Ok(p) => Response::Data(p),
+            digest: digest_only,
+        } => match engine.read_partition_counted(&read, now) {
+            Ok((partition, tombstones)) => {
+                let live = partition.rows.len();
+                match judge(thresholds, tombstones, live, ReadQuery::Partition(&read)) {
+                    Err(refused) => Response::Error(refused),
+                    Ok(()) if digest_only => Response::Digest {
+                        digest: digest(&partition),
+                        tombstones,
+                    },
+                    Ok(()) => Response::Data {
+                        partition,
+                        tombstones,
+                    },
+                }
+            }
             Err(e) => failed(e),
         },
         Request::ReadRaw { read, now } => match engine.read_raw(&read, now) {
             Ok(raw) => Response::Raw(raw),
             Err(e) => failed(e),
         },
-        Request::Scan { scan, now } => match engine.scan(&scan, now) {
-            Ok(page) => Response::Page(page),
+        Request::Scan { scan, now } => match engine.scan_counted(&scan, now) {
+            Ok((page, tombstones)) => {
+                let live = page.partitions.iter().map(|p| p.rows.len()).sum();
+                match judge(thresholds, tombstones, live, ReadQuery::Scan(&scan)) {
+                    Err(refused) => Response::Error(refused),
+                    Ok(()) => Response::Page { page, tombstones },
+                }
+            }
             Err(e) => failed(e),
         },
         Request::MerkleTree {
@@ -72,5 +166,144 @@ pub fn open_reserved_table(engine: &dyn Engine, id: TableId) -> Result<(), Stora
     match engine.create_table(spec) {
         Ok(()) | Err(StorageError::TableExists(_)) => Ok(()),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocksandra_data::{LocalTime, Token};
+    use rocksandra_storage::cell::{DeletionTime, LivenessInfo};
+    use rocksandra_storage::memory::MemoryStore;
+    use rocksandra_storage::testkit::{clustering, full_read, pk, test_table};
+    use rocksandra_storage::{KvEngine, Mutation, RowUpdate};
+
+    const NOW: LocalTime = LocalTime(1_700_000_000);
+    const LOW: TombstoneThresholds = TombstoneThresholds {
+        warn: 2,
+        failure: 4,
+    };
+
+    /// Partition "p" of table 1 with rows 0..live, then rows
+    /// live..live+dead deleted.
+    fn engine_with(live: i32, dead: i32) -> KvEngine<MemoryStore> {
+        let engine = KvEngine::new(MemoryStore::new(Arc::new(|| NOW)));
+        engine.create_table(test_table(1)).unwrap();
+        let mut m = Mutation::new(TableId(1), pk("p"));
+        for c in 0..live {
+            let update = RowUpdate {
+                liveness: Some(LivenessInfo::new(10, 0, 0)),
+                ..RowUpdate::default()
+            };
+            m.rows.push((clustering(c, "x"), update));
+        }
+        for c in live..live + dead {
+            let update = RowUpdate {
+                deletion: Some(DeletionTime::new(10, NOW.0)),
+                ..RowUpdate::default()
+            };
+            m.rows.push((clustering(c, "x"), update));
+        }
+        engine.write(&[m], NOW).unwrap();
+        engine
+    }
+
+    fn read(digest: bool) -> Request {
+        Request::Read {
+            read: full_read(TableId(1), pk("p")),
+            now: NOW,
+            digest,
+        }
+    }
+
+    fn scan() -> Request {
+        Request::Scan {
+            scan: RangeScan {
+                table: TableId(1),
+                token_start: Token(i64::MIN),
+                token_end: Token(i64::MAX),
+                resume_after: None,
+                include_static: true,
+                per_partition_limit: 0,
+                row_limit: 0,
+            },
+            now: NOW,
+        }
+    }
+
+    fn tombstones_of(response: &Response) -> Option<u64> {
+        match response {
+            Response::Data { tombstones, .. }
+            | Response::Digest { tombstones, .. }
+            | Response::Page { tombstones, .. } => Some(*tombstones),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn reads_within_and_past_the_warn_threshold_answer_with_their_count() {
+        for dead in [0, 3, 4] {
+            let engine = engine_with(5, dead);
+            for request in [read(false), read(true), scan()] {
+                let response = serve(&engine, LOW, request).unwrap();
+                assert_eq!(tombstones_of(&response), Some(dead as u64), "{response:?}");
+            }
+        }
+        let engine = engine_with(5, 4);
+        match serve(&engine, LOW, read(false)).unwrap() {
+            Response::Data { partition, .. } => assert_eq!(partition.rows.len(), 5),
+            other => panic!("not data: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn reads_past_the_failure_threshold_are_refused() {
+        let engine = engine_with(5, 5);
+        for request in [read(false), read(true), scan()] {
+            assert_eq!(
+                serve(&engine, LOW, request).unwrap(),
+                Response::Error(RemoteError::TooManyTombstones { tombstones: 5 })
+            );
+        }
+        // The same read under Cassandra's defaults is answered.
+        let response = serve(&engine, TombstoneThresholds::default(), read(false)).unwrap();
+        assert_eq!(tombstones_of(&response), Some(5));
+    }
+
+    #[test]
+    fn the_replica_reads_the_thresholds_in_force() {
+        let replica = Replica {
+            engine: Arc::new(engine_with(1, 5)),
+            tombstones: Arc::default(),
+        };
+        assert_eq!(tombstones_of(&replica.serve(read(false)).unwrap()), Some(5));
+        replica.tombstones.set(LOW);
+        assert!(matches!(
+            replica.serve(read(false)).unwrap(),
+            Response::Error(RemoteError::TooManyTombstones { .. })
+        ));
+    }
+
+    #[test]
+    fn log_lines_name_the_table_and_tokens() {
+        let read = full_read(TableId(7), pk("p"));
+        let token = read.partition.token.0;
+        assert_eq!(
+            ReadQuery::Partition(&read).to_string(),
+            format!("a read of table 7 at token {token}")
+        );
+        let scan = RangeScan {
+            table: TableId(7),
+            token_start: Token(-5),
+            token_end: Token(9),
+            resume_after: None,
+            include_static: false,
+            per_partition_limit: 0,
+            row_limit: 0,
+        };
+        assert_eq!(
+            ReadQuery::Scan(&scan).to_string(),
+            "a scan of table 7 over tokens [-5, 9]"
+        );
     }
 }

@@ -29,12 +29,13 @@ use rocksandra_cluster::hints::{self, Hints};
 use rocksandra_cluster::message::{Request, Response};
 use rocksandra_cluster::messaging::{Reply, ReplySender, SendError, Transport};
 use rocksandra_cluster::operations::{bootstrap_sources, transfers};
-use rocksandra_cluster::replica;
+use rocksandra_cluster::replica::{self, Replica};
 use rocksandra_cluster::ring::{allocate_tokens, Member, MemberStatus, Ring, Strategy};
 use rocksandra_cluster::topology::Topology;
 use rocksandra_data::{LocalTime, Token};
 use rocksandra_query::proxy::{DataProxy, WriteOptions};
 use rocksandra_query::schema::{Schema, Table};
+use rocksandra_query::tombstones::TombstoneThresholds;
 use rocksandra_query::{Env, Executor, NodeInfo, QueryError};
 use rocksandra_storage::cell::{Cell, ColumnId, DeletionTime};
 use rocksandra_storage::memory::MemoryStore;
@@ -308,7 +309,7 @@ impl Network {
 
     fn serve(&self, to: IpAddr, request: Request) -> Response {
         let engine = self.engines.get(&to).expect("a simulated node");
-        replica::serve(&**engine, request).expect("a data request")
+        replica::serve(&**engine, TombstoneThresholds::default(), request).expect("a data request")
     }
 }
 
@@ -486,9 +487,13 @@ impl Sim {
             dirs.push(dir);
             let c = clock.clone();
             let placeholder = Topology::new(a, DC.into(), Vec::new());
+            let replica = Replica {
+                engine: engines[&a].clone(),
+                tombstones: Arc::default(),
+            };
             let shared = Shared::new(
                 a,
-                engines[&a].clone(),
+                replica,
                 Arc::new(SimTransport {
                     from: a,
                     network: network.clone(),
