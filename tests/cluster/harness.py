@@ -179,9 +179,9 @@ class Nodes:
         for ip in ips:
             (self.nodes.get(ip) or self.add(ip, **kw)).start()
 
-    def connect(self, ip, pinned=True):
+    def connect(self, ip, pinned=True, protocol_version=4):
         port = self.nodes[ip].native_port if ip in self.nodes else CQL_PORT
-        cluster, session = connect(ip, pinned, port=port)
+        cluster, session = connect(ip, pinned, port=port, protocol_version=protocol_version)
         self.clusters.append(cluster)
         return session
 
@@ -218,13 +218,13 @@ class Nodes:
         return codes
 
 
-def connect(ip, pinned=True, auth_provider=None, port=CQL_PORT):
+def connect(ip, pinned=True, auth_provider=None, port=CQL_PORT, protocol_version=4):
     """A driver session through `ip`: pinned to that node only, or token aware
     over every node the driver discovers."""
     lbp = WhiteListRoundRobinPolicy([ip]) if pinned else TokenAwarePolicy(RoundRobinPolicy())
     profile = ExecutionProfile(load_balancing_policy=lbp, request_timeout=20,
                                retry_policy=FallthroughRetryPolicy())
-    cluster = Cluster([ip], port=port, protocol_version=4,
+    cluster = Cluster([ip], port=port, protocol_version=protocol_version,
                       execution_profiles={EXEC_PROFILE_DEFAULT: profile},
                       reconnection_policy=ConstantReconnectionPolicy(0.5, None),
                       connect_timeout=10, control_connection_timeout=10,
