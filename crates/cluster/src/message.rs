@@ -550,13 +550,17 @@ mod tests {
         }
     }
 
-    #[test]
-    fn read_answers_and_refusals_round_trip() {
-        let partition = Partition {
-            key: PartitionKey::new(b"k".to_vec()),
+    fn empty_partition(key: &[u8]) -> Partition {
+        Partition {
+            key: PartitionKey::new(key.to_vec()),
             static_row: None,
             rows: Vec::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn read_answers_and_refusals_round_trip() {
+        let partition = empty_partition(b"k");
         for body in [
             Response::Data {
                 partition: partition.clone(),
@@ -584,15 +588,8 @@ mod tests {
 
     #[test]
     fn digests_differ_with_content() {
-        let a = Partition {
-            key: PartitionKey::new(b"a".to_vec()),
-            static_row: None,
-            rows: Vec::new(),
-        };
-        let b = Partition {
-            key: PartitionKey::new(b"b".to_vec()),
-            ..a.clone()
-        };
+        let a = empty_partition(b"a");
+        let b = empty_partition(b"b");
         assert_eq!(digest(&a), digest(&a.clone()));
         assert_ne!(digest(&a), digest(&b));
     }
