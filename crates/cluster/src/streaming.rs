@@ -52,6 +52,21 @@ pub const STREAM_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 /// (the source writes the range's files) and `StreamCommit` (the receiver
 /// ingests them).
 pub const STREAM_PREPARE_TIMEOUT: Duration = Duration::from_secs(3600);
+/// How long a node keeps asking a peer to open a session while the peer
+/// answers Overloaded (it serves `STREAM_SESSIONS_MAX` sessions already).
+pub const STREAM_OPEN_RETRY_FOR: Duration = Duration::from_secs(300);
+/// The wait after a first Overloaded answer; each next one doubles, up to
+/// `STREAM_OPEN_RETRY_WAIT_MAX`.
+pub const STREAM_OPEN_RETRY_WAIT_FIRST: Duration = Duration::from_millis(100);
+pub const STREAM_OPEN_RETRY_WAIT_MAX: Duration = Duration::from_secs(5);
+
+/// The wait before asking again after the `attempt`-th (from 0) Overloaded
+/// answer to a session's opening.
+pub fn open_retry_wait(attempt: u32) -> Duration {
+    STREAM_OPEN_RETRY_WAIT_FIRST
+        .saturating_mul(1 << attempt.min(16))
+        .min(STREAM_OPEN_RETRY_WAIT_MAX)
+}
 
 /// A file of a stream as announced: its size (files are known by their
 /// place in the stream, never by a name a peer chose).
@@ -597,6 +612,25 @@ fn call(transport: &dyn Transport, peer: IpAddr, request: Request) -> Result<Res
         .map_err(|e| e.to_string())
 }
 
+/// `call` for a request that opens a session (`StreamOut`, `StreamBegin`):
+/// while the peer answers Overloaded, asks again after `open_retry_wait`,
+/// for at most `STREAM_OPEN_RETRY_FOR`; then its last answer stands.
+fn open(transport: &dyn Transport, peer: IpAddr, request: Request) -> Result<Response, String> {
+    let mut waited = Duration::ZERO;
+    let mut attempt = 0;
+    loop {
+        match call(transport, peer, request.clone())? {
+            Response::Error(RemoteError::Overloaded(_)) if waited < STREAM_OPEN_RETRY_FOR => {
+                let wait = open_retry_wait(attempt);
+                std::thread::sleep(wait);
+                waited += wait;
+                attempt += 1;
+            }
+            answer => return Ok(answer),
+        }
+    }
+}
+
 /// Pulls `table`'s data in `ranges` from `source` into `dir`: opens the
 /// session, fetches every chunk (`progress` sees each one's size), closes
 /// it. Returns the files received, to ingest.
@@ -611,7 +645,7 @@ pub fn fetch(
         table: table.0,
         ranges: ranges.to_vec(),
     };
-    let (session, files) = match call(transport, source, request)? {
+    let (session, files) = match open(transport, source, request)? {
         Response::StreamOpened { session, files } => (session, files),
         other => return Err(unexpected(source, other)),
     };
@@ -705,7 +739,7 @@ pub fn send(
         table: table.0,
         files: files.clone(),
     };
-    let session = match call(transport, target, request)? {
+    let session = match open(transport, target, request)? {
         Response::StreamOpened { session, .. } => session,
         other => return Err(unexpected(target, other)),
     };

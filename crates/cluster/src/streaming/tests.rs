@@ -311,3 +311,61 @@ fn a_push_of_nothing_asks_the_target_nothing() {
     )
     .expect("nothing to send");
 }
+
+/// A source that serves as many sessions as it may for its first `busy`
+/// requests to open one.
+struct Busy {
+    inner: Loopback,
+    busy: AtomicUsize,
+}
+
+impl Transport for Busy {
+    fn send(&self, peer: IpAddr, request: Request, reply: ReplySender) {
+        let opening = matches!(
+            request,
+            Request::StreamOut { .. } | Request::StreamBegin { .. }
+        );
+        let still_busy = || {
+            self.busy
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        };
+        if opening && still_busy() {
+            let overloaded = RemoteError::Overloaded("64 streaming sessions already".into());
+            let _ = reply.send((peer, Ok(Response::Error(overloaded))));
+        } else {
+            self.inner.send(peer, request, reply);
+        }
+    }
+}
+
+#[test]
+fn a_source_that_answers_overloaded_is_asked_again_until_it_has_room() {
+    let source = Busy {
+        inner: Loopback::new(filled(50, 300), 1000),
+        busy: AtomicUsize::new(2),
+    };
+    let dir = tempdir("busy-pull");
+    let files = fetch(&source, SERVER, (TABLE, &ranges()), &dir, &mut |_| {}).expect("pull");
+    assert!(!files.is_empty());
+    assert_eq!(
+        source.busy.load(Ordering::SeqCst),
+        0,
+        "both busy answers were met"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn the_wait_after_overloaded_doubles_up_to_its_bound() {
+    assert_eq!(open_retry_wait(0), STREAM_OPEN_RETRY_WAIT_FIRST);
+    assert_eq!(open_retry_wait(1), STREAM_OPEN_RETRY_WAIT_FIRST * 2);
+    assert_eq!(open_retry_wait(5), STREAM_OPEN_RETRY_WAIT_FIRST * 32);
+    assert_eq!(open_retry_wait(6), STREAM_OPEN_RETRY_WAIT_MAX);
+    assert_eq!(open_retry_wait(u32::MAX), STREAM_OPEN_RETRY_WAIT_MAX);
+    let total: Duration = (0..70).map(open_retry_wait).sum();
+    assert!(
+        total >= STREAM_OPEN_RETRY_FOR,
+        "70 waits cover the retry window"
+    );
+}
