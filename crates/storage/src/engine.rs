@@ -20,7 +20,6 @@ mod point_cache;
 mod purge;
 
 use point_cache::PointCache;
-pub use point_cache::{PointCacheStats, POINT_CACHE_MAX_ENTRY_BYTES};
 
 pub struct KvEngine<S: KvStore> {
     store: S,
@@ -50,13 +49,6 @@ impl<S: KvStore> KvEngine<S> {
     pub fn with_point_cache(mut self, bytes: usize) -> KvEngine<S> {
         self.point_cache = PointCache::new(bytes);
         self
-    }
-
-    pub fn point_cache_stats(&self) -> PointCacheStats {
-        self.point_cache
-            .as_ref()
-            .map(PointCache::stats)
-            .unwrap_or_default()
     }
 
     /// Writes `ops` to the store: the one way the engine changes stored
@@ -320,7 +312,7 @@ impl<S: KvStore> KvEngine<S> {
                         };
                         visit_entry(i, value);
                     })?;
-                cache.fill(spec.id, prefix, ticket, found_header, found_row);
+                cache.fill(ticket, found_header, found_row);
             }
             None => {
                 let wanted: &[&[u8]] = if selected {
@@ -1037,7 +1029,11 @@ impl<S: KvStore> Engine for KvEngine<S> {
     }
 
     fn stats(&self) -> StorageStats {
-        let cache = self.point_cache_stats();
+        let cache = self
+            .point_cache
+            .as_ref()
+            .map(PointCache::stats)
+            .unwrap_or_default();
         StorageStats {
             point_cache_hits: cache.hits,
             point_cache_misses: cache.misses,

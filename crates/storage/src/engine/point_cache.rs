@@ -16,7 +16,7 @@
 //!
 //! So an entry never predates a write that finished before the entry could
 //! be read: the writer's invalidation either removes it or makes its fill a
-//! no-op. The bound is in bytes (`capacity`), split evenly over the shards.
+//! no-op. The bound is in bytes, split evenly over the shards.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -46,8 +46,9 @@ pub struct Cached {
 
 /// What a missed read must show `fill`: the state of its shard when it
 /// missed.
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 pub struct Ticket {
+    key: Vec<u8>,
     shard: usize,
     writes: u64,
     generation: u64,
@@ -59,7 +60,6 @@ pub struct PointCacheStats {
     pub hits: u64,
     pub misses: u64,
     pub bytes: u64,
-    pub capacity: u64,
 }
 
 struct Shard {
@@ -76,7 +76,6 @@ struct Shard {
 pub struct PointCache {
     shards: Box<[Mutex<Shard>]>,
     shard_budget: usize,
-    capacity: usize,
     generation: AtomicU64,
 }
 
@@ -100,7 +99,6 @@ impl PointCache {
         Some(PointCache {
             shards,
             shard_budget: capacity / SHARDS,
-            capacity,
             generation: AtomicU64::new(0),
         })
     }
@@ -122,6 +120,7 @@ impl PointCache {
         }
         shard.misses += 1;
         Err(Ticket {
+            key,
             shard: shard_index,
             writes: shard.writes,
             generation,
@@ -130,17 +129,9 @@ impl PointCache {
 
     /// Stores what a read that missed found, unless a write or a clear came
     /// between its `lookup` and now.
-    pub fn fill(
-        &self,
-        table: TableId,
-        prefix: &[u8],
-        ticket: Ticket,
-        header: Option<Vec<u8>>,
-        row: Option<Vec<u8>>,
-    ) {
+    pub fn fill(&self, ticket: Ticket, header: Option<Vec<u8>>, row: Option<Vec<u8>>) {
         let stored = header.as_ref().map_or(0, Vec::len) + row.as_ref().map_or(0, Vec::len);
-        let key = cache_key(table, prefix);
-        let weight = key.len() + stored + ENTRY_OVERHEAD_BYTES;
+        let weight = ticket.key.len() + stored + ENTRY_OVERHEAD_BYTES;
         if stored > POINT_CACHE_MAX_ENTRY_BYTES || weight > self.shard_budget {
             return;
         }
@@ -149,23 +140,20 @@ impl PointCache {
             header: header.map(Vec::into_boxed_slice),
             row: row.map(Vec::into_boxed_slice),
         });
-        let shard_index = self.shard_of(&key);
-        if shard_index != ticket.shard {
-            return;
-        }
-        let mut shard = self.lock(shard_index);
+        let mut shard = self.lock(ticket.shard);
         if shard.writes != ticket.writes
             || self.generation.load(Ordering::SeqCst) != ticket.generation
         {
             return;
         }
-        if let Some(old) = shard.entries.put(key.clone(), entry) {
-            shard.bytes -= entry_weight(&key, &old);
+        let key_len = ticket.key.len();
+        if let Some(old) = shard.entries.put(ticket.key, entry) {
+            shard.bytes -= entry_weight(key_len, &old);
         }
         shard.bytes += weight;
         while shard.bytes > self.shard_budget {
             match shard.entries.pop_lru() {
-                Some((k, old)) => shard.bytes -= entry_weight(&k, &old),
+                Some((k, old)) => shard.bytes -= entry_weight(k.len(), &old),
                 None => break,
             }
         }
@@ -177,7 +165,7 @@ impl PointCache {
         let mut shard = self.lock(self.shard_of(&key));
         shard.writes += 1;
         if let Some(old) = shard.entries.pop(key.as_slice()) {
-            shard.bytes -= entry_weight(&key, &old);
+            shard.bytes -= entry_weight(key.len(), &old);
         }
     }
 
@@ -193,10 +181,7 @@ impl PointCache {
     }
 
     pub fn stats(&self) -> PointCacheStats {
-        let mut stats = PointCacheStats {
-            capacity: self.capacity as u64,
-            ..PointCacheStats::default()
-        };
+        let mut stats = PointCacheStats::default();
         for i in 0..self.shards.len() {
             let shard = self.lock(i);
             stats.hits += shard.hits;
@@ -232,8 +217,8 @@ fn cache_key(table: TableId, prefix: &[u8]) -> Vec<u8> {
     key
 }
 
-fn entry_weight(key: &[u8], entry: &Cached) -> usize {
-    key.len()
+fn entry_weight(key_len: usize, entry: &Cached) -> usize {
+    key_len
         + entry.header.as_deref().map_or(0, <[u8]>::len)
         + entry.row.as_deref().map_or(0, <[u8]>::len)
         + ENTRY_OVERHEAD_BYTES
@@ -253,7 +238,7 @@ mod tests {
         match cache.lookup(T, p) {
             Ok(_) => false,
             Err(ticket) => {
-                cache.fill(T, p, ticket, None, Some(row.to_vec()));
+                cache.fill(ticket, None, Some(row.to_vec()));
                 true
             }
         }
@@ -283,7 +268,7 @@ mod tests {
             panic!("empty cache hit")
         };
         cache.invalidate(T, &prefix(1));
-        cache.fill(T, &prefix(1), ticket, None, Some(b"old".to_vec()));
+        cache.fill(ticket, None, Some(b"old".to_vec()));
         assert!(cache.lookup(T, &prefix(1)).is_err(), "stale fill kept");
     }
 
@@ -294,7 +279,7 @@ mod tests {
             panic!("empty cache hit")
         };
         cache.clear();
-        cache.fill(T, &prefix(1), ticket, None, Some(b"old".to_vec()));
+        cache.fill(ticket, None, Some(b"old".to_vec()));
         assert!(cache.lookup(T, &prefix(1)).is_err(), "stale fill kept");
         assert!(fill(&cache, &prefix(1), b"new"));
         cache.clear();
@@ -323,9 +308,9 @@ mod tests {
         else {
             panic!("hit")
         };
-        cache.fill(T, &prefix(3), first, None, Some(row.clone()));
+        cache.fill(first, None, Some(row.clone()));
         let once = cache.stats().bytes;
-        cache.fill(T, &prefix(3), second, None, Some(row.clone()));
+        cache.fill(second, None, Some(row.clone()));
         assert_eq!(cache.stats().bytes, once);
     }
 
