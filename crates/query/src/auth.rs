@@ -186,36 +186,25 @@ pub(crate) fn alter_role(
         }
         return Err(QueryError::invalid(format!("Role {name} doesn't exist")));
     }
+    let mut changes = Vec::new();
     if let Some(p) = &opts.password {
         let h = hash_password(p, ctx.settings.auth_config().bcrypt_cost)?;
-        run_internal(
-            ctx,
-            "UPDATE system_auth.roles SET salted_hash = ? WHERE role = ?",
-            vec![text_value(&h), text_value(name)],
-            Some(&user),
-        )?;
+        changes.push(("salted_hash", text_value(&h)));
     }
     if let Some(h) = &opts.hashed_password {
-        run_internal(
-            ctx,
-            "UPDATE system_auth.roles SET salted_hash = ? WHERE role = ?",
-            vec![text_value(h), text_value(name)],
-            Some(&user),
-        )?;
+        changes.push(("salted_hash", text_value(h)));
     }
     if let Some(l) = opts.login {
-        run_internal(
-            ctx,
-            "UPDATE system_auth.roles SET can_login = ? WHERE role = ?",
-            vec![boolean(l), text_value(name)],
-            Some(&user),
-        )?;
+        changes.push(("can_login", boolean(l)));
     }
     if let Some(s) = opts.superuser {
+        changes.push(("is_superuser", boolean(s)));
+    }
+    for (column, value) in changes {
         run_internal(
             ctx,
-            "UPDATE system_auth.roles SET is_superuser = ? WHERE role = ?",
-            vec![boolean(s), text_value(name)],
+            &format!("UPDATE system_auth.roles SET {column} = ? WHERE role = ?"),
+            vec![value, text_value(name)],
             Some(&user),
         )?;
     }
