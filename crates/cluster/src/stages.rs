@@ -83,6 +83,9 @@ impl Engine for StagedEngine {
             .mutation
             .run(|| self.inner.write(mutations, now))
     }
+    fn commit_deferred(&self) {
+        self.stages.mutation.run(|| self.inner.commit_deferred())
+    }
     fn read_partition(&self, read: &PartitionRead, now: LocalTime) -> Result<Partition> {
         self.stages
             .read

@@ -171,6 +171,9 @@ impl Engine for Recording {
     fn truncate(&self, table: TableId) -> StorageResult<()> {
         self.inner.truncate(table)
     }
+    fn commit_deferred(&self) {
+        self.inner.commit_deferred()
+    }
     fn write(&self, mutations: &[Mutation], now: LocalTime) -> StorageResult<()> {
         self.inner.write(mutations, now)?;
         let mut landed = self.landed.lock().unwrap_or_else(|p| p.into_inner());

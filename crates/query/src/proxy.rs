@@ -240,8 +240,11 @@ thread_local! {
 }
 
 /// Held while alive; the outermost guard of a thread owns the mutex.
+/// While held, the thread's writes are written at once, not queued in a
+/// connection's `WriteGroup`: the next holder reads what this one wrote.
 pub struct RmwGuard<'a> {
     _held: Option<std::sync::MutexGuard<'a, ()>>,
+    _direct: rocksandra_storage::DirectWrites,
 }
 
 impl RmwLock {
@@ -249,7 +252,10 @@ impl RmwLock {
         let depth = RMW_DEPTH.with(|d| d.get());
         let held = (depth == 0).then(|| self.0.lock().unwrap_or_else(|p| p.into_inner()));
         RMW_DEPTH.with(|d| d.set(depth + 1));
-        RmwGuard { _held: held }
+        RmwGuard {
+            _held: held,
+            _direct: rocksandra_storage::DirectWrites::hold(),
+        }
     }
 }
 

@@ -45,6 +45,9 @@ impl Engine for Counting {
     fn truncate(&self, table: TableId) -> rocksandra_storage::Result<()> {
         self.inner.truncate(table)
     }
+    fn commit_deferred(&self) {
+        self.inner.commit_deferred()
+    }
     fn write(&self, mutations: &[Mutation], now: LocalTime) -> rocksandra_storage::Result<()> {
         self.inner.write(mutations, now)
     }

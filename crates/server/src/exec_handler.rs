@@ -8,6 +8,7 @@ use rocksandra_cql::ast::{BatchKind, Modification, Statement};
 use rocksandra_query::executor::bind_values;
 use rocksandra_query::trace::{TraceEvent, TraceSession};
 use rocksandra_query::{Executor, Outcome, QueryError, Request};
+use rocksandra_storage::WriteGroup;
 use rocksandra_wire::{
     Batch, BatchQuery, BatchType, BoundValues, ErrorKind, ErrorResponse, Event, Execute, Prepare,
     ProtocolVersion, Query, QueryParameters, Response, ResultBody,
@@ -270,6 +271,7 @@ impl RequestHandler for ExecutorHandler {
         session: &Session,
         context: &RequestContext,
         execute: &Execute,
+        writes: &mut WriteGroup,
     ) -> Option<Reply> {
         if context.tracing {
             return None;
@@ -281,8 +283,23 @@ impl RequestHandler for ExecutorHandler {
             return None;
         }
         let req = request(session, &execute.params);
-        let result = self.executor.execute_prepared(&prepared, req);
+        let result = writes.run(i64::from(context.stream), || {
+            self.executor.execute_prepared(&prepared, req)
+        });
         Some(self.reply(session, result))
+    }
+
+    fn commit_inline(&self, writes: &mut WriteGroup) -> Vec<(i16, ErrorResponse)> {
+        let engine = self.executor.engine();
+        writes.run(0, || engine.commit_deferred());
+        writes
+            .take_failures()
+            .into_iter()
+            .map(|(stream, e)| {
+                let stream = i16::try_from(stream).unwrap_or_default();
+                (stream, QueryError::from(e).to_response())
+            })
+            .collect()
     }
 
     fn batch<'a>(

@@ -7,6 +7,8 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use rocksandra_storage::WriteGroup;
+
 use rocksandra_wire::{
     Batch, BytesMap, ErrorKind, ErrorResponse, Execute, Prepare, ProtocolVersion, Query, Response,
 };
@@ -58,15 +60,25 @@ pub trait RequestHandler: Send + Sync + 'static {
     /// short: bounded work that waits for nothing (a prepared
     /// single-partition read or unconditional write on a single node).
     /// Anything else gets None, and runs as a task through `execute`.
-    /// The default runs nothing inline.
+    /// Its engine writes are queued in `writes` (`WriteGroup::run`), to be
+    /// written by `commit_inline`. The default runs nothing inline.
     fn execute_inline(
         &self,
         session: &Session,
         context: &RequestContext,
         execute: &Execute,
+        writes: &mut WriteGroup,
     ) -> Option<Reply> {
-        let _ = (session, context, execute);
+        let _ = (session, context, execute, writes);
         None
+    }
+
+    /// Writes what inline requests queued in `writes`; returns the streams
+    /// whose writes failed, with the error to answer them with instead.
+    /// The connection calls it before it sends their responses.
+    fn commit_inline(&self, writes: &mut WriteGroup) -> Vec<(i16, ErrorResponse)> {
+        let _ = writes;
+        Vec::new()
     }
 
     /// Checks SASL PLAIN credentials when the authenticator is

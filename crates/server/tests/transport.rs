@@ -1040,3 +1040,180 @@ async fn without_throw_on_overload_large_requests_wait_and_complete() {
     }
     server.stop().await;
 }
+
+/// Runs every EXECUTE inline as a write of one row to the table its id
+/// names (one byte), queued in the connection's `WriteGroup`. Its commit
+/// first drops table 2, as a DROP TABLE racing the queued writes would.
+struct GroupedWrites {
+    engine: rocksandra_storage::KvEngine<rocksandra_storage::memory::MemoryStore>,
+    commits: std::sync::atomic::AtomicUsize,
+}
+
+impl GroupedWrites {
+    const NOW: rocksandra_data::LocalTime = rocksandra_data::LocalTime(1_700_000_000);
+
+    fn new() -> GroupedWrites {
+        use rocksandra_storage::{Engine, TableId, TableOptions, TableSpec};
+        let engine = rocksandra_storage::KvEngine::new(
+            rocksandra_storage::memory::MemoryStore::new(Arc::new(|| Self::NOW)),
+        );
+        for id in [1, 2] {
+            let spec = TableSpec {
+                id: TableId(id),
+                clustering: Vec::new(),
+                options: TableOptions::default(),
+                dropped: Vec::new(),
+            };
+            engine.create_table(spec).expect("create");
+        }
+        GroupedWrites {
+            engine,
+            commits: Default::default(),
+        }
+    }
+
+    fn row(table: u64, stream: i16) -> rocksandra_storage::Mutation {
+        use rocksandra_storage::cell::{Cell, ColumnId};
+        use rocksandra_storage::{Mutation, PartitionKey, RowUpdate, TableId};
+        let mut mutation = Mutation::new(
+            TableId(table),
+            PartitionKey::new(stream.to_be_bytes().to_vec()),
+        );
+        let cells = vec![Cell::live(ColumnId(1), 1, b"v".to_vec())];
+        let update = RowUpdate {
+            cells,
+            ..Default::default()
+        };
+        mutation.rows.push((Vec::new(), update));
+        mutation
+    }
+
+    fn stored(&self, table: u64, stream: i16) -> bool {
+        use rocksandra_storage::{Engine, PartitionKey, PartitionRead, Slice, TableId};
+        let read = PartitionRead {
+            table: TableId(table),
+            partition: PartitionKey::new(stream.to_be_bytes().to_vec()),
+            slices: vec![Slice::all()],
+            reversed: false,
+            include_static: false,
+            row_limit: 0,
+        };
+        let partition = self.engine.read_partition(&read, Self::NOW).expect("read");
+        !partition.rows.is_empty()
+    }
+}
+
+impl RequestHandler for GroupedWrites {
+    fn query<'a>(
+        &'a self,
+        _: &'a Session,
+        _: &'a RequestContext,
+        _: Query,
+    ) -> HandlerFuture<'a, Reply> {
+        Box::pin(async { text_result("query") })
+    }
+    fn prepare<'a>(
+        &'a self,
+        _: &'a Session,
+        _: &'a RequestContext,
+        _: Prepare,
+    ) -> HandlerFuture<'a, Reply> {
+        Box::pin(async { text_result("prepare") })
+    }
+    fn execute<'a>(
+        &'a self,
+        _: &'a Session,
+        _: &'a RequestContext,
+        _: Execute,
+    ) -> HandlerFuture<'a, Reply> {
+        Box::pin(async { text_result("not inline") })
+    }
+    fn batch<'a>(
+        &'a self,
+        _: &'a Session,
+        _: &'a RequestContext,
+        _: Batch,
+    ) -> HandlerFuture<'a, Reply> {
+        Box::pin(async { text_result("batch") })
+    }
+    fn authenticate<'a>(
+        &'a self,
+        _: &'a Session,
+        _: Credentials,
+    ) -> HandlerFuture<'a, Result<(), ErrorResponse>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn execute_inline(
+        &self,
+        _: &Session,
+        context: &RequestContext,
+        execute: &Execute,
+        writes: &mut rocksandra_storage::WriteGroup,
+    ) -> Option<Reply> {
+        use rocksandra_storage::Engine;
+        let table = u64::from(*execute.id.first()?);
+        let write = Self::row(table, context.stream);
+        let written = writes.run(i64::from(context.stream), || {
+            self.engine.write(&[write], Self::NOW)
+        });
+        Some(match written {
+            Ok(()) => Reply::from(Response::Result(ResultBody::Void)),
+            Err(e) => Reply::error(ErrorKind::ServerError, e.to_string()),
+        })
+    }
+    fn commit_inline(
+        &self,
+        writes: &mut rocksandra_storage::WriteGroup,
+    ) -> Vec<(i16, ErrorResponse)> {
+        use rocksandra_storage::{Engine, TableId};
+        self.commits
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let _ = self.engine.drop_table(TableId(2));
+        writes.run(0, || self.engine.commit_deferred());
+        let failures = writes.take_failures().into_iter();
+        failures
+            .map(|(stream, e)| {
+                let stream = i16::try_from(stream).expect("a stream id");
+                (
+                    stream,
+                    ErrorResponse::new(ErrorKind::ServerError, e.to_string()),
+                )
+            })
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn inline_writes_are_written_before_their_answers_and_fail_alone() {
+    let handler = Arc::new(GroupedWrites::new());
+    let server = TestServer::start(handler.clone()).await;
+    let mut client = Client::ready(server.address, ProtocolVersion::V4).await;
+    let execute = |table: u8| {
+        Request::Execute(Execute {
+            id: Bytes::from(vec![table]),
+            result_metadata_id: None,
+            params: common::params(Vec::new()),
+        })
+    };
+    // One socket write: the server reads the three frames in one turn.
+    let mut bytes = BytesMut::new();
+    for (stream, table) in [(1, 1), (2, 2), (3, 1)] {
+        bytes.extend_from_slice(&client.frame(stream, execute(table)).to_bytes());
+    }
+    client.send_raw(&bytes).await;
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        let envelope = client.recv().await;
+        let ok = matches!(envelope.response, Response::Result(ResultBody::Void));
+        answers.push((envelope.stream, ok));
+    }
+    answers.sort();
+    assert_eq!(answers, vec![(1, true), (2, false), (3, true)]);
+    assert!(
+        handler.stored(1, 1) && handler.stored(1, 3),
+        "acknowledged writes are stored"
+    );
+    let commits = handler.commits.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(commits, 1, "one commit for the turn");
+    server.stop().await;
+}

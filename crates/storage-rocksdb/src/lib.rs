@@ -695,23 +695,33 @@ impl KvStore for RocksStore {
         self.write_batch(batch)
     }
 
-    fn write(&self, ops: Vec<(TableId, KvOp)>) -> Result<()> {
+    fn write(&self, ops: &[(TableId, KvOp)]) -> Result<()> {
         if let Some(reason) = self.shared.failure() {
             return Err(StorageError::ReadOnly(reason));
         }
         let mut batch = WriteBatch::default();
+        // A group of writes (`WriteGroup`) is mostly one table's: its
+        // handle is looked up once per run of that table.
+        let mut handle: Option<(TableId, Arc<rocksdb::BoundColumnFamily<'_>>)> = None;
         for (table, op) in ops {
-            let cf = self.cf(table)?;
+            let cf = match &handle {
+                Some((t, cf)) if t == table => cf.clone(),
+                _ => {
+                    let cf = self.cf(*table)?;
+                    handle = Some((*table, cf.clone()));
+                    cf
+                }
+            };
             match op {
                 KvOp::Merge { key, value } => batch.merge_cf(&cf, key, value),
                 KvOp::DeleteRange { start, end } => {
                     let end = match end {
-                        Some(end) => Some(end),
-                        None => self.end_of_table(table)?,
+                        Some(end) => Some(end.clone()),
+                        None => self.end_of_table(*table)?,
                     };
                     if let Some(end) = end {
-                        if start < end {
-                            batch.delete_range_cf(&cf, start, end);
+                        if *start < end {
+                            batch.delete_range_cf(&cf, start, &end);
                         }
                     }
                 }

@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use rocksandra_data::LocalTime;
 use rocksandra_storage::api::Durability;
-use rocksandra_storage::testkit::{run_conformance_suite, run_point_cache_suite, tempdir};
+use rocksandra_storage::testkit::{
+    run_conformance_suite, run_point_cache_suite, run_write_group_suite, tempdir,
+};
 use rocksandra_storage_rocksdb::{open_engine, RocksConfig};
 
 #[test]
@@ -41,6 +43,7 @@ fn rocksdb_engine_with_a_point_cache_passes_both_suites() {
     };
     run_conformance_suite(&make);
     run_point_cache_suite(&make);
+    run_write_group_suite(&make);
     for dir in dirs.into_inner().expect("lock") {
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -302,7 +302,7 @@ pub enum Durability {
     Batch,
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StorageError {
     #[error("unknown table {0:?}")]
     UnknownTable(TableId),
@@ -376,7 +376,13 @@ pub trait Engine: Send + Sync {
     /// Removes all data of a table.
     fn truncate(&self, table: TableId) -> Result<()>;
     /// Applies mutations atomically (one WAL record); durable per `Durability`.
+    /// Inside `WriteGroup::run`, the mutations are queued in the group
+    /// instead, written by `commit_deferred` (see `engine::group`).
     fn write(&self, mutations: &[Mutation], now: LocalTime) -> Result<()>;
+    /// Inside `WriteGroup::run`: writes what the group queued for this
+    /// engine, recording failures in the group. Every engine that wraps
+    /// another forwards it, or queued writes would never be written.
+    fn commit_deferred(&self);
     fn read_partition(&self, read: &PartitionRead, now: LocalTime) -> Result<Partition>;
     /// `read_partition`, and how many deleted or expired rows the read met
     /// on its way (what `tombstone_warn_threshold` and

@@ -16,8 +16,11 @@ use crate::layout::keys::{self, DecodedKey};
 use crate::layout::values::{decode_row, encode_row};
 use crate::layout::CorruptData;
 
+pub mod group;
 mod point_cache;
 mod purge;
+
+use group::{Deferred, WriteGroup};
 
 use point_cache::PointCache;
 
@@ -32,11 +35,14 @@ pub struct KvEngine<S: KvStore> {
     /// Recently read partitions of tables without clustering columns; every
     /// store write goes through `apply`, which keeps it coherent.
     point_cache: Option<PointCache>,
+    /// Which engine a `WriteGroup`'s entries belong to.
+    id: u64,
 }
 
 impl<S: KvStore> KvEngine<S> {
     pub fn new(store: S) -> KvEngine<S> {
         KvEngine {
+            id: group::engine_id(),
             store,
             tables: RwLock::new(HashMap::new()),
             write_gate: RwLock::new(()),
@@ -53,8 +59,8 @@ impl<S: KvStore> KvEngine<S> {
 
     /// Writes `ops` to the store: the one way the engine changes stored
     /// entries, so the point cache forgets every partition they touch.
-    fn apply(&self, ops: Vec<(TableId, KvOp)>) -> Result<()> {
-        let touched = self.point_cache.as_ref().map(|_| touched_partitions(&ops));
+    fn apply(&self, ops: &[(TableId, KvOp)]) -> Result<()> {
+        let touched = self.point_cache.as_ref().map(|_| touched_partitions(ops));
         let written = self.store.write(ops);
         if let (Some(cache), Some((partitions, ranges))) = (&self.point_cache, touched) {
             for (table, prefix) in &partitions {
@@ -65,6 +71,47 @@ impl<S: KvStore> KvEngine<S> {
             }
         }
         written
+    }
+
+    /// Writes entries to the store now, under the write gate; an IO failure
+    /// makes the engine read-only.
+    fn write_now(&self, ops: &[(TableId, KvOp)]) -> Result<()> {
+        let _shared = self.gate()?;
+        self.apply(ops).inspect_err(|e| {
+            if matches!(e, StorageError::Io { .. }) {
+                self.fail(e.to_string());
+            }
+        })
+    }
+
+    /// Writes this engine's entries queued in `group` as one store write.
+    /// If that fails for a reason other than IO, each request's entries
+    /// are written alone, so a request fails only for its own entries.
+    fn write_group(&self, group: &mut WriteGroup) {
+        let Some(taken) = group.take(self.id) else {
+            return;
+        };
+        let error = match self.write_now(&taken.ops) {
+            Ok(()) => return,
+            Err(e) => e,
+        };
+        let alone = !matches!(error, StorageError::Io { .. } | StorageError::ReadOnly(_));
+        for (request, ops) in taken.per_request() {
+            let outcome = if alone {
+                self.write_now(&ops)
+            } else {
+                Err(error.clone())
+            };
+            if let Err(e) = outcome {
+                group.failed(request, e);
+            }
+        }
+    }
+
+    /// Before a read on this thread: writes the entries the running
+    /// request's group holds for this engine, so the read sees them.
+    fn settle_deferred(&self) {
+        group::with_lent(self.id, |group| self.write_group(group));
     }
 
     /// Tells the point cache that stored entries changed in bulk.
@@ -167,6 +214,7 @@ impl<S: KvStore> KvEngine<S> {
         keep: Keep,
         visit: &mut dyn FnMut(StoredRow),
     ) -> Result<PartitionMet> {
+        self.settle_deferred();
         let prefix = keys::partition_prefix(read.partition.token, &read.partition.key);
         let head = PartitionHead {
             keep,
@@ -347,6 +395,7 @@ impl<S: KvStore> KvEngine<S> {
         scan: &RangeScan,
         now: LocalTime,
     ) -> Result<(ScanPage, u64)> {
+        self.settle_deferred();
         let mut page = ScanPage {
             partitions: Vec::new(),
             next: None,
@@ -826,12 +875,19 @@ impl<S: KvStore> Engine for KvEngine<S> {
         for m in mutations {
             self.mutation_ops(m, &mut ops)?;
         }
-        let _shared = self.gate()?;
-        self.apply(ops).inspect_err(|e| {
-            if matches!(e, StorageError::Io { .. }) {
-                self.fail(e.to_string());
+        match group::defer(self.id, ops) {
+            Deferred::Queued { full } => {
+                if full {
+                    self.settle_deferred();
+                }
+                Ok(())
             }
-        })
+            Deferred::WriteNow(ops) => self.write_now(&ops),
+        }
+    }
+
+    fn commit_deferred(&self) {
+        self.settle_deferred();
     }
 
     fn read_partition(&self, read: &PartitionRead, now: LocalTime) -> Result<Partition> {
@@ -922,6 +978,7 @@ impl<S: KvStore> Engine for KvEngine<S> {
         limit: usize,
     ) -> Result<Vec<PartitionKey>> {
         self.spec(table)?;
+        self.settle_deferred();
         // Every key of a partition sorts below its prefix followed by 0xFF.
         let resume = after.map(|p| {
             let mut key = keys::partition_prefix(p.token, &p.key);
@@ -998,7 +1055,7 @@ impl<S: KvStore> Engine for KvEngine<S> {
                 },
             ));
         }
-        self.apply(ops)
+        self.apply(&ops)
     }
 
     fn snapshot(&self, dir: &Path) -> Result<()> {

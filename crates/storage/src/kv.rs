@@ -43,7 +43,7 @@ pub trait KvStore: Send + Sync + 'static {
     /// Removes every entry of the table.
     fn truncate(&self, table: TableId) -> Result<()>;
     /// Applies all ops atomically.
-    fn write(&self, ops: Vec<(TableId, KvOp)>) -> Result<()>;
+    fn write(&self, ops: &[(TableId, KvOp)]) -> Result<()>;
     fn get(&self, table: TableId, key: &[u8]) -> Result<Option<Vec<u8>>>;
     /// Point lookups of several keys of one table, as one read: calls
     /// `visit(i, value)` for each `keys[i]` that is stored, in the order

@@ -28,4 +28,5 @@ pub mod merge;
 pub mod testkit;
 
 pub use api::*;
+pub use engine::group::{DirectWrites, WriteGroup, WRITE_GROUP_BYTES_MAX};
 pub use engine::KvEngine;

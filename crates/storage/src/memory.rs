@@ -99,12 +99,12 @@ impl KvStore for MemoryStore {
         Ok(())
     }
 
-    fn write(&self, ops: Vec<(TableId, KvOp)>) -> Result<()> {
+    fn write(&self, ops: &[(TableId, KvOp)]) -> Result<()> {
         let mut tables = self.tables.write().map_err(|_| Self::poisoned())?;
         // Validate and compute everything first so the batch is atomic.
         let mut merged = Vec::with_capacity(ops.len());
         let mut pending: HashMap<(TableId, Vec<u8>), Vec<u8>> = HashMap::new();
-        for (table, op) in &ops {
+        for (table, op) in ops {
             let (t, _) = tables
                 .get(table)
                 .ok_or(StorageError::UnknownTable(*table))?;
@@ -118,16 +118,19 @@ impl KvStore for MemoryStore {
                 merged.push(None);
             }
         }
-        for ((table, op), new) in ops.into_iter().zip(merged) {
-            let Some((t, _)) = tables.get_mut(&table) else {
+        for ((table, op), new) in ops.iter().zip(merged) {
+            let Some((t, _)) = tables.get_mut(table) else {
                 continue;
             };
             match (op, new) {
                 (KvOp::Merge { key, .. }, Some(value)) => {
-                    t.insert(key, value);
+                    t.insert(key.clone(), value);
                 }
                 (KvOp::DeleteRange { start, end }, _) => {
-                    let range = KeyRange { start, end };
+                    let range = KeyRange {
+                        start: start.clone(),
+                        end: end.clone(),
+                    };
                     if is_empty(&range) {
                         continue;
                     }
@@ -200,7 +203,7 @@ impl KvStore for MemoryStore {
                 ops.push((table, KvOp::Merge { key, value }));
             }
         }
-        self.write(ops)
+        self.write(&ops)
     }
 
     fn checkpoint(&self, dir: &Path) -> Result<()> {

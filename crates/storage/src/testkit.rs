@@ -18,7 +18,9 @@ use crate::cell::{
 };
 
 mod point_cache;
+mod write_group;
 pub use point_cache::run_point_cache_suite;
+pub use write_group::run_write_group_suite;
 
 /// The table every suite case uses: `pk blob, c1 int ASC, c2 text DESC,
 /// s static, r1, r2 regular, set column 4`.

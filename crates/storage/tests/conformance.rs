@@ -5,7 +5,9 @@ use std::sync::Arc;
 use rocksandra_data::LocalTime;
 use rocksandra_storage::api::{Engine, StorageStats};
 use rocksandra_storage::memory::MemoryStore;
-use rocksandra_storage::testkit::{run_conformance_suite, run_point_cache_suite};
+use rocksandra_storage::testkit::{
+    run_conformance_suite, run_point_cache_suite, run_write_group_suite,
+};
 use rocksandra_storage::KvEngine;
 
 #[test]
@@ -29,4 +31,5 @@ fn memory_engine_with_a_point_cache_passes_both_suites() {
     };
     run_conformance_suite(&make);
     run_point_cache_suite(&make);
+    run_write_group_suite(&make);
 }

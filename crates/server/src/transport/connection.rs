@@ -38,6 +38,7 @@ use super::{ConnectionSlot, Shared};
 use crate::config::Authenticator;
 use crate::handler::{Reply, RequestContext, Session};
 use crate::metrics::{RequestKind, RequestTimer};
+use rocksandra_storage::WriteGroup;
 
 /// The CQL version announced in SUPPORTED (Cassandra 5.0's), the one
 /// `system.local` shows.
@@ -202,6 +203,9 @@ struct Connection {
     /// Responses of requests run inline in the read loop, sent together
     /// (one write) once the frames read so far are handled.
     inline_replies: Vec<ResponseEnvelope>,
+    /// The writes of those requests, written together just before their
+    /// responses are sent (`commit_writes`).
+    writes: WriteGroup,
     /// The request bytes this connection counts against.
     budgets: RequestBudgets,
     /// STARTUP asked for OVERLOADED errors instead of backpressure.
@@ -249,6 +253,7 @@ impl Connection {
             registered: Vec::new(),
             event_forwarder: None,
             inline_replies: Vec::new(),
+            writes: WriteGroup::new(),
             budgets,
             throw_on_overload: false,
             paused: false,
@@ -377,8 +382,24 @@ impl Connection {
         let _ = self.outbound.send(item).await;
     }
 
-    /// Hands the responses of inline requests to the writer, as one item.
+    /// Writes what the inline requests queued; a request whose write
+    /// failed is answered with its error instead of its result.
+    fn commit_writes(&mut self) {
+        if !self.writes.is_pending() {
+            return;
+        }
+        for (stream, error) in self.shared.handler.commit_inline(&mut self.writes) {
+            if let Some(reply) = self.inline_replies.iter_mut().find(|r| r.stream == stream) {
+                let version = reply.version;
+                *reply = ResponseEnvelope::new(version, stream, Response::Error(error));
+            }
+        }
+    }
+
+    /// Hands the responses of inline requests to the writer, as one item,
+    /// once their writes are written.
     async fn flush_inline(&mut self) {
+        self.commit_writes();
         if !self.inline_replies.is_empty() {
             let replies = std::mem::take(&mut self.inline_replies);
             self.send(Outbound::Responses(replies)).await;
@@ -661,8 +682,9 @@ impl Connection {
         timer: RequestTimer,
     ) -> Option<(rocksandra_wire::Execute, RequestTimer)> {
         let handler = &self.shared.handler;
+        let writes = &mut self.writes;
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            handler.execute_inline(session, context, &execute)
+            handler.execute_inline(session, context, &execute, writes)
         }));
         let reply = match ran {
             Ok(Some(reply)) => reply,
@@ -741,6 +763,8 @@ impl Connection {
             request => (request, timer),
         };
         let stream = context.stream;
+        // What ran inline before this request is written before it runs.
+        self.commit_writes();
         let Some(permits) = self.acquire_request_permits() else {
             let error = ErrorResponse::new(ErrorKind::Overloaded, self.overloaded_message());
             self.respond_error(version, stream, error).await;

@@ -157,7 +157,7 @@ impl<S: KvStore> KvEngine<S> {
             let ops = std::mem::take(&mut walk.row_ops);
             if !ops.is_empty() {
                 self.check_writable()?;
-                self.apply(ops)?;
+                self.apply(&ops)?;
             }
             match last {
                 Some(key) => start = next_key(&key),
@@ -195,7 +195,7 @@ impl<S: KvStore> KvEngine<S> {
         }
         let removed = ops.len();
         if !ops.is_empty() {
-            self.apply(ops)?;
+            self.apply(&ops)?;
         }
         Ok(removed)
     }
