@@ -1,9 +1,10 @@
 //! Criterion benches of the engine on RocksDB: point reads served from the
 //! block cache and from outside it (a table with clustering columns, read
 //! through an iterator, and one without, the `emp` shape, read by point
-//! lookups), single-row writes (WAL written, not
-//! synced: the periodic mode), a 100-row clustering slice, and the raw
-//! RocksDB get underneath for comparison. Results: docs/benchmarks/.
+//! lookups, from the block cache or from the engine's point cache),
+//! single-row writes (WAL written, not synced: the periodic mode) alone or
+//! 32 to a `WriteGroup`, a 100-row clustering slice, and the raw RocksDB
+//! get underneath for comparison. Results: docs/benchmarks/.
 //!
 //! Run with the machine's RocksDB library:
 //! `. scripts/rocksdb-env.sh && cargo bench -p rocksandra-storage-rocksdb`
@@ -48,11 +49,23 @@ fn open_unclustered(tag: &str, block_cache_bytes: usize) -> Bench {
     open_table(tag, block_cache_bytes, unclustered_table(1))
 }
 
-fn open_table(tag: &str, block_cache_bytes: usize, mut spec: TableSpec) -> Bench {
+fn open_table(tag: &str, block_cache_bytes: usize, spec: TableSpec) -> Bench {
+    open_with(tag, block_cache_bytes, 0, spec)
+}
+
+/// `open_table` with a point cache of `point_cache_bytes` (the server's
+/// default is a quarter of the block cache).
+fn open_with(
+    tag: &str,
+    block_cache_bytes: usize,
+    point_cache_bytes: usize,
+    mut spec: TableSpec,
+) -> Bench {
     let dir = tempdir(tag);
     let config = RocksConfig {
         durability: Durability::Periodic { period_ms: 10_000 },
         block_cache_bytes,
+        point_cache_bytes,
         ..Default::default()
     };
     let engine = open_engine(&dir, config, Arc::new(|| NOW)).expect("open");
@@ -201,6 +214,11 @@ fn unclustered_reads(c: &mut Criterion) {
         &big,
     );
     drop(big);
+    let cached = open_with("bench-cached-emp", 1 << 30, 512 << 20, unclustered_table(1));
+    load(&cached, 200_000);
+    let name = "read/point without clustering, 200,000 rows, point-cache hit";
+    bench_point_reads(c, name, &cached, 200_000, true);
+    drop(cached);
     let cold = open_unclustered("bench-cold-emp", 8 << 20);
     load(&cold, 200_000);
     let name = "read/point without clustering, block-cache miss";
@@ -244,6 +262,26 @@ fn writes(c: &mut Criterion) {
                 .engine
                 .write(&[one_row(&bench.spec, n, n as i64)], NOW)
                 .expect("write")
+        })
+    });
+    // As a connection's turn writes its inline requests (`WriteGroup`):
+    // 32 rows queued, then one store write; the time is per row.
+    let mut group = rocksandra_storage::WriteGroup::new();
+    c.bench_function("write/one 1 KB row of 32 in a WriteGroup, per row", |b| {
+        b.iter_custom(|rows| {
+            let start = std::time::Instant::now();
+            for i in 0..rows {
+                n += 1;
+                let write = one_row(&bench.spec, n, n as i64);
+                group.run(i as i64, || {
+                    bench.engine.write(&[write], NOW).expect("queue")
+                });
+                if i % 32 == 31 || i + 1 == rows {
+                    group.run(0, || bench.engine.commit_deferred());
+                    assert!(group.take_failures().is_empty());
+                }
+            }
+            start.elapsed()
         })
     });
 }
