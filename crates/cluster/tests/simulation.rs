@@ -95,6 +95,7 @@ fn schema() -> &'static (Arc<Schema>, Arc<Table>) {
             broadcast_address: address(1),
             rpc_address: address(1),
             native_port: 9042,
+            storage_port: 7000,
             data_center: DC.into(),
             rack: "r1".into(),
             host_id: [1; 16],

@@ -19,7 +19,7 @@ use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, TableSpec
 
 use crate::error::{QueryError, Result};
 use crate::schema::{is_system_keyspace, ColumnKind, Index, Keyspace, Schema, Table, TableParams};
-use crate::system::{cql_type_text, is_virtual_in_cassandra, short_strategy, STORAGE_PORT};
+use crate::system::{cql_type_text, is_virtual_in_cassandra, short_strategy};
 use crate::NodeInfo;
 
 /// What DESCRIBE CLUSTER reports as the snitch (Cassandra wraps the
@@ -538,14 +538,14 @@ struct RingNode {
 /// token's text (sorted as text, as Cassandra serializes the map).
 fn range_ownership(keyspace: Option<&Keyspace>, node: &NodeInfo) -> BTreeMap<String, Vec<String>> {
     let mut nodes = vec![RingNode {
-        endpoint: format!("/{}:{STORAGE_PORT}", node.broadcast_address),
+        endpoint: format!("/{}:{}", node.broadcast_address, node.storage_port),
         data_center: node.data_center.clone(),
     }];
     let mut ring: Vec<(Token, usize)> = node.tokens.iter().map(|t| (Token(*t), 0)).collect();
     for peer in &node.peers {
         ring.extend(peer.tokens.iter().map(|t| (Token(*t), nodes.len())));
         nodes.push(RingNode {
-            endpoint: format!("/{}:{STORAGE_PORT}", peer.broadcast_address),
+            endpoint: format!("/{}:{}", peer.broadcast_address, node.storage_port),
             data_center: peer.data_center.clone(),
         });
     }

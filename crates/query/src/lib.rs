@@ -56,6 +56,9 @@ pub struct NodeInfo {
     /// this one.
     pub rpc_address: IpAddr,
     pub native_port: u16,
+    /// `storage_port`: where other nodes reach this one, and every node of
+    /// its cluster (system.local, system.peers_v2, DESCRIBE CLUSTER).
+    pub storage_port: u16,
     pub data_center: String,
     pub rack: String,
     pub host_id: [u8; 16],

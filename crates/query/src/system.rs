@@ -39,10 +39,6 @@ use crate::{NodeInfo, CQL_VERSION, PARTITIONER, RELEASE_VERSION};
 /// `VIRTUAL KEYSPACE`.
 pub const VIRTUAL_KEYSPACES: [&str; 2] = ["system_views", "system_virtual_schema"];
 
-/// The port other nodes reach this one on (`storage_port`), as reported in
-/// `system.local` and `system.peers_v2`; Cassandra's default.
-pub const STORAGE_PORT: u16 = 7000;
-
 /// The native protocol version system.local advertises.
 const NATIVE_PROTOCOL_VERSION: &str = "5";
 
@@ -286,7 +282,11 @@ pub fn rows(table: &Table, schema: &Schema, node: &NodeInfo, stats: TableStats<'
         }
         ("system", "local") => vec![local_row(schema, node)],
         ("system", "peers") => node.peers.iter().map(peer_row).collect(),
-        ("system", "peers_v2") => node.peers.iter().map(peer_v2_row).collect(),
+        ("system", "peers_v2") => node
+            .peers
+            .iter()
+            .map(|peer| peer_v2_row(peer, node.storage_port))
+            .collect(),
         ("system_schema", "keyspaces") => keyspace_rows(schema),
         ("system_schema", "tables") => table_rows(schema),
         ("system_schema", "columns") => column_rows(schema, false),
@@ -363,13 +363,13 @@ fn local_row(schema: &Schema, node: &NodeInfo) -> Cells {
     row.text("key", "local")
         .text("bootstrapped", "COMPLETED")
         .set("broadcast_address", Value::Inet(node.broadcast_address))
-        .set("broadcast_port", Value::Int(i32::from(STORAGE_PORT)))
+        .set("broadcast_port", Value::Int(i32::from(node.storage_port)))
         .text("cluster_name", &node.cluster_name)
         .text("cql_version", CQL_VERSION)
         .text("data_center", &node.data_center)
         .set("host_id", Value::Uuid(node.host_id))
         .set("listen_address", Value::Inet(node.listen_address))
-        .set("listen_port", Value::Int(i32::from(STORAGE_PORT)))
+        .set("listen_port", Value::Int(i32::from(node.storage_port)))
         .text("native_protocol_version", NATIVE_PROTOCOL_VERSION)
         .text("partitioner", PARTITIONER)
         .text("rack", &node.rack)
@@ -394,10 +394,12 @@ fn peer_row(peer: &crate::PeerInfo) -> Cells {
     row
 }
 
-fn peer_v2_row(peer: &crate::PeerInfo) -> Cells {
+/// `storage_port` is the node's own: every node of a cluster listens on the
+/// same one (the cluster crate reaches peers on its own port).
+fn peer_v2_row(peer: &crate::PeerInfo, storage_port: u16) -> Cells {
     let mut row = Cells::default();
     row.set("peer", Value::Inet(peer.broadcast_address))
-        .set("peer_port", Value::Int(i32::from(STORAGE_PORT)))
+        .set("peer_port", Value::Int(i32::from(storage_port)))
         .text("data_center", &peer.data_center)
         .set("host_id", Value::Uuid(peer.host_id))
         .set("native_address", Value::Inet(peer.rpc_address))

@@ -16,6 +16,7 @@ use thiserror::Error;
 mod cassandra_keys;
 mod encryption;
 mod guardrails;
+mod interfaces;
 pub mod reference;
 pub use encryption::{
     ClientAuth, EncryptionOptions, PemSource, ServerEncryption, TlsPolicy, TlsVersion, CLIENT_KEY,
@@ -757,9 +758,13 @@ fn split_seeds(text: &str) -> Vec<String> {
 struct FileConfig {
     cluster_name: Option<String>,
     listen_address: Option<String>,
+    listen_interface: Option<String>,
+    listen_interface_prefer_ipv6: Option<bool>,
     broadcast_address: Option<String>,
     listen_on_broadcast_address: Option<bool>,
     rpc_address: Option<String>,
+    rpc_interface: Option<String>,
+    rpc_interface_prefer_ipv6: Option<bool>,
     broadcast_rpc_address: Option<String>,
     native_transport_port: Option<u16>,
     data_file_directories: Option<Vec<PathBuf>>,
@@ -1013,13 +1018,44 @@ impl FileConfig {
                 .map(|text| parse_address(key, text))
                 .transpose()
         };
+        let listen = self.bound_address(
+            ("listen_address", &self.listen_address),
+            ("listen_interface", &self.listen_interface),
+            self.listen_interface_prefer_ipv6,
+        )?;
+        let rpc = self.bound_address(
+            ("rpc_address", &self.rpc_address),
+            ("rpc_interface", &self.rpc_interface),
+            self.rpc_interface_prefer_ipv6,
+        )?;
         Ok(Addresses {
-            listen: optional("listen_address", &self.listen_address)?
-                .unwrap_or(defaults.listen_address),
+            listen: listen.unwrap_or(defaults.listen_address),
             broadcast: optional("broadcast_address", &self.broadcast_address)?,
-            rpc: optional("rpc_address", &self.rpc_address)?,
+            rpc,
             broadcast_rpc: optional("broadcast_rpc_address", &self.broadcast_rpc_address)?,
         })
+    }
+
+    /// An address to bind, given as an address or as an interface's name
+    /// (not both, as Cassandra says).
+    fn bound_address(
+        &self,
+        (address_key, address): (&'static str, &Option<String>),
+        (interface_key, interface): (&'static str, &Option<String>),
+        prefer_ipv6: Option<bool>,
+    ) -> Result<Option<IpAddr>, ConfigError> {
+        match (address, interface) {
+            (Some(_), Some(_)) => Err(interfaces::both_set(address_key, interface_key)),
+            (Some(text), None) => parse_address(address_key, text).map(Some),
+            (None, Some(name)) => interfaces::interface_address(
+                interface_key,
+                name,
+                prefer_ipv6.unwrap_or(false),
+                &interfaces::machine_interfaces(),
+            )
+            .map(Some),
+            (None, None) => Ok(None),
+        }
     }
 
     fn durations(&mut self, defaults: &Config) -> Result<LegacyDurations, ConfigError> {
@@ -2376,6 +2412,33 @@ prometheus_port: 9500
         assert!(config.listen_on_broadcast_address);
         assert!(config.unused_keys.is_empty(), "{:?}", config.unused_keys);
         assert!(error_text("broadcast_address: my-host\n").contains("broadcast_address"));
+    }
+
+    #[test]
+    fn interfaces_name_the_addresses_to_bind() {
+        let config = Config::from_yaml("listen_interface: lo\nrpc_interface: lo\n", "t.yaml")
+            .expect("loopback interface");
+        assert_eq!(config.listen_address, IpAddr::V4(Ipv4Addr::LOCALHOST));
+        assert_eq!(config.rpc_address, Some(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+        for (yaml, text) in [
+            (
+                "listen_address: 127.0.0.1\nlisten_interface: lo\n",
+                "Set listen_address OR listen_interface, not both",
+            ),
+            (
+                "rpc_address: 127.0.0.1\nrpc_interface: lo\n",
+                "Set rpc_address OR rpc_interface, not both",
+            ),
+            (
+                "listen_interface: no-such-interface\n",
+                "Configured listen_interface \"no-such-interface\" could not be found",
+            ),
+        ] {
+            let error = Config::from_yaml(yaml, "t.yaml")
+                .expect_err(yaml)
+                .to_string();
+            assert!(error.contains(text), "{yaml}: {error}");
+        }
     }
 
     #[test]

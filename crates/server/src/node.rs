@@ -131,6 +131,7 @@ pub fn open(config: &Config) -> Result<Node, String> {
         broadcast_address: config.advertised_address(),
         rpc_address: config.advertised_rpc_address(),
         native_port: config.native_transport_port,
+        storage_port: config.storage_port,
         data_center: config.data_center.clone(),
         rack: config.rack.clone(),
         host_id: identity.host_id,

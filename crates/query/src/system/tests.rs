@@ -126,6 +126,7 @@ pub(crate) fn node() -> NodeInfo {
         broadcast_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
         rpc_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
         native_port: 9042,
+        storage_port: 7000,
         data_center: "datacenter1".into(),
         rack: "rack1".into(),
         host_id: [0x22; 16],
@@ -399,6 +400,7 @@ fn system_local_columns_and_row() {
 fn peers_tables_list_the_other_nodes() {
     let schema = schema_with(Vec::new());
     let mut node = node();
+    node.storage_port = 7012;
     for (i, dc) in [(2u8, "dc2"), (3, "dc1")] {
         node.peers.push(crate::PeerInfo {
             broadcast_address: IpAddr::V4(Ipv4Addr::new(10, 0, 0, i)),
@@ -424,6 +426,10 @@ fn peers_tables_list_the_other_nodes() {
         assert_eq!(peer[..2], [10, 0]);
         assert_eq!(native[..2], [10, 1]);
     }
+    // Peers listen on the node's own storage_port.
+    let peer_port = peers_v2.column_index("peer_port").expect("column");
+    let port = 7012i32.to_be_bytes().to_vec();
+    assert!(rows_v2.iter().all(|r| r[peer_port] == Some(port.clone())));
     // Sorted by the token of the partition key (the peer's address).
     let tokens: Vec<Token> = rows_v2
         .iter()

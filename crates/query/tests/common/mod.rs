@@ -16,6 +16,7 @@ pub fn node() -> NodeInfo {
         broadcast_address: "127.0.0.1".parse().expect("address"),
         rpc_address: "127.0.0.1".parse().expect("address"),
         native_port: 9042,
+        storage_port: 7000,
         data_center: "datacenter1".into(),
         rack: "rack1".into(),
         host_id: [7; 16],
