@@ -10,10 +10,13 @@ See harness.py for how nodes run.
 
 import os
 import re
+import time
 
+from cassandra import ConsistencyLevel as CL
 from cassandra.auth import PlainTextAuthProvider
+from cassandra.cluster import NoHostAvailable
 
-from harness import ADDRESSES, Nodes, connect
+from harness import ADDRESSES, Nodes, connect, stmt, wait_until
 
 A, B = ADDRESSES[:2]
 
@@ -67,6 +70,104 @@ def test_system_auth_replicated_to_both_nodes():
                                   "WHERE keyspace_name = 'system_auth'").one()
             cluster.shutdown()
             assert row.replication["replication_factor"] == "2", row
+    finally:
+        codes = nodes.close()
+    assert all(c == 0 for c in codes.values()), "unclean stops: %s" % codes
+
+
+def session_as(ip, user, password):
+    cluster, session = connect(ip, pinned=True,
+                               auth_provider=PlainTextAuthProvider(user, password))
+    return cluster, session
+
+
+def can_login(ip, user, password):
+    try:
+        cluster, _ = session_as(ip, user, password)
+    except NoHostAvailable:
+        return False
+    cluster.shutdown()
+    return True
+
+
+def roles(ip, user, password):
+    """The roles the cluster holds, read at ALL through `ip`."""
+    cluster, session = session_as(ip, user, password)
+    try:
+        rows = session.execute(stmt("SELECT role FROM system_auth.roles", CL.ALL))
+        return sorted(r.role for r in rows)
+    finally:
+        cluster.shutdown()
+
+
+def test_the_default_superuser_is_set_up_once_for_the_cluster():
+    """As Cassandra's setupDefaultRole: a node looks for roles through the
+    cluster after joining (superuser_setup_delay_ms) and writes
+    cassandra/cassandra only when there is none, so neither a changed
+    password nor a dropped default role comes back when a node joins or
+    every node restarts."""
+    nodes = Nodes()
+    config = os.path.join(nodes.root, "auth.yaml")
+    delay_s = 0.5
+    with open(config, "w") as f:
+        f.write("authenticator: PasswordAuthenticator\nauth_bcrypt_gensalt_log2_rounds: 4\n"
+                "superuser_setup_delay_ms: %d\n" % (delay_s * 1000))
+    A, B, C = ADDRESSES[:3]
+    try:
+        for ip in (A, B):
+            nodes.start(ip, extra=["--config", config])
+        wait_until(lambda: can_login(A, "cassandra", "cassandra"), 60,
+                   what="the default superuser's login")
+        cluster, session = session_as(A, "cassandra", "cassandra")
+        session.execute("ALTER KEYSPACE system_auth WITH replication = "
+                        "{'class': 'SimpleStrategy', 'replication_factor': 2}")
+        session.execute("CREATE ROLE admin WITH SUPERUSER = true AND LOGIN = true "
+                        "AND PASSWORD = 'admin'")
+        session.execute("ALTER ROLE cassandra WITH PASSWORD = 'changed'")
+        cluster.shutdown()
+        nodes[A].nodetool_login = nodes[B].nodetool_login = ("admin", "admin")
+        nodes[A].nodetool("repair", "system_auth")
+
+        # A node joins: it finds the roles and writes nothing.
+        nodes.start(C, extra=["--config", config], nodetool_login=("admin", "admin"))
+        nodes.wait_status({A: "UN", B: "UN", C: "UN"}, timeout=60)
+        time.sleep(4 * delay_s)
+        assert "Created default superuser role" not in nodes[C].log_text()
+
+        def restart_all():
+            for ip in (A, B, C):
+                assert nodes[ip].terminate() == 0
+            for ip in (A, B, C):
+                nodes[ip].start()
+            nodes.wait_status({A: "UN", B: "UN", C: "UN"}, timeout=60)
+            wait_until(lambda: can_login(A, "admin", "admin"), 60, what="admin's login")
+            time.sleep(4 * delay_s)
+
+        restart_all()
+        for ip in (A, B, C):
+            assert not can_login(ip, "cassandra", "cassandra"), ip
+            assert can_login(ip, "cassandra", "changed"), ip
+        assert roles(A, "admin", "admin") == ["admin", "cassandra"]
+
+        # The default role dropped: the third probe (any role) finds admin.
+        cluster, session = session_as(B, "admin", "admin")
+        session.execute("DROP ROLE cassandra")
+        cluster.shutdown()
+        restart_all()
+        for ip in (A, B, C):
+            assert not can_login(ip, "cassandra", "cassandra"), ip
+        assert roles(C, "admin", "admin") == ["admin"]
+
+        # It was created once, by a node of the first two (both may have
+        # found no role at once, as in Cassandra), never again; nothing
+        # alarming was logged.
+        created = {ip: nodes[ip].log_text().count("Created default superuser role 'cassandra'")
+                   for ip in (A, B, C)}
+        assert created[C] == 0 and created[A] + created[B] in (1, 2), created
+        assert max(created.values()) == 1, created
+        for ip in (A, B, C):
+            log = nodes[ip].log_text()
+            assert "ERROR" not in log and "panicked" not in log, nodes[ip].tail()
     finally:
         codes = nodes.close()
     assert all(c == 0 for c in codes.values()), "unclean stops: %s" % codes

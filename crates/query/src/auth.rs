@@ -4,7 +4,9 @@
 //!
 //! With AllowAllAuthenticator (the default) every client is anonymous: role
 //! statements fail as in Cassandra. With PasswordAuthenticator the default
-//! superuser `cassandra`/`cassandra` is created when no role exists.
+//! superuser `cassandra`/`cassandra` is created when no role exists in
+//! the cluster (`setup_default_role`, which the server runs once the node
+//! has joined).
 //! Roles are granted to roles (`GRANT r TO s`) as Cassandra keeps them:
 //! `roles.member_of` of the grantee and a `role_members` row. A role holds
 //! what the roles granted to it hold, superuser status included.
@@ -19,7 +21,9 @@ use rocksandra_cql::ast::{
 };
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_data::Value;
-use rocksandra_wire::{ColumnSpec, ColumnsMetadata, ResultBody, Rows, RowsMetadata, TableSpec};
+use rocksandra_wire::{
+    ColumnSpec, ColumnsMetadata, Consistency, ResultBody, Rows, RowsMetadata, TableSpec,
+};
 
 use crate::authz::{
     authorizer_enabled, grant_to_creator, revoke_all_from, revoke_all_on, subject, Resource,
@@ -28,7 +32,8 @@ use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
 use crate::request::{Outcome, Request};
 use crate::roles::{
-    granted_roles, is_superuser, logged_in, role, run_internal, text_cell, text_value,
+    granted_roles, is_superuser, logged_in, role, run_internal, run_internal_at, text_cell,
+    text_value,
 };
 pub use crate::settings::AuthConfig;
 
@@ -45,31 +50,96 @@ fn hash_password(password: &str, cost: u32) -> Result<String> {
         .map_err(|e| QueryError::Server(format!("cannot hash the password: {e}")))
 }
 
-/// With PasswordAuthenticator, creates the default superuser when there
-/// is no role yet. As Cassandra's `setupDefaultRole`, it is written at
-/// timestamp 0, so any change an operator makes to it (a new password,
-/// DROP ROLE) wins over a later re-creation by a node that saw no role.
-pub(crate) fn create_default_superuser(ctx: &StatementCtx<'_>, config: AuthConfig) -> Result<()> {
-    if !config.password_authenticator {
-        return Ok(());
-    }
-    let outcome = run_internal(
-        ctx,
+/// The reads of Cassandra's `hasExistingRoles`, in its order: the default
+/// role at ONE, then at QUORUM, then any role at QUORUM.
+pub const DEFAULT_ROLE_PROBES: [(&str, Consistency); 3] = [
+    (
+        "SELECT role FROM system_auth.roles WHERE role = 'cassandra'",
+        Consistency::One,
+    ),
+    (
+        "SELECT role FROM system_auth.roles WHERE role = 'cassandra'",
+        Consistency::Quorum,
+    ),
+    (
         "SELECT role FROM system_auth.roles LIMIT 1",
-        Vec::new(),
-        None,
-    )?;
-    let empty = matches!(&outcome.body, ResultBody::Rows(r) if r.rows.is_empty());
-    if empty {
-        let hash = hash_password(DEFAULT_SUPERUSER_PASSWORD, config.bcrypt_cost)?;
-        run_internal(
-            ctx,
-            "INSERT INTO system_auth.roles (role, can_login, is_superuser, salted_hash) VALUES (?, true, true, ?) USING TIMESTAMP 0",
-            vec![text_value(DEFAULT_SUPERUSER), text_value(&hash)],
-            None,
-        )?;
+        Consistency::Quorum,
+    ),
+];
+
+/// The level the default role is written at (Cassandra's
+/// `DEFAULT_SUPERUSER_CONSISTENCY_LEVEL`).
+pub const DEFAULT_ROLE_WRITE: Consistency = Consistency::Quorum;
+
+/// What setting up the default role does next, given what the probes
+/// answered so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultRoleStep {
+    /// Run `DEFAULT_ROLE_PROBES[i]`.
+    Probe(usize),
+    /// A probe found a role: nothing is written.
+    Exists,
+    /// Every probe came back empty: write the default role.
+    Create,
+}
+
+/// The decision of Cassandra's `setupDefaultRole`: `found[i]` is whether
+/// probe i returned a row. The first probe that finds one settles it; the
+/// default role is written only when all of them found none.
+pub fn default_role_step(found: &[bool]) -> DefaultRoleStep {
+    if found.iter().any(|f| *f) {
+        DefaultRoleStep::Exists
+    } else if found.len() < DEFAULT_ROLE_PROBES.len() {
+        DefaultRoleStep::Probe(found.len())
+    } else {
+        DefaultRoleStep::Create
     }
-    Ok(())
+}
+
+/// What `setup_default_role` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultRoleSetup {
+    /// No PasswordAuthenticator: there is no default role.
+    NotNeeded,
+    Existed,
+    Created,
+}
+
+/// With PasswordAuthenticator, creates the default superuser
+/// `cassandra`/`cassandra` when no role exists, as Cassandra's
+/// `setupDefaultRole`: the probes and the write go through the data proxy
+/// (the cluster's coordinator in a cluster) at Cassandra's levels, and the
+/// role is written at timestamp 0, so any change an operator makes to it
+/// (a new password, DROP ROLE) wins over a re-creation by a node that saw
+/// no role. An error (too few replicas) is for the caller to retry.
+pub(crate) fn setup_default_role(
+    ctx: &StatementCtx<'_>,
+    config: AuthConfig,
+) -> Result<DefaultRoleSetup> {
+    if !config.password_authenticator {
+        return Ok(DefaultRoleSetup::NotNeeded);
+    }
+    let mut found = Vec::with_capacity(DEFAULT_ROLE_PROBES.len());
+    loop {
+        match default_role_step(&found) {
+            DefaultRoleStep::Probe(i) => {
+                let (cql, consistency) = DEFAULT_ROLE_PROBES[i];
+                let outcome = run_internal_at(ctx, cql, Vec::new(), consistency)?;
+                found.push(matches!(&outcome.body, ResultBody::Rows(r) if !r.rows.is_empty()));
+            }
+            DefaultRoleStep::Exists => return Ok(DefaultRoleSetup::Existed),
+            DefaultRoleStep::Create => break,
+        }
+    }
+    let hash = hash_password(DEFAULT_SUPERUSER_PASSWORD, config.bcrypt_cost)?;
+    run_internal_at(
+        ctx,
+        "INSERT INTO system_auth.roles (role, can_login, is_superuser, salted_hash) VALUES (?, true, true, ?) USING TIMESTAMP 0",
+        vec![text_value(DEFAULT_SUPERUSER), text_value(&hash)],
+        DEFAULT_ROLE_WRITE,
+    )?;
+    tracing::info!("Created default superuser role '{DEFAULT_SUPERUSER}'");
+    Ok(DefaultRoleSetup::Created)
 }
 
 /// Checks SASL PLAIN credentials.
@@ -633,5 +703,35 @@ mod tests {
         // jBCrypt's rounds are 4..=30
         assert!(!is_bcrypt_hash(&hash.replacen("$04$", "$03$", 1)));
         assert!(!is_bcrypt_hash(&hash.replacen("$04$", "$31$", 1)));
+    }
+
+    #[test]
+    fn the_default_role_is_written_only_when_every_probe_found_none() {
+        use DefaultRoleStep::{Create, Exists, Probe};
+        assert_eq!(default_role_step(&[]), Probe(0));
+        // The default role at ONE settles it at once.
+        assert_eq!(default_role_step(&[true]), Exists);
+        assert_eq!(default_role_step(&[false]), Probe(1));
+        // Not at ONE (a replica without it yet), but at QUORUM.
+        assert_eq!(default_role_step(&[false, true]), Exists);
+        assert_eq!(default_role_step(&[false, false]), Probe(2));
+        // The default role was dropped, another role exists.
+        assert_eq!(default_role_step(&[false, false, true]), Exists);
+        assert_eq!(default_role_step(&[false, false, false]), Create);
+    }
+
+    #[test]
+    fn the_probes_are_cassandras_in_its_order() {
+        let levels: Vec<Consistency> = DEFAULT_ROLE_PROBES.iter().map(|(_, cl)| *cl).collect();
+        assert_eq!(
+            levels,
+            [Consistency::One, Consistency::Quorum, Consistency::Quorum]
+        );
+        assert!(DEFAULT_ROLE_PROBES[0]
+            .0
+            .ends_with("WHERE role = 'cassandra'"));
+        assert_eq!(DEFAULT_ROLE_PROBES[0].0, DEFAULT_ROLE_PROBES[1].0);
+        assert!(DEFAULT_ROLE_PROBES[2].0.ends_with("LIMIT 1"));
+        assert_eq!(DEFAULT_ROLE_WRITE, Consistency::Quorum);
     }
 }

@@ -304,16 +304,22 @@ impl Executor {
         self.settings.tombstones.clone()
     }
 
-    /// Sets how clients log in and whether permissions are checked; with
-    /// PasswordAuthenticator, creates the default superuser when there is
-    /// no role yet (`auth::create_default_superuser`).
-    pub fn enable_password_authentication(&self, config: AuthConfig) -> Result<()> {
+    /// Sets how clients log in and whether permissions are checked. The
+    /// default superuser is `setup_default_role`'s.
+    pub fn enable_password_authentication(&self, config: AuthConfig) {
         *self
             .settings
             .auth
             .write()
             .unwrap_or_else(|p| p.into_inner()) = config;
-        auth::create_default_superuser(&self.ctx(), config)
+    }
+
+    /// With PasswordAuthenticator, creates the default superuser when no
+    /// role exists (Cassandra's `setupDefaultRole`: `auth::default_role_step`
+    /// decides, through the data proxy). An error is for the caller to
+    /// retry later.
+    pub fn setup_default_role(&self) -> Result<auth::DefaultRoleSetup> {
+        auth::setup_default_role(&self.ctx(), self.auth_config())
     }
 
     pub fn auth_config(&self) -> AuthConfig {

@@ -47,17 +47,45 @@ pub(crate) fn run_internal(
     ctx.run(&parsed, &internal(user), &values)
 }
 
+/// `run_internal` as the server itself, at `consistency`.
+pub(crate) fn run_internal_at(
+    ctx: &StatementCtx<'_>,
+    cql: &str,
+    values: Vec<rocksandra_wire::Value>,
+    consistency: rocksandra_wire::Consistency,
+) -> Result<Outcome> {
+    let parsed = rocksandra_cql::parse_statement(cql)?;
+    let request = Request {
+        consistency,
+        ..internal(None)
+    };
+    ctx.run(&parsed, &request, &values)
+}
+
+/// The level a role is read at. Cassandra reads the default superuser at
+/// QUORUM (`consistencyForRoleRead`), so a node that joined, or a replica
+/// added by raising `system_auth`'s replication, before a repair still
+/// finds it; other roles are read at ONE here (Cassandra:
+/// `auth_read_consistency_level`, LOCAL_QUORUM).
+pub(crate) fn role_read_consistency(name: &str) -> rocksandra_wire::Consistency {
+    if name == crate::auth::DEFAULT_SUPERUSER {
+        rocksandra_wire::Consistency::Quorum
+    } else {
+        rocksandra_wire::Consistency::One
+    }
+}
+
 /// The stored role `name`, if any. The empty name is refused as
 /// Cassandra's read of `system_auth.roles` refuses an empty key.
 pub fn role(ctx: &StatementCtx<'_>, name: &str) -> Result<Option<Role>> {
     if name.is_empty() {
         return Err(QueryError::invalid("Key may not be empty"));
     }
-    let outcome = run_internal(
+    let outcome = run_internal_at(
         ctx,
         "SELECT role, can_login, is_superuser, salted_hash, member_of FROM system_auth.roles WHERE role = ?",
         vec![text_value(name)],
-        None,
+        role_read_consistency(name),
     )?;
     let ResultBody::Rows(rows) = outcome.body else {
         return Ok(None);

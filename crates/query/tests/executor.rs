@@ -636,8 +636,10 @@ fn authz_harness() -> Harness {
             password_authenticator: true,
             cassandra_authorizer: true,
             bcrypt_cost: 4,
-        })
-        .expect("auth enabled");
+        });
+    h.executor
+        .setup_default_role()
+        .expect("the default role is created");
     h.user = Some("cassandra".into());
     h.check(&[
         (
@@ -668,6 +670,33 @@ fn default_superuser_is_written_at_timestamp_zero() {
     h.check(&[(
         "SELECT writetime(salted_hash), writetime(is_superuser), writetime(can_login) FROM system_auth.roles WHERE role = 'cassandra'",
         "0 | 0 | 0",
+    )]);
+}
+
+#[test]
+fn the_default_role_is_not_written_again_once_any_role_exists() {
+    use rocksandra_query::auth::DefaultRoleSetup;
+    let mut h = authz_harness();
+    fn h_setup(h: &Harness) -> DefaultRoleSetup {
+        h.executor.setup_default_role().expect("the probes run")
+    }
+    assert_eq!(h_setup(&h), DefaultRoleSetup::Existed);
+    h.check(&[
+        ("ALTER ROLE cassandra WITH PASSWORD = 'changed'", "OK"),
+        (
+            "CREATE ROLE admin WITH SUPERUSER = true AND LOGIN = true AND PASSWORD = 'a'",
+            "OK",
+        ),
+    ]);
+    assert_eq!(h_setup(&h), DefaultRoleSetup::Existed);
+    assert!(h.executor.authenticate("cassandra", "cassandra").is_err());
+    h.user = Some("admin".into());
+    h.check(&[("DROP ROLE cassandra", "OK")]);
+    // The third probe (any role) finds admin.
+    assert_eq!(h_setup(&h), DefaultRoleSetup::Existed);
+    h.check(&[(
+        "SELECT role FROM system_auth.roles WHERE role = 'cassandra'",
+        "",
     )]);
 }
 
@@ -936,8 +965,10 @@ fn grants_need_the_cassandra_authorizer() {
             password_authenticator: true,
             cassandra_authorizer: false,
             bcrypt_cost: 4,
-        })
-        .expect("auth enabled");
+        });
+    h.executor
+        .setup_default_role()
+        .expect("the default role is created");
     h.user = Some("cassandra".into());
     h.check(&[
         ("CREATE ROLE alice", "OK"),

@@ -24,13 +24,14 @@ struct Harness {
 /// table `ks.t` made by the superuser, and an ordinary role `app`.
 fn harness(guardrails: Guardrails) -> Harness {
     let executor = common::memory_executor();
+    executor.enable_password_authentication(rocksandra_query::auth::AuthConfig {
+        password_authenticator: true,
+        cassandra_authorizer: false,
+        bcrypt_cost: 4,
+    });
     executor
-        .enable_password_authentication(rocksandra_query::auth::AuthConfig {
-            password_authenticator: true,
-            cassandra_authorizer: false,
-            bcrypt_cost: 4,
-        })
-        .expect("auth enabled");
+        .setup_default_role()
+        .expect("the default role is created");
     executor.set_guardrails(guardrails).expect("guardrails set");
     executor.set_materialized_views_enabled(true);
     let mut h = Harness {

@@ -33,6 +33,8 @@ pub const DATA_DIRECTORY_DEFAULT: &str = "./data";
 pub const COMMITLOG_SYNC_PERIOD_DEFAULT: Duration = Duration::from_secs(10);
 /// Cassandra's `max_hint_window` default.
 pub const MAX_HINT_WINDOW_DEFAULT: Duration = Duration::from_secs(3 * 3600);
+/// Cassandra's `cassandra.superuser_setup_delay_ms` default.
+pub const SUPERUSER_SETUP_DELAY_DEFAULT: Duration = Duration::from_secs(10);
 /// `num_tokens` when none is configured (Cassandra 4+'s default).
 pub const NUM_TOKENS_DEFAULT: u32 = 16;
 /// Cassandra's `stream_throughput_outbound` default, 24MiB/s.
@@ -333,6 +335,11 @@ pub struct Config {
     pub prometheus_port: Option<u16>,
     /// bcrypt cost of stored passwords (PasswordAuthenticator).
     pub auth_bcrypt_gensalt_log2_rounds: u32,
+    /// How long a node in a cluster waits after joining before it looks for
+    /// roles and creates the default superuser if there is none, and
+    /// between attempts (`superuser_setup_delay_ms`, Cassandra's system
+    /// property `cassandra.superuser_setup_delay_ms`, 10 s).
+    pub superuser_setup_delay: Duration,
     /// TLS for CQL clients (`client_encryption_options`).
     pub client_encryption: EncryptionOptions,
     /// TLS between nodes (`server_encryption_options`).
@@ -417,6 +424,7 @@ impl Default for Config {
             prometheus_address: PROMETHEUS_ADDRESS_DEFAULT,
             prometheus_port: Some(PROMETHEUS_PORT_DEFAULT),
             auth_bcrypt_gensalt_log2_rounds: 10,
+            superuser_setup_delay: SUPERUSER_SETUP_DELAY_DEFAULT,
             client_encryption: EncryptionOptions::default(),
             server_encryption: ServerEncryption::default(),
             auto_snapshot: true,
@@ -800,6 +808,7 @@ struct FileConfig {
     /// endpoint existed; still read, but not together with the two above.
     prometheus_listen_address: Option<SocketAddr>,
     auth_bcrypt_gensalt_log2_rounds: Option<u32>,
+    superuser_setup_delay_ms: Option<u64>,
     storage_port: Option<u16>,
     auto_bootstrap: Option<bool>,
     hinted_handoff_enabled: Option<bool>,
@@ -964,6 +973,9 @@ impl FileConfig {
             admin_port,
             prometheus_port,
             auth_bcrypt_gensalt_log2_rounds: bcrypt_rounds,
+            superuser_setup_delay: self
+                .superuser_setup_delay_ms
+                .map_or(defaults.superuser_setup_delay, Duration::from_millis),
             client_encryption,
             server_encryption,
             auto_snapshot: self.auto_snapshot.unwrap_or(defaults.auto_snapshot),

@@ -141,13 +141,20 @@ pub fn open(config: &Config) -> Result<Node, String> {
     spawn_tombstone_purger(&engine, local_clock(&env))?;
     let executor =
         Executor::open(engine.clone(), Some(dir.clone()), node, env).map_err(|e| e.to_string())?;
-    executor
-        .enable_password_authentication(rocksandra_query::auth::AuthConfig {
-            password_authenticator: config.authenticator == crate::config::Authenticator::Password,
-            cassandra_authorizer: config.authorizer == crate::config::Authorizer::Cassandra,
-            bcrypt_cost: config.auth_bcrypt_gensalt_log2_rounds,
-        })
-        .map_err(|e| format!("cannot set up authentication: {e}"))?;
+    executor.enable_password_authentication(rocksandra_query::auth::AuthConfig {
+        password_authenticator: config.authenticator == crate::config::Authenticator::Password,
+        cassandra_authorizer: config.authorizer == crate::config::Authorizer::Cassandra,
+        bcrypt_cost: config.auth_bcrypt_gensalt_log2_rounds,
+    });
+    // A node alone has no peers to wait for: its default role is set up
+    // now, so that cassandra/cassandra logs in as soon as the port opens.
+    // A node of a cluster does it once it has joined
+    // (`schedule_default_role_setup`).
+    if !config.clustered {
+        executor
+            .setup_default_role()
+            .map_err(|e| format!("cannot set up authentication: {e}"))?;
+    }
     executor.set_materialized_views_enabled(config.materialized_views_enabled);
     executor.set_drop_compact_storage_enabled(config.drop_compact_storage_enabled);
     executor
@@ -240,6 +247,59 @@ pub async fn join_cluster(
     Ok(joined)
 }
 
+/// Cassandra's `scheduleSetupTask`: waits `delay`, then runs `attempt`
+/// until it succeeds, waiting `delay` again after each failure. `attempt`
+/// returns None once there is nothing left to do it for (the node
+/// stopped). Returns how many attempts ran.
+pub fn retry_after_delay(
+    delay: std::time::Duration,
+    sleep: &mut dyn FnMut(std::time::Duration),
+    attempt: &mut dyn FnMut() -> Option<Result<(), String>>,
+) -> usize {
+    let mut attempts = 0;
+    loop {
+        sleep(delay);
+        attempts += 1;
+        match attempt() {
+            None | Some(Ok(())) => return attempts,
+            Some(Err(e)) => {
+                tracing::warn!("CassandraRoleManager skipped default role setup: {e}");
+                tracing::info!("Setup task failed with error, rescheduling");
+            }
+        }
+    }
+}
+
+/// In a cluster, once the node has joined: after `delay`, the default
+/// superuser is created if no role exists in the cluster
+/// (`Executor::setup_default_role`, through the coordinator), retried
+/// every `delay` until the cluster answers. A background thread that ends
+/// with the executor.
+pub fn schedule_default_role_setup(
+    executor: &Arc<Executor>,
+    delay: std::time::Duration,
+) -> Result<(), String> {
+    if !executor.auth_config().password_authenticator {
+        return Ok(());
+    }
+    let executor = Arc::downgrade(executor);
+    std::thread::Builder::new()
+        .name("default-role-setup".into())
+        .spawn(move || {
+            retry_after_delay(delay, &mut std::thread::sleep, &mut || {
+                let executor = executor.upgrade()?;
+                Some(
+                    executor
+                        .setup_default_role()
+                        .map(drop)
+                        .map_err(|e| e.to_string()),
+                )
+            });
+        })
+        .map(drop)
+        .map_err(|e| format!("cannot start the default role setup: {e}"))
+}
+
 /// The RocksDB settings `config` asks for; the storage defaults for the rest.
 pub fn rocks_config(config: &Config) -> rocksandra_storage_rocksdb::RocksConfig {
     use rocksandra_storage_rocksdb::{background_jobs_for_compactions, RocksConfig};
@@ -290,6 +350,36 @@ fn meminfo_total_bytes(meminfo: &str) -> Option<u64> {
     let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kib.checked_mul(1024)
+}
+
+#[cfg(test)]
+mod default_role_tests {
+    use super::retry_after_delay;
+    use std::time::Duration;
+
+    #[test]
+    fn the_setup_waits_the_delay_before_each_attempt_until_one_succeeds() {
+        let delay = Duration::from_millis(10_000);
+        let mut slept = Vec::new();
+        let mut answers = vec![
+            Some(Err("some nodes were not ready".to_string())),
+            Some(Err("some nodes were not ready".to_string())),
+            Some(Ok(())),
+        ]
+        .into_iter();
+        let attempts = retry_after_delay(delay, &mut |d| slept.push(d), &mut || {
+            answers.next().flatten()
+        });
+        assert_eq!(attempts, 3);
+        assert_eq!(slept, vec![delay; 3]);
+    }
+
+    #[test]
+    fn the_setup_stops_once_the_node_is_gone() {
+        let mut slept = 0;
+        let attempts = retry_after_delay(Duration::ZERO, &mut |_| slept += 1, &mut || None);
+        assert_eq!((attempts, slept), (1, 1));
+    }
 }
 
 #[cfg(test)]

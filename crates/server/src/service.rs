@@ -62,7 +62,9 @@ impl Service {
         let cluster = if config.clustered {
             let events = handler.clone();
             let sink: rocksandra_cluster::EventSink = Arc::new(move |e| events.send_event(e));
-            Some(crate::node::join_cluster(cluster_config.clone(), &node, sink).await?)
+            let joined = crate::node::join_cluster(cluster_config.clone(), &node, sink).await?;
+            crate::node::schedule_default_role_setup(&node.executor, config.superuser_setup_delay)?;
+            Some(joined)
         } else {
             None
         };

@@ -125,17 +125,22 @@ pub const KEYS: &[KeyDoc] = &[
     key(
         "tombstone_warn_threshold",
         "1000",
-        "A read (of one partition, or a range scan) that meets more deleted or expired rows than this gets a client warning and a log line.",
+        "A read (of one partition, or a range scan) that meets more tombstones than this (cells deleted or expired, rows deleted on their own, two markers per range tombstone) gets a client warning and a log line.",
     ),
     key(
         "tombstone_failure_threshold",
         "100000",
-        "Past this many, the read fails with READ_FAILURE (READ_TOO_MANY_TOMBSTONES).",
+        "Past this many, the read stops and fails with READ_FAILURE (READ_TOO_MANY_TOMBSTONES).",
     ),
     key("concurrent_compactors", "2", "Compactions running at once (RocksDB background compaction jobs); unset: 1.").unset(),
     key("authenticator", "AllowAllAuthenticator", "AllowAllAuthenticator (no login) or PasswordAuthenticator."),
     key("authorizer", "AllowAllAuthorizer", "AllowAllAuthorizer or CassandraAuthorizer (needs PasswordAuthenticator)."),
     key("auth_bcrypt_gensalt_log2_rounds", "10", "bcrypt cost of stored passwords, 4 to 31."),
+    key(
+        "superuser_setup_delay_ms",
+        "10000",
+        "With PasswordAuthenticator, how long a node of a cluster waits after joining before it looks for roles (the default role at ONE, then QUORUM, any role at QUORUM) and writes the default superuser cassandra/cassandra at timestamp 0 when there is none, and between attempts; Cassandra's system property -Dcassandra.superuser_setup_delay_ms. A node alone does it at startup.",
+    ),
     key(
         "client_encryption_options",
         "\n  enabled: false",
