@@ -295,3 +295,63 @@ def test_tombstone_thresholds_warn_then_fail():
         with open(os.path.join(d, "server.log")) as f:
             log = f.read()
         assert "Scanned over 50 tombstones during query" in log
+
+
+# (query, rows, tombstones counted) as Apache Cassandra 5.0.6 answered them
+# with tombstone_warn_threshold: 1 (None: no warning, at most 1).
+COUNTED_AS_CASSANDRA = [
+    ("SELECT * FROM tc.t WHERE k = 1", 4, 3),           # 2 deleted cells, 1 deleted row
+    ("SELECT * FROM tc.t WHERE k = 2", 6, 2),           # a range tombstone's 2 markers
+    ("SELECT * FROM tc.t WHERE k = 2 AND c >= 6", 4, None),  # a slice beside it
+    ("SELECT * FROM tc.t WHERE k = 3", 0, 6),           # 3 rows of 2 expired cells
+    ("SELECT * FROM tc.t WHERE k = 4", 0, None),        # a partition deletion
+    ("SELECT * FROM tc.t WHERE k = 5", 1, 2),           # a static cell and a cell
+    ("SELECT k, c, v FROM tc.t WHERE k = 5", 1, 2),     # the static row read whole
+    ("SELECT * FROM tc.t WHERE k = 6", 3, None),        # rows deleted, then written again
+    ("SELECT * FROM tc.t", 14, 13),                     # a scan adds them up
+]
+
+
+def test_tombstones_are_counted_as_cassandra_counts():
+    import re
+    with tempfile.TemporaryDirectory() as d:
+        node = Node(d, sync="periodic", extra_yaml="tombstone_warn_threshold: 1\n")
+        node.start()
+        try:
+            cluster, s = node.session()
+            s.execute("CREATE KEYSPACE tc WITH replication = "
+                      "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+            s.execute("CREATE TABLE tc.t (k int, c int, v int, w int, s int static, "
+                      "PRIMARY KEY (k, c))")
+            for c in range(5):
+                s.execute("INSERT INTO tc.t (k, c, v, w) VALUES (1, %d, 1, 1)" % c)
+            s.execute("UPDATE tc.t SET v = null WHERE k = 1 AND c = 0")
+            s.execute("UPDATE tc.t SET v = null WHERE k = 1 AND c = 1")
+            s.execute("DELETE FROM tc.t WHERE k = 1 AND c = 2")
+            for c in range(10):
+                s.execute("INSERT INTO tc.t (k, c, v) VALUES (2, %d, 1)" % c)
+            s.execute("DELETE FROM tc.t WHERE k = 2 AND c >= 2 AND c <= 5")
+            for c in range(3):
+                s.execute("INSERT INTO tc.t (k, c, v, w) VALUES (3, %d, 1, 1) USING TTL 1" % c)
+            for c in range(4):
+                s.execute("INSERT INTO tc.t (k, c, v) VALUES (4, %d, 1)" % c)
+            s.execute("DELETE FROM tc.t WHERE k = 4")
+            s.execute("INSERT INTO tc.t (k, c, v, s) VALUES (5, 0, 1, 1)")
+            s.execute("UPDATE tc.t SET s = null WHERE k = 5")
+            s.execute("DELETE v FROM tc.t WHERE k = 5 AND c = 0")
+            for c in range(3):
+                s.execute("INSERT INTO tc.t (k, c) VALUES (6, %d)" % c)
+                s.execute("DELETE FROM tc.t WHERE k = 6 AND c = %d" % c)
+                s.execute("INSERT INTO tc.t (k, c) VALUES (6, %d)" % c)
+            time.sleep(2.5)
+            seen = []
+            for query, _, _ in COUNTED_AS_CASSANDRA:
+                rs = s.execute(query)
+                rows = len(list(rs))
+                counts = [int(m.group(1)) for w in rs.response_future.warnings or []
+                          for m in [re.search(r"live rows and (\d+) tombstone cells", w)] if m]
+                seen.append((query, rows, counts[0] if counts else None))
+            cluster.shutdown()
+        finally:
+            assert node.stop(signal.SIGTERM) == 0
+    assert seen == COUNTED_AS_CASSANDRA

@@ -787,7 +787,11 @@ impl DataProxy for Coordinator {
         }
         let (topology, plan) = self.plan_read(schema, table, read, cl)?;
         if plan.is_local(self.shared.local) {
-            return Ok(self.shared.engine.read_partition_counted(read, now)?);
+            let stop_past = self.shared.tombstones.get().failure;
+            return Ok(self
+                .shared
+                .engine
+                .read_partition_counted(read, now, stop_past)?);
         }
         self.read_with_digests(&topology, table, read, cl, now, &plan)
     }
@@ -802,7 +806,17 @@ impl DataProxy for Coordinator {
     ) -> Result<RawPartition, QueryError> {
         let (_, plan) = self.plan_read(schema, table, read, cl)?;
         if plan.is_local(self.shared.local) {
-            return Ok(self.shared.engine.read_raw(read, now)?);
+            // As this node's replica serves it: counted, and refused past
+            // the failure threshold.
+            let thresholds = self.shared.tombstones.get();
+            let (raw, tombstones) =
+                self.shared
+                    .engine
+                    .read_raw_counted(read, now, thresholds.failure)?;
+            let query = replica::ReadQuery::Partition(read);
+            replica::judge(thresholds, tombstones, raw.live_rows, query)
+                .map_err(|e| read_error(self.shared.local, &e, cl, (0, 1)))?;
+            return Ok(raw);
         }
         let (asked, spares) = plan
             .candidates
@@ -1319,7 +1333,9 @@ impl Coordinator {
                     done += 1;
                     raws.push((e, raw));
                 }
-                Ok((e, Ok(Response::Error(err)))) => return Err(remote_error(e, &err)),
+                Ok((e, Ok(Response::Error(err)))) => {
+                    return Err(read_error(e, &err, cl, (raws.len(), need.max(1))))
+                }
                 Ok(_) => {
                     // A replica died since it answered: another stands in.
                     done += 1;
@@ -1400,7 +1416,8 @@ impl Coordinator {
         targets: &[IpAddr],
     ) -> Result<(ScanPage, u64), QueryError> {
         if targets == [self.shared.local] {
-            return Ok(self.shared.engine.scan_counted(sub, now)?);
+            let stop_past = self.shared.tombstones.get().failure;
+            return Ok(self.shared.engine.scan_counted(sub, now, stop_past)?);
         }
         let rx = self.shared.ask_all(targets, || Request::Scan {
             scan: sub.clone(),

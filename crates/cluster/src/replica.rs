@@ -1,8 +1,10 @@
 //! What a replica does with a data request, whether it came over the
-//! network or from this node's own coordinator. Reads count the tombstones
+//! network or from this node's own coordinator. Reads (data, digest, the
+//! raw reads a coordinator reconciles with, scans) count the tombstones
 //! they meet and answer to the node's tombstone thresholds, as Cassandra's
 //! replicas do: past the warn threshold a log line, past the failure
-//! threshold the read is refused (`RemoteError::TooManyTombstones`).
+//! threshold the read stops and is refused
+//! (`RemoteError::TooManyTombstones`).
 
 use std::fmt;
 use std::sync::Arc;
@@ -43,7 +45,7 @@ fn failed(e: StorageError) -> Response {
 
 /// What a replica's log lines call a read: it knows no CQL text, only the
 /// table and the tokens.
-enum ReadQuery<'a> {
+pub(crate) enum ReadQuery<'a> {
     Partition(&'a PartitionRead),
     Scan(&'a RangeScan),
 }
@@ -68,7 +70,7 @@ impl fmt::Display for ReadQuery<'_> {
 /// The thresholds' word on a read that returned `live` rows and met
 /// `tombstones`: logged past the warn threshold, refused (and logged) past
 /// the failure threshold.
-fn judge(
+pub(crate) fn judge(
     thresholds: TombstoneThresholds,
     tombstones: u64,
     live: usize,
@@ -103,7 +105,7 @@ pub fn serve(
             read,
             now,
             digest: digest_only,
-        } => match engine.read_partition_counted(&read, now) {
+        } => match engine.read_partition_counted(&read, now, thresholds.failure) {
             Ok((partition, tombstones)) => {
                 let live = partition.rows.len();
                 match judge(thresholds, tombstones, live, ReadQuery::Partition(&read)) {
@@ -120,11 +122,19 @@ pub fn serve(
             }
             Err(e) => failed(e),
         },
-        Request::ReadRaw { read, now } => match engine.read_raw(&read, now) {
-            Ok(raw) => Response::Raw(raw),
-            Err(e) => failed(e),
-        },
-        Request::Scan { scan, now } => match engine.scan_counted(&scan, now) {
+        Request::ReadRaw { read, now } => {
+            match engine.read_raw_counted(&read, now, thresholds.failure) {
+                Ok((raw, tombstones)) => {
+                    let query = ReadQuery::Partition(&read);
+                    match judge(thresholds, tombstones, raw.live_rows, query) {
+                        Err(refused) => Response::Error(refused),
+                        Ok(()) => Response::Raw(raw),
+                    }
+                }
+                Err(e) => failed(e),
+            }
+        }
+        Request::Scan { scan, now } => match engine.scan_counted(&scan, now, thresholds.failure) {
             Ok((page, tombstones)) => {
                 let live = page.partitions.iter().map(|p| p.rows.len()).sum();
                 match judge(thresholds, tombstones, live, ReadQuery::Scan(&scan)) {
@@ -175,7 +185,7 @@ mod tests {
     use rocksandra_data::{LocalTime, Token};
     use rocksandra_storage::cell::{DeletionTime, LivenessInfo};
     use rocksandra_storage::memory::MemoryStore;
-    use rocksandra_storage::testkit::{clustering, full_read, pk, test_table};
+    use rocksandra_storage::testkit::{clustering, full_read, full_scan, pk, test_table};
     use rocksandra_storage::{KvEngine, Mutation, RowUpdate};
 
     const NOW: LocalTime = LocalTime(1_700_000_000);
@@ -218,15 +228,7 @@ mod tests {
 
     fn scan() -> Request {
         Request::Scan {
-            scan: RangeScan {
-                table: TableId(1),
-                token_start: Token(i64::MIN),
-                token_end: Token(i64::MAX),
-                resume_after: None,
-                include_static: true,
-                per_partition_limit: 0,
-                row_limit: 0,
-            },
+            scan: full_scan(TableId(1)),
             now: NOW,
         }
     }
@@ -268,6 +270,25 @@ mod tests {
         // The same read under Cassandra's defaults is answered.
         let response = serve(&engine, TombstoneThresholds::default(), read(false)).unwrap();
         assert_eq!(tombstones_of(&response), Some(5));
+    }
+
+    #[test]
+    fn reads_stop_as_soon_as_they_pass_the_failure_threshold() {
+        // 100 deleted rows: every read stops at the fifth (failure 4), raw
+        // reads for reconciliation included.
+        let engine = engine_with(5, 100);
+        let raw = Request::ReadRaw {
+            read: full_read(TableId(1), pk("p")),
+            now: NOW,
+        };
+        for request in [read(false), read(true), scan(), raw] {
+            assert_eq!(
+                serve(&engine, LOW, request).unwrap(),
+                Response::Error(RemoteError::TooManyTombstones { tombstones: 5 })
+            );
+        }
+        let full = serve(&engine, TombstoneThresholds::default(), read(false)).unwrap();
+        assert_eq!(tombstones_of(&full), Some(100));
     }
 
     #[test]

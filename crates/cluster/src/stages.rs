@@ -96,19 +96,37 @@ impl Engine for StagedEngine {
         &self,
         read: &PartitionRead,
         now: LocalTime,
+        stop_past: u64,
     ) -> Result<(Partition, u64)> {
         self.stages
             .read
-            .run(|| self.inner.read_partition_counted(read, now))
+            .run(|| self.inner.read_partition_counted(read, now, stop_past))
     }
     fn read_raw(&self, read: &PartitionRead, now: LocalTime) -> Result<RawPartition> {
         self.stages.read.run(|| self.inner.read_raw(read, now))
     }
+    fn read_raw_counted(
+        &self,
+        read: &PartitionRead,
+        now: LocalTime,
+        stop_past: u64,
+    ) -> Result<(RawPartition, u64)> {
+        self.stages
+            .read
+            .run(|| self.inner.read_raw_counted(read, now, stop_past))
+    }
     fn scan(&self, scan: &RangeScan, now: LocalTime) -> Result<ScanPage> {
         self.stages.read.run(|| self.inner.scan(scan, now))
     }
-    fn scan_counted(&self, scan: &RangeScan, now: LocalTime) -> Result<(ScanPage, u64)> {
-        self.stages.read.run(|| self.inner.scan_counted(scan, now))
+    fn scan_counted(
+        &self,
+        scan: &RangeScan,
+        now: LocalTime,
+        stop_past: u64,
+    ) -> Result<(ScanPage, u64)> {
+        self.stages
+            .read
+            .run(|| self.inner.scan_counted(scan, now, stop_past))
     }
     fn stream_out(&self, table: TableId, range: TokenRange, dir: &Path) -> Result<Vec<PathBuf>> {
         self.inner.stream_out(table, range, dir)

@@ -23,6 +23,7 @@ use crate::request::{Env, Outcome, Request};
 use crate::schema::{KeyspaceTypes, Schema};
 use crate::settings::Settings;
 use crate::term::EvalContext;
+use crate::tombstones::TombstoneVerdict;
 use crate::NodeInfo;
 
 /// Runs a statement the server issues itself, as a client's is run
@@ -115,6 +116,12 @@ impl<'a> StatementCtx<'a> {
             ),
             random,
         }
+    }
+
+    /// Whether a read that met `tombstones` calls for the thresholds'
+    /// warning or failure (which `check_tombstones` gives).
+    pub(crate) fn tombstones_past_warn(&self, tombstones: u64) -> bool {
+        self.settings.tombstones.get().verdict(tombstones) != TombstoneVerdict::Within
     }
 
     /// Cassandra's tombstone warning or failure for a read (`tombstones`).

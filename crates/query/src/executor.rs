@@ -172,11 +172,16 @@ impl Executor {
             engine.create_table(table.storage_spec())?;
         }
         let rmw_lock = Arc::new(crate::proxy::RmwLock::default());
+        let settings = Settings::default();
         let executor = Executor {
             schema: RwLock::new(Arc::new(schema)),
             ddl_lock: Mutex::new(()),
             schema_dir,
-            local: crate::proxy::LocalProxy::new(engine.clone(), rmw_lock.clone()),
+            local: crate::proxy::LocalProxy::new(
+                engine.clone(),
+                rmw_lock.clone(),
+                settings.tombstones.clone(),
+            ),
             cluster: std::sync::OnceLock::new(),
             schema_sync: std::sync::OnceLock::new(),
             engine,
@@ -186,7 +191,7 @@ impl Executor {
             )),
             env,
             rmw_lock,
-            settings: Settings::default(),
+            settings,
             views_enabled: std::sync::atomic::AtomicBool::new(false),
             drop_compact_enabled: std::sync::atomic::AtomicBool::new(false),
             auto_snapshot: RwLock::new(None),

@@ -13,6 +13,7 @@ use rocksandra_storage::{
 use rocksandra_wire::{Consistency, WriteType};
 
 use crate::schema::{Schema, Table};
+use crate::tombstones::TombstoneSettings;
 use crate::Result;
 
 /// How a write is to be acknowledged.
@@ -64,8 +65,11 @@ pub trait DataProxy: Send + Sync {
         consistency: Consistency,
         now: LocalTime,
     ) -> Result<Partition>;
-    /// `read_partition` and the deleted or expired rows it met (in a
-    /// cluster, the most any one replica met; `tombstones.rs`).
+    /// `read_partition` and the tombstones it met (`Engine::
+    /// read_partition_counted`; in a cluster, what this node's own replica
+    /// read met, as only that reaches the client in Cassandra;
+    /// `tombstones.rs`). A read past the failure threshold may stop early:
+    /// its count is then past the threshold and the statement fails it.
     fn read_partition_counted(
         &self,
         schema: &Schema,
@@ -100,8 +104,9 @@ pub trait DataProxy: Send + Sync {
         consistency: Consistency,
         now: LocalTime,
     ) -> Result<ScanPage>;
-    /// `scan` and the deleted or expired rows it met (in a cluster, the
-    /// most any one replica met for one of its requests).
+    /// `scan` and the tombstones it met (in a cluster, the most this node's
+    /// own replica met for one of its requests), as
+    /// `read_partition_counted`.
     fn scan_counted(
         &self,
         schema: &Schema,
@@ -138,11 +143,22 @@ pub struct LocalProxy {
     engine: Arc<dyn Engine>,
     /// The node's read-before-write lock, under which compare-and-sets run.
     rmw_lock: Arc<RmwLock>,
+    /// Counted reads stop past the failure threshold (the statement then
+    /// fails them).
+    tombstones: Arc<TombstoneSettings>,
 }
 
 impl LocalProxy {
-    pub fn new(engine: Arc<dyn Engine>, rmw_lock: Arc<RmwLock>) -> LocalProxy {
-        LocalProxy { engine, rmw_lock }
+    pub fn new(
+        engine: Arc<dyn Engine>,
+        rmw_lock: Arc<RmwLock>,
+        tombstones: Arc<TombstoneSettings>,
+    ) -> LocalProxy {
+        LocalProxy {
+            engine,
+            rmw_lock,
+            tombstones,
+        }
     }
 }
 
@@ -175,7 +191,8 @@ impl DataProxy for LocalProxy {
         _consistency: Consistency,
         now: LocalTime,
     ) -> Result<(Partition, u64)> {
-        Ok(self.engine.read_partition_counted(read, now)?)
+        let stop_past = self.tombstones.get().failure;
+        Ok(self.engine.read_partition_counted(read, now, stop_past)?)
     }
 
     fn read_raw(
@@ -208,7 +225,8 @@ impl DataProxy for LocalProxy {
         _consistency: Consistency,
         now: LocalTime,
     ) -> Result<(ScanPage, u64)> {
-        Ok(self.engine.scan_counted(scan, now)?)
+        let stop_past = self.tombstones.get().failure;
+        Ok(self.engine.scan_counted(scan, now, stop_past)?)
     }
 
     fn cas(

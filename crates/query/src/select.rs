@@ -1879,7 +1879,7 @@ impl Reader<'_> {
         let to = search::token_end(token_end);
         loop {
             self.check_deadline()?;
-            let entries = query.read_entries(
+            let (entries, tombstones) = query.read_entries(
                 self.context,
                 self.schema,
                 self.table,
@@ -1889,6 +1889,7 @@ impl Reader<'_> {
                 &to,
                 READ_BATCH_ROWS,
             )?;
+            self.tombstones.set(self.tombstones.get() + tombstones);
             let exhausted = entries.len() < READ_BATCH_ROWS;
             if let Some(last) = entries.last() {
                 from = search::after_entry(last);

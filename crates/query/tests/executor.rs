@@ -600,6 +600,55 @@ fn reads_over_the_tombstone_thresholds_warn_then_fail() {
     ]);
 }
 
+/// Index reads are held to the thresholds too: the tombstones a search
+/// left on stale entries count when the index is read again. So do dead
+/// cells of live rows (Cassandra counts each).
+#[test]
+fn index_reads_and_dead_cells_count_against_the_tombstone_thresholds() {
+    let mut h = harness(None);
+    h.executor
+        .set_tombstone_thresholds(rocksandra_query::tombstones::TombstoneThresholds {
+            warn: 3,
+            failure: 100,
+        });
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE t (k int PRIMARY KEY, v int, w int)", "OK"),
+        ("CREATE INDEX t_v ON t (v)", "OK"),
+    ]);
+    for k in 0..6 {
+        h.run(&format!("INSERT INTO t (k, v, w) VALUES ({k}, 1, 1)"));
+        h.run(&format!("UPDATE t SET v = 2 WHERE k = {k}"));
+    }
+    let request = Request {
+        keyspace: Some("ks".into()),
+        ..Request::default()
+    };
+    let query = |h: &Harness, cql: &str| h.executor.query(cql, &request).expect("answered");
+    // The first search finds six stale entries and deletes them.
+    let first = query(&h, "SELECT k FROM t WHERE v = 1");
+    assert_eq!(first.warnings, Vec::<String>::new());
+    let again = query(&h, "SELECT k FROM t WHERE v = 1");
+    assert_eq!(
+        again.warnings,
+        vec![
+            "Read 0 live rows and 6 tombstone cells for query SELECT k FROM t WHERE v = 1 \
+              (see tombstone_warn_threshold)"
+                .to_string()
+        ]
+    );
+    for k in 0..4 {
+        h.run(&format!("UPDATE t SET w = null WHERE k = {k}"));
+    }
+    let cells = query(&h, "SELECT k FROM t WHERE k IN (0, 1, 2, 3)");
+    assert_eq!(
+        cells.warnings,
+        vec!["Read 4 live rows and 4 tombstone cells for query SELECT k FROM t WHERE k IN (0, 1, 2, 3) \
+              (see tombstone_warn_threshold)"
+            .to_string()]
+    );
+}
+
 /// A conditional update that also reads a list (element set, element
 /// delete, remove by value) takes the node's read-before-write lock twice
 /// on one thread: it must neither deadlock nor lose either part.

@@ -384,15 +384,21 @@ pub trait Engine: Send + Sync {
     /// another forwards it, or queued writes would never be written.
     fn commit_deferred(&self);
     fn read_partition(&self, read: &PartitionRead, now: LocalTime) -> Result<Partition>;
-    /// `read_partition`, and how many deleted or expired rows the read met
-    /// on its way (what `tombstone_warn_threshold` and
-    /// `tombstone_failure_threshold` count). An engine that does not count
-    /// says 0.
+    /// `read_partition`, and the tombstones the read met on its way (what
+    /// `tombstone_warn_threshold` and `tombstone_failure_threshold` count,
+    /// as Cassandra does: dead cells, rows deleted on their own, two
+    /// markers per range tombstone; `cell::RowTombstones`). The read stops
+    /// once it has met more than `stop_past` (then its rows are incomplete
+    /// and the count is past `stop_past`: the read is to fail, as
+    /// Cassandra's stops with TombstoneOverwhelmingException). An engine
+    /// that does not count says 0.
     fn read_partition_counted(
         &self,
         read: &PartitionRead,
         now: LocalTime,
+        stop_past: u64,
     ) -> Result<(Partition, u64)> {
+        let _ = stop_past;
         Ok((self.read_partition(read, now)?, 0))
     }
     /// The stored state of the rows `read` selects, tombstones and timestamps
@@ -404,10 +410,26 @@ pub trait Engine: Send + Sync {
     /// before the limit is reached are included too). Cells are as stored:
     /// an expired cell stays an expiring cell.
     fn read_raw(&self, read: &PartitionRead, now: LocalTime) -> Result<RawPartition>;
+    /// `read_raw`, counting and stopping as `read_partition_counted`.
+    fn read_raw_counted(
+        &self,
+        read: &PartitionRead,
+        now: LocalTime,
+        stop_past: u64,
+    ) -> Result<(RawPartition, u64)> {
+        let _ = stop_past;
+        Ok((self.read_raw(read, now)?, 0))
+    }
     fn scan(&self, scan: &RangeScan, now: LocalTime) -> Result<ScanPage>;
-    /// `scan`, and how many deleted or expired rows it met (as
-    /// `read_partition_counted`); an engine that does not count says 0.
-    fn scan_counted(&self, scan: &RangeScan, now: LocalTime) -> Result<(ScanPage, u64)> {
+    /// `scan`, and the tombstones it met, counting and stopping as
+    /// `read_partition_counted`; an engine that does not count says 0.
+    fn scan_counted(
+        &self,
+        scan: &RangeScan,
+        now: LocalTime,
+        stop_past: u64,
+    ) -> Result<(ScanPage, u64)> {
+        let _ = stop_past;
         Ok((self.scan(scan, now)?, 0))
     }
     /// Writes every entry of the token range (with tombstones and timestamps)

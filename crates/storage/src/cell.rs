@@ -76,6 +76,31 @@ impl DeletionTime {
     }
 }
 
+/// The tombstones of one row a read meets (`RowState::tombstones`): its
+/// cells deleted or expired (not shadowed by a deletion, not of a dropped
+/// column), and whether it has a row or collection deletion of its own that
+/// the outer deletion does not supersede.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RowTombstones {
+    pub dead_cells: u64,
+    pub own_deletion: bool,
+}
+
+impl RowTombstones {
+    /// What Cassandra counts: each dead cell; without any, 1 for a row
+    /// with no live data (`has_live_data`, the read's verdict) but a
+    /// deletion of its own. A row an outer deletion wholly covers counts
+    /// nothing: the partition deletion is not counted, and a range
+    /// tombstone is counted by its markers.
+    pub fn count(self, has_live_data: bool) -> u64 {
+        if self.dead_cells > 0 || has_live_data {
+            self.dead_cells
+        } else {
+            u64::from(self.own_deletion)
+        }
+    }
+}
+
 /// The primary-key marker written by INSERT (not by UPDATE): it keeps a row
 /// alive even when all its regular columns are null.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -416,6 +441,38 @@ impl RowState {
         }
     }
 
+    /// What a read of this row meets against the tombstone thresholds, as
+    /// Cassandra's `ReadCommand` counts over a merged row
+    /// (`RowTombstones::count`).
+    pub fn tombstones(
+        &self,
+        outer: Option<DeletionTime>,
+        dropped: &[DroppedCells],
+        now: LocalTime,
+    ) -> RowTombstones {
+        let deletion = DeletionTime::merge(outer, self.deletion);
+        let dead_cells = self
+            .cells
+            .iter()
+            .filter(|c| {
+                !c.is_live(now)
+                    && !deletion.is_some_and(|d| d.shadows(c.timestamp))
+                    && !self.complex_shadows(c)
+                    && !dropped.iter().any(|d| d.hides(c))
+            })
+            .count() as u64;
+        let outlives = |d: &DeletionTime| !outer.is_some_and(|o| o.supersedes(d));
+        let own_row = self.deletion.as_ref().is_some_and(outlives);
+        let own_collection = self
+            .complex_deletions
+            .iter()
+            .any(|(_, d)| !deletion.is_some_and(|r| r.supersedes(d)));
+        RowTombstones {
+            dead_cells,
+            own_deletion: own_row || own_collection,
+        }
+    }
+
     /// Whether a read at `now` sees `cell` under `deletion` (the row's and
     /// the outer one merged).
     fn shows(
@@ -619,6 +676,64 @@ mod tests {
 
     fn col(i: u32) -> ColumnId {
         ColumnId(i)
+    }
+
+    #[test]
+    fn tombstones_met_are_cassandras_dead_cells_then_row_deletions() {
+        let met = |row: &RowState, outer: Option<DeletionTime>| {
+            let live = row.live_view(outer, &[], NOW).exists();
+            row.tombstones(outer, &[], NOW).count(live)
+        };
+        // A live row with a deleted cell and an expired one: two.
+        let mut row = RowState {
+            liveness: Some(LivenessInfo::new(10, 0, 0)),
+            cells: vec![
+                Cell::live(col(1), 10, b"a".to_vec()),
+                Cell::tombstone(col(2), 11, NOW),
+                Cell::expiring(col(3), 10, 5, LocalTime(NOW.0 - 10), b"x".to_vec()),
+            ],
+            ..RowState::default()
+        };
+        assert_eq!(met(&row, None), 2);
+        // A row deletion shadows them all: the row counts once.
+        row.deletion = Some(DeletionTime::new(20, NOW.0));
+        assert_eq!(met(&row, None), 1);
+        // An outer deletion (a range or the partition) that supersedes the
+        // row's own: nothing is counted here.
+        assert_eq!(met(&row, Some(DeletionTime::new(30, NOW.0))), 0);
+        // A row whose every cell expired counts its cells, not itself.
+        let expired = RowState {
+            liveness: Some(LivenessInfo::new(10, 5, NOW.0 - 5)),
+            cells: vec![Cell::expiring(
+                col(1),
+                10,
+                5,
+                LocalTime(NOW.0 - 10),
+                b"x".to_vec(),
+            )],
+            ..RowState::default()
+        };
+        assert_eq!(met(&expired, None), 1);
+        // Live data and nothing dead: none.
+        let plain = RowState {
+            liveness: Some(LivenessInfo::new(10, 0, 0)),
+            ..RowState::default()
+        };
+        assert_eq!(met(&plain, None), 0);
+        // Cells of a dropped column are not met at all.
+        let dropped = [DroppedCells {
+            column: col(2),
+            dropped_time: Timestamp(50),
+        }];
+        let with_tombstone = RowState {
+            liveness: Some(LivenessInfo::new(10, 0, 0)),
+            cells: vec![Cell::tombstone(col(2), 11, NOW)],
+            ..RowState::default()
+        };
+        assert_eq!(
+            with_tombstone.tombstones(None, &dropped, NOW).count(true),
+            0
+        );
     }
 
     #[test]

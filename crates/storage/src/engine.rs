@@ -205,13 +205,16 @@ impl<S: KvStore> KvEngine<S> {
 
     /// The one partition read behind `read_partition` and `read_raw`: hands
     /// every row entry `read` selects to `visit`, in the order read, until
-    /// `row_limit` of them were live at `now`.
+    /// `row_limit` of them were live at `now`, or until the read met more
+    /// than `stop_past` tombstones (`PartitionMet::tombstones`; the rows
+    /// are then incomplete, as Cassandra's read stops with
+    /// TombstoneOverwhelmingException).
     fn read_rows(
         &self,
         spec: &TableSpec,
         read: &PartitionRead,
         now: LocalTime,
-        keep: Keep,
+        (keep, stop_past): (Keep, u64),
         visit: &mut dyn FnMut(StoredRow),
     ) -> Result<PartitionMet> {
         self.settle_deferred();
@@ -237,9 +240,12 @@ impl<S: KvStore> KvEngine<S> {
         } else {
             Box::new(read.slices.iter())
         };
+        let mut head = head;
         for slice in slices {
             let (start, end) =
                 keys::row_slice(&prefix, &spec.clustering, &slice.start, &slice.end)?;
+            head.slices
+                .push((start[prefix.len()..].to_vec(), end[prefix.len()..].to_vec()));
             ranges.push((
                 KeyRange {
                     start,
@@ -252,9 +258,9 @@ impl<S: KvStore> KvEngine<S> {
             start: keys::with_kind(&prefix, keys::KIND_PARTITION_HEADER),
             end: Some(keys::with_kind(&prefix, keys::KIND_END)),
         };
-        let mut head = head;
         let mut head_done = false;
         let mut live_rows = 0;
+        let mut row_tombstones = 0u64;
         let mut error = None;
         let limit = read.row_limit;
         self.store
@@ -272,6 +278,7 @@ impl<S: KvStore> KvEngine<S> {
                         .and_then(|()| head.row(spec, key, value, now))
                         .map(|row| {
                             live_rows += usize::from(row.live.exists());
+                            row_tombstones += row.tombstones;
                             visit(row);
                         })
                 };
@@ -281,6 +288,9 @@ impl<S: KvStore> KvEngine<S> {
                         ControlFlow::Break(())
                     }
                     Ok(()) if limit > 0 && live_rows >= limit => ControlFlow::Break(()),
+                    Ok(()) if head.tombstones + row_tombstones > stop_past => {
+                        ControlFlow::Break(())
+                    }
                     Ok(()) => ControlFlow::Continue(()),
                 }
             })?;
@@ -291,6 +301,7 @@ impl<S: KvStore> KvEngine<S> {
             head.finish(spec, now)?;
         }
         Ok(PartitionMet {
+            tombstones: head.tombstones + row_tombstones,
             head,
             live_rows,
             limit_reached: limit > 0 && live_rows >= limit,
@@ -376,24 +387,29 @@ impl<S: KvStore> KvEngine<S> {
         }
         head.finish(spec, now)?;
         let mut live_rows = 0;
+        let mut tombstones = 0;
         if let Some(r) = stored_row {
             live_rows = usize::from(r.live.exists());
+            tombstones = r.tombstones;
             visit(r);
         }
         let limit = read.row_limit;
         Ok(PartitionMet {
+            tombstones,
             head,
             live_rows,
             limit_reached: limit > 0 && live_rows >= limit,
         })
     }
 
-    /// One page of a scan, and the deleted or expired rows it met.
+    /// One page of a scan, and the tombstones it met; it stops once they
+    /// are more than `stop_past` (the page is then incomplete).
     fn scan_partitions(
         &self,
         spec: &TableSpec,
         scan: &RangeScan,
         now: LocalTime,
+        stop_past: u64,
     ) -> Result<(ScanPage, u64)> {
         self.settle_deferred();
         let mut page = ScanPage {
@@ -421,8 +437,11 @@ impl<S: KvStore> KvEngine<S> {
                     row_limit: remaining_in_partition(scan, position.rows_returned_in_partition)
                         .min(limit_or_max(scan.row_limit)),
                 };
-                let (partition, tombstones) = self.read_partition_counted(&read, now)?;
+                let (partition, tombstones) = self.read_partition_counted(&read, now, stop_past)?;
                 resumed_tombstones = tombstones;
+                if tombstones > stop_past {
+                    return Ok((page, tombstones));
+                }
                 if !partition.rows.is_empty() {
                     returned += partition.rows.len();
                     let rows_in_partition =
@@ -445,7 +464,10 @@ impl<S: KvStore> KvEngine<S> {
             start,
             end: keys::token_end(scan.token_end),
         };
-        let mut state = ScanState::default();
+        let mut state = ScanState {
+            stop_past: stop_past - resumed_tombstones,
+            ..ScanState::default()
+        };
         let mut error = None;
         self.store.scan(
             spec.id,
@@ -473,7 +495,7 @@ impl<S: KvStore> KvEngine<S> {
         if page.next.is_none() {
             state.finish_partition(spec, now, &mut page, &mut returned, scan)?;
         }
-        Ok((page, resumed_tombstones + state.tombstones))
+        Ok((page, resumed_tombstones + state.met()))
     }
 
     fn key_ranges(range: TokenRange) -> Vec<KeyRange> {
@@ -592,6 +614,15 @@ enum Keep {
 #[derive(Default)]
 struct PartitionHead {
     keep: Keep,
+    /// The read's clustering slices as key suffixes (after the partition
+    /// prefix); empty: the whole partition.
+    slices: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Tombstones met among the head entries (counted by `finish`): two
+    /// markers per range tombstone that reaches into the slices read and
+    /// that the partition deletion does not supersede (Cassandra's open and
+    /// close markers), the static row's dead cells (counted whatever
+    /// columns are selected, as Cassandra reads the static row whole).
+    tombstones: u64,
     coverage: Coverage,
     /// The range tombstones of `coverage` as stored, for `read_raw`.
     range_tombstones: Vec<RangeTombstone>,
@@ -624,11 +655,26 @@ impl PartitionHead {
     }
 
     fn finish(&mut self, spec: &TableSpec, now: LocalTime) -> Result<(), CorruptData> {
+        let outer = self.coverage.partition;
+        let read = |lo: &Vec<u8>, hi: &Vec<u8>| {
+            self.slices.is_empty() || self.slices.iter().any(|(s, e)| lo < e && s < hi)
+        };
+        let markers = self
+            .coverage
+            .ranges
+            .iter()
+            .filter(|(lo, hi, d)| !outer.is_some_and(|p| p.supersedes(d)) && read(lo, hi))
+            .count() as u64;
+        self.tombstones += 2 * markers;
         self.static_live = self
             .static_row
             .as_ref()
-            .map(|s| s.live_view(self.coverage.partition, &spec.dropped, now))
+            .map(|s| s.live_view(outer, &spec.dropped, now))
             .filter(|s| s.exists());
+        if let Some(row) = &self.static_row {
+            let live = self.static_live.is_some();
+            self.tombstones += row.tombstones(outer, &spec.dropped, now).count(live);
+        }
         Ok(())
     }
 
@@ -648,6 +694,7 @@ impl PartitionHead {
         };
         let state = decode_row(value)?;
         let outer = self.coverage.covering(suffix);
+        let met = state.tombstones(outer, &spec.dropped, now);
         let (state, mut live) = match self.keep {
             Keep::LiveOnly => (
                 RowState::default(),
@@ -661,21 +708,13 @@ impl PartitionHead {
         if spec.options.strict_liveness && live.liveness.is_none() {
             live = LiveRow::default();
         }
+        let tombstones = met.count(live.exists());
         Ok(StoredRow {
             clustering,
             state,
             live,
+            tombstones,
         })
-    }
-
-    fn live_row(
-        &self,
-        spec: &TableSpec,
-        key: &[u8],
-        value: &[u8],
-        now: LocalTime,
-    ) -> Result<Option<Row>, CorruptData> {
-        Ok(self.row(spec, key, value, now)?.into_live())
     }
 }
 
@@ -687,6 +726,8 @@ struct StoredRow {
     state: RowState,
     /// What a read sees at `now`, the partition's deletions applied.
     live: LiveRow,
+    /// What the tombstone thresholds count in it (`RowTombstones::count`).
+    tombstones: u64,
 }
 
 impl StoredRow {
@@ -700,6 +741,8 @@ impl StoredRow {
 
 /// What a partition read met besides the rows it handed on.
 struct PartitionMet {
+    /// Tombstones met: the head's and the rows'.
+    tombstones: u64,
     head: PartitionHead,
     live_rows: usize,
     limit_reached: bool,
@@ -713,11 +756,27 @@ struct ScanState {
     head: PartitionHead,
     head_done: bool,
     rows: Vec<Row>,
-    /// Deleted or expired rows met so far, over every partition.
+    /// Tombstones met in the partitions before this one.
     tombstones: u64,
+    /// The scan stops once it has met more tombstones than this.
+    stop_past: u64,
 }
 
 impl ScanState {
+    /// Tombstones met so far, over every partition.
+    fn met(&self) -> u64 {
+        self.tombstones + self.head.tombstones
+    }
+
+    /// Stops the scan once it met more tombstones than it may.
+    fn past_the_limit(&self) -> ControlFlow<()> {
+        if self.met() > self.stop_past {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn absorb(
         &mut self,
@@ -741,14 +800,15 @@ impl ScanState {
                     token,
                     key: partition_key,
                 }),
-                tombstones: self.tombstones,
+                tombstones: self.met(),
+                stop_past: self.stop_past,
                 ..Default::default()
             };
         }
         let rest = &key[prefix_len..];
         if rest.first() != Some(&keys::KIND_ROW) {
             self.head.absorb(spec, rest, value)?;
-            return Ok(ControlFlow::Continue(()));
+            return Ok(self.past_the_limit());
         }
         if !self.head_done {
             self.head.finish(spec, now)?;
@@ -757,11 +817,12 @@ impl ScanState {
         if scan.per_partition_limit > 0 && self.rows.len() >= scan.per_partition_limit {
             return Ok(ControlFlow::Continue(()));
         }
-        let live = self.head.live_row(spec, key, value, now)?;
-        if live.is_none() {
-            self.tombstones += 1;
+        let row = self.head.row(spec, key, value, now)?;
+        self.tombstones += row.tombstones;
+        if self.met() > self.stop_past {
+            return Ok(ControlFlow::Break(()));
         }
-        if let Some(row) = live {
+        if let Some(row) = row.into_live() {
             self.rows.push(row);
             if scan.row_limit > 0 && *returned + self.rows.len() >= scan.row_limit {
                 let last = self.rows.last().map(|r| r.clustering.clone());
@@ -891,22 +952,20 @@ impl<S: KvStore> Engine for KvEngine<S> {
     }
 
     fn read_partition(&self, read: &PartitionRead, now: LocalTime) -> Result<Partition> {
-        Ok(self.read_partition_counted(read, now)?.0)
+        Ok(self.read_partition_counted(read, now, u64::MAX)?.0)
     }
 
     fn read_partition_counted(
         &self,
         read: &PartitionRead,
         now: LocalTime,
+        stop_past: u64,
     ) -> Result<(Partition, u64)> {
         let spec = self.spec(read.table)?;
         let mut rows = Vec::new();
-        let mut tombstones = 0;
-        let mut met = self.read_rows(&spec, read, now, Keep::LiveOnly, &mut |row| match row
-            .into_live()
-        {
-            Some(live) => rows.push(live),
-            None => tombstones += 1,
+        let keep = (Keep::LiveOnly, stop_past);
+        let mut met = self.read_rows(&spec, read, now, keep, &mut |row| {
+            rows.extend(row.into_live());
         })?;
         let partition = Partition {
             key: read.partition.clone(),
@@ -917,13 +976,23 @@ impl<S: KvStore> Engine for KvEngine<S> {
             },
             rows,
         };
-        Ok((partition, tombstones))
+        Ok((partition, met.tombstones))
     }
 
     fn read_raw(&self, read: &PartitionRead, now: LocalTime) -> Result<RawPartition> {
+        Ok(self.read_raw_counted(read, now, u64::MAX)?.0)
+    }
+
+    fn read_raw_counted(
+        &self,
+        read: &PartitionRead,
+        now: LocalTime,
+        stop_past: u64,
+    ) -> Result<(RawPartition, u64)> {
         let spec = self.spec(read.table)?;
         let mut data = Mutation::new(read.table, read.partition.clone());
-        let met = self.read_rows(&spec, read, now, Keep::StoredState, &mut |row| {
+        let keep = (Keep::StoredState, stop_past);
+        let met = self.read_rows(&spec, read, now, keep, &mut |row| {
             data.rows.push((row.clustering, row_update(row.state)));
         })?;
         data.partition_deletion = met.head.coverage.partition;
@@ -931,20 +1000,26 @@ impl<S: KvStore> Engine for KvEngine<S> {
         if read.include_static {
             data.static_row = met.head.static_row.map(row_update);
         }
-        Ok(RawPartition {
+        let raw = RawPartition {
             data,
             live_rows: met.live_rows,
             limit_reached: met.limit_reached,
-        })
+        };
+        Ok((raw, met.tombstones))
     }
 
     fn scan(&self, scan: &RangeScan, now: LocalTime) -> Result<ScanPage> {
-        Ok(self.scan_counted(scan, now)?.0)
+        Ok(self.scan_counted(scan, now, u64::MAX)?.0)
     }
 
-    fn scan_counted(&self, scan: &RangeScan, now: LocalTime) -> Result<(ScanPage, u64)> {
+    fn scan_counted(
+        &self,
+        scan: &RangeScan,
+        now: LocalTime,
+        stop_past: u64,
+    ) -> Result<(ScanPage, u64)> {
         let spec = self.spec(scan.table)?;
-        self.scan_partitions(&spec, scan, now)
+        self.scan_partitions(&spec, scan, now, stop_past)
     }
 
     fn stream_out(&self, table: TableId, range: TokenRange, dir: &Path) -> Result<Vec<PathBuf>> {

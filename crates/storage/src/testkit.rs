@@ -277,6 +277,19 @@ pub fn full_read(table: TableId, partition: PartitionKey) -> PartitionRead {
     }
 }
 
+/// A scan of every partition of `table`, static rows included, no limit.
+pub fn full_scan(table: TableId) -> RangeScan {
+    RangeScan {
+        table,
+        token_start: rocksandra_data::Token(i64::MIN),
+        token_end: rocksandra_data::Token(i64::MAX),
+        resume_after: None,
+        include_static: true,
+        per_partition_limit: 0,
+        row_limit: 0,
+    }
+}
+
 fn row_write(table: TableId, key: &str, c: Vec<Vec<u8>>, update: RowUpdate) -> Mutation {
     let mut m = Mutation::new(table, pk(key));
     m.rows.push((c, update));

@@ -255,7 +255,8 @@ impl IndexQuery {
         }
     }
 
-    /// Reads up to `limit` live entries from `start` to `end`.
+    /// Reads up to `limit` live entries from `start` to `end`, and the
+    /// tombstones the read met (the thresholds count them as any read's).
     #[allow(clippy::too_many_arguments)]
     pub fn read_entries(
         &self,
@@ -267,7 +268,7 @@ impl IndexQuery {
         start: &ClusteringBound,
         end: &ClusteringBound,
         limit: usize,
-    ) -> Result<Vec<Entry>> {
+    ) -> Result<(Vec<Entry>, u64)> {
         let read = PartitionRead {
             table: self.storage.storage_id,
             partition: PartitionKey::new(self.value.clone()),
@@ -279,15 +280,19 @@ impl IndexQuery {
             include_static: false,
             row_limit: limit,
         };
-        let partition =
-            context
-                .data()
-                .read_partition(schema, &self.storage, &read, plain(consistency), now)?;
-        partition
+        let (partition, tombstones) = context.data().read_partition_counted(
+            schema,
+            &self.storage,
+            &read,
+            plain(consistency),
+            now,
+        )?;
+        let entries = partition
             .rows
             .into_iter()
             .map(|row| self.decode(table, row.clustering, row.content))
-            .collect()
+            .collect::<Result<Vec<Entry>>>()?;
+        Ok((entries, tombstones))
     }
 
     fn decode(&self, table: &Table, clustering: Vec<Vec<u8>>, content: LiveRow) -> Result<Entry> {

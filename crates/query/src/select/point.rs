@@ -120,11 +120,21 @@ impl PointRead {
             row_limit: 1,
         };
         let consistency = request.consistency;
-        Some(
-            context
+        let (partition, tombstones) =
+            match context
                 .data()
-                .read_partition(&schema, table, &read, consistency, now)
-                .and_then(|p| partition_rows_owned(table, p, now, table.clustering_count == 0))
+                .read_partition_counted(&schema, table, &read, consistency, now)
+            {
+                Ok(read) => read,
+                Err(e) => return Some(Err(e)),
+            };
+        // Past the tombstone thresholds, the general path reads again and
+        // warns or fails with the statement's text.
+        if context.tombstones_past_warn(tombstones) {
+            return None;
+        }
+        Some(
+            partition_rows_owned(table, partition, now, table.clustering_count == 0)
                 .map(|rows| self.outcome(request, rows)),
         )
     }
