@@ -771,9 +771,11 @@ impl DataProxy for Coordinator {
         Ok(self.read_partition_counted(schema, table, read, cl, now)?.0)
     }
 
-    /// The tombstones the read met: this node's count when it alone
-    /// answers (the statement checks the thresholds), else the most any
-    /// replica that answered met (each checked its own; `replica.rs`).
+    /// The tombstones this node's own replica read met, the statement's to
+    /// check against the thresholds (it alone answering, or among the
+    /// replicas asked); 0 when only other nodes were asked: each replica
+    /// checks its own read (`replica.rs`), and as in Cassandra only the
+    /// coordinator's read warns the client.
     fn read_partition_counted(
         &self,
         schema: &Schema,
@@ -844,8 +846,9 @@ impl DataProxy for Coordinator {
         Ok(self.scan_counted(schema, table, scan, cl, now)?.0)
     }
 
-    /// The tombstones counted are the most one request met (each piece's
-    /// replicas checked their own thresholds; `read_partition_counted`).
+    /// The tombstones counted are the most this node's replica met for one
+    /// request (each piece's replicas checked their own thresholds;
+    /// `read_partition_counted`).
     fn scan_counted(
         &self,
         schema: &Schema,
@@ -1045,7 +1048,11 @@ struct DigestRound<'a> {
     digests: Vec<(IpAddr, [u8; 16])>,
     data_asked_of: IpAddr,
     failed: usize,
-    /// The most tombstones one replica met.
+    /// This node: only its own replica's tombstones reach the client.
+    local: IpAddr,
+    /// The tombstones this node's replica met, if it was asked (Cassandra
+    /// with its default `read_thresholds_enabled: false` warns the client
+    /// of the coordinator's own read only; other replicas just log).
     tombstones: u64,
 }
 
@@ -1067,6 +1074,7 @@ impl<'a> DigestRound<'a> {
             digests: Vec::new(),
             data_asked_of: plan.candidates[0],
             failed: 0,
+            local,
             tombstones: 0,
         };
         (round, order)
@@ -1113,14 +1121,14 @@ impl<'a> DigestRound<'a> {
                     tombstones,
                 }),
             ) => {
-                self.tombstones = self.tombstones.max(tombstones);
+                self.met(e, tombstones);
                 match self.data {
                     None => self.data = Some((e, partition)),
                     Some(_) => self.digests.push((e, digest(&partition))),
                 }
             }
             (e, Ok(Response::Digest { digest, tombstones })) => {
-                self.tombstones = self.tombstones.max(tombstones);
+                self.met(e, tombstones);
                 self.digests.push((e, digest));
             }
             (e, Ok(Response::Error(err @ RemoteError::TooManyTombstones { .. }))) => {
@@ -1143,6 +1151,12 @@ impl<'a> DigestRound<'a> {
             }
         }
         Ok(None)
+    }
+
+    fn met(&mut self, replica: IpAddr, tombstones: u64) {
+        if replica == self.local {
+            self.tombstones = tombstones;
+        }
     }
 
     /// Speculative retry: one more replica, for data if the data is late.
@@ -1404,7 +1418,8 @@ impl Coordinator {
 
     /// One scan request over `targets` (one at ONE); with several, their
     /// pages must agree or the page's partitions are reconciled one by one.
-    /// Also returns the most tombstones one target met.
+    /// Also returns the tombstones this node met, if it is a target (only
+    /// its own read's reach the client, as in Cassandra; `DigestRound`).
     #[allow(clippy::too_many_arguments)]
     fn scan_piece(
         &self,
@@ -1435,7 +1450,9 @@ impl Coordinator {
                         tombstones: met,
                     }),
                 )) => {
-                    tombstones = tombstones.max(met);
+                    if e == self.shared.local {
+                        tombstones = met;
+                    }
                     pages.push((e, page));
                 }
                 Ok((e, Ok(Response::Error(err)))) => {
@@ -2010,13 +2027,14 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_digest_round_keeps_the_most_tombstones_a_replica_met() {
+    /// A round over replicas 1 and 2 whose data and digest answers met 7
+    /// and 12 tombstones; `local` coordinates.
+    fn round_tombstones(local: IpAddr) -> u64 {
         let plan = ReadPlan {
             candidates: vec![ip(1), ip(2)],
             block_for: 2,
         };
-        let (mut round, _) = DigestRound::start(&plan, ip(1));
+        let (mut round, _) = DigestRound::start(&plan, local);
         let data = Response::Data {
             partition: partition(),
             tombstones: 7,
@@ -2034,7 +2052,16 @@ mod tests {
             Ok(None)
         );
         assert!(round.done());
-        assert_eq!(round.tombstones, 12);
+        round.tombstones
+    }
+
+    #[test]
+    fn a_digest_round_keeps_only_the_coordinators_own_tombstones() {
+        // Cassandra (read_thresholds_enabled: false) warns the client of
+        // the coordinator's own read; other replicas only log.
+        assert_eq!(round_tombstones(ip(1)), 7);
+        assert_eq!(round_tombstones(ip(2)), 12);
+        assert_eq!(round_tombstones(ip(9)), 0);
     }
 
     #[test]

@@ -1,20 +1,23 @@
 //! `tombstone_warn_threshold` and `tombstone_failure_threshold`: a read
-//! that meets more deleted or expired rows than the first gets Cassandra's
-//! client warning (and a log line); more than the second fails with
-//! READ_FAILURE (`READ_TOO_MANY_TOMBSTONES`) and is logged, as Cassandra's
+//! that meets more tombstones than the first gets Cassandra's client
+//! warning (and a log line); more than the second fails with READ_FAILURE
+//! (`READ_TOO_MANY_TOMBSTONES`) and is logged, as Cassandra's
 //! TombstoneOverwhelmingException is. The one home of the thresholds'
 //! decision (`TombstoneThresholds::verdict`) and of their texts, for the
 //! statements here and for the cluster's replicas.
 //!
-//! Counted: the rows single-partition reads and range scans meet on a
-//! node, deleted or expired (row tombstones, and rows whose every cell is
-//! gone). In a cluster each replica counts what it reads for a
-//! coordinator, logs past the warn threshold and refuses the read past the
-//! failure threshold (`rocksandra_cluster::replica`); the coordinator
-//! reports the most any one replica met, which the statement checks as a
-//! node alone does (the client's warning). Not counted yet: dead cells
-//! inside live rows, reads through a secondary index, and the raw reads a
-//! coordinator reconciles replicas with.
+//! Counted as Cassandra's `ReadCommand` counts (the storage engine's
+//! `read_partition_counted`, `read_raw_counted`, `scan_counted`;
+//! `cell::RowTombstones`): cells deleted or expired, rows deleted on their
+//! own, two markers per range tombstone; a read stops as soon as it passes
+//! the failure threshold instead of reading on. Single-partition reads,
+//! range scans, index reads and the raw reads a coordinator reconciles
+//! replicas with are counted. In a cluster each replica counts what it
+//! reads for a coordinator, logs past the warn threshold and refuses the
+//! read past the failure threshold (`rocksandra_cluster::replica`); only
+//! the coordinator's own replica read reaches the statement's check (the
+//! client's warning), as in Cassandra with its default
+//! `read_thresholds_enabled: false`.
 
 use std::fmt::Display;
 use std::net::IpAddr;
