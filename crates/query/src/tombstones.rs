@@ -11,8 +11,8 @@
 //! `cell::RowTombstones`): cells deleted or expired, rows deleted on their
 //! own, two markers per range tombstone; a read stops as soon as it passes
 //! the failure threshold instead of reading on. Single-partition reads,
-//! range scans, index reads and the raw reads a coordinator reconciles
-//! replicas with are counted. In a cluster each replica counts what it
+//! range scans, index reads and, in a cluster, the raw reads a coordinator
+//! reconciles replicas with are counted. In a cluster each replica counts what it
 //! reads for a coordinator, logs past the warn threshold and refuses the
 //! read past the failure threshold (`rocksandra_cluster::replica`); only
 //! the coordinator's own replica read reaches the statement's check (the

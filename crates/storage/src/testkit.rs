@@ -801,13 +801,9 @@ fn case_scan_and_paging<E: Engine>(engine: &E) {
         let mut seen: Vec<(PartitionKey, usize)> = Vec::new();
         for _ in 0..200 {
             let scan = RangeScan {
-                table: spec.id,
-                token_start: rocksandra_data::Token(i64::MIN),
-                token_end: rocksandra_data::Token(i64::MAX),
                 resume_after: position.clone(),
-                include_static: true,
-                per_partition_limit: 0,
                 row_limit: page_size,
+                ..full_scan(spec.id)
             };
             let page = engine.scan(&scan, NOW).expect("scan");
             for p in page.partitions {
@@ -825,13 +821,8 @@ fn case_scan_and_paging<E: Engine>(engine: &E) {
     }
     // DISTINCT-style: one row per partition.
     let scan = RangeScan {
-        table: spec.id,
-        token_start: rocksandra_data::Token(i64::MIN),
-        token_end: rocksandra_data::Token(i64::MAX),
-        resume_after: None,
-        include_static: true,
         per_partition_limit: 1,
-        row_limit: 0,
+        ..full_scan(spec.id)
     };
     let page = engine.scan(&scan, NOW).expect("scan");
     assert_eq!(page.partitions.len(), expected.len());
@@ -1092,20 +1083,7 @@ fn case_cleanup_and_truncate<E: Engine>(engine: &E) {
         assert_eq!(present, keep.contains(key.token), "k{p}");
     }
     engine.truncate(spec.id).expect("truncate");
-    let page = engine
-        .scan(
-            &RangeScan {
-                table: spec.id,
-                token_start: rocksandra_data::Token(i64::MIN),
-                token_end: rocksandra_data::Token(i64::MAX),
-                resume_after: None,
-                include_static: true,
-                per_partition_limit: 0,
-                row_limit: 0,
-            },
-            NOW,
-        )
-        .expect("scan");
+    let page = engine.scan(&full_scan(spec.id), NOW).expect("scan");
     assert!(page.partitions.is_empty());
 }
 
