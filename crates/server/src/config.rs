@@ -356,6 +356,10 @@ pub struct Config {
     /// (`drop_compact_storage_enabled`, legacy `enable_drop_compact_storage`;
     /// off by default, as in Cassandra).
     pub drop_compact_storage_enabled: bool,
+    /// CREATE FUNCTION and CREATE AGGREGATE are allowed
+    /// (`user_defined_functions_enabled`, legacy
+    /// `enable_user_defined_functions`; off by default, as in Cassandra).
+    pub user_defined_functions_enabled: bool,
     /// The prepared-statement cache's bound in bytes
     /// (`prepared_statements_cache_size`, legacy `_mb`; empty is Cassandra's
     /// "auto", 10 MiB here).
@@ -431,6 +435,7 @@ impl Default for Config {
             tombstone_thresholds: Default::default(),
             materialized_views_enabled: false,
             drop_compact_storage_enabled: false,
+            user_defined_functions_enabled: false,
             prepared_statements_cache_bytes: rocksandra_query::prepared_cache::DEFAULT_LIMIT_BYTES,
             commitlog_directory: None,
             hints_directory: None,
@@ -833,6 +838,8 @@ struct FileConfig {
     enable_materialized_views: Option<bool>,
     drop_compact_storage_enabled: Option<bool>,
     enable_drop_compact_storage: Option<bool>,
+    user_defined_functions_enabled: Option<bool>,
+    enable_user_defined_functions: Option<bool>,
     prepared_statements_cache_size: Option<String>,
     prepared_statements_cache_size_mb: Option<u64>,
     commitlog_directory: Option<PathBuf>,
@@ -989,6 +996,7 @@ impl FileConfig {
             },
             materialized_views_enabled: flags.materialized_views,
             drop_compact_storage_enabled: flags.drop_compact_storage,
+            user_defined_functions_enabled: flags.user_defined_functions,
             commitlog_directory: storage.commitlog_directory,
             hints_directory: non_empty_dir("hints_directory", self.hints_directory)?,
             memtable_space_bytes: storage.memtable_space_bytes,
@@ -1011,10 +1019,12 @@ struct Addresses {
     broadcast_rpc: Option<IpAddr>,
 }
 
-/// `materialized_views_enabled` and `drop_compact_storage_enabled`.
+/// `materialized_views_enabled`, `drop_compact_storage_enabled` and
+/// `user_defined_functions_enabled`.
 struct FeatureFlags {
     materialized_views: bool,
     drop_compact_storage: bool,
+    user_defined_functions: bool,
 }
 
 /// The durations that have a legacy `_in_ms` name beside their own.
@@ -1127,9 +1137,23 @@ impl FileConfig {
             ),
         )?
         .unwrap_or(defaults.drop_compact_storage_enabled);
+        let user_defined_functions = pick_legacy(
+            (
+                "user_defined_functions_enabled",
+                self.user_defined_functions_enabled,
+                Ok,
+            ),
+            (
+                "enable_user_defined_functions",
+                self.enable_user_defined_functions,
+                Ok,
+            ),
+        )?
+        .unwrap_or(defaults.user_defined_functions_enabled);
         Ok(FeatureFlags {
             materialized_views,
             drop_compact_storage,
+            user_defined_functions,
         })
     }
 

@@ -157,6 +157,7 @@ pub fn open(config: &Config) -> Result<Node, String> {
     }
     executor.set_materialized_views_enabled(config.materialized_views_enabled);
     executor.set_drop_compact_storage_enabled(config.drop_compact_storage_enabled);
+    executor.set_user_defined_functions_enabled(config.user_defined_functions_enabled);
     executor
         .set_guardrails(config.guardrails)
         .map_err(|e| e.to_string())?;
