@@ -106,7 +106,7 @@ pub enum Resource {
     Role(String),
     AllFunctions,
     KeyspaceFunctions(String),
-    /// A user-defined function (none exist: UDFs are disabled).
+    /// A user-defined function or aggregate, by its CQL argument types.
     Function {
         keyspace: String,
         name: String,
@@ -395,11 +395,71 @@ pub fn requirements(
         | Statement::ListUsers
         | Statement::ListPermissions(_)
         | Statement::CreateTrigger(_)
-        | Statement::DropTrigger(_)
-        | Statement::CreateFunction(_)
-        | Statement::CreateAggregate(_)
-        | Statement::DropFunction(_) => Vec::new(),
+        | Statement::DropTrigger(_) => Vec::new(),
+        Statement::CreateFunction(s) => {
+            let keyspace = keyspace_of(&s.name, session_ks)?;
+            let types: Vec<rocksandra_cql::TypeExpr> =
+                s.arguments.iter().map(|(_, t)| t.clone()).collect();
+            on.create_routine(keyspace, &s.name, &types, s.or_replace)
+        }
+        Statement::CreateAggregate(s) => {
+            let keyspace = keyspace_of(&s.name, session_ks)?;
+            let mut out = on.create_routine(keyspace, &s.name, &s.argument_types, s.or_replace);
+            let mut state_types = vec![s.state_type.clone()];
+            state_types.extend(s.argument_types.iter().cloned());
+            out.push((
+                Permission::Execute,
+                function_resource(keyspace, s.state_function.as_str(), &state_types),
+            ));
+            if let Some(f) = &s.final_function {
+                let types = std::slice::from_ref(&s.state_type);
+                out.push((
+                    Permission::Execute,
+                    function_resource(keyspace, f.as_str(), types),
+                ));
+            }
+            out
+        }
+        Statement::DropFunction(s) => {
+            let keyspace = keyspace_of(&s.name, session_ks)?;
+            match &s.argument_types {
+                Some(types) => vec![(
+                    Permission::Drop,
+                    function_resource(keyspace, s.name.name.as_str(), types),
+                )],
+                None => Vec::new(),
+            }
+        }
     })
+}
+
+/// Whether a user-defined function or aggregate of this signature (CQL
+/// type texts) exists.
+fn function_exists(schema: &Schema, keyspace: &str, name: &str, arguments: &[String]) -> bool {
+    schema.keyspace(keyspace).is_some_and(|ks| {
+        let same = |n: &str, t: &[rocksandra_data::types::CqlType]| {
+            n == name
+                && t.iter()
+                    .map(crate::udf::type_text)
+                    .eq(arguments.iter().cloned())
+        };
+        ks.functions
+            .iter()
+            .any(|f| same(&f.name, &f.argument_types))
+            || ks
+                .aggregates
+                .iter()
+                .any(|a| same(&a.name, &a.argument_types))
+    })
+}
+
+/// A user-defined function or aggregate as a resource.
+fn function_resource(keyspace: &str, name: &str, types: &[rocksandra_cql::TypeExpr]) -> Resource {
+    Resource::Function {
+        keyspace: keyspace.into(),
+        name: name.into(),
+        arguments: types.iter().map(|t| t.to_string()).collect(),
+    }
 }
 
 /// `permission` on a keyspace, unless it is a system keyspace.
@@ -418,6 +478,29 @@ struct Resources<'a> {
 }
 
 impl Resources<'_> {
+    /// CREATE on the keyspace's functions, or ALTER on the function that
+    /// OR REPLACE replaces.
+    fn create_routine(
+        &self,
+        keyspace: &str,
+        name: &ast::QualifiedName,
+        types: &[rocksandra_cql::TypeExpr],
+        or_replace: bool,
+    ) -> Vec<(Permission, Resource)> {
+        let text: Vec<String> = types.iter().map(|t| t.to_string()).collect();
+        let exists = function_exists(self.schema, keyspace, name.name.as_str(), &text);
+        if exists && or_replace {
+            return vec![(
+                Permission::Alter,
+                function_resource(keyspace, name.name.as_str(), types),
+            )];
+        }
+        vec![(
+            Permission::Create,
+            Resource::KeyspaceFunctions(keyspace.into()),
+        )]
+    }
+
     /// The table `name`, if it exists.
     fn table(&self, name: &ast::QualifiedName) -> Result<Option<Resource>> {
         let keyspace = keyspace_of(name, self.session_ks)?;
@@ -885,6 +968,32 @@ pub(crate) fn after_schema_change(
             let functions = dropped(format!("functions/{keyspace}"));
             revoke_all_on(ctx, |name| data(name) || functions(name))?;
         }
+        Statement::CreateFunction(s) => {
+            let keyspace = keyspace_of(&s.name, session_ks)?;
+            let types: Vec<rocksandra_cql::TypeExpr> =
+                s.arguments.iter().map(|(_, t)| t.clone()).collect();
+            grant_to_creator(
+                ctx,
+                request,
+                &function_resource(keyspace, s.name.name.as_str(), &types),
+            )?;
+        }
+        Statement::CreateAggregate(s) => {
+            let keyspace = keyspace_of(&s.name, session_ks)?;
+            let resource = function_resource(keyspace, s.name.name.as_str(), &s.argument_types);
+            grant_to_creator(ctx, request, &resource)?;
+        }
+        Statement::DropFunction(s) => {
+            let keyspace = keyspace_of(&s.name, session_ks)?;
+            let prefix = format!("functions/{keyspace}/{}[", s.name.name.as_str());
+            let schema = ctx.schema();
+            let gone = |name: &str| {
+                name.starts_with(&prefix)
+                    && matches!(Resource::from_name(name), Some(Resource::Function { keyspace, name, arguments })
+                        if !function_exists(&schema, &keyspace, &name, &arguments))
+            };
+            revoke_all_on(ctx, gone)?;
+        }
         Statement::Drop(d) if d.kind == DropKind::Table => {
             let keyspace = keyspace_of(&d.name, session_ks)?;
             let table = Resource::Table(keyspace.into(), d.name.name.as_str().into()).name();
@@ -926,8 +1035,11 @@ fn resource_exists(ctx: &StatementCtx<'_>, resource: &Resource) -> Result<bool> 
         }
         Resource::Table(k, t) => schema.table(k, t).is_some(),
         Resource::Role(r) => role(ctx, r)?.is_some(),
-        // User-defined functions are disabled: none exists.
-        Resource::Function { .. } => false,
+        Resource::Function {
+            keyspace,
+            name,
+            arguments,
+        } => function_exists(&schema, keyspace, name, arguments),
     })
 }
 

@@ -114,6 +114,7 @@ impl<'a> StatementCtx<'a> {
                     .map(|k| k.types.as_slice())
                     .unwrap_or(&[]),
             ),
+            schema: Some(schema),
             random,
         }
     }

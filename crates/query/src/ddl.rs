@@ -311,6 +311,8 @@ pub fn create_keyspace(
             durable_writes: props.durable_writes.unwrap_or(true),
             tables: BTreeMap::new(),
             types: Vec::new(),
+            functions: Vec::new(),
+            aggregates: Vec::new(),
             is_virtual: false,
         }),
     );

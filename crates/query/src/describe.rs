@@ -20,6 +20,7 @@ use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, TableSpec
 use crate::error::{QueryError, Result};
 use crate::schema::{is_system_keyspace, ColumnKind, Index, Keyspace, Schema, Table, TableParams};
 use crate::system::{cql_type_text, is_virtual_in_cassandra, short_strategy};
+use crate::udf::{UserAggregate, UserFunction};
 use crate::NodeInfo;
 
 /// What DESCRIBE CLUSTER reports as the snitch (Cassandra wraps the
@@ -103,10 +104,8 @@ pub fn describe(
         DescribeTarget::Types => {
             return describer.listing(|k| k.types.iter().map(|t| Element::Type(k, t)).collect())
         }
-        DescribeTarget::Functions | DescribeTarget::Aggregates => {
-            // No user-defined functions or aggregates exist here.
-            return describer.listing(|_| Vec::new());
-        }
+        DescribeTarget::Functions => return describer.listing(function_elements),
+        DescribeTarget::Aggregates => return describer.listing(aggregate_elements),
         DescribeTarget::Schema { full } => sorted_keyspaces(schema)
             .into_iter()
             .filter(|k| *full || !is_system_keyspace(&k.name))
@@ -130,19 +129,27 @@ pub fn describe(
         }
         DescribeTarget::Function(name) => {
             let keyspace = describer.keyspace_of(name)?;
-            return Err(QueryError::invalid(format!(
-                "User defined function '{}' not found in '{}'",
-                name.name.as_str(),
-                keyspace.name
-            )));
+            let found = named(function_elements(keyspace), name.name.as_str());
+            if found.is_empty() {
+                return Err(QueryError::invalid(format!(
+                    "User defined function '{}' not found in '{}'",
+                    name.name.as_str(),
+                    keyspace.name
+                )));
+            }
+            found
         }
         DescribeTarget::Aggregate(name) => {
             let keyspace = describer.keyspace_of(name)?;
-            return Err(QueryError::invalid(format!(
-                "User defined aggregate '{}' not found in '{}'",
-                name.name.as_str(),
-                keyspace.name
-            )));
+            let found = named(aggregate_elements(keyspace), name.name.as_str());
+            if found.is_empty() {
+                return Err(QueryError::invalid(format!(
+                    "User defined aggregate '{}' not found in '{}'",
+                    name.name.as_str(),
+                    keyspace.name
+                )));
+            }
+            found
         }
         DescribeTarget::Index(name) => describer.index(name)?,
         DescribeTarget::MaterializedView(name) => {
@@ -174,6 +181,8 @@ enum Element<'a> {
     Index(&'a Table, &'a Index),
     /// A table that is a materialized view.
     View(&'a Table),
+    Function(&'a UserFunction),
+    Aggregate(&'a UserAggregate),
 }
 
 impl Element<'_> {
@@ -181,6 +190,8 @@ impl Element<'_> {
         match self {
             Element::Keyspace(k) | Element::Type(k, _) => &k.name,
             Element::Table(t) | Element::Index(t, _) | Element::View(t) => &t.keyspace,
+            Element::Function(f) => &f.keyspace,
+            Element::Aggregate(a) => &a.keyspace,
         }
     }
 
@@ -191,6 +202,8 @@ impl Element<'_> {
             Element::Table(_) => "table",
             Element::Index(..) => "index",
             Element::View(_) => "materialized_view",
+            Element::Function(_) => "function",
+            Element::Aggregate(_) => "aggregate",
         }
     }
 
@@ -200,6 +213,22 @@ impl Element<'_> {
             Element::Type(_, t) => &t.name,
             Element::Table(t) | Element::View(t) => &t.name,
             Element::Index(_, i) => &i.name,
+            Element::Function(f) => &f.name,
+            Element::Aggregate(a) => &a.name,
+        }
+    }
+
+    /// The name as DESCRIBE shows it: quoted where needed, with the
+    /// argument types of a function or aggregate.
+    fn shown_name(&self) -> String {
+        let signature = |types: &[CqlType]| {
+            let types: Vec<String> = types.iter().map(cql_type_text).collect();
+            format!("({})", types.join(", "))
+        };
+        match self {
+            Element::Function(f) => quote(&f.name) + &signature(&f.argument_types),
+            Element::Aggregate(a) => quote(&a.name) + &signature(&a.argument_types),
+            other => quote(other.name()),
         }
     }
 
@@ -210,6 +239,8 @@ impl Element<'_> {
             Element::Table(t) => create_table_statement(t, internals),
             Element::Index(t, i) => create_index_statement(t, i),
             Element::View(t) => create_view_statement(t, internals),
+            Element::Function(f) => create_function_statement(f),
+            Element::Aggregate(a) => create_aggregate_statement(a),
         }
     }
 }
@@ -238,10 +269,29 @@ fn keyspace_elements(keyspace: &Keyspace, only: bool) -> Vec<Element<'_>> {
             .into_iter()
             .map(|t| Element::Type(keyspace, t)),
     );
+    out.extend(function_elements(keyspace));
+    out.extend(aggregate_elements(keyspace));
     for table in sorted_tables(keyspace) {
         out.extend(table_and_indexes(keyspace, table));
     }
     out
+}
+
+/// A keyspace's functions by name, overloads by their signature.
+fn function_elements(keyspace: &Keyspace) -> Vec<Element<'_>> {
+    let mut out: Vec<Element<'_>> = keyspace.functions.iter().map(Element::Function).collect();
+    out.sort_by_key(|e| e.shown_name());
+    out
+}
+
+fn aggregate_elements(keyspace: &Keyspace) -> Vec<Element<'_>> {
+    let mut out: Vec<Element<'_>> = keyspace.aggregates.iter().map(Element::Aggregate).collect();
+    out.sort_by_key(|e| e.shown_name());
+    out
+}
+
+fn named<'a>(elements: Vec<Element<'a>>, name: &str) -> Vec<Element<'a>> {
+    elements.into_iter().filter(|e| e.name() == name).collect()
 }
 
 fn sorted_tables(keyspace: &Keyspace) -> Vec<&Table> {
@@ -427,6 +477,11 @@ impl<'a> Describer<'a> {
         if let Some((table, index)) = find_index(keyspace, element) {
             return Ok(vec![Element::Index(table, index)]);
         }
+        let mut routines = named(function_elements(keyspace), element);
+        routines.extend(named(aggregate_elements(keyspace), element));
+        if !routines.is_empty() {
+            return Ok(routines);
+        }
         Err(QueryError::invalid(format!(
             "'{element}' not found in keyspace '{keyspace_name}'"
         )))
@@ -463,7 +518,7 @@ fn listing(elements: Vec<Element<'_>>) -> DescribeResult {
                 vec![
                     text_cell(&quote(e.keyspace())),
                     text_cell(e.kind()),
-                    text_cell(&quote(e.name())),
+                    text_cell(&e.shown_name()),
                 ]
             })
             .collect(),
@@ -480,7 +535,7 @@ fn element_rows(elements: Vec<Element<'_>>, internals: bool) -> DescribeResult {
                 vec![
                     text_cell(&quote(e.keyspace())),
                     text_cell(e.kind()),
-                    text_cell(&quote(e.name())),
+                    text_cell(&e.shown_name()),
                     text_cell(&e.create_statement(internals)),
                 ]
             })
@@ -687,6 +742,48 @@ pub fn create_type_statement(udt: &UdtType) -> String {
         qualified(&udt.keyspace, &udt.name),
         fields.join(",\n")
     )
+}
+
+/// `CREATE FUNCTION ks.f(a int) ... AS $$body$$;`
+pub fn create_function_statement(f: &UserFunction) -> String {
+    let arguments: Vec<String> = f
+        .argument_names
+        .iter()
+        .zip(&f.argument_types)
+        .map(|(n, t)| format!("{} {}", quote(n), cql_type_text(t)))
+        .collect();
+    let on_null = match f.called_on_null_input {
+        true => "CALLED ON NULL INPUT",
+        false => "RETURNS NULL ON NULL INPUT",
+    };
+    format!(
+        "CREATE FUNCTION {}({})\n    {on_null}\n    RETURNS {}\n    LANGUAGE {}\n    AS $${}$$;",
+        qualified(&f.keyspace, &f.name),
+        arguments.join(", "),
+        cql_type_text(&f.return_type),
+        f.language,
+        f.body
+    )
+}
+
+/// `CREATE AGGREGATE ks.a(int) SFUNC ... STYPE ... [FINALFUNC] [INITCOND];`
+pub fn create_aggregate_statement(a: &UserAggregate) -> String {
+    let types: Vec<String> = a.argument_types.iter().map(cql_type_text).collect();
+    let mut out = format!(
+        "CREATE AGGREGATE {}({})\n    SFUNC {}\n    STYPE {}",
+        qualified(&a.keyspace, &a.name),
+        types.join(", "),
+        quote(&a.state_function),
+        cql_type_text(&a.state_type)
+    );
+    if let Some(f) = &a.final_function {
+        out.push_str(&format!("\n    FINALFUNC {}", quote(f)));
+    }
+    if let Some(initial) = crate::udf::initial_condition_literal(a) {
+        out.push_str(&format!("\n    INITCOND {initial}"));
+    }
+    out.push(';');
+    out
 }
 
 /// `CREATE [CUSTOM] INDEX ...;`

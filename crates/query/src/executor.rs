@@ -124,6 +124,8 @@ pub struct Executor {
     views_enabled: std::sync::atomic::AtomicBool,
     /// `drop_compact_storage_enabled` (false by default, as in Cassandra 5.0).
     drop_compact_enabled: std::sync::atomic::AtomicBool,
+    /// `user_defined_functions_enabled` (false by default, as in Cassandra 5.0).
+    udfs_enabled: std::sync::atomic::AtomicBool,
     /// Where `auto_snapshot` puts the snapshot taken before DROP and
     /// TRUNCATE (`<data>/snapshots`); None: `auto_snapshot: false`.
     auto_snapshot: RwLock<Option<PathBuf>>,
@@ -194,6 +196,7 @@ impl Executor {
             settings,
             views_enabled: std::sync::atomic::AtomicBool::new(false),
             drop_compact_enabled: std::sync::atomic::AtomicBool::new(false),
+            udfs_enabled: std::sync::atomic::AtomicBool::new(false),
             auto_snapshot: RwLock::new(None),
             vector_graphs: Arc::default(),
         };
@@ -210,6 +213,16 @@ impl Executor {
     /// `prepared_statements_cache_size` from the node's configuration.
     pub fn set_prepared_cache_bytes(&self, limit: u64) {
         lock(&self.prepared).set_limit(limit);
+    }
+
+    /// `user_defined_functions_enabled` from the node's configuration.
+    pub fn set_user_defined_functions_enabled(&self, enabled: bool) {
+        self.udfs_enabled
+            .store(enabled, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn user_defined_functions_enabled(&self) -> bool {
+        self.udfs_enabled.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// `materialized_views_enabled` from the node's configuration.
@@ -563,9 +576,9 @@ impl Executor {
                 let drop_compact = self
                     .drop_compact_enabled
                     .load(std::sync::atomic::Ordering::Relaxed);
-                self.ddl(guard.wrap(|schema| {
-                    ddl::alter_table(schema, keyspace, s, now, drop_compact)
-                }))
+                self.ddl(
+                    guard.wrap(|schema| ddl::alter_table(schema, keyspace, s, now, drop_compact)),
+                )
             }
             Statement::CreateType(s) => {
                 let keyspace = keyspace_of(&s.name, session_ks)?;
@@ -621,11 +634,34 @@ impl Executor {
                 "Trigger {} doesn't exist",
                 t.name.as_str()
             ))),
-            Statement::CreateFunction(_)
-            | Statement::CreateAggregate(_)
-            | Statement::DropFunction(_) => Err(QueryError::invalid(
-                "User-defined functions are disabled in cassandra.yaml - set user_defined_functions_enabled=true to enable",
-            )),
+            Statement::CreateFunction(_) | Statement::CreateAggregate(_)
+                if !self.user_defined_functions_enabled() =>
+            {
+                Err(QueryError::invalid(crate::udf::DISABLED))
+            }
+            Statement::CreateFunction(s) => {
+                let keyspace = crate::schema::keyspace_of(&s.name, session_ks)?;
+                self.ddl(|schema| crate::udf::ddl::create_function(schema, keyspace, s))
+            }
+            Statement::CreateAggregate(s) => {
+                let keyspace = crate::schema::keyspace_of(&s.name, session_ks)?;
+                let random = || (self.env.random)();
+                let initial = |expr: &rocksandra_cql::ast::Expr,
+                               ty: &rocksandra_data::types::CqlType|
+                 -> Result<Option<Vec<u8>>> {
+                    let schema = self.schema();
+                    let ctx = ctx.eval_context(&schema, keyspace, &[], &random);
+                    match crate::term::evaluate(expr, ty, "INITCOND", &ctx)? {
+                        crate::term::Term::Value(v) => Ok(Some(v)),
+                        _ => Ok(None),
+                    }
+                };
+                self.ddl(|schema| crate::udf::ddl::create_aggregate(schema, keyspace, s, &initial))
+            }
+            Statement::DropFunction(s) => {
+                let keyspace = crate::schema::keyspace_of(&s.name, session_ks)?;
+                self.ddl(|schema| crate::udf::ddl::drop_function(schema, keyspace, s))
+            }
             Statement::CreateRole(s) => auth::create_role(ctx, s, request),
             Statement::AlterRole(s) => auth::alter_role(ctx, s, request),
             Statement::DropRole(s) => auth::drop_role(ctx, s, request),

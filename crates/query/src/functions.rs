@@ -409,7 +409,7 @@ pub fn exists(name: &str) -> bool {
         || !candidates(name).is_empty()
 }
 
-fn arg_text(arg: &Arg<'_>) -> String {
+pub(crate) fn arg_text(arg: &Arg<'_>) -> String {
     match arg {
         Arg::Typed(t) => t.to_string(),
         Arg::Selector(_, label) => label.to_string(),
@@ -417,7 +417,7 @@ fn arg_text(arg: &Arg<'_>) -> String {
     }
 }
 
-fn test_arg(arg: &Arg<'_>, param: &CqlType) -> Assignment {
+pub(crate) fn test_arg(arg: &Arg<'_>, param: &CqlType) -> Assignment {
     match arg {
         Arg::Typed(t) | Arg::Selector(t, _) => {
             if t.unfrozen() == param.unfrozen() {

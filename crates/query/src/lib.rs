@@ -31,6 +31,7 @@ pub mod system;
 pub mod term;
 pub mod tombstones;
 pub mod trace;
+pub mod udf;
 pub mod view;
 
 pub use error::{QueryError, Result};

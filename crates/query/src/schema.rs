@@ -65,6 +65,9 @@ pub struct Keyspace {
     pub tables: BTreeMap<String, Arc<Table>>,
     /// In creation order: a type may only use types created before it.
     pub types: Vec<UdtType>,
+    /// User-defined functions and aggregates, in creation order.
+    pub functions: Vec<crate::udf::UserFunction>,
+    pub aggregates: Vec<crate::udf::UserAggregate>,
     /// Built in: system_schema and friends; not stored, not alterable.
     pub is_virtual: bool,
 }
@@ -497,6 +500,7 @@ pub fn diff(old: &Schema, new: &Schema) -> Vec<rocksandra_wire::SchemaChange> {
                 Some(_) => {}
             }
         }
+        routine_changes(name, before, Some(ks), &mut push);
         for (tname, table) in &ks.tables {
             let was = before.and_then(|b| b.tables.get(tname));
             let target = Target::Table {
@@ -535,6 +539,7 @@ pub fn diff(old: &Schema, new: &Schema) -> Vec<rocksandra_wire::SchemaChange> {
             }
         }
         if now.is_none() {
+            routine_changes(name, Some(ks), None, &mut push);
             push(
                 Type::Dropped,
                 Target::Keyspace {
@@ -544,6 +549,68 @@ pub fn diff(old: &Schema, new: &Schema) -> Vec<rocksandra_wire::SchemaChange> {
         }
     }
     changes
+}
+
+/// The function and aggregate events between two versions of a keyspace
+/// (`before` None: created; `after` None: dropped).
+fn routine_changes(
+    keyspace: &str,
+    before: Option<&Arc<Keyspace>>,
+    after: Option<&Arc<Keyspace>>,
+    push: &mut impl FnMut(rocksandra_wire::SchemaChangeType, rocksandra_wire::SchemaChangeTarget),
+) {
+    use crate::udf::type_text;
+    use rocksandra_wire::{SchemaChangeTarget as Target, SchemaChangeType as Type};
+    let empty = (Vec::new(), Vec::new());
+    let (old_f, old_a) = before.map_or((&empty.0, &empty.1), |k| (&k.functions, &k.aggregates));
+    let (new_f, new_a) = after.map_or((&empty.0, &empty.1), |k| (&k.functions, &k.aggregates));
+    let function = |f: &crate::udf::UserFunction| Target::Function {
+        keyspace: keyspace.to_string(),
+        name: f.name.clone(),
+        arg_types: f.argument_types.iter().map(type_text).collect(),
+    };
+    let aggregate = |a: &crate::udf::UserAggregate| Target::Aggregate {
+        keyspace: keyspace.to_string(),
+        name: a.name.clone(),
+        arg_types: a.argument_types.iter().map(type_text).collect(),
+    };
+    let same = |n: &str, t: &[CqlType], m: &str, u: &[CqlType]| n == m && t == u;
+    for f in new_f {
+        match old_f
+            .iter()
+            .find(|o| same(&o.name, &o.argument_types, &f.name, &f.argument_types))
+        {
+            None => push(Type::Created, function(f)),
+            Some(o) if o != f => push(Type::Updated, function(f)),
+            Some(_) => {}
+        }
+    }
+    for a in new_a {
+        match old_a
+            .iter()
+            .find(|o| same(&o.name, &o.argument_types, &a.name, &a.argument_types))
+        {
+            None => push(Type::Created, aggregate(a)),
+            Some(o) if o != a => push(Type::Updated, aggregate(a)),
+            Some(_) => {}
+        }
+    }
+    for a in old_a {
+        if !new_a
+            .iter()
+            .any(|n| same(&n.name, &n.argument_types, &a.name, &a.argument_types))
+        {
+            push(Type::Dropped, aggregate(a));
+        }
+    }
+    for f in old_f {
+        if !new_f
+            .iter()
+            .any(|n| same(&n.name, &n.argument_types, &f.name, &f.argument_types))
+        {
+            push(Type::Dropped, function(f));
+        }
+    }
 }
 
 impl Schema {
@@ -650,6 +717,10 @@ struct StoredKeyspace {
     durable_writes: bool,
     types: Vec<StoredType>,
     tables: Vec<StoredTable>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    functions: Vec<crate::udf::StoredFunction>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    aggregates: Vec<crate::udf::StoredAggregate>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -725,6 +796,8 @@ impl Schema {
                     name: k.name.clone(),
                     replication: k.replication.clone(),
                     durable_writes: k.durable_writes,
+                    functions: k.functions.iter().map(|f| f.to_stored()).collect(),
+                    aggregates: k.aggregates.iter().map(|a| a.to_stored()).collect(),
                     types: k
                         .types
                         .iter()
@@ -858,6 +931,17 @@ impl Schema {
                 };
                 tables.insert(t.name, Arc::new(table));
             }
+            let parse = |text: &str| parse_stored_type(text, &types);
+            let functions = k
+                .functions
+                .into_iter()
+                .map(|f| crate::udf::UserFunction::from_stored(&k.name, f, &parse))
+                .collect::<Result<Vec<_>>>()?;
+            let aggregates = k
+                .aggregates
+                .into_iter()
+                .map(|a| crate::udf::UserAggregate::from_stored(&k.name, a, &parse))
+                .collect::<Result<Vec<_>>>()?;
             self.keyspaces.insert(
                 k.name.clone(),
                 Arc::new(Keyspace {
@@ -866,6 +950,8 @@ impl Schema {
                     durable_writes: k.durable_writes,
                     tables,
                     types,
+                    functions,
+                    aggregates,
                     is_virtual: false,
                 }),
             );

@@ -50,6 +50,7 @@ mod ann;
 mod group_by;
 mod metadata;
 mod point;
+mod user;
 pub use point::PointRead;
 
 /// One output column.
@@ -80,6 +81,16 @@ enum Sel {
         now_micros: i64,
     },
     Constant(Option<Vec<u8>>),
+    /// A user-defined scalar function of selectors.
+    UserFunction {
+        function: Arc<crate::udf::UserFunction>,
+        args: Vec<Sel>,
+    },
+    /// A user-defined aggregate of selectors.
+    UserAggregate {
+        plan: Arc<crate::udf::AggregatePlan>,
+        args: Vec<Sel>,
+    },
     ToJson {
         arg: Box<Sel>,
         ty: CqlType,
@@ -130,7 +141,8 @@ struct Output {
 
 fn is_aggregate(sel: &Sel) -> bool {
     match sel {
-        Sel::CountStar | Sel::Aggregate { .. } => true,
+        Sel::CountStar | Sel::Aggregate { .. } | Sel::UserAggregate { .. } => true,
+        Sel::UserFunction { args, .. } => args.iter().any(is_aggregate),
         Sel::Field { udt, .. } => is_aggregate(udt),
         Sel::Cast { arg, .. } | Sel::ToJson { arg, .. } | Sel::Negate { arg, .. } => {
             is_aggregate(arg)
@@ -295,6 +307,16 @@ fn plan_function(
     }
     if fname == "tojson" && name.keyspace.is_none() {
         return plan_tojson(table, args, ctx);
+    }
+    let native = name
+        .keyspace
+        .as_ref()
+        .is_none_or(|ks| ks.as_str() == "system")
+        && crate::functions::exists(fname);
+    if !native {
+        if let Some(planned) = user::plan(table, name, args, ctx)? {
+            return Ok(planned);
+        }
     }
     if let Some(ks) = name.keyspace.as_ref().filter(|ks| ks.as_str() != "system") {
         return Err(QueryError::invalid(format!(
@@ -1018,7 +1040,9 @@ fn sel_columns(table: &Table, sel: &Sel, out: &mut Vec<usize>) {
             sel_columns(table, left, out);
             sel_columns(table, right, out);
         }
-        Sel::Function { args, .. } => args.iter().for_each(|a| sel_columns(table, a, out)),
+        Sel::Function { args, .. }
+        | Sel::UserFunction { args, .. }
+        | Sel::UserAggregate { args, .. } => args.iter().for_each(|a| sel_columns(table, a, out)),
         Sel::CountStar | Sel::Constant(_) => {}
     }
 }
@@ -2989,7 +3013,15 @@ fn eval_sel(table: &Table, sel: &Sel, row: &CqlRow) -> Result<Option<Vec<u8>>> {
             };
             collection_slice(ty, &bytes, from, to)?
         }
-        Sel::CountStar | Sel::Aggregate { .. } => None,
+        Sel::UserFunction { function, args } => {
+            let mut values = Vec::with_capacity(args.len());
+            for a in args {
+                values.push(eval_sel(table, a, row)?);
+            }
+            let refs: Vec<Option<&[u8]>> = values.iter().map(Option::as_deref).collect();
+            function.call(&refs)?
+        }
+        Sel::CountStar | Sel::Aggregate { .. } | Sel::UserAggregate { .. } => None,
     })
 }
 
@@ -3142,6 +3174,18 @@ fn aggregate_value(table: &Table, sel: &Sel, rows: &[CqlRow]) -> Result<Option<V
                     numeric_aggregate(*function, ty, &values).map(Some)
                 }
             }
+        }
+        Sel::UserAggregate { plan, args } => {
+            let mut state = crate::udf::AggregateState::new(plan.clone());
+            for r in rows {
+                let mut values = Vec::with_capacity(args.len());
+                for a in args {
+                    values.push(eval_sel(table, a, r)?);
+                }
+                let refs: Vec<Option<&[u8]>> = values.iter().map(Option::as_deref).collect();
+                state.add(&refs)?;
+            }
+            state.finish()
         }
         other if is_aggregate(other) => {
             // Aggregates inside other selectors (count(*) + 1, toJson(sum(v))):

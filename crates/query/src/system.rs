@@ -103,6 +103,8 @@ fn empty_keyspace(name: &str) -> Keyspace {
         durable_writes: true,
         tables: BTreeMap::new(),
         types: Vec::new(),
+        functions: Vec::new(),
+        aggregates: Vec::new(),
         is_virtual: true,
     }
 }
@@ -292,13 +294,15 @@ pub fn rows(table: &Table, schema: &Schema, node: &NodeInfo, stats: TableStats<'
         ("system_schema", "columns") => column_rows(schema, false),
         ("system_schema", "dropped_columns") => dropped_column_rows(schema),
         ("system_schema", "types") => type_rows(schema),
+        ("system_schema", "functions") => function_rows(schema),
+        ("system_schema", "aggregates") => aggregate_rows(schema),
         ("system_schema", "indexes") => index_rows(schema),
         ("system_schema", "views") => view_rows(schema),
         ("system_virtual_schema", "keyspaces") => virtual_keyspace_rows(schema),
         ("system_virtual_schema", "tables") => virtual_table_rows(schema),
         ("system_virtual_schema", "columns") => column_rows(schema, true),
-        // No content kept (yet) for the others: triggers, functions,
-        // aggregates, column masks, auth, traces, metrics.
+        // No content kept (yet) for the others: triggers, column masks,
+        // auth, traces, metrics.
         _ => Vec::new(),
     };
     let mut rows: Vec<Row> = built
@@ -628,6 +632,60 @@ fn type_rows(schema: &Schema) -> Vec<Cells> {
                     "field_types",
                     text_list(udt.fields.iter().map(|(_, ty)| cql_type_text(ty))),
                 );
+            out.push(row.take());
+        }
+    }
+    out
+}
+
+fn function_rows(schema: &Schema) -> Vec<Cells> {
+    let mut out = Vec::new();
+    for keyspace in schema_keyspaces(schema) {
+        for f in &keyspace.functions {
+            let mut row = Cells::default();
+            row.text("keyspace_name", &keyspace.name)
+                .text("function_name", &f.name)
+                .set(
+                    "argument_types",
+                    text_list(f.argument_types.iter().map(cql_type_text)),
+                )
+                .set(
+                    "argument_names",
+                    text_list(f.argument_names.iter().cloned()),
+                )
+                .text("body", &f.body)
+                .set(
+                    "called_on_null_input",
+                    Value::Boolean(f.called_on_null_input),
+                )
+                .text("language", &f.language)
+                .text("return_type", &cql_type_text(&f.return_type));
+            out.push(row.take());
+        }
+    }
+    out
+}
+
+fn aggregate_rows(schema: &Schema) -> Vec<Cells> {
+    let mut out = Vec::new();
+    for keyspace in schema_keyspaces(schema) {
+        for a in &keyspace.aggregates {
+            let mut row = Cells::default();
+            row.text("keyspace_name", &keyspace.name)
+                .text("aggregate_name", &a.name)
+                .set(
+                    "argument_types",
+                    text_list(a.argument_types.iter().map(cql_type_text)),
+                )
+                .text("state_func", &a.state_function)
+                .text("state_type", &cql_type_text(&a.state_type))
+                .text("return_type", &cql_type_text(&a.return_type));
+            if let Some(f) = &a.final_function {
+                row.text("final_func", f);
+            }
+            if let Some(initial) = crate::udf::initial_condition_literal(a) {
+                row.text("initcond", &initial);
+            }
             out.push(row.take());
         }
     }

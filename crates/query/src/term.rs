@@ -46,6 +46,9 @@ pub struct EvalContext<'a> {
     /// The keyspace of the statement, for user types and functions.
     pub keyspace: &'a str,
     pub types: KeyspaceTypes<'a>,
+    /// The schema, for user-defined functions (None where none can be
+    /// called, such as a view's WHERE clause).
+    pub schema: Option<&'a crate::schema::Schema>,
     /// Randomness for uuid() and the node part of timeuuids.
     pub random: &'a dyn Fn() -> u64,
 }

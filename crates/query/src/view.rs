@@ -600,6 +600,7 @@ pub fn view_filter(
         now_micros: 0,
         keyspace: &keyspace.name,
         types: crate::schema::KeyspaceTypes(&keyspace.types),
+        schema: None,
         random: &|| 0,
     };
     let (filters, tuple_filters) = crate::restrict::row_filters(base, relations, &ctx)?;

@@ -92,6 +92,8 @@ fn golden_describe() -> Keyspace {
         durable_writes: true,
         tables,
         types,
+        functions: Vec::new(),
+        aggregates: Vec::new(),
         is_virtual: false,
     }
 }
@@ -448,6 +450,8 @@ fn types_come_after_their_dependencies() {
         durable_writes: true,
         tables: BTreeMap::new(),
         types: vec![z_base, a_dep, m_free, upper],
+        functions: Vec::new(),
+        aggregates: Vec::new(),
         is_virtual: false,
     };
     let schema = schema_with(vec![keyspace]);

@@ -25,6 +25,7 @@ enum State {
     Min(Option<Vec<u8>>),
     Max(Option<Vec<u8>>),
     SumAvg(Box<SumAvg>),
+    User(Box<crate::udf::AggregateState>),
 }
 
 /// One aggregate of a selector and its running state.
@@ -51,6 +52,9 @@ impl Fold {
                     State::SumAvg(Box::new(SumAvg::new(avg, ty)?))
                 }
             },
+            Sel::UserAggregate { plan, .. } => {
+                State::User(Box::new(crate::udf::AggregateState::new(plan.clone())))
+            }
             _ => State::Count(0),
         };
         Ok(Fold {
@@ -62,6 +66,17 @@ impl Fold {
     fn add(&mut self, table: &Table, row: &CqlRow) -> Result<()> {
         let (arg, ty) = match &self.node {
             Sel::Aggregate { arg, ty, .. } => (arg, ty),
+            Sel::UserAggregate { args, .. } => {
+                let mut values = Vec::with_capacity(args.len());
+                for a in args {
+                    values.push(eval_sel(table, a, row)?);
+                }
+                let refs: Vec<Option<&[u8]>> = values.iter().map(Option::as_deref).collect();
+                if let State::User(state) = &mut self.state {
+                    state.add(&refs)?;
+                }
+                return Ok(());
+            }
             _ => {
                 if let State::Count(n) = &mut self.state {
                     *n += 1;
@@ -88,23 +103,28 @@ impl Fold {
                 }
             }
             State::SumAvg(acc) => acc.add(&value)?,
+            State::User(_) => {}
         }
         Ok(())
     }
 
-    fn finish(self) -> Option<Vec<u8>> {
-        match self.state {
+    fn finish(self) -> Result<Option<Vec<u8>>> {
+        Ok(match self.state {
             State::Count(n) => Some(n.to_be_bytes().to_vec()),
             State::Min(v) | State::Max(v) => v,
             State::SumAvg(acc) => Some(acc.finish()),
-        }
+            State::User(state) => state.finish()?,
+        })
     }
 }
 
 /// Replaces each aggregate in `sel` (itself included) by `f` of it, in one
 /// fixed order: collecting the folds and putting their results back use it.
 pub(super) fn map_aggregates(sel: &Sel, f: &mut dyn FnMut(&Sel) -> Result<Sel>) -> Result<Sel> {
-    if matches!(sel, Sel::CountStar | Sel::Aggregate { .. }) {
+    if matches!(
+        sel,
+        Sel::CountStar | Sel::Aggregate { .. } | Sel::UserAggregate { .. }
+    ) {
         return f(sel);
     }
     if !is_aggregate(sel) {
@@ -176,6 +196,13 @@ pub(super) fn map_aggregates(sel: &Sel, f: &mut dyn FnMut(&Sel) -> Result<Sel>) 
                 .collect::<Result<_>>()?,
             now_micros: *now_micros,
         },
+        Sel::UserFunction { function, args } => Sel::UserFunction {
+            function: function.clone(),
+            args: args
+                .iter()
+                .map(|a| map_aggregates(a, f))
+                .collect::<Result<_>>()?,
+        },
         other => other.clone(),
     })
 }
@@ -217,7 +244,12 @@ impl Group {
 
     /// The group's result row.
     fn finish(self, table: &Table, outputs: &[Output]) -> Result<Vec<Option<Bytes>>> {
-        let mut results = self.folds.into_iter().map(Fold::finish);
+        let results: Vec<Option<Vec<u8>>> = self
+            .folds
+            .into_iter()
+            .map(Fold::finish)
+            .collect::<Result<_>>()?;
+        let mut results = results.into_iter();
         let read = self.rows;
         let row = self.first.unwrap_or_else(|| empty_row(table));
         let mut out = Vec::with_capacity(outputs.len());

@@ -168,6 +168,8 @@ fn golden_system() -> Keyspace {
         durable_writes: true,
         tables,
         types,
+        functions: Vec::new(),
+        aggregates: Vec::new(),
         is_virtual: false,
     }
 }

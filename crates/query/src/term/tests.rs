@@ -49,6 +49,7 @@ fn run(ty: &str, term: &str, binds: &[Wire]) -> Result<Term> {
         now_micros: NOW_MICROS,
         keyspace: "ks",
         types: KeyspaceTypes(&types),
+        schema: None,
         random: &random,
     };
     evaluate(&parse_term(term), &parse_type(ty), "v", &ctx)
@@ -651,6 +652,7 @@ mod properties {
                 now_micros: NOW_MICROS,
                 keyspace: "ks",
                 types: KeyspaceTypes(&[]),
+                schema: None,
                 random: &random,
             };
             if let Ok(Term::Value(bytes)) = evaluate(&Expr::Literal(l), &ty, "v", &ctx) {
