@@ -640,6 +640,9 @@ fn evaluate_function(
     ctx: &EvalContext<'_>,
 ) -> Result<Term> {
     let function_args: Vec<Arg<'_>> = args.iter().map(Arg::Term).collect();
+    if let Some(function) = user_function(name, &function_args, receiver, ctx)? {
+        return evaluate_user_function(function, args, receiver, receiver_name, ctx);
+    }
     let function = resolve_function(name, &function_args, receiver)?;
     let return_type = function.return_type();
     if !is_value_compatible(receiver, return_type) {
@@ -667,6 +670,80 @@ fn evaluate_function(
         random: ctx.random,
     };
     Ok(match function.call(&values, &call_context)? {
+        Some(bytes) => Term::Value(bytes),
+        None => Term::Null,
+    })
+}
+
+/// The user-defined function a call in a term names, if one does (a
+/// native function of the same unqualified name wins, as in selections).
+fn user_function<'s>(
+    name: &ast::QualifiedName,
+    args: &[Arg<'_>],
+    receiver: &CqlType,
+    ctx: &EvalContext<'s>,
+) -> Result<Option<&'s crate::udf::UserFunction>> {
+    let fname = name.name.as_str();
+    let keyspace_name = match &name.keyspace {
+        Some(ks) if ks.as_str() == "system" => return Ok(None),
+        Some(ks) => ks.as_str(),
+        None if functions::exists(fname) => return Ok(None),
+        None => ctx.keyspace,
+    };
+    let Some(keyspace) = ctx.schema.and_then(|s| s.keyspace(keyspace_name)) else {
+        return Ok(None);
+    };
+    let overloads = crate::udf::overloads(keyspace, fname);
+    if overloads.is_empty() {
+        return Ok(None);
+    }
+    let called = format!("{keyspace_name}.{fname}");
+    let written = match &name.keyspace {
+        Some(_) => called.clone(),
+        None => fname.to_string(),
+    };
+    let call = crate::udf::Call {
+        written: &written,
+        resolved: &called,
+        receiver: Some(receiver),
+    };
+    match crate::udf::choose(&overloads, args, &call)? {
+        crate::udf::Routine::Scalar(f) => Ok(Some(*f)),
+        crate::udf::Routine::Aggregate(_) => Err(QueryError::invalid(format!(
+            "Aggregate functions are not supported within a term: {called}"
+        ))),
+    }
+}
+
+fn evaluate_user_function(
+    function: &crate::udf::UserFunction,
+    args: &[Expr],
+    receiver: &CqlType,
+    receiver_name: &str,
+    ctx: &EvalContext<'_>,
+) -> Result<Term> {
+    let called = format!("{}.{}", function.keyspace, function.name);
+    if !is_value_compatible(receiver, &function.return_type) {
+        return Err(QueryError::invalid(format!(
+            "Type error: cannot assign result of function {called} (type {}) to {receiver_name} (type {receiver})",
+            function.return_type
+        )));
+    }
+    let mut values = Vec::with_capacity(args.len());
+    for (i, (arg, arg_type)) in args.iter().zip(&function.argument_types).enumerate() {
+        let arg_name = format!("arg{i}({called})");
+        values.push(match evaluate(arg, arg_type, &arg_name, ctx)? {
+            Term::Value(bytes) => Some(bytes),
+            Term::Null => None,
+            Term::Unset => {
+                return Err(QueryError::invalid(format!(
+                    "Invalid unset value for argument in call to function {called}"
+                )))
+            }
+        });
+    }
+    let refs: Vec<Option<&[u8]>> = values.iter().map(Option::as_deref).collect();
+    Ok(match function.call(&refs)? {
         Some(bytes) => Term::Value(bytes),
         None => Term::Null,
     })

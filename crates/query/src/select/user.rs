@@ -11,40 +11,10 @@ use super::{evaluate, is_aggregate, is_term_argument, literal_label, plan_select
 use crate::error::{QueryError, Result};
 use crate::functions::Arg;
 use crate::schema::Table;
-use crate::term::{Assignment, EvalContext, Term};
-use crate::udf::{aggregate_functions, type_text, AggregatePlan, UserAggregate, UserFunction};
-
-/// One overload: a scalar function or an aggregate.
-enum Routine<'a> {
-    Scalar(&'a UserFunction),
-    Aggregate(&'a UserAggregate),
-}
-
-impl Routine<'_> {
-    fn types(&self) -> &[CqlType] {
-        match self {
-            Routine::Scalar(f) => &f.argument_types,
-            Routine::Aggregate(a) => &a.argument_types,
-        }
-    }
-
-    fn return_type(&self) -> &CqlType {
-        match self {
-            Routine::Scalar(f) => &f.return_type,
-            Routine::Aggregate(a) => &a.return_type,
-        }
-    }
-
-    /// `ks.f : (int, int) -> int`, as Cassandra lists signatures.
-    fn signature(&self, called: &str) -> String {
-        let types: Vec<String> = self.types().iter().map(type_text).collect();
-        format!(
-            "{called} : ({}) -> {}",
-            types.join(", "),
-            type_text(self.return_type())
-        )
-    }
-}
+use crate::term::{EvalContext, Term};
+use crate::udf::{
+    aggregate_functions, choose, AggregatePlan, Call, Routine, UserAggregate, UserFunction,
+};
 
 /// The user-defined function or aggregate a call names, planned; None when
 /// no user-defined one has that name (a native function may).
@@ -65,16 +35,7 @@ pub(super) fn plan(
         return Ok(None);
     };
     let fname = name.name.as_str();
-    let mut overloads: Vec<Routine<'_>> = crate::udf::functions_named(keyspace, fname)
-        .map(Routine::Scalar)
-        .collect();
-    overloads.extend(
-        keyspace
-            .aggregates
-            .iter()
-            .filter(|a| a.name == fname)
-            .map(Routine::Aggregate),
-    );
+    let overloads = crate::udf::overloads(keyspace, fname);
     if overloads.is_empty() {
         return Ok(None);
     }
@@ -103,7 +64,16 @@ pub(super) fn plan(
             None => Arg::Term(a),
         })
         .collect();
-    let chosen = choose(&overloads, &views, &called)?;
+    let written = match &name.keyspace {
+        Some(ks) => format!("{}.{fname}", ks.as_str()),
+        None => fname.to_string(),
+    };
+    let call = Call {
+        written: &written,
+        resolved: &called,
+        receiver: None,
+    };
+    let chosen = choose(&overloads, &views, &call)?;
     for (k, a) in args.iter().enumerate() {
         let unbound = ctx.binds.is_empty() && crate::term::contains_bind_marker(a);
         if types[k].is_none() && !unbound {
@@ -139,72 +109,4 @@ pub(super) fn plan(
         }
     };
     Ok(Some((sel, label, out_ty)))
-}
-
-/// The one overload the arguments fit, with Cassandra's messages.
-fn choose<'r, 'a>(
-    overloads: &'r [Routine<'a>],
-    args: &[Arg<'_>],
-    called: &str,
-) -> Result<&'r Routine<'a>> {
-    let fits = |r: &Routine<'_>| {
-        r.types().len() == args.len()
-            && args
-                .iter()
-                .zip(r.types())
-                .all(|(a, t)| crate::functions::test_arg(a, t) != Assignment::NotAssignable)
-    };
-    if let [only] = overloads {
-        if only.types().len() != args.len() {
-            return Err(QueryError::invalid(format!(
-                "Invalid number of arguments in call to function {called}: {} required but {} provided",
-                only.types().len(),
-                args.len()
-            )));
-        }
-        if !fits(only) {
-            let (i, (arg, ty)) = args
-                .iter()
-                .zip(only.types())
-                .enumerate()
-                .find(|(_, (a, t))| crate::functions::test_arg(a, t) == Assignment::NotAssignable)
-                .ok_or_else(|| QueryError::Server("no argument failed".into()))?;
-            return Err(QueryError::invalid(format!(
-                "Type error: {} cannot be passed as argument {i} of function {called} of type {}",
-                crate::functions::arg_text(arg),
-                type_text(ty)
-            )));
-        }
-        return Ok(only);
-    }
-    let fitting: Vec<&Routine<'_>> = overloads.iter().filter(|r| fits(r)).collect();
-    let exact: Vec<&Routine<'_>> = fitting
-        .iter()
-        .copied()
-        .filter(|r| {
-            args.iter()
-                .zip(r.types())
-                .all(|(a, t)| crate::functions::test_arg(a, t) == Assignment::Exact)
-        })
-        .collect();
-    let signatures = |list: &[&Routine<'_>]| -> String {
-        list.iter()
-            .map(|r| r.signature(called))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    match (exact.as_slice(), fitting.as_slice()) {
-        ([one], _) | ([], [one]) => Ok(*one),
-        (_, []) => {
-            let all: Vec<&Routine<'_>> = overloads.iter().collect();
-            Err(QueryError::invalid(format!(
-                "Invalid call to function {called}, none of its type signatures match (known type signatures: {})",
-                signatures(&all)
-            )))
-        }
-        (_, several) => Err(QueryError::invalid(format!(
-            "Ambiguous call to function {called} (can be matched by following signatures: {}): use type casts to disambiguate",
-            signatures(several)
-        ))),
-    }
 }

@@ -925,11 +925,13 @@ fn equality(op: BinOp, left: Typed, right: Typed) -> Result<Typed, Failure> {
         (t, Ty::Null) if t.is_reference() => {
             return Ok((Expr::IsNull(is_eq, Box::new(left.0)), boolean))
         }
-        (a, b) if a.is_reference() && b.is_reference() => return Err(format!(
+        (a, b) if a.is_reference() && b.is_reference() => {
+            return Err(format!(
             "'==' of two objects ({} and {}): Java compares references; use equals() in Cassandra",
             a.name(),
             b.name()
-        )),
+        ))
+        }
         (a, b) if a.unboxed() == Some(Prim::Bool) && b.unboxed() == Some(Prim::Bool) => {
             let l = to_prim(left.0, a, Prim::Bool, "'=='")?;
             let r = to_prim(right.0, b, Prim::Bool, "'=='")?;
