@@ -516,6 +516,76 @@ fn is_term_argument(a: &Expr) -> bool {
     }
 }
 
+/// The arguments of a function call in a selection: selectors planned,
+/// terms left for the chosen overload's parameter types.
+struct FunctionArgs {
+    sels: Vec<Sel>,
+    labels: Vec<String>,
+    /// None for a term.
+    types: Vec<Option<CqlType>>,
+}
+
+impl FunctionArgs {
+    fn plan(table: &Table, args: &[Expr], ctx: &EvalContext<'_>) -> Result<FunctionArgs> {
+        let mut out = FunctionArgs {
+            sels: Vec::new(),
+            labels: Vec::new(),
+            types: Vec::new(),
+        };
+        for a in args {
+            if is_term_argument(a) {
+                out.sels.push(Sel::Constant(None));
+                out.labels.push(literal_label(a));
+                out.types.push(None);
+            } else {
+                let (s, l, t) = plan_selector(table, a, ctx)?;
+                out.sels.push(s);
+                out.labels.push(l);
+                out.types.push(Some(t));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The arguments as overload resolution sees them.
+    fn views<'e>(&'e self, args: &'e [Expr]) -> Vec<crate::functions::Arg<'e>> {
+        args.iter()
+            .zip(&self.types)
+            .zip(&self.labels)
+            .map(|((a, t), label)| match t {
+                Some(t) => crate::functions::Arg::Selector(t, label),
+                None => crate::functions::Arg::Term(a),
+            })
+            .collect()
+    }
+
+    /// Evaluates the term arguments as the chosen parameter types.
+    fn bind_terms(
+        &mut self,
+        args: &[Expr],
+        params: &[CqlType],
+        fname: &str,
+        ctx: &EvalContext<'_>,
+    ) -> Result<()> {
+        for (k, a) in args.iter().enumerate() {
+            // At PREPARE no value is bound: the marker's value comes at EXECUTE.
+            let unbound = ctx.binds.is_empty() && crate::term::contains_bind_marker(a);
+            if self.types[k].is_none() && !unbound {
+                let ty = params
+                    .get(k)
+                    .cloned()
+                    .unwrap_or(CqlType::Native(NativeType::Blob));
+                let value = match evaluate(a, &ty, fname, ctx)? {
+                    Term::Value(v) => Some(v),
+                    _ => None,
+                };
+                self.sels[k] = Sel::Constant(value);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A native scalar function: the overload chosen from the selector
 /// arguments' types and the terms, whose values are then evaluated as the
 /// chosen parameter types.
@@ -526,49 +596,15 @@ fn plan_scalar_function(
     ctx: &EvalContext<'_>,
 ) -> Result<Planned> {
     let fname = name.name.as_str();
-    let mut planned = Vec::new();
-    let mut labels = Vec::new();
-    let mut types: Vec<Option<CqlType>> = Vec::new();
-    for a in args {
-        if is_term_argument(a) {
-            planned.push(Sel::Constant(None));
-            labels.push(literal_label(a));
-            types.push(None);
-        } else {
-            let (s, l, t) = plan_selector(table, a, ctx)?;
-            planned.push(s);
-            labels.push(l);
-            types.push(Some(t));
-        }
-    }
-    let resolved = {
-        let arg_views: Vec<crate::functions::Arg<'_>> = args
-            .iter()
-            .zip(&types)
-            .zip(&labels)
-            .map(|((a, t), label)| match t {
-                Some(t) => crate::functions::Arg::Selector(t, label),
-                None => crate::functions::Arg::Term(a),
-            })
-            .collect();
-        crate::functions::resolve_called(fname, &arg_views, name.keyspace.is_some())?
-    };
-    for (k, a) in args.iter().enumerate() {
-        // At PREPARE no value is bound: the marker's value comes at EXECUTE.
-        let unbound = ctx.binds.is_empty() && crate::term::contains_bind_marker(a);
-        if types[k].is_none() && !unbound {
-            let ty = resolved
-                .arg_types()
-                .get(k)
-                .cloned()
-                .unwrap_or(CqlType::Native(NativeType::Blob));
-            let value = match evaluate(a, &ty, fname, ctx)? {
-                Term::Value(v) => Some(v),
-                _ => None,
-            };
-            planned[k] = Sel::Constant(value);
-        }
-    }
+    let mut planned = FunctionArgs::plan(table, args, ctx)?;
+    let resolved =
+        crate::functions::resolve_called(fname, &planned.views(args), name.keyspace.is_some())?;
+    planned.bind_terms(args, resolved.arg_types(), fname, ctx)?;
+    let FunctionArgs {
+        sels: planned,
+        labels,
+        ..
+    } = planned;
     let mut ty = resolved.return_type().clone();
     if matches!(fname, "blobastimeuuid" | "blob_as_timeuuid") {
         // Cassandra 5.0.6 types this function's result with its

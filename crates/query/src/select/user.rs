@@ -5,13 +5,11 @@
 use std::sync::Arc;
 
 use rocksandra_cql::ast::{Expr, QualifiedName};
-use rocksandra_data::types::CqlType;
 
-use super::{evaluate, is_aggregate, is_term_argument, literal_label, plan_selector, Planned, Sel};
+use super::{is_aggregate, FunctionArgs, Planned, Sel};
 use crate::error::{QueryError, Result};
-use crate::functions::Arg;
 use crate::schema::Table;
-use crate::term::{EvalContext, Term};
+use crate::term::EvalContext;
 use crate::udf::{
     aggregate_functions, choose, AggregatePlan, Call, Routine, UserAggregate, UserFunction,
 };
@@ -40,30 +38,8 @@ pub(super) fn plan(
         return Ok(None);
     }
     let called = format!("{keyspace_name}.{fname}");
-    let mut planned = Vec::new();
-    let mut labels = Vec::new();
-    let mut types: Vec<Option<CqlType>> = Vec::new();
-    for a in args {
-        if is_term_argument(a) {
-            planned.push(Sel::Constant(None));
-            labels.push(literal_label(a));
-            types.push(None);
-        } else {
-            let (s, l, t) = plan_selector(table, a, ctx)?;
-            planned.push(s);
-            labels.push(l);
-            types.push(Some(t));
-        }
-    }
-    let views: Vec<Arg<'_>> = args
-        .iter()
-        .zip(&types)
-        .zip(&labels)
-        .map(|((a, t), label)| match t {
-            Some(t) => Arg::Selector(t, label),
-            None => Arg::Term(a),
-        })
-        .collect();
+    let mut planned = FunctionArgs::plan(table, args, ctx)?;
+    let views = planned.views(args);
     let written = match &name.keyspace {
         Some(ks) => format!("{}.{fname}", ks.as_str()),
         None => fname.to_string(),
@@ -74,16 +50,12 @@ pub(super) fn plan(
         receiver: None,
     };
     let chosen = choose(&overloads, &views, &call)?;
-    for (k, a) in args.iter().enumerate() {
-        let unbound = ctx.binds.is_empty() && crate::term::contains_bind_marker(a);
-        if types[k].is_none() && !unbound {
-            let value = match evaluate(a, &chosen.types()[k], fname, ctx)? {
-                Term::Value(v) => Some(v),
-                _ => None,
-            };
-            planned[k] = Sel::Constant(value);
-        }
-    }
+    planned.bind_terms(args, chosen.types(), fname, ctx)?;
+    let FunctionArgs {
+        sels: planned,
+        labels,
+        ..
+    } = planned;
     let label = format!("{called}({})", labels.join(", "));
     let out_ty = chosen.return_type().clone();
     let sel = match chosen {

@@ -179,6 +179,30 @@ enum Replace {
     Existing,
 }
 
+/// IF NOT EXISTS and OR REPLACE against what exists: `Err` when that
+/// decides (a new definition, or nothing to do), else the definition the
+/// new one replaces, still to be checked.
+fn directives<'a, T>(
+    existing: Option<&'a T>,
+    kind: &str,
+    name: &str,
+    if_not_exists: bool,
+    or_replace: bool,
+) -> Result<std::result::Result<&'a T, Replace>> {
+    let Some(existing) = existing else {
+        return Ok(Err(Replace::New));
+    };
+    if if_not_exists {
+        return Ok(Err(Replace::Keep));
+    }
+    if !or_replace {
+        return Err(QueryError::invalid(format!(
+            "{kind} '{name}' already exists"
+        )));
+    }
+    Ok(Ok(existing))
+}
+
 fn check_replace_function(
     ks: &Keyspace,
     function: &UserFunction,
@@ -190,17 +214,11 @@ fn check_replace_function(
             "Function '{name}' cannot replace an aggregate"
         )));
     }
-    let Some(existing) = find_function(ks, name, &function.argument_types) else {
-        return Ok(Replace::New);
+    let found = find_function(ks, name, &function.argument_types);
+    let existing = match directives(found, "Function", name, stmt.if_not_exists, stmt.or_replace)? {
+        Ok(existing) => existing,
+        Err(decided) => return Ok(decided),
     };
-    if stmt.if_not_exists {
-        return Ok(Replace::Keep);
-    }
-    if !stmt.or_replace {
-        return Err(QueryError::invalid(format!(
-            "Function '{name}' already exists"
-        )));
-    }
     if existing.called_on_null_input != function.called_on_null_input {
         return Err(QueryError::invalid(format!(
             "Function '{name}' must have {} directive",
@@ -219,11 +237,14 @@ fn check_replace_function(
     Ok(Replace::Existing)
 }
 
+/// Evaluates INITCOND as a value of the state type (None: null).
+pub type InitialCondition<'a> = dyn Fn(&Expr, &CqlType) -> Result<Option<Vec<u8>>> + 'a;
+
 pub fn create_aggregate(
     schema: &Schema,
     keyspace: &str,
     stmt: &CreateAggregate,
-    initial_condition: &dyn Fn(&Expr, &CqlType) -> Result<Option<Vec<u8>>>,
+    initial_condition: &InitialCondition<'_>,
 ) -> Result<DdlOutcome> {
     let name = stmt.name.name.as_str();
     if stmt.or_replace && stmt.if_not_exists {
@@ -341,7 +362,7 @@ fn aggregate_functions<'a>(
 fn initial_state(
     expr: &Expr,
     state_type: &CqlType,
-    evaluate: &dyn Fn(&Expr, &CqlType) -> Result<Option<Vec<u8>>>,
+    evaluate: &InitialCondition<'_>,
 ) -> Result<Option<Vec<u8>>> {
     let value = evaluate(expr, state_type)?;
     let empty_allowed = matches!(
@@ -370,17 +391,17 @@ fn check_replace_aggregate(
             "Aggregate '{name}' cannot replace a function"
         )));
     }
-    let Some(existing) = find_aggregate(ks, name, &aggregate.argument_types) else {
-        return Ok(Replace::New);
+    let found = find_aggregate(ks, name, &aggregate.argument_types);
+    let existing = match directives(
+        found,
+        "Aggregate",
+        name,
+        stmt.if_not_exists,
+        stmt.or_replace,
+    )? {
+        Ok(existing) => existing,
+        Err(decided) => return Ok(decided),
     };
-    if stmt.if_not_exists {
-        return Ok(Replace::Keep);
-    }
-    if !stmt.or_replace {
-        return Err(QueryError::invalid(format!(
-            "Aggregate '{name}' already exists"
-        )));
-    }
     if !compatible(&aggregate.return_type, &existing.return_type) {
         return Err(QueryError::invalid(format!(
             "Cannot replace aggregate '{name}', the new return type {} isn't compatible with the return type {} of existing function",

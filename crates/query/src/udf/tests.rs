@@ -78,3 +78,98 @@ fn an_aggregate_folds_rows_then_finishes() {
     let empty = AggregateState::new(plan);
     assert_eq!(empty.finish().expect("finishes"), Some(int_bytes(20)));
 }
+
+fn statement(text: &str) -> rocksandra_cql::ast::Statement {
+    rocksandra_cql::parse_statement(text)
+        .expect("parses")
+        .statement
+}
+
+/// Applies a CREATE/DROP FUNCTION or AGGREGATE (INITCOND an int literal).
+fn apply(schema: &crate::schema::Schema, text: &str) -> crate::schema::Schema {
+    use rocksandra_cql::ast::{Expr, Literal, Statement};
+    let initial = |e: &Expr, _: &CqlType| match e {
+        Expr::Literal(Literal::Integer(n)) => Ok(Some(int_bytes(n.parse().unwrap_or(0)))),
+        _ => Ok(None),
+    };
+    let outcome = match statement(text) {
+        Statement::CreateFunction(s) => super::ddl::create_function(schema, "ks", &s),
+        Statement::CreateAggregate(s) => super::ddl::create_aggregate(schema, "ks", &s, &initial),
+        Statement::DropFunction(s) => super::ddl::drop_function(schema, "ks", &s),
+        other => panic!("not a function statement: {other:?}"),
+    };
+    outcome
+        .expect("applies")
+        .schema
+        .expect("changes the schema")
+}
+
+#[test]
+fn schema_events_stored_form_and_drop_keyspace() {
+    use rocksandra_wire::{SchemaChangeTarget, SchemaChangeType};
+    let base = crate::schema::Schema::builtin();
+    let rocksandra_cql::ast::Statement::CreateKeyspace(ks) = statement(
+        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+    ) else {
+        panic!("a CREATE KEYSPACE");
+    };
+    let with_ks = crate::ddl::create_keyspace(&base, &ks, &[])
+        .expect("creates")
+        .schema
+        .expect("changes");
+    let with_f = apply(
+        &with_ks,
+        "CREATE FUNCTION ks.acc (s int, v int) RETURNS NULL ON NULL INPUT RETURNS int LANGUAGE java AS 'return s + v;'",
+    );
+    let with_a = apply(
+        &with_f,
+        "CREATE AGGREGATE ks.total (int) SFUNC acc STYPE int INITCOND 7",
+    );
+    let events = crate::schema::diff(&with_ks, &with_a);
+    let targets: Vec<(SchemaChangeType, SchemaChangeTarget)> = events
+        .into_iter()
+        .map(|e| (e.change_type, e.target))
+        .collect();
+    assert_eq!(
+        targets,
+        vec![
+            (
+                SchemaChangeType::Created,
+                SchemaChangeTarget::Function {
+                    keyspace: "ks".into(),
+                    name: "acc".into(),
+                    arg_types: vec!["int".into(), "int".into()],
+                }
+            ),
+            (
+                SchemaChangeType::Created,
+                SchemaChangeTarget::Aggregate {
+                    keyspace: "ks".into(),
+                    name: "total".into(),
+                    arg_types: vec!["int".into()],
+                }
+            ),
+        ]
+    );
+    // The stored form reads back to the same functions, bodies compiled.
+    let mut reread = crate::schema::Schema::builtin();
+    reread
+        .load_stored_json(&with_a.to_stored_json())
+        .expect("reads");
+    assert_eq!(reread.keyspace("ks"), with_a.keyspace("ks"));
+    let keyspace = reread.keyspace("ks").expect("kept");
+    assert_eq!(
+        super::initial_condition_literal(&keyspace.aggregates[0]).as_deref(),
+        Some("7")
+    );
+    // DROP KEYSPACE takes them along.
+    let dropped = crate::ddl::drop_keyspace(&with_a, "ks", false)
+        .expect("drops")
+        .schema
+        .expect("changes");
+    let gone = crate::schema::diff(&with_a, &dropped);
+    assert!(gone
+        .iter()
+        .any(|e| e.change_type == SchemaChangeType::Dropped
+            && matches!(&e.target, SchemaChangeTarget::Function { name, .. } if name == "acc")));
+}
