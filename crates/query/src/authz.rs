@@ -338,7 +338,11 @@ pub fn requirements(
     let on = Resources { schema, session_ks };
     let table = |name: &ast::QualifiedName| on.table(name);
     Ok(match statement {
-        Statement::Select(s) => on.select(s)?,
+        Statement::Select(s) => {
+            let mut out = on.select(s)?;
+            out.extend(on.function_calls(s)?);
+            out
+        }
         Statement::Insert(i) => modification(&i.table, i.if_not_exists, &table)?,
         Statement::Update(u) => modification(&u.table, u.condition.is_some(), &table)?,
         Statement::Delete(d) => modification(&d.table, d.condition.is_some(), &table)?,
@@ -584,6 +588,89 @@ impl Resources<'_> {
                 },
             },
         )
+    }
+
+    /// EXECUTE on the user-defined functions and aggregates a selection
+    /// calls (an aggregate's state and final functions too), as
+    /// Cassandra's `SelectStatement.authorize`: every overload of the
+    /// name taking that many arguments.
+    fn function_calls(&self, s: &ast::Select) -> Result<Vec<(Permission, Resource)>> {
+        let keyspace = keyspace_of(&s.table, self.session_ks)?;
+        let mut out = Vec::new();
+        if let ast::Selection::Selectors(selectors) = &s.selection {
+            for selector in selectors {
+                self.calls_in(&selector.expr, keyspace, &mut out);
+            }
+        }
+        Ok(out)
+    }
+
+    fn calls_in(
+        &self,
+        expr: &ast::Expr,
+        table_keyspace: &str,
+        out: &mut Vec<(Permission, Resource)>,
+    ) {
+        let children: Vec<&ast::Expr> = match expr {
+            ast::Expr::Function { name, args } => {
+                self.user_routines(name, args.len(), table_keyspace, out);
+                args.iter().collect()
+            }
+            ast::Expr::Cast { expr, .. }
+            | ast::Expr::TypeHint { expr, .. }
+            | ast::Expr::Negate(expr) => {
+                vec![&**expr]
+            }
+            ast::Expr::Field { udt, .. } => vec![&**udt],
+            ast::Expr::Element { collection, key } => vec![&**collection, &**key],
+            ast::Expr::Binary { left, right, .. } => vec![&**left, &**right],
+            _ => Vec::new(),
+        };
+        for child in children {
+            self.calls_in(child, table_keyspace, out);
+        }
+    }
+
+    fn user_routines(
+        &self,
+        name: &ast::QualifiedName,
+        arity: usize,
+        table_keyspace: &str,
+        out: &mut Vec<(Permission, Resource)>,
+    ) {
+        let fname = name.name.as_str();
+        let keyspace = match &name.keyspace {
+            Some(k) if k.as_str() == "system" => return,
+            Some(k) => k.as_str(),
+            None if crate::functions::exists(fname) => return,
+            None => table_keyspace,
+        };
+        let Some(ks) = self.schema.keyspace(keyspace) else {
+            return;
+        };
+        let resource = |name: &str, types: &[CqlType]| Resource::Function {
+            keyspace: keyspace.into(),
+            name: name.into(),
+            arguments: types.iter().map(crate::udf::type_text).collect(),
+        };
+        for routine in crate::udf::overloads(ks, fname) {
+            if routine.types().len() != arity {
+                continue;
+            }
+            match routine {
+                crate::udf::Routine::Scalar(f) => {
+                    out.push((Permission::Execute, resource(&f.name, &f.argument_types)));
+                }
+                crate::udf::Routine::Aggregate(a) => {
+                    out.push((Permission::Execute, resource(&a.name, &a.argument_types)));
+                    if let Ok((state, last)) = crate::udf::aggregate_functions(ks, a) {
+                        for f in std::iter::once(state).chain(last) {
+                            out.push((Permission::Execute, resource(&f.name, &f.argument_types)));
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// DROP of a keyspace, table, type, index (ALTER on its table) or view
