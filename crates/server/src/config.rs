@@ -2367,6 +2367,20 @@ prometheus_port: 9500
     }
 
     #[test]
+    fn user_defined_functions_take_their_old_name_too() {
+        assert!(!parse_ok("").user_defined_functions_enabled);
+        assert!(parse_ok("user_defined_functions_enabled: true\n").user_defined_functions_enabled);
+        assert!(parse_ok("enable_user_defined_functions: true\n").user_defined_functions_enabled);
+        assert_eq!(
+            error_text(
+                "user_defined_functions_enabled: true\nenable_user_defined_functions: true\n"
+            ),
+            "both user_defined_functions_enabled and its legacy form \
+             enable_user_defined_functions are set; keep one"
+        );
+    }
+
+    #[test]
     fn duration_strings() {
         assert_eq!(parse_duration("10000ms"), Ok(Duration::from_millis(10_000)));
         assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
