@@ -367,14 +367,6 @@ pub fn compile_body(
 
 // ---------------------------------------------------------------- lookup
 
-/// The functions of `keyspace` named `name`.
-pub fn functions_named<'a>(
-    keyspace: &'a crate::schema::Keyspace,
-    name: &'a str,
-) -> impl Iterator<Item = &'a UserFunction> {
-    keyspace.functions.iter().filter(move |f| f.name == name)
-}
-
 /// The function of `keyspace` with this exact signature.
 pub fn find_function<'a>(
     keyspace: &'a crate::schema::Keyspace,

@@ -156,20 +156,32 @@ pub fn create_function(
         compiled: Arc::new(compiled),
     };
     let target = function_target(keyspace, name, raw_texts(&raw_types), false);
-    let change_type = match check_replace_function(ks, &function, stmt)? {
-        Replace::Keep => return Ok(outcome(None, SchemaChangeType::Created, target)),
+    let decision = check_replace_function(ks, &function, stmt)?;
+    Ok(created(schema, ks, decision, target, move |next| {
+        next.functions
+            .retain(|f| !(f.name == function.name && f.argument_types == function.argument_types));
+        next.functions.push(function);
+    }))
+}
+
+/// What a CREATE makes of `decision`: nothing for IF NOT EXISTS on an
+/// existing definition, else the keyspace `change` makes, the definition
+/// created or updated.
+fn created(
+    schema: &Schema,
+    ks: &Keyspace,
+    decision: Replace,
+    target: SchemaChangeTarget,
+    change: impl FnOnce(&mut Keyspace),
+) -> DdlOutcome {
+    let change_type = match decision {
+        Replace::Keep => return outcome(None, SchemaChangeType::Created, target),
         Replace::New => SchemaChangeType::Created,
         Replace::Existing => SchemaChangeType::Updated,
     };
     let mut next = Keyspace::clone(ks);
-    next.functions
-        .retain(|f| !(f.name == function.name && f.argument_types == function.argument_types));
-    next.functions.push(function);
-    Ok(outcome(
-        Some(with_keyspace(schema, next)),
-        change_type,
-        target,
-    ))
+    change(&mut next);
+    outcome(Some(with_keyspace(schema, next)), change_type, target)
 }
 
 enum Replace {
@@ -290,20 +302,13 @@ pub fn create_aggregate(
         return_type,
     };
     let target = function_target(keyspace, name, raw_texts(&stmt.argument_types), true);
-    let change_type = match check_replace_aggregate(ks, &aggregate, stmt)? {
-        Replace::Keep => return Ok(outcome(None, SchemaChangeType::Created, target)),
-        Replace::New => SchemaChangeType::Created,
-        Replace::Existing => SchemaChangeType::Updated,
-    };
-    let mut next = Keyspace::clone(ks);
-    next.aggregates
-        .retain(|a| !(a.name == aggregate.name && a.argument_types == aggregate.argument_types));
-    next.aggregates.push(aggregate);
-    Ok(outcome(
-        Some(with_keyspace(schema, next)),
-        change_type,
-        target,
-    ))
+    let decision = check_replace_aggregate(ks, &aggregate, stmt)?;
+    Ok(created(schema, ks, decision, target, move |next| {
+        next.aggregates.retain(|a| {
+            !(a.name == aggregate.name && a.argument_types == aggregate.argument_types)
+        });
+        next.aggregates.push(aggregate);
+    }))
 }
 
 /// The state function, and the return type (the final function's, else
