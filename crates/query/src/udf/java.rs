@@ -16,8 +16,8 @@
 //! - calls: `Math.abs max min sqrt cbrt log log10 exp pow floor ceil`,
 //!   `Integer/Long/Short/Byte/Float/Double/Boolean.valueOf`, `String.valueOf`,
 //!   `x.intValue() longValue() doubleValue() floatValue() shortValue()
-//!   byteValue() toString()`, `s.length() isEmpty() toUpperCase()
-//!   toLowerCase() trim()`.
+//!   byteValue() toString()`, `x.equals(y)` of one class, `s.length()
+//!   isEmpty() toUpperCase() toLowerCase() trim()`.
 //!
 //! Run-time failures are Java's exceptions (`NullPointerException` when a
 //! null is unboxed or called, `ArithmeticException: / by zero`), reported by
@@ -232,6 +232,8 @@ enum Method {
     Upper,
     Lower,
     Trim,
+    /// `x.equals(y)`: Java's `String.equals` and the boxes' `equals`.
+    Equals,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -1030,6 +1032,9 @@ fn math_call(name: &str, method: &str, args: Vec<Typed>) -> Result<Typed, Failur
 
 fn instance_call(target: Typed, method: &str, args: Vec<Typed>) -> Result<Typed, Failure> {
     let (e, ty) = target;
+    if method == "equals" {
+        return equals_call(e, ty, args);
+    }
     if !args.is_empty() {
         return Err(format!("the method {}.{method} with arguments", ty.name()));
     }
@@ -1066,6 +1071,36 @@ fn instance_call(target: Typed, method: &str, args: Vec<Typed>) -> Result<Typed,
             Ok((Expr::Convert(to, Box::new(e)), Ty::Prim(to)))
         }
         _ => Err(format!("the method {}.{method}()", ty.name())),
+    }
+}
+
+/// `x.equals(y)` of a String or a box, with an argument of the same class
+/// (a primitive boxed to it, or null); other classes are refused.
+fn equals_call(e: Expr, ty: Ty, args: Vec<Typed>) -> Result<Typed, Failure> {
+    let (arg, arg_ty) = one_arg(args, "equals")?;
+    let same_class = match (ty, arg_ty) {
+        (Ty::Str, Ty::Str | Ty::Null) | (Ty::Boxed(_), Ty::Null) => true,
+        (Ty::Boxed(p), Ty::Boxed(q) | Ty::Prim(q)) => p == q,
+        _ => false,
+    };
+    if !same_class {
+        return Err(format!("{}.equals of a {}", ty.name(), arg_ty.name()));
+    }
+    Ok((
+        Expr::Call(Method::Equals, vec![e, arg]),
+        Ty::Prim(Prim::Bool),
+    ))
+}
+
+/// Java's `equals` of two values of one class: floating point by bits,
+/// every NaN equal to every NaN.
+fn java_equals(a: &Val, b: &Val) -> bool {
+    match (a, b) {
+        (Val::Double(x), Val::Double(y)) => {
+            (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits()
+        }
+        (Val::Float(x), Val::Float(y)) => (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits(),
+        _ => a == b,
     }
 }
 
@@ -1349,6 +1384,10 @@ fn call(m: Method, args: Vec<Val>) -> Result<Val, Failure> {
         Method::IsEmpty => Val::Bool(text(&first)?.is_empty()),
         Method::Upper => Val::Str(text(&first)?.to_uppercase()),
         Method::Lower => Val::Str(text(&first)?.to_lowercase()),
+        Method::Equals => match first {
+            Val::Null => return Err(NPE.into()),
+            target => Val::Bool(java_equals(&target, &second)),
+        },
         Method::Trim => Val::Str(text(&first)?.trim_matches(|c: char| c <= ' ').to_string()),
     })
 }

@@ -172,3 +172,52 @@ fn what_java_or_the_subset_refuses() {
     assert!(refused("return 2147483648;", &ab, INT).contains("too large"));
     assert!(refused("return a.foo();", &ab, INT).contains("foo"));
 }
+
+#[test]
+fn equals_compares_as_java() {
+    let st = [("s", TEXT), ("t", TEXT)];
+    let body = "return s.equals(t);";
+    let yes = run(
+        body,
+        &st,
+        Ty::Boxed(Prim::Bool),
+        vec![Val::Str("a".into()), Val::Str("a".into())],
+    );
+    assert_eq!(yes, Ok(Val::Bool(true)));
+    let no = run(
+        body,
+        &st,
+        Ty::Boxed(Prim::Bool),
+        vec![Val::Str("a".into()), Val::Null],
+    );
+    assert_eq!(no, Ok(Val::Bool(false)));
+    let npe = run(
+        body,
+        &st,
+        Ty::Boxed(Prim::Bool),
+        vec![Val::Null, Val::Str("a".into())],
+    );
+    assert_eq!(npe, Err("java.lang.NullPointerException".into()));
+    let dd = [("a", DOUBLE), ("b", DOUBLE)];
+    let nan = run(
+        "return a.equals(b);",
+        &dd,
+        Ty::Boxed(Prim::Bool),
+        vec![Val::Double(f64::NAN), Val::Double(f64::NAN)],
+    );
+    assert_eq!(nan, Ok(Val::Bool(true)));
+    let zeros = run(
+        "return a.equals(b);",
+        &dd,
+        Ty::Boxed(Prim::Bool),
+        vec![Val::Double(0.0), Val::Double(-0.0)],
+    );
+    assert_eq!(zeros, Ok(Val::Bool(false)));
+    // Integer.equals(Long) is always false in Java: refused, not guessed.
+    assert!(refused(
+        "return a.equals(b);",
+        &[("a", INT), ("b", LONG)],
+        Ty::Boxed(Prim::Bool)
+    )
+    .contains("equals"));
+}
