@@ -1209,6 +1209,7 @@ pub fn create_table(
         is_virtual: false,
         view: None,
         compact,
+        metrics: Default::default(),
     };
     table.sort_value_columns();
     let table = Arc::new(table);

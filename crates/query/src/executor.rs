@@ -29,6 +29,7 @@ use crate::ddl::{self, DdlOutcome};
 use crate::error::{QueryError, Result};
 use crate::guard::StatementGuard;
 use crate::guardrails::Guardrails;
+use crate::metrics::{ClientRequestMetrics, MeteredProxy};
 use crate::prepared_cache::PreparedCache;
 pub use crate::request::{Env, Outcome, Request};
 use crate::schema::keyspace_of;
@@ -107,9 +108,11 @@ pub struct Executor {
     schema_dir: Option<PathBuf>,
     engine: Arc<dyn Engine>,
     /// User data on a single node: storage directly.
-    local: crate::proxy::LocalProxy,
+    local: MeteredProxy,
     /// User data in a cluster: the coordinator, once set.
-    cluster: std::sync::OnceLock<Arc<dyn crate::proxy::DataProxy>>,
+    cluster: std::sync::OnceLock<MeteredProxy>,
+    /// Cassandra's client request metrics, recorded by both proxies.
+    client_requests: Arc<ClientRequestMetrics>,
     /// Schema changes in a cluster: serialized and spread by this.
     schema_sync: std::sync::OnceLock<Arc<dyn SchemaSync>>,
     node: RwLock<NodeInfo>,
@@ -175,16 +178,19 @@ impl Executor {
         }
         let rmw_lock = Arc::new(crate::proxy::RmwLock::default());
         let settings = Settings::default();
+        let client_requests = Arc::new(ClientRequestMetrics::default());
+        let local = crate::proxy::LocalProxy::new(
+            engine.clone(),
+            rmw_lock.clone(),
+            settings.tombstones.clone(),
+        );
         let executor = Executor {
             schema: RwLock::new(Arc::new(schema)),
             ddl_lock: Mutex::new(()),
             schema_dir,
-            local: crate::proxy::LocalProxy::new(
-                engine.clone(),
-                rmw_lock.clone(),
-                settings.tombstones.clone(),
-            ),
+            local: MeteredProxy::new(Arc::new(local), client_requests.clone()),
             cluster: std::sync::OnceLock::new(),
+            client_requests,
             schema_sync: std::sync::OnceLock::new(),
             engine,
             node: RwLock::new(node),
@@ -253,7 +259,7 @@ impl Executor {
     /// now on; can be set once.
     pub fn set_data_proxy(&self, proxy: Arc<dyn crate::proxy::DataProxy>) -> Result<()> {
         self.cluster
-            .set(proxy)
+            .set(MeteredProxy::new(proxy, self.client_requests.clone()))
             .map_err(|_| QueryError::Server("the data proxy is already set".into()))?;
         // A cluster ranks ANN queries by scan: no graph to feed.
         self.vector_graphs.disable();
@@ -269,7 +275,7 @@ impl Executor {
     /// What a statement may use of this node while it runs.
     pub(crate) fn ctx(&self) -> StatementCtx<'_> {
         let data: &dyn crate::proxy::DataProxy = match self.cluster.get() {
-            Some(proxy) => &**proxy,
+            Some(proxy) => proxy,
             None => &self.local,
         };
         StatementCtx {
@@ -284,6 +290,11 @@ impl Executor {
             settings: &self.settings,
             runner: self,
         }
+    }
+
+    /// Cassandra's client request metrics of this node as a coordinator.
+    pub fn client_request_metrics(&self) -> &ClientRequestMetrics {
+        &self.client_requests
     }
 
     /// The storage engine of this node.
@@ -950,6 +961,7 @@ impl Executor {
         for id in outcome.effects.drop.iter().chain(&indexes.drop) {
             self.engine.drop_table(*id)?;
         }
+        next.keep_metrics_of(&current);
         *self.schema.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
         self.vector_graphs.retain(&self.schema(), &[]);
         Ok(Outcome {
@@ -1016,6 +1028,7 @@ impl Executor {
         for id in dropped {
             self.engine.drop_table(id)?;
         }
+        next.keep_metrics_of(&current);
         *self.schema.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
         self.vector_graphs.retain(&self.schema(), &[]);
         Ok(changes)

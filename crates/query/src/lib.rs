@@ -16,6 +16,7 @@ pub(crate) mod guard;
 pub mod guardrails;
 pub mod index;
 pub mod json;
+pub mod metrics;
 pub mod modify;
 pub mod prepared_cache;
 pub mod proxy;

@@ -228,6 +228,8 @@ pub struct Table {
     pub view: Option<Arc<ViewDef>>,
     /// Set for a `COMPACT STORAGE` table.
     pub compact: Option<CompactStorage>,
+    /// What this node measured of the table (not part of its definition).
+    pub metrics: crate::metrics::TableMetricsHandle,
 }
 
 /// What makes a table a COMPACT STORAGE one (Cassandra's table flags
@@ -654,6 +656,36 @@ impl Schema {
         self.keyspaces.values().flat_map(|k| k.tables.values())
     }
 
+    /// Gives each table the metrics handle the same table (by storage id)
+    /// has in `previous`, so that a schema change, from DDL or from a
+    /// peer, keeps what was measured; new tables keep their fresh one.
+    pub fn keep_metrics_of(&mut self, previous: &Schema) {
+        let handles: std::collections::HashMap<TableId, &crate::metrics::TableMetricsHandle> =
+            previous
+                .keyspaces
+                .values()
+                .flat_map(|k| k.tables.values())
+                .map(|t| (t.storage_id, &t.metrics))
+                .collect();
+        for keyspace in self.keyspaces.values_mut() {
+            let moved = keyspace.tables.values().any(|t| {
+                handles
+                    .get(&t.storage_id)
+                    .is_some_and(|h| !h.same_as(&t.metrics))
+            });
+            if !moved {
+                continue;
+            }
+            for table in Arc::make_mut(keyspace).tables.values_mut() {
+                if let Some(handle) = handles.get(&table.storage_id) {
+                    if !handle.same_as(&table.metrics) {
+                        Arc::make_mut(table).metrics = (*handle).clone();
+                    }
+                }
+            }
+        }
+    }
+
     /// The keyspace and table stored under `id`.
     pub fn table_by_storage_id(&self, id: TableId) -> Option<(&Arc<Keyspace>, &Arc<Table>)> {
         self.keyspaces.values().find_map(|k| {
@@ -928,6 +960,7 @@ impl Schema {
                         None => None,
                     },
                     compact: t.compact,
+                    metrics: Default::default(),
                 };
                 tables.insert(t.name, Arc::new(table));
             }

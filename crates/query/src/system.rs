@@ -202,6 +202,7 @@ fn build_table(def: &def::TableDef) -> Table {
         is_virtual: true,
         view: None,
         compact: None,
+        metrics: Default::default(),
     };
     table.sort_value_columns();
     for (i, column) in table.columns.iter_mut().enumerate() {

@@ -128,6 +128,7 @@ pub fn create_view(
             key_column: regular_in_key.map(|s| s.to_string()),
         })),
         compact: None,
+        metrics: Default::default(),
     };
     view.sort_value_columns();
     let view = Arc::new(view);

@@ -276,6 +276,7 @@ pub fn storage_table(table: &Table, index: &Index) -> Option<Table> {
         is_virtual: false,
         view: None,
         compact: None,
+        metrics: Default::default(),
     })
 }
 
@@ -568,6 +569,7 @@ mod tests {
             is_virtual: false,
             view: None,
             compact: None,
+            metrics: Default::default(),
         }
     }
 
