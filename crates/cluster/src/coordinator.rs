@@ -19,7 +19,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -115,6 +115,9 @@ pub struct Shared {
     /// Armed failpoints: bit i for `FAILPOINTS[i]` (read on every logged
     /// batch, so no lock).
     failpoints: AtomicU32,
+    /// Blocking read repairs this coordinator ran (reads that found
+    /// replicas differing and wrote the merged answer to them).
+    pub read_repairs: AtomicU64,
 }
 
 /// A node's ballot tie-breaker: its address (unique among live nodes).
@@ -157,6 +160,7 @@ impl Shared {
             ballots: std::sync::Mutex::new(BallotClock::new(proposer_id(local))),
             batch_sequence: AtomicU32::new(0),
             failpoints: AtomicU32::new(0),
+            read_repairs: AtomicU64::new(0),
         });
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
@@ -1385,6 +1389,7 @@ impl Coordinator {
         if stale.is_empty() {
             return Ok(());
         }
+        self.shared.read_repairs.fetch_add(1, Ordering::Relaxed);
         let rx = self.shared.ask_all(stale, || Request::Mutate {
             mutations: union.clone(),
             now,

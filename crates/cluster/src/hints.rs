@@ -11,6 +11,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::coordinator::{Shared, WRITE_REQUEST_TIMEOUT};
 use crate::message::{Request, Response};
+use crate::metrics::HintCounts;
 
 /// Hints kept for one host at most; later ones are dropped (repair fixes
 /// what they would have), as Cassandra's `max_hints_size_per_host`.
@@ -43,6 +45,8 @@ pub struct Hints {
     files: Mutex<HashMap<[u8; 16], (File, u64)>>,
     /// Cassandra's `max_hint_window`; None when hinted handoff is off.
     window: Option<Duration>,
+    /// Hints written, refused and delivered (for the metrics endpoint).
+    pub counts: HintCounts,
 }
 
 impl Hints {
@@ -52,6 +56,7 @@ impl Hints {
             dir: dir.to_path_buf(),
             files: Mutex::new(HashMap::new()),
             window,
+            counts: HintCounts::default(),
         })
     }
 
@@ -78,6 +83,7 @@ impl Hints {
         };
         let body = postcard::to_stdvec(&record).unwrap_or_default();
         if body.len() > MAX_HINT_RECORD_BYTES {
+            self.counts.refused.fetch_add(1, Ordering::Relaxed);
             return Ok(false);
         }
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
@@ -93,12 +99,14 @@ impl Hints {
             }
         };
         if *size + body.len() as u64 > MAX_HINT_BYTES_PER_HOST {
+            self.counts.refused.fetch_add(1, Ordering::Relaxed);
             return Ok(false);
         }
         let mut record = (body.len() as u32).to_be_bytes().to_vec();
         record.extend_from_slice(&body);
         file.write_all(&record)?;
         *size += record.len() as u64;
+        self.counts.written.fetch_add(1, Ordering::Relaxed);
         Ok(true)
     }
 
@@ -123,6 +131,19 @@ impl Hints {
         hosts.sort_unstable();
         hosts.dedup();
         hosts
+    }
+
+    /// Bytes of the hint files waiting for delivery (Cassandra's pending
+    /// hints, in bytes: records are not counted without reading them).
+    pub fn pending_bytes(&self) -> u64 {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return 0;
+        };
+        entries
+            .filter_map(|e| e.ok()?.metadata().ok())
+            .filter(|meta| meta.is_file())
+            .map(|meta| meta.len())
+            .sum()
     }
 
     /// Forgets the hints of a host that left the cluster (decommissioned
@@ -171,6 +192,7 @@ impl Hints {
         for record in records {
             if rest.is_empty() && send(record.clone()) {
                 delivered += 1;
+                self.counts.delivered.fetch_add(1, Ordering::Relaxed);
             } else {
                 rest.push(record);
             }

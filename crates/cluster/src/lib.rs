@@ -18,6 +18,7 @@ pub mod gossip;
 pub mod hints;
 pub mod message;
 pub mod messaging;
+pub mod metrics;
 pub mod node;
 pub mod operations;
 pub mod paxos;

@@ -35,6 +35,7 @@ use crate::message::{
     decode_body, encode_frame, frame_length, DecodeError, Envelope, Hello, RemoteError, Request,
     Response, HELLO_MAGIC, MAX_FRAME_BYTES, MAX_HELLO_BYTES,
 };
+use crate::metrics::{DroppedMessages, Verb};
 use crate::tls::{InternodeEncryption, InternodeStream, InternodeTls};
 
 /// Requests queued for one peer before `send` fails with Overloaded.
@@ -174,6 +175,8 @@ pub struct Messaging {
     security: Arc<Security>,
     /// Where peers' gossip goes (set when gossip runs over messaging).
     gossip_inbox: OnceLock<mpsc::Sender<(IpAddr, Vec<u8>)>>,
+    /// Requests refused or never sent, by verb.
+    dropped: Arc<DroppedMessages>,
 }
 
 /// Decides, for `internode_encryption: dc | rack`, whether a peer is
@@ -287,6 +290,7 @@ impl Messaging {
                 rule: OnceLock::new(),
             }),
             gossip_inbox: OnceLock::new(),
+            dropped: Arc::default(),
         });
         let connections = Arc::new(Semaphore::new(MAX_INBOUND_CONNECTIONS));
         for listener in listeners {
@@ -322,6 +326,11 @@ impl Messaging {
     pub fn gossip_inbox(&self) -> Option<mpsc::Receiver<(IpAddr, Vec<u8>)>> {
         let (tx, rx) = mpsc::channel(GOSSIP_INBOX_MESSAGES);
         self.gossip_inbox.set(tx).ok().map(|()| rx)
+    }
+
+    /// The requests this node dropped, by verb (for the metrics endpoint).
+    pub fn dropped(&self) -> Arc<DroppedMessages> {
+        self.dropped.clone()
     }
 
     /// Sends a message that has no answer (gossip); it is dropped when the
@@ -391,6 +400,7 @@ impl Messaging {
         }
         let outbound = self.outbound(peer);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let verb = Verb::of(&request);
         let frame = encode_frame(&Envelope::Request { id, body: request });
         if let Ok(mut p) = outbound.pending.lock() {
             p.insert(
@@ -402,6 +412,7 @@ impl Messaging {
             );
         }
         if outbound.queue.try_send((id, frame)).is_err() {
+            self.dropped.record(verb);
             outbound.fail(id, SendError::QueueFull(peer));
         }
     }
@@ -483,6 +494,7 @@ impl Messaging {
             }
             let tx = tx.clone();
             let Ok(permit) = self.inbound_permits.clone().try_acquire_owned() else {
+                self.dropped.record(Verb::of(&body));
                 let frame = encode_frame(&Envelope::Response {
                     id,
                     body: Response::Error(RemoteError::Overloaded(format!(

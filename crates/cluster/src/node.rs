@@ -127,6 +127,8 @@ pub struct ClusterNode {
     pub compaction_throughput: Arc<AtomicU32>,
     /// Local replica reads and writes (`nodetool tpstats`).
     pub stages: Arc<Stages>,
+    /// Internode requests dropped, by verb (`Messaging`'s).
+    dropped: Arc<crate::metrics::DroppedMessages>,
     /// The schema lock, on the node that is the schema leader.
     schema_lock: Mutex<Option<(IpAddr, Instant)>>,
     /// Streaming sessions for `nodetool netstats`.
@@ -435,6 +437,7 @@ impl ClusterNode {
         install_encryption_rule(&config, &messaging, &shared);
         let compaction_throughput_mib = config.compaction_throughput_mib;
         let stream_throughput = config.stream_throughput_bytes;
+        let dropped = messaging.dropped();
         let node = Arc::new(ClusterNode {
             config,
             shared: shared.clone(),
@@ -449,6 +452,7 @@ impl ClusterNode {
             published_load: AtomicU64::new(u64::MAX),
             compaction_throughput: Arc::new(AtomicU32::new(compaction_throughput_mib)),
             stages,
+            dropped,
             schema_lock: Mutex::new(None),
             sessions: Default::default(),
             stream_server: crate::streaming::StreamServer::new(crate::streaming::chunk_bytes()),
@@ -890,6 +894,25 @@ impl ClusterNode {
             | AdminCommand::Failpoint { .. }
             | AdminCommand::Isolate { .. }) => self.fault_injection(command),
             other => crate::admin::run(&self.admin_node(), other),
+        }
+    }
+
+    /// The cluster's counters at this moment, for the metrics endpoint.
+    /// Reads the hints directory's sizes: call it off the async threads.
+    pub fn metrics(&self) -> crate::metrics::ClusterSnapshot {
+        let hints = &self.shared.hints;
+        let (sessions_in, sessions_out) = self.sessions.streamed.snapshot();
+        let (served_in, served_out) = self.stream_server.streamed.snapshot();
+        crate::metrics::ClusterSnapshot {
+            dropped: self.dropped.snapshot(),
+            hints_written: hints.counts.written.load(Ordering::Relaxed),
+            hints_refused: hints.counts.refused.load(Ordering::Relaxed),
+            hints_delivered: hints.counts.delivered.load(Ordering::Relaxed),
+            hints_pending_bytes: hints.pending_bytes(),
+            read_repairs: self.shared.read_repairs.load(Ordering::Relaxed),
+            streamed_in_bytes: sessions_in.saturating_add(served_in),
+            streamed_out_bytes: sessions_out.saturating_add(served_out),
+            pools: self.stages.pools(),
         }
     }
 

@@ -51,6 +51,8 @@ pub struct StreamSession {
 #[derive(Default)]
 pub struct Sessions {
     list: Mutex<Vec<StreamSession>>,
+    /// Bytes the sessions this node started moved, each way.
+    pub(crate) streamed: crate::metrics::StreamedBytes,
 }
 
 impl Sessions {
@@ -109,7 +111,10 @@ impl Sessions {
     pub(crate) fn progress(&self, id: usize, progress: Progress) {
         self.update(id, |s| match progress {
             Progress::Files(n) => s.files_total += n,
-            Progress::Bytes(n) => s.bytes_done += n,
+            Progress::Bytes(n) => {
+                s.bytes_done += n;
+                self.streamed.record(s.sending, n);
+            }
             Progress::FileDone => s.files_done += 1,
         });
     }

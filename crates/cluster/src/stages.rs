@@ -53,6 +53,22 @@ pub struct Stages {
     pub mutation: Stage,
 }
 
+impl Stages {
+    /// The stages by Cassandra's names, in `nodetool tpstats`' order.
+    /// Nothing queues (pending: 0).
+    pub fn pools(&self) -> Vec<crate::metrics::PoolSnapshot> {
+        [("MutationStage", &self.mutation), ("ReadStage", &self.read)]
+            .into_iter()
+            .map(|(name, stage)| crate::metrics::PoolSnapshot {
+                name,
+                active: stage.active(),
+                pending: 0,
+                completed: stage.completed(),
+            })
+            .collect()
+    }
+}
+
 /// An engine that counts its reads and writes in `Stages`.
 pub struct StagedEngine {
     inner: Arc<dyn Engine>,

@@ -233,6 +233,9 @@ pub struct StreamServer {
     chunk_bytes: usize,
     sessions: Mutex<HashMap<u64, Session>>,
     next_id: AtomicU64,
+    /// Bytes of the chunks this node served and received for its peers'
+    /// sessions.
+    pub(crate) streamed: crate::metrics::StreamedBytes,
 }
 
 impl StreamServer {
@@ -241,6 +244,7 @@ impl StreamServer {
             chunk_bytes: chunk_bytes.clamp(1, STREAM_CHUNK_BYTES),
             sessions: Mutex::new(HashMap::new()),
             next_id: 1.into(),
+            streamed: Default::default(),
         }
     }
 
@@ -410,6 +414,7 @@ impl StreamServer {
                 .read(peer, session, file, offset, now)
                 .map(|(bytes, crc32)| {
                     throttle.wait(bytes.len());
+                    self.streamed.record(true, bytes.len() as u64);
                     Response::Chunk { bytes, crc32 }
                 }),
             Request::StreamClose { session } => self.close(peer, session).map(|()| Response::Ack),
@@ -427,7 +432,10 @@ impl StreamServer {
                 crc32,
             } => self
                 .write(peer, session, (file, offset, &bytes, crc32), now)
-                .map(|()| Response::Ack),
+                .map(|()| {
+                    self.streamed.record(false, bytes.len() as u64);
+                    Response::Ack
+                }),
             Request::StreamCommit { session } => {
                 self.finish_in(peer, session, now).and_then(|received| {
                     ingest(engine, received.table, &received.files, &received.dir)

@@ -92,15 +92,12 @@ pub(crate) fn tp_stats(node: &AdminNode) -> Response {
         "All time blocked",
     ]
     .map(String::from)];
-    for (name, stage) in [
-        ("MutationStage", &stages.mutation),
-        ("ReadStage", &stages.read),
-    ] {
+    for pool in stages.pools() {
         rows.push([
-            name.to_string(),
-            stage.active().to_string(),
-            "0".into(),
-            stage.completed().to_string(),
+            pool.name.to_string(),
+            pool.active.to_string(),
+            pool.pending.to_string(),
+            pool.completed.to_string(),
             "0".into(),
             "0".into(),
         ]);

@@ -1,12 +1,13 @@
 //! `nodetool tablestats [KEYSPACE[.TABLE]...]`, Cassandra's layout with
 //! the figures RocksDB gives per table (SST files and bytes, memtables,
-//! its key estimate). Read and write counts and latencies are not
-//! measured per table here: they print as 0 and NaN, as Cassandra prints
-//! a table nobody used.
+//! its key estimate) and the reads and writes this node coordinated
+//! (`Table::metrics`, what the metrics endpoint exports): counts and mean
+//! latencies, NaN for a table nobody used, as Cassandra prints it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
+use rocksandra_query::metrics::HistogramSnapshot;
 use rocksandra_query::schema::{Keyspace, Schema, Table};
 use rocksandra_storage::TableStorageStats;
 
@@ -77,20 +78,45 @@ pub(crate) fn table_stats(node: &AdminNode, names: &[String]) -> Response {
     let mut out = format!("Total number of tables: {total}\n----------------\n");
     for (name, tables) in keyspaces {
         let _ = writeln!(out, "Keyspace : {name}");
-        out.push_str("\tRead Count: 0\n\tRead Latency: NaN ms\n");
-        out.push_str("\tWrite Count: 0\n\tWrite Latency: NaN ms\n\tPending Flushes: 0\n");
+        let reads = merged(tables.iter().map(|t| t.metrics.read.snapshot()));
+        let writes = merged(tables.iter().map(|t| t.metrics.write.snapshot()));
+        let _ = writeln!(out, "\tRead Count: {}", reads.count());
+        let _ = writeln!(out, "\tRead Latency: {} ms", millis(&reads));
+        let _ = writeln!(out, "\tWrite Count: {}", writes.count());
+        let _ = writeln!(out, "\tWrite Latency: {} ms", millis(&writes));
+        out.push_str("\tPending Flushes: 0\n");
         for table in tables {
             let stats = node.engine.table_stats(table.storage_id);
-            out.push_str(&table_lines(&table.name, &stats));
+            out.push_str(&table_lines(table, &stats));
         }
         out.push_str("----------------\n");
     }
     Response::Text(out)
 }
 
-fn table_lines(name: &str, s: &TableStorageStats) -> String {
+/// The observations of several histograms as one (a keyspace's tables).
+fn merged(histograms: impl Iterator<Item = HistogramSnapshot>) -> HistogramSnapshot {
+    histograms.fold(HistogramSnapshot::default(), |mut all, h| {
+        for (sum, n) in all.buckets.iter_mut().zip(h.buckets) {
+            *sum = sum.saturating_add(n);
+        }
+        all.sum_nanos = all.sum_nanos.saturating_add(h.sum_nanos);
+        all
+    })
+}
+
+/// A mean latency as Cassandra prints it (`%.3f`), NaN without reads.
+fn millis(histogram: &HistogramSnapshot) -> String {
+    histogram
+        .mean_millis()
+        .map_or_else(|| "NaN".to_string(), |ms| format!("{ms:.3}"))
+}
+
+fn table_lines(table: &Table, s: &TableStorageStats) -> String {
+    let reads = table.metrics.read.snapshot();
+    let writes = table.metrics.write.snapshot();
     let lines: [(&str, String); 20] = [
-        ("Table", name.to_string()),
+        ("Table", table.name.clone()),
         ("SSTable count", s.sst_files.to_string()),
         ("Old SSTable count", "0".into()),
         ("Space used (live)", s.live_sst_bytes.to_string()),
@@ -102,10 +128,10 @@ fn table_lines(name: &str, s: &TableStorageStats) -> String {
         ),
         ("Memtable cell count", s.memtable_entries.to_string()),
         ("Memtable data size", s.memtable_bytes.to_string()),
-        ("Local read count", "0".into()),
-        ("Local read latency", "NaN ms".into()),
-        ("Local write count", "0".into()),
-        ("Local write latency", "NaN ms".into()),
+        ("Local read count", reads.count().to_string()),
+        ("Local read latency", format!("{} ms", millis(&reads))),
+        ("Local write count", writes.count().to_string()),
+        ("Local write latency", format!("{} ms", millis(&writes))),
         ("Pending flushes", "0".into()),
         ("Percent repaired", "0.0".into()),
         ("Bloom filter false positives", "0".into()),
