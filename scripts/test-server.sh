@@ -135,7 +135,7 @@ echo "== metrics endpoint"
 python3 - "$METRICS_PORT" <<'PY' || status=1
 import sys, urllib.request
 with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=10) as r:
-    assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), r.headers
+    assert r.headers["Content-Type"].startswith("application/openmetrics-text"), r.headers
     samples = dict(l.rsplit(" ", 1) for l in r.read().decode().splitlines() if not l.startswith("#"))
 for op in ("query", "execute", "prepare", "batch"):
     assert float(samples['rocksandra_cql_requests_total{op="%s"}' % op]) > 0, op

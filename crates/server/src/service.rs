@@ -78,6 +78,8 @@ impl Service {
                 let source = MetricsSource {
                     server: server.metrics(),
                     storage: Some(node.storage),
+                    executor: Some(node.executor.clone()),
+                    cluster: cluster.clone(),
                 };
                 let render: Render = Arc::new(move || source.render());
                 let endpoint = MetricsServer::bind(address, render)

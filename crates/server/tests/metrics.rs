@@ -56,7 +56,7 @@ async fn scrape(address: SocketAddr) -> String {
     assert!(
         answer
             .head
-            .contains("\r\nContent-Type: text/plain; version=0.0.4"),
+            .contains("\r\nContent-Type: application/openmetrics-text; version=1.0.0"),
         "{}",
         answer.head
     );
@@ -80,6 +80,8 @@ async fn bad_http_gets_its_status_and_the_endpoint_stays_up() {
     let source = MetricsSource {
         server: Arc::new(ServerMetrics::default()),
         storage: None,
+        executor: None,
+        cluster: None,
     };
     let render: Render = Arc::new(move || source.render());
     let endpoint = MetricsServer::bind("127.0.0.1:0".parse().expect("address"), render)
@@ -132,7 +134,8 @@ async fn bad_http_gets_its_status_and_the_endpoint_stays_up() {
     drop(TcpStream::connect(address).await.expect("connects"));
 
     let text = scrape(address).await;
-    assert!(text.contains("# TYPE rocksandra_cql_requests_total counter"));
+    assert!(text.contains("# TYPE rocksandra_cql_requests counter"));
+    assert!(text.ends_with("# EOF\n"), "OpenMetrics text ends so");
     assert!(!text.contains("rocksandra_storage_"), "no storage here");
     serving.abort();
 }
@@ -230,7 +233,7 @@ async fn scrape_counts_cql_requests_and_reports_storage() {
         assert_eq!(
             sample(
                 &after,
-                &format!("{latency}_bucket{{op=\"{op}\",le=\"+Inf\"}}")
+                &format!("{latency}_bucket{{le=\"+Inf\",op=\"{op}\"}}")
             ),
             count
         );
@@ -264,6 +267,52 @@ async fn scrape_counts_cql_requests_and_reports_storage() {
     assert!(sample(&after, "rocksandra_process_peak_resident_memory_bytes") > 0.0);
     assert!(sample(&after, "rocksandra_process_cpu_seconds_total") > 0.0);
 
+    // Cassandra's client request and table metrics: the INSERT and the
+    // BATCH wrote at ONE, the EXECUTE read at ONE.
+    let coordinated = "rocksandra_client_request_latency_seconds_count";
+    assert_eq!(
+        sample(
+            &after,
+            &format!("{coordinated}{{scope=\"Write\",cl=\"ONE\"}}")
+        ),
+        2.0
+    );
+    assert_eq!(
+        sample(
+            &after,
+            &format!("{coordinated}{{scope=\"Read\",cl=\"ONE\"}}")
+        ),
+        1.0
+    );
+    for scope in ["Read", "Write", "CASRead", "CASWrite", "RangeSlice"] {
+        for family in ["timeouts", "unavailables", "failures"] {
+            let series = format!("rocksandra_client_request_{family}_total{{scope=\"{scope}\"}}");
+            assert_eq!(sample(&after, &series), 0.0, "{series}");
+        }
+    }
+    let table = "{keyspace=\"ks\",table=\"t\"}";
+    assert_eq!(
+        sample(
+            &after,
+            &format!("rocksandra_table_write_latency_seconds_count{table}")
+        ),
+        2.0
+    );
+    assert_eq!(
+        sample(
+            &after,
+            &format!("rocksandra_table_read_latency_seconds_count{table}")
+        ),
+        1.0
+    );
+    assert!(sample(&after, &format!("rocksandra_table_memtable_bytes{table}")) > 0.0);
+    assert!(
+        sample(
+            &after,
+            "rocksandra_thread_pool_completed_total{pool=\"Native-Transport-Requests\"}"
+        ) >= 7.0
+    );
+
     drop(client);
     node.stop().await;
 }
@@ -283,6 +332,13 @@ fn metric_names(expr: &str) -> Vec<String> {
         names.push(name);
     }
     names
+}
+
+/// Whether a series of `text` carries `label`.
+fn has_label(text: &str, label: &str) -> bool {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .any(|l| l.contains(&format!("{{{label}=\"")) || l.contains(&format!(",{label}=\"")))
 }
 
 /// The labels of every `by (...)` clause in `expr`.
@@ -306,6 +362,17 @@ async fn the_grafana_dashboard_asks_only_for_what_a_node_exposes() {
         ..Config::default()
     };
     let node = Node::start(config).await;
+    // A table read and written, so that its series and the client
+    // request latency's per-level series exist.
+    let mut client = Client::ready(node.native, ProtocolVersion::V5).await;
+    for statement in [
+        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+        "CREATE TABLE ks.t (k int PRIMARY KEY, v int)",
+        "INSERT INTO ks.t (k, v) VALUES (1, 10)",
+        "SELECT * FROM ks.t WHERE k = 1",
+    ] {
+        expect_result(client.request(2, query(statement)).await);
+    }
     let text = scrape(node.metrics.expect("the endpoint is on")).await;
     let dashboard: serde_json::Value = serde_json::from_str(include_str!(
         "../../../conf/grafana/rocksandra-dashboard.json"
@@ -341,10 +408,12 @@ async fn the_grafana_dashboard_asks_only_for_what_a_node_exposes() {
                 continue;
             }
             assert!(
-                text.contains(&format!("{{{label}=\"")),
+                has_label(&text, &label),
                 "label {label} (in {expr}) is not exposed"
             );
         }
     }
-    assert!(checked >= 20, "only {checked} metric references");
+    assert!(checked >= 40, "only {checked} metric references");
+    drop(client);
+    node.stop().await;
 }

@@ -1,11 +1,15 @@
 //! What the server measures about itself, and the Prometheus endpoint that
 //! exports it: CQL requests by kind (counts, errors, latency histograms),
-//! requests in flight and connections, event-loop pauses, storage figures
-//! from `Engine::stats`, and the process's memory and CPU.
+//! requests in flight and connections, event-loop pauses; and, gathered at
+//! scrape time from where they are recorded, Cassandra's client request
+//! and table metrics (`rocksandra_query::metrics`), the cluster's
+//! (`rocksandra_cluster::metrics`: thread pools, dropped messages, hints,
+//! read repair, streaming), storage figures from `Engine::stats` and
+//! `Engine::table_stats`, and the process's memory and CPU.
 //!
 //! Recording is lock-free and cheap (a few relaxed atomic adds per request):
 //! the transport records on every request. Everything else is read when a
-//! scrape arrives. `exposition` turns a `Snapshot` into Prometheus text,
+//! scrape arrives. `exposition` encodes a `Snapshot` with `prometheus-client`,
 //! `http` serves it, `process` reads `/proc`.
 
 pub mod exposition;
@@ -16,82 +20,22 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rocksandra_storage::{Engine, StorageStats};
+use rocksandra_cluster::metrics::ClusterSnapshot;
+use rocksandra_cluster::ClusterNode;
+use rocksandra_query::metrics::{Histogram, HistogramSnapshot, ScopeSnapshot};
+use rocksandra_query::Executor;
+use rocksandra_storage::{Engine, StorageStats, TableStorageStats};
 use rocksandra_wire::Opcode;
 
 use self::process::ProcessStats;
-
-/// Upper bounds (inclusive, as Prometheus' `le`) of the latency histogram
-/// buckets, in nanoseconds: 1-2.5-5 steps from 25 µs to 10 s. Slower
-/// observations land in the `+Inf` bucket only.
-pub const LATENCY_BUCKET_BOUNDS_NANOS: [u64; 18] = [
-    25_000,
-    50_000,
-    100_000,
-    250_000,
-    500_000,
-    1_000_000,
-    2_500_000,
-    5_000_000,
-    10_000_000,
-    25_000_000,
-    50_000_000,
-    100_000_000,
-    250_000_000,
-    500_000_000,
-    1_000_000_000,
-    2_500_000_000,
-    5_000_000_000,
-    10_000_000_000,
-];
-/// Buckets of a histogram: one per bound, and one for slower observations.
-const BUCKETS: usize = LATENCY_BUCKET_BOUNDS_NANOS.len() + 1;
 
 /// How long the event-loop probe sleeps between wake-ups; the lag is how
 /// much later than this it wakes.
 pub const EVENT_LOOP_PROBE_INTERVAL: Duration = Duration::from_millis(10);
 
-/// A histogram over `LATENCY_BUCKET_BOUNDS_NANOS`, recorded without locks.
-#[derive(Debug, Default)]
-pub struct Histogram {
-    /// Observations per bucket (not cumulative); the last is above every bound.
-    buckets: [AtomicU64; BUCKETS],
-    sum_nanos: AtomicU64,
-}
-
-impl Histogram {
-    pub fn record(&self, elapsed: Duration) {
-        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-        // The first bound at or above `nanos`; past the last bound, the overflow bucket.
-        let index = LATENCY_BUCKET_BOUNDS_NANOS.partition_point(|bound| *bound < nanos);
-        if let Some(bucket) = self.buckets.get(index) {
-            bucket.fetch_add(1, Ordering::Relaxed);
-        }
-        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
-    }
-
-    pub fn snapshot(&self) -> HistogramSnapshot {
-        HistogramSnapshot {
-            buckets: std::array::from_fn(|i| self.buckets[i].load(Ordering::Relaxed)),
-            sum_nanos: self.sum_nanos.load(Ordering::Relaxed),
-        }
-    }
-}
-
-/// A histogram's counts at one moment.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HistogramSnapshot {
-    /// Observations per bucket (not cumulative); the last is above every bound.
-    pub buckets: [u64; BUCKETS],
-    pub sum_nanos: u64,
-}
-
-impl HistogramSnapshot {
-    /// Every observation: the `+Inf` bucket and `_count`.
-    pub fn count(&self) -> u64 {
-        self.buckets.iter().fold(0, |sum, n| sum.saturating_add(*n))
-    }
-}
+/// Tables whose series a scrape exports at most (by keyspace and table
+/// name order); more are left out, so one scrape stays bounded.
+pub const TABLE_SERIES_MAX: usize = 1024;
 
 /// The `op` label: CQL requests by opcode. QUERY, EXECUTE, BATCH and PREPARE
 /// are the work; `Other` is the rest of the protocol (OPTIONS, STARTUP,
@@ -299,6 +243,25 @@ pub struct Snapshot {
     /// None when the server runs without storage (tests of the transport).
     pub storage: Option<StorageStats>,
     pub process: ProcessStats,
+    /// Cassandra's client request metrics; empty without an executor.
+    pub client_requests: Vec<ScopeSnapshot>,
+    /// Per table, in keyspace and table name order.
+    pub tables: Vec<TableSnapshot>,
+    /// The cluster's counters; zeros for a node alone.
+    pub cluster: ClusterSnapshot,
+}
+
+/// One table's metrics at one moment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableSnapshot {
+    pub keyspace: String,
+    pub table: String,
+    pub read: HistogramSnapshot,
+    pub write: HistogramSnapshot,
+    pub range: HistogramSnapshot,
+    pub tombstones_scanned: u64,
+    /// None when the server runs without storage.
+    pub storage: Option<TableStorageStats>,
 }
 
 /// Where a scrape's figures come from.
@@ -306,45 +269,72 @@ pub struct Snapshot {
 pub struct MetricsSource {
     pub server: Arc<ServerMetrics>,
     pub storage: Option<Arc<dyn Engine>>,
+    /// The schema (whose tables hold their metrics) and the client request
+    /// metrics; None in tests of the transport alone.
+    pub executor: Option<Arc<Executor>>,
+    /// This node's membership of a cluster; None when it runs alone.
+    pub cluster: Option<Arc<ClusterNode>>,
 }
 
 impl MetricsSource {
-    /// Reads every figure now. Blocking (storage properties, `/proc`): call
-    /// it off the async threads.
+    /// Reads every figure now. Blocking (storage properties, `/proc`, the
+    /// hints directory): call it off the async threads.
     pub fn snapshot(&self) -> Snapshot {
+        let storage = self.storage.as_deref();
         Snapshot {
             server: self.server.snapshot(),
-            storage: self.storage.as_ref().map(|engine| engine.stats()),
+            storage: storage.map(|engine| engine.stats()),
             process: ProcessStats::read(),
+            client_requests: self
+                .executor
+                .as_ref()
+                .map(|e| e.client_request_metrics().snapshot())
+                .unwrap_or_default(),
+            tables: self
+                .executor
+                .as_ref()
+                .map(|e| table_snapshots(e, storage))
+                .unwrap_or_default(),
+            cluster: self
+                .cluster
+                .as_ref()
+                .map_or_else(ClusterSnapshot::alone, |node| node.metrics()),
         }
     }
 
-    /// The Prometheus text of `snapshot`.
+    /// The exposition text of `snapshot`.
     pub fn render(&self) -> String {
         exposition::render(&self.snapshot())
     }
 }
 
+/// The stored tables (and views) of the published schema, at most
+/// `TABLE_SERIES_MAX`: a dropped table is gone from the schema, and so
+/// from the scrape.
+fn table_snapshots(executor: &Executor, storage: Option<&dyn Engine>) -> Vec<TableSnapshot> {
+    let schema = executor.schema();
+    schema
+        .keyspaces
+        .values()
+        .filter(|keyspace| !keyspace.is_virtual)
+        .flat_map(|keyspace| keyspace.tables.values())
+        .filter(|table| !table.is_virtual)
+        .take(TABLE_SERIES_MAX)
+        .map(|table| TableSnapshot {
+            keyspace: table.keyspace.clone(),
+            table: table.name.clone(),
+            read: table.metrics.read.snapshot(),
+            write: table.metrics.write.snapshot(),
+            range: table.metrics.range.snapshot(),
+            tombstones_scanned: table.metrics.tombstones_scanned.load(Ordering::Relaxed),
+            storage: storage.map(|engine| engine.table_stats(table.storage_id)),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn histogram_buckets_are_inclusive_upper_bounds() {
-        let histogram = Histogram::default();
-        histogram.record(Duration::from_micros(25));
-        histogram.record(Duration::from_nanos(25_001));
-        histogram.record(Duration::ZERO);
-        histogram.record(Duration::from_secs(10));
-        histogram.record(Duration::from_secs(11));
-        histogram.record(Duration::MAX);
-        let snapshot = histogram.snapshot();
-        assert_eq!(snapshot.buckets[0], 2, "0 and 25 µs are <= 25 µs");
-        assert_eq!(snapshot.buckets[1], 1, "25.001 µs is <= 50 µs");
-        assert_eq!(snapshot.buckets[BUCKETS - 2], 1, "10 s is <= 10 s");
-        assert_eq!(snapshot.buckets[BUCKETS - 1], 2, "above 10 s: +Inf only");
-        assert_eq!(snapshot.count(), 6);
-    }
 
     #[test]
     fn timers_count_requests_errors_and_in_flight() {
