@@ -46,8 +46,11 @@ def port_open(ip, port):
 
 class Node:
     def __init__(self, ip, root, seeds=SEED, extra=(), nodetool_config=None, nodetool_login=None,
-                 native_port=CQL_PORT):
+                 native_port=CQL_PORT, metrics_port=0):
         self.ip = ip
+        # The metrics endpoint's port on 127.0.0.1 (0: no endpoint), so
+        # nodes sharing the host need one each.
+        self.metrics_port = metrics_port
         # A node with `rpc_address: 0.0.0.0` needs a port of its own.
         self.native_port = native_port
         self.dir = os.path.join(root, ip)
@@ -84,7 +87,7 @@ class Node:
 
     def command(self):
         return ([BIN, "--data-dir", self.data_dir, "--listen-address", self.ip,
-                 "--seeds", self.seeds, "--prometheus-port", "0",
+                 "--seeds", self.seeds, "--prometheus-port", str(self.metrics_port),
                  "--native-port", str(self.native_port),
                  # nodetool's port, on this node's own address.
                  "--admin-address", self.ip]
