@@ -37,17 +37,26 @@ def scrape(node):
     return samples
 
 
-@pytest.fixture
-def two():
+def two_nodes(yaml="hinted_handoff_enabled: true\n"):
+    """A and B, each with its metrics endpoint, and `yaml` as their
+    configuration; closed when the generator ends."""
     nodes = Nodes()
     try:
+        config = nodes.root + "/node.yaml"
+        with open(config, "w") as f:
+            f.write(yaml)
         for ip in (A, B):
-            nodes.add(ip, metrics_port=free_port())
+            nodes.add(ip, metrics_port=free_port(), extra=["--config", config])
             nodes.start(ip)
         nodes.wait_status({A: "UN", B: "UN"})
         yield nodes
     finally:
         nodes.close()
+
+
+@pytest.fixture
+def two():
+    yield from two_nodes()
 
 
 def test_unavailables_and_hints_are_counted(two):
@@ -97,18 +106,7 @@ def test_unavailables_and_hints_are_counted(two):
 
 @pytest.fixture
 def two_without_hints():
-    nodes = Nodes()
-    try:
-        config = nodes.root + "/no-hints.yaml"
-        with open(config, "w") as f:
-            f.write("hinted_handoff_enabled: false\n")
-        for ip in (A, B):
-            nodes.add(ip, metrics_port=free_port(), extra=["--config", config])
-            nodes.start(ip)
-        nodes.wait_status({A: "UN", B: "UN"})
-        yield nodes
-    finally:
-        nodes.close()
+    yield from two_nodes("hinted_handoff_enabled: false\n")
 
 
 def test_read_repairs_are_counted(two_without_hints):

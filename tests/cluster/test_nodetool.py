@@ -221,6 +221,14 @@ def test_tablestats(two):
     for label in ("Memtable cell count", "Memtable data size", "Local read count",
                   "Local write count"):
         number(label)
+
+    def writes_coordinated_by(ip):
+        text = two.nodes[ip].nodetool("tablestats", "nt_rf2.t").stdout
+        m = re.search(r"^\t\tLocal write count: (\d+)$", text, re.M)
+        assert m and re.search(r"^\t\tLocal write latency: (\d+\.\d{3}|NaN) ms$", text, re.M), text
+        return int(m.group(1))
+    # Each of this test's 40 writes, counted by the node that coordinated it.
+    assert writes_coordinated_by(A) + writes_coordinated_by(B) >= 40
     both = node.nodetool("tablestats", "nt_rf1", "nt_rf2.t").stdout
     assert both.startswith("Total number of tables: 3\n"), both
     r = node.nodetool("tablestats", "nosuch", check=False)

@@ -12,7 +12,6 @@ import re
 import socket
 import subprocess
 import tempfile
-import time
 import urllib.request
 
 import pytest
@@ -20,6 +19,8 @@ from cassandra import ConsistencyLevel
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
 from cassandra.policies import RoundRobinPolicy
 from cassandra.query import SimpleStatement
+
+from test_durability import wait_for_port
 
 BIN = os.environ.get("ROCKSANDRA_BIN", "target/debug/rocksandra")
 PORT = int(os.environ.get("ROCKSANDRA_PROCESS_PORT", "9043"))
@@ -31,17 +32,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def wait_for_port(port, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise AssertionError("server did not listen on %d within %ds" % (port, timeout))
 
 
 def scrape(port):

@@ -353,6 +353,16 @@ fn written_tables<'s>(
     tables
 }
 
+/// Adds the deleted or expired rows a counted read met to its table's.
+fn count_tombstones<T>(table: &Table, result: &Result<(T, u64)>) {
+    if let Ok((_, tombstones)) = result {
+        table
+            .metrics
+            .tombstones_scanned
+            .fetch_add(*tombstones, Ordering::Relaxed);
+    }
+}
+
 impl DataProxy for MeteredProxy {
     fn write(
         &self,
@@ -399,12 +409,7 @@ impl DataProxy for MeteredProxy {
         let result = self
             .inner
             .read_partition_counted(schema, table, read, consistency, now);
-        if let Ok((_, tombstones)) = &result {
-            table
-                .metrics
-                .tombstones_scanned
-                .fetch_add(*tombstones, Ordering::Relaxed);
-        }
+        count_tombstones(table, &result);
         self.recorded_read(table, consistency, started, result)
     }
 
@@ -445,12 +450,7 @@ impl DataProxy for MeteredProxy {
         let result = self
             .inner
             .scan_counted(schema, table, scan, consistency, now);
-        if let Ok((_, tombstones)) = &result {
-            table
-                .metrics
-                .tombstones_scanned
-                .fetch_add(*tombstones, Ordering::Relaxed);
-        }
+        count_tombstones(table, &result);
         self.recorded_scan(table, consistency, started, result)
     }
 

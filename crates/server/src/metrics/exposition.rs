@@ -470,17 +470,11 @@ struct Families<'e, 'w>(&'e mut DescriptorEncoder<'w>);
 
 impl Families<'_, '_> {
     fn counter(&mut self, name: &str, help: &str, value: impl Into<Value>) -> Result {
-        let mut family = self
-            .0
-            .encode_descriptor(name, help, None, MetricType::Counter)?;
-        encode_counter(&mut family, value.into())
+        self.one(MetricType::Counter, name, help, value.into())
     }
 
     fn gauge(&mut self, name: &str, help: &str, value: impl Into<Value>) -> Result {
-        let mut family = self
-            .0
-            .encode_descriptor(name, help, None, MetricType::Gauge)?;
-        encode_gauge(&mut family, value.into())
+        self.one(MetricType::Gauge, name, help, value.into())
     }
 
     fn counters<'l, const N: usize>(
@@ -489,13 +483,7 @@ impl Families<'_, '_> {
         help: &str,
         series: impl IntoIterator<Item = (Labels<'l, N>, u64)>,
     ) -> Result {
-        let mut family = self
-            .0
-            .encode_descriptor(name, help, None, MetricType::Counter)?;
-        for (labels, value) in series {
-            encode_counter(&mut family.encode_family(&labels)?, value.into())?;
-        }
-        Ok(())
+        self.labelled(MetricType::Counter, name, help, series)
     }
 
     fn gauges<'l, const N: usize>(
@@ -504,11 +492,26 @@ impl Families<'_, '_> {
         help: &str,
         series: impl IntoIterator<Item = (Labels<'l, N>, u64)>,
     ) -> Result {
-        let mut family = self
-            .0
-            .encode_descriptor(name, help, None, MetricType::Gauge)?;
+        self.labelled(MetricType::Gauge, name, help, series)
+    }
+
+    /// A family of one sample without labels.
+    fn one(&mut self, kind: MetricType, name: &str, help: &str, value: Value) -> Result {
+        let mut family = self.0.encode_descriptor(name, help, None, kind)?;
+        encode_value(&mut family, kind, value)
+    }
+
+    /// A family of counters or gauges, one sample per label set.
+    fn labelled<'l, const N: usize>(
+        &mut self,
+        kind: MetricType,
+        name: &str,
+        help: &str,
+        series: impl IntoIterator<Item = (Labels<'l, N>, u64)>,
+    ) -> Result {
+        let mut family = self.0.encode_descriptor(name, help, None, kind)?;
         for (labels, value) in series {
-            encode_gauge(&mut family.encode_family(&labels)?, value.into())?;
+            encode_value(&mut family.encode_family(&labels)?, kind, value.into())?;
         }
         Ok(())
     }
@@ -533,17 +536,17 @@ impl Families<'_, '_> {
     }
 }
 
-fn encode_counter(metric: &mut MetricEncoder<'_>, value: Value) -> Result {
-    match value {
-        Value::Integer(v) => metric.encode_counter::<NoLabelSet, _, f64>(&v, None),
-        Value::Float(v) => metric.encode_counter::<NoLabelSet, _, f64>(&v, None),
-    }
-}
-
-fn encode_gauge(metric: &mut MetricEncoder<'_>, value: Value) -> Result {
-    match value {
-        Value::Integer(v) => metric.encode_gauge(&i64::try_from(v).unwrap_or(i64::MAX)),
-        Value::Float(v) => metric.encode_gauge(&v),
+/// One counter or gauge sample (`kind` is one of the two).
+fn encode_value(metric: &mut MetricEncoder<'_>, kind: MetricType, value: Value) -> Result {
+    match (kind, value) {
+        (MetricType::Counter, Value::Integer(v)) => {
+            metric.encode_counter::<NoLabelSet, _, f64>(&v, None)
+        }
+        (MetricType::Counter, Value::Float(v)) => {
+            metric.encode_counter::<NoLabelSet, _, f64>(&v, None)
+        }
+        (_, Value::Integer(v)) => metric.encode_gauge(&v),
+        (_, Value::Float(v)) => metric.encode_gauge(&v),
     }
 }
 
