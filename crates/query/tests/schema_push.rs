@@ -105,3 +105,32 @@ fn the_drop_record_survives_a_restart_of_the_schema() {
         reread.dropped_tables
     );
 }
+
+/// What a node measured of a table survives schema changes: ALTER here,
+/// a newer schema from a peer; a table dropped and created again starts
+/// from nothing.
+#[test]
+fn table_metrics_survive_alter_and_a_peer_schema() {
+    let (a, b, _, _) = two_nodes();
+    let writes = |executor: &Executor| {
+        let schema = executor.schema();
+        let table = schema.table("ks", "gone").expect("table");
+        table.metrics.write.snapshot().count()
+    };
+    assert_eq!(writes(&b), 1, "the INSERT on b");
+    run(&b, "ALTER TABLE ks.gone WITH comment = 'altered'");
+    assert_eq!(writes(&b), 1, "kept by ALTER");
+    run(&a, "ALTER TABLE ks.gone ADD w int");
+    let (epoch, json) = blob(&a);
+    b.install_schema(epoch + 1, &json).expect("adopted");
+    assert!(b
+        .schema()
+        .table("ks", "gone")
+        .expect("table")
+        .column("w")
+        .is_some());
+    assert_eq!(writes(&b), 1, "kept through a peer's schema");
+    run(&b, "DROP TABLE ks.gone");
+    run(&b, "CREATE TABLE ks.gone (k int PRIMARY KEY, v int)");
+    assert_eq!(writes(&b), 0, "a new table starts from nothing");
+}
