@@ -1152,6 +1152,13 @@ impl RequestHandler for GroupedWrites {
     ) -> Option<Reply> {
         use rocksandra_storage::Engine;
         let table = u64::from(*execute.id.first()?);
+        if table == 9 {
+            // A read: table 2 is dropped first, so the read's writing of
+            // the group fails for the queued write to table 2.
+            let _ = self.engine.drop_table(rocksandra_storage::TableId(2));
+            writes.run(i64::from(context.stream), || self.stored(1, 1));
+            return Some(Reply::from(Response::Result(ResultBody::Void)));
+        }
         let write = Self::row(table, context.stream);
         let written = writes.run(i64::from(context.stream), || {
             self.engine.write(&[write], Self::NOW)
@@ -1215,5 +1222,36 @@ async fn inline_writes_are_written_before_their_answers_and_fail_alone() {
     );
     let commits = handler.commits.load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(commits, 1, "one commit for the turn");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_write_that_fails_when_a_later_read_writes_the_group_gets_its_error() {
+    let handler = Arc::new(GroupedWrites::new());
+    let server = TestServer::start(handler.clone()).await;
+    let mut client = Client::ready(server.address, ProtocolVersion::V4).await;
+    let execute = |table: u8| {
+        Request::Execute(Execute {
+            id: Bytes::from(vec![table]),
+            result_metadata_id: None,
+            params: common::params(Vec::new()),
+        })
+    };
+    // Stream 2's write is queued; stream 4's read writes the group after
+    // table 2 is gone, so the failure is known before the commit.
+    let mut bytes = BytesMut::new();
+    for (stream, table) in [(1, 1), (2, 2), (4, 9)] {
+        bytes.extend_from_slice(&client.frame(stream, execute(table)).to_bytes());
+    }
+    client.send_raw(&bytes).await;
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        let envelope = client.recv().await;
+        let ok = matches!(envelope.response, Response::Result(ResultBody::Void));
+        answers.push((envelope.stream, ok));
+    }
+    answers.sort();
+    assert_eq!(answers, vec![(1, true), (2, false), (4, true)]);
+    assert!(handler.stored(1, 1), "the acknowledged write is stored");
     server.stop().await;
 }

@@ -385,7 +385,9 @@ impl Connection {
     /// Writes what the inline requests queued; a request whose write
     /// failed is answered with its error instead of its result.
     fn commit_writes(&mut self) {
-        if !self.writes.is_pending() {
+        // A read inside a later request may have written the group
+        // already, and recorded a failure to report.
+        if !self.writes.needs_commit() {
             return;
         }
         for (stream, error) in self.shared.handler.commit_inline(&mut self.writes) {

@@ -90,6 +90,12 @@ impl WriteGroup {
         !self.ops.is_empty()
     }
 
+    /// Whether writes wait, or failed writes wait to be reported: what a
+    /// commit must be asked for before the requests are answered.
+    pub fn needs_commit(&self) -> bool {
+        !self.ops.is_empty() || !self.failures.is_empty()
+    }
+
     /// The requests whose writes failed, with why, since the last call.
     pub fn take_failures(&mut self) -> Vec<(i64, StorageError)> {
         std::mem::take(&mut self.failures)
