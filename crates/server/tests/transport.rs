@@ -1190,31 +1190,36 @@ impl RequestHandler for GroupedWrites {
     }
 }
 
-#[tokio::test]
-async fn inline_writes_are_written_before_their_answers_and_fail_alone() {
-    let handler = Arc::new(GroupedWrites::new());
-    let server = TestServer::start(handler.clone()).await;
-    let mut client = Client::ready(server.address, ProtocolVersion::V4).await;
-    let execute = |table: u8| {
-        Request::Execute(Execute {
+/// Sends one EXECUTE per (stream, table) in one socket write, so the server
+/// reads them in one turn; returns each stream with whether it succeeded,
+/// sorted by stream.
+async fn one_turn(client: &mut Client, requests: &[(i16, u8)]) -> Vec<(i16, bool)> {
+    let mut bytes = BytesMut::new();
+    for &(stream, table) in requests {
+        let execute = Request::Execute(Execute {
             id: Bytes::from(vec![table]),
             result_metadata_id: None,
             params: common::params(Vec::new()),
-        })
-    };
-    // One socket write: the server reads the three frames in one turn.
-    let mut bytes = BytesMut::new();
-    for (stream, table) in [(1, 1), (2, 2), (3, 1)] {
-        bytes.extend_from_slice(&client.frame(stream, execute(table)).to_bytes());
+        });
+        bytes.extend_from_slice(&client.frame(stream, execute).to_bytes());
     }
     client.send_raw(&bytes).await;
     let mut answers = Vec::new();
-    for _ in 0..3 {
+    for _ in requests {
         let envelope = client.recv().await;
         let ok = matches!(envelope.response, Response::Result(ResultBody::Void));
         answers.push((envelope.stream, ok));
     }
     answers.sort();
+    answers
+}
+
+#[tokio::test]
+async fn inline_writes_are_written_before_their_answers_and_fail_alone() {
+    let handler = Arc::new(GroupedWrites::new());
+    let server = TestServer::start(handler.clone()).await;
+    let mut client = Client::ready(server.address, ProtocolVersion::V4).await;
+    let answers = one_turn(&mut client, &[(1, 1), (2, 2), (3, 1)]).await;
     assert_eq!(answers, vec![(1, true), (2, false), (3, true)]);
     assert!(
         handler.stored(1, 1) && handler.stored(1, 3),
@@ -1230,27 +1235,9 @@ async fn a_write_that_fails_when_a_later_read_writes_the_group_gets_its_error() 
     let handler = Arc::new(GroupedWrites::new());
     let server = TestServer::start(handler.clone()).await;
     let mut client = Client::ready(server.address, ProtocolVersion::V4).await;
-    let execute = |table: u8| {
-        Request::Execute(Execute {
-            id: Bytes::from(vec![table]),
-            result_metadata_id: None,
-            params: common::params(Vec::new()),
-        })
-    };
     // Stream 2's write is queued; stream 4's read writes the group after
     // table 2 is gone, so the failure is known before the commit.
-    let mut bytes = BytesMut::new();
-    for (stream, table) in [(1, 1), (2, 2), (4, 9)] {
-        bytes.extend_from_slice(&client.frame(stream, execute(table)).to_bytes());
-    }
-    client.send_raw(&bytes).await;
-    let mut answers = Vec::new();
-    for _ in 0..3 {
-        let envelope = client.recv().await;
-        let ok = matches!(envelope.response, Response::Result(ResultBody::Void));
-        answers.push((envelope.stream, ok));
-    }
-    answers.sort();
+    let answers = one_turn(&mut client, &[(1, 1), (2, 2), (4, 9)]).await;
     assert_eq!(answers, vec![(1, true), (2, false), (4, true)]);
     assert!(handler.stored(1, 1), "the acknowledged write is stored");
     server.stop().await;
