@@ -235,6 +235,23 @@ def fmt_lag(lag):
         else "over %g ms" % (1000 * lower))
 
 
+# The server's line for a late probe wake-up (crates/server/src/metrics).
+LATE_WAKEUP = re.compile(
+    r"woke (?P<late_ms>[\d.]+) ms late: of its (?P<wall_ms>[\d.]+) ms it ran (?P<ran_ms>[\d.]+) ms, "
+    r"waited (?P<waited_ms>[\d.]+) ms for a CPU, and was blocked or idle (?P<blocked_ms>[\d.]+) ms")
+
+
+def fmt_late_wakeups(lines):
+    """Where the logged late wake-ups' time went, summed, in words."""
+    if not lines:
+        return "none logged"
+    total = lambda k: sum(x[k] for x in lines)
+    return ("%d logged (the latest %.1f ms late); over their %.1f ms the loops ran %.1f ms, "
+            "waited %.1f ms for a CPU, and were blocked or idle %.1f ms" % (
+                len(lines), max(x["late_ms"] for x in lines), total("wall_ms"), total("ran_ms"),
+                total("waited_ms"), total("blocked_ms")))
+
+
 def lag_in_phase(before, after):
     """The event-loop probe's wake-ups during one phase, from the change of
     its histogram: how many, how many were more than LAG_LIMIT_S late, and
@@ -363,6 +380,17 @@ class Rocksandra:
 
     def phase_start(self):
         self.before = scrape_metrics()
+        self.log.flush()
+        self.log_offset = os.path.getsize(os.path.join(self.base, "server.log"))
+
+    def late_wakeups(self):
+        """The server's log lines about late event-loop wake-ups since the
+        phase began (at most one per loop per second), parsed."""
+        with open(os.path.join(self.base, "server.log"), "rb") as f:
+            f.seek(getattr(self, "log_offset", 0))
+            text = f.read().decode(errors="replace")
+        return [{k: float(v) for k, v in m.groupdict().items()}
+                for m in LATE_WAKEUP.finditer(text)]
 
     def stalls(self, start, end):
         after = scrape_metrics()
@@ -371,6 +399,7 @@ class Rocksandra:
         return {"kind": "RocksDB write stalls", "seconds": stall,
                 "event_loop_lag_max_s": after.get("rocksandra_event_loop_lag_max_seconds"),
                 "event_loop_lag": lag_in_phase(self.before, after),
+                "late_wakeups": self.late_wakeups(),
                 "block_cache_hits": after.get("rocksandra_storage_block_cache_hits_total"),
                 "block_cache_misses": after.get("rocksandra_storage_block_cache_misses_total")}
 
@@ -970,9 +999,10 @@ def system_section(w, s, suffix):
     w("- Stalls measured as: %s. %s" % (st.get("kind", "-"), (
         "Longest GC pause in the mixed phase: %.1f ms." % (1000 * st["longest_s"])
         if "longest_s" in st else
-        "Longest event-loop pause since start: %s ms; %s." % (
+        "Longest event-loop pause since start: %s ms; %s. Late wake-ups in the mixed phase: %s." % (
             "%.1f" % (1000 * st["event_loop_lag_max_s"]) if st.get("event_loop_lag_max_s") is not None else "n/a",
-            fmt_lag(st.get("event_loop_lag"))))))
+            fmt_lag(st.get("event_loop_lag")),
+            fmt_late_wakeups(st.get("late_wakeups"))))))
     me = s.get("metrics_at_end")
     if me:
         pick = lambda k: me.get(k)

@@ -124,7 +124,7 @@ impl Service {
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), String> {
         // The event-loop probe runs only for the endpoint, its only reader.
         let endpoint = self.metrics.map(|endpoint| {
-            let probe = tokio::spawn(watch_event_loop(self.server.metrics()));
+            let probe = tokio::spawn(watch_event_loop(self.server.metrics(), "main".into()));
             (probe, tokio::spawn(endpoint.run()))
         });
         // A decommissioned node stops by itself once it has left the ring.

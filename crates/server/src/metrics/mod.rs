@@ -206,12 +206,70 @@ impl Drop for ConnectionGuard {
 /// wake-up is: a worker thread busy with blocking work, or too many ready
 /// tasks, delays every connection the same way. Tokio's timer has
 /// millisecond resolution, so up to about 1 ms of lag is the clock, not a pause.
-pub async fn watch_event_loop(metrics: Arc<ServerMetrics>) {
+/// A wake-up `EVENT_LOOP_LATE_LOG` late or more is logged (at most once per
+/// `EVENT_LOOP_LATE_LOG_EVERY` per loop) with where the loop's thread spent
+/// the interval: running, waiting for a CPU, or neither (blocked or asleep).
+pub async fn watch_event_loop(metrics: Arc<ServerMetrics>, name: String) {
+    let mut logged_at: Option<Instant> = None;
     loop {
         let slept_at = Instant::now();
+        let before = process::ThreadTimes::read();
         tokio::time::sleep(EVENT_LOOP_PROBE_INTERVAL).await;
-        let lag = slept_at.elapsed().saturating_sub(EVENT_LOOP_PROBE_INTERVAL);
+        let elapsed = slept_at.elapsed();
+        let lag = elapsed.saturating_sub(EVENT_LOOP_PROBE_INTERVAL);
         metrics.record_event_loop_lag(lag);
+        let quiet = logged_at.is_some_and(|at| at.elapsed() < EVENT_LOOP_LATE_LOG_EVERY);
+        if lag >= EVENT_LOOP_LATE_LOG && !quiet {
+            logged_at = Some(Instant::now());
+            log_late_wakeup(&name, elapsed, lag, before, process::ThreadTimes::read());
+        }
+    }
+}
+
+/// A probe wake-up this late is logged.
+pub const EVENT_LOOP_LATE_LOG: Duration = Duration::from_millis(10);
+/// One loop logs a late wake-up at most this often.
+pub const EVENT_LOOP_LATE_LOG_EVERY: Duration = Duration::from_secs(1);
+
+fn log_late_wakeup(
+    name: &str,
+    elapsed: Duration,
+    lag: Duration,
+    before: Option<process::ThreadTimes>,
+    after: Option<process::ThreadTimes>,
+) {
+    tracing::warn!("{}", late_wakeup_text(name, elapsed, lag, before, after));
+}
+
+/// What a late wake-up's log line says: how late, and (when both readings
+/// are of this thread) how the interval split into running, waiting for a
+/// CPU (runnable, not scheduled), and the rest (blocked in a system call,
+/// or idle in the event loop's poll).
+fn late_wakeup_text(
+    name: &str,
+    elapsed: Duration,
+    lag: Duration,
+    before: Option<process::ThreadTimes>,
+    after: Option<process::ThreadTimes>,
+) -> String {
+    let ms = |nanos: u64| nanos as f64 / 1e6;
+    let late = lag.as_secs_f64() * 1e3;
+    match (before, after) {
+        (Some(before), Some(after)) if before.thread == after.thread => {
+            let running = after.running_ns.saturating_sub(before.running_ns);
+            let waiting = after.waiting_ns.saturating_sub(before.waiting_ns);
+            let wall = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+            let rest = wall.saturating_sub(running).saturating_sub(waiting);
+            format!(
+                "event loop {name} woke {late:.1} ms late: of its {:.1} ms it ran {:.1} ms, \
+                 waited {:.1} ms for a CPU, and was blocked or idle {:.1} ms",
+                ms(wall),
+                ms(running),
+                ms(waiting),
+                ms(rest),
+            )
+        }
+        _ => format!("event loop {name} woke {late:.1} ms late"),
     }
 }
 
@@ -387,10 +445,40 @@ mod tests {
         assert_eq!(snapshot.event_loop_lag.sum_nanos, 44_000_000);
     }
 
+    #[test]
+    fn a_late_wake_up_says_where_the_time_went() {
+        let thread = std::thread::current().id();
+        let at = |running_ns, waiting_ns| process::ThreadTimes {
+            thread,
+            running_ns,
+            waiting_ns,
+        };
+        let text = late_wakeup_text(
+            "cql-core-0",
+            Duration::from_millis(30),
+            Duration::from_millis(20),
+            Some(at(1_000_000, 500_000)),
+            Some(at(9_000_000, 15_500_000)),
+        );
+        assert_eq!(
+            text,
+            "event loop cql-core-0 woke 20.0 ms late: of its 30.0 ms it ran 8.0 ms, \
+             waited 15.0 ms for a CPU, and was blocked or idle 7.0 ms"
+        );
+        let unknown = late_wakeup_text(
+            "main",
+            Duration::ZERO,
+            Duration::from_millis(12),
+            None,
+            None,
+        );
+        assert_eq!(unknown, "event loop main woke 12.0 ms late");
+    }
+
     #[tokio::test]
     async fn the_event_loop_probe_records_wake_ups_and_pauses() {
         let metrics = Arc::new(ServerMetrics::default());
-        let probe = tokio::spawn(watch_event_loop(metrics.clone()));
+        let probe = tokio::spawn(watch_event_loop(metrics.clone(), "test".into()));
         tokio::time::sleep(EVENT_LOOP_PROBE_INTERVAL * 3).await;
         // Blocks the only thread of this runtime: the probe wakes late.
         std::thread::sleep(Duration::from_millis(60));

@@ -128,7 +128,14 @@ async fn serve_core(
 ) {
     // The event-loop lag the metrics report is this loop's (and the main
     // runtime's): a request that blocks a core delays its connections.
-    let probe = tokio::spawn(crate::metrics::watch_event_loop(shared.metrics.clone()));
+    let name = std::thread::current()
+        .name()
+        .unwrap_or("cql-core")
+        .to_string();
+    let probe = tokio::spawn(crate::metrics::watch_event_loop(
+        shared.metrics.clone(),
+        name,
+    ));
     let mut connections = JoinSet::new();
     let mut open = true;
     while open || !connections.is_empty() {
