@@ -70,10 +70,10 @@ def authz_server():
     yield from run_server(AUTHZ_PORT, "authorizer: CassandraAuthorizer\n")
 
 
-def connect(user, password, port=PORT):
+def connect(user, password, port=PORT, protocol_version=5):
     profile = ExecutionProfile(load_balancing_policy=RoundRobinPolicy())
     auth = PlainTextAuthProvider(username=user, password=password) if user else None
-    cluster = Cluster(["127.0.0.1"], port=port, protocol_version=5, auth_provider=auth,
+    cluster = Cluster(["127.0.0.1"], port=port, protocol_version=protocol_version, auth_provider=auth,
                       execution_profiles={EXEC_PROFILE_DEFAULT: profile}, connect_timeout=10)
     return cluster, cluster.connect()
 

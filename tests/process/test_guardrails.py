@@ -1,4 +1,4 @@
-"""Cassandra 5.0's guardrails through the Python driver: two servers whose
+"""Cassandra 5.0's guardrails through the Python driver: three servers whose
 yamls set thresholds and flags, an ordinary role `app` that meets them
 (failures as InvalidRequest, warnings in the response's warnings list) and
 the superuser, who is exempt. Every expected text below is what Apache
@@ -9,9 +9,10 @@ its repair advice on ALTER KEYSPACE, that are not guardrails)."""
 
 import contextlib
 import os
+import re
 
 import pytest
-from cassandra import InvalidRequest
+from cassandra import ConsistencyLevel, InvalidRequest
 from cassandra.query import BatchStatement, SimpleStatement
 
 from test_auth import connect, run_server
@@ -162,9 +163,136 @@ FLAG_CASES = [
 ]
 
 
+# A third server: the guardrails on written values, consistency levels, IN
+# products, vector dimensions, list operations and table options (the zero
+# TTL one warns by default). "CL=<level> " and "SERIAL=<level> " before
+# a statement set its consistency and serial consistency (the driver's
+# defaults otherwise: LOCAL_ONE, and no serial consistency, which Cassandra
+# takes as SERIAL).
+VALUES_YAML = """\
+authorizer: CassandraAuthorizer
+column_value_size_warn_threshold: 10B
+column_value_size_fail_threshold: 40B
+collection_size_warn_threshold: 50B
+collection_size_fail_threshold: 100B
+items_per_collection_warn_threshold: 2
+items_per_collection_fail_threshold: 4
+in_select_cartesian_product_warn_threshold: 4
+in_select_cartesian_product_fail_threshold: 9
+vector_dimensions_warn_threshold: 3
+vector_dimensions_fail_threshold: 5
+read_consistency_levels_warned: [ONE]
+read_consistency_levels_disallowed: [ALL, TWO]
+write_consistency_levels_warned: [ONE]
+write_consistency_levels_disallowed: [ALL, LOCAL_SERIAL]
+read_before_write_list_operations_enabled: false
+uncompressed_tables_enabled: false
+"""
+
+VALUE_CASES = [
+    ('su', "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 1}", None, None, []),
+    ('su', 'CREATE TABLE ks.c (k int, c int, v text, s set<int>, l list<int>, m map<int, int>, fs frozen<set<int>>, fl frozen<list<int>>, PRIMARY KEY (k, c))', None, None, []),
+    ('su', 'CREATE TYPE ks.pt (x int, y text)', None, None, []),
+    ('su', 'CREATE TABLE ks.u (k int PRIMARY KEY, p pt, fp frozen<pt>)', None, None, []),
+    ('su', 'CREATE TABLE ks.ct (a int, b int, c int, d int, v int, PRIMARY KEY ((a, b), c, d))', None, None, []),
+    ('su', "CREATE ROLE app WITH PASSWORD = 'app' AND LOGIN = true", None, None, []),
+    ('su', 'GRANT ALL PERMISSIONS ON ALL KEYSPACES TO app', None, None, []),
+    ('app', "INSERT INTO ks.c (k, c, v) VALUES (1, 1, 'abc')", None, None, []),
+    ('app', "INSERT INTO ks.c (k, c, v) VALUES (1, 1, 'abcdefghijkl')", None, None, ["Guardrail column_value_size violated: Value of column 'v' has size 12, this exceeds the warning threshold of 10."]),
+    ('app', "INSERT INTO ks.c (k, c, v) VALUES (1, 1, 'abcdefghijabcdefghijabcdefghijabcdefghijX')", None, "Guardrail column_value_size violated: Value of column 'v' has size 41, this exceeds the failure threshold of 40.", []),
+    ('app', "UPDATE ks.c SET v = 'abcdefghijkl' WHERE k = 1 AND c IN (1, 2)", None, None, ["Guardrail column_value_size violated: Value of column 'v' has size 12, this exceeds the warning threshold of 10.", "Guardrail column_value_size violated: Value of column 'v' has size 12, this exceeds the warning threshold of 10."]),
+    ('app', "UPDATE ks.c SET v = 'abcdefghijkl', s = {1, 2, 3} WHERE k = 1 AND c = 1", None, None, ["Guardrail column_value_size violated: Value of column 'v' has size 12, this exceeds the warning threshold of 10.", 'Guardrail items_per_collection violated: Detected collection s with 3 items, this exceeds the warning threshold of 2.', 'Guardrail collection_size violated: Detected collection s of size 72, this exceeds the warning threshold of 50.']),
+    ('app', 'UPDATE ks.c SET s = {1, 2} WHERE k = 1 AND c = 1', None, None, []),
+    ('app', 'UPDATE ks.c SET s = {} WHERE k = 1 AND c = 1', None, None, []),
+    ('app', 'UPDATE ks.c SET s = s + {1, 2, 3, 4, 5} WHERE k = 1 AND c = 1', None, 'Guardrail items_per_collection violated: Detected collection s with 5 items, this exceeds the failure threshold of 4.', []),
+    ('app', 'UPDATE ks.c SET s = s - {1, 2, 3, 4, 5} WHERE k = 1 AND c = 1', None, None, []),
+    ('app', 'UPDATE ks.c SET l = [1] WHERE k = 1 AND c = 1', None, None, ["Guardrail column_value_size violated: Value of column 'l' has size 16, this exceeds the warning threshold of 10."]),
+    ('app', 'UPDATE ks.c SET l = l + [1, 2] WHERE k = 1 AND c = 1', None, None, ["Guardrail column_value_size violated: Value of column 'l' has size 16, this exceeds the warning threshold of 10.", "Guardrail column_value_size violated: Value of column 'l' has size 16, this exceeds the warning threshold of 10.", 'Guardrail collection_size violated: Detected collection l of size 80, this exceeds the warning threshold of 50.']),
+    ('app', 'UPDATE ks.c SET l = [3, 4, 5] + l WHERE k = 1 AND c = 1', None, None, ["Guardrail column_value_size violated: Value of column 'l' has size 16, this exceeds the warning threshold of 10.", "Guardrail column_value_size violated: Value of column 'l' has size 16, this exceeds the warning threshold of 10.", "Guardrail column_value_size violated: Value of column 'l' has size 16, this exceeds the warning threshold of 10."]),
+    ('app', 'UPDATE ks.c SET m = {1: 1, 2: 2} WHERE k = 1 AND c = 1', None, None, ['Guardrail collection_size violated: Detected collection m of size 56, this exceeds the warning threshold of 50.']),
+    ('app', 'UPDATE ks.c SET m = m + {1: 1, 2: 2, 3: 3, 4: 4, 5: 5} WHERE k = 1 AND c = 1', None, 'Guardrail items_per_collection violated: Detected collection m with 5 items, this exceeds the failure threshold of 4.', []),
+    ('app', 'UPDATE ks.c SET m[5] = 5 WHERE k = 1 AND c = 1', None, None, []),
+    ('app', 'UPDATE ks.c SET m = m - {1} WHERE k = 1 AND c = 1', None, None, []),
+    ('app', 'DELETE m[2] FROM ks.c WHERE k = 1 AND c = 1', None, None, []),
+    ('app', 'UPDATE ks.c SET fs = {1, 2, 3} WHERE k = 1 AND c = 1', None, None, ['Guardrail items_per_collection violated: Detected collection fs with 3 items, this exceeds the warning threshold of 2.', "Guardrail column_value_size violated: Value of column 'fs' has size 28, this exceeds the warning threshold of 10."]),
+    ('app', 'UPDATE ks.c SET fs = {1} WHERE k = 1 AND c = 1', None, None, ["Guardrail column_value_size violated: Value of column 'fs' has size 12, this exceeds the warning threshold of 10."]),
+    ('app', 'UPDATE ks.c SET fl = [1, 2, 3, 4, 5] WHERE k = 1 AND c = 1', None, 'Guardrail items_per_collection violated: Detected collection fl with 5 items, this exceeds the failure threshold of 4.', []),
+    ('app', 'INSERT INTO ks.c (k, c, s, fs) VALUES (2, 1, {1, 2, 3}, {1, 2, 3})', None, None, ['Guardrail items_per_collection violated: Detected collection s with 3 items, this exceeds the warning threshold of 2.', 'Guardrail collection_size violated: Detected collection s of size 72, this exceeds the warning threshold of 50.', 'Guardrail items_per_collection violated: Detected collection fs with 3 items, this exceeds the warning threshold of 2.', "Guardrail column_value_size violated: Value of column 'fs' has size 28, this exceeds the warning threshold of 10."]),
+    ('app', 'INSERT INTO ks.c JSON \'{"k": 3, "c": 1, "v": "abcdefghijkl", "m": {"1": 1, "2": 2}}\'', None, None, ["Guardrail column_value_size violated: Value of column 'v' has size 12, this exceeds the warning threshold of 10.", 'Guardrail collection_size violated: Detected collection m of size 56, this exceeds the warning threshold of 50.']),
+    ('app', "INSERT INTO ks.c (k, c, v) VALUES (4, 1, 'abcdefghijkl') IF NOT EXISTS", None, None, ["Guardrail column_value_size violated: Value of column 'v' has size 12, this exceeds the warning threshold of 10."]),
+    ('app', "INSERT INTO ks.c (k, c, v) VALUES (4, 1, 'abcdefghijabcdefghijabcdefghijabcdefghijX') IF NOT EXISTS", None, None, []),
+    ('app', "UPDATE ks.c SET v = 'abcdefghijabcdefghijabcdefghijabcdefghijX' WHERE k = 4 AND c = 1 IF v = 'x'", None, None, []),
+    ('app', "BEGIN BATCH INSERT INTO ks.c (k, c, v) VALUES (5, 1, 'abcdefghijkl'); UPDATE ks.c SET s = {1, 2, 3} WHERE k = 5 AND c = 2; APPLY BATCH", None, None, ["Guardrail column_value_size violated: Value of column 'v' has size 12, this exceeds the warning threshold of 10.", 'Guardrail items_per_collection violated: Detected collection s with 3 items, this exceeds the warning threshold of 2.', 'Guardrail collection_size violated: Detected collection s of size 72, this exceeds the warning threshold of 50.']),
+    ('app', "UPDATE ks.u SET p = {x: 1, y: 'abcdefghijkl'} WHERE k = 1", None, None, ["Guardrail column_value_size violated: Value of column 'p' has size 12, this exceeds the warning threshold of 10."]),
+    ('app', "UPDATE ks.u SET p.y = 'abcdefghijkl' WHERE k = 1", None, None, ["Guardrail column_value_size violated: Value of column 'p' has size 12, this exceeds the warning threshold of 10."]),
+    ('app', "UPDATE ks.u SET fp = {x: 1, y: 'ab'} WHERE k = 1", None, None, ["Guardrail column_value_size violated: Value of column 'fp' has size 14, this exceeds the warning threshold of 10."]),
+    ('su', "INSERT INTO ks.c (k, c, v, s) VALUES (1, 1, 'abcdefghijabcdefghijabcdefghijabcdefghijX', {1, 2, 3, 4, 5})", None, None, []),
+    ('app', 'CL=ONE SELECT * FROM ks.c WHERE k = 1', None, None, ['Guardrail read_consistency_levels violated: Provided values [ONE] are not recommended for read consistency levels (warned values are: [ONE])']),
+    ('app', 'CL=ALL SELECT * FROM ks.c WHERE k = 1', None, 'Guardrail read_consistency_levels violated: Provided values [ALL] are not allowed for read consistency levels (disallowed values are: [TWO, ALL])', []),
+    ('app', 'CL=TWO SELECT * FROM ks.c WHERE k = 1', None, 'Guardrail read_consistency_levels violated: Provided values [TWO] are not allowed for read consistency levels (disallowed values are: [TWO, ALL])', []),
+    ('app', 'CL=SERIAL SELECT * FROM ks.c WHERE k = 1', None, None, []),
+    ('app', 'CL=ONE SELECT * FROM system.local', None, None, ['Guardrail read_consistency_levels violated: Provided values [ONE] are not recommended for read consistency levels (warned values are: [ONE])']),
+    ('app', "CL=ONE INSERT INTO ks.c (k, c, v) VALUES (6, 1, 'a')", None, None, ['Guardrail write_consistency_levels violated: Provided values [ONE] are not recommended for write consistency levels (warned values are: [ONE])']),
+    ('app', "CL=ALL INSERT INTO ks.c (k, c, v) VALUES (6, 1, 'a')", None, 'Guardrail write_consistency_levels violated: Provided values [ALL] are not allowed for write consistency levels (disallowed values are: [ALL, LOCAL_SERIAL])', []),
+    ('app', "SERIAL=LOCAL_SERIAL INSERT INTO ks.c (k, c, v) VALUES (6, 1, 'a')", None, 'Guardrail write_consistency_levels violated: Provided values [LOCAL_SERIAL] are not allowed for write consistency levels (disallowed values are: [ALL, LOCAL_SERIAL])', []),
+    ('app', "CL=ALL SERIAL=LOCAL_SERIAL UPDATE ks.c SET v = 'a' WHERE k = 6 AND c = 1", None, 'Guardrail write_consistency_levels violated: Provided values [ALL, LOCAL_SERIAL] are not allowed for write consistency levels (disallowed values are: [ALL, LOCAL_SERIAL])', []),
+    ('app', "SERIAL=LOCAL_SERIAL INSERT INTO ks.c (k, c, v) VALUES (6, 2, 'a') IF NOT EXISTS", None, 'Guardrail write_consistency_levels violated: Provided values [LOCAL_SERIAL] are not allowed for write consistency levels (disallowed values are: [ALL, LOCAL_SERIAL])', []),
+    ('app', "CL=ALL BEGIN BATCH INSERT INTO ks.c (k, c, v) VALUES (6, 1, 'a'); APPLY BATCH", None, 'Guardrail write_consistency_levels violated: Provided values [ALL] are not allowed for write consistency levels (disallowed values are: [ALL, LOCAL_SERIAL])', []),
+    ('app', 'CL=ONE DELETE FROM ks.c WHERE k = 6 AND c = 1', None, None, ['Guardrail write_consistency_levels violated: Provided values [ONE] are not recommended for write consistency levels (warned values are: [ONE])']),
+    ('app', "CL=ONE BEGIN BATCH INSERT INTO ks.c (k, c, v) VALUES (6, 1, 'abcdefghijkl'); APPLY BATCH", None, None, ['Guardrail write_consistency_levels violated: Provided values [ONE] are not recommended for write consistency levels (warned values are: [ONE])', "Guardrail column_value_size violated: Value of column 'v' has size 12, this exceeds the warning threshold of 10."]),
+    ('app', "CL=ONE INSERT INTO ks.c (k, c, v) VALUES (6, 3, 'a') IF NOT EXISTS", None, None, ['Guardrail write_consistency_levels violated: Provided values [ONE] are not recommended for write consistency levels (warned values are: [ONE])']),
+    ('app', 'CL=ALL CREATE TABLE ks.other (k int PRIMARY KEY)', None, None, []),
+    ('app', 'CL=ALL TRUNCATE ks.other', None, None, []),
+    ('su', 'CL=ALL SELECT * FROM ks.c WHERE k = 1', None, None, []),
+    ('su', "CL=ALL INSERT INTO ks.c (k, c, v) VALUES (6, 1, 'a')", None, None, []),
+    ('su', 'INSERT INTO ks.c (k, c, l) VALUES (7, 1, [1, 2, 3])', None, None, []),
+    ('app', 'UPDATE ks.c SET l[0] = 5 WHERE k = 7 AND c = 1', None, 'Guardrail read_before_write_list_operations violated: Setting of list items by index requiring read before write is not allowed', []),
+    ('app', 'UPDATE ks.c SET l = l - [1] WHERE k = 7 AND c = 1', None, 'Guardrail read_before_write_list_operations violated: Removal of list items requiring read before write is not allowed', []),
+    ('app', 'DELETE l[0] FROM ks.c WHERE k = 7 AND c = 1', None, 'Guardrail read_before_write_list_operations violated: Removal of list items by index requiring read before write is not allowed', []),
+    ('app', 'UPDATE ks.c SET l = l - [1] WHERE k = 8 AND c = 1', None, 'Guardrail read_before_write_list_operations violated: Removal of list items requiring read before write is not allowed', []),
+    ('app', 'UPDATE ks.c SET l = l + [4] WHERE k = 7 AND c = 1', None, None, ["Guardrail column_value_size violated: Value of column 'l' has size 16, this exceeds the warning threshold of 10."]),
+    ('app', 'DELETE l FROM ks.c WHERE k = 7 AND c = 1', None, None, []),
+    ('su', 'UPDATE ks.c SET l[0] = 5 WHERE k = 7 AND c = 1', None, 'Attempted to set an element on a list which is null', []),
+    ('app', "CREATE TABLE ks.tw (k int PRIMARY KEY) WITH compaction = {'class': 'TimeWindowCompactionStrategy'}", None, None, ['Guardrail zero_ttl_on_twcs violated: 0 default_time_to_live on a table with TimeWindowCompactionStrategy compaction strategy is not recommended. It is suspicious to use default_time_to_live set to 0 with such compaction strategy. Please keep in mind that data will not start to automatically expire after they are older than a respective compaction window unit of a certain size. Please set TTL for your INSERT or UPDATE statements if you expect data to be expired as table settings will not do it. ']),
+    ('app', "CREATE TABLE ks.tw2 (k int PRIMARY KEY) WITH compaction = {'class': 'org.apache.cassandra.db.compaction.TimeWindowCompactionStrategy'} AND default_time_to_live = 60", None, None, []),
+    ('app', 'ALTER TABLE ks.tw2 WITH default_time_to_live = 0', None, None, []),
+    ('app', "ALTER TABLE ks.tw2 WITH default_time_to_live = 0 AND compaction = {'class': 'TimeWindowCompactionStrategy'}", None, None, ['Guardrail zero_ttl_on_twcs violated: 0 default_time_to_live on a table with TimeWindowCompactionStrategy compaction strategy is not recommended. It is suspicious to use default_time_to_live set to 0 with such compaction strategy. Please keep in mind that data will not start to automatically expire after they are older than a respective compaction window unit of a certain size. Please set TTL for your INSERT or UPDATE statements if you expect data to be expired as table settings will not do it. ']),
+    ('app', "ALTER TABLE ks.tw WITH comment = 'x'", None, None, []),
+    ('app', "CREATE TABLE ks.unc (k int PRIMARY KEY) WITH compression = {'enabled': false}", None, 'Guardrail uncompressed_tables_enabled violated: Uncompressed table is not allowed', []),
+    ('app', "CREATE TABLE ks.unc2 (k int PRIMARY KEY) WITH compression = {'enabled': 'false'} AND compaction = {'class': 'TimeWindowCompactionStrategy'}", None, 'Guardrail uncompressed_tables_enabled violated: Uncompressed table is not allowed', []),
+    ('app', "ALTER TABLE ks.tw WITH compression = {'enabled': false}", None, 'Guardrail uncompressed_tables_enabled violated: Uncompressed table is not allowed', []),
+    ('su', "CREATE TABLE ks.unc (k int PRIMARY KEY) WITH compression = {'enabled': false}", None, None, []),
+    ('app', "ALTER TABLE ks.unc WITH comment = 'x'", None, 'Guardrail uncompressed_tables_enabled violated: Uncompressed table is not allowed', []),
+    ('app', 'ALTER TABLE ks.unc ADD v int', None, None, []),
+    ('app', 'SELECT * FROM ks.ct WHERE a IN (1, 2) AND b IN (1, 2)', None, None, []),
+    ('app', 'SELECT * FROM ks.ct WHERE a IN (1, 2) AND b IN (1, 2, 3)', None, None, ['Guardrail in_select_cartesian_product violated: The cartesian product of the IN restrictions on partition key produces 6 values, this exceeds warning threshold of 4.']),
+    ('app', 'SELECT * FROM ks.ct WHERE a IN (1, 2, 3, 4, 5) AND b = 1', None, None, ['Guardrail in_select_cartesian_product violated: The cartesian product of the IN restrictions on partition key produces 5 values, this exceeds warning threshold of 4.', 'Guardrail in_select_cartesian_product violated: The cartesian product of the IN restrictions on partition key produces 5 values, this exceeds warning threshold of 4.']),
+    ('app', 'SELECT * FROM ks.ct WHERE a IN (1, 2, 3, 4, 5) AND b IN (1, 2)', None, 'Guardrail in_select_cartesian_product violated: Aborting query because the cartesian product of the IN restrictions on partition key produces 10 values, this exceeds fail threshold of 9.', []),
+    ('app', 'SELECT * FROM ks.ct WHERE a = 1 AND b = 1 AND c IN (1, 2) AND d IN (1, 2, 3)', None, None, ['Guardrail in_select_cartesian_product violated: The cartesian product of the IN restrictions on clustering key produces 6 values, this exceeds warning threshold of 4.']),
+    ('app', 'SELECT * FROM ks.ct WHERE a = 1 AND b = 1 AND (c, d) IN ((1, 1), (1, 2), (1, 3), (2, 1), (2, 2))', None, None, ['Guardrail in_select_cartesian_product violated: The cartesian product of the IN restrictions on clustering key produces 5 values, this exceeds warning threshold of 4.']),
+    ('app', 'SELECT * FROM ks.ct WHERE a IN (1, 2, 3) AND b IN (1, 2) AND c IN (1, 2)', None, None, ['Guardrail in_select_cartesian_product violated: The cartesian product of the IN restrictions on partition key produces 6 values, this exceeds warning threshold of 4.']),
+    ('app', 'UPDATE ks.ct SET v = 1 WHERE a IN (1, 2) AND b IN (1, 2, 3) AND c = 1 AND d = 1', None, None, ['Guardrail in_select_cartesian_product violated: The cartesian product of the IN restrictions on partition key produces 6 values, this exceeds warning threshold of 4.']),
+    ('app', 'DELETE FROM ks.ct WHERE a = 1 AND b = 1 AND c IN (1, 2, 3) AND d IN (1, 2, 3, 4)', None, 'Guardrail in_select_cartesian_product violated: Aborting query because the cartesian product of the IN restrictions on clustering key produces 12 values, this exceeds fail threshold of 9.', []),
+    ('app', 'SELECT * FROM ks.ct WHERE a IN (1, 2) AND b IN (1, 2, 3) LIMIT 1', None, None, ['Guardrail in_select_cartesian_product violated: The cartesian product of the IN restrictions on partition key produces 6 values, this exceeds warning threshold of 4.']),
+    ('app', 'CREATE TABLE ks.vec3 (k int PRIMARY KEY, v vector<float, 3>)', None, None, []),
+    ('app', 'CREATE TABLE ks.vec4 (k int PRIMARY KEY, v vector<float, 4>)', None, None, ['Guardrail vector_dimensions violated: Column v has a vector of 4 dimensions, this exceeds the warning threshold of 3.']),
+    ('app', 'CREATE TABLE ks.vec6 (k int PRIMARY KEY, v vector<float, 6>)', None, 'Guardrail vector_dimensions violated: Column v has a vector of 6 dimensions, this exceeds the failure threshold of 5.', []),
+    ('app', 'ALTER TABLE ks.vec3 ADD w vector<int, 6>', None, 'Guardrail vector_dimensions violated: Column w has a vector of 6 dimensions, this exceeds the failure threshold of 5.', []),
+    ('app', 'CREATE TABLE ks.vec5 (k int PRIMARY KEY, v frozen<list<vector<float, 5>>>)', None, None, ['Guardrail vector_dimensions violated: Column v has a vector of 5 dimensions, this exceeds the warning threshold of 3.']),
+    ('app', 'CREATE TYPE ks.vt (a vector<float, 4>)', None, None, ['Guardrail vector_dimensions violated: Field a has a vector of 4 dimensions, this exceeds the warning threshold of 3.']),
+    ('app', 'CREATE TABLE ks.vc (k int PRIMARY KEY, v vector<float, 2>)', None, None, []),
+    ('app', 'INSERT INTO ks.vc (k, v) VALUES (1, [1.0, 2.0])', None, None, []),
+    ('su', 'CREATE TABLE ks.vecsu (k int PRIMARY KEY, v vector<float, 6>)', None, None, []),
+]
+
 
 def run(session, cql, fetch_size):
     """The error's message (None on success) and the guardrail warnings."""
+    levels = {}
+    while re.match(r"(CL|SERIAL)=\w+ ", cql):
+        setting, cql = cql.split(" ", 1)
+        name, level = setting.split("=")
+        levels[name] = getattr(ConsistencyLevel, level)
     if cql.startswith("BATCH MESSAGE "):
         statement = BatchStatement()
         statement.add(SimpleStatement(cql[len("BATCH MESSAGE "):]))
@@ -172,6 +300,8 @@ def run(session, cql, fetch_size):
         statement = SimpleStatement(cql, fetch_size=fetch_size)
     else:
         statement = SimpleStatement(cql)
+    statement.consistency_level = levels.get("CL")
+    statement.serial_consistency_level = levels.get("SERIAL")
     future = session.execute_async(statement)
     try:
         future.result()
@@ -186,21 +316,24 @@ def error_message(text):
     return text[text.index(marker) + len(marker):-1] if marker in text else text
 
 
-@pytest.mark.parametrize("yaml, cases", [(GUARDRAILS_YAML, CASES), (FLAGS_YAML, FLAG_CASES)],
-                         ids=["thresholds", "flags"])
-def test_guardrails_answer_as_cassandra(yaml, cases):
+@pytest.mark.parametrize("yaml, cases, protocol_version", [
+    (GUARDRAILS_YAML, CASES, 5), (FLAGS_YAML, FLAG_CASES, 5),
+    (VALUES_YAML, VALUE_CASES, 4), (VALUES_YAML, VALUE_CASES, 5),
+], ids=["thresholds", "flags", "values-v4", "values-v5"])
+def test_guardrails_answer_as_cassandra(yaml, cases, protocol_version):
     with contextlib.contextmanager(run_server)(GUARDRAILS_PORT, yaml):
-        replay(cases)
+        replay(cases, protocol_version)
 
 
-def replay(cases):
+def replay(cases, protocol_version=5):
     clusters = []
     sessions = {}
     try:
         for who, cql, fetch_size, error, warnings in cases:
             if who not in sessions:
                 user, password = ("cassandra", "cassandra") if who == "su" else ("app", "app")
-                cluster, sessions[who] = connect(user, password, port=GUARDRAILS_PORT)
+                cluster, sessions[who] = connect(user, password, port=GUARDRAILS_PORT,
+                                                 protocol_version=protocol_version)
                 clusters.append(cluster)
             assert run(sessions[who], cql, fetch_size) == (error, warnings), "%s: %s" % (who, cql)
     finally:

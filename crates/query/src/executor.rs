@@ -579,7 +579,7 @@ impl Executor {
             Statement::CreateTable(s) => {
                 let keyspace = keyspace_of(&s.name, session_ks)?;
                 let random = self.env.random.clone();
-                self.ddl(|schema| ddl::create_table(schema, keyspace, s, &*random))
+                self.ddl(guard.wrap(|schema| ddl::create_table(schema, keyspace, s, &*random)))
             }
             Statement::AlterTable(s) => {
                 let keyspace = keyspace_of(&s.table, session_ks)?;

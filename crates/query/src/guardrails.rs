@@ -12,10 +12,13 @@
 use std::collections::BTreeMap;
 
 use rocksandra_cql::ast::{
-    AlterTable, AlterTableAction, AlterTypeAction, CreateIndex, CreateMaterializedView,
+    AlterTable, AlterTableAction, AlterType, AlterTypeAction, CreateIndex, CreateMaterializedView,
     CreateTable, Delete, DropKind, Insert, Literal, Modification, Property, PropertyValue,
     QualifiedName, Statement, Update, UsingParam,
 };
+
+use rocksandra_cql::TypeExpr;
+use rocksandra_wire::Consistency;
 
 use crate::error::{QueryError, Result};
 use crate::schema::{is_system_keyspace, keyspace_of, Keyspace, Schema};
@@ -35,6 +38,37 @@ impl Threshold {
     }
 }
 
+/// A set of consistency levels (`read_consistency_levels_warned`, ...),
+/// listed in Cassandra's order of the levels (`[TWO, ALL]`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConsistencyLevels(u16);
+
+impl ConsistencyLevels {
+    pub const EMPTY: ConsistencyLevels = ConsistencyLevels(0);
+
+    pub fn with(self, level: Consistency) -> ConsistencyLevels {
+        ConsistencyLevels(self.0 | 1 << level.code())
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    fn intersection(self, other: ConsistencyLevels) -> ConsistencyLevels {
+        ConsistencyLevels(self.0 & other.0)
+    }
+
+    /// `[ONE, LOCAL_ONE]`, as Java prints a set of levels.
+    fn names(self) -> String {
+        let names: Vec<&str> = Consistency::ALL
+            .into_iter()
+            .filter(|c| self.0 & 1 << c.code() != 0)
+            .map(Consistency::name)
+            .collect();
+        format!("[{}]", names.join(", "))
+    }
+}
+
 /// The guardrails of a node, Cassandra 5.0's defaults by `Default`:
 /// every threshold disabled, every feature allowed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +83,21 @@ pub struct Guardrails {
     pub fields_per_udt: Threshold,
     pub page_size: Threshold,
     pub partition_keys_in_select: Threshold,
+    /// The partition keys, or clustering prefixes, an IN makes.
+    pub in_select_cartesian_product: Threshold,
+    /// A written cell's value (and its collection element's key), bytes.
+    pub column_value_size: Threshold,
+    /// The collection elements one write adds to a column, bytes.
+    pub collection_size: Threshold,
+    /// The collection elements one write adds to a column.
+    pub items_per_collection: Threshold,
+    /// The dimensions of a vector type in CREATE TABLE, ALTER TABLE ADD and
+    /// CREATE TYPE.
+    pub vector_dimensions: Threshold,
+    pub read_consistency_levels_warned: ConsistencyLevels,
+    pub read_consistency_levels_disallowed: ConsistencyLevels,
+    pub write_consistency_levels_warned: ConsistencyLevels,
+    pub write_consistency_levels_disallowed: ConsistencyLevels,
     /// A lower bound: below `warn` warns, below `fail` fails.
     pub minimum_replication_factor: Threshold,
     pub maximum_replication_factor: Threshold,
@@ -61,6 +110,14 @@ pub struct Guardrails {
     pub alter_table_enabled: bool,
     pub allow_filtering_enabled: bool,
     pub simplestrategy_enabled: bool,
+    /// Setting or removing list elements by index, removing them by value.
+    pub read_before_write_list_operations_enabled: bool,
+    /// Tables without compression (CREATE TABLE, ALTER TABLE ... WITH).
+    pub uncompressed_tables_enabled: bool,
+    /// CREATE or ALTER TABLE ... WITH TimeWindowCompactionStrategy and
+    /// `default_time_to_live` 0: warned (by default), or refused.
+    pub zero_ttl_on_twcs_warned: bool,
+    pub zero_ttl_on_twcs_enabled: bool,
 }
 
 impl Default for Guardrails {
@@ -134,6 +191,45 @@ fn count(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+/// Cassandra's `Values` guardrail on consistency levels (`kind` "read" or
+/// "write"): a disallowed level fails, a warned one warns.
+fn consistency_levels(
+    kind: &str,
+    warned: ConsistencyLevels,
+    disallowed: ConsistencyLevels,
+    given: ConsistencyLevels,
+) -> Verdict {
+    let name = format!("{kind}_consistency_levels");
+    let what = format!("{kind} consistency levels");
+    let refused = given.intersection(disallowed);
+    if !refused.is_empty() {
+        return Err(QueryError::invalid(decorate(
+            &name,
+            &format!(
+                "Provided values {} are not allowed for {what} (disallowed values are: {})",
+                refused.names(),
+                disallowed.names()
+            ),
+        )));
+    }
+    let warn = given.intersection(warned);
+    if warn.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(decorate(
+        &name,
+        &format!(
+            "Provided values {} are not recommended for {what} (warned values are: {})",
+            warn.names(),
+            warned.names()
+        ),
+    )))
+}
+
+/// Why a zero default TTL with TimeWindowCompactionStrategy is warned of
+/// (with its trailing space, as Cassandra's).
+const ZERO_TTL_ON_TWCS_REASON: &str = "It is suspicious to use default_time_to_live set to 0 with such compaction strategy. Please keep in mind that data will not start to automatically expire after they are older than a respective compaction window unit of a certain size. Please set TTL for your INSERT or UPDATE statements if you expect data to be expired as table settings will not do it. ";
+
 /// Why ALLOW FILTERING is refused, appended to the flag's failure.
 const ALLOW_FILTERING_REASON: &str =
     "ALLOW FILTERING can potentially visit all the data in the table and have unpredictable performance.";
@@ -152,6 +248,15 @@ impl Guardrails {
         fields_per_udt: Threshold::DISABLED,
         page_size: Threshold::DISABLED,
         partition_keys_in_select: Threshold::DISABLED,
+        in_select_cartesian_product: Threshold::DISABLED,
+        column_value_size: Threshold::DISABLED,
+        collection_size: Threshold::DISABLED,
+        items_per_collection: Threshold::DISABLED,
+        vector_dimensions: Threshold::DISABLED,
+        read_consistency_levels_warned: ConsistencyLevels::EMPTY,
+        read_consistency_levels_disallowed: ConsistencyLevels::EMPTY,
+        write_consistency_levels_warned: ConsistencyLevels::EMPTY,
+        write_consistency_levels_disallowed: ConsistencyLevels::EMPTY,
         minimum_replication_factor: Threshold::DISABLED,
         maximum_replication_factor: Threshold::DISABLED,
         user_timestamps_enabled: true,
@@ -163,6 +268,10 @@ impl Guardrails {
         alter_table_enabled: true,
         allow_filtering_enabled: true,
         simplestrategy_enabled: true,
+        read_before_write_list_operations_enabled: true,
+        uncompressed_tables_enabled: true,
+        zero_ttl_on_twcs_warned: true,
+        zero_ttl_on_twcs_enabled: true,
     };
 
     /// CREATE KEYSPACE: `user_keyspaces` counts the new one.
@@ -286,6 +395,98 @@ impl Guardrails {
         )
     }
 
+    /// The partition keys (`what`: "partition key") or clustering
+    /// prefixes ("clustering key") the IN restrictions make so far.
+    pub fn in_select_cartesian_product(&self, values: usize, what: &str) -> Verdict {
+        above(
+            "in_select_cartesian_product",
+            self.in_select_cartesian_product,
+            count(values),
+            |t| {
+                format!("The cartesian product of the IN restrictions on {what} produces {values} values, this exceeds warning threshold of {t}.")
+            },
+            |t| {
+                format!("Aborting query because the cartesian product of the IN restrictions on {what} produces {values} values, this exceeds fail threshold of {t}.")
+            },
+        )
+    }
+
+    /// A written value, or a collection element's key, of `column`.
+    pub fn column_value_size(&self, bytes: usize, column: &str) -> Verdict {
+        let message = |kind: &str, t: i64| {
+            format!("Value of column '{column}' has size {bytes}, this exceeds the {kind} threshold of {t}.")
+        };
+        above(
+            "column_value_size",
+            self.column_value_size,
+            count(bytes),
+            |t| message("warning", t),
+            |t| message("failure", t),
+        )
+    }
+
+    /// The size of the collection elements a write adds to `column`.
+    pub fn collection_size(&self, bytes: usize, column: &str) -> Verdict {
+        let message = |kind: &str, t: i64| {
+            format!("Detected collection {column} of size {bytes}, this exceeds the {kind} threshold of {t}.")
+        };
+        above(
+            "collection_size",
+            self.collection_size,
+            count(bytes),
+            |t| message("warning", t),
+            |t| message("failure", t),
+        )
+    }
+
+    /// The number of collection elements a write adds to `column`.
+    pub fn items_per_collection(&self, items: usize, column: &str) -> Verdict {
+        let message = |kind: &str, t: i64| {
+            format!("Detected collection {column} with {items} items, this exceeds the {kind} threshold of {t}.")
+        };
+        above(
+            "items_per_collection",
+            self.items_per_collection,
+            count(items),
+            |t| message("warning", t),
+            |t| message("failure", t),
+        )
+    }
+
+    /// A vector type's dimensions; `what` is "Column v" or "Field a".
+    pub fn vector_dimensions(&self, dimensions: usize, what: &str) -> Verdict {
+        let message = |kind: &str, t: i64| {
+            format!("{what} has a vector of {dimensions} dimensions, this exceeds the {kind} threshold of {t}.")
+        };
+        above(
+            "vector_dimensions",
+            self.vector_dimensions,
+            count(dimensions),
+            |t| message("warning", t),
+            |t| message("failure", t),
+        )
+    }
+
+    /// A SELECT's consistency level.
+    pub fn read_consistency_levels(&self, level: Consistency) -> Verdict {
+        consistency_levels(
+            "read",
+            self.read_consistency_levels_warned,
+            self.read_consistency_levels_disallowed,
+            ConsistencyLevels::EMPTY.with(level),
+        )
+    }
+
+    /// A write's consistency level and serial consistency level.
+    pub fn write_consistency_levels(&self, level: Consistency, serial: Consistency) -> Verdict {
+        consistency_levels(
+            "write",
+            self.write_consistency_levels_warned,
+            self.write_consistency_levels_disallowed,
+            ConsistencyLevels::EMPTY.with(level).with(serial),
+        )
+    }
+
     /// One replication factor of a user keyspace (of each data center for
     /// NetworkTopologyStrategy): the minimum's warning or failure first,
     /// then the maximum's.
@@ -368,6 +569,44 @@ impl Guardrails {
         )
     }
 
+    /// A list operation that reads the stored list: `operation` is
+    /// "Setting of list items by index requiring read before write", ...
+    pub fn read_before_write_list_operations(&self, operation: &str) -> Result<()> {
+        flag(
+            "read_before_write_list_operations",
+            self.read_before_write_list_operations_enabled,
+            operation,
+        )
+    }
+
+    /// A table whose compression is disabled.
+    pub fn uncompressed_tables(&self) -> Result<()> {
+        flag(
+            "uncompressed_tables_enabled",
+            self.uncompressed_tables_enabled,
+            "Uncompressed table",
+        )
+    }
+
+    /// TimeWindowCompactionStrategy with `default_time_to_live` 0 in the
+    /// options of CREATE or ALTER TABLE: the failure, or the warning, both
+    /// with Cassandra's reason after them.
+    pub fn zero_ttl_on_twcs(&self) -> Verdict {
+        let decorated = |verdict: &str| {
+            let message = format!("0 default_time_to_live on a table with TimeWindowCompactionStrategy compaction strategy is {verdict}");
+            format!(
+                "{}. {ZERO_TTL_ON_TWCS_REASON}",
+                decorate("zero_ttl_on_twcs", &message)
+            )
+        };
+        if !self.zero_ttl_on_twcs_enabled {
+            return Err(QueryError::invalid(decorated("not allowed")));
+        }
+        Ok(self
+            .zero_ttl_on_twcs_warned
+            .then(|| decorated("not recommended")))
+    }
+
     /// SELECT ... ALLOW FILTERING on a table outside the system keyspaces.
     pub fn allow_filtering(&self) -> Result<()> {
         flag(
@@ -401,11 +640,18 @@ impl Guardrails {
                 self.tables.is_enabled()
                     || self.columns_per_table.is_enabled()
                     || !self.compact_tables_enabled
+                    || self.vector_dimensions.is_enabled()
+                    || self.guards_table_options()
             }
             Statement::AlterTable(_) => {
-                !self.alter_table_enabled || self.columns_per_table.is_enabled()
+                !self.alter_table_enabled
+                    || self.columns_per_table.is_enabled()
+                    || self.vector_dimensions.is_enabled()
+                    || self.guards_table_options()
             }
-            Statement::CreateType(_) | Statement::AlterType(_) => self.fields_per_udt.is_enabled(),
+            Statement::CreateType(_) | Statement::AlterType(_) => {
+                self.fields_per_udt.is_enabled() || self.vector_dimensions.is_enabled()
+            }
             Statement::CreateIndex(_) => {
                 !self.secondary_indexes_enabled || self.secondary_indexes_per_table.is_enabled()
             }
@@ -422,13 +668,33 @@ impl Guardrails {
         }
     }
 
+    /// Whether a guardrail on table options is set (the zero TTL one is
+    /// by default: it warns).
+    fn guards_table_options(&self) -> bool {
+        !self.uncompressed_tables_enabled
+            || self.zero_ttl_on_twcs_warned
+            || !self.zero_ttl_on_twcs_enabled
+    }
+
     /// Whether any guardrail of a SELECT is set: a prepared point read
     /// then takes the general path, which checks them.
     pub fn guards_select(&self) -> bool {
         self.page_size.is_enabled()
             || self.partition_keys_in_select.is_enabled()
+            || self.in_select_cartesian_product.is_enabled()
+            || !self.read_consistency_levels_warned.is_empty()
+            || !self.read_consistency_levels_disallowed.is_empty()
             || !self.allow_filtering_enabled
             || !self.group_by_enabled
+    }
+
+    /// Whether a guardrail on what INSERT, UPDATE and DELETE write is set
+    /// (`modify::written`, and the IN products of their WHERE clause).
+    pub fn guards_written_values(&self) -> bool {
+        self.column_value_size.is_enabled()
+            || self.collection_size.is_enabled()
+            || self.items_per_collection.is_enabled()
+            || self.in_select_cartesian_product.is_enabled()
     }
 }
 
@@ -516,11 +782,25 @@ pub(crate) fn before_run(
             Ok(warnings.into_iter().collect())
         }
         Statement::AlterKeyspace(s) => simplestrategy(g, &s.properties).map(none),
-        Statement::CreateTable(s) => create_table(g, s, schema),
-        Statement::AlterTable(s) => alter_table(g, s, schema, session_keyspace).map(none),
+        Statement::CreateTable(s) => create_table(g, s, schema, session_keyspace),
+        Statement::AlterTable(s) => {
+            let mut warnings = added_vectors(g, s)?;
+            if let AlterTableAction::With(properties) = &s.action {
+                let keyspace = keyspace_of(&s.table, session_keyspace)?;
+                warnings.extend(zero_ttl_on_twcs(g, keyspace, properties)?);
+            }
+            alter_table(g, s, schema, session_keyspace)?;
+            Ok(warnings)
+        }
         Statement::CreateType(s) => {
-            let warning = g.fields_per_udt(s.fields.len(), s.name.name.as_str())?;
-            Ok(warning.into_iter().collect())
+            let mut warnings: Vec<String> = g
+                .fields_per_udt(s.fields.len(), s.name.name.as_str())?
+                .into_iter()
+                .collect();
+            for (field, ty) in &s.fields {
+                warnings.extend(vectors(g, ty, &format!("Field {}", field.as_str()))?);
+            }
+            Ok(warnings)
         }
         Statement::CreateIndex(_) => g.secondary_indexes().map(none),
         Statement::Drop(d) => match d.kind {
@@ -536,7 +816,12 @@ pub(crate) fn before_run(
 
 /// CREATE TABLE: the columns declared, the tables and views of user
 /// keyspaces with the new one, COMPACT STORAGE.
-fn create_table(g: &Guardrails, s: &CreateTable, schema: &Schema) -> Result<Vec<String>> {
+fn create_table(
+    g: &Guardrails,
+    s: &CreateTable,
+    schema: &Schema,
+    session_keyspace: Option<&str>,
+) -> Result<Vec<String>> {
     let name = s.name.name.as_str();
     let mut warnings = Vec::new();
     warnings.extend(g.columns_per_table(s.columns.len(), name)?);
@@ -545,7 +830,87 @@ fn create_table(g: &Guardrails, s: &CreateTable, schema: &Schema) -> Result<Vec<
     if s.options.compact_storage {
         g.compact_tables()?;
     }
+    let keyspace = keyspace_of(&s.name, session_keyspace)?;
+    warnings.extend(zero_ttl_on_twcs(g, keyspace, &s.options.properties)?);
+    for column in &s.columns {
+        let what = format!("Column {}", column.name.as_str());
+        warnings.extend(vectors(g, &column.ty, &what)?);
+    }
     Ok(warnings)
+}
+
+/// `zero_ttl_on_twcs` on the options a statement gives (Cassandra looks
+/// at them alone: an ALTER that sets only the TTL to 0 on a TWCS table
+/// passes), outside the system keyspaces.
+fn zero_ttl_on_twcs(g: &Guardrails, keyspace: &str, properties: &[Property]) -> Verdict {
+    let named = |name: &str| properties.iter().find(|p| p.name.as_str() == name);
+    let zero_ttl = named("default_time_to_live").is_none_or(|p| {
+        matches!(&p.value, PropertyValue::Constant(Literal::Integer(n)) if n.parse::<i64>() == Ok(0))
+    });
+    let twcs = named("compaction").is_some_and(|p| match &p.value {
+        PropertyValue::Map(entries) => entries.iter().any(|(k, v)| {
+            matches!((k, v), (Literal::String(k), Literal::String(v)) if k == "class"
+                && (v == "TimeWindowCompactionStrategy"
+                    || v == "org.apache.cassandra.db.compaction.TimeWindowCompactionStrategy"))
+        }),
+        _ => false,
+    });
+    if !zero_ttl || !twcs || is_system_keyspace(keyspace) {
+        return Ok(None);
+    }
+    g.zero_ttl_on_twcs()
+}
+
+/// CREATE TABLE or ALTER TABLE ... WITH: the table it makes must be
+/// compressed when `uncompressed_tables_enabled` is false.
+fn uncompressed(g: &Guardrails, next: &Schema, keyspace: &str, table: &str) -> Result<()> {
+    let disabled = next
+        .table(keyspace, table)
+        .is_some_and(|t| t.params.compression.get("enabled").map(String::as_str) == Some("false"));
+    if disabled {
+        g.uncompressed_tables()?;
+    }
+    Ok(())
+}
+
+/// ALTER TABLE ADD: the vectors of the added columns (checked before the
+/// table is looked up, as Cassandra's `validate`).
+fn added_vectors(g: &Guardrails, s: &AlterTable) -> Result<Vec<String>> {
+    let AlterTableAction::Add { columns, .. } = &s.action else {
+        return Ok(Vec::new());
+    };
+    let mut warnings = Vec::new();
+    for column in columns {
+        let what = format!("Column {}", column.name.as_str());
+        warnings.extend(vectors(g, &column.ty, &what)?);
+    }
+    Ok(warnings)
+}
+
+/// `vector_dimensions` on each vector in a type as written: a collection's
+/// keys before its values, a tuple's components in order, not the
+/// elements of a vector (Cassandra's `CQL3Type.Raw.validate`).
+fn vectors(g: &Guardrails, ty: &TypeExpr, what: &str) -> Result<Vec<String>> {
+    let mut dimensions = Vec::new();
+    vector_dimensions_of(ty, &mut dimensions);
+    let mut warnings = Vec::new();
+    for d in dimensions {
+        warnings.extend(g.vector_dimensions(d as usize, what)?);
+    }
+    Ok(warnings)
+}
+
+fn vector_dimensions_of(ty: &TypeExpr, out: &mut Vec<u32>) {
+    match ty {
+        TypeExpr::Vector(_, d) => out.push(*d),
+        TypeExpr::List(e) | TypeExpr::Set(e) | TypeExpr::Frozen(e) => vector_dimensions_of(e, out),
+        TypeExpr::Map(k, v) => {
+            vector_dimensions_of(k, out);
+            vector_dimensions_of(v, out);
+        }
+        TypeExpr::Tuple(items) => items.iter().for_each(|t| vector_dimensions_of(t, out)),
+        TypeExpr::Native(_) | TypeExpr::Udt { .. } | TypeExpr::Custom(_) => {}
+    }
 }
 
 /// ALTER TABLE ADD, DROP or RENAME of a table that exists (a missing one
@@ -613,17 +978,45 @@ pub(crate) fn after_change(
             let columns = next.table(keyspace, name).map(|t| t.columns.len());
             columns.map_or(Ok(None), |n| g.columns_per_table(n, name))?
         }
-        Statement::AlterType(s) if matches!(s.action, AlterTypeAction::Add { .. }) => {
+        Statement::AlterType(s) => return alter_type_add(g, s, next, session_keyspace),
+        Statement::CreateTable(s) => {
             let keyspace = keyspace_of(&s.name, session_keyspace)?;
-            let name = s.name.name.as_str();
-            let user_type = next.keyspace(keyspace).and_then(|k| k.user_type(name));
-            user_type.map_or(Ok(None), |t| g.fields_per_udt(t.fields.len(), name))?
+            uncompressed(g, next, keyspace, s.name.name.as_str())?;
+            None
+        }
+        Statement::AlterTable(s) if matches!(s.action, AlterTableAction::With(_)) => {
+            let keyspace = keyspace_of(&s.table, session_keyspace)?;
+            uncompressed(g, next, keyspace, s.table.name.as_str())?;
+            None
         }
         Statement::CreateIndex(s) => index_count(g, s, next, session_keyspace)?,
         Statement::CreateMaterializedView(s) => view_count(g, s, next, session_keyspace)?,
         _ => None,
     };
     Ok(warning.into_iter().collect())
+}
+
+/// ALTER TYPE ADD: the type's fields with the new one, then its vectors.
+fn alter_type_add(
+    g: &Guardrails,
+    s: &AlterType,
+    next: &Schema,
+    session_keyspace: Option<&str>,
+) -> Result<Vec<String>> {
+    let AlterTypeAction::Add { field, ty, .. } = &s.action else {
+        return Ok(Vec::new());
+    };
+    let keyspace = keyspace_of(&s.name, session_keyspace)?;
+    let name = s.name.name.as_str();
+    let Some(user_type) = next.keyspace(keyspace).and_then(|k| k.user_type(name)) else {
+        return Ok(Vec::new());
+    };
+    let mut warnings: Vec<String> = g
+        .fields_per_udt(user_type.fields.len(), name)?
+        .into_iter()
+        .collect();
+    warnings.extend(vectors(g, ty, &format!("Field {}", field.as_str()))?);
+    Ok(warnings)
 }
 
 /// CREATE INDEX: the table's indexes with the new one.
@@ -682,15 +1075,17 @@ fn keyspace_replication(g: &Guardrails, next: &Schema, keyspace: &str) -> Result
 }
 
 /// A SELECT's checks made before it reads (ALLOW FILTERING outside the
-/// system keyspaces, GROUP BY, the partition keys of an IN), with the
-/// warnings they give. `keys_in` is the number of partition keys when the
-/// partition key is restricted by IN.
+/// system keyspaces, GROUP BY, the consistency level, the IN products and
+/// the partition keys of an IN), with the warnings they give. `keys_in` is
+/// the number of partition keys when the partition key is restricted by IN.
 pub(crate) fn select_checks(
     g: &Guardrails,
     select: &rocksandra_cql::ast::Select,
     table: &crate::schema::Table,
+    read: (&crate::restrict::Restrictions, Consistency),
     keys_in: Option<usize>,
 ) -> Result<Vec<String>> {
+    let (restrictions, consistency) = read;
     if select.allow_filtering && !is_system_keyspace(&table.keyspace) {
         g.allow_filtering()?;
     }
@@ -698,8 +1093,30 @@ pub(crate) fn select_checks(
         g.group_by()?;
     }
     let mut warnings = Vec::new();
+    warnings.extend(g.read_consistency_levels(consistency)?);
+    warnings.extend(in_products(
+        g,
+        &restrictions.partition_in_sizes,
+        "partition key",
+    )?);
     if let Some(keys) = keys_in {
         warnings.extend(g.partition_keys_in_select(keys, &table.name)?);
+    }
+    warnings.extend(in_products(
+        g,
+        &restrictions.clustering_in_sizes,
+        "clustering key",
+    )?);
+    Ok(warnings)
+}
+
+/// `in_select_cartesian_product` on the running sizes of an IN product
+/// (`Restrictions::partition_in_sizes`): a warning for each size over the
+/// warn threshold, as Cassandra checks after each restriction.
+pub(crate) fn in_products(g: &Guardrails, sizes: &[usize], what: &str) -> Result<Vec<String>> {
+    let mut warnings = Vec::new();
+    for size in sizes {
+        warnings.extend(g.in_select_cartesian_product(*size, what)?);
     }
     Ok(warnings)
 }
@@ -839,6 +1256,88 @@ mod tests {
         for (result, expected) in cases {
             assert_eq!(message(result.unwrap_err()), expected);
         }
+    }
+
+    #[test]
+    fn written_values_word_their_messages_as_cassandra() {
+        let g = Guardrails {
+            column_value_size: threshold(10, 40),
+            collection_size: threshold(50, 100),
+            items_per_collection: threshold(2, 4),
+            ..Guardrails::default()
+        };
+        assert_eq!(g.column_value_size(10, "v").unwrap(), None);
+        assert_eq!(g.column_value_size(12, "v").unwrap().as_deref(), Some("Guardrail column_value_size violated: Value of column 'v' has size 12, this exceeds the warning threshold of 10."));
+        assert_eq!(message(g.column_value_size(41, "v").unwrap_err()), "Guardrail column_value_size violated: Value of column 'v' has size 41, this exceeds the failure threshold of 40.");
+        assert_eq!(g.collection_size(72, "s").unwrap().as_deref(), Some("Guardrail collection_size violated: Detected collection s of size 72, this exceeds the warning threshold of 50."));
+        assert_eq!(message(g.items_per_collection(5, "m").unwrap_err()), "Guardrail items_per_collection violated: Detected collection m with 5 items, this exceeds the failure threshold of 4.");
+        assert!(g.guards_written_values() && !g.guards_select());
+    }
+
+    #[test]
+    fn consistency_levels_are_listed_in_cassandras_order() {
+        let g = Guardrails {
+            read_consistency_levels_warned: ConsistencyLevels::EMPTY.with(Consistency::One),
+            read_consistency_levels_disallowed: ConsistencyLevels::EMPTY
+                .with(Consistency::All)
+                .with(Consistency::Two),
+            write_consistency_levels_disallowed: ConsistencyLevels::EMPTY
+                .with(Consistency::LocalSerial)
+                .with(Consistency::All),
+            ..Guardrails::default()
+        };
+        assert_eq!(
+            g.read_consistency_levels(Consistency::LocalOne).unwrap(),
+            None
+        );
+        assert_eq!(g.read_consistency_levels(Consistency::One).unwrap().as_deref(), Some("Guardrail read_consistency_levels violated: Provided values [ONE] are not recommended for read consistency levels (warned values are: [ONE])"));
+        assert_eq!(message(g.read_consistency_levels(Consistency::All).unwrap_err()), "Guardrail read_consistency_levels violated: Provided values [ALL] are not allowed for read consistency levels (disallowed values are: [TWO, ALL])");
+        assert_eq!(
+            g.write_consistency_levels(Consistency::One, Consistency::Serial)
+                .unwrap(),
+            None
+        );
+        assert_eq!(message(g.write_consistency_levels(Consistency::All, Consistency::LocalSerial).unwrap_err()), "Guardrail write_consistency_levels violated: Provided values [ALL, LOCAL_SERIAL] are not allowed for write consistency levels (disallowed values are: [ALL, LOCAL_SERIAL])");
+        assert!(g.guards_select() && !g.guards_written_values());
+    }
+
+    #[test]
+    fn in_products_warn_at_each_restriction_over_the_threshold() {
+        let g = Guardrails {
+            in_select_cartesian_product: threshold(4, 9),
+            ..Guardrails::default()
+        };
+        let warning = "Guardrail in_select_cartesian_product violated: The cartesian product of the IN restrictions on partition key produces 5 values, this exceeds warning threshold of 4.";
+        assert_eq!(
+            in_products(&g, &[5, 5], "partition key").unwrap(),
+            vec![warning, warning]
+        );
+        assert!(in_products(&g, &[2, 4], "partition key")
+            .unwrap()
+            .is_empty());
+        assert_eq!(message(in_products(&g, &[3, 12], "clustering key").unwrap_err()), "Guardrail in_select_cartesian_product violated: Aborting query because the cartesian product of the IN restrictions on clustering key produces 12 values, this exceeds fail threshold of 9.");
+    }
+
+    #[test]
+    fn vector_dimensions_are_found_inside_collections_and_tuples() {
+        use rocksandra_data::types::NativeType;
+        let g = Guardrails {
+            vector_dimensions: threshold(3, 5),
+            ..Guardrails::default()
+        };
+        let vector = |d| TypeExpr::Vector(Box::new(TypeExpr::Native(NativeType::Float)), d);
+        let nested = TypeExpr::Frozen(Box::new(TypeExpr::Map(
+            Box::new(vector(4)),
+            Box::new(TypeExpr::Tuple(vec![vector(2), vector(5)])),
+        )));
+        let warning = |d| {
+            format!("Guardrail vector_dimensions violated: Column v has a vector of {d} dimensions, this exceeds the warning threshold of 3.")
+        };
+        assert_eq!(
+            vectors(&g, &nested, "Column v").unwrap(),
+            vec![warning(4), warning(5)]
+        );
+        assert_eq!(message(vectors(&g, &vector(6), "Field a").unwrap_err()), "Guardrail vector_dimensions violated: Field a has a vector of 6 dimensions, this exceeds the failure threshold of 5.");
     }
 
     #[test]

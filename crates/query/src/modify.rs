@@ -19,6 +19,7 @@ use rocksandra_storage::{
 
 use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
+use crate::guardrails::Guardrails;
 use crate::proxy::{CasOptions, WriteOptions};
 use crate::request::{Outcome, Request};
 use crate::restrict::{analyze, PartitionSelection};
@@ -28,6 +29,7 @@ use crate::term::{evaluate, EvalContext, Term};
 use rocksandra_wire::{Consistency, WriteType};
 
 mod cas;
+mod written;
 
 /// Longest TTL Cassandra accepts: 20 years.
 pub const MAX_TTL_SECONDS: i32 = 630_720_000;
@@ -154,6 +156,48 @@ pub fn execute_single(
     request: &Request,
     values: &[rocksandra_wire::Value],
 ) -> Result<Outcome> {
+    let warning = write_consistency_levels(context, request)?;
+    with_warnings(
+        warning,
+        execute_single_checked(context, statement, request, values),
+    )
+}
+
+/// The `write_consistency_levels` guardrail, checked before anything else a
+/// write or batch does: on its consistency and its serial consistency
+/// (SERIAL when the request gives none).
+fn write_consistency_levels(
+    context: &StatementCtx<'_>,
+    request: &Request,
+) -> Result<Option<String>> {
+    let active = |g: &Guardrails| {
+        !g.write_consistency_levels_warned.is_empty()
+            || !g.write_consistency_levels_disallowed.is_empty()
+    };
+    match crate::guard::guardrails_for(context, request, active)? {
+        Some(g) => {
+            let serial = request.serial_consistency.unwrap_or(Consistency::Serial);
+            g.write_consistency_levels(request.consistency, serial)
+        }
+        None => Ok(None),
+    }
+}
+
+/// The outcome with `warning` before its own warnings.
+fn with_warnings(warning: Option<String>, outcome: Result<Outcome>) -> Result<Outcome> {
+    let mut outcome = outcome?;
+    if let Some(w) = warning {
+        outcome.warnings.insert(0, w);
+    }
+    Ok(outcome)
+}
+
+fn execute_single_checked(
+    context: &StatementCtx<'_>,
+    statement: &Statement,
+    request: &Request,
+    values: &[rocksandra_wire::Value],
+) -> Result<Outcome> {
     let mut mutations = Vec::new();
     let modification = match statement {
         Statement::Insert(i) => Modification::Insert(Insert::clone(i)),
@@ -174,10 +218,13 @@ pub fn execute_single(
         return Ok(Outcome::void());
     }
     let _guard = counter_lock(context, &[&modification], request)?;
-    collect(context, &modification, request, values, &[], &mut mutations)?;
+    let warnings = collect_checked(context, &modification, request, values, &[], &mut mutations)?;
     let counter = _guard.is_some();
     write(context, mutations, request, write_type(None, counter))?;
-    Ok(Outcome::void())
+    Ok(Outcome {
+        warnings,
+        ..Outcome::void()
+    })
 }
 
 /// A counter partition's statements: (table, partition key components,
@@ -465,6 +512,7 @@ pub fn execute_batch_statement(
     request: &Request,
     values: &[rocksandra_wire::Value],
 ) -> Result<Outcome> {
+    let warning = write_consistency_levels(context, request)?;
     let statements: Vec<(&Modification, &[rocksandra_wire::Value], Request)> = batch
         .statements
         .iter()
@@ -472,9 +520,14 @@ pub fn execute_batch_statement(
         .collect();
     if batch.statements.iter().any(has_condition) {
         check_batch_kinds(context, batch.kind, &statements, &batch.using)?;
-        return cas::execute(context, &statements, Some(&batch.using));
+        return with_warnings(
+            warning,
+            cas::execute(context, &statements, Some(&batch.using)),
+        );
     }
-    execute_unconditional_batch(context, batch.kind, &statements, &batch.using, request)
+    let outcome =
+        execute_unconditional_batch(context, batch.kind, &statements, &batch.using, request);
+    with_warnings(warning, outcome)
 }
 
 /// A batch without conditions: in a cluster, counter batches go through
@@ -495,10 +548,13 @@ fn execute_unconditional_batch(
     let mut mutations = Vec::new();
     let all: Vec<&Modification> = statements.iter().map(|(m, _, _)| *m).collect();
     let _guard = counter_lock(context, &all, request)?;
+    let mut warnings = Vec::new();
     for (m, values, statement_request) in statements {
-        collect(context, m, statement_request, values, using, &mut mutations)?;
+        let written =
+            collect_checked(context, m, statement_request, values, using, &mut mutations)?;
+        warnings.extend(written);
     }
-    let warnings = verify_batch(context, kind, &mutations)?;
+    warnings.extend(verify_batch(context, kind, &mutations)?);
     let counter = _guard.is_some();
     write(context, mutations, request, write_type(Some(kind), counter))?;
     Ok(Outcome {
@@ -527,6 +583,7 @@ pub fn execute_batch_message(
             g.user_timestamps()?;
         }
     }
+    let warning = write_consistency_levels(context, request)?;
     let with_requests: Vec<(&Modification, &[rocksandra_wire::Value], Request)> = statements
         .iter()
         .map(|(m, values, keyspace)| {
@@ -541,9 +598,10 @@ pub fn execute_batch_message(
         })
         .collect();
     if statements.iter().any(|(m, _, _)| has_condition(m)) {
-        return cas::execute(context, &with_requests, Some(&[]));
+        return with_warnings(warning, cas::execute(context, &with_requests, Some(&[])));
     }
-    execute_unconditional_batch(context, kind, &with_requests, &[], request)
+    let outcome = execute_unconditional_batch(context, kind, &with_requests, &[], request);
+    with_warnings(warning, outcome)
 }
 
 /// `batch_size_warn_threshold` (Cassandra's default, 5 KiB).
@@ -611,19 +669,11 @@ fn verify_batch(
 /// collection or UDT column, per cell 20 bytes plus the value and the element
 /// path as serialized, and 16 per range tombstone plus its bounds' values.
 fn data_size(m: &Mutation, table: Option<&Table>) -> u64 {
-    // Cassandra's cell paths: the serialized map key or set element, a list
-    // element's timeuuid, a UDT field's position as a short.
     let path_len = |column: ColumnId, path: &[u8]| -> u64 {
         let ty = table
             .and_then(|t| t.columns.iter().find(|c| c.id == column))
             .map(|c| &c.ty);
-        match ty {
-            Some(CqlType::Map(key, _) | CqlType::Set(key)) => {
-                paths::element_from_path(key, path).map_or(path.len(), |v| v.len()) as u64
-            }
-            Some(CqlType::List(_)) => 16,
-            _ => path.len() as u64,
-        }
+        written::cassandra_path_len(ty, path) as u64
     };
     let cells = |row: &RowUpdate| -> u64 {
         let mut complex: BTreeSet<ColumnId> =
@@ -696,6 +746,54 @@ fn check_batch_kinds(
 }
 
 /// Adds the mutations of one statement.
+/// `collect` with the guardrails on the values written (`written`), for
+/// the user they bind: their warnings, or the failure.
+fn collect_checked(
+    context: &StatementCtx<'_>,
+    m: &Modification,
+    request: &Request,
+    values: &[rocksandra_wire::Value],
+    batch_using: &[UsingParam],
+    out: &mut Vec<Mutation>,
+) -> Result<Vec<String>> {
+    let start = out.len();
+    collect(context, m, request, values, batch_using, out)?;
+    let guardrails =
+        crate::guard::guardrails_for(context, request, Guardrails::guards_written_values)?;
+    let (Some(g), Some(first)) = (guardrails, out.get(start)) else {
+        return Ok(Vec::new());
+    };
+    let schema = context.schema();
+    let Some(table) = schema.tables().find(|t| t.storage_id == first.table) else {
+        return Ok(Vec::new());
+    };
+    let mut warnings = in_products(context, g, table, m, values)?;
+    warnings.extend(written::check(g, table, m, &out[start..])?);
+    Ok(warnings)
+}
+
+/// `in_select_cartesian_product` on the partition keys, then the
+/// clustering keys, a modification's IN restrictions make.
+fn in_products(
+    context: &StatementCtx<'_>,
+    g: &Guardrails,
+    table: &Table,
+    m: &Modification,
+    values: &[rocksandra_wire::Value],
+) -> Result<Vec<String>> {
+    if !g.in_select_cartesian_product.is_enabled() || matches!(m, Modification::Insert(_)) {
+        return Ok(Vec::new());
+    }
+    let schema = context.schema();
+    let random = context.env.random.clone();
+    let ctx = context.eval_context(&schema, &table.keyspace, values, &*random);
+    let r = analyze(table, where_of(m), &ctx)?;
+    let mut warnings = crate::guardrails::in_products(g, &r.partition_in_sizes, "partition key")?;
+    let clustering = crate::guardrails::in_products(g, &r.clustering_in_sizes, "clustering key")?;
+    warnings.extend(clustering);
+    Ok(warnings)
+}
+
 fn collect(
     context: &StatementCtx<'_>,
     m: &Modification,
@@ -1534,6 +1632,20 @@ struct ListElement<'a> {
     ctx: &'a EvalContext<'a>,
 }
 
+/// The `read_before_write_list_operations` guardrail on a list operation
+/// that reads the stored list, checked before anything else it does.
+fn list_read_before_write(
+    context: &StatementCtx<'_>,
+    request: &Request,
+    operation: &str,
+) -> Result<()> {
+    let off = |g: &Guardrails| !g.read_before_write_list_operations_enabled;
+    match crate::guard::guardrails_for(context, request, off)? {
+        Some(g) => g.read_before_write_list_operations(operation),
+        None => Ok(()),
+    }
+}
+
 impl ListElement<'_> {
     /// The cell path of the element at the index, read from storage (the
     /// caller holds the read-modify-write lock); None when a deletion's
@@ -1551,6 +1663,12 @@ impl ListElement<'_> {
         setting: bool,
         pending: &RowUpdate,
     ) -> Result<Option<Vec<u8>>> {
+        let operation = if setting {
+            "Setting of list items by index requiring read before write"
+        } else {
+            "Removal of list items by index requiring read before write"
+        };
+        list_read_before_write(context, request, operation)?;
         let int = CqlType::Native(NativeType::Int);
         let k = match evaluate(self.key, &int, &format!("idx({})", self.name), self.ctx)? {
             Term::Value(k) => k,
@@ -1981,6 +2099,8 @@ fn subtract_from_collection(
             }
         }
         (CqlType::List(e), Value::List(items)) => {
+            let removal = "Removal of list items requiring read before write";
+            list_read_before_write(target.context, target.request, removal)?;
             let _guard = target.context.rmw_lock.hold();
             let removed: Vec<Vec<u8>> = items.iter().map(Value::to_bytes).collect();
             for cell in target.read_list(column)? {

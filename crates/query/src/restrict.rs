@@ -89,6 +89,12 @@ pub struct Restrictions {
     pub tuple_filters: Vec<TupleFilter>,
     /// Filters that need ALLOW FILTERING in a SELECT.
     pub needs_filtering: bool,
+    /// With an IN on the partition key, the number of partition keys after
+    /// each partition key column (Cassandra's running cartesian product,
+    /// which the `in_select_cartesian_product` guardrail checks).
+    pub partition_in_sizes: Vec<usize>,
+    /// The same for an IN on the clustering key when it selects whole rows.
+    pub clustering_in_sizes: Vec<usize>,
 }
 
 fn column_index(table: &Table, name: &str) -> Result<usize> {
@@ -217,6 +223,7 @@ pub fn analyze(
     gathered.check_multi_slice_equalities(table)?;
     let partition = gathered.partition_selection(table)?;
     let Gathered {
+        partition_in_sizes,
         per_column,
         mut filters,
         mut needs_filtering,
@@ -248,6 +255,8 @@ pub fn analyze(
         filters,
         tuple_filters: clustering.tuple_filters,
         needs_filtering,
+        partition_in_sizes,
+        clustering_in_sizes: clustering.in_sizes,
     })
 }
 
@@ -267,6 +276,8 @@ struct Gathered {
     multi_lower: Option<(Vec<Vec<u8>>, bool)>,
     multi_upper: Option<(Vec<Vec<u8>>, bool)>,
     multi_eqs: Vec<MultiEq>,
+    /// `Restrictions::partition_in_sizes`.
+    partition_in_sizes: Vec<usize>,
 }
 
 /// The "`{name} cannot be restricted by more than one relation if it
@@ -644,6 +655,7 @@ impl Gathered {
             multi_lower: None,
             multi_upper: None,
             multi_eqs: Vec::new(),
+            partition_in_sizes: Vec::new(),
         }
     }
 
@@ -761,6 +773,7 @@ impl Gathered {
                     start,
                     width: names.len(),
                     tuples: vec![tuple],
+                    is_in: false,
                 });
             }
             Operator::In => {
@@ -777,6 +790,7 @@ impl Gathered {
                     start,
                     width: names.len(),
                     tuples: all,
+                    is_in: true,
                 });
             }
             Operator::Gt | Operator::Gte | Operator::Lt | Operator::Lte => {
@@ -897,9 +911,11 @@ impl Gathered {
         })
     }
 
-    /// Every partition key the EQ/IN values make, in key order.
-    fn partition_keys(&self, table: &Table) -> Result<Vec<Vec<Vec<u8>>>> {
+    /// Every partition key the EQ/IN values make, in key order (and with
+    /// an IN, their number after each column in `partition_in_sizes`).
+    fn partition_keys(&mut self, table: &Table) -> Result<Vec<Vec<Vec<u8>>>> {
         let mut keys: Vec<Vec<Vec<u8>>> = vec![Vec::new()];
+        let mut sizes = Vec::new();
         for (i, column) in table.partition_key().iter().enumerate() {
             let values = self.per_column[i].values.as_deref().unwrap_or_default();
             let distinct = distinct_values(values, &column.name)?;
@@ -908,6 +924,13 @@ impl Gathered {
                 distinct.iter().map(std::slice::from_ref),
                 "partition",
             )?;
+            sizes.push(keys.len());
+        }
+        if self.per_column[..table.partition_key_count]
+            .iter()
+            .any(|r| r.is_in)
+        {
+            self.partition_in_sizes = sizes;
         }
         // IN values come back in key order (Cassandra keeps them in a sorted
         // set), not in the order written.
@@ -929,6 +952,7 @@ struct MultiEq {
     start: usize,
     width: usize,
     tuples: Vec<Vec<Vec<u8>>>,
+    is_in: bool,
 }
 
 /// A multi-column slice on clustering columns from position `start`.
@@ -956,6 +980,8 @@ struct ClusteringSelection {
     restricted: bool,
     error: Option<QueryError>,
     tuple_filters: Vec<TupleFilter>,
+    /// `Restrictions::clustering_in_sizes`.
+    in_sizes: Vec<usize>,
 }
 
 /// The clustering slices of single- and multi-column restrictions, walked
@@ -979,6 +1005,7 @@ fn clustering_selection(
         restricted: false,
         error: None,
         tuple_filters: Vec::new(),
+        in_sizes: Vec::new(),
     };
     let walk = ClusteringWalk {
         table,
@@ -990,6 +1017,7 @@ fn clustering_selection(
         mut prefixes,
         slice,
         reached_multi_slice,
+        in_sizes,
     } = walk.run(&mut selection, filters, needs_filtering)?;
     if !selection.restricted {
         return Ok(selection);
@@ -1002,6 +1030,9 @@ fn clustering_selection(
     // An empty IN selects exactly nothing.
     selection.exact =
         prefixes.is_empty() || (slice.is_none() && !reached_multi_slice && eq_len == ck_count);
+    if selection.exact {
+        selection.in_sizes = in_sizes;
+    }
     selection.slices = match (multi_slice, reached_multi_slice) {
         (Some(m), true) => {
             // Single-column bounds beside a multi-column slice narrow it further.
@@ -1037,6 +1068,8 @@ struct PrefixWalk {
     prefixes: Vec<Vec<Vec<u8>>>,
     slice: Option<(SliceSide, SliceSide)>,
     reached_multi_slice: bool,
+    /// With an IN among the equalities, the prefixes after each of them.
+    in_sizes: Vec<usize>,
 }
 
 impl ClusteringWalk<'_> {
@@ -1056,7 +1089,9 @@ impl ClusteringWalk<'_> {
             prefixes: vec![Vec::new()],
             slice: None,
             reached_multi_slice: false,
+            in_sizes: Vec::new(),
         };
+        let mut has_in = false;
         let mut stopped_at: Option<usize> = None;
         let mut j = 0;
         while j < table.clustering_count {
@@ -1089,6 +1124,8 @@ impl ClusteringWalk<'_> {
             if let Some(m) = multi_eq {
                 let tuples = m.tuples.iter().map(Vec::as_slice);
                 walk.prefixes = extend_product(&walk.prefixes, tuples, "clustering")?;
+                walk.in_sizes.push(walk.prefixes.len());
+                has_in |= m.is_in;
                 j += m.width;
                 continue;
             }
@@ -1097,13 +1134,20 @@ impl ClusteringWalk<'_> {
                 break;
             }
             match &r.values {
-                Some(values) => walk.prefixes = self.extend_in(&walk.prefixes, j, values)?,
+                Some(values) => {
+                    walk.prefixes = self.extend_in(&walk.prefixes, j, values)?;
+                    walk.in_sizes.push(walk.prefixes.len());
+                    has_in |= r.is_in;
+                }
                 None => {
                     walk.slice = Some((r.lower.clone(), r.upper.clone()));
                     stopped_at = Some(j + 1);
                 }
             }
             j += 1;
+        }
+        if !has_in {
+            walk.in_sizes.clear();
         }
         Ok(walk)
     }

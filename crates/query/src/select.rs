@@ -2231,7 +2231,8 @@ pub fn execute(
     let mut warnings = match guardrails {
         Some(g) => {
             let keys_in = partition_keys_in(&table, select, &restrictions);
-            crate::guardrails::select_checks(g, select, &table, keys_in)?
+            let read = (&restrictions, request.consistency);
+            crate::guardrails::select_checks(g, select, &table, read, keys_in)?
         }
         None => Vec::new(),
     };

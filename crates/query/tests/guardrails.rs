@@ -352,3 +352,213 @@ fn views_count_as_tables_and_index_tables_do_not() {
         "OK\nWARN Guardrail tables violated: Creating table a, current number of tables 3 exceeds warning threshold of 2.",
     )]);
 }
+
+#[test]
+fn written_values_and_collections() {
+    let mut h = harness(Guardrails {
+        column_value_size: threshold(10, 40),
+        collection_size: threshold(50, 100),
+        items_per_collection: threshold(2, 4),
+        ..Guardrails::DEFAULT
+    });
+    let v_warning = "WARN Guardrail column_value_size violated: Value of column 'v' has size 12, this exceeds the warning threshold of 10.";
+    let l_warning = "WARN Guardrail column_value_size violated: Value of column 'l' has size 16, this exceeds the warning threshold of 10.";
+    h.check(&[
+        (
+            "CREATE TABLE ks.c (k int, c int, v text, s set<int>, l list<int>, m map<int, int>, fs frozen<set<int>>, PRIMARY KEY (k, c))",
+            "OK",
+        ),
+        ("INSERT INTO ks.c (k, c, v) VALUES (1, 1, 'abc')", "OK"),
+        (
+            "UPDATE ks.c SET v = 'abcdefghijkl' WHERE k = 1 AND c IN (1, 2)",
+            &format!("OK\n{v_warning}\n{v_warning}"),
+        ),
+        (
+            "INSERT INTO ks.c (k, c, v) VALUES (1, 1, 'abcdefghijabcdefghijabcdefghijabcdefghijX')",
+            "ERROR Guardrail column_value_size violated: Value of column 'v' has size 41, this exceeds the failure threshold of 40.",
+        ),
+        (
+            "UPDATE ks.c SET v = 'abcdefghijkl', s = {1, 2, 3} WHERE k = 1 AND c = 1",
+            &format!("OK\n{v_warning}\n\
+             WARN Guardrail items_per_collection violated: Detected collection s with 3 items, this exceeds the warning threshold of 2.\n\
+             WARN Guardrail collection_size violated: Detected collection s of size 72, this exceeds the warning threshold of 50."),
+        ),
+        (
+            "UPDATE ks.c SET m = m + {1: 1, 2: 2, 3: 3, 4: 4, 5: 5} WHERE k = 1 AND c = 1",
+            "ERROR Guardrail items_per_collection violated: Detected collection m with 5 items, this exceeds the failure threshold of 4.",
+        ),
+        ("UPDATE ks.c SET s = s - {1, 2, 3, 4, 5} WHERE k = 1 AND c = 1", "OK"),
+        ("UPDATE ks.c SET m[5] = 5 WHERE k = 1 AND c = 1", "OK"),
+        (
+            "UPDATE ks.c SET l = l + [1, 2] WHERE k = 1 AND c = 1",
+            &format!("OK\n{l_warning}\n{l_warning}\n\
+             WARN Guardrail collection_size violated: Detected collection l of size 80, this exceeds the warning threshold of 50."),
+        ),
+        (
+            "UPDATE ks.c SET l = [3] + l WHERE k = 1 AND c = 1",
+            &format!("OK\n{l_warning}"),
+        ),
+        (
+            "UPDATE ks.c SET fs = {1, 2, 3} WHERE k = 1 AND c = 1",
+            "OK\n\
+             WARN Guardrail items_per_collection violated: Detected collection fs with 3 items, this exceeds the warning threshold of 2.\n\
+             WARN Guardrail column_value_size violated: Value of column 'fs' has size 28, this exceeds the warning threshold of 10.",
+        ),
+        (
+            "INSERT INTO ks.c (k, c, v) VALUES (4, 1, 'abcdefghijkl') IF NOT EXISTS",
+            &format!("1 rows\n{v_warning}"),
+        ),
+        // The condition does not hold: nothing is written, nothing checked.
+        ("INSERT INTO ks.c (k, c, v) VALUES (4, 1, 'abcdefghijabcdefghijabcdefghijabcdefghijX') IF NOT EXISTS", "1 rows"),
+    ]);
+    h.user = "cassandra";
+    h.check(&[(
+        "INSERT INTO ks.c (k, c, v, s) VALUES (1, 1, 'abcdefghijabcdefghijabcdefghijabcdefghijX', {1, 2, 3, 4, 5})",
+        "OK",
+    )]);
+}
+
+#[test]
+fn in_products_and_vector_dimensions() {
+    let mut h = harness(Guardrails {
+        in_select_cartesian_product: threshold(4, 9),
+        vector_dimensions: threshold(3, 5),
+        ..Guardrails::DEFAULT
+    });
+    let product = |on: &str, n: usize| {
+        format!("WARN Guardrail in_select_cartesian_product violated: The cartesian product of the IN restrictions on {on} produces {n} values, this exceeds warning threshold of 4.")
+    };
+    h.check(&[
+        ("CREATE TABLE ks.ct (a int, b int, c int, d int, v int, PRIMARY KEY ((a, b), c, d))", "OK"),
+        ("SELECT * FROM ks.ct WHERE a IN (1, 2) AND b IN (1, 2)", "0 rows"),
+        (
+            "SELECT * FROM ks.ct WHERE a IN (1, 2, 3, 4, 5) AND b = 1",
+            &format!("0 rows\n{}\n{}", product("partition key", 5), product("partition key", 5)),
+        ),
+        (
+            "SELECT * FROM ks.ct WHERE a = 1 AND b = 1 AND c IN (1, 2) AND d IN (1, 2, 3)",
+            &format!("0 rows\n{}", product("clustering key", 6)),
+        ),
+        (
+            "UPDATE ks.ct SET v = 1 WHERE a IN (1, 2) AND b IN (1, 2, 3) AND c = 1 AND d = 1",
+            &format!("OK\n{}", product("partition key", 6)),
+        ),
+        (
+            "DELETE FROM ks.ct WHERE a = 1 AND b = 1 AND c IN (1, 2, 3) AND d IN (1, 2, 3, 4)",
+            "ERROR Guardrail in_select_cartesian_product violated: Aborting query because the cartesian product of the IN restrictions on clustering key produces 12 values, this exceeds fail threshold of 9.",
+        ),
+        (
+            "CREATE TABLE ks.vec4 (k int PRIMARY KEY, v vector<float, 4>)",
+            "OK\nWARN Guardrail vector_dimensions violated: Column v has a vector of 4 dimensions, this exceeds the warning threshold of 3.",
+        ),
+        (
+            "ALTER TABLE ks.vec4 ADD w vector<int, 6>",
+            "ERROR Guardrail vector_dimensions violated: Column w has a vector of 6 dimensions, this exceeds the failure threshold of 5.",
+        ),
+        (
+            "CREATE TYPE ks.vt (a vector<float, 4>)",
+            "OK\nWARN Guardrail vector_dimensions violated: Field a has a vector of 4 dimensions, this exceeds the warning threshold of 3.",
+        ),
+    ]);
+}
+
+#[test]
+fn consistency_levels() {
+    use rocksandra_query::guardrails::ConsistencyLevels;
+    use rocksandra_wire::Consistency;
+    let levels = |list: &[Consistency]| {
+        list.iter()
+            .fold(ConsistencyLevels::EMPTY, |s, c| s.with(*c))
+    };
+    let h = harness(Guardrails {
+        read_consistency_levels_warned: levels(&[Consistency::One]),
+        read_consistency_levels_disallowed: levels(&[Consistency::All, Consistency::Two]),
+        write_consistency_levels_warned: levels(&[Consistency::One]),
+        write_consistency_levels_disallowed: levels(&[Consistency::All, Consistency::LocalSerial]),
+        ..Guardrails::DEFAULT
+    });
+    let run = |cql: &str, consistency: Consistency, serial: Option<Consistency>| {
+        let request = Request {
+            user: Some("app".to_string()),
+            consistency,
+            serial_consistency: serial,
+            ..Request::default()
+        };
+        match h.executor.query(cql, &request) {
+            Ok(outcome) => outcome.warnings.join("\n"),
+            Err(e) => format!("ERROR {e}"),
+        }
+    };
+    let select = "SELECT * FROM ks.t WHERE k = 1";
+    let insert = "INSERT INTO ks.t (k, c, v) VALUES (6, 1, 1)";
+    assert_eq!(run(select, Consistency::LocalOne, None), "");
+    assert_eq!(run(select, Consistency::One, None), "Guardrail read_consistency_levels violated: Provided values [ONE] are not recommended for read consistency levels (warned values are: [ONE])");
+    assert_eq!(run(select, Consistency::All, None), "ERROR Guardrail read_consistency_levels violated: Provided values [ALL] are not allowed for read consistency levels (disallowed values are: [TWO, ALL])");
+    assert_eq!(run(insert, Consistency::One, None), "Guardrail write_consistency_levels violated: Provided values [ONE] are not recommended for write consistency levels (warned values are: [ONE])");
+    assert_eq!(run(insert, Consistency::LocalOne, Some(Consistency::LocalSerial)), "ERROR Guardrail write_consistency_levels violated: Provided values [LOCAL_SERIAL] are not allowed for write consistency levels (disallowed values are: [ALL, LOCAL_SERIAL])");
+    assert_eq!(run("BEGIN BATCH INSERT INTO ks.t (k, c, v) VALUES (6, 1, 1); APPLY BATCH", Consistency::All, Some(Consistency::LocalSerial)), "ERROR Guardrail write_consistency_levels violated: Provided values [ALL, LOCAL_SERIAL] are not allowed for write consistency levels (disallowed values are: [ALL, LOCAL_SERIAL])");
+    assert_eq!(
+        run(
+            "CREATE TABLE ks.other (k int PRIMARY KEY)",
+            Consistency::All,
+            None
+        ),
+        ""
+    );
+}
+
+#[test]
+fn list_operations_and_table_options() {
+    let mut h = harness(Guardrails {
+        read_before_write_list_operations_enabled: false,
+        uncompressed_tables_enabled: false,
+        ..Guardrails::DEFAULT
+    });
+    let zero_ttl = "WARN Guardrail zero_ttl_on_twcs violated: 0 default_time_to_live on a table with TimeWindowCompactionStrategy compaction strategy is not recommended. It is suspicious to use default_time_to_live set to 0 with such compaction strategy. Please keep in mind that data will not start to automatically expire after they are older than a respective compaction window unit of a certain size. Please set TTL for your INSERT or UPDATE statements if you expect data to be expired as table settings will not do it. ";
+    let uncompressed =
+        "ERROR Guardrail uncompressed_tables_enabled violated: Uncompressed table is not allowed";
+    h.check(&[
+        ("CREATE TABLE ks.c (k int PRIMARY KEY, l list<int>)", "OK"),
+        ("INSERT INTO ks.c (k, l) VALUES (7, [1, 2, 3])", "OK"),
+        (
+            "UPDATE ks.c SET l[0] = 5 WHERE k = 7",
+            "ERROR Guardrail read_before_write_list_operations violated: Setting of list items by index requiring read before write is not allowed",
+        ),
+        (
+            "UPDATE ks.c SET l = l - [1] WHERE k = 8",
+            "ERROR Guardrail read_before_write_list_operations violated: Removal of list items requiring read before write is not allowed",
+        ),
+        (
+            "DELETE l[0] FROM ks.c WHERE k = 7",
+            "ERROR Guardrail read_before_write_list_operations violated: Removal of list items by index requiring read before write is not allowed",
+        ),
+        ("UPDATE ks.c SET l = l + [4] WHERE k = 7", "OK"),
+        (
+            "CREATE TABLE ks.tw (k int PRIMARY KEY) WITH compaction = {'class': 'TimeWindowCompactionStrategy'}",
+            &format!("OK\n{zero_ttl}"),
+        ),
+        (
+            "CREATE TABLE ks.tw2 (k int PRIMARY KEY) WITH compaction = {'class': 'TimeWindowCompactionStrategy'} AND default_time_to_live = 60",
+            "OK",
+        ),
+        ("ALTER TABLE ks.tw2 WITH default_time_to_live = 0", "OK"),
+        (
+            "CREATE TABLE ks.unc (k int PRIMARY KEY) WITH compression = {'enabled': false}",
+            uncompressed,
+        ),
+        ("ALTER TABLE ks.tw WITH compression = {'enabled': false}", uncompressed),
+    ]);
+    h.user = "cassandra";
+    h.check(&[
+        ("UPDATE ks.c SET l[0] = 5 WHERE k = 7", "OK"),
+        (
+            "CREATE TABLE ks.unc (k int PRIMARY KEY) WITH compression = {'enabled': false}",
+            "OK",
+        ),
+    ]);
+    h.user = "app";
+    h.check(&[
+        ("ALTER TABLE ks.unc WITH comment = 'x'", uncompressed),
+        ("ALTER TABLE ks.unc ADD v int", "OK"),
+    ]);
+}

@@ -24,7 +24,7 @@ use rocksandra_storage::{PartitionKey, PartitionRead, Slice};
 use rocksandra_wire::{Consistency, WriteType};
 
 use super::{
-    cas_request, collect, merge_mutations, missing, modifiable_table,
+    cas_request, collect, collect_checked, merge_mutations, missing, modifiable_table,
     read_before_write_consistency, serial_of, table_name_of, targets, undefined_column, using_of,
     where_of, write_index_entries, Targets,
 };
@@ -87,14 +87,18 @@ pub(super) fn execute(
                 return Ok(None);
             }
             let mut mutations = Vec::new();
+            let mut warnings = Vec::new();
             for (m, values, request) in statements {
                 let request = cas_request(request, serial, timestamp);
-                collect(context, m, &request, values, using, &mut mutations)?;
+                let written = collect_checked(context, m, &request, values, using, &mut mutations)?;
+                warnings.extend(written);
             }
             let mutations = merge_mutations(mutations);
             write_index_entries(context, &mutations, request)?;
             observed = context.vector_graphs.to_observe(&mutations);
-            outcome = Some(applied_rows(&table, true, &[], Vec::new()));
+            let mut applied = applied_rows(&table, true, &[], Vec::new());
+            applied.warnings = warnings;
+            outcome = Some(applied);
             let schema = context.schema();
             if !crate::view::any_views(&schema, &mutations) {
                 return Ok(Some(mutations));

@@ -3,9 +3,10 @@
 //! them, with its messages; the guardrails themselves are
 //! `rocksandra_query::guardrails`.
 
-use rocksandra_query::guardrails::{Guardrails, Threshold};
+use rocksandra_query::guardrails::{ConsistencyLevels, Guardrails, Threshold};
+use rocksandra_wire::Consistency;
 
-use super::{ConfigError, FileConfig};
+use super::{parse_data_size, ConfigError, FileConfig};
 
 /// Cassandra's `default_keyspace_rf`, which bounds the minimum replication
 /// factor's fail threshold (Rocksandra does not read the key: it is always 1).
@@ -64,6 +65,51 @@ fn minimum(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Threshold
         ));
     }
     Ok(t)
+}
+
+/// A data size threshold (`column_value_size`, `collection_size`) in
+/// bytes, from its two keys (unset: disabled); 0 is refused and warn must
+/// not be above fail, both in Cassandra's words (the sizes as written).
+fn size_maximum(name: &str, warn: Option<&str>, fail: Option<&str>) -> Result<Threshold, String> {
+    let bytes = |text: Option<&str>, key: String| -> Result<i64, String> {
+        let Some(text) = text else {
+            return Ok(-1);
+        };
+        let size = parse_data_size(text).map_err(|e| format!("Invalid value for {key}: {e}"))?;
+        if size == 0 {
+            return Err(format!(
+                "Invalid value for {key}: 0 is not allowed; if attempting to disable use an empty value"
+            ));
+        }
+        i64::try_from(size).map_err(|_| format!("Invalid value for {key}: '{text}' is too large"))
+    };
+    let t = Threshold {
+        warn: bytes(warn, format!("{name}_warn_threshold"))?,
+        fail: bytes(fail, format!("{name}_fail_threshold"))?,
+    };
+    if let (Some(w), Some(f)) = (warn, fail) {
+        if t.fail < t.warn {
+            return Err(format!(
+                "The warn threshold {w} for {name}_warn_threshold should be lower than the fail threshold {f}"
+            ));
+        }
+    }
+    Ok(t)
+}
+
+/// A list of consistency levels by Cassandra's names (unset: empty).
+fn consistency_levels(key: &str, names: Option<&[String]>) -> Result<ConsistencyLevels, String> {
+    let mut levels = ConsistencyLevels::EMPTY;
+    for name in names.unwrap_or_default() {
+        let level = Consistency::ALL
+            .into_iter()
+            .find(|c| c.name() == name.as_str())
+            .ok_or_else(|| {
+                format!("Invalid value for {key}: '{name}' is not a consistency level")
+            })?;
+        levels = levels.with(level);
+    }
+    Ok(levels)
 }
 
 /// The replication factor thresholds (a keyspace of `default_keyspace_rf`
@@ -142,6 +188,47 @@ impl FileConfig {
                 self.partition_keys_in_select_warn_threshold,
                 self.partition_keys_in_select_fail_threshold,
             )?,
+            in_select_cartesian_product: maximum(
+                "in_select_cartesian_product",
+                self.in_select_cartesian_product_warn_threshold,
+                self.in_select_cartesian_product_fail_threshold,
+            )?,
+            column_value_size: size_maximum(
+                "column_value_size",
+                self.column_value_size_warn_threshold.as_deref(),
+                self.column_value_size_fail_threshold.as_deref(),
+            )?,
+            collection_size: size_maximum(
+                "collection_size",
+                self.collection_size_warn_threshold.as_deref(),
+                self.collection_size_fail_threshold.as_deref(),
+            )?,
+            items_per_collection: maximum(
+                "items_per_collection",
+                self.items_per_collection_warn_threshold,
+                self.items_per_collection_fail_threshold,
+            )?,
+            vector_dimensions: maximum(
+                "vector_dimensions",
+                self.vector_dimensions_warn_threshold,
+                self.vector_dimensions_fail_threshold,
+            )?,
+            read_consistency_levels_warned: consistency_levels(
+                "read_consistency_levels_warned",
+                self.read_consistency_levels_warned.as_deref(),
+            )?,
+            read_consistency_levels_disallowed: consistency_levels(
+                "read_consistency_levels_disallowed",
+                self.read_consistency_levels_disallowed.as_deref(),
+            )?,
+            write_consistency_levels_warned: consistency_levels(
+                "write_consistency_levels_warned",
+                self.write_consistency_levels_warned.as_deref(),
+            )?,
+            write_consistency_levels_disallowed: consistency_levels(
+                "write_consistency_levels_disallowed",
+                self.write_consistency_levels_disallowed.as_deref(),
+            )?,
             minimum_replication_factor,
             maximum_replication_factor,
             user_timestamps_enabled: self
@@ -167,6 +254,18 @@ impl FileConfig {
             simplestrategy_enabled: self
                 .simplestrategy_enabled
                 .unwrap_or(d.simplestrategy_enabled),
+            read_before_write_list_operations_enabled: self
+                .read_before_write_list_operations_enabled
+                .unwrap_or(d.read_before_write_list_operations_enabled),
+            uncompressed_tables_enabled: self
+                .uncompressed_tables_enabled
+                .unwrap_or(d.uncompressed_tables_enabled),
+            zero_ttl_on_twcs_warned: self
+                .zero_ttl_on_twcs_warned
+                .unwrap_or(d.zero_ttl_on_twcs_warned),
+            zero_ttl_on_twcs_enabled: self
+                .zero_ttl_on_twcs_enabled
+                .unwrap_or(d.zero_ttl_on_twcs_enabled),
         })
     }
 }
@@ -213,6 +312,38 @@ mod tests {
     }
 
     #[test]
+    fn sizes_and_consistency_levels_are_read() {
+        let config = parse(
+            "column_value_size_warn_threshold: 1KiB\ncollection_size_fail_threshold: 2MiB\n\
+             read_consistency_levels_disallowed: [ALL, TWO]\nwrite_consistency_levels_warned: []\n",
+        )
+        .expect("valid");
+        let g = config.guardrails;
+        assert_eq!(
+            g.column_value_size,
+            Threshold {
+                warn: 1024,
+                fail: -1
+            }
+        );
+        assert_eq!(
+            g.collection_size,
+            Threshold {
+                warn: -1,
+                fail: 2 << 20
+            }
+        );
+        let disallowed = ConsistencyLevels::EMPTY
+            .with(Consistency::Two)
+            .with(Consistency::All);
+        assert_eq!(g.read_consistency_levels_disallowed, disallowed);
+        assert!(g.write_consistency_levels_warned.is_empty());
+        assert!(config.unused_keys.is_empty(), "{:?}", config.unused_keys);
+        assert!(error("read_consistency_levels_warned: [FOO]\n")
+            .contains("'FOO' is not a consistency level"));
+    }
+
+    #[test]
     fn values_are_checked_with_cassandras_messages() {
         let prefix = "Invalid guardrails configuration: ";
         let cases = [
@@ -226,6 +357,15 @@ mod tests {
              "Invalid value 2147483648 for fields_per_udt_warn_threshold: maximum allowed value is 2147483647"),
         ];
         for (yaml, message) in cases {
+            assert_eq!(error(yaml), format!("{prefix}{message}"), "{yaml}");
+        }
+        let sizes = [
+            ("column_value_size_warn_threshold: 20B\ncolumn_value_size_fail_threshold: 10B\n",
+             "The warn threshold 20B for column_value_size_warn_threshold should be lower than the fail threshold 10B"),
+            ("collection_size_warn_threshold: 0B\n",
+             "Invalid value for collection_size_warn_threshold: 0 is not allowed; if attempting to disable use an empty value"),
+        ];
+        for (yaml, message) in sizes {
             assert_eq!(error(yaml), format!("{prefix}{message}"), "{yaml}");
         }
         assert_eq!(
