@@ -10,6 +10,7 @@ its repair advice on ALTER KEYSPACE, that are not guardrails)."""
 import contextlib
 import os
 import re
+import time
 
 import pytest
 from cassandra import ConsistencyLevel, InvalidRequest
@@ -164,11 +165,15 @@ FLAG_CASES = [
 
 
 # A third server: the guardrails on written values, consistency levels, IN
-# products, vector dimensions, list operations and table options (the zero
-# TTL one warns by default). "CL=<level> " and "SERIAL=<level> " before
+# products, vector dimensions, list operations, table options (the zero TTL
+# one warns by default) and USING TIMESTAMP bounds. "CL=<level> " and "SERIAL=<level> " before
 # a statement set its consistency and serial consistency (the driver's
 # defaults otherwise: LOCAL_ONE, and no serial consistency, which Cassandra
-# takes as SERIAL).
+# takes as SERIAL); "{now+2h}" is now plus two hours, in microseconds. The
+# timestamps and bounds in the maximum_timestamp and minimum_timestamp
+# messages depend on the clock and are compared without their digits
+# (Cassandra's bound is its last generated timestamp plus the offset, ours
+# now plus the offset).
 VALUES_YAML = """\
 authorizer: CassandraAuthorizer
 column_value_size_warn_threshold: 10B
@@ -187,6 +192,10 @@ write_consistency_levels_warned: [ONE]
 write_consistency_levels_disallowed: [ALL, LOCAL_SERIAL]
 read_before_write_list_operations_enabled: false
 uncompressed_tables_enabled: false
+maximum_timestamp_warn_threshold: 1h
+maximum_timestamp_fail_threshold: 1d
+minimum_timestamp_warn_threshold: 1h
+minimum_timestamp_fail_threshold: 1d
 """
 
 VALUE_CASES = [
@@ -264,6 +273,16 @@ VALUE_CASES = [
     ('su', "CREATE TABLE ks.unc (k int PRIMARY KEY) WITH compression = {'enabled': false}", None, None, []),
     ('app', "ALTER TABLE ks.unc WITH comment = 'x'", None, 'Guardrail uncompressed_tables_enabled violated: Uncompressed table is not allowed', []),
     ('app', 'ALTER TABLE ks.unc ADD v int', None, None, []),
+    ('app', "INSERT INTO ks.c (k, c, v) VALUES (9, 1, 'a') USING TIMESTAMP {now+2h}", None, None, ["Guardrail maximum_timestamp violated: The modification to table c has a timestamp 1795896908812756 after the maximum allowable warning threshold 1795893308653000. Timestamps too far in the future can lead to data that can't be easily overwritten"]),
+    ('app', "INSERT INTO ks.c (k, c, v) VALUES (9, 1, 'a') USING TIMESTAMP {now+2d}", None, "Guardrail maximum_timestamp violated: The modification to table c has a timestamp 1796062508892433 after the maximum allowable failure threshold 1795976108653000. Timestamps too far in the future can lead to data that can't be easily overwritten", []),
+    ('app', "UPDATE ks.c USING TIMESTAMP {now-2h} SET v = 'a' WHERE k = 9 AND c = 1", None, None, ['Guardrail minimum_timestamp violated: The modification to table c has a timestamp 1795882509032908 before the minimum allowable warning threshold 1795886108653000. Timestamps too far in the past can cause writes can be unexpectedly lost']),
+    ('app', 'DELETE FROM ks.c USING TIMESTAMP {now-2d} WHERE k = 9 AND c = 1', None, 'Guardrail minimum_timestamp violated: The modification to table c has a timestamp 1795716909046314 before the minimum allowable failure threshold 1795803308653000. Timestamps too far in the past can cause writes can be unexpectedly lost', []),
+    ('app', "INSERT INTO ks.c (k, c, v) VALUES (9, 1, 'a') USING TIMESTAMP 5", None, 'Guardrail minimum_timestamp violated: The modification to table c has a timestamp 5 before the minimum allowable failure threshold 1795803308653000. Timestamps too far in the past can cause writes can be unexpectedly lost', []),
+    ('app', "INSERT INTO ks.c (k, c, v) VALUES (9, 1, 'a') USING TTL 10 AND TIMESTAMP {now+2h}", None, None, ["Guardrail maximum_timestamp violated: The modification to table c has a timestamp 1795896909078850 after the maximum allowable warning threshold 1795893308653000. Timestamps too far in the future can lead to data that can't be easily overwritten"]),
+    ('app', "BEGIN BATCH INSERT INTO ks.c (k, c, v) VALUES (9, 1, 'a') USING TIMESTAMP {now+2d}; APPLY BATCH", None, None, []),
+    ('app', "BEGIN BATCH USING TIMESTAMP {now-2d} INSERT INTO ks.c (k, c, v) VALUES (9, 1, 'a'); APPLY BATCH", None, None, []),
+    ('app', "INSERT INTO ks.c (k, c, v) VALUES (9, 1, 'a')", None, None, []),
+    ('su', "INSERT INTO ks.c (k, c, v) VALUES (9, 1, 'a') USING TIMESTAMP {now+2d}", None, None, []),
     ('app', 'SELECT * FROM ks.ct WHERE a IN (1, 2) AND b IN (1, 2)', None, None, []),
     ('app', 'SELECT * FROM ks.ct WHERE a IN (1, 2) AND b IN (1, 2, 3)', None, None, ['Guardrail in_select_cartesian_product violated: The cartesian product of the IN restrictions on partition key produces 6 values, this exceeds warning threshold of 4.']),
     ('app', 'SELECT * FROM ks.ct WHERE a IN (1, 2, 3, 4, 5) AND b = 1', None, None, ['Guardrail in_select_cartesian_product violated: The cartesian product of the IN restrictions on partition key produces 5 values, this exceeds warning threshold of 4.', 'Guardrail in_select_cartesian_product violated: The cartesian product of the IN restrictions on partition key produces 5 values, this exceeds warning threshold of 4.']),
@@ -286,8 +305,25 @@ VALUE_CASES = [
 ]
 
 
+def expand(cql):
+    """`{now+2h}`, `{now-2d}`: now plus or minus hours or days, in microseconds."""
+    def offset(m):
+        unit = {"h": 3600, "d": 86400}[m.group(3)] * 1000000
+        sign = 1 if m.group(1) == "+" else -1
+        return str(int(time.time() * 1000000) + sign * int(m.group(2)) * unit)
+    return re.sub(r"\{now([+-])(\d+)([hd])\}", offset, cql)
+
+
+def without_clock(text):
+    """A timestamp guardrail's message with its clock-dependent numbers out."""
+    if text is None:
+        return None
+    return re.sub(r"(has a timestamp|allowable (?:warning|failure) threshold) \d+", r"\1 N", text)
+
+
 def run(session, cql, fetch_size):
     """The error's message (None on success) and the guardrail warnings."""
+    cql = expand(cql)
     levels = {}
     while re.match(r"(CL|SERIAL)=\w+ ", cql):
         setting, cql = cql.split(" ", 1)
@@ -335,7 +371,9 @@ def replay(cases, protocol_version=5):
                 cluster, sessions[who] = connect(user, password, port=GUARDRAILS_PORT,
                                                  protocol_version=protocol_version)
                 clusters.append(cluster)
-            assert run(sessions[who], cql, fetch_size) == (error, warnings), "%s: %s" % (who, cql)
+            actual_error, actual_warnings = run(sessions[who], cql, fetch_size)
+            assert (without_clock(actual_error), [without_clock(w) for w in actual_warnings]) == \
+                (without_clock(error), [without_clock(w) for w in warnings]), "%s: %s" % (who, cql)
     finally:
         for cluster in clusters:
             cluster.shutdown()

@@ -69,6 +69,25 @@ impl ConsistencyLevels {
     }
 }
 
+/// How far from now a USING TIMESTAMP may be (`maximum_timestamp_*`,
+/// `minimum_timestamp_*`), in microseconds; None disables one side.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimestampOffsets {
+    pub warn_micros: Option<i64>,
+    pub fail_micros: Option<i64>,
+}
+
+impl TimestampOffsets {
+    pub const DISABLED: TimestampOffsets = TimestampOffsets {
+        warn_micros: None,
+        fail_micros: None,
+    };
+
+    fn is_enabled(self) -> bool {
+        self.warn_micros.is_some() || self.fail_micros.is_some()
+    }
+}
+
 /// The guardrails of a node, Cassandra 5.0's defaults by `Default`:
 /// every threshold disabled, every feature allowed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,6 +113,10 @@ pub struct Guardrails {
     /// The dimensions of a vector type in CREATE TABLE, ALTER TABLE ADD and
     /// CREATE TYPE.
     pub vector_dimensions: Threshold,
+    /// A USING TIMESTAMP later than now plus these.
+    pub maximum_timestamp: TimestampOffsets,
+    /// A USING TIMESTAMP earlier than now minus these.
+    pub minimum_timestamp: TimestampOffsets,
     pub read_consistency_levels_warned: ConsistencyLevels,
     pub read_consistency_levels_disallowed: ConsistencyLevels,
     pub write_consistency_levels_warned: ConsistencyLevels,
@@ -253,6 +276,8 @@ impl Guardrails {
         collection_size: Threshold::DISABLED,
         items_per_collection: Threshold::DISABLED,
         vector_dimensions: Threshold::DISABLED,
+        maximum_timestamp: TimestampOffsets::DISABLED,
+        minimum_timestamp: TimestampOffsets::DISABLED,
         read_consistency_levels_warned: ConsistencyLevels::EMPTY,
         read_consistency_levels_disallowed: ConsistencyLevels::EMPTY,
         write_consistency_levels_warned: ConsistencyLevels::EMPTY,
@@ -465,6 +490,62 @@ impl Guardrails {
             |t| message("warning", t),
             |t| message("failure", t),
         )
+    }
+
+    /// The USING TIMESTAMP of an INSERT, UPDATE or DELETE on `table`
+    /// against the maximum (now plus its offsets), then the minimum (now
+    /// minus them), with Cassandra's reasons after the messages.
+    pub fn timestamp_bounds(&self, timestamp: i64, now_micros: i64, table: &str) -> Verdict {
+        let message = |side: &str, kind: &str, bound: i64, reason: &str| {
+            let text = format!("The modification to table {table} has a timestamp {timestamp} {side} allowable {kind} threshold {bound}");
+            let name = if side == "after the maximum" {
+                "maximum_timestamp"
+            } else {
+                "minimum_timestamp"
+            };
+            format!("{}. {reason}", decorate(name, &text))
+        };
+        const LATE: &str =
+            "Timestamps too far in the future can lead to data that can't be easily overwritten";
+        const EARLY: &str =
+            "Timestamps too far in the past can cause writes can be unexpectedly lost";
+        let late = |offset: Option<i64>| {
+            offset
+                .map(|o| now_micros.saturating_add(o))
+                .filter(|b| timestamp > *b)
+        };
+        let early = |offset: Option<i64>| {
+            offset
+                .map(|o| now_micros.saturating_sub(o))
+                .filter(|b| timestamp < *b)
+        };
+        let (max, min) = (self.maximum_timestamp, self.minimum_timestamp);
+        if let Some(bound) = late(max.fail_micros) {
+            return Err(QueryError::invalid(message(
+                "after the maximum",
+                "failure",
+                bound,
+                LATE,
+            )));
+        }
+        if let Some(bound) = late(max.warn_micros) {
+            return Ok(Some(message("after the maximum", "warning", bound, LATE)));
+        }
+        if let Some(bound) = early(min.fail_micros) {
+            return Err(QueryError::invalid(message(
+                "before the minimum",
+                "failure",
+                bound,
+                EARLY,
+            )));
+        }
+        Ok(early(min.warn_micros)
+            .map(|bound| message("before the minimum", "warning", bound, EARLY)))
+    }
+
+    /// Whether `maximum_timestamp` or `minimum_timestamp` is set.
+    pub fn guards_timestamps(&self) -> bool {
+        self.maximum_timestamp.is_enabled() || self.minimum_timestamp.is_enabled()
     }
 
     /// A SELECT's consistency level.
@@ -1338,6 +1419,37 @@ mod tests {
             vec![warning(4), warning(5)]
         );
         assert_eq!(message(vectors(&g, &vector(6), "Field a").unwrap_err()), "Guardrail vector_dimensions violated: Field a has a vector of 6 dimensions, this exceeds the failure threshold of 5.");
+    }
+
+    #[test]
+    fn timestamps_are_bounded_around_now() {
+        let hour = 3_600_000_000;
+        let g = Guardrails {
+            maximum_timestamp: TimestampOffsets {
+                warn_micros: Some(hour),
+                fail_micros: Some(24 * hour),
+            },
+            minimum_timestamp: TimestampOffsets {
+                warn_micros: Some(0),
+                fail_micros: None,
+            },
+            ..Guardrails::default()
+        };
+        let now = 1_000 * hour;
+        assert_eq!(g.timestamp_bounds(now, now, "t").unwrap(), None);
+        assert_eq!(
+            g.timestamp_bounds(now + 2 * hour, now, "t").unwrap().as_deref(),
+            Some("Guardrail maximum_timestamp violated: The modification to table t has a timestamp 3607200000000 after the maximum allowable warning threshold 3603600000000. Timestamps too far in the future can lead to data that can't be easily overwritten")
+        );
+        assert_eq!(
+            message(g.timestamp_bounds(now + 25 * hour, now, "t").unwrap_err()),
+            "Guardrail maximum_timestamp violated: The modification to table t has a timestamp 3690000000000 after the maximum allowable failure threshold 3686400000000. Timestamps too far in the future can lead to data that can't be easily overwritten"
+        );
+        assert_eq!(
+            g.timestamp_bounds(5, now, "t").unwrap().as_deref(),
+            Some("Guardrail minimum_timestamp violated: The modification to table t has a timestamp 5 before the minimum allowable warning threshold 3600000000000. Timestamps too far in the past can cause writes can be unexpectedly lost")
+        );
+        assert!(g.guards_timestamps() && !Guardrails::default().guards_timestamps());
     }
 
     #[test]

@@ -209,6 +209,7 @@ fn execute_single_checked(
         return cas::execute(context, &[(&modification, values, request.clone())], None);
     }
     check_write_consistency(context, &modification, request)?;
+    let timestamp_warning = timestamp_bounds(context, &modification, request, values)?;
     if counter_cas(
         context,
         &[(&modification, values, request.clone())],
@@ -218,13 +219,38 @@ fn execute_single_checked(
         return Ok(Outcome::void());
     }
     let _guard = counter_lock(context, &[&modification], request)?;
-    let warnings = collect_checked(context, &modification, request, values, &[], &mut mutations)?;
+    let written = collect_checked(context, &modification, request, values, &[], &mut mutations)?;
     let counter = _guard.is_some();
     write(context, mutations, request, write_type(None, counter))?;
+    let warnings = timestamp_warning.into_iter().chain(written).collect();
     Ok(Outcome {
         warnings,
         ..Outcome::void()
     })
+}
+
+/// `maximum_timestamp` and `minimum_timestamp` on the USING TIMESTAMP of
+/// one statement that is not in a batch (Cassandra checks only those).
+fn timestamp_bounds(
+    context: &StatementCtx<'_>,
+    m: &Modification,
+    request: &Request,
+    values: &[rocksandra_wire::Value],
+) -> Result<Option<String>> {
+    let using = using_of(m);
+    if !using.iter().any(|u| matches!(u, UsingParam::Timestamp(_))) {
+        return Ok(None);
+    }
+    let Some(g) = crate::guard::guardrails_for(context, request, Guardrails::guards_timestamps)?
+    else {
+        return Ok(None);
+    };
+    let schema = context.schema();
+    let table = modifiable_table(context, &schema, table_name_of(m), request)?;
+    let random = context.env.random.clone();
+    let ctx = context.eval_context(&schema, &table.keyspace, values, &*random);
+    let params = write_params(context, &table, using, request, &ctx)?;
+    g.timestamp_bounds(params.timestamp, context.now_micros(), &table.name)
 }
 
 /// A counter partition's statements: (table, partition key components,

@@ -900,6 +900,10 @@ struct FileConfig {
     uncompressed_tables_enabled: Option<bool>,
     zero_ttl_on_twcs_warned: Option<bool>,
     zero_ttl_on_twcs_enabled: Option<bool>,
+    maximum_timestamp_warn_threshold: Option<String>,
+    maximum_timestamp_fail_threshold: Option<String>,
+    minimum_timestamp_warn_threshold: Option<String>,
+    minimum_timestamp_fail_threshold: Option<String>,
 }
 
 /// `- class_name: ...\n  parameters:\n    - seeds: "a,b"`

@@ -3,10 +3,10 @@
 //! them, with its messages; the guardrails themselves are
 //! `rocksandra_query::guardrails`.
 
-use rocksandra_query::guardrails::{ConsistencyLevels, Guardrails, Threshold};
+use rocksandra_query::guardrails::{ConsistencyLevels, Guardrails, Threshold, TimestampOffsets};
 use rocksandra_wire::Consistency;
 
-use super::{parse_data_size, ConfigError, FileConfig};
+use super::{parse_data_size, parse_duration, ConfigError, FileConfig};
 
 /// Cassandra's `default_keyspace_rf`, which bounds the minimum replication
 /// factor's fail threshold (Rocksandra does not read the key: it is always 1).
@@ -95,6 +95,38 @@ fn size_maximum(name: &str, warn: Option<&str>, fail: Option<&str>) -> Result<Th
         }
     }
     Ok(t)
+}
+
+/// A timestamp offset pair (`maximum_timestamp`, `minimum_timestamp`) in
+/// microseconds, from durations such as `1d`; 0 is allowed, and warn must
+/// not be above fail (the minimum's too, as Cassandra checks them),
+/// compared and worded in microseconds.
+fn timestamp_offsets(
+    name: &str,
+    warn: Option<&str>,
+    fail: Option<&str>,
+) -> Result<TimestampOffsets, String> {
+    let micros = |text: Option<&str>, key: String| -> Result<Option<i64>, String> {
+        let Some(text) = text else {
+            return Ok(None);
+        };
+        let duration = parse_duration(text).map_err(|e| format!("Invalid value for {key}: {e}"))?;
+        i64::try_from(duration.as_micros())
+            .map(Some)
+            .map_err(|_| format!("Invalid value for {key}: '{text}' is too long"))
+    };
+    let offsets = TimestampOffsets {
+        warn_micros: micros(warn, format!("{name}_warn_threshold"))?,
+        fail_micros: micros(fail, format!("{name}_fail_threshold"))?,
+    };
+    if let (Some(w), Some(f)) = (offsets.warn_micros, offsets.fail_micros) {
+        if f < w {
+            return Err(format!(
+                "The warn threshold {w} for {name}_warn_threshold should be lower than the fail threshold {f}"
+            ));
+        }
+    }
+    Ok(offsets)
 }
 
 /// A list of consistency levels by Cassandra's names (unset: empty).
@@ -212,6 +244,16 @@ impl FileConfig {
                 "vector_dimensions",
                 self.vector_dimensions_warn_threshold,
                 self.vector_dimensions_fail_threshold,
+            )?,
+            maximum_timestamp: timestamp_offsets(
+                "maximum_timestamp",
+                self.maximum_timestamp_warn_threshold.as_deref(),
+                self.maximum_timestamp_fail_threshold.as_deref(),
+            )?,
+            minimum_timestamp: timestamp_offsets(
+                "minimum_timestamp",
+                self.minimum_timestamp_warn_threshold.as_deref(),
+                self.minimum_timestamp_fail_threshold.as_deref(),
             )?,
             read_consistency_levels_warned: consistency_levels(
                 "read_consistency_levels_warned",
@@ -341,6 +383,18 @@ mod tests {
         assert!(config.unused_keys.is_empty(), "{:?}", config.unused_keys);
         assert!(error("read_consistency_levels_warned: [FOO]\n")
             .contains("'FOO' is not a consistency level"));
+        let config =
+            parse("maximum_timestamp_warn_threshold: 1h\nminimum_timestamp_fail_threshold: 0s\n")
+                .expect("valid");
+        assert_eq!(
+            config.guardrails.maximum_timestamp.warn_micros,
+            Some(3_600_000_000)
+        );
+        assert_eq!(config.guardrails.minimum_timestamp.fail_micros, Some(0));
+        assert_eq!(
+            error("minimum_timestamp_warn_threshold: 2h\nminimum_timestamp_fail_threshold: 1h\n"),
+            "Invalid guardrails configuration: The warn threshold 7200000000 for minimum_timestamp_warn_threshold should be lower than the fail threshold 3600000000"
+        );
     }
 
     #[test]
