@@ -545,6 +545,11 @@ impl Executor {
         values: &[rocksandra_wire::Value],
     ) -> Result<Outcome> {
         let guard = StatementGuard::check(ctx, &parsed.statement, request)?;
+        let rewritten = guard.rewritten().map(|statement| ParsedStatement {
+            statement,
+            ..parsed.clone()
+        });
+        let parsed = rewritten.as_ref().unwrap_or(parsed);
         let outcome = self.dispatch(ctx, parsed, request, values, &guard);
         guard.finish(outcome)
     }

@@ -11,7 +11,10 @@ use rocksandra_cql::ast::Statement;
 use crate::ctx::StatementCtx;
 use crate::ddl::DdlOutcome;
 use crate::error::{QueryError, Result};
-use crate::guardrails::{after_change, before_run, Guardrails, FILTERING_DISABLED_MESSAGE};
+use crate::guardrails::{
+    after_change, before_run, table_properties, without_options, Guardrails,
+    FILTERING_DISABLED_MESSAGE,
+};
 use crate::request::{Outcome, Request};
 use crate::roles::is_superuser;
 use crate::schema::Schema;
@@ -46,6 +49,8 @@ pub(crate) struct StatementGuard<'a> {
     statement: &'a Statement,
     session_keyspace: Option<&'a str>,
     warnings: RefCell<Vec<String>>,
+    /// Table options `table_properties_ignored` drops from the statement.
+    ignored_options: Vec<String>,
 }
 
 impl<'a> StatementGuard<'a> {
@@ -56,18 +61,28 @@ impl<'a> StatementGuard<'a> {
         request: &'a Request,
     ) -> Result<StatementGuard<'a>> {
         let guardrails = guardrails_for(ctx, request, |g| g.guards(statement))?;
-        let guard = StatementGuard {
+        let mut guard = StatementGuard {
             guardrails,
             statement,
             session_keyspace: request.keyspace.as_deref(),
             warnings: RefCell::new(Vec::new()),
+            ignored_options: Vec::new(),
         };
         if let Some(g) = guardrails {
+            let (warnings, ignored) = table_properties(g, statement)?;
+            guard.warnings.borrow_mut().extend(warnings);
+            guard.ignored_options = ignored;
             let schema = ctx.schema();
             let warnings = before_run(g, statement, &schema, guard.session_keyspace)?;
             guard.warnings.borrow_mut().extend(warnings);
         }
         Ok(guard)
+    }
+
+    /// The statement to run when options are ignored: without them.
+    pub(crate) fn rewritten(&self) -> Option<Statement> {
+        (!self.ignored_options.is_empty())
+            .then(|| without_options(self.statement, &self.ignored_options))
     }
 
     /// `change` with the checks of the schema it makes.

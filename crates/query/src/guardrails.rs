@@ -88,6 +88,100 @@ impl TimestampOffsets {
     }
 }
 
+/// The options of CREATE and ALTER TABLE (Cassandra's `TableParams.Option`
+/// names, then `id`): what `table_properties_*` may name.
+pub const TABLE_PROPERTY_NAMES: [&str; 20] = [
+    "allow_auto_snapshot",
+    "bloom_filter_fp_chance",
+    "caching",
+    "comment",
+    "compaction",
+    "compression",
+    "memtable",
+    "default_time_to_live",
+    "extensions",
+    "gc_grace_seconds",
+    "incremental_backups",
+    "max_index_interval",
+    "memtable_flush_period_in_ms",
+    "min_index_interval",
+    "speculative_retry",
+    "additional_write_policy",
+    "crc_check_chance",
+    "cdc",
+    "read_repair",
+    "id",
+];
+
+/// A set of table option names (`table_properties_warned`, ...), kept in
+/// the order the yaml lists them: Cassandra prints such a set in the
+/// order of a Java `HashSet`, which depends on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TableProperties {
+    /// Indexes into `TABLE_PROPERTY_NAMES`, the first `len` used.
+    names: [u8; TABLE_PROPERTY_NAMES.len()],
+    len: u8,
+}
+
+impl TableProperties {
+    pub const EMPTY: TableProperties = TableProperties {
+        names: [0; TABLE_PROPERTY_NAMES.len()],
+        len: 0,
+    };
+
+    /// The set with `name` (any case) added; None when it is not a table
+    /// option.
+    pub fn with(self, name: &str) -> Option<TableProperties> {
+        let lower = name.to_ascii_lowercase();
+        let index = TABLE_PROPERTY_NAMES.iter().position(|n| *n == lower)?;
+        let mut next = self;
+        if !self.contains(&lower) {
+            next.names[usize::from(self.len)] = index as u8;
+            next.len += 1;
+        }
+        Some(next)
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.names[..usize::from(self.len)]
+            .iter()
+            .map(|i| TABLE_PROPERTY_NAMES[usize::from(*i)])
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.iter().any(|n| n == name)
+    }
+
+    /// `[gc_grace_seconds, comment]`: as Java prints the `HashSet`
+    /// Cassandra reads the yaml list into.
+    fn java_text(&self) -> String {
+        java_hash_set_text(&self.iter().collect::<Vec<_>>())
+    }
+}
+
+/// Strings as Java prints a `HashSet` of them added in this order: by
+/// bucket (the spread `String.hashCode` modulo a table of 16, doubled while
+/// more than three quarters full), in insertion order within a bucket.
+pub fn java_hash_set_text(items: &[&str]) -> String {
+    let mut capacity = 16usize;
+    while items.len() * 4 > capacity * 3 {
+        capacity *= 2;
+    }
+    let bucket = |s: &str| {
+        let h = s
+            .encode_utf16()
+            .fold(0u32, |h, c| h.wrapping_mul(31).wrapping_add(u32::from(c)));
+        ((h ^ (h >> 16)) as usize) & (capacity - 1)
+    };
+    let mut sorted = items.to_vec();
+    sorted.sort_by_key(|s| bucket(s));
+    format!("[{}]", sorted.join(", "))
+}
+
 /// The guardrails of a node, Cassandra 5.0's defaults by `Default`:
 /// every threshold disabled, every feature allowed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,6 +211,11 @@ pub struct Guardrails {
     pub maximum_timestamp: TimestampOffsets,
     /// A USING TIMESTAMP earlier than now minus these.
     pub minimum_timestamp: TimestampOffsets,
+    /// Table options CREATE and ALTER TABLE and MATERIALIZED VIEW are
+    /// warned about, given without them, or refused.
+    pub table_properties_warned: TableProperties,
+    pub table_properties_ignored: TableProperties,
+    pub table_properties_disallowed: TableProperties,
     pub read_consistency_levels_warned: ConsistencyLevels,
     pub read_consistency_levels_disallowed: ConsistencyLevels,
     pub write_consistency_levels_warned: ConsistencyLevels,
@@ -278,6 +377,9 @@ impl Guardrails {
         vector_dimensions: Threshold::DISABLED,
         maximum_timestamp: TimestampOffsets::DISABLED,
         minimum_timestamp: TimestampOffsets::DISABLED,
+        table_properties_warned: TableProperties::EMPTY,
+        table_properties_ignored: TableProperties::EMPTY,
+        table_properties_disallowed: TableProperties::EMPTY,
         read_consistency_levels_warned: ConsistencyLevels::EMPTY,
         read_consistency_levels_disallowed: ConsistencyLevels::EMPTY,
         write_consistency_levels_warned: ConsistencyLevels::EMPTY,
@@ -548,6 +650,64 @@ impl Guardrails {
         self.maximum_timestamp.is_enabled() || self.minimum_timestamp.is_enabled()
     }
 
+    /// Whether `table_properties_*` names any option.
+    fn guards_table_properties(&self) -> bool {
+        !self.table_properties_warned.is_empty()
+            || !self.table_properties_ignored.is_empty()
+            || !self.table_properties_disallowed.is_empty()
+    }
+
+    /// The options a statement gives (`given`, lower-case names): the
+    /// failure for a disallowed one, else the warnings and the names to
+    /// drop from the statement (ignored ones).
+    pub fn table_properties(&self, given: &[&str]) -> Result<(Vec<String>, Vec<String>)> {
+        let name = "table_properties";
+        let matching = |set: TableProperties| {
+            let mut names: Vec<&str> = given.iter().copied().filter(|g| set.contains(g)).collect();
+            names.sort_unstable();
+            names.dedup();
+            names
+        };
+        let refused = matching(self.table_properties_disallowed);
+        if !refused.is_empty() {
+            return Err(QueryError::invalid(decorate(
+                name,
+                &format!(
+                    "Provided values [{}] are not allowed for Table Properties (disallowed values are: {})",
+                    refused.join(", "),
+                    self.table_properties_disallowed.java_text()
+                ),
+            )));
+        }
+        let mut warnings = Vec::new();
+        let ignored = matching(self.table_properties_ignored);
+        if !ignored.is_empty() {
+            warnings.push(decorate(
+                name,
+                &format!(
+                    "Ignoring provided values [{}] as they are not supported for Table Properties (ignored values are: {})",
+                    ignored.join(", "),
+                    self.table_properties_ignored.java_text()
+                ),
+            ));
+        }
+        let warned: Vec<&str> = matching(self.table_properties_warned)
+            .into_iter()
+            .filter(|w| !ignored.contains(w))
+            .collect();
+        if !warned.is_empty() {
+            warnings.push(decorate(
+                name,
+                &format!(
+                    "Provided values [{}] are not recommended for Table Properties (warned values are: {})",
+                    warned.join(", "),
+                    self.table_properties_warned.java_text()
+                ),
+            ));
+        }
+        Ok((warnings, ignored.into_iter().map(str::to_string).collect()))
+    }
+
     /// A SELECT's consistency level.
     pub fn read_consistency_levels(&self, level: Consistency) -> Verdict {
         consistency_levels(
@@ -723,12 +883,14 @@ impl Guardrails {
                     || !self.compact_tables_enabled
                     || self.vector_dimensions.is_enabled()
                     || self.guards_table_options()
+                    || self.guards_table_properties()
             }
             Statement::AlterTable(_) => {
                 !self.alter_table_enabled
                     || self.columns_per_table.is_enabled()
                     || self.vector_dimensions.is_enabled()
                     || self.guards_table_options()
+                    || self.guards_table_properties()
             }
             Statement::CreateType(_) | Statement::AlterType(_) => {
                 self.fields_per_udt.is_enabled() || self.vector_dimensions.is_enabled()
@@ -736,7 +898,10 @@ impl Guardrails {
             Statement::CreateIndex(_) => {
                 !self.secondary_indexes_enabled || self.secondary_indexes_per_table.is_enabled()
             }
-            Statement::CreateMaterializedView(_) => self.materialized_views_per_table.is_enabled(),
+            Statement::CreateMaterializedView(_) => {
+                self.materialized_views_per_table.is_enabled() || self.guards_table_properties()
+            }
+            Statement::AlterMaterializedView(_) => self.guards_table_properties(),
             Statement::Drop(_) => !self.drop_keyspace_enabled || !self.drop_truncate_table_enabled,
             Statement::Truncate(_) => !self.drop_truncate_table_enabled,
             Statement::Insert(_)
@@ -845,6 +1010,54 @@ fn statement_uses_timestamp(statement: &Statement) -> bool {
         Statement::Batch(b) => b.statements.iter().any(modification_uses_timestamp),
         _ => false,
     }
+}
+
+/// The table options a statement gives: CREATE TABLE, ALTER TABLE ...
+/// WITH, CREATE and ALTER MATERIALIZED VIEW.
+fn table_options(statement: &Statement) -> Option<&[Property]> {
+    match statement {
+        Statement::CreateTable(s) => Some(&s.options.properties),
+        Statement::AlterTable(s) => match &s.action {
+            AlterTableAction::With(properties) => Some(properties),
+            _ => None,
+        },
+        Statement::CreateMaterializedView(s) => Some(&s.options.properties),
+        Statement::AlterMaterializedView(s) => Some(&s.properties),
+        _ => None,
+    }
+}
+
+/// `table_properties_*` on the options of a statement, checked first
+/// (Cassandra's `validate`): the warnings and the options to ignore.
+pub(crate) fn table_properties(
+    g: &Guardrails,
+    statement: &Statement,
+) -> Result<(Vec<String>, Vec<String>)> {
+    let Some(properties) = table_options(statement).filter(|_| g.guards_table_properties()) else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let given: Vec<&str> = properties.iter().map(|p| p.name.as_str()).collect();
+    g.table_properties(&given)
+}
+
+/// The statement without the options named in `ignored`.
+pub(crate) fn without_options(statement: &Statement, ignored: &[String]) -> Statement {
+    let keep = |properties: &mut Vec<Property>| {
+        properties.retain(|p| !ignored.iter().any(|i| i == p.name.as_str()));
+    };
+    let mut statement = statement.clone();
+    match &mut statement {
+        Statement::CreateTable(s) => keep(&mut s.options.properties),
+        Statement::AlterTable(s) => {
+            if let AlterTableAction::With(properties) = &mut s.action {
+                keep(properties);
+            }
+        }
+        Statement::CreateMaterializedView(s) => keep(&mut s.options.properties),
+        Statement::AlterMaterializedView(s) => keep(&mut s.properties),
+        _ => {}
+    }
+    statement
 }
 
 /// Cassandra's checks before a statement runs (its `validate` and the
@@ -1419,6 +1632,38 @@ mod tests {
             vec![warning(4), warning(5)]
         );
         assert_eq!(message(vectors(&g, &vector(6), "Field a").unwrap_err()), "Guardrail vector_dimensions violated: Field a has a vector of 6 dimensions, this exceeds the failure threshold of 5.");
+    }
+
+    #[test]
+    fn table_properties_print_their_sets_as_java_does() {
+        let set = |names: &[&str]| {
+            names
+                .iter()
+                .fold(TableProperties::EMPTY, |s, n| s.with(n).expect("an option"))
+        };
+        let g = Guardrails {
+            table_properties_warned: set(&["comment", "gc_grace_seconds"]),
+            table_properties_ignored: set(&["read_repair", "bloom_filter_fp_chance", "cdc"]),
+            table_properties_disallowed: set(&[
+                "default_time_to_live",
+                "crc_check_chance",
+                "caching",
+                "memtable_flush_period_in_ms",
+            ]),
+            ..Guardrails::default()
+        };
+        assert_eq!(
+            message(g.table_properties(&["crc_check_chance", "caching", "comment"]).unwrap_err()),
+            "Guardrail table_properties violated: Provided values [caching, crc_check_chance] are not allowed for Table Properties (disallowed values are: [crc_check_chance, memtable_flush_period_in_ms, caching, default_time_to_live])"
+        );
+        let (warnings, ignored) = g.table_properties(&["cdc", "comment"]).unwrap();
+        assert_eq!(warnings, vec![
+            "Guardrail table_properties violated: Ignoring provided values [cdc] as they are not supported for Table Properties (ignored values are: [cdc, read_repair, bloom_filter_fp_chance])",
+            "Guardrail table_properties violated: Provided values [comment] are not recommended for Table Properties (warned values are: [gc_grace_seconds, comment])",
+        ]);
+        assert_eq!(ignored, vec!["cdc"]);
+        assert!(TableProperties::EMPTY.with("Comment").is_some());
+        assert!(TableProperties::EMPTY.with("foo").is_none());
     }
 
     #[test]

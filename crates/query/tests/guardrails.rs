@@ -562,3 +562,32 @@ fn list_operations_and_table_options() {
         ("ALTER TABLE ks.unc ADD v int", "OK"),
     ]);
 }
+
+#[test]
+fn ignored_table_options_are_dropped_from_the_statement() {
+    let ignored = rocksandra_query::guardrails::TableProperties::EMPTY
+        .with("read_repair")
+        .expect("a table option");
+    let mut h = harness(Guardrails {
+        table_properties_ignored: ignored,
+        ..Guardrails::DEFAULT
+    });
+    let none_read_repair = |table: &str| {
+        format!("SELECT table_name FROM system_schema.tables WHERE keyspace_name = 'ks' AND table_name = '{table}' AND read_repair = 'NONE' ALLOW FILTERING")
+    };
+    h.check(&[
+        (
+            "CREATE TABLE ks.a (k int PRIMARY KEY) WITH read_repair = 'NONE'",
+            "OK\nWARN Guardrail table_properties violated: Ignoring provided values [read_repair] as they are not supported for Table Properties (ignored values are: [read_repair])",
+        ),
+        (&none_read_repair("a"), "0 rows"),
+    ]);
+    h.user = "cassandra";
+    h.check(&[
+        (
+            "CREATE TABLE ks.b (k int PRIMARY KEY) WITH read_repair = 'NONE'",
+            "OK",
+        ),
+        (&none_read_repair("b"), "1 rows"),
+    ]);
+}

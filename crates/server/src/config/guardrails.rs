@@ -3,7 +3,9 @@
 //! them, with its messages; the guardrails themselves are
 //! `rocksandra_query::guardrails`.
 
-use rocksandra_query::guardrails::{ConsistencyLevels, Guardrails, Threshold, TimestampOffsets};
+use rocksandra_query::guardrails::{
+    java_hash_set_text, ConsistencyLevels, Guardrails, TableProperties, Threshold, TimestampOffsets,
+};
 use rocksandra_wire::Consistency;
 
 use super::{parse_data_size, parse_duration, ConfigError, FileConfig};
@@ -129,6 +131,32 @@ fn timestamp_offsets(
     Ok(offsets)
 }
 
+/// A list of table options (any case; unset: empty), refused with
+/// Cassandra's message when one is not a table option.
+fn table_properties(key: &str, names: Option<&[String]>) -> Result<TableProperties, String> {
+    let mut set = TableProperties::EMPTY;
+    let mut unknown: Vec<String> = Vec::new();
+    for name in names.unwrap_or_default() {
+        match set.with(name) {
+            Some(next) => set = next,
+            None => {
+                let lower = name.to_ascii_lowercase();
+                if !unknown.contains(&lower) {
+                    unknown.push(lower);
+                }
+            }
+        }
+    }
+    if !unknown.is_empty() {
+        let unknown: Vec<&str> = unknown.iter().map(String::as_str).collect();
+        return Err(format!(
+            "Invalid value for {key}: '{}' do not parse as valid table properties",
+            java_hash_set_text(&unknown)
+        ));
+    }
+    Ok(set)
+}
+
 /// A list of consistency levels by Cassandra's names (unset: empty).
 fn consistency_levels(key: &str, names: Option<&[String]>) -> Result<ConsistencyLevels, String> {
     let mut levels = ConsistencyLevels::EMPTY;
@@ -244,6 +272,18 @@ impl FileConfig {
                 "vector_dimensions",
                 self.vector_dimensions_warn_threshold,
                 self.vector_dimensions_fail_threshold,
+            )?,
+            table_properties_warned: table_properties(
+                "table_properties_warned",
+                self.table_properties_warned.as_deref(),
+            )?,
+            table_properties_ignored: table_properties(
+                "table_properties_ignored",
+                self.table_properties_ignored.as_deref(),
+            )?,
+            table_properties_disallowed: table_properties(
+                "table_properties_disallowed",
+                self.table_properties_disallowed.as_deref(),
             )?,
             maximum_timestamp: timestamp_offsets(
                 "maximum_timestamp",
@@ -383,6 +423,10 @@ mod tests {
         assert!(config.unused_keys.is_empty(), "{:?}", config.unused_keys);
         assert!(error("read_consistency_levels_warned: [FOO]\n")
             .contains("'FOO' is not a consistency level"));
+        assert_eq!(
+            error("table_properties_warned: [comment, foo]\n"),
+            "Invalid guardrails configuration: Invalid value for table_properties_warned: '[foo]' do not parse as valid table properties"
+        );
         let config =
             parse("maximum_timestamp_warn_threshold: 1h\nminimum_timestamp_fail_threshold: 0s\n")
                 .expect("valid");
