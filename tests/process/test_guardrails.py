@@ -1,4 +1,4 @@
-"""Cassandra 5.0's guardrails through the Python driver: four servers whose
+"""Cassandra 5.0's guardrails through the Python driver: five servers whose
 yamls set thresholds and flags, an ordinary role `app` that meets them
 (failures as InvalidRequest, warnings in the response's warnings list) and
 the superuser, who is exempt. Every expected text below is what Apache
@@ -339,6 +339,30 @@ PROPERTY_CASES = [
 
 
 
+# A fifth server: vector_type_enabled (and a vector_dimensions threshold
+# that the flag's failure comes before).
+VECTOR_TYPE_YAML = """\
+authorizer: CassandraAuthorizer
+vector_type_enabled: false
+vector_dimensions_warn_threshold: 1
+"""
+
+VECTOR_TYPE_CASES = [
+    ('su', "CREATE KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'datacenter1': 1}", None, None, []),
+    ('su', "CREATE ROLE app WITH PASSWORD = 'app' AND LOGIN = true", None, None, []),
+    ('su', 'GRANT ALL PERMISSIONS ON ALL KEYSPACES TO app', None, None, []),
+    ('app', 'CREATE TABLE ks.t (k int PRIMARY KEY, v int)', None, None, []),
+    ('app', 'CREATE TABLE ks.v (k int PRIMARY KEY, v vector<float, 2>)', None, 'Guardrail vector_type_enabled violated: Column v is not allowed', []),
+    ('app', 'CREATE TABLE ks.v2 (k int PRIMARY KEY, v frozen<list<vector<float, 2>>>)', None, 'Guardrail vector_type_enabled violated: Column v is not allowed', []),
+    ('app', 'ALTER TABLE ks.t ADD w vector<float, 2>', None, 'Guardrail vector_type_enabled violated: Column w is not allowed', []),
+    ('app', 'CREATE TYPE ks.vt (a vector<float, 2>)', None, 'Guardrail vector_type_enabled violated: Field a is not allowed', []),
+    ('su', 'CREATE TABLE ks.v (k int PRIMARY KEY, v vector<float, 2>)', None, None, []),
+    ('app', 'INSERT INTO ks.v (k, v) VALUES (1, [1.0, 2.0])', None, None, []),
+    ('app', 'SELECT * FROM ks.v', None, None, []),
+]
+
+
+
 def expand(cql):
     """`{now+2h}`, `{now-2d}`: now plus or minus hours or days, in microseconds."""
     def offset(m):
@@ -390,7 +414,9 @@ def error_message(text):
     (GUARDRAILS_YAML, CASES, 5), (FLAGS_YAML, FLAG_CASES, 5),
     (VALUES_YAML, VALUE_CASES, 4), (VALUES_YAML, VALUE_CASES, 5),
     (PROPERTIES_YAML, PROPERTY_CASES, 4), (PROPERTIES_YAML, PROPERTY_CASES, 5),
-], ids=["thresholds", "flags", "values-v4", "values-v5", "properties-v4", "properties-v5"])
+    (VECTOR_TYPE_YAML, VECTOR_TYPE_CASES, 4), (VECTOR_TYPE_YAML, VECTOR_TYPE_CASES, 5),
+], ids=["thresholds", "flags", "values-v4", "values-v5", "properties-v4", "properties-v5",
+        "vector-type-v4", "vector-type-v5"])
 def test_guardrails_answer_as_cassandra(yaml, cases, protocol_version):
     with contextlib.contextmanager(run_server)(GUARDRAILS_PORT, yaml):
         replay(cases, protocol_version)

@@ -240,6 +240,9 @@ pub struct Guardrails {
     /// `default_time_to_live` 0: warned (by default), or refused.
     pub zero_ttl_on_twcs_warned: bool,
     pub zero_ttl_on_twcs_enabled: bool,
+    /// Vector types in CREATE TABLE, ALTER TABLE ADD, CREATE TYPE and
+    /// ALTER TYPE ADD.
+    pub vector_type_enabled: bool,
 }
 
 impl Default for Guardrails {
@@ -399,6 +402,7 @@ impl Guardrails {
         uncompressed_tables_enabled: true,
         zero_ttl_on_twcs_warned: true,
         zero_ttl_on_twcs_enabled: true,
+        vector_type_enabled: true,
     };
 
     /// CREATE KEYSPACE: `user_keyspaces` counts the new one.
@@ -881,19 +885,19 @@ impl Guardrails {
                 self.tables.is_enabled()
                     || self.columns_per_table.is_enabled()
                     || !self.compact_tables_enabled
-                    || self.vector_dimensions.is_enabled()
+                    || self.guards_vectors()
                     || self.guards_table_options()
                     || self.guards_table_properties()
             }
             Statement::AlterTable(_) => {
                 !self.alter_table_enabled
                     || self.columns_per_table.is_enabled()
-                    || self.vector_dimensions.is_enabled()
+                    || self.guards_vectors()
                     || self.guards_table_options()
                     || self.guards_table_properties()
             }
             Statement::CreateType(_) | Statement::AlterType(_) => {
-                self.fields_per_udt.is_enabled() || self.vector_dimensions.is_enabled()
+                self.fields_per_udt.is_enabled() || self.guards_vectors()
             }
             Statement::CreateIndex(_) => {
                 !self.secondary_indexes_enabled || self.secondary_indexes_per_table.is_enabled()
@@ -912,6 +916,11 @@ impl Guardrails {
             }
             _ => false,
         }
+    }
+
+    /// Whether a guardrail on vector types is set.
+    fn guards_vectors(&self) -> bool {
+        self.vector_dimensions.is_enabled() || !self.vector_type_enabled
     }
 
     /// Whether a guardrail on table options is set (the zero TTL one is
@@ -1181,7 +1190,8 @@ fn added_vectors(g: &Guardrails, s: &AlterTable) -> Result<Vec<String>> {
     Ok(warnings)
 }
 
-/// `vector_dimensions` on each vector in a type as written: a collection's
+/// `vector_type_enabled` (`Column v is not allowed`), then
+/// `vector_dimensions`, on each vector in a type as written: a collection's
 /// keys before its values, a tuple's components in order, not the
 /// elements of a vector (Cassandra's `CQL3Type.Raw.validate`).
 fn vectors(g: &Guardrails, ty: &TypeExpr, what: &str) -> Result<Vec<String>> {
@@ -1189,6 +1199,7 @@ fn vectors(g: &Guardrails, ty: &TypeExpr, what: &str) -> Result<Vec<String>> {
     vector_dimensions_of(ty, &mut dimensions);
     let mut warnings = Vec::new();
     for d in dimensions {
+        flag("vector_type_enabled", g.vector_type_enabled, what)?;
         warnings.extend(g.vector_dimensions(d as usize, what)?);
     }
     Ok(warnings)
@@ -1632,6 +1643,14 @@ mod tests {
             vec![warning(4), warning(5)]
         );
         assert_eq!(message(vectors(&g, &vector(6), "Field a").unwrap_err()), "Guardrail vector_dimensions violated: Field a has a vector of 6 dimensions, this exceeds the failure threshold of 5.");
+        let off = Guardrails {
+            vector_type_enabled: false,
+            ..g
+        };
+        assert_eq!(
+            message(vectors(&off, &nested, "Column v").unwrap_err()),
+            "Guardrail vector_type_enabled violated: Column v is not allowed"
+        );
     }
 
     #[test]

@@ -900,6 +900,7 @@ struct FileConfig {
     uncompressed_tables_enabled: Option<bool>,
     zero_ttl_on_twcs_warned: Option<bool>,
     zero_ttl_on_twcs_enabled: Option<bool>,
+    vector_type_enabled: Option<bool>,
     table_properties_warned: Option<Vec<String>>,
     table_properties_ignored: Option<Vec<String>>,
     table_properties_disallowed: Option<Vec<String>>,

@@ -348,6 +348,7 @@ impl FileConfig {
             zero_ttl_on_twcs_enabled: self
                 .zero_ttl_on_twcs_enabled
                 .unwrap_or(d.zero_ttl_on_twcs_enabled),
+            vector_type_enabled: self.vector_type_enabled.unwrap_or(d.vector_type_enabled),
         })
     }
 }

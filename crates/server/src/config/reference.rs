@@ -234,6 +234,7 @@ pub const KEYS: &[KeyDoc] = &[
     key("read_before_write_list_operations_enabled", "true", "Guardrail (ordinary users): allows the list operations that read the stored list (l[i] = v, DELETE l[i], l = l - [...])."),
     key("uncompressed_tables_enabled", "true", "Guardrail (ordinary users): allows CREATE TABLE and ALTER TABLE ... WITH to leave a table without compression."),
     key("zero_ttl_on_twcs_warned", "true", "Guardrail (ordinary users): warns on CREATE TABLE and ALTER TABLE ... WITH giving TimeWindowCompactionStrategy and a default_time_to_live of 0."),
+    key("vector_type_enabled", "true", "Guardrail (ordinary users): allows vector types in CREATE TABLE, ALTER TABLE ADD, CREATE TYPE and ALTER TYPE ADD."),
     key("zero_ttl_on_twcs_enabled", "true", "Guardrail (ordinary users): allows TimeWindowCompactionStrategy with a default_time_to_live of 0 in CREATE TABLE and ALTER TABLE ... WITH."),
     key("admin_address", "127.0.0.1", "Address nodetool connects to (Cassandra's JMX listens on localhost). Several nodes on one machine need their own address or port."),
     key("admin_port", "7199", "nodetool's port (Cassandra's JMX port); 0 turns it off. With PasswordAuthenticator, nodetool logs in as a superuser (-u, -pw)."),
