@@ -1,9 +1,12 @@
-"""PasswordAuthenticator in a real 2-node cluster: `system_auth` takes a
-new replication with ALTER KEYSPACE (the step of Cassandra's runbook), the
+"""PasswordAuthenticator in a real cluster: `system_auth` takes a new
+replication with ALTER KEYSPACE (the step of Cassandra's runbook), the
 schema change reaches both nodes and survives their restart, roles created
 afterwards are written to both replicas, so a login works through either
-node while the other is down, and `nodetool repair system_auth` runs.
-See harness.py for how nodes run.
+node while the other is down (at `auth_read_consistency_level: ONE`), and
+`nodetool repair system_auth` runs; the default superuser is set up once;
+and with two of three replicas down, logins and role changes fail or work
+by `auth_read_consistency_level` and `auth_write_consistency_level` as in
+Cassandra 5.0. See harness.py for how nodes run.
 
     /work/main/.venv/bin/pytest -q -p no:cacheprovider tests/cluster/test_auth_cluster.py
 """
@@ -12,7 +15,9 @@ import os
 import re
 import time
 
+import pytest
 from cassandra import ConsistencyLevel as CL
+from cassandra import Unavailable
 from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import NoHostAvailable
 
@@ -34,8 +39,11 @@ def login(ip, user, password):
 def test_system_auth_replicated_to_both_nodes():
     nodes = Nodes()
     config = os.path.join(nodes.root, "auth.yaml")
+    # A login reads the role at auth_read_consistency_level: LOCAL_QUORUM
+    # (Cassandra's default) needs both replicas of two, ONE either.
     with open(config, "w") as f:
-        f.write("authenticator: PasswordAuthenticator\nauth_bcrypt_gensalt_log2_rounds: 4\n")
+        f.write("authenticator: PasswordAuthenticator\nauth_bcrypt_gensalt_log2_rounds: 4\n"
+                "auth_read_consistency_level: ONE\n")
     try:
         for ip in (A, B):
             nodes.start(ip, extra=["--config", config],
@@ -168,6 +176,112 @@ def test_the_default_superuser_is_set_up_once_for_the_cluster():
         for ip in (A, B, C):
             log = nodes[ip].log_text()
             assert "ERROR" not in log and "panicked" not in log, nodes[ip].tail()
+    finally:
+        codes = nodes.close()
+    assert all(c == 0 for c in codes.values()), "unclean stops: %s" % codes
+
+
+def login_error(ip, user, password):
+    """What logging in through `ip` answered ('' when it worked)."""
+    try:
+        cluster, _ = session_as(ip, user, password)
+    except NoHostAvailable as e:
+        return str(e)
+    cluster.shutdown()
+    return ""
+
+
+def test_auth_levels_with_two_of_three_replicas_down():
+    """system_auth at RF 3 with two nodes down, one live replica: each node
+    has its own levels. Cassandra's defaults (A) refuse every login, the
+    role read failing at LOCAL_QUORUM (the default superuser's at QUORUM);
+    reads at ONE (B) log in, but CREATE ROLE is UNAVAILABLE at EACH_QUORUM;
+    writes at ONE too (C) create the role and grant its creator the
+    permissions on it, while LIST ROLES still reads every role at QUORUM."""
+    nodes = Nodes()
+    A, B, C = ADDRESSES[:3]
+    base = ("authenticator: PasswordAuthenticator\nauthorizer: CassandraAuthorizer\n"
+            "auth_bcrypt_gensalt_log2_rounds: 4\nsuperuser_setup_delay_ms: 500\n")
+    levels = {A: "",
+              B: "auth_read_consistency_level: ONE\n",
+              C: "auth_read_consistency_level: ONE\nauth_write_consistency_level: ONE\n"}
+    all_up = {A: "UN", B: "UN", C: "UN"}
+
+    def only_up(alive):
+        for ip in (A, B, C):
+            if ip != alive:
+                assert nodes[ip].terminate() == 0
+        down = {ip: "DN" for ip in (A, B, C) if ip != alive}
+        nodes.wait_status(down, askers=[alive], timeout=30)
+
+    def restart_all():
+        for ip in (A, B, C):
+            if not nodes[ip].running():
+                nodes[ip].start()
+        nodes.wait_status(all_up, timeout=60)
+
+    try:
+        for ip in (A, B, C):
+            config = os.path.join(nodes.root, "auth-%s.yaml" % ip)
+            with open(config, "w") as f:
+                f.write(base + levels[ip])
+            nodes.start(ip, extra=["--config", config],
+                        nodetool_login=("cassandra", "cassandra"))
+        wait_until(lambda: can_login(A, "cassandra", "cassandra"), 60,
+                   what="the default superuser's login")
+        nodes.wait_status(all_up, timeout=60)
+        cluster, session = session_as(A, "cassandra", "cassandra")
+        session.execute("ALTER KEYSPACE system_auth WITH replication = "
+                        "{'class': 'SimpleStrategy', 'replication_factor': 3}")
+        session.execute("CREATE ROLE admin WITH SUPERUSER = true AND LOGIN = true "
+                        "AND PASSWORD = 'admin'")
+        cluster.shutdown()
+        for ip in (A, B, C):
+            nodes[ip].nodetool_login = ("admin", "admin")
+        nodes[A].nodetool("repair", "system_auth")
+
+        # A, Cassandra's defaults. nodetool's own login cannot read the
+        # role either: wait for the failure the client sees.
+        for ip in (B, C):
+            assert nodes[ip].terminate() == 0
+
+        def unavailable_on_a():
+            error = login_error(A, "admin", "admin")
+            return "Cannot achieve" in error or error
+        wait_until(unavailable_on_a, 30, what="A sees B and C down")
+        for user, level in (("admin", "LOCAL_QUORUM"), ("cassandra", "QUORUM")):
+            error = login_error(A, user, user)
+            assert "code=0100 [Bad credentials]" in error, error
+            assert ('message="Unable to perform authentication: '
+                    'Cannot achieve consistency level %s"' % level) in error, error
+
+        # B reads at ONE: admin logs in; the write needs a quorum of 3.
+        restart_all()
+        only_up(B)
+        cluster, session = session_as(B, "admin", "admin")
+        with pytest.raises(Unavailable) as err:
+            session.execute("CREATE ROLE r1 WITH LOGIN = true AND PASSWORD = 'r1'")
+        assert err.value.consistency == CL.EACH_QUORUM, err.value
+        assert (err.value.required_replicas, err.value.alive_replicas) == (2, 1), err.value
+        cluster.shutdown()
+
+        # C reads and writes at ONE: the role, and its creator's grants.
+        restart_all()
+        only_up(C)
+        cluster, session = session_as(C, "admin", "admin")
+        session.execute("CREATE ROLE r2 WITH LOGIN = true AND PASSWORD = 'r2'")
+        session.execute("GRANT SELECT ON KEYSPACE system_auth TO r2")
+        granted = session.execute("LIST ALL PERMISSIONS OF r2")
+        assert [(p.resource, p.permission) for p in granted] == \
+            [("<keyspace system_auth>", "SELECT")], granted
+        creator = session.execute("LIST ALL PERMISSIONS ON ROLE r2")
+        assert {p.role for p in creator} == {"admin"}, creator
+        with pytest.raises(Unavailable) as err:
+            session.execute("LIST ROLES")
+        assert err.value.consistency == CL.QUORUM, err.value
+        cluster.shutdown()
+        assert can_login(C, "r2", "r2")
+        assert login_error(C, "r1", "r1"), "r1 must not exist"
     finally:
         codes = nodes.close()
     assert all(c == 0 for c in codes.values()), "unclean stops: %s" % codes

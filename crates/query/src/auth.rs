@@ -32,8 +32,8 @@ use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
 use crate::request::{Outcome, Request};
 use crate::roles::{
-    granted_roles, is_superuser, logged_in, role, run_internal, run_internal_at, text_cell,
-    text_value,
+    granted_roles, is_superuser, logged_in, role, role_level, run_internal, run_internal_at,
+    text_cell, text_value, RoleAccess,
 };
 pub use crate::settings::AuthConfig;
 
@@ -67,9 +67,11 @@ pub const DEFAULT_ROLE_PROBES: [(&str, Consistency); 3] = [
     ),
 ];
 
-/// The level the default role is written at (Cassandra's
-/// `DEFAULT_SUPERUSER_CONSISTENCY_LEVEL`).
-pub const DEFAULT_ROLE_WRITE: Consistency = Consistency::Quorum;
+/// The level the default role is read (after the setup's probes) and
+/// written at, whatever `auth_read_consistency_level` and
+/// `auth_write_consistency_level` say (Cassandra's
+/// `DEFAULT_SUPERUSER_CONSISTENCY_LEVEL`; `roles::role_consistency`).
+pub const DEFAULT_ROLE_CONSISTENCY: Consistency = Consistency::Quorum;
 
 /// What setting up the default role does next, given what the probes
 /// answered so far.
@@ -136,20 +138,23 @@ pub(crate) fn setup_default_role(
         ctx,
         "INSERT INTO system_auth.roles (role, can_login, is_superuser, salted_hash) VALUES (?, true, true, ?) USING TIMESTAMP 0",
         vec![text_value(DEFAULT_SUPERUSER), text_value(&hash)],
-        DEFAULT_ROLE_WRITE,
+        DEFAULT_ROLE_CONSISTENCY,
     )?;
     tracing::info!("Created default superuser role '{DEFAULT_SUPERUSER}'");
     Ok(DefaultRoleSetup::Created)
 }
 
-/// Checks SASL PLAIN credentials.
+/// Checks SASL PLAIN credentials. The role is read at its level
+/// (`roles::role_consistency`); when that read fails (too few live
+/// replicas, a timeout) the login fails as in Cassandra's
+/// PasswordAuthenticator, with BAD_CREDENTIALS naming the failure.
 pub fn authenticate(ctx: &StatementCtx<'_>, username: &str, password: &str) -> Result<()> {
     let incorrect = || {
         QueryError::BadCredentials(format!(
             "Provided username {username} and/or password are incorrect"
         ))
     };
-    let Some(role) = role(ctx, username)? else {
+    let Some(role) = role(ctx, username).map_err(unable_to_authenticate)? else {
         return Err(incorrect());
     };
     if !role.can_login {
@@ -163,6 +168,15 @@ pub fn authenticate(ctx: &StatementCtx<'_>, username: &str, password: &str) -> R
     match bcrypt::verify(password, &hash) {
         Ok(true) => Ok(()),
         _ => Err(incorrect()),
+    }
+}
+
+/// A failure to read a role while logging in, as the client sees it.
+fn unable_to_authenticate(error: QueryError) -> QueryError {
+    if error.is_request_execution() {
+        QueryError::BadCredentials(format!("Unable to perform authentication: {error}"))
+    } else {
+        error
     }
 }
 
@@ -229,12 +243,14 @@ pub(crate) fn create_role(
             "INSERT INTO system_auth.roles (role, can_login, is_superuser, salted_hash) VALUES (?, ?, ?, ?)",
             vec![text_value(name), boolean(can_login), boolean(superuser), text_value(&h)],
             Some(&user),
+            role_level(ctx, name, RoleAccess::Write),
         )?,
         None => run_internal(
             ctx,
             "INSERT INTO system_auth.roles (role, can_login, is_superuser) VALUES (?, ?, ?)",
             vec![text_value(name), boolean(can_login), boolean(superuser)],
             Some(&user),
+            role_level(ctx, name, RoleAccess::Write),
         )?,
     };
     grant_to_creator(ctx, request, &Resource::Role(name.to_string()))?;
@@ -276,6 +292,7 @@ pub(crate) fn alter_role(
             &format!("UPDATE system_auth.roles SET {column} = ? WHERE role = ?"),
             vec![value, text_value(name)],
             Some(&user),
+            role_level(ctx, name, RoleAccess::Write),
         )?;
     }
     Ok(Outcome::void())
@@ -378,11 +395,12 @@ pub(crate) fn drop_role(
         "DELETE FROM system_auth.roles WHERE role = ?",
         vec![text_value(name)],
         Some(&user),
+        role_level(ctx, name, RoleAccess::Write),
     )?;
     if authorizer_enabled(ctx) {
-        revoke_all_from(ctx, name)?;
+        revoke_all_from(ctx, name);
         let resource = Resource::Role(name.to_string()).name();
-        revoke_all_on(ctx, |r| r == resource)?;
+        revoke_all_on(ctx, |r| r == resource);
     }
     Ok(Outcome::void())
 }
@@ -394,6 +412,7 @@ fn role_members(ctx: &StatementCtx<'_>, role: &str) -> Result<Vec<String>> {
         "SELECT member FROM system_auth.role_members WHERE role = ?",
         vec![text_value(role)],
         None,
+        role_level(ctx, role, RoleAccess::Read),
     )?;
     let ResultBody::Rows(rows) = outcome.body else {
         return Ok(Vec::new());
@@ -406,23 +425,28 @@ fn role_members(ctx: &StatementCtx<'_>, role: &str) -> Result<Vec<String>> {
 }
 
 /// Records (or removes) `role` granted to `member`: the member's
-/// `member_of` and the `role_members` row.
+/// `member_of` (at the member's write level) and the `role_members` row
+/// (at the granted role's), as Cassandra's grantRole and revokeRole.
 fn set_membership(ctx: &StatementCtx<'_>, role: &str, member: &str, granted: bool) -> Result<()> {
     let set = rocksandra_wire::Value::Bytes(bytes::Bytes::from(
         Value::Set(vec![Value::Text(role.to_string())]).to_bytes(),
     ));
+    let member_level = role_level(ctx, member, RoleAccess::Write);
+    let granted_level = role_level(ctx, role, RoleAccess::Write);
     if granted {
         run_internal(
             ctx,
             "UPDATE system_auth.roles SET member_of = member_of + ? WHERE role = ?",
             vec![set, text_value(member)],
             None,
+            member_level,
         )?;
         run_internal(
             ctx,
             "INSERT INTO system_auth.role_members (role, member) VALUES (?, ?)",
             vec![text_value(role), text_value(member)],
             None,
+            granted_level,
         )?;
     } else {
         if crate::roles::role(ctx, member)?.is_some() {
@@ -431,6 +455,7 @@ fn set_membership(ctx: &StatementCtx<'_>, role: &str, member: &str, granted: boo
                 "UPDATE system_auth.roles SET member_of = member_of - ? WHERE role = ?",
                 vec![set, text_value(member)],
                 None,
+                member_level,
             )?;
         }
         run_internal(
@@ -438,6 +463,7 @@ fn set_membership(ctx: &StatementCtx<'_>, role: &str, member: &str, granted: boo
             "DELETE FROM system_auth.role_members WHERE role = ? AND member = ?",
             vec![text_value(role), text_value(member)],
             None,
+            granted_level,
         )?;
     }
     Ok(())
@@ -499,7 +525,14 @@ pub(crate) fn list_roles(
         }
     }
     let shown = shown_roles(ctx, request, &user, of.as_deref(), recursive)?;
-    let Some(mut roles) = stored_roles(ctx)? else {
+    // Every role is listed at QUORUM whatever the settings, as Cassandra's
+    // getAllRoles (it must know all roles of the cluster); the roles of one
+    // role at the read level, as its getRoles.
+    let consistency = match shown {
+        None => Consistency::Quorum,
+        Some(_) => ctx.settings.auth_config().read_consistency,
+    };
+    let Some(mut roles) = stored_roles(ctx, consistency)? else {
         return Ok(Outcome::void());
     };
     roles.sort();
@@ -542,14 +575,18 @@ fn shown_roles(
     })
 }
 
-/// Every stored role: name, LOGIN and SUPERUSER; None if the roles
-/// table gives no rows.
-fn stored_roles(ctx: &StatementCtx<'_>) -> Result<Option<Vec<(String, bool, bool)>>> {
+/// Every stored role, read at `consistency`: name, LOGIN and SUPERUSER;
+/// None if the roles table gives no rows.
+fn stored_roles(
+    ctx: &StatementCtx<'_>,
+    consistency: Consistency,
+) -> Result<Option<Vec<(String, bool, bool)>>> {
     let outcome = run_internal(
         ctx,
         "SELECT role, can_login, is_superuser FROM system_auth.roles",
         Vec::new(),
         None,
+        consistency,
     )?;
     let ResultBody::Rows(stored) = outcome.body else {
         return Ok(None);
@@ -706,6 +743,36 @@ mod tests {
     }
 
     #[test]
+    fn a_login_whose_role_cannot_be_read_fails_as_bad_credentials_naming_why() {
+        let unavailable = QueryError::Unavailable {
+            consistency: Consistency::LocalQuorum,
+            required: 2,
+            alive: 1,
+        };
+        assert_eq!(
+            unable_to_authenticate(unavailable),
+            QueryError::BadCredentials(
+                "Unable to perform authentication: Cannot achieve consistency level LOCAL_QUORUM"
+                    .into()
+            )
+        );
+        let timeout = QueryError::ReadTimeout {
+            consistency: Consistency::Quorum,
+            received: 1,
+            block_for: 2,
+            data_present: false,
+        };
+        assert!(matches!(
+            unable_to_authenticate(timeout),
+            QueryError::BadCredentials(m)
+                if m == "Unable to perform authentication: Operation timed out - received only 1 responses."
+        ));
+        // Not a failure to carry the read out: passed on as it is.
+        let empty = QueryError::invalid("Key may not be empty");
+        assert_eq!(unable_to_authenticate(empty.clone()), empty);
+    }
+
+    #[test]
     fn the_default_role_is_written_only_when_every_probe_found_none() {
         use DefaultRoleStep::{Create, Exists, Probe};
         assert_eq!(default_role_step(&[]), Probe(0));
@@ -732,6 +799,6 @@ mod tests {
             .ends_with("WHERE role = 'cassandra'"));
         assert_eq!(DEFAULT_ROLE_PROBES[0].0, DEFAULT_ROLE_PROBES[1].0);
         assert!(DEFAULT_ROLE_PROBES[2].0.ends_with("LIMIT 1"));
-        assert_eq!(DEFAULT_ROLE_WRITE, Consistency::Quorum);
+        assert_eq!(DEFAULT_ROLE_CONSISTENCY, Consistency::Quorum);
     }
 }

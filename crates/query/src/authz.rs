@@ -22,7 +22,9 @@ use std::fmt;
 use rocksandra_cql::ast::{self, DropKind, Modification, Permission, Permissions, Statement};
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_data::Value;
-use rocksandra_wire::{ColumnSpec, ColumnsMetadata, ResultBody, Rows, RowsMetadata, TableSpec};
+use rocksandra_wire::{
+    ColumnSpec, ColumnsMetadata, Consistency, ResultBody, Rows, RowsMetadata, TableSpec,
+};
 
 use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
@@ -876,7 +878,7 @@ pub(crate) fn subject(ctx: &StatementCtx<'_>, request: &Request) -> Result<Subje
     let mut permissions: BTreeMap<String, BTreeSet<Permission>> = BTreeMap::new();
     if !superuser {
         for role in &roles {
-            for (resource, held) in role_permissions(ctx, role)? {
+            for (resource, held) in role_permissions(ctx, role, auth_read_level(ctx))? {
                 permissions.entry(resource).or_default().extend(held);
             }
         }
@@ -889,13 +891,33 @@ pub(crate) fn subject(ctx: &StatementCtx<'_>, request: &Request) -> Result<Subje
     })
 }
 
+/// The level grant and revoke read what a role already holds at
+/// (Cassandra's `getExistingPermissions`), whatever the settings.
+const EXISTING_PERMISSIONS_CONSISTENCY: Consistency = Consistency::LocalOne;
+
+/// `auth_read_consistency_level`: CassandraAuthorizer reads permissions
+/// (of any role, the default superuser's too) at it.
+fn auth_read_level(ctx: &StatementCtx<'_>) -> Consistency {
+    ctx.settings.auth_config().read_consistency
+}
+
+/// `auth_write_consistency_level`: CassandraAuthorizer writes at it.
+fn auth_write_level(ctx: &StatementCtx<'_>) -> Consistency {
+    ctx.settings.auth_config().write_consistency
+}
+
 /// The permissions stored for `role`, by resource name.
-fn role_permissions(ctx: &StatementCtx<'_>, role: &str) -> Result<Vec<(String, Vec<Permission>)>> {
+fn role_permissions(
+    ctx: &StatementCtx<'_>,
+    role: &str,
+    consistency: Consistency,
+) -> Result<Vec<(String, Vec<Permission>)>> {
     let rows = rows_of(run_internal(
         ctx,
         "SELECT resource, permissions FROM system_auth.role_permissions WHERE role = ?",
         vec![text_value(role)],
         None,
+        consistency,
     )?);
     Ok(rows
         .iter()
@@ -916,6 +938,7 @@ fn all_permission_rows(ctx: &StatementCtx<'_>) -> Result<Vec<(String, String, Ve
         "SELECT role, resource, permissions FROM system_auth.role_permissions",
         Vec::new(),
         None,
+        auth_read_level(ctx),
     )?);
     Ok(rows
         .iter()
@@ -932,11 +955,13 @@ fn all_permission_rows(ctx: &StatementCtx<'_>) -> Result<Vec<(String, String, Ve
 
 /// The permissions granted to `role` itself on the resource `name`.
 fn held_on(ctx: &StatementCtx<'_>, role: &str, name: &str) -> Result<BTreeSet<Permission>> {
-    Ok(role_permissions(ctx, role)?
-        .into_iter()
-        .filter(|(r, _)| r == name)
-        .flat_map(|(_, p)| p)
-        .collect())
+    Ok(
+        role_permissions(ctx, role, EXISTING_PERMISSIONS_CONSISTENCY)?
+            .into_iter()
+            .filter(|(r, _)| r == name)
+            .flat_map(|(_, p)| p)
+            .collect(),
+    )
 }
 
 /// Grants `permissions` on `resource` to `role`; returns those it did
@@ -961,6 +986,7 @@ pub(crate) fn grant(
             "UPDATE system_auth.role_permissions SET permissions = permissions + ? WHERE role = ? AND resource = ?",
             vec![set_of_text(&names), text_value(role), text_value(&name)],
             None,
+            auth_write_level(ctx),
         )?;
     }
     Ok(new)
@@ -986,6 +1012,7 @@ pub(crate) fn revoke(
             "DELETE FROM system_auth.role_permissions WHERE role = ? AND resource = ?",
             vec![text_value(role), text_value(&name)],
             None,
+            auth_write_level(ctx),
         )?;
     } else if !revoked.is_empty() {
         let names: Vec<&str> = revoked.iter().map(|p| p.name()).collect();
@@ -994,25 +1021,40 @@ pub(crate) fn revoke(
             "UPDATE system_auth.role_permissions SET permissions = permissions - ? WHERE role = ? AND resource = ?",
             vec![set_of_text(&names), text_value(role), text_value(&name)],
             None,
+            auth_write_level(ctx),
         )?;
     }
     Ok(revoked)
 }
 
-/// Drops every permission granted to `role` (DROP ROLE).
-pub(crate) fn revoke_all_from(ctx: &StatementCtx<'_>, role: &str) -> Result<()> {
-    run_internal(
+/// Drops every permission granted to `role` (DROP ROLE). As Cassandra's
+/// `revokeAllFrom`, a failure (too few replicas) is logged, not returned:
+/// the role is gone either way.
+pub(crate) fn revoke_all_from(ctx: &StatementCtx<'_>, role: &str) {
+    let deleted = run_internal(
         ctx,
         "DELETE FROM system_auth.role_permissions WHERE role = ?",
         vec![text_value(role)],
         None,
-    )?;
-    Ok(())
+        auth_write_level(ctx),
+    );
+    if let Err(e) = deleted {
+        tracing::warn!("CassandraAuthorizer failed to revoke all permissions of {role}: {e}");
+    }
 }
 
 /// Drops every permission granted on a resource whose stored name
-/// `dropped` selects (a dropped keyspace, table or role).
-pub(crate) fn revoke_all_on(ctx: &StatementCtx<'_>, dropped: impl Fn(&str) -> bool) -> Result<()> {
+/// `dropped` selects (a dropped keyspace, table or role). As Cassandra's
+/// `revokeAllOn`, a failure is logged, not returned: the resource is gone.
+pub(crate) fn revoke_all_on(ctx: &StatementCtx<'_>, dropped: impl Fn(&str) -> bool) {
+    if let Err(e) = try_revoke_all_on(ctx, dropped) {
+        tracing::warn!(
+            "CassandraAuthorizer failed to revoke all permissions on a dropped resource: {e}"
+        );
+    }
+}
+
+fn try_revoke_all_on(ctx: &StatementCtx<'_>, dropped: impl Fn(&str) -> bool) -> Result<()> {
     for (role, resource, _) in all_permission_rows(ctx)? {
         if dropped(&resource) {
             run_internal(
@@ -1020,6 +1062,7 @@ pub(crate) fn revoke_all_on(ctx: &StatementCtx<'_>, dropped: impl Fn(&str) -> bo
                 "DELETE FROM system_auth.role_permissions WHERE role = ? AND resource = ?",
                 vec![text_value(&role), text_value(&resource)],
                 None,
+                auth_write_level(ctx),
             )?;
         }
     }
@@ -1053,7 +1096,7 @@ pub(crate) fn after_schema_change(
             let keyspace = d.name.name.as_str();
             let data = dropped(format!("data/{keyspace}"));
             let functions = dropped(format!("functions/{keyspace}"));
-            revoke_all_on(ctx, |name| data(name) || functions(name))?;
+            revoke_all_on(ctx, |name| data(name) || functions(name));
         }
         Statement::CreateFunction(s) => {
             let keyspace = keyspace_of(&s.name, session_ks)?;
@@ -1079,12 +1122,12 @@ pub(crate) fn after_schema_change(
                     && matches!(Resource::from_name(name), Some(Resource::Function { keyspace, name, arguments })
                         if !function_exists(&schema, &keyspace, &name, &arguments))
             };
-            revoke_all_on(ctx, gone)?;
+            revoke_all_on(ctx, gone);
         }
         Statement::Drop(d) if d.kind == DropKind::Table => {
             let keyspace = keyspace_of(&d.name, session_ks)?;
             let table = Resource::Table(keyspace.into(), d.name.name.as_str().into()).name();
-            revoke_all_on(ctx, |name| name == table)?;
+            revoke_all_on(ctx, |name| name == table);
         }
         _ => {}
     }

@@ -124,6 +124,23 @@ impl QueryError {
         QueryError::Invalid(format!("Undefined column name {label}"))
     }
 
+    /// Whether the request was valid but could not be carried out (too
+    /// few replicas, a timeout, a failure on replicas, overload):
+    /// Cassandra's `RequestExecutionException`.
+    pub fn is_request_execution(&self) -> bool {
+        matches!(
+            self,
+            QueryError::Unavailable { .. }
+                | QueryError::ReadTimeout { .. }
+                | QueryError::WriteTimeout { .. }
+                | QueryError::ReadFailure { .. }
+                | QueryError::WriteFailure { .. }
+                | QueryError::FunctionFailure { .. }
+                | QueryError::Truncate(_)
+                | QueryError::Overloaded(_)
+        )
+    }
+
     /// The ERROR message for this failure.
     pub fn to_response(&self) -> ErrorResponse {
         let kind = match self {

@@ -8,11 +8,12 @@ use std::collections::BTreeSet;
 
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_data::Value;
-use rocksandra_wire::ResultBody;
+use rocksandra_wire::{Consistency, ResultBody};
 
 use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
 use crate::request::{Outcome, Request};
+use crate::settings::AuthConfig;
 
 /// A role as stored.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,14 +38,21 @@ pub(crate) fn text_value(s: &str) -> rocksandra_wire::Value {
     rocksandra_wire::Value::Bytes(bytes::Bytes::copy_from_slice(s.as_bytes()))
 }
 
+/// The server's own statement `cql` over the `system_auth` tables, at
+/// `consistency`; `user` is whom it is done for (None: the server itself).
 pub(crate) fn run_internal(
     ctx: &StatementCtx<'_>,
     cql: &str,
     values: Vec<rocksandra_wire::Value>,
     user: Option<&str>,
+    consistency: Consistency,
 ) -> Result<Outcome> {
     let parsed = rocksandra_cql::parse_statement(cql)?;
-    ctx.run(&parsed, &internal(user), &values)
+    let request = Request {
+        consistency,
+        ..internal(user)
+    };
+    ctx.run(&parsed, &request, &values)
 }
 
 /// `run_internal` as the server itself, at `consistency`.
@@ -52,27 +60,39 @@ pub(crate) fn run_internal_at(
     ctx: &StatementCtx<'_>,
     cql: &str,
     values: Vec<rocksandra_wire::Value>,
-    consistency: rocksandra_wire::Consistency,
+    consistency: Consistency,
 ) -> Result<Outcome> {
-    let parsed = rocksandra_cql::parse_statement(cql)?;
-    let request = Request {
-        consistency,
-        ..internal(None)
-    };
-    ctx.run(&parsed, &request, &values)
+    run_internal(ctx, cql, values, None, consistency)
 }
 
-/// The level a role is read at. Cassandra reads the default superuser at
-/// QUORUM (`consistencyForRoleRead`), so a node that joined, or a replica
-/// added by raising `system_auth`'s replication, before a repair still
-/// finds it; other roles are read at ONE here (Cassandra:
-/// `auth_read_consistency_level`, LOCAL_QUORUM).
-pub(crate) fn role_read_consistency(name: &str) -> rocksandra_wire::Consistency {
+/// Whether access control reads or writes a role's rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoleAccess {
+    Read,
+    Write,
+}
+
+/// The level the rows of role `name` are read or written at (its `roles`
+/// row; the `role_members` rows of the roles granted to it): Cassandra's
+/// `consistencyForRoleRead` and `consistencyForRoleWrite`. The default
+/// superuser is always read and written at QUORUM, so that a node that
+/// joined, or a replica added by raising `system_auth`'s replication,
+/// finds it before a repair and two nodes never create it at once; any
+/// other role at `auth_read_consistency_level` and
+/// `auth_write_consistency_level`.
+pub fn role_consistency(config: &AuthConfig, name: &str, access: RoleAccess) -> Consistency {
     if name == crate::auth::DEFAULT_SUPERUSER {
-        rocksandra_wire::Consistency::Quorum
-    } else {
-        rocksandra_wire::Consistency::One
+        return crate::auth::DEFAULT_ROLE_CONSISTENCY;
     }
+    match access {
+        RoleAccess::Read => config.read_consistency,
+        RoleAccess::Write => config.write_consistency,
+    }
+}
+
+/// `role_consistency` with the node's settings.
+pub(crate) fn role_level(ctx: &StatementCtx<'_>, name: &str, access: RoleAccess) -> Consistency {
+    role_consistency(&ctx.settings.auth_config(), name, access)
 }
 
 /// The stored role `name`, if any. The empty name is refused as
@@ -85,7 +105,7 @@ pub fn role(ctx: &StatementCtx<'_>, name: &str) -> Result<Option<Role>> {
         ctx,
         "SELECT role, can_login, is_superuser, salted_hash, member_of FROM system_auth.roles WHERE role = ?",
         vec![text_value(name)],
-        role_read_consistency(name),
+        role_level(ctx, name, RoleAccess::Read),
     )?;
     let ResultBody::Rows(rows) = outcome.body else {
         return Ok(None);
@@ -191,4 +211,59 @@ pub(crate) fn text_set(cell: Option<&bytes::Bytes>) -> Vec<String> {
 pub(crate) fn text_cell(cell: Option<&bytes::Bytes>) -> String {
     cell.map(|b| String::from_utf8_lossy(b).into_owned())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_superuser_is_read_and_written_at_quorum_whatever_the_settings() {
+        for config in [
+            AuthConfig::default(),
+            AuthConfig {
+                read_consistency: Consistency::One,
+                write_consistency: Consistency::All,
+                ..AuthConfig::default()
+            },
+        ] {
+            for access in [RoleAccess::Read, RoleAccess::Write] {
+                assert_eq!(
+                    role_consistency(&config, "cassandra", access),
+                    Consistency::Quorum
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn other_roles_take_the_configured_levels_cassandras_by_default() {
+        let defaults = AuthConfig::default();
+        assert_eq!(
+            role_consistency(&defaults, "alice", RoleAccess::Read),
+            Consistency::LocalQuorum
+        );
+        assert_eq!(
+            role_consistency(&defaults, "alice", RoleAccess::Write),
+            Consistency::EachQuorum
+        );
+        let one = AuthConfig {
+            read_consistency: Consistency::One,
+            write_consistency: Consistency::LocalOne,
+            ..defaults
+        };
+        assert_eq!(
+            role_consistency(&one, "alice", RoleAccess::Read),
+            Consistency::One
+        );
+        assert_eq!(
+            role_consistency(&one, "alice", RoleAccess::Write),
+            Consistency::LocalOne
+        );
+        // Only the exact name is the default superuser's.
+        assert_eq!(
+            role_consistency(&one, "Cassandra", RoleAccess::Read),
+            Consistency::One
+        );
+    }
 }

@@ -5,6 +5,8 @@
 
 use std::sync::{Arc, OnceLock, RwLock};
 
+use rocksandra_wire::Consistency;
+
 use crate::deadline::TimeoutSettings;
 use crate::guardrails::Guardrails;
 use crate::tombstones::TombstoneSettings;
@@ -17,7 +19,17 @@ pub struct AuthConfig {
     pub cassandra_authorizer: bool,
     /// bcrypt cost (`auth_bcrypt_gensalt_log2_rounds`, Cassandra's default 10).
     pub bcrypt_cost: u32,
+    /// `auth_read_consistency_level`: reads of roles (other than the
+    /// default superuser), their members and their permissions.
+    pub read_consistency: Consistency,
+    /// `auth_write_consistency_level`: writes of the same.
+    pub write_consistency: Consistency,
 }
+
+/// Cassandra 5.0's `auth_read_consistency_level` default.
+pub const DEFAULT_AUTH_READ_CONSISTENCY: Consistency = Consistency::LocalQuorum;
+/// Cassandra 5.0's `auth_write_consistency_level` default.
+pub const DEFAULT_AUTH_WRITE_CONSISTENCY: Consistency = Consistency::EachQuorum;
 
 impl Default for AuthConfig {
     fn default() -> Self {
@@ -25,6 +37,8 @@ impl Default for AuthConfig {
             password_authenticator: false,
             cassandra_authorizer: false,
             bcrypt_cost: 10,
+            read_consistency: DEFAULT_AUTH_READ_CONSISTENCY,
+            write_consistency: DEFAULT_AUTH_WRITE_CONSISTENCY,
         }
     }
 }

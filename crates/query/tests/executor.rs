@@ -685,6 +685,7 @@ fn authz_harness() -> Harness {
             password_authenticator: true,
             cassandra_authorizer: true,
             bcrypt_cost: 4,
+            ..Default::default()
         });
     h.executor
         .setup_default_role()
@@ -1014,6 +1015,7 @@ fn grants_need_the_cassandra_authorizer() {
             password_authenticator: true,
             cassandra_authorizer: false,
             bcrypt_cost: 4,
+            ..Default::default()
         });
     h.executor
         .setup_default_role()

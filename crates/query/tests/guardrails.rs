@@ -28,6 +28,7 @@ fn harness(guardrails: Guardrails) -> Harness {
         password_authenticator: true,
         cassandra_authorizer: false,
         bcrypt_cost: 4,
+        ..Default::default()
     });
     executor
         .setup_default_role()

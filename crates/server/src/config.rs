@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use rocksandra_cluster::coordinator::Timeouts;
+use rocksandra_wire::Consistency;
 use serde::Deserialize;
 use thiserror::Error;
 
@@ -335,6 +336,11 @@ pub struct Config {
     pub prometheus_port: Option<u16>,
     /// bcrypt cost of stored passwords (PasswordAuthenticator).
     pub auth_bcrypt_gensalt_log2_rounds: u32,
+    /// The levels roles, role members and permissions are read and written
+    /// at (`auth_read_consistency_level`, `auth_write_consistency_level`;
+    /// the default superuser keeps QUORUM).
+    pub auth_read_consistency_level: Consistency,
+    pub auth_write_consistency_level: Consistency,
     /// How long a node in a cluster waits after joining before it looks for
     /// roles and creates the default superuser if there is none, and
     /// between attempts (`superuser_setup_delay_ms`, Cassandra's system
@@ -428,6 +434,9 @@ impl Default for Config {
             prometheus_address: PROMETHEUS_ADDRESS_DEFAULT,
             prometheus_port: Some(PROMETHEUS_PORT_DEFAULT),
             auth_bcrypt_gensalt_log2_rounds: 10,
+            auth_read_consistency_level: rocksandra_query::settings::DEFAULT_AUTH_READ_CONSISTENCY,
+            auth_write_consistency_level:
+                rocksandra_query::settings::DEFAULT_AUTH_WRITE_CONSISTENCY,
             superuser_setup_delay: SUPERUSER_SETUP_DELAY_DEFAULT,
             client_encryption: EncryptionOptions::default(),
             server_encryption: ServerEncryption::default(),
@@ -813,6 +822,8 @@ struct FileConfig {
     /// endpoint existed; still read, but not together with the two above.
     prometheus_listen_address: Option<SocketAddr>,
     auth_bcrypt_gensalt_log2_rounds: Option<u32>,
+    auth_read_consistency_level: Option<String>,
+    auth_write_consistency_level: Option<String>,
     superuser_setup_delay_ms: Option<u64>,
     storage_port: Option<u16>,
     auto_bootstrap: Option<bool>,
@@ -946,6 +957,16 @@ impl FileConfig {
         let addresses = self.addresses(&defaults)?;
         let durations = self.durations(&defaults)?;
         let bcrypt_rounds = self.bcrypt_rounds(&defaults)?;
+        let auth_read_consistency_level = auth_consistency(
+            "auth_read_consistency_level",
+            self.auth_read_consistency_level.as_deref(),
+            defaults.auth_read_consistency_level,
+        )?;
+        let auth_write_consistency_level = auth_consistency(
+            "auth_write_consistency_level",
+            self.auth_write_consistency_level.as_deref(),
+            defaults.auth_write_consistency_level,
+        )?;
         let flags = self.feature_flags(&defaults)?;
         let stream_throughput_bytes = self.stream_throughput(defaults.stream_throughput_bytes)?;
         let guardrails = self.guardrails()?;
@@ -1006,6 +1027,8 @@ impl FileConfig {
             admin_port,
             prometheus_port,
             auth_bcrypt_gensalt_log2_rounds: bcrypt_rounds,
+            auth_read_consistency_level,
+            auth_write_consistency_level,
             superuser_setup_delay: self
                 .superuser_setup_delay_ms
                 .map_or(defaults.superuser_setup_delay, Duration::from_millis),
@@ -1193,6 +1216,36 @@ impl FileConfig {
             None => Ok(defaults.auth_bcrypt_gensalt_log2_rounds),
         }
     }
+}
+
+/// `auth_read_consistency_level` or `auth_write_consistency_level`: a name
+/// of Cassandra's `ConsistencyLevel` enum, exactly as its `valueOf` takes
+/// it (upper case). Cassandra reads the key only when auth first needs it,
+/// so a wrong name breaks its logins; here the node refuses to start, with
+/// Cassandra's words. NODE_LOCAL, Cassandra's internal level, is refused.
+fn auth_consistency(
+    key: &'static str,
+    value: Option<&str>,
+    default: Consistency,
+) -> Result<Consistency, ConfigError> {
+    let Some(name) = value else {
+        return Ok(default);
+    };
+    if name == "NODE_LOCAL" {
+        return Err(invalid(
+            key,
+            "NODE_LOCAL (Cassandra's internal level) is not supported",
+        ));
+    }
+    Consistency::ALL
+        .into_iter()
+        .find(|level| level.name() == name)
+        .ok_or_else(|| {
+            invalid(
+                key,
+                format!("No enum constant org.apache.cassandra.db.ConsistencyLevel.{name}"),
+            )
+        })
 }
 
 impl FileConfig {
@@ -2442,6 +2495,37 @@ prometheus_port: 9500
             assert!(parse_data_size(bad).is_err(), "{bad:?} should be rejected");
         }
         assert!(error_text("native_transport_max_frame_size: 1B\n").contains("outside"));
+    }
+
+    #[test]
+    fn auth_consistency_levels_take_cassandras_enum_names() {
+        let defaults = parse_ok("cluster_name: x\n");
+        assert_eq!(
+            defaults.auth_read_consistency_level,
+            Consistency::LocalQuorum
+        );
+        assert_eq!(
+            defaults.auth_write_consistency_level,
+            Consistency::EachQuorum
+        );
+        for level in Consistency::ALL {
+            let config = parse_ok(&format!(
+                "auth_read_consistency_level: {0}\nauth_write_consistency_level: {0}\n",
+                level.name()
+            ));
+            assert_eq!(config.auth_read_consistency_level, level);
+            assert_eq!(config.auth_write_consistency_level, level);
+        }
+        // valueOf is exact: no lower case, no blanks, no codes.
+        for bad in ["one", "Quorum", "LOCAL-QUORUM", "' ONE'", "1", "NODE_LOCAL"] {
+            let text = error_text(&format!("auth_write_consistency_level: {bad}\n"));
+            assert!(
+                text.contains("auth_write_consistency_level"),
+                "{bad}: {text}"
+            );
+        }
+        assert!(error_text("auth_read_consistency_level: one\n")
+            .contains("No enum constant org.apache.cassandra.db.ConsistencyLevel.one"));
     }
 
     #[test]

@@ -145,6 +145,8 @@ pub fn open(config: &Config) -> Result<Node, String> {
         password_authenticator: config.authenticator == crate::config::Authenticator::Password,
         cassandra_authorizer: config.authorizer == crate::config::Authorizer::Cassandra,
         bcrypt_cost: config.auth_bcrypt_gensalt_log2_rounds,
+        read_consistency: config.auth_read_consistency_level,
+        write_consistency: config.auth_write_consistency_level,
     });
     // A node alone has no peers to wait for: its default role is set up
     // now, so that cassandra/cassandra logs in as soon as the port opens.

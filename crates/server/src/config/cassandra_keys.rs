@@ -12,8 +12,6 @@ pub const CASSANDRA_ONLY_KEYS: &[&str] = &[
     "allow_insecure_udfs",
     "audit_logging_options",
     "auth_cache_warming_enabled",
-    "auth_read_consistency_level",
-    "auth_write_consistency_level",
     "auto_hints_cleanup_enabled",
     "auto_optimise_full_repair_streams",
     "auto_optimise_inc_repair_streams",

@@ -136,6 +136,8 @@ pub const KEYS: &[KeyDoc] = &[
     key("authenticator", "AllowAllAuthenticator", "AllowAllAuthenticator (no login) or PasswordAuthenticator."),
     key("authorizer", "AllowAllAuthorizer", "AllowAllAuthorizer or CassandraAuthorizer (needs PasswordAuthenticator)."),
     key("auth_bcrypt_gensalt_log2_rounds", "10", "bcrypt cost of stored passwords, 4 to 31."),
+    key("auth_read_consistency_level", "LOCAL_QUORUM", "Level roles (except the default superuser cassandra, always read at QUORUM), role members and permissions are read at, logins included: ANY, ONE, TWO, THREE, QUORUM, ALL, LOCAL_QUORUM, EACH_QUORUM, SERIAL, LOCAL_SERIAL or LOCAL_ONE, upper case. LIST ROLES of every role reads at QUORUM."),
+    key("auth_write_consistency_level", "EACH_QUORUM", "Level CREATE/ALTER/DROP ROLE, GRANT and REVOKE write at (the default superuser's row at QUORUM); the same names."),
     key(
         "superuser_setup_delay_ms",
         "10000",
