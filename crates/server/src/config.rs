@@ -732,13 +732,34 @@ pub struct Cli {
     /// Port for other nodes (storage_port).
     #[arg(long, value_name = "PORT")]
     pub storage_port: Option<u16>,
-    /// Directory of `system.log` (rotated daily, a week kept; default
+    /// Directory of `system.log` (rotated by size, as Cassandra's; default
     /// `$CASSANDRA_LOG_DIR` when set); without one, logs go to stderr only.
     #[arg(long, value_name = "DIR")]
     pub log_dir: Option<PathBuf>,
     /// How log lines are written: `text` or `json` (one object a line).
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t)]
     pub log_format: crate::logging::LogFormat,
+    /// `system.log` is rotated once past this size (logback's
+    /// `maxFileSize`; default 50MiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_log_size)]
+    pub log_max_file_size: Option<u64>,
+    /// Days of rotated log files kept (logback's `maxHistory`; default 7).
+    #[arg(long, value_name = "DAYS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub log_max_history: Option<u32>,
+    /// The rotated log files together, at most; the oldest go first
+    /// (logback's `totalSizeCap`; default 5GiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_log_size)]
+    pub log_total_size_cap: Option<u64>,
+}
+
+/// A log size limit: a data size (`50MiB`), not zero.
+fn parse_log_size(text: &str) -> Result<u64, String> {
+    match parse_data_size(text)? {
+        0 => Err(format!(
+            "'{text}' is zero: a log size limit must be at least 1B"
+        )),
+        bytes => Ok(bytes),
+    }
 }
 
 impl Cli {
@@ -750,9 +771,15 @@ impl Cli {
 
     fn log_options_with(&self, variable: Option<std::ffi::OsString>) -> crate::logging::LogOptions {
         let from_variable = variable.filter(|dir| !dir.is_empty()).map(PathBuf::from);
+        let defaults = crate::logging::Rotation::default();
         crate::logging::LogOptions {
             dir: self.log_dir.clone().or(from_variable),
             format: self.log_format,
+            rotation: crate::logging::Rotation {
+                max_file_size: self.log_max_file_size.unwrap_or(defaults.max_file_size),
+                max_history_days: self.log_max_history.unwrap_or(defaults.max_history_days),
+                total_size_cap: self.log_total_size_cap.unwrap_or(defaults.total_size_cap),
+            },
         }
     }
 }
@@ -2713,5 +2740,43 @@ prometheus_port: 9500
         assert_eq!(options.dir, Some(PathBuf::from("logs")));
         assert_eq!(options.format, LogFormat::Json);
         assert!(Cli::try_parse_from(["rocksandra", "--log-format", "xml"]).is_err());
+    }
+
+    #[test]
+    fn log_rotation_limits_default_to_cassandras() {
+        use crate::logging::Rotation;
+        let cli = Cli::parse_from(["rocksandra"]);
+        let rotation = cli.log_options_with(None).rotation;
+        assert_eq!(rotation, Rotation::default());
+        assert_eq!(rotation.max_file_size, 50 << 20);
+        assert_eq!(rotation.max_history_days, 7);
+        assert_eq!(rotation.total_size_cap, 5 << 30);
+        let cli = Cli::parse_from([
+            "rocksandra",
+            "--log-max-file-size",
+            "1KiB",
+            "--log-max-history",
+            "2",
+            "--log-total-size-cap",
+            "10MiB",
+        ]);
+        let rotation = cli.log_options_with(None).rotation;
+        assert_eq!(
+            rotation,
+            Rotation {
+                max_file_size: 1024,
+                max_history_days: 2,
+                total_size_cap: 10 << 20,
+            }
+        );
+        for bad in [
+            ["--log-max-file-size", "0B"],
+            ["--log-max-file-size", "50MB"],
+            ["--log-max-history", "0"],
+            ["--log-total-size-cap", "lots"],
+        ] {
+            let args = ["rocksandra", bad[0], bad[1]];
+            assert!(Cli::try_parse_from(args).is_err(), "{bad:?} accepted");
+        }
     }
 }

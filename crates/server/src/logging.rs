@@ -1,9 +1,10 @@
 //! Where the node's log lines go and at which levels: stderr, and with a
 //! log directory (`--log-dir`, or `CASSANDRA_LOG_DIR` as Cassandra's
-//! scripts read it) `system.log` there too, rotated daily; as text or JSON
-//! lines; the levels from `RUST_LOG`, changed at run time by
+//! scripts read it) `system.log` there too, rotated by size as Cassandra's
+//! (`file`); as text or JSON lines; the levels from `RUST_LOG`, changed at run time by
 //! `nodetool setlogginglevel` through `LevelControl`.
 
+pub mod file;
 pub mod levels;
 
 use std::io::IsTerminal;
@@ -11,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
-use tracing_appender::rolling::{RollingFileAppender, Rotation};
 use tracing_log::AsLog;
 use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::fmt::MakeWriter;
@@ -19,18 +19,16 @@ use tracing_subscriber::layer::{Layer, Layered, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{reload, EnvFilter, Registry};
 
+pub use file::Rotation;
 use levels::{Level, Levels, Logger};
 
 /// The environment variable Cassandra's scripts take the log directory
 /// from; `--log-dir` overrides it.
 pub const LOG_DIR_VARIABLE: &str = "CASSANDRA_LOG_DIR";
 
-/// The current log file is `system.log` (a link to the day's file,
-/// `system.log.YYYY-MM-DD`), where Cassandra writes its own.
+/// The current log file is `system.log`, where Cassandra writes its own;
+/// the rotated ones `system.log.YYYY-MM-DD[.N].gz`.
 pub const LOG_FILE_NAME: &str = "system.log";
-
-/// Daily files kept, today's included: a week, Cassandra's `maxHistory`.
-pub const LOG_FILES_MAX: usize = 7;
 
 /// Lines waiting for the file writer's thread. When they are all taken,
 /// the thread logging waits for the disk (the queue is not lossy): as
@@ -56,6 +54,8 @@ pub struct LogOptions {
     /// None: stderr only.
     pub dir: Option<PathBuf>,
     pub format: LogFormat,
+    /// The file's limits (`--log-max-file-size`, ...).
+    pub rotation: Rotation,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -68,7 +68,7 @@ pub enum LoggingError {
     #[error("cannot open the log file in {}: {source}", dir.display())]
     File {
         dir: PathBuf,
-        source: tracing_appender::rolling::InitError,
+        source: std::io::Error,
     },
     #[error("cannot install the logger: {0}")]
     Install(#[from] tracing_subscriber::util::TryInitError),
@@ -104,7 +104,7 @@ pub fn init(options: &LogOptions) -> Result<Logging, LoggingError> {
             None
         }
         Some(dir) => {
-            let (writer, guard) = file_writer(dir)?;
+            let (writer, guard) = file_writer(dir, options.rotation)?;
             let stderr = output(std::io::stderr, options.format, stderr_ansi);
             outputs.push(stderr.with_filter(LevelFilter::INFO).boxed());
             outputs.push(output(writer, options.format, false));
@@ -154,33 +154,26 @@ where
     }
 }
 
-/// `dir/system.log` and its daily files, behind the bounded queue.
+/// `dir/system.log` and its rotated files, behind the bounded queue.
 fn file_writer(
     dir: &Path,
+    rotation: Rotation,
 ) -> Result<(tracing_appender::non_blocking::NonBlocking, WorkerGuard), LoggingError> {
-    let directory_error = |source| LoggingError::Directory {
+    std::fs::create_dir_all(dir).map_err(|source| LoggingError::Directory {
         dir: dir.to_path_buf(),
         source,
-    };
-    std::fs::create_dir_all(dir).map_err(directory_error)?;
-    // The link's target is the file's path as given: an absolute one
-    // resolves from anywhere.
-    let absolute = std::path::absolute(dir).map_err(directory_error)?;
-    let appender = RollingFileAppender::builder()
-        .rotation(Rotation::DAILY)
-        .filename_prefix(LOG_FILE_NAME)
-        .latest_symlink(LOG_FILE_NAME)
-        .max_log_files(LOG_FILES_MAX)
-        .build(&absolute)
-        .map_err(|source| LoggingError::File {
+    })?;
+    let file = file::RotatingFile::open(dir, LOG_FILE_NAME, rotation).map_err(|source| {
+        LoggingError::File {
             dir: dir.to_path_buf(),
             source,
-        })?;
+        }
+    })?;
     Ok(NonBlockingBuilder::default()
         .buffered_lines_limit(LOG_QUEUE_LINES_MAX)
         .lossy(false)
         .thread_name("rocksandra-log")
-        .finish(appender))
+        .finish(file))
 }
 
 /// The running levels, for nodetool (`setlogginglevel`, `getlogginglevels`).

@@ -1,9 +1,10 @@
 //! The `rocksandra` binary's log files: with a log directory
-//! (`CASSANDRA_LOG_DIR` or `--log-dir`) it writes `system.log` there (a
-//! link to the day's file), as text or JSON lines, and `rocksandra
-//! nodetool setlogginglevel` / `getlogginglevels` change and show the
-//! levels of the running node.
+//! (`CASSANDRA_LOG_DIR` or `--log-dir`) it writes `system.log` there,
+//! rotated by size into `system.log.YYYY-MM-DD[.N].gz`, as text or JSON
+//! lines, and `rocksandra nodetool setlogginglevel` / `getlogginglevels`
+//! change and show the levels of the running node.
 
+use std::io::Read;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -65,8 +66,19 @@ impl Node {
         node
     }
 
+    /// The rotated files' lines, oldest first, then `system.log`'s.
     fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        let mut text = String::new();
+        for file in rotated_files(&self.log) {
+            let compressed = std::fs::File::open(&file).expect("a rotated file");
+            let mut lines = String::new();
+            flate2::read::GzDecoder::new(compressed)
+                .read_to_string(&mut lines)
+                .expect("gzip");
+            assert!(lines.ends_with('\n'), "{file:?} ends mid-line");
+            text.push_str(&lines);
+        }
+        text + &std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// Waits until `system.log` holds `text`, and returns the file.
@@ -109,6 +121,27 @@ impl Node {
     }
 }
 
+/// `system.log.YYYY-MM-DD[.N].gz` next to `log`, oldest first.
+fn rotated_files(log: &Path) -> Vec<PathBuf> {
+    let Some(dir) = log.parent() else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<(String, u32, PathBuf)> = entries
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter_map(|path| {
+            let name = path.file_name()?.to_str()?.to_owned();
+            let suffix = name.strip_prefix("system.log.")?.strip_suffix(".gz")?;
+            let (date, number) = suffix.split_once('.').unwrap_or((suffix, "0"));
+            Some((date.to_owned(), number.parse().ok()?, path))
+        })
+        .collect();
+    files.sort();
+    files.into_iter().map(|(_, _, path)| path).collect()
+}
+
 fn table(rows: &[(&str, &str)]) -> String {
     let mut text = format!("\n{:<50}{:>10}\n", "Logger Name", "Log Level");
     for (name, level) in rows {
@@ -124,9 +157,10 @@ fn system_log_and_runtime_levels() {
     let dir = tempfile::tempdir().expect("tempdir");
     let logs = dir.path().join("logs");
     let mut node = Node::start(dir.path(), &logs, &[], &[("CASSANDRA_LOG_DIR", &logs)]);
-    let link = std::fs::read_link(&node.log).expect("system.log is a link");
-    let day_file = link.file_name().expect("a file").to_string_lossy();
-    assert!(day_file.starts_with("system.log.20"), "{day_file}");
+    let file = std::fs::symlink_metadata(&node.log).expect("system.log");
+    assert!(file.file_type().is_file(), "{file:?}");
+    // 50MiB by default: nothing rotated yet.
+    assert_eq!(rotated_files(&node.log), Vec::<PathBuf>::new());
 
     let configured = table(&[("ROOT", "INFO")]);
     assert_eq!(node.nodetool(&["getlogginglevels"]), configured);
@@ -202,4 +236,35 @@ fn json_lines_with_the_log_dir_flag() {
     assert_eq!(listening["level"], "INFO");
     assert_eq!(listening["cluster_name"], "Test Cluster");
     assert!(!elsewhere.exists());
+}
+
+#[test]
+fn system_log_rotated_by_size_without_losing_a_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let logs = dir.path().join("logs");
+    let logs_flag = logs.to_string_lossy().to_string();
+    let flags = ["--log-dir", &logs_flag, "--log-max-file-size", "1KiB"];
+    let mut node = Node::start(dir.path(), &logs, &flags, &[]);
+    for i in 0..20 {
+        node.nodetool(&[
+            "setlogginglevel",
+            &format!("rocksandra_query::mark{i}"),
+            "INFO",
+        ]);
+    }
+    let log = node.wait_for("classes under 'rocksandra_query::mark19'");
+    let rotated = rotated_files(&node.log);
+    assert!(rotated.len() >= 2, "{rotated:?}");
+    let name = rotated[0].file_name().expect("name").to_string_lossy();
+    assert!(
+        name.starts_with("system.log.20") && name.ends_with(".gz"),
+        "{name}"
+    );
+    // Every line whole and once, across the files (log_text checks each
+    // rotated file ends with a whole line).
+    assert_eq!(log.matches("listening for CQL clients").count(), 1, "{log}");
+    for i in 0..20 {
+        let line = format!("classes under 'rocksandra_query::mark{i}'");
+        assert_eq!(log.matches(&line).count(), 1, "{line}:\n{log}");
+    }
 }
