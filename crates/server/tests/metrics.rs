@@ -306,6 +306,13 @@ async fn scrape_counts_cql_requests_and_reports_storage() {
         1.0
     );
     assert!(sample(&after, &format!("rocksandra_table_memtable_bytes{table}")) > 0.0);
+    // Nothing flushed: no compaction waits for the table.
+    for family in [
+        "rocksandra_table_pending_compactions",
+        "rocksandra_table_pending_compaction_bytes",
+    ] {
+        assert_eq!(sample(&after, &format!("{family}{table}")), 0.0, "{family}");
+    }
     assert!(
         sample(
             &after,

@@ -1029,6 +1029,8 @@ impl KvStore for RocksStore {
             memtable_entries: int(properties::NUM_ENTRIES_ACTIVE_MEM_TABLE)
                 .saturating_add(int(properties::NUM_ENTRIES_IMM_MEM_TABLES)),
             estimated_entries: int(properties::ESTIMATE_NUM_KEYS),
+            compactions_pending: int(properties::COMPACTION_PENDING),
+            compaction_pending_bytes: int(properties::ESTIMATE_PENDING_COMPACTION_BYTES),
         }
     }
 }

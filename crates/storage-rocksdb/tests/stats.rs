@@ -69,3 +69,51 @@ fn stats_follow_writes_flushes_and_reads() {
     drop(engine);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Per table, what a compaction still has to do: RocksDB's
+/// `compaction-pending` (0 or 1) and pending bytes, which a full
+/// compaction clears, and the node's figures are the tables' sums.
+#[test]
+fn table_pending_compactions_clear_after_a_compaction() {
+    let dir = tempdir("rocks-table-pending");
+    let engine = open_engine(&dir, RocksConfig::default(), Arc::new(|| NOW)).expect("open");
+    let spec = test_table(3);
+    engine.create_table(spec.clone()).expect("create table");
+    // Five flushed files: level 0 asks for a compaction from its fourth.
+    for round in 0..5 {
+        let writes: Vec<Mutation> = (0..20)
+            .map(|i| {
+                let mut m = Mutation::new(spec.id, pk(&format!("p{i}")));
+                let cell = Cell::live(ColumnId(1), 10 + round, vec![b'v'; 100]);
+                m.rows.push((
+                    clustering(1, "c"),
+                    RowUpdate {
+                        cells: vec![cell],
+                        ..Default::default()
+                    },
+                ));
+                m
+            })
+            .collect();
+        engine.write(&writes, NOW).expect("write");
+        engine.flush().expect("flush");
+    }
+    let flushed = engine.table_stats(spec.id);
+    // Background compaction may have started, or be done, already.
+    assert!(flushed.compactions_pending <= 1, "{flushed:?}");
+    assert!(flushed.sst_files >= 1, "{flushed:?}");
+
+    engine.compact(spec.id, NOW).expect("compact");
+    let compacted = engine.table_stats(spec.id);
+    assert_eq!(compacted.compactions_pending, 0, "{compacted:?}");
+    assert_eq!(compacted.compaction_pending_bytes, 0, "{compacted:?}");
+    assert_eq!(compacted.sst_files, 1, "{compacted:?}");
+    let node = engine.stats();
+    assert_eq!(node.compactions_pending, compacted.compactions_pending);
+    assert_eq!(
+        node.compaction_pending_bytes,
+        compacted.compaction_pending_bytes
+    );
+    drop(engine);
+    let _ = std::fs::remove_dir_all(dir);
+}

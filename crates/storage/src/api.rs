@@ -365,6 +365,11 @@ pub struct TableStorageStats {
     /// The backend's estimate of the entries stored: a row or a
     /// partition-level record each, so at least the number of partitions.
     pub estimated_entries: u64,
+    /// 1 when the table's shape asks for a compaction that has not started
+    /// yet, else 0 (RocksDB's `compaction-pending`: not a count of tasks).
+    pub compactions_pending: u64,
+    /// Bytes compactions still have to rewrite to bring the table into shape.
+    pub compaction_pending_bytes: u64,
 }
 
 /// The storage engine: write, read, stream.

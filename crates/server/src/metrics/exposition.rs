@@ -187,7 +187,7 @@ fn render_tables(out: &mut Families<'_, '_>, tables: &[TableSnapshot]) -> Result
         .iter()
         .filter_map(|t| Some((table_labels(t), t.storage?)))
         .collect();
-    let gauges: [TableGauge; 4] = [
+    let gauges: [TableGauge; 6] = [
         (
             "table_live_disk_space_used_bytes",
             "Size of the SST files the table reads now.",
@@ -207,6 +207,16 @@ fn render_tables(out: &mut Families<'_, '_>, tables: &[TableSnapshot]) -> Result
             "table_estimated_partitions",
             "RocksDB's estimate of the table's entries (at least its partitions).",
             |s| s.estimated_entries,
+        ),
+        (
+            "table_pending_compactions",
+            "1 when the table waits for a compaction RocksDB has not started, else 0.",
+            |s| s.compactions_pending,
+        ),
+        (
+            "table_pending_compaction_bytes",
+            "Estimated bytes compactions still have to rewrite in the table.",
+            |s| s.compaction_pending_bytes,
         ),
     ];
     for (name, help, value) in gauges {
@@ -808,6 +818,8 @@ mod tests {
             storage: Some(rocksandra_storage::TableStorageStats {
                 live_sst_bytes: 4096,
                 sst_files: 2,
+                compactions_pending: 1,
+                compaction_pending_bytes: 65536,
                 ..Default::default()
             }),
         }];
@@ -874,6 +886,20 @@ mod tests {
         assert_eq!(
             value(&text, &format!("rocksandra_table_live_sstables{table}")),
             2.0
+        );
+        assert_eq!(
+            value(
+                &text,
+                &format!("rocksandra_table_pending_compactions{table}")
+            ),
+            1.0
+        );
+        assert_eq!(
+            value(
+                &text,
+                &format!("rocksandra_table_pending_compaction_bytes{table}")
+            ),
+            65536.0
         );
     }
 }
