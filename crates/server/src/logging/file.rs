@@ -120,7 +120,12 @@ impl Write for RotatingFile {
     /// Writes all of `buf` (one or more whole lines) to the current file,
     /// after rotating when it has passed the size limit.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let written = self.inner.write(buf)?;
+        // file-rotate panics when it cannot create or list the directory
+        // while rotating; that would end the writer's thread and every
+        // line after it. The line fails instead, and the next tries again.
+        let inner = &mut self.inner;
+        let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.write(buf)))
+            .map_err(|_| io::Error::other("the log file could not be rotated"))??;
         self.since_cap_check = self.since_cap_check.saturating_add(written as u64);
         if self.since_cap_check >= self.rotation.max_file_size {
             self.since_cap_check = 0;
