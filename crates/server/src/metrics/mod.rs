@@ -221,7 +221,8 @@ pub async fn watch_event_loop(metrics: Arc<ServerMetrics>, name: String) {
         let quiet = logged_at.is_some_and(|at| at.elapsed() < EVENT_LOOP_LATE_LOG_EVERY);
         if lag >= EVENT_LOOP_LATE_LOG && !quiet {
             logged_at = Some(Instant::now());
-            log_late_wakeup(&name, elapsed, lag, before, process::ThreadTimes::read());
+            let after = process::ThreadTimes::read();
+            tracing::warn!("{}", late_wakeup_text(&name, elapsed, lag, before, after));
         }
     }
 }
@@ -230,16 +231,6 @@ pub async fn watch_event_loop(metrics: Arc<ServerMetrics>, name: String) {
 pub const EVENT_LOOP_LATE_LOG: Duration = Duration::from_millis(10);
 /// One loop logs a late wake-up at most this often.
 pub const EVENT_LOOP_LATE_LOG_EVERY: Duration = Duration::from_secs(1);
-
-fn log_late_wakeup(
-    name: &str,
-    elapsed: Duration,
-    lag: Duration,
-    before: Option<process::ThreadTimes>,
-    after: Option<process::ThreadTimes>,
-) {
-    tracing::warn!("{}", late_wakeup_text(name, elapsed, lag, before, after));
-}
 
 /// What a late wake-up's log line says: how late, and (when both readings
 /// are of this thread) how the interval split into running, waiting for a
