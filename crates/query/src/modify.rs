@@ -790,7 +790,7 @@ fn collect_checked(
         return Ok(Vec::new());
     };
     let schema = context.schema();
-    let Some(table) = schema.tables().find(|t| t.storage_id == first.table) else {
+    let Some((_, table)) = schema.table_by_storage_id(first.table) else {
         return Ok(Vec::new());
     };
     let mut warnings = in_products(context, g, table, m, values)?;
