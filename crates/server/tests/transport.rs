@@ -1047,6 +1047,7 @@ async fn without_throw_on_overload_large_requests_wait_and_complete() {
 struct GroupedWrites {
     engine: rocksandra_storage::KvEngine<rocksandra_storage::memory::MemoryStore>,
     commits: std::sync::atomic::AtomicUsize,
+    executed: std::sync::atomic::AtomicUsize,
 }
 
 impl GroupedWrites {
@@ -1069,6 +1070,7 @@ impl GroupedWrites {
         GroupedWrites {
             engine,
             commits: Default::default(),
+            executed: Default::default(),
         }
     }
 
@@ -1151,6 +1153,8 @@ impl RequestHandler for GroupedWrites {
         writes: &mut rocksandra_storage::WriteGroup,
     ) -> Option<Reply> {
         use rocksandra_storage::Engine;
+        self.executed
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let table = u64::from(*execute.id.first()?);
         if table == 9 {
             // A read: table 2 is dropped first, so the read's writing of
@@ -1227,6 +1231,51 @@ async fn inline_writes_are_written_before_their_answers_and_fail_alone() {
     );
     let commits = handler.commits.load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(commits, 1, "one commit for the turn");
+    server.stop().await;
+}
+
+/// A client that pipelines a thousand short requests in one socket write
+/// does not hold its core until they have all run: the read loop yields
+/// between groups of inline requests, so the first answers are written
+/// (and timers and other connections on the core get their turn) while
+/// the rest wait. Client and server share this test's one thread, so the
+/// client sees its first answer only once the server has yielded.
+#[tokio::test]
+async fn a_long_pipeline_of_inline_requests_yields_the_core_between_groups() {
+    const REQUESTS: usize = 1000;
+    let handler = Arc::new(GroupedWrites::new());
+    let server = TestServer::start(handler.clone()).await;
+    let mut client = Client::ready(server.address, ProtocolVersion::V4).await;
+    let mut bytes = BytesMut::new();
+    for stream in 1..=REQUESTS {
+        let execute = Request::Execute(Execute {
+            id: Bytes::from(vec![1]),
+            result_metadata_id: None,
+            params: common::params(Vec::new()),
+        });
+        let stream = i16::try_from(stream).expect("a stream id");
+        bytes.extend_from_slice(&client.frame(stream, execute).to_bytes());
+    }
+    assert!(
+        bytes.len() < 64 * 1024,
+        "one read of the server takes them all"
+    );
+    client.send_raw(&bytes).await;
+    let first = client.recv().await;
+    let executed = handler.executed.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        executed <= 2 * 128,
+        "{executed} requests ran before the first answer was written"
+    );
+    let mut answered = vec![first];
+    for _ in 1..REQUESTS {
+        answered.push(client.recv().await);
+    }
+    let ok = answered
+        .iter()
+        .filter(|e| matches!(e.response, Response::Result(ResultBody::Void)))
+        .count();
+    assert_eq!(ok, REQUESTS, "every request is answered");
     server.stop().await;
 }
 

@@ -50,7 +50,8 @@ pub const THROW_ON_OVERLOAD: &str = "THROW_ON_OVERLOAD";
 pub const COMPRESSIONS: [&str; 2] = ["lz4", "snappy"];
 /// Bytes requested from the socket per read.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
-/// Responses of inline requests kept for one write; more are sent at once.
+/// Responses of inline requests kept for one write; more are sent at once,
+/// and the read loop then yields its core to other tasks.
 const INLINE_REPLIES_MAX: usize = 128;
 /// After a fatal protocol error, how long unread client bytes are drained so
 /// that closing does not reset the connection before the error is read.
@@ -704,6 +705,13 @@ impl Connection {
             .push(envelope(version, context.stream, reply));
         if self.inline_replies.len() >= INLINE_REPLIES_MAX {
             self.flush_inline().await;
+            // A client that pipelines many requests in one write would
+            // otherwise hold the core until its last one ran: the writer
+            // could not send these answers, nor other connections and
+            // timers on the core run, for as long (64 KiB of 54-byte
+            // reads is over a thousand). Yielding here bounds that to one
+            // group.
+            tokio::task::yield_now().await;
         }
         None
     }
