@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building Rocksandra needs on a fresh Debian machine
-# (bindgen's libclang, a C++ compiler), and what its tests need besides
-# the Python virtualenv (python3-venv, openssl), then nothing else. Idempotent.
+# (bindgen's libclang, a C++ compiler), what its tests need besides the
+# Python virtualenv (python3-venv, openssl), and what scripts/package.sh
+# needs (binutils, dpkg-dev), then nothing else. Idempotent.
 set -euo pipefail
 need=()
 dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
@@ -19,6 +20,9 @@ command -v npm >/dev/null 2>&1 || need+=(npm)
 # The Java driver tests (tests/drivers/java) build with JDK 17 and Maven.
 ls /usr/lib/jvm/java-17-openjdk-*/bin/javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
+# scripts/package.sh: strip, and dpkg-shlibdeps for the .deb's library dependencies.
+command -v strip >/dev/null 2>&1 || need+=(binutils)
+command -v dpkg-shlibdeps >/dev/null 2>&1 || need+=(dpkg-dev)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq
