@@ -4,7 +4,10 @@
 # tests, crash loop, codecs, parser, executor), then the suites that need a
 # real server process (scripts/test-server.sh: golden CQL suite, Python
 # driver and cqlsh tests), then a smoke run of the benchmark harness
-# against Apache Cassandra and Rocksandra (bench/run --smoke). Cargo's target directory lives under
+# against Apache Cassandra and Rocksandra (bench/run --smoke), then the
+# release packages (scripts/package.sh: the release build, a tarball and a
+# .deb), installed with dpkg and used by tests/package/test_package.sh
+# (needs root). Cargo's target directory lives under
 # $HOME/.cache, and RocksDB (about 17 minutes on two cores) is built once per
 # machine.
 set -euo pipefail
@@ -25,3 +28,6 @@ echo "== server suites"
 scripts/test-server.sh
 echo "== benchmark harness (bench/run --smoke: tiny sizes, debug builds, no timing asserted)"
 bench/run --smoke
+echo "== packages (scripts/package.sh: release build, tarball, .deb; the .deb installed and run)"
+scripts/package.sh
+tests/package/test_package.sh
