@@ -6,11 +6,13 @@
 # ports are moved off the defaults; CREATE/INSERT/SELECT through cqlsh and
 # nodetool status; a clean stop; dpkg -i again (an edited configuration and
 # the data kept, the row read back); dpkg --remove (data, logs, user and
-# configuration kept), then dpkg --purge (all of them gone).
+# configuration kept), then dpkg --purge (all of them gone); and, where no
+# systemd runs, the systemctl calls of the maintainer scripts, to a stub.
 #
 # Needs root, and a machine where rocksandra is not installed and nothing
 # is left of an earlier installation (it refuses otherwise, rather than
-# purge someone's data). About 15 seconds.
+# purge someone's data). Checks the tarball beside the .deb too (layout,
+# binary). About 10 seconds.
 #
 #   tests/package/test_package.sh [DEB]     # default: target/package/rocksandra_*.deb
 #
@@ -222,6 +224,55 @@ remove_and_purge() {
     ! getent group rocksandra >/dev/null || fail "the group rocksandra is still there"
 }
 
+# The tarball beside the .deb: its layout, and its binary runs.
+check_tarball() {
+    local version tarball tree
+    version=$(dpkg-deb -f "$DEB" Version)
+    version=${version%-*}
+    tarball=$(dirname "$DEB")/rocksandra-$version-linux-$(uname -m).tar.gz
+    step "tarball $(basename "$tarball")"
+    [ -f "$tarball" ] || fail "no $tarball beside $DEB"
+    tar -C "$WORK" -xzf "$tarball"
+    tree=$WORK/rocksandra-$version-linux-$(uname -m)
+    for file in bin/rocksandra conf/rocksandra.yaml systemd/rocksandra.service \
+        docs/guide/installing.md README.md LICENSE NOTICE; do
+        [ -f "$tree/$file" ] || fail "$file is not in the tarball"
+    done
+    cmp -s "$tree/conf/rocksandra.yaml" conf/rocksandra.yaml || fail "the tarball's conf/rocksandra.yaml is not the project's"
+    [ "$("$tree/bin/rocksandra" --version)" = "rocksandra $version (release build)" ] ||
+        fail "the tarball's binary says: $("$tree/bin/rocksandra" --version)"
+    rm -rf "$tree"
+}
+
+# Where no systemd runs, the maintainer scripts' systemd branch all the
+# same: in a mount namespace of its own, /run/systemd/system exists and
+# systemctl is a stub that records its arguments; install, reinstall,
+# remove and purge must call it as a running systemd needs.
+check_systemd_branch() {
+    [ ! -d /run/systemd/system ] || return 0
+    step "maintainer scripts under systemd (a stub systemctl, in a mount namespace)"
+    unshare --mount true || fail "unshare --mount is refused here (it needs CAP_SYS_ADMIN)"
+    local calls=$WORK/systemctl.calls
+    mkdir "$WORK/stub"
+    printf '#!/bin/sh\necho "$*" >>%s\n' "$calls" >"$WORK/stub/systemctl"
+    chmod 755 "$WORK/stub/systemctl"
+    # shellcheck disable=SC2016 # expanded by the inner sh
+    unshare --mount sh -c 'mount -t tmpfs none /run && mkdir -p /run/systemd/system &&
+        PATH=$1:$PATH && dpkg -i "$2" && dpkg -i "$2" && dpkg --remove rocksandra &&
+        dpkg --purge rocksandra' sh "$WORK/stub" "$DEB" >"$WORK/dpkg.log" 2>&1 ||
+        { cat "$WORK/dpkg.log" >&2; fail "dpkg under the stub systemd"; }
+    local expected="daemon-reload
+enable --now rocksandra.service
+daemon-reload
+try-restart rocksandra.service
+--no-reload disable rocksandra.service
+stop rocksandra.service
+daemon-reload
+daemon-reload"
+    [ "$(cat "$calls")" = "$expected" ] || fail "systemctl calls: $(tr '\n' ';' <"$calls")"
+    [ -z "$(package_status)" ] || fail "after --purge dpkg says: $(package_status)"
+}
+
 if [ $# -gt 0 ]; then
     DEB=$1
 else
@@ -236,6 +287,7 @@ WORK=$(mktemp -d)
 chmod 755 "$WORK"
 PID=""
 trap cleanup EXIT
+check_tarball
 step "dpkg -i $DEB"
 dpkg -i "$DEB" >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log" >&2; fail "dpkg -i"; }
 check_installed
@@ -246,4 +298,5 @@ use_node
 stop_node
 reinstall
 remove_and_purge
+check_systemd_branch
 echo "package test passed in $(($(date +%s) - started)) s"
