@@ -50,7 +50,7 @@ build_binary() {
 }
 
 # cargo-deb $CARGO_DEB_VERSION in $CARGO_TOOLS/bin, installed when missing
-# (about 2 minutes on two cores, once), built in a temporary directory.
+# (about 3 minutes on two cores, once), built in a temporary directory.
 ensure_cargo_deb() {
     local have
     have=$("$CARGO_TOOLS/bin/cargo-deb" --version 2>/dev/null || true)
@@ -114,8 +114,9 @@ if [ "$got" != "rocksandra $version (release build)" ]; then
 fi
 ensure_cargo_deb
 
-rm -rf "$out"
+# Only this script's own files are replaced in $out.
 stage=$out/stage
+rm -rf "$stage" "$out"/rocksandra-*.tar.gz "$out"/rocksandra_*.deb "$out/SHA256SUMS"
 mkdir -p "$stage/release"
 strip --strip-debug -o "$stage/release/rocksandra" "$binary"
 installed_yaml >"$stage/release/rocksandra.yaml" ||
@@ -124,8 +125,9 @@ installed_yaml >"$stage/release/rocksandra.yaml" ||
 name=rocksandra-$version-linux-$(uname -m)
 tarball_tree "$stage/$name"
 # Reproducible: sorted, owned by root, dated at the last commit.
+mtime=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
 tar -C "$stage" --sort=name --owner=0 --group=0 --numeric-owner \
-    --mtime="@$(git log -1 --format=%ct)" -czf "$out/$name.tar.gz" "$name"
+    --mtime="@$mtime" -czf "$out/$name.tar.gz" "$name"
 
 # The staged directory stands for cargo's target directory (the assets'
 # `target/release/`); --no-build: nothing is compiled.
