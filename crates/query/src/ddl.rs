@@ -1538,6 +1538,8 @@ pub(crate) fn replace_table(schema: &Schema, table: Table) -> Schema {
     next
 }
 
+/// ALTER TABLE of the table alone: `view::alter_table` makes its views
+/// follow.
 pub fn alter_table(
     schema: &Schema,
     keyspace: &str,
@@ -1569,23 +1571,14 @@ pub fn alter_table(
     if stmt.action == AlterTableAction::DropCompactStorage {
         check_drop_compact_storage(current, drop_compact_enabled)?;
     }
-    let views: Vec<Arc<Table>> = crate::schema::views_of(ks, name).cloned().collect();
+    let has_views = crate::schema::views_of(ks, name).next().is_some();
     let mut table = Table::clone(current);
-    apply_alter_action(ks, &mut table, &stmt.action, !views.is_empty(), now_micros)?;
-    let mut next = replace_table(schema, table.clone());
-    let mut altered = Vec::new();
-    for view in &views {
-        if let Some(changed) = crate::view::follow_base(view, &table, &stmt.action) {
-            next = replace_table(&next, changed.clone());
-            altered.push(Arc::new(changed));
-        }
-    }
-    altered.insert(0, Arc::new(table));
+    apply_alter_action(ks, &mut table, &stmt.action, has_views, now_micros)?;
     Ok(DdlOutcome {
-        schema: Some(next),
+        schema: Some(replace_table(schema, table.clone())),
         change: event,
         effects: StorageEffects {
-            alter: altered,
+            alter: vec![Arc::new(table)],
             ..StorageEffects::default()
         },
     })

@@ -592,9 +592,9 @@ impl Executor {
                 let drop_compact = self
                     .drop_compact_enabled
                     .load(std::sync::atomic::Ordering::Relaxed);
-                self.ddl(
-                    guard.wrap(|schema| ddl::alter_table(schema, keyspace, s, now, drop_compact)),
-                )
+                self.ddl(guard.wrap(|schema| {
+                    crate::view::alter_table(schema, keyspace, s, now, drop_compact)
+                }))
             }
             Statement::CreateType(s) => {
                 let keyspace = keyspace_of(&s.name, session_ks)?;

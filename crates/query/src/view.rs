@@ -24,8 +24,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use rocksandra_cql::ast::{
-    AlterMaterializedView, AlterTableAction, ClusteringOrder, CreateMaterializedView, Expr,
-    Relation, RelationLhs, Selection,
+    AlterMaterializedView, AlterTable, AlterTableAction, ClusteringOrder, CreateMaterializedView,
+    Expr, Relation, RelationLhs, Selection,
 };
 use rocksandra_data::LocalTime;
 use rocksandra_storage::cell::{Cell, CellKind, ColumnId, DeletionTime, LiveRow, LivenessInfo};
@@ -1224,11 +1224,41 @@ pub fn build(
 
 // ---------------------------------------------------------------- base changes
 
+/// ALTER TABLE (`ddl::alter_table`), and the views of the table following
+/// it (`follow_base`): the altered views come after the table in the
+/// outcome's storage effects.
+pub fn alter_table(
+    schema: &Schema,
+    keyspace: &str,
+    stmt: &AlterTable,
+    now_micros: i64,
+    drop_compact_enabled: bool,
+) -> Result<DdlOutcome> {
+    let mut outcome = ddl::alter_table(schema, keyspace, stmt, now_micros, drop_compact_enabled)?;
+    let (Some(mut next), Some(table)) = (outcome.schema.take(), outcome.effects.alter.first())
+    else {
+        return Ok(outcome);
+    };
+    let table = Arc::clone(table);
+    let views: Vec<Arc<Table>> = next
+        .keyspace(keyspace)
+        .map(|ks| views_of(ks, &table.name).cloned().collect())
+        .unwrap_or_default();
+    for view in &views {
+        if let Some(changed) = follow_base(view, &table, &stmt.action) {
+            next = ddl::replace_table(&next, changed.clone());
+            outcome.effects.alter.push(Arc::new(changed));
+        }
+    }
+    outcome.schema = Some(next);
+    Ok(outcome)
+}
+
 /// A view after an ALTER TABLE of its base (`base` is the altered table):
 /// a `SELECT *` view gains the base's new regular columns, and a renamed
 /// primary key column is renamed in the view and its WHERE clause. None
 /// when the view does not change.
-pub fn follow_base(view: &Table, base: &Table, action: &AlterTableAction) -> Option<Table> {
+fn follow_base(view: &Table, base: &Table, action: &AlterTableAction) -> Option<Table> {
     let def = view.view.as_ref()?;
     let mut changed = Table::clone(view);
     match action {

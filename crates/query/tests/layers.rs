@@ -1,7 +1,8 @@
 //! The executor depends on the statement modules, never the reverse: no
 //! source file of the crate but `executor.rs` and `lib.rs` (which
 //! re-exports it) names the executor in its code. Statements get what they
-//! use of the node through `ctx::StatementCtx`.
+//! use of the node through `ctx::StatementCtx`. And `view` builds on
+//! `ddl`, never the reverse.
 
 use std::path::{Path, PathBuf};
 
@@ -20,14 +21,19 @@ fn sources(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// The lines of `text` outside comments that name the executor.
-fn naming_the_executor(text: &str) -> Vec<String> {
+/// The lines of `text` outside comments that contain any of `names`.
+fn naming(text: &str, names: &[&str]) -> Vec<String> {
     text.lines()
         .map(str::trim)
         .filter(|line| !line.starts_with("//"))
-        .filter(|line| line.contains("crate::executor") || line.contains("Executor"))
+        .filter(|line| names.iter().any(|name| line.contains(name)))
         .map(str::to_string)
         .collect()
+}
+
+/// The lines of `text` outside comments that name the executor.
+fn naming_the_executor(text: &str) -> Vec<String> {
+    naming(text, &["crate::executor", "Executor"])
 }
 
 #[test]
@@ -57,5 +63,19 @@ fn the_check_sees_an_import_and_ignores_comments() {
     assert_eq!(
         naming_the_executor(text),
         vec!["use crate::executor::Executor;".to_string()]
+    );
+}
+
+/// ALTER TABLE of a base table with views goes through `view::alter_table`,
+/// which calls `ddl::alter_table` and makes the views follow.
+#[test]
+fn ddl_does_not_name_view() {
+    let ddl = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/ddl.rs");
+    let text = std::fs::read_to_string(&ddl).expect("read ddl.rs");
+    let offenders = naming(&text, &["crate::view", "view::"]);
+    assert!(
+        offenders.is_empty(),
+        "view depends on ddl, not the reverse:\n{}",
+        offenders.join("\n")
     );
 }
