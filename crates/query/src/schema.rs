@@ -10,8 +10,8 @@
 //! and tables whose column types are CQL type text. System keyspaces are
 //! built in and never stored.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, OnceLock};
 
 use rocksandra_data::types::{CqlType, UdtResolver, UdtType};
 use rocksandra_storage::cell::ColumnId;
@@ -54,6 +54,29 @@ pub struct Schema {
     /// statements dropped (ids are never reused). A schema pushed by a peer
     /// may take away only these (`Executor::install_schema`).
     pub dropped_tables: BTreeSet<u64>,
+    /// Where `table_by_storage_id` looks first.
+    pub(crate) storage_index: StorageIndex,
+}
+
+/// `Schema::table_by_storage_id`'s index: the keyspace and table name of
+/// each table's storage id, built on first use. The schema's fields are
+/// public and may change after it is built, so every hit is checked
+/// against them and a miss falls back to a scan: it is never wrong, only
+/// slower. A clone starts empty.
+#[derive(Debug, Default)]
+pub(crate) struct StorageIndex(OnceLock<HashMap<TableId, (String, String)>>);
+
+impl Clone for StorageIndex {
+    fn clone(&self) -> StorageIndex {
+        StorageIndex::default()
+    }
+}
+
+/// A cache: two schemas are equal whatever their indexes hold.
+impl PartialEq for StorageIndex {
+    fn eq(&self, _: &StorageIndex) -> bool {
+        true
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -624,6 +647,7 @@ impl Schema {
             next_table_id: 1,
             epoch: 0,
             dropped_tables: BTreeSet::new(),
+            storage_index: StorageIndex::default(),
         };
         for ks in crate::system::system_keyspaces() {
             schema.keyspaces.insert(ks.name.clone(), Arc::new(ks));
@@ -686,14 +710,41 @@ impl Schema {
         }
     }
 
-    /// The keyspace and table stored under `id`.
+    /// The keyspace and table stored under `id`: every write asks, for its
+    /// metrics, indexes and views, so it is a hash lookup where the scan of
+    /// every table was.
     pub fn table_by_storage_id(&self, id: TableId) -> Option<(&Arc<Keyspace>, &Arc<Table>)> {
+        let index = self.storage_index.0.get_or_init(|| self.storage_ids());
+        let indexed = index.get(&id).and_then(|(keyspace, name)| {
+            let keyspace = self.keyspaces.get(keyspace)?;
+            let table = keyspace.tables.get(name).filter(|t| t.storage_id == id)?;
+            Some((keyspace, table))
+        });
+        indexed.or_else(|| self.scan_storage_id(id))
+    }
+
+    /// The first table stored under `id`, in keyspace and table order
+    /// (tables not kept in storage share an id).
+    fn scan_storage_id(&self, id: TableId) -> Option<(&Arc<Keyspace>, &Arc<Table>)> {
         self.keyspaces.values().find_map(|k| {
             k.tables
                 .values()
                 .find(|t| t.storage_id == id)
                 .map(|t| (k, t))
         })
+    }
+
+    /// Each storage id with the keyspace and name of the first table
+    /// `scan_storage_id` finds under it.
+    fn storage_ids(&self) -> HashMap<TableId, (String, String)> {
+        let mut ids = HashMap::new();
+        for (keyspace, k) in &self.keyspaces {
+            for (name, t) in &k.tables {
+                ids.entry(t.storage_id)
+                    .or_insert_with(|| (keyspace.clone(), name.clone()));
+            }
+        }
+        ids
     }
 
     /// The keyspace whose table, or index's entries, are stored under `id`
@@ -1017,5 +1068,64 @@ pub fn keyspace_of<'a>(
         (None, None) => Err(QueryError::invalid(
             "No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename",
         )),
+    }
+}
+
+#[cfg(test)]
+mod storage_index_tests {
+    use super::*;
+
+    /// A table no other shares a storage id with.
+    fn lone_table(schema: &Schema) -> Arc<Table> {
+        let tables: Vec<&Arc<Table>> = schema
+            .keyspaces
+            .values()
+            .flat_map(|k| k.tables.values())
+            .collect();
+        let alone = |t: &&&Arc<Table>| {
+            tables
+                .iter()
+                .filter(|o| o.storage_id == t.storage_id)
+                .count()
+                == 1
+        };
+        (*tables.iter().find(alone).expect("a table")).clone()
+    }
+
+    fn names(found: Option<(&Arc<Keyspace>, &Arc<Table>)>) -> Option<(String, String)> {
+        found.map(|(k, t)| (k.name.clone(), t.name.clone()))
+    }
+
+    #[test]
+    fn answers_as_the_scan_does() {
+        let schema = Schema::builtin();
+        let ids = schema.keyspaces.values().flat_map(|k| k.tables.values());
+        for id in ids.map(|t| t.storage_id).chain([TableId(u64::MAX)]) {
+            let indexed = names(schema.table_by_storage_id(id));
+            assert_eq!(indexed, names(schema.scan_storage_id(id)), "{id:?}");
+        }
+        assert!(schema.table_by_storage_id(TableId(u64::MAX)).is_none());
+    }
+
+    #[test]
+    fn a_change_after_the_index_was_built_is_seen() {
+        let mut schema = Schema::builtin();
+        let table = lone_table(&schema);
+        let old = table.storage_id;
+        assert!(
+            schema.table_by_storage_id(old).is_some(),
+            "the index is built"
+        );
+        let mut moved = Table::clone(&table);
+        moved.storage_id = TableId(1 << 40);
+        let keyspace = schema.keyspaces.get_mut(&table.keyspace).expect("keyspace");
+        Arc::make_mut(keyspace)
+            .tables
+            .insert(moved.name.clone(), Arc::new(moved));
+        assert!(schema.table_by_storage_id(old).is_none(), "no stale hit");
+        let found = names(schema.table_by_storage_id(TableId(1 << 40)));
+        assert_eq!(found, Some((table.keyspace.clone(), table.name.clone())));
+        let clone = schema.clone();
+        assert!(clone.table_by_storage_id(TableId(1 << 40)).is_some());
     }
 }

@@ -117,6 +117,7 @@ pub(crate) fn schema_with(extra: Vec<Keyspace>) -> Schema {
         next_table_id: 10,
         epoch: 0,
         dropped_tables: Default::default(),
+        storage_index: Default::default(),
     }
 }
 
