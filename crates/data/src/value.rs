@@ -1213,7 +1213,7 @@ fn format_inet(ip: &IpAddr) -> String {
 }
 
 /// Proleptic Gregorian (year, month, day) of a day count from 1970-01-01.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
