@@ -66,6 +66,11 @@ UTC with milliseconds, dates 'YYYY-MM-DD', times 'HH:MM:SS.nnnnnnnnn',
 durations like 1mo2d3ns, inets as strings, [lists], {sets} (driver-sorted),
 {maps: in server order}, (tuples), {udt_field: value} and vectors as [lists].
 
+crates/server/tests/golden_cases.rs runs the same cases in process under
+`cargo test`, with this runner's splitting, markers and rendering (and the
+driver's decoding) written again in Rust in crates/server/tests/golden/:
+change both together.
+
 Exit status: 0 when every case matched (or was recorded), 1 otherwise. The last
 line printed is 'N passed, M failed'.
 
