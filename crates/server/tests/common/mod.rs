@@ -85,13 +85,22 @@ impl Client {
     }
 
     pub async fn fill(&mut self) -> usize {
-        let read = tokio::time::timeout(WAIT, self.socket.read_buf(&mut self.buf))
+        self.fill_within(WAIT).await
+    }
+
+    async fn fill_within(&mut self, wait: Duration) -> usize {
+        let read = tokio::time::timeout(wait, self.socket.read_buf(&mut self.buf))
             .await
             .expect("server answers in time");
         read.unwrap_or(0)
     }
 
     pub async fn recv_frame(&mut self) -> Frame {
+        self.recv_frame_within(WAIT).await
+    }
+
+    /// The next frame, waiting at most `wait` for each read.
+    pub async fn recv_frame_within(&mut self, wait: Duration) -> Frame {
         loop {
             let decoded = match &mut self.segments {
                 Some((_, decoder)) => decoder.decode(&mut self.buf),
@@ -101,14 +110,19 @@ impl Client {
                 return frame;
             }
             assert!(
-                self.fill().await > 0,
+                self.fill_within(wait).await > 0,
                 "connection closed while waiting for a frame"
             );
         }
     }
 
     pub async fn recv(&mut self) -> ResponseEnvelope {
-        let frame = self.recv_frame().await;
+        self.recv_within(WAIT).await
+    }
+
+    /// The next response, waiting at most `wait` for each read.
+    pub async fn recv_within(&mut self, wait: Duration) -> ResponseEnvelope {
+        let frame = self.recv_frame_within(wait).await;
         decode_response(&frame, self.body_compression, CLIENT_LIMITS).expect("decodes")
     }
 

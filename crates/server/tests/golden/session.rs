@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use rocksandra_wire::{
@@ -20,6 +21,9 @@ use crate::common::Client;
 
 /// The driver's default page size (`fetch_size`).
 const FETCH_SIZE_DEFAULT: i32 = 5000;
+
+/// Longest wait for an answer: runner.py's `request_timeout`.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A logged-in connection.
 pub struct Session {
@@ -116,7 +120,7 @@ impl Session {
         };
         self.client.send(self.stream, request).await;
         loop {
-            let reply = self.client.recv().await;
+            let reply = self.client.recv_within(REQUEST_TIMEOUT).await;
             // Events (stream -1) are not ours; the runner never registers.
             if reply.stream == self.stream {
                 return (reply.warnings, reply.response);
@@ -128,7 +132,7 @@ impl Session {
     pub async fn execute(&mut self, statement: &Statement) -> Vec<String> {
         for marker in &statement.markers {
             if let Marker::SleepSeconds(seconds) = marker {
-                tokio::time::sleep(std::time::Duration::from_secs_f64(*seconds)).await;
+                tokio::time::sleep(Duration::from_secs_f64(*seconds)).await;
             }
         }
         let skip = statement.has(&Marker::SkipOutput);
