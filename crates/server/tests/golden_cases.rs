@@ -101,9 +101,14 @@ fn protocol_version() -> ProtocolVersion {
 
 async fn run_one(target: &Target, case: &Case, source: &str, baseline: usize) -> Outcome {
     let started = Instant::now();
-    let actual = match run_case(target, source).await {
-        Ok(output) => output,
-        Err(e) => format!("RUNNER FAILURE: {e}\n"),
+    // A task of its own: a case that breaks the connection (the test
+    // client panics) fails alone, as runner.py's RUNNER FAILURE.
+    let (task_target, task_source) = (target.clone(), source.to_string());
+    let run = tokio::spawn(async move { run_case(&task_target, &task_source).await });
+    let actual = match run.await {
+        Ok(Ok(output)) => output,
+        Ok(Err(e)) => format!("RUNNER FAILURE: {e}\n"),
+        Err(panicked) => format!("RUNNER FAILURE: {panicked}\n"),
     };
     if let Ok(dir) = std::env::var("GOLDEN_ACTUAL_DIR") {
         std::fs::create_dir_all(&dir).expect("GOLDEN_ACTUAL_DIR");

@@ -33,6 +33,7 @@ pub fn golden_dir() -> PathBuf {
 }
 
 /// Where a case runs: the server, the protocol, the initial login.
+#[derive(Clone)]
 pub struct Target {
     pub address: SocketAddr,
     pub version: ProtocolVersion,
