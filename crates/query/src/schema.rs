@@ -58,13 +58,21 @@ pub struct Schema {
     pub(crate) storage_index: StorageIndex,
 }
 
-/// `Schema::table_by_storage_id`'s index: the keyspace and table name of
-/// each table's storage id, built on first use. The schema's fields are
-/// public and may change after it is built, so every hit is checked
-/// against them and a miss falls back to a scan: it is never wrong, only
-/// slower. A clone starts empty.
+/// The index of `Schema::table_by_storage_id` and `keyspace_by_storage_id`:
+/// the keyspace and table name under each storage id (a table's own, and
+/// its indexes' stores), built on first use. The schema's fields are public
+/// and may change after it is built, so every hit is checked against them
+/// and a miss falls back to the scan. A clone starts empty.
 #[derive(Debug, Default)]
-pub(crate) struct StorageIndex(OnceLock<HashMap<TableId, (String, String)>>);
+pub(crate) struct StorageIndex(OnceLock<StorageIds>);
+
+/// Storage ids to (keyspace, table name): `own` for a table's own id,
+/// `any` for any of its storage ids; each the first a scan finds.
+#[derive(Debug, Default)]
+struct StorageIds {
+    own: HashMap<TableId, (String, String)>,
+    any: HashMap<TableId, (String, String)>,
+}
 
 impl Clone for StorageIndex {
     fn clone(&self) -> StorageIndex {
@@ -714,13 +722,22 @@ impl Schema {
     /// metrics, indexes and views, so it is a hash lookup where the scan of
     /// every table was.
     pub fn table_by_storage_id(&self, id: TableId) -> Option<(&Arc<Keyspace>, &Arc<Table>)> {
-        let index = self.storage_index.0.get_or_init(|| self.storage_ids());
-        let indexed = index.get(&id).and_then(|(keyspace, name)| {
-            let keyspace = self.keyspaces.get(keyspace)?;
-            let table = keyspace.tables.get(name).filter(|t| t.storage_id == id)?;
-            Some((keyspace, table))
-        });
+        let indexed = self
+            .indexed(|ids| &ids.own, id)
+            .filter(|(_, t)| t.storage_id == id);
         indexed.or_else(|| self.scan_storage_id(id))
+    }
+
+    /// The keyspace and table `which` of the index names for `id`.
+    fn indexed(
+        &self,
+        which: impl Fn(&StorageIds) -> &HashMap<TableId, (String, String)>,
+        id: TableId,
+    ) -> Option<(&Arc<Keyspace>, &Arc<Table>)> {
+        let ids = self.storage_index.0.get_or_init(|| self.storage_ids());
+        let (keyspace, name) = which(ids).get(&id)?;
+        let keyspace = self.keyspaces.get(keyspace)?;
+        Some((keyspace, keyspace.tables.get(name)?))
     }
 
     /// The first table stored under `id`, in keyspace and table order
@@ -734,14 +751,17 @@ impl Schema {
         })
     }
 
-    /// Each storage id with the keyspace and name of the first table
-    /// `scan_storage_id` finds under it.
-    fn storage_ids(&self) -> HashMap<TableId, (String, String)> {
-        let mut ids = HashMap::new();
+    /// Each storage id with the keyspace and name of the first table the
+    /// scans find under it.
+    fn storage_ids(&self) -> StorageIds {
+        let mut ids = StorageIds::default();
         for (keyspace, k) in &self.keyspaces {
             for (name, t) in &k.tables {
-                ids.entry(t.storage_id)
-                    .or_insert_with(|| (keyspace.clone(), name.clone()));
+                let at = || (keyspace.clone(), name.clone());
+                ids.own.entry(t.storage_id).or_insert_with(at);
+                for id in t.storage_ids() {
+                    ids.any.entry(id).or_insert_with(at);
+                }
             }
         }
         ids
@@ -750,9 +770,14 @@ impl Schema {
     /// The keyspace whose table, or index's entries, are stored under `id`
     /// (where a mutation of that storage is replicated).
     pub fn keyspace_by_storage_id(&self, id: TableId) -> Option<&Arc<Keyspace>> {
-        self.keyspaces
-            .values()
-            .find(|k| k.tables.values().any(|t| t.storage_ids().any(|s| s == id)))
+        let indexed = self
+            .indexed(|ids| &ids.any, id)
+            .filter(|(_, t)| t.storage_ids().any(|s| s == id));
+        indexed.map(|(k, _)| k).or_else(|| {
+            self.keyspaces
+                .values()
+                .find(|k| k.tables.values().any(|t| t.storage_ids().any(|s| s == id)))
+        })
     }
 
     /// Every table kept in storage: user tables, the system tables kept in
@@ -1105,6 +1130,32 @@ mod storage_index_tests {
             assert_eq!(indexed, names(schema.scan_storage_id(id)), "{id:?}");
         }
         assert!(schema.table_by_storage_id(TableId(u64::MAX)).is_none());
+    }
+
+    #[test]
+    fn finds_the_keyspace_of_an_index_store() {
+        let mut schema = Schema::builtin();
+        let table = lone_table(&schema);
+        let mut indexed = Table::clone(&table);
+        indexed.indexes.push(Index {
+            name: "i".to_string(),
+            kind: "COMPOSITES".to_string(),
+            options: BTreeMap::new(),
+            storage_id: Some(TableId(1 << 41)),
+            built: true,
+        });
+        let keyspace = schema.keyspaces.get_mut(&table.keyspace).expect("keyspace");
+        Arc::make_mut(keyspace)
+            .tables
+            .insert(indexed.name.clone(), Arc::new(indexed));
+        let found = schema.keyspace_by_storage_id(TableId(1 << 41));
+        assert_eq!(found.map(|k| k.name.clone()), Some(table.keyspace.clone()));
+        assert!(
+            schema.table_by_storage_id(TableId(1 << 41)).is_none(),
+            "not a table's own id"
+        );
+        let own = schema.keyspace_by_storage_id(table.storage_id);
+        assert_eq!(own.map(|k| k.name.clone()), Some(table.keyspace.clone()));
     }
 
     #[test]
