@@ -150,6 +150,14 @@ impl Engine for StagedEngine {
     fn stream_in(&self, table: TableId, files: &[PathBuf]) -> Result<()> {
         self.inner.stream_in(table, files)
     }
+    fn import(
+        &self,
+        table: TableId,
+        source: &rocksandra_storage::import::ImportSource,
+        work_dir: &Path,
+    ) -> Result<rocksandra_storage::import::ImportCounts> {
+        self.inner.import(table, source, work_dir)
+    }
     fn partition_keys(
         &self,
         table: TableId,

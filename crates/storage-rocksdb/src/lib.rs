@@ -32,7 +32,9 @@ use rocksandra_storage::api::{
     CompactionStyle, Compression, Durability, Result, StorageError, StorageStats, TableId,
     TableOptions, TableStorageStats,
 };
-use rocksandra_storage::kv::{KeyRange, KeysVisitor, KvOp, KvStore, RangesVisitor, Visitor};
+use rocksandra_storage::kv::{
+    KeyRange, KeysVisitor, KvOp, KvStore, RangesVisitor, Rewrite, Visitor,
+};
 use rocksandra_storage::layout::keys::partition_prefix_len;
 use rocksandra_storage::layout::table_options as table_options_file;
 use rocksandra_storage::memory::Clock;
@@ -185,6 +187,86 @@ fn cf_name_in(table: TableId, buffer: &mut [u8; CF_NAME_BYTES_MAX]) -> &str {
 /// The table of a column family named by `cf_name` (None for `default`).
 fn table_of(cf_name: &str) -> Option<TableId> {
     cf_name.strip_prefix('t')?.parse().ok().map(TableId)
+}
+
+/// Stream files being written: entries in key order, as merge entries (so
+/// that ingestion merges them with the receiver's data), cut at
+/// `STREAM_FILE_BYTES_MAX`.
+struct StreamFiles<'a> {
+    dir: &'a Path,
+    /// RocksDB's defaults; a writer borrows them for its whole life.
+    options: &'a Options,
+    files: Vec<PathBuf>,
+    writer: Option<(SstFileWriter<'a>, PathBuf)>,
+}
+
+impl<'a> StreamFiles<'a> {
+    fn new(dir: &'a Path, options: &'a Options) -> StreamFiles<'a> {
+        StreamFiles {
+            dir,
+            options,
+            files: Vec::new(),
+            writer: None,
+        }
+    }
+
+    fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let (mut writer, path) = match self.writer.take() {
+            Some(open) => open,
+            None => {
+                let path = self.dir.join(format!("stream-{}.sst", self.files.len()));
+                let writer = SstFileWriter::create(self.options);
+                writer
+                    .open(&path)
+                    .map_err(rocks_error("opening a stream file"))?;
+                (writer, path)
+            }
+        };
+        writer
+            .merge(key, value)
+            .map_err(rocks_error("writing a stream file"))?;
+        if writer.file_size() >= STREAM_FILE_BYTES_MAX {
+            writer
+                .finish()
+                .map_err(rocks_error("finishing a stream file"))?;
+            self.files.push(path);
+        } else {
+            self.writer = Some((writer, path));
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Vec<PathBuf>> {
+        if let Some((mut writer, path)) = self.writer.take() {
+            writer
+                .finish()
+                .map_err(rocks_error("finishing a stream file"))?;
+            self.files.push(path);
+        }
+        Ok(self.files)
+    }
+}
+
+/// Opens `table` of the checkpoint in `source` read-only: RocksDB's info
+/// log goes to `scratch`, so nothing in `source` is written or changed (its
+/// files are hard links of a live store's).
+fn open_checkpoint(source: &Path, table: TableId, scratch: &Path) -> Result<Db> {
+    if !source.join("CURRENT").is_file() {
+        return Err(StorageError::Invalid(format!(
+            "{} is not a snapshot directory (it has no CURRENT file)",
+            source.display()
+        )));
+    }
+    let mut options = Options::default();
+    options.set_db_log_dir(scratch);
+    let mut table_options = Options::default();
+    table_options.set_merge_operator_associative("rocksandra-row-merge", merge_operator);
+    let descriptors = vec![
+        ColumnFamilyDescriptor::new("default", Options::default()),
+        ColumnFamilyDescriptor::new(cf_name(table), table_options),
+    ];
+    Db::open_cf_descriptors_read_only(&options, source, descriptors, false)
+        .map_err(rocks_error("opening a snapshot"))
 }
 
 fn rocks_error(action: &'static str) -> impl Fn(rocksdb::Error) -> StorageError {
@@ -858,46 +940,55 @@ impl KvStore for RocksStore {
 
     fn export(&self, table: TableId, range: &KeyRange, dir: &Path) -> Result<Vec<PathBuf>> {
         let options = Options::default();
-        let mut files = Vec::new();
-        let mut writer: Option<(SstFileWriter, PathBuf)> = None;
+        let mut files = StreamFiles::new(dir, &options);
         let mut error = None;
-        self.scan(table, range, false, &mut |key, value| {
-            let result = (|| -> Result<()> {
-                if writer.is_none() {
-                    let path = dir.join(format!("stream-{}.sst", files.len()));
-                    let w = SstFileWriter::create(&options);
-                    w.open(&path)
-                        .map_err(rocks_error("opening a stream file"))?;
-                    writer = Some((w, path));
-                }
-                if let Some((w, path)) = writer.as_mut() {
-                    // Merge entries, so ingestion merges with the receiver's data.
-                    w.merge(key, value)
-                        .map_err(rocks_error("writing a stream file"))?;
-                    if w.file_size() >= STREAM_FILE_BYTES_MAX {
-                        w.finish().map_err(rocks_error("finishing a stream file"))?;
-                        files.push(path.clone());
-                        writer = None;
-                    }
-                }
-                Ok(())
-            })();
-            match result {
+        self.scan(
+            table,
+            range,
+            false,
+            &mut |key, value| match files.add(key, value) {
                 Ok(()) => ControlFlow::Continue(()),
                 Err(e) => {
                     error = Some(e);
                     ControlFlow::Break(())
                 }
-            }
-        })?;
+            },
+        )?;
         if let Some(e) = error {
             return Err(e);
         }
-        if let Some((mut w, path)) = writer {
-            w.finish().map_err(rocks_error("finishing a stream file"))?;
-            files.push(path);
+        files.finish()
+    }
+
+    fn export_checkpoint(
+        &self,
+        source: &Path,
+        table: TableId,
+        rewrite: &mut Rewrite<'_>,
+        dir: &Path,
+    ) -> Result<(Vec<PathBuf>, u64, u64)> {
+        let checkpoint = open_checkpoint(source, table, dir)?;
+        let cf = checkpoint
+            .cf_handle(&cf_name(table))
+            .ok_or(StorageError::UnknownTable(table))?;
+        let mut read_options = ReadOptions::default();
+        read_options.set_total_order_seek(true);
+        read_options.fill_cache(false);
+        let mut iter = checkpoint.raw_iterator_cf_opt(&cf, read_options);
+        iter.seek_to_first();
+        let options = Options::default();
+        let mut files = StreamFiles::new(dir, &options);
+        let (mut entries, mut written) = (0, 0);
+        while let (Some(key), Some(value)) = (iter.key(), iter.value()) {
+            entries += 1;
+            if let Some(value) = rewrite(key, value)? {
+                files.add(key, &value)?;
+                written += 1;
+            }
+            iter.next();
         }
-        Ok(files)
+        iter.status().map_err(rocks_error("reading a snapshot"))?;
+        Ok((files.finish()?, entries, written))
     }
 
     fn ingest(&self, table: TableId, files: &[PathBuf]) -> Result<()> {

@@ -441,6 +441,21 @@ pub trait Engine: Send + Sync {
     /// to files in `dir`, to be ingested by another engine.
     fn stream_out(&self, table: TableId, range: TokenRange, dir: &Path) -> Result<Vec<PathBuf>>;
     fn stream_in(&self, table: TableId, files: &[PathBuf]) -> Result<()>;
+    /// Loads the data of `source`'s table (a snapshot of an engine) into
+    /// `table`, through the files of `stream_in` written in `work_dir`
+    /// (created, and removed after): imported cells reconcile with the
+    /// stored ones as streamed ones do. The snapshot is only read.
+    fn import(
+        &self,
+        table: TableId,
+        source: &crate::import::ImportSource,
+        work_dir: &Path,
+    ) -> Result<crate::import::ImportCounts> {
+        let _ = (table, source, work_dir);
+        Err(StorageError::Invalid(
+            "this storage engine cannot import snapshots".into(),
+        ))
+    }
     /// The partitions stored in `range`, those holding only tombstones too,
     /// in token order: at most `limit` of them after `after` (repair walks
     /// a range with it, reading each partition's stored state).

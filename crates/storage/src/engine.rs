@@ -11,6 +11,7 @@ use rocksandra_data::{LocalTime, Token};
 
 use crate::api::*;
 use crate::cell::{DeletionTime, LiveRow, RowState};
+use crate::import::{ImportCounts, ImportSource};
 use crate::kv::{KeyRange, KvOp, KvStore};
 use crate::layout::keys::{self, DecodedKey};
 use crate::layout::values::{decode_row, encode_row};
@@ -1043,6 +1044,34 @@ impl<S: KvStore> Engine for KvEngine<S> {
         let ingested = self.store.ingest(table, files);
         self.changed_in_bulk();
         ingested
+    }
+
+    fn import(
+        &self,
+        table: TableId,
+        source: &ImportSource,
+        work_dir: &Path,
+    ) -> Result<ImportCounts> {
+        self.check_writable()?;
+        self.spec(table)?;
+        std::fs::create_dir_all(work_dir).map_err(|e| StorageError::Io {
+            action: "creating an import directory",
+            detail: e.to_string(),
+        })?;
+        let imported = (|| {
+            let mut rewrite = |key: &[u8], value: &[u8]| source.rewrite_entry(key, value);
+            let (files, entries, loaded) =
+                self.store
+                    .export_checkpoint(&source.dir, source.table, &mut rewrite, work_dir)?;
+            self.stream_in(table, &files)?;
+            Ok(ImportCounts {
+                entries,
+                loaded,
+                files: files.len() as u64,
+            })
+        })();
+        let _ = std::fs::remove_dir_all(work_dir);
+        imported
     }
 
     fn partition_keys(

@@ -5,7 +5,7 @@
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use crate::api::{Result, StorageStats, TableId, TableOptions, TableStorageStats};
+use crate::api::{Result, StorageError, StorageStats, TableId, TableOptions, TableStorageStats};
 
 /// One change in an atomic batch.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,6 +21,10 @@ pub enum KvOp {
 
 /// Called for each entry of a scan; `Break` stops the scan.
 pub type Visitor<'a> = dyn FnMut(&[u8], &[u8]) -> ControlFlow<()> + 'a;
+
+/// Rewrites a stored entry (key, value) for `export_checkpoint`: the value
+/// to write, or None to leave the entry out.
+pub type Rewrite<'a> = dyn FnMut(&[u8], &[u8]) -> Result<Option<Vec<u8>>> + 'a;
 
 /// Called by `get_many` for each key found, with the key's index.
 pub type KeysVisitor<'a> = dyn FnMut(usize, &[u8]) + 'a;
@@ -97,6 +101,23 @@ pub trait KvStore: Send + Sync + 'static {
     fn export(&self, table: TableId, range: &KeyRange, dir: &Path) -> Result<Vec<PathBuf>>;
     /// Adds entries from files written by `export`, merging with what is stored.
     fn ingest(&self, table: TableId, files: &[PathBuf]) -> Result<()>;
+    /// Writes the entries of table `table` of the checkpoint in `source` (a
+    /// `checkpoint` of another store, opened read-only and left as it is)
+    /// to files in `dir` for `ingest`, each value passed through `rewrite`
+    /// (None leaves the entry out). Returns the files, the entries read and
+    /// the entries written.
+    fn export_checkpoint(
+        &self,
+        source: &Path,
+        table: TableId,
+        rewrite: &mut Rewrite<'_>,
+        dir: &Path,
+    ) -> Result<(Vec<PathBuf>, u64, u64)> {
+        let _ = (source, table, rewrite, dir);
+        Err(StorageError::Invalid(
+            "this storage backend cannot read snapshots of a running node".into(),
+        ))
+    }
     fn checkpoint(&self, dir: &Path) -> Result<()>;
     fn flush(&self) -> Result<()>;
     /// One table's memtables (and the WAL); everything when the backend

@@ -11,6 +11,7 @@
 //!   the reference model every engine is checked against.
 //!
 //! - `fs`: the one atomic file write.
+//! - `import`: a snapshot table's stored values rewritten for a live table.
 //!
 //! Architecture invariant: this crate does not link RocksDB and does no IO
 //! except writing stream and snapshot files of the in-memory backend and
@@ -20,6 +21,7 @@ pub mod api;
 pub mod cell;
 pub mod engine;
 pub mod fs;
+pub mod import;
 pub mod kv;
 pub mod layout;
 pub mod memory;
