@@ -19,6 +19,7 @@ use crate::topology::Topology;
 pub mod listener;
 
 mod cluster_info;
+mod import;
 mod snapshots;
 pub(crate) mod stats;
 mod table_stats;
@@ -165,6 +166,12 @@ pub fn run(node: &AdminNode, command: AdminCommand) -> Response {
         AdminCommand::Snapshot { tag, keyspaces } => snapshots::create(node, &tag, &keyspaces),
         AdminCommand::ListSnapshots => snapshots::list(node),
         AdminCommand::ClearSnapshot { tag } => snapshots::clear(node, tag.as_deref()),
+        AdminCommand::Import {
+            keyspace,
+            table,
+            dirs,
+            all_tokens,
+        } => import::import(node, &keyspace, &table, &dirs, all_tokens),
         AdminCommand::Version => cluster_info::version(),
         AdminCommand::DescribeCluster => cluster_info::describe_cluster(node),
         AdminCommand::GetEndpoints {

@@ -313,6 +313,15 @@ pub enum AdminCommand {
         value: u32,
         unit: ThroughputUnit,
     },
+    /// Loads `keyspace.table`'s data from snapshot directories on this
+    /// node (`nodetool import`); with `all_tokens`, partitions this node
+    /// does not replicate too.
+    Import {
+        keyspace: String,
+        table: String,
+        dirs: Vec<String>,
+        all_tokens: bool,
+    },
 }
 
 /// How nodetool states a throughput: Cassandra's megabits per second

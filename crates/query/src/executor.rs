@@ -375,6 +375,15 @@ impl Executor {
         crate::snapshot::write(&*self.engine, &self.schema(), &self.node(), dir)
     }
 
+    /// `nodetool import`: the data of one table from a snapshot directory
+    /// (`import`).
+    pub fn import(
+        &self,
+        request: &crate::import::ImportRequest,
+    ) -> Result<rocksandra_storage::import::ImportCounts> {
+        crate::import::import(&self.ctx(), request)
+    }
+
     /// `auto_snapshot`: a snapshot under `dir` before every DROP of a
     /// table, view or keyspace and every TRUNCATE; None turns it off.
     pub fn set_auto_snapshot(&self, dir: Option<PathBuf>) {

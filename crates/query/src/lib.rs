@@ -14,6 +14,7 @@ pub mod executor;
 pub mod functions;
 pub(crate) mod guard;
 pub mod guardrails;
+pub mod import;
 pub mod index;
 pub mod json;
 pub mod metrics;

@@ -52,6 +52,83 @@ impl Tables {
     }
 }
 
+/// `nodetool import`'s options, as Cassandra 5.0's. Only `--no-tokens`
+/// (and `--quick`, which implies it) changes what is done: the files of a
+/// snapshot are only read, never moved, levelled, verified apart or
+/// indexed apart, and the node's caches are always cleared of the table.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct ImportArgs {
+    /// Keep the level on the new sstables (no effect: RocksDB places ingested data)
+    #[arg(short = 'l', long = "keep-level")]
+    keep_level: bool,
+    /// Keep any repaired information from the sstables (no effect: nothing is marked repaired)
+    #[arg(short = 'r', long = "keep-repaired")]
+    keep_repaired: bool,
+    /// Don't verify new sstables (no effect: every value read is checked)
+    #[arg(short = 'v', long = "no-verify")]
+    no_verify: bool,
+    /// Don't verify that all tokens in the new sstable are owned by the current node (import them all)
+    #[arg(short = 't', long = "no-tokens")]
+    no_tokens: bool,
+    /// Don't invalidate the row cache when importing (no effect: the cache is always cleared)
+    #[arg(short = 'c', long = "no-invalidate-caches")]
+    no_invalidate_caches: bool,
+    /// Do a quick import without verifying sstables, clearing row cache or checking in which data directory to put the file
+    #[arg(short = 'q', long = "quick")]
+    quick: bool,
+    /// Run an extended verify, verifying all values in the new sstables (always done)
+    #[arg(short = 'e', long = "extended-verify")]
+    extended_verify: bool,
+    /// Copy data from source directories instead of moving them (always: the snapshot is only read)
+    #[arg(short = 'p', long = "copy-data")]
+    copy_data: bool,
+    /// Require existing index components for SSTables with attached indexes (no effect: indexes are written again)
+    #[arg(long = "require-index-components")]
+    require_index_components: bool,
+    /// Skip SSTable-attached index checksum validation (no effect)
+    #[arg(long = "no-index-validation")]
+    no_index_validation: bool,
+    /// The keyspace, table name and directories to import sstables from
+    args: Vec<String>,
+}
+
+impl ImportArgs {
+    fn into_admin(self) -> Result<AdminCommand, String> {
+        let [keyspace, table, dirs @ ..] = self.args.as_slice() else {
+            return Err("import requires keyspace, table name and directories".into());
+        };
+        if dirs.is_empty() {
+            return Err("import requires keyspace, table name and directories".into());
+        }
+        Ok(AdminCommand::Import {
+            keyspace: keyspace.clone(),
+            table: table.clone(),
+            // The node resolves paths against its own working directory:
+            // a relative one is made absolute here, where it was meant.
+            dirs: dirs.iter().map(|d| absolute(d)).collect(),
+            all_tokens: self.no_tokens || self.quick,
+        })
+    }
+}
+
+fn absolute(dir: &str) -> String {
+    std::path::absolute(dir)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| dir.to_string())
+}
+
+/// Cassandra's refresh loads sstables placed in the table's data
+/// directory; this node keeps no directory per table.
+fn refresh(args: &[String]) -> Result<AdminCommand, String> {
+    if args.len() != 2 {
+        return Err("refresh requires ks and cf args".into());
+    }
+    Err(format!(
+        "refresh loads files placed in a table's data directory, and this node keeps no directory per table: restore {}.{} from a snapshot with nodetool import {} {} SNAPSHOT_DIRECTORY",
+        args[0], args[1], args[0], args[1]
+    ))
+}
+
 /// The commands, named as Cassandra's.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Subcommand)]
 #[command(rename_all = "lower")]
@@ -105,6 +182,13 @@ pub enum NodetoolCommand {
         all: bool,
         /// Refused: a snapshot holds every keyspace here.
         keyspaces: Vec<String>,
+    },
+    /// Import new SSTables to the system (here: one table's data from snapshot directories)
+    Import(ImportArgs),
+    /// Load newly placed SSTables to the system without restart (deprecated: use import)
+    Refresh {
+        /// The keyspace and table name
+        args: Vec<String>,
     },
     /// Print the MB/s throughput cap for compaction in the system
     GetCompactionThroughput,
@@ -181,6 +265,19 @@ pub enum NodetoolCommand {
 }
 
 impl NodetoolCommand {
+    /// What Cassandra's nodetool prints before it runs the command.
+    pub fn notice(&self) -> Option<&'static str> {
+        match self {
+            NodetoolCommand::Import(args) if args.quick => Some(
+                "Doing a quick import - skipping sstable verification and row cache invalidation",
+            ),
+            NodetoolCommand::Refresh { .. } => {
+                Some("nodetool refresh is deprecated, use nodetool import instead")
+            }
+            _ => None,
+        }
+    }
+
     /// What the node is asked; errors are Cassandra's usage texts.
     pub fn into_admin(self) -> Result<AdminCommand, String> {
         use NodetoolCommand as N;
@@ -214,6 +311,8 @@ impl NodetoolCommand {
                 all,
                 keyspaces,
             } => clear_snapshot(tag, all, &keyspaces)?,
+            N::Import(args) => args.into_admin()?,
+            N::Refresh { args } => refresh(&args)?,
             N::GetCompactionThroughput => AdminCommand::GetCompactionThroughput,
             N::SetCompactionThroughput { value_in_mb } => AdminCommand::SetCompactionThroughput {
                 mib_per_second: value_in_mb,
@@ -284,6 +383,9 @@ fn clear_snapshot(
 /// `config` (`rocksandra --config FILE nodetool ...`), it speaks TLS as
 /// that file's `server_encryption_options` say, presenting its keystore.
 pub fn run(args: NodetoolArgs, config: Option<&Path>) -> ExitCode {
+    if let Some(notice) = args.command.notice() {
+        println!("{notice}");
+    }
     let command = match args.command.into_admin() {
         Ok(command) => command,
         Err(e) => {
@@ -625,6 +727,55 @@ mod tests {
         assert_eq!(
             admin("isolate"),
             Ok(AdminCommand::Isolate { peers: vec![] })
+        );
+    }
+
+    #[test]
+    fn import_takes_cassandras_arguments_and_refresh_points_to_it() {
+        assert_eq!(
+            admin("import ks t /snapshots/T"),
+            Ok(AdminCommand::Import {
+                keyspace: "ks".into(),
+                table: "t".into(),
+                dirs: vec!["/snapshots/T".into()],
+                all_tokens: false,
+            })
+        );
+        let quick = admin("import -q -p --keep-level ks t /a relative").expect("parses");
+        let here = std::env::current_dir().expect("cwd").join("relative");
+        assert_eq!(
+            quick,
+            AdminCommand::Import {
+                keyspace: "ks".into(),
+                table: "t".into(),
+                dirs: vec!["/a".into(), here.display().to_string()],
+                all_tokens: true,
+            }
+        );
+        let no_tokens = admin("import --no-tokens ks t /a").expect("parses");
+        assert!(matches!(
+            no_tokens,
+            AdminCommand::Import {
+                all_tokens: true,
+                ..
+            }
+        ));
+        let usage = Err("import requires keyspace, table name and directories".to_string());
+        assert_eq!(admin("import ks t"), usage);
+        assert_eq!(admin("import"), usage);
+        assert_eq!(
+            admin("refresh ks"),
+            Err("refresh requires ks and cf args".to_string())
+        );
+        let refresh = admin("refresh ks t").expect_err("no table directories");
+        assert!(
+            refresh.contains("nodetool import ks t SNAPSHOT_DIRECTORY"),
+            "{refresh}"
+        );
+        let notice = parse("refresh ks t").expect("parses").command.notice();
+        assert_eq!(
+            notice,
+            Some("nodetool refresh is deprecated, use nodetool import instead")
         );
     }
 }

@@ -95,6 +95,26 @@ pub fn write_pending(
     Ok(pending)
 }
 
+/// Writes again the entries of every stored index of `keyspace.table`
+/// (after `nodetool import` loaded rows into it without them). Entries of
+/// rows still there are written again, which changes nothing.
+pub fn rewrite_all(context: &StatementCtx<'_>, keyspace: &str, table_name: &str) -> Result<()> {
+    let schema = context.schema();
+    let Some(table) = schema.table(keyspace, table_name) else {
+        return Ok(());
+    };
+    let stored: Vec<String> = table
+        .indexes
+        .iter()
+        .filter(|i| i.storage_id.is_some())
+        .map(|i| i.name.clone())
+        .collect();
+    if stored.is_empty() {
+        return Ok(());
+    }
+    write_entries(context, &schema, table, &stored)
+}
+
 /// Scans `table` and writes the entries of its live rows for the indexes
 /// named `pending`.
 fn write_entries(
