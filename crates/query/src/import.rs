@@ -10,8 +10,9 @@
 //! sstable whose header does not fit the table. The data then reaches the
 //! table as streamed data does (`Engine::import`): every cell reconciles
 //! with the stored ones by Cassandra's rules. The table's secondary indexes
-//! get the entries of its rows again; its materialized views are left as
-//! they are, as Cassandra's import leaves them.
+//! get the entries of its rows again (the ANN graphs of its vector indexes
+//! are built again); its materialized views are left as they are, as
+//! Cassandra's import leaves them.
 
 use std::path::{Path, PathBuf};
 
@@ -70,6 +71,9 @@ pub(crate) fn import(context: &StatementCtx<'_>, request: &ImportRequest) -> Res
         .engine()
         .import(live.storage_id, &source, &request.work_dir)?;
     crate::index::build::rewrite_all(context, &request.keyspace, &request.table)?;
+    // The ANN graphs of its vector indexes did not see the imported rows:
+    // forgotten, as after a TRUNCATE, they are built again when next asked.
+    context.vector_graphs.retain(&schema, &[live.storage_id]);
     Ok(counts)
 }
 
