@@ -175,8 +175,24 @@ def test_import_restores_one_table(server, session):
     assert files_of(snapshot) == before, "the import changed the snapshot"
 
 
-def test_a_column_the_table_never_had_refuses_and_a_dropped_one_is_left_out(server, session):
+def test_tables_that_do_not_fit_refuse_and_a_dropped_column_is_left_out(server, session):
     snapshot = os.path.join(server, "snapshots", "T")
+    refusals = (
+        ("v int, s int static, tags set<text>, PRIMARY KEY (p, c))",
+         "column v is regular text in the snapshot and regular int in the live table"),
+        ("v text, s int, tags set<text>, PRIMARY KEY (p, c))",
+         "column s is static int in the snapshot and regular int in the live table"),
+        ("v text, s int static, tags set<text>, PRIMARY KEY (p, c)) "
+         "WITH CLUSTERING ORDER BY (c DESC)",
+         "the primary key of ks.t in the snapshot is not the live table's"),
+    )
+    for columns, error in refusals:
+        session.execute("DROP TABLE ks.t")
+        session.execute("CREATE TABLE ks.t (p int, c int, " + columns)
+        r = nodetool("import", "ks", "t", snapshot)
+        assert r.returncode != 0 and error in r.stderr, r.stderr
+        assert list(session.execute("SELECT p FROM ks.t")) == []
+
     session.execute("DROP TABLE ks.t")
     session.execute("CREATE TABLE ks.t (p int, c int, v text, s int static, "
                     "PRIMARY KEY (p, c))")
