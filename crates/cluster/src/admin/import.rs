@@ -30,6 +30,10 @@ pub(crate) fn import(
             "ColumnFamilyStore for {keyspace}/{table} not found."
         ));
     };
+    // Cassandra checks every directory before it imports from any.
+    if let Some(missing) = dirs.iter().find(|d| !std::path::Path::new(d).is_dir()) {
+        return failed(format!("Directory {missing} does not exist"));
+    }
     let ranges = if all_tokens {
         None
     } else {
