@@ -100,11 +100,22 @@ pub fn column_map(source: &Table, live: &Table) -> Result<ColumnMap> {
             live.keyspace, live.name
         )));
     }
-    let key = |t: &Table| -> Vec<(String, String, bool)> {
+    // Names, types, roles (partition key or clustering), positions and
+    // orders: together they make the stored keys.
+    let key = |t: &Table| -> Vec<(String, String, bool, usize, bool)> {
         t.columns
             .iter()
             .filter(|c| c.kind.is_primary_key())
-            .map(|c| (c.name.clone(), c.ty.to_string(), c.descending))
+            .map(|c| {
+                let partition = c.kind == crate::schema::ColumnKind::PartitionKey;
+                (
+                    c.name.clone(),
+                    c.ty.to_string(),
+                    partition,
+                    c.position,
+                    c.descending,
+                )
+            })
             .collect()
     };
     if key(source) != key(live) {
@@ -153,5 +164,112 @@ fn kind_name(column: &Column) -> &'static str {
         "static"
     } else {
         "regular"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rocksandra_cql::ast::Statement;
+
+    use super::*;
+
+    /// `ks.t` as the CQL statements (after the keyspace's) leave it.
+    fn table(statements: &[&str]) -> Table {
+        let mut schema = Schema::builtin();
+        let keyspace = "CREATE KEYSPACE ks WITH replication = \
+                        {'class': 'SimpleStrategy', 'replication_factor': 1}";
+        for text in std::iter::once(&keyspace).chain(statements) {
+            let parsed = rocksandra_cql::parse_statement(text).expect("parses");
+            let outcome = match &parsed.statement {
+                Statement::CreateKeyspace(s) => crate::ddl::create_keyspace(&schema, s, &[]),
+                Statement::CreateTable(s) => crate::ddl::create_table(&schema, "ks", s, &|| 7),
+                Statement::AlterTable(s) => crate::ddl::alter_table(&schema, "ks", s, 1, false),
+                other => panic!("not a schema statement: {other:?}"),
+            };
+            schema = outcome.expect("applies").schema.expect("a new schema");
+        }
+        Table::clone(schema.table("ks", "t").expect("ks.t"))
+    }
+
+    fn refusal(source: &Table, live: &Table) -> String {
+        column_map(source, live).expect_err("refused").to_string()
+    }
+
+    const SNAPSHOT: &str = "CREATE TABLE ks.t (p int, c int, v text, s int static, \
+                            tags set<text>, PRIMARY KEY (p, c))";
+
+    #[test]
+    fn columns_are_matched_by_name_whatever_their_ids() {
+        let source = table(&[SNAPSHOT]);
+        let live = table(&[
+            "CREATE TABLE ks.t (p int, c int, extra int, tags set<text>, \
+                            s int static, v text, PRIMARY KEY (p, c))",
+        ]);
+        let id = |t: &Table, name: &str| t.column(name).expect("column").id;
+        let map = column_map(&source, &live).expect("fits");
+        let expected = ColumnMap::new(
+            source
+                .columns
+                .iter()
+                .filter(|c| !c.kind.is_primary_key())
+                .map(|c| (c.id, id(&live, &c.name)))
+                .collect(),
+        );
+        assert_eq!(Some(map), expected);
+        assert_ne!(id(&source, "v"), id(&live, "v"));
+    }
+
+    #[test]
+    fn a_dropped_column_is_left_out_and_an_unknown_one_refused() {
+        let source = table(&[SNAPSHOT]);
+        let without = "CREATE TABLE ks.t (p int, c int, v text, s int static, \
+                       PRIMARY KEY (p, c))";
+        let live = table(&[without]);
+        assert!(refusal(&source, &live).contains("Unknown column tags during deserialization"));
+        let dropped = table(&[
+            without,
+            "ALTER TABLE ks.t ADD tags set<text>",
+            "ALTER TABLE ks.t DROP tags",
+        ]);
+        let map = column_map(&source, &dropped).expect("fits");
+        let tags = source.column("tags").expect("tags").id;
+        let row = rocksandra_storage::cell::RowState {
+            cells: vec![rocksandra_storage::cell::Cell::live(tags, 1, vec![1])],
+            ..Default::default()
+        };
+        assert!(map.rewrite(row).is_empty(), "the dropped column's cells go");
+    }
+
+    #[test]
+    fn another_type_kind_or_primary_key_is_refused() {
+        let source = table(&[SNAPSHOT]);
+        let cases = [
+            (
+                "v int, s int static, tags set<text>, PRIMARY KEY (p, c))",
+                "column v is regular text",
+            ),
+            (
+                "v text, s int, tags set<text>, PRIMARY KEY (p, c))",
+                "column s is static int",
+            ),
+            (
+                "v text, s int static, tags set<text>, PRIMARY KEY (p, c)) \
+              WITH CLUSTERING ORDER BY (c DESC)",
+                "the primary key",
+            ),
+            (
+                "v text, s int static, tags set<text>, PRIMARY KEY (c, p))",
+                "the primary key",
+            ),
+            (
+                "v text, s int, tags set<text>, PRIMARY KEY ((p, c)))",
+                "the primary key",
+            ),
+        ];
+        for (columns, error) in cases {
+            let live = table(&[&format!("CREATE TABLE ks.t (p int, c int, {columns}")]);
+            let refused = refusal(&source, &live);
+            assert!(refused.contains(error), "{columns}: {refused}");
+        }
     }
 }
