@@ -186,6 +186,11 @@ pub fn run(node: &AdminNode, command: AdminCommand) -> Response {
         AdminCommand::CompactionStats => stats::compaction_stats(node),
         AdminCommand::TableStats { names } => table_stats::table_stats(node, &names),
         AdminCommand::TpStats => stats::tp_stats(node),
+        AdminCommand::InvalidateAuthCache {
+            cache,
+            roles,
+            resources,
+        } => invalidate_auth_cache(node, cache, &roles, &resources),
         AdminCommand::Isolate { .. }
         | AdminCommand::Repair { .. }
         | AdminCommand::Decommission { .. }
@@ -200,6 +205,26 @@ pub fn run(node: &AdminNode, command: AdminCommand) -> Response {
             failed("this process's log levels are not under nodetool's control")
         }
     }
+}
+
+/// nodetool's `invalidaterolescache`, `invalidatepermissionscache` and
+/// `invalidatecredentialscache`: silent on success, as Cassandra's.
+fn invalidate_auth_cache(
+    node: &AdminNode,
+    cache: crate::message::AuthCacheName,
+    roles: &[String],
+    resources: &[String],
+) -> Response {
+    use crate::message::AuthCacheName as N;
+    use rocksandra_query::auth_cache::CacheName;
+    let cache = match cache {
+        N::Roles => CacheName::Roles,
+        N::Permissions => CacheName::Permissions,
+        N::Credentials => CacheName::Credentials,
+    };
+    node.executor()
+        .invalidate_auth_cache(cache, roles, resources);
+    Response::Text(String::new())
 }
 
 fn status_of(node: &AdminNode, keyspace: Option<&str>) -> Response {

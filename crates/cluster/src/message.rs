@@ -322,6 +322,22 @@ pub enum AdminCommand {
         dirs: Vec<String>,
         all_tokens: bool,
     },
+    /// Drops entries of an auth cache on the node: those of `roles` (with
+    /// `resources`, stored resource names, only those resources'), or all
+    /// when no role is named.
+    InvalidateAuthCache {
+        cache: AuthCacheName,
+        roles: Vec<String>,
+        resources: Vec<String>,
+    },
+}
+
+/// The auth caches nodetool's `invalidate*cache` commands name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AuthCacheName {
+    Roles,
+    Permissions,
+    Credentials,
 }
 
 /// How nodetool states a throughput: Cassandra's megabits per second

@@ -15,6 +15,7 @@
 //! grant superuser status without having it.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use rocksandra_cql::ast::{
     AlterRole, CreateRole, DropRole, ListRoles, Permission, RoleChange, RoleKind, RoleOption,
@@ -32,8 +33,8 @@ use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
 use crate::request::{Outcome, Request};
 use crate::roles::{
-    granted_roles, is_superuser, logged_in, role, role_level, run_internal, run_internal_at,
-    text_cell, text_value, RoleAccess,
+    can_login, granted_roles, is_superuser, logged_in, role, role_level, run_internal,
+    run_internal_at, text_cell, text_value, user_role_names, RoleAccess,
 };
 pub use crate::settings::AuthConfig;
 
@@ -144,7 +145,9 @@ pub(crate) fn setup_default_role(
     Ok(DefaultRoleSetup::Created)
 }
 
-/// Checks SASL PLAIN credentials. The role is read at its level
+/// Checks SASL PLAIN credentials, in Cassandra's order: the password
+/// against the stored hash (credentials cache), then whether the role may
+/// log in (roles cache). The role is read at its level
 /// (`roles::role_consistency`); when that read fails (too few live
 /// replicas, a timeout) the login fails as in Cassandra's
 /// PasswordAuthenticator, with BAD_CREDENTIALS naming the failure.
@@ -154,21 +157,34 @@ pub fn authenticate(ctx: &StatementCtx<'_>, username: &str, password: &str) -> R
             "Provided username {username} and/or password are incorrect"
         ))
     };
-    let Some(role) = role(ctx, username).map_err(unable_to_authenticate)? else {
+    let hash = password_hash(ctx, username).map_err(unable_to_authenticate)?;
+    let Some(hash) = hash.as_deref() else {
         return Err(incorrect());
     };
-    if !role.can_login {
+    if !matches!(bcrypt::verify(password, hash), Ok(true)) {
+        return Err(incorrect());
+    }
+    if !can_login(ctx, username).map_err(unable_to_authenticate)? {
         return Err(QueryError::BadCredentials(format!(
             "{username} is not permitted to log in"
         )));
     }
-    let Some(hash) = role.salted_hash else {
-        return Err(incorrect());
-    };
-    match bcrypt::verify(password, &hash) {
-        Ok(true) => Ok(()),
-        _ => Err(incorrect()),
+    Ok(())
+}
+
+/// The stored password hash of `username`, through the credentials cache.
+/// None (no such role, or no password) is not kept: a role created next
+/// logs in at once, as Cassandra's sentinel handling does.
+fn password_hash(ctx: &StatementCtx<'_>, username: &str) -> Result<Arc<Option<String>>> {
+    let cache = &ctx.settings.auth_caches.credentials;
+    let key = username.to_string();
+    let hash = cache.get(&key, ctx.now_millis(), |name| {
+        Ok(role(ctx, name)?.and_then(|r| r.salted_hash))
+    })?;
+    if hash.is_none() {
+        cache.invalidate_where(|k| *k == key);
     }
+    Ok(hash)
 }
 
 /// A failure to read a role while logging in, as the client sees it.
@@ -309,7 +325,7 @@ fn authorize_alter_role(
     request: &Request,
 ) -> Result<()> {
     let name = stmt.name.as_str();
-    if opts.superuser.is_some() && granted_roles(ctx, user, true)?.contains(name) {
+    if opts.superuser.is_some() && user_role_names(ctx, user)?.contains(name) {
         return Err(QueryError::Unauthorized(
             "You aren't allowed to alter your own superuser status or that of a role granted to you"
                 .into(),
@@ -350,8 +366,9 @@ fn authorize_alter_role(
         return Ok(());
     }
     if authorizer_enabled(ctx) {
-        let subject = subject(ctx, request)?;
-        if !subject.holds(Permission::Alter, &Resource::Role(name.to_string())) {
+        let resource = Resource::Role(name.to_string());
+        let subject = subject(ctx, request, std::slice::from_ref(&resource))?;
+        if !subject.holds(Permission::Alter, &resource) {
             return Err(crate::authz::insufficient_privileges(user));
         }
     }
@@ -557,7 +574,7 @@ fn shown_roles(
     recursive: bool,
 ) -> Result<Option<BTreeSet<String>>> {
     let describe_all = !authorizer_enabled(ctx)
-        || subject(ctx, request)?
+        || subject(ctx, request, &[Resource::AllRoles])?
             .held_on(&Resource::AllRoles)
             .contains(&Permission::Describe);
     Ok(match (of, describe_all) {

@@ -13,8 +13,8 @@
 //!
 //! What a statement needs is the pure function [`requirements`]; the
 //! executor checks it against the user's [`Subject`] before running the
-//! statement. There is no permissions cache (Cassandra's
-//! `permissions_validity`): a GRANT or REVOKE applies to the next statement.
+//! statement, from the permissions cache (`auth_cache`, Cassandra's
+//! `PermissionsCache`: the permissions a user holds on one resource).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -30,7 +30,7 @@ use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
 use crate::request::{Outcome, Request};
 use crate::roles::{
-    granted_roles, held_roles, logged_in, role, run_internal, text_cell, text_set, text_value,
+    granted_roles, logged_in, role, run_internal, text_cell, text_set, text_value, user_roles,
 };
 use crate::schema::keyspace_of;
 use crate::schema::{is_system_keyspace, Schema};
@@ -825,7 +825,8 @@ pub(crate) fn authorize_statement(
     if needed.is_empty() {
         return Ok(());
     }
-    let subject = subject(ctx, request)?;
+    let resources: Vec<Resource> = needed.iter().map(|(_, r)| r.clone()).collect();
+    let subject = subject(ctx, request, &resources)?;
     for (permission, resource) in &needed {
         subject
             .ensure(*permission, resource)
@@ -857,7 +858,7 @@ pub(crate) fn authorize_modification(
         return Ok(());
     };
     let resource = Resource::Table(table.keyspace.clone(), table.name.clone());
-    let subject = subject(ctx, request)?;
+    let subject = subject(ctx, request, std::slice::from_ref(&resource))?;
     subject.ensure(Permission::Modify, &resource)?;
     if conditional {
         subject.ensure(Permission::Select, &resource)?;
@@ -865,21 +866,28 @@ pub(crate) fn authorize_modification(
     Ok(())
 }
 
-/// The request's user with its roles and permissions.
-pub(crate) fn subject(ctx: &StatementCtx<'_>, request: &Request) -> Result<Subject> {
+/// The request's user with its roles and the permissions it holds on
+/// `resources` and their parents (from the roles and permissions caches).
+pub(crate) fn subject(
+    ctx: &StatementCtx<'_>,
+    request: &Request,
+    resources: &[Resource],
+) -> Result<Subject> {
     let name = request
         .user
         .clone()
         .ok_or_else(|| QueryError::Unauthorized("You have not logged in".into()))?;
-    let held = held_roles(ctx, &name)?;
+    let held = user_roles(ctx, &name)?;
     let superuser = held.iter().any(|r| r.is_superuser);
-    let mut roles: BTreeSet<String> = held.into_iter().map(|r| r.name).collect();
+    let mut roles: BTreeSet<String> = held.iter().map(|r| r.name.clone()).collect();
     roles.insert(name.clone());
     let mut permissions: BTreeMap<String, BTreeSet<Permission>> = BTreeMap::new();
     if !superuser {
-        for role in &roles {
-            for (resource, held) in role_permissions(ctx, role, auth_read_level(ctx))? {
-                permissions.entry(resource).or_default().extend(held);
+        for resource in resources.iter().flat_map(Resource::chain) {
+            let resource = resource.name();
+            if !permissions.contains_key(&resource) {
+                let held = permissions_on(ctx, &name, &roles, &resource)?;
+                permissions.insert(resource, BTreeSet::clone(&held));
             }
         }
     }
@@ -889,6 +897,49 @@ pub(crate) fn subject(ctx: &StatementCtx<'_>, request: &Request) -> Result<Subje
         superuser,
         permissions,
     })
+}
+
+/// What `user` (holding `roles`) holds on exactly the resource named
+/// `resource`, through the permissions cache (Cassandra's
+/// `CassandraAuthorizer.authorize`: each role's row, at
+/// `auth_read_consistency_level`).
+fn permissions_on(
+    ctx: &StatementCtx<'_>,
+    user: &str,
+    roles: &BTreeSet<String>,
+    resource: &str,
+) -> Result<std::sync::Arc<BTreeSet<Permission>>> {
+    let key = (user.to_string(), resource.to_string());
+    let cache = &ctx.settings.auth_caches.permissions;
+    cache.get(&key, ctx.now_millis(), |_| {
+        let mut held = BTreeSet::new();
+        for role in roles {
+            held.extend(role_permissions_on(ctx, role, resource)?);
+        }
+        Ok(held)
+    })
+}
+
+/// The permissions stored for `role` on the resource named `resource`.
+fn role_permissions_on(
+    ctx: &StatementCtx<'_>,
+    role: &str,
+    resource: &str,
+) -> Result<Vec<Permission>> {
+    let rows = rows_of(run_internal(
+        ctx,
+        "SELECT permissions FROM system_auth.role_permissions WHERE role = ? AND resource = ?",
+        vec![text_value(role), text_value(resource)],
+        None,
+        auth_read_level(ctx),
+    )?);
+    Ok(rows
+        .first()
+        .map(|r| text_set(r.first().and_then(Option::as_ref)))
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|p| permission_from_name(p))
+        .collect())
 }
 
 /// The level grant and revoke read what a role already holds at
@@ -1286,7 +1337,9 @@ fn check_may_view_permissions(
     request: &Request,
     grantee: Option<&str>,
 ) -> Result<()> {
-    let subject = subject(ctx, request)?;
+    let mut resources = vec![Resource::AllRoles];
+    resources.extend(grantee.map(|g| Resource::Role(g.to_string())));
+    let subject = subject(ctx, request, &resources)?;
     let may_view = subject.superuser
         || grantee.is_some_and(|g| subject.roles.contains(g))
         || subject

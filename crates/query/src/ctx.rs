@@ -89,6 +89,11 @@ impl<'a> StatementCtx<'a> {
         (self.env.now_micros)()
     }
 
+    /// The clock in milliseconds (the auth caches' time).
+    pub(crate) fn now_millis(&self) -> i64 {
+        self.now_micros().div_euclid(1_000)
+    }
+
     pub(crate) fn local_now(&self, request: &Request) -> LocalTime {
         match request.now_in_seconds {
             Some(s) => LocalTime(i64::from(s)),

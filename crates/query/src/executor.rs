@@ -365,6 +365,32 @@ impl Executor {
         auth::authenticate_superuser(&self.ctx(), username, password)
     }
 
+    /// The roles, permissions and credentials caches' settings
+    /// (`roles_validity`, ...); their entries go.
+    pub fn configure_auth_caches(&self, caches: crate::auth_cache::AuthCacheSettings) {
+        let own = &self.settings.auth_caches;
+        own.roles.configure(caches.roles);
+        own.permissions.configure(caches.permissions);
+        own.credentials.configure(caches.credentials);
+    }
+
+    /// nodetool's `invalidate<cache>cache [roles...]` (`auth_cache::AuthCaches::invalidate`).
+    pub fn invalidate_auth_cache(
+        &self,
+        cache: crate::auth_cache::CacheName,
+        roles: &[String],
+        resources: &[String],
+    ) {
+        self.settings
+            .auth_caches
+            .invalidate(cache, roles, resources);
+    }
+
+    /// The auth caches' hits, misses and entries, for the metrics endpoint.
+    pub fn auth_cache_stats(&self) -> crate::auth_cache::AuthCacheStats {
+        self.settings.auth_caches.stats()
+    }
+
     pub fn authorizer_enabled(&self) -> bool {
         authz::authorizer_enabled(&self.ctx())
     }
@@ -532,17 +558,34 @@ impl Executor {
     ) -> Result<Outcome> {
         let ctx = self.ctx();
         authz::authorize_statement(&ctx, &parsed.statement, request)?;
-        let mut outcome = self.run_statement(&ctx, parsed, request, values)?;
+        let ran = self.run_statement(&ctx, parsed, request, values);
+        let outcome = ran.map(|outcome| self.grants_after(&ctx, parsed, request, outcome));
+        // Seen at once on this node, even after a failure that wrote
+        // part of a change.
+        self.settings
+            .auth_caches
+            .invalidate_after(&parsed.statement);
+        outcome
+    }
+
+    /// The grants a schema change implies (`authz::after_schema_change`).
+    fn grants_after(
+        &self,
+        ctx: &StatementCtx<'_>,
+        parsed: &ParsedStatement,
+        request: &Request,
+        mut outcome: Outcome,
+    ) -> Outcome {
         if outcome.schema_change.is_some() && !request.internal && self.authorizer_enabled() {
             // The schema changed already: a failure here is the client's
             // warning, not the statement's error.
-            if let Err(e) = authz::after_schema_change(&ctx, &parsed.statement, request) {
+            if let Err(e) = authz::after_schema_change(ctx, &parsed.statement, request) {
                 outcome.warnings.push(format!(
                     "CassandraAuthorizer failed to update permissions: {e}"
                 ));
             }
         }
-        Ok(outcome)
+        outcome
     }
 
     /// Runs a statement within its guardrails (`crate::guardrails`).

@@ -4,6 +4,7 @@
 //! executor directly.
 
 pub mod auth;
+pub mod auth_cache;
 pub mod authz;
 pub mod ctx;
 pub mod ddl;

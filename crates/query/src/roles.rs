@@ -1,15 +1,20 @@
 //! The roles stored in `system_auth.roles`, as the rest of access control
 //! reads them: one role, the roles a role holds (transitively), who is
 //! logged in and whether they are a superuser; and the text cells of the
-//! `system_auth` tables. The server's own statements over those tables run
+//! `system_auth` tables. What the logged-in user's checks read of its own
+//! roles comes through the roles cache (`user_roles`), as Cassandra's
+//! `Roles`; role statements read the stored rows (`role`, `granted_roles`),
+//! as its role manager does. The server's own statements over those tables run
 //! through `StatementCtx::run` (`run_internal`).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_data::Value;
 use rocksandra_wire::{Consistency, ResultBody};
 
+use crate::auth_cache::HeldRoles;
 use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
 use crate::request::{Outcome, Request};
@@ -185,9 +190,45 @@ pub(crate) fn logged_in(ctx: &StatementCtx<'_>, request: &Request) -> Result<Str
     })
 }
 
-/// Superuser status, held directly or through a granted role.
+/// The roles `user` holds, itself included, through the roles cache
+/// (Cassandra's `Roles.getRoleDetails`); no password hash is kept there.
+pub(crate) fn user_roles(ctx: &StatementCtx<'_>, user: &str) -> Result<Arc<HeldRoles>> {
+    let key = user.to_string();
+    ctx.settings
+        .auth_caches
+        .roles
+        .get(&key, ctx.now_millis(), |name| {
+            Ok(held_roles(ctx, name)?
+                .into_iter()
+                .map(|role| Role {
+                    salted_hash: None,
+                    ..role
+                })
+                .collect())
+        })
+}
+
+/// The names of the roles `user` holds, itself included (cached).
+pub(crate) fn user_role_names(ctx: &StatementCtx<'_>, user: &str) -> Result<BTreeSet<String>> {
+    let mut names: BTreeSet<String> = user_roles(ctx, user)?
+        .iter()
+        .map(|r| r.name.clone())
+        .collect();
+    names.insert(user.to_string());
+    Ok(names)
+}
+
+/// Superuser status, held directly or through a granted role (cached).
 pub(crate) fn is_superuser(ctx: &StatementCtx<'_>, user: &str) -> Result<bool> {
-    Ok(held_roles(ctx, user)?.iter().any(|r| r.is_superuser))
+    Ok(user_roles(ctx, user)?.iter().any(|r| r.is_superuser))
+}
+
+/// Whether `user`'s own role may log in (cached; Cassandra's
+/// `Roles.canLogin`): false for a role that does not exist.
+pub(crate) fn can_login(ctx: &StatementCtx<'_>, user: &str) -> Result<bool> {
+    Ok(user_roles(ctx, user)?
+        .iter()
+        .any(|r| r.name == user && r.can_login))
 }
 
 /// The names in a stored `set<text>` cell.

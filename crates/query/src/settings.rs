@@ -1,12 +1,13 @@
 //! The node's settings that statements read (from cassandra.yaml, set by
 //! the server as it starts): how clients log in, the guardrails, the
-//! tombstone thresholds and the read timeouts. A leaf of the statement
+//! tombstone thresholds, the read timeouts and the auth caches. A leaf of the statement
 //! modules: it knows no statement.
 
 use std::sync::{Arc, OnceLock, RwLock};
 
 use rocksandra_wire::Consistency;
 
+use crate::auth_cache::AuthCaches;
 use crate::deadline::TimeoutSettings;
 use crate::guardrails::Guardrails;
 use crate::tombstones::TombstoneSettings;
@@ -54,6 +55,8 @@ pub(crate) struct Settings {
     pub(crate) tombstones: Arc<TombstoneSettings>,
     /// `read_request_timeout` and `range_request_timeout` (`deadline`).
     pub(crate) read_timeouts: TimeoutSettings,
+    /// The roles, permissions and credentials caches (`auth_cache`).
+    pub(crate) auth_caches: AuthCaches,
 }
 
 impl Default for Settings {
@@ -63,6 +66,7 @@ impl Default for Settings {
             guardrails: OnceLock::new(),
             tombstones: Arc::default(),
             read_timeouts: TimeoutSettings::new(Default::default()),
+            auth_caches: AuthCaches::default(),
         }
     }
 }

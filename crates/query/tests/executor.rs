@@ -755,6 +755,45 @@ const NO_SELECT: &str =
 const NO_MODIFY: &str =
     "ERROR 0x2100 User alice has no MODIFY permission on <table ks.t> or any of its parents";
 
+/// A grant written behind this node's back (another node's GRANT: the
+/// row alone) is seen once the cached denial expires; this node's own
+/// REVOKE at once; with the caches off (validity 0), everything at once.
+#[test]
+fn auth_caches_serve_until_expiry_and_drop_what_this_node_changes() {
+    let mut h = authz_harness();
+    let elsewhere = |h: &Harness, change: &str| {
+        let cql = format!(
+            "UPDATE system_auth.role_permissions SET permissions = permissions {change} {{'SELECT'}} \
+             WHERE role = 'alice' AND resource = 'data/ks/t'"
+        );
+        let internal = Request {
+            internal: true,
+            ..Request::default()
+        };
+        h.executor.query(&cql, &internal).expect("the row is written");
+    };
+    let select = ("SELECT v FROM ks.t WHERE k = 1", NO_SELECT);
+    h.as_user("alice", &[select]);
+    elsewhere(&h, "+");
+    h.as_user("alice", &[select]);
+    h.clock.fetch_add(1_999_000, Ordering::SeqCst);
+    h.as_user("alice", &[select]);
+    h.clock.fetch_add(1_000, Ordering::SeqCst);
+    h.as_user("alice", &[("SELECT v FROM ks.t WHERE k = 1", "'a'")]);
+    h.check(&[("REVOKE SELECT ON ks.t FROM alice", "OK")]);
+    h.as_user("alice", &[select]);
+    let stats = h.executor.auth_cache_stats();
+    assert!(stats.permissions.hits > 0 && stats.roles.hits > 0, "{stats:?}");
+
+    h.executor
+        .configure_auth_caches(rocksandra_query::auth_cache::AuthCacheSettings::OFF);
+    elsewhere(&h, "+");
+    h.as_user("alice", &[("SELECT v FROM ks.t WHERE k = 1", "'a'")]);
+    elsewhere(&h, "-");
+    h.as_user("alice", &[select]);
+    assert_eq!(h.executor.auth_cache_stats().permissions.entries, 0);
+}
+
 #[test]
 fn authorizer_refuses_until_granted_and_after_revoked() {
     let mut h = authz_harness();
