@@ -14,6 +14,7 @@ use rocksandra_wire::Consistency;
 use serde::Deserialize;
 use thiserror::Error;
 
+mod auth_caches;
 mod cassandra_keys;
 mod encryption;
 mod guardrails;
@@ -341,6 +342,10 @@ pub struct Config {
     /// the default superuser keeps QUORUM).
     pub auth_read_consistency_level: Consistency,
     pub auth_write_consistency_level: Consistency,
+    /// The roles, permissions and credentials caches (`roles_validity`,
+    /// `roles_update_interval`, `roles_cache_max_entries`, and the same for
+    /// `permissions_*` and `credentials_*`).
+    pub auth_caches: rocksandra_query::auth_cache::AuthCacheSettings,
     /// How long a node in a cluster waits after joining before it looks for
     /// roles and creates the default superuser if there is none, and
     /// between attempts (`superuser_setup_delay_ms`, Cassandra's system
@@ -437,6 +442,7 @@ impl Default for Config {
             auth_read_consistency_level: rocksandra_query::settings::DEFAULT_AUTH_READ_CONSISTENCY,
             auth_write_consistency_level:
                 rocksandra_query::settings::DEFAULT_AUTH_WRITE_CONSISTENCY,
+            auth_caches: Default::default(),
             superuser_setup_delay: SUPERUSER_SETUP_DELAY_DEFAULT,
             client_encryption: EncryptionOptions::default(),
             server_encryption: ServerEncryption::default(),
@@ -852,6 +858,21 @@ struct FileConfig {
     auth_read_consistency_level: Option<String>,
     auth_write_consistency_level: Option<String>,
     superuser_setup_delay_ms: Option<u64>,
+    roles_validity: Option<String>,
+    roles_validity_in_ms: Option<u64>,
+    roles_update_interval: Option<String>,
+    roles_update_interval_in_ms: Option<i64>,
+    roles_cache_max_entries: Option<i64>,
+    permissions_validity: Option<String>,
+    permissions_validity_in_ms: Option<u64>,
+    permissions_update_interval: Option<String>,
+    permissions_update_interval_in_ms: Option<i64>,
+    permissions_cache_max_entries: Option<i64>,
+    credentials_validity: Option<String>,
+    credentials_validity_in_ms: Option<u64>,
+    credentials_update_interval: Option<String>,
+    credentials_update_interval_in_ms: Option<i64>,
+    credentials_cache_max_entries: Option<i64>,
     storage_port: Option<u16>,
     auto_bootstrap: Option<bool>,
     hinted_handoff_enabled: Option<bool>,
@@ -994,6 +1015,7 @@ impl FileConfig {
             self.auth_write_consistency_level.as_deref(),
             defaults.auth_write_consistency_level,
         )?;
+        let auth_caches = self.auth_caches()?;
         let flags = self.feature_flags(&defaults)?;
         let stream_throughput_bytes = self.stream_throughput(defaults.stream_throughput_bytes)?;
         let guardrails = self.guardrails()?;
@@ -1056,6 +1078,7 @@ impl FileConfig {
             auth_bcrypt_gensalt_log2_rounds: bcrypt_rounds,
             auth_read_consistency_level,
             auth_write_consistency_level,
+            auth_caches,
             superuser_setup_delay: self
                 .superuser_setup_delay_ms
                 .map_or(defaults.superuser_setup_delay, Duration::from_millis),
@@ -2015,6 +2038,10 @@ prometheus_port: 9500
         );
         assert_eq!(config.authenticator, Authenticator::Password);
         assert_eq!(config.authorizer, Authorizer::Cassandra);
+        assert_eq!(config.auth_caches.roles.validity_ms, 0);
+        assert_eq!(config.auth_caches.permissions.validity_ms, 2_000);
+        assert_eq!(config.auth_caches.credentials.validity_ms, 2_000);
+        assert!(config.unused_keys.is_empty(), "{:?}", config.unused_keys);
         assert_eq!(config.endpoint_snitch, "GossipingPropertyFileSnitch");
         assert_eq!(
             (config.data_center.as_str(), config.rack.as_str()),
@@ -2230,7 +2257,7 @@ prometheus_port: 9500
         let config = parse_ok(
             "cluster_name: c\nconcurrent_reads: 64\ncounter_write_request_timeout_in_ms: 5000\n\
              internode_compression: dc\n\
-             roles_validity: whenever\n",
+             roles_cache_active_update: true\n",
         );
         assert_eq!(config.cluster_name, "c");
         assert_eq!(
@@ -2239,14 +2266,14 @@ prometheus_port: 9500
                 "concurrent_reads",
                 "counter_write_request_timeout_in_ms",
                 "internode_compression",
-                "roles_validity"
+                "roles_cache_active_update"
             ]
         );
         assert_eq!(
             config.unused_keys_warning().as_deref(),
             Some(
                 "cassandra.yaml keys accepted but not used by Rocksandra: concurrent_reads, \
-                 counter_write_request_timeout_in_ms, internode_compression, roles_validity"
+                 counter_write_request_timeout_in_ms, internode_compression, roles_cache_active_update"
             )
         );
         assert_eq!(parse_ok("cluster_name: c\n").unused_keys_warning(), None);

@@ -148,6 +148,7 @@ pub fn open(config: &Config) -> Result<Node, String> {
         read_consistency: config.auth_read_consistency_level,
         write_consistency: config.auth_write_consistency_level,
     });
+    executor.configure_auth_caches(config.auth_caches);
     // A node alone has no peers to wait for: its default role is set up
     // now, so that cassandra/cassandra logs in as soon as the port opens.
     // A node of a cluster does it once it has joined

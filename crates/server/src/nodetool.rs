@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::error::{ContextKind, ErrorKind};
 use rocksandra_cluster::admin::Credentials;
-use rocksandra_cluster::message::{AdminCommand, TableSelection, ThroughputUnit};
+use rocksandra_cluster::message::{AdminCommand, AuthCacheName, TableSelection, ThroughputUnit};
 use rocksandra_cluster::tls::InternodeTls;
 
 use crate::config::{Config, ADMIN_PORT_DEFAULT};
@@ -107,6 +107,90 @@ impl ImportArgs {
             // a relative one is made absolute here, where it was meant.
             dirs: dirs.iter().map(|d| absolute(d)).collect(),
             all_tokens: self.no_tokens || self.quick,
+        })
+    }
+}
+
+/// `invalidatepermissionscache [<role> <resource options>]`, as Cassandra's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+pub struct PermissionsCacheArgs {
+    /// The role whose entries go (every entry when none).
+    pub role: Vec<String>,
+    /// Invalidate permissions for 'ALL KEYSPACES'
+    #[arg(long = "all-keyspaces")]
+    pub all_keyspaces: bool,
+    /// Keyspace to invalidate permissions for
+    #[arg(long)]
+    pub keyspace: Option<String>,
+    /// Invalidate permissions for 'ALL TABLES'
+    #[arg(long = "all-tables")]
+    pub all_tables: bool,
+    /// Table to invalidate permissions for (you must specify --keyspace for using this option)
+    #[arg(long)]
+    pub table: Option<String>,
+    /// Invalidate permissions for 'ALL ROLES'
+    #[arg(long = "all-roles")]
+    pub all_roles: bool,
+    /// A specific role for which permissions are to be invalidated
+    #[arg(long = "role")]
+    pub of_role: Option<String>,
+    /// Invalidate permissions for 'ALL FUNCTIONS'
+    #[arg(long = "all-functions")]
+    pub all_functions: bool,
+    /// Keyspace to invalidate permissions for all its functions
+    #[arg(long = "functions-in-keyspace")]
+    pub functions_in_keyspace: Option<String>,
+    /// Invalidate permissions for 'ALL MBEANS'
+    #[arg(long = "all-mbeans")]
+    pub all_mbeans: bool,
+}
+
+impl PermissionsCacheArgs {
+    /// The stored names of the resources the options name.
+    fn resources(&self) -> Result<Vec<String>, String> {
+        let mut names = Vec::new();
+        let mut flag = |set: bool, name: &str| {
+            if set {
+                names.push(name.to_string());
+            }
+        };
+        flag(self.all_keyspaces, "data");
+        flag(self.all_roles, "roles");
+        flag(self.all_functions, "functions");
+        flag(self.all_mbeans, "mbean");
+        match (&self.keyspace, &self.table, self.all_tables) {
+            (None, Some(_), _) | (None, None, true) => {
+                return Err("--keyspace is required with --table or --all-tables".into())
+            }
+            (Some(k), Some(t), _) => names.push(format!("data/{k}/{t}")),
+            (Some(k), None, true) => names.push(format!("data/{k}/*")),
+            (Some(k), None, false) => names.push(format!("data/{k}")),
+            (None, None, false) => {}
+        }
+        names.extend(self.of_role.iter().map(|r| format!("roles/{r}")));
+        names.extend(
+            self.functions_in_keyspace
+                .iter()
+                .map(|k| format!("functions/{k}")),
+        );
+        Ok(names)
+    }
+
+    fn into_admin(self) -> Result<AdminCommand, String> {
+        let resources = self.resources()?;
+        match (self.role.as_slice(), resources.is_empty()) {
+            ([], true) => {}
+            ([], false) => {
+                return Err("No resource options allowed without a <role> being specified".into())
+            }
+            ([_], false) => {}
+            ([_], true) => return Err("No resource options specified".into()),
+            _ => return Err("A single <role> is only supported / you have a typo in the resource options spelling".into()),
+        }
+        Ok(AdminCommand::InvalidateAuthCache {
+            cache: AuthCacheName::Permissions,
+            roles: self.role,
+            resources,
         })
     }
 }
@@ -250,6 +334,18 @@ pub enum NodetoolCommand {
     /// Get the runtime logging levels
     #[command(alias = "getlogginglevel")]
     GetLoggingLevels,
+    /// Invalidate the roles cache
+    InvalidateRolesCache {
+        /// Only these roles' entries.
+        roles: Vec<String>,
+    },
+    /// Invalidate the credentials cache
+    InvalidateCredentialsCache {
+        /// Only these roles' entries.
+        roles: Vec<String>,
+    },
+    /// Invalidate the permissions cache
+    InvalidatePermissionsCache(PermissionsCacheArgs),
     /// Test only: answer other nodes' requests late (0 heals).
     #[cfg(feature = "fault-injection")]
     #[command(hide = true)]
@@ -348,6 +444,17 @@ impl NodetoolCommand {
                 level: level.unwrap_or_default(),
             },
             N::GetLoggingLevels => AdminCommand::GetLoggingLevels,
+            N::InvalidateRolesCache { roles } => AdminCommand::InvalidateAuthCache {
+                cache: AuthCacheName::Roles,
+                roles,
+                resources: Vec::new(),
+            },
+            N::InvalidateCredentialsCache { roles } => AdminCommand::InvalidateAuthCache {
+                cache: AuthCacheName::Credentials,
+                roles,
+                resources: Vec::new(),
+            },
+            N::InvalidatePermissionsCache(args) => args.into_admin()?,
             #[cfg(feature = "fault-injection")]
             N::Slow { millis } => AdminCommand::Slow { millis },
             #[cfg(feature = "fault-injection")]
@@ -606,6 +713,65 @@ mod tests {
             admin("getstreamthroughput -m -d"),
             Err("You cannot use more than one flag with this command".into())
         );
+    }
+
+    #[test]
+    fn auth_cache_commands_take_cassandras_arguments() {
+        let invalidate = |cache, roles: &[&str], resources: &[&str]| {
+            Ok(AdminCommand::InvalidateAuthCache {
+                cache,
+                roles: roles.iter().map(|r| r.to_string()).collect(),
+                resources: resources.iter().map(|r| r.to_string()).collect(),
+            })
+        };
+        assert_eq!(
+            admin("invalidaterolescache"),
+            invalidate(AuthCacheName::Roles, &[], &[])
+        );
+        assert_eq!(
+            admin("invalidaterolescache a b"),
+            invalidate(AuthCacheName::Roles, &["a", "b"], &[])
+        );
+        assert_eq!(
+            admin("invalidatecredentialscache a"),
+            invalidate(AuthCacheName::Credentials, &["a"], &[])
+        );
+        assert_eq!(
+            admin("invalidatepermissionscache"),
+            invalidate(AuthCacheName::Permissions, &[], &[])
+        );
+        assert_eq!(
+            admin("invalidatepermissionscache alice --keyspace ks --table t --all-roles"),
+            invalidate(
+                AuthCacheName::Permissions,
+                &["alice"],
+                &["roles", "data/ks/t"]
+            )
+        );
+        assert_eq!(
+            admin("invalidatepermissionscache alice --all-keyspaces --keyspace ks --all-tables"),
+            invalidate(
+                AuthCacheName::Permissions,
+                &["alice"],
+                &["data", "data/ks/*"]
+            )
+        );
+        for (words, error) in [
+            (
+                "invalidatepermissionscache alice",
+                "No resource options specified",
+            ),
+            (
+                "invalidatepermissionscache --all-keyspaces",
+                "No resource options allowed without a <role> being specified",
+            ),
+            (
+                "invalidatepermissionscache alice --table t",
+                "--keyspace is required with --table or --all-tables",
+            ),
+        ] {
+            assert_eq!(admin(words), Err(error.to_string()), "{words}");
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@ use prometheus_client::encoding::{
 };
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
+use rocksandra_query::auth_cache::{AuthCacheStats, CacheStats};
 use rocksandra_query::metrics::{HistogramSnapshot, LATENCY_BUCKET_BOUNDS_NANOS};
 use rocksandra_storage::{StorageStats, TableStorageStats};
 
@@ -50,6 +51,9 @@ impl Collector for SnapshotCollector {
         render_tables(&mut out, &snapshot.tables)?;
         render_pools(&mut out, snapshot)?;
         render_cluster(&mut out, snapshot)?;
+        if let Some(caches) = &snapshot.auth_caches {
+            render_auth_caches(&mut out, caches)?;
+        }
         if let Some(storage) = &snapshot.storage {
             render_storage(&mut out, storage)?;
         }
@@ -324,6 +328,35 @@ fn render_cluster(out: &mut Families<'_, '_>, snapshot: &Snapshot) -> Result {
                 cluster.streamed_out_bytes,
             ),
         ],
+    )
+}
+
+/// Cassandra's auth caches (`RolesCache`, `PermissionsCache`,
+/// `CredentialsCache`): lookups answered from an entry, lookups that read
+/// `system_auth`, and entries held, by cache.
+fn render_auth_caches(out: &mut Families<'_, '_>, caches: &AuthCacheStats) -> Result {
+    let by_cache = |value: fn(&CacheStats) -> u64| {
+        [
+            ("roles", &caches.roles),
+            ("permissions", &caches.permissions),
+            ("credentials", &caches.credentials),
+        ]
+        .map(|(name, stats)| ([("cache", Label(name))], value(stats)))
+    };
+    out.counters(
+        "auth_cache_hits",
+        "Auth cache lookups answered from an entry, by cache.",
+        by_cache(|s| s.hits),
+    )?;
+    out.counters(
+        "auth_cache_misses",
+        "Auth cache lookups that read system_auth (the cache off, no entry, or one due), by cache.",
+        by_cache(|s| s.misses),
+    )?;
+    out.gauges(
+        "auth_cache_entries",
+        "Entries an auth cache holds, by cache.",
+        by_cache(|s| s.entries),
     )
 }
 
@@ -605,7 +638,41 @@ mod tests {
             client_requests: Vec::new(),
             tables: Vec::new(),
             cluster: ClusterSnapshot::alone(),
+            auth_caches: None,
         }
+    }
+
+    #[test]
+    fn auth_cache_counters_are_labelled_by_cache() {
+        let mut s = snapshot(&ServerMetrics::default(), None);
+        s.auth_caches = Some(AuthCacheStats {
+            roles: CacheStats {
+                hits: 5,
+                misses: 2,
+                entries: 1,
+            },
+            ..AuthCacheStats::default()
+        });
+        let text = render(&s);
+        assert_eq!(
+            value(&text, "rocksandra_auth_cache_hits_total{cache=\"roles\"}"),
+            5.0
+        );
+        assert_eq!(
+            value(&text, "rocksandra_auth_cache_misses_total{cache=\"roles\"}"),
+            2.0
+        );
+        assert_eq!(
+            value(&text, "rocksandra_auth_cache_entries{cache=\"roles\"}"),
+            1.0
+        );
+        assert_eq!(
+            value(
+                &text,
+                "rocksandra_auth_cache_hits_total{cache=\"credentials\"}"
+            ),
+            0.0
+        );
     }
 
     /// The value of the sample written exactly as `series` (name and labels).

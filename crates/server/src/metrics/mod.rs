@@ -298,6 +298,9 @@ pub struct Snapshot {
     pub tables: Vec<TableSnapshot>,
     /// The cluster's counters; zeros for a node alone.
     pub cluster: ClusterSnapshot,
+    /// The roles, permissions and credentials caches; None without an
+    /// executor.
+    pub auth_caches: Option<rocksandra_query::auth_cache::AuthCacheStats>,
 }
 
 /// One table's metrics at one moment.
@@ -348,6 +351,7 @@ impl MetricsSource {
                 .cluster
                 .as_ref()
                 .map_or_else(ClusterSnapshot::alone, |node| node.metrics()),
+            auth_caches: self.executor.as_ref().map(|e| e.auth_cache_stats()),
         }
     }
 
