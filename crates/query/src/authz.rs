@@ -733,13 +733,16 @@ fn modification(
 }
 
 /// A logged-in user as the authorizer sees it: the roles it holds (its own
-/// and those granted to it, transitively) and their permissions.
+/// and those granted to it, transitively) and their permissions on the
+/// resources it was built for (`subject`) and their parents; nothing is
+/// held on any other.
 #[derive(Clone, Debug, Default)]
 pub struct Subject {
     pub name: String,
     pub roles: BTreeSet<String>,
     pub superuser: bool,
-    /// Resource name -> permissions held on it, over all the roles.
+    /// Resource name -> permissions held on it, over all the roles, for
+    /// the resources asked for and their parents.
     pub permissions: BTreeMap<String, BTreeSet<Permission>>,
 }
 
@@ -885,9 +888,9 @@ pub(crate) fn subject(
     if !superuser {
         for resource in resources.iter().flat_map(Resource::chain) {
             let resource = resource.name();
-            if !permissions.contains_key(&resource) {
-                let held = permissions_on(ctx, &name, &roles, &resource)?;
-                permissions.insert(resource, BTreeSet::clone(&held));
+            if let std::collections::btree_map::Entry::Vacant(slot) = permissions.entry(resource) {
+                let held = permissions_on(ctx, &name, &roles, slot.key())?;
+                slot.insert(BTreeSet::clone(&held));
             }
         }
     }

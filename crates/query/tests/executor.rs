@@ -770,7 +770,9 @@ fn auth_caches_serve_until_expiry_and_drop_what_this_node_changes() {
             internal: true,
             ..Request::default()
         };
-        h.executor.query(&cql, &internal).expect("the row is written");
+        h.executor
+            .query(&cql, &internal)
+            .expect("the row is written");
     };
     let select = ("SELECT v FROM ks.t WHERE k = 1", NO_SELECT);
     h.as_user("alice", &[select]);
@@ -783,7 +785,10 @@ fn auth_caches_serve_until_expiry_and_drop_what_this_node_changes() {
     h.check(&[("REVOKE SELECT ON ks.t FROM alice", "OK")]);
     h.as_user("alice", &[select]);
     let stats = h.executor.auth_cache_stats();
-    assert!(stats.permissions.hits > 0 && stats.roles.hits > 0, "{stats:?}");
+    assert!(
+        stats.permissions.hits > 0 && stats.roles.hits > 0,
+        "{stats:?}"
+    );
 
     h.executor
         .configure_auth_caches(rocksandra_query::auth_cache::AuthCacheSettings::OFF);
