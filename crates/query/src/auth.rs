@@ -27,14 +27,15 @@ use rocksandra_wire::{
 };
 
 use crate::authz::{
-    authorizer_enabled, grant_to_creator, revoke_all_from, revoke_all_on, subject, Resource,
+    authorizer_enabled, grant_to_creator, load_permissions, revoke_all_from, revoke_all_on,
+    subject, Resource,
 };
 use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
 use crate::request::{Outcome, Request};
 use crate::roles::{
-    can_login, granted_roles, is_superuser, logged_in, role, role_level, run_internal,
-    run_internal_at, text_cell, text_value, user_role_names, RoleAccess,
+    can_login, granted_roles, is_superuser, load_user_roles, logged_in, role, role_level,
+    run_internal, run_internal_at, text_cell, text_value, user_role_names, RoleAccess,
 };
 pub use crate::settings::AuthConfig;
 
@@ -178,13 +179,47 @@ pub fn authenticate(ctx: &StatementCtx<'_>, username: &str, password: &str) -> R
 fn password_hash(ctx: &StatementCtx<'_>, username: &str) -> Result<Arc<Option<String>>> {
     let cache = &ctx.settings.auth_caches.credentials;
     let key = username.to_string();
-    let hash = cache.get(&key, ctx.now_millis(), |name| {
-        Ok(role(ctx, name)?.and_then(|r| r.salted_hash))
-    })?;
+    let hash = cache.get(&key, ctx.now_millis(), |name| load_password_hash(ctx, name))?;
     if hash.is_none() {
         cache.invalidate_where(|k| *k == key);
     }
     Ok(hash)
+}
+
+/// What the credentials cache keeps of `username`, read now.
+fn load_password_hash(ctx: &StatementCtx<'_>, username: &str) -> Result<Option<String>> {
+    Ok(role(ctx, username)?.and_then(|r| r.salted_hash))
+}
+
+/// Cassandra's active update (`*_cache_active_update`): every entry of
+/// the caches that have it is read again; a failed read keeps the entry
+/// until its validity, and a role gone (or without a password) takes its
+/// hash with it, as Cassandra's `CacheRefresher` does.
+pub(crate) fn refresh_auth_caches(ctx: &StatementCtx<'_>) {
+    let caches = &ctx.settings.auth_caches;
+    let now = ctx.now_millis();
+    if caches.roles.settings().active_update {
+        for key in caches.roles.keys() {
+            caches
+                .roles
+                .refresh(&key, now, |user| load_user_roles(ctx, user).map(Some));
+        }
+    }
+    if caches.permissions.settings().active_update {
+        for key in caches.permissions.keys() {
+            caches.permissions.refresh(&key, now, |(user, resource)| {
+                let roles = user_role_names(ctx, user)?;
+                load_permissions(ctx, &roles, resource).map(Some)
+            });
+        }
+    }
+    if caches.credentials.settings().active_update {
+        for key in caches.credentials.keys() {
+            caches.credentials.refresh(&key, now, |name| {
+                Ok(load_password_hash(ctx, name)?.map(Some))
+            });
+        }
+    }
 }
 
 /// A failure to read a role while logging in, as the client sees it.

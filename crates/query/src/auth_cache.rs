@@ -9,8 +9,11 @@
 //! the validity is reloaded before use; one older than the update
 //! interval is reloaded, and when that reload fails (too few replicas)
 //! the old entry is served until its validity ends. A validity of 0
-//! turns a cache off: every lookup reads. Time comes in as an argument
-//! (`now_ms`), so the logic is tested without sleeping.
+//! turns a cache off: every lookup reads. With active update
+//! (`*_cache_active_update`) lookups never reload before the validity:
+//! the server reloads every entry each update interval instead
+//! (`refresh`, driven by `Executor::refresh_auth_caches`). Time comes in
+//! as an argument (`now_ms`), so the logic is tested without sleeping.
 //!
 //! Different from Cassandra: the reload of an entry due for refresh is
 //! made by the request that finds it (Cassandra answers from the old entry
@@ -47,6 +50,9 @@ pub struct CacheSettings {
     /// served if the reload fails); the validity when not configured.
     pub update_interval_ms: u64,
     pub max_entries: usize,
+    /// Every entry is reloaded each update interval in the background,
+    /// none on a lookup before its validity ends.
+    pub active_update: bool,
 }
 
 impl CacheSettings {
@@ -55,6 +61,7 @@ impl CacheSettings {
         validity_ms: 0,
         update_interval_ms: 0,
         max_entries: DEFAULT_MAX_ENTRIES,
+        active_update: false,
     };
 
     /// `update_interval_ms` None: the validity, as Cassandra's getters say.
@@ -63,7 +70,22 @@ impl CacheSettings {
             validity_ms,
             update_interval_ms: update_interval_ms.unwrap_or(validity_ms),
             max_entries,
+            active_update: false,
         }
+    }
+
+    /// The same with `*_cache_active_update`.
+    pub fn with_active_update(self, active_update: bool) -> Self {
+        CacheSettings {
+            active_update,
+            ..self
+        }
+    }
+
+    /// How often the server reloads every entry: with active update on a
+    /// cache that is on.
+    pub fn active_interval_ms(&self) -> Option<u64> {
+        (self.enabled() && self.active_update).then_some(self.update_interval_ms.max(1))
     }
 
     fn enabled(&self) -> bool {
@@ -90,7 +112,8 @@ pub enum Freshness {
 
 /// The decision for an entry loaded at `loaded_at_ms` whose last reload
 /// was tried at `tried_at_ms`: Caffeine's `expireAfterWrite(validity)`
-/// and `refreshAfterWrite(update interval)`, a failed reload tried again
+/// and `refreshAfterWrite(update interval)` (the validity with active
+/// update, as Cassandra sets it: so never), a failed reload tried again
 /// an update interval later.
 pub fn freshness(
     settings: &CacheSettings,
@@ -103,7 +126,7 @@ pub fn freshness(
     let interval = i64::try_from(settings.update_interval_ms).unwrap_or(i64::MAX);
     if age >= i64::try_from(settings.validity_ms).unwrap_or(i64::MAX) {
         Freshness::Expired
-    } else if age >= interval && since_try >= interval {
+    } else if !settings.active_update && age >= interval && since_try >= interval {
         Freshness::Refresh
     } else {
         Freshness::Fresh
@@ -252,6 +275,28 @@ impl<K: Hash + Eq + Clone, V> AuthCache<K, V> {
         );
     }
 
+    /// The keys held now (at most `max_entries`).
+    pub fn keys(&self) -> Vec<K> {
+        self.slots()
+            .entries
+            .iter()
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Active update of one entry: `load` Some replaces it, None (what it
+    /// stood for is gone) drops it, a failure keeps it until its validity.
+    pub fn refresh(&self, key: &K, now_ms: i64, load: impl FnOnce(&K) -> Result<Option<V>>) {
+        let generation = self.slots().generation;
+        match load(key) {
+            Ok(Some(value)) => self.fill(key, &Arc::new(value), generation, now_ms),
+            Ok(None) => {
+                self.slots().entries.pop(key);
+            }
+            Err(e) => tracing::debug!("auth cache: an active update failed: {e}"),
+        }
+    }
+
     /// Drops the entries whose key `matches`.
     pub fn invalidate_where(&self, matches: impl Fn(&K) -> bool) {
         let mut slots = self.slots();
@@ -350,6 +395,19 @@ impl Default for AuthCaches {
 }
 
 impl AuthCaches {
+    /// How often the server reloads the entries of the caches with active
+    /// update (the shortest of their update intervals); None: never.
+    pub fn active_interval_ms(&self) -> Option<u64> {
+        [
+            self.roles.settings(),
+            self.permissions.settings(),
+            self.credentials.settings(),
+        ]
+        .iter()
+        .filter_map(CacheSettings::active_interval_ms)
+        .min()
+    }
+
     pub fn stats(&self) -> AuthCacheStats {
         AuthCacheStats {
             roles: self.roles.stats(),

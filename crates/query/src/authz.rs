@@ -915,12 +915,22 @@ fn permissions_on(
     let key = (user.to_string(), resource.to_string());
     let cache = &ctx.settings.auth_caches.permissions;
     cache.get(&key, ctx.now_millis(), |_| {
-        let mut held = BTreeSet::new();
-        for role in roles {
-            held.extend(role_permissions_on(ctx, role, resource)?);
-        }
-        Ok(held)
+        load_permissions(ctx, roles, resource)
     })
+}
+
+/// What the permissions cache keeps of a user holding `roles` on the
+/// resource named `resource`, read now.
+pub(crate) fn load_permissions(
+    ctx: &StatementCtx<'_>,
+    roles: &BTreeSet<String>,
+    resource: &str,
+) -> Result<BTreeSet<Permission>> {
+    let mut held = BTreeSet::new();
+    for role in roles {
+        held.extend(role_permissions_on(ctx, role, resource)?);
+    }
+    Ok(held)
 }
 
 /// The permissions stored for `role` on the resource named `resource`.

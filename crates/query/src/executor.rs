@@ -374,6 +374,21 @@ impl Executor {
         own.credentials.configure(caches.credentials);
     }
 
+    /// How often `refresh_auth_caches` should run: the shortest update
+    /// interval of the caches with active update; None: never.
+    pub fn auth_cache_refresh_interval(&self) -> Option<std::time::Duration> {
+        self.settings
+            .auth_caches
+            .active_interval_ms()
+            .map(std::time::Duration::from_millis)
+    }
+
+    /// Reloads every entry of the auth caches with active update
+    /// (`*_cache_active_update`), through the data proxy.
+    pub fn refresh_auth_caches(&self) {
+        auth::refresh_auth_caches(&self.ctx());
+    }
+
     /// nodetool's `invalidate<cache>cache [roles...]` (`auth_cache::AuthCaches::invalidate`).
     pub fn invalidate_auth_cache(
         &self,

@@ -197,15 +197,18 @@ pub(crate) fn user_roles(ctx: &StatementCtx<'_>, user: &str) -> Result<Arc<HeldR
     ctx.settings
         .auth_caches
         .roles
-        .get(&key, ctx.now_millis(), |name| {
-            Ok(held_roles(ctx, name)?
-                .into_iter()
-                .map(|role| Role {
-                    salted_hash: None,
-                    ..role
-                })
-                .collect())
+        .get(&key, ctx.now_millis(), |name| load_user_roles(ctx, name))
+}
+
+/// What the roles cache keeps of `user`: the roles it holds, read now.
+pub(crate) fn load_user_roles(ctx: &StatementCtx<'_>, user: &str) -> Result<HeldRoles> {
+    Ok(held_roles(ctx, user)?
+        .into_iter()
+        .map(|role| Role {
+            salted_hash: None,
+            ..role
         })
+        .collect())
 }
 
 /// The names of the roles `user` holds, itself included (cached).

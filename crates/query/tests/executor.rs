@@ -799,6 +799,39 @@ fn auth_caches_serve_until_expiry_and_drop_what_this_node_changes() {
     assert_eq!(h.executor.auth_cache_stats().permissions.entries, 0);
 }
 
+/// With active update a lookup never reloads before the validity; the
+/// server's refresh (`refresh_auth_caches`) reloads every entry.
+#[test]
+fn active_update_reloads_entries_in_the_refresh_not_on_lookups() {
+    use rocksandra_query::auth_cache::{AuthCacheSettings, CacheSettings};
+    let mut h = authz_harness();
+    let active = CacheSettings::new(60_000, Some(1_000), 100).with_active_update(true);
+    h.executor.configure_auth_caches(AuthCacheSettings {
+        roles: active,
+        permissions: active,
+        credentials: active,
+    });
+    assert_eq!(
+        h.executor.auth_cache_refresh_interval(),
+        Some(std::time::Duration::from_secs(1))
+    );
+    let select = ("SELECT v FROM ks.t WHERE k = 1", NO_SELECT);
+    h.as_user("alice", &[select]);
+    let grant = "UPDATE system_auth.role_permissions SET permissions = permissions + {'SELECT'} \
+                 WHERE role = 'alice' AND resource = 'data/ks/t'";
+    let internal = Request {
+        internal: true,
+        ..Request::default()
+    };
+    h.executor
+        .query(grant, &internal)
+        .expect("the row is written");
+    h.clock.fetch_add(5_000_000, Ordering::SeqCst);
+    h.as_user("alice", &[select]);
+    h.executor.refresh_auth_caches();
+    h.as_user("alice", &[("SELECT v FROM ks.t WHERE k = 1", "'a'")]);
+}
+
 #[test]
 fn authorizer_refuses_until_granted_and_after_revoked() {
     let mut h = authz_harness();

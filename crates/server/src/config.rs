@@ -863,16 +863,19 @@ struct FileConfig {
     roles_update_interval: Option<String>,
     roles_update_interval_in_ms: Option<i64>,
     roles_cache_max_entries: Option<i64>,
+    roles_cache_active_update: Option<bool>,
     permissions_validity: Option<String>,
     permissions_validity_in_ms: Option<u64>,
     permissions_update_interval: Option<String>,
     permissions_update_interval_in_ms: Option<i64>,
     permissions_cache_max_entries: Option<i64>,
+    permissions_cache_active_update: Option<bool>,
     credentials_validity: Option<String>,
     credentials_validity_in_ms: Option<u64>,
     credentials_update_interval: Option<String>,
     credentials_update_interval_in_ms: Option<i64>,
     credentials_cache_max_entries: Option<i64>,
+    credentials_cache_active_update: Option<bool>,
     storage_port: Option<u16>,
     auto_bootstrap: Option<bool>,
     hinted_handoff_enabled: Option<bool>,
@@ -2257,7 +2260,7 @@ prometheus_port: 9500
         let config = parse_ok(
             "cluster_name: c\nconcurrent_reads: 64\ncounter_write_request_timeout_in_ms: 5000\n\
              internode_compression: dc\n\
-             roles_cache_active_update: true\n",
+             cross_node_timeout: true\n",
         );
         assert_eq!(config.cluster_name, "c");
         assert_eq!(
@@ -2266,14 +2269,14 @@ prometheus_port: 9500
                 "concurrent_reads",
                 "counter_write_request_timeout_in_ms",
                 "internode_compression",
-                "roles_cache_active_update"
+                "cross_node_timeout"
             ]
         );
         assert_eq!(
             config.unused_keys_warning().as_deref(),
             Some(
                 "cassandra.yaml keys accepted but not used by Rocksandra: concurrent_reads, \
-                 counter_write_request_timeout_in_ms, internode_compression, roles_cache_active_update"
+                 counter_write_request_timeout_in_ms, internode_compression, cross_node_timeout"
             )
         );
         assert_eq!(parse_ok("cluster_name: c\n").unused_keys_warning(), None);

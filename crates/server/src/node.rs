@@ -171,12 +171,35 @@ pub fn open(config: &Config) -> Result<Node, String> {
         range: config.request_timeouts.range,
     });
     executor.set_prepared_cache_bytes(config.prepared_statements_cache_bytes);
+    let executor = Arc::new(executor);
+    spawn_auth_cache_refresher(&executor)?;
     Ok(Node {
-        executor: Arc::new(executor),
+        executor,
         storage: engine,
         identity,
         dir,
     })
+}
+
+/// With `*_cache_active_update`, a background thread reloads the entries
+/// of those auth caches every update interval (Cassandra's
+/// `CacheRefresher`); it ends with the executor.
+fn spawn_auth_cache_refresher(executor: &Arc<Executor>) -> Result<(), String> {
+    let Some(interval) = executor.auth_cache_refresh_interval() else {
+        return Ok(());
+    };
+    let executor = Arc::downgrade(executor);
+    std::thread::Builder::new()
+        .name("auth-cache-refresh".into())
+        .spawn(move || loop {
+            std::thread::sleep(interval);
+            let Some(executor) = executor.upgrade() else {
+                return;
+            };
+            executor.refresh_auth_caches();
+        })
+        .map(drop)
+        .map_err(|e| format!("cannot start the auth cache refresher: {e}"))
 }
 
 /// What the cluster layer (and nodetool's port) needs of the configuration

@@ -229,6 +229,54 @@ fn nodetool_invalidates_the_named_roles_or_everything() {
     assert_eq!(caches.credentials.stats().entries, 0);
 }
 
+#[test]
+fn with_active_update_lookups_never_reload_and_refresh_reloads_every_entry() {
+    let settings = CacheSettings::new(10_000, Some(1_000), 10).with_active_update(true);
+    assert_eq!(settings.active_interval_ms(), Some(1_000));
+    assert_eq!(freshness(&settings, 0, 0, 9_999), Freshness::Fresh);
+    assert_eq!(freshness(&settings, 0, 0, 10_000), Freshness::Expired);
+    let c: AuthCache<String, u32> = AuthCache::new(settings);
+    let store = Store::new(1);
+    get(&c, &store, "alice", 0).unwrap();
+    get(&c, &store, "bob", 0).unwrap();
+    store.value.set(2);
+    assert_eq!(
+        get(&c, &store, "alice", 5_000).unwrap(),
+        1,
+        "no reload on lookup"
+    );
+    for key in c.keys() {
+        c.refresh(&key, 6_000, |k| store.load(k).map(Some));
+    }
+    assert_eq!(store.reads.get(), 4);
+    assert_eq!(
+        get(&c, &store, "alice", 15_999).unwrap(),
+        2,
+        "reloaded at 6 s"
+    );
+    // A failed refresh keeps the entry; a gone one is dropped.
+    store.up.set(false);
+    c.refresh(&"alice".to_string(), 7_000, |k| store.load(k).map(Some));
+    assert_eq!(get(&c, &store, "alice", 8_000).unwrap(), 2);
+    c.refresh(&"bob".to_string(), 7_000, |_| Ok(None));
+    assert_eq!(c.keys(), vec!["alice".to_string()]);
+    assert_eq!(
+        CacheSettings::OFF
+            .with_active_update(true)
+            .active_interval_ms(),
+        None
+    );
+    let caches = AuthCaches::default();
+    assert_eq!(caches.active_interval_ms(), None);
+    caches
+        .permissions
+        .configure(CacheSettings::new(4_000, Some(3_000), 5).with_active_update(true));
+    caches
+        .roles
+        .configure(CacheSettings::new(4_000, None, 5).with_active_update(true));
+    assert_eq!(caches.active_interval_ms(), Some(3_000));
+}
+
 fn statement(cql: &str) -> Statement {
     rocksandra_cql::parse_statement(cql)
         .expect("parses")

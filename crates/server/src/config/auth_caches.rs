@@ -1,5 +1,6 @@
 //! Cassandra 5.0's auth cache keys: `roles_*`, `permissions_*` and
-//! `credentials_*` (`_validity`, `_update_interval`, `_cache_max_entries`),
+//! `credentials_*` (`_validity`, `_update_interval`, `_cache_max_entries`,
+//! `_cache_active_update`),
 //! with their legacy `_in_ms` names, read into
 //! `rocksandra_query::auth_cache::AuthCacheSettings`.
 
@@ -17,6 +18,7 @@ struct CacheKeys {
     /// -1 (Cassandra's old default) means unset.
     update_interval_in_ms: Option<i64>,
     max_entries: Option<i64>,
+    active_update: Option<bool>,
 }
 
 /// A Cassandra duration of whole milliseconds that fits its `int`.
@@ -109,11 +111,10 @@ impl CacheKeys {
                 ))
             }
         };
-        Ok(CacheSettings::new(
-            validity_ms,
-            update_interval_ms,
-            max_entries,
-        ))
+        Ok(
+            CacheSettings::new(validity_ms, update_interval_ms, max_entries)
+                .with_active_update(self.active_update.unwrap_or(false)),
+        )
     }
 }
 
@@ -127,6 +128,7 @@ impl FileConfig {
             update_interval: self.roles_update_interval.take(),
             update_interval_in_ms: self.roles_update_interval_in_ms,
             max_entries: self.roles_cache_max_entries,
+            active_update: self.roles_cache_active_update,
         };
         let permissions = CacheKeys {
             name: "permissions",
@@ -135,6 +137,7 @@ impl FileConfig {
             update_interval: self.permissions_update_interval.take(),
             update_interval_in_ms: self.permissions_update_interval_in_ms,
             max_entries: self.permissions_cache_max_entries,
+            active_update: self.permissions_cache_active_update,
         };
         let credentials = CacheKeys {
             name: "credentials",
@@ -143,6 +146,7 @@ impl FileConfig {
             update_interval: self.credentials_update_interval.take(),
             update_interval_in_ms: self.credentials_update_interval_in_ms,
             max_entries: self.credentials_cache_max_entries,
+            active_update: self.credentials_cache_active_update,
         };
         Ok(AuthCacheSettings {
             roles: roles.settings()?,
@@ -177,6 +181,7 @@ mod tests {
             validity_ms: 2_000,
             update_interval_ms: 2_000,
             max_entries: 1_000,
+            active_update: false,
         };
         let all = caches("");
         assert_eq!(
@@ -200,8 +205,15 @@ mod tests {
         assert_eq!(c.permissions.validity_ms, 0);
         assert_eq!(c.credentials, CacheSettings::new(3_000, None, 1_000));
         assert_eq!(c.credentials.update_interval_ms, 3_000);
-        let m = caches("permissions_validity: 1m\npermissions_update_interval_in_ms: 250\n");
-        assert_eq!(m.permissions, CacheSettings::new(60_000, Some(250), 1_000));
+        let m = caches(
+            "permissions_validity: 1m\npermissions_update_interval_in_ms: 250\n\
+             permissions_cache_active_update: true\n",
+        );
+        assert_eq!(
+            m.permissions,
+            CacheSettings::new(60_000, Some(250), 1_000).with_active_update(true)
+        );
+        assert!(!m.roles.active_update);
     }
 
     #[test]
