@@ -796,6 +796,10 @@ pub enum Command {
     /// (`rocksandra nodetool help` lists them).
     #[command(disable_help_flag = true, arg_required_else_help = true)]
     Nodetool(crate::nodetool::NodetoolArgs),
+    /// Copies the schema and data of a live Cassandra cluster into a
+    /// Rocksandra node over CQL, keeping write times and TTLs
+    /// (docs/migration.md).
+    Migrate(crate::migrate::MigrateArgs),
 }
 
 fn split_seeds(text: &str) -> Vec<String> {

@@ -11,6 +11,7 @@ pub mod exec_handler;
 pub mod handler;
 pub mod logging;
 pub mod metrics;
+pub mod migrate;
 pub mod node;
 pub mod nodetool;
 pub mod service;

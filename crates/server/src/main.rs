@@ -21,6 +21,9 @@ fn main() -> ExitCode {
     if let Some(Command::Nodetool(args)) = &cli.command {
         return nodetool::run(args.clone(), cli.config.as_deref());
     }
+    if let Some(Command::Migrate(args)) = &cli.command {
+        return rocksandra_server::migrate::run(args.clone());
+    }
     let log_options = cli.log_options();
     // Kept to the end: dropping it flushes the log file.
     let logger = match logging::init(&log_options) {

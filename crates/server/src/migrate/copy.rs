@@ -1,0 +1,262 @@
+//! The data step for one table: its token ring cut into ranges, `jobs`
+//! workers each with a connection to both sides taking ranges off one
+//! queue, every row rewritten as one batch, and each finished range
+//! recorded in the checkpoint.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use rocksandra_wire::{BatchType, ResultBody, Value};
+
+use super::checkpoint::Checkpoint;
+use super::client::{CqlClient, Login};
+use super::row::{counter_writes, row_writes, ScannedRow};
+use super::table::{quote, Storage, Table};
+use super::values::bigint;
+use super::MigrateError;
+
+/// Where to copy from and to, and how.
+#[derive(Clone)]
+pub struct Endpoints {
+    pub source: SocketAddr,
+    pub source_login: Option<Login>,
+    pub target: SocketAddr,
+    pub target_login: Option<Login>,
+    pub page_size: i32,
+}
+
+/// The Murmur3 ring `(i64::MIN, i64::MAX]` cut into `count` ranges `(lo, hi]`.
+pub fn token_ranges(count: usize) -> Vec<(i64, i64)> {
+    let count = count.max(1) as i128;
+    let span = (i64::MAX as i128) - (i64::MIN as i128);
+    (0..count)
+        .map(|i| {
+            let bound = |i: i128| (i64::MIN as i128 + span * i / count) as i64;
+            (bound(i), bound(i + 1))
+        })
+        .collect()
+}
+
+struct Shared {
+    table: Table,
+    ranges: Vec<(i64, i64)>,
+    pending: Mutex<VecDeque<usize>>,
+    checkpoint: Arc<Mutex<Checkpoint>>,
+    rows: AtomicU64,
+    ranges_done: AtomicU64,
+}
+
+/// Copies the table's ranges the checkpoint does not list; the rows copied.
+pub async fn copy_table(
+    table: &Table,
+    endpoints: &Endpoints,
+    jobs: usize,
+    checkpoint: Arc<Mutex<Checkpoint>>,
+) -> Result<u64, MigrateError> {
+    let (ranges, done) = {
+        let checkpoint = lock(&checkpoint);
+        (
+            token_ranges(checkpoint.progress.ranges),
+            checkpoint.table(&table.label()),
+        )
+    };
+    let pending: VecDeque<usize> = (0..ranges.len())
+        .filter(|i| !done.done.contains(i))
+        .collect();
+    let shared = Arc::new(Shared {
+        table: table.clone(),
+        ranges_done: AtomicU64::new(done.done.len() as u64),
+        rows: AtomicU64::new(done.rows),
+        ranges,
+        pending: Mutex::new(pending),
+        checkpoint,
+    });
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..jobs.max(1) {
+        workers.spawn(worker(shared.clone(), endpoints.clone()));
+    }
+    let mut first_error = None;
+    while let Some(joined) = workers.join_next().await {
+        let result = joined.map_err(|e| MigrateError::Data(format!("a copy worker failed: {e}")));
+        if let Err(e) = result.and_then(|r| r) {
+            // The others stop at their next range: nothing is left to take.
+            lock_queue(&shared).clear();
+            first_error.get_or_insert(e);
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(shared.rows.load(Ordering::Relaxed)),
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn lock_queue(shared: &Shared) -> std::sync::MutexGuard<'_, VecDeque<usize>> {
+    lock(&shared.pending)
+}
+
+async fn worker(shared: Arc<Shared>, endpoints: Endpoints) -> Result<(), MigrateError> {
+    let mut source = CqlClient::connect(endpoints.source, endpoints.source_login.as_ref()).await?;
+    let mut target = CqlClient::connect(endpoints.target, endpoints.target_login.as_ref()).await?;
+    loop {
+        let Some(index) = lock_queue(&shared).pop_front() else {
+            return Ok(());
+        };
+        let range = shared.ranges[index];
+        let rows = copy_range(
+            &mut source,
+            &mut target,
+            &shared.table,
+            range,
+            endpoints.page_size,
+        )
+        .await?;
+        let label = shared.table.label();
+        lock(&shared.checkpoint).finish_range(&label, index, rows)?;
+        let total = shared.rows.fetch_add(rows, Ordering::Relaxed) + rows;
+        let done = shared.ranges_done.fetch_add(1, Ordering::Relaxed) + 1;
+        eprintln!(
+            "{label}: {done}/{} ranges, {total} rows",
+            shared.ranges.len()
+        );
+    }
+}
+
+/// Copies the rows of one token range `(lo, hi]`; the rows scanned.
+async fn copy_range(
+    source: &mut CqlClient,
+    target: &mut CqlClient,
+    table: &Table,
+    (lo, hi): (i64, i64),
+    page_size: i32,
+) -> Result<u64, MigrateError> {
+    let scan = table.range_scan();
+    let mut paging_state = None;
+    let mut last_partition: Option<Vec<Option<Bytes>>> = None;
+    let mut rows = 0;
+    loop {
+        let bounds = vec![Value::Bytes(bigint(lo)), Value::Bytes(bigint(hi))];
+        let page = source.page(&scan, bounds, page_size, paging_state).await?;
+        for cells in &page.rows.rows {
+            let row = ScannedRow::new(table, cells)?;
+            if table.is_counter() {
+                copy_counter_row(target, &row).await?;
+            } else {
+                let first = last_partition.as_deref() != Some(row.partition_key());
+                if first {
+                    last_partition = Some(row.partition_key().to_vec());
+                }
+                let skip_lists = lists_on_target(target, &row).await?;
+                let writes = row_writes(&row, first, &skip_lists, now_micros())?;
+                target.batch(BatchType::Unlogged, writes).await?;
+            }
+            rows += 1;
+        }
+        match page.next {
+            Some(next) => paging_state = Some(next),
+            None => return Ok(rows),
+        }
+    }
+}
+
+fn now_micros() -> i64 {
+    rocksandra_data::time::system_micros()
+}
+
+/// The target's values of some data columns of the scanned row (by key).
+async fn target_values(
+    target: &mut CqlClient,
+    row: &ScannedRow<'_>,
+    columns: &[(usize, Option<Bytes>)],
+) -> Result<Vec<Option<Bytes>>, MigrateError> {
+    let table = row.table;
+    let names: Vec<String> = table
+        .data()
+        .enumerate()
+        .filter(|(i, _)| columns.iter().any(|(c, _)| c == i))
+        .map(|(_, c)| quote(&c.name))
+        .collect();
+    let text = format!(
+        "SELECT {} FROM {} WHERE {}",
+        names.join(", "),
+        table.qualified(),
+        table.key_condition(true)
+    );
+    match target.query(&text, row.key_values(true)).await? {
+        ResultBody::Rows(rows) => Ok(rows
+            .rows
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| vec![None; names.len()])),
+        other => Err(MigrateError::Data(format!("{text}: {other:?}"))),
+    }
+}
+
+/// Appending to a list is not idempotent: a list the target already holds
+/// equal (the row was copied before a crash) is skipped, a different one refused.
+async fn lists_on_target(
+    target: &mut CqlClient,
+    row: &ScannedRow<'_>,
+) -> Result<Vec<usize>, MigrateError> {
+    let lists: Vec<(usize, Option<Bytes>)> = row
+        .data_values(Storage::List)
+        .into_iter()
+        .filter(|(_, v)| v.is_some())
+        .collect();
+    if lists.is_empty() || row.is_static_only() {
+        return Ok(Vec::new());
+    }
+    let existing = target_values(target, row, &lists).await?;
+    let mut skip = Vec::new();
+    for ((index, source), target) in lists.iter().zip(existing) {
+        match target {
+            None => {}
+            Some(t) if Some(&t) == source.as_ref() => skip.push(*index),
+            Some(_) => {
+                return Err(MigrateError::Unsupported(format!(
+                    "{}: a row's list on the target differs from the source's; appending would mix them",
+                    row.table.label()
+                )))
+            }
+        }
+    }
+    Ok(skip)
+}
+
+async fn copy_counter_row(
+    target: &mut CqlClient,
+    row: &ScannedRow<'_>,
+) -> Result<(), MigrateError> {
+    let counters = row.data_values(Storage::Counter);
+    let existing = target_values(target, row, &counters).await?;
+    if let Some((text, values)) = counter_writes(row, &existing)? {
+        target.query(&text, values).await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ranges_cover_the_ring_without_gaps() {
+        for count in [1, 3, 64] {
+            let ranges = token_ranges(count);
+            assert_eq!(ranges.len(), count);
+            assert_eq!(ranges[0].0, i64::MIN);
+            assert_eq!(ranges[count - 1].1, i64::MAX);
+            assert!(ranges
+                .windows(2)
+                .all(|w| w[0].1 == w[1].0 && w[0].0 < w[0].1));
+        }
+    }
+}
