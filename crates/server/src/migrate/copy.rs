@@ -13,7 +13,7 @@ use rocksandra_wire::{BatchType, ResultBody, Value};
 
 use super::checkpoint::Checkpoint;
 use super::client::{CqlClient, Login};
-use super::row::{counter_writes, row_writes, ScannedRow};
+use super::row::{counter_writes, row_writes, ScannedRow, Statement};
 use super::table::{quote, Storage, Table};
 use super::values::bigint;
 use super::MigrateError;
@@ -130,6 +130,45 @@ async fn worker(shared: Arc<Shared>, endpoints: Endpoints) -> Result<(), Migrate
     }
 }
 
+/// Statements of one partition sent as one batch at most: the batch is
+/// single-partition (atomic, with no size limit on Cassandra or here).
+const BATCH_STATEMENTS_MAX: usize = 256;
+
+/// Writes of consecutive rows of one partition, sent as one batch.
+#[derive(Default)]
+struct PartitionBatch {
+    partition: Option<Vec<Option<Bytes>>>,
+    statements: Vec<Statement>,
+}
+
+impl PartitionBatch {
+    /// Whether the row opens a partition (and so writes its static cells);
+    /// sends the previous partition's writes first.
+    async fn start_row(
+        &mut self,
+        target: &mut CqlClient,
+        row: &ScannedRow<'_>,
+    ) -> Result<bool, MigrateError> {
+        if self.partition.as_deref() == Some(row.partition_key()) {
+            if self.statements.len() >= BATCH_STATEMENTS_MAX {
+                self.flush(target).await?;
+            }
+            return Ok(false);
+        }
+        self.flush(target).await?;
+        self.partition = Some(row.partition_key().to_vec());
+        Ok(true)
+    }
+
+    async fn flush(&mut self, target: &mut CqlClient) -> Result<(), MigrateError> {
+        if self.statements.is_empty() {
+            return Ok(());
+        }
+        let statements = std::mem::take(&mut self.statements);
+        target.batch(BatchType::Unlogged, statements).await
+    }
+}
+
 /// Copies the rows of one token range `(lo, hi]`; the rows scanned.
 async fn copy_range(
     source: &mut CqlClient,
@@ -140,29 +179,33 @@ async fn copy_range(
 ) -> Result<u64, MigrateError> {
     let scan = table.range_scan();
     let mut paging_state = None;
-    let mut last_partition: Option<Vec<Option<Bytes>>> = None;
+    let mut batch = PartitionBatch::default();
     let mut rows = 0;
     loop {
         let bounds = vec![Value::Bytes(bigint(lo)), Value::Bytes(bigint(hi))];
+        // Taken before the read: a delete issued after it is newer than
+        // the marker of a key-only row read here.
+        let read_micros = now_micros();
         let page = source.page(&scan, bounds, page_size, paging_state).await?;
         for cells in &page.rows.rows {
             let row = ScannedRow::new(table, cells)?;
             if table.is_counter() {
                 copy_counter_row(target, &row).await?;
             } else {
-                let first = last_partition.as_deref() != Some(row.partition_key());
-                if first {
-                    last_partition = Some(row.partition_key().to_vec());
-                }
+                let first = batch.start_row(target, &row).await?;
                 let skip_lists = lists_on_target(target, &row).await?;
-                let writes = row_writes(&row, first, &skip_lists, now_micros())?;
-                target.batch(BatchType::Unlogged, writes).await?;
+                batch
+                    .statements
+                    .extend(row_writes(&row, first, &skip_lists, read_micros)?);
             }
             rows += 1;
         }
         match page.next {
             Some(next) => paging_state = Some(next),
-            None => return Ok(rows),
+            None => {
+                batch.flush(target).await?;
+                return Ok(rows);
+            }
         }
     }
 }
