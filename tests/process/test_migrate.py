@@ -179,3 +179,60 @@ def test_migrate_keeps_write_times_ttls_and_resumes_after_kill(cassandra, rocksa
     udt = target.execute("SELECT field_names FROM system_schema.types WHERE keyspace_name = 'mig' "
                          "AND type_name = 'addr'").one()
     assert udt.field_names == ["street", "zip"]
+
+
+def test_a_table_the_copy_cannot_write_refuses_the_run_before_anything_is_written(cassandra, rocksandra):
+    node, target = rocksandra
+    cassandra.execute("DROP KEYSPACE IF EXISTS migref")
+    cassandra.execute("CREATE KEYSPACE migref WITH replication = "
+                      "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    cassandra.execute("CREATE TYPE migref.point (x int, y int)")
+    cassandra.execute("CREATE TABLE migref.fine (k int PRIMARY KEY, v int)")
+    cassandra.execute("CREATE TABLE migref.loose (k int PRIMARY KEY, p point)")
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            run = subprocess.run(
+                [BIN, "migrate", "--from", "127.0.0.1:%d" % CASS_PORT, "--to", "127.0.0.1:%d" % PORT,
+                 "--keyspaces", "migref", "--checkpoint", os.path.join(d, "c.json")],
+                capture_output=True, text=True, timeout=120)
+        assert run.returncode == 1
+        assert "refused: table migref.loose: column p: non-frozen user-defined type point" in run.stderr
+        assert target.execute("SELECT keyspace_name FROM system_schema.keyspaces "
+                              "WHERE keyspace_name = 'migref'").one() is None
+    finally:
+        cassandra.execute("DROP KEYSPACE migref")
+
+
+def test_login_on_a_target_with_password_authentication():
+    with tempfile.TemporaryDirectory() as d:
+        node = Node(d, extra_yaml="authenticator: PasswordAuthenticator\n"
+                                  "auth_bcrypt_gensalt_log2_rounds: 4\n")
+        node.start()
+        try:
+            def run(password):
+                return subprocess.run(
+                    [BIN, "migrate", "--from", "127.0.0.1:%d" % CASS_PORT, "--to", "127.0.0.1:%d" % PORT,
+                     "--keyspaces", "migauth", "--to-username", "cassandra", "--to-password", password,
+                     "--checkpoint", os.path.join(d, "c-%s.json" % password)],
+                    capture_output=True, text=True, timeout=120)
+            refused = run("wrong")
+            assert refused.returncode == 1
+            assert "AUTH_RESPONSE" in refused.stderr and "password" in refused.stderr.lower()
+            done = run("cassandra")
+            assert done.returncode == 0, done.stderr
+            assert re.search(r"migauth\.t: source 3 rows .*target 3 rows .*: same", done.stdout), done.stdout
+        finally:
+            node.proc.kill()
+            node.proc.wait()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _auth_source(cassandra):
+    cassandra.execute("DROP KEYSPACE IF EXISTS migauth")
+    cassandra.execute("CREATE KEYSPACE migauth WITH replication = "
+                      "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    cassandra.execute("CREATE TABLE migauth.t (k int PRIMARY KEY, v text)")
+    for k in range(3):
+        cassandra.execute("INSERT INTO migauth.t (k, v) VALUES (%s, 'x')", (k,))
+    yield
+    cassandra.execute("DROP KEYSPACE migauth")

@@ -78,7 +78,8 @@ impl CqlClient {
             return Err(MigrateError::Server {
                 address: self.address,
                 code: None,
-                message: "the server requires authentication: give --username and --password"
+                message: "the server requires authentication: give its login (--username and \
+                          --password for the source, --to-username and --to-password for the target)"
                     .into(),
             });
         };
