@@ -83,6 +83,7 @@ def fill_source(s):
     s.execute("CREATE TYPE mig.addr (street text, zip int)")
     s.execute("CREATE TABLE mig.main (k int, c int, v text, n bigint, st text static, s set<int>, "
               "m map<text, int>, l list<int>, a frozen<addr>, PRIMARY KEY (k, c))")
+    s.execute("CREATE INDEX main_v ON mig.main (v)")
     s.execute("CREATE TABLE mig.counts (k int PRIMARY KEY, hits counter, misses counter)")
     s.execute("CREATE TABLE mig.bulk (k int, c int, v text, PRIMARY KEY (k, c))")
     s.execute("INSERT INTO mig.main (k, c, v, n, a) VALUES (1, 1, 'one', 10, {street: 'Main', zip: 42}) "
@@ -175,6 +176,8 @@ def test_migrate_keeps_write_times_ttls_and_resumes_after_kill(cassandra, rocksa
     bulk = "SELECT k, c, v, writetime(v) FROM mig.bulk"
     assert len(rows(target, bulk)) == BULK_ROWS
     assert rows(target, bulk) == rows(source, bulk)
+    # The index, created after the data, finds the copied rows.
+    assert rows(target, "SELECT k, c FROM mig.main WHERE v = 'one'") == [(1, 1)]
     # The schema came over: the UDT and the table's columns.
     udt = target.execute("SELECT field_names FROM system_schema.types WHERE keyspace_name = 'mig' "
                          "AND type_name = 'addr'").one()

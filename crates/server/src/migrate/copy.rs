@@ -4,6 +4,7 @@
 //! recorded in the checkpoint.
 
 use std::collections::VecDeque;
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -123,10 +124,28 @@ async fn worker(shared: Arc<Shared>, endpoints: Endpoints) -> Result<(), Migrate
         lock(&shared.checkpoint).finish_range(&label, index, rows)?;
         let total = shared.rows.fetch_add(rows, Ordering::Relaxed) + rows;
         let done = shared.ranges_done.fetch_add(1, Ordering::Relaxed) + 1;
-        eprintln!(
-            "{label}: {done}/{} ranges, {total} rows",
-            shared.ranges.len()
-        );
+        report(&label, done, shared.ranges.len(), total);
+    }
+}
+
+/// Progress on stderr: on a terminal a bar redrawn in place, otherwise a
+/// line per finished range (for logs and scripts).
+fn report(label: &str, done: u64, ranges: usize, rows: u64) {
+    const BAR_WIDTH: usize = 30;
+    let text = format!("{label}: {done}/{ranges} ranges, {rows} rows");
+    if std::io::stderr().is_terminal() {
+        let filled = (done as usize * BAR_WIDTH / ranges.max(1)).min(BAR_WIDTH);
+        let bar = format!("{}{}", "#".repeat(filled), ".".repeat(BAR_WIDTH - filled));
+        eprint!("\r[{bar}] {text}");
+    } else {
+        eprintln!("{text}");
+    }
+}
+
+/// Ends a table's progress bar (its line stays on the terminal).
+pub fn end_report() {
+    if std::io::stderr().is_terminal() {
+        eprintln!();
     }
 }
 

@@ -144,6 +144,7 @@ async fn migrate(args: MigrateArgs) -> Result<bool, MigrateError> {
             checkpoint.clone(),
         )
         .await?;
+        copy::end_report();
         eprintln!("{}: copied, {rows} rows", table.label());
     }
     for item in &after_data {
