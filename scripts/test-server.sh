@@ -7,7 +7,9 @@
 # Python driver and cqlsh tests, the Rust (scylla) and Go (gocql) driver tests through
 # unmodified clients, scrapes its metrics endpoint, stops it with SIGTERM (a
 # clean shutdown is part of the test), then the process tests (restart,
-# kill -9, PasswordAuthenticator) and the multi-process cluster tests.
+# kill -9, PasswordAuthenticator; `rocksandra migrate` from an Apache
+# Cassandra 5.0.6 it starts on 127.0.0.1:9460 when its jars are cached, ~90 s)
+# and the multi-process cluster tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)

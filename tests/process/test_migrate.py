@@ -4,14 +4,17 @@ collections with per-element write times, a frozen UDT, counters, a row
 deleted before the copy (not resurrected), and a run killed with SIGKILL
 half way then resumed from its checkpoint (same final checksums).
 
-Starts Cassandra with scripts/cassandra/start.sh (a no-op if one already
+Starts Cassandra with scripts/cassandra/start.sh --auth (PasswordAuthenticator:
+the copy logs in on both sides in one test; a no-op if a Cassandra already
 runs on that base) and stops it with --wipe at the end if it started it:
 
     ROCKSANDRA_BIN=target/debug/rocksandra pytest tests/process/test_migrate.py
 
 MIGRATE_CASSANDRA_BASE / MIGRATE_CASSANDRA_PORT (default /tmp/migrate-cass,
 9460) and MIGRATE_CASSANDRA_STORAGE_PORT / MIGRATE_CASSANDRA_JMX_PORT choose
-where Cassandra runs. About 2 minutes, most of it Cassandra's boot.
+where Cassandra runs. About 90 s, most of it Cassandra's boot and stop
+(20 s with one already running). Skipped where Cassandra's jars are not
+cached (scripts/cassandra/setup.sh fetches them).
 """
 
 import json
@@ -23,6 +26,7 @@ import tempfile
 import time
 
 import pytest
+from cassandra.auth import PlainTextAuthProvider
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
 from cassandra.policies import RoundRobinPolicy
 
@@ -33,8 +37,22 @@ CASS_BASE = os.environ.get("MIGRATE_CASSANDRA_BASE", "/tmp/migrate-cass")
 CASS_PORT = int(os.environ.get("MIGRATE_CASSANDRA_PORT", "9460"))
 CASS_STORAGE_PORT = os.environ.get("MIGRATE_CASSANDRA_STORAGE_PORT", "9438")
 CASS_JMX_PORT = os.environ.get("MIGRATE_CASSANDRA_JMX_PORT", "9439")
+# The source runs PasswordAuthenticator (start.sh --auth): the copy logs in.
+SOURCE_LOGIN = ["--username", "cassandra", "--password", "cassandra"]
 BULK_ROWS = 3000
 RANGES = 32
+
+
+def cassandra_jars_cached():
+    cache = os.environ.get("ROCKSANDRA_CACHE", os.path.expanduser("~/.cache/rocksandra"))
+    lib = os.environ.get("CASSANDRA_HOME_DIR", os.path.join(cache, "cassandra-5.0.6")) + "/lib"
+    return os.path.isdir(lib) and any(name.endswith(".jar") for name in os.listdir(lib))
+
+
+# Only where scripts/cassandra/setup.sh has fetched Cassandra's jars already
+# (it downloads ~100 from Maven Central): the suite does not fetch them itself.
+pytestmark = pytest.mark.skipif(not cassandra_jars_cached(),
+                                reason="Cassandra 5.0.6's jars are not cached: run scripts/cassandra/setup.sh")
 
 
 def cassandra_running():
@@ -51,10 +69,11 @@ def cassandra():
     started_here = not cassandra_running()
     subprocess.run([os.path.join(ROOT, "scripts/cassandra/start.sh"), "--base", CASS_BASE,
                     "--port", str(CASS_PORT), "--storage-port", CASS_STORAGE_PORT,
-                    "--jmx-port", CASS_JMX_PORT, "--heap", "1G", "--timeout", "300"], check=True)
+                    "--jmx-port", CASS_JMX_PORT, "--heap", "1G", "--timeout", "300", "--auth"], check=True)
     profile = ExecutionProfile(load_balancing_policy=RoundRobinPolicy())
     cluster = Cluster(["127.0.0.1"], port=CASS_PORT, protocol_version=4,
-                      execution_profiles={EXEC_PROFILE_DEFAULT: profile}, connect_timeout=20)
+                      execution_profiles={EXEC_PROFILE_DEFAULT: profile}, connect_timeout=20,
+                      auth_provider=PlainTextAuthProvider("cassandra", "cassandra"))
     session = cluster.connect()
     yield session
     session.execute("DROP KEYSPACE IF EXISTS mig")
@@ -122,7 +141,7 @@ def fill_source(s):
 def migrate(checkpoint, **popen):
     return subprocess.Popen(
         [BIN, "migrate", "--from", "127.0.0.1:%d" % CASS_PORT, "--to", "127.0.0.1:%d" % PORT,
-         "--keyspaces", "mig", "--checkpoint", checkpoint, "--ranges", str(RANGES), "--jobs", "2",
+         *SOURCE_LOGIN, "--keyspaces", "mig", "--checkpoint", checkpoint, "--ranges", str(RANGES), "--jobs", "2",
          "--page-size", "100"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 
@@ -215,7 +234,7 @@ def test_a_table_the_copy_cannot_write_refuses_the_run_before_anything_is_writte
         with tempfile.TemporaryDirectory() as d:
             run = subprocess.run(
                 [BIN, "migrate", "--from", "127.0.0.1:%d" % CASS_PORT, "--to", "127.0.0.1:%d" % PORT,
-                 "--keyspaces", "migref", "--checkpoint", os.path.join(d, "c.json")],
+                 *SOURCE_LOGIN, "--keyspaces", "migref", "--checkpoint", os.path.join(d, "c.json")],
                 capture_output=True, text=True, timeout=120)
         assert run.returncode == 1
         assert "refused: table migref.loose: column p: non-frozen user-defined type point" in run.stderr
@@ -225,7 +244,7 @@ def test_a_table_the_copy_cannot_write_refuses_the_run_before_anything_is_writte
         cassandra.execute("DROP KEYSPACE migref")
 
 
-def test_login_on_a_target_with_password_authentication():
+def test_login_on_a_target_with_password_authentication(cassandra):
     with tempfile.TemporaryDirectory() as d:
         node = Node(d, extra_yaml="authenticator: PasswordAuthenticator\n"
                                   "auth_bcrypt_gensalt_log2_rounds: 4\n")
@@ -234,7 +253,7 @@ def test_login_on_a_target_with_password_authentication():
             def run(password):
                 return subprocess.run(
                     [BIN, "migrate", "--from", "127.0.0.1:%d" % CASS_PORT, "--to", "127.0.0.1:%d" % PORT,
-                     "--keyspaces", "migauth", "--to-username", "cassandra", "--to-password", password,
+                     *SOURCE_LOGIN, "--keyspaces", "migauth", "--to-username", "cassandra", "--to-password", password,
                      "--checkpoint", os.path.join(d, "c-%s.json" % password)],
                     capture_output=True, text=True, timeout=120)
             refused = run("wrong")
