@@ -106,11 +106,12 @@ def fill_source(s):
     s.execute("CREATE TABLE mig.types (k uuid, t timeuuid, a ascii, b blob, bo boolean, d date, "
               "de decimal, du duration, db double, f float, i inet, si smallint, ti tinyint, tm time, "
               "ts timestamp, vi varint, fl frozen<list<int>>, tu tuple<int, text>, ve vector<float, 3>, "
-              "PRIMARY KEY (k, t))")
-    s.execute("INSERT INTO mig.types (k, t, a, b, bo, d, de, du, db, f, i, si, ti, tm, ts, vi, fl, tu, ve) "
+              "\"Mixed Case\" text, \"select\" int, PRIMARY KEY (k, t))")
+    s.execute("INSERT INTO mig.types (k, t, a, b, bo, d, de, du, db, f, i, si, ti, tm, ts, vi, fl, tu, ve, "
+              "\"Mixed Case\", \"select\") "
               "VALUES (uuid(), now(), 'asc', 0xcafe, true, '2026-11-28', 12.345, 1h2m, 1.5, 2.5, "
               "'10.0.0.1', 7, 3, '12:34:56', '2026-11-28 12:00:00+0000', 123456789012345678901234567890, "
-              "[1, 2], (1, 'x'), [1.0, 2.0, 3.0]) USING TIMESTAMP 42")
+              "[1, 2], (1, 'x'), [1.0, 2.0, 3.0], 'quoted', 9) USING TIMESTAMP 42")
     s.execute("CREATE TABLE mig.counts (k int PRIMARY KEY, hits counter, misses counter)")
     s.execute("CREATE TABLE mig.bulk (k int, c int, v text, PRIMARY KEY (k, c))")
     s.execute("INSERT INTO mig.main (k, c, v, n, a) VALUES (1, 1, 'one', 10, {street: 'Main', zip: 42}) "
@@ -212,7 +213,7 @@ def test_migrate_keeps_write_times_ttls_and_resumes_after_kill(cassandra, rocksa
     assert len(rows(target, bulk)) == BULK_ROWS
     assert rows(target, bulk) == rows(source, bulk)
     every_type = ("SELECT k, t, a, b, bo, d, de, du, db, f, i, si, ti, tm, ts, vi, fl, tu, ve, "
-                  "writetime(ve) FROM mig.types")
+                  "writetime(ve), \"Mixed Case\", writetime(\"select\") FROM mig.types")
     assert rows(target, every_type) == rows(source, every_type)
     # The index, created after the data, finds the copied rows.
     assert rows(target, "SELECT k, c FROM mig.main WHERE v = 'one'") == [(1, 1)]

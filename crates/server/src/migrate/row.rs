@@ -439,12 +439,12 @@ mod tests {
         assert_eq!(
             texts,
             vec![
-                "INSERT INTO \"ks\".\"t\" (\"k\", \"c\") VALUES (?, ?) USING TIMESTAMP ? AND TTL ?",
-                "UPDATE \"ks\".\"t\" USING TIMESTAMP ? AND TTL ? SET \"l\" = \"l\" + ? WHERE \"k\" = ? AND \"c\" = ?",
-                "UPDATE \"ks\".\"t\" USING TIMESTAMP ? AND TTL ? SET \"l\" = \"l\" + ? WHERE \"k\" = ? AND \"c\" = ?",
-                "UPDATE \"ks\".\"t\" USING TIMESTAMP ? AND TTL ? SET \"l\" = \"l\" + ? WHERE \"k\" = ? AND \"c\" = ?",
-                "UPDATE \"ks\".\"t\" USING TIMESTAMP ? AND TTL ? SET \"v\" = ?, \"w\" = ? WHERE \"k\" = ? AND \"c\" = ?",
-                "UPDATE \"ks\".\"t\" USING TIMESTAMP ? AND TTL ? SET \"st\" = ? WHERE \"k\" = ?",
+                "INSERT INTO ks.t (k, c) VALUES (?, ?) USING TIMESTAMP ? AND TTL ?",
+                "UPDATE ks.t USING TIMESTAMP ? AND TTL ? SET l = l + ? WHERE k = ? AND c = ?",
+                "UPDATE ks.t USING TIMESTAMP ? AND TTL ? SET l = l + ? WHERE k = ? AND c = ?",
+                "UPDATE ks.t USING TIMESTAMP ? AND TTL ? SET l = l + ? WHERE k = ? AND c = ?",
+                "UPDATE ks.t USING TIMESTAMP ? AND TTL ? SET v = ?, w = ? WHERE k = ? AND c = ?",
+                "UPDATE ks.t USING TIMESTAMP ? AND TTL ? SET st = ? WHERE k = ?",
             ]
         );
         // The marker: the oldest cell's write time, no TTL (a list element has none).
@@ -514,7 +514,7 @@ mod tests {
         let row = ScannedRow::new(&table, &statics).expect("row");
         let writes = row_writes(&row, true, &[], 999).expect("writes");
         assert_eq!(writes.len(), 1);
-        assert!(writes[0].0.contains("SET \"st\" = ? WHERE \"k\" = ?"));
+        assert!(writes[0].0.contains("SET st = ? WHERE k = ?"));
     }
 
     #[test]
@@ -534,10 +534,7 @@ mod tests {
         let (text, values) = counter_writes(&row, &[b(bigint(4)), b(bigint(3))])
             .expect("delta")
             .expect("some");
-        assert_eq!(
-            text,
-            "UPDATE \"ks\".\"c\" SET \"a\" = \"a\" + ? WHERE \"k\" = ?"
-        );
+        assert_eq!(text, "UPDATE ks.c SET a = a + ? WHERE k = ?");
         assert_eq!(values, vec![Value::Bytes(bigint(6)), Value::Bytes(int(1))]);
         assert!(counter_writes(&row, &[b(bigint(10)), b(bigint(3))])
             .expect("delta")

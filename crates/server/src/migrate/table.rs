@@ -223,10 +223,8 @@ impl Table {
     }
 }
 
-/// A CQL identifier, always quoted (names come from the schema as stored).
-pub fn quote(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
+/// A CQL identifier as the schema stores it, quoted when it needs to be.
+pub use rocksandra_data::types::quote_identifier_if_needed as quote;
 
 #[cfg(test)]
 mod tests {
@@ -274,10 +272,9 @@ mod tests {
         .expect("supported");
         assert_eq!(
             table.range_scan(),
-            "SELECT \"p1\", \"p2\", \"c\", \"v\", WRITETIME(\"v\"), TTL(\"v\") FROM \"ks\".\"t\" \
-             WHERE token(\"p1\", \"p2\") > ? AND token(\"p1\", \"p2\") <= ?"
+            "SELECT p1, p2, c, v, WRITETIME(v), TTL(v) FROM ks.t \
+             WHERE token(p1, p2) > ? AND token(p1, p2) <= ?"
         );
-        assert_eq!(table.key_condition(false), "\"p1\" = ? AND \"p2\" = ?");
-        assert_eq!(quote("a\"b"), "\"a\"\"b\"");
+        assert_eq!(table.key_condition(false), "p1 = ? AND p2 = ?");
     }
 }
