@@ -397,6 +397,22 @@ mod tests {
         Some(bytes)
     }
 
+    /// A `list<int>` of per-element TTLs, null for an element without one.
+    fn ttls(ttls: &[Option<i32>]) -> Option<Bytes> {
+        let mut out = bytes::BytesMut::new();
+        out.extend_from_slice(&(ttls.len() as i32).to_be_bytes());
+        for ttl in ttls {
+            match ttl {
+                Some(ttl) => {
+                    out.extend_from_slice(&4i32.to_be_bytes());
+                    out.extend_from_slice(&ttl.to_be_bytes());
+                }
+                None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            }
+        }
+        Some(out.freeze())
+    }
+
     fn list(items: &[Bytes]) -> Option<Bytes> {
         Some(join_collection(
             items.len(),
@@ -415,17 +431,7 @@ mod tests {
             None,
             list(&[int(1), int(2), int(3)]),
             list(&[bigint(10), bigint(20), bigint(10)]),
-            list(&[int(0), int(0), int(0)]).map(|_| {
-                // TTLs: null, 100, null
-                let null_item = Bytes::from_static(&[0xff, 0xff, 0xff, 0xff]);
-                let mut out = bytes::BytesMut::new();
-                out.extend_from_slice(&3i32.to_be_bytes());
-                out.extend_from_slice(&null_item);
-                out.extend_from_slice(&4i32.to_be_bytes());
-                out.extend_from_slice(&100i32.to_be_bytes());
-                out.extend_from_slice(&null_item);
-                out.freeze()
-            }),
+            ttls(&[None, Some(100), None]),
             b(Bytes::from_static(b"x")),
             b(bigint(30)),
             b(int(60)),
