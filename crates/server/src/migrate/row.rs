@@ -12,6 +12,7 @@ use rocksandra_wire::Value;
 use super::table::{quote, Column, ColumnKind, Storage, Table};
 use super::values::{
     bigint, int, join_collection, per_element, read_bigint, read_int, split_collection,
+    split_fields,
 };
 use super::MigrateError;
 
@@ -120,7 +121,7 @@ pub fn row_writes(
     now_micros: i64,
 ) -> Result<Vec<Statement>, MigrateError> {
     let table = row.table;
-    let mut single: BTreeMap<CellGroup, Vec<(&str, Bytes)>> = BTreeMap::new();
+    let mut single: BTreeMap<CellGroup, Vec<(String, Bytes)>> = BTreeMap::new();
     let mut statements = Vec::new();
     let mut liveness = Liveness::default();
     let static_only = row.is_static_only();
@@ -142,6 +143,14 @@ pub fn row_writes(
                 }
                 statements.push(add_elements(table, cell.column, is_static, group, row));
             }
+        } else if cell.column.storage == Storage::Udt {
+            for (target, write_time, ttl, value) in udt_fields(&cell, content, &what)? {
+                if !is_static {
+                    liveness.add(write_time, ttl);
+                }
+                let group = single.entry((is_static, write_time, ttl)).or_default();
+                group.push((target, value));
+            }
         } else {
             let write_time = required(cell.write_time, &what, read_bigint)?;
             let ttl = cell
@@ -153,7 +162,7 @@ pub fn row_writes(
                 liveness.add(write_time, ttl);
             }
             let group = single.entry((is_static, write_time, ttl)).or_default();
-            group.push((&cell.column.name, content.clone()));
+            group.push((quote(&cell.column.name), content.clone()));
         }
     }
     for ((is_static, write_time, ttl), cells) in single {
@@ -201,6 +210,36 @@ impl Liveness {
     }
 }
 
+/// The live fields of a non-frozen UDT value: `"column"."field"`, write
+/// time, TTL (0: none) and value. Cassandra 5.0 gives a write time and a
+/// TTL per field of the type (null for a field with no cell).
+fn udt_fields(
+    cell: &Cell,
+    content: &Bytes,
+    what: &str,
+) -> Result<Vec<(String, i64, i32, Bytes)>, MigrateError> {
+    let names = &cell.column.fields;
+    let values = split_fields(content, what)?;
+    if values.len() > names.len() {
+        return Err(MigrateError::Data(format!(
+            "{what}: {} fields for a type of {}",
+            values.len(),
+            names.len()
+        )));
+    }
+    let write_times = per_element(cell.write_time, names.len(), what, read_bigint)?;
+    let ttls = per_element(cell.ttl, names.len(), what, read_int)?;
+    let mut out = Vec::new();
+    for (i, value) in values.into_iter().enumerate() {
+        let Some(value) = value else { continue };
+        let write_time = write_times[i]
+            .ok_or_else(|| MigrateError::Data(format!("{what}: a field with no write time")))?;
+        let target = format!("{}.{}", quote(&cell.column.name), quote(&names[i]));
+        out.push((target, write_time, ttls[i].unwrap_or(0), value));
+    }
+    Ok(out)
+}
+
 /// Elements of a non-frozen collection with one write time and TTL.
 struct ElementGroup {
     write_time: i64,
@@ -216,12 +255,12 @@ fn collection_groups(
     content: &Bytes,
     what: &str,
 ) -> Result<Vec<ElementGroup>, MigrateError> {
-    let items = split_collection(content, what)?;
     let per = if cell.column.storage == Storage::Map {
         2
     } else {
         1
     };
+    let items = split_collection(content, per, what)?;
     let elements = items.len() / per;
     let write_times = per_element(cell.write_time, elements, what, read_bigint)?;
     let ttls = per_element(cell.ttl, elements, what, read_int)?;
@@ -291,13 +330,13 @@ fn set_cells(
     is_static: bool,
     write_time: i64,
     ttl: i32,
-    cells: &[(&str, Bytes)],
+    cells: &[(String, Bytes)],
     row: &ScannedRow,
 ) -> Statement {
     let (update, condition) = using_and_where(table, is_static);
     let sets: Vec<String> = cells
         .iter()
-        .map(|(name, _)| format!("{} = ?", quote(name)))
+        .map(|(target, _)| format!("{target} = ?"))
         .collect();
     let text = format!("{update} SET {} {condition}", sets.join(", "));
     let mut values = vec![Value::Bytes(bigint(write_time)), Value::Bytes(int(ttl))];
@@ -374,6 +413,7 @@ mod tests {
             position,
             type_text: type_text.into(),
             storage,
+            fields: Vec::new(),
         }
     }
 
@@ -545,5 +585,62 @@ mod tests {
         assert!(counter_writes(&row, &[b(bigint(10)), b(bigint(3))])
             .expect("delta")
             .is_none());
+    }
+
+    #[test]
+    fn a_non_frozen_udt_is_written_field_by_field_with_each_field_s_write_time() {
+        let mut udt = column("u", ColumnKind::Regular, -1, "frozen<p>");
+        udt.storage = Storage::Udt;
+        udt.fields = vec!["x".into(), "Y".into(), "z".into()];
+        let key = column("k", ColumnKind::PartitionKey, 0, "int");
+        let table = Table::new("ks", "t", vec![key, udt]).expect("supported");
+        // x = 1 at 100, Y null, z = 3 at 200 with TTL 50.
+        let value = Bytes::from_static(&[
+            0, 0, 0, 4, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 4, 0, 0, 0, 3,
+        ]);
+        let write_times = {
+            let mut out = bytes::BytesMut::new();
+            out.extend_from_slice(&3i32.to_be_bytes());
+            for t in [Some(100i64), None, Some(200)] {
+                match t {
+                    Some(t) => {
+                        out.extend_from_slice(&8i32.to_be_bytes());
+                        out.extend_from_slice(&t.to_be_bytes());
+                    }
+                    None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+                }
+            }
+            out.freeze()
+        };
+        let cells = vec![
+            b(int(1)),
+            b(value),
+            b(write_times),
+            ttls(&[None, None, Some(50)]),
+        ];
+        let row = ScannedRow::new(&table, &cells).expect("row");
+        let writes = row_writes(&row, true, &[], 999).expect("writes");
+        let texts: Vec<&str> = writes.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(
+            texts,
+            vec![
+                "INSERT INTO ks.t (k) VALUES (?) USING TIMESTAMP ? AND TTL ?",
+                "UPDATE ks.t USING TIMESTAMP ? AND TTL ? SET u.x = ? WHERE k = ?",
+                "UPDATE ks.t USING TIMESTAMP ? AND TTL ? SET u.z = ? WHERE k = ?",
+            ]
+        );
+        assert_eq!(
+            writes[2].1[..3],
+            [
+                Value::Bytes(bigint(200)),
+                Value::Bytes(int(50)),
+                Value::Bytes(int(3))
+            ]
+        );
+        // The marker: from the oldest field, without TTL (x has none).
+        assert_eq!(
+            writes[0].1[1..],
+            [Value::Bytes(bigint(100)), Value::Bytes(int(0))]
+        );
     }
 }

@@ -101,9 +101,10 @@ pub async fn tables(
             vec![text_value(keyspace)],
         )
         .await?;
+    let types = user_types(client, keyspace).await?;
     let mut columns: BTreeMap<String, Vec<Result<Column, String>>> = BTreeMap::new();
     for row in &rows {
-        let column = column_of(row)?;
+        let column = column_of(row, &types)?;
         columns
             .entry(text(&row[0], "table_name")?)
             .or_default()
@@ -124,8 +125,35 @@ pub async fn tables(
     Ok(out)
 }
 
+/// The field names of the keyspace's user-defined types, by type name.
+async fn user_types(
+    client: &mut CqlClient,
+    keyspace: &str,
+) -> Result<BTreeMap<String, Vec<String>>, MigrateError> {
+    let rows = client
+        .all_rows(
+            "SELECT type_name, field_names FROM system_schema.types WHERE keyspace_name = ?",
+            vec![text_value(keyspace)],
+        )
+        .await?;
+    let mut types = BTreeMap::new();
+    for row in &rows {
+        let name = text(&row[0], "type_name")?;
+        let names = row[1].as_deref().unwrap_or_default();
+        let fields = super::values::split_collection(names, 1, "field_names")?
+            .iter()
+            .map(|field| text(field, "field name"))
+            .collect::<Result<Vec<_>, _>>()?;
+        types.insert(name, fields);
+    }
+    Ok(types)
+}
+
 /// A column of `system_schema.columns`; `Err` names what the copy cannot write.
-fn column_of(row: &[Option<Bytes>]) -> Result<Result<Column, String>, MigrateError> {
+fn column_of(
+    row: &[Option<Bytes>],
+    types: &BTreeMap<String, Vec<String>>,
+) -> Result<Result<Column, String>, MigrateError> {
     let name = text(&row[1], "column_name")?;
     let kind = ColumnKind::from_schema(&text(&row[2], "kind")?)?;
     let position = row[3]
@@ -134,15 +162,21 @@ fn column_of(row: &[Option<Bytes>]) -> Result<Result<Column, String>, MigrateErr
         .transpose()?
         .unwrap_or(-1);
     let type_text = text(&row[4], "type")?;
-    Ok(Storage::from_type(&type_text)
-        .map(|storage| Column {
-            name: name.clone(),
-            kind,
-            position,
-            type_text,
-            storage,
-        })
-        .map_err(|why| format!("column {name}: {why}")))
+    let (storage, fields) = match Storage::from_type(&type_text) {
+        Ok(storage) => (storage, Vec::new()),
+        Err(udt) => match types.get(&udt) {
+            Some(fields) => (Storage::Udt, fields.clone()),
+            None => return Ok(Err(format!("column {name}: unknown type {type_text}"))),
+        },
+    };
+    Ok(Ok(Column {
+        name,
+        kind,
+        position,
+        type_text,
+        storage,
+        fields,
+    }))
 }
 
 pub async fn describe(

@@ -34,11 +34,14 @@ pub enum Storage {
     Set,
     Map,
     List,
+    /// One cell per field of a non-frozen user-defined type.
+    Udt,
     Counter,
 }
 
 impl Storage {
-    /// From `system_schema.columns.type`; a non-frozen UDT is refused.
+    /// From `system_schema.columns.type`; `Err` with the type's name for a
+    /// non-frozen UDT (its fields are in `system_schema.types`).
     pub fn from_type(type_text: &str) -> Result<Storage, String> {
         let text = type_text.trim();
         let generic = text.split('<').next().unwrap_or(text).trim();
@@ -49,7 +52,7 @@ impl Storage {
             "list" => Storage::List,
             "frozen" | "tuple" | "vector" => Storage::Single,
             name if NATIVE_TYPES.contains(&name) || text.starts_with('\'') => Storage::Single,
-            _ => return Err(format!("non-frozen user-defined type {text}")),
+            _ => return Err(text.trim_matches('"').replace("\"\"", "\"")),
         })
     }
 
@@ -89,6 +92,8 @@ pub struct Column {
     pub position: i32,
     pub type_text: String,
     pub storage: Storage,
+    /// The field names of a non-frozen UDT, in order; empty otherwise.
+    pub fields: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -238,6 +243,7 @@ mod tests {
             position,
             type_text: type_text.into(),
             storage,
+            fields: Vec::new(),
         }
     }
 
@@ -254,7 +260,8 @@ mod tests {
         assert_eq!(Storage::from_type("map<int, text>"), Ok(Storage::Map));
         assert_eq!(Storage::from_type("list<int>"), Ok(Storage::List));
         assert_eq!(Storage::from_type("counter"), Ok(Storage::Counter));
-        assert!(Storage::from_type("addr").is_err());
+        assert_eq!(Storage::from_type("addr"), Err("addr".to_string()));
+        assert_eq!(Storage::from_type("\"Addr\""), Err("Addr".to_string()));
     }
 
     #[test]

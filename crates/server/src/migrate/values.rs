@@ -31,7 +31,11 @@ pub fn read_int(bytes: &[u8], what: &str) -> Result<i32, MigrateError> {
 
 /// The `[bytes]` items of a serialized collection (`items_per_element` 2
 /// for a map: key then value), nulls as `None`.
-pub fn split_collection(bytes: &[u8], what: &str) -> Result<Vec<Option<Bytes>>, MigrateError> {
+pub fn split_collection(
+    bytes: &[u8],
+    items_per_element: usize,
+    what: &str,
+) -> Result<Vec<Option<Bytes>>, MigrateError> {
     let bad = |why: &str| MigrateError::Data(format!("{what}: malformed collection ({why})"));
     let mut rest = bytes;
     let count = take_i32(&mut rest).ok_or_else(|| bad("no count"))?;
@@ -40,7 +44,22 @@ pub fn split_collection(bytes: &[u8], what: &str) -> Result<Vec<Option<Bytes>>, 
     if count > rest.len() / 4 + 1 {
         return Err(bad("count larger than the value"));
     }
-    let mut items = Vec::with_capacity(count);
+    let items = split_items(rest, what)?;
+    if items.len() != count * items_per_element {
+        return Err(bad("count and items differ"));
+    }
+    Ok(items)
+}
+
+/// The `[bytes]` fields of a serialized UDT value (no count: as many as
+/// were written, possibly fewer than the type has), nulls as `None`.
+pub fn split_fields(bytes: &[u8], what: &str) -> Result<Vec<Option<Bytes>>, MigrateError> {
+    split_items(bytes, what)
+}
+
+fn split_items(mut rest: &[u8], what: &str) -> Result<Vec<Option<Bytes>>, MigrateError> {
+    let bad = |why: &str| MigrateError::Data(format!("{what}: malformed value ({why})"));
+    let mut items = Vec::new();
     while !rest.is_empty() {
         let length = take_i32(&mut rest).ok_or_else(|| bad("truncated length"))?;
         let Ok(length) = usize::try_from(length) else {
@@ -85,7 +104,7 @@ pub fn per_element<T>(
     let Some(bytes) = bytes else {
         return Ok((0..elements).map(|_| None).collect());
     };
-    let items = split_collection(bytes, what)?;
+    let items = split_collection(bytes, 1, what)?;
     if items.len() != elements {
         return Err(MigrateError::Data(format!(
             "{what}: {} values for {elements} elements",
@@ -107,7 +126,7 @@ mod tests {
         let a = Bytes::from_static(b"a");
         let bc = Bytes::from_static(b"bc");
         let joined = join_collection(2, &[&a, &bc]);
-        let items = split_collection(&joined, "s").expect("splits");
+        let items = split_collection(&joined, 1, "s").expect("splits");
         assert_eq!(items, vec![Some(a), Some(bc)]);
     }
 
@@ -120,9 +139,9 @@ mod tests {
         with_null.put_i32(7);
         let ttls = per_element(Some(&with_null.freeze()), 2, "ttl", read_int).expect("reads");
         assert_eq!(ttls, vec![None, Some(7)]);
-        assert!(split_collection(&[0, 0, 0, 1, 0, 0, 0, 9, 1], "x").is_err());
-        assert!(split_collection(&[0, 0], "x").is_err());
-        assert!(split_collection(&[0, 0x7f, 0, 0], "x").is_err());
+        assert!(split_collection(&[0, 0, 0, 1, 0, 0, 0, 9, 1], 1, "x").is_err());
+        assert!(split_collection(&[0, 0], 1, "x").is_err());
+        assert!(split_collection(&[0, 0x7f, 0, 0], 1, "x").is_err());
         assert!(read_bigint(&[1, 2], "w").is_err());
     }
 }
