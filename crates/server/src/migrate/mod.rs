@@ -57,11 +57,13 @@ pub struct MigrateArgs {
     /// Login on the source (PasswordAuthenticator).
     #[arg(long, value_name = "USER")]
     pub username: Option<String>,
+    /// Password of --username.
     #[arg(long, value_name = "PASSWORD")]
     pub password: Option<String>,
     /// Login on the target, if it asks for one.
     #[arg(long, value_name = "USER")]
     pub to_username: Option<String>,
+    /// Password of --to-username.
     #[arg(long, value_name = "PASSWORD")]
     pub to_password: Option<String>,
     /// Finished token ranges, so that a run started again skips them.
