@@ -8,7 +8,8 @@
 # unmodified clients, scrapes its metrics endpoint, stops it with SIGTERM (a
 # clean shutdown is part of the test), then the process tests (restart,
 # kill -9, PasswordAuthenticator; `rocksandra migrate` from an Apache
-# Cassandra 5.0.6 it starts on 127.0.0.1:9460 when its jars are cached, ~90 s)
+# Cassandra 5.0.6 it starts on 127.0.0.1:9460, fetching its jars first on a
+# new machine as scripts/cassandra/start.sh does; ~90 s)
 # and the multi-process cluster tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."

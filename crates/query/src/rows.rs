@@ -165,10 +165,8 @@ fn column_value(column: &Column, cells: &[&Cell], now: LocalTime) -> Result<Colu
                     *slot = Some(&c.value);
                 }
             }
-            // Trailing nulls are left out, as Cassandra serializes UDTs.
-            while matches!(fields.last(), Some(None)) {
-                fields.pop();
-            }
+            // Every field of the type, the unset ones null, as Cassandra's
+            // `UserType.serializeForNativeProtocol` sends a non-frozen UDT.
             for f in fields {
                 match f {
                     Some(v) => put_value(&mut bytes, v),

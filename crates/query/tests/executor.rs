@@ -434,6 +434,38 @@ fn writetime_and_ttl_of_elements_and_fields() {
     ]);
 }
 
+/// A non-frozen UDT is sent with every field of its type, the unset ones
+/// null (-1), leading, inner and trailing alike, as Cassandra's
+/// `UserType.serializeForNativeProtocol` sends it.
+#[test]
+fn a_non_frozen_udt_is_sent_with_every_field() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TYPE f (a int, b int, c int)", "OK"),
+        ("CREATE TABLE uf (k int PRIMARY KEY, u f)", "OK"),
+        ("UPDATE uf SET u.b = 7 WHERE k = 1", "OK"),
+    ]);
+    let request = Request {
+        keyspace: Some("ks".into()),
+        ..Request::default()
+    };
+    let outcome = h
+        .executor
+        .query("SELECT u FROM uf WHERE k = 1", &request)
+        .unwrap();
+    let ResultBody::Rows(rows) = outcome.body else {
+        panic!("rows expected")
+    };
+    let value = rows.rows[0][0].as_ref().expect("a value");
+    let mut expected = Vec::new();
+    expected.extend_from_slice(&(-1i32).to_be_bytes());
+    expected.extend_from_slice(&4i32.to_be_bytes());
+    expected.extend_from_slice(&7i32.to_be_bytes());
+    expected.extend_from_slice(&(-1i32).to_be_bytes());
+    assert_eq!(&value[..], &expected[..]);
+}
+
 #[test]
 fn paging_resumes_where_it_stopped() {
     let mut h = harness(None);

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use rocksandra_wire::Value;
 
 use super::client::CqlClient;
-use super::table::{Storage, Table};
+use super::table::Table;
 use super::values::bigint;
 use super::MigrateError;
 
@@ -42,33 +42,11 @@ pub async fn digest(
     }
 }
 
-/// A UDT value without its trailing null fields: the same value (a reader
-/// takes missing fields as null), which Cassandra 5.0.6 sends with them for
-/// a non-frozen UDT and Rocksandra without.
-fn without_trailing_null_fields(value: &Bytes) -> Bytes {
-    let mut end = 0;
-    let mut at = 0;
-    while let Some(length) = value.get(at..at + 4) {
-        let length = i32::from_be_bytes([length[0], length[1], length[2], length[3]]);
-        at += 4 + usize::try_from(length).unwrap_or(0);
-        if length >= 0 {
-            end = at.min(value.len());
-        }
-    }
-    value.slice(..end)
-}
-
 /// FNV-1a over each cell's length and bytes, TTL cells left out, then a
 /// final mix so that summing row hashes does not cancel structure.
 pub fn row_hash(table: &Table, cells: &[Option<Bytes>]) -> u64 {
     let keys = table.key_count();
     let width = table.cells_per_data_column();
-    let udt_values: Vec<usize> = table
-        .data()
-        .enumerate()
-        .filter(|(_, c)| c.storage == Storage::Udt)
-        .map(|(i, _)| keys + i * width)
-        .collect();
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let mut feed = |bytes: &[u8]| {
         for byte in bytes {
@@ -83,13 +61,8 @@ pub fn row_hash(table: &Table, cells: &[Option<Bytes>]) -> u64 {
         }
         match cell {
             Some(bytes) => {
-                let bytes = if udt_values.contains(&i) {
-                    without_trailing_null_fields(bytes)
-                } else {
-                    bytes.clone()
-                };
                 feed(&(bytes.len() as i32).to_be_bytes());
-                feed(&bytes);
+                feed(bytes);
             }
             None => feed(&(-1i32).to_be_bytes()),
         }
@@ -138,18 +111,5 @@ mod tests {
         assert_eq!(base, row_hash(&table, &row(5, 10, Some(100))));
         assert_ne!(base, row_hash(&table, &row(6, 10, None)));
         assert_ne!(base, row_hash(&table, &row(5, 11, None)));
-    }
-
-    #[test]
-    fn trailing_null_fields_do_not_change_a_udt_value() {
-        let two = Bytes::from_static(&[0, 0, 0, 1, 7, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, 8]);
-        let with_null = Bytes::from([&two[..], &[0xff, 0xff, 0xff, 0xff]].concat());
-        assert_eq!(without_trailing_null_fields(&with_null), two);
-        assert_eq!(without_trailing_null_fields(&two), two);
-        let only_null = Bytes::from_static(&[0xff, 0xff, 0xff, 0xff]);
-        assert!(without_trailing_null_fields(&only_null).is_empty());
-        // A truncated value stays within its bytes.
-        let truncated = Bytes::from_static(&[0, 0, 0, 9, 1]);
-        assert_eq!(without_trailing_null_fields(&truncated), truncated);
     }
 }
