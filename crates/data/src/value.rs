@@ -1249,7 +1249,9 @@ const NANOS_PER_DAY: i64 = 86_400_000_000_000;
 
 /// `HH:MM:SS.nnnnnnnnn`; values outside a day (Cassandra only checks the
 /// length) print as the raw nanosecond count.
-fn format_time(nanos: i64) -> String {
+/// A `time` value as CQL prints it (`HH:MM:SS.nnnnnnnnn`); the bare
+/// number outside a day.
+pub fn format_time(nanos: i64) -> String {
     if !(0..NANOS_PER_DAY).contains(&nanos) {
         return nanos.to_string();
     }

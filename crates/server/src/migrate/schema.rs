@@ -6,22 +6,12 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
+use rocksandra_query::schema::SYSTEM_KEYSPACES;
 use rocksandra_wire::{ResultBody, Value};
 
 use super::client::CqlClient;
 use super::table::{Column, ColumnKind, Storage, Table};
 use super::MigrateError;
-
-/// Keyspaces of the server itself, never copied.
-const SYSTEM_KEYSPACES: &[&str] = &[
-    "system",
-    "system_schema",
-    "system_auth",
-    "system_distributed",
-    "system_traces",
-    "system_views",
-    "system_virtual_schema",
-];
 
 /// One statement of `DESCRIBE KEYSPACE`.
 pub struct Described {

@@ -40,7 +40,7 @@ pub fn render_value(v: &Py) -> String {
         Py::Uuid(u) => rocksandra_data::uuid::to_text(u),
         Py::Datetime(micros) => render_datetime(*micros),
         Py::Date(days) => render_date(*days),
-        Py::Time(nanos) => render_time(*nanos),
+        Py::Time(nanos) => rocksandra_data::value::format_time(*nanos),
         Py::Duration {
             months,
             days,
@@ -218,17 +218,6 @@ fn render_date(days: i64) -> String {
     }
     let (year, month, day) = civil_from_days(days);
     format!("{year:04}-{month:02}-{day:02}")
-}
-
-fn render_time(nanos: i64) -> String {
-    let seconds = nanos / 1_000_000_000;
-    format!(
-        "{:02}:{:02}:{:02}.{:09}",
-        seconds / 3600,
-        seconds / 60 % 60,
-        seconds % 60,
-        nanos % 1_000_000_000
-    )
 }
 
 /// Proleptic Gregorian (year, month, day) of a day count from 1970-01-01.
