@@ -3,6 +3,8 @@
 //! and the scan that reads a token range of it with every cell's write
 //! time and TTL.
 
+use rocksandra_data::types::{CqlType, NativeType, UdtResolver, UdtType};
+
 use super::MigrateError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -40,19 +42,19 @@ pub enum Storage {
 }
 
 impl Storage {
-    /// From `system_schema.columns.type`; `Err` with the type's name for a
-    /// non-frozen UDT (its fields are in `system_schema.types`).
+    /// From `system_schema.columns.type` (read by the project's one type
+    /// parser); `Err` with the type's name for a non-frozen UDT (its fields
+    /// are in `system_schema.types`) or the text the parser refused.
     pub fn from_type(type_text: &str) -> Result<Storage, String> {
-        let text = type_text.trim();
-        let generic = text.split('<').next().unwrap_or(text).trim();
-        Ok(match generic {
-            "counter" => Storage::Counter,
-            "set" => Storage::Set,
-            "map" => Storage::Map,
-            "list" => Storage::List,
-            "frozen" | "tuple" | "vector" => Storage::Single,
-            name if NATIVE_TYPES.contains(&name) || text.starts_with('\'') => Storage::Single,
-            _ => return Err(text.trim_matches('"').replace("\"\"", "\"")),
+        let parsed =
+            CqlType::parse(type_text, &AnyUdt).map_err(|_| type_text.trim().to_string())?;
+        Ok(match parsed {
+            CqlType::Native(NativeType::Counter) => Storage::Counter,
+            CqlType::Set(_) => Storage::Set,
+            CqlType::Map(..) => Storage::Map,
+            CqlType::List(_) => Storage::List,
+            CqlType::Udt(udt) => return Err(udt.name),
+            _ => Storage::Single,
         })
     }
 
@@ -61,28 +63,19 @@ impl Storage {
     }
 }
 
-const NATIVE_TYPES: &[&str] = &[
-    "ascii",
-    "bigint",
-    "blob",
-    "boolean",
-    "date",
-    "decimal",
-    "double",
-    "duration",
-    "float",
-    "inet",
-    "int",
-    "smallint",
-    "text",
-    "time",
-    "timestamp",
-    "timeuuid",
-    "tinyint",
-    "uuid",
-    "varchar",
-    "varint",
-];
+/// Takes any name for a user-defined type: `Storage::from_type` wants only
+/// the name of a non-frozen one, whose fields come from `system_schema.types`.
+struct AnyUdt;
+
+impl UdtResolver for AnyUdt {
+    fn resolve_udt(&self, keyspace: Option<&str>, name: &str) -> Option<UdtType> {
+        Some(UdtType {
+            keyspace: keyspace.unwrap_or_default().to_string(),
+            name: name.to_string(),
+            fields: Vec::new(),
+        })
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Column {
