@@ -103,7 +103,9 @@ pub struct Keyspace {
     pub is_virtual: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Ordered as a table's columns come: partition key, clustering, static,
+/// regular.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum ColumnKind {
     PartitionKey,
     Clustering,
@@ -120,6 +122,17 @@ impl ColumnKind {
             ColumnKind::Static => "static",
             ColumnKind::Regular => "regular",
         }
+    }
+
+    /// The kind `name` names in system_schema.columns.kind.
+    pub fn from_name(name: &str) -> Option<ColumnKind> {
+        let kinds = [
+            ColumnKind::PartitionKey,
+            ColumnKind::Clustering,
+            ColumnKind::Static,
+            ColumnKind::Regular,
+        ];
+        kinds.into_iter().find(|kind| kind.name() == name)
     }
 
     pub fn is_primary_key(self) -> bool {

@@ -145,7 +145,9 @@ fn column_of(
     types: &BTreeMap<String, Vec<String>>,
 ) -> Result<Result<Column, String>, MigrateError> {
     let name = text(&row[1], "column_name")?;
-    let kind = ColumnKind::from_schema(&text(&row[2], "kind")?)?;
+    let kind_name = text(&row[2], "kind")?;
+    let kind = ColumnKind::from_name(&kind_name)
+        .ok_or_else(|| MigrateError::Data(format!("unknown column kind {kind_name}")))?;
     let position = row[3]
         .as_deref()
         .map(|b| super::values::read_int(b, "position"))

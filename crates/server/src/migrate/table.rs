@@ -7,25 +7,7 @@ use rocksandra_data::types::{CqlType, NativeType, UdtResolver, UdtType};
 
 use super::MigrateError;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum ColumnKind {
-    PartitionKey,
-    Clustering,
-    Static,
-    Regular,
-}
-
-impl ColumnKind {
-    pub fn from_schema(kind: &str) -> Result<ColumnKind, MigrateError> {
-        Ok(match kind {
-            "partition_key" => ColumnKind::PartitionKey,
-            "clustering" => ColumnKind::Clustering,
-            "static" => ColumnKind::Static,
-            "regular" => ColumnKind::Regular,
-            other => return Err(MigrateError::Data(format!("unknown column kind {other}"))),
-        })
-    }
-}
+pub use rocksandra_query::schema::ColumnKind;
 
 /// How a data column's cells are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
