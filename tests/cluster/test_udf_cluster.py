@@ -35,8 +35,11 @@ def test_functions_and_aggregates_spread_with_the_schema():
         assert b.execute("SELECT ks.total(v) FROM ks.t WHERE k = 1").one()[0] == 110
         assert b.execute("SELECT ks.acc(v, 1) FROM ks.t WHERE k = 1 AND c = 4").one()[0] == 5
         cluster_b = nodes.clusters[-1]
-        wait_until(lambda: "total(int)" in cluster_b.metadata.keyspaces["ks"].aggregates,
-                   10, what="node B's driver sees the aggregate")
+        # The driver learns of the keyspace itself from a schema event too.
+        def sees_aggregate():
+            keyspace = cluster_b.metadata.keyspaces.get("ks")
+            return keyspace is not None and "total(int)" in keyspace.aggregates
+        wait_until(sees_aggregate, 10, what="node B's driver sees the aggregate")
         b.execute("DROP AGGREGATE ks.total")
         rows = a.execute("SELECT aggregate_name FROM system_schema.aggregates "
                          "WHERE keyspace_name = 'ks'")
