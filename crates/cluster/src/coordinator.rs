@@ -356,19 +356,40 @@ fn pick(mutations: &[Mutation], indexes: &[usize]) -> Vec<Mutation> {
 
 /// The WriteTimeout of a write some replica sets did not acknowledge: the
 /// figures of the one furthest from its level.
-fn write_timeout(tracks: &[WriteTrack], options: &WriteOptions) -> QueryError {
-    let (received, block_for) = tracks
+/// The acknowledgements received and needed by the mutation furthest
+/// from its consistency level.
+fn shortfall(tracks: &[WriteTrack]) -> (usize, usize) {
+    tracks
         .iter()
         .filter(|t| !t.done())
         .min_by_key(|t| t.acked.len())
         .map(|t| (t.acked.len(), t.requirement.block_for()))
-        .unwrap_or((0, 1));
+        .unwrap_or((0, 1))
+}
+
+fn write_timeout(tracks: &[WriteTrack], options: &WriteOptions) -> QueryError {
+    let (received, block_for) = shortfall(tracks);
     QueryError::WriteTimeout {
         consistency: options.consistency,
         received,
         block_for,
         write_type: options.write_type.clone(),
     }
+}
+
+/// WRITE_FAILURE for a write whose `failed` replicas leave a mutation
+/// short of its consistency level.
+fn write_failure(
+    tracks: &[WriteTrack],
+    options: &WriteOptions,
+    failed: Vec<(IpAddr, u16)>,
+) -> QueryError {
+    QueryError::write_failure(
+        options.consistency,
+        shortfall(tracks),
+        failed,
+        options.write_type.clone(),
+    )
 }
 
 fn remote_error(endpoint: IpAddr, e: &RemoteError) -> QueryError {
@@ -541,12 +562,19 @@ impl Coordinator {
         }
         let (tx, rx) = std::sync::mpsc::channel::<Reply>();
         let mut outstanding = self.send_remote(&per_endpoint, &mutations, options.now, &tx);
+        // Replicas that failed the write (their storage: an IO error, a
+        // full disk), each with Cassandra's reason code (0, UNKNOWN).
+        let mut failed: Vec<(IpAddr, u16)> = Vec::new();
         if let Some(indexes) = per_endpoint.get(&shared.local) {
-            shared
-                .engine
-                .write(&pick(&mutations, indexes), options.now)?;
-            for i in indexes {
-                tracks[*i].acked.push(topology.local_dc.clone());
+            match shared.engine.write(&pick(&mutations, indexes), options.now) {
+                Ok(()) => {
+                    for i in indexes {
+                        tracks[*i].acked.push(topology.local_dc.clone());
+                    }
+                }
+                // The storage logs its failure, once, not per write.
+                Err(e) if e.is_storage_failure() => failed.push((shared.local, 0)),
+                Err(e) => return Err(e.into()),
             }
         }
         let deadline = Instant::now() + self.shared.timeouts.write;
@@ -562,8 +590,12 @@ impl Coordinator {
                 Ok((e, result)) => {
                     let indexes = outstanding.remove(&e).unwrap_or_default();
                     shared.hint(&topology, e, &pick(&mutations, &indexes));
-                    if let Ok(Response::Error(err)) = &result {
-                        failure.get_or_insert(remote_error(e, err));
+                    match &result {
+                        Ok(Response::Error(RemoteError::Failed(_))) => failed.push((e, 0)),
+                        Ok(Response::Error(err)) => {
+                            failure.get_or_insert(remote_error(e, err));
+                        }
+                        _ => {}
                     }
                 }
                 Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => break,
@@ -573,11 +605,14 @@ impl Coordinator {
             for (e, indexes) in &outstanding {
                 shared.hint(&topology, *e, &pick(&mutations, indexes));
             }
-            return Err(match failure.filter(|_| outstanding.is_empty()) {
-                // Every replica answered and one failed: its error, as
-                // Cassandra's WriteFailure would carry.
-                Some(e) => e,
-                None => write_timeout(&tracks, options),
+            if !outstanding.is_empty() {
+                return Err(write_timeout(&tracks, options));
+            }
+            // Every replica answered and some failed: WRITE_FAILURE when
+            // replicas failed, as in Cassandra, else the refusal.
+            return Err(match failure {
+                Some(e) if failed.is_empty() => e,
+                _ => write_failure(&tracks, options, failed),
             });
         }
         if !outstanding.is_empty() {

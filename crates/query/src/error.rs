@@ -39,6 +39,11 @@ pub enum QueryError {
     /// A failure of this server, not of the request.
     #[error("{0}")]
     Server(String),
+    /// This node's storage failed (an IO error, a full disk): as a
+    /// replica's failure, a write reports it as WRITE_FAILURE
+    /// (`QueryError::replica_write_failure`).
+    #[error("{0}")]
+    Storage(String),
     /// A function failed on its arguments (FUNCTION_FAILURE).
     #[error("{message}")]
     FunctionFailure {
@@ -90,6 +95,28 @@ pub enum QueryError {
     },
 }
 
+/// `Operation failed - received R responses and F failures: REASON from
+/// /ADDRESS, ...`, Cassandra's text for READ_FAILURE and WRITE_FAILURE.
+pub fn failure_message(received: usize, failed: &[(std::net::IpAddr, u16)]) -> String {
+    let reasons: Vec<String> = failed
+        .iter()
+        .map(|(node, code)| format!("{} from /{node}", failure_reason_name(*code)))
+        .collect();
+    format!(
+        "Operation failed - received {received} responses and {} failures: {}",
+        failed.len(),
+        reasons.join(", ")
+    )
+}
+
+/// The name of a failure reason code (Cassandra's `RequestFailureReason`).
+fn failure_reason_name(code: u16) -> &'static str {
+    match code {
+        1 => "READ_TOO_MANY_TOMBSTONES",
+        _ => "UNKNOWN",
+    }
+}
+
 fn count(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
@@ -122,6 +149,35 @@ impl QueryError {
     /// view definitions, `token()` and bind markers.
     pub fn undefined_column_name(label: &str) -> QueryError {
         QueryError::Invalid(format!("Undefined column name {label}"))
+    }
+
+    /// WRITE_FAILURE: `failed` replicas (each with its reason code, 0 for
+    /// UNKNOWN) failed a write that `received` replicas acknowledged, out
+    /// of the `block_for` the consistency level needs; Cassandra's text.
+    pub fn write_failure(
+        consistency: Consistency,
+        (received, block_for): (usize, usize),
+        failed: Vec<(std::net::IpAddr, u16)>,
+        write_type: WriteType,
+    ) -> QueryError {
+        QueryError::WriteFailure {
+            message: failure_message(received, &failed),
+            consistency,
+            received,
+            block_for,
+            reasons: failed,
+            write_type,
+        }
+    }
+
+    /// WRITE_FAILURE from `node` alone: its storage failed a write it was
+    /// the one replica of (a node alone).
+    pub fn local_write_failure(
+        node: std::net::IpAddr,
+        consistency: Consistency,
+        write_type: WriteType,
+    ) -> QueryError {
+        QueryError::write_failure(consistency, (0, 1), vec![(node, 0)], write_type)
     }
 
     /// Whether the request was valid but could not be carried out (too
@@ -158,7 +214,7 @@ impl QueryError {
             QueryError::Truncate(_) => ErrorKind::TruncateError,
             QueryError::BadCredentials(_) => ErrorKind::BadCredentials,
             QueryError::Overloaded(_) => ErrorKind::Overloaded,
-            QueryError::Server(_) => ErrorKind::ServerError,
+            QueryError::Server(_) | QueryError::Storage(_) => ErrorKind::ServerError,
             QueryError::FunctionFailure {
                 keyspace,
                 function,
@@ -252,6 +308,7 @@ impl From<StorageError> for QueryError {
     fn from(e: StorageError) -> QueryError {
         match e {
             StorageError::Invalid(m) => QueryError::Invalid(m),
+            e if e.is_storage_failure() => QueryError::Storage(e.to_string()),
             other => QueryError::Server(other.to_string()),
         }
     }
@@ -260,5 +317,44 @@ impl From<StorageError> for QueryError {
 impl From<ValueError> for QueryError {
     fn from(e: ValueError) -> QueryError {
         QueryError::Invalid(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_failure_names_each_failed_replica_as_cassandra_does() {
+        let a: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+        let b: std::net::IpAddr = "127.0.0.2".parse().unwrap();
+        let e = QueryError::write_failure(
+            Consistency::All,
+            (1, 3),
+            vec![(a, 0), (b, 1)],
+            WriteType::Simple,
+        );
+        assert_eq!(
+            e.to_string(),
+            "Operation failed - received 1 responses and 2 failures: \
+             UNKNOWN from /127.0.0.1, READ_TOO_MANY_TOMBSTONES from /127.0.0.2"
+        );
+        let response = e.to_response();
+        assert!(matches!(
+            response.kind,
+            ErrorKind::WriteFailure { received: 1, block_for: 3, ref failures, .. }
+                if failures.num_failures == 2
+        ));
+    }
+
+    #[test]
+    fn the_storage_failing_is_a_storage_error_and_a_bad_request_stays_invalid() {
+        let full = StorageError::NoSpace {
+            action: "writing",
+            detail: "IO error: No space left on device".into(),
+        };
+        assert!(matches!(QueryError::from(full), QueryError::Storage(_)));
+        let bad = StorageError::Invalid("no".into());
+        assert_eq!(QueryError::from(bad), QueryError::Invalid("no".into()));
     }
 }

@@ -414,8 +414,12 @@ fn write(
         write_type,
         now: context.local_now(request),
     };
+    let failed = |e| replica_refusal(context, e, request, &options.write_type);
     if !crate::view::any_views(&schema, &merged) {
-        context.data().write(&schema, merged, &options)?;
+        context
+            .data()
+            .write(&schema, merged, &options)
+            .map_err(failed)?;
         context.vector_graphs.observe(&observed);
         return Ok(());
     }
@@ -424,34 +428,36 @@ fn write(
     let _guard = context.rmw_lock.hold();
     let merged =
         crate::view::with_view_updates(context, &schema, merged, request.consistency, options.now)?;
-    context.data().write(&schema, merged, &options)?;
+    context
+        .data()
+        .write(&schema, merged, &options)
+        .map_err(failed)?;
     context.vector_graphs.observe(&observed);
     Ok(())
 }
 
 /// What Cassandra's replica refuses (a zero vector under a cosine SAI
-/// index) reaches the client as the replica's failure, as there.
+/// index) or fails on (its storage: an IO error, a full disk) reaches the
+/// client as the replica's failure, as there.
 fn replica_refusal(
     context: &StatementCtx<'_>,
     e: QueryError,
     request: &Request,
     write_type: &WriteType,
 ) -> QueryError {
-    if !matches!(&e, QueryError::Invalid(m) if m == crate::index::ZERO_VECTOR_COSINE) {
-        return e;
+    match &e {
+        QueryError::Invalid(m) if m == crate::index::ZERO_VECTOR_COSINE => {
+            tracing::error!("write refused: {e}");
+        }
+        // The storage logs its failure, once, not per write.
+        QueryError::Storage(_) => {}
+        _ => return e,
     }
-    let node = context.node().broadcast_address;
-    tracing::error!("write refused: {e}");
-    QueryError::WriteFailure {
-        consistency: request.consistency,
-        received: 0,
-        block_for: 1,
-        reasons: vec![(node, 0)],
-        write_type: write_type.clone(),
-        message: format!(
-            "Operation failed - received 0 responses and 1 failures: UNKNOWN from /{node}"
-        ),
-    }
+    QueryError::local_write_failure(
+        context.node().broadcast_address,
+        request.consistency,
+        write_type.clone(),
+    )
 }
 
 /// Writes the index entries of a compare-and-set's mutations before its

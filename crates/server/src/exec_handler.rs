@@ -10,8 +10,8 @@ use rocksandra_query::trace::{TraceEvent, TraceSession};
 use rocksandra_query::{Executor, Outcome, QueryError, Request};
 use rocksandra_storage::WriteGroup;
 use rocksandra_wire::{
-    Batch, BatchQuery, BatchType, BoundValues, ErrorKind, ErrorResponse, Event, Execute, Prepare,
-    ProtocolVersion, Query, QueryParameters, Response, ResultBody,
+    Batch, BatchQuery, BatchType, BoundValues, Consistency, ErrorKind, ErrorResponse, Event,
+    Execute, Prepare, ProtocolVersion, Query, QueryParameters, Response, ResultBody, WriteType,
 };
 
 use crate::handler::{Credentials, HandlerFuture, Reply, RequestContext, RequestHandler, Session};
@@ -84,6 +84,30 @@ impl ExecutorHandler {
                 reply
             }
             Err(e) => Reply::from(Response::Error(e.to_response())),
+        }
+    }
+}
+
+/// What an inline request's deferred write is queued under
+/// (`WriteGroup::run`): its stream, to answer it, and its consistency
+/// level, which a WRITE_FAILURE names.
+struct InlineTag {
+    stream: i16,
+    consistency: Consistency,
+}
+
+impl InlineTag {
+    fn encode(&self) -> i64 {
+        i64::from(self.consistency.code()) << 16 | i64::from(self.stream as u16)
+    }
+
+    fn decode(tag: i64) -> InlineTag {
+        InlineTag {
+            stream: (tag & 0xffff) as u16 as i16,
+            consistency: u16::try_from(tag >> 16)
+                .ok()
+                .and_then(Consistency::from_code)
+                .unwrap_or_default(),
         }
     }
 }
@@ -283,7 +307,11 @@ impl RequestHandler for ExecutorHandler {
             return None;
         }
         let req = request(session, &execute.params);
-        let result = writes.run(i64::from(context.stream), || {
+        let tag = InlineTag {
+            stream: context.stream,
+            consistency: execute.params.consistency,
+        };
+        let result = writes.run(tag.encode(), || {
             self.executor.execute_prepared(&prepared, req)
         });
         Some(self.reply(session, result))
@@ -292,12 +320,21 @@ impl RequestHandler for ExecutorHandler {
     fn commit_inline(&self, writes: &mut WriteGroup) -> Vec<(i16, ErrorResponse)> {
         let engine = self.executor.engine();
         writes.run(0, || engine.commit_deferred());
+        let node = self.executor.node().broadcast_address;
         writes
             .take_failures()
             .into_iter()
-            .map(|(stream, e)| {
-                let stream = i16::try_from(stream).unwrap_or_default();
-                (stream, QueryError::from(e).to_response())
+            .map(|(tag, e)| {
+                let tag = InlineTag::decode(tag);
+                // Inline writes are single statements (SIMPLE). The
+                // storage logs its failure, once, not per write.
+                let error = match e.is_storage_failure() {
+                    true => {
+                        QueryError::local_write_failure(node, tag.consistency, WriteType::Simple)
+                    }
+                    false => QueryError::from(e),
+                };
+                (tag.stream, error.to_response())
             })
             .collect()
     }
@@ -400,4 +437,23 @@ fn run_batch(
         statements.push((modification, values, req.keyspace));
     }
     executor.execute_batch_message(kind, statements, &base)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_inline_tag_keeps_its_stream_and_consistency() {
+        for stream in [0, 1, 127, i16::MAX, -1, i16::MIN] {
+            for consistency in Consistency::ALL {
+                let tag = InlineTag {
+                    stream,
+                    consistency,
+                };
+                let back = InlineTag::decode(tag.encode());
+                assert_eq!((back.stream, back.consistency), (stream, consistency));
+            }
+        }
+    }
 }

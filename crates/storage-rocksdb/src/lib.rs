@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::{CStr, CString};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -115,6 +115,12 @@ struct Shared {
     /// gc_grace_seconds per column family, read by compaction filters.
     gc_grace: RwLock<HashMap<String, Arc<AtomicI64>>>,
     failure: Mutex<Option<String>>,
+    /// The last write or WAL sync found the data volume full. Not a latch:
+    /// RocksDB resumes by itself once space is freed (its SstFileManager
+    /// polls the free space), and the next write that succeeds clears it.
+    out_of_space: AtomicBool,
+    /// RocksDB's count of background errors when last looked at.
+    background_errors: AtomicU64,
     stopping: AtomicBool,
     purge_candidates: Candidates,
     /// Options of every table, mirrored in `TABLE_OPTIONS_FILE`.
@@ -270,10 +276,28 @@ fn open_checkpoint(source: &Path, table: TableId, scratch: &Path) -> Result<Db> 
 }
 
 fn rocks_error(action: &'static str) -> impl Fn(rocksdb::Error) -> StorageError {
-    move |e| StorageError::Io {
-        action,
-        detail: e.to_string(),
+    move |e| {
+        let detail = e.to_string();
+        if is_no_space(&detail) {
+            StorageError::NoSpace { action, detail }
+        } else {
+            StorageError::Io { action, detail }
+        }
     }
+}
+
+/// RocksDB's text for its `NoSpace` status (an ENOSPC from the file
+/// system, or its own SstFileManager's space limit).
+fn is_no_space(error: &str) -> bool {
+    error.contains("No space left on device")
+}
+
+/// A WAL whose append failed keeps failing with this until RocksDB
+/// resumes on a new one: the consequence of an error that was reported
+/// (and made the store read-only, unless it was a full disk) where it
+/// happened, not a failure of its own.
+fn is_earlier_error(error: &str) -> bool {
+    error.contains("Writer has previous error")
 }
 
 impl RocksStore {
@@ -357,6 +381,8 @@ impl RocksStore {
             clock,
             gc_grace: RwLock::new(gc_grace),
             failure: Mutex::new(None),
+            out_of_space: AtomicBool::new(false),
+            background_errors: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
             purge_candidates,
             table_options: Mutex::new(stored),
@@ -429,12 +455,38 @@ impl Shared {
             .fold(0, u64::saturating_add)
     }
 
-    /// Turns a RocksDB background error into the read-only state.
-    fn check_background_errors(&self) {
-        if let Ok(Some(n)) = self.db.property_int_value("rocksdb.background-errors") {
-            if n > 0 {
-                self.fail(format!("{n} RocksDB background error(s)"));
+    /// Records what the last write or WAL sync found: the volume full, or
+    /// room again.
+    fn set_out_of_space(&self, full: bool) {
+        if self.out_of_space.load(Ordering::Relaxed) != full
+            && self.out_of_space.swap(full, Ordering::Relaxed) != full
+        {
+            match full {
+                true => eprintln!(
+                    "rocksandra storage: the data volume is full; writes are refused until \
+                     space is freed (RocksDB checks every 5 seconds)"
+                ),
+                false => eprintln!("rocksandra storage: writes succeed again"),
             }
+        }
+    }
+
+    /// Logs the background errors RocksDB met since the last look. Not a
+    /// latch: RocksDB itself stops writes after a hard error (writes then
+    /// fail, and `write_batch` makes the store read-only unless the disk
+    /// is full), resumes by itself after a full disk, and keeps going
+    /// after a soft one.
+    fn check_background_errors(&self) {
+        let Ok(Some(n)) = self.db.property_int_value("rocksdb.background-errors") else {
+            return;
+        };
+        let seen = self.background_errors.swap(n, Ordering::Relaxed);
+        if n > seen {
+            eprintln!(
+                "rocksandra storage: RocksDB met {} background error(s) ({n} in all; \
+                 its LOG in the data directory says which)",
+                n - seen
+            );
         }
     }
 }
@@ -453,7 +505,14 @@ fn spawn_syncer(shared: Arc<Shared>, period_ms: u64) -> Result<JoinHandle<()>> {
                 }
                 waited = 0;
                 if let Err(e) = shared.db.flush_wal(true) {
-                    shared.fail(format!("WAL sync failed: {e}"));
+                    let reason = format!("WAL sync failed: {e}");
+                    // The WAL's unsynced tail is still in the memtables,
+                    // which RocksDB flushes as it resumes.
+                    if is_no_space(&reason) {
+                        shared.set_out_of_space(true);
+                    } else if !is_earlier_error(&reason) {
+                        shared.fail(reason);
+                    }
                 }
                 shared.check_background_errors();
             }
@@ -1091,7 +1150,7 @@ impl KvStore for RocksStore {
             compactions_pending: shared.property_of_all_tables(properties::COMPACTION_PENDING),
             memtable_bytes: shared.property_of_all_tables(properties::CUR_SIZE_ALL_MEM_TABLES),
             sst_bytes: shared.property_of_all_tables(properties::LIVE_SST_FILES_SIZE),
-            read_only: shared.failure().is_some(),
+            read_only: shared.failure().is_some() || shared.out_of_space.load(Ordering::Relaxed),
             // The engine above adds its point cache's figures.
             ..StorageStats::default()
         }
@@ -1136,14 +1195,26 @@ impl RocksStore {
         }
         let mut options = WriteOptions::default();
         options.set_sync(matches!(self.shared.config.durability, Durability::Batch));
-        self.shared.db.write_opt(batch, &options).map_err(|e| {
-            let reason = format!("write failed: {e}");
-            self.shared.fail(reason.clone());
-            StorageError::Io {
-                action: "writing",
-                detail: e.to_string(),
+        match self.shared.db.write_opt(batch, &options) {
+            Ok(()) => {
+                self.shared.set_out_of_space(false);
+                Ok(())
             }
-        })
+            Err(e) => match rocks_error("writing")(e) {
+                full @ StorageError::NoSpace { .. } => {
+                    self.shared.set_out_of_space(true);
+                    Err(full)
+                }
+                other => {
+                    if let StorageError::Io { detail, .. } = &other {
+                        if !is_earlier_error(detail) {
+                            self.shared.fail(format!("write failed: {detail}"));
+                        }
+                    }
+                    Err(other)
+                }
+            },
+        }
     }
 
     /// A key greater than every key of the table, if it has any.
@@ -1167,6 +1238,18 @@ impl RocksStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_disk_is_told_from_other_io_errors() {
+        // RocksDB's texts, as a full tmpfs gave them.
+        let append = "IO error: No space left on device: While appending to file: \
+                      /data/rocksdb/000004.log: No space left on device";
+        let after = "IO error: Writer has previous error.";
+        let other = "IO error: Input/output error: While fsync: a file descriptor";
+        assert!(is_no_space(append) && !is_earlier_error(append));
+        assert!(is_earlier_error(after) && !is_no_space(after));
+        assert!(!is_no_space(other) && !is_earlier_error(other));
+    }
 
     #[test]
     fn background_jobs_give_the_asked_compaction_threads() {

@@ -317,8 +317,28 @@ pub enum StorageError {
         action: &'static str,
         detail: String,
     },
+    /// The data volume is full. Nothing of the refused write is
+    /// acknowledged, and unlike `Io` it does not make the storage
+    /// read-only: writes succeed again once space is freed.
+    #[error("no space left on the data volume while {action}: {detail}")]
+    NoSpace {
+        action: &'static str,
+        detail: String,
+    },
     #[error("invalid request: {0}")]
     Invalid(String),
+}
+
+impl StorageError {
+    /// Whether the storage itself failed (its disk: an IO error, a full
+    /// volume, the read-only state after one), not the request: a write
+    /// counts it as the replica's failure (Cassandra's WRITE_FAILURE).
+    pub fn is_storage_failure(&self) -> bool {
+        matches!(
+            self,
+            StorageError::Io { .. } | StorageError::NoSpace { .. } | StorageError::ReadOnly(_)
+        )
+    }
 }
 
 pub type Result<T, E = StorageError> = std::result::Result<T, E>;
@@ -346,7 +366,8 @@ pub struct StorageStats {
     pub memtable_bytes: u64,
     /// Live SST files of every table.
     pub sst_bytes: u64,
-    /// Writes are refused after an earlier failure (`StorageError::ReadOnly`).
+    /// Writes are refused: after an earlier failure (`StorageError::ReadOnly`),
+    /// or because the last write found the data volume full (`NoSpace`).
     pub read_only: bool,
 }
 

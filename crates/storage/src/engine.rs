@@ -75,7 +75,7 @@ impl<S: KvStore> KvEngine<S> {
     }
 
     /// Writes entries to the store now, under the write gate; an IO failure
-    /// makes the engine read-only.
+    /// makes the engine read-only (a full disk does not: `NoSpace`).
     fn write_now(&self, ops: &[(TableId, KvOp)]) -> Result<()> {
         let _shared = self.gate()?;
         self.apply(ops).inspect_err(|e| {
@@ -96,7 +96,7 @@ impl<S: KvStore> KvEngine<S> {
             Ok(()) => return,
             Err(e) => e,
         };
-        let alone = !matches!(error, StorageError::Io { .. } | StorageError::ReadOnly(_));
+        let alone = !error.is_storage_failure();
         for (request, ops) in taken.per_request() {
             let outcome = if alone {
                 self.write_now(&ops)

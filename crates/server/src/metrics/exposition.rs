@@ -429,7 +429,7 @@ fn render_storage(out: &mut Families<'_, '_>, storage: &StorageStats) -> Result 
         ),
         (
             "storage_read_only",
-            "1 when storage refuses writes after a failure, else 0.",
+            "1 when storage refuses writes: after a failure, or while the last write found the disk full; else 0.",
             u64::from(storage.read_only),
         ),
     ];
