@@ -72,7 +72,8 @@ def test_help_lists_cassandras_commands():
     for command in ("status", "flush", "version", "describecluster", "getendpoints",
                     "listsnapshots", "clearsnapshot", "snapshot", "drain",
                     "getcompactionthroughput", "setcompactionthroughput", "compactionstats",
-                    "tablestats", "tpstats"):
+                    "tablestats", "tpstats", "proxyhistograms", "tablehistograms",
+                    "gossipinfo", "garbagecollect"):
         assert re.search(r"^\s+%s\s" % command, r.stdout, re.M), (command, r.stdout)
     assert nodetool_raw("--help").returncode == 0
 
@@ -204,7 +205,7 @@ def test_tablestats(two):
         two.session.execute(stmt("INSERT INTO nt_rf2.t (k, v) VALUES (%d, 'z')" % k, CL.ALL))
     node.nodetool("flush", "nt_rf2", "t")
     out = node.nodetool("tablestats", "nt_rf2.t").stdout
-    assert out.startswith("Total number of tables: 1\n----------------\nKeyspace : nt_rf2\n"), out
+    assert out.startswith("Total number of tables: 1\n----------------\nKeyspace: nt_rf2\n"), out
     for label in ("Read Count", "Read Latency", "Write Count", "Write Latency"):
         assert re.search(r"^\t%s: " % label, out, re.M), (label, out)
 
@@ -332,3 +333,45 @@ def test_logging_levels_on_a_member(two):
     assert r.returncode == 1 and "no Rocksandra logger" in r.stderr, r
     node.nodetool("setlogginglevel")
     assert node.nodetool("getlogginglevels").stdout == before
+
+
+def gossip_blocks(out):
+    """`gossipinfo`'s endpoints: address to {name: (version, value)}, with
+    generation and heartbeat as names too."""
+    blocks = {}
+    current = None
+    for line in out.splitlines():
+        if line.startswith("/"):
+            current = blocks.setdefault(line[1:], {})
+        elif line.startswith("  ") and current is not None:
+            name, rest = line.strip().split(":", 1)
+            if name in ("generation", "heartbeat"):
+                current[name] = int(rest)
+            else:
+                version, value = rest.split(":", 1)
+                current[name] = (int(version), value)
+    return blocks
+
+
+def test_gossipinfo_lists_both_endpoints(two):
+    seen = {}
+    for ip in TWO:
+        out = two.nodes[ip].nodetool("gossipinfo").stdout
+        assert re.findall(r"^/(\S+)$", out, re.M) == TWO, out
+        assert out.endswith("\n\n"), out
+        seen[ip] = gossip_blocks(out)
+        for peer, block in seen[ip].items():
+            assert list(block)[:3] == ["generation", "heartbeat", "STATUS"], out
+            assert block["STATUS"][1].startswith("NORMAL,"), out
+            assert block["RPC_ADDRESS"][1] == peer, out
+            assert block["RELEASE_VERSION"][1] == "5.0.6", out
+            assert block["TOKENS"][1] == "<hidden>", out
+            assert re.fullmatch(r"[0-9a-f-]{36}", block["HOST_ID"][1]), out
+    # Both nodes know the same host ids and generations of each endpoint.
+    for peer in TWO:
+        assert seen[A][peer]["HOST_ID"] == seen[B][peer]["HOST_ID"]
+        assert seen[A][peer]["generation"] == seen[B][peer]["generation"]
+    assert seen[A][A]["HOST_ID"] != seen[A][B]["HOST_ID"]
+    # Heartbeats go on.
+    wait_until(lambda: gossip_blocks(two.nodes[A].nodetool("gossipinfo").stdout)[B]["heartbeat"]
+               > seen[A][B]["heartbeat"], 10, what="B's heartbeat seen by A to grow")

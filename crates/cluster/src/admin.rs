@@ -19,6 +19,8 @@ use crate::topology::Topology;
 pub mod listener;
 
 mod cluster_info;
+mod gossip_info;
+mod histograms;
 mod import;
 mod snapshots;
 pub(crate) mod stats;
@@ -63,6 +65,9 @@ pub struct AdminNode {
     pub(crate) stages: Arc<Stages>,
     /// `setcompactionthroughput`'s value, kept by the node.
     pub(crate) compaction_throughput: Arc<AtomicU32>,
+    /// When the node started, in milliseconds since the epoch (the
+    /// generation `gossipinfo` shows for a node alone).
+    started_millis: u64,
 }
 
 /// The parts of a cluster member `AdminNode::member` takes.
@@ -81,6 +86,7 @@ impl AdminNode {
         executor: Arc<Executor>,
         engine: Arc<dyn Engine>,
         compaction_throughput: Arc<AtomicU32>,
+        started_millis: u64,
     ) -> AdminNode {
         let topology = Arc::new(crate::node::topology_alone(&config, &executor));
         AdminNode {
@@ -93,6 +99,7 @@ impl AdminNode {
             hints_pending: 0,
             stages: Arc::new(Stages::default()),
             compaction_throughput,
+            started_millis,
         }
     }
 
@@ -113,6 +120,7 @@ impl AdminNode {
             hints_pending: parts.hints_pending,
             stages: parts.stages,
             compaction_throughput,
+            started_millis: 0,
         }
     }
 
@@ -149,8 +157,24 @@ pub fn run_alone(node: &AdminNode, command: AdminCommand) -> Response {
         AdminCommand::SetStreamThroughput { .. } => {
             failed("this node runs alone: it streams to no other node")
         }
+        AdminCommand::GossipInfo => Response::Text(gossip_info::format(&[alone_state(node)])),
         other => run(node, other),
     }
+}
+
+/// A node alone as it would gossip itself, started at `started_millis`.
+fn alone_state(node: &AdminNode) -> crate::gossip::EndpointState {
+    let state = crate::node::local_state(&node.config, &node.executor, false);
+    crate::gossip::EndpointState::unpublished(
+        node.config.broadcast_address,
+        node.started_millis,
+        &state,
+    )
+}
+
+/// `nodetool gossipinfo` of a cluster member: what its gossip holds.
+pub(crate) fn gossip_info(states: &[crate::gossip::EndpointState]) -> Response {
+    Response::Text(gossip_info::format(states))
 }
 
 pub fn run(node: &AdminNode, command: AdminCommand) -> Response {
@@ -186,6 +210,9 @@ pub fn run(node: &AdminNode, command: AdminCommand) -> Response {
         AdminCommand::CompactionStats => stats::compaction_stats(node),
         AdminCommand::TableStats { names } => table_stats::table_stats(node, &names),
         AdminCommand::TpStats => stats::tp_stats(node),
+        AdminCommand::ProxyHistograms => histograms::proxy_histograms(node),
+        AdminCommand::TableHistograms { table } => histograms::table_histograms(node, &table),
+        AdminCommand::GarbageCollect { selection, .. } => tables::compact(node, &selection),
         AdminCommand::InvalidateAuthCache {
             cache,
             roles,
@@ -197,6 +224,7 @@ pub fn run(node: &AdminNode, command: AdminCommand) -> Response {
         | AdminCommand::RemoveNode { .. }
         | AdminCommand::Rebuild { .. }
         | AdminCommand::Netstats
+        | AdminCommand::GossipInfo
         | AdminCommand::GetStreamThroughput { .. }
         | AdminCommand::SetStreamThroughput { .. }
         | AdminCommand::Failpoint { .. }

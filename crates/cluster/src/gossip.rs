@@ -185,6 +185,35 @@ pub fn parse_view(
     })
 }
 
+/// One endpoint's gossip state as chitchat holds it (`nodetool gossipinfo`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EndpointState {
+    pub address: IpAddr,
+    /// Its start time in milliseconds (chitchat's generation id).
+    pub generation: u64,
+    pub heartbeat: u64,
+    /// This node's keys (`KEY_*`) with the version of their last change;
+    /// deleted keys are left out.
+    pub values: BTreeMap<String, (u64, String)>,
+}
+
+impl EndpointState {
+    /// A node that does not gossip (alone) as it would publish itself:
+    /// heartbeat 0, every key at version 1.
+    pub fn unpublished(address: IpAddr, generation: u64, state: &LocalState) -> EndpointState {
+        EndpointState {
+            address,
+            generation,
+            heartbeat: 0,
+            values: state
+                .key_values()
+                .into_iter()
+                .map(|(key, value)| (key, (1, value)))
+                .collect(),
+        }
+    }
+}
+
 pub struct Gossip {
     handle: ChitchatHandle,
     local: IpAddr,
@@ -274,6 +303,40 @@ impl Gossip {
                     newest.insert(address, view);
                 }
             }
+        }
+        newest.into_values().collect()
+    }
+
+    /// Every endpoint's state as this node knows it, the newest
+    /// generation of each address, by address.
+    pub async fn endpoint_states(&self) -> Vec<EndpointState> {
+        let chitchat = self.handle.chitchat();
+        let chitchat = chitchat.lock().await;
+        let mut newest: BTreeMap<IpAddr, EndpointState> = BTreeMap::new();
+        for (id, state) in chitchat.node_states() {
+            let Ok(address) = id.node_id.parse::<IpAddr>() else {
+                continue;
+            };
+            if newest
+                .get(&address)
+                .is_some_and(|known| known.generation >= id.generation_id)
+            {
+                continue;
+            }
+            let values = state
+                .key_values_including_deleted()
+                .filter(|(_, v)| !v.is_deleted())
+                .map(|(key, v)| (key.to_string(), (v.version, v.value.clone())))
+                .collect();
+            newest.insert(
+                address,
+                EndpointState {
+                    address,
+                    generation: id.generation_id,
+                    heartbeat: state.heartbeat().into(),
+                    values,
+                },
+            );
         }
         newest.into_values().collect()
     }

@@ -330,6 +330,24 @@ pub enum AdminCommand {
         roles: Vec<String>,
         resources: Vec<String>,
     },
+    /// Latency percentiles of the requests this node coordinated, by
+    /// Cassandra's client request scope.
+    ProxyHistograms,
+    /// Latency percentiles of one table (`keyspace.table`), or of every
+    /// table when None.
+    TableHistograms {
+        table: Option<(String, String)>,
+    },
+    /// Every endpoint's gossip state, as this node knows it.
+    GossipInfo,
+    /// Purges what is purgeable from the selected tables (a full
+    /// compaction of each); `granularity` and `jobs` are Cassandra's
+    /// options, checked by nodetool.
+    GarbageCollect {
+        selection: TableSelection,
+        granularity: String,
+        jobs: u32,
+    },
 }
 
 /// The auth caches nodetool's `invalidate*cache` commands name.

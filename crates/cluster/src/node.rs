@@ -215,7 +215,11 @@ fn install_encryption_rule(config: &ClusterConfig, messaging: &Messaging, shared
 }
 
 /// What this node gossips about itself at start.
-fn local_state(config: &ClusterConfig, executor: &Executor, new_node: bool) -> LocalState {
+pub(crate) fn local_state(
+    config: &ClusterConfig,
+    executor: &Executor,
+    new_node: bool,
+) -> LocalState {
     let (epoch, version, _) = executor.schema_blob();
     LocalState {
         host_id: config.host_id,
@@ -882,6 +886,9 @@ impl ClusterNode {
                 range,
             } => text(self.repair(keyspace.as_deref(), &tables, primary_range, range)),
             AdminCommand::Netstats => Response::Text(self.netstats()),
+            AdminCommand::GossipInfo => {
+                crate::admin::gossip_info(&self.runtime.block_on(self.gossip.endpoint_states()))
+            }
             AdminCommand::GetStreamThroughput { unit } => {
                 crate::admin::stats::stream_throughput_line(self.stream_throttle.rate(), unit)
             }

@@ -23,6 +23,8 @@ pub enum AdminTarget {
         engine: Arc<dyn Engine>,
         /// `setcompactionthroughput`'s value, kept between commands.
         compaction_throughput: Arc<AtomicU32>,
+        /// When the node started (milliseconds since the epoch).
+        started_millis: u64,
     },
 }
 
@@ -69,12 +71,14 @@ impl NodeAdmin {
                 config,
                 engine,
                 compaction_throughput,
+                started_millis,
             } => {
                 let node = AdminNode::alone(
                     ClusterConfig::clone(config),
                     self.executor.clone(),
                     engine.clone(),
                     compaction_throughput.clone(),
+                    *started_millis,
                 );
                 admin::run_alone(&node, command)
             }

@@ -201,6 +201,57 @@ fn absolute(dir: &str) -> String {
         .unwrap_or_else(|_| dir.to_string())
 }
 
+/// `tablehistograms`' arguments: `KEYSPACE TABLE`, `KEYSPACE.TABLE`, or
+/// none (every table), with Cassandra's usage errors.
+fn histogram_table(args: &[String]) -> Result<Option<(String, String)>, String> {
+    match args {
+        [] => Ok(None),
+        [keyspace, table] => Ok(Some((keyspace.clone(), table.clone()))),
+        [name] => match name.split('.').collect::<Vec<_>>().as_slice() {
+            [keyspace, table] => Ok(Some((keyspace.to_string(), table.to_string()))),
+            _ => Err("tablehistograms requires keyspace and table name arguments".into()),
+        },
+        _ => Err(
+            "tablehistograms requires <keyspace> <table> or <keyspace.table> format argument."
+                .into(),
+        ),
+    }
+}
+
+/// `nodetool garbagecollect`'s options, as Cassandra 5.0's. Either
+/// granularity does the same here: a full compaction keeps one version
+/// of each cell and drops what tombstones past gc_grace cover.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct GarbageCollectArgs {
+    /// Granularity of garbage removal. ROW (default) removes deleted partitions and rows, CELL also removes overwritten or deleted cells.
+    #[arg(short = 'g', long = "granularity", default_value = "ROW")]
+    granularity: String,
+    /// Number of sstables to cleanup simultanously, set to 0 to use all available compaction threads (no effect: tables are compacted one after another)
+    #[arg(short = 'j', long = "jobs", default_value_t = 1)]
+    jobs: u32,
+    #[command(flatten)]
+    tables: Tables,
+}
+
+/// Cassandra's tombstone options (`CompactionParams.TombstoneOption`).
+const GRANULARITIES: [&str; 3] = ["NONE", "ROW", "CELL"];
+
+impl GarbageCollectArgs {
+    fn into_admin(self) -> Result<AdminCommand, String> {
+        if !GRANULARITIES.contains(&self.granularity.as_str()) {
+            return Err(format!(
+                "No enum constant org.apache.cassandra.schema.CompactionParams.TombstoneOption.{}",
+                self.granularity
+            ));
+        }
+        Ok(AdminCommand::GarbageCollect {
+            selection: self.tables.selection(),
+            granularity: self.granularity,
+            jobs: self.jobs,
+        })
+    }
+}
+
 /// Cassandra's refresh loads sstables placed in the table's data
 /// directory; this node keeps no directory per table.
 fn refresh(args: &[String]) -> Result<AdminCommand, String> {
@@ -280,13 +331,24 @@ pub enum NodetoolCommand {
     SetCompactionThroughput { value_in_mb: u32 },
     /// Print statistics on compactions
     CompactionStats,
-    /// Print statistics on tables (read/write counts and latencies: 0/NaN, not measured)
+    /// Print statistics on tables
     TableStats {
         /// `KEYSPACE` or `KEYSPACE.TABLE`; every keyspace when none.
         names: Vec<String>,
     },
     /// Print usage statistics of thread pools (local replica reads and writes)
     TpStats,
+    /// Print statistic histograms for network operations
+    ProxyHistograms,
+    /// Print statistic histograms for a given table
+    TableHistograms {
+        /// `KEYSPACE TABLE` or `KEYSPACE.TABLE`; every table when none.
+        args: Vec<String>,
+    },
+    /// Shows the gossip information for the cluster
+    GossipInfo,
+    /// Remove deleted data from one or more tables (a full compaction of each)
+    GarbageCollect(GarbageCollectArgs),
     /// Repair one or more tables ([-pr] [-full] [-st T -et T] [KEYSPACE [TABLE...]])
     Repair {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -416,6 +478,12 @@ impl NodetoolCommand {
             N::CompactionStats => AdminCommand::CompactionStats,
             N::TableStats { names } => AdminCommand::TableStats { names },
             N::TpStats => AdminCommand::TpStats,
+            N::ProxyHistograms => AdminCommand::ProxyHistograms,
+            N::TableHistograms { args } => AdminCommand::TableHistograms {
+                table: histogram_table(&args)?,
+            },
+            N::GossipInfo => AdminCommand::GossipInfo,
+            N::GarbageCollect(args) => args.into_admin()?,
             N::Repair { args } => rocksandra_cluster::admin::repair_command(&args)?,
             N::Rebuild { source_dc } => AdminCommand::Rebuild { source_dc },
             N::Netstats => AdminCommand::Netstats,
@@ -841,6 +909,68 @@ mod tests {
                 keyspace: "ks".into()
             })
         );
+    }
+
+    #[test]
+    fn histogram_and_gossip_commands() {
+        assert_eq!(admin("proxyhistograms"), Ok(AdminCommand::ProxyHistograms));
+        assert_eq!(admin("gossipinfo"), Ok(AdminCommand::GossipInfo));
+        let one = Ok(AdminCommand::TableHistograms {
+            table: Some(("ks".into(), "t".into())),
+        });
+        assert_eq!(admin("tablehistograms ks t"), one);
+        assert_eq!(admin("tablehistograms ks.t"), one);
+        assert_eq!(
+            admin("tablehistograms"),
+            Ok(AdminCommand::TableHistograms { table: None })
+        );
+        assert_eq!(
+            admin("tablehistograms ks"),
+            Err("tablehistograms requires keyspace and table name arguments".into())
+        );
+        assert_eq!(
+            admin("tablehistograms ks t extra"),
+            Err(
+                "tablehistograms requires <keyspace> <table> or <keyspace.table> format argument."
+                    .into()
+            )
+        );
+    }
+
+    #[test]
+    fn garbagecollect_takes_cassandras_options() {
+        assert_eq!(
+            admin("garbagecollect"),
+            Ok(AdminCommand::GarbageCollect {
+                selection: selection(None, &[]),
+                granularity: "ROW".into(),
+                jobs: 1,
+            })
+        );
+        assert_eq!(
+            admin("garbagecollect -g CELL -j 2 ks t u"),
+            Ok(AdminCommand::GarbageCollect {
+                selection: selection(Some("ks"), &["t", "u"]),
+                granularity: "CELL".into(),
+                jobs: 2,
+            })
+        );
+        assert_eq!(
+            admin("garbagecollect --granularity NONE --jobs 0 ks"),
+            Ok(AdminCommand::GarbageCollect {
+                selection: selection(Some("ks"), &[]),
+                granularity: "NONE".into(),
+                jobs: 0,
+            })
+        );
+        assert_eq!(
+            admin("garbagecollect -g row ks"),
+            Err(
+                "No enum constant org.apache.cassandra.schema.CompactionParams.TombstoneOption.row"
+                    .into()
+            )
+        );
+        assert!(admin("garbagecollect -j many").is_err());
     }
 
     #[test]

@@ -175,6 +175,8 @@ async fn bind_admin(
             )),
             config: Box::new(cluster_config),
             engine: node.storage.clone(),
+            started_millis: u64::try_from(rocksandra_data::time::system_micros() / 1_000)
+                .unwrap_or(0),
         },
     };
     let service = Arc::new(NodeAdmin {

@@ -7,10 +7,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
+use rocksandra_data::value::java_double;
 use rocksandra_query::metrics::HistogramSnapshot;
 use rocksandra_query::schema::{Keyspace, Schema, Table};
 use rocksandra_storage::TableStorageStats;
 
+use super::histograms::merged;
 use super::AdminNode;
 use super::{failed, tables::unknown_keyspace};
 use crate::message::Response;
@@ -77,13 +79,13 @@ pub(crate) fn table_stats(node: &AdminNode, names: &[String]) -> Response {
     let total: usize = keyspaces.iter().map(|(_, t)| t.len()).sum();
     let mut out = format!("Total number of tables: {total}\n----------------\n");
     for (name, tables) in keyspaces {
-        let _ = writeln!(out, "Keyspace : {name}");
+        let _ = writeln!(out, "Keyspace: {name}");
         let reads = merged(tables.iter().map(|t| t.metrics.read.snapshot()));
         let writes = merged(tables.iter().map(|t| t.metrics.write.snapshot()));
         let _ = writeln!(out, "\tRead Count: {}", reads.count());
-        let _ = writeln!(out, "\tRead Latency: {} ms", millis(&reads));
+        let _ = writeln!(out, "\tRead Latency: {} ms", mean_millis(&reads));
         let _ = writeln!(out, "\tWrite Count: {}", writes.count());
-        let _ = writeln!(out, "\tWrite Latency: {} ms", millis(&writes));
+        let _ = writeln!(out, "\tWrite Latency: {} ms", mean_millis(&writes));
         out.push_str("\tPending Flushes: 0\n");
         for table in tables {
             let stats = node.engine.table_stats(table.storage_id);
@@ -94,28 +96,31 @@ pub(crate) fn table_stats(node: &AdminNode, names: &[String]) -> Response {
     Response::Text(out)
 }
 
-/// The observations of several histograms as one (a keyspace's tables).
-fn merged(histograms: impl Iterator<Item = HistogramSnapshot>) -> HistogramSnapshot {
-    histograms.fold(HistogramSnapshot::default(), |mut all, h| {
-        for (sum, n) in all.buckets.iter_mut().zip(h.buckets) {
-            *sum = sum.saturating_add(n);
-        }
-        all.sum_nanos = all.sum_nanos.saturating_add(h.sum_nanos);
-        all
-    })
+/// A keyspace's mean latency as Cassandra prints it (a Java double),
+/// NaN without observations.
+fn mean_millis(histogram: &HistogramSnapshot) -> String {
+    java_double(histogram.mean_millis().unwrap_or(f64::NAN))
 }
 
-/// A mean latency as Cassandra prints it (`%.3f`), NaN without reads.
+/// A table's mean latency as Cassandra prints it (`%.3f`), NaN without reads.
 fn millis(histogram: &HistogramSnapshot) -> String {
     histogram
         .mean_millis()
         .map_or_else(|| "NaN".to_string(), |ms| format!("{ms:.3}"))
 }
 
+/// Reads per write, 0 without writes (Cassandra's).
+fn read_write_ratio(reads: u64, writes: u64) -> f64 {
+    match writes {
+        0 => 0.0,
+        w => reads as f64 / w as f64,
+    }
+}
+
 fn table_lines(table: &Table, s: &TableStorageStats) -> String {
     let reads = table.metrics.read.snapshot();
     let writes = table.metrics.write.snapshot();
-    let lines: [(&str, String); 20] = [
+    let lines: [(&str, String); 21] = [
         ("Table", table.name.clone()),
         ("SSTable count", s.sst_files.to_string()),
         ("Old SSTable count", "0".into()),
@@ -132,6 +137,10 @@ fn table_lines(table: &Table, s: &TableStorageStats) -> String {
         ("Local read latency", format!("{} ms", millis(&reads))),
         ("Local write count", writes.count().to_string()),
         ("Local write latency", format!("{} ms", millis(&writes))),
+        (
+            "Local read/write ratio",
+            format!("{:.5}", read_write_ratio(reads.count(), writes.count())),
+        ),
         ("Pending flushes", "0".into()),
         ("Percent repaired", "0.0".into()),
         ("Bloom filter false positives", "0".into()),
@@ -146,4 +155,28 @@ fn table_lines(table: &Table, s: &TableStorageStats) -> String {
     }
     out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use rocksandra_query::metrics::Histogram;
+
+    use super::*;
+
+    #[test]
+    fn latencies_and_ratio_as_cassandra_prints_them() {
+        let histogram = Histogram::default();
+        assert_eq!(mean_millis(&histogram.snapshot()), "NaN");
+        assert_eq!(millis(&histogram.snapshot()), "NaN");
+        histogram.record(Duration::from_micros(100));
+        histogram.record(Duration::from_micros(113));
+        assert_eq!(mean_millis(&histogram.snapshot()), "0.1065");
+        histogram.record(Duration::from_micros(300));
+        assert_eq!(millis(&histogram.snapshot()), "0.171");
+        assert_eq!(read_write_ratio(1, 2), 0.5);
+        assert_eq!(read_write_ratio(3, 0), 0.0);
+        assert_eq!(format!("{:.5}", read_write_ratio(7, 20)), "0.35000");
+    }
 }
