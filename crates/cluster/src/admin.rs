@@ -65,8 +65,9 @@ pub struct AdminNode {
     pub(crate) stages: Arc<Stages>,
     /// `setcompactionthroughput`'s value, kept by the node.
     pub(crate) compaction_throughput: Arc<AtomicU32>,
-    /// When the node started, in milliseconds since the epoch (the
-    /// generation `gossipinfo` shows for a node alone).
+    /// When a node alone started, in milliseconds since the epoch (the
+    /// generation its `gossipinfo` shows); 0 for a member, whose gossip
+    /// holds its generation.
     started_millis: u64,
 }
 
