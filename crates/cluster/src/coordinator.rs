@@ -25,6 +25,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use rocksandra_data::{LocalTime, Timestamp, Token};
+use rocksandra_query::disk_usage::DiskUsage;
 use rocksandra_query::proxy::{CasDecide, CasOptions, DataProxy, WriteOptions};
 use rocksandra_query::schema::{Schema, Table};
 use rocksandra_query::tombstones::{too_many_tombstones, TombstoneSettings};
@@ -770,6 +771,27 @@ fn batchlog_holders(topology: &Topology, seed: u32) -> Vec<IpAddr> {
 }
 
 impl DataProxy for Coordinator {
+    /// Every replica of each mutation, natural and pending, up or down, as
+    /// Cassandra's `validateDiskUsage` asks them.
+    fn replicas_disk_usage(&self, schema: &Schema, mutations: &[Mutation]) -> DiskUsage {
+        let topology = self.shared.topology();
+        let mut worst = DiskUsage::NotAvailable;
+        for m in mutations {
+            let Some(keyspace) = schema.keyspace_by_storage_id(m.table) else {
+                continue;
+            };
+            let strategy = Strategy::from_replication(&keyspace.replication);
+            let replicas = topology.replicas(&strategy, m.partition.token);
+            let pending = topology.pending(&strategy, m.partition.token);
+            for e in replicas.iter().chain(pending.iter()) {
+                if let Some(view) = topology.nodes.get(e) {
+                    worst = worst.max(view.disk_usage);
+                }
+            }
+        }
+        worst
+    }
+
     fn truncate(
         &self,
         keyspace: &str,

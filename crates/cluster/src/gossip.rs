@@ -18,6 +18,7 @@ use chitchat::transport::{RecvOutcome, SendOutcome, Socket, Transport, UdpTransp
 use chitchat::FailureDetectorConfig;
 use chitchat::{spawn_chitchat, ChitchatConfig, ChitchatEnvelope, ChitchatHandle, ChitchatId};
 use rocksandra_data::Token;
+use rocksandra_query::disk_usage::DiskUsage;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 
@@ -47,6 +48,9 @@ pub const KEY_REMOVALS: &str = "removals";
 /// The bytes of data the node stores (`nodetool status`'s Load), as
 /// Cassandra gossips LOAD.
 pub const KEY_LOAD: &str = "load";
+/// How full its data volume is for the disk usage guardrails (Cassandra's
+/// DISK_USAGE: `NOT_AVAILABLE`, `SPACIOUS`, `STUFFED`, `FULL`).
+pub const KEY_DISK_USAGE: &str = "disk_usage";
 
 /// What gossip says about one node.
 #[derive(Clone, Debug, PartialEq)]
@@ -66,6 +70,8 @@ pub struct NodeView {
     pub removals: Vec<([u8; 16], bool)>,
     /// The bytes it stores, as it last published them.
     pub load: Option<u64>,
+    /// Its data disk usage, as it last published it.
+    pub disk_usage: DiskUsage,
 }
 
 /// `KEY_REMOVALS`'s value for these removals.
@@ -182,6 +188,9 @@ pub fn parse_view(
             .map(|r| parse_removals(&r))
             .unwrap_or_default(),
         load: get(KEY_LOAD).and_then(|l| l.parse().ok()),
+        disk_usage: get(KEY_DISK_USAGE)
+            .and_then(|d| DiskUsage::from_name(&d))
+            .unwrap_or_default(),
     })
 }
 

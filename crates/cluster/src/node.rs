@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rocksandra_data::Token;
+use rocksandra_query::disk_usage::DiskUsage;
 use rocksandra_query::executor::{SchemaLease, SchemaSync};
 use rocksandra_query::{Executor, PeerInfo, QueryError};
 use rocksandra_storage::{Engine, TableId};
@@ -122,6 +123,8 @@ pub struct ClusterNode {
     pulling_schema: AtomicBool,
     /// The load last published in gossip.
     published_load: AtomicU64,
+    /// The data disk usage last published in gossip.
+    published_disk_usage: Mutex<DiskUsage>,
     /// `nodetool setcompactionthroughput` (MiB/s, 0 unthrottled): kept
     /// and shown, not applied (RocksDB's rate limiter is fixed at open).
     pub compaction_throughput: Arc<AtomicU32>,
@@ -454,6 +457,7 @@ impl ClusterNode {
             tokens,
             pulling_schema: AtomicBool::new(false),
             published_load: AtomicU64::new(u64::MAX),
+            published_disk_usage: Mutex::new(DiskUsage::NotAvailable),
             compaction_throughput: Arc::new(AtomicU32::new(compaction_throughput_mib)),
             stages,
             dropped,
@@ -584,6 +588,19 @@ impl ClusterNode {
         if self.published_load.swap(load, Ordering::Relaxed) != load {
             self.gossip
                 .set(crate::gossip::KEY_LOAD, load.to_string())
+                .await;
+        }
+        let disk_usage = self.executor.local_disk_usage().get();
+        let published = std::mem::replace(
+            &mut *self
+                .published_disk_usage
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+            disk_usage,
+        );
+        if published != disk_usage {
+            self.gossip
+                .set(crate::gossip::KEY_DISK_USAGE, disk_usage.name().into())
                 .await;
         }
         let views = self.gossip.view().await;

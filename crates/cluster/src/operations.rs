@@ -796,6 +796,7 @@ mod tests {
             generation: 1,
             removals: Vec::new(),
             load: None,
+            disk_usage: Default::default(),
         };
         let mut joining = member(4, &[150]);
         joining.status = MemberStatus::Joining;

@@ -177,6 +177,7 @@ pub(crate) mod tests {
             generation: 1,
             removals: Vec::new(),
             load: None,
+            disk_usage: Default::default(),
         }
     }
 

@@ -590,6 +590,7 @@ impl Sim {
                 generation: 1,
                 removals: Vec::new(),
                 load: None,
+                disk_usage: Default::default(),
             })
             .collect();
         for n in &self.nodes {

@@ -183,6 +183,7 @@ impl Executor {
             engine.clone(),
             rmw_lock.clone(),
             settings.tombstones.clone(),
+            settings.disk_usage.clone(),
         );
         let executor = Executor {
             schema: RwLock::new(Arc::new(schema)),
@@ -253,6 +254,12 @@ impl Executor {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// This node's data disk usage, which the server measures and the
+    /// cluster gossips (`disk_usage`).
+    pub fn local_disk_usage(&self) -> Arc<crate::disk_usage::LocalDiskUsage> {
+        self.settings.disk_usage.clone()
     }
 
     /// Routes user data through `proxy` (the cluster's coordinator) from

@@ -223,6 +223,10 @@ pub struct Guardrails {
     /// A lower bound: below `warn` warns, below `fail` fails.
     pub minimum_replication_factor: Threshold,
     pub maximum_replication_factor: Threshold,
+    /// How full the data volume may be, in percent (`disk_usage`).
+    pub data_disk_usage_percentage: Threshold,
+    /// The data volume's size for that percentage, if smaller than it.
+    pub data_disk_usage_max_disk_size: Option<u64>,
     pub user_timestamps_enabled: bool,
     pub group_by_enabled: bool,
     pub drop_truncate_table_enabled: bool,
@@ -257,7 +261,7 @@ pub type Verdict = Result<Option<String>>;
 
 /// The text of a warning or failure: Cassandra's prefix naming the
 /// guardrail, then the guardrail's own message.
-fn decorate(name: &str, message: &str) -> String {
+pub(crate) fn decorate(name: &str, message: &str) -> String {
     format!("Guardrail {name} violated: {message}")
 }
 
@@ -389,6 +393,8 @@ impl Guardrails {
         write_consistency_levels_disallowed: ConsistencyLevels::EMPTY,
         minimum_replication_factor: Threshold::DISABLED,
         maximum_replication_factor: Threshold::DISABLED,
+        data_disk_usage_percentage: Threshold::DISABLED,
+        data_disk_usage_max_disk_size: None,
         user_timestamps_enabled: true,
         group_by_enabled: true,
         drop_truncate_table_enabled: true,

@@ -10,6 +10,7 @@ pub mod ctx;
 pub mod ddl;
 pub mod deadline;
 pub mod describe;
+pub mod disk_usage;
 pub mod error;
 pub mod executor;
 pub mod functions;

@@ -364,6 +364,14 @@ fn count_tombstones<T>(table: &Table, result: &Result<(T, u64)>) {
 }
 
 impl DataProxy for MeteredProxy {
+    fn replicas_disk_usage(
+        &self,
+        schema: &Schema,
+        mutations: &[Mutation],
+    ) -> crate::disk_usage::DiskUsage {
+        self.inner.replicas_disk_usage(schema, mutations)
+    }
+
     fn write(
         &self,
         schema: &Schema,

@@ -221,8 +221,12 @@ fn execute_single_checked(
     let _guard = counter_lock(context, &[&modification], request)?;
     let written = collect_checked(context, &modification, request, values, &[], &mut mutations)?;
     let counter = _guard.is_some();
-    write(context, mutations, request, write_type(None, counter))?;
-    let warnings = timestamp_warning.into_iter().chain(written).collect();
+    let disk_warning = write(context, mutations, request, write_type(None, counter))?;
+    let warnings = disk_warning
+        .into_iter()
+        .chain(timestamp_warning)
+        .chain(written)
+        .collect();
     Ok(Outcome {
         warnings,
         ..Outcome::void()
@@ -391,16 +395,19 @@ fn has_condition(m: &Modification) -> bool {
     }
 }
 
+/// Writes the mutations with their index entries and view updates; the
+/// `replica_disk_usage` guardrail's warning, if it gave one.
 fn write(
     context: &StatementCtx<'_>,
     mutations: Vec<Mutation>,
     request: &Request,
     write_type: WriteType,
-) -> Result<()> {
+) -> Result<Option<String>> {
     if mutations.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let schema = context.schema();
+    let disk_warning = replica_disk_usage(context, request, &schema, &mutations)?;
     // Index entries travel with the write they come from (same batch, same
     // consistency).
     let mut mutations = mutations;
@@ -421,7 +428,7 @@ fn write(
             .write(&schema, merged, &options)
             .map_err(failed)?;
         context.vector_graphs.observe(&observed);
-        return Ok(());
+        return Ok(disk_warning);
     }
     // Views are derived from the base rows' state before the write: no
     // other view-maintaining write of this node may come in between.
@@ -433,7 +440,25 @@ fn write(
         .write(&schema, merged, &options)
         .map_err(failed)?;
     context.vector_graphs.observe(&observed);
-    Ok(())
+    Ok(disk_warning)
+}
+
+/// The `replica_disk_usage` guardrail, on when the data disk usage
+/// thresholds are set, for ordinary users (Cassandra's
+/// `validateDiskUsage`, before an unconditional write is sent).
+fn replica_disk_usage(
+    context: &StatementCtx<'_>,
+    request: &Request,
+    schema: &crate::schema::Schema,
+    mutations: &[Mutation],
+) -> Result<Option<String>> {
+    let active = |g: &Guardrails| g.data_disk_usage_percentage.is_enabled();
+    if crate::guard::guardrails_for(context, request, active)?.is_none() {
+        return Ok(None);
+    }
+    let worst = context.data().replicas_disk_usage(schema, mutations);
+    let now_ms = u64::try_from(context.now_millis()).unwrap_or_default();
+    context.settings.disk_usage.check_replicas(worst, now_ms)
 }
 
 /// What Cassandra's replica refuses (a zero vector under a cosine SAI
@@ -588,7 +613,8 @@ fn execute_unconditional_batch(
     }
     warnings.extend(verify_batch(context, kind, &mutations)?);
     let counter = _guard.is_some();
-    write(context, mutations, request, write_type(Some(kind), counter))?;
+    let disk_warning = write(context, mutations, request, write_type(Some(kind), counter))?;
+    warnings.splice(0..0, disk_warning);
     Ok(Outcome {
         warnings,
         ..Outcome::void()

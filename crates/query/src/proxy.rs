@@ -12,6 +12,7 @@ use rocksandra_storage::{
 };
 use rocksandra_wire::{Consistency, WriteType};
 
+use crate::disk_usage::DiskUsage;
 use crate::schema::{Schema, Table};
 use crate::tombstones::TombstoneSettings;
 use crate::Result;
@@ -47,6 +48,9 @@ pub type CasDecide<'a> = dyn FnMut(Option<Timestamp>) -> Result<Option<Vec<Mutat
 
 /// Where user-table writes and reads go.
 pub trait DataProxy: Send + Sync {
+    /// The worst data disk usage among the replicas of `mutations`, as
+    /// each last told it (the `replica_disk_usage` guardrail).
+    fn replicas_disk_usage(&self, schema: &Schema, mutations: &[Mutation]) -> DiskUsage;
     /// Applies each mutation (one partition each) to its replicas; returns
     /// once every one is acknowledged as `options.consistency` asks.
     /// `schema` places them (`Schema::table_by_storage_id`).
@@ -141,6 +145,8 @@ pub trait DataProxy: Send + Sync {
 /// The single-node proxy: this node holds every replica.
 pub struct LocalProxy {
     engine: Arc<dyn Engine>,
+    /// This node's data disk usage, the one replica's.
+    disk_usage: Arc<crate::disk_usage::LocalDiskUsage>,
     /// The node's read-before-write lock, under which compare-and-sets run.
     rmw_lock: Arc<RmwLock>,
     /// Counted reads stop past the failure threshold (the statement then
@@ -153,9 +159,11 @@ impl LocalProxy {
         engine: Arc<dyn Engine>,
         rmw_lock: Arc<RmwLock>,
         tombstones: Arc<TombstoneSettings>,
+        disk_usage: Arc<crate::disk_usage::LocalDiskUsage>,
     ) -> LocalProxy {
         LocalProxy {
             engine,
+            disk_usage,
             rmw_lock,
             tombstones,
         }
@@ -163,6 +171,10 @@ impl LocalProxy {
 }
 
 impl DataProxy for LocalProxy {
+    fn replicas_disk_usage(&self, _schema: &Schema, _mutations: &[Mutation]) -> DiskUsage {
+        self.disk_usage.get()
+    }
+
     fn write(
         &self,
         _schema: &Schema,

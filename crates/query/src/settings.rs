@@ -9,6 +9,7 @@ use rocksandra_wire::Consistency;
 
 use crate::auth_cache::AuthCaches;
 use crate::deadline::TimeoutSettings;
+use crate::disk_usage::LocalDiskUsage;
 use crate::guardrails::Guardrails;
 use crate::tombstones::TombstoneSettings;
 
@@ -57,6 +58,9 @@ pub(crate) struct Settings {
     pub(crate) read_timeouts: TimeoutSettings,
     /// The roles, permissions and credentials caches (`auth_cache`).
     pub(crate) auth_caches: AuthCaches,
+    /// This node's data disk usage, as the server last measured it
+    /// (`disk_usage`).
+    pub(crate) disk_usage: Arc<LocalDiskUsage>,
 }
 
 impl Default for Settings {
@@ -67,6 +71,7 @@ impl Default for Settings {
             tombstones: Arc::default(),
             read_timeouts: TimeoutSettings::new(Default::default()),
             auth_caches: AuthCaches::default(),
+            disk_usage: Arc::default(),
         }
     }
 }

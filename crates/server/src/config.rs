@@ -351,6 +351,10 @@ pub struct Config {
     /// between attempts (`superuser_setup_delay_ms`, Cassandra's system
     /// property `cassandra.superuser_setup_delay_ms`, 10 s).
     pub superuser_setup_delay: Duration,
+    /// How often the data disk usage guardrails measure the data volume
+    /// (`disk_usage_monitor_interval_ms`, Cassandra's system property
+    /// `cassandra.disk_usage.monitor_interval_ms`, 30 s).
+    pub disk_usage_monitor_interval: Duration,
     /// TLS for CQL clients (`client_encryption_options`).
     pub client_encryption: EncryptionOptions,
     /// TLS between nodes (`server_encryption_options`).
@@ -444,6 +448,7 @@ impl Default for Config {
                 rocksandra_query::settings::DEFAULT_AUTH_WRITE_CONSISTENCY,
             auth_caches: Default::default(),
             superuser_setup_delay: SUPERUSER_SETUP_DELAY_DEFAULT,
+            disk_usage_monitor_interval: crate::disk_usage::MONITOR_INTERVAL,
             client_encryption: EncryptionOptions::default(),
             server_encryption: ServerEncryption::default(),
             auto_snapshot: true,
@@ -862,6 +867,7 @@ struct FileConfig {
     auth_read_consistency_level: Option<String>,
     auth_write_consistency_level: Option<String>,
     superuser_setup_delay_ms: Option<u64>,
+    disk_usage_monitor_interval_ms: Option<u64>,
     roles_validity: Option<String>,
     roles_validity_in_ms: Option<u64>,
     roles_update_interval: Option<String>,
@@ -953,6 +959,9 @@ struct FileConfig {
     minimum_replication_factor_fail_threshold: Option<i64>,
     maximum_replication_factor_warn_threshold: Option<i64>,
     maximum_replication_factor_fail_threshold: Option<i64>,
+    data_disk_usage_percentage_warn_threshold: Option<i64>,
+    data_disk_usage_percentage_fail_threshold: Option<i64>,
+    data_disk_usage_max_disk_size: Option<String>,
     user_timestamps_enabled: Option<bool>,
     group_by_enabled: Option<bool>,
     drop_truncate_table_enabled: Option<bool>,
@@ -1089,6 +1098,10 @@ impl FileConfig {
             superuser_setup_delay: self
                 .superuser_setup_delay_ms
                 .map_or(defaults.superuser_setup_delay, Duration::from_millis),
+            disk_usage_monitor_interval: self
+                .disk_usage_monitor_interval_ms
+                .filter(|ms| *ms > 0)
+                .map_or(defaults.disk_usage_monitor_interval, Duration::from_millis),
             client_encryption,
             server_encryption,
             auto_snapshot: self.auto_snapshot.unwrap_or(defaults.auto_snapshot),

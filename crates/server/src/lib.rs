@@ -7,6 +7,7 @@
 
 pub mod admin_port;
 pub mod config;
+pub mod disk_usage;
 pub mod exec_handler;
 pub mod handler;
 pub mod logging;

@@ -69,6 +69,35 @@ fn minimum(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Threshold
     Ok(t)
 }
 
+/// A percentage threshold (`data_disk_usage_percentage`): -1 or 1 to 100,
+/// warn not above fail.
+fn percentage(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Threshold, String> {
+    for (side, value) in [("warn", warn), ("fail", fail)] {
+        if let Some(v) = value.filter(|v| *v > 100) {
+            return Err(format!(
+                "Invalid value {v} for {name}_{side}_threshold: maximum allowed value is 100"
+            ));
+        }
+    }
+    maximum(name, warn, fail)
+}
+
+/// `data_disk_usage_max_disk_size` in bytes (unset: the volume's size);
+/// 0 is refused. Whether the volume is that large is checked once the
+/// data directory exists (`disk_usage::check_max_disk_size`).
+fn max_disk_size(text: Option<&str>) -> Result<Option<u64>, String> {
+    let key = "data_disk_usage_max_disk_size";
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    match parse_data_size(text).map_err(|e| format!("Invalid value for {key}: {e}"))? {
+        0 => Err(format!(
+            "Invalid value for {key}: 0 is not allowed; if attempting to disable use an empty value"
+        )),
+        bytes => Ok(Some(bytes)),
+    }
+}
+
 /// A data size threshold (`column_value_size`, `collection_size`) in
 /// bytes, from its two keys (unset: disabled); 0 is refused and warn must
 /// not be above fail, both in Cassandra's words (the sizes as written).
@@ -313,6 +342,14 @@ impl FileConfig {
             )?,
             minimum_replication_factor,
             maximum_replication_factor,
+            data_disk_usage_percentage: percentage(
+                "data_disk_usage_percentage",
+                self.data_disk_usage_percentage_warn_threshold,
+                self.data_disk_usage_percentage_fail_threshold,
+            )?,
+            data_disk_usage_max_disk_size: max_disk_size(
+                self.data_disk_usage_max_disk_size.as_deref(),
+            )?,
             user_timestamps_enabled: self
                 .user_timestamps_enabled
                 .unwrap_or(d.user_timestamps_enabled),

@@ -1,0 +1,200 @@
+//! The data disk usage monitor (Cassandra's `DiskUsageMonitor`): while the
+//! `data_disk_usage_percentage_*` guardrails are set, measures how full the
+//! data volume is at start and every 30 seconds, and records the state the
+//! guardrails act on (`rocksandra_query::disk_usage`; the cluster gossips
+//! it). Past a threshold it logs Cassandra's `local_data_disk_usage` line,
+//! at most once per notify interval.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rocksandra_query::disk_usage::{self, DiskUsage, LocalDiskUsage, NOTIFY_INTERVAL_MS};
+use rocksandra_query::guardrails::{Guardrails, Threshold};
+use rocksandra_query::Executor;
+use rocksandra_storage::Engine;
+
+/// Cassandra's `cassandra.disk_usage.monitor_interval_ms` default.
+pub const MONITOR_INTERVAL: Duration = Duration::from_secs(30);
+
+/// Starts the monitor when the guardrails ask for it; it ends with the
+/// executor.
+pub fn spawn_monitor(
+    executor: &Arc<Executor>,
+    engine: &Arc<dyn Engine>,
+    dir: &Path,
+    guardrails: &Guardrails,
+    interval: Duration,
+) -> Result<(), String> {
+    let max_disk_size = guardrails.data_disk_usage_max_disk_size;
+    check_max_disk_size(dir, max_disk_size)?;
+    let threshold = guardrails.data_disk_usage_percentage;
+    if !threshold.is_enabled() {
+        return Ok(());
+    }
+    let state = executor.local_disk_usage();
+    let executor = Arc::downgrade(executor);
+    let engine = Arc::downgrade(engine);
+    let dir = dir.to_path_buf();
+    let mut last_logs = LastLogs::default();
+    std::thread::Builder::new()
+        .name("disk-usage".into())
+        .spawn(move || loop {
+            let (Some(_executor), Some(engine)) = (executor.upgrade(), engine.upgrade()) else {
+                return;
+            };
+            match measure(&dir, &*engine, max_disk_size) {
+                Ok(percentage) => {
+                    let now = DiskUsage::of(percentage, threshold);
+                    record(&state, now, percentage, threshold, &mut last_logs);
+                }
+                Err(e) => tracing::warn!("cannot measure the data disk usage: {e}"),
+            }
+            drop(engine);
+            std::thread::sleep(interval);
+        })
+        .map(drop)
+        .map_err(|e| format!("cannot start the disk usage monitor: {e}"))
+}
+
+/// The data volume's usage in percent: the data directory's files and the
+/// memtables, out of those files plus the volume's free space (at most
+/// `max_disk_size`).
+fn measure(dir: &Path, engine: &dyn Engine, max_disk_size: Option<u64>) -> Result<u64, String> {
+    let on_disk = directory_bytes(dir);
+    let in_memory = engine.stats().memtable_bytes;
+    let free = free_bytes(dir)?;
+    Ok(disk_usage::percentage(
+        on_disk,
+        in_memory,
+        free,
+        max_disk_size,
+    ))
+}
+
+/// The bytes of every file under `dir` (Cassandra's data directory raw
+/// size); what cannot be read counts as empty.
+fn directory_bytes(dir: &Path) -> u64 {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.file_type().is_file())
+        .filter_map(|entry| entry.metadata().ok())
+        .map(|metadata| metadata.len())
+        .fold(0, u64::saturating_add)
+}
+
+/// `data_disk_usage_max_disk_size` must not be larger than the data
+/// volume; Cassandra's message.
+pub fn check_max_disk_size(dir: &Path, max_disk_size: Option<u64>) -> Result<(), String> {
+    let Some(max) = max_disk_size else {
+        return Ok(());
+    };
+    let stat = rustix::fs::statvfs(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let total = stat.f_blocks.saturating_mul(stat.f_frsize);
+    if max > total {
+        return Err(format!(
+            "Invalid value for data_disk_usage_max_disk_size: {max}B specified, but only {total} bytes are actually available on disk"
+        ));
+    }
+    Ok(())
+}
+
+/// The bytes an unprivileged process may still write on `dir`'s volume
+/// (Java's `FileStore.getUsableSpace`).
+pub fn free_bytes(dir: &Path) -> Result<u64, String> {
+    let stat = rustix::fs::statvfs(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
+}
+
+/// When the warning and the failure lines were last logged: each at most
+/// once per notify interval, as Cassandra's guardrail notifications.
+#[derive(Default)]
+struct LastLogs {
+    warning: Option<std::time::Instant>,
+    failure: Option<std::time::Instant>,
+}
+
+/// Records the new state, logging Cassandra's `local_data_disk_usage`
+/// line past a threshold.
+fn record(
+    state: &LocalDiskUsage,
+    now: DiskUsage,
+    percentage: u64,
+    threshold: Threshold,
+    last_logs: &mut LastLogs,
+) {
+    let previous = state.set(now);
+    if previous != now {
+        tracing::info!(
+            "data disk usage {percentage}%: {} (was {})",
+            now.name(),
+            previous.name()
+        );
+    }
+    let Some(line) = local_usage_line(now, percentage, threshold) else {
+        return;
+    };
+    let interval = Duration::from_millis(NOTIFY_INTERVAL_MS);
+    let last = match now {
+        DiskUsage::Full => &mut last_logs.failure,
+        _ => &mut last_logs.warning,
+    };
+    if last.is_none_or(|at| at.elapsed() >= interval) {
+        *last = Some(std::time::Instant::now());
+        match now {
+            DiskUsage::Full => tracing::error!("{line}"),
+            _ => tracing::warn!("{line}"),
+        }
+    }
+}
+
+/// Cassandra's `local_data_disk_usage` guardrail text for a volume past
+/// a threshold.
+fn local_usage_line(state: DiskUsage, percentage: u64, threshold: Threshold) -> Option<String> {
+    let message = match state {
+        DiskUsage::Full => format!(
+            "Local data disk usage {percentage}%({}) exceeds failure threshold of {}%, will stop accepting writes",
+            state.name(),
+            threshold.fail
+        ),
+        DiskUsage::Stuffed => format!(
+            "Local data disk usage {percentage}%({}) exceeds warning threshold of {}%",
+            state.name(),
+            threshold.warn
+        ),
+        _ => return None,
+    };
+    Some(format!(
+        "Guardrail local_data_disk_usage violated: {message}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_line_is_cassandra_s() {
+        let t = Threshold { warn: 50, fail: 80 };
+        assert_eq!(
+            local_usage_line(DiskUsage::Stuffed, 63, t).as_deref(),
+            Some("Guardrail local_data_disk_usage violated: Local data disk usage 63%(STUFFED) exceeds warning threshold of 50%")
+        );
+        assert_eq!(
+            local_usage_line(DiskUsage::Full, 91, t).as_deref(),
+            Some("Guardrail local_data_disk_usage violated: Local data disk usage 91%(FULL) exceeds failure threshold of 80%, will stop accepting writes")
+        );
+        assert_eq!(local_usage_line(DiskUsage::Spacious, 10, t), None);
+    }
+
+    #[test]
+    fn a_directory_s_files_are_counted_and_the_volume_has_room() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("a"), [0u8; 100]).unwrap();
+        std::fs::write(dir.path().join("sub/b"), [0u8; 50]).unwrap();
+        assert_eq!(directory_bytes(dir.path()), 150);
+        assert!(free_bytes(dir.path()).unwrap() > 0);
+    }
+}
