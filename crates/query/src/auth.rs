@@ -36,10 +36,10 @@ use crate::request::{Outcome, Request};
 use crate::roles::{
     can_login, granted_roles, is_superuser, load_user_roles, logged_in, role, role_level,
     run_internal, run_internal_at, text_cell, text_value, user_role_names, RoleAccess,
+    DEFAULT_ROLE_CONSISTENCY, DEFAULT_SUPERUSER,
 };
 pub use crate::settings::AuthConfig;
 
-pub const DEFAULT_SUPERUSER: &str = "cassandra";
 const DEFAULT_SUPERUSER_PASSWORD: &str = "cassandra";
 
 fn boolean(b: bool) -> rocksandra_wire::Value {
@@ -68,12 +68,6 @@ pub const DEFAULT_ROLE_PROBES: [(&str, Consistency); 3] = [
         Consistency::Quorum,
     ),
 ];
-
-/// The level the default role is read (after the setup's probes) and
-/// written at, whatever `auth_read_consistency_level` and
-/// `auth_write_consistency_level` say (Cassandra's
-/// `DEFAULT_SUPERUSER_CONSISTENCY_LEVEL`; `roles::role_consistency`).
-pub const DEFAULT_ROLE_CONSISTENCY: Consistency = Consistency::Quorum;
 
 /// What setting up the default role does next, given what the probes
 /// answered so far.

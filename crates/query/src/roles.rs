@@ -20,6 +20,14 @@ use crate::error::{QueryError, Result};
 use crate::request::{Outcome, Request};
 use crate::settings::AuthConfig;
 
+pub const DEFAULT_SUPERUSER: &str = "cassandra";
+
+/// The level the default role is read (after the setup's probes) and
+/// written at, whatever `auth_read_consistency_level` and
+/// `auth_write_consistency_level` say (Cassandra's
+/// `DEFAULT_SUPERUSER_CONSISTENCY_LEVEL`; `roles::role_consistency`).
+pub const DEFAULT_ROLE_CONSISTENCY: Consistency = Consistency::Quorum;
+
 /// A role as stored.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Role {
@@ -86,8 +94,8 @@ pub enum RoleAccess {
 /// other role at `auth_read_consistency_level` and
 /// `auth_write_consistency_level`.
 pub fn role_consistency(config: &AuthConfig, name: &str, access: RoleAccess) -> Consistency {
-    if name == crate::auth::DEFAULT_SUPERUSER {
-        return crate::auth::DEFAULT_ROLE_CONSISTENCY;
+    if name == DEFAULT_SUPERUSER {
+        return DEFAULT_ROLE_CONSISTENCY;
     }
     match access {
         RoleAccess::Read => config.read_consistency,
