@@ -32,7 +32,7 @@ use lru::LruCache;
 use rocksandra_cql::ast::{DropKind, Permission, Statement};
 
 use crate::error::Result;
-use crate::roles::Role;
+use crate::role::HeldRoles;
 
 /// Cassandra's default validity of each auth cache (`roles_validity`,
 /// `permissions_validity`, `credentials_validity`: 2 s).
@@ -327,9 +327,6 @@ impl<K: Hash + Eq + Clone, V> AuthCache<K, V> {
         }
     }
 }
-
-/// The roles a role holds, itself included, with their flags (no hashes).
-pub type HeldRoles = Vec<Role>;
 
 /// The node's three auth caches.
 pub struct AuthCaches {

@@ -25,6 +25,7 @@ pub mod prepared_cache;
 pub mod proxy;
 pub mod request;
 pub mod restrict;
+pub mod role;
 pub mod roles;
 pub mod rows;
 pub mod schema;

@@ -14,10 +14,10 @@ use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_data::Value;
 use rocksandra_wire::{Consistency, ResultBody};
 
-use crate::auth_cache::HeldRoles;
 use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
 use crate::request::{Outcome, Request};
+use crate::role::{HeldRoles, Role};
 use crate::settings::AuthConfig;
 
 pub const DEFAULT_SUPERUSER: &str = "cassandra";
@@ -27,17 +27,6 @@ pub const DEFAULT_SUPERUSER: &str = "cassandra";
 /// `auth_write_consistency_level` say (Cassandra's
 /// `DEFAULT_SUPERUSER_CONSISTENCY_LEVEL`; `roles::role_consistency`).
 pub const DEFAULT_ROLE_CONSISTENCY: Consistency = Consistency::Quorum;
-
-/// A role as stored.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Role {
-    pub name: String,
-    pub can_login: bool,
-    pub is_superuser: bool,
-    pub salted_hash: Option<String>,
-    /// The roles granted to it directly.
-    pub member_of: Vec<String>,
-}
 
 fn internal(user: Option<&str>) -> Request {
     Request {
