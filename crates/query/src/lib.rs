@@ -19,6 +19,7 @@ pub mod guardrails;
 pub mod import;
 pub mod index;
 pub mod json;
+pub mod metered;
 pub mod metrics;
 pub mod modify;
 pub mod prepared_cache;
