@@ -29,6 +29,7 @@ use crate::ddl::{self, DdlOutcome};
 use crate::error::{QueryError, Result};
 use crate::guard::StatementGuard;
 use crate::guardrails::Guardrails;
+use crate::index::entries::{stored_ids, stored_tables};
 use crate::metered::MeteredProxy;
 use crate::metrics::ClientRequestMetrics;
 use crate::prepared_cache::PreparedCache;
@@ -174,7 +175,7 @@ impl Executor {
             // cluster agrees before its first schema change.
             schema.version = crate::schema::INITIAL_SCHEMA_VERSION;
         }
-        for table in schema.stored_tables() {
+        for table in stored_tables(&schema) {
             engine.create_table(table.storage_spec())?;
         }
         let rmw_lock = Arc::new(crate::proxy::RmwLock::default());
@@ -1007,9 +1008,8 @@ impl Executor {
         };
         next.version = rocksandra_data::uuid::random_v4(&*self.env.random);
         next.epoch = current.epoch + 1;
-        let kept = next.stored_ids();
-        let gone = current
-            .stored_ids()
+        let kept = stored_ids(&next);
+        let gone = stored_ids(&current)
             .into_iter()
             .filter(|id| !kept.contains(id));
         next.dropped_tables.extend(gone);
@@ -1078,12 +1078,11 @@ impl Executor {
         let mut next = Schema::builtin();
         next.load_stored_json(json)?;
         let changes = crate::schema::diff(&current, &next);
-        let old: HashMap<TableId, crate::schema::Table> = current
-            .stored_tables()
+        let old: HashMap<TableId, crate::schema::Table> = stored_tables(&current)
             .into_iter()
             .map(|t| (t.storage_id, t))
             .collect();
-        let stored = next.stored_tables();
+        let stored = stored_tables(&next);
         let new_ids: std::collections::HashSet<TableId> =
             stored.iter().map(|t| t.storage_id).collect();
         let dropped: Vec<TableId> = old

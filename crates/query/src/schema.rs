@@ -792,25 +792,6 @@ impl Schema {
                 .find(|k| k.tables.values().any(|t| t.storage_ids().any(|s| s == id)))
         })
     }
-
-    /// Every table kept in storage: user tables, the system tables kept in
-    /// storage, and the tables holding index entries.
-    /// The storage ids of `stored_tables`.
-    pub fn stored_ids(&self) -> BTreeSet<u64> {
-        self.stored_tables()
-            .iter()
-            .map(|t| t.storage_id.0)
-            .collect()
-    }
-
-    pub fn stored_tables(&self) -> Vec<Table> {
-        let mut out = Vec::new();
-        for table in self.tables().filter(|t| !t.is_virtual) {
-            out.push(Table::clone(table));
-            out.extend(crate::index::entries::storage_tables(table));
-        }
-        out
-    }
 }
 
 // ---------------------------------------------------------------- stored form

@@ -67,8 +67,7 @@ pub(crate) fn compact(node: &AdminNode, selection: &TableSelection) -> Response 
     let ids = match storage_ids(&schema, selection) {
         Err(e) => return failed(e),
         Ok(Some(ids)) => ids,
-        Ok(None) => schema
-            .stored_tables()
+        Ok(None) => rocksandra_query::index::entries::stored_tables(&schema)
             .iter()
             .map(|t| t.storage_id)
             .collect(),

@@ -35,6 +35,8 @@
 //! base row is, but for deletions. Writes add entries without reading;
 //! deletions add nothing: the search drops stale entries (`search`).
 
+use std::collections::BTreeSet;
+
 use rocksandra_data::types::CqlType;
 use rocksandra_data::NativeType;
 use rocksandra_storage::cell::{Cell, CellKind, ColumnId, LiveRow, LivenessInfo};
@@ -286,6 +288,25 @@ pub fn storage_tables(table: &Table) -> impl Iterator<Item = Table> + '_ {
         .indexes
         .iter()
         .filter_map(move |index| storage_table(table, index))
+}
+
+/// Every table kept in storage: user tables, the system tables kept in
+/// storage, and the tables holding index entries.
+pub fn stored_tables(schema: &Schema) -> Vec<Table> {
+    let mut out = Vec::new();
+    for table in schema.tables().filter(|t| !t.is_virtual) {
+        out.push(Table::clone(table));
+        out.extend(storage_tables(table));
+    }
+    out
+}
+
+/// The storage ids of `stored_tables`.
+pub fn stored_ids(schema: &Schema) -> BTreeSet<u64> {
+    stored_tables(schema)
+        .iter()
+        .map(|t| t.storage_id.0)
+        .collect()
 }
 
 /// The indexes of `table` that writes maintain (built or being built).
