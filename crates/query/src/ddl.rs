@@ -1498,7 +1498,7 @@ fn add_compact_columns(
         let end = columns.len();
         hidden(columns, ColumnKind::Regular, value_type, end);
     } else if !columns.iter().any(|c| c.kind == ColumnKind::Regular) {
-        let empty = CqlType::Custom(crate::schema::EMPTY_TYPE_CLASS.to_string());
+        let empty = CqlType::Custom(crate::type_text::EMPTY_TYPE_CLASS.to_string());
         let end = columns.len();
         hidden(columns, ColumnKind::Regular, empty, end);
     }

@@ -19,7 +19,8 @@ use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, TableSpec
 
 use crate::error::{QueryError, Result};
 use crate::schema::{is_system_keyspace, ColumnKind, Index, Keyspace, Schema, Table, TableParams};
-use crate::system::{cql_type_text, is_virtual_in_cassandra, short_strategy};
+use crate::system::{is_virtual_in_cassandra, short_strategy};
+use crate::type_text::cql_type_text;
 use crate::udf::{UserAggregate, UserFunction};
 use crate::NodeInfo;
 

@@ -37,6 +37,7 @@ pub mod system;
 pub mod term;
 pub mod tombstones;
 pub mod trace;
+pub mod type_text;
 pub mod udf;
 pub mod view;
 

@@ -1101,7 +1101,7 @@ fn compact_row_value(
         return Ok(());
     }
     match table.columns.iter().find(|c| c.kind == ColumnKind::Regular) {
-        Some(value) if crate::schema::is_empty_type(&value.ty) => {
+        Some(value) if crate::type_text::is_empty_type(&value.ty) => {
             row.cells.push(params.cell(value, Vec::new()));
             Ok(())
         }

@@ -19,6 +19,7 @@ use rocksandra_storage::{ClusteringColumn, TableId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{QueryError, Result};
+use crate::type_text::is_empty_type;
 
 /// Keyspaces Cassandra creates itself; their schema cannot be changed.
 pub const SYSTEM_KEYSPACES: [&str; 7] = [
@@ -292,10 +293,6 @@ pub struct CompactStorage {
     pub compound: bool,
 }
 
-/// The type of the hidden value column of a dense compact table declared
-/// without one (Cassandra's `EmptyType`): its cells are empty.
-pub const EMPTY_TYPE_CLASS: &str = "org.apache.cassandra.db.marshal.EmptyType";
-
 impl CompactStorage {
     /// Whether `column` is one of the table's hidden columns.
     pub fn hides(&self, column: &Column) -> bool {
@@ -305,11 +302,6 @@ impl CompactStorage {
             ColumnKind::PartitionKey | ColumnKind::Static => false,
         }
     }
-}
-
-/// Whether `ty` is Cassandra's `EmptyType`.
-pub fn is_empty_type(ty: &CqlType) -> bool {
-    matches!(ty, CqlType::Custom(class) if class == EMPTY_TYPE_CLASS)
 }
 
 /// What makes a table a materialized view (system_schema.views).

@@ -754,11 +754,11 @@ fn selection_key(selection: &str, label: &str, ty: &CqlType) -> Result<(CqlType,
         ))),
         _ if selection == "Element" => Err(QueryError::invalid(format!(
             "Invalid element selection: {label} is of type {} is not a collection",
-            crate::system::cql_type_text(ty)
+            crate::type_text::cql_type_text(ty)
         ))),
         _ => Err(QueryError::invalid(format!(
             "Invalid slice selection: {label} of type {} is not a collection",
-            crate::system::cql_type_text(ty)
+            crate::type_text::cql_type_text(ty)
         ))),
     }
 }

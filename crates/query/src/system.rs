@@ -32,6 +32,7 @@ use rocksandra_storage::TableId;
 use crate::schema::{
     Column, ColumnKind, DroppedColumn, Index, Keyspace, Schema, Table, TableParams,
 };
+use crate::type_text::cql_type_text;
 use crate::{NodeInfo, CQL_VERSION, PARTITIONER, RELEASE_VERSION};
 
 /// Keyspaces that are virtual in Cassandra itself: listed in
@@ -222,32 +223,6 @@ pub fn system_table_id(keyspace: &str, table: &str) -> [u8; 16] {
     id[6] = (id[6] & 0x0f) | 0x30;
     id[8] = (id[8] & 0x3f) | 0x80;
     id
-}
-
-/// A type as Cassandra writes it in schema tables and DESCRIBE: tuples are
-/// always `frozen<tuple<...>>`, user types by their (quoted if needed) name.
-pub fn cql_type_text(ty: &CqlType) -> String {
-    match ty {
-        CqlType::Native(n) => n.name().to_string(),
-        CqlType::List(e) => format!("list<{}>", cql_type_text(e)),
-        CqlType::Set(e) => format!("set<{}>", cql_type_text(e)),
-        CqlType::Map(k, v) => format!("map<{}, {}>", cql_type_text(k), cql_type_text(v)),
-        CqlType::Tuple(items) => format!("frozen<{}>", tuple_text(items)),
-        CqlType::Frozen(inner) => match inner.as_ref() {
-            CqlType::Tuple(items) => format!("frozen<{}>", tuple_text(items)),
-            CqlType::Frozen(_) => cql_type_text(inner),
-            other => format!("frozen<{}>", cql_type_text(other)),
-        },
-        CqlType::Vector(e, n) => format!("vector<{}, {n}>", cql_type_text(e)),
-        // A compact table's hidden value of Cassandra's EmptyType.
-        CqlType::Custom(_) if crate::schema::is_empty_type(ty) => "empty".to_string(),
-        CqlType::Udt(_) | CqlType::Custom(_) => ty.to_string(),
-    }
-}
-
-fn tuple_text(items: &[CqlType]) -> String {
-    let items: Vec<String> = items.iter().map(cql_type_text).collect();
-    format!("tuple<{}>", items.join(", "))
 }
 
 /// The replication class with its package, as `system_schema.keyspaces`

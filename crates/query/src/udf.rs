@@ -167,7 +167,7 @@ impl UserFunction {
 /// UDF-facing form: frozen collections unfrozen is Cassandra's; our subset
 /// holds only native types).
 pub fn type_text(ty: &CqlType) -> String {
-    crate::system::cql_type_text(ty)
+    crate::type_text::cql_type_text(ty)
 }
 
 /// INITCOND as the CQL literal `system_schema.aggregates` and DESCRIBE
