@@ -655,17 +655,17 @@ impl Resources<'_> {
             name: name.into(),
             arguments: types.iter().map(crate::udf::type_text).collect(),
         };
-        for routine in crate::udf::overloads(ks, fname) {
+        for routine in crate::udf::resolve::overloads(ks, fname) {
             if routine.types().len() != arity {
                 continue;
             }
             match routine {
-                crate::udf::Routine::Scalar(f) => {
+                crate::udf::resolve::Routine::Scalar(f) => {
                     out.push((Permission::Execute, resource(&f.name, &f.argument_types)));
                 }
-                crate::udf::Routine::Aggregate(a) => {
+                crate::udf::resolve::Routine::Aggregate(a) => {
                     out.push((Permission::Execute, resource(&a.name, &a.argument_types)));
-                    if let Ok((state, last)) = crate::udf::aggregate_functions(ks, a) {
+                    if let Ok((state, last)) = crate::udf::resolve::aggregate_functions(ks, a) {
                         for f in std::iter::once(state).chain(last) {
                             out.push((Permission::Execute, resource(&f.name, &f.argument_types)));
                         }

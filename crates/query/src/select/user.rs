@@ -10,9 +10,8 @@ use super::{is_aggregate, FunctionArgs, Planned, Sel};
 use crate::error::{QueryError, Result};
 use crate::schema::Table;
 use crate::term::EvalContext;
-use crate::udf::{
-    aggregate_functions, choose, AggregatePlan, Call, Routine, UserAggregate, UserFunction,
-};
+use crate::udf::resolve::{aggregate_functions, choose, Call, Routine};
+use crate::udf::{AggregatePlan, UserAggregate, UserFunction};
 
 /// The user-defined function or aggregate a call names, planned; None when
 /// no user-defined one has that name (a native function may).
@@ -33,7 +32,7 @@ pub(super) fn plan(
         return Ok(None);
     };
     let fname = name.name.as_str();
-    let overloads = crate::udf::overloads(keyspace, fname);
+    let overloads = crate::udf::resolve::overloads(keyspace, fname);
     if overloads.is_empty() {
         return Ok(None);
     }
