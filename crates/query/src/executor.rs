@@ -152,7 +152,7 @@ impl Executor {
         node: NodeInfo,
         env: Env,
     ) -> Result<Executor> {
-        let mut schema = Schema::builtin();
+        let mut schema = crate::system::builtin_schema();
         let mut loaded = false;
         if let Some(dir) = &schema_dir {
             let path = dir.join(SCHEMA_FILE);
@@ -1075,7 +1075,7 @@ impl Executor {
         if epoch <= current.epoch {
             return Ok(Vec::new());
         }
-        let mut next = Schema::builtin();
+        let mut next = crate::system::builtin_schema();
         next.load_stored_json(json)?;
         let changes = crate::schema::diff(&current, &next);
         let old: HashMap<TableId, crate::schema::Table> = stored_tables(&current)

@@ -86,7 +86,7 @@ fn snapshot_schema(dir: &Path) -> Result<Schema> {
     let path = dir.join(SCHEMA_FILE);
     let bytes =
         std::fs::read(&path).map_err(|e| failed(format!("cannot read {}: {e}", path.display())))?;
-    let mut schema = Schema::builtin();
+    let mut schema = crate::system::builtin_schema();
     schema.load_stored_json(&bytes)?;
     Ok(schema)
 }
@@ -175,7 +175,7 @@ mod tests {
 
     /// `ks.t` as the CQL statements (after the keyspace's) leave it.
     fn table(statements: &[&str]) -> Table {
-        let mut schema = Schema::builtin();
+        let mut schema = crate::system::builtin_schema();
         let keyspace = "CREATE KEYSPACE ks WITH replication = \
                         {'class': 'SimpleStrategy', 'replication_factor': 1}";
         for text in std::iter::once(&keyspace).chain(statements) {

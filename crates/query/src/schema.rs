@@ -42,6 +42,28 @@ pub fn is_system_keyspace(name: &str) -> bool {
 pub const REPLICATED_SYSTEM_KEYSPACES: [&str; 3] =
     ["system_auth", "system_distributed", "system_traces"];
 
+/// The package of Cassandra's replication strategies, as
+/// `system_schema.keyspaces` names them.
+pub const LOCATOR_PACKAGE: &str = "org.apache.cassandra.locator.";
+
+/// The replication a system keyspace is built with (an ALTER may change
+/// that of the `REPLICATED_SYSTEM_KEYSPACES`; the stored schema keeps it
+/// where it differs from this one).
+pub fn builtin_replication(keyspace: &str) -> BTreeMap<String, String> {
+    let mut replication = BTreeMap::new();
+    let (class, replication_factor) = match keyspace {
+        "system_auth" => ("SimpleStrategy", Some("1")),
+        "system_distributed" => ("SimpleStrategy", Some("3")),
+        "system_traces" => ("SimpleStrategy", Some("2")),
+        _ => ("LocalStrategy", None),
+    };
+    replication.insert("class".to_string(), format!("{LOCATOR_PACKAGE}{class}"));
+    if let Some(rf) = replication_factor {
+        replication.insert("replication_factor".to_string(), rf.to_string());
+    }
+    replication
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Schema {
     pub keyspaces: BTreeMap<String, Arc<Keyspace>>,
@@ -652,8 +674,9 @@ fn routine_changes(
 }
 
 impl Schema {
-    /// The built-in keyspaces only, before any schema change.
-    pub fn builtin() -> Schema {
+    /// `keyspaces` alone, before any schema change (the built-in ones:
+    /// `system::builtin_schema`).
+    pub fn initial(keyspaces: Vec<Keyspace>) -> Schema {
         let mut schema = Schema {
             keyspaces: Default::default(),
             version: INITIAL_SCHEMA_VERSION,
@@ -662,7 +685,7 @@ impl Schema {
             dropped_tables: BTreeSet::new(),
             storage_index: StorageIndex::default(),
         };
-        for ks in crate::system::system_keyspaces() {
+        for ks in keyspaces {
             schema.keyspaces.insert(ks.name.clone(), Arc::new(ks));
         }
         schema
@@ -865,13 +888,11 @@ impl Schema {
     /// The user keyspaces as JSON, and the replication of the replicated
     /// system keyspaces where it is not the built-in one.
     pub fn to_stored_json(&self) -> Vec<u8> {
-        let builtin = Schema::builtin();
         let system_replication = REPLICATED_SYSTEM_KEYSPACES
             .iter()
             .filter_map(|name| {
                 let now = self.keyspace(name)?;
-                let default = builtin.keyspace(name)?;
-                (now.replication != default.replication)
+                (now.replication != builtin_replication(name))
                     .then(|| (name.to_string(), now.replication.clone()))
             })
             .collect();
@@ -1083,86 +1104,4 @@ pub fn keyspace_of<'a>(
 }
 
 #[cfg(test)]
-mod storage_index_tests {
-    use super::*;
-
-    /// A table no other shares a storage id with.
-    fn lone_table(schema: &Schema) -> Arc<Table> {
-        let tables: Vec<&Arc<Table>> = schema
-            .keyspaces
-            .values()
-            .flat_map(|k| k.tables.values())
-            .collect();
-        let alone = |t: &&&Arc<Table>| {
-            tables
-                .iter()
-                .filter(|o| o.storage_id == t.storage_id)
-                .count()
-                == 1
-        };
-        (*tables.iter().find(alone).expect("a table")).clone()
-    }
-
-    fn names(found: Option<(&Arc<Keyspace>, &Arc<Table>)>) -> Option<(String, String)> {
-        found.map(|(k, t)| (k.name.clone(), t.name.clone()))
-    }
-
-    #[test]
-    fn answers_as_the_scan_does() {
-        let schema = Schema::builtin();
-        let ids = schema.keyspaces.values().flat_map(|k| k.tables.values());
-        for id in ids.map(|t| t.storage_id).chain([TableId(u64::MAX)]) {
-            let indexed = names(schema.table_by_storage_id(id));
-            assert_eq!(indexed, names(schema.scan_storage_id(id)), "{id:?}");
-        }
-        assert!(schema.table_by_storage_id(TableId(u64::MAX)).is_none());
-    }
-
-    #[test]
-    fn finds_the_keyspace_of_an_index_store() {
-        let mut schema = Schema::builtin();
-        let table = lone_table(&schema);
-        let mut indexed = Table::clone(&table);
-        indexed.indexes.push(Index {
-            name: "i".to_string(),
-            kind: "COMPOSITES".to_string(),
-            options: BTreeMap::new(),
-            storage_id: Some(TableId(1 << 41)),
-            built: true,
-        });
-        let keyspace = schema.keyspaces.get_mut(&table.keyspace).expect("keyspace");
-        Arc::make_mut(keyspace)
-            .tables
-            .insert(indexed.name.clone(), Arc::new(indexed));
-        let found = schema.keyspace_by_storage_id(TableId(1 << 41));
-        assert_eq!(found.map(|k| k.name.clone()), Some(table.keyspace.clone()));
-        assert!(
-            schema.table_by_storage_id(TableId(1 << 41)).is_none(),
-            "not a table's own id"
-        );
-        let own = schema.keyspace_by_storage_id(table.storage_id);
-        assert_eq!(own.map(|k| k.name.clone()), Some(table.keyspace.clone()));
-    }
-
-    #[test]
-    fn a_change_after_the_index_was_built_is_seen() {
-        let mut schema = Schema::builtin();
-        let table = lone_table(&schema);
-        let old = table.storage_id;
-        assert!(
-            schema.table_by_storage_id(old).is_some(),
-            "the index is built"
-        );
-        let mut moved = Table::clone(&table);
-        moved.storage_id = TableId(1 << 40);
-        let keyspace = schema.keyspaces.get_mut(&table.keyspace).expect("keyspace");
-        Arc::make_mut(keyspace)
-            .tables
-            .insert(moved.name.clone(), Arc::new(moved));
-        assert!(schema.table_by_storage_id(old).is_none(), "no stale hit");
-        let found = names(schema.table_by_storage_id(TableId(1 << 40)));
-        assert_eq!(found, Some((table.keyspace.clone(), table.name.clone())));
-        let clone = schema.clone();
-        assert!(clone.table_by_storage_id(TableId(1 << 40)).is_some());
-    }
-}
+mod tests;

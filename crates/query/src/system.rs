@@ -30,7 +30,8 @@ use rocksandra_storage::cell::ColumnId;
 use rocksandra_storage::TableId;
 
 use crate::schema::{
-    Column, ColumnKind, DroppedColumn, Index, Keyspace, Schema, Table, TableParams,
+    builtin_replication, Column, ColumnKind, DroppedColumn, Index, Keyspace, Schema, Table,
+    TableParams, LOCATOR_PACKAGE,
 };
 use crate::type_text::cql_type_text;
 use crate::{NodeInfo, CQL_VERSION, PARTITIONER, RELEASE_VERSION};
@@ -43,8 +44,6 @@ pub const VIRTUAL_KEYSPACES: [&str; 2] = ["system_views", "system_virtual_schema
 /// The native protocol version system.local advertises.
 const NATIVE_PROTOCOL_VERSION: &str = "5";
 
-const LOCATOR_PACKAGE: &str = "org.apache.cassandra.locator.";
-
 pub fn is_virtual_in_cassandra(keyspace: &str) -> bool {
     VIRTUAL_KEYSPACES.contains(&keyspace)
 }
@@ -54,7 +53,6 @@ pub type Row = Vec<Option<Vec<u8>>>;
 
 // ---------------------------------------------------------------- definitions
 
-/// The built-in keyspaces, each marked `is_virtual` with all its tables.
 /// Built-in tables whose rows live in storage, with their reserved storage
 /// ids (user tables count up from 1 and never reach these).
 pub const STORED_SYSTEM_TABLES: [(&str, &str, u64); 5] = [
@@ -65,6 +63,12 @@ pub const STORED_SYSTEM_TABLES: [(&str, &str, u64); 5] = [
     ("system_traces", "events", u64::MAX - 5),
 ];
 
+/// The built-in keyspaces only, before any schema change.
+pub fn builtin_schema() -> Schema {
+    Schema::initial(system_keyspaces())
+}
+
+/// The built-in keyspaces, each marked `is_virtual` with all its tables.
 pub fn system_keyspaces() -> Vec<Keyspace> {
     let mut keyspaces: BTreeMap<&str, Keyspace> = BTreeMap::new();
     for def in catalog::TABLES {
@@ -87,20 +91,9 @@ pub fn system_keyspaces() -> Vec<Keyspace> {
 }
 
 fn empty_keyspace(name: &str) -> Keyspace {
-    let mut replication = BTreeMap::new();
-    let (class, replication_factor) = match name {
-        "system_auth" => ("SimpleStrategy", Some("1")),
-        "system_distributed" => ("SimpleStrategy", Some("3")),
-        "system_traces" => ("SimpleStrategy", Some("2")),
-        _ => ("LocalStrategy", None),
-    };
-    replication.insert("class".to_string(), format!("{LOCATOR_PACKAGE}{class}"));
-    if let Some(rf) = replication_factor {
-        replication.insert("replication_factor".to_string(), rf.to_string());
-    }
     Keyspace {
         name: name.to_string(),
-        replication,
+        replication: builtin_replication(name),
         durable_writes: true,
         tables: BTreeMap::new(),
         types: Vec::new(),

@@ -94,7 +94,7 @@ fn the_drop_record_survives_a_restart_of_the_schema() {
     run(&a, "DROP INDEX ks.keep_v_idx");
     run(&a, "DROP KEYSPACE ks");
     let (epoch, json) = blob(&a);
-    let mut reread = rocksandra_query::schema::Schema::builtin();
+    let mut reread = rocksandra_query::system::builtin_schema();
     reread.load_stored_json(&json).expect("reads");
     assert_eq!(reread.epoch, epoch);
     // Two tables and the index's store.

@@ -107,7 +107,7 @@ fn apply(schema: &crate::schema::Schema, text: &str) -> crate::schema::Schema {
 #[test]
 fn schema_events_stored_form_and_drop_keyspace() {
     use rocksandra_wire::{SchemaChangeTarget, SchemaChangeType};
-    let base = crate::schema::Schema::builtin();
+    let base = crate::system::builtin_schema();
     let rocksandra_cql::ast::Statement::CreateKeyspace(ks) = statement(
         "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
     ) else {
@@ -152,7 +152,7 @@ fn schema_events_stored_form_and_drop_keyspace() {
         ]
     );
     // The stored form reads back to the same functions, bodies compiled.
-    let mut reread = crate::schema::Schema::builtin();
+    let mut reread = crate::system::builtin_schema();
     reread
         .load_stored_json(&with_a.to_stored_json())
         .expect("reads");
