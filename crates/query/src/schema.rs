@@ -2,8 +2,13 @@
 //! the file that makes them durable.
 //!
 //! A `Schema` value is immutable once published: DDL clones it, changes the
-//! clone, persists it and swaps it in (see `catalog::Catalog`). Readers hold
-//! an `Arc<Schema>` for the length of one statement.
+//! clone, persists it and the executor swaps it in. Readers hold an
+//! `Arc<Schema>` for the length of one statement.
+//!
+//! The schema stands below the statement modules: it names only the types
+//! it holds (`udf`, `metrics`' table handle, `type_text`). The built-in
+//! keyspaces come from `system::builtin_schema`, the index stores among the
+//! tables kept in storage from `index::entries::stored_tables`.
 //!
 //! Stored form (`schema.json` in the data directory, written to a temporary
 //! file, synced, renamed): keyspaces with their user types in creation order
