@@ -655,17 +655,17 @@ impl Resources<'_> {
             name: name.into(),
             arguments: types.iter().map(crate::udf::type_text).collect(),
         };
-        for routine in crate::udf::resolve::overloads(ks, fname) {
+        for routine in crate::functions::user::overloads(ks, fname) {
             if routine.types().len() != arity {
                 continue;
             }
             match routine {
-                crate::udf::resolve::Routine::Scalar(f) => {
+                crate::functions::user::Routine::Scalar(f) => {
                     out.push((Permission::Execute, resource(&f.name, &f.argument_types)));
                 }
-                crate::udf::resolve::Routine::Aggregate(a) => {
+                crate::functions::user::Routine::Aggregate(a) => {
                     out.push((Permission::Execute, resource(&a.name, &a.argument_types)));
-                    if let Ok((state, last)) = crate::udf::resolve::aggregate_functions(ks, a) {
+                    if let Ok((state, last)) = crate::functions::user::aggregate_functions(ks, a) {
                         for f in std::iter::once(state).chain(last) {
                             out.push((Permission::Execute, resource(&f.name, &f.argument_types)));
                         }

@@ -35,6 +35,7 @@ mod bigmath;
 mod floor;
 mod masking;
 pub(crate) mod operations;
+pub mod user;
 pub mod vector;
 
 /// What a function call may need besides its arguments.

@@ -693,7 +693,7 @@ fn user_function<'s>(
     let Some(keyspace) = ctx.schema.and_then(|s| s.keyspace(keyspace_name)) else {
         return Ok(None);
     };
-    let overloads = crate::udf::resolve::overloads(keyspace, fname);
+    let overloads = crate::functions::user::overloads(keyspace, fname);
     if overloads.is_empty() {
         return Ok(None);
     }
@@ -702,14 +702,14 @@ fn user_function<'s>(
         Some(_) => called.clone(),
         None => fname.to_string(),
     };
-    let call = crate::udf::resolve::Call {
+    let call = crate::functions::user::Call {
         written: &written,
         resolved: &called,
         receiver: Some(receiver),
     };
-    match crate::udf::resolve::choose(&overloads, args, &call)? {
-        crate::udf::resolve::Routine::Scalar(f) => Ok(Some(*f)),
-        crate::udf::resolve::Routine::Aggregate(_) => Err(QueryError::invalid(format!(
+    match crate::functions::user::choose(&overloads, args, &call)? {
+        crate::functions::user::Routine::Scalar(f) => Ok(Some(*f)),
+        crate::functions::user::Routine::Aggregate(_) => Err(QueryError::invalid(format!(
             "Aggregate functions are not supported within a term: {called}"
         ))),
     }

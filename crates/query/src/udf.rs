@@ -8,8 +8,6 @@
 //! - [`UserAggregate`]: a state function, a state type, an optional final
 //!   function and initial state, folded by [`AggregateState`].
 //! - `ddl`: CREATE/DROP FUNCTION/AGGREGATE as pure schema functions.
-//! - `resolve`: how a call finds them (by exact signature, or among the
-//!   overloads of a name), above the schema.
 
 use std::sync::Arc;
 
@@ -20,7 +18,6 @@ use crate::error::{QueryError, Result};
 
 pub mod ddl;
 pub mod java;
-pub mod resolve;
 
 /// The refusal when `user_defined_functions_enabled` is false (Cassandra's
 /// default).

@@ -8,9 +8,9 @@ use rocksandra_cql::ast::{Expr, QualifiedName};
 
 use super::{is_aggregate, FunctionArgs, Planned, Sel};
 use crate::error::{QueryError, Result};
+use crate::functions::user::{aggregate_functions, choose, Call, Routine};
 use crate::schema::Table;
 use crate::term::EvalContext;
-use crate::udf::resolve::{aggregate_functions, choose, Call, Routine};
 use crate::udf::{AggregatePlan, UserAggregate, UserFunction};
 
 /// The user-defined function or aggregate a call names, planned; None when
@@ -32,7 +32,7 @@ pub(super) fn plan(
         return Ok(None);
     };
     let fname = name.name.as_str();
-    let overloads = crate::udf::resolve::overloads(keyspace, fname);
+    let overloads = crate::functions::user::overloads(keyspace, fname);
     if overloads.is_empty() {
         return Ok(None);
     }

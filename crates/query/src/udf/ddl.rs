@@ -10,10 +10,10 @@ use rocksandra_cql::TypeExpr;
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_wire::{SchemaChange, SchemaChangeTarget, SchemaChangeType};
 
-use super::resolve::{find_aggregate, find_function};
 use super::{compile_body, type_text, Signature, UserAggregate, UserFunction};
 use crate::ddl::{existing_keyspace, DdlOutcome, StorageEffects};
 use crate::error::{QueryError, Result};
+use crate::functions::user::{find_aggregate, find_function};
 use crate::schema::{is_system_keyspace, Keyspace, KeyspaceTypes, Schema};
 
 fn function_target(

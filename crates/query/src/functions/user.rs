@@ -1,12 +1,12 @@
-//! How a call finds user functions and aggregates: by exact signature
-//! (DDL), and among the overloads of a name (terms and selectors), with
-//! Cassandra's messages. It stands above the schema, whose keyspaces hold
-//! the functions; `udf` itself, their definition, stands below it.
+//! How a call finds user-defined functions and aggregates: by exact
+//! signature (DDL), and among the overloads of a name (terms and
+//! selectors), with Cassandra's messages. It stands above the schema, whose
+//! keyspaces hold them; `udf`, their definition, stands below it.
 
 use rocksandra_data::types::CqlType;
 
-use super::{type_text, UserAggregate, UserFunction};
 use crate::error::{QueryError, Result};
+use crate::udf::{type_text, UserAggregate, UserFunction};
 
 // ---------------------------------------------------------------- lookup
 
