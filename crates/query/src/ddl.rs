@@ -1,6 +1,9 @@
-//! Schema statements: keyspaces, tables, user types, indexes. Each function
-//! takes the current schema and returns the changed copy plus what changed;
-//! `executor` applies storage effects, persists and publishes it.
+//! Schema statements: keyspaces, tables, user types, indexes, and (`udf`)
+//! functions and aggregates. Each function takes the current schema and
+//! returns the changed copy plus what changed; `executor` applies storage
+//! effects, persists and publishes it.
+
+pub mod udf;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

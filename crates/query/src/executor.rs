@@ -733,7 +733,7 @@ impl Executor {
             }
             Statement::CreateFunction(s) => {
                 let keyspace = crate::schema::keyspace_of(&s.name, session_ks)?;
-                self.ddl(|schema| crate::udf::ddl::create_function(schema, keyspace, s))
+                self.ddl(|schema| crate::ddl::udf::create_function(schema, keyspace, s))
             }
             Statement::CreateAggregate(s) => {
                 let keyspace = crate::schema::keyspace_of(&s.name, session_ks)?;
@@ -748,11 +748,11 @@ impl Executor {
                         _ => Ok(None),
                     }
                 };
-                self.ddl(|schema| crate::udf::ddl::create_aggregate(schema, keyspace, s, &initial))
+                self.ddl(|schema| crate::ddl::udf::create_aggregate(schema, keyspace, s, &initial))
             }
             Statement::DropFunction(s) => {
                 let keyspace = crate::schema::keyspace_of(&s.name, session_ks)?;
-                self.ddl(|schema| crate::udf::ddl::drop_function(schema, keyspace, s))
+                self.ddl(|schema| crate::ddl::udf::drop_function(schema, keyspace, s))
             }
             Statement::CreateRole(s) => auth::create_role(ctx, s, request),
             Statement::AlterRole(s) => auth::alter_role(ctx, s, request),

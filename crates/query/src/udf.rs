@@ -1,13 +1,15 @@
 //! User-defined functions and aggregates (`user_defined_functions_enabled`):
 //! what a keyspace holds of them, their stored form, and how one runs.
-//! This file names no module above the schema, which holds its types.
+//! It names no module above the schema, which holds its types.
 //!
 //! - [`UserFunction`]: a scalar function; its Java body is compiled by
 //!   [`java::compile`] at CREATE (a documented subset, refused otherwise)
 //!   and at load, and run by [`UserFunction::call`] on serialized values.
 //! - [`UserAggregate`]: a state function, a state type, an optional final
 //!   function and initial state, folded by [`AggregateState`].
-//! - `ddl`: CREATE/DROP FUNCTION/AGGREGATE as pure schema functions.
+//!
+//! CREATE/DROP FUNCTION/AGGREGATE are `ddl::udf`; finding the function a
+//! call names is `functions::user`.
 
 use std::sync::Arc;
 
@@ -16,7 +18,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{QueryError, Result};
 
-pub mod ddl;
 pub mod java;
 
 /// The refusal when `user_defined_functions_enabled` is false (Cassandra's

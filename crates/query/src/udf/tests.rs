@@ -93,9 +93,11 @@ fn apply(schema: &crate::schema::Schema, text: &str) -> crate::schema::Schema {
         _ => Ok(None),
     };
     let outcome = match statement(text) {
-        Statement::CreateFunction(s) => super::ddl::create_function(schema, "ks", &s),
-        Statement::CreateAggregate(s) => super::ddl::create_aggregate(schema, "ks", &s, &initial),
-        Statement::DropFunction(s) => super::ddl::drop_function(schema, "ks", &s),
+        Statement::CreateFunction(s) => crate::ddl::udf::create_function(schema, "ks", &s),
+        Statement::CreateAggregate(s) => {
+            crate::ddl::udf::create_aggregate(schema, "ks", &s, &initial)
+        }
+        Statement::DropFunction(s) => crate::ddl::udf::drop_function(schema, "ks", &s),
         other => panic!("not a function statement: {other:?}"),
     };
     outcome

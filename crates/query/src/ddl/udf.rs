@@ -10,11 +10,11 @@ use rocksandra_cql::TypeExpr;
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_wire::{SchemaChange, SchemaChangeTarget, SchemaChangeType};
 
-use super::{compile_body, type_text, Signature, UserAggregate, UserFunction};
 use crate::ddl::{existing_keyspace, DdlOutcome, StorageEffects};
 use crate::error::{QueryError, Result};
 use crate::functions::user::{find_aggregate, find_function};
 use crate::schema::{is_system_keyspace, Keyspace, KeyspaceTypes, Schema};
+use crate::udf::{compile_body, type_text, Signature, UserAggregate, UserFunction};
 
 fn function_target(
     keyspace: &str,
