@@ -155,6 +155,14 @@ fn the_schema_names_only_the_types_it_holds() {
     let why = "the schema stands below every statement module";
     assert_names_only("schema.rs", &["error", "metrics", "type_text", "udf"], why);
     assert_names_only("udf.rs", &["error", "type_text"], why);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    for file in sources(&src.join("udf")) {
+        let file = file.strip_prefix(&src).expect("under src");
+        let file = file.to_str().expect("a UTF-8 path");
+        if !file.ends_with("tests.rs") {
+            assert_names_only(file, &["error", "type_text", "udf"], why);
+        }
+    }
     assert_names_only("metrics.rs", &["error"], why);
     assert_names_only("type_text.rs", &[], why);
     assert_names_only("error.rs", &[], why);
