@@ -1980,6 +1980,30 @@ impl Reader<'_> {
         }
     }
 
+    /// The partition of one group of entries (all of one partition), read
+    /// at the rows they name and its static row, with its CQL rows.
+    fn read_entry_rows(&self, group: &[search::Entry]) -> Result<(Partition, Vec<CqlRow>)> {
+        let mut slices: Vec<Slice> = Vec::new();
+        for entry in group {
+            if let Some(c) = &entry.row {
+                if slices.last().is_none_or(|s| s.start.prefix != *c) {
+                    slices.push(Slice::prefix(c.clone()));
+                }
+            }
+        }
+        let read = PartitionRead {
+            table: self.table.storage_id,
+            partition: group[0].partition.clone(),
+            slices,
+            reversed: false,
+            include_static: true,
+            row_limit: 0,
+        };
+        let partition = self.read_partition(&read)?;
+        let rows = partition_rows(self.table, &partition, self.now, false)?;
+        Ok((partition, rows))
+    }
+
     /// The rows behind one partition's entries of a row-level index.
     fn answer_rows(
         &self,
@@ -1993,24 +2017,7 @@ impl Reader<'_> {
         if self.per_partition_limit > 0 && count >= self.per_partition_limit {
             return Ok(None);
         }
-        let mut slices: Vec<Slice> = Vec::new();
-        for entry in group {
-            if let Some(c) = &entry.row {
-                if slices.last().is_none_or(|s| s.start.prefix != *c) {
-                    slices.push(Slice::prefix(c.clone()));
-                }
-            }
-        }
-        let read = PartitionRead {
-            table: self.table.storage_id,
-            partition: key.clone(),
-            slices,
-            reversed: false,
-            include_static: true,
-            row_limit: 0,
-        };
-        let partition = self.read_partition(&read)?;
-        let rows = partition_rows(self.table, &partition, self.now, false)?;
+        let (partition, rows) = self.read_entry_rows(group)?;
         // `rows` follows `partition.rows`, one for one.
         let position: std::collections::HashMap<&[Vec<u8>], usize> = partition
             .rows
