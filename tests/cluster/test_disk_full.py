@@ -12,6 +12,7 @@ again by itself. Mounting the tmpfs needs root.
 
 import os
 import subprocess
+import time
 
 import pytest
 from cassandra import ConsistencyLevel as CL
@@ -44,7 +45,11 @@ def test_a_full_replica_fails_writes_that_need_it_and_recovers():
     volume = None
     try:
         nodes.start(A)
-        volume = nodes.add(B).data_dir
+        # B syncs its WAL every 100 ms, so syncs meet the full disk too.
+        config = os.path.join(nodes.root, "sync.yaml")
+        with open(config, "w") as f:
+            f.write("commitlog_sync: periodic\ncommitlog_sync_period: 100ms\n")
+        volume = nodes.add(B, extra=["--config", config]).data_dir
         result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%dm" % VOLUME_MB,
                                  "tmpfs", volume], capture_output=True, text=True)
         assert result.returncode == 0, "mounting a tmpfs needs root: %s" % result.stderr
@@ -75,6 +80,8 @@ def test_a_full_replica_fails_writes_that_need_it_and_recovers():
         with pytest.raises(WriteFailure) as coordinated_by_b:
             session_b.execute(bound(insert_b, (-3, b"all"), CL.ALL))
         assert "UNKNOWN from /%s" % B in str(coordinated_by_b.value)
+
+        time.sleep(1)  # several WAL syncs while B's disk is full
 
         # Freed space: B takes writes again, no restart.
         os.remove(filler)

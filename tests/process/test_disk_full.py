@@ -55,8 +55,12 @@ class Node:
 
     def start(self):
         self.log = open(self.log_path, "ab")
+        # The WAL is synced every 100 ms, so syncs meet the full disk too.
+        config = os.path.join(os.path.dirname(self.log_path), "rocksandra.yaml")
+        with open(config, "w") as f:
+            f.write("commitlog_sync: periodic\ncommitlog_sync_period: 100ms\n")
         self.proc = subprocess.Popen(
-            [BIN, "--data-dir", os.path.join(self.volume, "data"),
+            [BIN, "--config", config, "--data-dir", os.path.join(self.volume, "data"),
              "--listen-address", "127.0.0.1", "--native-port", str(PORT),
              "--prometheus-port", "0", "--admin-port", "0"],
             stdout=self.log, stderr=self.log)
@@ -163,6 +167,7 @@ def test_a_full_disk_refuses_writes_loses_nothing_and_recovers_by_itself():
         session, insert = full.session, full.insert
         acked, refusals = write_until_refused(session, insert, 0)
         assert acked, "no write fitted in the space left"
+        time.sleep(1)  # several WAL syncs while the disk is full
         for e in refusals:
             assert isinstance(e, WriteFailure), repr(e)
             assert "Operation failed - received 0 responses and 1 failures: " \

@@ -120,7 +120,7 @@ def test_a_stuffed_volume_warns_a_full_one_refuses_and_a_freed_one_writes():
         with open(log_path, "rb") as f:
             text = f.read().decode(errors="replace")
         assert "Guardrail local_data_disk_usage violated: Local data disk usage " in text
-        assert "(FULL) exceeds failure threshold of 80%, will stop accepting writes" in text
+        assert "(Full) exceeds failure threshold of 80%, will stop accepting writes" in text
     finally:
         for c in clusters:
             c.shutdown()
@@ -133,11 +133,13 @@ def test_a_max_disk_size_larger_than_the_volume_is_refused_at_startup():
     base = tempfile.mkdtemp(prefix="rocksandra-disk-usage-")
     config = os.path.join(base, "rocksandra.yaml")
     with open(config, "w") as f:
-        f.write("data_disk_usage_max_disk_size: 1000000TiB\n")
+        f.write("data_disk_usage_max_disk_size: 100000000GiB\n")
     result = subprocess.run(
         [BIN, "--config", config, "--data-dir", os.path.join(base, "data"),
          "--listen-address", "127.0.0.1", "--native-port", str(PORT),
          "--prometheus-port", "0", "--admin-port", "0"],
         capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
-    assert "Invalid value for data_disk_usage_max_disk_size" in result.stderr, result.stderr
+    assert ("Invalid guardrails configuration: Invalid value for data_disk_usage_max_disk_size: "
+            "100000000GiB specified, but only ") in result.stderr, result.stderr
+    assert " are actually available on disk" in result.stderr, result.stderr

@@ -355,6 +355,10 @@ pub struct Config {
     /// (`disk_usage_monitor_interval_ms`, Cassandra's system property
     /// `cassandra.disk_usage.monitor_interval_ms`, 30 s).
     pub disk_usage_monitor_interval: Duration,
+    /// `data_disk_usage_max_disk_size` as written, for the message that
+    /// refuses one larger than the data volume (the guardrails hold it in
+    /// bytes).
+    pub data_disk_usage_max_disk_size: Option<String>,
     /// TLS for CQL clients (`client_encryption_options`).
     pub client_encryption: EncryptionOptions,
     /// TLS between nodes (`server_encryption_options`).
@@ -449,6 +453,7 @@ impl Default for Config {
             auth_caches: Default::default(),
             superuser_setup_delay: SUPERUSER_SETUP_DELAY_DEFAULT,
             disk_usage_monitor_interval: crate::disk_usage::MONITOR_INTERVAL,
+            data_disk_usage_max_disk_size: None,
             client_encryption: EncryptionOptions::default(),
             server_encryption: ServerEncryption::default(),
             auto_snapshot: true,
@@ -1102,6 +1107,7 @@ impl FileConfig {
                 .disk_usage_monitor_interval_ms
                 .filter(|ms| *ms > 0)
                 .map_or(defaults.disk_usage_monitor_interval, Duration::from_millis),
+            data_disk_usage_max_disk_size: self.data_disk_usage_max_disk_size.clone(),
             client_encryption,
             server_encryption,
             auto_snapshot: self.auto_snapshot.unwrap_or(defaults.auto_snapshot),

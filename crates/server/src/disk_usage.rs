@@ -9,8 +9,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rocksandra_query::disk_usage::{self, DiskUsage, LocalDiskUsage, NOTIFY_INTERVAL_MS};
-use rocksandra_query::guardrails::{Guardrails, Threshold};
+use rocksandra_query::disk_usage::{self, DiskUsage, LocalDiskUsage};
+use rocksandra_query::guardrails::Threshold;
 use rocksandra_query::Executor;
 use rocksandra_storage::Engine;
 
@@ -23,11 +23,13 @@ pub fn spawn_monitor(
     executor: &Arc<Executor>,
     engine: &Arc<dyn Engine>,
     dir: &Path,
-    guardrails: &Guardrails,
-    interval: Duration,
+    config: &crate::config::Config,
 ) -> Result<(), String> {
+    let guardrails = &config.guardrails;
+    let interval = config.disk_usage_monitor_interval;
     let max_disk_size = guardrails.data_disk_usage_max_disk_size;
-    check_max_disk_size(dir, max_disk_size)?;
+    let written = config.data_disk_usage_max_disk_size.as_deref();
+    check_max_disk_size(dir, max_disk_size, written.unwrap_or_default())?;
     let threshold = guardrails.data_disk_usage_percentage;
     if !threshold.is_enabled() {
         return Ok(());
@@ -86,7 +88,11 @@ fn directory_bytes(dir: &Path) -> u64 {
 
 /// `data_disk_usage_max_disk_size` must not be larger than the data
 /// volume; Cassandra's message.
-pub fn check_max_disk_size(dir: &Path, max_disk_size: Option<u64>) -> Result<(), String> {
+pub fn check_max_disk_size(
+    dir: &Path,
+    max_disk_size: Option<u64>,
+    written: &str,
+) -> Result<(), String> {
     let Some(max) = max_disk_size else {
         return Ok(());
     };
@@ -94,10 +100,33 @@ pub fn check_max_disk_size(dir: &Path, max_disk_size: Option<u64>) -> Result<(),
     let total = stat.f_blocks.saturating_mul(stat.f_frsize);
     if max > total {
         return Err(format!(
-            "Invalid value for data_disk_usage_max_disk_size: {max}B specified, but only {total} bytes are actually available on disk"
+            "Invalid guardrails configuration: Invalid value for data_disk_usage_max_disk_size: \
+             {written} specified, but only {} are actually available on disk",
+            file_size_text(total)
         ));
     }
     Ok(())
+}
+
+/// A size as Cassandra's `FileUtils.stringifyFileSize` writes it: the
+/// largest binary unit it reaches, at most two decimals (`300 MiB`).
+fn file_size_text(bytes: u64) -> String {
+    const UNITS: [(&str, u64); 4] = [
+        ("TiB", 1 << 40),
+        ("GiB", 1 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+    ];
+    let (unit, size) = UNITS
+        .into_iter()
+        .find(|(_, size)| bytes >= *size)
+        .unwrap_or(("bytes", 1));
+    let hundredths = (u128::from(bytes) * 100 + u128::from(size) / 2) / u128::from(size);
+    let text = format!("{}.{:02}", hundredths / 100, hundredths % 100);
+    format!(
+        "{} {unit}",
+        text.trim_end_matches('0').trim_end_matches('.')
+    )
 }
 
 /// The bytes an unprivileged process may still write on `dir`'s volume
@@ -107,12 +136,15 @@ pub fn free_bytes(dir: &Path) -> Result<u64, String> {
     Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
 }
 
-/// When the warning and the failure lines were last logged: each at most
-/// once per notify interval, as Cassandra's guardrail notifications.
+/// Cassandra logs the same `local_data_disk_usage` line again only after
+/// this long (its NoSpamLogger); a line with another percentage at once.
+const SAME_LINE_INTERVAL: Duration = Duration::from_secs(10 * 60);
+
+/// The warning and the failure lines last logged, and when.
 #[derive(Default)]
 struct LastLogs {
-    warning: Option<std::time::Instant>,
-    failure: Option<std::time::Instant>,
+    warning: Option<(String, std::time::Instant)>,
+    failure: Option<(String, std::time::Instant)>,
 }
 
 /// Records the new state, logging Cassandra's `local_data_disk_usage`
@@ -135,18 +167,21 @@ fn record(
     let Some(line) = local_usage_line(now, percentage, threshold) else {
         return;
     };
-    let interval = Duration::from_millis(NOTIFY_INTERVAL_MS);
     let last = match now {
         DiskUsage::Full => &mut last_logs.failure,
         _ => &mut last_logs.warning,
     };
-    if last.is_none_or(|at| at.elapsed() >= interval) {
-        *last = Some(std::time::Instant::now());
-        match now {
-            DiskUsage::Full => tracing::error!("{line}"),
-            _ => tracing::warn!("{line}"),
-        }
+    let repeated = last
+        .as_ref()
+        .is_some_and(|(text, at)| *text == line && at.elapsed() < SAME_LINE_INTERVAL);
+    if repeated {
+        return;
     }
+    match now {
+        DiskUsage::Full => tracing::error!("{line}"),
+        _ => tracing::warn!("{line}"),
+    }
+    *last = Some((line, std::time::Instant::now()));
 }
 
 /// Cassandra's `local_data_disk_usage` guardrail text for a volume past
@@ -154,13 +189,11 @@ fn record(
 fn local_usage_line(state: DiskUsage, percentage: u64, threshold: Threshold) -> Option<String> {
     let message = match state {
         DiskUsage::Full => format!(
-            "Local data disk usage {percentage}%({}) exceeds failure threshold of {}%, will stop accepting writes",
-            state.name(),
+            "Local data disk usage {percentage}%(Full) exceeds failure threshold of {}%, will stop accepting writes",
             threshold.fail
         ),
         DiskUsage::Stuffed => format!(
-            "Local data disk usage {percentage}%({}) exceeds warning threshold of {}%",
-            state.name(),
+            "Local data disk usage {percentage}%(Stuffed) exceeds warning threshold of {}%",
             threshold.warn
         ),
         _ => return None,
@@ -179,13 +212,21 @@ mod tests {
         let t = Threshold { warn: 50, fail: 80 };
         assert_eq!(
             local_usage_line(DiskUsage::Stuffed, 63, t).as_deref(),
-            Some("Guardrail local_data_disk_usage violated: Local data disk usage 63%(STUFFED) exceeds warning threshold of 50%")
+            Some("Guardrail local_data_disk_usage violated: Local data disk usage 63%(Stuffed) exceeds warning threshold of 50%")
         );
         assert_eq!(
             local_usage_line(DiskUsage::Full, 91, t).as_deref(),
-            Some("Guardrail local_data_disk_usage violated: Local data disk usage 91%(FULL) exceeds failure threshold of 80%, will stop accepting writes")
+            Some("Guardrail local_data_disk_usage violated: Local data disk usage 91%(Full) exceeds failure threshold of 80%, will stop accepting writes")
         );
         assert_eq!(local_usage_line(DiskUsage::Spacious, 10, t), None);
+    }
+
+    #[test]
+    fn sizes_are_written_as_cassandra_writes_them() {
+        assert_eq!(file_size_text(300 << 20), "300 MiB");
+        assert_eq!(file_size_text(3 << 29), "1.5 GiB");
+        assert_eq!(file_size_text(1000), "1000 bytes");
+        assert_eq!(file_size_text((1 << 40) + (1 << 38)), "1.25 TiB");
     }
 
     #[test]

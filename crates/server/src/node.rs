@@ -173,13 +173,7 @@ pub fn open(config: &Config) -> Result<Node, String> {
     executor.set_prepared_cache_bytes(config.prepared_statements_cache_bytes);
     let executor = Arc::new(executor);
     spawn_auth_cache_refresher(&executor)?;
-    crate::disk_usage::spawn_monitor(
-        &executor,
-        &engine,
-        &dir,
-        &config.guardrails,
-        config.disk_usage_monitor_interval,
-    )?;
+    crate::disk_usage::spawn_monitor(&executor, &engine, &dir, config)?;
     Ok(Node {
         executor,
         storage: engine,

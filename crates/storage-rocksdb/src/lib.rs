@@ -477,9 +477,7 @@ impl Shared {
     /// is full), resumes by itself after a full disk, and keeps going
     /// after a soft one.
     fn check_background_errors(&self) {
-        let Ok(Some(n)) = self.db.property_int_value("rocksdb.background-errors") else {
-            return;
-        };
+        let n = self.background_error_count();
         let seen = self.background_errors.swap(n, Ordering::Relaxed);
         if n > seen {
             eprintln!(
@@ -489,6 +487,11 @@ impl Shared {
             );
         }
     }
+
+    /// RocksDB's count of background errors since it opened.
+    fn background_error_count(&self) -> u64 {
+        self.property(properties::BACKGROUND_ERRORS)
+    }
 }
 
 fn spawn_syncer(shared: Arc<Shared>, period_ms: u64) -> Result<JoinHandle<()>> {
@@ -497,6 +500,7 @@ fn spawn_syncer(shared: Arc<Shared>, period_ms: u64) -> Result<JoinHandle<()>> {
         .spawn(move || {
             let tick = Duration::from_millis(period_ms.clamp(1, 100));
             let mut waited = 0u64;
+            let mut errors_seen = 0u64;
             while !shared.stopping.load(Ordering::Acquire) {
                 std::thread::sleep(tick);
                 waited += tick.as_millis() as u64;
@@ -504,6 +508,16 @@ fn spawn_syncer(shared: Arc<Shared>, period_ms: u64) -> Result<JoinHandle<()>> {
                     continue;
                 }
                 waited = 0;
+                // A sync after a failed WAL append meets the failed writer,
+                // and RocksDB counts that as a new write error, a fatal one
+                // that ends its recovery from the full disk: no sync while
+                // the disk is full or a background error has just come.
+                shared.check_background_errors();
+                let errors = shared.background_error_count();
+                let new_errors = std::mem::replace(&mut errors_seen, errors) < errors;
+                if new_errors || shared.out_of_space.load(Ordering::Relaxed) {
+                    continue;
+                }
                 if let Err(e) = shared.db.flush_wal(true) {
                     let reason = format!("WAL sync failed: {e}");
                     // The WAL's unsynced tail is still in the memtables,
@@ -514,7 +528,6 @@ fn spawn_syncer(shared: Arc<Shared>, period_ms: u64) -> Result<JoinHandle<()>> {
                         shared.fail(reason);
                     }
                 }
-                shared.check_background_errors();
             }
         })
         .map_err(|e| StorageError::Io {

@@ -65,6 +65,7 @@ fn application_states(state: &EndpointState) -> Vec<(&'static str, u64, String)>
             _ => None,
         },
     );
+    push("DISK_USAGE", get(gossip::KEY_DISK_USAGE).cloned());
     push(
         "TOKENS",
         get(gossip::KEY_TOKENS).map(|(v, _)| (*v, "<hidden>".to_string())),

@@ -491,6 +491,17 @@ mod tests {
              "Invalid value -2 for page_size_warn_threshold: negative values are not allowed, outside of -1 which disables the guardrail"),
             ("fields_per_udt_warn_threshold: 2147483648\n",
              "Invalid value 2147483648 for fields_per_udt_warn_threshold: maximum allowed value is 2147483647"),
+            // Recorded against Cassandra 5.0.6's startup.
+            ("data_disk_usage_percentage_warn_threshold: 0\n",
+             "Invalid value for data_disk_usage_percentage_warn_threshold: 0 is not allowed; if attempting to disable use -1"),
+            ("data_disk_usage_percentage_fail_threshold: 101\n",
+             "Invalid value 101 for data_disk_usage_percentage_fail_threshold: maximum allowed value is 100"),
+            ("data_disk_usage_percentage_warn_threshold: -2\n",
+             "Invalid value -2 for data_disk_usage_percentage_warn_threshold: negative values are not allowed, outside of -1 which disables the guardrail"),
+            ("data_disk_usage_percentage_warn_threshold: 90\ndata_disk_usage_percentage_fail_threshold: 80\n",
+             "The warn threshold 90 for data_disk_usage_percentage_warn_threshold should be lower than the fail threshold 80"),
+            ("data_disk_usage_max_disk_size: 0B\n",
+             "Invalid value for data_disk_usage_max_disk_size: 0 is not allowed; if attempting to disable use an empty value"),
         ];
         for (yaml, message) in cases {
             assert_eq!(error(yaml), format!("{prefix}{message}"), "{yaml}");
