@@ -1701,10 +1701,15 @@ fn add_column(
     }
     let mut reused_id = None;
     if let Some(dropped) = table.dropped.iter().find(|d| d.name == cname) {
-        if dropped.type_text != ty.to_string() && ty.is_multi_cell() {
+        let incompatible = if ty.is_multi_cell() {
+            dropped.type_text != ty.to_string()
+        } else {
+            !readds_dropped(&ty, &dropped.type_text)
+        };
+        if incompatible {
             return Err(QueryError::invalid(format!(
                     "Cannot re-add previously dropped column '{cname}' of type {}, incompatible with previous type {}",
-                    ty, dropped.type_text
+                    frozen_tuple_text(&ty), frozen_tuple_name(&dropped.type_text)
                 )));
         }
         // As in Cassandra, cells are the column's by name: those
@@ -1935,6 +1940,16 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
         )));
     }
     let options = index_options(stmt, target_text)?;
+    let legacy_class = stmt
+        .class
+        .as_deref()
+        .is_none_or(|c| c.eq_ignore_ascii_case("legacy_local_table"));
+    let given_options = stmt.properties.iter().any(|p| p.name.as_str() == "options");
+    if !stmt.custom && legacy_class && given_options {
+        return Err(QueryError::invalid(
+            "Cannot specify options for a non-CUSTOM index",
+        ));
+    }
     let kind = if stmt.custom || stmt.class.is_some() {
         "CUSTOM"
     } else {
@@ -1967,8 +1982,22 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
         storage_id: None,
         built: false,
     };
-    if crate::index::family(&index) == Some(crate::index::IndexFamily::Sai) {
-        crate::index::check_sai(current, column, &index.options)?;
+    // `legacy_local_table` names the legacy index only without CUSTOM.
+    let family = match crate::index::family(&index) {
+        Some(crate::index::IndexFamily::Legacy) if stmt.custom => None,
+        family => family,
+    };
+    match family {
+        Some(crate::index::IndexFamily::Sai) => {
+            crate::index::check_sai(current, column, &index.options)?
+        }
+        Some(crate::index::IndexFamily::Legacy) => {}
+        None => {
+            return Err(QueryError::config(format!(
+                "Unable to find custom indexer class '{}'",
+                stmt.class.as_deref().unwrap_or_default()
+            )))
+        }
     }
     let mut table = Table::clone(current);
     // The index's entries get a storage table of their own (built after
@@ -2166,5 +2195,47 @@ mod tests {
         assert!(check_written_type(&set_of_nested).is_ok());
         let list_in_frozen_in_set = TypeExpr::Set(Box::new(TypeExpr::Frozen(list(list(int())))));
         assert!(check_written_type(&list_in_frozen_in_set).is_ok());
+    }
+}
+
+/// Cassandra's check on re-adding a dropped column of a single-cell type
+/// (`isValueCompatibleWith`): the new type must read the dropped cells'
+/// bytes with their meaning. A dropped type we cannot parse (a UDT) must
+/// come back the same.
+fn readds_dropped(new: &CqlType, dropped: &str) -> bool {
+    match CqlType::parse(dropped, &rocksandra_data::types::NoUdts) {
+        Ok(old) => reads_values_of(new, &old),
+        Err(_) => new.to_string() == dropped,
+    }
+}
+
+/// `is_value_compatible`, with the blob, tuple and vector rules: a blob
+/// reads anything; a tuple reads a shorter tuple whose items it reads; a
+/// vector only a vector of its own type.
+fn reads_values_of(new: &CqlType, old: &CqlType) -> bool {
+    match (new.unfrozen(), old.unfrozen()) {
+        (CqlType::Native(NativeType::Blob), _) => true,
+        (CqlType::Tuple(n), CqlType::Tuple(o)) => {
+            n.len() >= o.len() && n.iter().zip(o).all(|(n, o)| reads_values_of(n, o))
+        }
+        (n @ CqlType::Vector(..), o) => n == o,
+        _ => crate::functions::is_value_compatible(new, old),
+    }
+}
+
+/// A stored type's text as Cassandra names it: a tuple is frozen.
+fn frozen_tuple_name(text: &str) -> String {
+    if text.starts_with("tuple<") {
+        format!("frozen<{text}>")
+    } else {
+        text.to_string()
+    }
+}
+
+/// A type as Cassandra names it in schema messages: a tuple is frozen.
+fn frozen_tuple_text(ty: &CqlType) -> String {
+    match ty {
+        CqlType::Tuple(_) => format!("frozen<{ty}>"),
+        _ => ty.to_string(),
     }
 }

@@ -1388,7 +1388,27 @@ pub fn row_matches(table: &Table, row: &CqlRow, filters: &[Filter]) -> Result<bo
             return Ok(false);
         };
         let ty = &column.ty;
-        let matched = match f.op {
+        let analyzer = crate::index::analyzer_on(table, f.column).filter(|_| f.element_key.is_none());
+        let matched = match (f.op, analyzer) {
+            (Operator::Eq, Some(analyzer)) => f
+                .values
+                .first()
+                .and_then(Option::as_ref)
+                .is_some_and(|expected| analyzer.equal(actual, expected)),
+            (op, _) => match_relation(f, op, ty, actual)?,
+        };
+        if !matched {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Whether a row's value of a filter's column satisfies the filter by the
+/// column type's comparison.
+fn match_relation(f: &Filter, op: Operator, ty: &CqlType, actual: &[u8]) -> Result<bool> {
+    Ok({
+        match op {
             Operator::Eq
             | Operator::Neq
             | Operator::Lt
@@ -1407,12 +1427,8 @@ pub fn row_matches(table: &Table, row: &CqlRow, filters: &[Filter]) -> Result<bo
                 };
                 like(actual, pattern)
             }
-        };
-        if !matched {
-            return Ok(false);
         }
-    }
-    Ok(true)
+    })
 }
 
 /// `=`, `!=`, `<`, `<=`, `>`, `>=` on a value, or on a map entry's value

@@ -2710,7 +2710,11 @@ fn check_where_clause(table: &Table, select: &Select, restrictions: &Restriction
             table.columns[filter.column].name
         )));
     }
-    if select.distinct && restrictions.clustering_restricted {
+    let regular_filter = restrictions
+        .filters
+        .iter()
+        .any(|f| table.columns[f.column].kind == ColumnKind::Regular);
+    if select.distinct && (restrictions.clustering_restricted || regular_filter) {
         return Err(QueryError::invalid(
             "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.",
         ));

@@ -147,6 +147,11 @@ impl Parser {
     }
 
     fn vector_dimension(&mut self) -> Result<u32> {
+        // Cassandra's INTEGER token carries its sign.
+        let negative = self.is_sym("-") && self.peek_at(1).kind == TokenKind::Integer;
+        if negative {
+            self.advance();
+        }
         let token = self.peek();
         if token.kind != TokenKind::Integer {
             return Err(self.mismatch("INTEGER"));
@@ -154,6 +159,7 @@ impl Parser {
         let Ok(n) = token.value.parse::<i64>() else {
             return Err(self.mismatch("INTEGER"));
         };
+        let n = if negative { -n } else { n };
         self.advance();
         match u32::try_from(n) {
             Ok(n) if n > 0 => Ok(n),

@@ -508,7 +508,11 @@ impl EntryWriter<'_> {
             };
             match (self.target.indexed, &cell.path) {
                 (Indexed::Value, None) => {
-                    self.push(cell.value.clone(), clustering, None, marker, out)?
+                    let value = match super::Analyzer::of(self.index) {
+                        Some(analyzer) => analyzer.apply(&cell.value),
+                        None => cell.value.clone(),
+                    };
+                    self.push(value, clustering, None, marker, out)?
                 }
                 (Indexed::Value, Some(_)) | (_, None) => {}
                 (indexed, Some(path)) => {

@@ -148,9 +148,35 @@ pub fn check_target(column: &Column, kind: rocksandra_cql::ast::IndexTargetKind)
     Ok(())
 }
 
+/// The options a storage-attached index accepts in Cassandra 5.0 (class
+/// and target included); any other is a configuration error.
+const SAI_OPTIONS: [&str; 9] = [
+    "case_sensitive",
+    "normalize",
+    "ascii",
+    "target",
+    "class_name",
+    "maximum_node_connections",
+    "construction_beam_width",
+    "similarity_function",
+    "optimize_for",
+];
+
+/// The SAI options that analyze (normalize) text values.
+const SAI_ANALYZER_OPTIONS: [&str; 3] = ["ascii", "case_sensitive", "normalize"];
+
+/// The SAI options of vector indexes only.
+const SAI_VECTOR_OPTIONS: [&str; 4] = [
+    "similarity_function",
+    "maximum_node_connections",
+    "construction_beam_width",
+    "optimize_for",
+];
+
 /// Cassandra's checks of a new storage-attached index
 /// (`StorageAttachedIndex.validateOptions`), in its order: one SAI per
-/// column, the vector options, then the vector column's type.
+/// column, the options it knows, the analyzer options, the vector options,
+/// then the vector column's type.
 pub fn check_sai(
     table: &Table,
     column: &Column,
@@ -167,18 +193,30 @@ pub fn check_sai(
             column.name
         )));
     }
+    let unknown: Vec<&str> = options
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !SAI_OPTIONS.contains(k))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(QueryError::config(format!(
+            "Properties specified [{}] are not understood by StorageAttachedIndex",
+            unknown.join(", ")
+        )));
+    }
+    let value_type = indexed_value_type(column, options);
+    check_sai_analyzer(column, &value_type, options)?;
     let vector = match column.ty.unfrozen() {
         CqlType::Vector(element, dimension) => Some((element.unfrozen(), *dimension)),
         _ => None,
     };
     let mut similarity = crate::functions::vector::Similarity::Cosine;
+    if vector.is_none() && SAI_VECTOR_OPTIONS.iter().any(|o| options.contains_key(*o)) {
+        return Err(QueryError::invalid(format!(
+            "CQL type {value_type} cannot have vector options"
+        )));
+    }
     if let Some(value) = options.get("similarity_function") {
-        if vector.is_none() {
-            return Err(QueryError::invalid(format!(
-                "CQL type {} cannot have vector options",
-                column.ty
-            )));
-        }
         similarity = crate::functions::vector::Similarity::from_option(value).ok_or_else(|| {
             QueryError::invalid(format!(
                 "Similarity function {} was not recognized for index null. Valid values are: EUCLIDEAN, DOT_PRODUCT, COSINE",
@@ -197,6 +235,115 @@ pub fn check_sai(
         ),
         _ => Ok(()),
     }
+}
+
+/// The type of the values an SAI index holds: a map's keys for `keys()`,
+/// a collection's elements (a map's values) for `values()`, else the
+/// column's type.
+fn indexed_value_type(
+    column: &Column,
+    options: &std::collections::BTreeMap<String, String>,
+) -> CqlType {
+    let kind = options
+        .get("target")
+        .and_then(|t| t.split_once('('))
+        .map(|(kind, _)| kind);
+    match (kind, column.ty.unfrozen()) {
+        (Some("keys"), CqlType::Map(k, _)) => (**k).clone(),
+        (Some("values"), CqlType::List(e) | CqlType::Set(e) | CqlType::Map(_, e)) => {
+            (**e).clone()
+        }
+        _ => column.ty.clone(),
+    }
+}
+
+/// The analyzer options of an SAI index: not on a key column, only on
+/// text columns, with boolean values (`true`/`false`, any case).
+fn check_sai_analyzer(
+    column: &Column,
+    value_type: &CqlType,
+    options: &std::collections::BTreeMap<String, String>,
+) -> Result<()> {
+    let analysis: Vec<(&str, &String)> = SAI_ANALYZER_OPTIONS
+        .iter()
+        .filter_map(|o| Some((*o, options.get(*o)?)))
+        .collect();
+    if analysis.is_empty() {
+        return Ok(());
+    }
+    if column.kind.is_primary_key() {
+        let found: Vec<String> = analysis
+            .iter()
+            .map(|(name, value)| format!("'{name}': '{value}'"))
+            .collect();
+        return Err(QueryError::invalid(format!(
+            "Analysis options are not supported on primary key columns, but found {{{}}}",
+            found.join(", ")
+        )));
+    }
+    let text = matches!(
+        value_type.unfrozen(),
+        CqlType::Native(NativeType::Text | NativeType::Ascii)
+    );
+    if !text {
+        return Err(QueryError::invalid(format!(
+            "CQL type {value_type} cannot be analyzed."
+        )));
+    }
+    for (name, value) in analysis {
+        if !value.eq_ignore_ascii_case("true") && !value.eq_ignore_ascii_case("false") {
+            return Err(QueryError::invalid(format!(
+                "Illegal value for boolean option '{name}': {value}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// How an SAI index with `case_sensitive: false` matches text: both the
+/// indexed values and the values looked up are case folded, and so is an
+/// `=` restriction on the column checked on a row. (`normalize` and
+/// `ascii` are accepted and kept, but values are not Unicode-normalized
+/// or ASCII-folded: docs/compatibility.md.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Analyzer {
+    fold_case: bool,
+}
+
+impl Analyzer {
+    /// The analyzer `index` names, if it analyzes.
+    pub fn of(index: &Index) -> Option<Analyzer> {
+        let fold_case = family(index) == Some(IndexFamily::Sai)
+            && index
+                .options
+                .get("case_sensitive")
+                .is_some_and(|v| v.eq_ignore_ascii_case("false"));
+        fold_case.then_some(Analyzer { fold_case })
+    }
+
+    /// The analyzed form of a text value (other bytes unchanged).
+    pub fn apply(&self, value: &[u8]) -> Vec<u8> {
+        match std::str::from_utf8(value) {
+            Ok(text) if self.fold_case => text.to_lowercase().into_bytes(),
+            _ => value.to_vec(),
+        }
+    }
+
+    /// Whether two values are equal once analyzed.
+    pub fn equal(&self, a: &[u8], b: &[u8]) -> bool {
+        self.apply(a) == self.apply(b)
+    }
+}
+
+/// The analyzer of the SAI index on the values of `table`'s column
+/// `column`, if it has one that analyzes.
+pub fn analyzer_on(table: &Table, column: usize) -> Option<Analyzer> {
+    let name = table.columns[column].name.as_str();
+    table
+        .indexes
+        .iter()
+        .filter(|ix| target(ix) == Some((TargetKind::Simple, name)))
+        .find_map(Analyzer::of)
 }
 
 /// Cassandra's warning when a table has an SAI index on a vector column.

@@ -67,6 +67,8 @@ pub struct IndexQuery {
     /// What the indexed cell must hold for an entry to be current (None:
     /// that it is live is enough: set elements, map keys, key columns).
     cell_value: Option<CellValue>,
+    /// How the index compares text (`case_sensitive: false`).
+    analyzer: Option<super::Analyzer>,
 }
 
 /// A value and the type it compares by.
@@ -98,9 +100,13 @@ pub fn choose(table: &Table, restrictions: &Restrictions) -> Option<IndexQuery> 
             if target.column != filter.column {
                 continue;
             }
-            let Some((value, cell_value)) = lookup(table, &target, &filter) else {
+            let Some((mut value, cell_value)) = lookup(table, &target, &filter) else {
                 continue;
             };
+            let analyzer = super::Analyzer::of(index).filter(|_| target.indexed == Indexed::Value);
+            if let Some(analyzer) = analyzer {
+                value = analyzer.apply(&value);
+            }
             let Some(storage) = super::entries::storage_table(table, index) else {
                 continue;
             };
@@ -109,6 +115,7 @@ pub fn choose(table: &Table, restrictions: &Restrictions) -> Option<IndexQuery> 
                 storage,
                 value,
                 cell_value,
+                analyzer,
             });
         }
     }
@@ -322,9 +329,16 @@ impl IndexQuery {
         row.cells.iter().any(|cell| {
             cell.column == column.id
                 && cell.path == entry.path
-                && self.cell_value.as_ref().is_none_or(|(ty, value)| {
-                    rocksandra_data::value::compare(ty, &cell.value, value).is_eq()
-                })
+                && self.holds_value(&cell.value)
+        })
+    }
+
+    /// Whether a base cell holds the value looked up (as the index
+    /// compares it); true when any live cell will do.
+    fn holds_value(&self, cell: &[u8]) -> bool {
+        self.cell_value.as_ref().is_none_or(|(ty, value)| match self.analyzer {
+            Some(analyzer) => analyzer.equal(cell, value),
+            None => rocksandra_data::value::compare(ty, cell, value).is_eq(),
         })
     }
 
@@ -448,10 +462,7 @@ impl IndexQuery {
     /// Whether the stored base cell `cell` wins over the write the entry
     /// came from, which it contradicts (else the entry would be current).
     fn supersedes(&self, cell: &Cell, entry: &Entry, written: Timestamp, now: LocalTime) -> bool {
-        let holds_value = cell.is_live(now)
-            && self.cell_value.as_ref().is_none_or(|(ty, value)| {
-                rocksandra_data::value::compare(ty, &cell.value, value).is_eq()
-            });
+        let holds_value = cell.is_live(now) && self.holds_value(&cell.value);
         if holds_value {
             // The write arrived since the search read the row.
             return false;
