@@ -451,8 +451,36 @@ fn check_written(ty: &TypeExpr, frozen: bool) -> Result<()> {
     }
 }
 
+/// Cassandra's refusal of durations as set elements and map keys (they
+/// have no order), frozen or not, at any depth. Collections inside a tuple
+/// are frozen, and named so.
+fn check_duration_keys(ty: &CqlType) -> Result<()> {
+    let duration = |t: &CqlType| *t.unfrozen() == CqlType::Native(NativeType::Duration);
+    match ty.unfrozen() {
+        CqlType::Set(e) if duration(e) => Err(QueryError::invalid(format!(
+            "Durations are not allowed inside sets: {ty}"
+        ))),
+        CqlType::Map(k, _) if duration(k) => Err(QueryError::invalid(format!(
+            "Durations are not allowed as map keys: {ty}"
+        ))),
+        CqlType::List(e) | CqlType::Set(e) | CqlType::Vector(e, _) => check_duration_keys(e),
+        CqlType::Map(k, v) => {
+            check_duration_keys(k)?;
+            check_duration_keys(v)
+        }
+        CqlType::Tuple(items) => items.iter().try_for_each(|t| match t {
+            CqlType::List(_) | CqlType::Set(_) | CqlType::Map(..) => {
+                check_duration_keys(&CqlType::Frozen(Box::new(t.clone())))
+            }
+            _ => check_duration_keys(t),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Checks a column type as Cassandra's `CQL3Type.Raw.prepare` does.
 fn check_column_type(ty: &CqlType, top: bool) -> Result<()> {
+    check_duration_keys(ty)?;
     match ty {
         CqlType::List(e) | CqlType::Set(e) => {
             if e.is_multi_cell() {

@@ -131,7 +131,8 @@ fn map_entry_relation(
             "Indexes on list entries ({name}[index] = value) are not currently supported."
         )));
     }
-    let CqlType::Map(kt, vt) = col.ty.unfrozen() else {
+    // A DESC clustering column's reversed type is no map to Cassandra.
+    let (CqlType::Map(kt, vt), false) = (col.ty.unfrozen(), col.descending) else {
         return Err(QueryError::invalid(format!(
             "Column {name} cannot be used as a map"
         )));
@@ -363,12 +364,15 @@ fn filter_values(
     ctx: &EvalContext<'_>,
 ) -> Result<Vec<Option<Vec<u8>>>> {
     let name = column.name.as_str();
+    // Cassandra types a DESC clustering column as a reversed type, which it
+    // does not take for a collection.
+    let collection = (!column.descending).then(|| column.ty.unfrozen());
     Ok(match op {
         Operator::In => in_values(rhs, &column.ty, name, ctx)?,
         Operator::Contains => {
-            let elem = match column.ty.unfrozen() {
-                CqlType::List(e) | CqlType::Set(e) => (**e).clone(),
-                CqlType::Map(_, v) => (**v).clone(),
+            let elem = match collection {
+                Some(CqlType::List(e) | CqlType::Set(e)) => (**e).clone(),
+                Some(CqlType::Map(_, v)) => (**v).clone(),
                 _ => {
                     return Err(QueryError::invalid(format!(
                         "Cannot use CONTAINS on non-collection column {name}"
@@ -381,7 +385,7 @@ fn filter_values(
             )?]
         }
         Operator::ContainsKey => {
-            let CqlType::Map(k, _) = column.ty.unfrozen() else {
+            let Some(CqlType::Map(k, _)) = collection else {
                 return Err(QueryError::invalid(format!(
                     "Cannot use CONTAINS KEY on non-map column {name}"
                 )));
@@ -1162,7 +1166,14 @@ impl ClusteringWalk<'_> {
     ) -> Result<Vec<Vec<Vec<u8>>>> {
         let column = &self.table.columns[self.table.partition_key_count + j];
         let mut distinct = distinct_values(values, &column.name)?;
-        distinct.sort_by(|a, b| rocksandra_data::value::compare(&column.ty, a, b));
+        distinct.sort_by(|a, b| {
+            let o = rocksandra_data::value::compare(&column.ty, a, b);
+            if column.descending {
+                o.reverse()
+            } else {
+                o
+            }
+        });
         extend_product(
             prefixes,
             distinct.iter().map(std::slice::from_ref),

@@ -2681,6 +2681,17 @@ fn check_where_clause(table: &Table, select: &Select, restrictions: &Restriction
     // An indexed clustering column makes an out-of-prefix clustering
     // restriction a filter rather than an error, as in Cassandra.
     let filtering_allowed = select.allow_filtering || index_use.served;
+    let clustering_contains = restrictions.filters.iter().any(|f| {
+        matches!(
+            f.op,
+            rocksandra_cql::ast::Operator::Contains | rocksandra_cql::ast::Operator::ContainsKey
+        ) && table.columns[f.column].kind == ColumnKind::Clustering
+    });
+    if clustering_contains && !filtering_allowed {
+        return Err(QueryError::invalid(
+            "Clustering columns can only be restricted with CONTAINS with a secondary index or filtering",
+        ));
+    }
     if let (Some(e), false) = (
         &restrictions.clustering_error,
         filtering_allowed || index_use.clustering_indexed,
