@@ -1399,7 +1399,8 @@ pub fn row_matches(table: &Table, row: &CqlRow, filters: &[Filter]) -> Result<bo
             return Ok(false);
         };
         let ty = &column.ty;
-        let analyzer = crate::index::analyzer_on(table, f.column).filter(|_| f.element_key.is_none());
+        let analyzer =
+            crate::index::analyzer_on(table, f.column).filter(|_| f.element_key.is_none());
         let matched = match (f.op, analyzer) {
             (Operator::Eq, Some(analyzer)) => f
                 .values

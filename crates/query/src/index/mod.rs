@@ -250,9 +250,7 @@ fn indexed_value_type(
         .map(|(kind, _)| kind);
     match (kind, column.ty.unfrozen()) {
         (Some("keys"), CqlType::Map(k, _)) => (**k).clone(),
-        (Some("values"), CqlType::List(e) | CqlType::Set(e) | CqlType::Map(_, e)) => {
-            (**e).clone()
-        }
+        (Some("values"), CqlType::List(e) | CqlType::Set(e) | CqlType::Map(_, e)) => (**e).clone(),
         _ => column.ty.clone(),
     }
 }

@@ -327,19 +327,19 @@ impl IndexQuery {
         }
         let column = &table.columns[self.target.column];
         row.cells.iter().any(|cell| {
-            cell.column == column.id
-                && cell.path == entry.path
-                && self.holds_value(&cell.value)
+            cell.column == column.id && cell.path == entry.path && self.holds_value(&cell.value)
         })
     }
 
     /// Whether a base cell holds the value looked up (as the index
     /// compares it); true when any live cell will do.
     fn holds_value(&self, cell: &[u8]) -> bool {
-        self.cell_value.as_ref().is_none_or(|(ty, value)| match self.analyzer {
-            Some(analyzer) => analyzer.equal(cell, value),
-            None => rocksandra_data::value::compare(ty, cell, value).is_eq(),
-        })
+        self.cell_value
+            .as_ref()
+            .is_none_or(|(ty, value)| match self.analyzer {
+                Some(analyzer) => analyzer.equal(cell, value),
+                None => rocksandra_data::value::compare(ty, cell, value).is_eq(),
+            })
     }
 
     /// Deletes stale entries, each with a tombstone dated by the base data
