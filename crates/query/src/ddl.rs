@@ -422,6 +422,12 @@ fn check_written(ty: &TypeExpr, frozen: bool) -> Result<()> {
             "Non-frozen collections are not allowed inside collections: {ty}"
         ))
     };
+    let is_udt = |t: &TypeExpr| matches!(t, TypeExpr::Udt { .. });
+    let nested_non_frozen_udt = || {
+        QueryError::invalid(format!(
+            "Non-frozen UDTs are not allowed inside collections: {ty}"
+        ))
+    };
     match ty {
         TypeExpr::Frozen(inner) => {
             if let TypeExpr::Native(n) = inner.as_ref() {
@@ -436,11 +442,17 @@ fn check_written(ty: &TypeExpr, frozen: bool) -> Result<()> {
             if !frozen && is_collection(e) {
                 return Err(nested_non_frozen());
             }
+            if !frozen && is_udt(e) {
+                return Err(nested_non_frozen_udt());
+            }
             check_written(e, frozen)
         }
         TypeExpr::Map(k, v) => {
             if !frozen && (is_collection(k) || is_collection(v)) {
                 return Err(nested_non_frozen());
+            }
+            if !frozen && (is_udt(k) || is_udt(v)) {
+                return Err(nested_non_frozen_udt());
             }
             check_written(k, frozen)?;
             check_written(v, frozen)
@@ -547,6 +559,9 @@ fn check_column_type(ty: &CqlType, top: bool) -> Result<()> {
 }
 
 pub fn create_type(schema: &Schema, keyspace: &str, stmt: &CreateType) -> Result<DdlOutcome> {
+    if is_system_keyspace(keyspace) {
+        return Err(not_user_modifiable(keyspace));
+    }
     let name = stmt.name.name.as_str();
     let event = change(SchemaChangeType::Created, type_target(keyspace, name));
     let ks = existing_keyspace(schema, keyspace)?;
@@ -644,6 +659,9 @@ fn uses_udt(ty: &CqlType, keyspace: &str, name: &str) -> bool {
 }
 
 pub fn alter_type(schema: &Schema, keyspace: &str, stmt: &AlterType) -> Result<DdlOutcome> {
+    if is_system_keyspace(keyspace) {
+        return Err(not_user_modifiable(keyspace));
+    }
     let name = stmt.name.name.as_str();
     let event = change(SchemaChangeType::Updated, type_target(keyspace, name));
     let ks = existing_keyspace(schema, keyspace)?;
@@ -729,6 +747,22 @@ fn add_type_field(
             "Cannot add new field '{field}' of type {resolved} to user type {qualified} as it would create a circular reference"
         )));
     }
+    let in_partition_keys: Vec<String> = ks
+        .tables
+        .values()
+        .filter(|t| {
+            t.columns
+                .iter()
+                .any(|c| c.kind == ColumnKind::PartitionKey && uses_udt(&c.ty, keyspace, name))
+        })
+        .map(|t| rocksandra_data::types::qualified_name(keyspace, &t.name))
+        .collect();
+    if !in_partition_keys.is_empty() {
+        return Err(QueryError::invalid(format!(
+            "Cannot add new field {field} of type {resolved} to user type {qualified} as the type is being used in partition key by the following tables: {}",
+            in_partition_keys.join(", ")
+        )));
+    }
     updated.fields.push((field.to_string(), resolved));
     Ok(true)
 }
@@ -812,6 +846,9 @@ pub fn drop_type(
     name: &str,
     if_exists: bool,
 ) -> Result<DdlOutcome> {
+    if is_system_keyspace(keyspace) {
+        return Err(not_user_modifiable(keyspace));
+    }
     let event = change(SchemaChangeType::Dropped, type_target(keyspace, name));
     let ks = match schema.keyspace(keyspace) {
         Some(ks) => ks,
@@ -850,14 +887,18 @@ pub fn drop_type(
             )));
         }
     }
-    for t in ks.tables.values() {
-        if t.columns.iter().any(|c| uses_udt(&c.ty, keyspace, name)) {
-            return Err(QueryError::invalid(format!(
-                "Cannot drop user type '{}' as it is still used by tables {}",
-                rocksandra_data::types::qualified_name(keyspace, name),
-                t.name
-            )));
-        }
+    let users: Vec<&str> = ks
+        .tables
+        .values()
+        .filter(|t| t.columns.iter().any(|c| uses_udt(&c.ty, keyspace, name)))
+        .map(|t| t.name.as_str())
+        .collect();
+    if !users.is_empty() {
+        return Err(QueryError::invalid(format!(
+            "Cannot drop user type '{}' as it is still used by tables {}",
+            rocksandra_data::types::qualified_name(keyspace, name),
+            users.join(", ")
+        )));
     }
     let mut keyspace_def = Keyspace::clone(ks);
     keyspace_def.types.retain(|t| t.name != name);

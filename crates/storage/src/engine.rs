@@ -898,7 +898,7 @@ impl<S: KvStore> Engine for KvEngine<S> {
 
     fn alter_table(&self, spec: TableSpec) -> Result<()> {
         let current = self.spec(spec.id)?;
-        if current.clustering != spec.clustering {
+        if !keys::same_clustering_order(&current.clustering, &spec.clustering) {
             return Err(StorageError::Invalid(
                 "clustering columns of a table cannot change".into(),
             ));

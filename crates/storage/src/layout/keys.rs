@@ -58,6 +58,45 @@ pub struct ClusteringColumn {
     pub descending: bool,
 }
 
+/// Whether clustering spec `new` orders and encodes the keys of `old`
+/// alike: the same columns and orders, and types that differ at most by
+/// user type names, field names and fields appended (ALTER TYPE RENAME and
+/// ADD of a frozen UDT in a clustering column: the encoding leaves out
+/// trailing null fields, so no key changes).
+pub fn same_clustering_order(old: &[ClusteringColumn], new: &[ClusteringColumn]) -> bool {
+    old.len() == new.len()
+        && old
+            .iter()
+            .zip(new)
+            .all(|(x, y)| x.descending == y.descending && orders_alike(&x.ty, &y.ty))
+}
+
+fn orders_alike(old: &CqlType, new: &CqlType) -> bool {
+    let fields = |t: &CqlType| -> Option<Vec<CqlType>> {
+        match t {
+            CqlType::Udt(u) => Some(u.fields.iter().map(|(_, t)| t.clone()).collect()),
+            CqlType::Tuple(items) => Some(items.clone()),
+            _ => None,
+        }
+    };
+    match (old, new) {
+        (CqlType::Frozen(a), CqlType::Frozen(b))
+        | (CqlType::List(a), CqlType::List(b))
+        | (CqlType::Set(a), CqlType::Set(b)) => orders_alike(a, b),
+        (CqlType::Map(ak, av), CqlType::Map(bk, bv)) => {
+            orders_alike(ak, bk) && orders_alike(av, bv)
+        }
+        (CqlType::Vector(a, n), CqlType::Vector(b, m)) => n == m && orders_alike(a, b),
+        (CqlType::Udt(_), CqlType::Udt(_)) => match (fields(old), fields(new)) {
+            (Some(a), Some(b)) => {
+                a.len() <= b.len() && a.iter().zip(&b).all(|(x, y)| orders_alike(x, y))
+            }
+            _ => false,
+        },
+        _ => old == new,
+    }
+}
+
 /// Encodes the prefix shared by every key of one partition.
 pub fn partition_prefix(token: Token, partition_key: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(8 + partition_key.len() + 3);
@@ -347,6 +386,52 @@ pub fn bound_contains(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn udt_renames_and_appended_fields_keep_the_clustering_order() {
+        use rocksandra_data::types::{NativeType, UdtType};
+        let udt = |fields: &[(&str, NativeType)]| {
+            let fields = fields
+                .iter()
+                .map(|(n, t)| (n.to_string(), CqlType::Native(*t)))
+                .collect();
+            CqlType::Frozen(Box::new(CqlType::Udt(UdtType {
+                keyspace: "ks".into(),
+                name: "t".into(),
+                fields,
+            })))
+        };
+        let column = |ty: CqlType| ClusteringColumn {
+            ty,
+            descending: true,
+        };
+        let old = [column(udt(&[
+            ("a", NativeType::Int),
+            ("b", NativeType::Text),
+        ]))];
+        let renamed = [column(udt(&[
+            ("x", NativeType::Int),
+            ("b", NativeType::Text),
+        ]))];
+        let appended = [column(udt(&[
+            ("a", NativeType::Int),
+            ("b", NativeType::Text),
+            ("c", NativeType::Bigint),
+        ]))];
+        let retyped = [column(udt(&[
+            ("a", NativeType::Bigint),
+            ("b", NativeType::Text),
+        ]))];
+        assert!(same_clustering_order(&old, &renamed));
+        assert!(same_clustering_order(&old, &appended));
+        assert!(!same_clustering_order(&appended, &old));
+        assert!(!same_clustering_order(&old, &retyped));
+        let ascending = [ClusteringColumn {
+            descending: false,
+            ..old[0].clone()
+        }];
+        assert!(!same_clustering_order(&old, &ascending));
+    }
 
     #[test]
     fn prefix_len_agrees_with_split_partition() {
