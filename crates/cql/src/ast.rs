@@ -745,7 +745,6 @@ pub struct DropRole {
 pub enum RoleOption {
     Password(String),
     HashedPassword(String),
-    GeneratedPassword,
     Login(bool),
     Superuser(bool),
     Options(Vec<(Literal, Literal)>),

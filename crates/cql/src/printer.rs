@@ -1027,7 +1027,6 @@ impl Display for RoleOption {
             RoleOption::HashedPassword(p) => {
                 write!(f, "HASHED PASSWORD = {}", Literal::String(p.clone()))
             }
-            RoleOption::GeneratedPassword => f.write_str("GENERATED PASSWORD"),
             RoleOption::Login(b) => write!(f, "LOGIN = {b}"),
             RoleOption::Superuser(b) => write!(f, "SUPERUSER = {b}"),
             RoleOption::Options(entries) => {

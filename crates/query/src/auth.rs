@@ -259,6 +259,7 @@ pub(crate) fn create_role(
     // CreateRoleStatement.validate's order: options, name, superuser
     // status, existence.
     let opts = RoleOptions::from(&stmt.options, stmt.kind)?;
+    check_datacenters(ctx, &stmt.options)?;
     let name = stmt.name.as_str();
     if name.is_empty() {
         return Err(QueryError::invalid("Role name can't be an empty string"));
@@ -311,6 +312,7 @@ pub(crate) fn alter_role(
     let name = stmt.name.as_str();
     let opts = RoleOptions::from(&stmt.options, stmt.kind)?;
     authorize_alter_role(ctx, stmt, &opts, &user, request)?;
+    check_datacenters(ctx, &stmt.options)?;
     if role(ctx, name)?.is_none() {
         if stmt.if_exists {
             return Ok(Outcome::void());
@@ -340,7 +342,43 @@ pub(crate) fn alter_role(
             role_level(ctx, name, RoleAccess::Write),
         )?;
     }
+    // Cassandra's only network authorizer here, AllowAllNetworkAuthorizer,
+    // refuses to change a role's datacenters (after the other options).
+    if stmt
+        .options
+        .iter()
+        .any(|o| matches!(o, RoleOption::AccessToDatacenters(_)))
+    {
+        return Err(QueryError::invalid(
+            "ACCESS TO DATACENTERS operations not supported by AllowAllNetworkAuthorizer",
+        ));
+    }
     Ok(Outcome::void())
+}
+
+/// Cassandra's `DCPermissions.validate`: every datacenter named by ACCESS
+/// TO DATACENTERS is one the cluster knows.
+fn check_datacenters(ctx: &StatementCtx<'_>, options: &[RoleOption]) -> Result<()> {
+    let node = ctx.node.read().unwrap_or_else(|p| p.into_inner());
+    let known =
+        |dc: &String| node.data_center == *dc || node.peers.iter().any(|p| p.data_center == *dc);
+    let unknown: Vec<&str> = options
+        .iter()
+        .filter_map(|o| match o {
+            RoleOption::AccessToDatacenters(Some(names)) => Some(names),
+            _ => None,
+        })
+        .flatten()
+        .filter(|dc| !known(dc))
+        .map(String::as_str)
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(QueryError::invalid(format!(
+        "Invalid value(s) for DATACENTERS '[{}]',All values must be valid datacenters",
+        unknown.join(", ")
+    )))
 }
 
 /// Cassandra's `AlterRoleStatement.authorize`: superuser status is for
@@ -384,7 +422,6 @@ fn authorize_alter_role(
             RoleOption::Login(_) => Some("LOGIN"),
             RoleOption::Superuser(_) => Some("SUPERUSER"),
             RoleOption::Options(_) => Some("OPTIONS"),
-            RoleOption::GeneratedPassword => Some("GENERATED_PASSWORD"),
             RoleOption::AccessToDatacenters(_) | RoleOption::AccessFromCidrs(_) => None,
         });
         if let Some(option) = refused {
@@ -747,9 +784,6 @@ impl RoleOptions {
                 }
                 RoleOption::Login(l) => out.login = Some(*l),
                 RoleOption::Superuser(s) => out.superuser = Some(*s),
-                RoleOption::GeneratedPassword => {
-                    return Err(QueryError::invalid("GENERATED PASSWORD is not supported"))
-                }
                 RoleOption::Options(_) => {
                     return Err(QueryError::invalid(
                         "org.apache.cassandra.auth.CassandraRoleManager doesn't support OPTIONS",
