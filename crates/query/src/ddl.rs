@@ -2241,32 +2241,6 @@ pub fn drop_index(
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rocksandra_data::types::NativeType;
-
-    fn int() -> Box<TypeExpr> {
-        Box::new(TypeExpr::Native(NativeType::Int))
-    }
-
-    fn list(e: Box<TypeExpr>) -> Box<TypeExpr> {
-        Box::new(TypeExpr::List(e))
-    }
-
-    #[test]
-    fn nested_collections_need_a_frozen_around_them() {
-        let nested = TypeExpr::Map(int(), list(int()));
-        assert!(check_written_type(&nested).is_err());
-        assert!(check_written_type(&TypeExpr::Frozen(Box::new(nested.clone()))).is_ok());
-        assert!(check_written_type(&TypeExpr::Tuple(vec![nested.clone()])).is_ok());
-        let set_of_nested = TypeExpr::Set(Box::new(TypeExpr::Frozen(Box::new(nested))));
-        assert!(check_written_type(&set_of_nested).is_ok());
-        let list_in_frozen_in_set = TypeExpr::Set(Box::new(TypeExpr::Frozen(list(list(int())))));
-        assert!(check_written_type(&list_in_frozen_in_set).is_ok());
-    }
-}
-
 /// Cassandra's check on re-adding a dropped column of a single-cell type
 /// (`isValueCompatibleWith`): the new type must read the dropped cells'
 /// bytes with their meaning. A dropped type we cannot parse (a UDT) must
@@ -2306,5 +2280,31 @@ fn frozen_tuple_text(ty: &CqlType) -> String {
     match ty {
         CqlType::Tuple(_) => format!("frozen<{ty}>"),
         _ => ty.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocksandra_data::types::NativeType;
+
+    fn int() -> Box<TypeExpr> {
+        Box::new(TypeExpr::Native(NativeType::Int))
+    }
+
+    fn list(e: Box<TypeExpr>) -> Box<TypeExpr> {
+        Box::new(TypeExpr::List(e))
+    }
+
+    #[test]
+    fn nested_collections_need_a_frozen_around_them() {
+        let nested = TypeExpr::Map(int(), list(int()));
+        assert!(check_written_type(&nested).is_err());
+        assert!(check_written_type(&TypeExpr::Frozen(Box::new(nested.clone()))).is_ok());
+        assert!(check_written_type(&TypeExpr::Tuple(vec![nested.clone()])).is_ok());
+        let set_of_nested = TypeExpr::Set(Box::new(TypeExpr::Frozen(Box::new(nested))));
+        assert!(check_written_type(&set_of_nested).is_ok());
+        let list_in_frozen_in_set = TypeExpr::Set(Box::new(TypeExpr::Frozen(list(list(int())))));
+        assert!(check_written_type(&list_in_frozen_in_set).is_ok());
     }
 }
