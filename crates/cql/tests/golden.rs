@@ -113,6 +113,7 @@ const CASES: &[(&str, &str)] = &[
     ("CREATE ROLE IF NOT EXISTS alice WITH PASSWORD = 'p' AND LOGIN = true AND SUPERUSER = false AND OPTIONS = {'a': 1}", "="),
     ("CREATE ROLE r WITH HASHED PASSWORD = 'h' AND ACCESS TO DATACENTERS {'dc1', 'dc2'} AND ACCESS FROM ALL CIDRS", "="),
     ("CREATE ROLE r WITH ACCESS TO ALL DATACENTERS AND ACCESS FROM CIDRS {'region1'}", "="),
+    ("SELECT * FROM t WHERE token(k) IN (1, 2)", "ERR line 1:31 no viable alternative at input 'IN'"),
     ("CREATE ROLE r WITH GENERATED PASSWORD", "ERR line 1:19 no viable alternative at input 'GENERATED' (CREATE ROLE r WITH [GENERATED]...)"),
     ("ALTER ROLE IF EXISTS 'Bob' WITH LOGIN = false", "ALTER ROLE IF EXISTS \"Bob\" WITH LOGIN = false"),
     ("CREATE ROLE r WITH LOGIN = true AND LOGIN = false", "ERR Multiple definition for property 'LOGIN'"),

@@ -425,6 +425,37 @@ fn merge_regular_restriction(slot: &mut ColumnRestriction, name: &str, op: Opera
     Ok(())
 }
 
+/// Cassandra's error for a second bound on the same side of a range.
+fn more_than_one_bound(lower: bool, columns: &str) -> QueryError {
+    QueryError::invalid(format!(
+        "More than one restriction was found for the {} bound on {columns}",
+        if lower { "start" } else { "end" }
+    ))
+}
+
+/// A multi-column relation's tuple literals (each of an IN list) have one
+/// value per column, as Cassandra checks them.
+fn check_tuple_arity(rhs: &Expr, op: Operator, width: usize) -> Result<()> {
+    let tuples: Vec<&Expr> = match (op, rhs) {
+        (Operator::In, Expr::List(items)) | (Operator::In, Expr::Tuple(items)) => {
+            items.iter().collect()
+        }
+        (Operator::In, _) => Vec::new(),
+        _ => vec![rhs],
+    };
+    for tuple in tuples {
+        if let Expr::Tuple(items) = tuple {
+            if items.len() != width {
+                return Err(QueryError::invalid(format!(
+                    "Expected {width} elements in value tuple, but got {}: {tuple}",
+                    items.len()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Sets the lower (`>`, `>=`) or upper (`<`, `<=`) bound of a column's
 /// range, once: a second bound on the same side is Cassandra's error.
 fn set_bound(
@@ -440,10 +471,7 @@ fn set_bound(
         &mut slot.upper
     };
     if side.is_some() {
-        return Err(QueryError::invalid(format!(
-            "More than one restriction was found for the {} bound on {name}",
-            if start { "start" } else { "end" }
-        )));
+        return Err(more_than_one_bound(start, name));
     }
     *side = Some(bound);
     Ok(())
@@ -770,6 +798,7 @@ impl Gathered {
                 .collect::<Vec<_>>()
                 .join(",")
         );
+        check_tuple_arity(rhs, op, names.len())?;
         match op {
             Operator::Eq => {
                 let tuple = multi_column_tuple(rhs, &tuple_type, &label, ctx)?;
@@ -807,7 +836,17 @@ impl Gathered {
                 }
                 self.multi_slice_start = Some(start);
                 let inclusive = matches!(op, Operator::Gte | Operator::Lte);
-                if matches!(op, Operator::Gt | Operator::Gte) {
+                let lower = matches!(op, Operator::Gt | Operator::Gte);
+                let taken = if lower {
+                    self.multi_lower.is_some()
+                } else {
+                    self.multi_upper.is_some()
+                };
+                if taken {
+                    let columns: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
+                    return Err(more_than_one_bound(lower, &columns.join(" ,")));
+                }
+                if lower {
                     self.multi_lower = Some((values, inclusive));
                 } else {
                     self.multi_upper = Some((values, inclusive));
@@ -834,6 +873,16 @@ impl Gathered {
         check_token_columns(table, names)?;
         let t = token_bound(table, rhs, ctx)?;
         self.has_token = true;
+        let taken = match op {
+            Operator::Gt | Operator::Gte => self.token_start.is_some(),
+            Operator::Lt | Operator::Lte => self.token_end.is_some(),
+            _ => false,
+        };
+        if taken {
+            let columns: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
+            let lower = matches!(op, Operator::Gt | Operator::Gte);
+            return Err(more_than_one_bound(lower, &columns.join(", ")));
+        }
         match op {
             Operator::Gt => self.token_start = Some((t, false)),
             Operator::Gte => self.token_start = Some((t, true)),
@@ -1218,7 +1267,7 @@ fn check_multi_overlaps(
                 || multi_slice.is_some_and(|s| s.start == j);
             if single || other_multi {
                 return Err(QueryError::invalid(format!(
-                    "Column \"{}\" cannot be restricted by more than one relation if it includes an Equal",
+                    "{} cannot be restricted by more than one relation if it includes an Equal",
                     table.columns[pk_count + j].name
                 )));
             }

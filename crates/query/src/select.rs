@@ -1012,6 +1012,11 @@ fn wildcard_outputs(table: &Table) -> Vec<Output> {
 /// reads are partition key or static columns, and a scan of a token range
 /// reads every partition key column.
 fn check_distinct_selection(table: &Table, select: &Select, outputs: &[Output]) -> Result<()> {
+    if select.per_partition_limit.is_some() {
+        return Err(QueryError::invalid(
+            "PER PARTITION LIMIT is not allowed with SELECT DISTINCT queries",
+        ));
+    }
     let mut requested: Vec<usize> = Vec::new();
     for o in outputs {
         sel_columns(table, &o.sel, &mut requested);
@@ -2388,7 +2393,8 @@ fn answer_page(
     // GROUP BY groups each partition's rows as read, then sorts the groups.
     if post_ordering && !grouped {
         let keep = remaining_limit.filter(|_| !aggregate);
-        sort_across_partitions(table, &mut rows, page.reversed, keep);
+        let columns = select.order_by.len();
+        sort_across_partitions(table, &mut rows, (page.reversed, columns), keep);
     }
     if rows.len() > UNPAGED_ROWS_MAX {
         return Err(QueryError::invalid(format!(
@@ -2822,15 +2828,28 @@ fn aggregation_warnings(select: &Select, restrictions: &Restrictions) -> Vec<Str
     warnings
 }
 
-/// Sorts rows of several partitions by clustering (ORDER BY over an IN),
-/// then keeps the first `keep` (LIMIT's remainder), if given.
+/// Sorts rows of several partitions by the first `columns` clustering
+/// columns, those ORDER BY names (ORDER BY over an IN), keeping the read
+/// order of rows equal on them, as Cassandra's stable sort does; then keeps
+/// the first `keep` (LIMIT's remainder), if given.
 fn sort_across_partitions(
     table: &Table,
     rows: &mut Vec<CqlRow>,
-    reversed: bool,
+    (reversed, columns): (bool, usize),
     keep: Option<usize>,
 ) {
-    rows.sort_by(|a, b| clustering_order(table, a, b, reversed));
+    fn prefix(row: &CqlRow, columns: usize) -> &[Vec<u8>] {
+        let clustering = row.clustering.as_deref().unwrap_or(&[]);
+        &clustering[..columns.min(clustering.len())]
+    }
+    rows.sort_by(|a, b| {
+        let o = compare_prefix(table, prefix(a, columns), prefix(b, columns));
+        if reversed {
+            o.reverse()
+        } else {
+            o
+        }
+    });
     if let Some(l) = keep {
         rows.truncate(l);
     }

@@ -690,6 +690,12 @@ impl Parser {
         if self.is_kw("token") && self.is_sym_at(1, "(") {
             self.advance();
             let columns = self.parenthesized(false, Parser::ident)?;
+            // Cassandra's grammar takes only `=`, `<`, `<=`, `>`, `>=` and
+            // `!=` after token(...): IN, CONTAINS and LIKE are no viable
+            // alternative there.
+            if self.is_kw("in") || self.is_kw("contains") || self.is_kw("like") {
+                return Err(self.no_viable());
+            }
             return self.compare(
                 RelationLhs::Token(columns.clone()),
                 BindReceiver::Token(columns),
