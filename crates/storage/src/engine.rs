@@ -434,7 +434,9 @@ impl<S: KvStore> KvEngine<S> {
                         end: ClusteringBound::unbounded(),
                     }],
                     reversed: false,
-                    include_static: false,
+                    // The rest of a partition carries its static row too:
+                    // its rows show (and filter on) the static values.
+                    include_static: scan.include_static,
                     row_limit: remaining_in_partition(scan, position.rows_returned_in_partition)
                         .min(limit_or_max(scan.row_limit)),
                 };
