@@ -681,6 +681,31 @@ async fn max_connections_is_enforced() {
 }
 
 #[tokio::test]
+async fn a_connection_not_ready_gives_its_slot_to_a_new_one() {
+    let server = TestServer::start_with(
+        Arc::new(NotReadyHandler),
+        limits(16, 64, 2),
+        Authenticator::AllowAll,
+    )
+    .await;
+    let _ready = Client::ready(server.address, ProtocolVersion::V4).await;
+    // Holds the last slot without ever sending STARTUP.
+    let mut idle = server.connect(ProtocolVersion::V4).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut newcomer = server.connect(ProtocolVersion::V4).await;
+    assert_eq!(newcomer.startup(None).await, Response::Ready);
+    idle.expect_closed().await;
+    // The ready connections are not evicted: the next one is refused.
+    let mut refused = server.connect(ProtocolVersion::V4).await;
+    refused.send(3, Request::Options).await;
+    let message = expect_error(&refused.recv().await.response, ErrorKind::Overloaded);
+    assert!(message.starts_with("Too many connections"), "{message}");
+    let response = newcomer.request(2, Request::Options).await;
+    assert!(matches!(response, Response::Supported(_)), "{response:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn v4_body_compression_lz4_and_snappy() {
     let (handler, _gate) = ScriptedHandler::new();
     let server = TestServer::start(handler).await;

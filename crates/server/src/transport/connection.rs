@@ -33,6 +33,7 @@ use tracing::{debug, error, info, warn};
 use super::auth::decode_plain_token;
 use super::limits::{self, Activity, Admission, ByteBudget, RequestBudgets, RequestBytes};
 use super::tls::ClientStream;
+use super::unready::UnreadyGuard;
 use super::writer::{self, Framing, Outbound};
 use super::{ConnectionSlot, Shared};
 use crate::config::Authenticator;
@@ -104,6 +105,7 @@ pub(super) async fn serve(
     slot: ConnectionSlot,
 ) {
     let endpoint = slot.endpoint_budget();
+    let unready = shared.unready.enter();
     let _counted = shared.metrics.connection_opened();
     if let Err(e) = socket.set_nodelay(true) {
         debug!(%peer, "cannot set TCP_NODELAY: {e}");
@@ -114,6 +116,7 @@ pub(super) async fn serve(
             let accepted = tokio::select! {
                 biased;
                 _ = stop.wait_for(|stopping| *stopping) => return,
+                () = unready.evicted() => return,
                 accepted = tls.accept(socket) => accepted,
             };
             match accepted {
@@ -128,11 +131,11 @@ pub(super) async fn serve(
     match stream {
         ClientStream::Plain(socket) => {
             let (reader, writer) = socket.into_split();
-            serve_stream(reader, writer, peer, shared, stop, endpoint).await;
+            serve_stream(reader, writer, peer, shared, stop, endpoint, unready).await;
         }
         ClientStream::Tls(socket) => {
             let (reader, writer) = tokio::io::split(*socket);
-            serve_stream(reader, writer, peer, shared, stop, endpoint).await;
+            serve_stream(reader, writer, peer, shared, stop, endpoint, unready).await;
         }
     }
     drop(slot);
@@ -146,6 +149,7 @@ async fn serve_stream<R, W>(
     shared: Arc<Shared>,
     stop: watch::Receiver<bool>,
     endpoint: Arc<ByteBudget>,
+    unready: UnreadyGuard,
 ) where
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -163,6 +167,7 @@ async fn serve_stream<R, W>(
         global: shared.request_bytes.clone(),
     };
     let mut connection = Connection::new(shared, peer, outbound, budgets, activity);
+    connection.unready = Some(unready);
     let end = connection.read_loop(&mut reader, stop).await;
     debug!(%peer, ?end, "connection stops reading");
     // In-flight requests keep their own senders: the writer ends once they
@@ -218,6 +223,9 @@ struct Connection {
     /// When the connection must be ready (STARTUP and login done) by.
     login_deadline: tokio::time::Instant,
     failed_logins: u32,
+    /// Its place among the connections not ready yet (None once ready): a
+    /// newer connection may close it when every slot is taken.
+    unready: Option<UnreadyGuard>,
 }
 
 impl Drop for Connection {
@@ -261,6 +269,7 @@ impl Connection {
             activity,
             login_deadline,
             failed_logins: 0,
+            unready: None,
         }
     }
 
@@ -310,6 +319,7 @@ impl Connection {
                 _ = stop.wait_for(|stopping| *stopping) => return End::Shutdown,
                 () = self.idle(), if self.shared.limits.idle_timeout.is_some() => return End::Idle,
                 () = self.login_expired(), if self.phase != Phase::Ready => return End::Unauthenticated,
+                () = self.evicted(), if self.phase != Phase::Ready => return End::Unauthenticated,
                 read = reader.read_buf(&mut buf) => match read {
                     Ok(0) => return End::ClientClosed,
                     Ok(_) => {
@@ -348,6 +358,25 @@ impl Connection {
             "closing a connection not ready within {:?}",
             self.shared.limits.login_timeout
         );
+    }
+
+    /// Completes when a newer connection takes this one's slot (while it
+    /// is not ready); logs.
+    async fn evicted(&self) {
+        match &self.unready {
+            Some(unready) => unready.evicted().await,
+            None => std::future::pending().await,
+        }
+        info!(
+            peer = %self.peer,
+            "closing a connection not ready yet: every connection slot is taken"
+        );
+    }
+
+    /// The connection may run queries; it can no longer be evicted.
+    fn become_ready(&mut self) {
+        self.phase = Phase::Ready;
+        self.unready = None;
     }
 
     /// Completes once nothing was read or written for `idle_timeout`
@@ -593,7 +622,7 @@ impl Connection {
         };
         let response = match self.shared.authenticator {
             Authenticator::AllowAll => {
-                self.phase = Phase::Ready;
+                self.become_ready();
                 Response::Ready
             }
             Authenticator::Password => {
@@ -635,7 +664,7 @@ impl Connection {
         {
             Ok(()) => {
                 session.set_authenticated_user(username);
-                self.phase = Phase::Ready;
+                self.become_ready();
                 self.respond(version, stream, Response::AuthSuccess(None))
                     .await;
                 true

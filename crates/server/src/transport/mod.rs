@@ -11,7 +11,15 @@
 //!   [`REJECTED_CONNECTIONS_MAX`] such answers are pending at once; beyond
 //!   that, extra connections are closed without a word. A connection over
 //!   the limit first waits up to `SLOT_GRACE` (20 ms) for a slot, unless
-//!   connections were refused within the last second.
+//!   connections were refused within the last second. But while some
+//!   connection has not finished STARTUP and its login, the oldest such
+//!   connection is closed and the new one takes its slot (`unready`): idle
+//!   or stalled handshakes cannot lock clients out.
+//! - Out of file descriptors (`accept` fails with EMFILE or ENFILE): the
+//!   oldest connection not ready yet is closed, so that clients queued
+//!   behind idle sockets get in; when every connection is ready, accepting
+//!   pauses 100 ms and retries (a warning at most every
+//!   10 s).
 //! - `max_connections_per_ip`: the same answer ("Too many connections from
 //!   ADDRESS") to a connection beyond it from one client IP address.
 //! - `max_requests_per_connection` and `max_requests`: QUERY, PREPARE,
@@ -48,6 +56,7 @@ mod connection;
 mod cores;
 pub mod limits;
 pub mod tls;
+mod unready;
 mod writer;
 
 use std::future::Future;
@@ -72,6 +81,7 @@ use crate::handler::RequestHandler;
 use crate::metrics::ServerMetrics;
 use limits::{ByteBudget, ClientSlot, Clients};
 use tls::{ClientStream, ClientTls, TlsConfigError};
+use unready::Unready;
 
 /// Responses (and events) waiting for one connection's socket.
 pub const OUTBOUND_QUEUE_MESSAGES_MAX: usize = 256;
@@ -95,6 +105,8 @@ const REJECT_WARNING_INTERVAL: Duration = Duration::from_secs(10);
 /// refused for that.
 const SLOT_GRACE: Duration = Duration::from_millis(20);
 const SLOT_GRACE_QUIET: Duration = Duration::from_secs(1);
+/// How long a new connection waits for the slot of the connection it evicted.
+const EVICTED_SLOT_WAIT: Duration = Duration::from_millis(500);
 
 /// The transport's limits; `From<&Config>` takes them from the configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,6 +215,8 @@ struct Shared {
     request_bytes: Arc<ByteBudget>,
     /// Connections and request bytes per client IP address.
     clients: Arc<Clients>,
+    /// Connections that have not finished STARTUP and login, oldest first.
+    unready: Arc<Unready>,
     events: EventSender,
     metrics: Arc<ServerMetrics>,
     tls: Option<ClientTls>,
@@ -242,6 +256,7 @@ impl Server {
                 config.limits.max_connections_per_ip,
                 config.limits.max_request_bytes_in_flight_per_ip,
             )),
+            unready: Arc::new(Unready::default()),
             events: EventSender { sender },
             metrics: Arc::new(ServerMetrics::default()),
             tls: config.tls,
@@ -297,6 +312,7 @@ impl Server {
         let mut tasks = JoinSet::new();
         let mut last_reject_warning: Option<Instant> = None;
         let mut last_reject: Option<Instant> = None;
+        let mut last_accept_warning: Option<Instant> = None;
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -313,8 +329,7 @@ impl Server {
                         }
                     },
                     Err(e) => {
-                        warn!("accepting a CQL connection failed: {e}");
-                        tokio::time::sleep(ACCEPT_ERROR_BACKOFF).await;
+                        accept_failed(&e, &mut last_accept_warning, &self.shared.unready).await;
                     }
                 },
                 Some(joined) = tasks.join_next(), if !tasks.is_empty() => log_join(joined),
@@ -343,7 +358,7 @@ impl Server {
         peer: SocketAddr,
     ) -> Result<ConnectionSlot, Refusal> {
         let limits = &self.shared.limits;
-        let Some(global) = slot_for(slots, last_reject).await else {
+        let Some(global) = slot_for(slots, last_reject, &self.shared.unready).await else {
             return Err(Refusal::Node {
                 limit: limits.max_connections,
             });
@@ -412,24 +427,51 @@ impl Refusal {
     }
 }
 
-/// A connection slot: at once, or after `SLOT_GRACE` unless connections
-/// are being refused in a stream (then at once or not at all).
+/// A connection slot: at once; or the slot of the oldest connection not
+/// ready yet, which is told to close (waiting up to `EVICTED_SLOT_WAIT`);
+/// or after `SLOT_GRACE` unless connections are being refused in a stream
+/// (then at once or not at all).
 async fn slot_for(
     slots: &Arc<Semaphore>,
     last_reject: &mut Option<Instant>,
+    unready: &Unready,
 ) -> Option<tokio::sync::OwnedSemaphorePermit> {
     if let Ok(slot) = slots.clone().try_acquire_owned() {
         return Some(slot);
     }
-    let quiet = last_reject.is_none_or(|at| at.elapsed() >= SLOT_GRACE_QUIET);
-    if quiet {
-        if let Ok(Ok(slot)) = tokio::time::timeout(SLOT_GRACE, slots.clone().acquire_owned()).await
-        {
+    let wait = if unready.evict_oldest() {
+        Some(EVICTED_SLOT_WAIT)
+    } else {
+        let quiet = last_reject.is_none_or(|at| at.elapsed() >= SLOT_GRACE_QUIET);
+        quiet.then_some(SLOT_GRACE)
+    };
+    if let Some(wait) = wait {
+        if let Ok(Ok(slot)) = tokio::time::timeout(wait, slots.clone().acquire_owned()).await {
             return Some(slot);
         }
     }
     *last_reject = Some(Instant::now());
     None
+}
+
+/// After a failed `accept`: when the process is out of file descriptors,
+/// closes the oldest connection not ready yet and waits until it has gone
+/// (so that clients queued behind idle sockets get in); otherwise, or when
+/// every connection is ready, pauses. Warns at most once per interval.
+async fn accept_failed(
+    error: &std::io::Error,
+    last_warning: &mut Option<Instant>,
+    unready: &Unready,
+) {
+    let now = Instant::now();
+    if last_warning.is_none_or(|at| now.duration_since(at) >= REJECT_WARNING_INTERVAL) {
+        *last_warning = Some(now);
+        warn!("accepting a CQL connection failed: {error}");
+    }
+    let out_of_descriptors = matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
+    if !(out_of_descriptors && unready.evict_and_wait(EVICTED_SLOT_WAIT).await) {
+        tokio::time::sleep(ACCEPT_ERROR_BACKOFF).await;
+    }
 }
 
 fn log_join(joined: Result<(), tokio::task::JoinError>) {
