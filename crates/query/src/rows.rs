@@ -34,6 +34,20 @@ pub struct CqlRow {
     pub columns: Vec<ColumnValue>,
 }
 
+impl CqlRow {
+    /// The bytes of its clustering and column values (to size read batches).
+    pub fn value_bytes(&self) -> usize {
+        let clustering = self
+            .clustering
+            .iter()
+            .flatten()
+            .map(Vec::len)
+            .sum::<usize>();
+        let columns = self.columns.iter().flat_map(|c| &c.value).map(Vec::len);
+        clustering + columns.sum::<usize>()
+    }
+}
+
 /// Splits a serialized partition key into its components.
 pub fn partition_components(table: &Table, key: &[u8]) -> Result<Vec<Vec<u8>>> {
     if table.partition_key_count == 1 {

@@ -31,6 +31,38 @@ use crate::term::{evaluate, EvalContext, Term};
 
 /// Rows read from storage per round trip when filtering or aggregating.
 pub const READ_BATCH_ROWS: usize = 1000;
+/// The first batch of a read that takes every row a batch at a time
+/// (aggregates, unpaged reads): small, so that large rows are not read a
+/// thousand at a time before their size is known.
+const FIRST_BATCH_ROWS: usize = 64;
+/// What each later batch of such a read is sized to hold (its values).
+const BATCH_BYTES: usize = 4 << 20;
+
+/// The size of the next batch of a read that takes every row a batch at a
+/// time: about `BATCH_BYTES` of values, whatever the rows weigh, at most
+/// `READ_BATCH_ROWS` rows.
+#[derive(Debug, Clone, Copy)]
+struct BatchSize(usize);
+
+impl BatchSize {
+    fn new() -> BatchSize {
+        BatchSize(FIRST_BATCH_ROWS)
+    }
+
+    fn rows(self) -> usize {
+        self.0
+    }
+
+    /// Sizes the next batch after the rows of the last.
+    fn after(&mut self, rows: &[CqlRow]) {
+        if rows.is_empty() {
+            return;
+        }
+        let bytes: usize = rows.iter().map(CqlRow::value_bytes).sum();
+        let per_row = (bytes / rows.len()).max(1);
+        self.0 = (BATCH_BYTES / per_row).clamp(1, READ_BATCH_ROWS);
+    }
+}
 
 /// Where the read of one partition of a key list starts: its slices (after
 /// the previous page's last row), the rows it already gave, and whether this
@@ -2316,6 +2348,17 @@ pub fn execute(
         let query = (&*table, &outputs[..], select);
         return execute_grouped(context, query, request, (&reader, &window), warnings);
     }
+    if window.page_size.is_none() && !aggregate && !grouped && !post_ordering {
+        let want = rows_wanted(None, window.remaining_limit);
+        let query = (&*table, &outputs[..], select);
+        return execute_unpaged(
+            context,
+            query,
+            request,
+            (&reader, window.state, want),
+            warnings,
+        );
+    }
     let page = Page {
         window,
         limit,
@@ -2492,6 +2535,35 @@ fn execute_grouped(
     let met = (reader.tombstones.get(), read);
     let page = (rows, next.map(|s| s.encode()));
     rows_outcome(context, query, request, met, page, warnings)
+}
+
+/// An unpaged SELECT without aggregates, GROUP BY or ORDER BY across
+/// partitions: up to `want` rows read a batch at a time, each batch turned
+/// into result rows before the next is read, so the node holds the result
+/// and one batch rather than every row read whole (`SELECT k` of a table of
+/// large values holds the keys).
+fn execute_unpaged(
+    context: &StatementCtx<'_>,
+    query: (&Table, &[Output], &Select),
+    request: &Request,
+    (reader, mut state, want): (&Reader<'_>, PagingState, usize),
+    warnings: Vec<String>,
+) -> Result<Outcome> {
+    let mut result = Vec::new();
+    let mut read = 0usize;
+    let mut batch = BatchSize::new();
+    while read < want {
+        let (rows, next) = reader.read(&state, batch.rows().min(want - read))?;
+        batch.after(&rows);
+        read += rows.len();
+        result.extend(selected_rows(query.0, query.1, &rows, false)?);
+        match next {
+            Some(next) => state = next,
+            None => break,
+        }
+    }
+    let met = (reader.tombstones.get(), read);
+    rows_outcome(context, query, request, met, (result, None), warnings)
 }
 
 /// A SELECT's answer once its rows are computed: the tombstone check over

@@ -2,7 +2,8 @@
 //! `max`, `sum` and `avg` keeps a running state, and only a group's first
 //! row is kept (the other selectors of an aggregate query show its
 //! values), so a `SELECT count(*)` over a table of any size holds one
-//! batch of rows in memory, as Cassandra's paged aggregation does. GROUP BY
+//! batch of rows in memory (`BatchSize`: about 4 MiB of values, at most
+//! 1,000 rows), as Cassandra's paged aggregation does. GROUP BY
 //! folds its groups as the rows come (`fold_groups`), holding the page's
 //! result rows and the group in progress.
 
@@ -10,15 +11,13 @@ use bytes::Bytes;
 
 use super::group_by::GroupBy;
 use super::{
-    empty_row, eval_sel, is_aggregate, Aggregate, Output, PagingState, Reader, ResultRows, Sel,
+    empty_row, eval_sel, is_aggregate, Aggregate, BatchSize, Output, PagingState, Reader,
+    ResultRows, Sel,
 };
 use crate::error::{QueryError, Result};
 use crate::functions::aggregates::{is_summable, SumAvg};
 use crate::rows::CqlRow;
 use crate::schema::Table;
-
-/// Rows read from storage at a time while folding.
-pub const AGGREGATE_BATCH_ROWS: usize = 1000;
 
 enum State {
     Count(i64),
@@ -278,8 +277,10 @@ pub(super) fn fold(
 ) -> Result<(Vec<Option<Bytes>>, usize)> {
     let mut group = Group::new(outputs)?;
     let mut state = PagingState::default();
+    let mut batch = BatchSize::new();
     loop {
-        let (rows, next) = reader.read(&state, AGGREGATE_BATCH_ROWS)?;
+        let (rows, next) = reader.read(&state, batch.rows())?;
+        batch.after(&rows);
         for row in rows {
             group.add(table, row)?;
         }
@@ -335,8 +336,10 @@ pub(super) fn fold_groups(
     let mut partition_groups: Option<(rocksandra_storage::PartitionKey, usize)> = None;
     let mut read = 0usize;
     let mut state = PagingState::default();
+    let mut batch = BatchSize::new();
     'reading: loop {
-        let (rows, next) = reader.read(&state, AGGREGATE_BATCH_ROWS)?;
+        let (rows, next) = reader.read(&state, batch.rows())?;
+        batch.after(&rows);
         for row in rows {
             read += 1;
             let value = window.group_by.function_value(table, &row)?;
