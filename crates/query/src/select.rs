@@ -2348,7 +2348,9 @@ pub fn execute(
         let query = (&*table, &outputs[..], select);
         return execute_grouped(context, query, request, (&reader, &window), warnings);
     }
-    if window.page_size.is_none() && !aggregate && !grouped && !post_ordering {
+    // Virtual tables are built whole on each read: read them at once.
+    let batched = !table.is_virtual && !aggregate && !grouped && !post_ordering;
+    if window.page_size.is_none() && batched {
         let want = rows_wanted(None, window.remaining_limit);
         let query = (&*table, &outputs[..], select);
         return execute_unpaged(
