@@ -27,8 +27,12 @@ use std::time::{Duration, Instant};
 use rocksandra_data::{LocalTime, Timestamp, Token};
 use rocksandra_query::disk_usage::DiskUsage;
 use rocksandra_query::proxy::{CasDecide, CasOptions, DataProxy, WriteOptions};
+use rocksandra_query::read_thresholds::{self, FailureCounts, ReadMet, ReadThresholdSettings};
 use rocksandra_query::schema::{Schema, Table};
 use rocksandra_query::tombstones::{too_many_tombstones, TombstoneSettings};
+
+use crate::read_reports::ReportBook;
+use crate::replica::ReadLimits;
 use rocksandra_query::QueryError;
 use rocksandra_storage::memory::MemoryStore;
 use rocksandra_storage::{
@@ -99,6 +103,8 @@ pub struct Shared {
     pub engine: Arc<dyn Engine>,
     /// The tombstone thresholds this node's replica reads answer to.
     pub tombstones: Arc<TombstoneSettings>,
+    /// `read_thresholds_enabled` and the read size thresholds.
+    pub read_thresholds: Arc<ReadThresholdSettings>,
     /// How requests reach other nodes (`Messaging`, or a simulated network).
     pub messaging: Arc<dyn Transport>,
     pub topology: RwLock<Arc<Topology>>,
@@ -151,6 +157,7 @@ impl Shared {
             local,
             engine: replica.engine,
             tombstones: replica.tombstones,
+            read_thresholds: replica.read_thresholds,
             messaging,
             topology: RwLock::new(Arc::new(topology)),
             hints,
@@ -202,6 +209,11 @@ impl Shared {
             .iter()
             .position(|f| *f == name)
             .is_some_and(|i| self.failpoints.load(Ordering::Relaxed) & (1 << i) != 0)
+    }
+
+    /// What this node's replica reads answer to.
+    pub fn read_limits(&self) -> ReadLimits {
+        ReadLimits::new(&self.tombstones, &self.read_thresholds)
     }
 
     pub fn topology(&self) -> Arc<Topology> {
@@ -289,7 +301,7 @@ impl Shared {
     /// to the same channel.
     fn dispatch(&self, endpoint: IpAddr, request: Request, reply: &std::sync::mpsc::Sender<Reply>) {
         if endpoint == self.local {
-            let response = match replica::serve(&*self.engine, self.tombstones.get(), request) {
+            let response = match replica::serve(&*self.engine, self.read_limits(), request) {
                 Ok(r) => r,
                 Err(_) => Response::Error(RemoteError::Invalid("not a data request".into())),
             };
@@ -401,6 +413,16 @@ fn remote_error(endpoint: IpAddr, e: &RemoteError) -> QueryError {
     }
 }
 
+/// READ_FAILURE's counts for a read with `received` of the `block_for`
+/// answers it needs.
+fn failure_counts(consistency: Consistency, received: usize, block_for: usize) -> FailureCounts {
+    FailureCounts {
+        consistency,
+        received,
+        block_for,
+    }
+}
+
 /// `remote_error` for a read that had `received` of the `block_for`
 /// answers it needs: a replica that refused it past its tombstone failure
 /// threshold makes it READ_FAILURE, as in Cassandra.
@@ -414,6 +436,11 @@ fn read_error(
         RemoteError::TooManyTombstones { .. } => {
             too_many_tombstones(consistency, received, block_for, endpoint)
         }
+        RemoteError::ReadTooLarge { .. } => read_thresholds::read_failure(
+            format!("received {received} responses and 1 failures"),
+            failure_counts(consistency, received, block_for),
+            vec![(endpoint, read_thresholds::READ_SIZE)],
+        ),
         other => remote_error(endpoint, other),
     }
 }
@@ -844,17 +871,25 @@ impl DataProxy for Coordinator {
         read: &PartitionRead,
         cl: Consistency,
         now: LocalTime,
-    ) -> Result<(Partition, u64), QueryError> {
+    ) -> Result<(Partition, ReadMet), QueryError> {
         if matches!(cl, Consistency::Serial | Consistency::LocalSerial) {
-            return Ok((self.read_serial(schema, table, read, cl, now)?, 0));
+            return Ok((
+                self.read_serial(schema, table, read, cl, now)?,
+                ReadMet::default(),
+            ));
         }
         let (topology, plan) = self.plan_read(schema, table, read, cl)?;
         if plan.is_local(self.shared.local) {
             let stop_past = self.shared.tombstones.get().failure;
-            return Ok(self
+            let (partition, tombstones) = self
                 .shared
                 .engine
-                .read_partition_counted(read, now, stop_past)?);
+                .read_partition_counted(read, now, stop_past)?;
+            let mut book = self.report_book();
+            let counts = failure_counts(cl, 0, 1);
+            let met = (std::slice::from_ref(&partition), tombstones);
+            book.own_read(self.shared.local, met, counts)?;
+            return Ok((partition, book.met(tombstones)));
         }
         self.read_with_digests(&topology, table, read, cl, now, &plan)
     }
@@ -917,7 +952,7 @@ impl DataProxy for Coordinator {
         scan: &RangeScan,
         cl: Consistency,
         now: LocalTime,
-    ) -> Result<(ScanPage, u64), QueryError> {
+    ) -> Result<(ScanPage, ReadMet), QueryError> {
         let topology = self.shared.topology();
         let strategy = keyspace_strategy(schema, &table.keyspace);
         let requirement = requirement(cl, Operation::Read, &strategy, &topology.local_dc)
@@ -928,7 +963,7 @@ impl DataProxy for Coordinator {
             next: None,
         };
         let mut returned = 0usize;
-        let mut tombstones = 0u64;
+        let mut tombstones = ReadMet::default();
         let mut resume = scan.resume_after.clone();
         let mut i = 0;
         while i < pieces.len() {
@@ -978,7 +1013,8 @@ impl DataProxy for Coordinator {
                 now,
                 &candidates[..requirement.block_for().min(candidates.len())],
             )?;
-            tombstones = tombstones.max(met);
+            tombstones.tombstones = tombstones.tombstones.max(met.tombstones);
+            tombstones.reports.merge(&met.reports);
             returned += part
                 .partitions
                 .iter()
@@ -1115,6 +1151,8 @@ struct DigestRound<'a> {
     /// with its default `read_thresholds_enabled: false` warns the client
     /// of the coordinator's own read only; other replicas just log).
     tombstones: u64,
+    /// With `read_thresholds_enabled`, every replica's report.
+    book: ReportBook,
 }
 
 impl<'a> DigestRound<'a> {
@@ -1137,6 +1175,7 @@ impl<'a> DigestRound<'a> {
             failed: 0,
             local,
             tombstones: 0,
+            book: ReportBook::default(),
         };
         (round, order)
     }
@@ -1180,20 +1219,38 @@ impl<'a> DigestRound<'a> {
                 Ok(Response::Data {
                     partition,
                     tombstones,
+                    bytes,
                 }),
             ) => {
-                self.met(e, tombstones);
+                self.met(e, tombstones, bytes);
                 match self.data {
                     None => self.data = Some((e, partition)),
                     Some(_) => self.digests.push((e, digest(&partition))),
                 }
             }
-            (e, Ok(Response::Digest { digest, tombstones })) => {
-                self.met(e, tombstones);
+            (
+                e,
+                Ok(Response::Digest {
+                    digest,
+                    tombstones,
+                    bytes,
+                }),
+            ) => {
+                self.met(e, tombstones, bytes);
                 self.digests.push((e, digest));
             }
-            (e, Ok(Response::Error(err @ RemoteError::TooManyTombstones { .. }))) => {
+            (
+                e,
+                Ok(Response::Error(
+                    err
+                    @ (RemoteError::TooManyTombstones { .. } | RemoteError::ReadTooLarge { .. }),
+                )),
+            ) => {
                 let needed = (self.received(), self.plan.block_for);
+                let counts = failure_counts(consistency, needed.0, needed.1);
+                if let Some(aborted) = self.book.refused(e, &err, counts) {
+                    return Err(aborted);
+                }
                 return Err(read_error(e, &err, consistency, needed));
             }
             (e, other) => {
@@ -1214,10 +1271,11 @@ impl<'a> DigestRound<'a> {
         Ok(None)
     }
 
-    fn met(&mut self, replica: IpAddr, tombstones: u64) {
+    fn met(&mut self, replica: IpAddr, tombstones: u64, bytes: u64) {
         if replica == self.local {
             self.tombstones = tombstones;
         }
+        self.book.answered(replica, tombstones, bytes);
     }
 
     /// Speculative retry: one more replica, for data if the data is late.
@@ -1246,7 +1304,7 @@ impl Coordinator {
         cl: Consistency,
         now: LocalTime,
         plan: &ReadPlan,
-    ) -> Result<(Partition, u64), QueryError> {
+    ) -> Result<(Partition, ReadMet), QueryError> {
         let shared = &self.shared;
         let (tx, rx) = std::sync::mpsc::channel::<Reply>();
         let ask = |(e, digest_only): (IpAddr, bool)| {
@@ -1258,6 +1316,7 @@ impl Coordinator {
             shared.dispatch(e, request, &tx)
         };
         let (mut round, first) = DigestRound::start(plan, shared.local);
+        round.book = self.report_book();
         first.into_iter().for_each(ask);
         let started = Instant::now();
         let deadline = started + shared.timeouts.read;
@@ -1281,7 +1340,10 @@ impl Coordinator {
         let Some((data_from, data)) = round.data else {
             return Err(QueryError::Server("read finished without data".into()));
         };
-        let tombstones = round.tombstones;
+        let tombstones = ReadMet {
+            tombstones: round.tombstones,
+            reports: std::mem::take(&mut round.book).met(0).reports,
+        };
         let expected = digest(&data);
         if round.digests.iter().all(|(_, d)| *d == expected) {
             return Ok((data, tombstones));
@@ -1306,6 +1368,12 @@ impl Coordinator {
             plan.block_for,
         )?;
         Ok((partition, tombstones))
+    }
+
+    /// The reports of one read (`read_reports`), kept only with
+    /// `read_thresholds_enabled`.
+    fn report_book(&self) -> ReportBook {
+        ReportBook::new(&self.shared.read_thresholds, &self.shared.tombstones)
     }
 
     /// Which replicas a read of one partition asks, and how many must answer.
@@ -1491,10 +1559,14 @@ impl Coordinator {
         cl: Consistency,
         now: LocalTime,
         targets: &[IpAddr],
-    ) -> Result<(ScanPage, u64), QueryError> {
+    ) -> Result<(ScanPage, ReadMet), QueryError> {
+        let mut book = self.report_book();
         if targets == [self.shared.local] {
             let stop_past = self.shared.tombstones.get().failure;
-            return Ok(self.shared.engine.scan_counted(sub, now, stop_past)?);
+            let (page, tombstones) = self.shared.engine.scan_counted(sub, now, stop_past)?;
+            let met = (page.partitions.as_slice(), tombstones);
+            book.own_read(self.shared.local, met, failure_counts(cl, 0, 1))?;
+            return Ok((page, book.met(tombstones)));
         }
         let rx = self.shared.ask_all(targets, || Request::Scan {
             scan: sub.clone(),
@@ -1510,14 +1582,20 @@ impl Coordinator {
                     Ok(Response::Page {
                         page,
                         tombstones: met,
+                        bytes,
                     }),
                 )) => {
                     if e == self.shared.local {
                         tombstones = met;
                     }
+                    book.answered(e, met, bytes);
                     pages.push((e, page));
                 }
                 Ok((e, Ok(Response::Error(err)))) => {
+                    let counts = failure_counts(cl, pages.len(), targets.len());
+                    if let Some(aborted) = book.refused(e, &err, counts) {
+                        return Err(aborted);
+                    }
                     let needed = (pages.len(), targets.len());
                     return Err(read_error(e, &err, cl, needed));
                 }
@@ -1538,10 +1616,10 @@ impl Coordinator {
         }
         let first = pages[0].1.clone();
         if pages.iter().all(|(_, p)| *p == first) {
-            return Ok((first, tombstones));
+            return Ok((first, book.met(tombstones)));
         }
         let page = self.reconcile_pages(topology, table, sub, cl, now, &pages)?;
-        Ok((page, tombstones))
+        Ok((page, book.met(tombstones)))
     }
 
     /// Pages that disagree: every partition any of them holds, up to where
@@ -2100,10 +2178,12 @@ mod tests {
         let data = Response::Data {
             partition: partition(),
             tombstones: 7,
+            bytes: 0,
         };
         let digest_answer = Response::Digest {
             digest: digest(&partition()),
             tombstones: 12,
+            bytes: 0,
         };
         assert_eq!(
             round.on_reply((ip(1), Ok(data)), Consistency::Quorum),
@@ -2126,6 +2206,127 @@ mod tests {
         assert_eq!(round_tombstones(ip(9)), 0);
     }
 
+    /// The reports of a read with `read_thresholds_enabled`, warn 5 and
+    /// fail 50 tombstones, local sizes 1000 and 4000 bytes.
+    fn enabled_book() -> ReportBook {
+        use rocksandra_query::read_thresholds::{ReadThresholds, SizeThresholds};
+        use rocksandra_query::tombstones::TombstoneThresholds;
+        let read = ReadThresholdSettings::default();
+        read.set(ReadThresholds {
+            enabled: true,
+            local_read_size: SizeThresholds {
+                warn: Some(1000),
+                fail: Some(4000),
+            },
+            ..ReadThresholds::default()
+        });
+        let tombstones = TombstoneSettings::default();
+        tombstones.set(TombstoneThresholds {
+            warn: 5,
+            failure: 50,
+        });
+        ReportBook::new(&read, &tombstones)
+    }
+
+    #[test]
+    fn with_read_thresholds_every_replica_reports_to_the_coordinator() {
+        let plan = ReadPlan {
+            candidates: vec![ip(1), ip(2), ip(3)],
+            block_for: 3,
+        };
+        let (mut round, _) = DigestRound::start(&plan, ip(1));
+        round.book = enabled_book();
+        let answers = [
+            Response::Data {
+                partition: partition(),
+                tombstones: 7,
+                bytes: 1500,
+            },
+            Response::Digest {
+                digest: digest(&partition()),
+                tombstones: 12,
+                bytes: 999,
+            },
+            Response::Digest {
+                digest: digest(&partition()),
+                tombstones: 5,
+                bytes: 1000,
+            },
+        ];
+        for (i, answer) in answers.into_iter().enumerate() {
+            let from = ip(i as u8 + 1);
+            assert_eq!(
+                round.on_reply((from, Ok(answer)), Consistency::All),
+                Ok(None)
+            );
+        }
+        assert!(round.done());
+        let met = std::mem::take(&mut round.book).met(round.tombstones);
+        assert_eq!(met.tombstones, 7);
+        // Past warn 5: replicas 1 and 2, the most 12; sizes from 1000 on.
+        assert_eq!(met.reports.tombstone_warnings.nodes(), &[ip(1), ip(2)]);
+        assert_eq!(met.reports.tombstone_warnings.max(), 12);
+        assert_eq!(met.reports.size_warnings.nodes(), &[ip(1), ip(3)]);
+        assert_eq!(met.reports.size_warnings.max(), 1500);
+        // Off, nothing is kept.
+        let (mut off, _) = DigestRound::start(&plan, ip(1));
+        let data = Response::Data {
+            partition: partition(),
+            tombstones: 70,
+            bytes: 0,
+        };
+        off.on_reply((ip(1), Ok(data)), Consistency::All).unwrap();
+        assert!(std::mem::take(&mut off.book).met(0).reports.is_empty());
+    }
+
+    #[test]
+    fn with_read_thresholds_a_refusal_fails_the_read_with_the_reports() {
+        let plan = ReadPlan {
+            candidates: vec![ip(1), ip(2), ip(3)],
+            block_for: 2,
+        };
+        for (refusal, text) in [
+            (
+                RemoteError::TooManyTombstones { tombstones: 51 },
+                "1 nodes scanned over 51 tombstones and aborted the query Q \
+                 (see tombstone_failure_threshold): READ_TOO_MANY_TOMBSTONES from /127.0.0.1",
+            ),
+            (
+                RemoteError::ReadTooLarge { bytes: 4001 },
+                "1 nodes loaded over 4001 bytes and aborted the query Q \
+                 (see local_read_size_fail_threshold): READ_SIZE from /127.0.0.1",
+            ),
+        ] {
+            let (mut round, _) = DigestRound::start(&plan, ip(9));
+            round.book = enabled_book();
+            let digest_answer = Response::Digest {
+                digest: [0; 16],
+                tombstones: 9,
+                bytes: 0,
+            };
+            round
+                .on_reply((ip(2), Ok(digest_answer)), Consistency::Quorum)
+                .unwrap();
+            let refused = Response::Error(refusal);
+            match round.on_reply((ip(1), Ok(refused)), Consistency::Quorum) {
+                Err(QueryError::ReadAborted(abort)) => {
+                    assert_eq!(abort.reports.tombstone_warnings.nodes(), &[ip(2)]);
+                    let failure = abort.failure("Q");
+                    assert_eq!(failure.to_string(), format!("Operation failed - {text}"));
+                    match failure {
+                        QueryError::ReadFailure {
+                            received,
+                            block_for,
+                            ..
+                        } => assert_eq!((received, block_for), (1, 2)),
+                        other => panic!("not a read failure: {other:?}"),
+                    }
+                }
+                other => panic!("not aborted: {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn a_replica_past_its_failure_threshold_fails_the_read() {
         let plan = ReadPlan {
@@ -2136,6 +2337,7 @@ mod tests {
         let digest_answer = Response::Digest {
             digest: [0; 16],
             tombstones: 0,
+            bytes: 0,
         };
         round
             .on_reply((ip(2), Ok(digest_answer)), Consistency::Quorum)

@@ -20,7 +20,7 @@ use crate::paxos::{Ballot, PaxosKey, PrepareAnswer, Proposal};
 use crate::streaming::StreamFile;
 
 /// Changes whenever any message changes shape.
-pub const FORMAT_VERSION: u8 = 4;
+pub const FORMAT_VERSION: u8 = 5;
 
 /// The largest frame a node sends or accepts (length prefix excluded).
 pub const MAX_FRAME_BYTES: usize = 256 << 20;
@@ -380,19 +380,24 @@ pub struct TableSelection {
 pub enum Response {
     Ack,
     /// A read's partition, with the tombstones the replica met reading it
-    /// (for the tombstone thresholds; `replica::serve`).
+    /// (for the tombstone thresholds; `replica::serve`) and, with
+    /// `read_thresholds_enabled` and a local read size threshold, the bytes
+    /// it loaded (else 0).
     Data {
         partition: Partition,
         tombstones: u64,
+        bytes: u64,
     },
     Digest {
         digest: [u8; 16],
         tombstones: u64,
+        bytes: u64,
     },
     Raw(RawPartition),
     Page {
         page: ScanPage,
         tombstones: u64,
+        bytes: u64,
     },
     Schema(SchemaBlob),
     /// An operator command's output.
@@ -433,6 +438,10 @@ pub enum RemoteError {
     /// `tombstone_failure_threshold` (Cassandra's
     /// TombstoneOverwhelmingException, READ_TOO_MANY_TOMBSTONES).
     TooManyTombstones { tombstones: u64 },
+    /// The replica refused a read that loaded at least its
+    /// `local_read_size_fail_threshold` (Cassandra's
+    /// LocalReadSizeTooLargeException, READ_SIZE).
+    ReadTooLarge { bytes: u64 },
 }
 
 impl std::fmt::Display for RemoteError {
@@ -443,6 +452,9 @@ impl std::fmt::Display for RemoteError {
             }
             RemoteError::TooManyTombstones { tombstones } => {
                 write!(f, "read aborted after {tombstones} tombstones")
+            }
+            RemoteError::ReadTooLarge { bytes } => {
+                write!(f, "read aborted after loading {bytes} bytes")
             }
         }
     }
@@ -608,10 +620,12 @@ mod tests {
             Response::Data {
                 partition: partition.clone(),
                 tombstones: 20,
+                bytes: 4096,
             },
             Response::Digest {
                 digest: digest(&partition),
                 tombstones: 7,
+                bytes: 0,
             },
             Response::Page {
                 page: ScanPage {
@@ -619,8 +633,10 @@ mod tests {
                     next: None,
                 },
                 tombstones: u64::MAX,
+                bytes: u64::MAX,
             },
             Response::Error(RemoteError::TooManyTombstones { tombstones: 51 }),
+            Response::Error(RemoteError::ReadTooLarge { bytes: 16856 }),
         ] {
             let envelope = Envelope::Response { id: 3, body };
             let frame = encode_frame(&envelope);

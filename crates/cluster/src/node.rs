@@ -386,6 +386,7 @@ impl ClusterNode {
         let replica = Replica {
             engine,
             tombstones: executor.tombstone_settings(),
+            read_thresholds: executor.read_threshold_settings(),
         };
         let handler = Arc::new(NodeHandler {
             node: OnceLock::new(),

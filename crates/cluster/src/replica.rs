@@ -4,11 +4,15 @@
 //! they meet and answer to the node's tombstone thresholds, as Cassandra's
 //! replicas do: past the warn threshold a log line, past the failure
 //! threshold the read stops and is refused
-//! (`RemoteError::TooManyTombstones`).
+//! (`RemoteError::TooManyTombstones`). With `read_thresholds_enabled` and
+//! a local read size threshold, reads also measure the bytes they loaded:
+//! reported in the answer, refused from the fail threshold on
+//! (`RemoteError::ReadTooLarge`).
 
 use std::fmt;
 use std::sync::Arc;
 
+use rocksandra_query::read_thresholds::{self, ReadThresholdSettings, SizeThresholds};
 use rocksandra_query::tombstones::{
     self, TombstoneSettings, TombstoneThresholds, TombstoneVerdict,
 };
@@ -24,12 +28,51 @@ use crate::message::{digest, RemoteError, Request, Response};
 pub struct Replica {
     pub engine: Arc<dyn Engine>,
     pub tombstones: Arc<TombstoneSettings>,
+    /// `read_thresholds_enabled` and the read size thresholds (the
+    /// coordinator's side: `read_reports`).
+    pub read_thresholds: Arc<rocksandra_query::read_thresholds::ReadThresholdSettings>,
 }
 
 impl Replica {
     /// Runs a data request here (see `serve`).
     pub fn serve(&self, request: Request) -> Result<Response, Request> {
-        serve(&*self.engine, self.tombstones.get(), request)
+        serve(
+            &*self.engine,
+            ReadLimits::new(&self.tombstones, &self.read_thresholds),
+            request,
+        )
+    }
+}
+
+/// What a replica's reads answer to: the tombstone thresholds and, with
+/// `read_thresholds_enabled`, the local read size thresholds (None: no
+/// size measured).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadLimits {
+    pub tombstones: TombstoneThresholds,
+    pub local_size: Option<SizeThresholds>,
+}
+
+impl ReadLimits {
+    pub fn new(tombstones: &TombstoneSettings, read: &ReadThresholdSettings) -> Self {
+        ReadLimits {
+            tombstones: tombstones.get(),
+            local_size: read.enabled().and_then(|read| read.local_size()),
+        }
+    }
+
+    /// The bytes `measure` gives when sizes are measured; 0 otherwise.
+    fn bytes(&self, measure: impl FnOnce() -> u64) -> u64 {
+        self.local_size.map_or(0, |_| measure())
+    }
+}
+
+impl From<TombstoneThresholds> for ReadLimits {
+    fn from(tombstones: TombstoneThresholds) -> Self {
+        ReadLimits {
+            tombstones,
+            local_size: None,
+        }
     }
 }
 
@@ -67,6 +110,22 @@ impl fmt::Display for ReadQuery<'_> {
     }
 }
 
+/// The size thresholds' word on a read that loaded `bytes`: refused (and
+/// logged with Cassandra's text) from the fail threshold on.
+fn judge_size(limits: ReadLimits, bytes: u64, query: ReadQuery<'_>) -> Result<(), RemoteError> {
+    match limits.local_size.and_then(|size| size.fail) {
+        Some(fail) if bytes >= fail => {
+            let fail = format!("{fail}B");
+            tracing::warn!(
+                "{}",
+                read_thresholds::local_size_refusal_text(&query, bytes, &fail)
+            );
+            Err(RemoteError::ReadTooLarge { bytes })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The thresholds' word on a read that returned `live` rows and met
 /// `tombstones`: logged past the warn threshold, refused (and logged) past
 /// the failure threshold.
@@ -93,9 +152,11 @@ pub(crate) fn judge(
 /// storage, reads held to `thresholds`; Err(request) for other requests.
 pub fn serve(
     engine: &dyn Engine,
-    thresholds: TombstoneThresholds,
+    limits: impl Into<ReadLimits>,
     request: Request,
 ) -> Result<Response, Request> {
+    let limits = limits.into();
+    let thresholds = limits.tombstones;
     Ok(match request {
         Request::Mutate { mutations, now } => match engine.write(&mutations, now) {
             Ok(()) => Response::Ack,
@@ -108,15 +169,21 @@ pub fn serve(
         } => match engine.read_partition_counted(&read, now, thresholds.failure) {
             Ok((partition, tombstones)) => {
                 let live = partition.rows.len();
-                match judge(thresholds, tombstones, live, ReadQuery::Partition(&read)) {
+                let bytes = limits.bytes(|| read_thresholds::partition_bytes(&partition));
+                let query = || ReadQuery::Partition(&read);
+                let judged = judge(thresholds, tombstones, live, query())
+                    .and_then(|()| judge_size(limits, bytes, query()));
+                match judged {
                     Err(refused) => Response::Error(refused),
                     Ok(()) if digest_only => Response::Digest {
                         digest: digest(&partition),
                         tombstones,
+                        bytes,
                     },
                     Ok(()) => Response::Data {
                         partition,
                         tombstones,
+                        bytes,
                     },
                 }
             }
@@ -137,9 +204,21 @@ pub fn serve(
         Request::Scan { scan, now } => match engine.scan_counted(&scan, now, thresholds.failure) {
             Ok((page, tombstones)) => {
                 let live = page.partitions.iter().map(|p| p.rows.len()).sum();
-                match judge(thresholds, tombstones, live, ReadQuery::Scan(&scan)) {
+                let bytes = limits.bytes(|| {
+                    page.partitions
+                        .iter()
+                        .map(read_thresholds::partition_bytes)
+                        .sum()
+                });
+                let judged = judge(thresholds, tombstones, live, ReadQuery::Scan(&scan))
+                    .and_then(|()| judge_size(limits, bytes, ReadQuery::Scan(&scan)));
+                match judged {
                     Err(refused) => Response::Error(refused),
-                    Ok(()) => Response::Page { page, tombstones },
+                    Ok(()) => Response::Page {
+                        page,
+                        tombstones,
+                        bytes,
+                    },
                 }
             }
             Err(e) => failed(e),
@@ -258,6 +337,42 @@ mod tests {
         }
     }
 
+    fn bytes_of(response: &Response) -> Option<u64> {
+        match response {
+            Response::Data { bytes, .. }
+            | Response::Digest { bytes, .. }
+            | Response::Page { bytes, .. } => Some(*bytes),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn reads_measure_their_bytes_only_with_a_local_read_size_threshold() {
+        let engine = engine_with(5, 0);
+        let off = serve(&engine, TombstoneThresholds::default(), read(false)).unwrap();
+        assert_eq!(bytes_of(&off), Some(0));
+        let limits = |fail| ReadLimits {
+            tombstones: TombstoneThresholds::default(),
+            local_size: Some(SizeThresholds {
+                warn: Some(1),
+                fail,
+            }),
+        };
+        let measured = serve(&engine, limits(None), read(false)).unwrap();
+        let bytes = bytes_of(&measured).unwrap();
+        // The key "p", and 5 clusterings of an int and "x" with no cells.
+        assert_eq!(bytes, 1 + 5 * (4 + 1));
+        // Refused from the fail threshold on (as Cassandra's >=).
+        for request in [read(false), read(true), scan()] {
+            assert_eq!(
+                serve(&engine, limits(Some(bytes)), request).unwrap(),
+                Response::Error(RemoteError::ReadTooLarge { bytes })
+            );
+        }
+        let under = serve(&engine, limits(Some(bytes + 1)), read(true)).unwrap();
+        assert_eq!(bytes_of(&under), Some(bytes));
+    }
+
     #[test]
     fn reads_past_the_failure_threshold_are_refused() {
         let engine = engine_with(5, 5);
@@ -296,6 +411,7 @@ mod tests {
         let replica = Replica {
             engine: Arc::new(engine_with(1, 5)),
             tombstones: Arc::default(),
+            read_thresholds: Arc::default(),
         };
         assert_eq!(tombstones_of(&replica.serve(read(false)).unwrap()), Some(5));
         replica.tombstones.set(LOW);

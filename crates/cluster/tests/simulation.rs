@@ -494,6 +494,7 @@ impl Sim {
             let replica = Replica {
                 engine: engines[&a].clone(),
                 tombstones: Arc::default(),
+                read_thresholds: Arc::default(),
             };
             let shared = Shared::new(
                 a,

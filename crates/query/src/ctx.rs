@@ -19,11 +19,12 @@ use rocksandra_wire::Consistency;
 use crate::error::Result;
 use crate::index::vector::Graphs;
 use crate::proxy::{DataProxy, RmwLock};
+use crate::read_thresholds::ReadThresholds;
 use crate::request::{Env, Outcome, Request};
 use crate::schema::{KeyspaceTypes, Schema};
 use crate::settings::Settings;
 use crate::term::EvalContext;
-use crate::tombstones::TombstoneVerdict;
+use crate::tombstones::{TombstoneThresholds, TombstoneVerdict};
 use crate::NodeInfo;
 
 /// Runs a statement the server issues itself, as a client's is run
@@ -122,6 +123,16 @@ impl<'a> StatementCtx<'a> {
             schema: Some(schema),
             random,
         }
+    }
+
+    /// `tombstone_warn_threshold` and `tombstone_failure_threshold`.
+    pub(crate) fn tombstone_thresholds(&self) -> TombstoneThresholds {
+        self.settings.tombstones.get()
+    }
+
+    /// The read thresholds when `read_thresholds_enabled`; None otherwise.
+    pub(crate) fn read_thresholds(&self) -> Option<ReadThresholds> {
+        self.settings.read_thresholds.enabled()
     }
 
     /// Whether a read that met `tombstones` calls for the thresholds'

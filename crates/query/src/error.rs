@@ -76,6 +76,12 @@ pub enum QueryError {
         reasons: Vec<(std::net::IpAddr, u16)>,
         message: String,
     },
+    /// With `read_thresholds_enabled`, a replica refused a read past a
+    /// failure threshold: the statement, which knows the query's text,
+    /// makes it Cassandra's READ_FAILURE (`ReadReports::abort`); left as
+    /// it is, it answers as one naming no query.
+    #[error("{}", .0.generic())]
+    ReadAborted(Box<crate::read_thresholds::ReadAbort>),
     /// Replicas failed the write (WRITE_FAILURE), each with its reason code.
     #[error("{message}")]
     WriteFailure {
@@ -190,6 +196,7 @@ impl QueryError {
                 | QueryError::ReadTimeout { .. }
                 | QueryError::WriteTimeout { .. }
                 | QueryError::ReadFailure { .. }
+                | QueryError::ReadAborted(_)
                 | QueryError::WriteFailure { .. }
                 | QueryError::FunctionFailure { .. }
                 | QueryError::Truncate(_)
@@ -200,6 +207,7 @@ impl QueryError {
     /// The ERROR message for this failure.
     pub fn to_response(&self) -> ErrorResponse {
         let kind = match self {
+            QueryError::ReadAborted(abort) => return abort.failure("a read").to_response(),
             QueryError::Syntax(_) => ErrorKind::SyntaxError,
             QueryError::Invalid(_) => ErrorKind::Invalid,
             QueryError::Config(_) => ErrorKind::ConfigError,

@@ -342,6 +342,16 @@ impl Executor {
         self.settings.tombstones.clone()
     }
 
+    /// Sets `read_thresholds_enabled` and the read size thresholds.
+    pub fn set_read_thresholds(&self, thresholds: crate::read_thresholds::ReadThresholds) {
+        self.settings.read_thresholds.set(thresholds);
+    }
+
+    /// The read thresholds in force, for the cluster's coordinator.
+    pub fn read_threshold_settings(&self) -> Arc<crate::read_thresholds::ReadThresholdSettings> {
+        self.settings.read_thresholds.clone()
+    }
+
     /// Sets how clients log in and whether permissions are checked. The
     /// default superuser is `setup_default_role`'s.
     pub fn enable_password_authentication(&self, config: AuthConfig) {

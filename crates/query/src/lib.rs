@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod modify;
 pub mod prepared_cache;
 pub mod proxy;
+pub mod read_thresholds;
 pub mod request;
 pub mod restrict;
 pub mod role;

@@ -19,6 +19,7 @@ use smallvec::SmallVec;
 use crate::error::Result;
 use crate::metrics::{ClientRequestMetrics, Scope, TableMetrics};
 use crate::proxy::{CasDecide, CasOptions, DataProxy, WriteOptions};
+use crate::read_thresholds::ReadMet;
 use crate::schema::{Schema, Table};
 
 thread_local! {
@@ -80,12 +81,12 @@ fn written_tables<'s>(
 }
 
 /// Adds the deleted or expired rows a counted read met to its table's.
-fn count_tombstones<T>(table: &Table, result: &Result<(T, u64)>) {
-    if let Ok((_, tombstones)) = result {
+fn count_tombstones<T>(table: &Table, result: &Result<(T, ReadMet)>) {
+    if let Ok((_, met)) = result {
         table
             .metrics
             .tombstones_scanned
-            .fetch_add(*tombstones, Ordering::Relaxed);
+            .fetch_add(met.tombstones, Ordering::Relaxed);
     }
 }
 
@@ -138,7 +139,7 @@ impl DataProxy for MeteredProxy {
         read: &PartitionRead,
         consistency: Consistency,
         now: LocalTime,
-    ) -> Result<(Partition, u64)> {
+    ) -> Result<(Partition, ReadMet)> {
         let started = Instant::now();
         let result = self
             .inner
@@ -179,7 +180,7 @@ impl DataProxy for MeteredProxy {
         scan: &RangeScan,
         consistency: Consistency,
         now: LocalTime,
-    ) -> Result<(ScanPage, u64)> {
+    ) -> Result<(ScanPage, ReadMet)> {
         let started = Instant::now();
         let result = self
             .inner

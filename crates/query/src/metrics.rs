@@ -162,9 +162,9 @@ impl Fault {
                 Some(Fault::Timeout)
             }
             QueryError::Unavailable { .. } => Some(Fault::Unavailable),
-            QueryError::ReadFailure { .. } | QueryError::WriteFailure { .. } => {
-                Some(Fault::Failure)
-            }
+            QueryError::ReadFailure { .. }
+            | QueryError::ReadAborted(_)
+            | QueryError::WriteFailure { .. } => Some(Fault::Failure),
             _ => None,
         }
     }

@@ -13,6 +13,7 @@ use rocksandra_storage::{
 use rocksandra_wire::{Consistency, WriteType};
 
 use crate::disk_usage::DiskUsage;
+use crate::read_thresholds::ReadMet;
 use crate::schema::{Schema, Table};
 use crate::tombstones::TombstoneSettings;
 use crate::Result;
@@ -81,10 +82,10 @@ pub trait DataProxy: Send + Sync {
         read: &PartitionRead,
         consistency: Consistency,
         now: LocalTime,
-    ) -> Result<(Partition, u64)> {
+    ) -> Result<(Partition, ReadMet)> {
         Ok((
             self.read_partition(schema, table, read, consistency, now)?,
-            0,
+            ReadMet::default(),
         ))
     }
     /// The stored state of what `read` selects (tombstones and timestamps
@@ -118,8 +119,11 @@ pub trait DataProxy: Send + Sync {
         scan: &RangeScan,
         consistency: Consistency,
         now: LocalTime,
-    ) -> Result<(ScanPage, u64)> {
-        Ok((self.scan(schema, table, scan, consistency, now)?, 0))
+    ) -> Result<(ScanPage, ReadMet)> {
+        Ok((
+            self.scan(schema, table, scan, consistency, now)?,
+            ReadMet::default(),
+        ))
     }
     /// Runs `decide` and applies the mutations it returns (all of
     /// `partition` of `table`) so that no other compare-and-set of that
@@ -202,9 +206,10 @@ impl DataProxy for LocalProxy {
         read: &PartitionRead,
         _consistency: Consistency,
         now: LocalTime,
-    ) -> Result<(Partition, u64)> {
+    ) -> Result<(Partition, ReadMet)> {
         let stop_past = self.tombstones.get().failure;
-        Ok(self.engine.read_partition_counted(read, now, stop_past)?)
+        let (partition, tombstones) = self.engine.read_partition_counted(read, now, stop_past)?;
+        Ok((partition, tombstones.into()))
     }
 
     fn read_raw(
@@ -236,9 +241,10 @@ impl DataProxy for LocalProxy {
         scan: &RangeScan,
         _consistency: Consistency,
         now: LocalTime,
-    ) -> Result<(ScanPage, u64)> {
+    ) -> Result<(ScanPage, ReadMet)> {
         let stop_past = self.tombstones.get().failure;
-        Ok(self.engine.scan_counted(scan, now, stop_past)?)
+        let (page, tombstones) = self.engine.scan_counted(scan, now, stop_past)?;
+        Ok((page, tombstones.into()))
     }
 
     fn cas(

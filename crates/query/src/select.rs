@@ -23,6 +23,9 @@ use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
 use crate::guardrails::Guardrails;
 use crate::index::search::{self, IndexQuery};
+use crate::read_thresholds::{
+    self, FailureCounts, ReadAbort, ReadMet, ReadReports, ReadThresholds, ReplicaMet, ResultSize,
+};
 use crate::request::{Outcome, Request};
 use crate::restrict::{analyze, compare_prefix, PartitionSelection, Restrictions};
 use crate::rows::{partition_key_bytes, partition_rows, partition_rows_owned, CqlRow};
@@ -1413,6 +1416,55 @@ struct Reader<'a> {
     tombstones: std::cell::Cell<u64>,
     /// When the page being read must end (`deadline`), set by `read`.
     deadline: std::cell::Cell<Option<crate::deadline::Deadline>>,
+    /// With `read_thresholds_enabled`, the thresholds and what the reads
+    /// reported (`read_thresholds.rs`); None (nothing kept) otherwise.
+    thresholds: Option<ReadThresholdState>,
+}
+
+/// What a reader keeps with `read_thresholds_enabled`: the reports of its
+/// reads, each with the tokens it read (Cassandra warns per read), and the
+/// tokens for the coordinator read size's warning.
+struct ReadThresholdState {
+    thresholds: ReadThresholds,
+    reports: std::cell::RefCell<Vec<(String, ReadReports)>>,
+    tokens: std::cell::RefCell<ReadTokens>,
+}
+
+/// The tokens a statement read, as Cassandra's `SelectStatement` names
+/// them in the coordinator read size's warning.
+#[derive(Default)]
+enum ReadTokens {
+    #[default]
+    None,
+    Partitions(Vec<i64>),
+    Range(i64, i64),
+}
+
+impl std::fmt::Display for ReadTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadTokens::None => f.write_str("no token"),
+            ReadTokens::Partitions(tokens) if tokens.len() == 1 => {
+                write!(f, "token: {}", tokens[0])
+            }
+            ReadTokens::Partitions(tokens) => {
+                let listed: Vec<String> = tokens.iter().map(i64::to_string).collect();
+                write!(f, "tokens: [{}]", listed.join(", "))
+            }
+            ReadTokens::Range(start, end) => {
+                let (start, end) = cassandra_range(*start, *end);
+                write!(f, "token range: ({start}, {end})")
+            }
+        }
+    }
+}
+
+/// Our inclusive token range as Cassandra's (start exclusive; the end of
+/// the ring is the minimum token): the full ring is (MIN, MIN).
+fn cassandra_range(start: i64, end: i64) -> (i64, i64) {
+    let start = if start == i64::MIN { start } else { start - 1 };
+    let end = if end == i64::MAX { i64::MIN } else { end };
+    (start, end)
 }
 
 impl<'a> Reader<'a> {
@@ -1452,6 +1504,85 @@ impl<'a> Reader<'a> {
             },
             tombstones: std::cell::Cell::new(0),
             deadline: std::cell::Cell::new(None),
+            thresholds: context
+                .read_thresholds()
+                .map(|thresholds| ReadThresholdState {
+                    thresholds,
+                    reports: Default::default(),
+                    tokens: Default::default(),
+                }),
+        }
+    }
+
+    /// Takes in what one read met: its tombstones, and with
+    /// `read_thresholds_enabled` the replicas' reports (on a node alone,
+    /// this node's own, judged here: `bytes` measures what it loaded).
+    /// A refusal fails the read (`QueryError::ReadAborted`).
+    fn absorb(
+        &self,
+        met: ReadMet,
+        label: impl FnOnce() -> String,
+        bytes: impl FnOnce() -> u64,
+    ) -> Result<()> {
+        self.tombstones.set(self.tombstones.get() + met.tombstones);
+        let Some(state) = &self.thresholds else {
+            return Ok(());
+        };
+        let mut reports = met.reports;
+        if !self.context.is_clustered() {
+            let node = self.context.node().broadcast_address;
+            let tombstones = self.context.tombstone_thresholds();
+            let local = state.thresholds.local_size();
+            let bytes = if local.is_some() { bytes() } else { 0 };
+            let own = ReplicaMet {
+                tombstones: met.tombstones,
+                bytes,
+            };
+            reports.own_read(node, own, tombstones, local.unwrap_or_default());
+        }
+        if reports.is_refused() {
+            let counts = FailureCounts {
+                consistency: self.consistency,
+                received: 0,
+                block_for: 1,
+            };
+            return Err(QueryError::ReadAborted(Box::new(ReadAbort {
+                reports,
+                counts,
+            })));
+        }
+        if !reports.is_empty() {
+            // The requests of one scan (the same tokens) are one read.
+            let label = label();
+            let mut kept = state.reports.borrow_mut();
+            match kept.iter_mut().find(|(l, _)| *l == label) {
+                Some((_, same)) => same.merge(&reports),
+                None => kept.push((label, reports)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Notes the tokens read, for the coordinator read size's warning.
+    fn note_tokens(&self, read: ReadTokens) {
+        let Some(state) = self
+            .thresholds
+            .as_ref()
+            .filter(|s| s.thresholds.coordinator_size().is_some())
+        else {
+            return;
+        };
+        let mut tokens = state.tokens.borrow_mut();
+        match (&mut *tokens, read) {
+            (ReadTokens::Partitions(have), ReadTokens::Partitions(more)) => {
+                for token in more {
+                    if !have.contains(&token) {
+                        have.push(token);
+                    }
+                }
+            }
+            (ReadTokens::Range(..), ReadTokens::Range(..)) => {}
+            (slot, read) => *slot = read,
         }
     }
 }
@@ -1632,14 +1763,17 @@ impl Reader<'_> {
 
     /// One partition of the table, at the query's consistency and time.
     fn read_partition(&self, read: &PartitionRead) -> Result<Partition> {
-        let (partition, tombstones) = self.context.data().read_partition_counted(
+        let (partition, met) = self.context.data().read_partition_counted(
             self.schema,
             self.table,
             read,
             self.consistency,
             self.now,
         )?;
-        self.tombstones.set(self.tombstones.get() + tombstones);
+        let token = read.partition.token.0;
+        let label = || format!("token={token}");
+        self.absorb(met, label, || read_thresholds::partition_bytes(&partition))?;
+        self.note_tokens(ReadTokens::Partitions(vec![token]));
         Ok(partition)
     }
 
@@ -1801,14 +1935,26 @@ impl Reader<'_> {
         loop {
             let scan = self.range_scan((token_start, token_end), resume.clone(), want - rows.len());
             self.check_deadline()?;
-            let (page, tombstones) = self.context.data().scan_counted(
+            let (page, met) = self.context.data().scan_counted(
                 self.schema,
                 self.table,
                 &scan,
                 self.consistency,
                 self.now,
             )?;
-            self.tombstones.set(self.tombstones.get() + tombstones);
+            let range = (scan.token_start.0, scan.token_end.0);
+            let label = || {
+                let (start, end) = cassandra_range(range.0, range.1);
+                format!("token range: ({start}, {end}]")
+            };
+            let bytes = || {
+                page.partitions
+                    .iter()
+                    .map(read_thresholds::partition_bytes)
+                    .sum()
+            };
+            self.absorb(met, label, bytes)?;
+            self.note_tokens(ReadTokens::Range(range.0, range.1));
             for partition in &page.partitions {
                 let already = match &carried {
                     Some((key, count)) if *key == partition.key => *count,
@@ -1986,7 +2132,11 @@ impl Reader<'_> {
                 &to,
                 READ_BATCH_ROWS,
             )?;
-            self.tombstones.set(self.tombstones.get() + tombstones);
+            let label = || {
+                let (start, end) = cassandra_range(token_start.0, token_end.0);
+                format!("token range: ({start}, {end}]")
+            };
+            self.absorb(tombstones, label, || 0)?;
             let exhausted = entries.len() < READ_BATCH_ROWS;
             if let Some(last) = entries.last() {
                 from = search::after_entry(last);
@@ -2262,6 +2412,19 @@ pub fn execute(
     request: &Request,
     values: &[rocksandra_wire::Value],
 ) -> Result<Outcome> {
+    // A read a replica refused past a threshold names the query.
+    execute_select(context, select, request, values).map_err(|e| match e {
+        QueryError::ReadAborted(abort) => abort.failure(&select.to_string()),
+        other => other,
+    })
+}
+
+fn execute_select(
+    context: &StatementCtx<'_>,
+    select: &Select,
+    request: &Request,
+    values: &[rocksandra_wire::Value],
+) -> Result<Outcome> {
     let schema = context.schema();
     let keyspace = crate::schema::keyspace_of(&select.table, request.keyspace.as_deref())?;
     let table = schema
@@ -2427,14 +2590,8 @@ fn answer_page(
         reader.read(&start, rows_to_read(want, aggregate, post_ordering))?
     };
     let mut warnings = warnings;
-    if let Some(warning) = context.check_tombstones(
-        reader.tombstones.get(),
-        rows.len(),
-        select,
-        request.consistency,
-    )? {
-        warnings.push(warning);
-    }
+    let live = rows.len();
+    check_reads(context, reader, (live, select), request, &mut warnings)?;
     // GROUP BY groups each partition's rows as read, then sorts the groups.
     if post_ordering && !grouped {
         let keep = remaining_limit.filter(|_| !aggregate);
@@ -2468,6 +2625,7 @@ fn answer_page(
         (result_rows, group_state.map(|s| s.encode()))
     } else {
         let result_rows = selected_rows(table, outputs, &rows, aggregate)?;
+        check_result_size(reader, table, request, &result_rows, &mut warnings)?;
         let paging_state = next.map(|mut s| {
             s.rows_so_far = returned as u64;
             s.encode()
@@ -2498,7 +2656,14 @@ fn execute_aggregate(
 ) -> Result<Outcome> {
     let (row, read) = aggregate::fold(query.0, query.1, reader)?;
     let met = (reader.tombstones.get(), read);
-    rows_outcome(context, query, request, met, (vec![row], None), warnings)
+    rows_outcome(
+        context,
+        query,
+        (request, reader),
+        met,
+        (vec![row], None),
+        warnings,
+    )
 }
 
 /// The column's ANN graph (`index::vector`) when it can answer: a node
@@ -2536,7 +2701,7 @@ fn execute_grouped(
     let (rows, next, read) = aggregate::fold_groups(query.0, query.1, reader, window)?;
     let met = (reader.tombstones.get(), read);
     let page = (rows, next.map(|s| s.encode()));
-    rows_outcome(context, query, request, met, page, warnings)
+    rows_outcome(context, query, (request, reader), met, page, warnings)
 }
 
 /// An unpaged SELECT without aggregates, GROUP BY or ORDER BY across
@@ -2573,14 +2738,14 @@ fn execute_unpaged(
 fn rows_outcome(
     context: &StatementCtx<'_>,
     (table, outputs, select): (&Table, &[Output], &Select),
-    request: &Request,
+    (request, reader): (&Request, &Reader<'_>),
     (tombstones, read): (u64, usize),
     (rows, paging_state): (ResultRows, Option<Bytes>),
     mut warnings: Vec<String>,
 ) -> Result<Outcome> {
-    if let Some(w) = context.check_tombstones(tombstones, read, select, request.consistency)? {
-        warnings.push(w);
-    }
+    let _ = tombstones;
+    check_reads(context, reader, (read, select), request, &mut warnings)?;
+    check_result_size(reader, table, request, &rows, &mut warnings)?;
     let rows = if select.json {
         json_rows(outputs, rows)?
     } else {
@@ -2592,6 +2757,79 @@ fn rows_outcome(
     });
     outcome.warnings = warnings;
     Ok(outcome)
+}
+
+/// The thresholds' word on what the statement's reads met: with
+/// `read_thresholds_enabled`, Cassandra's warnings per read from the
+/// replicas' reports (`read_thresholds.rs`); without, the tombstone
+/// warning or failure of this node's reads (`tombstones.rs`).
+fn check_reads(
+    context: &StatementCtx<'_>,
+    reader: &Reader<'_>,
+    (live, select): (usize, &Select),
+    request: &Request,
+    warnings: &mut Vec<String>,
+) -> Result<()> {
+    let Some(state) = &reader.thresholds else {
+        let tombstones = reader.tombstones.get();
+        let checked = context.check_tombstones(tombstones, live, select, request.consistency)?;
+        warnings.extend(checked);
+        return Ok(());
+    };
+    let reports = state.reports.borrow();
+    if reports.is_empty() {
+        return Ok(());
+    }
+    let cql = select.to_string();
+    for (tokens, report) in reports.iter() {
+        warnings.extend(report.warnings(&cql, tokens));
+    }
+    Ok(())
+}
+
+/// `coordinator_read_size_*` over the rows the statement returns
+/// (`read_thresholds::ResultSize`): READ_FAILURE naming this node past the
+/// fail threshold, a warning past the warn threshold.
+fn check_result_size(
+    reader: &Reader<'_>,
+    table: &Table,
+    request: &Request,
+    rows: &ResultRows,
+    warnings: &mut Vec<String>,
+) -> Result<()> {
+    let Some(state) = &reader.thresholds else {
+        return Ok(());
+    };
+    let Some(thresholds) = state.thresholds.coordinator_size() else {
+        return Ok(());
+    };
+    let mut size = ResultSize::new(thresholds);
+    let name = format!("{}.{}", table.keyspace, table.name);
+    for row in rows {
+        if let Err(fail) = size.before_row() {
+            let text = format!(
+                "{} with {}",
+                read_thresholds::result_size_fail_text(&name, fail),
+                state.tokens.borrow()
+            );
+            tracing::warn!("{text}");
+            let counts = FailureCounts {
+                consistency: request.consistency,
+                received: 0,
+                block_for: 1,
+            };
+            let node = reader.context.node().broadcast_address;
+            let reasons = vec![(node, read_thresholds::READ_SIZE)];
+            return Err(read_thresholds::read_failure(text, counts, reasons));
+        }
+        size.add(row.iter().flatten().map(|v| v.len() as u64).sum());
+    }
+    if let Some(warn) = size.past_warn() {
+        let text = read_thresholds::result_size_warn_text(&name, warn);
+        tracing::warn!("{text}");
+        warnings.push(format!("{text} with {}", state.tokens.borrow()));
+    }
+    Ok(())
 }
 
 /// Cassandra's refusal of a query that would filter without ALLOW FILTERING.
@@ -2634,7 +2872,14 @@ fn execute_ann(
     let met = (reader.tombstones.get(), rows.len());
     let result_rows = selected_rows(table, outputs, &rows, aggregate)?;
     let query = (&**table, outputs, select);
-    rows_outcome(context, query, request, met, (result_rows, None), warnings)
+    rows_outcome(
+        context,
+        query,
+        (request, &reader),
+        met,
+        (result_rows, None),
+        warnings,
+    )
 }
 
 /// Where a page of a SELECT starts and what bounds it.

@@ -54,6 +54,9 @@ pub(crate) struct Settings {
     /// `tombstone_warn_threshold` and `tombstone_failure_threshold`,
     /// shared with the cluster's replica (`Executor::tombstone_settings`).
     pub(crate) tombstones: Arc<TombstoneSettings>,
+    /// `read_thresholds_enabled` and the read size thresholds, shared with
+    /// the cluster's replica and coordinator (`Executor::read_threshold_settings`).
+    pub(crate) read_thresholds: Arc<crate::read_thresholds::ReadThresholdSettings>,
     /// `read_request_timeout` and `range_request_timeout` (`deadline`).
     pub(crate) read_timeouts: TimeoutSettings,
     /// The roles, permissions and credentials caches (`auth_cache`).
@@ -69,6 +72,7 @@ impl Default for Settings {
             auth: RwLock::new(AuthConfig::default()),
             guardrails: OnceLock::new(),
             tombstones: Arc::default(),
+            read_thresholds: Arc::default(),
             read_timeouts: TimeoutSettings::new(Default::default()),
             auth_caches: AuthCaches::default(),
             disk_usage: Arc::default(),

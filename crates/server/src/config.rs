@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use rocksandra_cluster::coordinator::Timeouts;
+use rocksandra_query::read_thresholds::{self, ReadThresholds, SizeThresholds};
 use rocksandra_wire::Consistency;
 use serde::Deserialize;
 use thiserror::Error;
@@ -368,6 +369,9 @@ pub struct Config {
     pub auto_snapshot: bool,
     /// `tombstone_warn_threshold` and `tombstone_failure_threshold`.
     pub tombstone_thresholds: rocksandra_query::tombstones::TombstoneThresholds,
+    /// `read_thresholds_enabled` (false) and the `coordinator_read_size_*`,
+    /// `local_read_size_*` and `row_index_read_size_*` thresholds (unset).
+    pub read_thresholds: rocksandra_query::read_thresholds::ReadThresholds,
     /// CREATE MATERIALIZED VIEW is allowed (`materialized_views_enabled`,
     /// legacy `enable_materialized_views`; off by default, as in Cassandra).
     pub materialized_views_enabled: bool,
@@ -458,6 +462,7 @@ impl Default for Config {
             server_encryption: ServerEncryption::default(),
             auto_snapshot: true,
             tombstone_thresholds: Default::default(),
+            read_thresholds: Default::default(),
             materialized_views_enabled: false,
             drop_compact_storage_enabled: false,
             user_defined_functions_enabled: false,
@@ -911,6 +916,13 @@ struct FileConfig {
     auto_snapshot: Option<bool>,
     tombstone_warn_threshold: Option<u64>,
     tombstone_failure_threshold: Option<u64>,
+    read_thresholds_enabled: Option<bool>,
+    coordinator_read_size_warn_threshold: Option<String>,
+    coordinator_read_size_fail_threshold: Option<String>,
+    local_read_size_warn_threshold: Option<String>,
+    local_read_size_fail_threshold: Option<String>,
+    row_index_read_size_warn_threshold: Option<String>,
+    row_index_read_size_fail_threshold: Option<String>,
     materialized_views_enabled: Option<bool>,
     enable_materialized_views: Option<bool>,
     drop_compact_storage_enabled: Option<bool>,
@@ -1040,6 +1052,7 @@ impl FileConfig {
         let flags = self.feature_flags(&defaults)?;
         let stream_throughput_bytes = self.stream_throughput(defaults.stream_throughput_bytes)?;
         let guardrails = self.guardrails()?;
+        let read_thresholds = self.read_thresholds()?;
         let config = Config {
             cluster_name: self.cluster_name.unwrap_or(defaults.cluster_name),
             listen_address: addresses.listen,
@@ -1119,6 +1132,7 @@ impl FileConfig {
                     .tombstone_failure_threshold
                     .unwrap_or(defaults.tombstone_thresholds.failure),
             },
+            read_thresholds,
             materialized_views_enabled: flags.materialized_views,
             drop_compact_storage_enabled: flags.drop_compact_storage,
             user_defined_functions_enabled: flags.user_defined_functions,
@@ -1598,6 +1612,56 @@ impl FileConfig {
 
     /// `stream_throughput_outbound` (`24MiB/s`) or legacy
     /// `stream_throughput_outbound_megabits_per_sec`; 0 is unthrottled.
+    /// `read_thresholds_enabled` and the size thresholds, each pair checked
+    /// as Cassandra checks them at startup.
+    fn read_thresholds(&self) -> Result<ReadThresholds, ConfigError> {
+        let size =
+            |key: &'static str, value: &Option<String>| -> Result<Option<u64>, ConfigError> {
+                match value.as_deref().map(str::trim) {
+                    None | Some("") | Some("null") => Ok(None),
+                    Some(text) => parse_data_size(text).map(Some).map_err(|m| invalid(key, m)),
+                }
+            };
+        let pair = |name: &'static str,
+                    fail_key: &'static str,
+                    warn_key,
+                    warn: &Option<String>,
+                    fail: &Option<String>| {
+            let thresholds = SizeThresholds {
+                warn: size(warn_key, warn)?,
+                fail: size(fail_key, fail)?,
+            };
+            let written = |bytes: u64| written_size(bytes, warn.as_deref(), fail.as_deref());
+            read_thresholds::validate(name, thresholds, written)
+                .map_err(|m| invalid(fail_key, m))?;
+            Ok::<_, ConfigError>(thresholds)
+        };
+        Ok(ReadThresholds {
+            enabled: self.read_thresholds_enabled.unwrap_or(false),
+            coordinator_read_size: pair(
+                "coordinator_read_size",
+                "coordinator_read_size_fail_threshold",
+                "coordinator_read_size_warn_threshold",
+                &self.coordinator_read_size_warn_threshold,
+                &self.coordinator_read_size_fail_threshold,
+            )?,
+            local_read_size: pair(
+                "local_read_size",
+                "local_read_size_fail_threshold",
+                "local_read_size_warn_threshold",
+                &self.local_read_size_warn_threshold,
+                &self.local_read_size_fail_threshold,
+            )?,
+            row_index_read_size: pair(
+                "row_index_read_size",
+                "row_index_read_size_fail_threshold",
+                "row_index_read_size_warn_threshold",
+                &self.row_index_read_size_warn_threshold,
+                &self.row_index_read_size_fail_threshold,
+            )?,
+        })
+    }
+
     fn stream_throughput(&self, default: u64) -> Result<u64, ConfigError> {
         const KEY: &str = "stream_throughput_outbound";
         const LEGACY: &str = "stream_throughput_outbound_megabits_per_sec";
@@ -1937,6 +2001,17 @@ pub fn parse_data_size(text: &str) -> Result<u64, String> {
     number
         .checked_mul(bytes_per_unit)
         .ok_or_else(|| format!("'{text}' is too large"))
+}
+
+/// A size threshold as the yaml wrote it (`warn` or `fail`, whichever
+/// holds `bytes`), as Cassandra's messages print it.
+fn written_size(bytes: u64, warn: Option<&str>, fail: Option<&str>) -> String {
+    [warn, fail]
+        .into_iter()
+        .flatten()
+        .map(str::trim)
+        .find(|text| parse_data_size(text) == Ok(bytes))
+        .map_or_else(|| format!("{bytes}B"), str::to_string)
 }
 
 /// A Cassandra 4+ data rate: a whole number and one of `B/s`, `KiB/s`,
@@ -2303,6 +2378,41 @@ prometheus_port: 9500
             )
         );
         assert_eq!(parse_ok("cluster_name: c\n").unused_keys_warning(), None);
+    }
+
+    #[test]
+    fn read_thresholds_as_cassandra_reads_them() {
+        let off = parse_ok("").read_thresholds;
+        assert_eq!(off, ReadThresholds::default());
+        assert!(!off.enabled);
+        let on = parse_ok(
+            "read_thresholds_enabled: true\n\
+             coordinator_read_size_warn_threshold: 2KiB\n\
+             coordinator_read_size_fail_threshold: 8KiB\n\
+             local_read_size_warn_threshold: 4KiB\n\
+             local_read_size_fail_threshold:\n\
+             row_index_read_size_fail_threshold: 1MiB\n",
+        )
+        .read_thresholds;
+        assert!(on.enabled);
+        let pair = |warn, fail| SizeThresholds { warn, fail };
+        assert_eq!(on.coordinator_read_size, pair(Some(2048), Some(8192)));
+        assert_eq!(on.local_read_size, pair(Some(4096), None));
+        assert_eq!(on.row_index_read_size, pair(None, Some(1 << 20)));
+        // Cassandra 5.0.6's startup check, as it words it.
+        let refused =
+            parse("local_read_size_warn_threshold: 2KiB\nlocal_read_size_fail_threshold: 1KiB\n")
+                .map(|_| ())
+                .unwrap_err()
+                .to_string();
+        assert!(
+            refused.contains(
+                "local_read_size_fail_threshold (1KiB) must be greater than or equal to \
+                 local_read_size_warn_threshold (2KiB)"
+            ),
+            "{refused}"
+        );
+        assert!(parse("coordinator_read_size_warn_threshold: 2kb\n").is_err());
     }
 
     #[test]

@@ -166,6 +166,7 @@ pub fn open(config: &Config) -> Result<Node, String> {
         .map_err(|e| e.to_string())?;
     executor.set_auto_snapshot(config.auto_snapshot.then(|| dir.join("snapshots")));
     executor.set_tombstone_thresholds(config.tombstone_thresholds);
+    executor.set_read_thresholds(config.read_thresholds);
     executor.set_read_timeouts(rocksandra_query::deadline::ReadTimeouts {
         read: config.request_timeouts.read,
         range: config.request_timeouts.range,

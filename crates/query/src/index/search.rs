@@ -275,7 +275,7 @@ impl IndexQuery {
         start: &ClusteringBound,
         end: &ClusteringBound,
         limit: usize,
-    ) -> Result<(Vec<Entry>, u64)> {
+    ) -> Result<(Vec<Entry>, crate::read_thresholds::ReadMet)> {
         let read = PartitionRead {
             table: self.storage.storage_id,
             partition: PartitionKey::new(self.value.clone()),
@@ -287,7 +287,7 @@ impl IndexQuery {
             include_static: false,
             row_limit: limit,
         };
-        let (partition, tombstones) = context.data().read_partition_counted(
+        let (partition, met) = context.data().read_partition_counted(
             schema,
             &self.storage,
             &read,
@@ -299,7 +299,7 @@ impl IndexQuery {
             .into_iter()
             .map(|row| self.decode(table, row.clustering, row.content))
             .collect::<Result<Vec<Entry>>>()?;
-        Ok((entries, tombstones))
+        Ok((entries, met))
     }
 
     fn decode(&self, table: &Table, clustering: Vec<Vec<u8>>, content: LiveRow) -> Result<Entry> {

@@ -99,6 +99,10 @@ impl PointRead {
         if !simple_paging || request.names.is_some() {
             return None;
         }
+        // With `read_thresholds_enabled` the general path reports the reads.
+        if context.read_thresholds().is_some() {
+            return None;
+        }
         if self.unqualified && request.keyspace.as_deref() != Some(self.table.keyspace.as_str()) {
             return None;
         }
@@ -120,7 +124,7 @@ impl PointRead {
             row_limit: 1,
         };
         let consistency = request.consistency;
-        let (partition, tombstones) =
+        let (partition, met) =
             match context
                 .data()
                 .read_partition_counted(&schema, table, &read, consistency, now)
@@ -130,7 +134,7 @@ impl PointRead {
             };
         // Past the tombstone thresholds, the general path reads again and
         // warns or fails with the statement's text.
-        if context.tombstones_past_warn(tombstones) {
+        if context.tombstones_past_warn(met.tombstones) {
             return None;
         }
         Some(
