@@ -191,29 +191,60 @@ fn load_password_hash(ctx: &StatementCtx<'_>, username: &str) -> Result<Option<S
 /// hash with it, as Cassandra's `CacheRefresher` does.
 pub(crate) fn refresh_auth_caches(ctx: &StatementCtx<'_>) {
     let caches = &ctx.settings.auth_caches;
-    let now = ctx.now_millis();
     if caches.roles.settings().active_update {
-        for key in caches.roles.keys() {
-            caches
-                .roles
-                .refresh(&key, now, |user| load_user_roles(ctx, user).map(Some));
-        }
+        caches
+            .roles
+            .keys()
+            .iter()
+            .for_each(|key| reload_roles(ctx, key));
     }
     if caches.permissions.settings().active_update {
-        for key in caches.permissions.keys() {
-            caches.permissions.refresh(&key, now, |(user, resource)| {
-                let roles = user_role_names(ctx, user)?;
-                load_permissions(ctx, &roles, resource).map(Some)
-            });
-        }
+        let keys = caches.permissions.keys();
+        keys.iter().for_each(|key| reload_permissions(ctx, key));
     }
     if caches.credentials.settings().active_update {
-        for key in caches.credentials.keys() {
-            caches.credentials.refresh(&key, now, |name| {
-                Ok(load_password_hash(ctx, name)?.map(Some))
-            });
-        }
+        let keys = caches.credentials.keys();
+        keys.iter().for_each(|key| reload_credentials(ctx, key));
     }
+}
+
+/// The entries lookups found due for refresh (past their update
+/// interval), read again in the background as Caffeine's
+/// `refreshAfterWrite` does: the lookups were answered from the old entry,
+/// which a failed read keeps until its validity.
+pub(crate) fn reload_due_auth_entries(ctx: &StatementCtx<'_>) {
+    let caches = &ctx.settings.auth_caches;
+    caches
+        .roles
+        .take_due()
+        .iter()
+        .for_each(|key| reload_roles(ctx, key));
+    let due = caches.permissions.take_due();
+    due.iter().for_each(|key| reload_permissions(ctx, key));
+    let due = caches.credentials.take_due();
+    due.iter().for_each(|key| reload_credentials(ctx, key));
+}
+
+fn reload_roles(ctx: &StatementCtx<'_>, user: &String) {
+    let cache = &ctx.settings.auth_caches.roles;
+    cache.refresh(user, ctx.now_millis(), |user| {
+        load_user_roles(ctx, user).map(Some)
+    });
+}
+
+fn reload_permissions(ctx: &StatementCtx<'_>, key: &(String, String)) {
+    let cache = &ctx.settings.auth_caches.permissions;
+    cache.refresh(key, ctx.now_millis(), |(user, resource)| {
+        let roles = user_role_names(ctx, user)?;
+        load_permissions(ctx, &roles, resource).map(Some)
+    });
+}
+
+fn reload_credentials(ctx: &StatementCtx<'_>, name: &String) {
+    let cache = &ctx.settings.auth_caches.credentials;
+    cache.refresh(name, ctx.now_millis(), |name| {
+        Ok(load_password_hash(ctx, name)?.map(Some))
+    });
 }
 
 /// A failure to read a role while logging in, as the client sees it.

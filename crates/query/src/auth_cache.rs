@@ -7,26 +7,30 @@
 //! Each cache is bounded by entry count (least recently used out first)
 //! and follows Cassandra's `AuthCache` over Caffeine: an entry older than
 //! the validity is reloaded before use; one older than the update
-//! interval is reloaded, and when that reload fails (too few replicas)
-//! the old entry is served until its validity ends. A validity of 0
-//! turns a cache off: every lookup reads. With active update
+//! interval (Caffeine's `refreshAfterWrite`) is served as it is at once
+//! and queued for a reload in the background (`take_due`, then `refresh`,
+//! driven by `Executor::reload_due_auth_entries` on the server's refresher
+//! thread); when that reload fails (too few replicas) the old entry is
+//! served until its validity ends. One reload per entry is queued per
+//! update interval, and at most `DUE_RELOADS_MAX` per cache: past it a due
+//! entry is served as it is and queued again an update interval later. A
+//! validity of 0 turns a cache off: every lookup reads. With active update
 //! (`*_cache_active_update`) lookups never reload before the validity:
 //! the server reloads every entry each update interval instead
 //! (`refresh`, driven by `Executor::refresh_auth_caches`). Time comes in
 //! as an argument (`now_ms`), so the logic is tested without sleeping.
 //!
-//! Different from Cassandra: the reload of an entry due for refresh is
-//! made by the request that finds it (Cassandra answers from the old entry
-//! and reloads in the background), at most once per update interval per
-//! entry; and the node that runs a role or permission statement drops the
-//! entries it may change (`AuthCaches::invalidate_after`), where Cassandra
-//! 5.0 leaves every node, its own included, to expiry.
+//! Different from Cassandra: the node that runs a role or permission
+//! statement drops the entries it may change
+//! (`AuthCaches::invalidate_after`), where Cassandra 5.0 leaves every
+//! node, its own included, to expiry.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::hash::Hash;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::Duration;
 
 use lru::LruCache;
 use rocksandra_cql::ast::{DropKind, Permission, Statement};
@@ -39,6 +43,9 @@ use crate::role::HeldRoles;
 pub const DEFAULT_VALIDITY_MS: u64 = 2_000;
 /// Cassandra's default `*_cache_max_entries`.
 pub const DEFAULT_MAX_ENTRIES: usize = 1_000;
+/// The most entries due for a reload one cache queues for the background
+/// refresher.
+pub const DUE_RELOADS_MAX: usize = 64;
 
 /// One cache's settings (`<name>_validity`, `<name>_update_interval`,
 /// `<name>_cache_max_entries`).
@@ -104,7 +111,8 @@ impl Default for CacheSettings {
 pub enum Freshness {
     /// Served as it is.
     Fresh,
-    /// Reloaded first; served as it is if the reload fails.
+    /// Served as it is, and reloaded in the background (kept as it is if
+    /// the reload fails).
     Refresh,
     /// Past its validity: reloaded, a failure is the lookup's.
     Expired,
@@ -139,11 +147,38 @@ struct Entry<V> {
     tried_at_ms: i64,
 }
 
-/// The entries and the count of invalidations, which a load that started
-/// before one must not undo.
+/// The entries, the count of invalidations (which a load that started
+/// before one must not undo) and the keys due for a background reload.
 struct Slots<K: Hash + Eq, V> {
     entries: LruCache<K, Entry<V>>,
     generation: u64,
+    due: VecDeque<K>,
+}
+
+/// Wakes the background refresher when a cache queued a due reload; one
+/// for the three caches of a node.
+#[derive(Debug, Default)]
+pub struct DueSignal {
+    queued: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl DueSignal {
+    fn notify(&self) {
+        *self.queued.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.wake.notify_one();
+    }
+
+    /// Waits until a reload is queued or `timeout` passes; true when one
+    /// was queued (and clears the mark).
+    pub fn wait(&self, timeout: Duration) -> bool {
+        let queued = self.queued.lock().unwrap_or_else(|p| p.into_inner());
+        let (mut queued, _) = self
+            .wake
+            .wait_timeout_while(queued, timeout, |queued| !*queued)
+            .unwrap_or_else(|p| p.into_inner());
+        std::mem::take(&mut *queued)
+    }
 }
 
 /// Lookups answered from an entry and lookups that read (`nodetool
@@ -161,6 +196,7 @@ pub struct AuthCache<K: Hash + Eq, V> {
     slots: Mutex<Slots<K, V>>,
     hits: AtomicU64,
     misses: AtomicU64,
+    signal: Arc<DueSignal>,
 }
 
 fn capacity(max_entries: usize) -> NonZeroUsize {
@@ -169,14 +205,21 @@ fn capacity(max_entries: usize) -> NonZeroUsize {
 
 impl<K: Hash + Eq + Clone, V> AuthCache<K, V> {
     pub fn new(settings: CacheSettings) -> Self {
+        Self::with_signal(settings, Arc::default())
+    }
+
+    /// A cache whose due reloads wake `signal`'s waiter.
+    pub fn with_signal(settings: CacheSettings, signal: Arc<DueSignal>) -> Self {
         AuthCache {
             settings: RwLock::new(settings),
             slots: Mutex::new(Slots {
                 entries: LruCache::new(capacity(settings.max_entries)),
                 generation: 0,
+                due: VecDeque::new(),
             }),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            signal,
         }
     }
 
@@ -194,6 +237,7 @@ impl<K: Hash + Eq + Clone, V> AuthCache<K, V> {
         let mut slots = self.slots();
         slots.entries = LruCache::new(capacity(settings.max_entries));
         slots.generation += 1;
+        slots.due.clear();
     }
 
     /// The value of `key`, from the cache or by `load` (which runs without
@@ -205,57 +249,52 @@ impl<K: Hash + Eq + Clone, V> AuthCache<K, V> {
             return load(key).map(Arc::new);
         }
         let (found, generation) = self.lookup(key, &settings, now_ms);
-        let stale = match found {
-            Some((value, Freshness::Fresh)) => {
-                self.hits.fetch_add(1, Ordering::Relaxed);
-                return Ok(value);
-            }
-            Some((value, Freshness::Refresh)) => Some(value),
-            _ => None,
-        };
-        self.misses.fetch_add(1, Ordering::Relaxed);
-        match load(key) {
-            Ok(value) => {
-                let value = Arc::new(value);
-                self.fill(key, &value, generation, now_ms);
-                Ok(value)
-            }
-            Err(e) => match stale {
-                Some(value) => {
-                    tracing::debug!("auth cache: serving an entry whose reload failed: {e}");
-                    Ok(value)
-                }
-                None => Err(e),
-            },
+        if let Some(value) = found {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(value);
         }
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        let value = Arc::new(load(key)?);
+        self.fill(key, &value, generation, now_ms);
+        Ok(value)
     }
 
-    /// The entry of `key` with what to do with it, and the generation the
-    /// lookup saw. An entry due for refresh is marked tried now, so the
-    /// lookups that follow use it while this one reloads.
-    fn lookup(
-        &self,
-        key: &K,
-        settings: &CacheSettings,
-        now_ms: i64,
-    ) -> (Option<(Arc<V>, Freshness)>, u64) {
+    /// The usable entry of `key`, and the generation the lookup saw. An
+    /// entry due for refresh is marked tried now and queued for the
+    /// background refresher (when the queue has room), so the lookups
+    /// that follow use it while it reloads.
+    fn lookup(&self, key: &K, settings: &CacheSettings, now_ms: i64) -> (Option<Arc<V>>, u64) {
         let mut slots = self.slots();
         let generation = slots.generation;
         let Some(entry) = slots.entries.get_mut(key) else {
             return (None, generation);
         };
-        let state = freshness(settings, entry.loaded_at_ms, entry.tried_at_ms, now_ms);
-        match state {
+        match freshness(settings, entry.loaded_at_ms, entry.tried_at_ms, now_ms) {
             Freshness::Expired => {
                 slots.entries.pop(key);
                 (None, generation)
             }
             Freshness::Refresh => {
                 entry.tried_at_ms = now_ms;
-                (Some((entry.value.clone(), state)), generation)
+                let value = entry.value.clone();
+                let queued = slots.due.len() < DUE_RELOADS_MAX && !slots.due.contains(key);
+                if queued {
+                    slots.due.push_back(key.clone());
+                }
+                drop(slots);
+                if queued {
+                    self.signal.notify();
+                }
+                (Some(value), generation)
             }
-            Freshness::Fresh => (Some((entry.value.clone(), state)), generation),
+            Freshness::Fresh => (Some(entry.value.clone()), generation),
         }
+    }
+
+    /// The keys queued for a background reload (each then reloaded with
+    /// `refresh`), oldest first.
+    pub fn take_due(&self) -> Vec<K> {
+        self.slots().due.drain(..).collect()
     }
 
     /// Keeps a loaded value, unless an invalidation came since the load
@@ -284,8 +323,9 @@ impl<K: Hash + Eq + Clone, V> AuthCache<K, V> {
             .collect()
     }
 
-    /// Active update of one entry: `load` Some replaces it, None (what it
-    /// stood for is gone) drops it, a failure keeps it until its validity.
+    /// A background reload of one entry (active update, or one due for
+    /// refresh): `load` Some replaces it, None (what it stood for is gone)
+    /// drops it, a failure keeps it until its validity.
     pub fn refresh(&self, key: &K, now_ms: i64, load: impl FnOnce(&K) -> Result<Option<V>>) {
         let generation = self.slots().generation;
         match load(key) {
@@ -338,6 +378,8 @@ pub struct AuthCaches {
     /// Role name -> its password hash (`CredentialsCache`); None (no such
     /// role, or no password) is dropped once read, as Cassandra does.
     pub credentials: AuthCache<String, Option<String>>,
+    /// Woken when any of the three queues a due reload.
+    pub due: Arc<DueSignal>,
 }
 
 /// The three caches' settings, from cassandra.yaml.
@@ -383,10 +425,12 @@ pub enum CacheName {
 
 impl Default for AuthCaches {
     fn default() -> Self {
+        let due = Arc::new(DueSignal::default());
         AuthCaches {
-            roles: AuthCache::new(CacheSettings::default()),
-            permissions: AuthCache::new(CacheSettings::default()),
-            credentials: AuthCache::new(CacheSettings::default()),
+            roles: AuthCache::with_signal(CacheSettings::default(), due.clone()),
+            permissions: AuthCache::with_signal(CacheSettings::default(), due.clone()),
+            credentials: AuthCache::with_signal(CacheSettings::default(), due.clone()),
+            due,
         }
     }
 }

@@ -408,6 +408,18 @@ impl Executor {
         auth::refresh_auth_caches(&self.ctx());
     }
 
+    /// Reloads the auth cache entries lookups found due for refresh (they
+    /// were answered from the old entries): the server's refresher thread.
+    pub fn reload_due_auth_entries(&self) {
+        auth::reload_due_auth_entries(&self.ctx());
+    }
+
+    /// Waits until an auth cache queues a due reload, or `timeout`; true
+    /// when one was queued.
+    pub fn wait_for_due_auth_entries(&self, timeout: std::time::Duration) -> bool {
+        self.settings.auth_caches.due.wait(timeout)
+    }
+
     /// nodetool's `invalidate<cache>cache [roles...]` (`auth_cache::AuthCaches::invalidate`).
     pub fn invalidate_auth_cache(
         &self,

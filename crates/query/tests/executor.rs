@@ -864,6 +864,40 @@ fn active_update_reloads_entries_in_the_refresh_not_on_lookups() {
     h.as_user("alice", &[("SELECT v FROM ks.t WHERE k = 1", "'a'")]);
 }
 
+/// Past the update interval a lookup answers from the old entry at once
+/// and queues it; the server's refresher (`reload_due_auth_entries`)
+/// reads it again, as Caffeine's `refreshAfterWrite`.
+#[test]
+fn a_due_entry_is_answered_from_the_cache_and_reloaded_in_the_background() {
+    use rocksandra_query::auth_cache::{AuthCacheSettings, CacheSettings};
+    let mut h = authz_harness();
+    let caches = CacheSettings::new(60_000, Some(1_000), 100);
+    h.executor.configure_auth_caches(AuthCacheSettings {
+        roles: caches,
+        permissions: caches,
+        credentials: caches,
+    });
+    let select = ("SELECT v FROM ks.t WHERE k = 1", NO_SELECT);
+    h.as_user("alice", &[select]);
+    let grant = "UPDATE system_auth.role_permissions SET permissions = permissions + {'SELECT'} \
+                 WHERE role = 'alice' AND resource = 'data/ks/t'";
+    let internal = Request {
+        internal: true,
+        ..Request::default()
+    };
+    h.executor
+        .query(grant, &internal)
+        .expect("the row is written");
+    h.clock.fetch_add(2_000_000, Ordering::SeqCst);
+    let wait = std::time::Duration::from_millis(0);
+    assert!(!h.executor.wait_for_due_auth_entries(wait));
+    // Due: the old denial, and the entry queued.
+    h.as_user("alice", &[select]);
+    assert!(h.executor.wait_for_due_auth_entries(wait));
+    h.executor.reload_due_auth_entries();
+    h.as_user("alice", &[("SELECT v FROM ks.t WHERE k = 1", "'a'")]);
+}
+
 #[test]
 fn authorizer_refuses_until_granted_and_after_revoked() {
     let mut h = authz_harness();

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use rocksandra_data::LocalTime;
 use rocksandra_query::{Env, Executor, NodeInfo};
@@ -183,22 +184,33 @@ pub fn open(config: &Config) -> Result<Node, String> {
     })
 }
 
-/// With `*_cache_active_update`, a background thread reloads the entries
-/// of those auth caches every update interval (Cassandra's
-/// `CacheRefresher`); it ends with the executor.
+/// The longest the auth cache refresher waits at a time (it holds the
+/// executor while it waits).
+const AUTH_REFRESH_WAIT_MAX: Duration = Duration::from_secs(1);
+
+/// The auth caches' background reloads, on one thread: the entries that
+/// lookups found due for refresh, as soon as they are queued (Caffeine's
+/// `refreshAfterWrite`), and with `*_cache_active_update` every entry of
+/// those caches every update interval (Cassandra's `CacheRefresher`). It
+/// ends with the executor.
 fn spawn_auth_cache_refresher(executor: &Arc<Executor>) -> Result<(), String> {
-    let Some(interval) = executor.auth_cache_refresh_interval() else {
-        return Ok(());
-    };
+    let active = executor.auth_cache_refresh_interval();
     let executor = Arc::downgrade(executor);
+    let mut last_active = Instant::now();
     std::thread::Builder::new()
         .name("auth-cache-refresh".into())
         .spawn(move || loop {
-            std::thread::sleep(interval);
             let Some(executor) = executor.upgrade() else {
                 return;
             };
-            executor.refresh_auth_caches();
+            let wait = active.map_or(AUTH_REFRESH_WAIT_MAX, |a| a.min(AUTH_REFRESH_WAIT_MAX));
+            if executor.wait_for_due_auth_entries(wait) {
+                executor.reload_due_auth_entries();
+            }
+            if active.is_some_and(|interval| last_active.elapsed() >= interval) {
+                last_active = Instant::now();
+                executor.refresh_auth_caches();
+            }
         })
         .map(drop)
         .map_err(|e| format!("cannot start the auth cache refresher: {e}"))

@@ -102,24 +102,59 @@ fn past_its_validity_a_failed_read_is_the_lookups() {
     ));
 }
 
+/// The server's refresher: the keys queued as due, reloaded at `now_ms`.
+fn reload_due(cache: &AuthCache<String, u32>, store: &Store, now_ms: i64) -> Vec<String> {
+    let due = cache.take_due();
+    for key in &due {
+        cache.refresh(key, now_ms, |k| store.load(k).map(Some));
+    }
+    due
+}
+
+#[test]
+fn a_due_entry_is_served_at_once_and_reloaded_in_the_background() {
+    let c = cache(10_000, Some(1_000), 10);
+    let store = Store::new(1);
+    get(&c, &store, "alice", 0).unwrap();
+    store.value.set(2);
+    // Past the update interval: the old value, no read by the lookup.
+    assert_eq!(get(&c, &store, "alice", 1_000).unwrap(), 1);
+    assert_eq!(store.reads.get(), 1);
+    assert_eq!(reload_due(&c, &store, 1_200), vec!["alice".to_string()]);
+    assert_eq!(store.reads.get(), 2);
+    assert_eq!(get(&c, &store, "alice", 1_300).unwrap(), 2);
+    assert_eq!(store.reads.get(), 2);
+    assert_eq!(
+        c.stats(),
+        CacheStats {
+            hits: 2,
+            misses: 1,
+            entries: 1
+        }
+    );
+}
+
 #[test]
 fn a_failed_refresh_keeps_serving_the_old_entry_until_its_validity() {
     let c = cache(10_000, Some(1_000), 10);
     let store = Store::new(1);
     get(&c, &store, "alice", 0).unwrap();
     store.up.set(false);
-    assert_eq!(
-        get(&c, &store, "alice", 1_000).unwrap(),
-        1,
-        "refresh failed"
-    );
+    assert_eq!(get(&c, &store, "alice", 1_000).unwrap(), 1);
+    assert_eq!(reload_due(&c, &store, 1_000).len(), 1, "refresh failed");
     assert_eq!(store.reads.get(), 2);
-    // Not tried again within an update interval of the failed try.
+    // Not queued again within an update interval of the failed try.
     assert_eq!(get(&c, &store, "alice", 1_500).unwrap(), 1);
-    assert_eq!(store.reads.get(), 2);
+    assert!(c.take_due().is_empty());
     assert_eq!(get(&c, &store, "alice", 9_999).unwrap(), 1);
+    assert_eq!(reload_due(&c, &store, 9_999).len(), 1);
     assert_eq!(store.reads.get(), 3);
     assert!(get(&c, &store, "alice", 10_000).is_err(), "validity over");
+    assert_eq!(
+        store.reads.get(),
+        4,
+        "an expired entry is read by the lookup"
+    );
 }
 
 #[test]
@@ -128,7 +163,8 @@ fn a_successful_refresh_restarts_the_validity() {
     let store = Store::new(1);
     get(&c, &store, "alice", 0).unwrap();
     store.value.set(2);
-    assert_eq!(get(&c, &store, "alice", 1_000).unwrap(), 2);
+    assert_eq!(get(&c, &store, "alice", 1_000).unwrap(), 1);
+    reload_due(&c, &store, 1_000);
     store.up.set(false);
     assert_eq!(
         get(&c, &store, "alice", 10_500).unwrap(),
@@ -136,6 +172,67 @@ fn a_successful_refresh_restarts_the_validity() {
         "loaded at 1 s"
     );
     assert!(get(&c, &store, "alice", 11_000).is_err());
+}
+
+#[test]
+fn due_reloads_are_queued_once_per_entry_and_bounded() {
+    let c = cache(60_000, Some(1_000), 1_000);
+    let store = Store::new(1);
+    let keys: Vec<String> = (0..DUE_RELOADS_MAX + 10).map(|i| format!("u{i}")).collect();
+    for key in &keys {
+        get(&c, &store, key, 0).unwrap();
+    }
+    for key in &keys {
+        assert_eq!(get(&c, &store, key, 1_000).unwrap(), 1);
+    }
+    // Found due again while still queued: not queued twice.
+    assert_eq!(get(&c, &store, "u0", 2_000).unwrap(), 1);
+    let due = c.take_due();
+    assert_eq!(due, keys[..DUE_RELOADS_MAX].to_vec());
+    // The ones left out are served as they are and queued an update
+    // interval later.
+    assert_eq!(get(&c, &store, &keys[DUE_RELOADS_MAX], 1_500).unwrap(), 1);
+    assert!(c.take_due().is_empty());
+    assert_eq!(get(&c, &store, &keys[DUE_RELOADS_MAX], 2_000).unwrap(), 1);
+    assert_eq!(c.take_due(), vec![keys[DUE_RELOADS_MAX].clone()]);
+    assert_eq!(store.reads.get(), keys.len() as u32, "no lookup read");
+}
+
+#[test]
+fn a_reload_begun_before_an_invalidation_is_not_kept() {
+    let c = cache(60_000, Some(1_000), 10);
+    let store = Store::new(1);
+    get(&c, &store, "alice", 0).unwrap();
+    get(&c, &store, "alice", 1_000).unwrap();
+    let due = c.take_due();
+    store.value.set(2);
+    c.refresh(&due[0], 1_000, |k| {
+        c.invalidate_all();
+        store.load(k).map(Some)
+    });
+    assert_eq!(c.stats().entries, 0);
+    // Nor does configure leave old keys queued.
+    get(&c, &store, "bob", 1_000).unwrap();
+    get(&c, &store, "bob", 2_000).unwrap();
+    c.configure(c.settings());
+    assert!(c.take_due().is_empty());
+}
+
+#[test]
+fn a_due_reload_wakes_the_refresher() {
+    let caches = AuthCaches::default();
+    let store = Store::new(1);
+    let wait = std::time::Duration::from_millis(0);
+    assert!(!caches.due.wait(wait));
+    let roles = &caches.credentials;
+    roles.configure(CacheSettings::new(60_000, Some(1_000), 10));
+    let load = |_: &String| store.load(&String::new()).map(|_| Some("hash".to_string()));
+    roles.get(&"alice".to_string(), 0, load).unwrap();
+    assert!(!caches.due.wait(wait), "fresh: nothing queued");
+    roles.get(&"alice".to_string(), 1_000, load).unwrap();
+    assert!(caches.due.wait(wait));
+    assert!(!caches.due.wait(wait), "the mark is cleared");
+    assert_eq!(roles.take_due(), vec!["alice".to_string()]);
 }
 
 #[test]
