@@ -342,6 +342,20 @@ impl Executor {
         self.settings.tombstones.clone()
     }
 
+    /// A partition as Cassandra's log lines name it: `ks.t:KEY`
+    /// (`rows::partition_key_text`); a table this node does not know by
+    /// its storage id.
+    pub fn partition_name(&self, table: rocksandra_storage::TableId, key: &[u8]) -> String {
+        let schema = self.ctx().schema();
+        match schema.table_by_storage_id(table) {
+            Some((_, t)) => {
+                let key = crate::rows::partition_key_text(t, key);
+                format!("{}.{}:{key}", t.keyspace, t.name)
+            }
+            None => format!("table {}:{}", table.0, hex::encode(key)),
+        }
+    }
+
     /// Sets `read_thresholds_enabled` and the read size thresholds.
     pub fn set_read_thresholds(&self, thresholds: crate::read_thresholds::ReadThresholds) {
         self.settings.read_thresholds.set(thresholds);

@@ -198,6 +198,11 @@ pub struct Guardrails {
     pub partition_keys_in_select: Threshold,
     /// The partition keys, or clustering prefixes, an IN makes.
     pub in_select_cartesian_product: Threshold,
+    /// A partition written by a compaction, bytes (checked by the storage
+    /// engine's compactions and logged; `partition_guard`).
+    pub partition_size: Threshold,
+    /// The tombstones of a partition written by a compaction.
+    pub partition_tombstones: Threshold,
     /// A written cell's value (and its collection element's key), bytes.
     pub column_value_size: Threshold,
     /// The collection elements one write adds to a column, bytes.
@@ -258,6 +263,32 @@ impl Default for Guardrails {
 /// What a check decided when it did not fail: a warning for the client, or
 /// nothing.
 pub type Verdict = Result<Option<String>>;
+
+/// Cassandra's log line for a partition a compaction wrote past
+/// `partition_size` (bytes) or, with `tombstones`, `partition_tombstones`:
+/// `what` names it (`ks.t:KEY`). Logged, never sent to a client.
+pub fn partition_violation(
+    what: &str,
+    tombstones: bool,
+    (value, threshold): (u64, u64),
+    failure: bool,
+) -> String {
+    let kind = if failure { "failure" } else { "warning" };
+    let (name, measured, reason) = if tombstones {
+        let reason = "Partitions with too many tombstones can cause performance problems.";
+        (
+            "partition_tombstones",
+            format!("has {value} tombstones"),
+            reason,
+        )
+    } else {
+        let reason = "Too large partitions can cause performance problems.";
+        ("partition_size", format!("has size {value}"), reason)
+    };
+    let message =
+        format!("Partition {what} {measured}, this exceeds the {kind} threshold of {threshold}.");
+    format!("{} {reason}", decorate(name, &message))
+}
 
 /// The text of a warning or failure: Cassandra's prefix naming the
 /// guardrail, then the guardrail's own message.
@@ -378,6 +409,8 @@ impl Guardrails {
         page_size: Threshold::DISABLED,
         partition_keys_in_select: Threshold::DISABLED,
         in_select_cartesian_product: Threshold::DISABLED,
+        partition_size: Threshold::DISABLED,
+        partition_tombstones: Threshold::DISABLED,
         column_value_size: Threshold::DISABLED,
         collection_size: Threshold::DISABLED,
         items_per_collection: Threshold::DISABLED,
@@ -1455,6 +1488,22 @@ pub(crate) fn paged_select(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn partition_violations_are_worded_as_cassandra_5_0_6_logged_them() {
+        // Cassandra 5.0.6's log, its " on sstable PATH" aside.
+        assert_eq!(
+            partition_violation("pg.t:1", false, (3064, 2048), false),
+            "Guardrail partition_size violated: Partition pg.t:1 has size 3064, this exceeds \
+             the warning threshold of 2048. Too large partitions can cause performance problems."
+        );
+        assert_eq!(
+            partition_violation("pg.t:4", true, (25, 20), true),
+            "Guardrail partition_tombstones violated: Partition pg.t:4 has 25 tombstones, this \
+             exceeds the failure threshold of 20. Partitions with too many tombstones can cause \
+             performance problems."
+        );
+    }
 
     fn threshold(warn: i64, fail: i64) -> Threshold {
         Threshold { warn, fail }

@@ -3,7 +3,7 @@
 //! cells), with write times and TTLs for `writetime()` and `ttl()`.
 
 use rocksandra_data::types::CqlType;
-use rocksandra_data::LocalTime;
+use rocksandra_data::{LocalTime, Value};
 use rocksandra_storage::cell::{Cell, CellKind, LiveRow};
 use rocksandra_storage::layout::paths;
 use rocksandra_storage::PartitionKey;
@@ -96,6 +96,38 @@ pub fn partition_key_from_text(table: &Table, text: &str) -> std::result::Result
         )?);
     }
     Ok(partition_key_bytes(&components))
+}
+
+/// A serialized partition key as text, as Cassandra's
+/// `partitionKeyType.getString` writes it in its log lines (the inverse of
+/// `partition_key_from_text`): text as it is, blobs in hex, other values as
+/// CQL literals; the components of a composite key joined by `:` (`\:`
+/// inside one). Undecodable bytes in hex.
+pub fn partition_key_text(table: &Table, key: &[u8]) -> String {
+    let columns = table.partition_key();
+    let Ok(parts) = partition_components(table, key) else {
+        return hex::encode(key);
+    };
+    let texts: Vec<String> = columns
+        .iter()
+        .zip(&parts)
+        .map(
+            |(column, bytes)| match Value::deserialize(&column.ty, bytes) {
+                Ok(Value::Text(t) | Value::Ascii(t)) => t,
+                Ok(Value::Blob(b)) => hex::encode(&b),
+                Ok(value) => value.to_cql_literal(&column.ty),
+                Err(_) => hex::encode(bytes),
+            },
+        )
+        .collect();
+    match texts.as_slice() {
+        [only] => only.clone(),
+        _ => texts
+            .iter()
+            .map(|t| t.replace(':', "\\:"))
+            .collect::<Vec<_>>()
+            .join(":"),
+    }
 }
 
 /// `a:b\:c` as `["a", "b:c"]` when `composite`; the whole text otherwise.

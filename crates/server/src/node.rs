@@ -6,7 +6,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rocksandra_data::LocalTime;
+use rocksandra_query::guardrails::partition_violation;
 use rocksandra_query::{Env, Executor, NodeInfo};
+use rocksandra_storage::partition_guard::{
+    Limits, Measure, PartitionGuard, PartitionThresholds, Violation,
+};
 use rocksandra_storage::{Durability, Engine};
 use serde::{Deserialize, Serialize};
 
@@ -122,10 +126,11 @@ pub fn open(config: &Config) -> Result<Node, String> {
     let identity = NodeIdentity::load_or_create(&dir, num_tokens, &*env.random)?;
     let clock = local_clock(&env);
     let rocks = rocks_config(config);
-    let engine: Arc<dyn Engine> = Arc::new(
+    let rocks = Arc::new(
         rocksandra_storage_rocksdb::open_engine(&dir.join("rocksdb"), rocks, clock)
             .map_err(|e| format!("cannot open storage in {}: {e}", dir.display()))?,
     );
+    let engine: Arc<dyn Engine> = rocks.clone();
     let node = NodeInfo {
         cluster_name: config.cluster_name.clone(),
         listen_address: config.listen_address,
@@ -176,11 +181,51 @@ pub fn open(config: &Config) -> Result<Node, String> {
     let executor = Arc::new(executor);
     spawn_auth_cache_refresher(&executor)?;
     crate::disk_usage::spawn_monitor(&executor, &engine, &dir, config)?;
+    let guard = partition_guard(&config.guardrails, &executor);
+    rocks.store().set_partition_guard(guard);
     Ok(Node {
         executor,
         storage: engine,
         identity,
         dir,
+    })
+}
+
+/// The `partition_size` and `partition_tombstones` guardrails for the
+/// engine's compactions (None when neither is set): a partition past one
+/// is logged in Cassandra's words, naming it through the executor's schema.
+fn partition_guard(
+    guardrails: &rocksandra_query::guardrails::Guardrails,
+    executor: &Arc<Executor>,
+) -> Option<PartitionGuard> {
+    let limits = |t: rocksandra_query::guardrails::Threshold| Limits {
+        warn: u64::try_from(t.warn).ok().filter(|w| *w > 0),
+        fail: u64::try_from(t.fail).ok().filter(|f| *f > 0),
+    };
+    let thresholds = PartitionThresholds {
+        size: limits(guardrails.partition_size),
+        tombstones: limits(guardrails.partition_tombstones),
+    };
+    if !thresholds.is_set() {
+        return None;
+    }
+    let executor = Arc::downgrade(executor);
+    let report = move |v: &Violation| {
+        let Some(executor) = executor.upgrade() else {
+            return;
+        };
+        let what = executor.partition_name(v.table, &v.key);
+        let tombstones = v.measure == Measure::Tombstones;
+        let line = partition_violation(&what, tombstones, (v.value, v.threshold), v.failure);
+        if v.failure {
+            tracing::error!("{line}");
+        } else {
+            tracing::warn!("{line}");
+        }
+    };
+    Some(PartitionGuard {
+        thresholds,
+        report: Arc::new(report),
     })
 }
 

@@ -38,7 +38,8 @@ use rocksandra_storage::kv::{
 use rocksandra_storage::layout::keys::partition_prefix_len;
 use rocksandra_storage::layout::table_options as table_options_file;
 use rocksandra_storage::memory::Clock;
-use rocksandra_storage::merge::{filter_entry, merge_entry, FilterDecision};
+use rocksandra_storage::merge::{filter_entry_counted, merge_entry, FilterDecision};
+use rocksandra_storage::partition_guard::{PartitionGuard, PartitionTally};
 use rocksandra_storage::KvEngine;
 
 mod wal_location;
@@ -55,6 +56,10 @@ pub const STREAM_FILE_BYTES_MAX: u64 = 64 << 20;
 pub const PURGE_CANDIDATES_MAX: usize = 100_000;
 
 type Candidates = Arc<Mutex<BTreeSet<(u64, Vec<u8>)>>>;
+
+/// The `partition_size` and `partition_tombstones` guardrails every
+/// compaction filter reads when it starts (`RocksStore::set_partition_guard`).
+type GuardSlot = Arc<RwLock<Option<PartitionGuard>>>;
 
 /// How the RocksDB instance is sized and synced.
 #[derive(Clone, Debug)]
@@ -123,6 +128,7 @@ struct Shared {
     background_errors: AtomicU64,
     stopping: AtomicBool,
     purge_candidates: Candidates,
+    partition_guard: GuardSlot,
     /// Options of every table, mirrored in `TABLE_OPTIONS_FILE`.
     table_options: Mutex<BTreeMap<TableId, TableOptions>>,
     dir: PathBuf,
@@ -301,6 +307,14 @@ fn is_earlier_error(error: &str) -> bool {
 }
 
 impl RocksStore {
+    /// Sets the `partition_size` and `partition_tombstones` guardrails
+    /// that the compactions starting from now on check (None: none).
+    pub fn set_partition_guard(&self, guard: Option<PartitionGuard>) {
+        if let Ok(mut slot) = self.shared.partition_guard.write() {
+            *slot = guard;
+        }
+    }
+
     pub fn open(dir: &Path, config: RocksConfig, clock: Clock) -> Result<RocksStore> {
         // HyperClockCache (RocksDB's recommended cache): lock-free lookups,
         // where the LRU cache's were a hash-chain walk under a shard mutex
@@ -354,6 +368,7 @@ impl RocksStore {
             })
             .collect();
         let purge_candidates = Candidates::default();
+        let partition_guard = GuardSlot::default();
         let descriptors: Vec<ColumnFamilyDescriptor> = existing
             .iter()
             .map(|name| {
@@ -366,6 +381,7 @@ impl RocksStore {
                         gc_grace: gc_grace.get(name).cloned().unwrap_or_default(),
                         clock: clock.clone(),
                         candidates: purge_candidates.clone(),
+                        guard: partition_guard.clone(),
                     },
                 );
                 ColumnFamilyDescriptor::new(name, options)
@@ -385,6 +401,7 @@ impl RocksStore {
             background_errors: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
             purge_candidates,
+            partition_guard,
             table_options: Mutex::new(stored),
             dir: dir.to_path_buf(),
             point_read_options: ReadOptions::default(),
@@ -553,6 +570,7 @@ struct FilterShared {
     gc_grace: Arc<AtomicI64>,
     clock: Clock,
     candidates: Candidates,
+    guard: GuardSlot,
 }
 
 /// The largest data block: a table's `chunk_length_in_kb` may be larger
@@ -668,6 +686,11 @@ impl CompactionFilterFactory for PurgeFilterFactory {
     type Filter = PurgeFilter;
 
     fn create(&mut self, _context: CompactionFilterContext) -> PurgeFilter {
+        let guard = self.shared.guard.read().ok().and_then(|g| g.clone());
+        let tally = guard
+            .filter(|g| g.thresholds.is_set())
+            .zip(self.shared.table)
+            .map(|(guard, table)| PartitionTally::new(guard, table));
         PurgeFilter {
             now: (self.shared.clock)(),
             gc_grace_seconds: self.shared.gc_grace.load(Ordering::Relaxed),
@@ -675,6 +698,7 @@ impl CompactionFilterFactory for PurgeFilterFactory {
             candidates: self.shared.candidates.clone(),
             changed: Vec::new(),
             name: self.name.clone(),
+            tally,
         }
     }
 
@@ -683,8 +707,10 @@ impl CompactionFilterFactory for PurgeFilterFactory {
     }
 }
 
-/// Expires TTLs and purges tombstones past gc_grace during compaction, and
-/// reports partition-level tombstones past gc_grace to the engine.
+/// Expires TTLs and purges tombstones past gc_grace during compaction,
+/// reports partition-level tombstones past gc_grace to the engine, and,
+/// with the `partition_size` or `partition_tombstones` guardrail set, adds
+/// up each partition it keeps (`PartitionTally`).
 /// Through RocksDB's C API this sees plain values only: merge operands are
 /// kept as they are, and a value merged by this compaction is seen by the
 /// next one. A plain value hides every older version of its key, so each
@@ -696,9 +722,19 @@ struct PurgeFilter {
     candidates: Candidates,
     changed: Vec<u8>,
     name: CString,
+    tally: Option<PartitionTally>,
 }
 
 impl PurgeFilter {
+    /// What the tally counts of an entry kept as `kept` (its value's
+    /// length) under `key`.
+    fn count(&mut self, key: &[u8], kept: usize, tombstones: u64) {
+        let Some(tally) = &mut self.tally else { return };
+        if let Some(prefix_len) = partition_prefix_len(key) {
+            tally.entry(key, prefix_len, (key.len() + kept) as u64, tombstones);
+        }
+    }
+
     fn report(&self, partition_prefix: &[u8]) {
         let Some(table) = self.table else { return };
         if let Ok(mut set) = self.candidates.lock() {
@@ -711,14 +747,21 @@ impl PurgeFilter {
 
 impl CompactionFilter for PurgeFilter {
     fn filter(&mut self, _level: u32, key: &[u8], value: &[u8]) -> Decision {
-        match filter_entry(key, value, self.now, self.gc_grace_seconds) {
-            FilterDecision::Keep => Decision::Keep,
+        let times = (self.now, self.gc_grace_seconds);
+        let (decision, tombstones) = filter_entry_counted(key, value, times, self.tally.is_some());
+        match decision {
+            FilterDecision::Keep => {
+                self.count(key, value.len(), tombstones);
+                Decision::Keep
+            }
             FilterDecision::KeepUntilPushedDown { prefix_len } => {
+                self.count(key, value.len(), tombstones);
                 self.report(key.get(..prefix_len).unwrap_or(key));
                 Decision::Keep
             }
             FilterDecision::Remove => Decision::Remove,
             FilterDecision::Change(bytes) => {
+                self.count(key, bytes.len(), tombstones);
                 // `Decision::Change` takes a `&'static [u8]` although RocksDB
                 // only reads the slice until the callback returns; the bytes
                 // live in `self.changed` instead of being leaked per entry.
@@ -770,6 +813,7 @@ impl KvStore for RocksStore {
                 gc_grace,
                 clock: self.shared.clock.clone(),
                 candidates: self.shared.purge_candidates.clone(),
+                guard: self.shared.partition_guard.clone(),
             },
         );
         let mut tables = self.shared.options_lock()?;

@@ -26,6 +26,7 @@ pub mod kv;
 pub mod layout;
 pub mod memory;
 pub mod merge;
+pub mod partition_guard;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 

@@ -53,6 +53,72 @@ pub enum FilterDecision {
     },
 }
 
+/// What Cassandra's sstable writer counts as tombstones in what this entry
+/// keeps (its `MetadataCollector`, for the `partition_tombstones`
+/// guardrail): a partition deletion, two markers per range tombstone, and
+/// in a row its deletion, an expired row marker, each collection deletion
+/// and each cell deleted or expired at `now`. Counting only.
+pub fn entry_tombstones(kind: u8, row: &RowState, now: LocalTime) -> u64 {
+    let deleted = u64::from(row.deletion.is_some());
+    match kind {
+        KIND_PARTITION_HEADER => deleted,
+        KIND_RANGE_TOMBSTONE => 2 * deleted,
+        KIND_ROW | KIND_STATIC_ROW => {
+            let marker = row.liveness.is_some_and(|l| !l.is_live(now));
+            let cells = row.cells.iter().filter(|c| !c.is_live(now)).count();
+            deleted + u64::from(marker) + row.complex_deletions.len() as u64 + cells as u64
+        }
+        _ => 0,
+    }
+}
+
+/// `filter_entry`, and the tombstones of what it keeps
+/// (`entry_tombstones`), counted when `count` asks.
+pub fn filter_entry_counted(
+    key: &[u8],
+    value: &[u8],
+    (now, gc_grace_seconds): (LocalTime, i64),
+    count: bool,
+) -> (FilterDecision, u64) {
+    let Some((kind, prefix_len)) =
+        partition_prefix_len(key).and_then(|len| Some((*key.get(len)?, len)))
+    else {
+        return (FilterDecision::Keep, 0);
+    };
+    let Ok(row) = decode_row(value) else {
+        // Never destroy what we cannot read; reads will report it.
+        return (FilterDecision::Keep, 0);
+    };
+    let tombstones = |row: &RowState| {
+        if count {
+            entry_tombstones(kind, row, now)
+        } else {
+            0
+        }
+    };
+    if matches!(kind, KIND_PARTITION_HEADER | KIND_RANGE_TOMBSTONE) {
+        let decision = match row.deletion {
+            Some(d) if d.is_purgeable(now, gc_grace_seconds) => {
+                FilterDecision::KeepUntilPushedDown { prefix_len }
+            }
+            _ => FilterDecision::Keep,
+        };
+        return (decision, tombstones(&row));
+    }
+    if !matches!(kind, KIND_ROW | KIND_STATIC_ROW) {
+        return (FilterDecision::Keep, 0);
+    }
+    let purged = row.clone().purge(now, gc_grace_seconds);
+    if purged.is_empty() {
+        (FilterDecision::Remove, 0)
+    } else if purged == row {
+        (FilterDecision::Keep, tombstones(&row))
+    } else {
+        let counted = tombstones(&purged);
+        (FilterDecision::Change(encode_row(&purged)), counted)
+    }
+}
+
 /// Expires TTL cells and purges what gc_grace allows, for one entry that
 /// holds the complete history of its key.
 ///
@@ -66,34 +132,7 @@ pub fn filter_entry(
     now: LocalTime,
     gc_grace_seconds: i64,
 ) -> FilterDecision {
-    let Some((kind, prefix_len)) =
-        partition_prefix_len(key).and_then(|len| Some((*key.get(len)?, len)))
-    else {
-        return FilterDecision::Keep;
-    };
-    let Ok(row) = decode_row(value) else {
-        // Never destroy what we cannot read; reads will report it.
-        return FilterDecision::Keep;
-    };
-    if matches!(kind, KIND_PARTITION_HEADER | KIND_RANGE_TOMBSTONE) {
-        return match row.deletion {
-            Some(d) if d.is_purgeable(now, gc_grace_seconds) => {
-                FilterDecision::KeepUntilPushedDown { prefix_len }
-            }
-            _ => FilterDecision::Keep,
-        };
-    }
-    if !matches!(kind, KIND_ROW | KIND_STATIC_ROW) {
-        return FilterDecision::Keep;
-    }
-    let purged = row.clone().purge(now, gc_grace_seconds);
-    if purged.is_empty() {
-        FilterDecision::Remove
-    } else if purged == row {
-        FilterDecision::Keep
-    } else {
-        FilterDecision::Change(encode_row(&purged))
-    }
+    filter_entry_counted(key, value, (now, gc_grace_seconds), false).0
 }
 
 #[cfg(test)]
@@ -149,6 +188,45 @@ mod tests {
             let merged = merge_entry(existing, operands.iter().copied()).expect("merge");
             assert_eq!(merged, merged_slowly(existing, &operands));
         }
+    }
+
+    #[test]
+    fn entries_count_their_tombstones_as_cassandras_sstable_writer() {
+        use crate::layout::keys::{partition_prefix, KIND_ROW};
+        let now = LocalTime(100);
+        // `write`: a tombstone cell and two collection deletions.
+        let row = decode_row(&write(5)).expect("decode");
+        assert_eq!(entry_tombstones(KIND_ROW, &row, now), 3);
+        let deleted = RowState {
+            deletion: Some(DeletionTime::new(5, 10)),
+            liveness: Some(LivenessInfo {
+                timestamp: rocksandra_data::Timestamp(4),
+                ttl_seconds: 10,
+                local_expiration_time: LocalTime(50),
+            }),
+            ..RowState::default()
+        };
+        // Its deletion and its expired marker.
+        assert_eq!(entry_tombstones(KIND_ROW, &deleted, now), 2);
+        assert_eq!(entry_tombstones(KIND_RANGE_TOMBSTONE, &deleted, now), 2);
+        assert_eq!(entry_tombstones(KIND_PARTITION_HEADER, &deleted, now), 1);
+        assert_eq!(
+            entry_tombstones(KIND_PARTITION_HEADER, &RowState::default(), now),
+            0
+        );
+        // The filter counts only when asked, and what it keeps.
+        let mut key = partition_prefix(rocksandra_data::Token(1), b"p");
+        key.push(KIND_ROW);
+        let value = write(5);
+        let far = (now, 1_000_000);
+        assert_eq!(
+            filter_entry_counted(&key, &value, far, true),
+            (FilterDecision::Keep, 3)
+        );
+        assert_eq!(
+            filter_entry_counted(&key, &value, far, false),
+            (FilterDecision::Keep, 0)
+        );
     }
 
     #[test]

@@ -19,10 +19,16 @@ const THRESHOLD_MAX: i64 = i32::MAX as i64;
 
 /// -1 disables a threshold; other values must be positive.
 fn check_value(value: i64, key: &str) -> Result<(), String> {
+    check_value_up_to(value, key, THRESHOLD_MAX)
+}
+
+/// `check_value` with the largest value allowed: `THRESHOLD_MAX`, or
+/// `i64::MAX` for Cassandra's long thresholds (`partition_tombstones`).
+fn check_value_up_to(value: i64, key: &str, max: i64) -> Result<(), String> {
     match value {
         -1 => Ok(()),
-        v if v > THRESHOLD_MAX => Err(format!(
-            "Invalid value {v} for {key}: maximum allowed value is {THRESHOLD_MAX}"
+        v if v > max => Err(format!(
+            "Invalid value {v} for {key}: maximum allowed value is {max}"
         )),
         0 => Err(format!(
             "Invalid value for {key}: 0 is not allowed; if attempting to disable use -1"
@@ -48,6 +54,21 @@ fn threshold(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Thresho
 /// An upper bound: warn must not be above fail.
 fn maximum(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Threshold, String> {
     let t = threshold(name, warn, fail)?;
+    warn_below_fail(name, t)
+}
+
+/// `maximum` of a Java long (`partition_tombstones`): no int cap.
+fn long_maximum(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Threshold, String> {
+    let t = Threshold {
+        warn: warn.unwrap_or(-1),
+        fail: fail.unwrap_or(-1),
+    };
+    check_value_up_to(t.warn, &format!("{name}_warn_threshold"), i64::MAX)?;
+    check_value_up_to(t.fail, &format!("{name}_fail_threshold"), i64::MAX)?;
+    warn_below_fail(name, t)
+}
+
+fn warn_below_fail(name: &str, t: Threshold) -> Result<Threshold, String> {
     if t.warn != -1 && t.fail != -1 && t.fail < t.warn {
         return Err(format!(
             "The warn threshold {} for {name}_warn_threshold should be lower than the fail threshold {}",
@@ -282,6 +303,16 @@ impl FileConfig {
                 self.in_select_cartesian_product_warn_threshold,
                 self.in_select_cartesian_product_fail_threshold,
             )?,
+            partition_size: size_maximum(
+                "partition_size",
+                self.partition_size_warn_threshold.as_deref(),
+                self.partition_size_fail_threshold.as_deref(),
+            )?,
+            partition_tombstones: long_maximum(
+                "partition_tombstones",
+                self.partition_tombstones_warn_threshold,
+                self.partition_tombstones_fail_threshold,
+            )?,
             column_value_size: size_maximum(
                 "column_value_size",
                 self.column_value_size_warn_threshold.as_deref(),
@@ -429,6 +460,45 @@ mod tests {
         assert!(!g.allow_filtering_enabled && !g.simplestrategy_enabled);
         assert!(g.user_timestamps_enabled);
         assert!(config.unused_keys.is_empty(), "{:?}", config.unused_keys);
+    }
+
+    #[test]
+    fn partition_guardrails_are_read_and_checked() {
+        let config = parse(
+            "partition_size_warn_threshold: 2KiB\npartition_size_fail_threshold: 8KiB\n\
+             partition_tombstones_warn_threshold: 5\n\
+             partition_tombstones_fail_threshold: 3000000000\n",
+        )
+        .expect("valid");
+        let g = config.guardrails;
+        assert_eq!(
+            g.partition_size,
+            Threshold {
+                warn: 2048,
+                fail: 8192
+            }
+        );
+        // A Java long in Cassandra: past an int is allowed.
+        assert_eq!(
+            g.partition_tombstones,
+            Threshold {
+                warn: 5,
+                fail: 3_000_000_000
+            }
+        );
+        assert!(config.unused_keys.is_empty(), "{:?}", config.unused_keys);
+        let refused = [
+            ("partition_tombstones_warn_threshold: 6\npartition_tombstones_fail_threshold: 5\n",
+             "The warn threshold 6 for partition_tombstones_warn_threshold should be lower than the fail threshold 5"),
+            ("partition_tombstones_fail_threshold: 0\n",
+             "Invalid value for partition_tombstones_fail_threshold: 0 is not allowed; if attempting to disable use -1"),
+            ("partition_size_warn_threshold: 9KiB\npartition_size_fail_threshold: 8KiB\n",
+             "The warn threshold 9KiB for partition_size_warn_threshold should be lower than the fail threshold 8KiB"),
+        ];
+        for (yaml, message) in refused {
+            let error = parse(yaml).map(|_| ()).unwrap_err().to_string();
+            assert!(error.ends_with(message), "{yaml}: {error}");
+        }
     }
 
     #[test]
