@@ -2309,9 +2309,8 @@ mod tests {
                 .unwrap();
             let refused = Response::Error(refusal);
             match round.on_reply((ip(1), Ok(refused)), Consistency::Quorum) {
-                Err(QueryError::ReadAborted(abort)) => {
-                    assert_eq!(abort.reports.tombstone_warnings.nodes(), &[ip(2)]);
-                    let failure = abort.failure("Q");
+                Err(aborted @ QueryError::ReadAborted(_)) => {
+                    let failure = read_thresholds::named(aborted, "Q");
                     assert_eq!(failure.to_string(), format!("Operation failed - {text}"));
                     match failure {
                         QueryError::ReadFailure {

@@ -9,8 +9,8 @@ use std::net::IpAddr;
 
 use rocksandra_query::error::QueryError;
 use rocksandra_query::read_thresholds::{
-    self, FailureCounts, ReadAbort, ReadMet, ReadReports, ReadThresholdSettings, Refusal,
-    ReplicaMet, SizeThresholds,
+    self, FailureCounts, ReadMet, ReadReports, ReadThresholdSettings, Refusal, ReplicaMet,
+    SizeThresholds,
 };
 use rocksandra_query::tombstones::{TombstoneSettings, TombstoneThresholds};
 use rocksandra_storage::Partition;
@@ -66,11 +66,7 @@ impl ReportBook {
             .reports
             .own_read(node, met, tombstone_thresholds, local_size)
         {
-            let reports = std::mem::take(&mut self.reports);
-            return Err(QueryError::ReadAborted(Box::new(ReadAbort {
-                reports,
-                counts,
-            })));
+            return Err(self.aborted(counts));
         }
         Ok(())
     }
@@ -96,8 +92,15 @@ impl ReportBook {
 
     fn abort(&mut self, node: IpAddr, refusal: Refusal, counts: FailureCounts) -> QueryError {
         self.reports.refused(node, refusal);
+        self.aborted(counts)
+    }
+
+    /// The read's failure once a replica refused it (the statement names
+    /// the query: `read_thresholds::named`).
+    fn aborted(&mut self, counts: FailureCounts) -> QueryError {
         let reports = std::mem::take(&mut self.reports);
-        QueryError::ReadAborted(Box::new(ReadAbort { reports, counts }))
+        let failure = reports.abort(counts);
+        failure.unwrap_or_else(|| QueryError::Server("a refused read without a refusal".into()))
     }
 
     /// What the read met: this node's own tombstones and the reports.

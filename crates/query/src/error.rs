@@ -11,6 +11,32 @@ use rocksandra_storage::StorageError;
 use rocksandra_wire::{Consistency, ErrorKind, ErrorResponse, WriteType};
 
 /// Why a statement failed, by the CQL error class a client sees.
+/// READ_FAILURE whose message names a query not known where it was
+/// decided (`QueryError::ReadAborted`): the message is `before`, the
+/// query's text, `after`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingReadFailure {
+    pub consistency: Consistency,
+    pub received: usize,
+    pub block_for: usize,
+    pub reasons: Vec<(std::net::IpAddr, u16)>,
+    pub before: String,
+    pub after: String,
+}
+
+impl PendingReadFailure {
+    /// The READ_FAILURE, its message naming `query`.
+    pub fn named(self, query: &str) -> QueryError {
+        QueryError::ReadFailure {
+            consistency: self.consistency,
+            received: self.received,
+            block_for: self.block_for,
+            reasons: self.reasons,
+            message: format!("{}{query}{}", self.before, self.after),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum QueryError {
     #[error("{0}")]
@@ -77,11 +103,11 @@ pub enum QueryError {
         message: String,
     },
     /// With `read_thresholds_enabled`, a replica refused a read past a
-    /// failure threshold: the statement, which knows the query's text,
-    /// makes it Cassandra's READ_FAILURE (`ReadReports::abort`); left as
-    /// it is, it answers as one naming no query.
-    #[error("{}", .0.generic())]
-    ReadAborted(Box<crate::read_thresholds::ReadAbort>),
+    /// failure threshold: Cassandra's READ_FAILURE, whose message names the
+    /// query, which the statement gives (`PendingReadFailure::named`); left
+    /// as it is, it names "a read".
+    #[error("{}a read{}", .0.before, .0.after)]
+    ReadAborted(Box<PendingReadFailure>),
     /// Replicas failed the write (WRITE_FAILURE), each with its reason code.
     #[error("{message}")]
     WriteFailure {
@@ -207,7 +233,9 @@ impl QueryError {
     /// The ERROR message for this failure.
     pub fn to_response(&self) -> ErrorResponse {
         let kind = match self {
-            QueryError::ReadAborted(abort) => return abort.failure("a read").to_response(),
+            QueryError::ReadAborted(pending) => {
+                return pending.as_ref().clone().named("a read").to_response()
+            }
             QueryError::Syntax(_) => ErrorKind::SyntaxError,
             QueryError::Invalid(_) => ErrorKind::Invalid,
             QueryError::Config(_) => ErrorKind::ConfigError,

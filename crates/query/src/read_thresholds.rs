@@ -19,7 +19,7 @@ use rocksandra_storage::cell::LiveRow;
 use rocksandra_storage::Partition;
 use rocksandra_wire::Consistency;
 
-use crate::error::QueryError;
+use crate::error::{PendingReadFailure, QueryError};
 use crate::tombstones::{TombstoneThresholds, READ_TOO_MANY_TOMBSTONES};
 
 /// READ_FAILURE's reason code for a read past a size threshold
@@ -256,9 +256,9 @@ impl ReadReports {
     }
 
     /// READ_FAILURE when a replica refused (Cassandra's
-    /// `WarningsSnapshot.maybeAbort`: tombstones first, then size), the
-    /// statement's reads being `cql`.
-    pub fn abort(&self, cql: &str, counts: FailureCounts) -> Option<QueryError> {
+    /// `WarningsSnapshot.maybeAbort`: tombstones first, then size), to be
+    /// named with the statement's text (`named`).
+    pub fn abort(&self, counts: FailureCounts) -> Option<QueryError> {
         let (counter, text, reason): (_, fn(usize, u64, &str) -> String, _) =
             if !self.tombstone_aborts.is_empty() {
                 (
@@ -271,10 +271,34 @@ impl ReadReports {
             } else {
                 return None;
             };
-        let text = text(counter.nodes.len(), counter.max, cql);
-        tracing::warn!("{text}");
+        // The text around the query, which only the statement knows.
+        let text = text(counter.nodes.len(), counter.max, QUERY_MARK);
+        tracing::warn!("{}", text.replace(QUERY_MARK, "a read"));
         let reasons: Vec<(IpAddr, u16)> = counter.nodes.iter().map(|n| (*n, reason)).collect();
-        Some(read_failure(text, counts, reasons))
+        let QueryError::ReadFailure { message, .. } = read_failure(text, counts, reasons.clone())
+        else {
+            return None;
+        };
+        let (before, after) = message.split_once(QUERY_MARK)?;
+        Some(QueryError::ReadAborted(Box::new(PendingReadFailure {
+            consistency: counts.consistency,
+            received: counts.received,
+            block_for: counts.block_for,
+            reasons,
+            before: before.to_string(),
+            after: after.to_string(),
+        })))
+    }
+}
+
+/// Where the query's text goes in a pending READ_FAILURE's message.
+const QUERY_MARK: &str = "\u{0}";
+
+/// `error` with a pending READ_FAILURE named for the query `cql`.
+pub fn named(error: QueryError, cql: &str) -> QueryError {
+    match error {
+        QueryError::ReadAborted(pending) => pending.named(cql),
+        other => other,
     }
 }
 
@@ -323,28 +347,6 @@ impl From<u64> for ReadMet {
             tombstones,
             reports: ReadReports::default(),
         }
-    }
-}
-
-/// A read a replica refused, with `read_thresholds_enabled`: the reports
-/// so far and the counts of the failure; the statement names the query
-/// (`ReadReports::abort`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReadAbort {
-    pub reports: ReadReports,
-    pub counts: FailureCounts,
-}
-
-impl ReadAbort {
-    /// READ_FAILURE for the query `cql`.
-    pub fn failure(&self, cql: &str) -> QueryError {
-        self.reports
-            .abort(cql, self.counts)
-            .unwrap_or_else(|| read_failure("a read".into(), self.counts, Vec::new()))
-    }
-
-    pub(crate) fn generic(&self) -> String {
-        self.failure("a read").to_string()
     }
 }
 
@@ -583,18 +585,19 @@ mod tests {
             block_for: 1,
         };
         let mut reports = ReadReports::default();
-        assert!(reports.abort("q", counts).is_none());
+        assert!(reports.abort(counts).is_none());
         reports.refused(ip(1), Refusal::Size(16856));
         reports.refused(ip(1), Refusal::Tombstones(11));
         // Tombstones before size, as Cassandra's maybeAbort.
-        match reports.abort("SELECT c FROM rt.t WHERE k = 2", counts) {
-            Some(QueryError::ReadFailure {
+        let aborted = reports.abort(counts).expect("refused");
+        match named(aborted, "SELECT c FROM rt.t WHERE k = 2") {
+            QueryError::ReadFailure {
                 consistency,
                 received,
                 block_for,
                 reasons,
                 message,
-            }) => {
+            } => {
                 assert_eq!(
                     (consistency, received, block_for),
                     (Consistency::LocalOne, 0, 1)
@@ -611,7 +614,9 @@ mod tests {
         }
         let mut reports = ReadReports::default();
         reports.refused(ip(2), Refusal::Size(16856));
-        let failure = reports.abort("SELECT c FROM rt.big WHERE k = 3", counts);
+        let failure = reports
+            .abort(counts)
+            .map(|f| named(f, "SELECT c FROM rt.big WHERE k = 3"));
         assert_eq!(
             failure.map(|f| f.to_string()).as_deref(),
             Some(

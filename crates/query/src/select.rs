@@ -24,7 +24,7 @@ use crate::error::{QueryError, Result};
 use crate::guardrails::Guardrails;
 use crate::index::search::{self, IndexQuery};
 use crate::read_thresholds::{
-    self, FailureCounts, ReadAbort, ReadMet, ReadReports, ReadThresholds, ReplicaMet, ResultSize,
+    self, FailureCounts, ReadMet, ReadReports, ReadThresholds, ReplicaMet, ResultSize,
 };
 use crate::request::{Outcome, Request};
 use crate::restrict::{analyze, compare_prefix, PartitionSelection, Restrictions};
@@ -1546,10 +1546,8 @@ impl<'a> Reader<'a> {
                 received: 0,
                 block_for: 1,
             };
-            return Err(QueryError::ReadAborted(Box::new(ReadAbort {
-                reports,
-                counts,
-            })));
+            let aborted = reports.abort(counts);
+            return Err(aborted.unwrap_or_else(|| QueryError::Server("refused read".into())));
         }
         if !reports.is_empty() {
             // The requests of one scan (the same tokens) are one read.
@@ -2413,10 +2411,8 @@ pub fn execute(
     values: &[rocksandra_wire::Value],
 ) -> Result<Outcome> {
     // A read a replica refused past a threshold names the query.
-    execute_select(context, select, request, values).map_err(|e| match e {
-        QueryError::ReadAborted(abort) => abort.failure(&select.to_string()),
-        other => other,
-    })
+    execute_select(context, select, request, values)
+        .map_err(|e| read_thresholds::named(e, &select.to_string()))
 }
 
 fn execute_select(
