@@ -2726,7 +2726,14 @@ fn execute_unpaged(
         }
     }
     let met = (reader.tombstones.get(), read);
-    rows_outcome(context, query, request, met, (result, None), warnings)
+    rows_outcome(
+        context,
+        query,
+        (request, reader),
+        met,
+        (result, None),
+        warnings,
+    )
 }
 
 /// A SELECT's answer once its rows are computed: the tombstone check over
