@@ -12,7 +12,8 @@
 //! request before `send` returns (a lost message is answered at once with
 //! the failure the coordinator's timeout would have produced), so a seed
 //! replays exactly. `ROCKSANDRA_SIM_SEED=1234` runs one seed;
-//! `ROCKSANDRA_SIM_SEEDS=n` the first n.
+//! `ROCKSANDRA_SIM_SEEDS=n` the first n; without either, the first 200 and
+//! a few seeds drawn at random for this run, each printed before it runs.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, BTreeSet};
@@ -1163,6 +1164,12 @@ fn simulate(seed: u64, config: &Config) -> Outcome {
     }
 }
 
+/// Seeds drawn afresh on every run (besides the fixed ones) when neither
+/// variable names the seeds.
+const RANDOM_SEEDS: usize = 4;
+
+/// `ROCKSANDRA_SIM_SEED=s`: that seed alone; `ROCKSANDRA_SIM_SEEDS=n`: the
+/// first n; neither: the first 200 and `RANDOM_SEEDS` drawn at random.
 fn seeds() -> Vec<u64> {
     if let Some(seed) = std::env::var("ROCKSANDRA_SIM_SEED")
         .ok()
@@ -1170,11 +1177,21 @@ fn seeds() -> Vec<u64> {
     {
         return vec![seed];
     }
-    let n = std::env::var("ROCKSANDRA_SIM_SEEDS")
+    if let Some(n) = std::env::var("ROCKSANDRA_SIM_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(200);
-    (0..n).collect()
+    {
+        return (0..n).collect();
+    }
+    (0..200)
+        .chain((0..RANDOM_SEEDS).map(|_| random_seed()))
+        .collect()
+}
+
+/// A seed from the OS's entropy (std's hasher keys) and the clock.
+fn random_seed() -> u64 {
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(rocksandra_data::time::system_micros())
 }
 
 fn report(seed: u64, outcome: &Outcome) -> String {
@@ -1191,6 +1208,8 @@ fn seeded_runs_keep_last_write_wins() {
     let seeds = seeds();
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     for &seed in &seeds {
+        // Before the run, so a panic inside it can be replayed too.
+        eprintln!("seed {seed} (replay with ROCKSANDRA_SIM_SEED={seed})");
         let outcome = simulate(seed, &config);
         assert!(outcome.violations.is_empty(), "{}", report(seed, &outcome));
         for (what, n) in outcome.counts {
