@@ -1896,6 +1896,8 @@ impl Coordinator {
 
     /// Phase 2 at the participants. Waits until a quorum accepted, every
     /// participant refused, or a quorum is out of reach with some accepts.
+    /// A replica that failed to answer may have accepted: a round without
+    /// a quorum in which one failed is Partial, never Refused.
     fn paxos_propose(
         &self,
         plan: &PaxosPlan,
@@ -1909,17 +1911,23 @@ impl Coordinator {
             now: plan.now,
         });
         let deadline = Instant::now() + self.shared.timeouts.write;
-        let (mut accepts, mut refusals) = (0, 0);
+        let (mut accepts, mut refusals, mut failures) = (0, 0, 0);
         loop {
+            let answered = refusals + failures;
             let outcome =
-                propose_outcome(accepts, refusals, live.len(), plan.participants.required);
+                propose_outcome(accepts, answered, live.len(), plan.participants.required);
+            if outcome == ProposeOutcome::Refused && failures > 0 {
+                // A failed replica may have accepted (its answer lost), so
+                // the update may still be chosen: unknown, as Cassandra.
+                return Ok((ProposeOutcome::Partial, accepts));
+            }
             if outcome != ProposeOutcome::Pending {
                 return Ok((outcome, accepts));
             }
             match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
                 Ok((_, Ok(Response::PaxosAccepted(true)))) => accepts += 1,
-                // A refusal or a failure: this replica did not accept.
-                Ok(_) => refusals += 1,
+                Ok((_, Ok(Response::PaxosAccepted(false)))) => refusals += 1,
+                Ok(_) => failures += 1,
                 Err(_) => return Err(self.round_timeout(plan, accepts)),
             }
         }
