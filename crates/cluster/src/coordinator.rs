@@ -33,6 +33,7 @@ use rocksandra_query::tombstones::{too_many_tombstones, TombstoneSettings};
 
 use crate::read_reports::ReportBook;
 use crate::replica::ReadLimits;
+use rocksandra_query::error::UNKNOWN_FAILURE;
 use rocksandra_query::QueryError;
 use rocksandra_storage::memory::MemoryStore;
 use rocksandra_storage::{
@@ -591,7 +592,7 @@ impl Coordinator {
         let (tx, rx) = std::sync::mpsc::channel::<Reply>();
         let mut outstanding = self.send_remote(&per_endpoint, &mutations, options.now, &tx);
         // Replicas that failed the write (their storage: an IO error, a
-        // full disk), each with Cassandra's reason code (0, UNKNOWN).
+        // full disk), each with Cassandra's reason code (UNKNOWN).
         let mut failed: Vec<(IpAddr, u16)> = Vec::new();
         if let Some(indexes) = per_endpoint.get(&shared.local) {
             match shared.engine.write(&pick(&mutations, indexes), options.now) {
@@ -601,7 +602,7 @@ impl Coordinator {
                     }
                 }
                 // The storage logs its failure, once, not per write.
-                Err(e) if e.is_storage_failure() => failed.push((shared.local, 0)),
+                Err(e) if e.is_storage_failure() => failed.push((shared.local, UNKNOWN_FAILURE)),
                 Err(e) => return Err(e.into()),
             }
         }
@@ -619,7 +620,9 @@ impl Coordinator {
                     let indexes = outstanding.remove(&e).unwrap_or_default();
                     shared.hint(&topology, e, &pick(&mutations, &indexes));
                     match &result {
-                        Ok(Response::Error(RemoteError::Failed(_))) => failed.push((e, 0)),
+                        Ok(Response::Error(RemoteError::Failed(_))) => {
+                            failed.push((e, UNKNOWN_FAILURE))
+                        }
                         Ok(Response::Error(err)) => {
                             failure.get_or_insert(remote_error(e, err));
                         }

@@ -127,24 +127,38 @@ pub enum QueryError {
     },
 }
 
+/// READ_FAILURE's and WRITE_FAILURE's reason codes (Cassandra's
+/// `RequestFailureReason`): a replica failed for another reason...
+pub const UNKNOWN_FAILURE: u16 = 0;
+/// ...met more tombstones than `tombstone_failure_threshold`...
+pub const READ_TOO_MANY_TOMBSTONES: u16 = 1;
+/// ...or loaded more than `local_read_size_fail_threshold`.
+pub const READ_SIZE: u16 = 4;
+
 /// `Operation failed - received R responses and F failures: REASON from
 /// /ADDRESS, ...`, Cassandra's text for READ_FAILURE and WRITE_FAILURE.
 pub fn failure_message(received: usize, failed: &[(std::net::IpAddr, u16)]) -> String {
+    format!(
+        "Operation failed - received {received} responses and {} failures: {}",
+        failed.len(),
+        failure_reasons(failed)
+    )
+}
+
+/// `REASON from /ADDRESS, ...`: each failed replica with its reason.
+pub fn failure_reasons(failed: &[(std::net::IpAddr, u16)]) -> String {
     let reasons: Vec<String> = failed
         .iter()
         .map(|(node, code)| format!("{} from /{node}", failure_reason_name(*code)))
         .collect();
-    format!(
-        "Operation failed - received {received} responses and {} failures: {}",
-        failed.len(),
-        reasons.join(", ")
-    )
+    reasons.join(", ")
 }
 
-/// The name of a failure reason code (Cassandra's `RequestFailureReason`).
+/// The name of a failure reason code.
 fn failure_reason_name(code: u16) -> &'static str {
     match code {
-        1 => "READ_TOO_MANY_TOMBSTONES",
+        READ_TOO_MANY_TOMBSTONES => "READ_TOO_MANY_TOMBSTONES",
+        READ_SIZE => "READ_SIZE",
         _ => "UNKNOWN",
     }
 }
@@ -202,6 +216,23 @@ impl QueryError {
         }
     }
 
+    /// READ_FAILURE: `failed` replicas (each with its reason code) failed a
+    /// read that `received` replicas answered, out of the `block_for` the
+    /// consistency level needs; Cassandra's text.
+    pub fn read_failure(
+        consistency: Consistency,
+        (received, block_for): (usize, usize),
+        failed: Vec<(std::net::IpAddr, u16)>,
+    ) -> QueryError {
+        QueryError::ReadFailure {
+            message: failure_message(received, &failed),
+            consistency,
+            received,
+            block_for,
+            reasons: failed,
+        }
+    }
+
     /// WRITE_FAILURE from `node` alone: its storage failed a write it was
     /// the one replica of (a node alone).
     pub fn local_write_failure(
@@ -209,7 +240,12 @@ impl QueryError {
         consistency: Consistency,
         write_type: WriteType,
     ) -> QueryError {
-        QueryError::write_failure(consistency, (0, 1), vec![(node, 0)], write_type)
+        QueryError::write_failure(
+            consistency,
+            (0, 1),
+            vec![(node, UNKNOWN_FAILURE)],
+            write_type,
+        )
     }
 
     /// Whether the request was valid but could not be carried out (too

@@ -19,12 +19,9 @@ use rocksandra_storage::cell::LiveRow;
 use rocksandra_storage::Partition;
 use rocksandra_wire::Consistency;
 
-use crate::error::{PendingReadFailure, QueryError};
-use crate::tombstones::{TombstoneThresholds, READ_TOO_MANY_TOMBSTONES};
-
-/// READ_FAILURE's reason code for a read past a size threshold
-/// (Cassandra's `RequestFailureReason.READ_SIZE`).
-pub const READ_SIZE: u16 = 4;
+pub use crate::error::READ_SIZE;
+use crate::error::{PendingReadFailure, QueryError, READ_TOO_MANY_TOMBSTONES};
+use crate::tombstones::TombstoneThresholds;
 
 /// A warn and a fail threshold in bytes; None: not set (Cassandra's
 /// default for every one of them).
@@ -309,24 +306,15 @@ pub fn read_failure(
     counts: FailureCounts,
     reasons: Vec<(IpAddr, u16)>,
 ) -> QueryError {
-    let named: Vec<String> = reasons
-        .iter()
-        .map(|(node, code)| format!("{} from /{node}", reason_name(*code)))
-        .collect();
     QueryError::ReadFailure {
         consistency: counts.consistency,
         received: counts.received,
         block_for: counts.block_for,
+        message: format!(
+            "Operation failed - {text}: {}",
+            crate::error::failure_reasons(&reasons)
+        ),
         reasons,
-        message: format!("Operation failed - {text}: {}", named.join(", ")),
-    }
-}
-
-fn reason_name(code: u16) -> &'static str {
-    match code {
-        READ_TOO_MANY_TOMBSTONES => "READ_TOO_MANY_TOMBSTONES",
-        READ_SIZE => "READ_SIZE",
-        _ => "UNKNOWN",
     }
 }
 

@@ -26,10 +26,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rocksandra_cql::ast::Select;
 use rocksandra_wire::Consistency;
 
+pub use crate::error::READ_TOO_MANY_TOMBSTONES;
 use crate::error::{QueryError, Result};
-
-/// READ_FAILURE's reason code for too many tombstones.
-pub const READ_TOO_MANY_TOMBSTONES: u16 = 1;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TombstoneThresholds {
@@ -93,16 +91,11 @@ pub fn too_many_tombstones(
     block_for: usize,
     node: IpAddr,
 ) -> QueryError {
-    QueryError::ReadFailure {
+    QueryError::read_failure(
         consistency,
-        received,
-        block_for,
-        reasons: vec![(node, READ_TOO_MANY_TOMBSTONES)],
-        message: format!(
-            "Operation failed - received {received} responses and 1 failures: \
-             READ_TOO_MANY_TOMBSTONES from /{node}"
-        ),
-    }
+        (received, block_for),
+        vec![(node, READ_TOO_MANY_TOMBSTONES)],
+    )
 }
 
 /// The thresholds in force, changed at run time by the node's

@@ -194,15 +194,11 @@ pub(super) fn replica_refusal(node: std::net::IpAddr, e: QueryError) -> QueryErr
         return e;
     }
     tracing::error!("read refused: {e}");
-    QueryError::ReadFailure {
-        consistency: rocksandra_wire::Consistency::One,
-        received: 0,
-        block_for: 1,
-        reasons: vec![(node, 0)],
-        message: format!(
-            "Operation failed - received 0 responses and 1 failures: UNKNOWN from /{node}"
-        ),
-    }
+    QueryError::read_failure(
+        rocksandra_wire::Consistency::One,
+        (0, 1),
+        vec![(node, crate::error::UNKNOWN_FAILURE)],
+    )
 }
 
 /// Cassandra's warnings for what an ANN query cannot have: a page smaller

@@ -57,15 +57,11 @@ impl GroupBy {
             return e;
         };
         tracing::error!("GROUP BY function failed the read: {e}");
-        QueryError::ReadFailure {
+        QueryError::read_failure(
             consistency,
-            received: 0,
-            block_for: 1,
-            reasons: vec![(node, 0)],
-            message: format!(
-                "Operation failed - received 0 responses and 1 failures: UNKNOWN from /{node}"
-            ),
-        }
+            (0, 1),
+            vec![(node, crate::error::UNKNOWN_FAILURE)],
+        )
     }
 
     /// Whether `row` (its function value `value`) is in the group of
