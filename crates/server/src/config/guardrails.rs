@@ -254,9 +254,24 @@ impl FileConfig {
         self.read_guardrails().map_err(ConfigError::Guardrails)
     }
 
+    /// The guardrails the file sets, read and checked in Cassandra's order:
+    /// the replication factors, the other thresholds, the lists, the data
+    /// disk usage, then the flags.
     fn read_guardrails(&self) -> Result<Guardrails, String> {
-        let d = Guardrails::DEFAULT;
         let (minimum_replication_factor, maximum_replication_factor) = replication_factors(self)?;
+        let g = Guardrails {
+            minimum_replication_factor,
+            maximum_replication_factor,
+            ..Guardrails::DEFAULT
+        };
+        let g = self.thresholds(g)?;
+        let g = self.lists(g)?;
+        let g = self.data_disk_usage(g)?;
+        Ok(self.flags(g))
+    }
+
+    /// The count and size thresholds.
+    fn thresholds(&self, g: Guardrails) -> Result<Guardrails, String> {
         Ok(Guardrails {
             keyspaces: maximum(
                 "keyspaces",
@@ -333,6 +348,13 @@ impl FileConfig {
                 self.vector_dimensions_warn_threshold,
                 self.vector_dimensions_fail_threshold,
             )?,
+            ..g
+        })
+    }
+
+    /// Table properties, timestamp offsets and consistency levels.
+    fn lists(&self, g: Guardrails) -> Result<Guardrails, String> {
+        Ok(Guardrails {
             table_properties_warned: table_properties(
                 "table_properties_warned",
                 self.table_properties_warned.as_deref(),
@@ -371,8 +393,12 @@ impl FileConfig {
                 "write_consistency_levels_disallowed",
                 self.write_consistency_levels_disallowed.as_deref(),
             )?,
-            minimum_replication_factor,
-            maximum_replication_factor,
+            ..g
+        })
+    }
+
+    fn data_disk_usage(&self, g: Guardrails) -> Result<Guardrails, String> {
+        Ok(Guardrails {
             data_disk_usage_percentage: percentage(
                 "data_disk_usage_percentage",
                 self.data_disk_usage_percentage_warn_threshold,
@@ -381,6 +407,15 @@ impl FileConfig {
             data_disk_usage_max_disk_size: max_disk_size(
                 self.data_disk_usage_max_disk_size.as_deref(),
             )?,
+            ..g
+        })
+    }
+
+    /// The `*_enabled` flags (and `zero_ttl_on_twcs_warned`), Cassandra's
+    /// defaults where unset.
+    fn flags(&self, g: Guardrails) -> Guardrails {
+        let d = Guardrails::DEFAULT;
+        Guardrails {
             user_timestamps_enabled: self
                 .user_timestamps_enabled
                 .unwrap_or(d.user_timestamps_enabled),
@@ -417,7 +452,8 @@ impl FileConfig {
                 .zero_ttl_on_twcs_enabled
                 .unwrap_or(d.zero_ttl_on_twcs_enabled),
             vector_type_enabled: self.vector_type_enabled.unwrap_or(d.vector_type_enabled),
-        })
+            ..g
+        }
     }
 }
 
