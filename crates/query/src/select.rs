@@ -2651,12 +2651,11 @@ fn execute_aggregate(
     warnings: Vec<String>,
 ) -> Result<Outcome> {
     let (row, read) = aggregate::fold(query.0, query.1, reader)?;
-    let met = (reader.tombstones.get(), read);
     rows_outcome(
         context,
         query,
         (request, reader),
-        met,
+        read,
         (vec![row], None),
         warnings,
     )
@@ -2695,9 +2694,8 @@ fn execute_grouped(
     warnings: Vec<String>,
 ) -> Result<Outcome> {
     let (rows, next, read) = aggregate::fold_groups(query.0, query.1, reader, window)?;
-    let met = (reader.tombstones.get(), read);
     let page = (rows, next.map(|s| s.encode()));
-    rows_outcome(context, query, (request, reader), met, page, warnings)
+    rows_outcome(context, query, (request, reader), read, page, warnings)
 }
 
 /// An unpaged SELECT without aggregates, GROUP BY or ORDER BY across
@@ -2725,12 +2723,11 @@ fn execute_unpaged(
             None => break,
         }
     }
-    let met = (reader.tombstones.get(), read);
     rows_outcome(
         context,
         query,
         (request, reader),
-        met,
+        read,
         (result, None),
         warnings,
     )
@@ -2742,11 +2739,10 @@ fn rows_outcome(
     context: &StatementCtx<'_>,
     (table, outputs, select): (&Table, &[Output], &Select),
     (request, reader): (&Request, &Reader<'_>),
-    (tombstones, read): (u64, usize),
+    read: usize,
     (rows, paging_state): (ResultRows, Option<Bytes>),
     mut warnings: Vec<String>,
 ) -> Result<Outcome> {
-    let _ = tombstones;
     check_reads(context, reader, (read, select), request, &mut warnings)?;
     check_result_size(reader, table, request, &rows, &mut warnings)?;
     let rows = if select.json {
@@ -2872,14 +2868,14 @@ fn execute_ann(
         Some(graph) => ranking.top_rows_from(&graph, &reader)?,
         None => ranking.top_rows(&reader)?,
     };
-    let met = (reader.tombstones.get(), rows.len());
+    let read = rows.len();
     let result_rows = selected_rows(table, outputs, &rows, aggregate)?;
     let query = (&**table, outputs, select);
     rows_outcome(
         context,
         query,
         (request, &reader),
-        met,
+        read,
         (result_rows, None),
         warnings,
     )
