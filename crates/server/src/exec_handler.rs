@@ -320,9 +320,12 @@ impl RequestHandler for ExecutorHandler {
     fn commit_inline(&self, writes: &mut WriteGroup) -> Vec<(i16, ErrorResponse)> {
         let engine = self.executor.engine();
         writes.run(0, || engine.commit_deferred());
+        let failures = writes.take_failures();
+        if failures.is_empty() {
+            return Vec::new();
+        }
         let node = self.executor.node().broadcast_address;
-        writes
-            .take_failures()
+        failures
             .into_iter()
             .map(|(tag, e)| {
                 let tag = InlineTag::decode(tag);
