@@ -309,8 +309,10 @@ def test_compaction_throughput_and_stats(two):
     # The nodes run without compaction_throughput: unthrottled, as 0.
     out = node.nodetool("getcompactionthroughput").stdout
     assert out == "Current compaction throughput: 0 MB/s\n", out
+    # Silent, as Cassandra's; applied to the storage engine (the process
+    # test reads the rate back from the metrics).
     out = node.nodetool("setcompactionthroughput", "16").stdout
-    assert "Stored only" in out and "(unthrottled, compaction_throughput)" in out, out
+    assert out == "", out
     out = node.nodetool("getcompactionthroughput").stdout
     assert out == "Current compaction throughput: 16 MB/s\n", out
     assert node.nodetool("setcompactionthroughput", "x", check=False).returncode == 1

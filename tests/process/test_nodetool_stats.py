@@ -1,7 +1,8 @@
 """nodetool's figures against a real node alone, after reads and writes
 through a real driver: `tablestats` (local read/write counts and
 latencies), `tablehistograms`, `proxyhistograms`, `gossipinfo` and
-`garbagecollect`, in Cassandra 5.0's layout.
+`garbagecollect`, in Cassandra 5.0's layout; and
+`setcompactionthroughput` applied to the running storage engine.
 
     ROCKSANDRA_BIN=target/debug/rocksandra pytest tests/process/test_nodetool_stats.py
 """
@@ -12,6 +13,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.request
 
 import pytest
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
@@ -44,6 +46,15 @@ def wait_for_port(port, timeout=60):
     raise AssertionError("server did not listen on %d within %ds" % (port, timeout))
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+METRICS_PORT = free_port()
+
+
 @pytest.fixture(scope="module")
 def server():
     for port in (PORT, ADMIN_PORT):
@@ -52,7 +63,7 @@ def server():
         log = open(os.path.join(d, "server.log"), "wb")
         proc = subprocess.Popen(
             [BIN, "--data-dir", os.path.join(d, "data"), "--listen-address", "127.0.0.1",
-             "--native-port", str(PORT), "--prometheus-port", "0",
+             "--native-port", str(PORT), "--prometheus-port", str(METRICS_PORT),
              "--admin-port", str(ADMIN_PORT)],
             stdout=log, stderr=log)
         try:
@@ -215,3 +226,33 @@ def test_garbagecollect_purges_deleted_rows(session):
     assert r.returncode == 1 and "Keyspace [nosuch] does not exist." in r.stderr, r
     r = nodetool("garbagecollect", "ks", "nosuch")
     assert r.returncode == 1 and "Unknown keyspace/cf pair (ks.nosuch)" in r.stderr, r
+
+
+def metric(name):
+    url = "http://127.0.0.1:%d/metrics" % METRICS_PORT
+    text = urllib.request.urlopen(url, timeout=10).read().decode()
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError("no %s in the metrics" % name)
+
+
+def test_setcompactionthroughput_applies_to_the_running_storage(session):
+    # Started without compaction_throughput: unthrottled.
+    assert ok("getcompactionthroughput") == "Current compaction throughput: 0 MB/s\n"
+    assert metric("rocksandra_storage_compaction_throughput_bytes") == 0
+    # Cassandra's command prints nothing; the storage's limiter takes the rate.
+    assert ok("setcompactionthroughput", "4") == ""
+    assert ok("getcompactionthroughput") == "Current compaction throughput: 4 MB/s\n"
+    assert metric("rocksandra_storage_compaction_throughput_bytes") == 4 << 20
+    # A flush writes through the limiter.
+    before = metric("rocksandra_storage_rate_limited_bytes_total")
+    session.execute("CREATE TABLE ks.rl (k int PRIMARY KEY, v text)")
+    insert = session.prepare("INSERT INTO ks.rl (k, v) VALUES (?, ?)")
+    for k in range(100):
+        session.execute(insert, (k, os.urandom(512).hex()))
+    ok("flush", "ks", "rl")
+    assert metric("rocksandra_storage_rate_limited_bytes_total") >= before + 50_000
+    assert ok("setcompactionthroughput", "0") == ""
+    assert metric("rocksandra_storage_compaction_throughput_bytes") == 0
+    assert nodetool("setcompactionthroughput", "x").returncode != 0

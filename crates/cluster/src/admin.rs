@@ -63,7 +63,7 @@ pub struct AdminNode {
     /// Thread pool counts (`tpstats`); all zero on a node alone, whose
     /// engine is not staged.
     pub(crate) stages: Arc<Stages>,
-    /// `setcompactionthroughput`'s value, kept by the node.
+    /// The compaction throughput in force (`setcompactionthroughput`).
     pub(crate) compaction_throughput: Arc<AtomicU32>,
     /// When a node alone started, in milliseconds since the epoch (the
     /// generation its `gossipinfo` shows); 0 for a member, whose gossip

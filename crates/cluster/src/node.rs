@@ -125,8 +125,9 @@ pub struct ClusterNode {
     published_load: AtomicU64,
     /// The data disk usage last published in gossip.
     published_disk_usage: Mutex<DiskUsage>,
-    /// `nodetool setcompactionthroughput` (MiB/s, 0 unthrottled): kept
-    /// and shown, not applied (RocksDB's rate limiter is fixed at open).
+    /// The compaction throughput in force (MiB/s, 0 unthrottled), shown
+    /// by `getcompactionthroughput`; `setcompactionthroughput` applies it to
+    /// the engine, then stores it here.
     pub compaction_throughput: Arc<AtomicU32>,
     /// Local replica reads and writes (`nodetool tpstats`).
     pub stages: Arc<Stages>,

@@ -179,6 +179,9 @@ impl Engine for StagedEngine {
     fn flush_table(&self, table: TableId) -> Result<()> {
         self.inner.flush_table(table)
     }
+    fn set_compaction_throughput(&self, bytes_per_second: Option<u64>) -> bool {
+        self.inner.set_compaction_throughput(bytes_per_second)
+    }
     fn compact(&self, table: TableId, now: LocalTime) -> Result<()> {
         self.inner.compact(table, now)
     }

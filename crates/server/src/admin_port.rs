@@ -21,7 +21,7 @@ pub enum AdminTarget {
     Alone {
         config: Box<ClusterConfig>,
         engine: Arc<dyn Engine>,
-        /// `setcompactionthroughput`'s value, kept between commands.
+        /// The compaction throughput in force (`setcompactionthroughput`).
         compaction_throughput: Arc<AtomicU32>,
         /// When the node started (milliseconds since the epoch).
         started_millis: u64,

@@ -42,7 +42,10 @@ use rocksandra_storage::merge::{filter_entry_counted, merge_entry, FilterDecisio
 use rocksandra_storage::partition_guard::{PartitionGuard, PartitionTally};
 use rocksandra_storage::KvEngine;
 
+mod rate_limit;
 mod wal_location;
+
+pub use rate_limit::RateLimit;
 
 type Db = DBWithThreadMode<MultiThreaded>;
 
@@ -135,6 +138,8 @@ struct Shared {
     /// The read options of every point lookup, made once: creating and
     /// destroying RocksDB's `ReadOptions` per read was 1% of a read's CPU.
     point_read_options: ReadOptions,
+    /// The write rate of flushes and compactions (`compaction_throughput`).
+    rate_limit: RateLimit,
 }
 
 /// Options of every column family, which RocksDB needs before the schema is
@@ -329,11 +334,7 @@ impl RocksStore {
         if let Some(dir) = &config.wal_dir {
             db_options.set_wal_dir(dir);
         }
-        if let Some(bytes) = config.write_rate_limit_bytes {
-            // RocksDB's usual refill period (100 ms) and fairness (10).
-            let rate = i64::try_from(bytes).unwrap_or(i64::MAX);
-            db_options.set_ratelimiter(rate, 100_000, 10);
-        }
+        let rate_limit = RateLimit::install(&mut db_options, config.write_rate_limit_bytes);
         db_options.set_enable_pipelined_write(true);
         // A writer waiting for its write group's leader blocks instead of
         // spinning and yielding first: the spin was 8% of a write's CPU on
@@ -405,6 +406,7 @@ impl RocksStore {
             table_options: Mutex::new(stored),
             dir: dir.to_path_buf(),
             point_read_options: ReadOptions::default(),
+            rate_limit,
         });
         let syncer = match config.durability {
             Durability::Periodic { period_ms } => Some(spawn_syncer(shared.clone(), period_ms)?),
@@ -1155,6 +1157,11 @@ impl KvStore for RocksStore {
         Ok(())
     }
 
+    fn set_write_rate_limit(&self, bytes_per_second: Option<u64>) -> bool {
+        self.shared.rate_limit.set(bytes_per_second);
+        true
+    }
+
     fn flush_table(&self, table: TableId) -> Result<()> {
         let cf = self.cf(table)?;
         self.shared
@@ -1208,6 +1215,8 @@ impl KvStore for RocksStore {
             memtable_bytes: shared.property_of_all_tables(properties::CUR_SIZE_ALL_MEM_TABLES),
             sst_bytes: shared.property_of_all_tables(properties::LIVE_SST_FILES_SIZE),
             read_only: shared.failure().is_some() || shared.out_of_space.load(Ordering::Relaxed),
+            write_rate_limit_bytes: shared.rate_limit.get(),
+            rate_limited_bytes: shared.rate_limit.bytes_through(),
             // The engine above adds its point cache's figures.
             ..StorageStats::default()
         }

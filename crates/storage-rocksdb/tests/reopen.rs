@@ -357,3 +357,35 @@ fn moving_the_wal_dir_needs_a_flush_first() {
     );
     let _ = std::fs::remove_dir_all(root);
 }
+
+#[test]
+fn the_compaction_throughput_changes_while_the_store_runs() {
+    let root = tempdir("rocks-rate-limit");
+    let engine = open_engine(&root, RocksConfig::default(), Arc::new(|| WRITTEN_AT)).expect("open");
+    let spec = test_table(1);
+    engine.create_table(spec.clone()).expect("create");
+    // Opened unthrottled (no compaction_throughput), as by default.
+    assert_eq!(engine.stats().write_rate_limit_bytes, None);
+    assert!(engine.set_compaction_throughput(Some(8 << 20)));
+    assert_eq!(engine.stats().write_rate_limit_bytes, Some(8 << 20));
+    // Flushes write through the limiter: it counts their bytes.
+    let before = engine.stats().rate_limited_bytes;
+    // Bytes that do not compress.
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let value: Vec<u8> = (0..64 << 10)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    write_one_row(&engine, &spec, &value);
+    engine.flush().expect("flush");
+    let through = engine.stats().rate_limited_bytes - before;
+    assert!(through >= 64 << 10, "{through} bytes through the limiter");
+    assert!(engine.set_compaction_throughput(None));
+    assert_eq!(engine.stats().write_rate_limit_bytes, None);
+    drop(engine);
+    let _ = std::fs::remove_dir_all(root);
+}

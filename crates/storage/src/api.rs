@@ -369,6 +369,11 @@ pub struct StorageStats {
     /// Writes are refused: after an earlier failure (`StorageError::ReadOnly`),
     /// or because the last write found the data volume full (`NoSpace`).
     pub read_only: bool,
+    /// The cap on what flushes and compactions write per second
+    /// (`compaction_throughput`); None: unthrottled, or no cap at all.
+    pub write_rate_limit_bytes: Option<u64>,
+    /// Bytes flushes and compactions wrote through that cap.
+    pub rate_limited_bytes: u64,
 }
 
 /// One table's storage figures (`nodetool tablestats`); zeros where the
@@ -493,6 +498,13 @@ pub trait Engine: Send + Sync {
     fn snapshot(&self, dir: &Path) -> Result<()>;
     /// Persists everything written so far (memtables, WAL).
     fn flush(&self) -> Result<()>;
+    /// Caps the bytes flushes and compactions write per second
+    /// (`compaction_throughput`, `nodetool setcompactionthroughput`; None:
+    /// unthrottled) while the engine runs; false when it has no such cap.
+    fn set_compaction_throughput(&self, bytes_per_second: Option<u64>) -> bool {
+        let _ = bytes_per_second;
+        false
+    }
     /// Persists what was written to one table (its memtables, and the
     /// WAL); an engine without per-table flushes flushes everything.
     fn flush_table(&self, table: TableId) -> Result<()> {

@@ -1172,6 +1172,10 @@ impl<S: KvStore> Engine for KvEngine<S> {
         self.store.flush()
     }
 
+    fn set_compaction_throughput(&self, bytes_per_second: Option<u64>) -> bool {
+        self.store.set_write_rate_limit(bytes_per_second)
+    }
+
     fn flush_table(&self, table: TableId) -> Result<()> {
         self.spec(table)?;
         self.store.flush_table(table)

@@ -120,6 +120,12 @@ pub trait KvStore: Send + Sync + 'static {
     }
     fn checkpoint(&self, dir: &Path) -> Result<()>;
     fn flush(&self) -> Result<()>;
+    /// Caps the bytes flushes and compactions write per second (None:
+    /// unthrottled); false when the backend has no such cap.
+    fn set_write_rate_limit(&self, bytes_per_second: Option<u64>) -> bool {
+        let _ = bytes_per_second;
+        false
+    }
     /// One table's memtables (and the WAL); everything when the backend
     /// cannot flush a table alone.
     fn flush_table(&self, table: TableId) -> Result<()> {

@@ -8,28 +8,24 @@ use super::AdminNode;
 use crate::message::{Response, ThroughputUnit};
 use rocksandra_data::value::java_double;
 
-/// `nodetool getcompactionthroughput`, Cassandra's line. The value is
-/// kept, not applied: see `set_compaction_throughput`.
+/// `nodetool getcompactionthroughput`, Cassandra's line: the rate last
+/// set (`compaction_throughput` at start, then `setcompactionthroughput`).
 pub(crate) fn get_compaction_throughput(node: &AdminNode) -> Response {
     let value = node.compaction_throughput.load(Ordering::Relaxed);
     Response::Text(format!("Current compaction throughput: {value} MB/s\n"))
 }
 
-/// `nodetool setcompactionthroughput N`: remembered until the node
-/// stops, and said so: RocksDB's rate limiter is set when the database
-/// opens (from `compaction_throughput`) and keeps that rate.
+/// `nodetool setcompactionthroughput N` (MiB/s; 0: unthrottled), silent as
+/// Cassandra's: applied at once to the storage engine's rate limiter,
+/// which caps what flushes and compactions write together.
 pub(crate) fn set_compaction_throughput(node: &AdminNode, mib_per_second: u32) -> Response {
-    let started = node.config().compaction_throughput_mib;
+    let bytes = (mib_per_second > 0).then(|| u64::from(mib_per_second) << 20);
+    if !node.engine.set_compaction_throughput(bytes) {
+        return failed("this node's storage engine has no write rate limit");
+    }
     node.compaction_throughput
         .store(mib_per_second, Ordering::Relaxed);
-    let applied = match started {
-        0 => "unthrottled".to_string(),
-        n => format!("{n} MB/s"),
-    };
-    Response::Text(format!(
-        "Stored only: compactions on this node keep the rate they started with \
-         ({applied}, compaction_throughput); RocksDB's rate limiter is fixed when the database opens.\n"
-    ))
+    Response::Text(String::new())
 }
 
 /// Bytes per second in a megabit per second (Cassandra's conversion).

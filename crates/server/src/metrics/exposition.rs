@@ -366,7 +366,12 @@ fn render_storage(out: &mut Families<'_, '_>, storage: &StorageStats) -> Result 
         "Time writes were delayed or stopped for flushes and compactions to catch up.",
         storage.write_stall_micros as f64 / MICROS_PER_SECOND,
     )?;
-    let counters: [(&str, &str, u64); 4] = [
+    let counters: [(&str, &str, u64); 5] = [
+        (
+            "storage_rate_limited_bytes",
+            "Bytes flushes and compactions wrote through the compaction_throughput cap.",
+            storage.rate_limited_bytes,
+        ),
         (
             "storage_block_cache_hits",
             "Block cache lookups that found the block.",
@@ -391,7 +396,12 @@ fn render_storage(out: &mut Families<'_, '_>, storage: &StorageStats) -> Result 
     for (name, help, value) in counters {
         out.counter(name, help, value)?;
     }
-    let gauges: [(&str, &str, u64); 8] = [
+    let gauges: [(&str, &str, u64); 9] = [
+        (
+            "storage_compaction_throughput_bytes",
+            "The cap on what flushes and compactions write per second (compaction_throughput); 0: unthrottled.",
+            storage.write_rate_limit_bytes.unwrap_or(0),
+        ),
         (
             "storage_block_cache_usage_bytes",
             "Memory held by the block cache.",
