@@ -10,6 +10,7 @@ its repair advice on ALTER KEYSPACE, that are not guardrails)."""
 import contextlib
 import os
 import re
+import subprocess
 import time
 
 import pytest
@@ -17,7 +18,7 @@ from cassandra import ConsistencyLevel, InvalidRequest
 from cassandra.query import BatchStatement, SimpleStatement
 
 from test_auth import connect, run_server
-from test_durability import PORT
+from test_durability import BIN, PORT
 
 GUARDRAILS_PORT = int(os.environ.get("ROCKSANDRA_GUARDRAILS_PORT", str(PORT + 6)))
 
@@ -438,3 +439,67 @@ def replay(cases, protocol_version=5):
     finally:
         for cluster in clusters:
             cluster.shutdown()
+
+
+RUNTIME_PORT = int(os.environ.get("ROCKSANDRA_GUARDRAILS_RUNTIME_PORT", str(PORT + 7)))
+RUNTIME_ADMIN_PORT = int(os.environ.get("ROCKSANDRA_GUARDRAILS_RUNTIME_ADMIN_PORT", "7207"))
+
+
+def nodetool(*args):
+    return subprocess.run([BIN, "nodetool", "-p", str(RUNTIME_ADMIN_PORT),
+                           "-u", "cassandra", "-pw", "cassandra"] + list(args),
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_guardrails_change_at_runtime_through_nodetool():
+    """getguardrailsconfig shows the guardrails in force by Cassandra's
+    names; setguardrailsconfig changes them at once, checked as at start:
+    an ordinary role meets the new threshold on its next statement."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(contextlib.contextmanager(run_server)(
+            RUNTIME_PORT, "authorizer: CassandraAuthorizer\n", admin_port=RUNTIME_ADMIN_PORT))
+        su_cluster, su = connect("cassandra", "cassandra", port=RUNTIME_PORT)
+        stack.callback(su_cluster.shutdown)
+        su.execute("CREATE KEYSPACE ks WITH replication = "
+                   "{'class': 'NetworkTopologyStrategy', 'datacenter1': 1}")
+        su.execute("CREATE TABLE ks.t (k int PRIMARY KEY, v int)")
+        su.execute("CREATE ROLE app WITH PASSWORD = 'app' AND LOGIN = true")
+        su.execute("GRANT ALL PERMISSIONS ON ALL KEYSPACES TO app")
+        app_cluster, app = connect("app", "app", port=RUNTIME_PORT)
+        stack.callback(app_cluster.shutdown)
+        app.execute("CREATE TABLE ks.a (k int PRIMARY KEY)")
+
+        got = nodetool("getguardrailsconfig", "tables_threshold")
+        assert (got.returncode, got.stdout) == (0, "[-1, -1]\n"), got
+        everything = nodetool("getguardrailsconfig").stdout
+        assert re.search(r"^allow_filtering_enabled +true *$", everything, re.M), everything
+        assert re.search(r"^tables_threshold +\[-1, -1\] *$", everything, re.M), everything
+
+        # Fail, then warn, as Cassandra's setter takes them; silent.
+        got = nodetool("setguardrailsconfig", "tables_threshold", "3", "2")
+        assert (got.returncode, got.stdout) == (0, ""), got
+        got = nodetool("getguardrailsconfig", "--expand", "tables_threshold")
+        assert got.stdout.split() == ["tables_fail_threshold", "3", "tables_warn_threshold", "2"], got
+        warned = app.execute("CREATE TABLE ks.b (k int PRIMARY KEY)")
+        assert warned.response_future.warnings == [
+            "Guardrail tables violated: Creating table b, current number of tables 3 "
+            "exceeds warning threshold of 2."]
+        with pytest.raises(InvalidRequest, match="Guardrail tables violated: Cannot have more "
+                                                 "than 3 tables, aborting the creation of table c"):
+            app.execute("CREATE TABLE ks.c (k int PRIMARY KEY)")
+        su.execute("CREATE TABLE ks.c (k int PRIMARY KEY)")  # the superuser is exempt
+
+        # A flag, and values refused as at start.
+        assert nodetool("setguardrailsconfig", "allow_filtering_enabled", "false").returncode == 0
+        with pytest.raises(InvalidRequest, match="Guardrail allow_filtering violated"):
+            app.execute("SELECT * FROM ks.t WHERE v = 1 ALLOW FILTERING")
+        bad = nodetool("setguardrailsconfig", "tables_threshold", "2", "3")
+        assert bad.returncode != 0
+        assert ("Error occured when setting the config for setter tables_threshold with "
+                "arguments [2, 3]: The warn threshold 3 for tables_warn_threshold should be "
+                "lower than the fail threshold 2") in bad.stderr, bad
+        missing = nodetool("setguardrailsconfig", "no_such_threshold", "1", "1")
+        assert "Guardrail no_such_threshold not found." in missing.stderr, missing
+        # Back off: the ordinary role may create tables again.
+        assert nodetool("setguardrailsconfig", "tables_threshold", "null", "null").returncode == 0
+        app.execute("CREATE TABLE ks.d (k int PRIMARY KEY)")

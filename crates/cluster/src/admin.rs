@@ -233,6 +233,9 @@ pub fn run(node: &AdminNode, command: AdminCommand) -> Response {
         AdminCommand::GetLoggingLevels | AdminCommand::SetLoggingLevel { .. } => {
             failed("this process's log levels are not under nodetool's control")
         }
+        AdminCommand::GetGuardrailsConfig { .. } | AdminCommand::SetGuardrailsConfig { .. } => {
+            failed("this node's guardrails are not under nodetool's control")
+        }
     }
 }
 

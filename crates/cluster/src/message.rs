@@ -348,6 +348,18 @@ pub enum AdminCommand {
         granularity: String,
         jobs: u32,
     },
+    /// The guardrails in force, by Cassandra's names: of one category, or
+    /// one guardrail; `expand` shows thresholds' warn and fail halves
+    /// apart (answered by the server, which owns the guardrails' names).
+    GetGuardrailsConfig {
+        category: Option<String>,
+        expand: bool,
+        name: Option<String>,
+    },
+    /// A guardrail's setter and its values (`setguardrailsconfig`).
+    SetGuardrailsConfig {
+        args: Vec<String>,
+    },
 }
 
 /// The auth caches nodetool's `invalidate*cache` commands name.

@@ -319,17 +319,14 @@ impl Executor {
         (self.env.now_micros)()
     }
 
-    /// The node's guardrails (cassandra.yaml); can be set once.
-    pub fn set_guardrails(&self, guardrails: Guardrails) -> Result<()> {
-        self.settings
-            .guardrails
-            .set(guardrails)
-            .map_err(|_| QueryError::Server("the guardrails are already set".into()))
+    /// The node's guardrails (cassandra.yaml, then `nodetool setguardrailsconfig`).
+    pub fn set_guardrails(&self, guardrails: Guardrails) {
+        self.settings.guardrails.store(Arc::new(guardrails));
     }
 
-    /// The node's guardrails, whoever asks.
-    pub fn guardrails(&self) -> &Guardrails {
-        self.settings.guardrails()
+    /// The node's guardrails now, whoever asks.
+    pub fn guardrails(&self) -> Guardrails {
+        **self.settings.guardrails()
     }
 
     pub fn set_tombstone_thresholds(&self, thresholds: TombstoneThresholds) {
@@ -585,7 +582,7 @@ impl Executor {
         let point_read = prepared
             .point_read
             .as_ref()
-            .filter(|_| !self.guardrails().guards_select());
+            .filter(|_| !self.settings.guardrails().guards_select());
         if let Some(point) = point_read {
             let ctx = self.ctx();
             authz::authorize_statement(&ctx, &prepared.parsed.statement, &request)?;

@@ -5,6 +5,7 @@
 //! checks themselves are `guardrails`' pure functions.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use rocksandra_cql::ast::Statement;
 
@@ -23,13 +24,15 @@ use crate::schema::Schema;
 /// bind the request's user: an ordinary user (not a superuser) logged
 /// in with PasswordAuthenticator, in a request from a client. Roles
 /// are read only when a guardrail is set.
-pub(crate) fn guardrails_for<'a>(
-    ctx: &StatementCtx<'a>,
+pub(crate) fn guardrails_for(
+    ctx: &StatementCtx<'_>,
     request: &Request,
     active: impl Fn(&Guardrails) -> bool,
-) -> Result<Option<&'a Guardrails>> {
+) -> Result<Option<Arc<Guardrails>>> {
     let guardrails = ctx.settings.guardrails();
-    if !active(guardrails) || request.internal || !ctx.settings.auth_config().password_authenticator
+    if !active(&guardrails)
+        || request.internal
+        || !ctx.settings.auth_config().password_authenticator
     {
         return Ok(None);
     }
@@ -37,7 +40,7 @@ pub(crate) fn guardrails_for<'a>(
         Some(user) => is_superuser(ctx, user)?,
         None => false,
     };
-    Ok((!superuser).then_some(guardrails))
+    Ok((!superuser).then(|| arc_swap::Guard::into_inner(guardrails)))
 }
 
 /// The guardrails of one statement: the checks Cassandra makes before a
@@ -45,7 +48,7 @@ pub(crate) fn guardrails_for<'a>(
 /// make (`wrap`, inside the schema change, so a failure applies nothing),
 /// and the warnings they gave, put first in the outcome (`finish`).
 pub(crate) struct StatementGuard<'a> {
-    guardrails: Option<&'a Guardrails>,
+    guardrails: Option<Arc<Guardrails>>,
     statement: &'a Statement,
     session_keyspace: Option<&'a str>,
     warnings: RefCell<Vec<String>>,
@@ -68,7 +71,8 @@ impl<'a> StatementGuard<'a> {
             warnings: RefCell::new(Vec::new()),
             ignored_options: Vec::new(),
         };
-        if let Some(g) = guardrails {
+        if let Some(g) = guard.guardrails.clone() {
+            let g = &*g;
             let (warnings, ignored) = table_properties(g, statement)?;
             guard.warnings.borrow_mut().extend(warnings);
             guard.ignored_options = ignored;
@@ -92,7 +96,7 @@ impl<'a> StatementGuard<'a> {
     ) -> impl FnOnce(&Schema) -> Result<DdlOutcome> + 'b {
         move |schema: &Schema| {
             let outcome = change(schema)?;
-            if let (Some(g), Some(next)) = (self.guardrails, &outcome.schema) {
+            if let (Some(g), Some(next)) = (&self.guardrails, &outcome.schema) {
                 let warnings = after_change(g, self.statement, next, self.session_keyspace)?;
                 self.warnings.borrow_mut().extend(warnings);
             }

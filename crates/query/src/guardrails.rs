@@ -60,12 +60,16 @@ impl ConsistencyLevels {
 
     /// `[ONE, LOCAL_ONE]`, as Java prints a set of levels.
     fn names(self) -> String {
-        let names: Vec<&str> = Consistency::ALL
+        format!("[{}]", self.level_names().join(", "))
+    }
+
+    /// The levels' names, in the protocol's order.
+    pub fn level_names(self) -> Vec<&'static str> {
+        Consistency::ALL
             .into_iter()
             .filter(|c| self.0 & 1 << c.code() != 0)
             .map(Consistency::name)
-            .collect();
-        format!("[{}]", names.join(", "))
+            .collect()
     }
 }
 
@@ -158,7 +162,7 @@ impl TableProperties {
 
     /// `[gc_grace_seconds, comment]`: as Java prints the `HashSet`
     /// Cassandra reads the yaml list into.
-    fn java_text(&self) -> String {
+    pub fn java_text(&self) -> String {
         java_hash_set_text(&self.iter().collect::<Vec<_>>())
     }
 }

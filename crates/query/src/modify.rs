@@ -825,8 +825,8 @@ fn collect_checked(
     let Some((_, table)) = schema.table_by_storage_id(first.table) else {
         return Ok(Vec::new());
     };
-    let mut warnings = in_products(context, g, table, m, values)?;
-    warnings.extend(written::check(g, table, m, &out[start..])?);
+    let mut warnings = in_products(context, &g, table, m, values)?;
+    warnings.extend(written::check(&g, table, m, &out[start..])?);
     Ok(warnings)
 }
 

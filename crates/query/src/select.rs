@@ -2431,7 +2431,7 @@ fn execute_select(
     let outputs = plan(&table, select, &ctx)?;
     let restrictions = analyze(&table, &select.where_clause, &ctx)?;
     let guardrails = crate::guard::guardrails_for(context, request, Guardrails::guards_select)?;
-    let mut warnings = match guardrails {
+    let mut warnings = match &guardrails {
         Some(g) => {
             let keys_in = partition_keys_in(&table, select, &restrictions);
             let read = (&restrictions, request.consistency);
@@ -2459,7 +2459,7 @@ fn execute_select(
     // sort; each partition gives at most LIMIT rows.
     let post_ordering = !select.order_by.is_empty()
         && matches!(&restrictions.partition, PartitionSelection::Keys(keys) if keys.len() > 1);
-    if let Some(g) = guardrails {
+    if let Some(g) = &guardrails {
         let read_limit = limit.filter(|_| !post_ordering);
         let page_size = request.page_size;
         warnings.extend(crate::guardrails::paged_select(

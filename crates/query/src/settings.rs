@@ -3,8 +3,9 @@
 //! tombstone thresholds, the read timeouts and the auth caches. A leaf of the statement
 //! modules: it knows no statement.
 
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
 
+use arc_swap::ArcSwap;
 use rocksandra_wire::Consistency;
 
 use crate::auth_cache::AuthCaches;
@@ -49,8 +50,10 @@ impl Default for AuthConfig {
 #[derive(Debug)]
 pub(crate) struct Settings {
     pub(crate) auth: RwLock<AuthConfig>,
-    /// Cassandra's guardrails (`crate::guardrails`); the defaults until set.
-    pub(crate) guardrails: OnceLock<Guardrails>,
+    /// Cassandra's guardrails (`crate::guardrails`): the defaults until
+    /// set; `nodetool setguardrailsconfig` replaces them while the node runs.
+    /// Read on every statement: a load takes no lock and no reference count.
+    pub(crate) guardrails: ArcSwap<Guardrails>,
     /// `tombstone_warn_threshold` and `tombstone_failure_threshold`,
     /// shared with the cluster's replica (`Executor::tombstone_settings`).
     pub(crate) tombstones: Arc<TombstoneSettings>,
@@ -70,7 +73,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             auth: RwLock::new(AuthConfig::default()),
-            guardrails: OnceLock::new(),
+            guardrails: ArcSwap::from_pointee(Guardrails::DEFAULT),
             tombstones: Arc::default(),
             read_thresholds: Arc::default(),
             read_timeouts: TimeoutSettings::new(Default::default()),
@@ -85,8 +88,8 @@ impl Settings {
         *self.auth.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The node's guardrails, whoever asks.
-    pub(crate) fn guardrails(&self) -> &Guardrails {
-        self.guardrails.get().unwrap_or(&Guardrails::DEFAULT)
+    /// The node's guardrails now, whoever asks.
+    pub(crate) fn guardrails(&self) -> arc_swap::Guard<Arc<Guardrails>> {
+        self.guardrails.load()
     }
 }

@@ -33,7 +33,7 @@ fn harness(guardrails: Guardrails) -> Harness {
     executor
         .setup_default_role()
         .expect("the default role is created");
-    executor.set_guardrails(guardrails).expect("guardrails set");
+    executor.set_guardrails(guardrails);
     executor.set_materialized_views_enabled(true);
     let mut h = Harness {
         executor,
@@ -318,12 +318,10 @@ fn without_authentication_everyone_is_exempt() {
     // Cassandra counts every client as a superuser when no authenticator
     // requires a login.
     let executor = common::memory_executor();
-    executor
-        .set_guardrails(Guardrails {
-            keyspaces: threshold(-1, 1),
-            ..Guardrails::DEFAULT
-        })
-        .expect("set");
+    executor.set_guardrails(Guardrails {
+        keyspaces: threshold(-1, 1),
+        ..Guardrails::DEFAULT
+    });
     for ks in ["a", "b", "c"] {
         let cql = format!(
             "CREATE KEYSPACE {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 1}}"

@@ -12,7 +12,9 @@ use rocksandra_cluster::{ClusterConfig, ClusterNode};
 use rocksandra_query::Executor;
 use rocksandra_storage::Engine;
 
+use crate::config::guardrails_runtime;
 use crate::logging::LevelControl;
+use crate::node::ApplyGuardrails;
 
 /// What nodetool's commands act on.
 pub enum AdminTarget {
@@ -30,6 +32,8 @@ pub enum AdminTarget {
 
 pub struct NodeAdmin {
     pub executor: Arc<Executor>,
+    /// Puts guardrails changed by `setguardrailsconfig` in force.
+    pub apply_guardrails: ApplyGuardrails,
     pub target: AdminTarget,
     /// The process's log levels (None: a node started without the
     /// binary's logger, as in tests, refuses the logging commands).
@@ -58,7 +62,50 @@ impl AdminService for NodeAdmin {
                     Err(e) => Response::Error(RemoteError::Failed(e)),
                 }
             }
+            (
+                AdminCommand::GetGuardrailsConfig {
+                    category,
+                    expand,
+                    name,
+                },
+                _,
+            ) => self.get_guardrails_config(category.as_deref(), expand, name.as_deref()),
+            (AdminCommand::SetGuardrailsConfig { args }, _) => self.set_guardrails_config(&args),
             (command, _) => self.run_command(command),
+        }
+    }
+}
+
+impl NodeAdmin {
+    /// `nodetool getguardrailsconfig` (`config::guardrails_runtime`).
+    fn get_guardrails_config(
+        &self,
+        category: Option<&str>,
+        expand: bool,
+        name: Option<&str>,
+    ) -> Response {
+        let category = category
+            .map(guardrails_runtime::Category::parse)
+            .transpose();
+        let text = category.and_then(|category| {
+            guardrails_runtime::get_config(&self.executor.guardrails(), category, expand, name)
+        });
+        match text {
+            Ok(text) => Response::Text(text),
+            Err(e) => Response::Error(RemoteError::Failed(e)),
+        }
+    }
+
+    /// `nodetool setguardrailsconfig`: checked as at start, then in force
+    /// at once; silent, as Cassandra's.
+    fn set_guardrails_config(&self, args: &[String]) -> Response {
+        match guardrails_runtime::set_config(&self.executor.guardrails(), args) {
+            Ok(guardrails) => {
+                (self.apply_guardrails)(guardrails);
+                tracing::info!("guardrails changed by nodetool: {}", args.join(" "));
+                Response::Text(String::new())
+            }
+            Err(e) => Response::Error(RemoteError::Failed(e)),
         }
     }
 }

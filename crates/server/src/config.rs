@@ -19,6 +19,7 @@ mod auth_caches;
 mod cassandra_keys;
 mod encryption;
 mod guardrails;
+pub(crate) use guardrails::runtime as guardrails_runtime;
 mod interfaces;
 pub mod reference;
 pub use encryption::{

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rocksandra_data::LocalTime;
-use rocksandra_query::guardrails::partition_violation;
+use rocksandra_query::guardrails::{partition_violation, Guardrails};
 use rocksandra_query::{Env, Executor, NodeInfo};
 use rocksandra_storage::partition_guard::{
     Limits, Measure, PartitionGuard, PartitionThresholds, Violation,
@@ -110,7 +110,14 @@ pub struct Node {
     pub storage: Arc<dyn Engine>,
     pub identity: NodeIdentity,
     pub dir: PathBuf,
+    /// Puts guardrails in force while the node runs.
+    pub apply_guardrails: ApplyGuardrails,
 }
+
+/// Puts guardrails in force while the node runs (`nodetool
+/// setguardrailsconfig`): the executor's, and the partition guardrails of
+/// the storage engine's compactions.
+pub type ApplyGuardrails = Arc<dyn Fn(Guardrails) + Send + Sync>;
 
 /// Opens storage and the executor for `config`.
 pub fn open(config: &Config) -> Result<Node, String> {
@@ -167,9 +174,7 @@ pub fn open(config: &Config) -> Result<Node, String> {
     executor.set_materialized_views_enabled(config.materialized_views_enabled);
     executor.set_drop_compact_storage_enabled(config.drop_compact_storage_enabled);
     executor.set_user_defined_functions_enabled(config.user_defined_functions_enabled);
-    executor
-        .set_guardrails(config.guardrails)
-        .map_err(|e| e.to_string())?;
+    executor.set_guardrails(config.guardrails);
     executor.set_auto_snapshot(config.auto_snapshot.then(|| dir.join("snapshots")));
     executor.set_tombstone_thresholds(config.tombstone_thresholds);
     executor.set_read_thresholds(config.read_thresholds);
@@ -183,21 +188,27 @@ pub fn open(config: &Config) -> Result<Node, String> {
     crate::disk_usage::spawn_monitor(&executor, &engine, &dir, config)?;
     let guard = partition_guard(&config.guardrails, &executor);
     rocks.store().set_partition_guard(guard);
+    let apply_guardrails: ApplyGuardrails = {
+        let executor = executor.clone();
+        Arc::new(move |guardrails: Guardrails| {
+            executor.set_guardrails(guardrails);
+            let guard = partition_guard(&guardrails, &executor);
+            rocks.store().set_partition_guard(guard);
+        })
+    };
     Ok(Node {
         executor,
         storage: engine,
         identity,
         dir,
+        apply_guardrails,
     })
 }
 
 /// The `partition_size` and `partition_tombstones` guardrails for the
 /// engine's compactions (None when neither is set): a partition past one
 /// is logged in Cassandra's words, naming it through the executor's schema.
-fn partition_guard(
-    guardrails: &rocksandra_query::guardrails::Guardrails,
-    executor: &Arc<Executor>,
-) -> Option<PartitionGuard> {
+fn partition_guard(guardrails: &Guardrails, executor: &Arc<Executor>) -> Option<PartitionGuard> {
     let limits = |t: rocksandra_query::guardrails::Threshold| Limits {
         warn: u64::try_from(t.warn).ok().filter(|w| *w > 0),
         fail: u64::try_from(t.fail).ok().filter(|f| *f > 0),

@@ -347,6 +347,27 @@ pub enum NodetoolCommand {
     },
     /// Shows the gossip information for the cluster
     GossipInfo,
+    /// Print runtime configuration of guardrails.
+    GetGuardrailsConfig {
+        /// Category of guardrails to filter, can be one of 'values',
+        /// 'thresholds', 'flags', 'others'.
+        #[arg(short = 'c', long = "category")]
+        category: Option<String>,
+        /// Expand all guardrail names so they reflect their counterparts in
+        /// cassandra.yaml
+        #[arg(long)]
+        expand: bool,
+        /// Specific name of a guardrail to get configuration of.
+        args: Vec<String>,
+    },
+    /// Modify runtime configuration of guardrails.
+    SetGuardrailsConfig {
+        /// SETTER VALUE...: a threshold's fail value then its warn value
+        /// (null disables), a flag's true or false, a list's items (null
+        /// or [] empties it).
+        #[arg(allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Remove deleted data from one or more tables (a full compaction of each)
     GarbageCollect(GarbageCollectArgs),
     /// Repair one or more tables ([-pr] [-full] [-st T -et T] [KEYSPACE [TABLE...]])
@@ -512,6 +533,12 @@ impl NodetoolCommand {
                 level: level.unwrap_or_default(),
             },
             N::GetLoggingLevels => AdminCommand::GetLoggingLevels,
+            N::GetGuardrailsConfig {
+                category,
+                expand,
+                args,
+            } => get_guardrails_config(category, expand, args)?,
+            N::SetGuardrailsConfig { args } => AdminCommand::SetGuardrailsConfig { args },
             N::InvalidateRolesCache { roles } => AdminCommand::InvalidateAuthCache {
                 cache: AuthCacheName::Roles,
                 roles,
@@ -552,6 +579,34 @@ fn clear_snapshot(
         (Some(_), true) => Err("Specify only one of snapshot name or --all".into()),
         (tag, _) => Ok(AdminCommand::ClearSnapshot { tag }),
     }
+}
+
+/// `getguardrailsconfig`'s arguments, checked as Cassandra's nodetool
+/// checks them before it asks the node.
+fn get_guardrails_config(
+    category: Option<String>,
+    expand: bool,
+    mut args: Vec<String>,
+) -> Result<AdminCommand, String> {
+    if let Some(category) = &category {
+        crate::config::guardrails_runtime::Category::parse(category)?;
+    }
+    if args.len() > 1 {
+        return Err(
+            "Specify only one guardrail name to get the configuration of or no name \
+                    to get the configuration of all of them."
+                .into(),
+        );
+    }
+    let name = args.pop();
+    if name.is_some() && category.is_some() {
+        return Err("Do not specify additional arguments when --category/-c is set.".into());
+    }
+    Ok(AdminCommand::GetGuardrailsConfig {
+        category,
+        expand,
+        name,
+    })
 }
 
 /// Runs one command against the node and prints its answer. With
@@ -994,6 +1049,37 @@ mod tests {
         for words in ["getlogginglevels", "getlogginglevel"] {
             assert_eq!(admin(words), Ok(AdminCommand::GetLoggingLevels), "{words}");
         }
+    }
+
+    #[test]
+    fn guardrails_config_commands_are_read_as_cassandras() {
+        let get = |category: Option<&str>, expand, name: Option<&str>| {
+            Ok(AdminCommand::GetGuardrailsConfig {
+                category: category.map(str::to_string),
+                expand,
+                name: name.map(str::to_string),
+            })
+        };
+        assert_eq!(admin("getguardrailsconfig"), get(None, false, None));
+        assert_eq!(
+            admin("getguardrailsconfig -c flags"),
+            get(Some("flags"), false, None)
+        );
+        assert_eq!(
+            admin("getguardrailsconfig --expand keyspaces_threshold"),
+            get(None, true, Some("keyspaces_threshold"))
+        );
+        assert!(admin("getguardrailsconfig -c nope").is_err());
+        assert!(admin("getguardrailsconfig a b").is_err());
+        assert!(admin("getguardrailsconfig -c flags a").is_err());
+        assert_eq!(
+            admin("setguardrailsconfig keyspaces_threshold 10 -1"),
+            Ok(AdminCommand::SetGuardrailsConfig {
+                args: ["keyspaces_threshold", "10", "-1"]
+                    .map(String::from)
+                    .to_vec()
+            })
+        );
     }
 
     #[test]

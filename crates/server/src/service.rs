@@ -181,6 +181,7 @@ async fn bind_admin(
     };
     let service = Arc::new(NodeAdmin {
         executor: node.executor.clone(),
+        apply_guardrails: node.apply_guardrails.clone(),
         target,
         log_levels,
     });

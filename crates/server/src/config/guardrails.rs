@@ -10,6 +10,8 @@ use rocksandra_wire::Consistency;
 
 use super::{parse_data_size, parse_duration, ConfigError, FileConfig};
 
+pub(crate) mod runtime;
+
 /// Cassandra's `default_keyspace_rf`, which bounds the minimum replication
 /// factor's fail threshold (Rocksandra does not read the key: it is always 1).
 const DEFAULT_KEYSPACE_RF: i64 = 1;

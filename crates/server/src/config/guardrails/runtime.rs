@@ -1,0 +1,688 @@
+//! `nodetool getguardrailsconfig` and `setguardrailsconfig`, as Cassandra
+//! 5.0.6 has them: the guardrails in force under the snake-case names of
+//! Cassandra's `GuardrailsMBean` getters and setters, in its layout, and
+//! changed with the checks and messages of the startup keys (`super`).
+//!
+//! Not listed: Cassandra's guardrails Rocksandra does not have (the SAI
+//! term sizes and sstable indexes per query,
+//! `non_partition_restricted_index_query_enabled`,
+//! `intersect_filtering_query_*`). Shown but set at start only: the data
+//! disk usage guardrails, whose monitor is started from the configuration.
+
+use rocksandra_query::guardrails::{
+    java_hash_set_text, ConsistencyLevels, Guardrails, TableProperties, Threshold, TimestampOffsets,
+};
+
+use super::{
+    consistency_levels, long_maximum, maximum, minimum, size_maximum, table_properties,
+    timestamp_offsets,
+};
+
+/// getguardrailsconfig's `-c/--category`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Category {
+    Flags,
+    Thresholds,
+    Values,
+    Others,
+}
+
+impl Category {
+    /// Cassandra's category names, any case.
+    pub fn parse(text: &str) -> Result<Category, String> {
+        match text.to_ascii_lowercase().as_str() {
+            "values" => Ok(Category::Values),
+            "thresholds" => Ok(Category::Thresholds),
+            "flags" => Ok(Category::Flags),
+            "others" => Ok(Category::Others),
+            _ => Err(format!(
+                "Illegal value for -c/--category used: '{text}'. \
+                 Supported values are values,thresholds,flags,others."
+            )),
+        }
+    }
+}
+
+/// How a guardrail's value is kept, shown and set.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// A count (Java int or long): warn and fail, -1 disabled.
+    Count(fn(&Guardrails) -> Threshold),
+    /// A data size in bytes, shown as Cassandra's strings (`8KiB`, null).
+    Size(fn(&Guardrails) -> Threshold),
+    /// A timestamp offset, shown as Cassandra's durations (`1d`, null).
+    Offsets(fn(&Guardrails) -> TimestampOffsets),
+    Flag(fn(&Guardrails) -> bool),
+    Properties(fn(&Guardrails) -> TableProperties),
+    Levels(fn(&Guardrails) -> ConsistencyLevels),
+    MaxDiskSize,
+}
+
+/// A guardrail: its key (a threshold's without `_warn`/`_fail`) and kind.
+struct Entry {
+    key: &'static str,
+    kind: Kind,
+}
+
+const fn count(key: &'static str, get: fn(&Guardrails) -> Threshold) -> Entry {
+    Entry {
+        key,
+        kind: Kind::Count(get),
+    }
+}
+
+const fn flag(key: &'static str, get: fn(&Guardrails) -> bool) -> Entry {
+    Entry {
+        key,
+        kind: Kind::Flag(get),
+    }
+}
+
+/// Every guardrail Rocksandra has, sorted by key as Cassandra lists them.
+const ENTRIES: &[Entry] = &[
+    flag("allow_filtering_enabled", |g| g.allow_filtering_enabled),
+    flag("alter_table_enabled", |g| g.alter_table_enabled),
+    Entry {
+        key: "collection_size_threshold",
+        kind: Kind::Size(|g| g.collection_size),
+    },
+    Entry {
+        key: "column_value_size_threshold",
+        kind: Kind::Size(|g| g.column_value_size),
+    },
+    count("columns_per_table_threshold", |g| g.columns_per_table),
+    flag("compact_tables_enabled", |g| g.compact_tables_enabled),
+    Entry {
+        key: "data_disk_usage_max_disk_size",
+        kind: Kind::MaxDiskSize,
+    },
+    count("data_disk_usage_percentage_threshold", |g| {
+        g.data_disk_usage_percentage
+    }),
+    flag("drop_keyspace_enabled", |g| g.drop_keyspace_enabled),
+    flag("drop_truncate_table_enabled", |g| {
+        g.drop_truncate_table_enabled
+    }),
+    count("fields_per_udt_threshold", |g| g.fields_per_udt),
+    flag("group_by_enabled", |g| g.group_by_enabled),
+    count("in_select_cartesian_product_threshold", |g| {
+        g.in_select_cartesian_product
+    }),
+    count("items_per_collection_threshold", |g| g.items_per_collection),
+    count("keyspaces_threshold", |g| g.keyspaces),
+    count("materialized_views_per_table_threshold", |g| {
+        g.materialized_views_per_table
+    }),
+    count("maximum_replication_factor_threshold", |g| {
+        g.maximum_replication_factor
+    }),
+    Entry {
+        key: "maximum_timestamp_threshold",
+        kind: Kind::Offsets(|g| g.maximum_timestamp),
+    },
+    count("minimum_replication_factor_threshold", |g| {
+        g.minimum_replication_factor
+    }),
+    Entry {
+        key: "minimum_timestamp_threshold",
+        kind: Kind::Offsets(|g| g.minimum_timestamp),
+    },
+    count("page_size_threshold", |g| g.page_size),
+    count("partition_keys_in_select_threshold", |g| {
+        g.partition_keys_in_select
+    }),
+    Entry {
+        key: "partition_size_threshold",
+        kind: Kind::Size(|g| g.partition_size),
+    },
+    count("partition_tombstones_threshold", |g| g.partition_tombstones),
+    flag("read_before_write_list_operations_enabled", |g| {
+        g.read_before_write_list_operations_enabled
+    }),
+    Entry {
+        key: "read_consistency_levels_disallowed",
+        kind: Kind::Levels(|g| g.read_consistency_levels_disallowed),
+    },
+    Entry {
+        key: "read_consistency_levels_warned",
+        kind: Kind::Levels(|g| g.read_consistency_levels_warned),
+    },
+    count("secondary_indexes_per_table_threshold", |g| {
+        g.secondary_indexes_per_table
+    }),
+    flag("secondary_indexes_enabled", |g| g.secondary_indexes_enabled),
+    flag("simplestrategy_enabled", |g| g.simplestrategy_enabled),
+    Entry {
+        key: "table_properties_disallowed",
+        kind: Kind::Properties(|g| g.table_properties_disallowed),
+    },
+    Entry {
+        key: "table_properties_ignored",
+        kind: Kind::Properties(|g| g.table_properties_ignored),
+    },
+    Entry {
+        key: "table_properties_warned",
+        kind: Kind::Properties(|g| g.table_properties_warned),
+    },
+    count("tables_threshold", |g| g.tables),
+    flag("uncompressed_tables_enabled", |g| {
+        g.uncompressed_tables_enabled
+    }),
+    flag("user_timestamps_enabled", |g| g.user_timestamps_enabled),
+    count("vector_dimensions_threshold", |g| g.vector_dimensions),
+    flag("vector_type_enabled", |g| g.vector_type_enabled),
+    Entry {
+        key: "write_consistency_levels_disallowed",
+        kind: Kind::Levels(|g| g.write_consistency_levels_disallowed),
+    },
+    Entry {
+        key: "write_consistency_levels_warned",
+        kind: Kind::Levels(|g| g.write_consistency_levels_warned),
+    },
+    flag("zero_ttl_on_twcs_enabled", |g| g.zero_ttl_on_twcs_enabled),
+    flag("zero_ttl_on_twcs_warned", |g| g.zero_ttl_on_twcs_warned),
+];
+
+impl Entry {
+    fn category(&self) -> Category {
+        match self.kind {
+            Kind::Count(_) | Kind::Size(_) | Kind::Offsets(_) => Category::Thresholds,
+            Kind::Flag(_) => Category::Flags,
+            Kind::Properties(_) | Kind::Levels(_) => Category::Values,
+            Kind::MaxDiskSize => Category::Others,
+        }
+    }
+
+    /// A threshold's key without `_threshold`.
+    fn base(&self) -> &'static str {
+        self.key.strip_suffix("_threshold").unwrap_or(self.key)
+    }
+
+    /// The values its getters give, in getter-name order (a threshold's
+    /// fail, then warn).
+    fn values(&self, g: &Guardrails) -> Vec<String> {
+        match self.kind {
+            Kind::Count(get) => {
+                let t = get(g);
+                vec![t.fail.to_string(), t.warn.to_string()]
+            }
+            Kind::Size(get) => {
+                let t = get(g);
+                vec![size_text(t.fail), size_text(t.warn)]
+            }
+            Kind::Offsets(get) => {
+                let t = get(g);
+                vec![duration_text(t.fail_micros), duration_text(t.warn_micros)]
+            }
+            Kind::Flag(get) => vec![get(g).to_string()],
+            Kind::Properties(get) => vec![get(g).java_text()],
+            Kind::Levels(get) => vec![java_hash_set_text(&get(g).level_names())],
+            Kind::MaxDiskSize => vec![g
+                .data_disk_usage_max_disk_size
+                .and_then(|b| i64::try_from(b).ok())
+                .map_or_else(|| "null".to_string(), size_text)],
+        }
+    }
+}
+
+/// A data size as Cassandra prints its `DataStorageSpec`: in the largest
+/// unit that divides it; null when disabled.
+fn size_text(bytes: i64) -> String {
+    if bytes < 0 {
+        return "null".into();
+    }
+    let unit = [("GiB", 1i64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)]
+        .into_iter()
+        .find(|(_, size)| bytes != 0 && bytes % size == 0);
+    match unit {
+        Some((symbol, size)) => format!("{}{symbol}", bytes / size),
+        None => format!("{bytes}B"),
+    }
+}
+
+/// A duration as Cassandra prints its `DurationSpec`: in the largest unit
+/// that divides it; null when disabled.
+fn duration_text(micros: Option<i64>) -> String {
+    let Some(micros) = micros else {
+        return "null".into();
+    };
+    let units = [
+        ("d", 86_400_000_000i64),
+        ("h", 3_600_000_000),
+        ("m", 60_000_000),
+        ("s", 1_000_000),
+        ("ms", 1_000),
+    ];
+    match units
+        .into_iter()
+        .find(|(_, size)| micros != 0 && micros % size == 0)
+    {
+        Some((symbol, size)) => format!("{}{symbol}", micros / size),
+        None => format!("{micros}us"),
+    }
+}
+
+/// One row: a name and its value.
+type Row = (String, String);
+
+/// `nodetool getguardrailsconfig [-c CATEGORY] [--expand] [NAME]`, printed
+/// as Cassandra's: flags, thresholds, values, then others, each sorted by
+/// name, in two padded columns; a single guardrail asked for by name
+/// prints its value alone.
+pub fn get_config(
+    g: &Guardrails,
+    category: Option<Category>,
+    expand: bool,
+    name: Option<&str>,
+) -> Result<String, String> {
+    if name.is_some() && category.is_some() {
+        return Err("Do not specify additional arguments when --category/-c is set.".into());
+    }
+    let mut buckets: [(Category, Vec<Row>); 4] = [
+        (Category::Flags, Vec::new()),
+        (Category::Thresholds, Vec::new()),
+        (Category::Values, Vec::new()),
+        (Category::Others, Vec::new()),
+    ];
+    for entry in ENTRIES {
+        let rows = rows_of(entry, g, expand, name);
+        if let Some((_, bucket)) = buckets.iter_mut().find(|(c, _)| *c == entry.category()) {
+            bucket.extend(rows);
+        }
+    }
+    let total: usize = buckets.iter().map(|(_, rows)| rows.len()).sum();
+    if let Some(name) = name.filter(|_| total == 0) {
+        return Err(format!("Guardrail {name} not found."));
+    }
+    let rows: Vec<Row> = match category {
+        Some(wanted) => buckets
+            .into_iter()
+            .filter(|(c, _)| *c == wanted)
+            .flat_map(|(_, rows)| rows)
+            .collect(),
+        None if total == 1 => {
+            let value = buckets
+                .into_iter()
+                .flat_map(|(_, rows)| rows)
+                .map(|(_, v)| v);
+            return Ok(value.map(|v| format!("{v}\n")).collect());
+        }
+        None => buckets.into_iter().flat_map(|(_, rows)| rows).collect(),
+    };
+    Ok(table(&rows))
+}
+
+/// An entry's rows for `getguardrailsconfig`, those `name` asks for.
+fn rows_of(entry: &Entry, g: &Guardrails, expand: bool, name: Option<&str>) -> Vec<Row> {
+    let values = entry.values(g);
+    if values.len() == 1 {
+        return match name {
+            Some(n) if n != entry.key => Vec::new(),
+            _ => vec![(entry.key.to_string(), values[0].clone())],
+        };
+    }
+    let base = entry.base();
+    let halves = [
+        format!("{base}_fail_threshold"),
+        format!("{base}_warn_threshold"),
+    ];
+    // By name, a threshold's key gives both halves; a half's name, that one.
+    let picked: Vec<usize> = match name {
+        None => vec![0, 1],
+        Some(n) if n == entry.key => vec![0, 1],
+        Some(n) => (0..2).filter(|i| halves[*i] == n).collect(),
+    };
+    match (expand, picked.as_slice()) {
+        (_, []) => Vec::new(),
+        (true, _) => picked
+            .iter()
+            .map(|i| (halves[*i].clone(), values[*i].clone()))
+            .collect(),
+        (false, [one]) => vec![(entry.key.to_string(), values[*one].clone())],
+        (false, _) => vec![(entry.key.to_string(), format!("[{}]", values.join(", ")))],
+    }
+}
+
+/// Cassandra's `TableBuilder`: every column padded to its widest cell
+/// (the last one too), separated by a space.
+fn table(rows: &[Row]) -> String {
+    let name_width = rows
+        .iter()
+        .map(|(n, _)| n.chars().count())
+        .max()
+        .unwrap_or(0);
+    let value_width = rows
+        .iter()
+        .map(|(_, v)| v.chars().count())
+        .max()
+        .unwrap_or(0);
+    rows.iter()
+        .map(|(n, v)| format!("{n:<name_width$} {v:<value_width$}\n"))
+        .collect()
+}
+
+/// `nodetool setguardrailsconfig SETTER VALUES...`: the guardrails with
+/// one changed, checked as at start. A threshold takes its fail value,
+/// then its warn value (`null` disables either); a flag `true` or
+/// `false`; a list its items, comma-separated or as several values
+/// (`null` or `[]` empties it).
+pub fn set_config(g: &Guardrails, args: &[String]) -> Result<Guardrails, String> {
+    let Some((setter, values)) = args.split_first() else {
+        return Err("No arguments.".into());
+    };
+    let entry = ENTRIES
+        .iter()
+        .find(|e| e.key == setter)
+        .ok_or_else(|| format!("Guardrail {setter} not found."))?;
+    let values = match entry.kind {
+        Kind::Properties(_) | Kind::Levels(_) if values.len() > 1 => vec![values.join(",")],
+        _ => values.to_vec(),
+    };
+    let expected = entry.values(g).len();
+    if values.len() != expected {
+        return Err(format!(
+            "{setter} is expecting {expected} argument values. Getting {} instead.",
+            values.len()
+        ));
+    }
+    let changed = apply(*g, entry, &values).map_err(|e| match e {
+        SetError::Argument(e) => e,
+        SetError::Refused(reason) => format!(
+            "Error occured when setting the config for setter {setter} with arguments [{}]: {reason}",
+            values.join(", ")
+        ),
+    })?;
+    Ok(changed)
+}
+
+enum SetError {
+    /// A value that does not parse (Cassandra's client refuses it).
+    Argument(String),
+    /// A value the guardrail refuses (Cassandra's node does).
+    Refused(String),
+}
+
+/// `g` with `entry` set from `values` (checked in number and form).
+fn apply(mut g: Guardrails, entry: &Entry, values: &[String]) -> Result<Guardrails, SetError> {
+    let refused = SetError::Refused;
+    let base = entry.base();
+    match entry.kind {
+        Kind::Count(_) => {
+            let (fail, warn) = (int(&values[0])?, int(&values[1])?);
+            let t = count_threshold(base, Some(warn), Some(fail)).map_err(refused)?;
+            set_count(&mut g, base, t);
+        }
+        Kind::Size(_) => {
+            let (fail, warn) = (text(&values[0]), text(&values[1]));
+            let t = size_maximum(base, warn, fail).map_err(refused)?;
+            match base {
+                "collection_size" => g.collection_size = t,
+                "column_value_size" => g.column_value_size = t,
+                _ => g.partition_size = t,
+            }
+        }
+        Kind::Offsets(_) => {
+            let (fail, warn) = (text(&values[0]), text(&values[1]));
+            let t = timestamp_offsets(base, warn, fail).map_err(refused)?;
+            match base {
+                "maximum_timestamp" => g.maximum_timestamp = t,
+                _ => g.minimum_timestamp = t,
+            }
+        }
+        Kind::Flag(_) => set_flag(&mut g, entry.key, boolean(&values[0])?),
+        Kind::Properties(_) => {
+            let items = list(&values[0]);
+            let set = table_properties(entry.key, Some(&items)).map_err(refused)?;
+            match entry.key {
+                "table_properties_warned" => g.table_properties_warned = set,
+                "table_properties_ignored" => g.table_properties_ignored = set,
+                _ => g.table_properties_disallowed = set,
+            }
+        }
+        Kind::Levels(_) => {
+            let items = list(&values[0]);
+            let set = consistency_levels(entry.key, Some(&items)).map_err(refused)?;
+            match entry.key {
+                "read_consistency_levels_warned" => g.read_consistency_levels_warned = set,
+                "read_consistency_levels_disallowed" => g.read_consistency_levels_disallowed = set,
+                "write_consistency_levels_warned" => g.write_consistency_levels_warned = set,
+                _ => g.write_consistency_levels_disallowed = set,
+            }
+        }
+        Kind::MaxDiskSize => return Err(refused(start_only())),
+    }
+    Ok(g)
+}
+
+fn start_only() -> String {
+    "the data disk usage guardrails are read when the node starts: \
+     set them in the configuration file and restart"
+        .into()
+}
+
+/// A count threshold checked as its startup keys are.
+fn count_threshold(base: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Threshold, String> {
+    match base {
+        "minimum_replication_factor" => minimum(base, warn, fail),
+        "partition_tombstones" => long_maximum(base, warn, fail),
+        "data_disk_usage_percentage" => Err(start_only()),
+        _ => maximum(base, warn, fail),
+    }
+}
+
+fn set_count(g: &mut Guardrails, base: &str, t: Threshold) {
+    let field = match base {
+        "columns_per_table" => &mut g.columns_per_table,
+        "fields_per_udt" => &mut g.fields_per_udt,
+        "in_select_cartesian_product" => &mut g.in_select_cartesian_product,
+        "items_per_collection" => &mut g.items_per_collection,
+        "keyspaces" => &mut g.keyspaces,
+        "materialized_views_per_table" => &mut g.materialized_views_per_table,
+        "maximum_replication_factor" => &mut g.maximum_replication_factor,
+        "minimum_replication_factor" => &mut g.minimum_replication_factor,
+        "page_size" => &mut g.page_size,
+        "partition_keys_in_select" => &mut g.partition_keys_in_select,
+        "partition_tombstones" => &mut g.partition_tombstones,
+        "secondary_indexes_per_table" => &mut g.secondary_indexes_per_table,
+        "tables" => &mut g.tables,
+        _ => &mut g.vector_dimensions,
+    };
+    *field = t;
+}
+
+fn set_flag(g: &mut Guardrails, key: &str, on: bool) {
+    let field = match key {
+        "allow_filtering_enabled" => &mut g.allow_filtering_enabled,
+        "alter_table_enabled" => &mut g.alter_table_enabled,
+        "compact_tables_enabled" => &mut g.compact_tables_enabled,
+        "drop_keyspace_enabled" => &mut g.drop_keyspace_enabled,
+        "drop_truncate_table_enabled" => &mut g.drop_truncate_table_enabled,
+        "group_by_enabled" => &mut g.group_by_enabled,
+        "read_before_write_list_operations_enabled" => {
+            &mut g.read_before_write_list_operations_enabled
+        }
+        "secondary_indexes_enabled" => &mut g.secondary_indexes_enabled,
+        "simplestrategy_enabled" => &mut g.simplestrategy_enabled,
+        "uncompressed_tables_enabled" => &mut g.uncompressed_tables_enabled,
+        "user_timestamps_enabled" => &mut g.user_timestamps_enabled,
+        "vector_type_enabled" => &mut g.vector_type_enabled,
+        "zero_ttl_on_twcs_enabled" => &mut g.zero_ttl_on_twcs_enabled,
+        _ => &mut g.zero_ttl_on_twcs_warned,
+    };
+    *field = on;
+}
+
+/// An int argument (`null`: -1, disabled).
+fn int(value: &str) -> Result<i64, SetError> {
+    if value == "null" {
+        return Ok(-1);
+    }
+    value
+        .parse()
+        .map_err(|_| SetError::Argument(format!("Unable to parse value {value}")))
+}
+
+fn boolean(value: &str) -> Result<bool, SetError> {
+    match value {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(SetError::Argument(
+            "Use 'true' or 'false' values for booleans".into(),
+        )),
+    }
+}
+
+/// A string argument: `null` (or nothing) disables.
+fn text(value: &str) -> Option<&str> {
+    (value != "null" && !value.is_empty()).then_some(value)
+}
+
+/// A list argument: comma-separated items; `null` or `[]` is empty.
+fn list(value: &str) -> Vec<String> {
+    match value {
+        "null" | "[]" | "" => Vec::new(),
+        _ => value.split(',').map(str::to_string).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Vec<String> {
+        line.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn the_defaults_are_listed_by_category_in_cassandras_layout() {
+        let text = get_config(&Guardrails::DEFAULT, None, false, None).expect("get");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), ENTRIES.len());
+        // Flags first, then thresholds, values and others, each sorted.
+        assert!(lines[0].starts_with("allow_filtering_enabled "), "{text}");
+        let first_threshold = lines
+            .iter()
+            .position(|l| l.contains("_threshold"))
+            .expect("thresholds");
+        assert!(
+            lines[first_threshold].starts_with("collection_size_threshold "),
+            "{text}"
+        );
+        assert_eq!(
+            lines.last().map(|l| l.split_whitespace().next()),
+            Some(Some("data_disk_usage_max_disk_size"))
+        );
+        // Padded columns: every value starts at the same place, and every
+        // line is as long as the widest (Java pads the last column too).
+        let widths: Vec<usize> = lines.iter().map(|l| l.len()).collect();
+        assert!(widths.iter().all(|w| *w == widths[0]), "{text}");
+        assert!(text.contains("keyspaces_threshold"), "{text}");
+        let keyspaces = lines
+            .iter()
+            .find(|l| l.starts_with("keyspaces_threshold "))
+            .expect("row");
+        assert_eq!(
+            keyspaces.split_whitespace().collect::<Vec<_>>(),
+            ["keyspaces_threshold", "[-1,", "-1]"]
+        );
+        let sizes = lines
+            .iter()
+            .find(|l| l.starts_with("partition_size_threshold "))
+            .expect("row");
+        assert!(sizes.contains("[null, null]"), "{sizes}");
+    }
+
+    #[test]
+    fn one_guardrail_by_name_prints_its_value_alone() {
+        let g = Guardrails {
+            keyspaces: Threshold { warn: 5, fail: 10 },
+            ..Guardrails::DEFAULT
+        };
+        let get = |name: &str, expand| get_config(&g, None, expand, Some(name));
+        assert_eq!(get("keyspaces_threshold", false), Ok("[10, 5]\n".into()));
+        assert_eq!(get("keyspaces_warn_threshold", false), Ok("5\n".into()));
+        assert_eq!(get("allow_filtering_enabled", false), Ok("true\n".into()));
+        assert_eq!(
+            get("keyspaces_threshold", true),
+            Ok("keyspaces_fail_threshold 10\nkeyspaces_warn_threshold 5 \n".into())
+        );
+        assert_eq!(
+            get("no_such", false),
+            Err("Guardrail no_such not found.".into())
+        );
+        assert!(get_config(&g, Some(Category::Flags), false, Some("x")).is_err());
+        let flags = get_config(&g, Some(Category::Flags), false, None).expect("flags");
+        assert!(
+            flags
+                .lines()
+                .all(|l| l.contains("_enabled") || l.contains("_warned")),
+            "{flags}"
+        );
+        assert_eq!(
+            Category::parse("nope"),
+            Err("Illegal value for -c/--category used: 'nope'. Supported values are values,thresholds,flags,others.".into())
+        );
+    }
+
+    #[test]
+    fn setters_take_fail_then_warn_and_check_as_at_start() {
+        let g = Guardrails::DEFAULT;
+        let set = |line: &str| set_config(&g, &words(line));
+        let changed = set("keyspaces_threshold 10 5").expect("set");
+        assert_eq!(changed.keyspaces, Threshold { warn: 5, fail: 10 });
+        assert_eq!(
+            set("keyspaces_threshold null null").expect("off").keyspaces,
+            Threshold::DISABLED
+        );
+        assert_eq!(
+            set("keyspaces_threshold 5 10").err(),
+            Some("Error occured when setting the config for setter keyspaces_threshold with arguments [5, 10]: \
+                  The warn threshold 10 for keyspaces_warn_threshold should be lower than the fail threshold 5"
+                .into())
+        );
+        assert_eq!(
+            set("keyspaces_threshold 5").err(),
+            Some("keyspaces_threshold is expecting 2 argument values. Getting 1 instead.".into())
+        );
+        assert_eq!(
+            set("keyspaces_threshold x 1").err(),
+            Some("Unable to parse value x".into())
+        );
+        assert_eq!(
+            set("no_such 1").err(),
+            Some("Guardrail no_such not found.".into())
+        );
+        assert_eq!(set_config(&g, &[]).err(), Some("No arguments.".into()));
+        assert!(
+            !set("allow_filtering_enabled false")
+                .expect("flag")
+                .allow_filtering_enabled
+        );
+        assert_eq!(
+            set("allow_filtering_enabled no").err(),
+            Some("Use 'true' or 'false' values for booleans".into())
+        );
+        let sizes = set("column_value_size_threshold 2MiB 1MiB").expect("sizes");
+        assert_eq!(
+            sizes.column_value_size,
+            Threshold {
+                warn: 1 << 20,
+                fail: 2 << 20
+            }
+        );
+        let text = get_config(&sizes, None, false, Some("column_value_size_threshold"));
+        assert_eq!(text, Ok("[2MiB, 1MiB]\n".into()));
+        let levels = set("write_consistency_levels_disallowed ANY ALL").expect("levels");
+        assert!(!levels.write_consistency_levels_disallowed.is_empty());
+        assert!(set("write_consistency_levels_disallowed null")
+            .expect("empty")
+            .write_consistency_levels_disallowed
+            .is_empty());
+        assert!(set("table_properties_warned comment,nope").is_err());
+        let offsets = set("maximum_timestamp_threshold 2d 1d").expect("offsets");
+        let text = get_config(&offsets, None, false, Some("maximum_timestamp_threshold"));
+        assert_eq!(text, Ok("[2d, 1d]\n".into()));
+        assert!(set("data_disk_usage_percentage_threshold 90 80").is_err());
+        assert!(set("data_disk_usage_max_disk_size 1GiB").is_err());
+    }
+}
