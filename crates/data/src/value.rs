@@ -1177,7 +1177,8 @@ fn quote_cql_string(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
-fn json_string(s: &str) -> String {
+/// `s` as a JSON string literal, quotes included (Jackson's escaping).
+pub fn json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

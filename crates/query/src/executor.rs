@@ -1329,12 +1329,28 @@ fn receiver_spec(
         BindReceiver::Ttl => ("[ttl]".into(), native(NativeType::Int)),
         BindReceiver::Json => ("[json]".into(), native(NativeType::Text)),
         BindReceiver::Hinted(ty) => ("[hinted]".into(), hinted_type(schema, session_ks, ty)?),
+        BindReceiver::Nested {
+            step: rocksandra_cql::ast::NestedStep::FunctionArgument { function, position },
+            ..
+        } if is_from_json(function) => {
+            // FunctionResolver.makeArgSpec: fromJson takes the JSON text.
+            (format!("arg{position}"), native(NativeType::Text))
+        }
         BindReceiver::Nested { parent, step } => {
             let (name, ty) = receiver_spec(schema, table, parent, session_ks)?;
             (name, nested_receiver_type(step, ty.unfrozen()))
         }
         BindReceiver::Unknown => ("[unknown]".into(), native(NativeType::Blob)),
     })
+}
+
+/// `fromJson` or `system.fromJson`, in any case.
+fn is_from_json(function: &QualifiedName) -> bool {
+    function.name.as_str().eq_ignore_ascii_case("fromjson")
+        && function
+            .keyspace
+            .as_ref()
+            .is_none_or(|k| k.as_str().eq_ignore_ascii_case("system"))
 }
 
 /// The type of a marker inside a hinted term `(type) ?`: the type, resolved

@@ -3329,10 +3329,13 @@ fn json_rows(outputs: &[Output], rows: Vec<Vec<Option<Bytes>>>) -> Result<Vec<Ve
     for row in rows {
         let mut fields = Vec::new();
         for (o, v) in outputs.iter().zip(row) {
+            // The name is escaped as a JSON string; a case-sensitive one is
+            // also wrapped in escaped quotes, as Cassandra's Selection does.
+            let quoted = rocksandra_data::value::json_string(&o.name);
             let name = if o.name.chars().any(|c| c.is_ascii_uppercase()) {
-                format!("\"\\\"{}\\\"\"", o.name)
+                format!("\"\\\"{}\\\"\"", &quoted[1..quoted.len() - 1])
             } else {
-                format!("\"{}\"", o.name)
+                quoted
             };
             let value = match v {
                 None => "null".to_string(),
