@@ -1172,6 +1172,13 @@ impl Executor {
         parsed: &ParsedStatement,
         session_ks: Option<&str>,
     ) -> Result<(Vec<ColumnSpec>, Vec<u16>)> {
+        if let Statement::Batch(batch) = &parsed.statement {
+            // A prepared BATCH has no partition key indexes, as in Cassandra.
+            return Ok((
+                batch_bind_specs(schema, batch, parsed, session_ks)?,
+                Vec::new(),
+            ));
+        }
         let table = statement_table(schema, &parsed.statement, session_ks)?;
         let spec = |name: &str, ty: CqlType| ColumnSpec {
             table: TableSpec {
@@ -1231,6 +1238,56 @@ impl Executor {
         }
         Ok((specs, pk_indexes))
     }
+}
+
+/// The bind markers of a BATCH given as text: each statement's markers
+/// (numbered in text order across the batch) bind columns of its own table.
+fn batch_bind_specs(
+    schema: &Schema,
+    batch: &rocksandra_cql::ast::Batch,
+    parsed: &ParsedStatement,
+    session_ks: Option<&str>,
+) -> Result<Vec<ColumnSpec>> {
+    let mut specs = Vec::with_capacity(parsed.bind_variables.len());
+    let mut variables = parsed.bind_variables.iter();
+    for m in &batch.statements {
+        let (name, text) = match m {
+            Modification::Insert(s) => (&s.table, s.to_string()),
+            Modification::Update(s) => (&s.table, s.to_string()),
+            Modification::Delete(s) => (&s.table, s.to_string()),
+        };
+        let table = schema
+            .lookup_table(keyspace_of(name, session_ks)?, name.name.as_str())?
+            .clone();
+        // The statement alone, printed and parsed again, says how many of
+        // the batch's markers are its own.
+        let count = rocksandra_cql::parse_statement(&text)
+            .map_err(|e| QueryError::Server(format!("cannot reparse a batch statement: {e}")))?
+            .bind_variables
+            .len();
+        for var in variables.by_ref().take(count) {
+            let (name, ty) = receiver_spec(schema, Some(&table), &var.receiver, session_ks)?;
+            let name = var
+                .name
+                .as_ref()
+                .map(|n| n.as_str().to_string())
+                .unwrap_or(name);
+            specs.push(ColumnSpec {
+                table: TableSpec {
+                    keyspace: table.keyspace.clone(),
+                    table: table.name.clone(),
+                },
+                name,
+                cql_type: ty,
+            });
+        }
+    }
+    if specs.len() != parsed.bind_variables.len() {
+        return Err(QueryError::Server(
+            "the bind markers of a batch do not add up to its statements' markers".into(),
+        ));
+    }
+    Ok(specs)
 }
 
 /// The table a DML statement works on, if any.

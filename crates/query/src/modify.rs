@@ -569,6 +569,11 @@ pub fn execute_batch_statement(
     request: &Request,
     values: &[rocksandra_wire::Value],
 ) -> Result<Outcome> {
+    if batch.using.iter().any(|u| matches!(u, UsingParam::Ttl(_))) {
+        return Err(QueryError::invalid(
+            "Global TTL on the BATCH statement is not supported.",
+        ));
+    }
     let warning = write_consistency_levels(context, request)?;
     let statements: Vec<(&Modification, &[rocksandra_wire::Value], Request)> = batch
         .statements
@@ -1361,13 +1366,28 @@ fn add_elements(
     Ok(())
 }
 
+/// The time of the last appended list element this process made (100-ns
+/// intervals since 1582-10-15), so that appends follow each other in the
+/// order they are made, as Cassandra's `TimeUUID.Generator` guarantees:
+/// two statements of one batch share a timestamp, and the second one's
+/// elements still come after the first one's.
+static LAST_APPEND_TICKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// A version-1 UUID for the `k`-th appended element at `timestamp` micros:
-/// increasing with the write time, unique per element.
+/// increasing with the write time, and after every element appended before
+/// it by this process; unique per element.
 fn list_timeuuid(context: &StatementCtx<'_>, timestamp: i64, k: usize) -> [u8; 16] {
+    use std::sync::atomic::Ordering;
     // 100-ns intervals since 1582-10-15.
-    let t = (timestamp as i128 * 10
+    let wanted = (timestamp as i128 * 10
         + i128::from(rocksandra_data::uuid::GREGORIAN_EPOCH_OFFSET_TICKS)
         + k as i128) as u64;
+    let previous = LAST_APPEND_TICKS
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
+            Some(wanted.max(last.saturating_add(1)))
+        })
+        .unwrap_or_else(|last| last);
+    let t = wanted.max(previous.saturating_add(1));
     rocksandra_data::uuid::time_v1(t, (context.env.random)())
 }
 
