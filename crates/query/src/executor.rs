@@ -751,10 +751,22 @@ impl Executor {
                 }
                 self.ddl(|schema| crate::view::alter_view(schema, session_ks, s))
             }
-            Statement::CreateTrigger(t) => Err(QueryError::invalid(format!(
-                "Trigger class '{}' couldn't be loaded",
-                t.class
-            ))),
+            Statement::CreateTrigger(t) => {
+                let schema = self.schema();
+                let keyspace = keyspace_of(&t.table, session_ks)?;
+                let on_view = schema
+                    .lookup_table(keyspace, t.table.name.as_str())
+                    .is_ok_and(|table| table.is_view());
+                if on_view {
+                    return Err(QueryError::invalid(
+                        "Cannot CREATE TRIGGER for a materialized view",
+                    ));
+                }
+                Err(QueryError::invalid(format!(
+                    "Trigger class '{}' couldn't be loaded",
+                    t.class
+                )))
+            }
             Statement::DropTrigger(t) => Err(QueryError::invalid(format!(
                 "Trigger {} doesn't exist",
                 t.name.as_str()

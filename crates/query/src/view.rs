@@ -73,11 +73,15 @@ pub fn create_view(
     random: &dyn Fn() -> u64,
 ) -> Result<DdlOutcome> {
     let base_keyspace = crate::schema::keyspace_of(&stmt.base_table, session_keyspace)?;
+    // An unqualified view is in the session's keyspace, as in Cassandra.
     let keyspace = match &stmt.name.keyspace {
         Some(k) => k.as_str(),
-        None => base_keyspace,
+        None => session_keyspace.unwrap_or(base_keyspace),
     };
     if keyspace != base_keyspace {
+        if schema.keyspace(keyspace).is_none() {
+            return Err(ire(format!("Keyspace '{keyspace}' doesn't exist")));
+        }
         return Err(ire(
             "Cannot create a materialized view on a table in a different keyspace",
         ));
@@ -221,8 +225,10 @@ fn view_selection<'b>(base: &'b Table, stmt: &CreateMaterializedView) -> Result<
                     )));
                 };
                 let column = base.column(name.as_str()).ok_or_else(|| {
-                    QueryError::undefined_column_name(
+                    QueryError::undefined_column(
                         &rocksandra_data::types::quote_identifier_if_needed(name.as_str()),
+                        &base.keyspace,
+                        &base.name,
                     )
                 })?;
                 if !selected.iter().any(|c| c.name == column.name) {
@@ -342,8 +348,10 @@ fn check_view_where(base: &Table, stmt: &CreateMaterializedView, key_names: &[&s
         };
         for name in names {
             let column = base.column(name).ok_or_else(|| {
-                QueryError::undefined_column_name(
+                QueryError::undefined_column(
                     &rocksandra_data::types::quote_identifier_if_needed(name),
+                    &base.keyspace,
+                    &base.name,
                 )
             })?;
             restricted.insert(name);
@@ -554,6 +562,11 @@ pub fn alter_view(
     if table.params.default_time_to_live > 0 {
         return Err(ire(
             "Forbidden default_time_to_live detected for a materialized view. Data in a materialized view always expire at the same time than the corresponding data in the parent table. default_time_to_live must be set to zero, see CASSANDRA-12868 for more information",
+        ));
+    }
+    if table.params.gc_grace_seconds == 0 {
+        return Err(ire(
+            "Cannot alter gc_grace_seconds of a materialized view to 0, since this value is used to TTL undelivered updates. Setting gc_grace_seconds too low might cause undelivered updates to expire before being replayed.",
         ));
     }
     let next = ddl::replace_table(schema, table.clone());
@@ -1244,6 +1257,12 @@ pub fn alter_table(
         .keyspace(keyspace)
         .map(|ks| views_of(ks, &table.name).cloned().collect())
         .unwrap_or_default();
+    let with_options = matches!(stmt.action, AlterTableAction::With(_));
+    if with_options && !views.is_empty() && table.params.gc_grace_seconds == 0 {
+        return Err(ire(
+            "Cannot alter gc_grace_seconds of the base table of a materialized view to 0, since this value is used to TTL undelivered updates. Setting gc_grace_seconds too low might cause undelivered updates to expire before being replayed.",
+        ));
+    }
     for view in &views {
         if let Some(changed) = follow_base(view, &table, &stmt.action) {
             next = ddl::replace_table(&next, changed.clone());
