@@ -1984,9 +1984,9 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
     }
     let ks = existing_keyspace(schema, keyspace)?;
     let Some(current) = ks.tables.get(table_name) else {
+        // CreateIndexStatement names the table alone.
         return Err(QueryError::invalid(format!(
-            "Table '{}' doesn't exist",
-            rocksandra_data::types::qualified_name(keyspace, table_name)
+            "Table '{table_name}' doesn't exist"
         )));
     };
     let (column, target) = index_target(current, stmt)?;
@@ -2030,6 +2030,13 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
         .iter()
         .find(|ix| ix.kind == kind && ix.options == options)
     {
+        if stmt.if_not_exists {
+            return Ok(DdlOutcome {
+                schema: None,
+                change: event,
+                effects: StorageEffects::default(),
+            });
+        }
         return Err(QueryError::invalid(format!(
             "Index {name} is a duplicate of existing index {}",
             existing.name
@@ -2100,9 +2107,11 @@ fn index_target<'t, 's>(
         ));
     }
     let [target] = stmt.targets.as_slice() else {
-        return Err(QueryError::invalid(
-            "Only CUSTOM indexes support multiple columns",
-        ));
+        return Err(QueryError::invalid(if stmt.targets.is_empty() {
+            "Only CUSTOM indexes can be created without specifying a target column"
+        } else {
+            "Only CUSTOM indexes support multiple columns"
+        }));
     };
     let Some(column) = current.column(target.column.as_str()) else {
         if current
@@ -2117,10 +2126,11 @@ fn index_target<'t, 's>(
                 &current.name,
             ));
         }
-        return Err(QueryError::invalid(format!(
-            "Column '{}' doesn't exist",
-            target.column.as_str()
-        )));
+        return Err(QueryError::undefined_column(
+            target.column.as_str(),
+            &current.keyspace,
+            &current.name,
+        ));
     };
     if current.is_counter() {
         return Err(QueryError::invalid(
@@ -2209,6 +2219,11 @@ pub fn drop_index(
     name: &str,
     if_exists: bool,
 ) -> Result<DdlOutcome> {
+    if is_system_keyspace(keyspace) {
+        return Err(QueryError::invalid(format!(
+            "System keyspace '{keyspace}' is not user-modifiable"
+        )));
+    }
     let ks = existing_keyspace(schema, keyspace)?;
     let Some(table) = ks
         .tables
