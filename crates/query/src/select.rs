@@ -306,14 +306,18 @@ fn plan_function(
     ctx: &EvalContext<'_>,
 ) -> Result<Planned> {
     let fname = name.name.as_str();
+    let in_system = name
+        .keyspace
+        .as_ref()
+        .is_none_or(|ks| ks.as_str() == "system");
     if fname == "token"
-        && name.keyspace.is_none()
+        && in_system
         && args.len() == table.partition_key_count
         && args.iter().all(|a| !matches!(a, Expr::Column(_)))
     {
         return plan_token_of_values(table, args, ctx);
     }
-    if fname == "token" && name.keyspace.is_none() {
+    if fname == "token" && in_system {
         return plan_token_of_columns(table, args);
     }
     let aggregate = match fname {
@@ -407,6 +411,19 @@ fn plan_token_of_columns(table: &Table, args: &[Expr]) -> Result<Planned> {
         cols.push(i);
     }
     let expected: Vec<usize> = (0..table.partition_key_count).collect();
+    if cols.len() == expected.len() {
+        // The function takes the partition key's types, argument by argument.
+        for (position, (col, key)) in cols.iter().zip(table.partition_key()).enumerate() {
+            let column = &table.columns[*col];
+            if column.ty != key.ty {
+                return Err(QueryError::invalid(format!(
+                    "Type error: {} cannot be passed as argument {position} of function system.token of type {}",
+                    column_label(&column.name),
+                    key.ty
+                )));
+            }
+        }
+    }
     if cols != expected {
         return Err(QueryError::invalid(format!(
             "Invalid number of arguments in call to function system.token: {} required but {} provided",
