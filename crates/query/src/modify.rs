@@ -61,6 +61,9 @@ impl WriteParams {
     }
 }
 
+/// A USING parameter's value; None when unset. A null TTL is 0 (no TTL,
+/// not even the table's default), as in Cassandra's `Attributes`; a null
+/// timestamp is refused.
 fn int_param(
     expr: &Expr,
     name: &str,
@@ -73,6 +76,7 @@ fn int_param(
             Value::Bigint(i) => Ok(Some(i)),
             _ => Ok(None),
         },
+        Term::Null if name == "[ttl]" => Ok(Some(0)),
         Term::Null => Err(QueryError::invalid(format!("Invalid null value of {name}"))),
         Term::Unset => Ok(None),
     }

@@ -395,7 +395,15 @@ fn filter_values(
                 name,
             )?]
         }
-        _ => vec![term_value(evaluate(rhs, &column.ty, name, ctx)?, name)?],
+        _ => match evaluate(rhs, &column.ty, name, ctx)? {
+            // A filter on a regular column (Cassandra's RowFilter) words it so.
+            Term::Unset if !column.kind.is_primary_key() => {
+                return Err(QueryError::invalid(format!(
+                    "Unsupported unset value for column {name}"
+                )))
+            }
+            term => vec![term_value(term, name)?],
+        },
     })
 }
 
@@ -971,6 +979,14 @@ impl Gathered {
         let mut sizes = Vec::new();
         for (i, column) in table.partition_key().iter().enumerate() {
             let values = self.per_column[i].values.as_deref().unwrap_or_default();
+            if table.partition_key_count == 1
+                && values
+                    .iter()
+                    .any(|v| v.as_ref().is_some_and(|b| b.is_empty()))
+            {
+                // QueryProcessor.validateKey: a whole partition key may not be empty.
+                return Err(QueryError::invalid("Key may not be empty"));
+            }
             let distinct = distinct_values(values, &column.name)?;
             keys = extend_product(
                 &keys,
