@@ -111,11 +111,12 @@ fn property_map(p: &Property) -> Result<BTreeMap<String, String>> {
 
 fn property_bool(p: &Property) -> Result<bool> {
     let text = property_text(p)?;
+    // PropertyDefinitions.parseBoolean.
     match text.to_ascii_lowercase().as_str() {
-        "true" => Ok(true),
-        "false" => Ok(false),
+        "1" | "true" | "yes" => Ok(true),
+        "0" | "false" | "no" => Ok(false),
         _ => Err(QueryError::syntax(format!(
-            "Invalid boolean value {text} for '{}'. Valid values are 'true' or 'false'.",
+            "Invalid boolean value {text} for '{}'. Positive values can be '1', 'true' or 'yes'. Negative values can be '0', 'false' or 'no'.",
             p.name.as_str()
         ))),
     }
@@ -217,9 +218,8 @@ fn replication(
                 }
             }
         }
-        "org.apache.cassandra.locator.LocalStrategy"
-        | "org.apache.cassandra.locator.EverywhereStrategy" => {
-            return Err(QueryError::config(
+        "org.apache.cassandra.locator.LocalStrategy" => {
+            return Err(QueryError::invalid(
                 "Unable to use given strategy class: LocalStrategy is reserved for internal use.",
             ));
         }
@@ -402,8 +402,32 @@ pub fn drop_keyspace(schema: &Schema, name: &str, if_exists: bool) -> Result<Ddl
 // ---------------------------------------------------------------- types
 
 fn resolve_type(keyspace: &Keyspace, ty: &TypeExpr) -> Result<CqlType> {
+    if let Some(other) = foreign_udt_keyspace(ty, &keyspace.name) {
+        return Err(QueryError::invalid(format!(
+            "Statement on keyspace {} cannot refer to a user type in keyspace {other}; user types can only be used in the keyspace they are defined in",
+            keyspace.name
+        )));
+    }
     ty.resolve(&KeyspaceTypes(&keyspace.types))
         .map_err(|e| QueryError::invalid(format!("Unknown type {}.{}", keyspace.name, e.0)))
+}
+
+/// The keyspace of a user type named in `ty` with a keyspace other than
+/// `keyspace`, if any.
+fn foreign_udt_keyspace(ty: &TypeExpr, keyspace: &str) -> Option<String> {
+    match ty {
+        TypeExpr::Udt {
+            keyspace: Some(k), ..
+        } if k.as_str() != keyspace => Some(k.as_str().to_string()),
+        TypeExpr::List(e) | TypeExpr::Set(e) | TypeExpr::Frozen(e) | TypeExpr::Vector(e, _) => {
+            foreign_udt_keyspace(e, keyspace)
+        }
+        TypeExpr::Map(k, v) => {
+            foreign_udt_keyspace(k, keyspace).or_else(|| foreign_udt_keyspace(v, keyspace))
+        }
+        TypeExpr::Tuple(items) => items.iter().find_map(|t| foreign_udt_keyspace(t, keyspace)),
+        _ => None,
+    }
 }
 
 /// Checks a column or field type as written, before resolving freezes what
@@ -490,6 +514,15 @@ fn check_duration_keys(ty: &CqlType) -> Result<()> {
     }
 }
 
+/// A list, set or map with counter elements, keys or values.
+fn frozen_counter_collection(ty: &CqlType) -> bool {
+    match ty {
+        CqlType::List(e) | CqlType::Set(e) => e.is_counter(),
+        CqlType::Map(k, v) => k.is_counter() || v.is_counter(),
+        _ => false,
+    }
+}
+
 /// Checks a column type as Cassandra's `CQL3Type.Raw.prepare` does.
 fn check_column_type(ty: &CqlType, top: bool) -> Result<()> {
     check_duration_keys(ty)?;
@@ -535,6 +568,10 @@ fn check_column_type(ty: &CqlType, top: bool) -> Result<()> {
             }
             check_column_type(e, false)
         }
+        // A frozen collection of counters is refused as the collection is.
+        CqlType::Frozen(inner) if frozen_counter_collection(inner) => Err(QueryError::invalid(
+            format!("Counters are not allowed inside collections: {ty}"),
+        )),
         // Everything inside frozen<> is frozen too.
         CqlType::Frozen(_) => Ok(()),
         CqlType::Udt(u) if top => {
@@ -589,6 +626,12 @@ pub fn create_type(schema: &Schema, keyspace: &str, stmt: &CreateType) -> Result
                 "Duplicate field name '{}' in type '{name}'",
                 field.as_str()
             )));
+        }
+        if matches!(ty, TypeExpr::Udt { .. }) {
+            // CreateTypeStatement checks this before resolving the name.
+            return Err(QueryError::invalid(
+                "A user type cannot contain non-frozen UDTs",
+            ));
         }
         check_written_type(ty)?;
         let resolved = resolve_type(ks, ty)?;
@@ -787,8 +830,9 @@ fn rename_type_fields(
             )));
         };
         if updated.fields.iter().any(|(n, _)| n == to.as_str()) {
+            // AlterTypeStatement's format names the keyspace where the type belongs.
             return Err(QueryError::invalid(format!(
-                "Duplicate field name {} in type {qualified}",
+                "Duplicate field name {} in type {keyspace}",
                 to.as_str()
             )));
         }
@@ -926,7 +970,80 @@ pub fn apply_table_properties(params: &mut TableParams, properties: &[Property])
     for p in properties {
         apply_table_property(params, p)?;
     }
+    validate_intervals(params)
+}
+
+/// The checks of Cassandra's `TableParams.validate` on the index intervals
+/// and the flush period, which hold between properties.
+fn validate_intervals(params: &TableParams) -> Result<()> {
+    if params.min_index_interval < 1 {
+        return Err(QueryError::config(format!(
+            "min_index_interval must be greater than or equal to 1 (got {})",
+            params.min_index_interval
+        )));
+    }
+    if params.max_index_interval < params.min_index_interval {
+        return Err(QueryError::config(format!(
+            "max_index_interval must be greater than or equal to min_index_interval ({}) (got {})",
+            params.min_index_interval, params.max_index_interval
+        )));
+    }
+    if params.memtable_flush_period_in_ms < 0 {
+        return Err(QueryError::config(format!(
+            "memtable_flush_period_in_ms must be greater than or equal to 0 (got {})",
+            params.memtable_flush_period_in_ms
+        )));
+    }
     Ok(())
+}
+
+/// `speculative_retry` and `additional_write_policy`: Cassandra's
+/// `SpeculativeRetryPolicy.fromString`, in its normal form (`99p`, `50ms`,
+/// `NONE`, `ALWAYS`, `MIN(99p,50ms)`).
+fn retry_policy(text: &str, option: &str) -> Result<String> {
+    let invalid = || QueryError::config(format!("Invalid value {text} for option '{option}'"));
+    let upper = text.trim().to_ascii_uppercase();
+    if upper == "NONE" || upper == "ALWAYS" {
+        return Ok(upper);
+    }
+    for hybrid in ["MIN", "MAX"] {
+        if let Some(inner) = upper
+            .strip_prefix(hybrid)
+            .and_then(|r| r.strip_prefix('('))
+            .and_then(|r| r.strip_suffix(')'))
+        {
+            let (a, b) = inner.split_once(',').ok_or_else(invalid)?;
+            let a = retry_policy(a, option).map_err(|_| invalid())?;
+            let b = retry_policy(b, option).map_err(|_| invalid())?;
+            return Ok(format!("{hybrid}({a},{b})"));
+        }
+    }
+    let number = |digits: &str| -> Option<f64> {
+        let ok = !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit() || c == '.');
+        ok.then(|| digits.parse::<f64>().ok()).flatten()
+    };
+    if let Some(digits) = upper.strip_suffix("MS") {
+        let ms = number(digits).ok_or_else(invalid)?;
+        return Ok(format!("{}ms", java_decimal_format(ms)));
+    }
+    let digits = upper
+        .strip_suffix("PERCENTILE")
+        .or_else(|| upper.strip_suffix('P'))
+        .ok_or_else(invalid)?;
+    let percentile = number(digits).ok_or_else(invalid)?;
+    if percentile <= 0.0 || percentile >= 100.0 {
+        return Err(QueryError::config(format!(
+            "Invalid value {text} for PERCENTILE option '{option}': must be between (0.0 and 100.0)"
+        )));
+    }
+    Ok(format!("{}p", java_decimal_format(percentile)))
+}
+
+/// Java's `new DecimalFormat("#.####").format(v)` for a non-negative value.
+fn java_decimal_format(v: f64) -> String {
+    let text = format!("{v:.4}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    text.to_string()
 }
 
 /// An integer table property.
@@ -967,9 +1084,12 @@ fn apply_table_property(params: &mut TableParams, p: &Property) -> Result<()> {
         }
         "bloom_filter_fp_chance" => {
             let v = double_property(p)?;
-            if v <= 0.0 || v > 1.0 {
+            // BloomCalculations.minSupportedBloomFilterFpChance().
+            const MIN_FP_CHANCE: f64 = 6.71e-5;
+            if v <= MIN_FP_CHANCE || v > 1.0 {
                 return Err(QueryError::config(format!(
-                    "bloom_filter_fp_chance must be larger than 0.0 and less than or equal to 1.0 (got {v})"
+                    "bloom_filter_fp_chance must be larger than 6.71E-5 and less than or equal to 1.0 (got {})",
+                    rocksandra_data::value::java_double(v)
                 )));
             }
             params.bloom_filter_fp_chance = v;
@@ -978,7 +1098,8 @@ fn apply_table_property(params: &mut TableParams, p: &Property) -> Result<()> {
             let v = double_property(p)?;
             if !(0.0..=1.0).contains(&v) {
                 return Err(QueryError::config(format!(
-                    "crc_check_chance must be larger than or equal to 0 and smaller than or equal to 1.0 (got {v})"
+                    "crc_check_chance must be larger than or equal to 0 and smaller than or equal to 1.0 (got {})",
+                    rocksandra_data::value::java_double(v)
                 )));
             }
             params.crc_check_chance = v;
@@ -988,8 +1109,13 @@ fn apply_table_property(params: &mut TableParams, p: &Property) -> Result<()> {
         }
         "min_index_interval" => params.min_index_interval = int_property(p)? as i32,
         "max_index_interval" => params.max_index_interval = int_property(p)? as i32,
-        "speculative_retry" => params.speculative_retry = property_text(p)?,
-        "additional_write_policy" => params.additional_write_policy = property_text(p)?,
+        "speculative_retry" => {
+            params.speculative_retry = retry_policy(&property_text(p)?, "speculative_retry")?
+        }
+        "additional_write_policy" => {
+            params.additional_write_policy =
+                retry_policy(&property_text(p)?, "additional_write_policy")?
+        }
         "read_repair" => {
             let v = property_text(p)?.to_ascii_uppercase();
             if v != "BLOCKING" && v != "NONE" {
@@ -997,7 +1123,16 @@ fn apply_table_property(params: &mut TableParams, p: &Property) -> Result<()> {
             }
             params.read_repair = v;
         }
-        "memtable" => params.memtable = property_text(p)?,
+        "memtable" => {
+            let name = property_text(p)?;
+            // Only the configuration every node has; cassandra.yaml may add others.
+            if name != "default" {
+                return Err(QueryError::config(format!(
+                    "Memtable configuration \"{name}\" not found."
+                )));
+            }
+            params.memtable = name;
+        }
         "cdc" => params.cdc = property_bool(p)?,
         "allow_auto_snapshot" => params.allow_auto_snapshot = property_bool(p)?,
         "incremental_backups" => params.incremental_backups = property_bool(p)?,
@@ -1045,6 +1180,16 @@ fn caching_option(p: &Property) -> Result<BTreeMap<String, String>> {
             )));
         }
     }
+    if let Some(rows) = m.get("rows_per_partition") {
+        let valid = rows.eq_ignore_ascii_case("ALL")
+            || rows.eq_ignore_ascii_case("NONE")
+            || rows.parse::<i32>().is_ok_and(|n| n >= 0);
+        if !valid {
+            return Err(QueryError::config(format!(
+                "Invalid value '{rows}' for caching sub-option 'rows_per_partition': only 'ALL', 'NONE', and integer values are allowed"
+            )));
+        }
+    }
     m.entry("keys".into()).or_insert_with(|| "ALL".into());
     m.entry("rows_per_partition".into())
         .or_insert_with(|| "NONE".into());
@@ -1057,7 +1202,7 @@ fn compaction_option(p: &Property) -> Result<BTreeMap<String, String>> {
     let mut m = property_map(p)?;
     let Some(class) = m.get("class").cloned() else {
         return Err(QueryError::config(
-            "Missing sub-option 'class' for the 'compaction' option.",
+            "Missing sub-option 'class' for the 'compaction' option",
         ));
     };
     let full = if class.contains('.') {
@@ -1076,12 +1221,38 @@ fn compaction_option(p: &Property) -> Result<BTreeMap<String, String>> {
             "Unable to find compaction strategy class '{full}'"
         )));
     }
+    check_compaction_suboptions(&full, &m)?;
     m.insert("class".into(), full);
     m.entry("max_threshold".into())
         .or_insert_with(|| "32".into());
     m.entry("min_threshold".into())
         .or_insert_with(|| "4".into());
     Ok(m)
+}
+
+/// The strategy's `validateOptions` for the sub-options checked here: the
+/// minimum threshold, and the time window unit of TimeWindowCompactionStrategy.
+fn check_compaction_suboptions(class: &str, m: &BTreeMap<String, String>) -> Result<()> {
+    if class.ends_with("UnifiedCompactionStrategy") {
+        return Ok(());
+    }
+    if let Some(min) = m.get("min_threshold").and_then(|t| t.parse::<i64>().ok()) {
+        if min < 2 {
+            return Err(QueryError::config(format!(
+                "Min compaction threshold cannot be less than 2 (got {min})"
+            )));
+        }
+    }
+    if class.ends_with("TimeWindowCompactionStrategy") {
+        if let Some(unit) = m.get("compaction_window_unit") {
+            if !["MINUTES", "HOURS", "DAYS"].contains(&unit.as_str()) {
+                return Err(QueryError::config(format!(
+                    "{unit} is not valid for compaction_window_unit"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `compression`: disabled, or a known compressor class (its full name
@@ -1194,8 +1365,14 @@ fn check_key_column_type(name: &str, ty: &CqlType) -> Result<()> {
         )));
     }
     if !ty.can_be_key() {
+        // A duration anywhere in the type is named as the reason.
+        let shown = if ty.references_duration() {
+            "duration".to_string()
+        } else {
+            ty.to_string()
+        };
         return Err(QueryError::invalid(format!(
-            "{ty} type is not supported for PRIMARY KEY column '{name}'"
+            "{shown} type is not supported for PRIMARY KEY column '{name}'"
         )));
     }
     Ok(())
@@ -1345,7 +1522,7 @@ fn key_column_positions(
         let i = find_declared(declared, ident, name)?;
         if key_positions.contains(&i) {
             return Err(QueryError::invalid(format!(
-                "Column '{}' appears twice in PRIMARY KEY for table '{name}'",
+                "Duplicate column '{}' in PRIMARY KEY clause for table '{name}'",
                 ident.as_str()
             )));
         }
@@ -1372,6 +1549,16 @@ fn clustering_descending(stmt: &CreateTable) -> Result<Vec<bool>> {
         )));
     }
     for (i, (column, order)) in stmt.options.clustering_order.iter().enumerate() {
+        if stmt.options.clustering_order[..i]
+            .iter()
+            .any(|(c, _)| c == column)
+        {
+            return Err(QueryError::invalid(format!(
+                "Duplicate column '{}' in CLUSTERING ORDER BY clause for table '{}'",
+                column.as_str(),
+                stmt.name.name.as_str()
+            )));
+        }
         let position = stmt
             .clustering_key
             .iter()
@@ -1414,7 +1601,7 @@ fn key_columns(
         let (cname, ty, is_static) = &declared[find_declared(declared, ident, name)?];
         if *is_static {
             return Err(QueryError::invalid(format!(
-                "Static column {cname} cannot be part of the PRIMARY KEY"
+                "Static column '{cname}' cannot be part of the PRIMARY KEY"
             )));
         }
         check_key_column_type(cname, ty)?;
@@ -1686,9 +1873,11 @@ fn apply_alter_action(
                 drop_column(table, ident, *if_exists, has_views, dropped_time)?;
             }
         }
-        AlterTableAction::Rename { if_exists, renames } => {
+        AlterTableAction::Rename { renames, .. } => {
+            // Cassandra 5.0.6 refuses a missing column even with IF EXISTS
+            // (its getExistingColumn runs first).
             for (from, to) in renames {
-                rename_column(table, from, to, *if_exists)?;
+                rename_column(table, from, to)?;
             }
         }
         AlterTableAction::DropCompactStorage => {
@@ -1770,6 +1959,15 @@ fn add_column(
     }
     let mut reused_id = None;
     if let Some(dropped) = table.dropped.iter().find(|d| d.name == cname) {
+        let kind_text = |static_column: bool| if static_column { "STATIC" } else { "REGULAR" };
+        let dropped_static = dropped.kind == ColumnKind::Static;
+        if dropped_static != def.is_static {
+            return Err(QueryError::invalid(format!(
+                "Cannot re-add previously dropped column '{cname}' of kind {}, incompatible with previous kind {}",
+                kind_text(def.is_static),
+                kind_text(dropped_static)
+            )));
+        }
         let incompatible = if ty.is_multi_cell() {
             dropped.type_text != ty.to_string()
         } else {
@@ -1877,7 +2075,7 @@ fn drop_column(
 }
 
 /// ALTER TABLE RENAME of one primary key column.
-fn rename_column(table: &mut Table, from: &Ident, to: &Ident, if_exists: bool) -> Result<()> {
+fn rename_column(table: &mut Table, from: &Ident, to: &Ident) -> Result<()> {
     let qualified = format!("{}.{}", table.keyspace, table.name);
     if table
         .columns
@@ -1891,13 +2089,11 @@ fn rename_column(table: &mut Table, from: &Ident, to: &Ident, if_exists: bool) -
         ));
     }
     let Some(i) = table.column_index(from.as_str()) else {
-        if if_exists {
-            return Ok(());
-        }
-        return Err(QueryError::invalid(format!(
-            "Column {} was not found in table {qualified}",
-            from.as_str()
-        )));
+        return Err(QueryError::undefined_column(
+            from.as_str(),
+            &table.keyspace,
+            &table.name,
+        ));
     };
     if !table.columns[i].kind.is_primary_key() {
         return Err(QueryError::invalid(format!(
@@ -2321,5 +2517,22 @@ mod tests {
         assert!(check_written_type(&set_of_nested).is_ok());
         let list_in_frozen_in_set = TypeExpr::Set(Box::new(TypeExpr::Frozen(list(list(int())))));
         assert!(check_written_type(&list_in_frozen_in_set).is_ok());
+    }
+
+    #[test]
+    fn retry_policies_take_cassandras_normal_form() {
+        let policy = |text: &str| retry_policy(text, "speculative_retry");
+        assert_eq!(policy("99PERCENTILE").unwrap(), "99p");
+        assert_eq!(policy("99.50p").unwrap(), "99.5p");
+        assert_eq!(policy("50ms").unwrap(), "50ms");
+        assert_eq!(policy("none").unwrap(), "NONE");
+        assert_eq!(policy("min(99p,50ms)").unwrap(), "MIN(99p,50ms)");
+        let bogus = policy("bogus").unwrap_err().to_string();
+        assert!(
+            bogus.contains("Invalid value bogus for option 'speculative_retry'"),
+            "{bogus}"
+        );
+        let over = policy("101p").unwrap_err().to_string();
+        assert!(over.contains("must be between (0.0 and 100.0)"), "{over}");
     }
 }

@@ -875,12 +875,13 @@ impl Parser {
             if self.eat_kws(&["clustering", "order", "by"]) {
                 options.clustering_order = self.parenthesized(false, |p| {
                     let column = p.ident()?;
-                    let order = match p.eat_kw("desc") {
-                        true => ClusteringOrder::Desc,
-                        false => {
-                            p.eat_kw("asc");
-                            ClusteringOrder::Asc
-                        }
+                    // Cassandra's grammar requires the direction.
+                    let order = if p.eat_kw("desc") {
+                        ClusteringOrder::Desc
+                    } else if p.eat_kw("asc") {
+                        ClusteringOrder::Asc
+                    } else {
+                        return Err(p.no_viable());
                     };
                     Ok((column, order))
                 })?;
