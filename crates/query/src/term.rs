@@ -232,9 +232,14 @@ fn evaluate_list(
         CqlType::Vector(element, dimension) => {
             evaluate_vector(items, element, *dimension, receiver, receiver_name, ctx)
         }
-        // Cassandra 5.0's list literals name a set receiver this way.
-        CqlType::Set(_) => Err(QueryError::invalid(format!(
+        // Cassandra 5.0's list literals name a set, map or tuple receiver
+        // this way (a tuple is always frozen in its CQL text).
+        CqlType::Set(_) | CqlType::Map(..) => Err(QueryError::invalid(format!(
             "Unexpected receiver type '{receiver}'; only list and vector are expected"
+        ))),
+        CqlType::Tuple(_) => Err(QueryError::invalid(format!(
+            "Unexpected receiver type 'frozen<{}>'; only list and vector are expected",
+            receiver.unfrozen()
         ))),
         _ => Err(QueryError::invalid(format!(
             "Invalid list literal for {receiver_name} of type {receiver}"

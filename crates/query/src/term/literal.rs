@@ -214,7 +214,14 @@ pub(crate) fn parse_uuid(text: &str) -> Option<[u8; 16]> {
 /// An IP address; IPv4-mapped IPv6 addresses become IPv4 as in Java.
 /// Host names are not resolved.
 fn parse_inet(text: &str) -> Option<IpAddr> {
-    let ip: IpAddr = text.parse().ok()?;
+    let ip: IpAddr = match text.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+        // A bracketed literal is IPv6 only, as for InetAddress.getByName.
+        Some(inner) => IpAddr::V6(inner.parse().ok()?),
+        None => text
+            .parse()
+            .ok()
+            .or_else(|| java_ipv4(text).map(IpAddr::V4))?,
+    };
     Some(match ip {
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
             Some(v4) => IpAddr::V4(v4),
@@ -222,6 +229,30 @@ fn parse_inet(text: &str) -> Option<IpAddr> {
         },
         v4 => v4,
     })
+}
+
+/// The IPv4 forms Java's `IPAddressUtil.textToNumericFormatV4` reads besides
+/// `a.b.c.d`: one to four decimal parts (leading zeros allowed), the last
+/// filling the bytes left (`1.2.3` is 1.2.0.3, `1.2` is 1.0.0.2).
+fn java_ipv4(text: &str) -> Option<std::net::Ipv4Addr> {
+    let parts: Vec<&str> = text.split('.').collect();
+    if parts.len() > 4 {
+        return None;
+    }
+    let mut value: u64 = 0;
+    for (i, part) in parts.iter().enumerate() {
+        if part.is_empty() || part.len() > 10 || !part.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let n: u64 = part.parse().ok()?;
+        let last = i + 1 == parts.len();
+        let bits = if last { 8 * (4 - i as u32) } else { 8 };
+        if n >> bits != 0 {
+            return None;
+        }
+        value = (value << bits) | n;
+    }
+    Some(std::net::Ipv4Addr::from(u32::try_from(value).ok()?))
 }
 
 // ---------------------------------------------------------------- dates and times
@@ -435,19 +466,19 @@ fn parse_date_time(text: &str) -> Option<i64> {
         text: text.as_bytes(),
         pos: 0,
     };
-    let (year, month, day) = parse_ymd(&mut cursor)?;
+    let (year, month, day) = parse_lenient_ymd(&mut cursor)?;
     let mut millis_of_day = 0i64;
     let save = cursor.pos;
     if (cursor.eat(b' ') || cursor.eat(b'T')) && cursor.peek().is_some_and(|b| b.is_ascii_digit()) {
-        let (hour, _) = cursor.digits(2, 2)?;
+        let (hour, _) = cursor.digits(1, 2)?;
         if !cursor.eat(b':') {
             return None;
         }
-        let (minute, _) = cursor.digits(2, 2)?;
+        let (minute, _) = cursor.digits(1, 2)?;
         let mut second = 0;
         let mut millis = 0;
         if cursor.eat(b':') {
-            second = cursor.digits(2, 2)?.0;
+            second = cursor.digits(1, 2)?.0;
             if cursor.eat(b'.') {
                 let (fraction, count) = cursor.digits(1, 9)?;
                 let scale = 10i64.pow(u32::try_from(count).ok()?);
@@ -469,6 +500,32 @@ fn parse_date_time(text: &str) -> Option<i64> {
     days.checked_mul(MILLIS_PER_DAY)?
         .checked_add(millis_of_day)?
         .checked_sub(offset_minutes.checked_mul(60_000)?)
+}
+
+/// The date of a timestamp, read as Cassandra's lenient formatter does:
+/// a year of four digits or more, a month and a day of one or two digits,
+/// and a day past the month's end (up to 31) moved back to its last day
+/// (java.time's SMART resolution).
+fn parse_lenient_ymd(cursor: &mut Cursor<'_>) -> Option<(i64, u32, u32)> {
+    let negative = cursor.eat(b'-');
+    if !negative {
+        cursor.eat(b'+');
+    }
+    let (year, _) = cursor.digits(4, 9)?;
+    let year = if negative { -year } else { year };
+    if !cursor.eat(b'-') {
+        return None;
+    }
+    let (month, _) = cursor.digits(1, 2)?;
+    if !cursor.eat(b'-') {
+        return None;
+    }
+    let (day, _) = cursor.digits(1, 2)?;
+    let (month, day) = (u32::try_from(month).ok()?, u32::try_from(day).ok()?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        return None;
+    }
+    Some((year, month, day.min(days_in_month(year, month))))
 }
 
 /// The zone suffix in minutes east of UTC; no suffix means UTC.

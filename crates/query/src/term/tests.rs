@@ -163,7 +163,39 @@ fn text_binary_and_address_constants() {
             v.push(1);
             v
         }),
+        // Java's other IPv4 forms, and a bracketed IPv6 literal.
+        ("inet", "'1.2.3'", vec![1, 2, 0, 3]),
+        ("inet", "'1.2'", vec![1, 0, 0, 2]),
+        ("inet", "'01.02.03.04'", vec![1, 2, 3, 4]),
+        ("inet", "'[::ffff:1.2.3.4]'", vec![1, 2, 3, 4]),
     ]);
+}
+
+/// Timestamps are read leniently: one-digit fields, long years, and a day
+/// past the month's end moved back to its last day.
+#[test]
+fn lenient_timestamp_constants() {
+    let millis = |ms: i64| ms.to_be_bytes().to_vec();
+    check_constants(vec![
+        (
+            "timestamp",
+            "'2024-3-4 5:6:7+0000'",
+            millis(1_709_528_767_000),
+        ),
+        (
+            "timestamp",
+            "'2024-02-30 00:00:00+0000'",
+            millis(1_709_164_800_000),
+        ),
+        (
+            "timestamp",
+            "'10000-01-01 00:00:00+0000'",
+            millis(253_402_300_800_000),
+        ),
+    ]);
+    assert!(error("timestamp", "'2024-03-04 25:00:00+0000'").contains("Unable to parse"));
+    assert!(error("timestamp", "'2024-02-32'").contains("Unable to parse"));
+    assert!(error("inet", "'1.2.3.4.5'").contains("Unable to make inet address"));
 }
 
 /// Dates, times and timestamps, as numbers and as text.
