@@ -339,6 +339,22 @@ fn plan_function(
     if let Some(function) = aggregate {
         return plan_aggregate(table, name, function, args, ctx);
     }
+    if let ("fromjson", None, [Expr::Column(c)]) = (fname, &name.keyspace, args) {
+        // The argument is typed before the function's place is checked.
+        let column = table.column(c.as_str()).ok_or_else(|| {
+            QueryError::undefined_column(c.as_str(), &table.keyspace, &table.name)
+        })?;
+        if !matches!(
+            column.ty,
+            CqlType::Native(NativeType::Text | NativeType::Ascii)
+        ) {
+            return Err(QueryError::invalid(format!(
+                "Function system.fromjson requires an argument of type text, but found argument {} of type {}",
+                column_label(&column.name),
+                column.ty
+            )));
+        }
+    }
     if fname == "fromjson" && name.keyspace.is_none() {
         return Err(QueryError::invalid(
             "fromjson() cannot be used in the selection clause of a SELECT statement",
