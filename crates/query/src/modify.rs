@@ -1438,6 +1438,11 @@ fn targets(
         }
     }
     let r = analyze(table, where_clause, ctx)?;
+    if let Some(name) = &r.null_slice_bound {
+        return Err(QueryError::invalid(format!(
+            "Invalid null value for column {name}"
+        )));
+    }
     if let Some(e) = r.clustering_error {
         return Err(e);
     }

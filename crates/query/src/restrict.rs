@@ -95,6 +95,10 @@ pub struct Restrictions {
     pub partition_in_sizes: Vec<usize>,
     /// The same for an IN on the clustering key when it selects whole rows.
     pub clustering_in_sizes: Vec<usize>,
+    /// A key column with a null slice bound: a SELECT reads the null as the
+    /// empty value (which sorts first), as Cassandra does; a modification
+    /// refuses it.
+    pub null_slice_bound: Option<String>,
 }
 
 fn column_index(table: &Table, name: &str) -> Result<usize> {
@@ -206,6 +210,8 @@ struct ColumnRestriction {
     is_in: bool,
     lower: Option<(Vec<u8>, bool)>,
     upper: Option<(Vec<u8>, bool)>,
+    /// A slice bound was null (read as the empty value).
+    null_bound: bool,
 }
 
 /// One side of a single-column slice: the value and whether it is included.
@@ -234,6 +240,11 @@ pub fn analyze(
         multi_eqs,
         ..
     } = gathered;
+    let null_slice_bound = per_column
+        .iter()
+        .zip(&table.columns)
+        .find(|(r, _)| r.null_bound)
+        .map(|(_, c)| c.name.clone());
     let multi_slice = multi_slice_start.map(|start| MultiSlice {
         start,
         lower: multi_lower,
@@ -258,6 +269,7 @@ pub fn analyze(
         needs_filtering,
         partition_in_sizes,
         clustering_in_sizes: clustering.in_sizes,
+        null_slice_bound,
     })
 }
 
@@ -520,10 +532,19 @@ fn restrict_key_column(
             if slot.values.is_some() {
                 return Err(restricted_more_than_once(name, slot.is_in));
             }
-            let Some(v) = term_value(evaluate(rhs, &column.ty, name, ctx)?, name)? else {
-                return Err(QueryError::invalid(format!(
-                    "Invalid null value for column {name}"
-                )));
+            let v = match term_value(evaluate(rhs, &column.ty, name, ctx)?, name)? {
+                Some(v) => v,
+                // Cassandra reads a null bound as the empty value, first in
+                // ascending order (last in a reversed one, not done here).
+                None if !column.descending => {
+                    slot.null_bound = true;
+                    Vec::new()
+                }
+                None => {
+                    return Err(QueryError::invalid(format!(
+                        "Invalid null value for column {name}"
+                    )))
+                }
             };
             let inclusive = matches!(op, Operator::Lte | Operator::Gte);
             set_bound(slot, op, name, (v, inclusive))?;
