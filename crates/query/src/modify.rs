@@ -1370,23 +1370,21 @@ fn add_elements(
     Ok(())
 }
 
-/// The time of the last appended list element this process made (100-ns
-/// intervals since 1582-10-15), so that appends follow each other in the
-/// order they are made, as Cassandra's `TimeUUID.Generator` guarantees:
-/// two statements of one batch share a timestamp, and the second one's
-/// elements still come after the first one's.
-static LAST_APPEND_TICKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
 /// A version-1 UUID for the `k`-th appended element at `timestamp` micros:
 /// increasing with the write time, and after every element appended before
-/// it by this process; unique per element.
+/// it by this node (`Settings::last_append_ticks`, as Cassandra's
+/// `TimeUUID.Generator`: two statements of one batch share a timestamp,
+/// and the second one's elements still come after the first one's);
+/// unique per element.
 fn list_timeuuid(context: &StatementCtx<'_>, timestamp: i64, k: usize) -> [u8; 16] {
     use std::sync::atomic::Ordering;
     // 100-ns intervals since 1582-10-15.
     let wanted = (timestamp as i128 * 10
         + i128::from(rocksandra_data::uuid::GREGORIAN_EPOCH_OFFSET_TICKS)
         + k as i128) as u64;
-    let previous = LAST_APPEND_TICKS
+    let previous = context
+        .settings
+        .last_append_ticks
         .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
             Some(wanted.max(last.saturating_add(1)))
         })

@@ -3,6 +3,7 @@
 //! tombstone thresholds, the read timeouts and the auth caches. A leaf of the statement
 //! modules: it knows no statement.
 
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
 
 use arc_swap::ArcSwap;
@@ -67,6 +68,10 @@ pub(crate) struct Settings {
     /// This node's data disk usage, as the server last measured it
     /// (`disk_usage`).
     pub(crate) disk_usage: Arc<LocalDiskUsage>,
+    /// The time of the last list element this node appended (100-ns
+    /// intervals since 1582-10-15), so that appends follow each other in
+    /// the order they are made (`modify::list_timeuuid`).
+    pub(crate) last_append_ticks: AtomicU64,
 }
 
 impl Default for Settings {
@@ -79,6 +84,7 @@ impl Default for Settings {
             read_timeouts: TimeoutSettings::new(Default::default()),
             auth_caches: AuthCaches::default(),
             disk_usage: Arc::default(),
+            last_append_ticks: AtomicU64::new(0),
         }
     }
 }
