@@ -212,8 +212,9 @@ impl Node {
         let config = rocksandra_server::config::Config {
             data_file_directories: vec![data.path().to_path_buf()],
             native_transport_port: 0,
-            // Tests run side by side: a free port, never 7199.
+            // Tests run side by side: free ports, never 7199 or 9180.
             admin_port: config.admin_port.map(|_| 0),
+            prometheus_port: config.prometheus_port.map(|_| 0),
             ..config
         };
         let service = rocksandra_server::Service::start(&config)
