@@ -5,7 +5,7 @@
 //! that runs reads and writes against replicas (`coordinator`, with
 //! `replica` for the replica side), hinted handoff (`hints`), Paxos for lightweight transactions (`paxos`,
 //! with the acceptors' durable state in `paxos_store`), the node's
-//! membership, schema agreement and bootstrap (`node`), moving token
+//! membership and bootstrap (`node`), schema agreement (`schema_exchange`), moving token
 //! ranges' data between nodes (`streaming`), decommission, removenode,
 //! rebuild and Merkle-tree repair (`operations`, `repair`) and operator
 //! commands (`admin`).
@@ -27,6 +27,7 @@ mod read_reports;
 pub mod repair;
 pub mod replica;
 pub mod ring;
+pub mod schema_exchange;
 pub mod stages;
 pub mod streaming;
 pub mod tls;

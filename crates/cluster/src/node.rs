@@ -3,7 +3,6 @@
 //! events), replays hints, spreads schema changes, bootstraps its ranges,
 //! and answers other nodes' requests.
 
-use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -12,18 +11,18 @@ use std::time::{Duration, Instant};
 
 use rocksandra_data::Token;
 use rocksandra_query::disk_usage::DiskUsage;
-use rocksandra_query::executor::{SchemaLease, SchemaSync};
-use rocksandra_query::{Executor, PeerInfo, QueryError};
+use rocksandra_query::{Executor, PeerInfo};
 use rocksandra_storage::{Engine, TableId};
 use rocksandra_wire::{Event, StatusChangeType, TopologyChangeType};
 
 use crate::coordinator::{Coordinator, Shared, Timeouts};
 use crate::gossip::{Gossip, LocalState, NodeView};
 use crate::hints::Hints;
-use crate::message::{AdminCommand, RemoteError, Request, Response, SchemaBlob};
+use crate::message::{AdminCommand, RemoteError, Request, Response};
 use crate::messaging::{Handler, Messaging};
 use crate::replica::Replica;
 use crate::ring::{allocate_tokens, MemberStatus, Ring};
+use crate::schema_exchange::SchemaExchange;
 use crate::stages::{StagedEngine, Stages};
 use crate::tls::InternodeTls;
 use crate::topology::Topology;
@@ -34,11 +33,7 @@ pub const MEMBERSHIP_PERIOD: Duration = Duration::from_millis(250);
 pub const HINT_REPLAY_PERIOD: Duration = Duration::from_secs(1);
 /// How long a new node waits to hear of the cluster from its seeds.
 pub const SEED_WAIT: Duration = Duration::from_secs(15);
-/// How long a schema change waits for the cluster's schema lock, and for
-/// every live node to take the new schema.
-pub const SCHEMA_TIMEOUT: Duration = Duration::from_secs(10);
-/// A schema lock whose holder went silent is free again after this.
-pub const SCHEMA_LOCK_LEASE: Duration = Duration::from_secs(30);
+pub use crate::schema_exchange::{SCHEMA_LOCK_LEASE, SCHEMA_TIMEOUT};
 /// Where streams keep their files, under the data directory (emptied at
 /// start).
 pub const STREAMING_DIR: &str = "streaming";
@@ -133,8 +128,8 @@ pub struct ClusterNode {
     pub stages: Arc<Stages>,
     /// Internode requests dropped, by verb (`Messaging`'s).
     dropped: Arc<crate::metrics::DroppedMessages>,
-    /// The schema lock, on the node that is the schema leader.
-    schema_lock: Mutex<Option<(IpAddr, Instant)>>,
+    /// Schema changes: the lock (on the schema leader), pushes and pulls.
+    schema: Arc<SchemaExchange>,
     /// Streaming sessions for `nodetool netstats`.
     pub(crate) sessions: crate::operations::Sessions,
     /// The streams this node serves for its peers.
@@ -454,7 +449,7 @@ impl ClusterNode {
             messaging,
             executor: executor.clone(),
             gossip,
-            events,
+            events: events.clone(),
             status: Mutex::new(state.status),
             tokens,
             pulling_schema: AtomicBool::new(false),
@@ -463,7 +458,12 @@ impl ClusterNode {
             compaction_throughput: Arc::new(AtomicU32::new(compaction_throughput_mib)),
             stages,
             dropped,
-            schema_lock: Mutex::new(None),
+            schema: SchemaExchange::new(
+                shared.clone(),
+                executor.clone(),
+                events.clone(),
+                Arc::new(std::thread::sleep),
+            ),
             sessions: Default::default(),
             stream_server: crate::streaming::StreamServer::new(crate::streaming::chunk_bytes()),
             stream_throttle: crate::streaming::Throttle::new(stream_throughput),
@@ -476,7 +476,7 @@ impl ClusterNode {
             .set_data_proxy(Arc::new(Coordinator::new(shared)))
             .map_err(|e| e.to_string())?;
         executor
-            .set_schema_sync(Arc::new(NodeSchemaSync(Arc::downgrade(&node))))
+            .set_schema_sync(node.schema.sync())
             .map_err(|e| e.to_string())?;
         node.refresh().await;
         if new_node {
@@ -725,7 +725,7 @@ impl ClusterNode {
         }
         let node = self.clone();
         let _ = tokio::task::spawn_blocking(move || {
-            if let Err(e) = node.pull_newest_schema() {
+            if let Err(e) = node.schema.pull_newest() {
                 tracing::warn!("cannot pull the newest schema: {e}");
             }
             node.pulling_schema.store(false, Ordering::Release);
@@ -733,95 +733,12 @@ impl ClusterNode {
         .await;
     }
 
-    /// Installs the schema of the live node with the highest epoch, if it
-    /// is newer than this node's (blocking).
-    fn pull_newest_schema(&self) -> Result<(), String> {
-        let topology = self.shared.topology();
-        let (epoch, _, _) = self.executor.schema_blob();
-        let mut sources: Vec<&NodeView> = topology
-            .nodes
-            .values()
-            .filter(|v| v.alive && v.member.address != self.config.broadcast_address)
-            .collect();
-        sources.sort_by_key(|v| std::cmp::Reverse(v.schema_epoch));
-        let Some(source) = sources.first().filter(|v| v.schema_epoch > epoch) else {
-            return Ok(());
-        };
-        self.pull_schema_from(source.member.address)
-    }
-
-    fn pull_schema_from(&self, address: IpAddr) -> Result<(), String> {
-        match self
-            .shared
-            .messaging
-            .call(address, Request::SchemaPull, SCHEMA_TIMEOUT)
-        {
-            Ok(Response::Schema(blob)) => self.install(&blob),
-            Ok(other) => Err(format!("unexpected answer to a schema pull: {other:?}")),
-            Err(e) => Err(e.to_string()),
-        }
-    }
-
-    fn install(&self, blob: &SchemaBlob) -> Result<(), String> {
-        let changes = self
-            .executor
-            .install_schema(blob.epoch, &blob.json)
-            .map_err(|e| e.to_string())?;
-        for change in changes {
-            (self.events)(Event::SchemaChange(change));
-        }
-        Ok(())
-    }
-
-    /// The node that hands out the schema lock: the lowest address among
-    /// the live normal nodes.
-    fn schema_leader(&self) -> IpAddr {
-        let topology = self.shared.topology();
-        topology
-            .nodes
-            .values()
-            .filter(|v| v.alive && v.member.status == MemberStatus::Normal)
-            .map(|v| v.member.address)
-            .min()
-            .unwrap_or(self.config.broadcast_address)
-    }
-
-    fn lock_schema(&self, holder: IpAddr, release: bool) -> Response {
-        let mut lock = self.schema_lock.lock().unwrap_or_else(|p| p.into_inner());
-        if release {
-            if lock.is_some_and(|(h, _)| h == holder) {
-                *lock = None;
-            }
-            return Response::Ack;
-        }
-        match *lock {
-            Some((h, since)) if h != holder && since.elapsed() < SCHEMA_LOCK_LEASE => {
-                Response::Error(RemoteError::Overloaded(format!(
-                    "schema change in progress on {h}"
-                )))
-            }
-            _ => {
-                *lock = Some((holder, Instant::now()));
-                Response::Ack
-            }
-        }
-    }
-
     fn handle(self: &Arc<Self>, from: IpAddr, request: Request) -> Response {
+        let request = match self.schema.handle(from, request) {
+            Ok(response) => return response,
+            Err(other) => other,
+        };
         match request {
-            Request::SchemaPull => {
-                let (epoch, version, json) = self.executor.schema_blob();
-                Response::Schema(SchemaBlob {
-                    epoch,
-                    version,
-                    json,
-                })
-            }
-            Request::SchemaPush { schema } => match self.install(&schema) {
-                Ok(()) => Response::Ack,
-                Err(e) => Response::Error(RemoteError::Failed(e)),
-            },
-            Request::SchemaLock { release } => self.lock_schema(from, release),
             Request::Truncate { keyspace, table } => {
                 match self.executor.truncate_here(&keyspace, &table) {
                     Ok(()) => Response::Ack,
@@ -1113,116 +1030,5 @@ impl ClusterNode {
             }
         }
         tracing::info!("replayed {replayed} logged batches from the batchlog");
-    }
-}
-
-/// The executor's hook for schema changes in the cluster.
-struct NodeSchemaSync(std::sync::Weak<ClusterNode>);
-
-impl NodeSchemaSync {
-    fn node(&self) -> Result<Arc<ClusterNode>, QueryError> {
-        self.0
-            .upgrade()
-            .ok_or_else(|| QueryError::Server("the node is shutting down".into()))
-    }
-}
-
-impl SchemaSync for NodeSchemaSync {
-    fn acquire(&self, _executor: &Executor) -> Result<SchemaLease, QueryError> {
-        let node = self.node()?;
-        let local = node.config.broadcast_address;
-        let started = Instant::now();
-        let leader = loop {
-            let leader = node.schema_leader();
-            let answer = if leader == local {
-                node.lock_schema(local, false)
-            } else {
-                node.shared
-                    .messaging
-                    .call(
-                        leader,
-                        Request::SchemaLock { release: false },
-                        SCHEMA_TIMEOUT,
-                    )
-                    .unwrap_or_else(|e| Response::Error(RemoteError::Failed(e.to_string())))
-            };
-            if answer == Response::Ack {
-                break leader;
-            }
-            if started.elapsed() > SCHEMA_TIMEOUT {
-                return Err(QueryError::Server(format!(
-                    "cannot take the cluster's schema lock from {leader}: {answer:?}"
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        // Start from the newest schema: the leader's, or newer.
-        if leader != local {
-            if let Err(e) = node.pull_schema_from(leader) {
-                tracing::warn!("cannot pull the schema from {leader}: {e}");
-            }
-        }
-        if let Err(e) = node.pull_newest_schema() {
-            tracing::warn!("cannot pull the newest schema: {e}");
-        }
-        Ok(SchemaLease(u64::from(leader == local)))
-    }
-
-    fn publish(&self, executor: &Executor, lease: SchemaLease) -> Result<(), QueryError> {
-        let node = self.node()?;
-        let (epoch, version, json) = executor.schema_blob();
-        let blob = SchemaBlob {
-            epoch,
-            version,
-            json,
-        };
-        let topology = node.shared.topology();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let mut waiting = HashSet::new();
-        for view in topology.nodes.values() {
-            let address = view.member.address;
-            if view.alive && address != node.config.broadcast_address {
-                node.shared.messaging.send(
-                    address,
-                    Request::SchemaPush {
-                        schema: blob.clone(),
-                    },
-                    tx.clone(),
-                );
-                waiting.insert(address);
-            }
-        }
-        let deadline = Instant::now() + SCHEMA_TIMEOUT;
-        while !waiting.is_empty() {
-            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok((address, result)) => {
-                    if !matches!(result, Ok(Response::Ack)) {
-                        tracing::warn!("{address} did not take schema epoch {epoch}: {result:?}");
-                    }
-                    waiting.remove(&address);
-                }
-                Err(_) => {
-                    tracing::warn!("no answer to schema epoch {epoch} from {waiting:?}");
-                    break;
-                }
-            }
-        }
-        self.release(lease);
-        Ok(())
-    }
-
-    fn release(&self, _lease: SchemaLease) {
-        let Ok(node) = self.node() else { return };
-        let local = node.config.broadcast_address;
-        let leader = node.schema_leader();
-        if leader == local {
-            node.lock_schema(local, true);
-        } else {
-            let _ = node.shared.messaging.call(
-                leader,
-                Request::SchemaLock { release: true },
-                SCHEMA_TIMEOUT,
-            );
-        }
     }
 }
