@@ -195,16 +195,54 @@ impl SchemaExchange {
             }
             (self.pause)(SCHEMA_LOCK_RETRY);
         };
-        // Start from the newest schema: the leader's, or newer.
-        if leader != local {
-            if let Err(e) = self.pull_from(leader) {
-                tracing::warn!("cannot pull the schema from {leader}: {e}");
-            }
-        }
-        if let Err(e) = self.pull_newest() {
-            tracing::warn!("cannot pull the newest schema: {e}");
+        // Start from the newest schema of the live nodes, as they answer
+        // now (gossip may lag): a change made on an older one would take
+        // an epoch another schema has, and the two would never meet.
+        if let Err(e) = self.pull_from_live() {
+            self.ask_lock(leader, true);
+            return Err(QueryError::Server(format!(
+                "cannot start a schema change: {e}"
+            )));
         }
         Ok(SchemaLease(u64::from(leader == local)))
+    }
+
+    /// Asks every other live node for its schema and installs the newest
+    /// (if newer than this node's); fails if one does not answer.
+    fn pull_from_live(&self) -> Result<(), String> {
+        let topology = self.shared.topology();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut waiting = HashSet::new();
+        for view in topology.nodes.values() {
+            let address = view.member.address;
+            if view.alive && address != self.shared.local {
+                self.shared
+                    .messaging
+                    .send(address, Request::SchemaPull, tx.clone());
+                waiting.insert(address);
+            }
+        }
+        let deadline = Instant::now() + SCHEMA_TIMEOUT;
+        let mut newest: Option<SchemaBlob> = None;
+        while !waiting.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Ok((address, result)) = rx.recv_timeout(left) else {
+                return Err(format!("no schema from {waiting:?}"));
+            };
+            match result {
+                Ok(Response::Schema(blob)) => {
+                    if newest.as_ref().is_none_or(|n| blob.epoch > n.epoch) {
+                        newest = Some(blob);
+                    }
+                }
+                other => return Err(format!("no schema from {address}: {other:?}")),
+            }
+            waiting.remove(&address);
+        }
+        match newest {
+            Some(blob) => self.install(&blob),
+            None => Ok(()),
+        }
     }
 
     fn publish(&self, executor: &Executor) {
