@@ -20,7 +20,7 @@ use rocksandra_storage::Mutation;
 use serde::{Deserialize, Serialize};
 
 use crate::coordinator::{Shared, WRITE_REQUEST_TIMEOUT};
-use crate::message::{Request, Response};
+use crate::message::{RemoteError, Request, Response};
 use crate::metrics::HintCounts;
 
 /// Hints kept for one host at most; later ones are dropped (repair fixes
@@ -214,7 +214,8 @@ impl Hints {
 }
 
 /// One pass of hinted handoff on `shared`'s node: every host with hints
-/// that is up gets them (through `shared`'s transport); the hints of a host
+/// that is up and has this node's schema gets them (through `shared`'s
+/// transport; those it refuses as invalid are dropped); the hints of a host
 /// gone from the ring are dropped once `has_left` says it left. Returns
 /// what each replay delivered, by endpoint.
 pub fn deliver(
@@ -235,16 +236,32 @@ pub fn deliver(
         if !topology.is_alive(endpoint) || endpoint == shared.local {
             continue;
         }
+        // As Cassandra, only to a node with the same schema: one that does
+        // not know a hint's table yet would refuse it for good.
+        let version = |a: IpAddr| topology.nodes.get(&a).map(|v| v.schema_version);
+        if let (Some(ours), Some(theirs)) = (version(shared.local), version(endpoint)) {
+            if ours != theirs {
+                continue;
+            }
+        }
         let now = LocalTime((shared.now_micros)().div_euclid(1_000_000));
         let result = shared.hints.replay(host, &mut |mutations| {
-            matches!(
-                shared.messaging.call(
-                    endpoint,
-                    Request::Mutate { mutations, now },
-                    HINT_DELIVERY_TIMEOUT
-                ),
-                Ok(Response::Ack)
-            )
+            let answer = shared.messaging.call(
+                endpoint,
+                Request::Mutate { mutations, now },
+                HINT_DELIVERY_TIMEOUT,
+            );
+            match answer {
+                Ok(Response::Ack) => true,
+                // Refused for good (a table the replica does not know: it
+                // was dropped): kept, it would hold back every later hint
+                // for the host. Dropped, as Cassandra drops such hints.
+                Ok(Response::Error(RemoteError::Invalid(reason))) => {
+                    tracing::warn!("dropping a hint {endpoint} refuses: {reason}");
+                    true
+                }
+                _ => false,
+            }
         });
         delivered.push((endpoint, result));
     }
