@@ -197,6 +197,19 @@ const CASES: &[(&str, &str)] = &[
     ("CREATE TYPE int (a int)", "ERR line 1:16 mismatched input '(' expecting '.' (CREATE TYPE int [(]...)"),
     ("DROP TYPE IF EXISTS ks.text", "="),
     ("CREATE TABLE t (v vector<float, 0>)", "ERR vectors may only have positive dimensions; given 0"),
+    // The parser had read one token past the '>' (the snippet reaches it).
+    ("CREATE TABLE badd (k int PRIMARY KEY, v vector<float>)", "ERR line 1:52 mismatched input '>' expecting ',' (...PRIMARY KEY, v vector<float[>]))"),
+    // A prepend followed by more: decided at the first '+', failed at the second.
+    ("UPDATE t SET l = [0] + l + [4] WHERE k = 1", "ERR line 1:25 no viable alternative at input '+' (...SET l = [0] [+] l...)"),
+    ("UPDATE t SET l = [0] + l, m = 1 WHERE k = 1", "="),
+    // Another column's name after `c = x +`: the value is read first.
+    ("UPDATE t SET l = m + l WHERE k = 1", "ERR line 1:23 no viable alternative at input 'WHERE' (...SET l = m + [l] WHERE...)"),
+    ("UPDATE t SET l = m + [1] WHERE k = 1", "ERR Only expressions of the form X = X +<value> are supported."),
+    // ALL and names mixed in one statement: the grammar's action throws.
+    ("ALTER ROLE r WITH PASSWORD = 'p' AND ACCESS TO ALL DATACENTERS AND ACCESS TO DATACENTERS {'x'}", "ERR Failed parsing statement: [ALTER ROLE r WITH PASSWORD = 'p' AND ACCESS TO ALL DATACENTERS AND ACCESS TO DATACENTERS {'x'}] reason: IllegalArgumentException All has been set"),
+    ("CREATE ROLE r WITH ACCESS TO DATACENTERS {'a'} AND ACCESS TO ALL DATACENTERS", "ERR Failed parsing statement: [CREATE ROLE r WITH ACCESS TO DATACENTERS {'a'} AND ACCESS TO ALL DATACENTERS] reason: IllegalArgumentException DCs have already been set"),
+    ("CREATE ROLE r WITH ACCESS FROM ALL CIDRS AND ACCESS FROM CIDRS {'g'}", "ERR Failed parsing statement: [CREATE ROLE r WITH ACCESS FROM ALL CIDRS AND ACCESS FROM CIDRS {'g'}] reason: IllegalArgumentException All has been set"),
+    ("CREATE ROLE r WITH ACCESS TO ALL DATACENTERS AND ACCESS FROM CIDRS {'g'}", "="),
 ];
 
 /// Checks one case; returns a description of what went wrong.

@@ -78,7 +78,8 @@ impl Parser {
         if !self.eat_kw("with") {
             return Ok(Vec::new());
         }
-        let options = self.and_separated(Parser::role_option)?;
+        let mut access = AccessBuilders::default();
+        let options = self.and_separated(|p| p.role_option(&mut access))?;
         check_role_options(&options)?;
         Ok(options)
     }
@@ -103,11 +104,11 @@ impl Parser {
         Ok(options)
     }
 
-    fn role_option(&mut self) -> Result<RoleOption> {
+    fn role_option(&mut self, access: &mut AccessBuilders) -> Result<RoleOption> {
         // Cassandra 5.0's grammar has no GENERATED PASSWORD: like any
         // unknown word here, it is no viable alternative.
         if self.eat_kw("access") {
-            return self.access_option();
+            return self.access_option(access);
         }
         let hashed = self.eat_kw("hashed");
         let word = self.peek().value.clone();
@@ -131,16 +132,28 @@ impl Parser {
     }
 
     /// After ACCESS: `TO [ALL] DATACENTERS {..}` or `FROM [ALL] CIDRS {..}`.
-    fn access_option(&mut self) -> Result<RoleOption> {
+    fn access_option(&mut self, access: &mut AccessBuilders) -> Result<RoleOption> {
         let datacenters = self.eat_kw("to");
         if !datacenters {
             self.expect_kw("from")?;
         }
         let all = self.eat_kw("all");
         self.expect_kw(if datacenters { "datacenters" } else { "cidrs" })?;
+        let builder = match datacenters {
+            true => &mut access.datacenters,
+            false => &mut access.cidrs,
+        };
         let names = match all {
-            true => None,
-            false => Some(self.delimited(("{", "}"), false, Parser::string)?),
+            true => {
+                builder.all(datacenters).map_err(|e| self.refused_by_action(e))?;
+                None
+            }
+            false => {
+                if self.is_sym("{") && self.peek_at(1).kind == TokenKind::String {
+                    builder.add().map_err(|e| self.refused_by_action(e))?;
+                }
+                Some(self.delimited(("{", "}"), false, Parser::string)?)
+            }
         };
         Ok(match datacenters {
             true => RoleOption::AccessToDatacenters(names),
@@ -393,6 +406,44 @@ impl Parser {
 
 /// Cassandra's `RoleOptions` as its grammar fills them: each option once
 /// (ACCESS clauses excepted), and not both a password and a hashed one.
+/// What Cassandra's `DCPermissions.Builder` and `CIDRPermissions.Builder`
+/// hold while a role's options are parsed: whether ALL or some names were
+/// given. Mixing the two throws from the grammar's action.
+#[derive(Default)]
+struct AccessBuilders {
+    datacenters: AccessBuilder,
+    cidrs: AccessBuilder,
+}
+
+#[derive(Default)]
+struct AccessBuilder {
+    all: bool,
+    names: bool,
+}
+
+impl AccessBuilder {
+    /// A name of `{...}`; refused after ALL.
+    fn add(&mut self) -> std::result::Result<(), &'static str> {
+        if self.all {
+            return Err("All has been set");
+        }
+        self.names = true;
+        Ok(())
+    }
+
+    /// ALL; refused after names (`datacenters`: which builder says it).
+    fn all(&mut self, datacenters: bool) -> std::result::Result<(), &'static str> {
+        if self.names {
+            return Err(match datacenters {
+                true => "DCs have already been set",
+                false => "CIDR Groups have already been set",
+            });
+        }
+        self.all = true;
+        Ok(())
+    }
+}
+
 fn check_role_options(options: &[RoleOption]) -> Result<()> {
     let name = |option: &RoleOption| match option {
         RoleOption::Password(_) => Some("PASSWORD"),

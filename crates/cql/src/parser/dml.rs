@@ -306,21 +306,28 @@ impl Parser {
         if self_reference {
             let other = self.ident()?;
             let sign = self.advance().value.clone();
+            let (op, receiver) = match sign.as_str() {
+                "+" => (AssignOp::Add, receiver),
+                _ => (AssignOp::Subtract, BindReceiver::Subtracted(column.clone())),
+            };
+            // Cassandra checks the column after reading the value, so a
+            // value that does not parse is the error it reports.
+            let value = self.with_receiver(receiver, Parser::term)?;
             if other != column {
                 return Err(ParseError::unpositioned(format!(
                     "Only expressions of the form X = X {sign}<value> are supported."
                 )));
             }
-            let (op, receiver) = match sign.as_str() {
-                "+" => (AssignOp::Add, receiver),
-                _ => (AssignOp::Subtract, BindReceiver::Subtracted(column.clone())),
-            };
-            let value = self.with_receiver(receiver, Parser::term)?;
             let target = ColumnTarget::Column(column);
             return Ok(Assignment { target, op, value });
         }
         let value = self.with_receiver(receiver, Parser::term)?;
         let mut op = AssignOp::Set;
+        if self.is_sym("+") && self.is_ident_at(1) && !self.prepend_ends_at(2) {
+            // ANTLR decided between `+ term` and a prepend's `+ column` at
+            // the '+' by the token after the column, and neither fits it.
+            return Err(self.no_viable_ahead(2));
+        }
         if self.eat_sym("+") {
             if self.ident()? != column {
                 return Err(ParseError::unpositioned(
@@ -358,6 +365,18 @@ impl Parser {
             return Err(self.no_viable());
         }
         Ok(Some(Condition::Columns(conditions)))
+    }
+
+    /// Whether a prepend (`c = <value> + c`) can end before the token
+    /// `ahead`: at the next assignment, at WHERE, or where the text ends.
+    fn prepend_ends_at(&self, ahead: usize) -> bool {
+        let next = self.peek_at(ahead);
+        match next.kind {
+            TokenKind::Eof => true,
+            TokenKind::Symbol => next.value == ",",
+            TokenKind::Ident => next.value == "where",
+            _ => false,
+        }
     }
 
     /// Whether a modification statement can end before the token `ahead`:

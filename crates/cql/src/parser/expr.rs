@@ -138,7 +138,11 @@ impl Parser {
             }
             _ => {
                 let element = boxed(self)?;
-                self.expect_sym(",")?;
+                if !self.eat_sym(",") {
+                    // ANTLR had read the token after this one when it
+                    // failed, and its snippet runs to it.
+                    return Err(self.mismatch_ahead("','", 1));
+                }
                 TypeExpr::Vector(element, self.vector_dimension()?)
             }
         };

@@ -511,6 +511,15 @@ impl Parser {
         ParseError::new(token.line, token.column, message)
     }
 
+    /// A grammar action that threw Java's IllegalArgumentException while
+    /// parsing: Cassandra answers with the whole statement and the reason.
+    pub(crate) fn refused_by_action(&self, reason: &str) -> ParseError {
+        let text: String = self.chars.iter().collect();
+        ParseError::unpositioned(format!(
+            "Failed parsing statement: [{text}] reason: IllegalArgumentException {reason}"
+        ))
+    }
+
     /// ANTLR's "a specific token was expected" error.
     pub(crate) fn mismatch(&self, expected: &str) -> ParseError {
         let text = self.token_text(self.peek());
