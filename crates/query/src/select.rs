@@ -70,6 +70,32 @@ impl BatchSize {
 /// Where the read of one partition of a key list starts: its slices (after
 /// the previous page's last row), the rows it already gave, and whether this
 /// is its first read (which returns a static-only row).
+/// Where the page after a full page of a key list starts.
+enum FullPage {
+    /// Inside the partition of its last row.
+    Within(PagingState),
+    /// After the `index`th partition, whose rows all came (its static row
+    /// alone, its only row, or as many as PER PARTITION LIMIT takes).
+    AfterPartition(usize),
+}
+
+impl FullPage {
+    /// The paging state; none when the partition was the last key's, as
+    /// Cassandra's partition pager is exhausted once nothing remains in
+    /// its partition.
+    fn state(self, last_key: bool) -> Option<PagingState> {
+        match self {
+            FullPage::Within(state) => Some(state),
+            FullPage::AfterPartition(_) if last_key => None,
+            FullPage::AfterPartition(index) => Some(PagingState {
+                rows_so_far: 0,
+                partition_index: (index + 1) as u32,
+                position: None,
+            }),
+        }
+    }
+}
+
 struct KeyResume {
     slices: Vec<Slice>,
     in_partition: usize,
@@ -1863,8 +1889,9 @@ impl Reader<'_> {
                     first: false,
                 };
             }
+            let last_key = index + 1 == keys.len();
             if let Some(next) = self.read_key(index, &key, resume, &mut rows, want)? {
-                return Ok((rows, Some(next)));
+                return Ok((rows, next.state(last_key)));
             }
             index += 1;
         }
@@ -1872,7 +1899,8 @@ impl Reader<'_> {
     }
 
     /// Reads the rows of the `index`th partition of a key list into `rows`,
-    /// in batches; returns the next page's state when the page fills up.
+    /// in batches; returns where the next page starts when the page fills
+    /// up.
     fn read_key(
         &self,
         index: usize,
@@ -1880,7 +1908,7 @@ impl Reader<'_> {
         resume: KeyResume,
         rows: &mut Vec<CqlRow>,
         want: usize,
-    ) -> Result<Option<PagingState>> {
+    ) -> Result<Option<FullPage>> {
         let KeyResume {
             mut slices,
             mut in_partition,
@@ -1913,20 +1941,23 @@ impl Reader<'_> {
                     continue;
                 }
                 in_partition += 1;
-                let static_only = row.clustering.is_none();
+                // A static-only row or the only row a partition can hold.
+                let only_row = row.clustering.is_none() || self.table.clustering_count == 0;
                 rows.push(row);
                 let partition_full = limited && in_partition >= self.per_partition_limit;
                 if rows.len() >= want {
-                    let position = (!static_only && !partition_full).then(|| Position {
-                        partition: key.to_vec(),
-                        clustering: rows.last().and_then(|r| r.clustering.clone()),
-                        rows_in_partition: in_partition as u32,
-                    });
-                    return Ok(Some(PagingState {
+                    if only_row || partition_full {
+                        return Ok(Some(FullPage::AfterPartition(index)));
+                    }
+                    return Ok(Some(FullPage::Within(PagingState {
                         rows_so_far: 0,
-                        partition_index: (index + usize::from(position.is_none())) as u32,
-                        position,
-                    }));
+                        partition_index: index as u32,
+                        position: Some(Position {
+                            partition: key.to_vec(),
+                            clustering: rows.last().and_then(|r| r.clustering.clone()),
+                            rows_in_partition: in_partition as u32,
+                        }),
+                    })));
                 }
                 if partition_full {
                     break;

@@ -507,6 +507,66 @@ fn paging_resumes_where_it_stopped() {
 }
 
 #[test]
+fn a_page_that_ends_its_only_partition_carries_no_paging_state() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.run("CREATE TABLE st (p int, c int, s int STATIC, v int, PRIMARY KEY (p, c))");
+    h.run("CREATE TABLE one (p int PRIMARY KEY, v int)");
+    h.run("INSERT INTO st (p, s) VALUES (0, 0)");
+    h.run("INSERT INTO st (p, c, v) VALUES (1, 1, 1)");
+    h.run("INSERT INTO st (p, c, v) VALUES (1, 2, 2)");
+    h.run("INSERT INTO one (p, v) VALUES (0, 0)");
+    h.run("INSERT INTO one (p, v) VALUES (1, 1)");
+    // Pages of one row: (rows, whether the answer carried a paging state).
+    let pages_of = |query: &str| -> Vec<(usize, bool)> {
+        let mut pages = Vec::new();
+        let mut state = None;
+        loop {
+            let request = Request {
+                keyspace: Some("ks".into()),
+                page_size: Some(1),
+                paging_state: state.take(),
+                ..Request::default()
+            };
+            let outcome = h.executor.query(query, &request).unwrap();
+            let ResultBody::Rows(rows) = outcome.body else {
+                panic!("{query}: rows")
+            };
+            state = rows.metadata.paging_state;
+            pages.push((rows.rows.len(), state.is_some()));
+            if state.is_none() || pages.len() > 10 {
+                return pages;
+            }
+        }
+    };
+    // Cassandra's partition pager is exhausted once nothing remains in its
+    // partition: a static row alone, the only row of a table without
+    // clustering columns, PER PARTITION LIMIT reached.
+    for query in [
+        "SELECT p, s FROM st WHERE p = 0",
+        "SELECT p, v FROM one WHERE p = 1",
+        "SELECT p, c FROM st WHERE p = 1 PER PARTITION LIMIT 1",
+    ] {
+        assert_eq!(pages_of(query), vec![(1, false)], "{query}");
+    }
+    // A page that fills up on a row with more possibly after it carries a
+    // state (the next page is empty here, as Cassandra's).
+    assert_eq!(
+        pages_of("SELECT p, c FROM st WHERE p = 1"),
+        vec![(1, true), (1, true), (0, false)]
+    );
+    // Another key after the partition: the state leads to it.
+    assert_eq!(
+        pages_of("SELECT p, v FROM one WHERE p IN (0, 1)"),
+        vec![(1, true), (1, false)]
+    );
+    assert_eq!(
+        pages_of("SELECT p, s FROM st WHERE p IN (0, 1) PER PARTITION LIMIT 1"),
+        vec![(1, true), (1, false)]
+    );
+}
+
+#[test]
 fn schema_survives_restart() {
     let dir = std::env::temp_dir().join(format!("rocksandra-query-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
