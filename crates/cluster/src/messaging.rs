@@ -36,7 +36,12 @@ use crate::message::{
     Response, HELLO_MAGIC, MAX_FRAME_BYTES, MAX_HELLO_BYTES,
 };
 use crate::metrics::{DroppedMessages, Verb};
-use crate::tls::{InternodeEncryption, InternodeStream, InternodeTls};
+use crate::tls::{
+    handshake_failure, InternodeEncryption, InternodeStream, InternodeTls, PROTOCOL_MISMATCH_ALERT,
+};
+
+mod failures;
+pub use failures::{ConnectionFailures, Direction, REPORT_INTERVAL};
 
 /// Requests queued for one peer before `send` fails with Overloaded.
 pub const OUTBOUND_QUEUE_MESSAGES: usize = 4096;
@@ -47,6 +52,8 @@ pub const MAX_INBOUND_REQUESTS: usize = 512;
 pub const INBOUND_REPLY_QUEUE: usize = 1024;
 /// How long connecting to a peer may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long `Messaging::probe` waits for a peer to refuse its connection.
+pub const PROBE_WAIT: Duration = Duration::from_secs(1);
 /// How long a connection may take to send its `Hello` before it is closed.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Inbound connections open at once (peers open one each, nodetool one per
@@ -183,10 +190,57 @@ pub struct Messaging {
 /// spoken to over TLS (it knows the peers' data centers and racks).
 pub type EncryptionRule = Box<dyn Fn(IpAddr) -> bool + Send + Sync>;
 
-/// TLS on the storage port, when configured, and whom it applies to.
+/// TLS on the storage port, when configured, whom it applies to, and the
+/// connections that failed (reported here, on both ends).
 struct Security {
     tls: Option<Arc<InternodeTls>>,
     rule: OnceLock<EncryptionRule>,
+    failures: ConnectionFailures,
+}
+
+/// Why connecting to a peer failed.
+#[derive(Debug)]
+enum ConnectFailure {
+    /// No TCP connection (the peer is down, or not listening).
+    Tcp(std::io::Error),
+    /// The TLS handshake failed.
+    Tls(std::io::Error),
+}
+
+impl ConnectFailure {
+    fn cause(&self) -> String {
+        match self {
+            ConnectFailure::Tcp(e) => e.to_string(),
+            ConnectFailure::Tls(e) => handshake_failure(e),
+        }
+    }
+}
+
+/// Why an inbound connection ended.
+#[derive(Debug)]
+enum ServeError {
+    /// Before the peer was known: the TLS handshake or the protocol.
+    Handshake(String),
+    /// Anything else (the peer went away, another cluster, a bad frame).
+    Closed(String),
+}
+
+impl From<String> for ServeError {
+    fn from(message: String) -> ServeError {
+        ServeError::Closed(message)
+    }
+}
+
+/// Why a frame could not be read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FrameError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The bytes are a TLS record where a frame was due.
+    #[error("protocol mismatch: the peer speaks TLS on this connection and this node does not (internode encryption is off here?)")]
+    TlsRecord,
+    #[error("{0}")]
+    Invalid(String),
 }
 
 impl Security {
@@ -204,12 +258,48 @@ impl Security {
     }
 
     /// Connects to `address`, over TLS when the peer is to be encrypted.
-    async fn connect(&self, address: SocketAddr) -> std::io::Result<InternodeStream> {
-        let socket = TcpStream::connect(address).await?;
-        socket.set_nodelay(true)?;
+    async fn connect(&self, address: SocketAddr) -> Result<InternodeStream, ConnectFailure> {
+        let socket = TcpStream::connect(address)
+            .await
+            .map_err(ConnectFailure::Tcp)?;
+        socket.set_nodelay(true).map_err(ConnectFailure::Tcp)?;
         match &self.tls {
-            Some(tls) if self.encrypts_to(address.ip()) => tls.connect(address.ip(), socket).await,
+            Some(tls) if self.encrypts_to(address.ip()) => tls
+                .connect(address.ip(), socket)
+                .await
+                .map_err(ConnectFailure::Tls),
             _ => Ok(InternodeStream::Plain(socket)),
+        }
+    }
+
+    /// Reports a failed connection to `to` (from `from`): at ERROR when the
+    /// handshake failed (`refused`), at INFO for a peer that is not there,
+    /// at most once per peer every `REPORT_INTERVAL`.
+    fn report_outbound(&self, from: IpAddr, to: SocketAddr, cause: &str, refused: bool) {
+        let now = Instant::now();
+        let Some(report) = self.failures.record(to.ip(), Direction::Outbound, cause, now) else {
+            return;
+        };
+        let since = report.since();
+        match refused {
+            true => tracing::error!("{from}->{to} failed to connect: {cause}{since}"),
+            false => tracing::info!("{from}->{to} failed to connect: {cause}{since}"),
+        }
+    }
+
+    /// Reports an inbound connection from `peer` whose handshake failed,
+    /// as Cassandra words it, at most once per peer every
+    /// `REPORT_INTERVAL`.
+    fn report_inbound(&self, peer: SocketAddr, cause: &str) {
+        let now = Instant::now();
+        if let Some(report) = self
+            .failures
+            .record(peer.ip(), Direction::Inbound, cause, now)
+        {
+            tracing::error!(
+                "Failed to properly handshake with peer {peer}. Closing the channel. {cause}{}",
+                report.since()
+            );
         }
     }
 
@@ -244,8 +334,12 @@ async fn accept_loop(
             continue;
         };
         tokio::spawn(async move {
-            if let Err(e) = messaging.serve(stream).await {
-                tracing::debug!("internode connection from {from} closed: {e}");
+            match messaging.clone().serve(stream).await {
+                Ok(()) => {}
+                Err(ServeError::Handshake(cause)) => messaging.security.report_inbound(from, &cause),
+                Err(ServeError::Closed(e)) => {
+                    tracing::debug!("internode connection from {from} closed: {e}")
+                }
             }
             drop(permit);
         });
@@ -288,6 +382,7 @@ impl Messaging {
             security: Arc::new(Security {
                 tls,
                 rule: OnceLock::new(),
+                failures: ConnectionFailures::default(),
             }),
             gossip_inbox: OnceLock::new(),
             dropped: Arc::default(),
@@ -326,6 +421,41 @@ impl Messaging {
     pub fn gossip_inbox(&self) -> Option<mpsc::Receiver<(IpAddr, Vec<u8>)>> {
         let (tx, rx) = mpsc::channel(GOSSIP_INBOX_MESSAGES);
         self.gossip_inbox.set(tx).ok().map(|()| rx)
+    }
+
+    /// What this node sends first on each connection it opens.
+    fn hello(&self) -> Hello {
+        Hello {
+            magic: HELLO_MAGIC,
+            cluster_name: self.cluster_name.clone(),
+            from: self.local,
+        }
+    }
+
+    /// Connects to `peer` as requests would and sends this node's hello:
+    /// Ok when the peer keeps the connection open for `PROBE_WAIT`, else
+    /// why not, reported as any failed connection. A joining node that
+    /// hears nothing from its seeds asks this way (without TLS, gossip
+    /// travels over UDP, where a refusal is silence).
+    pub async fn probe(&self, peer: IpAddr) -> Result<(), String> {
+        let address = SocketAddr::new(peer, self.port);
+        match probe_connection(&self.security, address, &self.hello()).await {
+            Ok(()) => {
+                self.security.failures.succeeded(peer, Direction::Outbound);
+                Ok(())
+            }
+            Err((cause, refused)) => {
+                self.security
+                    .report_outbound(self.local, address, &cause, refused);
+                Err(cause)
+            }
+        }
+    }
+
+    /// Why the last connection to `peer` failed, while it has not worked
+    /// since.
+    pub fn last_failure(&self, peer: IpAddr) -> Option<String> {
+        self.security.failures.last_cause(peer)
     }
 
     /// The requests this node dropped, by verb (for the metrics endpoint).
@@ -432,11 +562,7 @@ impl Messaging {
             pending: Mutex::new(HashMap::new()),
         });
         map.insert(peer, outbound.clone());
-        let hello = Hello {
-            magic: HELLO_MAGIC,
-            cluster_name: self.cluster_name.clone(),
-            from: self.local,
-        };
+        let hello = self.hello();
         let address = SocketAddr::new(peer, self.port);
         self.runtime.spawn(run_outbound(
             outbound.clone(),
@@ -449,27 +575,46 @@ impl Messaging {
     }
 
     /// Serves one connection a peer opened: its requests, our answers.
-    async fn serve(self: Arc<Self>, stream: TcpStream) -> Result<(), String> {
+    async fn serve(self: Arc<Self>, stream: TcpStream) -> Result<(), ServeError> {
         let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, self.security.accept(stream))
             .await
-            .map_err(|_| format!("no TLS handshake within {HANDSHAKE_TIMEOUT:?}"))?
-            .map_err(|e| format!("TLS handshake: {e}"))?;
+            .map_err(|_| {
+                ServeError::Handshake(format!("no TLS handshake within {HANDSHAKE_TIMEOUT:?}"))
+            })?
+            .map_err(|e| ServeError::Handshake(handshake_failure(&e)))?;
         let (mut read, mut write) = tokio::io::split(stream);
-        let hello: Hello =
-            tokio::time::timeout(HANDSHAKE_TIMEOUT, read_frame(&mut read, MAX_HELLO_BYTES))
-                .await
-                .map_err(|_| format!("no handshake within {HANDSHAKE_TIMEOUT:?}"))??;
+        let hello = tokio::time::timeout(
+            HANDSHAKE_TIMEOUT,
+            read_frame_typed::<Hello>(&mut read, MAX_HELLO_BYTES),
+        )
+        .await
+        .map_err(|_| format!("no handshake within {HANDSHAKE_TIMEOUT:?}"))?;
+        let hello = match hello {
+            Ok(hello) => hello,
+            Err(FrameError::TlsRecord) => {
+                // A TLS handshake to this plain port: say so before closing.
+                let _ = write.write_all(&PROTOCOL_MISMATCH_ALERT).await;
+                let cause = "protocol mismatch: the peer started a TLS handshake and internode \
+                     encryption is off here";
+                return Err(ServeError::Handshake(cause.into()));
+            }
+            Err(e) => match handshake_cause(&e) {
+                Some(cause) => return Err(ServeError::Handshake(cause)),
+                None => return Err(ServeError::Closed(e.to_string())),
+            },
+        };
         if hello.magic != HELLO_MAGIC {
-            return Err("not a Rocksandra node".into());
+            return Err("not a Rocksandra node".to_string().into());
         }
         // nodetool has its own port (`admin::listener`).
         if hello.cluster_name != self.cluster_name {
-            return Err(format!(
+            return Err(ServeError::Closed(format!(
                 "{} belongs to cluster {:?}, this node to {:?}",
                 hello.from, hello.cluster_name, self.cluster_name
-            ));
+            )));
         }
         let from = hello.from;
+        self.security.failures.succeeded(from, Direction::Inbound);
         let (tx, mut rx) = mpsc::channel::<Vec<u8>>(INBOUND_REPLY_QUEUE);
         tokio::spawn(async move {
             while let Some(frame) = rx.recv().await {
@@ -481,7 +626,7 @@ impl Messaging {
         loop {
             let envelope: Envelope = read_frame(&mut read, MAX_FRAME_BYTES).await?;
             let Envelope::Request { id, body } = envelope else {
-                return Err("an answer on an inbound connection".into());
+                return Err("an answer on an inbound connection".to_string().into());
             };
             if self.is_isolated(from) {
                 continue;
@@ -531,24 +676,57 @@ pub(crate) async fn read_frame<T: for<'de> serde::Deserialize<'de>>(
     read: &mut (impl AsyncReadExt + Unpin),
     limit: usize,
 ) -> Result<T, String> {
+    read_frame_typed(read, limit).await.map_err(|e| e.to_string())
+}
+
+/// `read_frame`, telling a TLS record (the peer speaks TLS, this end
+/// does not) and IO errors from bad frames.
+pub(crate) async fn read_frame_typed<T: for<'de> serde::Deserialize<'de>>(
+    read: &mut (impl AsyncReadExt + Unpin),
+    limit: usize,
+) -> Result<T, FrameError> {
     let mut header = [0u8; 4];
-    read.read_exact(&mut header)
-        .await
-        .map_err(|e| e.to_string())?;
-    let len = frame_length(header, limit).map_err(|e: DecodeError| e.to_string())?;
+    read.read_exact(&mut header).await?;
+    if is_tls_record(header) {
+        return Err(FrameError::TlsRecord);
+    }
+    let len = frame_length(header, limit)
+        .map_err(|e: DecodeError| FrameError::Invalid(e.to_string()))?;
     let mut body = Vec::with_capacity(len.min(FRAME_READ_CHUNK_BYTES));
-    (&mut *read)
-        .take(len as u64)
-        .read_to_end(&mut body)
-        .await
-        .map_err(|e| e.to_string())?;
+    (&mut *read).take(len as u64).read_to_end(&mut body).await?;
     if body.len() != len {
-        return Err(format!(
+        return Err(FrameError::Invalid(format!(
             "connection closed after {} of a frame's {len} bytes",
             body.len()
-        ));
+        )));
     }
-    decode_body(&body).map_err(|e| e.to_string())
+    decode_body(&body).map_err(|e| FrameError::Invalid(e.to_string()))
+}
+
+/// Whether a frame's 4 length bytes are the start of a TLS record (an
+/// alert or a handshake, TLS 1.x): no frame is that long, its length
+/// would be past `MAX_FRAME_BYTES`.
+fn is_tls_record(header: [u8; 4]) -> bool {
+    const _: () = assert!(MAX_FRAME_BYTES < 0x1500_0000);
+    matches!(header[0], 0x15 | 0x16) && header[1] == 0x03
+}
+
+/// The cause to report when reading a connection's frames failed in the
+/// TLS layer or met TLS where plain frames were due; None for the rest (a
+/// peer that went away).
+fn handshake_cause(error: &FrameError) -> Option<String> {
+    match error {
+        FrameError::TlsRecord => Some(error.to_string()),
+        FrameError::Io(e) if is_tls_error(e) => Some(handshake_failure(e)),
+        _ => None,
+    }
+}
+
+/// Whether an IO error came from rustls (an alert, a bad record).
+fn is_tls_error(error: &std::io::Error) -> bool {
+    error
+        .get_ref()
+        .is_some_and(|e| e.downcast_ref::<rustls::Error>().is_some())
 }
 
 /// The connection loop of one peer: connect when there is something to
@@ -575,15 +753,16 @@ async fn run_outbound(
         let stream = match tokio::time::timeout(CONNECT_TIMEOUT, security.connect(address)).await {
             Ok(Ok(stream)) => stream,
             Ok(Err(e)) => {
-                outbound.fail(first.0, SendError::Unreachable(peer, e.to_string()));
+                let refused = matches!(e, ConnectFailure::Tls(_));
+                security.report_outbound(hello.from, address, &e.cause(), refused);
+                outbound.fail(first.0, SendError::Unreachable(peer, e.cause()));
                 drain_failed(&outbound, &mut queue, peer);
                 continue;
             }
             Err(_) => {
-                outbound.fail(
-                    first.0,
-                    SendError::Unreachable(peer, "connect timed out".into()),
-                );
+                let cause = "connect timed out";
+                security.report_outbound(hello.from, address, cause, false);
+                outbound.fail(first.0, SendError::Unreachable(peer, cause.into()));
                 drain_failed(&outbound, &mut queue, peer);
                 continue;
             }
@@ -593,16 +772,46 @@ async fn run_outbound(
             || write.write_all(&first.1).await.is_err()
             || write.flush().await.is_err()
         {
+            // A peer that refused the handshake closed the connection
+            // after its alert: read it, to say why.
+            let last = tokio::time::timeout(
+                PROBE_WAIT,
+                read_frame_typed::<Envelope>(&mut read, MAX_FRAME_BYTES),
+            );
+            if let Ok(Err(e)) = last.await {
+                if let Some(cause) = handshake_cause(&e) {
+                    security.report_outbound(hello.from, address, &cause, true);
+                }
+            }
             outbound.fail_all(SendError::ConnectionLost(peer));
             continue;
         }
         let reader_outbound = outbound.clone();
+        let reader_security = security.clone();
+        let from = hello.from;
         let mut reader = tokio::spawn(async move {
+            let mut answered = false;
             loop {
-                match read_frame::<Envelope>(&mut read, MAX_FRAME_BYTES).await {
-                    Ok(Envelope::Response { id, body }) => reader_outbound.complete(id, body),
+                match read_frame_typed::<Envelope>(&mut read, MAX_FRAME_BYTES).await {
+                    Ok(Envelope::Response { id, body }) => {
+                        if !answered {
+                            answered = true;
+                            reader_security
+                                .failures
+                                .succeeded(peer, Direction::Outbound);
+                        }
+                        reader_outbound.complete(id, body)
+                    }
                     Ok(Envelope::Request { .. }) => return,
-                    Err(_) => return,
+                    Err(e) => {
+                        // TLS 1.3 ends the client's handshake before the
+                        // peer has checked its certificate: a refusal
+                        // arrives as the first read's alert.
+                        if let Some(cause) = handshake_cause(&e) {
+                            reader_security.report_outbound(from, address, &cause, true);
+                        }
+                        return;
+                    }
                 }
             }
         });
@@ -623,6 +832,41 @@ async fn run_outbound(
         }
         reader.abort();
         outbound.fail_all(SendError::ConnectionLost(peer));
+    }
+}
+
+/// `Messaging::probe`'s connection: the cause of a failure, and whether
+/// the peer refused it (rather than not being there).
+async fn probe_connection(
+    security: &Security,
+    address: SocketAddr,
+    hello: &Hello,
+) -> Result<(), (String, bool)> {
+    let stream = match tokio::time::timeout(CONNECT_TIMEOUT, security.connect(address)).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => return Err((e.cause(), matches!(e, ConnectFailure::Tls(_)))),
+        Err(_) => return Err(("connect timed out".into(), false)),
+    };
+    let (mut read, mut write) = tokio::io::split(stream);
+    if let Err(e) = write.write_all(&encode_frame(hello)).await {
+        return Err((e.to_string(), false));
+    }
+    let _ = write.flush().await;
+    let answer = tokio::time::timeout(
+        PROBE_WAIT,
+        read_frame_typed::<Envelope>(&mut read, MAX_FRAME_BYTES),
+    );
+    match answer.await {
+        Err(_) | Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => match handshake_cause(&e) {
+            Some(cause) => Err((cause, true)),
+            None => Err((
+                "the peer closed the connection after this node's hello \
+                 (a node of another cluster, or not a Rocksandra node?)"
+                    .into(),
+                true,
+            )),
+        },
     }
 }
 
@@ -673,5 +917,25 @@ mod tests {
             .await
             .expect_err("cut short");
         assert!(e.contains("after 4 of a frame's 268435456 bytes"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn tls_where_frames_are_due_is_a_protocol_mismatch() {
+        // A TLS-only port's alert to a plain node, a ClientHello to a plain
+        // port: both begin with a TLS record header, never a frame's.
+        let client_hello = [0x16, 0x03, 0x01, 0x00, 0xc8, 0x01];
+        for bytes in [&PROTOCOL_MISMATCH_ALERT[..], &client_hello[..]] {
+            let e = read_frame_typed::<Envelope>(&mut &bytes[..], MAX_FRAME_BYTES)
+                .await
+                .expect_err("not a frame");
+            assert!(matches!(e, FrameError::TlsRecord), "{e}");
+            assert_eq!(handshake_cause(&e), Some(e.to_string()));
+            assert!(e.to_string().starts_with("protocol mismatch"), "{e}");
+        }
+        // A peer that went away is no handshake failure.
+        let e = read_frame_typed::<Envelope>(&mut &[0u8, 0][..], MAX_FRAME_BYTES)
+            .await
+            .expect_err("cut short");
+        assert_eq!(handshake_cause(&e), None);
     }
 }

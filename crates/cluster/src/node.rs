@@ -252,26 +252,60 @@ pub(crate) fn topology_alone(config: &ClusterConfig, executor: &Executor) -> Top
 /// The ring as a new node that is not a seed sees it before it chooses
 /// tokens: a normal node seen, gossip settled, and the joining nodes with
 /// lower addresses done choosing.
-async fn settled_ring(gossip: &Gossip, config: &ClusterConfig) -> Result<Vec<NodeView>, String> {
+async fn settled_ring(
+    gossip: &Gossip,
+    config: &ClusterConfig,
+    messaging: &Messaging,
+) -> Result<Vec<NodeView>, String> {
     let local = config.broadcast_address;
     let started = Instant::now();
+    let mut probed = false;
     let mut views = gossip.view().await;
     while !views
         .iter()
         .any(|v| v.member.address != local && v.member.status == MemberStatus::Normal)
     {
+        if !probed && started.elapsed() > SEED_WAIT / 3 {
+            // Both ends say why a seed refuses this node, early.
+            probe_seeds(&config.seeds, local, messaging).await;
+            probed = true;
+        }
         if started.elapsed() > SEED_WAIT {
-            return Err(format!(
-                "no seed answered within {} s (seeds: {:?})",
-                SEED_WAIT.as_secs(),
-                config.seeds
-            ));
+            probe_seeds(&config.seeds, local, messaging).await;
+            return Err(no_seed_answered(&config.seeds, messaging));
         }
         tokio::time::sleep(MEMBERSHIP_PERIOD).await;
         views = gossip.view().await;
     }
     views = until_stable(gossip, views, started).await;
     until_lower_joiners_chose(gossip, views, local, started).await
+}
+
+/// Connects to each seed but this node (`Messaging::probe`), so that a
+/// refusal is logged on both ends and its cause known.
+async fn probe_seeds(seeds: &[SocketAddr], local: IpAddr, messaging: &Messaging) {
+    for seed in seeds.iter().filter(|s| s.ip() != local) {
+        let _ = messaging.probe(seed.ip()).await;
+    }
+}
+
+/// Cassandra's "Unable to contact any seeds", with the seeds and, for each
+/// that could not be connected to, why (a refused TLS handshake, say).
+fn no_seed_answered(seeds: &[SocketAddr], messaging: &Messaging) -> String {
+    let listed: Vec<String> = seeds.iter().map(SocketAddr::to_string).collect();
+    let causes: Vec<String> = seeds
+        .iter()
+        .filter_map(|s| Some(format!("{s}: {}", messaging.last_failure(s.ip())?)))
+        .collect();
+    let mut message = format!(
+        "Unable to contact any seeds: [{}] within {} s",
+        listed.join(", "),
+        SEED_WAIT.as_secs()
+    );
+    if !causes.is_empty() {
+        message.push_str(&format!(" ({})", causes.join("; ")));
+    }
+    message
 }
 
 /// Waits until gossip has settled (the same nodes and tokens for a second),
@@ -414,7 +448,7 @@ impl ClusterNode {
             let views = if is_seed {
                 gossip.view().await
             } else {
-                settled_ring(&gossip, &config).await?
+                settled_ring(&gossip, &config, &messaging).await?
             };
             choose_tokens(&config, &views)
         } else {

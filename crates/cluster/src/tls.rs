@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ServerConfig};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio_rustls::{client, server, TlsAcceptor, TlsConnector};
 
@@ -21,6 +22,12 @@ use tokio_rustls::{client, server, TlsAcceptor, TlsConnector};
 /// connection in the clear starts with its `Hello` frame's length, whose
 /// first byte is 0, a CQL one with its protocol version (1 to 5).
 const TLS_HANDSHAKE_RECORD: u8 = 0x16;
+
+/// A fatal TLS alert, protocol_version, as a record: what a node sends
+/// before it closes a connection that speaks the other protocol (plain
+/// messages to a TLS-only port, a TLS handshake to a plain one), so the
+/// peer can say why it was closed (`handshake_failure`).
+pub const PROTOCOL_MISMATCH_ALERT: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46];
 
 /// `internode_encryption`: which connections between nodes use TLS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,9 +104,18 @@ impl InternodeTls {
     /// The server side of a connection a peer opened: TLS unless plain
     /// connections are accepted and this one does not start with a TLS
     /// handshake.
-    pub async fn accept(&self, socket: TcpStream) -> io::Result<InternodeStream> {
-        if self.accept_plain && !starts_with_tls(&socket).await? {
-            return Ok(InternodeStream::Plain(socket));
+    pub async fn accept(&self, mut socket: TcpStream) -> io::Result<InternodeStream> {
+        if !starts_with_tls(&socket).await? {
+            if self.accept_plain {
+                return Ok(InternodeStream::Plain(socket));
+            }
+            // Told apart here rather than by rustls, which reads the
+            // first bytes as a damaged record.
+            let _ = socket.write_all(&PROTOCOL_MISMATCH_ALERT).await;
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                PlainToTls,
+            ));
         }
         let stream = TlsAcceptor::from(self.server.clone())
             .accept(socket)
@@ -128,6 +144,79 @@ pub async fn starts_with_tls(socket: &TcpStream) -> io::Result<bool> {
         ));
     }
     Ok(first[0] == TLS_HANDSHAKE_RECORD)
+}
+
+/// A connection to a TLS-only storage port that began in the clear.
+#[derive(Debug, thiserror::Error)]
+#[error("protocol mismatch: the peer sent plain internode messages, not a TLS handshake (internode encryption is off at the peer?)")]
+pub struct PlainToTls;
+
+/// Why a TLS handshake between nodes failed (or a TLS connection failed
+/// before its first answer), in the terms of the fix: unknown CA, expired
+/// certificate, no certificate offered, protocol mismatch. `error` is what
+/// the handshake or the first read returned.
+pub fn handshake_failure(error: &io::Error) -> String {
+    let inner = error.get_ref();
+    if let Some(e) = inner.and_then(|e| e.downcast_ref::<rustls::Error>()) {
+        return describe_tls_error(e);
+    }
+    if let Some(e) = inner.and_then(|e| e.downcast_ref::<PlainToTls>()) {
+        return e.to_string();
+    }
+    match error.kind() {
+        io::ErrorKind::UnexpectedEof => "the peer closed the connection during the TLS handshake \
+             (protocol mismatch: internode encryption is off at the peer?)"
+            .into(),
+        io::ErrorKind::ConnectionReset => {
+            "the peer reset the connection during the TLS handshake".into()
+        }
+        _ => format!("TLS handshake failed: {error}"),
+    }
+}
+
+/// `handshake_failure` for an error rustls reported.
+fn describe_tls_error(error: &rustls::Error) -> String {
+    use rustls::{AlertDescription as Alert, CertificateError as Cert, Error};
+    match error {
+        Error::InvalidCertificate(Cert::UnknownIssuer) => {
+            "unknown CA: the peer's certificate is not signed by a CA of this node's truststore".into()
+        }
+        Error::InvalidCertificate(Cert::Expired | Cert::ExpiredContext { .. }) => {
+            "certificate expired: the peer's certificate is past its validity".into()
+        }
+        Error::InvalidCertificate(Cert::NotValidYet | Cert::NotValidYetContext { .. }) => {
+            "certificate not yet valid: the peer's certificate starts later".into()
+        }
+        Error::InvalidCertificate(other) => format!("invalid peer certificate: {other:?}"),
+        Error::NoCertificatesPresented => {
+            "no certificate offered: the peer presented no certificate and require_client_auth is on here".into()
+        }
+        Error::AlertReceived(alert) => match alert {
+            Alert::UnknownCA => "the peer refused this node's certificate: unknown CA \
+                 (not signed by a CA of the peer's truststore)"
+                .into(),
+            Alert::CertificateExpired => {
+                "the peer refused this node's certificate: certificate expired".into()
+            }
+            Alert::CertificateRequired | Alert::NoCertificate => {
+                "the peer wants a certificate and this node offered none".into()
+            }
+            Alert::BadCertificate | Alert::CertificateUnknown | Alert::UnsupportedCertificate => {
+                format!("the peer refused this node's certificate ({alert:?})")
+            }
+            Alert::ProtocolVersion => "protocol mismatch: the peer refused the TLS version, \
+                 or does not speak TLS on its storage port (internode encryption is off there?)"
+                .into(),
+            other => format!("the peer ended the TLS handshake with the alert {other:?}"),
+        },
+        Error::InvalidMessage(_) | Error::InappropriateMessage { .. } => {
+            "protocol mismatch: the peer does not speak TLS on its storage port".into()
+        }
+        Error::PeerIncompatible(why) => {
+            format!("protocol mismatch: no TLS version or cipher suite in common ({why:?})")
+        }
+        other => format!("TLS handshake failed: {other}"),
+    }
 }
 
 macro_rules! each_stream {
@@ -177,6 +266,38 @@ impl tokio::io::AsyncWrite for InternodeStream {
 #[cfg(test)]
 mod tests {
     use super::InternodeEncryption::{All, Dc, None, Rack};
+    use super::{handshake_failure, PlainToTls};
+    use rustls::{AlertDescription, CertificateError, Error};
+    use std::io;
+
+    #[test]
+    fn handshake_failures_name_their_cause() {
+        let said = |e: io::Error| handshake_failure(&e);
+        let tls = |e: Error| io::Error::new(io::ErrorKind::InvalidData, e);
+        let refused = |c: CertificateError| said(tls(Error::InvalidCertificate(c)));
+        let alert = |a: AlertDescription| said(tls(Error::AlertReceived(a)));
+        // What the node that checks a certificate sees...
+        assert!(refused(CertificateError::UnknownIssuer).starts_with("unknown CA: "));
+        assert!(refused(CertificateError::Expired).starts_with("certificate expired: "));
+        let no_certificate = said(tls(Error::NoCertificatesPresented));
+        assert!(no_certificate.starts_with("no certificate offered: "), "{no_certificate}");
+        // ... and what the refused one reads in the alert.
+        assert_eq!(
+            alert(AlertDescription::UnknownCA),
+            "the peer refused this node's certificate: unknown CA \
+             (not signed by a CA of the peer's truststore)"
+        );
+        assert!(alert(AlertDescription::CertificateExpired).ends_with("certificate expired"));
+        assert!(alert(AlertDescription::CertificateRequired).contains("offered none"));
+        // Plain against TLS, either way round.
+        for mismatch in [
+            alert(AlertDescription::ProtocolVersion),
+            said(io::Error::new(io::ErrorKind::InvalidData, PlainToTls)),
+            said(io::Error::from(io::ErrorKind::UnexpectedEof)),
+        ] {
+            assert!(mismatch.contains("protocol mismatch"), "{mismatch}");
+        }
+    }
 
     #[test]
     fn who_is_spoken_to_over_tls() {
