@@ -9,13 +9,14 @@ repair of a replica that missed writes, rebuild, and the streaming sessions
 import os
 import re
 import struct
+import subprocess
 import threading
 import time
 
 from cassandra import ConsistencyLevel as CL
 from cassandra.metadata import Murmur3Token
 
-from harness import ADDRESSES, Nodes, bound, in_range, parse_ranges, stmt, wait_until
+from harness import ADDRESSES, BIN, Nodes, bound, in_range, parse_ranges, stmt, wait_until
 
 A, B, C, D = ADDRESSES[:4]
 
@@ -392,3 +393,56 @@ def test_streams_move_in_small_chunks_at_the_throttled_rate(monkeypatch):
             assert leftovers == [], leftovers
     finally:
         nodes.close()
+
+
+def test_a_second_nodetool_attaches_to_the_running_decommission(monkeypatch):
+    """A nodetool killed while its decommission streams leaves the
+    decommission running; running the command again starts no second one
+    (nor fails because the node is LEAVING): it attaches, waits for the
+    end and prints the outcome."""
+    monkeypatch.setenv("ROCKSANDRA_TEST_STREAM_CHUNK_BYTES", "4096")
+    nodes = Nodes()
+    first = None
+    try:
+        nodes.start(A, B)
+        nodes.wait_status({A: "UN", B: "UN"})
+        sa = nodes.connect(A)
+        create_table(sa, "attach", 1)
+        ins = sa.prepare("INSERT INTO attach.t (k, v) VALUES (?, ?)")
+        want = {k: os.urandom(500).hex() for k in range(3000)}
+        for k, v in want.items():
+            sa.execute(bound(ins, (k, v), CL.ONE))
+        nodes[B].nodetool("flush")
+        # 2 megabits: B's half of ~3 MB takes several seconds to push.
+        nodes[B].nodetool("setstreamthroughput", "2")
+
+        # Forced: system_traces (RF 2) keeps fewer replicas than its RF.
+        command = [BIN, "nodetool", "--host", B, "decommission", "--force"]
+        first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while "Unbootstrap" not in nodes[B].nodetool("netstats").stdout:
+            assert first.poll() is None, first.stdout.read().decode()
+            assert time.monotonic() < deadline, "B did not start streaming its ranges"
+            time.sleep(0.2)
+        first.kill()
+        first.wait(timeout=30)
+
+        # Without --force: it attaches before any check of its own.
+        again = nodes[B].nodetool("decommission", timeout=180)
+        out = again.stdout
+        assert "A decommission was running already" in out, out + again.stderr
+        assert "attached to it" in out and "Decommissioned" in out, out
+        assert nodes[B].proc.wait(30) == 0, nodes[B].tail()
+        nodes[B].proc = None
+        # One decommission ran: one set of streams.
+        log = nodes[B].log_text()
+        assert len(re.findall(r"decommission streamed \d+ bytes", log)) == 1, log
+        assert "nodetool attached to the decommission" in log, log
+        missing = missing_rows(sa, "attach", want, CL.ONE)
+        assert not missing, "%d rows lost, e.g. %s" % (len(missing), missing[:5])
+    finally:
+        if first is not None and first.poll() is None:
+            first.kill()
+            first.wait(timeout=30)
+        codes = nodes.close()
+    assert codes.get(A) == 0, codes

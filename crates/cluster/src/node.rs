@@ -132,6 +132,8 @@ pub struct ClusterNode {
     schema: Arc<SchemaExchange>,
     /// Streaming sessions for `nodetool netstats`.
     pub(crate) sessions: crate::operations::Sessions,
+    /// Long operations nodetool started, which a later nodetool attaches to.
+    running: crate::operations::RunningOperations,
     /// The streams this node serves for its peers.
     pub(crate) stream_server: crate::streaming::StreamServer,
     /// Paces what this node sends in streams.
@@ -499,6 +501,7 @@ impl ClusterNode {
                 Arc::new(std::thread::sleep),
             ),
             sessions: Default::default(),
+            running: Default::default(),
             stream_server: crate::streaming::StreamServer::new(crate::streaming::chunk_bytes()),
             stream_throttle: crate::streaming::Throttle::new(stream_throughput),
             removals: Mutex::new(Vec::new()),
@@ -845,16 +848,13 @@ impl ClusterNode {
             Ok(t) => Response::Text(t),
             Err(e) => Response::Error(RemoteError::Failed(e)),
         };
+        if let Some(key) = crate::operations::operation_key(&command) {
+            return text(
+                self.running
+                    .run_or_attach(key, || self.long_operation(command)),
+            );
+        }
         match command {
-            AdminCommand::Decommission { force } => text(self.decommission(force)),
-            AdminCommand::RemoveNode { host_id } => text(self.remove_node(&host_id)),
-            AdminCommand::Rebuild { source_dc } => text(self.rebuild(source_dc.as_deref())),
-            AdminCommand::Repair {
-                keyspace,
-                tables,
-                primary_range,
-                range,
-            } => text(self.repair(keyspace.as_deref(), &tables, primary_range, range)),
             AdminCommand::Netstats => Response::Text(self.netstats()),
             AdminCommand::GossipInfo => {
                 crate::admin::gossip_info(&self.runtime.block_on(self.gossip.endpoint_states()))
@@ -871,6 +871,22 @@ impl ClusterNode {
             | AdminCommand::Failpoint { .. }
             | AdminCommand::Isolate { .. }) => self.fault_injection(command),
             other => crate::admin::run(&self.admin_node(), other),
+        }
+    }
+
+    /// Runs one of the commands `operations::operation_key` names.
+    fn long_operation(self: &Arc<Self>, command: AdminCommand) -> Result<String, String> {
+        match command {
+            AdminCommand::Decommission { force } => self.decommission(force),
+            AdminCommand::RemoveNode { host_id } => self.remove_node(&host_id),
+            AdminCommand::Rebuild { source_dc } => self.rebuild(source_dc.as_deref()),
+            AdminCommand::Repair {
+                keyspace,
+                tables,
+                primary_range,
+                range,
+            } => self.repair(keyspace.as_deref(), &tables, primary_range, range),
+            other => Err(format!("{other:?} is not a long operation")),
         }
     }
 

@@ -24,6 +24,9 @@ use crate::streaming::Progress;
 use crate::streaming::STREAM_REQUEST_TIMEOUT;
 use crate::topology::replicated_keyspaces;
 
+mod running;
+pub use running::{operation_key, RunningOperations, RUNNING_OPERATIONS_MAX};
+
 /// How long removenode waits for a node to pull a table's ranges from
 /// another (`StreamFrom`: the whole stream, paced by the puller's source).
 pub const STREAM_FROM_TIMEOUT: Duration = Duration::from_secs(12 * 3600);
