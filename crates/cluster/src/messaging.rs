@@ -274,10 +274,13 @@ impl Security {
 
     /// Reports a failed connection to `to` (from `from`): at ERROR when the
     /// handshake failed (`refused`), at INFO for a peer that is not there,
-    /// at most once per peer every `REPORT_INTERVAL`.
+    /// at most once per peer and cause every `REPORT_INTERVAL`.
     fn report_outbound(&self, from: IpAddr, to: SocketAddr, cause: &str, refused: bool) {
         let now = Instant::now();
-        let Some(report) = self.failures.record(to.ip(), Direction::Outbound, cause, now) else {
+        let Some(report) = self
+            .failures
+            .record(to.ip(), Direction::Outbound, cause, now)
+        else {
             return;
         };
         let since = report.since();
@@ -288,7 +291,7 @@ impl Security {
     }
 
     /// Reports an inbound connection from `peer` whose handshake failed,
-    /// as Cassandra words it, at most once per peer every
+    /// as Cassandra words it, at most once per peer and cause every
     /// `REPORT_INTERVAL`.
     fn report_inbound(&self, peer: SocketAddr, cause: &str) {
         let now = Instant::now();
@@ -336,7 +339,9 @@ async fn accept_loop(
         tokio::spawn(async move {
             match messaging.clone().serve(stream).await {
                 Ok(()) => {}
-                Err(ServeError::Handshake(cause)) => messaging.security.report_inbound(from, &cause),
+                Err(ServeError::Handshake(cause)) => {
+                    messaging.security.report_inbound(from, &cause)
+                }
                 Err(ServeError::Closed(e)) => {
                     tracing::debug!("internode connection from {from} closed: {e}")
                 }
@@ -676,7 +681,9 @@ pub(crate) async fn read_frame<T: for<'de> serde::Deserialize<'de>>(
     read: &mut (impl AsyncReadExt + Unpin),
     limit: usize,
 ) -> Result<T, String> {
-    read_frame_typed(read, limit).await.map_err(|e| e.to_string())
+    read_frame_typed(read, limit)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// `read_frame`, telling a TLS record (the peer speaks TLS, this end
@@ -690,8 +697,8 @@ pub(crate) async fn read_frame_typed<T: for<'de> serde::Deserialize<'de>>(
     if is_tls_record(header) {
         return Err(FrameError::TlsRecord);
     }
-    let len = frame_length(header, limit)
-        .map_err(|e: DecodeError| FrameError::Invalid(e.to_string()))?;
+    let len =
+        frame_length(header, limit).map_err(|e: DecodeError| FrameError::Invalid(e.to_string()))?;
     let mut body = Vec::with_capacity(len.min(FRAME_READ_CHUNK_BYTES));
     (&mut *read).take(len as u64).read_to_end(&mut body).await?;
     if body.len() != len {

@@ -112,10 +112,7 @@ impl InternodeTls {
             // Told apart here rather than by rustls, which reads the
             // first bytes as a damaged record.
             let _ = socket.write_all(&PROTOCOL_MISMATCH_ALERT).await;
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                PlainToTls,
-            ));
+            return Err(io::Error::new(io::ErrorKind::InvalidData, PlainToTls));
         }
         let stream = TlsAcceptor::from(self.server.clone())
             .accept(socket)
@@ -280,7 +277,10 @@ mod tests {
         assert!(refused(CertificateError::UnknownIssuer).starts_with("unknown CA: "));
         assert!(refused(CertificateError::Expired).starts_with("certificate expired: "));
         let no_certificate = said(tls(Error::NoCertificatesPresented));
-        assert!(no_certificate.starts_with("no certificate offered: "), "{no_certificate}");
+        assert!(
+            no_certificate.starts_with("no certificate offered: "),
+            "{no_certificate}"
+        );
         // ... and what the refused one reads in the alert.
         assert_eq!(
             alert(AlertDescription::UnknownCA),

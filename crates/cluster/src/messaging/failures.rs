@@ -140,17 +140,24 @@ mod tests {
         let start = Instant::now();
         let at = |s: u64| start + Duration::from_secs(s);
         let out = Direction::Outbound;
-        assert_eq!(failures.record(A, out, "unknown CA", at(0)), Some(Report { unreported: 0 }));
+        assert_eq!(
+            failures.record(A, out, "unknown CA", at(0)),
+            Some(Report { unreported: 0 })
+        );
         // Retries within the interval are counted, not reported.
         for s in 1..30 {
             assert_eq!(failures.record(A, out, "unknown CA", at(s)), None);
         }
         // Another peer, the other direction, another cause have their own.
         assert!(failures.record(B, out, "unknown CA", at(5)).is_some());
-        assert!(failures.record(A, Direction::Inbound, "unknown CA", at(5)).is_some());
+        assert!(failures
+            .record(A, Direction::Inbound, "unknown CA", at(5))
+            .is_some());
         assert!(failures.record(A, out, "expired", at(6)).is_some());
         assert_eq!(failures.last_cause(A).as_deref(), Some("unknown CA"));
-        let report = failures.record(A, out, "unknown CA", at(30)).expect("due again");
+        let report = failures
+            .record(A, out, "unknown CA", at(30))
+            .expect("due again");
         assert_eq!(report.unreported, 29);
         assert_eq!(report.since(), " (29 more since the last report)");
         assert_eq!(failures.record(A, out, "expired", at(31)), None);
@@ -158,7 +165,10 @@ mod tests {
         // A connection that worked resets the limit.
         failures.succeeded(A, out);
         assert_eq!(failures.last_cause(A), None);
-        assert_eq!(failures.record(A, out, "again", at(32)), Some(Report { unreported: 0 }));
+        assert_eq!(
+            failures.record(A, out, "again", at(32)),
+            Some(Report { unreported: 0 })
+        );
     }
 
     #[test]
@@ -167,7 +177,9 @@ mod tests {
         let start = Instant::now();
         for i in 0..(PEERS_TRACKED_MAX as u32 + 10) {
             let peer = IpAddr::V4(std::net::Ipv4Addr::from(0x0a00_0000 + i));
-            assert!(failures.record(peer, Direction::Inbound, "x", start).is_some());
+            assert!(failures
+                .record(peer, Direction::Inbound, "x", start)
+                .is_some());
         }
         let tracked = failures.peers.lock().unwrap().len();
         assert!(tracked <= PEERS_TRACKED_MAX, "{tracked}");

@@ -186,7 +186,10 @@ mod tests {
         finish_tx.send(()).unwrap();
         assert_eq!(first.join().unwrap(), Ok("Decommissioned.\n".into()));
         let attached = second.join().unwrap().expect("the first's outcome");
-        assert!(attached.starts_with("A decommission was running already"), "{attached}");
+        assert!(
+            attached.starts_with("A decommission was running already"),
+            "{attached}"
+        );
         assert!(attached.ends_with("Decommissioned.\n"), "{attached}");
         // Once ended, the same command starts a new operation.
         assert!(running.running().is_empty());
@@ -215,27 +218,41 @@ mod tests {
         assert_eq!(other, Ok("done\n".into()));
         let attached = {
             let running = running.clone();
-            std::thread::spawn(move || running.run_or_attach("repair of ks".into(), || Ok("x".into())))
+            std::thread::spawn(move || {
+                running.run_or_attach("repair of ks".into(), || Ok("x".into()))
+            })
         };
         std::thread::sleep(Duration::from_millis(50));
         finish_tx.send(()).unwrap();
         assert!(repair.join().unwrap().is_err());
         let e = attached.join().unwrap().expect_err("the first's failure");
-        assert!(e.ends_with("Repair failed: endpoint /127.0.0.2 died"), "{e}");
+        assert!(
+            e.ends_with("Repair failed: endpoint /127.0.0.2 died"),
+            "{e}"
+        );
     }
 
     #[test]
     fn keys_name_the_work_not_the_options_that_do_not_change_it() {
         let decommission = |force| AdminCommand::Decommission { force };
-        assert_eq!(operation_key(&decommission(true)), operation_key(&decommission(false)));
+        assert_eq!(
+            operation_key(&decommission(true)),
+            operation_key(&decommission(false))
+        );
         let repair = |keyspace: Option<&str>, primary_range| AdminCommand::Repair {
             keyspace: keyspace.map(str::to_string),
             tables: vec![],
             primary_range,
             range: None,
         };
-        assert_eq!(operation_key(&repair(Some("ks"), false)).as_deref(), Some("repair of ks"));
-        assert_ne!(operation_key(&repair(Some("ks"), true)), operation_key(&repair(Some("ks"), false)));
+        assert_eq!(
+            operation_key(&repair(Some("ks"), false)).as_deref(),
+            Some("repair of ks")
+        );
+        assert_ne!(
+            operation_key(&repair(Some("ks"), true)),
+            operation_key(&repair(Some("ks"), false))
+        );
         assert_eq!(operation_key(&AdminCommand::Netstats), None);
     }
 }

@@ -145,7 +145,9 @@ impl Parser {
         };
         let names = match all {
             true => {
-                builder.all(datacenters).map_err(|e| self.refused_by_action(e))?;
+                builder
+                    .all(datacenters)
+                    .map_err(|e| self.refused_by_action(e))?;
                 None
             }
             false => {
