@@ -67,9 +67,6 @@ impl BatchSize {
     }
 }
 
-/// Where the read of one partition of a key list starts: its slices (after
-/// the previous page's last row), the rows it already gave, and whether this
-/// is its first read (which returns a static-only row).
 /// Where the page after a full page of a key list starts.
 enum FullPage {
     /// Inside the partition of its last row.
@@ -96,6 +93,9 @@ impl FullPage {
     }
 }
 
+/// Where the read of one partition of a key list starts: its slices (after
+/// the previous page's last row), the rows it already gave, and whether this
+/// is its first read (which returns a static-only row).
 struct KeyResume {
     slices: Vec<Slice>,
     in_partition: usize,
