@@ -2479,6 +2479,9 @@ pub fn execute(
         .map_err(|e| read_thresholds::named(e, &select.to_string()))
 }
 
+/// A SELECT from its statement to its answer: the table, the selection and
+/// the restrictions resolved, the guardrails and refusals applied, then the
+/// read shaped and answered.
 fn execute_select(
     context: &StatementCtx<'_>,
     select: &Select,
@@ -2495,14 +2498,9 @@ fn execute_select(
     let outputs = plan(&table, select, &ctx)?;
     let restrictions = analyze(&table, &select.where_clause, &ctx)?;
     let guardrails = crate::guard::guardrails_for(context, request, Guardrails::guards_select)?;
-    let mut warnings = match &guardrails {
-        Some(g) => {
-            let keys_in = partition_keys_in(&table, select, &restrictions);
-            let read = (&restrictions, request.consistency);
-            crate::guardrails::select_checks(g, select, &table, read, keys_in)?
-        }
-        None => Vec::new(),
-    };
+    let guardrails = guardrails.as_deref();
+    let clauses = (&*table, select, &restrictions);
+    let mut warnings = statement_guardrails(guardrails, clauses, request)?;
     if let Some(ann) = ann::ordering(select)? {
         let read = (&table, &restrictions, &*schema);
         return execute_ann(context, select, request, read, &outputs, ann, &ctx);
@@ -2510,33 +2508,8 @@ fn execute_select(
     ann::refuse_vector_restrictions(&table, select)?;
     check_where_clause(&table, select, &restrictions)
         .map_err(|e| crate::guard::filtering_refusal(context, e, request))?;
-    let replica = || (context.node().broadcast_address, request.consistency);
-    let group_by = group_by::plan(&table, select, &ctx, &replica)?;
-    let reversed = order_by_reversal(&table, select, &restrictions, request)?;
-    let limit = limit_value(&select.limit, "[limit]", &ctx)?;
-    let per_partition_limit =
-        limit_value(&select.per_partition_limit, "[per_partition_limit]", &ctx)?;
-    let grouped = group_by.is_grouped();
-    let aggregate = grouped || outputs.iter().any(|o| is_aggregate(&o.sel));
-    // ORDER BY over several IN partitions: rows are sorted across partitions
-    // after the read (which is never paged), so LIMIT applies after the
-    // sort; each partition gives at most LIMIT rows.
-    let post_ordering = !select.order_by.is_empty()
-        && matches!(&restrictions.partition, PartitionSelection::Keys(keys) if keys.len() > 1);
-    if let Some(g) = &guardrails {
-        let read_limit = limit.filter(|_| !post_ordering);
-        let page_size = request.page_size;
-        warnings.extend(crate::guardrails::paged_select(
-            g,
-            page_size,
-            read_limit,
-            aggregate,
-            &table.name,
-        )?);
-    }
-    if aggregate {
-        warnings.extend(aggregation_warnings(select, &restrictions));
-    }
+    let shape = Shape::of(context, clauses, request, &outputs, &ctx)?;
+    shape_warnings(guardrails, clauses, request, &shape, &mut warnings)?;
     let reader = Reader::for_select(
         context,
         &table,
@@ -2544,77 +2517,162 @@ fn execute_select(
         &schema,
         request,
         select.distinct,
-        reversed,
-        read_per_partition_limit(
-            select.distinct,
-            grouped,
-            post_ordering,
-            per_partition_limit,
-            limit,
-        ),
+        shape.reversed,
+        shape.read_per_partition_limit(select.distinct),
     );
-    if aggregate && !grouped && !post_ordering {
-        let query = (&*table, &outputs[..], select);
-        return execute_aggregate(context, query, request, &reader, warnings);
+    let query = (&*table, &outputs[..], select);
+    answer_select(context, query, request, &reader, &shape, warnings)
+}
+
+/// The guardrails' word on a SELECT before anything is read: a refusal, or
+/// the warnings it starts with (none without guardrails).
+fn statement_guardrails(
+    guardrails: Option<&Guardrails>,
+    (table, select, restrictions): (&Table, &Select, &Restrictions),
+    request: &Request,
+) -> Result<Vec<String>> {
+    let Some(g) = guardrails else {
+        return Ok(Vec::new());
+    };
+    let keys_in = partition_keys_in(table, select, restrictions);
+    let read = (restrictions, request.consistency);
+    crate::guardrails::select_checks(g, select, table, read, keys_in)
+}
+
+/// What a SELECT's clauses make of its read (`Shape::of`).
+struct Shape {
+    group_by: group_by::GroupBy,
+    reversed: bool,
+    limit: Option<usize>,
+    per_partition_limit: Option<usize>,
+    grouped: bool,
+    aggregate: bool,
+    /// ORDER BY over several IN partitions: sorted after the read.
+    post_ordering: bool,
+}
+
+impl Shape {
+    /// Decides the read's shape from GROUP BY, ORDER BY, LIMIT, PER
+    /// PARTITION LIMIT and the selection's aggregates.
+    fn of(
+        context: &StatementCtx<'_>,
+        (table, select, restrictions): (&Table, &Select, &Restrictions),
+        request: &Request,
+        outputs: &[Output],
+        ctx: &EvalContext<'_>,
+    ) -> Result<Shape> {
+        let replica = || (context.node().broadcast_address, request.consistency);
+        let group_by = group_by::plan(table, select, ctx, &replica)?;
+        let reversed = order_by_reversal(table, select, restrictions, request)?;
+        let limit = limit_value(&select.limit, "[limit]", ctx)?;
+        let per_partition_limit =
+            limit_value(&select.per_partition_limit, "[per_partition_limit]", ctx)?;
+        let grouped = group_by.is_grouped();
+        let aggregate = grouped || outputs.iter().any(|o| is_aggregate(&o.sel));
+        // ORDER BY over several IN partitions: rows are sorted across
+        // partitions after the read (which is never paged), so LIMIT applies
+        // after the sort; each partition gives at most LIMIT rows.
+        let post_ordering = !select.order_by.is_empty()
+            && matches!(&restrictions.partition, PartitionSelection::Keys(keys) if keys.len() > 1);
+        Ok(Shape {
+            group_by,
+            reversed,
+            limit,
+            per_partition_limit,
+            grouped,
+            aggregate,
+            post_ordering,
+        })
     }
-    let window = PageWindow::of(request, aggregate, grouped, limit)?;
-    if grouped && !post_ordering {
+
+    /// Decides how many rows the reader takes from each partition
+    /// (`read_per_partition_limit`).
+    fn read_per_partition_limit(&self, distinct: bool) -> usize {
+        read_per_partition_limit(
+            distinct,
+            self.grouped,
+            self.post_ordering,
+            self.per_partition_limit,
+            self.limit,
+        )
+    }
+}
+
+/// The warnings the read's shape adds: the paging guardrail (LIMIT counts
+/// only when rows are not sorted after the read) and the aggregation
+/// warnings.
+fn shape_warnings(
+    guardrails: Option<&Guardrails>,
+    (table, select, restrictions): (&Table, &Select, &Restrictions),
+    request: &Request,
+    shape: &Shape,
+    warnings: &mut Vec<String>,
+) -> Result<()> {
+    if let Some(g) = guardrails {
+        let read_limit = shape.limit.filter(|_| !shape.post_ordering);
+        let page_size = request.page_size;
+        warnings.extend(crate::guardrails::paged_select(
+            g,
+            page_size,
+            read_limit,
+            shape.aggregate,
+            &table.name,
+        )?);
+    }
+    if shape.aggregate {
+        warnings.extend(aggregation_warnings(select, restrictions));
+    }
+    Ok(())
+}
+
+/// Decides how a SELECT is answered: an aggregate folded over every row,
+/// the groups of a GROUP BY page, an unpaged read a batch at a time, or one
+/// page of rows.
+fn answer_select(
+    context: &StatementCtx<'_>,
+    query: (&Table, &[Output], &Select),
+    request: &Request,
+    reader: &Reader<'_>,
+    shape: &Shape,
+    warnings: Vec<String>,
+) -> Result<Outcome> {
+    if shape.aggregate && !shape.grouped && !shape.post_ordering {
+        return execute_aggregate(context, query, request, reader, warnings);
+    }
+    let window = PageWindow::of(request, shape.aggregate, shape.grouped, shape.limit)?;
+    if shape.grouped && !shape.post_ordering {
         let window = aggregate::GroupWindow {
-            group_by: &group_by,
-            per_partition: per_partition_limit,
+            group_by: &shape.group_by,
+            per_partition: shape.per_partition_limit,
             offset: window.state.partition_index as usize,
             already: window.already,
-            limit,
+            limit: shape.limit,
             remaining_limit: window.remaining_limit,
             page_size: request.page_size.filter(|p| *p > 0),
         };
-        let query = (&*table, &outputs[..], select);
-        return execute_grouped(context, query, request, (&reader, &window), warnings);
+        return execute_grouped(context, query, request, (reader, &window), warnings);
     }
     // Virtual tables are built whole on each read: read them at once.
-    let batched = !table.is_virtual && !aggregate && !grouped && !post_ordering;
+    let (table, _, _) = query;
+    let batched = !table.is_virtual && !shape.aggregate && !shape.grouped && !shape.post_ordering;
     if window.page_size.is_none() && batched {
         let want = rows_wanted(None, window.remaining_limit);
-        let query = (&*table, &outputs[..], select);
         return execute_unpaged(
             context,
             query,
             request,
-            (&reader, window.state, want),
+            (reader, window.state, want),
             warnings,
         );
     }
-    let page = Page {
-        window,
-        limit,
-        per_partition_limit,
-        group_by: &group_by,
-        grouped,
-        aggregate,
-        post_ordering,
-        reversed,
-    };
-    answer_page(
-        context,
-        (&table, &outputs[..], select),
-        request,
-        &reader,
-        &page,
-        warnings,
-    )
+    let page = Page { window, shape };
+    answer_page(context, query, request, reader, &page, warnings)
 }
 
 /// How a page of a SELECT is read and answered (`answer_page`).
 struct Page<'a> {
     window: PageWindow,
-    limit: Option<usize>,
-    per_partition_limit: Option<usize>,
-    group_by: &'a group_by::GroupBy,
-    grouped: bool,
-    aggregate: bool,
-    /// ORDER BY over several IN partitions: sorted after the read.
-    post_ordering: bool,
-    reversed: bool,
+    shape: &'a Shape,
 }
 
 /// Reads one page of rows and builds its result: rows sorted across
@@ -2635,8 +2693,9 @@ fn answer_page(
         page_size,
     } = &page.window;
     let (already, remaining_limit, page_size) = (*already, *remaining_limit, *page_size);
-    let (limit, per_partition_limit) = (page.limit, page.per_partition_limit);
-    let (grouped, aggregate, post_ordering) = (page.grouped, page.aggregate, page.post_ordering);
+    let shape = page.shape;
+    let (limit, per_partition_limit) = (shape.limit, shape.per_partition_limit);
+    let (grouped, aggregate, post_ordering) = (shape.grouped, shape.aggregate, shape.post_ordering);
     let want = rows_wanted(page_size, remaining_limit);
     let (mut rows, next) = if want == 0 {
         (Vec::new(), None)
@@ -2656,7 +2715,7 @@ fn answer_page(
     if post_ordering && !grouped {
         let keep = remaining_limit.filter(|_| !aggregate);
         let columns = select.order_by.len();
-        sort_across_partitions(table, &mut rows, (page.reversed, columns), keep);
+        sort_across_partitions(table, &mut rows, (shape.reversed, columns), keep);
     }
     if rows.len() > UNPAGED_ROWS_MAX {
         return Err(QueryError::invalid(format!(
@@ -2673,12 +2732,12 @@ fn answer_page(
             remaining_limit,
             page_size: request.page_size.filter(|p| *p > 0),
         };
-        let sort = post_ordering.then_some(page.reversed);
+        let sort = post_ordering.then_some(shape.reversed);
         let (result_rows, group_state) = grouped_rows(
             table,
             outputs,
             (&rows, sort),
-            page.group_by,
+            &shape.group_by,
             per_partition_limit,
             &groups,
         )?;
