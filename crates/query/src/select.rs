@@ -2686,34 +2686,14 @@ fn answer_page(
     page: &Page<'_>,
     warnings: Vec<String>,
 ) -> Result<Outcome> {
-    let PageWindow {
-        state,
-        already,
-        remaining_limit,
-        page_size,
-    } = &page.window;
-    let (already, remaining_limit, page_size) = (*already, *remaining_limit, *page_size);
     let shape = page.shape;
-    let (limit, per_partition_limit) = (shape.limit, shape.per_partition_limit);
-    let (grouped, aggregate, post_ordering) = (shape.grouped, shape.aggregate, shape.post_ordering);
-    let want = rows_wanted(page_size, remaining_limit);
-    let (mut rows, next) = if want == 0 {
-        (Vec::new(), None)
-    } else {
-        // GROUP BY reads from the start (its pages count groups).
-        let start = if grouped {
-            PagingState::default()
-        } else {
-            state.clone()
-        };
-        reader.read(&start, rows_to_read(want, aggregate, post_ordering))?
-    };
+    let (mut rows, next) = read_page(reader, page)?;
     let mut warnings = warnings;
     let live = rows.len();
     check_reads(context, reader, (live, select), request, &mut warnings)?;
     // GROUP BY groups each partition's rows as read, then sorts the groups.
-    if post_ordering && !grouped {
-        let keep = remaining_limit.filter(|_| !aggregate);
+    if shape.post_ordering && !shape.grouped {
+        let keep = page.window.remaining_limit.filter(|_| !shape.aggregate);
         let columns = select.order_by.len();
         sort_across_partitions(table, &mut rows, (shape.reversed, columns), keep);
     }
@@ -2722,46 +2702,82 @@ fn answer_page(
             "Query returned more than {UNPAGED_ROWS_MAX} rows without paging"
         )));
     }
-    let returned = already + rows.len();
-    // No next page once LIMIT is reached, nor for an unpaged query.
-    let next = next.filter(|_| page_size.is_some() && limit.is_none_or(|l| returned < l));
-    let (result_rows, paging_state) = if grouped {
-        let groups = GroupPaging {
-            state,
-            limit,
-            remaining_limit,
-            page_size: request.page_size.filter(|p| *p > 0),
-        };
-        let sort = post_ordering.then_some(shape.reversed);
-        let (result_rows, group_state) = grouped_rows(
-            table,
-            outputs,
-            (&rows, sort),
-            &shape.group_by,
-            per_partition_limit,
-            &groups,
-        )?;
-        (result_rows, group_state.map(|s| s.encode()))
+    let page_rows = if shape.grouped {
+        grouped_page(table, outputs, request, &rows, page)?
     } else {
-        let result_rows = selected_rows(table, outputs, &rows, aggregate)?;
-        check_result_size(reader, table, request, &result_rows, &mut warnings)?;
-        let paging_state = next.map(|mut s| {
-            s.rows_so_far = returned as u64;
-            s.encode()
-        });
-        (result_rows, paging_state)
+        let (query, read) = ((table, outputs), (&rows[..], next));
+        rows_page(query, (request, reader), read, page, &mut warnings)?
     };
-    let result_rows = if select.json {
-        json_rows(outputs, result_rows)?
+    answer((table, outputs, select), request, page_rows, warnings)
+}
+
+/// Reads a page's rows and the reader's next position: none when the page
+/// wants no row; a GROUP BY page from the start (its pages count groups),
+/// any other from the client's paging state.
+fn read_page(reader: &Reader<'_>, page: &Page<'_>) -> Result<(Vec<CqlRow>, Option<PagingState>)> {
+    let (window, shape) = (&page.window, page.shape);
+    let want = rows_wanted(window.page_size, window.remaining_limit);
+    if want == 0 {
+        return Ok((Vec::new(), None));
+    }
+    let start = if shape.grouped {
+        PagingState::default()
     } else {
-        result_rows
+        window.state.clone()
     };
-    let mut outcome = Outcome::rows(Rows {
-        metadata: result_metadata(table, outputs, select.json, request, paging_state),
-        rows: result_rows,
+    let rows = rows_to_read(want, shape.aggregate, shape.post_ordering);
+    reader.read(&start, rows)
+}
+
+/// A GROUP BY page's result rows (`grouped_rows`) and the paging state of
+/// the next page, which counts groups.
+fn grouped_page(
+    table: &Table,
+    outputs: &[Output],
+    request: &Request,
+    rows: &[CqlRow],
+    page: &Page<'_>,
+) -> Result<(ResultRows, Option<Bytes>)> {
+    let (window, shape) = (&page.window, page.shape);
+    let groups = GroupPaging {
+        state: &window.state,
+        limit: shape.limit,
+        remaining_limit: window.remaining_limit,
+        page_size: request.page_size.filter(|p| *p > 0),
+    };
+    let sort = shape.post_ordering.then_some(shape.reversed);
+    let (result_rows, group_state) = grouped_rows(
+        table,
+        outputs,
+        (rows, sort),
+        &shape.group_by,
+        shape.per_partition_limit,
+        &groups,
+    )?;
+    Ok((result_rows, group_state.map(|s| s.encode())))
+}
+
+/// A page's result rows without GROUP BY (within the result size
+/// thresholds) and the paging state of the next page: none once LIMIT is
+/// reached, nor for an unpaged query.
+fn rows_page(
+    (table, outputs): (&Table, &[Output]),
+    (request, reader): (&Request, &Reader<'_>),
+    (rows, next): (&[CqlRow], Option<PagingState>),
+    page: &Page<'_>,
+    warnings: &mut Vec<String>,
+) -> Result<(ResultRows, Option<Bytes>)> {
+    let (window, shape) = (&page.window, page.shape);
+    let returned = window.already + rows.len();
+    let next =
+        next.filter(|_| window.page_size.is_some() && shape.limit.is_none_or(|l| returned < l));
+    let result_rows = selected_rows(table, outputs, rows, shape.aggregate)?;
+    check_result_size(reader, table, request, &result_rows, warnings)?;
+    let paging_state = next.map(|mut s| {
+        s.rows_so_far = returned as u64;
+        s.encode()
     });
-    outcome.warnings = warnings;
-    Ok(outcome)
+    Ok((result_rows, paging_state))
 }
 
 /// An aggregate without GROUP BY (`aggregate`): one row, folded over
@@ -2868,6 +2884,18 @@ fn rows_outcome(
 ) -> Result<Outcome> {
     check_reads(context, reader, (read, select), request, &mut warnings)?;
     check_result_size(reader, table, request, &rows, &mut warnings)?;
+    let query = (table, outputs, select);
+    answer(query, request, (rows, paging_state), warnings)
+}
+
+/// A SELECT's answer from its result rows: as JSON for SELECT JSON, with
+/// the metadata (the next page's paging state in it) and the warnings.
+fn answer(
+    (table, outputs, select): (&Table, &[Output], &Select),
+    request: &Request,
+    (rows, paging_state): (ResultRows, Option<Bytes>),
+    warnings: Vec<String>,
+) -> Result<Outcome> {
     let rows = if select.json {
         json_rows(outputs, rows)?
     } else {
