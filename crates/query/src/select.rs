@@ -2720,13 +2720,14 @@ fn read_page(reader: &Reader<'_>, page: &Page<'_>) -> Result<(Vec<CqlRow>, Optio
     if want == 0 {
         return Ok((Vec::new(), None));
     }
+    let from_start = PagingState::default();
     let start = if shape.grouped {
-        PagingState::default()
+        &from_start
     } else {
-        window.state.clone()
+        &window.state
     };
     let rows = rows_to_read(want, shape.aggregate, shape.post_ordering);
-    reader.read(&start, rows)
+    reader.read(start, rows)
 }
 
 /// A GROUP BY page's result rows (`grouped_rows`) and the paging state of
