@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use bytes::Bytes;
 use md5::{Digest, Md5};
 use rocksandra_cql::ast::{
-    BatchKind, BindReceiver, CreateMaterializedView, DropKind, DropObject, Modification,
-    ParsedStatement, QualifiedName, Statement,
+    BatchKind, BindReceiver, CreateIndex, CreateMaterializedView, DropKind, DropObject,
+    Modification, ParsedStatement, QualifiedName, Statement,
 };
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_storage::{Engine, TableId};
@@ -713,28 +713,7 @@ impl Executor {
                 let keyspace = keyspace_of(&s.name, session_ks)?;
                 self.ddl(guard.wrap(|schema| ddl::alter_type(schema, keyspace, s)))
             }
-            Statement::CreateIndex(s) => {
-                let keyspace = keyspace_of(&s.table, session_ks)?;
-                let mut outcome =
-                    self.ddl(guard.wrap(|schema| ddl::create_index(schema, keyspace, s)))?;
-                let table = s.table.name.as_str();
-                let pending = crate::index::build::write_pending(ctx, keyspace, table)?;
-                if !pending.is_empty() {
-                    self.ddl(|schema| {
-                        crate::index::build::mark_built(schema, keyspace, table, &pending)
-                    })?;
-                }
-                let schema = self.schema();
-                let vector_sai = schema
-                    .table(keyspace, table)
-                    .is_some_and(|t| crate::index::has_vector_sai(t));
-                if outcome.schema_change.is_some() && vector_sai {
-                    outcome
-                        .warnings
-                        .push(crate::index::VECTOR_USAGE_WARNING.to_string());
-                }
-                Ok(outcome)
-            }
+            Statement::CreateIndex(s) => self.create_index(ctx, s, session_ks, guard),
             Statement::Drop(d) => self.drop_schema_object(d, session_ks),
             Statement::Describe(d) => {
                 let schema = self.schema();
@@ -934,6 +913,34 @@ impl Executor {
                 })
             }
         }
+    }
+
+    /// CREATE INDEX: the schema change, then the index's entries written
+    /// for the table's rows, with Cassandra's warning for a vector index.
+    fn create_index(
+        &self,
+        ctx: &StatementCtx<'_>,
+        s: &CreateIndex,
+        session_ks: Option<&str>,
+        guard: &StatementGuard<'_>,
+    ) -> Result<Outcome> {
+        let keyspace = keyspace_of(&s.table, session_ks)?;
+        let mut outcome = self.ddl(guard.wrap(|schema| ddl::create_index(schema, keyspace, s)))?;
+        let table = s.table.name.as_str();
+        let pending = crate::index::build::write_pending(ctx, keyspace, table)?;
+        if !pending.is_empty() {
+            self.ddl(|schema| crate::index::build::mark_built(schema, keyspace, table, &pending))?;
+        }
+        let schema = self.schema();
+        let vector_sai = schema
+            .table(keyspace, table)
+            .is_some_and(|t| crate::index::has_vector_sai(t));
+        if outcome.schema_change.is_some() && vector_sai {
+            outcome
+                .warnings
+                .push(crate::index::VECTOR_USAGE_WARNING.to_string());
+        }
+        Ok(outcome)
     }
 
     /// CREATE MATERIALIZED VIEW (when enabled): the schema change, then
