@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use bytes::Bytes;
 use md5::{Digest, Md5};
 use rocksandra_cql::ast::{
-    BatchKind, BindReceiver, CreateIndex, CreateMaterializedView, DropKind, DropObject,
-    Modification, ParsedStatement, QualifiedName, Statement,
+    BatchKind, BindReceiver, CreateAggregate, CreateIndex, CreateMaterializedView, DropKind,
+    DropObject, Modification, ParsedStatement, QualifiedName, Statement,
 };
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_storage::{Engine, TableId};
@@ -759,21 +759,7 @@ impl Executor {
                 let keyspace = crate::schema::keyspace_of(&s.name, session_ks)?;
                 self.ddl(|schema| crate::ddl::udf::create_function(schema, keyspace, s))
             }
-            Statement::CreateAggregate(s) => {
-                let keyspace = crate::schema::keyspace_of(&s.name, session_ks)?;
-                let random = || (self.env.random)();
-                let initial = |expr: &rocksandra_cql::ast::Expr,
-                               ty: &rocksandra_data::types::CqlType|
-                 -> Result<Option<Vec<u8>>> {
-                    let schema = self.schema();
-                    let ctx = ctx.eval_context(&schema, keyspace, &[], &random);
-                    match crate::term::evaluate(expr, ty, "INITCOND", &ctx)? {
-                        crate::term::Term::Value(v) => Ok(Some(v)),
-                        _ => Ok(None),
-                    }
-                };
-                self.ddl(|schema| crate::ddl::udf::create_aggregate(schema, keyspace, s, &initial))
-            }
+            Statement::CreateAggregate(s) => self.create_aggregate(ctx, s, session_ks),
             Statement::DropFunction(s) => {
                 let keyspace = crate::schema::keyspace_of(&s.name, session_ks)?;
                 self.ddl(|schema| crate::ddl::udf::drop_function(schema, keyspace, s))
@@ -941,6 +927,29 @@ impl Executor {
                 .push(crate::index::VECTOR_USAGE_WARNING.to_string());
         }
         Ok(outcome)
+    }
+
+    /// CREATE AGGREGATE: the schema change, its INITCOND evaluated as a
+    /// term of the state type.
+    fn create_aggregate(
+        &self,
+        ctx: &StatementCtx<'_>,
+        s: &CreateAggregate,
+        session_ks: Option<&str>,
+    ) -> Result<Outcome> {
+        let keyspace = crate::schema::keyspace_of(&s.name, session_ks)?;
+        let random = || (self.env.random)();
+        let initial = |expr: &rocksandra_cql::ast::Expr,
+                       ty: &rocksandra_data::types::CqlType|
+         -> Result<Option<Vec<u8>>> {
+            let schema = self.schema();
+            let ctx = ctx.eval_context(&schema, keyspace, &[], &random);
+            match crate::term::evaluate(expr, ty, "INITCOND", &ctx)? {
+                crate::term::Term::Value(v) => Ok(Some(v)),
+                _ => Ok(None),
+            }
+        };
+        self.ddl(|schema| crate::ddl::udf::create_aggregate(schema, keyspace, s, &initial))
     }
 
     /// CREATE MATERIALIZED VIEW (when enabled): the schema change, then
