@@ -992,65 +992,11 @@ impl Schema {
             }
         }
         for k in stored.keyspaces {
-            let mut types: Vec<UdtType> = Vec::new();
-            for t in k.types {
-                let mut fields = Vec::new();
-                for (name, text) in t.fields {
-                    fields.push((name, parse_stored_type(&text, &types)?));
-                }
-                types.push(UdtType {
-                    keyspace: k.name.clone(),
-                    name: t.name,
-                    fields,
-                });
-            }
+            let types = stored_types(&k.name, k.types)?;
             let mut tables = BTreeMap::new();
             for t in k.tables {
-                let mut columns = Vec::new();
-                for c in t.columns {
-                    columns.push(Column {
-                        ty: parse_stored_type(&c.type_text, &types)?,
-                        name: c.name,
-                        kind: c.kind,
-                        position: c.position,
-                        descending: c.descending,
-                        id: ColumnId(c.id),
-                    });
-                }
-                let table = Table {
-                    keyspace: k.name.clone(),
-                    partition_key_count: columns
-                        .iter()
-                        .filter(|c| c.kind == ColumnKind::PartitionKey)
-                        .count(),
-                    clustering_count: columns
-                        .iter()
-                        .filter(|c| c.kind == ColumnKind::Clustering)
-                        .count(),
-                    name: t.name.clone(),
-                    id: t.id,
-                    storage_id: TableId(t.storage_id),
-                    columns,
-                    params: t.params,
-                    next_column_id: t.next_column_id,
-                    dropped: t.dropped,
-                    indexes: t.indexes,
-                    is_virtual: false,
-                    view: match t.view {
-                        Some(v) => Some(Arc::new(ViewDef {
-                            relations: ViewDef::parse_where(&v.where_clause)?,
-                            base_table: v.base_table,
-                            base_id: v.base_id,
-                            include_all_columns: v.include_all_columns,
-                            where_clause: v.where_clause,
-                            key_column: v.key_column,
-                        })),
-                        None => None,
-                    },
-                    compact: t.compact,
-                    metrics: Default::default(),
-                };
-                tables.insert(t.name, Arc::new(table));
+                let name = t.name.clone();
+                tables.insert(name, Arc::new(stored_table(&k.name, t, &types)?));
             }
             let parse = |text: &str| parse_stored_type(text, &types);
             let functions = k
@@ -1079,6 +1025,73 @@ impl Schema {
         }
         Ok(())
     }
+}
+
+/// A keyspace's user types read back, each parsed against the ones
+/// stored before it.
+fn stored_types(keyspace: &str, stored: Vec<StoredType>) -> Result<Vec<UdtType>> {
+    let mut types: Vec<UdtType> = Vec::new();
+    for t in stored {
+        let mut fields = Vec::new();
+        for (name, text) in t.fields {
+            fields.push((name, parse_stored_type(&text, &types)?));
+        }
+        types.push(UdtType {
+            keyspace: keyspace.to_string(),
+            name: t.name,
+            fields,
+        });
+    }
+    Ok(types)
+}
+
+/// A table (or view) read back, its column types parsed against the
+/// keyspace's user types.
+fn stored_table(keyspace: &str, t: StoredTable, types: &[UdtType]) -> Result<Table> {
+    let mut columns = Vec::new();
+    for c in t.columns {
+        columns.push(Column {
+            ty: parse_stored_type(&c.type_text, types)?,
+            name: c.name,
+            kind: c.kind,
+            position: c.position,
+            descending: c.descending,
+            id: ColumnId(c.id),
+        });
+    }
+    Ok(Table {
+        keyspace: keyspace.to_string(),
+        partition_key_count: columns
+            .iter()
+            .filter(|c| c.kind == ColumnKind::PartitionKey)
+            .count(),
+        clustering_count: columns
+            .iter()
+            .filter(|c| c.kind == ColumnKind::Clustering)
+            .count(),
+        name: t.name,
+        id: t.id,
+        storage_id: TableId(t.storage_id),
+        columns,
+        params: t.params,
+        next_column_id: t.next_column_id,
+        dropped: t.dropped,
+        indexes: t.indexes,
+        is_virtual: false,
+        view: match t.view {
+            Some(v) => Some(Arc::new(ViewDef {
+                relations: ViewDef::parse_where(&v.where_clause)?,
+                base_table: v.base_table,
+                base_id: v.base_id,
+                include_all_columns: v.include_all_columns,
+                where_clause: v.where_clause,
+                key_column: v.key_column,
+            })),
+            None => None,
+        },
+        compact: t.compact,
+        metrics: Default::default(),
+    })
 }
 
 fn parse_stored_type(text: &str, types: &[UdtType]) -> Result<CqlType> {
