@@ -2254,23 +2254,7 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
         storage_id: None,
         built: false,
     };
-    // `legacy_local_table` names the legacy index only without CUSTOM.
-    let family = match crate::index::family(&index) {
-        Some(crate::index::IndexFamily::Legacy) if stmt.custom => None,
-        family => family,
-    };
-    match family {
-        Some(crate::index::IndexFamily::Sai) => {
-            crate::index::check_sai(current, column, &index.options)?
-        }
-        Some(crate::index::IndexFamily::Legacy) => {}
-        None => {
-            return Err(QueryError::config(format!(
-                "Unable to find custom indexer class '{}'",
-                stmt.class.as_deref().unwrap_or_default()
-            )))
-        }
-    }
+    check_index_family(current, column, &index, stmt)?;
     let mut table = Table::clone(current);
     // The index's entries get a storage table of their own (built after
     // the schema is published: `index::build`).
@@ -2288,6 +2272,31 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
         change: event,
         effects: StorageEffects::default(),
     })
+}
+
+/// Refuses an index of no known implementation (a custom class other than
+/// SAI); an SAI index's options are checked against its column.
+fn check_index_family(
+    current: &Table,
+    column: &Column,
+    index: &Index,
+    stmt: &CreateIndex,
+) -> Result<()> {
+    // `legacy_local_table` names the legacy index only without CUSTOM.
+    let family = match crate::index::family(index) {
+        Some(crate::index::IndexFamily::Legacy) if stmt.custom => None,
+        family => family,
+    };
+    match family {
+        Some(crate::index::IndexFamily::Sai) => {
+            crate::index::check_sai(current, column, &index.options)
+        }
+        Some(crate::index::IndexFamily::Legacy) => Ok(()),
+        None => Err(QueryError::config(format!(
+            "Unable to find custom indexer class '{}'",
+            stmt.class.as_deref().unwrap_or_default()
+        ))),
+    }
 }
 
 /// The one column an index is on, and how: not on a view or a counter
