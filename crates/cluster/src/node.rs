@@ -364,6 +364,32 @@ async fn until_lower_joiners_chose(
     Ok(views)
 }
 
+/// The node's tokens, published in gossip: a new node chooses them from
+/// the ring it sees (a seed at once, another once the ring has settled);
+/// a restarted node keeps its own.
+async fn announce_tokens(
+    config: &ClusterConfig,
+    gossip: &Gossip,
+    messaging: &Messaging,
+    (new_node, is_seed): (bool, bool),
+) -> Result<Vec<Token>, String> {
+    let tokens = if new_node {
+        let views = if is_seed {
+            gossip.view().await
+        } else {
+            settled_ring(gossip, config, messaging).await?
+        };
+        choose_tokens(config, &views)
+    } else {
+        config.tokens.clone()
+    };
+    let token_text: Vec<String> = tokens.iter().map(|t| t.0.to_string()).collect();
+    gossip
+        .set(crate::gossip::KEY_TOKENS, token_text.join(","))
+        .await;
+    Ok(tokens)
+}
+
 /// A new node's tokens, balanced against the others' in `views`.
 fn choose_tokens(config: &ClusterConfig, views: &[NodeView]) -> Vec<Token> {
     let local = config.broadcast_address;
@@ -446,21 +472,9 @@ impl ClusterNode {
         .await?;
         let local = config.broadcast_address;
         let is_seed = config.seeds.iter().any(|s| s.ip() == local);
-        let tokens = if new_node {
-            let views = if is_seed {
-                gossip.view().await
-            } else {
-                settled_ring(&gossip, &config, &messaging).await?
-            };
-            choose_tokens(&config, &views)
-        } else {
-            config.tokens.clone()
-        };
+        let joining = (new_node, is_seed);
+        let tokens = announce_tokens(&config, &gossip, &messaging, joining).await?;
         state.tokens = tokens.clone();
-        let token_text: Vec<String> = tokens.iter().map(|t| t.0.to_string()).collect();
-        gossip
-            .set(crate::gossip::KEY_TOKENS, token_text.join(","))
-            .await;
         let hints = Hints::open(&config.hints_dir, config.hint_window)
             .map_err(|e| format!("cannot open the hints directory: {e}"))?;
         let topology = Topology::new(local, config.dc.clone(), gossip.view().await);
