@@ -161,6 +161,22 @@ async fn scrape_counts_cql_requests_and_reports_storage() {
     assert_eq!(sample(&before, "rocksandra_cql_connections"), 0.0);
 
     let mut client = Client::ready(native, ProtocolVersion::V5).await;
+    run_every_kind_of_request(&mut client).await;
+    // At least one wake-up of the 10 ms event-loop probe.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+
+    let after = scrape(metrics).await;
+    assert_cql_request_metrics(&after);
+    assert_storage_and_process_metrics(&after);
+    assert_client_request_and_table_metrics(&after);
+
+    drop(client);
+    node.stop().await;
+}
+
+/// Four QUERY (one of them failing), one PREPARE, one EXECUTE and one
+/// BATCH, each answered.
+async fn run_every_kind_of_request(client: &mut Client) {
     for statement in [
         "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
         "CREATE TABLE ks.t (k int PRIMARY KEY, v int)",
@@ -204,24 +220,25 @@ async fn scrape_counts_cql_requests_and_reports_storage() {
         now_in_seconds: None,
     };
     expect_result(client.request(6, Request::Batch(batch)).await);
-    // At least one wake-up of the 10 ms event-loop probe.
-    tokio::time::sleep(Duration::from_millis(50)).await;
+}
 
-    let after = scrape(metrics).await;
+/// The native transport's requests, errors, latencies and connections as
+/// `run_every_kind_of_request` left them.
+fn assert_cql_request_metrics(after: &str) {
     let requests = |op: &str| {
         sample(
-            &after,
+            after,
             &format!("rocksandra_cql_requests_total{{op=\"{op}\"}}"),
         )
     };
     let errors = |op: &str| {
         sample(
-            &after,
+            after,
             &format!("rocksandra_cql_errors_total{{op=\"{op}\"}}"),
         )
     };
     let latency = "rocksandra_cql_request_latency_seconds";
-    let answered = |op: &str| sample(&after, &format!("{latency}_count{{op=\"{op}\"}}"));
+    let answered = |op: &str| sample(after, &format!("{latency}_count{{op=\"{op}\"}}"));
     for (op, count) in [
         ("query", 4.0),
         ("prepare", 1.0),
@@ -232,7 +249,7 @@ async fn scrape_counts_cql_requests_and_reports_storage() {
         assert_eq!(answered(op), count, "{op} latencies");
         assert_eq!(
             sample(
-                &after,
+                after,
                 &format!("{latency}_bucket{{le=\"+Inf\",op=\"{op}\"}}")
             ),
             count
@@ -241,17 +258,20 @@ async fn scrape_counts_cql_requests_and_reports_storage() {
     assert!(requests("other") >= 1.0, "STARTUP is counted");
     assert_eq!(errors("query"), 1.0, "the SELECT of a missing table");
     assert_eq!(errors("batch") + errors("execute") + errors("prepare"), 0.0);
-    assert!(sample(&after, &format!("{latency}_sum{{op=\"query\"}}")) > 0.0);
-    assert_eq!(sample(&after, "rocksandra_cql_requests_in_flight"), 0.0);
-    assert_eq!(sample(&after, "rocksandra_cql_connections"), 1.0);
-    assert!(sample(&after, "rocksandra_event_loop_lag_seconds_count") >= 1.0);
-    assert!(sample(&after, "rocksandra_event_loop_lag_max_seconds") >= 0.0);
+    assert!(sample(after, &format!("{latency}_sum{{op=\"query\"}}")) > 0.0);
+    assert_eq!(sample(after, "rocksandra_cql_requests_in_flight"), 0.0);
+    assert_eq!(sample(after, "rocksandra_cql_connections"), 1.0);
+    assert!(sample(after, "rocksandra_event_loop_lag_seconds_count") >= 1.0);
+    assert!(sample(after, "rocksandra_event_loop_lag_max_seconds") >= 0.0);
+}
 
+/// RocksDB's and the process's gauges after rows were written.
+fn assert_storage_and_process_metrics(after: &str) {
     assert!(
-        sample(&after, "rocksandra_storage_memtable_bytes") > 0.0,
+        sample(after, "rocksandra_storage_memtable_bytes") > 0.0,
         "rows were written"
     );
-    assert_eq!(sample(&after, "rocksandra_storage_read_only"), 0.0);
+    assert_eq!(sample(after, "rocksandra_storage_read_only"), 0.0);
     for name in [
         "rocksandra_storage_write_stall_seconds_total",
         "rocksandra_storage_block_cache_hits_total",
@@ -261,25 +281,28 @@ async fn scrape_counts_cql_requests_and_reports_storage() {
         "rocksandra_storage_compactions_running",
         "rocksandra_storage_sst_bytes",
     ] {
-        assert!(sample(&after, name) >= 0.0, "{name}");
+        assert!(sample(after, name) >= 0.0, "{name}");
     }
-    assert!(sample(&after, "rocksandra_process_resident_memory_bytes") > 0.0);
-    assert!(sample(&after, "rocksandra_process_peak_resident_memory_bytes") > 0.0);
-    assert!(sample(&after, "rocksandra_process_cpu_seconds_total") > 0.0);
+    assert!(sample(after, "rocksandra_process_resident_memory_bytes") > 0.0);
+    assert!(sample(after, "rocksandra_process_peak_resident_memory_bytes") > 0.0);
+    assert!(sample(after, "rocksandra_process_cpu_seconds_total") > 0.0);
+}
 
+/// Cassandra's client request and table metrics after the workload.
+fn assert_client_request_and_table_metrics(after: &str) {
     // Cassandra's client request and table metrics: the INSERT and the
     // BATCH wrote at ONE, the EXECUTE read at ONE.
     let coordinated = "rocksandra_client_request_latency_seconds_count";
     assert_eq!(
         sample(
-            &after,
+            after,
             &format!("{coordinated}{{scope=\"Write\",cl=\"ONE\"}}")
         ),
         2.0
     );
     assert_eq!(
         sample(
-            &after,
+            after,
             &format!("{coordinated}{{scope=\"Read\",cl=\"ONE\"}}")
         ),
         1.0
@@ -287,41 +310,38 @@ async fn scrape_counts_cql_requests_and_reports_storage() {
     for scope in ["Read", "Write", "CASRead", "CASWrite", "RangeSlice"] {
         for family in ["timeouts", "unavailables", "failures"] {
             let series = format!("rocksandra_client_request_{family}_total{{scope=\"{scope}\"}}");
-            assert_eq!(sample(&after, &series), 0.0, "{series}");
+            assert_eq!(sample(after, &series), 0.0, "{series}");
         }
     }
     let table = "{keyspace=\"ks\",table=\"t\"}";
     assert_eq!(
         sample(
-            &after,
+            after,
             &format!("rocksandra_table_write_latency_seconds_count{table}")
         ),
         2.0
     );
     assert_eq!(
         sample(
-            &after,
+            after,
             &format!("rocksandra_table_read_latency_seconds_count{table}")
         ),
         1.0
     );
-    assert!(sample(&after, &format!("rocksandra_table_memtable_bytes{table}")) > 0.0);
+    assert!(sample(after, &format!("rocksandra_table_memtable_bytes{table}")) > 0.0);
     // Nothing flushed: no compaction waits for the table.
     for family in [
         "rocksandra_table_pending_compactions",
         "rocksandra_table_pending_compaction_bytes",
     ] {
-        assert_eq!(sample(&after, &format!("{family}{table}")), 0.0, "{family}");
+        assert_eq!(sample(after, &format!("{family}{table}")), 0.0, "{family}");
     }
     assert!(
         sample(
-            &after,
+            after,
             "rocksandra_thread_pool_completed_total{pool=\"Native-Transport-Requests\"}"
         ) >= 7.0
     );
-
-    drop(client);
-    node.stop().await;
 }
 
 // ---------------------------------------------------------------- dashboard
