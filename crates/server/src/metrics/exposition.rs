@@ -932,51 +932,20 @@ mod tests {
             0.0
         );
         let table = "{keyspace=\"ks\",table=\"we\\\"ird\\\\name\"}";
-        assert_eq!(
-            value(
-                &text,
-                &format!("rocksandra_table_read_latency_seconds_count{table}")
-            ),
-            2.0
-        );
-        assert_eq!(
-            value(
-                &text,
-                &format!("rocksandra_table_write_latency_seconds_count{table}")
-            ),
-            1.0
-        );
-        assert_eq!(
-            value(
-                &text,
-                &format!("rocksandra_table_tombstones_scanned_total{table}")
-            ),
-            12.0
-        );
-        assert_eq!(
-            value(
-                &text,
-                &format!("rocksandra_table_live_disk_space_used_bytes{table}")
-            ),
-            4096.0
-        );
-        assert_eq!(
-            value(&text, &format!("rocksandra_table_live_sstables{table}")),
-            2.0
-        );
-        assert_eq!(
-            value(
-                &text,
-                &format!("rocksandra_table_pending_compactions{table}")
-            ),
-            1.0
-        );
-        assert_eq!(
-            value(
-                &text,
-                &format!("rocksandra_table_pending_compaction_bytes{table}")
-            ),
-            65536.0
-        );
+        for (family, expected) in [
+            ("rocksandra_table_read_latency_seconds_count", 2.0),
+            ("rocksandra_table_write_latency_seconds_count", 1.0),
+            ("rocksandra_table_tombstones_scanned_total", 12.0),
+            ("rocksandra_table_live_disk_space_used_bytes", 4096.0),
+            ("rocksandra_table_live_sstables", 2.0),
+            ("rocksandra_table_pending_compactions", 1.0),
+            ("rocksandra_table_pending_compaction_bytes", 65536.0),
+        ] {
+            assert_eq!(
+                value(&text, &format!("{family}{table}")),
+                expected,
+                "{family}"
+            );
+        }
     }
 }
