@@ -11,7 +11,7 @@ use common::node;
 use rocksandra_query::{Env, Executor, Request};
 use rocksandra_storage::memory::MemoryStore;
 use rocksandra_storage::KvEngine;
-use rocksandra_wire::{ColumnsMetadata, ResultBody};
+use rocksandra_wire::{ColumnsMetadata, ResultBody, Value as Bound};
 
 struct Harness {
     executor: Executor,
@@ -1900,69 +1900,10 @@ fn a_base_table_keeps_its_index_and_its_view() {
 /// values: both run here on the same statements and values.
 #[test]
 fn prepared_point_reads_answer_as_the_general_path() {
-    use rocksandra_query::executor::bind_values;
-    use rocksandra_wire::Value as Bound;
     let mut h = harness(None);
     h.check(SETUP);
-    h.check(&[
-        (
-            "CREATE TABLE emp (k text PRIMARY KEY, a text, b int, s set<int>, m map<text, int>)",
-            "OK",
-        ),
-        (
-            "CREATE TABLE t (p int, q text, c1 int, c2 text, v text, st int static, \
-             PRIMARY KEY ((p, q), c1, c2)) WITH CLUSTERING ORDER BY (c1 DESC, c2 ASC)",
-            "OK",
-        ),
-        (
-            "INSERT INTO emp (k, a, b, s, m) VALUES ('x', 'ax', 1, {1, 2}, {'a': 1})",
-            "OK",
-        ),
-        (
-            "INSERT INTO emp (k, a) VALUES ('y', 'ay') USING TTL 100",
-            "OK",
-        ),
-        ("INSERT INTO emp (k, b) VALUES ('z', 3)", "OK"),
-        ("DELETE FROM emp WHERE k = 'z'", "OK"),
-        ("INSERT INTO emp (k) VALUES ('w')", "OK"),
-        ("UPDATE emp SET a = 'only' WHERE k = 'u'", "OK"),
-        ("DELETE a FROM emp WHERE k = 'u'", "OK"),
-        (
-            "INSERT INTO t (p, q, c1, c2, v, st) VALUES (1, 'a', 1, 'x', 'v1', 7)",
-            "OK",
-        ),
-        (
-            "INSERT INTO t (p, q, c1, c2, v) VALUES (1, 'a', 2, '', 'v2')",
-            "OK",
-        ),
-        ("INSERT INTO t (p, q, st) VALUES (2, 'b', 9)", "OK"),
-        ("DELETE FROM t WHERE p = 1 AND q = 'a' AND c1 > 1", "OK"),
-    ]);
-    let text = |s: &str| Bound::Bytes(bytes::Bytes::copy_from_slice(s.as_bytes()));
-    let int = |i: i32| Bound::Bytes(bytes::Bytes::copy_from_slice(&i.to_be_bytes()));
-    let bad = Bound::Bytes(bytes::Bytes::from_static(&[1, 2, 3]));
-    let keys = [
-        text("x"),
-        text("y"),
-        text("z"),
-        text("w"),
-        text("u"),
-        text("none"),
-    ];
-    let odd = [Bound::Null, Bound::Unset, text(""), bad.clone()];
-    let mut emp_values: Vec<Vec<Bound>> =
-        keys.iter().chain(&odd).map(|k| vec![k.clone()]).collect();
-    emp_values.push(Vec::new());
-    let mut t_values = Vec::new();
-    for p in [int(1), int(2), int(3), Bound::Null, bad.clone()] {
-        for q in [text("a"), text("b"), text("")] {
-            for c1 in [int(1), int(2), Bound::Unset] {
-                for c2 in [text("x"), text(""), Bound::Null] {
-                    t_values.push(vec![p.clone(), q.clone(), c1.clone(), c2.clone()]);
-                }
-            }
-        }
-    }
+    h.check(POINT_READS_DATA);
+    let (emp_values, t_values) = point_read_values();
     let cases: [(&str, &[Vec<Bound>], bool); 7] = [
         ("SELECT * FROM emp WHERE k = ?", &emp_values, true),
         (
@@ -1996,34 +1937,8 @@ fn prepared_point_reads_answer_as_the_general_path() {
             false,
         ),
     ];
-    let show = |r: rocksandra_query::Result<rocksandra_query::Outcome>| match r {
-        Ok(o) => format!("{:?} {:?}", o.body, o.warnings),
-        Err(e) => format!("{:?}", e.to_response()),
-    };
     for (cql, values, planned) in cases {
-        let prepared = h.executor.prepare(cql, Some("ks")).expect("prepares");
-        let statement = h.executor.prepared(&prepared.id).expect("cached");
-        assert_eq!(statement.point_read.is_some(), planned, "{cql}");
-        for v in values {
-            for (page_size, skip_metadata) in [(None, false), (Some(5000), true), (Some(1), false)]
-            {
-                let request = Request {
-                    keyspace: Some("ks".into()),
-                    values: v.clone(),
-                    page_size,
-                    skip_metadata,
-                    ..Request::default()
-                };
-                let fast = h.executor.execute_prepared(&statement, request.clone());
-                let general = bind_values(&statement.parsed, &request)
-                    .and_then(|v| h.executor.run(&statement.parsed, &request, &v));
-                assert_eq!(
-                    show(fast),
-                    show(general),
-                    "{cql} with {v:?}, page {page_size:?}"
-                );
-            }
-        }
+        assert_point_read_as_general(&h, cql, values, planned);
     }
     // A table changed since PREPARE is read by the general path, with its
     // new columns.
@@ -2035,12 +1950,121 @@ fn prepared_point_reads_answer_as_the_general_path() {
     let statement = h.executor.prepared(&prepared.id).expect("cached");
     let request = Request {
         keyspace: Some("ks".into()),
-        values: vec![text("x")],
+        values: vec![bound_text("x")],
         ..Request::default()
     };
     let fast = h.executor.execute_prepared(&statement, request.clone());
     let general = h.executor.run(&statement.parsed, &request, &request.values);
-    assert_eq!(show(fast), show(general));
+    assert_eq!(shown(fast), shown(general));
+}
+
+/// The tables and rows the prepared point reads meet: live, with a TTL,
+/// deleted, without regular cells, with only a deleted cell, static-only.
+const POINT_READS_DATA: &[(&str, &str)] = &[
+    (
+        "CREATE TABLE emp (k text PRIMARY KEY, a text, b int, s set<int>, m map<text, int>)",
+        "OK",
+    ),
+    (
+        "CREATE TABLE t (p int, q text, c1 int, c2 text, v text, st int static, \
+         PRIMARY KEY ((p, q), c1, c2)) WITH CLUSTERING ORDER BY (c1 DESC, c2 ASC)",
+        "OK",
+    ),
+    (
+        "INSERT INTO emp (k, a, b, s, m) VALUES ('x', 'ax', 1, {1, 2}, {'a': 1})",
+        "OK",
+    ),
+    (
+        "INSERT INTO emp (k, a) VALUES ('y', 'ay') USING TTL 100",
+        "OK",
+    ),
+    ("INSERT INTO emp (k, b) VALUES ('z', 3)", "OK"),
+    ("DELETE FROM emp WHERE k = 'z'", "OK"),
+    ("INSERT INTO emp (k) VALUES ('w')", "OK"),
+    ("UPDATE emp SET a = 'only' WHERE k = 'u'", "OK"),
+    ("DELETE a FROM emp WHERE k = 'u'", "OK"),
+    (
+        "INSERT INTO t (p, q, c1, c2, v, st) VALUES (1, 'a', 1, 'x', 'v1', 7)",
+        "OK",
+    ),
+    (
+        "INSERT INTO t (p, q, c1, c2, v) VALUES (1, 'a', 2, '', 'v2')",
+        "OK",
+    ),
+    ("INSERT INTO t (p, q, st) VALUES (2, 'b', 9)", "OK"),
+    ("DELETE FROM t WHERE p = 1 AND q = 'a' AND c1 > 1", "OK"),
+];
+
+/// Bound values for `emp`'s key and for `t`'s four key columns: present,
+/// absent, null, unset, empty and malformed, in every combination for `t`.
+fn point_read_values() -> (Vec<Vec<Bound>>, Vec<Vec<Bound>>) {
+    let text = bound_text;
+    let int = |i: i32| Bound::Bytes(bytes::Bytes::copy_from_slice(&i.to_be_bytes()));
+    let bad = Bound::Bytes(bytes::Bytes::from_static(&[1, 2, 3]));
+    let keys = [
+        text("x"),
+        text("y"),
+        text("z"),
+        text("w"),
+        text("u"),
+        text("none"),
+    ];
+    let odd = [Bound::Null, Bound::Unset, text(""), bad.clone()];
+    let mut emp_values: Vec<Vec<Bound>> =
+        keys.iter().chain(&odd).map(|k| vec![k.clone()]).collect();
+    emp_values.push(Vec::new());
+    let mut t_values = Vec::new();
+    for p in [int(1), int(2), int(3), Bound::Null, bad.clone()] {
+        for q in [text("a"), text("b"), text("")] {
+            for c1 in [int(1), int(2), Bound::Unset] {
+                for c2 in [text("x"), text(""), Bound::Null] {
+                    t_values.push(vec![p.clone(), q.clone(), c1.clone(), c2.clone()]);
+                }
+            }
+        }
+    }
+    (emp_values, t_values)
+}
+
+/// A text value as bound by a client.
+fn bound_text(s: &str) -> Bound {
+    Bound::Bytes(bytes::Bytes::copy_from_slice(s.as_bytes()))
+}
+
+/// What a statement answered, errors as the client sees them.
+fn shown(r: rocksandra_query::Result<rocksandra_query::Outcome>) -> String {
+    match r {
+        Ok(o) => format!("{:?} {:?}", o.body, o.warnings),
+        Err(e) => format!("{:?}", e.to_response()),
+    }
+}
+
+/// `cql`, prepared (on the point-read plan when `planned`), answers each of
+/// `values` unpaged and paged as the general path answers it.
+fn assert_point_read_as_general(h: &Harness, cql: &str, values: &[Vec<Bound>], planned: bool) {
+    use rocksandra_query::executor::bind_values;
+    let prepared = h.executor.prepare(cql, Some("ks")).expect("prepares");
+    let statement = h.executor.prepared(&prepared.id).expect("cached");
+    assert_eq!(statement.point_read.is_some(), planned, "{cql}");
+    for v in values {
+        for (page_size, skip_metadata) in [(None, false), (Some(5000), true), (Some(1), false)] {
+            let request = Request {
+                keyspace: Some("ks".into()),
+                values: v.clone(),
+                page_size,
+                skip_metadata,
+                ..Request::default()
+            };
+            let fast = h.executor.execute_prepared(&statement, request.clone());
+            let general = bind_values(&statement.parsed, &request)
+                .and_then(|v| h.executor.run(&statement.parsed, &request, &v));
+            assert_eq!(
+                shown(fast),
+                shown(general),
+                "{cql} with {v:?}, page {page_size:?}"
+            );
+        }
+    }
 }
 
 #[test]
