@@ -1361,43 +1361,13 @@ impl Sim {
     /// One step of a ring change: a joiner starts joining, streams and
     /// becomes normal; or a normal node leaves, streams and is gone.
     fn ring_step(&mut self) {
-        let strategy = Strategy::Simple { rf: RF };
         let crashed = self.crashed();
         if let Some(i) = self
             .nodes
             .iter()
             .position(|n| n.status == Some(MemberStatus::Joining))
         {
-            let a = self.nodes[i].address;
-            if crashed.contains(&a) {
-                return;
-            }
-            // The newest schema (as a joining node takes it), bootstrap
-            // streaming, then normal.
-            if self.config.schema_pull {
-                let pulled = self.nodes[i].exchange.pull_newest();
-                self.note(format!("{a} pulls the newest schema: {pulled:?}"));
-            }
-            let topology = self.nodes[i].shared.topology();
-            let mut sources = Vec::new();
-            for (source, ranges) in bootstrap_sources(&topology, &strategy, a) {
-                if crashed.contains(&source) {
-                    self.note(format!("bootstrap of {a}: source {source} down, waiting"));
-                    return;
-                }
-                sources.push((source, ranges));
-            }
-            for (source, ranges) in sources {
-                self.stream(i, source, a, &ranges);
-                self.note(format!(
-                    "bootstrap of {a}: {} ranges from {source}",
-                    ranges.len()
-                ));
-            }
-            self.nodes[i].status = Some(MemberStatus::Normal);
-            self.note(format!("{a} is normal"));
-            self.count("joined", 1);
-            self.publish_topology();
+            self.finish_join(i, &crashed);
             return;
         }
         if let Some(i) = self
@@ -1405,46 +1375,7 @@ impl Sim {
             .iter()
             .position(|n| n.status == Some(MemberStatus::Leaving))
         {
-            let a = self.nodes[i].address;
-            if crashed.contains(&a) {
-                return;
-            }
-            let topology = self.nodes[i].shared.topology();
-            let future = Ring::new(
-                topology
-                    .nodes
-                    .values()
-                    .filter(|v| v.member.address != a)
-                    .map(|v| v.member.clone()),
-            );
-            let mut plan: BTreeMap<IpAddr, Vec<TokenRange>> = BTreeMap::new();
-            for (range, _, gaining) in transfers(&topology.ring, &future, &strategy, a) {
-                for target in gaining {
-                    plan.entry(target).or_default().push(range);
-                }
-            }
-            if plan.keys().any(|t| crashed.contains(t)) {
-                return;
-            }
-            // As `operations`' decommission: the hints kept here are
-            // delivered before the node leaves (there, what cannot be is
-            // handed to another node; here the node waits instead).
-            if !self.hand_off_hints(i) {
-                self.note(format!("decommission of {a}: hints undelivered, waiting"));
-                return;
-            }
-            for (target, ranges) in plan {
-                self.stream(i, a, target, &ranges);
-                self.note(format!(
-                    "decommission of {a}: {} ranges to {target}",
-                    ranges.len()
-                ));
-            }
-            self.nodes[i].status = None;
-            self.nodes[i].left = true;
-            self.note(format!("{a} left"));
-            self.count("left", 1);
-            self.publish_topology();
+            self.finish_leave(i, &crashed);
             return;
         }
         // Start a change: a joiner if one is waiting, else maybe a leave.
@@ -1453,30 +1384,123 @@ impl Sim {
             .iter()
             .position(|n| n.status.is_none() && !n.left)
         {
-            let a = self.nodes[i].address;
-            let ring =
-                Ring::new(
-                    self.nodes
-                        .iter()
-                        .filter(|n| n.status.is_some())
-                        .map(|n| Member {
-                            address: n.address,
-                            host_id: n.host_id,
-                            dc: DC.into(),
-                            rack: "r1".into(),
-                            tokens: n.tokens.clone(),
-                            status: n.status.unwrap_or(MemberStatus::Normal),
-                        }),
-                );
-            let mut random = || self.rng.next();
-            let tokens = allocate_tokens(&ring, DC, 1, &mut random);
-            self.nodes[i].tokens = tokens.clone();
-            self.nodes[i].status = Some(MemberStatus::Joining);
-            self.ring_changed = true;
-            self.note(format!("{a} joins with tokens {tokens:?}"));
-            self.publish_topology();
+            self.start_join(i);
             return;
         }
+        self.maybe_start_leave();
+    }
+
+    /// Node `i`, joining, takes the newest schema, streams its ranges from
+    /// their current owners and becomes normal (unless it or a source is
+    /// down).
+    fn finish_join(&mut self, i: usize, crashed: &BTreeSet<IpAddr>) {
+        let strategy = Strategy::Simple { rf: RF };
+        let a = self.nodes[i].address;
+        if crashed.contains(&a) {
+            return;
+        }
+        // The newest schema (as a joining node takes it), bootstrap
+        // streaming, then normal.
+        if self.config.schema_pull {
+            let pulled = self.nodes[i].exchange.pull_newest();
+            self.note(format!("{a} pulls the newest schema: {pulled:?}"));
+        }
+        let topology = self.nodes[i].shared.topology();
+        let mut sources = Vec::new();
+        for (source, ranges) in bootstrap_sources(&topology, &strategy, a) {
+            if crashed.contains(&source) {
+                self.note(format!("bootstrap of {a}: source {source} down, waiting"));
+                return;
+            }
+            sources.push((source, ranges));
+        }
+        for (source, ranges) in sources {
+            self.stream(i, source, a, &ranges);
+            self.note(format!(
+                "bootstrap of {a}: {} ranges from {source}",
+                ranges.len()
+            ));
+        }
+        self.nodes[i].status = Some(MemberStatus::Normal);
+        self.note(format!("{a} is normal"));
+        self.count("joined", 1);
+        self.publish_topology();
+    }
+
+    /// Node `i`, leaving, hands off its hints, streams its ranges to their
+    /// new owners and is gone (unless it or a target is down).
+    fn finish_leave(&mut self, i: usize, crashed: &BTreeSet<IpAddr>) {
+        let strategy = Strategy::Simple { rf: RF };
+        let a = self.nodes[i].address;
+        if crashed.contains(&a) {
+            return;
+        }
+        let topology = self.nodes[i].shared.topology();
+        let future = Ring::new(
+            topology
+                .nodes
+                .values()
+                .filter(|v| v.member.address != a)
+                .map(|v| v.member.clone()),
+        );
+        let mut plan: BTreeMap<IpAddr, Vec<TokenRange>> = BTreeMap::new();
+        for (range, _, gaining) in transfers(&topology.ring, &future, &strategy, a) {
+            for target in gaining {
+                plan.entry(target).or_default().push(range);
+            }
+        }
+        if plan.keys().any(|t| crashed.contains(t)) {
+            return;
+        }
+        // As `operations`' decommission: the hints kept here are
+        // delivered before the node leaves (there, what cannot be is
+        // handed to another node; here the node waits instead).
+        if !self.hand_off_hints(i) {
+            self.note(format!("decommission of {a}: hints undelivered, waiting"));
+            return;
+        }
+        for (target, ranges) in plan {
+            self.stream(i, a, target, &ranges);
+            self.note(format!(
+                "decommission of {a}: {} ranges to {target}",
+                ranges.len()
+            ));
+        }
+        self.nodes[i].status = None;
+        self.nodes[i].left = true;
+        self.note(format!("{a} left"));
+        self.count("left", 1);
+        self.publish_topology();
+    }
+
+    /// Node `i`, waiting, starts joining with tokens allocated against the
+    /// ring.
+    fn start_join(&mut self, i: usize) {
+        let a = self.nodes[i].address;
+        let ring = Ring::new(
+            self.nodes
+                .iter()
+                .filter(|n| n.status.is_some())
+                .map(|n| Member {
+                    address: n.address,
+                    host_id: n.host_id,
+                    dc: DC.into(),
+                    rack: "r1".into(),
+                    tokens: n.tokens.clone(),
+                    status: n.status.unwrap_or(MemberStatus::Normal),
+                }),
+        );
+        let mut random = || self.rng.next();
+        let tokens = allocate_tokens(&ring, DC, 1, &mut random);
+        self.nodes[i].tokens = tokens.clone();
+        self.nodes[i].status = Some(MemberStatus::Joining);
+        self.ring_changed = true;
+        self.note(format!("{a} joins with tokens {tokens:?}"));
+        self.publish_topology();
+    }
+
+    /// A normal node starts leaving, if more than RF are normal.
+    fn maybe_start_leave(&mut self) {
         let normal: Vec<usize> = (0..self.nodes.len())
             .filter(|i| self.nodes[*i].status == Some(MemberStatus::Normal))
             .collect();
