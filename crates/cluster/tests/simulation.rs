@@ -618,44 +618,78 @@ fn error_kind(e: &QueryError) -> &'static str {
     }
 }
 
+/// The simulated nodes' engines, by address.
+type Engines = BTreeMap<IpAddr, Arc<dyn Engine>>;
+
+/// Each node's engine (its reserved tables open, what lands recorded in
+/// `landed`) and the flag that marks it reopening.
+fn engines(
+    total: usize,
+    clock: &Arc<AtomicI64>,
+    landed: &Landed,
+) -> (Engines, BTreeMap<IpAddr, Arc<AtomicBool>>) {
+    let mut engines: Engines = BTreeMap::new();
+    let mut reopening = BTreeMap::new();
+    for n in 1..=total {
+        let c = clock.clone();
+        let flag = Arc::new(AtomicBool::new(false));
+        reopening.insert(address(n as u8), flag.clone());
+        let engine = Recording {
+            inner: KvEngine::new(MemoryStore::new(Arc::new(move || {
+                LocalTime(c.load(Ordering::SeqCst) / 1_000_000)
+            }))),
+            landed: landed.clone(),
+            reopening: flag,
+        };
+        rocksandra_cluster::paxos_store::open(&engine).expect("paxos state table");
+        rocksandra_cluster::batchlog::open(&engine).expect("batchlog table");
+        engines.insert(address(n as u8), Arc::new(engine));
+    }
+    (engines, reopening)
+}
+
+/// The simulated network between `engines`, without faults yet.
+fn network(seed: u64, engines: &Engines) -> Arc<Network> {
+    Arc::new(Network {
+        engines: engines.clone(),
+        exchanges: Mutex::default(),
+        faults: Mutex::new(Faults {
+            rng: Rng(seed ^ 0x5eed_f4e7),
+            crashed: BTreeSet::new(),
+            cut: BTreeSet::new(),
+            loss_per_mille: 0,
+            delayed: Vec::new(),
+            hung: BTreeSet::new(),
+            held: Vec::new(),
+            hasher: DefaultHasher::new(),
+            counts: BTreeMap::new(),
+        }),
+    })
+}
+
+/// Node `n`'s tokens at the start: one for each of the initial nodes,
+/// evenly spread with a random offset each; none for a joiner.
+fn initial_tokens(config: &Config, n: usize, rng: &mut Rng) -> Vec<Token> {
+    if n > config.initial_nodes {
+        return Vec::new();
+    }
+    let step = u64::MAX / config.initial_nodes as u64;
+    let jitter = rng.next() % (step / 4);
+    vec![Token(
+        (i64::MIN as u64)
+            .wrapping_add(step * (n as u64 - 1))
+            .wrapping_add(jitter) as i64,
+    )]
+}
+
 impl Sim {
     fn new(seed: u64, config: Config) -> Sim {
         let mut rng = Rng(seed);
         let clock = Arc::new(AtomicI64::new(EPOCH_MICROS));
         let total = config.initial_nodes + config.joiners;
-        let mut engines: BTreeMap<IpAddr, Arc<dyn Engine>> = BTreeMap::new();
         let landed = Landed::default();
-        let mut reopening = BTreeMap::new();
-        for n in 1..=total {
-            let c = clock.clone();
-            let flag = Arc::new(AtomicBool::new(false));
-            reopening.insert(address(n as u8), flag.clone());
-            let engine = Recording {
-                inner: KvEngine::new(MemoryStore::new(Arc::new(move || {
-                    LocalTime(c.load(Ordering::SeqCst) / 1_000_000)
-                }))),
-                landed: landed.clone(),
-                reopening: flag,
-            };
-            rocksandra_cluster::paxos_store::open(&engine).expect("paxos state table");
-            rocksandra_cluster::batchlog::open(&engine).expect("batchlog table");
-            engines.insert(address(n as u8), Arc::new(engine));
-        }
-        let network = Arc::new(Network {
-            engines: engines.clone(),
-            exchanges: Mutex::default(),
-            faults: Mutex::new(Faults {
-                rng: Rng(seed ^ 0x5eed_f4e7),
-                crashed: BTreeSet::new(),
-                cut: BTreeSet::new(),
-                loss_per_mille: 0,
-                delayed: Vec::new(),
-                hung: BTreeSet::new(),
-                held: Vec::new(),
-                hasher: DefaultHasher::new(),
-                counts: BTreeMap::new(),
-            }),
-        });
+        let (engines, reopening) = engines(total, &clock, &landed);
+        let network = network(seed, &engines);
         // Initial tokens: evenly spread with a random offset each.
         let mut nodes = Vec::new();
         let mut dirs = Vec::new();
@@ -691,17 +725,7 @@ impl Sim {
             )
             .expect("shared");
             let initial = n <= config.initial_nodes;
-            let tokens = if initial {
-                let step = u64::MAX / config.initial_nodes as u64;
-                let jitter = rng.next() % (step / 4);
-                vec![Token(
-                    (i64::MIN as u64)
-                        .wrapping_add(step * (n as u64 - 1))
-                        .wrapping_add(jitter) as i64,
-                )]
-            } else {
-                Vec::new()
-            };
+            let tokens = initial_tokens(&config, n, &mut rng);
             let (executor, exchange) = start_executor(
                 &network,
                 &shared,
