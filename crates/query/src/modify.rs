@@ -1014,49 +1014,8 @@ fn insert_terms(
     params: WriteParams,
     out: &mut Vec<Mutation>,
 ) -> Result<()> {
-    let mut pk = Vec::new();
-    for (i, column) in table.partition_key().iter().enumerate() {
-        let Some(term) = given[i].take() else {
-            return Err(QueryError::invalid(format!(
-                "Some partition key parts are missing: {}",
-                missing(table.partition_key(), &names)
-            )));
-        };
-        pk.push(key_value(column, term, table.partition_key_count == 1)?);
-    }
-    let mut clustering = Vec::new();
-    for (j, column) in table.clustering().iter().enumerate() {
-        let i = table.partition_key_count + j;
-        let Some(term) = given[i].take() else {
-            if let Some(later) = table.clustering()[j + 1..]
-                .iter()
-                .zip(&given[i + 1..])
-                .find_map(|(c, g)| g.as_ref().map(|_| c))
-            {
-                return Err(QueryError::invalid(format!(
-                    "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{}\" is not restricted",
-                    later.name, column.name
-                )));
-            }
-            // Static columns set, and nothing else: the clustering may be
-            // left out (UpdateStatement's appliesOnlyToStaticColumns).
-            let mut set = table
-                .columns
-                .iter()
-                .zip(&given)
-                .filter(|(_, g)| g.is_some());
-            let only_static =
-                set.clone().next().is_some() && set.all(|(c, _)| c.kind == ColumnKind::Static);
-            if only_static && clustering.is_empty() {
-                break;
-            }
-            return Err(QueryError::invalid(format!(
-                "Some clustering keys are missing: {}",
-                missing(table.clustering(), &names)
-            )));
-        };
-        clustering.push(key_value(column, term, false)?);
-    }
+    let pk = insert_partition_key(table, &mut given, &names)?;
+    let clustering = insert_clustering(table, &mut given, &names)?;
     check_compact_clustering(table, &clustering)?;
     let mut mutation = new_mutation(table, &pk);
     let mut row = RowUpdate::default();
@@ -1095,6 +1054,69 @@ fn insert_terms(
     }
     out.push(mutation);
     Ok(())
+}
+
+/// Takes an INSERT's partition key values out of `given`, refusing an
+/// INSERT that leaves a part out.
+fn insert_partition_key(
+    table: &Table,
+    given: &mut [Option<Term>],
+    names: &[String],
+) -> Result<Vec<Vec<u8>>> {
+    let mut pk = Vec::new();
+    for (i, column) in table.partition_key().iter().enumerate() {
+        let Some(term) = given[i].take() else {
+            return Err(QueryError::invalid(format!(
+                "Some partition key parts are missing: {}",
+                missing(table.partition_key(), names)
+            )));
+        };
+        pk.push(key_value(column, term, table.partition_key_count == 1)?);
+    }
+    Ok(pk)
+}
+
+/// Takes an INSERT's clustering values out of `given`, refusing one left
+/// out unless only static columns are set (the row is then not written).
+fn insert_clustering(
+    table: &Table,
+    given: &mut [Option<Term>],
+    names: &[String],
+) -> Result<Vec<Vec<u8>>> {
+    let mut clustering = Vec::new();
+    for (j, column) in table.clustering().iter().enumerate() {
+        let i = table.partition_key_count + j;
+        let Some(term) = given[i].take() else {
+            if let Some(later) = table.clustering()[j + 1..]
+                .iter()
+                .zip(&given[i + 1..])
+                .find_map(|(c, g)| g.as_ref().map(|_| c))
+            {
+                return Err(QueryError::invalid(format!(
+                    "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{}\" is not restricted",
+                    later.name, column.name
+                )));
+            }
+            // Static columns set, and nothing else: the clustering may be
+            // left out (UpdateStatement's appliesOnlyToStaticColumns).
+            let mut set = table
+                .columns
+                .iter()
+                .zip(given.iter())
+                .filter(|(_, g)| g.is_some());
+            let only_static =
+                set.clone().next().is_some() && set.all(|(c, _)| c.kind == ColumnKind::Static);
+            if only_static && clustering.is_empty() {
+                break;
+            }
+            return Err(QueryError::invalid(format!(
+                "Some clustering keys are missing: {}",
+                missing(table.clustering(), names)
+            )));
+        };
+        clustering.push(key_value(column, term, false)?);
+    }
+    Ok(clustering)
 }
 
 /// UpdateStatement.addUpdateForKey on a compact table: a write that sets
