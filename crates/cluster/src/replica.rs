@@ -166,29 +166,7 @@ pub fn serve(
             read,
             now,
             digest: digest_only,
-        } => match engine.read_partition_counted(&read, now, thresholds.failure) {
-            Ok((partition, tombstones)) => {
-                let live = partition.rows.len();
-                let bytes = limits.bytes(|| read_thresholds::partition_bytes(&partition));
-                let query = || ReadQuery::Partition(&read);
-                let judged = judge(thresholds, tombstones, live, query())
-                    .and_then(|()| judge_size(limits, bytes, query()));
-                match judged {
-                    Err(refused) => Response::Error(refused),
-                    Ok(()) if digest_only => Response::Digest {
-                        digest: digest(&partition),
-                        tombstones,
-                        bytes,
-                    },
-                    Ok(()) => Response::Data {
-                        partition,
-                        tombstones,
-                        bytes,
-                    },
-                }
-            }
-            Err(e) => failed(e),
-        },
+        } => serve_read(engine, limits, &read, now, digest_only),
         Request::ReadRaw { read, now } => {
             match engine.read_raw_counted(&read, now, thresholds.failure) {
                 Ok((raw, tombstones)) => {
@@ -201,28 +179,7 @@ pub fn serve(
                 Err(e) => failed(e),
             }
         }
-        Request::Scan { scan, now } => match engine.scan_counted(&scan, now, thresholds.failure) {
-            Ok((page, tombstones)) => {
-                let live = page.partitions.iter().map(|p| p.rows.len()).sum();
-                let bytes = limits.bytes(|| {
-                    page.partitions
-                        .iter()
-                        .map(read_thresholds::partition_bytes)
-                        .sum()
-                });
-                let judged = judge(thresholds, tombstones, live, ReadQuery::Scan(&scan))
-                    .and_then(|()| judge_size(limits, bytes, ReadQuery::Scan(&scan)));
-                match judged {
-                    Err(refused) => Response::Error(refused),
-                    Ok(()) => Response::Page {
-                        page,
-                        tombstones,
-                        bytes,
-                    },
-                }
-            }
-            Err(e) => failed(e),
-        },
+        Request::Scan { scan, now } => serve_scan(engine, limits, &scan, now),
         Request::MerkleTree {
             table,
             range,
@@ -237,6 +194,74 @@ pub fn serve(
                 .or_else(|other| crate::batchlog::serve(engine, other))
         }
     })
+}
+
+/// A partition read's answer: its data, or only their digest, unless the
+/// tombstones or the bytes it met refuse it.
+fn serve_read(
+    engine: &dyn Engine,
+    limits: ReadLimits,
+    read: &PartitionRead,
+    now: rocksandra_data::LocalTime,
+    digest_only: bool,
+) -> Response {
+    let thresholds = limits.tombstones;
+    match engine.read_partition_counted(read, now, thresholds.failure) {
+        Ok((partition, tombstones)) => {
+            let live = partition.rows.len();
+            let bytes = limits.bytes(|| read_thresholds::partition_bytes(&partition));
+            let query = || ReadQuery::Partition(read);
+            let judged = judge(thresholds, tombstones, live, query())
+                .and_then(|()| judge_size(limits, bytes, query()));
+            match judged {
+                Err(refused) => Response::Error(refused),
+                Ok(()) if digest_only => Response::Digest {
+                    digest: digest(&partition),
+                    tombstones,
+                    bytes,
+                },
+                Ok(()) => Response::Data {
+                    partition,
+                    tombstones,
+                    bytes,
+                },
+            }
+        }
+        Err(e) => failed(e),
+    }
+}
+
+/// A range scan's page, unless the tombstones or the bytes it met refuse
+/// it.
+fn serve_scan(
+    engine: &dyn Engine,
+    limits: ReadLimits,
+    scan: &RangeScan,
+    now: rocksandra_data::LocalTime,
+) -> Response {
+    let thresholds = limits.tombstones;
+    match engine.scan_counted(scan, now, thresholds.failure) {
+        Ok((page, tombstones)) => {
+            let live = page.partitions.iter().map(|p| p.rows.len()).sum();
+            let bytes = limits.bytes(|| {
+                page.partitions
+                    .iter()
+                    .map(read_thresholds::partition_bytes)
+                    .sum()
+            });
+            let judged = judge(thresholds, tombstones, live, ReadQuery::Scan(scan))
+                .and_then(|()| judge_size(limits, bytes, ReadQuery::Scan(scan)));
+            match judged {
+                Err(refused) => Response::Error(refused),
+                Ok(()) => Response::Page {
+                    page,
+                    tombstones,
+                    bytes,
+                },
+            }
+        }
+        Err(e) => failed(e),
+    }
 }
 
 /// Creates one of the cluster's reserved tables (no clustering columns,
