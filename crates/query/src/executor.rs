@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use bytes::Bytes;
 use md5::{Digest, Md5};
 use rocksandra_cql::ast::{
-    BatchKind, BindReceiver, CreateAggregate, CreateIndex, CreateMaterializedView, DropKind,
-    DropObject, Modification, ParsedStatement, QualifiedName, Statement,
+    BatchKind, BindReceiver, CreateAggregate, CreateIndex, CreateMaterializedView, CreateTrigger,
+    DropKind, DropObject, Modification, ParsedStatement, QualifiedName, Statement,
 };
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_storage::{Engine, TableId};
@@ -730,22 +730,7 @@ impl Executor {
                 }
                 self.ddl(|schema| crate::view::alter_view(schema, session_ks, s))
             }
-            Statement::CreateTrigger(t) => {
-                let schema = self.schema();
-                let keyspace = keyspace_of(&t.table, session_ks)?;
-                let on_view = schema
-                    .lookup_table(keyspace, t.table.name.as_str())
-                    .is_ok_and(|table| table.is_view());
-                if on_view {
-                    return Err(QueryError::invalid(
-                        "Cannot CREATE TRIGGER for a materialized view",
-                    ));
-                }
-                Err(QueryError::invalid(format!(
-                    "Trigger class '{}' couldn't be loaded",
-                    t.class
-                )))
-            }
+            Statement::CreateTrigger(t) => self.create_trigger(t, session_ks),
             Statement::DropTrigger(t) => Err(QueryError::invalid(format!(
                 "Trigger {} doesn't exist",
                 t.name.as_str()
@@ -950,6 +935,25 @@ impl Executor {
             }
         };
         self.ddl(|schema| crate::ddl::udf::create_aggregate(schema, keyspace, s, &initial))
+    }
+
+    /// CREATE TRIGGER: refused on a view, else its class cannot be loaded
+    /// (no trigger runs here).
+    fn create_trigger(&self, t: &CreateTrigger, session_ks: Option<&str>) -> Result<Outcome> {
+        let schema = self.schema();
+        let keyspace = keyspace_of(&t.table, session_ks)?;
+        let on_view = schema
+            .lookup_table(keyspace, t.table.name.as_str())
+            .is_ok_and(|table| table.is_view());
+        if on_view {
+            return Err(QueryError::invalid(
+                "Cannot CREATE TRIGGER for a materialized view",
+            ));
+        }
+        Err(QueryError::invalid(format!(
+            "Trigger class '{}' couldn't be loaded",
+            t.class
+        )))
     }
 
     /// CREATE MATERIALIZED VIEW (when enabled): the schema change, then
