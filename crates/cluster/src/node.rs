@@ -364,6 +364,32 @@ async fn until_lower_joiners_chose(
     Ok(views)
 }
 
+/// Starts gossip on the messaging port, announcing `state` with a new
+/// generation (the start time in milliseconds).
+async fn start_gossip(
+    config: &ClusterConfig,
+    state: &LocalState,
+    messaging: &Arc<Messaging>,
+) -> Result<Gossip, String> {
+    let generation = (rocksandra_data::time::system_micros() / 1000) as u64;
+    let port = messaging.port();
+    let bind: Vec<SocketAddr> = config
+        .bind_addresses()
+        .into_iter()
+        .map(|ip| SocketAddr::new(ip, port))
+        .collect();
+    Gossip::start(
+        SocketAddr::new(config.broadcast_address, port),
+        &bind,
+        &config.cluster_name,
+        config.seeds.clone(),
+        generation,
+        state,
+        messaging,
+    )
+    .await
+}
+
 /// The node's tokens, published in gossip: a new node chooses them from
 /// the ring it sees (a seed at once, another once the ring has settled);
 /// a restarted node keeps its own.
@@ -453,23 +479,7 @@ impl ClusterNode {
         let messaging = start_messaging(&config, handler.clone()).await?;
         let new_node = config.tokens.is_empty();
         let mut state = local_state(&config, &executor, new_node);
-        let generation = (rocksandra_data::time::system_micros() / 1000) as u64;
-        let port = messaging.port();
-        let bind: Vec<SocketAddr> = config
-            .bind_addresses()
-            .into_iter()
-            .map(|ip| SocketAddr::new(ip, port))
-            .collect();
-        let gossip = Gossip::start(
-            SocketAddr::new(config.broadcast_address, port),
-            &bind,
-            &config.cluster_name,
-            config.seeds.clone(),
-            generation,
-            &state,
-            &messaging,
-        )
-        .await?;
+        let gossip = start_gossip(&config, &state, &messaging).await?;
         let local = config.broadcast_address;
         let is_seed = config.seeds.iter().any(|s| s.ip() == local);
         let joining = (new_node, is_seed);
