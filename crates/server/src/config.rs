@@ -1032,6 +1032,10 @@ impl ClassName {
 }
 
 impl FileConfig {
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one table: each setting from its key or its default"
+    )]
     fn into_config(mut self) -> Result<Config, ConfigError> {
         let defaults = Config::default();
         let (prometheus_address, prometheus_port) = self.prometheus()?;

@@ -53,6 +53,7 @@ fn time_uuid_layout() {
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one table of cases")]
 fn calls() {
     let ts = |ms: i64| some(Value::Timestamp(ms));
     let cases: Vec<(&str, Vec<&str>, Vec<Bytes>, Bytes)> = vec![
@@ -263,6 +264,7 @@ fn resolution_errors() {
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one table of cases")]
 fn casts() {
     let cases: Vec<(&str, Value, &str, Option<Vec<u8>>)> = vec![
         ("int", Value::Int(300), "tinyint", some(Value::Tinyint(44))),
