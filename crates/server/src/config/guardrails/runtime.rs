@@ -43,18 +43,19 @@ impl Category {
     }
 }
 
-/// How a guardrail's value is kept, shown and set.
+/// How a guardrail's value is kept, shown and set: its field, read and
+/// written through the one accessor.
 #[derive(Clone, Copy)]
 enum Kind {
     /// A count (Java int or long): warn and fail, -1 disabled.
-    Count(fn(&Guardrails) -> Threshold),
+    Count(fn(&mut Guardrails) -> &mut Threshold),
     /// A data size in bytes, shown as Cassandra's strings (`8KiB`, null).
-    Size(fn(&Guardrails) -> Threshold),
+    Size(fn(&mut Guardrails) -> &mut Threshold),
     /// A timestamp offset, shown as Cassandra's durations (`1d`, null).
-    Offsets(fn(&Guardrails) -> TimestampOffsets),
-    Flag(fn(&Guardrails) -> bool),
-    Properties(fn(&Guardrails) -> TableProperties),
-    Levels(fn(&Guardrails) -> ConsistencyLevels),
+    Offsets(fn(&mut Guardrails) -> &mut TimestampOffsets),
+    Flag(fn(&mut Guardrails) -> &mut bool),
+    Properties(fn(&mut Guardrails) -> &mut TableProperties),
+    Levels(fn(&mut Guardrails) -> &mut ConsistencyLevels),
     MaxDiskSize,
 }
 
@@ -64,14 +65,14 @@ struct Entry {
     kind: Kind,
 }
 
-const fn count(key: &'static str, get: fn(&Guardrails) -> Threshold) -> Entry {
+const fn count(key: &'static str, get: fn(&mut Guardrails) -> &mut Threshold) -> Entry {
     Entry {
         key,
         kind: Kind::Count(get),
     }
 }
 
-const fn flag(key: &'static str, get: fn(&Guardrails) -> bool) -> Entry {
+const fn flag(key: &'static str, get: fn(&mut Guardrails) -> &mut bool) -> Entry {
     Entry {
         key,
         kind: Kind::Flag(get),
@@ -80,107 +81,121 @@ const fn flag(key: &'static str, get: fn(&Guardrails) -> bool) -> Entry {
 
 /// Every guardrail Rocksandra has, sorted by key as Cassandra lists them.
 const ENTRIES: &[Entry] = &[
-    flag("allow_filtering_enabled", |g| g.allow_filtering_enabled),
-    flag("alter_table_enabled", |g| g.alter_table_enabled),
+    flag("allow_filtering_enabled", |g| {
+        &mut g.allow_filtering_enabled
+    }),
+    flag("alter_table_enabled", |g| &mut g.alter_table_enabled),
     Entry {
         key: "collection_size_threshold",
-        kind: Kind::Size(|g| g.collection_size),
+        kind: Kind::Size(|g| &mut g.collection_size),
     },
     Entry {
         key: "column_value_size_threshold",
-        kind: Kind::Size(|g| g.column_value_size),
+        kind: Kind::Size(|g| &mut g.column_value_size),
     },
-    count("columns_per_table_threshold", |g| g.columns_per_table),
-    flag("compact_tables_enabled", |g| g.compact_tables_enabled),
+    count("columns_per_table_threshold", |g| &mut g.columns_per_table),
+    flag("compact_tables_enabled", |g| &mut g.compact_tables_enabled),
     Entry {
         key: "data_disk_usage_max_disk_size",
         kind: Kind::MaxDiskSize,
     },
     count("data_disk_usage_percentage_threshold", |g| {
-        g.data_disk_usage_percentage
+        &mut g.data_disk_usage_percentage
     }),
-    flag("drop_keyspace_enabled", |g| g.drop_keyspace_enabled),
+    flag("drop_keyspace_enabled", |g| &mut g.drop_keyspace_enabled),
     flag("drop_truncate_table_enabled", |g| {
-        g.drop_truncate_table_enabled
+        &mut g.drop_truncate_table_enabled
     }),
-    count("fields_per_udt_threshold", |g| g.fields_per_udt),
-    flag("group_by_enabled", |g| g.group_by_enabled),
+    count("fields_per_udt_threshold", |g| &mut g.fields_per_udt),
+    flag("group_by_enabled", |g| &mut g.group_by_enabled),
     count("in_select_cartesian_product_threshold", |g| {
-        g.in_select_cartesian_product
+        &mut g.in_select_cartesian_product
     }),
-    count("items_per_collection_threshold", |g| g.items_per_collection),
-    count("keyspaces_threshold", |g| g.keyspaces),
+    count("items_per_collection_threshold", |g| {
+        &mut g.items_per_collection
+    }),
+    count("keyspaces_threshold", |g| &mut g.keyspaces),
     count("materialized_views_per_table_threshold", |g| {
-        g.materialized_views_per_table
+        &mut g.materialized_views_per_table
     }),
     count("maximum_replication_factor_threshold", |g| {
-        g.maximum_replication_factor
+        &mut g.maximum_replication_factor
     }),
     Entry {
         key: "maximum_timestamp_threshold",
-        kind: Kind::Offsets(|g| g.maximum_timestamp),
+        kind: Kind::Offsets(|g| &mut g.maximum_timestamp),
     },
     count("minimum_replication_factor_threshold", |g| {
-        g.minimum_replication_factor
+        &mut g.minimum_replication_factor
     }),
     Entry {
         key: "minimum_timestamp_threshold",
-        kind: Kind::Offsets(|g| g.minimum_timestamp),
+        kind: Kind::Offsets(|g| &mut g.minimum_timestamp),
     },
-    count("page_size_threshold", |g| g.page_size),
+    count("page_size_threshold", |g| &mut g.page_size),
     count("partition_keys_in_select_threshold", |g| {
-        g.partition_keys_in_select
+        &mut g.partition_keys_in_select
     }),
     Entry {
         key: "partition_size_threshold",
-        kind: Kind::Size(|g| g.partition_size),
+        kind: Kind::Size(|g| &mut g.partition_size),
     },
-    count("partition_tombstones_threshold", |g| g.partition_tombstones),
+    count("partition_tombstones_threshold", |g| {
+        &mut g.partition_tombstones
+    }),
     flag("read_before_write_list_operations_enabled", |g| {
-        g.read_before_write_list_operations_enabled
+        &mut g.read_before_write_list_operations_enabled
     }),
     Entry {
         key: "read_consistency_levels_disallowed",
-        kind: Kind::Levels(|g| g.read_consistency_levels_disallowed),
+        kind: Kind::Levels(|g| &mut g.read_consistency_levels_disallowed),
     },
     Entry {
         key: "read_consistency_levels_warned",
-        kind: Kind::Levels(|g| g.read_consistency_levels_warned),
+        kind: Kind::Levels(|g| &mut g.read_consistency_levels_warned),
     },
     count("secondary_indexes_per_table_threshold", |g| {
-        g.secondary_indexes_per_table
+        &mut g.secondary_indexes_per_table
     }),
-    flag("secondary_indexes_enabled", |g| g.secondary_indexes_enabled),
-    flag("simplestrategy_enabled", |g| g.simplestrategy_enabled),
+    flag("secondary_indexes_enabled", |g| {
+        &mut g.secondary_indexes_enabled
+    }),
+    flag("simplestrategy_enabled", |g| &mut g.simplestrategy_enabled),
     Entry {
         key: "table_properties_disallowed",
-        kind: Kind::Properties(|g| g.table_properties_disallowed),
+        kind: Kind::Properties(|g| &mut g.table_properties_disallowed),
     },
     Entry {
         key: "table_properties_ignored",
-        kind: Kind::Properties(|g| g.table_properties_ignored),
+        kind: Kind::Properties(|g| &mut g.table_properties_ignored),
     },
     Entry {
         key: "table_properties_warned",
-        kind: Kind::Properties(|g| g.table_properties_warned),
+        kind: Kind::Properties(|g| &mut g.table_properties_warned),
     },
-    count("tables_threshold", |g| g.tables),
+    count("tables_threshold", |g| &mut g.tables),
     flag("uncompressed_tables_enabled", |g| {
-        g.uncompressed_tables_enabled
+        &mut g.uncompressed_tables_enabled
     }),
-    flag("user_timestamps_enabled", |g| g.user_timestamps_enabled),
-    count("vector_dimensions_threshold", |g| g.vector_dimensions),
-    flag("vector_type_enabled", |g| g.vector_type_enabled),
+    flag("user_timestamps_enabled", |g| {
+        &mut g.user_timestamps_enabled
+    }),
+    count("vector_dimensions_threshold", |g| &mut g.vector_dimensions),
+    flag("vector_type_enabled", |g| &mut g.vector_type_enabled),
     Entry {
         key: "write_consistency_levels_disallowed",
-        kind: Kind::Levels(|g| g.write_consistency_levels_disallowed),
+        kind: Kind::Levels(|g| &mut g.write_consistency_levels_disallowed),
     },
     Entry {
         key: "write_consistency_levels_warned",
-        kind: Kind::Levels(|g| g.write_consistency_levels_warned),
+        kind: Kind::Levels(|g| &mut g.write_consistency_levels_warned),
     },
-    flag("zero_ttl_on_twcs_enabled", |g| g.zero_ttl_on_twcs_enabled),
-    flag("zero_ttl_on_twcs_warned", |g| g.zero_ttl_on_twcs_warned),
+    flag("zero_ttl_on_twcs_enabled", |g| {
+        &mut g.zero_ttl_on_twcs_enabled
+    }),
+    flag("zero_ttl_on_twcs_warned", |g| {
+        &mut g.zero_ttl_on_twcs_warned
+    }),
 ];
 
 impl Entry {
@@ -201,22 +216,23 @@ impl Entry {
     /// The values its getters give, in getter-name order (a threshold's
     /// fail, then warn).
     fn values(&self, g: &Guardrails) -> Vec<String> {
+        let mut g = *g;
         match self.kind {
-            Kind::Count(get) => {
-                let t = get(g);
+            Kind::Count(field) => {
+                let t = *field(&mut g);
                 vec![t.fail.to_string(), t.warn.to_string()]
             }
-            Kind::Size(get) => {
-                let t = get(g);
+            Kind::Size(field) => {
+                let t = *field(&mut g);
                 vec![size_text(t.fail), size_text(t.warn)]
             }
-            Kind::Offsets(get) => {
-                let t = get(g);
+            Kind::Offsets(field) => {
+                let t = *field(&mut g);
                 vec![duration_text(t.fail_micros), duration_text(t.warn_micros)]
             }
-            Kind::Flag(get) => vec![get(g).to_string()],
-            Kind::Properties(get) => vec![get(g).java_text()],
-            Kind::Levels(get) => vec![java_hash_set_text(&get(g).level_names())],
+            Kind::Flag(field) => vec![field(&mut g).to_string()],
+            Kind::Properties(field) => vec![field(&mut g).java_text()],
+            Kind::Levels(field) => vec![java_hash_set_text(&field(&mut g).level_names())],
             Kind::MaxDiskSize => vec![g
                 .data_disk_usage_max_disk_size
                 .and_then(|b| i64::try_from(b).ok())
@@ -407,47 +423,26 @@ fn apply(mut g: Guardrails, entry: &Entry, values: &[String]) -> Result<Guardrai
     let refused = SetError::Refused;
     let base = entry.base();
     match entry.kind {
-        Kind::Count(_) => {
+        Kind::Count(field) => {
             let (fail, warn) = (int(&values[0])?, int(&values[1])?);
-            let t = count_threshold(base, Some(warn), Some(fail)).map_err(refused)?;
-            set_count(&mut g, base, t);
+            *field(&mut g) = count_threshold(base, Some(warn), Some(fail)).map_err(refused)?;
         }
-        Kind::Size(_) => {
+        Kind::Size(field) => {
             let (fail, warn) = (text(&values[0]), text(&values[1]));
-            let t = size_maximum(base, warn, fail).map_err(refused)?;
-            match base {
-                "collection_size" => g.collection_size = t,
-                "column_value_size" => g.column_value_size = t,
-                _ => g.partition_size = t,
-            }
+            *field(&mut g) = size_maximum(base, warn, fail).map_err(refused)?;
         }
-        Kind::Offsets(_) => {
+        Kind::Offsets(field) => {
             let (fail, warn) = (text(&values[0]), text(&values[1]));
-            let t = timestamp_offsets(base, warn, fail).map_err(refused)?;
-            match base {
-                "maximum_timestamp" => g.maximum_timestamp = t,
-                _ => g.minimum_timestamp = t,
-            }
+            *field(&mut g) = timestamp_offsets(base, warn, fail).map_err(refused)?;
         }
-        Kind::Flag(_) => set_flag(&mut g, entry.key, boolean(&values[0])?),
-        Kind::Properties(_) => {
+        Kind::Flag(field) => *field(&mut g) = boolean(&values[0])?,
+        Kind::Properties(field) => {
             let items = list(&values[0]);
-            let set = table_properties(entry.key, Some(&items)).map_err(refused)?;
-            match entry.key {
-                "table_properties_warned" => g.table_properties_warned = set,
-                "table_properties_ignored" => g.table_properties_ignored = set,
-                _ => g.table_properties_disallowed = set,
-            }
+            *field(&mut g) = table_properties(entry.key, Some(&items)).map_err(refused)?;
         }
-        Kind::Levels(_) => {
+        Kind::Levels(field) => {
             let items = list(&values[0]);
-            let set = consistency_levels(entry.key, Some(&items)).map_err(refused)?;
-            match entry.key {
-                "read_consistency_levels_warned" => g.read_consistency_levels_warned = set,
-                "read_consistency_levels_disallowed" => g.read_consistency_levels_disallowed = set,
-                "write_consistency_levels_warned" => g.write_consistency_levels_warned = set,
-                _ => g.write_consistency_levels_disallowed = set,
-            }
+            *field(&mut g) = consistency_levels(entry.key, Some(&items)).map_err(refused)?;
         }
         Kind::MaxDiskSize => return Err(refused(start_only())),
     }
@@ -468,48 +463,6 @@ fn count_threshold(base: &str, warn: Option<i64>, fail: Option<i64>) -> Result<T
         "data_disk_usage_percentage" => Err(start_only()),
         _ => maximum(base, warn, fail),
     }
-}
-
-fn set_count(g: &mut Guardrails, base: &str, t: Threshold) {
-    let field = match base {
-        "columns_per_table" => &mut g.columns_per_table,
-        "fields_per_udt" => &mut g.fields_per_udt,
-        "in_select_cartesian_product" => &mut g.in_select_cartesian_product,
-        "items_per_collection" => &mut g.items_per_collection,
-        "keyspaces" => &mut g.keyspaces,
-        "materialized_views_per_table" => &mut g.materialized_views_per_table,
-        "maximum_replication_factor" => &mut g.maximum_replication_factor,
-        "minimum_replication_factor" => &mut g.minimum_replication_factor,
-        "page_size" => &mut g.page_size,
-        "partition_keys_in_select" => &mut g.partition_keys_in_select,
-        "partition_tombstones" => &mut g.partition_tombstones,
-        "secondary_indexes_per_table" => &mut g.secondary_indexes_per_table,
-        "tables" => &mut g.tables,
-        _ => &mut g.vector_dimensions,
-    };
-    *field = t;
-}
-
-fn set_flag(g: &mut Guardrails, key: &str, on: bool) {
-    let field = match key {
-        "allow_filtering_enabled" => &mut g.allow_filtering_enabled,
-        "alter_table_enabled" => &mut g.alter_table_enabled,
-        "compact_tables_enabled" => &mut g.compact_tables_enabled,
-        "drop_keyspace_enabled" => &mut g.drop_keyspace_enabled,
-        "drop_truncate_table_enabled" => &mut g.drop_truncate_table_enabled,
-        "group_by_enabled" => &mut g.group_by_enabled,
-        "read_before_write_list_operations_enabled" => {
-            &mut g.read_before_write_list_operations_enabled
-        }
-        "secondary_indexes_enabled" => &mut g.secondary_indexes_enabled,
-        "simplestrategy_enabled" => &mut g.simplestrategy_enabled,
-        "uncompressed_tables_enabled" => &mut g.uncompressed_tables_enabled,
-        "user_timestamps_enabled" => &mut g.user_timestamps_enabled,
-        "vector_type_enabled" => &mut g.vector_type_enabled,
-        "zero_ttl_on_twcs_enabled" => &mut g.zero_ttl_on_twcs_enabled,
-        _ => &mut g.zero_ttl_on_twcs_warned,
-    };
-    *field = on;
 }
 
 /// An int argument (`null`: -1, disabled).
