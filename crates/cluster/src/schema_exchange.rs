@@ -21,6 +21,7 @@ use rocksandra_wire::Event;
 
 use crate::coordinator::Shared;
 use crate::message::{RemoteError, Request, Response, SchemaBlob};
+use crate::messaging::Reply;
 use crate::node::EventSink;
 use crate::ring::MemberStatus;
 
@@ -210,18 +211,7 @@ impl SchemaExchange {
     /// Asks every other live node for its schema and installs the newest
     /// (if newer than this node's); fails if one does not answer.
     fn pull_from_live(&self) -> Result<(), String> {
-        let topology = self.shared.topology();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let mut waiting = HashSet::new();
-        for view in topology.nodes.values() {
-            let address = view.member.address;
-            if view.alive && address != self.shared.local {
-                self.shared
-                    .messaging
-                    .send(address, Request::SchemaPull, tx.clone());
-                waiting.insert(address);
-            }
-        }
+        let (rx, mut waiting) = self.send_to_live(|| Request::SchemaPull);
         let deadline = Instant::now() + SCHEMA_TIMEOUT;
         let mut newest: Option<SchemaBlob> = None;
         while !waiting.is_empty() {
@@ -252,19 +242,9 @@ impl SchemaExchange {
             version,
             json,
         };
-        let topology = self.shared.topology();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let mut waiting = HashSet::new();
-        for view in topology.nodes.values() {
-            let address = view.member.address;
-            if view.alive && address != self.shared.local {
-                let push = Request::SchemaPush {
-                    schema: blob.clone(),
-                };
-                self.shared.messaging.send(address, push, tx.clone());
-                waiting.insert(address);
-            }
-        }
+        let (rx, mut waiting) = self.send_to_live(|| Request::SchemaPush {
+            schema: blob.clone(),
+        });
         let deadline = Instant::now() + SCHEMA_TIMEOUT;
         while !waiting.is_empty() {
             match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
@@ -280,6 +260,25 @@ impl SchemaExchange {
                 }
             }
         }
+    }
+
+    /// Sends `request()` to every other live node; the answers' receiver
+    /// and the nodes asked.
+    fn send_to_live(
+        &self,
+        request: impl Fn() -> Request,
+    ) -> (std::sync::mpsc::Receiver<Reply>, HashSet<IpAddr>) {
+        let topology = self.shared.topology();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut asked = HashSet::new();
+        for view in topology.nodes.values() {
+            let address = view.member.address;
+            if view.alive && address != self.shared.local {
+                self.shared.messaging.send(address, request(), tx.clone());
+                asked.insert(address);
+            }
+        }
+        (rx, asked)
     }
 
     fn release(&self) {
