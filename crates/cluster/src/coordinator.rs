@@ -20,7 +20,6 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -52,6 +51,7 @@ use crate::paxos::{
     PrepareAnswer, Proposal, ProposeOutcome, CAS_CONTENTION_TIMEOUT, CONTENTION_BACKOFF_MAX,
 };
 use crate::replica::{self, Replica};
+use crate::replies::Replies;
 use crate::ring::{MemberStatus, Strategy};
 use crate::topology::Topology;
 
@@ -138,9 +138,8 @@ fn proposer_id(local: IpAddr) -> [u8; 16] {
 
 /// Replicas a write still waits on after the client was answered.
 struct Followup {
-    replies: Receiver<Reply>,
+    replies: Replies,
     outstanding: HashMap<IpAddr, Vec<Mutation>>,
-    deadline: Instant,
 }
 
 impl Shared {
@@ -266,7 +265,7 @@ impl Shared {
     /// settling the answers already in: with a transport that answers at
     /// once (the simulation) nothing is left to the thread's timing.
     fn follow_up(&self, mut job: Followup) {
-        while let Ok(reply) = job.replies.try_recv() {
+        while let Some(reply) = job.replies.ready() {
             self.settle_followup(&mut job, reply);
         }
         if !job.outstanding.is_empty() {
@@ -286,11 +285,10 @@ impl Shared {
 
     fn finish_followup(&self, mut job: Followup) {
         while !job.outstanding.is_empty() {
-            let left = job.deadline.saturating_duration_since(Instant::now());
-            match job.replies.recv_timeout(left) {
-                Ok(reply) => self.settle_followup(&mut job, reply),
-                Err(_) => break,
-            }
+            let Some(reply) = job.replies.next() else {
+                break;
+            };
+            self.settle_followup(&mut job, reply);
         }
         let topology = self.topology();
         for (endpoint, mutations) in job.outstanding {
@@ -315,11 +313,16 @@ impl Shared {
 
 impl Shared {
     /// Sends the same request to every target, remote ones first so they
-    /// run while the local one does; the answers arrive on the receiver.
-    fn ask_all(&self, targets: &[IpAddr], request: impl Fn() -> Request) -> Receiver<Reply> {
+    /// run while the local one does; their answers, awaited for `timeout`.
+    fn ask_all(
+        &self,
+        targets: &[IpAddr],
+        timeout: Duration,
+        request: impl Fn() -> Request,
+    ) -> Replies {
         let (tx, rx) = std::sync::mpsc::channel::<Reply>();
         self.send_all(targets, request, &tx);
-        rx
+        Replies::within(rx, timeout)
     }
 
     /// `ask_all` with the caller's channel (to ask more later on it).
@@ -606,30 +609,26 @@ impl Coordinator {
                 Err(e) => return Err(e.into()),
             }
         }
-        let deadline = Instant::now() + self.shared.timeouts.write;
+        let replies = Replies::within(rx, self.shared.timeouts.write);
         let mut failure: Option<QueryError> = None;
         while !tracks.iter().all(WriteTrack::done) && !outstanding.is_empty() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok((e, Ok(Response::Ack))) => {
-                    for i in outstanding.remove(&e).unwrap_or_default() {
-                        tracks[i].acked.push(dc(e));
-                    }
+            let Some((e, result)) = replies.next() else {
+                break;
+            };
+            let indexes = outstanding.remove(&e).unwrap_or_default();
+            if matches!(result, Ok(Response::Ack)) {
+                for i in indexes {
+                    tracks[i].acked.push(dc(e));
                 }
-                Ok((e, result)) => {
-                    let indexes = outstanding.remove(&e).unwrap_or_default();
-                    shared.hint(&topology, e, &pick(&mutations, &indexes));
-                    match &result {
-                        Ok(Response::Error(RemoteError::Failed(_))) => {
-                            failed.push((e, UNKNOWN_FAILURE))
-                        }
-                        Ok(Response::Error(err)) => {
-                            failure.get_or_insert(remote_error(e, err));
-                        }
-                        _ => {}
-                    }
+                continue;
+            }
+            shared.hint(&topology, e, &pick(&mutations, &indexes));
+            match &result {
+                Ok(Response::Error(RemoteError::Failed(_))) => failed.push((e, UNKNOWN_FAILURE)),
+                Ok(Response::Error(err)) => {
+                    failure.get_or_insert(remote_error(e, err));
                 }
-                Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => break,
+                _ => {}
             }
         }
         if !tracks.iter().all(WriteTrack::done) {
@@ -652,9 +651,8 @@ impl Coordinator {
                 .map(|(e, indexes)| (e, pick(&mutations, &indexes)))
                 .collect();
             let job = Followup {
-                replies: rx,
+                replies,
                 outstanding,
-                deadline,
             };
             shared.follow_up(job);
         }
@@ -730,18 +728,20 @@ impl Coordinator {
             now: options.now,
             mutations: mutations.clone(),
         };
-        let replies = shared.ask_all(&holders, || Request::BatchStore {
+        let timeout = shared.timeouts.write;
+        let replies = shared.ask_all(&holders, timeout, || Request::BatchStore {
             id,
             entry: entry.clone(),
         });
-        let deadline = Instant::now() + self.shared.timeouts.write;
         let mut stored = 0;
-        while stored < holders.len() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match replies.recv_timeout(left) {
-                Ok((_, Ok(Response::Ack))) => stored += 1,
-                Ok((e, Ok(Response::Error(err)))) => return Err(remote_error(e, &err)),
-                Ok(_) | Err(_) => break,
+        for (e, result) in replies.wait() {
+            match result {
+                Ok(Response::Ack) => stored += 1,
+                Ok(Response::Error(err)) => return Err(remote_error(e, &err)),
+                _ => break,
+            }
+            if stored == holders.len() {
+                break;
             }
         }
         if stored < holders.len() {
@@ -763,7 +763,7 @@ impl Coordinator {
         self.execute_write(plan, mutations, options)?;
         // Applied as asked: the holders may forget it (not waited for; a
         // lost removal only makes a harmless replay).
-        let _ = shared.ask_all(&holders, || Request::BatchRemove {
+        let _ = shared.ask_all(&holders, timeout, || Request::BatchRemove {
             id,
             written_at_micros,
             now: options.now,
@@ -829,13 +829,13 @@ impl DataProxy for Coordinator {
         here: &dyn Fn() -> Result<(), QueryError>,
     ) -> Result<(), QueryError> {
         let others = crate::truncate::targets(&self.shared.topology())?;
-        let deadline = Instant::now() + self.shared.timeouts.truncate;
-        let replies = self.shared.ask_all(&others, || Request::Truncate {
+        let timeout = self.shared.timeouts.truncate;
+        let replies = self.shared.ask_all(&others, timeout, || Request::Truncate {
             keyspace: keyspace.to_string(),
             table: table.to_string(),
         });
         here()?;
-        crate::truncate::await_answers(&replies, others.len(), deadline)
+        crate::truncate::await_answers(&replies, others.len())
     }
 
     fn write(
@@ -1322,22 +1322,22 @@ impl Coordinator {
         round.book = self.report_book();
         first.into_iter().for_each(ask);
         let started = Instant::now();
-        let deadline = started + shared.timeouts.read;
+        let replies = Replies::within(rx, shared.timeouts.read);
         while !round.done() {
             if round.exhausted() {
                 return Err(round.timeout(cl));
             }
-            let wait_until = if round.can_speculate() {
-                deadline.min(started + SPECULATIVE_RETRY_AFTER)
+            let speculate_at = if round.can_speculate() {
+                started + SPECULATIVE_RETRY_AFTER
             } else {
-                deadline
+                replies.deadline()
             };
-            match rx.recv_timeout(wait_until.saturating_duration_since(Instant::now())) {
-                Ok(reply) => round.on_reply(reply, cl)?.into_iter().for_each(ask),
-                Err(_) if Instant::now() < deadline && !round.speculated => {
+            match replies.next_by(speculate_at) {
+                Some(reply) => round.on_reply(reply, cl)?.into_iter().for_each(ask),
+                None if !replies.expired() && !round.speculated => {
                     round.speculate().into_iter().for_each(ask)
                 }
-                Err(_) => return Err(round.timeout(cl)),
+                None => return Err(round.timeout(cl)),
             }
         }
         let Some((data_from, data)) = round.data else {
@@ -1470,27 +1470,26 @@ impl Coordinator {
         self.shared.send_all(&order, request, &tx);
         let mut asked = order.len();
         let mut spares = spares.iter();
-        let deadline = Instant::now() + self.shared.timeouts.read;
+        let replies = Replies::within(rx, self.shared.timeouts.read);
         let mut raws = Vec::new();
         let mut done = 0;
         while done < asked {
-            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok((e, Ok(Response::Raw(raw)))) => {
-                    done += 1;
-                    raws.push((e, raw));
-                }
-                Ok((e, Ok(Response::Error(err)))) => {
+            let Some((e, result)) = replies.next() else {
+                break;
+            };
+            done += 1;
+            match result {
+                Ok(Response::Raw(raw)) => raws.push((e, raw)),
+                Ok(Response::Error(err)) => {
                     return Err(read_error(e, &err, cl, (raws.len(), need.max(1))))
                 }
-                Ok(_) => {
-                    // A replica died since it answered: another stands in.
-                    done += 1;
+                // A replica died since it answered: another stands in.
+                _ => {
                     if let Some(spare) = spares.next() {
                         self.shared.dispatch(*spare, request(), &tx);
                         asked += 1;
                     }
                 }
-                Err(_) => break,
             }
         }
         if raws.len() < need.max(1) {
@@ -1518,32 +1517,27 @@ impl Coordinator {
             return Ok(());
         }
         self.shared.read_repairs.fetch_add(1, Ordering::Relaxed);
-        let rx = self.shared.ask_all(stale, || Request::Mutate {
+        let timeout = self.shared.timeouts.write;
+        let replies = self.shared.ask_all(stale, timeout, || Request::Mutate {
             mutations: union.clone(),
             now,
         });
-        let deadline = Instant::now() + self.shared.timeouts.write;
         let mut pending: HashSet<IpAddr> = stale.iter().copied().collect();
         while !pending.is_empty() {
-            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok((e, Ok(Response::Ack))) => {
-                    pending.remove(&e);
+            let Some((e, result)) = replies.next() else {
+                for e in &pending {
+                    self.shared.hint(topology, *e, &union);
                 }
-                Ok((e, _)) => {
-                    pending.remove(&e);
-                    self.shared.hint(topology, e, &union);
-                }
-                Err(_) => {
-                    for e in &pending {
-                        self.shared.hint(topology, *e, &union);
-                    }
-                    return Err(QueryError::ReadTimeout {
-                        consistency: cl,
-                        received: stale.len() - pending.len(),
-                        block_for: stale.len(),
-                        data_present: true,
-                    });
-                }
+                return Err(QueryError::ReadTimeout {
+                    consistency: cl,
+                    received: stale.len() - pending.len(),
+                    block_for: stale.len(),
+                    data_present: true,
+                });
+            };
+            pending.remove(&e);
+            if !matches!(result, Ok(Response::Ack)) {
+                self.shared.hint(topology, e, &union);
             }
         }
         Ok(())
@@ -1571,16 +1565,16 @@ impl Coordinator {
             book.own_read(self.shared.local, met, failure_counts(cl, 0, 1))?;
             return Ok((page, book.met(tombstones)));
         }
-        let rx = self.shared.ask_all(targets, || Request::Scan {
+        let timeout = self.shared.timeouts.range;
+        let replies = self.shared.ask_all(targets, timeout, || Request::Scan {
             scan: sub.clone(),
             now,
         });
-        let deadline = Instant::now() + self.shared.timeouts.range;
         let mut pages: Vec<(IpAddr, ScanPage)> = Vec::new();
         let mut tombstones = 0u64;
         while pages.len() < targets.len() {
-            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok((
+            match replies.next() {
+                Some((
                     e,
                     Ok(Response::Page {
                         page,
@@ -1594,7 +1588,7 @@ impl Coordinator {
                     book.answered(e, met, bytes);
                     pages.push((e, page));
                 }
-                Ok((e, Ok(Response::Error(err)))) => {
+                Some((e, Ok(Response::Error(err)))) => {
                     let counts = failure_counts(cl, pages.len(), targets.len());
                     if let Some(aborted) = book.refused(e, &err, counts) {
                         return Err(aborted);
@@ -1602,12 +1596,12 @@ impl Coordinator {
                     let needed = (pages.len(), targets.len());
                     return Err(read_error(e, &err, cl, needed));
                 }
-                Ok((_, Err(SendError::QueueFull(e)))) => {
+                Some((_, Err(SendError::QueueFull(e)))) => {
                     return Err(QueryError::Overloaded(format!(
                         "too many requests queued for {e}"
                     )))
                 }
-                Ok(_) | Err(_) => {
+                Some(_) | None => {
                     return Err(QueryError::ReadTimeout {
                         consistency: cl,
                         received: pages.len(),
@@ -1859,30 +1853,30 @@ impl Coordinator {
     /// refusal.
     fn paxos_prepare(&self, plan: &PaxosPlan, ballot: Ballot) -> Result<Prepared, QueryError> {
         let live = &plan.participants.live;
-        let rx = self.shared.ask_all(live, || Request::PaxosPrepare {
-            key: plan.key.clone(),
-            ballot,
-            ttl_seconds: plan.ttl_seconds,
-            now: plan.now,
-        });
-        let deadline = Instant::now() + self.shared.timeouts.write;
+        let timeout = self.shared.timeouts.write;
+        let replies = self
+            .shared
+            .ask_all(live, timeout, || Request::PaxosPrepare {
+                key: plan.key.clone(),
+                ballot,
+                ttl_seconds: plan.ttl_seconds,
+                now: plan.now,
+            });
         let mut promises = Vec::new();
         let mut failed = 0;
         while promises.len() < plan.participants.required {
-            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok((
-                    e,
-                    Ok(Response::PaxosPrepared(PrepareAnswer::Promise {
-                        accepted,
-                        committed,
-                    })),
-                )) => {
-                    promises.push((e, accepted, committed));
-                }
-                Ok((_, Ok(Response::PaxosPrepared(PrepareAnswer::Reject { highest })))) => {
+            let Some((e, answer)) = replies.next() else {
+                return Err(self.round_timeout(plan, promises.len()));
+            };
+            match answer {
+                Ok(Response::PaxosPrepared(PrepareAnswer::Promise {
+                    accepted,
+                    committed,
+                })) => promises.push((e, accepted, committed)),
+                Ok(Response::PaxosPrepared(PrepareAnswer::Reject { highest })) => {
                     return Ok(Prepared::Rejected(highest));
                 }
-                Ok((e, other)) => {
+                other => {
                     failed += 1;
                     if live.len() - failed < plan.participants.required {
                         return Err(match other {
@@ -1891,7 +1885,6 @@ impl Coordinator {
                         });
                     }
                 }
-                Err(_) => return Err(self.round_timeout(plan, promises.len())),
             }
         }
         Ok(Prepared::Promised(promises))
@@ -1907,13 +1900,15 @@ impl Coordinator {
         proposal: &Proposal,
     ) -> Result<(ProposeOutcome, usize), QueryError> {
         let live = &plan.participants.live;
-        let rx = self.shared.ask_all(live, || Request::PaxosPropose {
-            key: plan.key.clone(),
-            proposal: proposal.clone(),
-            ttl_seconds: plan.ttl_seconds,
-            now: plan.now,
-        });
-        let deadline = Instant::now() + self.shared.timeouts.write;
+        let timeout = self.shared.timeouts.write;
+        let replies = self
+            .shared
+            .ask_all(live, timeout, || Request::PaxosPropose {
+                key: plan.key.clone(),
+                proposal: proposal.clone(),
+                ttl_seconds: plan.ttl_seconds,
+                now: plan.now,
+            });
         let (mut accepts, mut refusals, mut failures) = (0, 0, 0);
         loop {
             let answered = refusals + failures;
@@ -1927,11 +1922,11 @@ impl Coordinator {
             if outcome != ProposeOutcome::Pending {
                 return Ok((outcome, accepts));
             }
-            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok((_, Ok(Response::PaxosAccepted(true)))) => accepts += 1,
-                Ok((_, Ok(Response::PaxosAccepted(false)))) => refusals += 1,
-                Ok(_) => failures += 1,
-                Err(_) => return Err(self.round_timeout(plan, accepts)),
+            match replies.next() {
+                Some((_, Ok(Response::PaxosAccepted(true)))) => accepts += 1,
+                Some((_, Ok(Response::PaxosAccepted(false)))) => refusals += 1,
+                Some(_) => failures += 1,
+                None => return Err(self.round_timeout(plan, accepts)),
             }
         }
     }
@@ -1955,13 +1950,15 @@ impl Coordinator {
         for e in &down {
             self.shared.hint(topology, *e, &proposal.mutations);
         }
-        let rx = self.shared.ask_all(&live, || Request::PaxosCommit {
-            key: plan.key.clone(),
-            proposal: proposal.clone(),
-            ttl_seconds: plan.ttl_seconds,
-            now: plan.now,
-        });
-        let deadline = Instant::now() + self.shared.timeouts.write;
+        let timeout = self.shared.timeouts.write;
+        let replies = self
+            .shared
+            .ask_all(&live, timeout, || Request::PaxosCommit {
+                key: plan.key.clone(),
+                proposal: proposal.clone(),
+                ttl_seconds: plan.ttl_seconds,
+                now: plan.now,
+            });
         let dc = |e: IpAddr| topology.dc_of(e).unwrap_or_default();
         let mut acked: Vec<String> = Vec::new();
         let mut outstanding: HashMap<IpAddr, Vec<Mutation>> = live
@@ -1975,17 +1972,14 @@ impl Coordinator {
             }
         };
         while !done(&acked) && !outstanding.is_empty() {
-            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok((e, Ok(Response::Ack))) => {
-                    outstanding.remove(&e);
-                    acked.push(dc(e));
-                }
-                Ok((e, _)) => {
-                    if let Some(m) = outstanding.remove(&e) {
-                        self.shared.hint(topology, e, &m);
-                    }
-                }
-                Err(_) => break,
+            let Some((e, result)) = replies.next() else {
+                break;
+            };
+            let mutations = outstanding.remove(&e);
+            match (result, mutations) {
+                (Ok(Response::Ack), _) => acked.push(dc(e)),
+                (_, Some(m)) => self.shared.hint(topology, e, &m),
+                (_, None) => {}
             }
         }
         if !done(&acked) {
@@ -2002,9 +1996,8 @@ impl Coordinator {
         if !outstanding.is_empty() {
             // The slower replicas are hinted if they never answer.
             self.shared.follow_up(Followup {
-                replies: rx,
+                replies,
                 outstanding,
-                deadline,
             });
         }
         Ok(())
@@ -2013,21 +2006,17 @@ impl Coordinator {
     /// Sends the most recent commit to the promising replicas that lack it
     /// and waits for them (failures only mean another round).
     fn paxos_repair_commit(&self, plan: &PaxosPlan, commit: &Proposal, replicas: &[IpAddr]) {
-        let rx = self.shared.ask_all(replicas, || Request::PaxosCommit {
-            key: plan.key.clone(),
-            proposal: commit.clone(),
-            ttl_seconds: plan.ttl_seconds,
-            now: plan.now,
-        });
-        let deadline = Instant::now() + self.shared.timeouts.write;
-        for _ in replicas {
-            if rx
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .is_err()
-            {
-                return;
-            }
-        }
+        let timeout = self.shared.timeouts.write;
+        let replies = self
+            .shared
+            .ask_all(replicas, timeout, || Request::PaxosCommit {
+                key: plan.key.clone(),
+                proposal: commit.clone(),
+                ttl_seconds: plan.ttl_seconds,
+                now: plan.now,
+            });
+        // Failures only mean another round: the answers are not read.
+        let _ = replies.wait().take(replicas.len()).count();
     }
 
     /// A random pause below `CONTENTION_BACKOFF_MAX` after a lost round.

@@ -26,6 +26,7 @@ pub mod paxos_store;
 mod read_reports;
 pub mod repair;
 pub mod replica;
+pub mod replies;
 pub mod ring;
 pub mod schema_exchange;
 pub mod stages;

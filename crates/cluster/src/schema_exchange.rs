@@ -13,7 +13,7 @@
 use std::collections::HashSet;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rocksandra_query::executor::{SchemaLease, SchemaSync};
 use rocksandra_query::{Executor, QueryError};
@@ -21,8 +21,8 @@ use rocksandra_wire::Event;
 
 use crate::coordinator::Shared;
 use crate::message::{RemoteError, Request, Response, SchemaBlob};
-use crate::messaging::Reply;
 use crate::node::EventSink;
+use crate::replies::Replies;
 use crate::ring::MemberStatus;
 
 /// How long a schema change waits for the cluster's schema lock, and for
@@ -211,12 +211,10 @@ impl SchemaExchange {
     /// Asks every other live node for its schema and installs the newest
     /// (if newer than this node's); fails if one does not answer.
     fn pull_from_live(&self) -> Result<(), String> {
-        let (rx, mut waiting) = self.send_to_live(|| Request::SchemaPull);
-        let deadline = Instant::now() + SCHEMA_TIMEOUT;
+        let (replies, mut waiting) = self.send_to_live(|| Request::SchemaPull);
         let mut newest: Option<SchemaBlob> = None;
         while !waiting.is_empty() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let Ok((address, result)) = rx.recv_timeout(left) else {
+            let Some((address, result)) = replies.next() else {
                 return Err(format!("no schema from {waiting:?}"));
             };
             match result {
@@ -242,32 +240,24 @@ impl SchemaExchange {
             version,
             json,
         };
-        let (rx, mut waiting) = self.send_to_live(|| Request::SchemaPush {
+        let (replies, mut waiting) = self.send_to_live(|| Request::SchemaPush {
             schema: blob.clone(),
         });
-        let deadline = Instant::now() + SCHEMA_TIMEOUT;
         while !waiting.is_empty() {
-            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok((address, result)) => {
-                    if !matches!(result, Ok(Response::Ack)) {
-                        tracing::warn!("{address} did not take schema epoch {epoch}: {result:?}");
-                    }
-                    waiting.remove(&address);
-                }
-                Err(_) => {
-                    tracing::warn!("no answer to schema epoch {epoch} from {waiting:?}");
-                    break;
-                }
+            let Some((address, result)) = replies.next() else {
+                tracing::warn!("no answer to schema epoch {epoch} from {waiting:?}");
+                break;
+            };
+            if !matches!(result, Ok(Response::Ack)) {
+                tracing::warn!("{address} did not take schema epoch {epoch}: {result:?}");
             }
+            waiting.remove(&address);
         }
     }
 
-    /// Sends `request()` to every other live node; the answers' receiver
-    /// and the nodes asked.
-    fn send_to_live(
-        &self,
-        request: impl Fn() -> Request,
-    ) -> (std::sync::mpsc::Receiver<Reply>, HashSet<IpAddr>) {
+    /// Sends `request()` to every other live node; their answers (awaited
+    /// for `SCHEMA_TIMEOUT`) and the nodes asked.
+    fn send_to_live(&self, request: impl Fn() -> Request) -> (Replies, HashSet<IpAddr>) {
         let topology = self.shared.topology();
         let (tx, rx) = std::sync::mpsc::channel();
         let mut asked = HashSet::new();
@@ -278,7 +268,7 @@ impl SchemaExchange {
                 asked.insert(address);
             }
         }
-        (rx, asked)
+        (Replies::within(rx, SCHEMA_TIMEOUT), asked)
     }
 
     fn release(&self) {

@@ -4,13 +4,11 @@
 //! coordinator waits for all of them up to `truncate_request_timeout`.
 
 use std::net::IpAddr;
-use std::sync::mpsc::Receiver;
-use std::time::Instant;
 
 use rocksandra_query::QueryError;
 
 use crate::message::Response;
-use crate::messaging::Reply;
+use crate::replies::Replies;
 use crate::topology::Topology;
 
 /// Cassandra's default `truncate_request_timeout`.
@@ -34,24 +32,16 @@ pub fn targets(topology: &Topology) -> Result<Vec<IpAddr>, QueryError> {
         .collect())
 }
 
-/// Waits for the answers of `asked` nodes until `deadline`. The local part
+/// Waits for the answers of `asked` nodes until the replies' deadline. The local part
 /// already succeeded: it counts as one response, as in Cassandra's message.
-pub fn await_answers(
-    replies: &Receiver<Reply>,
-    asked: usize,
-    deadline: Instant,
-) -> Result<(), QueryError> {
+pub fn await_answers(replies: &Replies, asked: usize) -> Result<(), QueryError> {
     let mut responses = 1;
-    for _ in 0..asked {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match replies.recv_timeout(left) {
-            Ok((_, Ok(Response::Ack))) => responses += 1,
-            Ok((from, Ok(Response::Error(e)))) => return Err(error(format!("{e} (on {from})"))),
-            Ok((from, Ok(other))) => {
-                return Err(error(format!("unexpected answer from {from}: {other:?}")))
-            }
-            Ok((_, Err(e))) => return Err(error(e)),
-            Err(_) => break,
+    for (from, result) in replies.wait().take(asked) {
+        match result {
+            Ok(Response::Ack) => responses += 1,
+            Ok(Response::Error(e)) => return Err(error(format!("{e} (on {from})"))),
+            Ok(other) => return Err(error(format!("unexpected answer from {from}: {other:?}"))),
+            Err(e) => return Err(error(e)),
         }
     }
     if responses <= asked {
@@ -68,6 +58,7 @@ mod tests {
 
     use super::*;
     use crate::message::RemoteError;
+    use crate::messaging::Reply;
     use crate::topology::tests::view;
 
     fn topology(down: &[u8]) -> Topology {
@@ -99,21 +90,26 @@ mod tests {
     #[test]
     fn all_answers_succeed_and_missing_or_failed_ones_do_not() {
         let (a, b) = (view(2, 0).member.address, view(3, 0).member.address);
-        let soon = || Instant::now() + Duration::from_millis(20);
-        let (tx, rx) = std::sync::mpsc::channel();
-        tx.send((a, Ok(Response::Ack))).unwrap();
-        tx.send((b, Ok(Response::Ack))).unwrap();
-        assert!(await_answers(&rx, 2, soon()).is_ok());
-
-        tx.send((a, Ok(Response::Ack))).unwrap();
+        let answers = |sent: Vec<Reply>, asked: usize| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            for reply in sent {
+                tx.send(reply).unwrap();
+            }
+            // The sender stays alive: a missing answer waits for the deadline.
+            let replies = Replies::within(rx, Duration::from_millis(20));
+            let outcome = await_answers(&replies, asked);
+            drop(tx);
+            outcome
+        };
+        assert!(answers(vec![(a, Ok(Response::Ack)), (b, Ok(Response::Ack))], 2).is_ok());
         assert_eq!(
-            await_answers(&rx, 2, soon()).unwrap_err().to_string(),
+            answers(vec![(a, Ok(Response::Ack))], 2)
+                .unwrap_err()
+                .to_string(),
             "Error during truncate: Truncate timed out - received only 2 responses"
         );
-
-        tx.send((b, Ok(Response::Error(RemoteError::Failed("disk".into())))))
-            .unwrap();
-        let failed = await_answers(&rx, 1, soon()).unwrap_err().to_string();
+        let failure = (b, Ok(Response::Error(RemoteError::Failed("disk".into()))));
+        let failed = answers(vec![failure], 1).unwrap_err().to_string();
         assert_eq!(failed, "Error during truncate: disk (on 127.0.0.3)");
     }
 }
