@@ -39,11 +39,26 @@ pub struct ThreadTimes {
     pub waiting_ns: u64,
 }
 
+/// Longest `schedstat` line read: three decimal u64 and their separators.
+const SCHEDSTAT_BYTES_MAX: usize = 64;
+
+thread_local! {
+    /// This thread's `schedstat`, opened once: each reading is then one
+    /// `pread` (the kernel writes the line anew at offset 0), not an open,
+    /// a stat, two reads and a close. The event-loop probes read it every
+    /// 10 ms on every loop, busy or idle.
+    static SCHEDSTAT: Option<std::fs::File> =
+        std::fs::File::open("/proc/thread-self/schedstat").ok();
+}
+
 impl ThreadTimes {
     /// None where the file cannot be read (not Linux, no schedstat).
     pub fn read() -> Option<ThreadTimes> {
-        let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-        let (running_ns, waiting_ns) = schedstat_times(&text)?;
+        use std::os::unix::fs::FileExt;
+        let mut line = [0u8; SCHEDSTAT_BYTES_MAX];
+        let n = SCHEDSTAT.with(|file| file.as_ref()?.read_at(&mut line, 0).ok())?;
+        let text = std::str::from_utf8(&line[..n]).ok()?;
+        let (running_ns, waiting_ns) = schedstat_times(text)?;
         Some(ThreadTimes {
             thread: std::thread::current().id(),
             running_ns,
@@ -90,6 +105,19 @@ mod tests {
         assert_eq!(schedstat_times("120"), None);
         // Linux has the file; its figures are updated at context switches and ticks.
         assert!(ThreadTimes::read().is_some());
+    }
+
+    #[test]
+    fn each_reading_of_the_open_schedstat_is_fresh() {
+        let before = ThreadTimes::read().expect("schedstat");
+        let started = std::time::Instant::now();
+        let mut spin = 0u64;
+        while started.elapsed() < std::time::Duration::from_millis(50) {
+            spin = std::hint::black_box(spin.wrapping_add(1));
+        }
+        let after = ThreadTimes::read().expect("schedstat");
+        assert_eq!(before.thread, after.thread);
+        assert!(after.running_ns > before.running_ns, "{before:?} {after:?}");
     }
 
     #[test]
