@@ -67,6 +67,19 @@ pub fn partition_key_bytes(components: &[Vec<u8>]) -> Vec<u8> {
     rocksandra_data::token::serialize_partition_key(&refs)
 }
 
+/// `partition_key_bytes` of components the caller no longer needs: a
+/// single component is the key itself, moved rather than copied.
+pub fn partition_key_bytes_owned(mut components: Vec<Vec<u8>>) -> Vec<u8> {
+    match components.pop() {
+        Some(only) if components.is_empty() => only,
+        Some(last) => {
+            components.push(last);
+            partition_key_bytes(&components)
+        }
+        None => Vec::new(),
+    }
+}
+
 /// A partition key given as text, as `nodetool getendpoints` takes it:
 /// each component parsed as Cassandra's `fromString` does, the components
 /// of a composite key separated by `:` (`\:` inside one).
@@ -340,8 +353,18 @@ pub fn partition_rows_owned(
             }
         }
         take_columns(table, &mut row.content, false, now, &mut columns)?;
+        // The last row takes the key itself: after the loop it is needed
+        // only when there was no row.
+        let key = if n == last {
+            PartitionKey {
+                token: partition.key.token,
+                key: std::mem::take(&mut partition.key.key),
+            }
+        } else {
+            partition.key.clone()
+        };
         rows.push(CqlRow {
-            partition: partition.key.clone(),
+            partition: key,
             clustering: Some(row.clustering),
             columns,
         });
@@ -358,7 +381,25 @@ pub fn partition_rows_owned(
 
 #[cfg(test)]
 mod tests {
-    use super::split_key_components;
+    use super::{partition_key_bytes, partition_key_bytes_owned, split_key_components};
+
+    #[test]
+    fn owned_components_serialize_as_borrowed_ones() {
+        let one = vec![b"k".to_vec()];
+        let two = vec![b"a".to_vec(), b"bc".to_vec()];
+        assert_eq!(
+            partition_key_bytes_owned(one.clone()),
+            partition_key_bytes(&one)
+        );
+        assert_eq!(
+            partition_key_bytes_owned(two.clone()),
+            partition_key_bytes(&two)
+        );
+        assert_eq!(
+            partition_key_bytes_owned(two),
+            b"\0\x01a\0\0\x02bc\0".to_vec()
+        );
+    }
 
     #[test]
     fn composite_key_text_splits_on_unescaped_colons() {

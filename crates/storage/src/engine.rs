@@ -219,14 +219,15 @@ impl<S: KvStore> KvEngine<S> {
         visit: &mut dyn FnMut(StoredRow),
     ) -> Result<PartitionMet> {
         self.settle_deferred();
-        let prefix = keys::partition_prefix(read.partition.token, &read.partition.key);
         let head = PartitionHead {
             keep,
             ..Default::default()
         };
         if spec.clustering.is_empty() {
-            return self.read_single_row(spec, read, &prefix, now, head, visit);
+            let keys = keys::PointKeys::new(read.partition.token, &read.partition.key);
+            return self.read_single_row(spec, read, &keys, now, head, visit);
         }
+        let prefix = keys::partition_prefix(read.partition.token, &read.partition.key);
         // One read of the store: the head entries (partition deletion, static
         // row, range tombstones), then each clustering slice.
         let mut ranges = vec![(
@@ -317,13 +318,12 @@ impl<S: KvStore> KvEngine<S> {
         &self,
         spec: &TableSpec,
         read: &PartitionRead,
-        prefix: &[u8],
+        keys: &keys::PointKeys,
         now: LocalTime,
         mut head: PartitionHead,
         visit: &mut dyn FnMut(StoredRow),
     ) -> Result<PartitionMet> {
-        let header = keys::partition_header_key(prefix);
-        let row = keys::row_key(prefix, &spec.clustering, &[])?;
+        let (prefix, header, row) = (keys.prefix(), keys.header(), keys.row());
         // A slice of everything (the point read's) selects the row without
         // its bounds' keys being built.
         let mut selected = read.slices.iter().any(selects_everything);
@@ -331,7 +331,7 @@ impl<S: KvStore> KvEngine<S> {
             for slice in &read.slices {
                 let (start, end) =
                     keys::row_slice(prefix, &spec.clustering, &slice.start, &slice.end)?;
-                selected |= start <= row && row < end;
+                selected |= start.as_slice() <= row && row < end.as_slice();
             }
         }
         let mut stored_row = None;
@@ -341,7 +341,7 @@ impl<S: KvStore> KvEngine<S> {
                 head.absorb(spec, &header[prefix.len()..], value)
             } else if selected {
                 head.finish(spec, now)
-                    .and_then(|()| head.row(spec, &row, value, now))
+                    .and_then(|()| head.row(spec, row, value, now))
                     .map(|r| stored_row = Some(r))
             } else {
                 Ok(())
@@ -365,7 +365,7 @@ impl<S: KvStore> KvEngine<S> {
             Some((cache, Err(ticket))) => {
                 let (mut found_header, mut found_row) = (None, None);
                 self.store
-                    .get_many(spec.id, &[&header, &row], &mut |i, value| {
+                    .get_many(spec.id, &[header, row], &mut |i, value| {
                         match i {
                             0 => found_header = Some(value.to_vec()),
                             _ => found_row = Some(value.to_vec()),
@@ -375,11 +375,7 @@ impl<S: KvStore> KvEngine<S> {
                 cache.fill(ticket, found_header, found_row);
             }
             None => {
-                let wanted: &[&[u8]] = if selected {
-                    &[&header, &row]
-                } else {
-                    &[&header]
-                };
+                let wanted: &[&[u8]] = if selected { &[header, row] } else { &[header] };
                 self.store.get_many(spec.id, wanted, &mut visit_entry)?;
             }
         }

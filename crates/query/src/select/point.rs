@@ -23,7 +23,7 @@ use super::{plan, specs, Sel};
 use crate::ctx::StatementCtx;
 use crate::error::Result;
 use crate::request::{Outcome, Request};
-use crate::rows::{partition_key_bytes, partition_rows_owned, CqlRow};
+use crate::rows::{partition_key_bytes_owned, partition_rows_owned, CqlRow};
 use crate::schema::{Schema, Table};
 use crate::term::{evaluate, Term};
 
@@ -166,7 +166,7 @@ impl PointRead {
         if parts.iter().any(Vec::is_empty) {
             return None;
         }
-        Some((partition_key_bytes(&parts), clustering))
+        Some((partition_key_bytes_owned(parts), clustering))
     }
 
     fn outcome(&self, request: &Request, rows: Vec<CqlRow>) -> Outcome {

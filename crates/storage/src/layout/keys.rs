@@ -100,6 +100,11 @@ fn orders_alike(old: &CqlType, new: &CqlType) -> bool {
 /// Encodes the prefix shared by every key of one partition.
 pub fn partition_prefix(token: Token, partition_key: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(8 + partition_key.len() + 3);
+    push_partition_prefix(token, partition_key, &mut out);
+    out
+}
+
+fn push_partition_prefix(token: Token, partition_key: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&token.to_order_preserving_bytes());
     for &b in partition_key {
         out.push(b);
@@ -108,7 +113,43 @@ pub fn partition_prefix(token: Token, partition_key: &[u8]) -> Vec<u8> {
         }
     }
     out.extend_from_slice(&[0, 0]);
-    out
+}
+
+/// The only two keys a partition of a table without clustering columns
+/// can hold (its header's and its row's), built in one buffer for a point
+/// read: each starts with the partition's prefix.
+#[derive(Debug)]
+pub struct PointKeys {
+    buf: Vec<u8>,
+    prefix_len: usize,
+}
+
+impl PointKeys {
+    pub fn new(token: Token, partition_key: &[u8]) -> PointKeys {
+        // The prefix twice (at most twice the key's length when every byte
+        // is escaped), a kind each, and the row's terminator.
+        let mut buf = Vec::with_capacity(2 * (8 + 2 * partition_key.len() + 2) + 3);
+        push_partition_prefix(token, partition_key, &mut buf);
+        let prefix_len = buf.len();
+        buf.push(KIND_PARTITION_HEADER);
+        buf.extend_from_within(..prefix_len);
+        buf.extend_from_slice(&[KIND_ROW, ROW_TERMINATOR]);
+        PointKeys { buf, prefix_len }
+    }
+
+    pub fn prefix(&self) -> &[u8] {
+        &self.buf[..self.prefix_len]
+    }
+
+    /// `partition_header_key(prefix)`.
+    pub fn header(&self) -> &[u8] {
+        &self.buf[..=self.prefix_len]
+    }
+
+    /// `row_key(prefix, [], [])`.
+    pub fn row(&self) -> &[u8] {
+        &self.buf[self.prefix_len + 1..]
+    }
 }
 
 /// The smallest key of any partition with a token >= `token`.
@@ -231,7 +272,12 @@ pub fn row_key(
     columns: &[ClusteringColumn],
     clustering: &[Vec<u8>],
 ) -> Result<Vec<u8>, CorruptData> {
-    let mut out = with_kind(prefix, KIND_ROW);
+    // Room for the kind, the terminator and the values with some escapes:
+    // most keys are built without growing the buffer.
+    let values: usize = clustering.iter().map(|v| v.len() + 4).sum();
+    let mut out = Vec::with_capacity(prefix.len() + 2 + values);
+    out.extend_from_slice(prefix);
+    out.push(KIND_ROW);
     encode_components(columns, clustering, &mut out)?;
     out.push(ROW_TERMINATOR);
     Ok(out)
@@ -386,6 +432,18 @@ pub fn bound_contains(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn point_keys_are_the_header_and_row_keys_of_the_partition() {
+        for key in [&b""[..], b"k", b"a\0b\0", &[0u8; 40]] {
+            let token = Token::murmur3(key);
+            let keys = PointKeys::new(token, key);
+            let prefix = partition_prefix(token, key);
+            assert_eq!(keys.prefix(), prefix.as_slice());
+            assert_eq!(keys.header(), partition_header_key(&prefix).as_slice());
+            assert_eq!(keys.row(), row_key(&prefix, &[], &[]).unwrap().as_slice());
+        }
+    }
 
     #[test]
     fn udt_renames_and_appended_fields_keep_the_clustering_order() {
