@@ -5,8 +5,9 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use rocksandra_cluster::admin::listener::AdminListener;
 use rocksandra_query::Executor;
@@ -18,6 +19,10 @@ use crate::logging::LevelControl;
 use crate::metrics::http::{MetricsServer, Render};
 use crate::metrics::{watch_event_loop, MetricsSource};
 use crate::transport::{Server, TransportConfig};
+
+/// How long a node that has left the ring keeps answering the nodetool
+/// connections still open (the decommission's own, any attached to it).
+const ADMIN_CLOSE_GRACE: Duration = Duration::from_secs(10);
 
 /// A node with its storage open and its listeners bound, ready to `run`.
 pub struct Service {
@@ -135,15 +140,25 @@ impl Service {
                 None => std::future::pending().await,
             }
         };
+        let has_left = Arc::new(AtomicBool::new(false));
+        let has_left_flag = has_left.clone();
         self.server
             .run(async move {
                 tokio::select! {
                     () = shutdown => {}
-                    () = left => tracing::info!("decommissioned: this node left the ring and stops"),
+                    () = left => {
+                        tracing::info!("decommissioned: this node left the ring and stops");
+                        has_left_flag.store(true, Ordering::SeqCst);
+                    }
                 }
             })
             .await;
-        drop(self.admin);
+        match self.admin {
+            // The decommission's nodetool (and any attached to it) gets its
+            // answer before the process exits.
+            Some(admin) if has_left.load(Ordering::SeqCst) => admin.close(ADMIN_CLOSE_GRACE).await,
+            admin => drop(admin),
+        }
         drop(self.cluster);
         if let Some((probe, endpoint)) = endpoint {
             probe.abort();

@@ -62,6 +62,8 @@ pub trait AdminService: Send + Sync + 'static {
 pub struct AdminListener {
     local: SocketAddr,
     accepting: tokio::task::JoinHandle<()>,
+    /// One permit per open nodetool connection.
+    connections: Arc<Semaphore>,
 }
 
 impl Drop for AdminListener {
@@ -80,6 +82,7 @@ impl AdminListener {
         let listener = TcpListener::bind(address).await?;
         let local = listener.local_addr()?;
         let connections = Arc::new(Semaphore::new(MAX_ADMIN_CONNECTIONS));
+        let open = connections.clone();
         let accepting = tokio::spawn(async move {
             loop {
                 let Ok((stream, from)) = listener.accept().await else {
@@ -100,7 +103,22 @@ impl AdminListener {
                 });
             }
         });
-        Ok(AdminListener { local, accepting })
+        Ok(AdminListener {
+            local,
+            accepting,
+            connections: open,
+        })
+    }
+
+    /// Stops accepting, then waits (up to `grace`) until every open
+    /// nodetool connection has ended: a node that stops because its own
+    /// command (decommission) finished still answers that command, and any
+    /// nodetool attached to it, before the process exits.
+    pub async fn close(self, grace: Duration) {
+        self.accepting.abort();
+        // Every permit back means no connection is open.
+        let all = MAX_ADMIN_CONNECTIONS as u32;
+        let _ = tokio::time::timeout(grace, self.connections.acquire_many(all)).await;
     }
 
     /// Where it listens (with the real port when bound to port 0).
