@@ -1,5 +1,5 @@
 //! `StatementCtx`: what a statement may use of the node while it runs:
-//! the published schema, the data proxy, the storage engine, the clock
+//! a snapshot of the published schema, the data proxy, the storage engine, the clock
 //! and randomness (`Env`), the node's identity, its settings, and a way to
 //! run the server's own CQL (reads and writes of `system_auth` and
 //! `system_traces`). The executor builds one for each statement and hands
@@ -38,11 +38,15 @@ pub trait RunStatement {
     ) -> Result<Outcome>;
 }
 
-/// The node as one statement sees it. Cheap to build: references only.
+/// The node as one statement sees it. Cheap to build: references, and
+/// the schema's snapshot (one lock, one reference count).
 pub struct StatementCtx<'a> {
-    /// The published schema, read afresh at each `schema()` (a statement
-    /// that changes it sees the change).
-    pub(crate) schema: &'a RwLock<Arc<Schema>>,
+    /// The schema published when the ctx was built: every part of a
+    /// statement sees the same one, whatever another node or statement
+    /// publishes meanwhile. A schema change's own follow-up work (an
+    /// index's entries, a view's rows, the creator's grants) takes a new
+    /// ctx, which sees the change.
+    pub(crate) schema: Arc<Schema>,
     /// Where user data goes: the cluster's coordinator, or local storage.
     pub(crate) data: &'a dyn DataProxy,
     /// Whether `data` is the cluster's coordinator.
@@ -63,10 +67,7 @@ pub struct StatementCtx<'a> {
 
 impl<'a> StatementCtx<'a> {
     pub(crate) fn schema(&self) -> Arc<Schema> {
-        self.schema
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.schema.clone()
     }
 
     pub(crate) fn data(&self) -> &'a dyn DataProxy {

@@ -288,7 +288,7 @@ impl Executor {
             None => &self.local,
         };
         StatementCtx {
-            schema: &self.schema,
+            schema: self.schema(),
             data,
             clustered: self.cluster.get().is_some(),
             engine: &self.engine,
@@ -616,7 +616,8 @@ impl Executor {
         let ctx = self.ctx();
         authz::authorize_statement(&ctx, &parsed.statement, request)?;
         let ran = self.run_statement(&ctx, parsed, request, values);
-        let outcome = ran.map(|outcome| self.grants_after(&ctx, parsed, request, outcome));
+        // A new ctx: the grants follow the schema the statement made.
+        let outcome = ran.map(|outcome| self.grants_after(&self.ctx(), parsed, request, outcome));
         // Seen at once on this node, even after a failure that wrote
         // part of a change.
         self.settings
@@ -713,7 +714,7 @@ impl Executor {
                 let keyspace = keyspace_of(&s.name, session_ks)?;
                 self.ddl(guard.wrap(|schema| ddl::alter_type(schema, keyspace, s)))
             }
-            Statement::CreateIndex(s) => self.create_index(ctx, s, session_ks, guard),
+            Statement::CreateIndex(s) => self.create_index(s, session_ks, guard),
             Statement::Drop(d) => self.drop_schema_object(d, session_ks),
             Statement::Describe(d) => {
                 let schema = self.schema();
@@ -722,7 +723,7 @@ impl Executor {
                 Ok(Outcome::rows(result.into_rows()))
             }
             Statement::CreateMaterializedView(s) => {
-                self.create_materialized_view(ctx, s, session_ks, request, guard)
+                self.create_materialized_view(s, session_ks, request, guard)
             }
             Statement::AlterMaterializedView(s) => {
                 if !self.materialized_views_enabled() {
@@ -890,7 +891,6 @@ impl Executor {
     /// for the table's rows, with Cassandra's warning for a vector index.
     fn create_index(
         &self,
-        ctx: &StatementCtx<'_>,
         s: &CreateIndex,
         session_ks: Option<&str>,
         guard: &StatementGuard<'_>,
@@ -898,7 +898,8 @@ impl Executor {
         let keyspace = keyspace_of(&s.table, session_ks)?;
         let mut outcome = self.ddl(guard.wrap(|schema| ddl::create_index(schema, keyspace, s)))?;
         let table = s.table.name.as_str();
-        let pending = crate::index::build::write_pending(ctx, keyspace, table)?;
+        // A new ctx, whose schema has the index.
+        let pending = crate::index::build::write_pending(&self.ctx(), keyspace, table)?;
         if !pending.is_empty() {
             self.ddl(|schema| crate::index::build::mark_built(schema, keyspace, table, &pending))?;
         }
@@ -960,7 +961,6 @@ impl Executor {
     /// the view built from the base table's rows, with Cassandra's warning.
     fn create_materialized_view(
         &self,
-        ctx: &StatementCtx<'_>,
         s: &CreateMaterializedView,
         session_ks: Option<&str>,
         request: &Request,
@@ -975,7 +975,8 @@ impl Executor {
         if outcome.schema_change.is_some() {
             let keyspace = keyspace_of(&s.base_table, session_ks)?;
             let view_keyspace = s.name.keyspace.as_ref().map_or(keyspace, |k| k.as_str());
-            crate::view::build(ctx, view_keyspace, s.name.name.as_str(), request)?;
+            // A new ctx, whose schema has the view.
+            crate::view::build(&self.ctx(), view_keyspace, s.name.name.as_str(), request)?;
         }
         outcome
             .warnings
