@@ -3146,7 +3146,7 @@ fn selected_rows(
 /// serve it), `= null` on a regular column and DISTINCT with clustering
 /// restrictions.
 fn check_where_clause(table: &Table, select: &Select, restrictions: &Restrictions) -> Result<()> {
-    let index_use = crate::index::classify(table, &select.where_clause, restrictions);
+    let index_use = crate::index::plan::classify(table, &select.where_clause, restrictions);
     if index_use.uses_index && partition_key_in(table, &select.where_clause) {
         return Err(QueryError::invalid(
             "Select on indexed columns and with IN clause for the PRIMARY KEY are not supported",
