@@ -559,19 +559,19 @@ impl Config {
 
     /// Parses and validates YAML text; `file_name` names it in errors.
     pub fn from_yaml(text: &str, file_name: &str) -> Result<Config, ConfigError> {
-        let parse_error = |e: serde_yaml::Error| ConfigError::Parse {
+        let parse_error = |e: serde_norway::Error| ConfigError::Parse {
             file: file_name.to_string(),
             message: e.to_string(),
         };
         // An empty file (or one with only comments) is YAML null: all defaults.
-        let value: serde_yaml::Value = serde_yaml::from_str(text).map_err(parse_error)?;
+        let value: serde_norway::Value = serde_norway::from_str(text).map_err(parse_error)?;
         if value.is_null() {
             return FileConfig::default().into_config();
         }
         // Deserializing from the text (not `value`) keeps key paths and line
-        // numbers in serde_yaml's error messages.
+        // numbers in serde_norway's error messages.
         let mut ignored = Vec::new();
-        let deserializer = serde_yaml::Deserializer::from_str(text);
+        let deserializer = serde_norway::Deserializer::from_str(text);
         let file: FileConfig = serde_ignored::deserialize(deserializer, |path| {
             ignored.push(key_path(&path));
         })
