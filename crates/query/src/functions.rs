@@ -28,7 +28,6 @@ use rocksandra_data::Value;
 
 use crate::error::{QueryError, Result};
 use crate::term::literal::{civil_from_days, parse_decimal, DATE_EPOCH_OFFSET, MILLIS_PER_DAY};
-use crate::term::{test_assignment, Assignment};
 
 pub(crate) mod aggregates;
 mod bigmath;
@@ -46,6 +45,42 @@ pub struct CallContext<'a> {
     pub random: &'a dyn Fn() -> u64,
 }
 
+/// Cassandra's `AssignmentTestable.TestResult`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Assignment {
+    Exact,
+    Weak,
+    NotAssignable,
+}
+
+impl Assignment {
+    pub(crate) fn is_assignable(self) -> bool {
+        self != Assignment::NotAssignable
+    }
+
+    /// `TestResult.testAll`: exact if all are, not assignable if any is not.
+    pub(crate) fn all(results: impl IntoIterator<Item = Assignment>) -> Assignment {
+        let mut all_exact = true;
+        for result in results {
+            match result {
+                Assignment::NotAssignable => return Assignment::NotAssignable,
+                Assignment::Weak => all_exact = false,
+                Assignment::Exact => {}
+            }
+        }
+        if all_exact {
+            Assignment::Exact
+        } else {
+            Assignment::Weak
+        }
+    }
+}
+
+/// How a term fits a parameter type (Cassandra's `testAssignment`). The
+/// caller supplies it with the term (`term::test_assignment`): a term may
+/// itself be a function call, whose overloads are resolved here in turn.
+pub type AssignmentTest = fn(&Expr, &CqlType) -> Assignment;
+
 /// One argument of a call, as far as resolution can see it.
 #[derive(Clone, Copy, Debug)]
 pub enum Arg<'e> {
@@ -54,8 +89,8 @@ pub enum Arg<'e> {
     /// A selector of a known type, with its text for messages.
     Selector(&'e CqlType, &'e str),
     /// A term whose type depends on where it goes: a literal, a bind
-    /// marker, a collection literal.
-    Term(&'e Expr),
+    /// marker, a collection literal; and how it fits a type.
+    Term(&'e Expr, AssignmentTest),
 }
 
 /// A resolved native function.
@@ -414,7 +449,7 @@ pub(crate) fn arg_text(arg: &Arg<'_>) -> String {
     match arg {
         Arg::Typed(t) => t.to_string(),
         Arg::Selector(_, label) => label.to_string(),
-        Arg::Term(e) => e.to_string(),
+        Arg::Term(e, _) => e.to_string(),
     }
 }
 
@@ -429,7 +464,7 @@ pub(crate) fn test_arg(arg: &Arg<'_>, param: &CqlType) -> Assignment {
                 Assignment::NotAssignable
             }
         }
-        Arg::Term(e) => test_assignment(e, param),
+        Arg::Term(e, test) => test(e, param),
     }
 }
 
@@ -555,7 +590,7 @@ fn resolve_collection(name: &str, kind: Kind, args: &[Arg<'_>]) -> Result<Functi
     let inferred;
     let ty = match arg {
         Arg::Typed(ty) | Arg::Selector(ty, _) => *ty,
-        Arg::Term(e) => match literal_collection_type(e) {
+        Arg::Term(e, _) => match literal_collection_type(e) {
             Some(t) => {
                 inferred = t;
                 &inferred

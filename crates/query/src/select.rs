@@ -648,7 +648,7 @@ impl FunctionArgs {
             .zip(&self.labels)
             .map(|((a, t), label)| match t {
                 Some(t) => crate::functions::Arg::Selector(t, label),
-                None => crate::functions::Arg::Term(a),
+                None => crate::term::term_arg(a),
             })
             .collect()
     }
@@ -755,7 +755,7 @@ fn plan_arithmetic(
     fn as_operand<'a>(e: &'a Expr, p: &'a Option<Planned>) -> Operand<'a> {
         match p {
             Some((_, _, ty)) => Operand::Typed(ty),
-            None => Operand::Term(e),
+            None => Operand::Term(e, crate::term::test_assignment),
         }
     }
     let operation = resolve(
@@ -1278,7 +1278,7 @@ fn function_markers(
         .zip(&planned)
         .map(|(a, p)| match p {
             Some((label, t)) => crate::functions::Arg::Selector(t, label),
-            None => crate::functions::Arg::Term(a),
+            None => crate::term::term_arg(a),
         })
         .collect();
     let Ok(function) = crate::functions::resolve_called(fname, &views, name.keyspace.is_some())

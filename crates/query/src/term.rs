@@ -21,7 +21,7 @@ use rocksandra_data::Value;
 
 use crate::error::{QueryError, Result};
 use crate::functions::{
-    self, build_collection, is_value_compatible, Arg, BinaryOp, CallContext, Num,
+    self, build_collection, is_value_compatible, Arg, Assignment, BinaryOp, CallContext, Num,
 };
 use crate::schema::KeyspaceTypes;
 
@@ -51,37 +51,6 @@ pub struct EvalContext<'a> {
     pub schema: Option<&'a crate::schema::Schema>,
     /// Randomness for uuid() and the node part of timeuuids.
     pub random: &'a dyn Fn() -> u64,
-}
-
-/// Cassandra's `AssignmentTestable.TestResult`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Assignment {
-    Exact,
-    Weak,
-    NotAssignable,
-}
-
-impl Assignment {
-    fn is_assignable(self) -> bool {
-        self != Assignment::NotAssignable
-    }
-
-    /// `TestResult.testAll`: exact if all are, not assignable if any is not.
-    fn all(results: impl IntoIterator<Item = Assignment>) -> Assignment {
-        let mut all_exact = true;
-        for result in results {
-            match result {
-                Assignment::NotAssignable => return Assignment::NotAssignable,
-                Assignment::Weak => all_exact = false,
-                Assignment::Exact => {}
-            }
-        }
-        if all_exact {
-            Assignment::Exact
-        } else {
-            Assignment::Weak
-        }
-    }
 }
 
 /// Evaluates `expr` as a value of type `receiver`, for the column (or bind
@@ -270,6 +239,11 @@ fn evaluate_set(
 
 // ---------------------------------------------------------------- assignment tests
 
+/// `expr` as an argument of a function call, tested by `test_assignment`.
+pub fn term_arg(expr: &Expr) -> Arg<'_> {
+    Arg::Term(expr, test_assignment)
+}
+
 /// Cassandra's `testAssignment`: whether `expr` can be a value of `receiver`,
 /// and whether it is an exact match (which overload resolution prefers).
 pub fn test_assignment(expr: &Expr, receiver: &CqlType) -> Assignment {
@@ -290,7 +264,7 @@ pub fn test_assignment(expr: &Expr, receiver: &CqlType) -> Assignment {
             Assignment::Weak
         }
         Expr::Function { name, args } => {
-            let function_args: Vec<Arg<'_>> = args.iter().map(Arg::Term).collect();
+            let function_args: Vec<Arg<'_>> = args.iter().map(term_arg).collect();
             match resolve_function(name, &function_args, receiver) {
                 Ok(function) if function.return_type().unfrozen() == unfrozen => Assignment::Exact,
                 Ok(function) if !is_value_compatible(receiver, function.return_type()) => {
@@ -644,7 +618,7 @@ fn evaluate_function(
     receiver_name: &str,
     ctx: &EvalContext<'_>,
 ) -> Result<Term> {
-    let function_args: Vec<Arg<'_>> = args.iter().map(Arg::Term).collect();
+    let function_args: Vec<Arg<'_>> = args.iter().map(term_arg).collect();
     if let Some(function) = user_function(name, &function_args, receiver, ctx)? {
         return evaluate_user_function(function, args, receiver, receiver_name, ctx);
     }
@@ -790,8 +764,8 @@ fn evaluate_arithmetic(
     let (left, right) = (ungroup(left), ungroup(right));
     let operation = resolve(
         binary_op(op),
-        Operand::Term(left),
-        Operand::Term(right),
+        Operand::Term(left, test_assignment),
+        Operand::Term(right, test_assignment),
         (&operand_text(left), &operand_text(right)),
         Some(receiver),
     )?;

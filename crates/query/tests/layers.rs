@@ -193,3 +193,34 @@ fn access_control_points_one_way() {
         "the roles cache holds `role::Role`; roles reads through the cache"
     );
 }
+
+/// `term` stands above `functions`: a term argument carries its own
+/// assignment test (`functions::AssignmentTest`), so no file of `functions`
+/// names `term`, bar its leaf `term::literal` (the text forms of values).
+/// And the index definitions (`index`) stand below `restrict`, which asks
+/// them for an analyzer; index planning, which reads restrictions, is
+/// `index::plan`.
+#[test]
+fn functions_do_not_name_term_nor_index_definitions_restrict() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = vec![src.join("functions.rs")];
+    files.extend(sources(&src.join("functions")));
+    let mut offenders = Vec::new();
+    for file in files.iter().filter(|f| !f.ends_with("tests.rs")) {
+        let text = std::fs::read_to_string(file).expect("read a source file");
+        for line in naming(&text, &["crate::term"]) {
+            if !line.contains("crate::term::literal") {
+                offenders.push(format!("{}: {line}", file.display()));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "functions must not name term:\n{}",
+        offenders.join("\n")
+    );
+    assert!(
+        !modules_named_by("index/mod.rs").contains("restrict"),
+        "index definitions must not name restrict (planning is index::plan)"
+    );
+}

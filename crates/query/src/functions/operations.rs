@@ -11,9 +11,8 @@ use rocksandra_cql::ast::Expr;
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_data::Value;
 
-use super::{double_to_decimal, is_value_compatible, BinaryOp, Num};
+use super::{double_to_decimal, is_value_compatible, Assignment, AssignmentTest, BinaryOp, Num};
 use crate::error::{QueryError, Result};
-use crate::term::{test_assignment, Assignment};
 
 use NativeType as N;
 
@@ -22,7 +21,7 @@ use NativeType as N;
 #[derive(Clone, Copy)]
 pub(crate) enum Operand<'a> {
     Typed(&'a CqlType),
-    Term(&'a Expr),
+    Term(&'a Expr, AssignmentTest),
 }
 
 impl Operand<'_> {
@@ -32,12 +31,12 @@ impl Operand<'_> {
             Operand::Typed(ty) if ty.unfrozen() == &param => Assignment::Exact,
             Operand::Typed(ty) if is_value_compatible(&param, ty) => Assignment::Weak,
             Operand::Typed(_) => Assignment::NotAssignable,
-            Operand::Term(e) => test_assignment(e, &param),
+            Operand::Term(e, test) => test(e, &param),
         }
     }
 
     fn is_marker(&self) -> bool {
-        matches!(self, Operand::Term(Expr::Bind(_)))
+        matches!(self, Operand::Term(Expr::Bind(_), _))
     }
 }
 

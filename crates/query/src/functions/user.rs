@@ -120,7 +120,7 @@ pub(crate) struct Call<'c> {
 }
 
 fn fits(r: &Routine<'_>, args: &[crate::functions::Arg<'_>]) -> bool {
-    let not = crate::term::Assignment::NotAssignable;
+    let not = super::Assignment::NotAssignable;
     r.types().len() == args.len()
         && args
             .iter()
@@ -129,7 +129,7 @@ fn fits(r: &Routine<'_>, args: &[crate::functions::Arg<'_>]) -> bool {
 }
 
 fn exact(r: &Routine<'_>, args: &[crate::functions::Arg<'_>]) -> bool {
-    let exact = crate::term::Assignment::Exact;
+    let exact = super::Assignment::Exact;
     args.iter()
         .zip(r.types())
         .all(|(a, t)| crate::functions::test_arg(a, t) == exact)
@@ -189,7 +189,7 @@ fn check_only<'r, 'a>(
             args.len()
         )));
     }
-    let not = crate::term::Assignment::NotAssignable;
+    let not = super::Assignment::NotAssignable;
     let failed = args
         .iter()
         .zip(only.types())

@@ -76,12 +76,12 @@ fn factory_text(name: &str) -> String {
 fn known_type(arg: &Arg<'_>) -> Option<CqlType> {
     match arg {
         Arg::Typed(t) | Arg::Selector(t, _) => Some((*t).clone()),
-        Arg::Term(Expr::List(items)) => Some(CqlType::Vector(
+        Arg::Term(Expr::List(items), _) => Some(CqlType::Vector(
             Box::new(native(NativeType::Float)),
             u32::try_from(items.len()).unwrap_or(u32::MAX),
         )),
-        Arg::Term(Expr::Literal(literal)) => literal_type(literal).map(native),
-        Arg::Term(_) => None,
+        Arg::Term(Expr::Literal(literal), _) => literal_type(literal).map(native),
+        Arg::Term(..) => None,
     }
 }
 
@@ -103,7 +103,7 @@ fn literal_type(literal: &Literal) -> Option<NativeType> {
 /// An argument as Cassandra's messages print it (`NULL` for null).
 fn label(arg: &Arg<'_>) -> String {
     match arg {
-        Arg::Term(Expr::Literal(Literal::Null)) => "NULL".to_string(),
+        Arg::Term(Expr::Literal(Literal::Null), _) => "NULL".to_string(),
         other => arg_text(other),
     }
 }
