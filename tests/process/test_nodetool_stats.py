@@ -1,6 +1,6 @@
 """nodetool's figures against a real node alone, after reads and writes
 through a real driver: `tablestats` (local read/write counts and
-latencies), `tablehistograms`, `proxyhistograms`, `gossipinfo` and
+latencies), `tablehistograms` (SSTables per read too), `proxyhistograms`, `gossipinfo` and
 `garbagecollect`, in Cassandra 5.0's layout; and
 `setcompactionthroughput` applied to the running storage engine.
 
@@ -168,6 +168,31 @@ def test_tablehistograms(session):
     assert r.returncode == 1 and "Unknown table ks.nosuch" in r.stderr, r
     r = nodetool("tablehistograms", "ks")
     assert r.returncode == 1 and "requires keyspace and table name" in r.stderr, r
+
+
+# Reads of a partition after a flush: one in 64 per server thread (the
+# first of each thread too) is sampled, so 256 give at least one sample
+# on a node with up to three reading threads.
+SAMPLED_READS = 256
+
+
+def test_tablehistograms_counts_sstables_per_read(session):
+    session.execute("CREATE TABLE ks.h (k int, c int, v int, PRIMARY KEY (k, c))")
+    for c in range(3):
+        session.execute("INSERT INTO ks.h (k, c, v) VALUES (1, %d, %d)" % (c, c))
+    ok("flush", "ks", "h")
+    select = session.prepare("SELECT v FROM ks.h WHERE k = 1")
+    for _ in range(SAMPLED_READS):
+        assert len(list(session.execute(select))) == 3
+    out = ok("tablehistograms", "ks.h")
+    rows = [line.split() for line in out.splitlines()[3:10]]
+    assert [r[0] for r in rows] == ROWS, out
+    # Every sampled read looked into the one SST file holding the partition.
+    assert [r[3] for r in rows] == ["1.00"] * 7, out
+    sampled = metric('rocksandra_table_sstables_per_read_count{keyspace="ks",table="h"}')
+    assert 1 <= sampled <= SAMPLED_READS
+    files = metric('rocksandra_table_sstables_per_read_sum{keyspace="ks",table="h"}')
+    assert files == sampled
 
 
 def test_proxyhistograms(session):

@@ -336,6 +336,14 @@ fn assert_client_request_and_table_metrics(after: &str) {
     ] {
         assert_eq!(sample(after, &format!("{family}{table}")), 0.0, "{family}");
     }
+    // Nothing flushed: a sampled read looked into no SST file.
+    assert_eq!(
+        sample(
+            after,
+            &format!("rocksandra_table_sstables_per_read_sum{table}")
+        ),
+        0.0
+    );
     assert!(
         sample(
             after,

@@ -29,8 +29,8 @@ use rocksdb::{
 
 use rocksandra_data::LocalTime;
 use rocksandra_storage::api::{
-    CompactionStyle, Compression, Durability, Result, StorageError, StorageStats, TableId,
-    TableOptions, TableStorageStats,
+    CompactionStyle, Compression, Durability, Result, SstablesPerRead, StorageError, StorageStats,
+    TableId, TableOptions, TableStorageStats,
 };
 use rocksandra_storage::kv::{
     KeyRange, KeysVisitor, KvOp, KvStore, RangesVisitor, Rewrite, Visitor,
@@ -43,9 +43,12 @@ use rocksandra_storage::partition_guard::{PartitionGuard, PartitionTally};
 use rocksandra_storage::KvEngine;
 
 mod rate_limit;
+mod read_sample;
 mod wal_location;
 
 pub use rate_limit::RateLimit;
+use read_sample::Sample;
+pub use read_sample::SSTABLES_SAMPLE_EVERY;
 
 type Db = DBWithThreadMode<MultiThreaded>;
 
@@ -140,6 +143,9 @@ struct Shared {
     point_read_options: ReadOptions,
     /// The write rate of flushes and compactions (`compaction_throughput`).
     rate_limit: RateLimit,
+    /// SST files per sampled partition read, by table (`read_sample`);
+    /// a table's entry leaves with it.
+    sstables_per_read: Mutex<HashMap<TableId, SstablesPerRead>>,
 }
 
 /// Options of every column family, which RocksDB needs before the schema is
@@ -407,6 +413,7 @@ impl RocksStore {
             dir: dir.to_path_buf(),
             point_read_options: ReadOptions::default(),
             rate_limit,
+            sstables_per_read: Mutex::default(),
         });
         let syncer = match config.durability {
             Durability::Periodic { period_ms } => Some(spawn_syncer(shared.clone(), period_ms)?),
@@ -510,6 +517,18 @@ impl Shared {
     /// RocksDB's count of background errors since it opened.
     fn background_error_count(&self) -> u64 {
         self.property(properties::BACKGROUND_ERRORS)
+    }
+
+    /// Records a sampled partition read of `table` (one in
+    /// `SSTABLES_SAMPLE_EVERY`: the lock is not taken on other reads).
+    fn record_sample(&self, table: TableId, sample: Option<Sample>) {
+        let Some(sample) = sample else {
+            return;
+        };
+        let files = sample.files();
+        if let Ok(mut tables) = self.sstables_per_read.lock() {
+            tables.entry(table).or_default().record(files);
+        }
     }
 }
 
@@ -871,6 +890,9 @@ impl KvStore for RocksStore {
         if let Ok(mut map) = self.shared.gc_grace.write() {
             map.remove(&name);
         }
+        if let Ok(mut tables) = self.shared.sstables_per_read.lock() {
+            tables.remove(&table);
+        }
         {
             let mut tables = self.shared.options_lock()?;
             if tables.remove(&table).is_some() {
@@ -977,6 +999,7 @@ impl KvStore for RocksStore {
 
     fn get_many(&self, table: TableId, keys: &[&[u8]], visit: &mut KeysVisitor<'_>) -> Result<()> {
         let cf = self.cf(table)?;
+        let sample = Sample::start();
         // Sorted keys of one partition: one MultiGet, which looks each sorted
         // run up once for all of them, with values pinned (not copied).
         let found = self.shared.db.batched_multi_get_cf_opt(
@@ -985,6 +1008,7 @@ impl KvStore for RocksStore {
             true,
             &self.shared.point_read_options,
         );
+        self.shared.record_sample(table, sample);
         for (i, value) in found.into_iter().enumerate() {
             if let Some(value) = value.map_err(rocks_error("reading"))? {
                 visit(i, &value);
@@ -1009,6 +1033,7 @@ impl KvStore for RocksStore {
             read_options.set_iterate_upper_bound(end.clone());
         }
         let mut iter = self.shared.db.raw_iterator_cf_opt(&cf, read_options);
+        let mut sample = Sample::start();
         // End of the previous forward range, if the iterator stands on the
         // first key at or after it: the next forward range starting there
         // or later needs no seek when that key is already inside it.
@@ -1042,6 +1067,7 @@ impl KvStore for RocksStore {
                     break;
                 }
                 if visit(i, key, value).is_break() {
+                    self.shared.record_sample(table, sample);
                     return iter.status().map_err(rocks_error("scanning"));
                 }
                 if *reverse {
@@ -1052,7 +1078,11 @@ impl KvStore for RocksStore {
             }
             iter.status().map_err(rocks_error("scanning"))?;
             forward_end = if *reverse { None } else { range.end.as_deref() };
+            if let Some(sample) = sample.as_mut() {
+                sample.lookup_done();
+            }
         }
+        self.shared.record_sample(table, sample);
         Ok(())
     }
 
@@ -1247,6 +1277,13 @@ impl KvStore for RocksStore {
             estimated_entries: int(properties::ESTIMATE_NUM_KEYS),
             compactions_pending: int(properties::COMPACTION_PENDING),
             compaction_pending_bytes: int(properties::ESTIMATE_PENDING_COMPACTION_BYTES),
+            sstables_per_read: self
+                .shared
+                .sstables_per_read
+                .lock()
+                .ok()
+                .and_then(|tables| tables.get(&table).copied())
+                .unwrap_or_default(),
         }
     }
 }

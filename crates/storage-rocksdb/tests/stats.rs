@@ -4,10 +4,14 @@
 use std::sync::Arc;
 
 use rocksandra_data::LocalTime;
-use rocksandra_storage::api::{Engine, Mutation, RowUpdate, StorageStats};
+use rocksandra_storage::api::{
+    Engine, Mutation, RowUpdate, SstablesPerRead, StorageStats, TableSpec,
+};
 use rocksandra_storage::cell::{Cell, ColumnId};
-use rocksandra_storage::testkit::{clustering, full_read, pk, tempdir, test_table};
-use rocksandra_storage_rocksdb::{open_engine, RocksConfig};
+use rocksandra_storage::testkit::{
+    clustering, full_read, pk, tempdir, test_table, unclustered_table,
+};
+use rocksandra_storage_rocksdb::{open_engine, RocksConfig, SSTABLES_SAMPLE_EVERY};
 
 const NOW: LocalTime = LocalTime(1_700_000_000);
 
@@ -114,6 +118,80 @@ fn table_pending_compactions_clear_after_a_compaction() {
         node.compaction_pending_bytes,
         compacted.compaction_pending_bytes
     );
+    drop(engine);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Writes version `round` of partition `p`'s one row (`clustering(1, "c")`,
+/// or none for a table without clustering columns).
+fn write_version(engine: &impl Engine, spec: &TableSpec, round: u64) {
+    let mut m = Mutation::new(spec.id, pk("p"));
+    let row = match spec.clustering.is_empty() {
+        true => Vec::new(),
+        false => clustering(1, "c"),
+    };
+    let write_time = 10 + i64::try_from(round).expect("a small round");
+    let cell = Cell::live(ColumnId(1), write_time, format!("v{round}").into_bytes());
+    m.rows.push((
+        row,
+        RowUpdate {
+            cells: vec![cell],
+            ..Default::default()
+        },
+    ));
+    engine.write(&[m], NOW).expect("write");
+}
+
+/// The table's histogram after `SSTABLES_SAMPLE_EVERY` reads of partition
+/// `p` on this thread: exactly one of them is sampled.
+fn sampled(engine: &impl Engine, spec: &TableSpec) -> SstablesPerRead {
+    for _ in 0..SSTABLES_SAMPLE_EVERY {
+        let partition = engine
+            .read_partition(&full_read(spec.id, pk("p")), NOW)
+            .expect("read");
+        assert_eq!(partition.rows.len(), 1);
+    }
+    engine.table_stats(spec.id).sstables_per_read
+}
+
+fn one_read_of(files: u64) -> SstablesPerRead {
+    let mut expected = SstablesPerRead::default();
+    expected.record(files);
+    expected
+}
+
+/// A partition read (an iterator over a clustered table, point lookups
+/// of one without clustering columns) counts the SST files holding the
+/// partition: each of three flushed versions, one file, or none when the
+/// partition is only in the memtable.
+#[test]
+fn sampled_reads_count_the_sst_files_they_look_into() {
+    let dir = tempdir("rocks-sstables-per-read");
+    let engine = open_engine(&dir, RocksConfig::default(), Arc::new(|| NOW)).expect("open");
+    let mut id = 10;
+    for make in [test_table, unclustered_table] {
+        for flushed_versions in [0, 1, 3] {
+            id += 1;
+            let spec = make(id);
+            engine.create_table(spec.clone()).expect("create table");
+            for round in 0..flushed_versions.max(1) {
+                write_version(&engine, &spec, round);
+                if flushed_versions > 0 {
+                    engine.flush_table(spec.id).expect("flush");
+                }
+            }
+            assert_eq!(
+                engine.table_stats(spec.id).sst_files,
+                flushed_versions,
+                "table {id}"
+            );
+            assert_eq!(
+                sampled(&engine, &spec),
+                one_read_of(flushed_versions),
+                "table {id} with {flushed_versions} files"
+            );
+        }
+    }
     drop(engine);
     let _ = std::fs::remove_dir_all(dir);
 }

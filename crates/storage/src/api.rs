@@ -396,6 +396,45 @@ pub struct TableStorageStats {
     pub compactions_pending: u64,
     /// Bytes compactions still have to rewrite to bring the table into shape.
     pub compaction_pending_bytes: u64,
+    /// SST files sampled partition reads looked into (Cassandra's
+    /// `SSTablesPerReadHistogram`); empty where the backend does not count.
+    pub sstables_per_read: SstablesPerRead,
+}
+
+/// Upper bounds of `SstablesPerRead`'s buckets: exact up to 8 files, then
+/// each about 1.2 times the one before, as Cassandra's estimated
+/// histograms cut them.
+pub const SSTABLES_PER_READ_BOUNDS: [u64; 24] = [
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 17, 20, 24, 29, 35, 42, 50, 60, 72, 86, 103, 124,
+];
+
+/// A histogram of how many SST files a partition read looked into: counts
+/// per bucket of `SSTABLES_PER_READ_BOUNDS`, the last one above every bound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SstablesPerRead {
+    pub buckets: [u64; SSTABLES_PER_READ_BOUNDS.len() + 1],
+    /// The files of every read recorded, together.
+    pub files_sum: u64,
+}
+
+impl SstablesPerRead {
+    pub fn record(&mut self, files: u64) {
+        let bucket = SSTABLES_PER_READ_BOUNDS.partition_point(|bound| *bound < files);
+        self.buckets[bucket] = self.buckets[bucket].saturating_add(1);
+        self.files_sum = self.files_sum.saturating_add(files);
+    }
+
+    /// Reads recorded.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().fold(0, |sum, n| sum.saturating_add(*n))
+    }
+
+    /// The upper bound of bucket `index`; the bucket above every bound
+    /// shows as the last bound.
+    pub fn bound(index: usize) -> u64 {
+        let last = SSTABLES_PER_READ_BOUNDS.len() - 1;
+        SSTABLES_PER_READ_BOUNDS[index.min(last)]
+    }
 }
 
 /// The storage engine: write, read, stream.
@@ -531,6 +570,28 @@ pub trait Engine: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sstables_per_read_buckets_are_upper_bounds() {
+        let mut h = SstablesPerRead::default();
+        for files in [0, 1, 8, 9, 10, 11, 124, 125] {
+            h.record(files);
+        }
+        let at = |bound: u64| SSTABLES_PER_READ_BOUNDS.iter().position(|b| *b == bound);
+        let counted = |bound| at(bound).map(|i| h.buckets[i]);
+        assert_eq!(
+            [0, 1, 8, 10, 12, 124].map(counted),
+            [Some(1), Some(1), Some(1), Some(2), Some(1), Some(1)]
+        );
+        assert_eq!(
+            h.buckets[SSTABLES_PER_READ_BOUNDS.len()],
+            1,
+            "above every bound"
+        );
+        assert_eq!(h.count(), 8);
+        assert_eq!(h.files_sum, 288);
+        assert_eq!(SstablesPerRead::bound(SSTABLES_PER_READ_BOUNDS.len()), 124);
+    }
 
     #[test]
     fn partition_keys_decode_only_with_their_own_token() {

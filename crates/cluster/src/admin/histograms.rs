@@ -1,5 +1,6 @@
 //! `nodetool proxyhistograms` and `tablehistograms`: percentiles of the
-//! latency histograms this node keeps (`rocksandra_query::metrics`), in
+//! latency histograms this node keeps (`rocksandra_query::metrics`) and
+//! of the SST files sampled reads looked into (`SstablesPerRead`), in
 //! Cassandra's tables. A histogram keeps counts per bucket, so a
 //! percentile is the upper bound of the bucket it falls in (Cassandra's
 //! are bucket bounds too, on finer buckets); what is not measured prints
@@ -9,6 +10,7 @@ use std::fmt::Write;
 
 use rocksandra_query::metrics::{HistogramSnapshot, Scope, LATENCY_BUCKET_BOUNDS_NANOS};
 use rocksandra_query::schema::{Schema, Table};
+use rocksandra_storage::SstablesPerRead;
 
 use super::{failed, AdminNode};
 use crate::message::Response;
@@ -46,28 +48,44 @@ fn lower_micros(index: usize) -> f64 {
 /// 50%, 75%, 95%, 98%, 99%, Min and Max of `histogram` in microseconds,
 /// all 0 without observations (Cassandra's empty histogram).
 pub(crate) fn latency_micros(histogram: &HistogramSnapshot) -> [f64; 7] {
-    let count = histogram.count();
+    percentiles(&histogram.buckets, upper_micros, lower_micros)
+}
+
+/// The rows of the `SSTables` column: files per read, Min the bound of
+/// the lowest bucket used (its exact count up to 8 files).
+pub(crate) fn sstables_per_read(histogram: &SstablesPerRead) -> [f64; 7] {
+    let bound = |index| SstablesPerRead::bound(index) as f64;
+    percentiles(&histogram.buckets, bound, bound)
+}
+
+/// The rows of `ROWS` for counts per bucket: each quantile the upper
+/// bound of the bucket it falls in, Min the lower bound of the lowest
+/// bucket used, Max the upper bound of the highest; all 0 when empty.
+fn percentiles(
+    buckets: &[u64],
+    upper: impl Fn(usize) -> f64,
+    lower: impl Fn(usize) -> f64,
+) -> [f64; 7] {
+    let count = buckets.iter().fold(0u64, |sum, n| sum.saturating_add(*n));
     let mut out = [0.0; 7];
     if count == 0 {
         return out;
     }
-    let used: Vec<usize> = (0..histogram.buckets.len())
-        .filter(|i| histogram.buckets[*i] > 0)
-        .collect();
     for (slot, quantile) in out.iter_mut().zip(QUANTILES) {
         // The first bucket where the running count reaches the rank.
         let rank = (count as f64 * quantile).ceil() as u64;
         let mut seen = 0u64;
-        for (index, n) in histogram.buckets.iter().enumerate() {
+        for (index, n) in buckets.iter().enumerate() {
             seen = seen.saturating_add(*n);
             if seen >= rank {
-                *slot = upper_micros(index);
+                *slot = upper(index);
                 break;
             }
         }
     }
-    out[5] = used.first().map_or(0.0, |i| lower_micros(*i));
-    out[6] = used.last().map_or(0.0, |i| upper_micros(*i));
+    let used = || (0..buckets.len()).filter(|i| buckets[*i] > 0);
+    out[5] = used().next().map_or(0.0, &lower);
+    out[6] = used().next_back().map_or(0.0, &upper);
     out
 }
 
@@ -125,14 +143,14 @@ pub(crate) fn proxy_histograms(node: &AdminNode) -> Response {
 pub(crate) struct TableFigures {
     pub read: [f64; 7],
     pub write: [f64; 7],
+    pub sstables: [f64; 7],
     /// Whether RocksDB holds SST files of the table.
     pub has_sst_files: bool,
 }
 
-/// Cassandra's `tablehistograms` section of one table. SSTables per read
-/// are not counted (0.00, an empty histogram); partition sizes and cell
-/// counts are not kept (NaN, with Cassandra's line when the table has no
-/// SST files, the case where it prints them so).
+/// Cassandra's `tablehistograms` section of one table. Partition sizes
+/// and cell counts are not kept (NaN, with Cassandra's line when the
+/// table has no SST files, the case where it prints them so).
 pub(crate) fn table_section(keyspace: &str, table: &str, figures: &TableFigures) -> String {
     let mut out = String::new();
     if !figures.has_sst_files {
@@ -157,7 +175,7 @@ pub(crate) fn table_section(keyspace: &str, table: &str, figures: &TableFigures)
             "{name:<10}{:>18.2}{:>18.2}{:>18.2}{:>18.0}{:>18.0}",
             figures.read[row],
             figures.write[row],
-            0.0,
+            figures.sstables[row],
             f64::NAN,
             f64::NAN
         );
@@ -198,10 +216,12 @@ pub(crate) fn table_histograms(node: &AdminNode, table: &Option<(String, String)
     };
     let mut out = String::new();
     for (keyspace, table) in tables {
+        let stored = node.engine.table_stats(table.storage_id);
         let figures = TableFigures {
             read: latency_micros(&table.metrics.read.snapshot()),
             write: latency_micros(&table.metrics.write.snapshot()),
-            has_sst_files: node.engine.table_stats(table.storage_id).sst_files > 0,
+            sstables: sstables_per_read(&stored.sstables_per_read),
+            has_sst_files: stored.sst_files > 0,
         };
         out.push_str(&table_section(keyspace, &table.name, &figures));
     }
@@ -248,6 +268,27 @@ mod tests {
     const BUCKETS_LAST: usize = rocksandra_query::metrics::BUCKETS - 1;
 
     #[test]
+    fn sstables_per_read_are_file_counts() {
+        assert_eq!(sstables_per_read(&SstablesPerRead::default()), [0.0; 7]);
+        let mut h = SstablesPerRead::default();
+        for files in [1, 1, 1, 1, 1, 1, 1, 1, 3, 11] {
+            h.record(files);
+        }
+        // 11 files fall in the bucket (10, 12].
+        assert_eq!(
+            sstables_per_read(&h),
+            [1.0, 1.0, 12.0, 12.0, 12.0, 1.0, 12.0]
+        );
+        let mut memtable_only = SstablesPerRead::default();
+        memtable_only.record(0);
+        assert_eq!(sstables_per_read(&memtable_only), [0.0; 7]);
+        // More files than every bound: shown as the last bound.
+        let mut many = SstablesPerRead::default();
+        many.record(1_000);
+        assert_eq!(sstables_per_read(&many), [124.0; 7]);
+    }
+
+    #[test]
     fn merged_adds_bucket_by_bucket() {
         let all = merged([snapshot(&[(0, 1)]), snapshot(&[(0, 2), (4, 1)])].into_iter());
         assert_eq!(all.count(), 4);
@@ -283,6 +324,7 @@ mod tests {
         let figures = TableFigures {
             read: [215.0, 215.0, 215.0, 215.0, 215.0, 180.0, 215.0],
             write: [72.0, 149.0, 149.0, 149.0, 149.0, 61.0, 149.0],
+            sstables: [1.0, 1.0, 2.0, 2.0, 2.0, 0.0, 2.0],
             has_sst_files: false,
         };
         let text = table_section("ks", "t", &figures);
@@ -302,7 +344,7 @@ mod tests {
         );
         assert_eq!(
             lines[4],
-            "50%                   215.00             72.00              0.00               NaN               NaN"
+            "50%                   215.00             72.00              1.00               NaN               NaN"
         );
         assert_eq!(
             lines[9],

@@ -15,7 +15,9 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use rocksandra_query::auth_cache::{AuthCacheStats, CacheStats};
 use rocksandra_query::metrics::{HistogramSnapshot, LATENCY_BUCKET_BOUNDS_NANOS};
-use rocksandra_storage::{StorageStats, TableStorageStats};
+use rocksandra_storage::{
+    SstablesPerRead, StorageStats, TableStorageStats, SSTABLES_PER_READ_BOUNDS,
+};
 
 use super::{ProcessStats, Snapshot, TableSnapshot};
 
@@ -229,6 +231,15 @@ fn render_tables(out: &mut Families<'_, '_>, tables: &[TableSnapshot]) -> Result
             help,
             stored.iter().map(|(labels, s)| (*labels, value(s))),
         )?;
+    }
+    let mut family = out.0.encode_descriptor(
+        "table_sstables_per_read",
+        "SST files single-partition reads of the table looked into (a sample of the reads).",
+        None,
+        MetricType::Histogram,
+    )?;
+    for (labels, s) in &stored {
+        encode_file_counts(&mut family.encode_family(labels)?, &s.sstables_per_read)?;
     }
     Ok(())
 }
@@ -624,6 +635,25 @@ fn encode_histogram(metric: &mut MetricEncoder<'_>, histogram: &HistogramSnapsho
     )
 }
 
+/// A histogram of file counts, buckets bounded by file numbers.
+fn encode_file_counts(metric: &mut MetricEncoder<'_>, histogram: &SstablesPerRead) -> Result {
+    let mut buckets: Vec<(f64, u64)> = SSTABLES_PER_READ_BOUNDS
+        .iter()
+        .zip(histogram.buckets)
+        .map(|(bound, count)| (*bound as f64, count))
+        .collect();
+    buckets.push((
+        f64::INFINITY,
+        histogram.buckets.last().copied().unwrap_or(0),
+    ));
+    metric.encode_histogram::<NoLabelSet>(
+        histogram.files_sum as f64,
+        histogram.count(),
+        &buckets,
+        None,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -695,6 +725,14 @@ mod tests {
             })
             .unwrap_or_else(|| panic!("no sample {series} in\n{text}"));
         line[series.len()..].trim().parse().expect("a number")
+    }
+
+    fn sstables_of(reads: &[u64]) -> SstablesPerRead {
+        let mut histogram = SstablesPerRead::default();
+        for files in reads {
+            histogram.record(*files);
+        }
+        histogram
     }
 
     fn histogram_of(micros: &[u64]) -> HistogramSnapshot {
@@ -897,6 +935,7 @@ mod tests {
                 sst_files: 2,
                 compactions_pending: 1,
                 compaction_pending_bytes: 65536,
+                sstables_per_read: sstables_of(&[1, 1, 3]),
                 ..Default::default()
             }),
         }];
@@ -940,6 +979,8 @@ mod tests {
             ("rocksandra_table_live_sstables", 2.0),
             ("rocksandra_table_pending_compactions", 1.0),
             ("rocksandra_table_pending_compaction_bytes", 65536.0),
+            ("rocksandra_table_sstables_per_read_count", 3.0),
+            ("rocksandra_table_sstables_per_read_sum", 5.0),
         ] {
             assert_eq!(
                 value(&text, &format!("{family}{table}")),
