@@ -199,6 +199,7 @@ async fn copy_range(
     let scan = table.range_scan();
     let mut paging_state = None;
     let mut batch = PartitionBatch::default();
+    let mut counter_partition: Option<Vec<Option<Bytes>>> = None;
     let mut rows = 0;
     loop {
         let bounds = vec![Value::Bytes(bigint(lo)), Value::Bytes(bigint(hi))];
@@ -209,10 +210,14 @@ async fn copy_range(
         for cells in &page.rows.rows {
             let row = ScannedRow::new(table, cells)?;
             if table.is_counter() {
-                copy_counter_row(target, &row).await?;
+                let first = counter_partition.as_deref() != Some(row.partition_key());
+                copy_counter_row(target, &row, first).await?;
+                if first {
+                    counter_partition = Some(row.partition_key().to_vec());
+                }
             } else {
                 let first = batch.start_row(target, &row).await?;
-                let skip_lists = lists_on_target(target, &row).await?;
+                let skip_lists = lists_on_target(target, &row, first).await?;
                 batch
                     .statements
                     .extend(row_writes(&row, first, &skip_lists, read_micros)?);
@@ -233,11 +238,13 @@ fn now_micros() -> i64 {
     rocksandra_data::time::system_micros()
 }
 
-/// The target's values of some data columns of the scanned row (by key).
+/// The target's values of some data columns of the scanned row: of its
+/// row (`whole_key`), or of its partition's static columns.
 async fn target_values(
     target: &mut CqlClient,
     row: &ScannedRow<'_>,
     columns: &[(usize, Option<Bytes>)],
+    whole_key: bool,
 ) -> Result<Vec<Option<Bytes>>, MigrateError> {
     let table = row.table;
     let names: Vec<String> = table
@@ -246,13 +253,15 @@ async fn target_values(
         .filter(|(i, _)| columns.iter().any(|(c, _)| c == i))
         .map(|(_, c)| quote(&c.name))
         .collect();
+    // Static columns repeat on every row of the partition: one is enough.
+    let limit = if whole_key { "" } else { " LIMIT 1" };
     let text = format!(
-        "SELECT {} FROM {} WHERE {}",
+        "SELECT {} FROM {} WHERE {}{limit}",
         names.join(", "),
         table.qualified(),
-        table.key_condition(true)
+        table.key_condition(whole_key)
     );
-    match target.query(&text, row.key_values(true)).await? {
+    match target.query(&text, row.key_values(whole_key)).await? {
         ResultBody::Rows(rows) => Ok(rows
             .rows
             .into_iter()
@@ -263,44 +272,60 @@ async fn target_values(
 }
 
 /// Appending to a list is not idempotent: a list the target already holds
-/// equal (the row was copied before a crash) is skipped, a different one refused.
+/// equal (the row, or for a static list the partition, was copied before
+/// a crash) is skipped, a different one refused. Static lists are looked
+/// at with the partition's first row (`write_statics`), when they are
+/// written.
 async fn lists_on_target(
     target: &mut CqlClient,
     row: &ScannedRow<'_>,
+    write_statics: bool,
 ) -> Result<Vec<usize>, MigrateError> {
-    let lists: Vec<(usize, Option<Bytes>)> = row
-        .data_values(Storage::List)
-        .into_iter()
-        .filter(|(_, v)| v.is_some())
-        .collect();
-    if lists.is_empty() || row.is_static_only() {
-        return Ok(Vec::new());
-    }
-    let existing = target_values(target, row, &lists).await?;
     let mut skip = Vec::new();
-    for ((index, source), target) in lists.iter().zip(existing) {
-        match target {
-            None => {}
-            Some(t) if Some(&t) == source.as_ref() => skip.push(*index),
-            Some(_) => {
-                return Err(MigrateError::Unsupported(format!(
-                    "{}: a row's list on the target differs from the source's; appending would mix them",
-                    row.table.label()
-                )))
+    for is_static in [true, false] {
+        let lists: Vec<(usize, Option<Bytes>)> = row
+            .data_values(Storage::List, is_static)
+            .into_iter()
+            .filter(|(_, v)| v.is_some())
+            .collect();
+        if !row.writes(is_static, write_statics) || lists.is_empty() {
+            continue;
+        }
+        let existing = target_values(target, row, &lists, !is_static).await?;
+        for ((index, source), target) in lists.iter().zip(existing) {
+            match target {
+                None => {}
+                Some(t) if Some(&t) == source.as_ref() => skip.push(*index),
+                Some(_) => return Err(lists_differ(row)),
             }
         }
     }
     Ok(skip)
 }
 
+fn lists_differ(row: &ScannedRow<'_>) -> MigrateError {
+    MigrateError::Unsupported(format!(
+        "{}: a list on the target differs from the source's; appending would mix them",
+        row.table.label()
+    ))
+}
+
+/// The row's counters as deltas from the target's, and with the
+/// partition's first row (`write_statics`) its static counters.
 async fn copy_counter_row(
     target: &mut CqlClient,
     row: &ScannedRow<'_>,
+    write_statics: bool,
 ) -> Result<(), MigrateError> {
-    let counters = row.data_values(Storage::Counter);
-    let existing = target_values(target, row, &counters).await?;
-    if let Some((text, values)) = counter_writes(row, &existing)? {
-        target.query(&text, values).await?;
+    for is_static in [true, false] {
+        let counters = row.data_values(Storage::Counter, is_static);
+        if !row.writes(is_static, write_statics) || counters.is_empty() {
+            continue;
+        }
+        let existing = target_values(target, row, &counters, !is_static).await?;
+        if let Some((text, values)) = counter_writes(row, &counters, &existing, is_static)? {
+            target.query(&text, values).await?;
+        }
     }
     Ok(())
 }

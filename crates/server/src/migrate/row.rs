@@ -74,6 +74,17 @@ impl<'a> ScannedRow<'a> {
                 .all(Option::is_none)
     }
 
+    /// Whether the copy of this row writes its static cells (with the
+    /// partition's first row, `write_statics`) or its regular ones (unless
+    /// the row stands for a partition without rows).
+    pub fn writes(&self, is_static: bool, write_statics: bool) -> bool {
+        if is_static {
+            write_statics
+        } else {
+            !self.is_static_only()
+        }
+    }
+
     fn data_cells(&self) -> impl Iterator<Item = Cell<'_>> {
         let width = self.table.cells_per_data_column();
         let first = self.table.key_count();
@@ -93,11 +104,13 @@ impl<'a> ScannedRow<'a> {
         })
     }
 
-    /// The values of data columns of a storage, by position among data columns.
-    pub fn data_values(&self, storage: Storage) -> Vec<(usize, Option<Bytes>)> {
+    /// The values of the static or regular data columns of a storage, by
+    /// position among data columns.
+    pub fn data_values(&self, storage: Storage, is_static: bool) -> Vec<(usize, Option<Bytes>)> {
         self.data_cells()
             .enumerate()
             .filter(|(_, c)| c.column.storage == storage)
+            .filter(|(_, c)| (c.column.kind == ColumnKind::Static) == is_static)
             .map(|(i, c)| (i, c.value.cloned()))
             .collect()
     }
@@ -124,10 +137,9 @@ pub fn row_writes(
     let mut single: BTreeMap<CellGroup, Vec<(String, Bytes)>> = BTreeMap::new();
     let mut statements = Vec::new();
     let mut liveness = Liveness::default();
-    let static_only = row.is_static_only();
     for (index, cell) in row.data_cells().enumerate() {
         let is_static = cell.column.kind == ColumnKind::Static;
-        if (is_static && !write_statics) || (!is_static && static_only) {
+        if !row.writes(is_static, write_statics) {
             continue;
         }
         let Some(content) = cell.value else { continue };
@@ -168,7 +180,7 @@ pub fn row_writes(
     for ((is_static, write_time, ttl), cells) in single {
         statements.push(set_cells(table, is_static, write_time, ttl, &cells, row));
     }
-    if !static_only {
+    if !row.is_static_only() {
         let (write_time, ttl) = liveness.marker(now_micros);
         statements.insert(0, marker(table, write_time, ttl, row));
     }
@@ -359,21 +371,25 @@ fn marker(table: &Table, write_time: i64, ttl: i32, row: &ScannedRow) -> Stateme
     (text, values)
 }
 
-/// The counter UPDATE that brings the target's counters (`target`, by
-/// data column, null for none) to the source's: a delta per column, so a
-/// row copied again after a crash is not counted twice.
+/// The counter UPDATE that brings the target's static or regular counters
+/// (`target`, one per column of `source`, null for none) to the source's
+/// (`source`: data column position and value, as `data_values` gives
+/// them): a delta per column, so a row or partition copied again after a
+/// crash is not counted twice.
 pub fn counter_writes(
     row: &ScannedRow,
+    source: &[(usize, Option<Bytes>)],
     target: &[Option<Bytes>],
+    is_static: bool,
 ) -> Result<Option<Statement>, MigrateError> {
     let table = row.table;
+    let columns: Vec<&Column> = table.data().collect();
     let mut sets = Vec::new();
     let mut values = Vec::new();
-    for ((_, source), (column, target)) in row
-        .data_values(Storage::Counter)
-        .into_iter()
-        .zip(table.data().zip(target))
-    {
+    for ((index, source), target) in source.iter().zip(target) {
+        let column = columns.get(*index).ok_or_else(|| {
+            MigrateError::Data(format!("{}: no data column {index}", table.label()))
+        })?;
         let what = format!("{}.{}", table.label(), column.name);
         let read = |b: Option<&Bytes>| {
             b.map(|b| read_bigint(b, &what))
@@ -390,12 +406,12 @@ pub fn counter_writes(
     if sets.is_empty() {
         return Ok(None);
     }
-    values.extend(row.key_values(true));
+    values.extend(row.key_values(!is_static));
     let text = format!(
         "UPDATE {} SET {} WHERE {}",
         table.qualified(),
         sets.join(", "),
-        table.key_condition(true)
+        table.key_condition(!is_static)
     );
     Ok(Some((text, values)))
 }
@@ -577,14 +593,54 @@ mod tests {
         .expect("supported");
         let cells = vec![b(int(1)), b(bigint(10)), b(bigint(3))];
         let row = ScannedRow::new(&table, &cells).expect("row");
-        let (text, values) = counter_writes(&row, &[b(bigint(4)), b(bigint(3))])
+        let source = row.data_values(Storage::Counter, false);
+        let (text, values) = counter_writes(&row, &source, &[b(bigint(4)), b(bigint(3))], false)
             .expect("delta")
             .expect("some");
         assert_eq!(text, "UPDATE ks.c SET a = a + ? WHERE k = ?");
         assert_eq!(values, vec![Value::Bytes(bigint(6)), Value::Bytes(int(1))]);
-        assert!(counter_writes(&row, &[b(bigint(10)), b(bigint(3))])
+        assert!(
+            counter_writes(&row, &source, &[b(bigint(10)), b(bigint(3))], false)
+                .expect("delta")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn static_counters_are_written_by_partition_key() {
+        let table = Table::new(
+            "ks",
+            "c",
+            vec![
+                column("k", ColumnKind::PartitionKey, 0, "int"),
+                column("c", ColumnKind::Clustering, 0, "int"),
+                column("s", ColumnKind::Static, -1, "counter"),
+                column("a", ColumnKind::Regular, -1, "counter"),
+            ],
+        )
+        .expect("supported");
+        let cells = vec![b(int(1)), b(int(2)), b(bigint(7)), b(bigint(5))];
+        let row = ScannedRow::new(&table, &cells).expect("row");
+        let statics = row.data_values(Storage::Counter, true);
+        assert_eq!(statics, vec![(0, b(bigint(7)))]);
+        let (text, values) = counter_writes(&row, &statics, &[None], true)
             .expect("delta")
-            .is_none());
+            .expect("some");
+        assert_eq!(text, "UPDATE ks.c SET s = s + ? WHERE k = ?");
+        assert_eq!(values, vec![Value::Bytes(bigint(7)), Value::Bytes(int(1))]);
+        let regular = row.data_values(Storage::Counter, false);
+        let (text, values) = counter_writes(&row, &regular, &[b(bigint(2))], false)
+            .expect("delta")
+            .expect("some");
+        assert_eq!(text, "UPDATE ks.c SET a = a + ? WHERE k = ? AND c = ?");
+        assert_eq!(
+            values,
+            vec![
+                Value::Bytes(bigint(3)),
+                Value::Bytes(int(1)),
+                Value::Bytes(int(2))
+            ]
+        );
     }
 
     #[test]

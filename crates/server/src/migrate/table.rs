@@ -81,7 +81,7 @@ pub struct Table {
 }
 
 impl Table {
-    /// Checks what the copy supports and orders the columns.
+    /// Orders the columns; a table without partition key is refused.
     pub fn new(
         keyspace: &str,
         name: &str,
@@ -95,13 +95,6 @@ impl Table {
         };
         if table.partition_key().next().is_none() {
             return Err(table.refuse("it has no partition key column"));
-        }
-        if table.is_counter() && table.data().any(|c| c.kind == ColumnKind::Static) {
-            return Err(table.refuse("static counter columns are not supported yet"));
-        }
-        let static_list = |c: &Column| c.kind == ColumnKind::Static && c.storage == Storage::List;
-        if table.columns.iter().any(static_list) {
-            return Err(table.refuse("static non-frozen list columns are not supported yet"));
         }
         Ok(table)
     }
