@@ -1,7 +1,8 @@
 //! The data step for one table: its token ring cut into ranges, `jobs`
 //! workers each with a connection to both sides taking ranges off one
-//! queue, every row rewritten as one batch, and each finished range
-//! recorded in the checkpoint.
+//! queue, the rows of a partition rewritten as batches pipelined on the
+//! worker's target connection (`client::WRITES_IN_FLIGHT_MAX`), and each
+//! range recorded in the checkpoint once all its batches are answered.
 
 use std::collections::VecDeque;
 use std::io::IsTerminal;
@@ -179,12 +180,14 @@ impl PartitionBatch {
         Ok(true)
     }
 
+    /// Sends the writes gathered, pipelined: a row's writes are never
+    /// split between two batches, so batches may be applied in any order.
     async fn flush(&mut self, target: &mut CqlClient) -> Result<(), MigrateError> {
         if self.statements.is_empty() {
             return Ok(());
         }
         let statements = std::mem::take(&mut self.statements);
-        target.batch(BatchType::Unlogged, statements).await
+        target.send_batch(BatchType::Unlogged, statements).await
     }
 }
 
@@ -228,6 +231,7 @@ async fn copy_range(
             Some(next) => paging_state = Some(next),
             None => {
                 batch.flush(target).await?;
+                target.drain().await?;
                 return Ok(rows);
             }
         }
