@@ -329,10 +329,15 @@ pub fn partition_rows_owned(
     now: LocalTime,
     include_static_only: bool,
 ) -> Result<Vec<CqlRow>> {
-    let pk = partition_components(table, &partition.key.key)?;
     let mut base = vec![ColumnValue::default(); table.columns.len()];
-    for (i, component) in pk.into_iter().enumerate() {
-        base[i].value = Some(component);
+    if table.partition_key_count == 1 {
+        // The key is the one component: no list of components built.
+        base[0].value = Some(partition.key.key.clone());
+    } else {
+        let pk = partition_components(table, &partition.key.key)?;
+        for (i, component) in pk.into_iter().enumerate() {
+            base[i].value = Some(component);
+        }
     }
     let static_exists = partition.static_row.as_ref().is_some_and(|s| s.exists());
     if let Some(static_row) = &mut partition.static_row {
