@@ -1426,6 +1426,20 @@ fn receiver_spec(
             // FunctionResolver.makeArgSpec: fromJson takes the JSON text.
             (format!("arg{position}"), native(NativeType::Text))
         }
+        BindReceiver::Nested {
+            parent,
+            step: rocksandra_cql::ast::NestedStep::FunctionArgument { function, position },
+        } if matches!(**parent, BindReceiver::Token(_)) && is_system_function(function, "token") => {
+            // `token(k) > token(?)`: token()'s arguments are the partition key's.
+            let table =
+                table.ok_or_else(|| QueryError::invalid("bind marker outside a table statement"))?;
+            let ty = table
+                .partition_key()
+                .get(*position)
+                .map(|c| c.ty.clone())
+                .unwrap_or(native(NativeType::Blob));
+            (format!("arg{position}(system.token)"), ty)
+        }
         BindReceiver::Nested { parent, step } => {
             let (name, ty) = receiver_spec(schema, table, parent, session_ks)?;
             (name, nested_receiver_type(step, ty.unfrozen()))
@@ -1436,7 +1450,13 @@ fn receiver_spec(
 
 /// `fromJson` or `system.fromJson`, in any case.
 fn is_from_json(function: &QualifiedName) -> bool {
-    function.name.as_str().eq_ignore_ascii_case("fromjson")
+    is_system_function(function, "fromjson")
+}
+
+/// Whether `function` names the native function `name` (lower case),
+/// unqualified or in `system`.
+fn is_system_function(function: &QualifiedName, name: &str) -> bool {
+    function.name.as_str().eq_ignore_ascii_case(name)
         && function
             .keyspace
             .as_ref()

@@ -99,6 +99,9 @@ pub struct Restrictions {
     /// empty value (which sorts first), as Cassandra does; a modification
     /// refuses it.
     pub null_slice_bound: Option<String>,
+    /// Per clustering column, whether an equality (one value) restricts
+    /// it: ORDER BY may skip such columns.
+    pub clustering_eq: Vec<bool>,
 }
 
 fn column_index(table: &Table, name: &str) -> Result<usize> {
@@ -191,9 +194,7 @@ fn in_values(
                     Value::List(items) => Ok(items.iter().map(|v| Some(v.to_bytes())).collect()),
                     _ => Err(QueryError::invalid(format!("Invalid IN value for {name}"))),
                 },
-                Term::Null => Err(QueryError::invalid(format!(
-                    "Invalid null value for IN restriction on {name}"
-                ))),
+                Term::Null => Err(QueryError::invalid("Invalid null value for IN restriction")),
                 Term::Unset => Err(QueryError::invalid(format!(
                     "Invalid unset value for column {name}"
                 ))),
@@ -228,7 +229,9 @@ pub fn analyze(
         gathered.add_relation(table, relation, ctx)?;
     }
     gathered.check_multi_slice_equalities(table)?;
+    gathered.check_multi_slice_single_slices(table)?;
     let partition = gathered.partition_selection(table)?;
+    let clustering_eq = gathered.clustering_equalities(table);
     let Gathered {
         partition_in_sizes,
         per_column,
@@ -270,6 +273,7 @@ pub fn analyze(
         partition_in_sizes,
         clustering_in_sizes: clustering.in_sizes,
         null_slice_bound,
+        clustering_eq,
     })
 }
 
@@ -278,6 +282,8 @@ pub fn analyze(
 struct Gathered {
     per_column: Vec<ColumnRestriction>,
     token_start: Option<(Token, bool)>,
+    /// A `token(...) = x` relation was seen.
+    token_eq: bool,
     token_end: Option<(Token, bool)>,
     has_token: bool,
     filters: Vec<Filter>,
@@ -300,6 +306,25 @@ fn restricted_more_than_once(name: &str, is_in: bool) -> QueryError {
     QueryError::invalid(format!(
         "{name} cannot be restricted by more than one relation if it includes {what}"
     ))
+}
+
+/// Cassandra's error for an EQ or IN on `columns` after a slice on them.
+fn equality_and_inequality(columns: &str) -> QueryError {
+    QueryError::invalid(format!(
+        "Column \"{columns}\" cannot be restricted by both an equality and an inequality relation"
+    ))
+}
+
+/// An IN whose literal list holds one value, as Cassandra reads it: an
+/// equality on that value (so `c IN (1) AND c IN (2)` is refused as two
+/// equalities, and ORDER BY may skip the column).
+fn single_value_in<'a>(op: Operator, rhs: &'a Expr) -> Option<&'a Expr> {
+    match (op, rhs) {
+        (Operator::In, Expr::Tuple(items) | Expr::List(items)) if items.len() == 1 => {
+            items.first()
+        }
+        _ => None,
+    }
 }
 
 /// Whether `op` is one of the four slice operators.
@@ -339,7 +364,7 @@ fn reject_unsupported_column_relation(
                 column.name
             )))
         }
-        Operator::Like => Err(QueryError::invalid(format!(
+        Operator::Like if !column.ty.is_multi_cell() => Err(QueryError::invalid(format!(
             "LIKE restriction is only supported on properly indexed columns. {relation} is not valid."
         ))),
         Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte
@@ -355,6 +380,7 @@ fn reject_unsupported_column_relation(
         | Operator::Gt
         | Operator::Gte
         | Operator::In
+        | Operator::Like
             if column.ty.is_multi_cell() =>
         {
             Err(QueryError::invalid(format!(
@@ -429,7 +455,7 @@ fn merge_regular_restriction(slot: &mut ColumnRestriction, name: &str, op: Opera
                 return Err(restricted_more_than_once(name, slot.is_in));
             }
             if slot.lower.is_some() || slot.upper.is_some() {
-                return Err(restricted_more_than_once(name, op == Operator::In));
+                return Err(equality_and_inequality(name));
             }
             slot.is_in = op == Operator::In;
             slot.values = Some(Vec::new());
@@ -513,7 +539,7 @@ fn restrict_key_column(
                 return Err(restricted_more_than_once(name, slot.is_in));
             }
             if slot.lower.is_some() || slot.upper.is_some() {
-                return Err(restricted_more_than_once(name, op == Operator::In));
+                return Err(equality_and_inequality(name));
             }
             if op == Operator::In {
                 slot.is_in = true;
@@ -565,6 +591,12 @@ fn multi_column_indexes(
     let mut start = 0;
     for (j, n) in names.iter().enumerate() {
         let i = column_index(table, n.as_str())?;
+        if names[..j].contains(n) {
+            return Err(QueryError::invalid(format!(
+                "Column \"{}\" appeared twice in a relation: {relation}",
+                n.as_str()
+            )));
+        }
         if table.columns[i].kind != ColumnKind::Clustering {
             return Err(QueryError::invalid(format!(
                 "Multi-column relations can only be applied to clustering columns but was applied to: {}",
@@ -585,17 +617,27 @@ fn multi_column_indexes(
 }
 
 /// Splits a serialized tuple into its (non-null) component values.
-fn tuple_components(tuple_type: &CqlType, bytes: Vec<u8>, label: &str) -> Result<Vec<Vec<u8>>> {
+/// `names` are the relation's columns; a null one is named as Cassandra
+/// names it, in a slice's condition or in an equality.
+fn tuple_components(
+    tuple_type: &CqlType,
+    bytes: Vec<u8>,
+    names: &[&str],
+    slice: bool,
+) -> Result<Vec<Vec<u8>>> {
+    let null = |i: usize| {
+        let name = names.get(i).copied().unwrap_or_default();
+        QueryError::invalid(if slice {
+            format!("Invalid null value in condition for column {name}")
+        } else {
+            format!("Invalid null value for column {name}")
+        })
+    };
     match Value::deserialize(tuple_type, &bytes)? {
         Value::Tuple(items) => items
             .into_iter()
-            .map(|v| {
-                v.map(|v| v.to_bytes()).ok_or_else(|| {
-                    QueryError::invalid(format!(
-                        "Invalid null value in condition for column {label}"
-                    ))
-                })
-            })
+            .enumerate()
+            .map(|(i, v)| v.map(|v| v.to_bytes()).ok_or_else(|| null(i)))
             .collect(),
         _ => Err(QueryError::invalid("Invalid tuple")),
     }
@@ -605,15 +647,21 @@ fn tuple_components(tuple_type: &CqlType, bytes: Vec<u8>, label: &str) -> Result
 fn multi_column_tuple(
     rhs: &Expr,
     tuple_type: &CqlType,
-    label: &str,
+    (label, names, slice): (&str, &[&str], bool),
     ctx: &EvalContext<'_>,
 ) -> Result<Vec<Vec<u8>>> {
-    let Some(b) = term_value(evaluate(rhs, tuple_type, label, ctx)?, label)? else {
+    let term = evaluate(rhs, tuple_type, label, ctx)?;
+    if matches!(term, Term::Unset) {
+        return Err(QueryError::invalid(format!(
+            "Invalid unset value for tuple {label}"
+        )));
+    }
+    let Some(b) = term_value(term, label)? else {
         return Err(QueryError::invalid(format!(
             "Invalid null value for {label}"
         )));
     };
-    tuple_components(tuple_type, b, label)
+    tuple_components(tuple_type, b, names, slice)
 }
 
 /// Checks the columns of `token(...)` on the left of a relation: all the
@@ -625,9 +673,14 @@ fn check_token_columns(table: &Table, names: &[rocksandra_cql::ast::Ident]) -> R
         .map(|c| c.name.as_str())
         .collect();
     let given: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
-    if given.len() != expected.len() || given.iter().any(|g| !expected.contains(g)) {
+    if expected.iter().any(|e| !given.contains(e)) {
         return Err(QueryError::invalid(
             "The token() function must be applied to all partition key components or none of them",
+        ));
+    }
+    if given.len() != expected.len() || given.iter().any(|g| !expected.contains(g)) {
+        return Err(QueryError::invalid(
+            "The token() function must contains only partition key components",
         ));
     }
     if given != expected {
@@ -655,10 +708,10 @@ fn token_bound(table: &Table, rhs: &Expr, ctx: &EvalContext<'_>) -> Result<Token
                 )));
             }
             let mut parts = Vec::new();
-            for (arg, column) in args.iter().zip(table.partition_key()) {
-                let Some(v) =
-                    term_value(evaluate(arg, &column.ty, &column.name, ctx)?, &column.name)?
-                else {
+            for (position, (arg, column)) in args.iter().zip(table.partition_key()).enumerate() {
+                let term = evaluate(arg, &column.ty, &column.name, ctx)
+                    .map_err(|e| token_argument_error(e, arg, position, &column.ty))?;
+                let Some(v) = term_value(term, &column.name)? else {
                     return Err(QueryError::invalid(format!(
                         "Invalid null value for partition key part {}",
                         column.name
@@ -672,13 +725,24 @@ fn token_bound(table: &Table, rhs: &Expr, ctx: &EvalContext<'_>) -> Result<Token
         other => evaluate(other, &bigint, "partition key token", ctx)?,
     };
     let Some(b) = term_value(value, "token")? else {
-        return Err(QueryError::invalid(
-            "Invalid null value for partition key token",
-        ));
+        return Err(QueryError::invalid("Invalid null token value"));
     };
     Ok(Token(i64::from_be_bytes(b.as_slice().try_into().map_err(
         |_| QueryError::invalid("Invalid token value"),
     )?)))
+}
+
+/// Cassandra's error for a literal of the wrong type given to token():
+/// its function resolution refuses the argument before typing the value.
+fn token_argument_error(error: QueryError, arg: &Expr, position: usize, ty: &CqlType) -> QueryError {
+    match arg {
+        Expr::Literal(literal) if !matches!(literal, rocksandra_cql::ast::Literal::Null) => {
+            QueryError::invalid(format!(
+                "Type error: {arg} cannot be passed as argument {position} of function system.token of type {ty}"
+            ))
+        }
+        _ => error,
+    }
 }
 
 /// Whether partition key `key`'s token lies between `start` and `end`
@@ -708,6 +772,7 @@ impl Gathered {
         Gathered {
             per_column: vec![ColumnRestriction::default(); table.columns.len()],
             token_start: None,
+            token_eq: false,
             token_end: None,
             has_token: false,
             filters: Vec::new(),
@@ -777,9 +842,16 @@ impl Gathered {
         let name = column.name.as_str();
         let is_key = column.kind.is_primary_key();
         reject_unsupported_column_relation(column, op, rhs, relation)?;
+        let (op, rhs) = single_value_in(op, rhs).map_or((op, rhs), |v| (Operator::Eq, v));
         let partition_range = column.kind == ColumnKind::PartitionKey && is_slice_op(op);
         if partition_range || is_filter_only_op(op) || !is_key {
             let values = filter_values(column, op, rhs, ctx)?;
+            let contains = matches!(op, Operator::Contains | Operator::ContainsKey);
+            if contains && values.iter().any(Option::is_none) {
+                return Err(QueryError::invalid(format!(
+                    "Unsupported null value for column {name}"
+                )));
+            }
             if !is_key {
                 if values.iter().any(Option::is_none) {
                     return Err(QueryError::invalid(format!(
@@ -828,14 +900,17 @@ impl Gathered {
                 .join(",")
         );
         check_tuple_arity(rhs, op, names.len())?;
+        let columns: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
+        let (op, rhs) = single_value_in(op, rhs).map_or((op, rhs), |v| (Operator::Eq, v));
         match op {
             Operator::Eq => {
-                let tuple = multi_column_tuple(rhs, &tuple_type, &label, ctx)?;
+                let tuple = multi_column_tuple(rhs, &tuple_type, (&label, &columns, false), ctx)?;
                 self.multi_eqs.push(MultiEq {
                     start,
                     width: names.len(),
                     tuples: vec![tuple],
                     is_in: false,
+                    after_slice: self.multi_slice_start.is_some(),
                 });
             }
             Operator::In => {
@@ -846,17 +921,18 @@ impl Gathered {
                             "Invalid null value for {label}"
                         )));
                     };
-                    all.push(tuple_components(&tuple_type, b, &label)?);
+                    all.push(tuple_components(&tuple_type, b, &columns, false)?);
                 }
                 self.multi_eqs.push(MultiEq {
                     start,
                     width: names.len(),
                     tuples: all,
                     is_in: true,
+                    after_slice: self.multi_slice_start.is_some(),
                 });
             }
             Operator::Gt | Operator::Gte | Operator::Lt | Operator::Lte => {
-                let values = multi_column_tuple(rhs, &tuple_type, &label, ctx)?;
+                let values = multi_column_tuple(rhs, &tuple_type, (&label, &columns, true), ctx)?;
                 if self.multi_slice_start.is_some_and(|s| s != start) {
                     return Err(QueryError::invalid(format!(
                         "Column \"{}\" cannot be restricted by two inequalities not starting with the same column",
@@ -900,7 +976,18 @@ impl Gathered {
         ctx: &EvalContext<'_>,
     ) -> Result<()> {
         check_token_columns(table, names)?;
+        if op == Operator::Neq {
+            let columns: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
+            return Err(QueryError::invalid(format!(
+                "Unsupported \"!=\" relation: token({}) != {rhs}",
+                columns.join(", ")
+            )));
+        }
         let t = token_bound(table, rhs, ctx)?;
+        if self.token_eq {
+            let columns: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
+            return Err(restricted_more_than_once(&columns.join(", "), false));
+        }
         self.has_token = true;
         let taken = match op {
             Operator::Gt | Operator::Gte => self.token_start.is_some(),
@@ -918,6 +1005,7 @@ impl Gathered {
             Operator::Lt => self.token_end = Some((t, false)),
             Operator::Lte => self.token_end = Some((t, true)),
             Operator::Eq => {
+                self.token_eq = true;
                 self.token_start = Some((t, true));
                 self.token_end = Some((t, true));
             }
@@ -947,6 +1035,48 @@ impl Gathered {
             return Err(QueryError::invalid(format!(
                 "Column \"{}\" cannot be restricted by both an equality and an inequality relation",
                 table.columns[column].name
+            )));
+        }
+        Ok(())
+    }
+
+    /// `Restrictions::clustering_eq`.
+    fn clustering_equalities(&self, table: &Table) -> Vec<bool> {
+        let pk_count = table.partition_key_count;
+        (0..table.clustering_count)
+            .map(|j| {
+                let r = &self.per_column[pk_count + j];
+                let single = !r.is_in && r.values.as_ref().is_some_and(|v| v.len() == 1);
+                single
+                    || self
+                        .multi_eqs
+                        .iter()
+                        .any(|m| !m.is_in && (m.start..m.start + m.width).contains(&j))
+            })
+            .collect()
+    }
+
+    /// Rejects a single-column slice on a column inside a multi-column
+    /// slice that starts at an earlier column: the two inequalities do not
+    /// start with the same column.
+    fn check_multi_slice_single_slices(&self, table: &Table) -> Result<()> {
+        let Some(start) = self.multi_slice_start else {
+            return Ok(());
+        };
+        let width = [&self.multi_lower, &self.multi_upper]
+            .iter()
+            .filter_map(|side| side.as_ref().map(|(values, _)| values.len()))
+            .max()
+            .unwrap_or(0);
+        let pk_count = table.partition_key_count;
+        let inner = (start + 1)..(start + width).min(table.clustering_count);
+        if let Some(j) = inner.into_iter().find(|j| {
+            let r = &self.per_column[pk_count + j];
+            r.lower.is_some() || r.upper.is_some()
+        }) {
+            return Err(QueryError::invalid(format!(
+                "Column \"{}\" cannot be restricted by two inequalities not starting with the same column",
+                table.columns[pk_count + j].name
             )));
         }
         Ok(())
@@ -1043,6 +1173,8 @@ struct MultiEq {
     width: usize,
     tuples: Vec<Vec<Vec<u8>>>,
     is_in: bool,
+    /// Whether a multi-column slice came before it in the WHERE clause.
+    after_slice: bool,
 }
 
 /// A multi-column slice on clustering columns from position `start`.
@@ -1273,7 +1405,14 @@ impl ClusteringWalk<'_> {
 fn gap_error(table: &Table, j: usize, stopped_at: usize, after_slice: bool) -> QueryError {
     let pk_count = table.partition_key_count;
     let name = &table.columns[pk_count + j].name;
-    let previous = &table.columns[pk_count + stopped_at.min(j.saturating_sub(1))].name;
+    // After a slice, the column of the slice (`stopped_at` is the one after
+    // it); otherwise the first unrestricted column before `j`.
+    let previous_index = if after_slice {
+        stopped_at.saturating_sub(1)
+    } else {
+        stopped_at.min(j.saturating_sub(1))
+    };
+    let previous = &table.columns[pk_count + previous_index].name;
     if after_slice {
         QueryError::invalid(format!(
             "Clustering column \"{name}\" cannot be restricted (preceding column \"{previous}\" is restricted by a non-EQ relation)"
@@ -1297,16 +1436,27 @@ fn check_multi_overlaps(
         for j in m.start..m.start + m.width {
             let r = &per_column[pk_count + j];
             let single = r.values.is_some() || r.lower.is_some() || r.upper.is_some();
+            if single {
+                return Err(restricted_more_than_once(&table.columns[pk_count + j].name, false));
+            }
+            // Cassandra names a multi-column restriction's columns last first.
+            let columns = || {
+                let names: Vec<&str> = (m.start..m.start + m.width)
+                    .rev()
+                    .map(|c| table.columns[pk_count + c].name.as_str())
+                    .collect();
+                names.join(" ,")
+            };
+            if m.after_slice && multi_slice.is_some_and(|s| s.start == j) {
+                return Err(equality_and_inequality(&columns()));
+            }
             let other_multi = multi_eqs
                 .iter()
                 .enumerate()
                 .any(|(k, o)| k != n && (o.start..o.start + o.width).contains(&j))
                 || multi_slice.is_some_and(|s| s.start == j);
-            if single || other_multi {
-                return Err(QueryError::invalid(format!(
-                    "{} cannot be restricted by more than one relation if it includes an Equal",
-                    table.columns[pk_count + j].name
-                )));
+            if other_multi {
+                return Err(restricted_more_than_once(&columns(), false));
             }
         }
     }

@@ -2694,7 +2694,7 @@ fn answer_page(
     // GROUP BY groups each partition's rows as read, then sorts the groups.
     if shape.post_ordering && !shape.grouped {
         let keep = page.window.remaining_limit.filter(|_| !shape.aggregate);
-        let columns = select.order_by.len();
+        let columns = order_by_prefix(table, select);
         sort_across_partitions(table, &mut rows, (shape.reversed, columns), keep);
     }
     if rows.len() > UNPAGED_ROWS_MAX {
@@ -3227,7 +3227,10 @@ fn order_by_reversal(
         ));
     }
     let mut direction: Option<bool> = None;
-    for (k, o) in select.order_by.iter().enumerate() {
+    // The next clustering position ORDER BY may name: columns before it
+    // may be skipped only when an equality restricts them.
+    let mut next = 0;
+    for o in &select.order_by {
         let Some(column) = table.column(o.column.as_str()) else {
             return Err(QueryError::invalid(format!(
                 "Order by on unknown column {}",
@@ -3240,7 +3243,10 @@ fn order_by_reversal(
                 column.name
             )));
         }
-        if column.position != k {
+        while next < column.position && restrictions.clustering_eq.get(next) == Some(&true) {
+            next += 1;
+        }
+        if column.position != next {
             return Err(QueryError::invalid(
                 "Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY",
             ));
@@ -3254,6 +3260,7 @@ fn order_by_reversal(
                 ))
             }
         };
+        next += 1;
         let rev = desc != column.descending;
         if let Some(d) = direction {
             if d != rev {
@@ -3270,6 +3277,18 @@ fn order_by_reversal(
         }
     }
     Ok(direction.unwrap_or(false))
+}
+
+/// How many clustering columns ORDER BY sorts by: up to its last column
+/// (the columns it skips are restricted to one value).
+fn order_by_prefix(table: &Table, select: &Select) -> usize {
+    select
+        .order_by
+        .iter()
+        .filter_map(|o| table.column(o.column.as_str()))
+        .map(|c| c.position + 1)
+        .max()
+        .unwrap_or(0)
 }
 
 /// Cassandra's warnings for an aggregation over several partitions (an IN)
