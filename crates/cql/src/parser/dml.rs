@@ -404,8 +404,9 @@ impl Parser {
                 field: field.clone(),
             },
         };
-        if self.is_kw("like") {
-            // Conditions have no LIKE.
+        let element = !matches!(target, ColumnTarget::Column(_));
+        if self.is_kw("like") || (element && self.is_kw("contains")) {
+            // Conditions have no LIKE, and CONTAINS only on a whole column.
             return Err(self.no_viable());
         }
         let op = self.operator()?;

@@ -614,7 +614,10 @@ impl Bound {
                 CqlType::Map(key_type, value_type) => {
                     let k = match evaluate(key, key_type, &format!("key({name})"), ctx)? {
                         Term::Value(b) => b,
-                        _ => {
+                        // Cassandra looks the unset value (an empty buffer)
+                        // up as a key: the empty key, usually absent.
+                        Term::Unset => Vec::new(),
+                        Term::Null => {
                             return Err(QueryError::invalid(
                                 "Invalid null value for map element access",
                             ))
