@@ -291,6 +291,7 @@ pub(crate) fn create_role(
     // status, existence.
     let opts = RoleOptions::from(&stmt.options, stmt.kind)?;
     check_datacenters(ctx, &stmt.options)?;
+    check_cidr_groups(&stmt.options)?;
     let name = stmt.name.as_str();
     if name.is_empty() {
         return Err(QueryError::invalid("Role name can't be an empty string"));
@@ -341,9 +342,11 @@ pub(crate) fn alter_role(
 ) -> Result<Outcome> {
     let user = logged_in(ctx, request)?;
     let name = stmt.name.as_str();
+    // AlterRoleStatement.authorize runs before validate checks the options.
+    authorize_alter_role(ctx, stmt, &user, request)?;
     let opts = RoleOptions::from(&stmt.options, stmt.kind)?;
-    authorize_alter_role(ctx, stmt, &opts, &user, request)?;
     check_datacenters(ctx, &stmt.options)?;
+    check_cidr_groups(&stmt.options)?;
     if role(ctx, name)?.is_none() {
         if stmt.if_exists {
             return Ok(Outcome::void());
@@ -393,23 +396,67 @@ fn check_datacenters(ctx: &StatementCtx<'_>, options: &[RoleOption]) -> Result<(
     let node = ctx.node.read().unwrap_or_else(|p| p.into_inner());
     let known =
         |dc: &String| node.data_center == *dc || node.peers.iter().any(|p| p.data_center == *dc);
-    let unknown: Vec<&str> = options
+    let named: Vec<&String> = options
         .iter()
         .filter_map(|o| match o {
             RoleOption::AccessToDatacenters(Some(names)) => Some(names),
             _ => None,
         })
         .flatten()
-        .filter(|dc| !known(dc))
-        .map(String::as_str)
         .collect();
-    if unknown.is_empty() {
+    if named.iter().all(|dc| known(dc)) {
+        return Ok(());
+    }
+    // The message shows the whole set of names, as Java's HashSet holds them.
+    Err(QueryError::invalid(format!(
+        "Invalid value(s) for DATACENTERS '[{}]',All values must be valid datacenters",
+        java_string_set_order(&named).join(", ")
+    )))
+}
+
+/// Cassandra's `CIDRPermissions.validate`: every CIDR group named by ACCESS
+/// FROM CIDRS is one the CIDR authorizer knows, and this node knows none.
+fn check_cidr_groups(options: &[RoleOption]) -> Result<()> {
+    let named: Vec<&String> = options
+        .iter()
+        .filter_map(|o| match o {
+            RoleOption::AccessFromCidrs(Some(groups)) => Some(groups),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    if named.is_empty() {
         return Ok(());
     }
     Err(QueryError::invalid(format!(
-        "Invalid value(s) for DATACENTERS '[{}]',All values must be valid datacenters",
-        unknown.join(", ")
+        "Invalid CIDR group(s): [{}]. Available CIDR Groups are: []",
+        java_string_set_order(&named).join(", ")
     )))
+}
+
+/// The distinct `names` in the order a small `java.util.HashSet<String>`
+/// iterates them: by bucket of `String.hashCode` spread as `HashMap.hash`
+/// does (16 buckets, doubled past 3/4 full), insertion order within one.
+fn java_string_set_order<'a>(names: &[&'a String]) -> Vec<&'a str> {
+    let mut distinct: Vec<&str> = Vec::new();
+    for name in names {
+        if !distinct.contains(&name.as_str()) {
+            distinct.push(name.as_str());
+        }
+    }
+    let mut buckets = 16usize;
+    while distinct.len() > buckets * 3 / 4 {
+        buckets *= 2;
+    }
+    let bucket = |name: &str| {
+        let h = name
+            .encode_utf16()
+            .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)));
+        let spread = h ^ ((h as u32) >> 16) as i32;
+        (spread as u32 as usize) & (buckets - 1)
+    };
+    distinct.sort_by_key(|n| bucket(n));
+    distinct
 }
 
 /// Cassandra's `AlterRoleStatement.authorize`: superuser status is for
@@ -418,19 +465,22 @@ fn check_datacenters(ctx: &StatementCtx<'_>, options: &[RoleOption]) -> Result<(
 fn authorize_alter_role(
     ctx: &StatementCtx<'_>,
     stmt: &AlterRole,
-    opts: &RoleOptions,
     user: &str,
     request: &Request,
 ) -> Result<()> {
     let name = stmt.name.as_str();
-    if opts.superuser.is_some() && user_role_names(ctx, user)?.contains(name) {
+    let sets_superuser = stmt
+        .options
+        .iter()
+        .any(|o| matches!(o, RoleOption::Superuser(_)));
+    if sets_superuser && user_role_names(ctx, user)?.contains(name) {
         return Err(QueryError::Unauthorized(
             "You aren't allowed to alter your own superuser status or that of a role granted to you"
                 .into(),
         ));
     }
     let superuser = is_superuser(ctx, user)?;
-    if opts.superuser.is_some() && !superuser {
+    if sets_superuser && !superuser {
         return Err(QueryError::Unauthorized(
             "Only superusers are allowed to alter superuser status".into(),
         ));
@@ -629,7 +679,9 @@ pub(crate) fn list_roles(
     let of = stmt
         .and_then(|s| s.of.as_ref())
         .map(|r| r.as_str().to_string());
-    let recursive = stmt.is_none_or(|s| s.recursive);
+    // ListUsersStatement is a LIST ROLES of the user's own roles without
+    // the roles those roles hold.
+    let recursive = !users && stmt.is_none_or(|s| s.recursive);
     if let Some(of) = &of {
         if role(ctx, of)?.is_none() {
             return Err(QueryError::invalid(format!(

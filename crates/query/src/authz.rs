@@ -1251,6 +1251,23 @@ pub(crate) fn change_permissions(
     if crate::roles::role(ctx, role)?.is_none() {
         return Err(QueryError::invalid(format!("Role {role} doesn't exist")));
     }
+    match &resource {
+        Resource::Function { keyspace, .. } | Resource::KeyspaceFunctions(keyspace)
+            if keyspace.as_str() == "system" =>
+        {
+            return Err(QueryError::invalid(
+                "Altering permissions on builtin functions is not supported",
+            ));
+        }
+        // Cassandra resolves the argument types in the function's keyspace
+        // first, and fails as a configuration error without it.
+        Resource::Function { keyspace, .. } if ctx.schema().keyspace(keyspace).is_none() => {
+            return Err(QueryError::config(format!(
+                "Keyspace {keyspace} doesn't exist"
+            )));
+        }
+        _ => {}
+    }
     if !resource_exists(ctx, &resource)? {
         return Err(QueryError::invalid(format!(
             "Resource {resource} doesn't exist"
