@@ -834,6 +834,11 @@ impl Parser {
     }
 
     fn property(&mut self) -> Result<Property> {
+        if self.is_ident_at(0) && !self.is_sym_at(1, "=") {
+            // ANTLR predicts a property by its name and the '=' after it,
+            // and fails at the token that is not one (`WITH CLUSTERING ORDER`).
+            return Err(self.no_viable_ahead(1));
+        }
         let name = self.ident()?;
         self.expect_sym("=")?;
         let value = self.property_value()?;
