@@ -146,6 +146,11 @@ impl Parser {
             if !self.eat_sym(",") || self.is_sym(")") {
                 break;
             }
+            if !self.is_ident_at(0) && !self.is_kw("primary") && !self.is_sym(",") {
+                // A definition after ',' is optional to ANTLR: a word that
+                // cannot start one (a reserved keyword) is where ')' was due.
+                return Err(self.mismatch("')'"));
+            }
         }
         self.expect_sym(")")?;
         let options = self.with_table_options()?;

@@ -86,6 +86,7 @@ impl Parser {
             TokenKind::Ident => match NativeType::from_name(&token.value) {
                 Some(native) if !self.is_sym_at(1, ".") => {
                     self.advance();
+                    self.native_type_end = Some(self.pos);
                     Ok(TypeExpr::Native(native))
                 }
                 _ => self.udt_type_name(),

@@ -96,6 +96,10 @@ pub(crate) struct Parser {
     /// ended: Cassandra's parser decides what follows a term by more
     /// lookahead than elsewhere, which its errors there show.
     relation_term_end: Option<usize>,
+    /// Where the last native type name ended: ANTLR reads two tokens past
+    /// one (to rule out a user type `keyspace.name`), so an error right
+    /// after it shows the token after the offending one too.
+    native_type_end: Option<usize>,
 }
 
 /// A position to come back to when a speculative parse fails.
@@ -124,6 +128,7 @@ impl Parser {
             binds: Vec::new(),
             receiver: BindReceiver::Unknown,
             relation_term_end: None,
+            native_type_end: None,
         })
     }
 
@@ -628,6 +633,10 @@ impl Parser {
     /// The snippet, continued after the bracketed token up to the token
     /// `ahead` of it.
     fn snippet_to(&self, ahead: usize) -> String {
+        let ahead = match self.native_type_end {
+            Some(end) if end == self.pos => ahead.max(1),
+            _ => ahead,
+        };
         let offending = self.peek();
         if offending.kind == TokenKind::Eof {
             return String::new();
