@@ -650,6 +650,9 @@ fn multi_column_tuple(
     (label, names, slice): (&str, &[&str], bool),
     ctx: &EvalContext<'_>,
 ) -> Result<Vec<Vec<u8>>> {
+    if let Some(components) = literal_tuple_components(rhs, tuple_type, names, slice, ctx) {
+        return components;
+    }
     let term = evaluate(rhs, tuple_type, label, ctx)?;
     if matches!(term, Term::Unset) {
         return Err(QueryError::invalid(format!(
@@ -662,6 +665,70 @@ fn multi_column_tuple(
         )));
     };
     tuple_components(tuple_type, b, names, slice)
+}
+
+/// The tuples of a multi-column IN: each literal tuple of a literal list
+/// typed component by component, or the values of a bound list.
+fn multi_column_in_tuples(
+    rhs: &Expr,
+    tuple_type: &CqlType,
+    (label, names): (&str, &[&str]),
+    ctx: &EvalContext<'_>,
+) -> Result<Vec<Vec<Vec<u8>>>> {
+    let literals: Option<Vec<&Expr>> = match rhs {
+        Expr::Tuple(list) | Expr::List(list) => list
+            .iter()
+            .map(|e| matches!(e, Expr::Tuple(_)).then_some(e))
+            .collect(),
+        _ => None,
+    };
+    if let Some(literals) = literals {
+        return literals
+            .into_iter()
+            .map(|t| multi_column_tuple(t, tuple_type, (label, names, false), ctx))
+            .collect();
+    }
+    in_values(rhs, tuple_type, label, ctx)?
+        .into_iter()
+        .map(|v| match v {
+            Some(b) => tuple_components(tuple_type, b, names, false),
+            None => Err(QueryError::invalid(format!(
+                "Invalid null value for {label}"
+            ))),
+        })
+        .collect()
+}
+
+/// The values of a tuple literal `(x, y, ...)` of a multi-column relation,
+/// each typed by its column as Cassandra types them (so an empty value of
+/// an int column, which a tuple value cannot hold, is taken); None when
+/// `rhs` is not such a literal.
+fn literal_tuple_components(
+    rhs: &Expr,
+    tuple_type: &CqlType,
+    names: &[&str],
+    slice: bool,
+    ctx: &EvalContext<'_>,
+) -> Option<Result<Vec<Vec<u8>>>> {
+    let (Expr::Tuple(items), CqlType::Tuple(types)) = (rhs, tuple_type) else {
+        return None;
+    };
+    if items.len() != types.len() || names.len() != types.len() {
+        return None;
+    }
+    let component = |(i, (item, ty)): (usize, (&Expr, &CqlType))| -> Result<Vec<u8>> {
+        let name = names[i];
+        match term_value(evaluate(item, ty, name, ctx)?, name)? {
+            Some(value) => Ok(value),
+            None if slice => Err(QueryError::invalid(format!(
+                "Invalid null value in condition for column {name}"
+            ))),
+            None => Err(QueryError::invalid(format!(
+                "Invalid null value for column {name}"
+            ))),
+        }
+    };
+    Some(items.iter().zip(types).enumerate().map(component).collect())
 }
 
 /// Checks the columns of `token(...)` on the left of a relation: all the
@@ -914,19 +981,11 @@ impl Gathered {
                 });
             }
             Operator::In => {
-                let mut all = Vec::new();
-                for v in in_values(rhs, &tuple_type, &label, ctx)? {
-                    let Some(b) = v else {
-                        return Err(QueryError::invalid(format!(
-                            "Invalid null value for {label}"
-                        )));
-                    };
-                    all.push(tuple_components(&tuple_type, b, &columns, false)?);
-                }
+                let tuples = multi_column_in_tuples(rhs, &tuple_type, (&label, &columns), ctx)?;
                 self.multi_eqs.push(MultiEq {
                     start,
                     width: names.len(),
-                    tuples: all,
+                    tuples,
                     is_in: true,
                     after_slice: self.multi_slice_start.is_some(),
                 });
