@@ -449,9 +449,9 @@ fn java_string_set_order<'a>(names: &[&'a String]) -> Vec<&'a str> {
         buckets *= 2;
     }
     let bucket = |name: &str| {
-        let h = name
-            .encode_utf16()
-            .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)));
+        let h = name.encode_utf16().fold(0i32, |h, unit| {
+            h.wrapping_mul(31).wrapping_add(i32::from(unit))
+        });
         let spread = h ^ ((h as u32) >> 16) as i32;
         (spread as u32 as usize) & (buckets - 1)
     };

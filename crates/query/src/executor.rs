@@ -1429,10 +1429,12 @@ fn receiver_spec(
         BindReceiver::Nested {
             parent,
             step: rocksandra_cql::ast::NestedStep::FunctionArgument { function, position },
-        } if matches!(**parent, BindReceiver::Token(_)) && is_system_function(function, "token") => {
+        } if matches!(**parent, BindReceiver::Token(_))
+            && is_system_function(function, "token") =>
+        {
             // `token(k) > token(?)`: token()'s arguments are the partition key's.
-            let table =
-                table.ok_or_else(|| QueryError::invalid("bind marker outside a table statement"))?;
+            let table = table
+                .ok_or_else(|| QueryError::invalid("bind marker outside a table statement"))?;
             let ty = table
                 .partition_key()
                 .get(*position)

@@ -320,9 +320,7 @@ fn equality_and_inequality(columns: &str) -> QueryError {
 /// equalities, and ORDER BY may skip the column).
 fn single_value_in<'a>(op: Operator, rhs: &'a Expr) -> Option<&'a Expr> {
     match (op, rhs) {
-        (Operator::In, Expr::Tuple(items) | Expr::List(items)) if items.len() == 1 => {
-            items.first()
-        }
+        (Operator::In, Expr::Tuple(items) | Expr::List(items)) if items.len() == 1 => items.first(),
         _ => None,
     }
 }
@@ -801,7 +799,12 @@ fn token_bound(table: &Table, rhs: &Expr, ctx: &EvalContext<'_>) -> Result<Token
 
 /// Cassandra's error for a literal of the wrong type given to token():
 /// its function resolution refuses the argument before typing the value.
-fn token_argument_error(error: QueryError, arg: &Expr, position: usize, ty: &CqlType) -> QueryError {
+fn token_argument_error(
+    error: QueryError,
+    arg: &Expr,
+    position: usize,
+    ty: &CqlType,
+) -> QueryError {
     match arg {
         Expr::Literal(literal) if !matches!(literal, rocksandra_cql::ast::Literal::Null) => {
             QueryError::invalid(format!(
@@ -1496,7 +1499,10 @@ fn check_multi_overlaps(
             let r = &per_column[pk_count + j];
             let single = r.values.is_some() || r.lower.is_some() || r.upper.is_some();
             if single {
-                return Err(restricted_more_than_once(&table.columns[pk_count + j].name, false));
+                return Err(restricted_more_than_once(
+                    &table.columns[pk_count + j].name,
+                    false,
+                ));
             }
             // Cassandra names a multi-column restriction's columns last first.
             let columns = || {
