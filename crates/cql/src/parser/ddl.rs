@@ -349,6 +349,13 @@ impl Parser {
         };
         self.expect_kw("on")?;
         let table = self.qualified_name()?;
+        if self.is_sym("(") && self.peek_at(1).kind == TokenKind::Symbol && !self.is_sym_at(1, ")")
+        {
+            // The targets are optional to ANTLR: a symbol that cannot start
+            // one is where ')' was due.
+            self.advance();
+            return Err(self.mismatch("')'"));
+        }
         let targets = self.parenthesized(true, Parser::index_target)?;
         let mut class = None;
         if self.eat_kw("using") {
@@ -399,6 +406,11 @@ impl Parser {
         let name = self.qualified_name()?;
         self.expect_kw("as")?;
         self.expect_kw("select")?;
+        if self.is_kw("distinct") && self.is_ident_at(1) && !self.is_kw_at(1, "from") {
+            // A view's selection has no DISTINCT: ANTLR reads it as a column
+            // name and finds no way on at the word after it.
+            return Err(self.no_viable_ahead(1));
+        }
         let selection = self.selection()?;
         self.expect_kw("from")?;
         let base_table = self.qualified_name()?;
@@ -427,7 +439,10 @@ impl Parser {
         self.expect_kw("view")?;
         let if_exists = self.if_exists();
         let name = self.qualified_name()?;
-        self.expect_kw("with")?;
+        if !self.eat_kw("with") {
+            // ANTLR had read the token after the offending one.
+            return Err(self.mismatch_ahead("K_WITH", 1));
+        }
         let properties = self.properties()?;
         Ok(AlterMaterializedView {
             if_exists,
