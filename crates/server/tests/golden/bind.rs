@@ -47,8 +47,41 @@ fn wire_value(literal: &PyLiteral, ty: &CqlType) -> Result<Value, String> {
     Ok(match literal {
         PyLiteral::None => Value::Null,
         PyLiteral::Unset => Value::Unset,
-        other => Value::Bytes(Bytes::from(cql_value(other, ty)?.to_bytes())),
+        other => match with_null_elements(other, ty) {
+            Some(bytes) => Value::Bytes(Bytes::from(bytes?)),
+            None => Value::Bytes(Bytes::from(cql_value(other, ty)?.to_bytes())),
+        },
     })
+}
+
+/// A list or set holding None, which the driver serializes as empty
+/// elements (its `to_binary(None)` is `b''`); None when `literal` holds no
+/// None element.
+fn with_null_elements(literal: &PyLiteral, ty: &CqlType) -> Option<Result<Vec<u8>, String>> {
+    let (PyLiteral::List(items) | PyLiteral::Tuple(items) | PyLiteral::Set(items)) = literal else {
+        return None;
+    };
+    let (CqlType::List(element) | CqlType::Set(element)) = ty.unfrozen() else {
+        return None;
+    };
+    if !items.iter().any(|i| matches!(i, PyLiteral::None)) {
+        return None;
+    }
+    let mut out = (items.len() as i32).to_be_bytes().to_vec();
+    for item in items {
+        match item {
+            PyLiteral::None => out.extend_from_slice(&0i32.to_be_bytes()),
+            other => match cql_value(other, element) {
+                Ok(value) => {
+                    let bytes = value.to_bytes();
+                    out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
+                    out.extend_from_slice(&bytes);
+                }
+                Err(e) => return Some(Err(e)),
+            },
+        }
+    }
+    Some(Ok(out))
 }
 
 fn mismatch(literal: &PyLiteral, ty: &CqlType) -> String {

@@ -47,6 +47,11 @@ pub enum Py {
 
 /// Decodes a cell of `ty`; an error is what the driver would raise.
 pub fn decode(ty: &CqlType, bytes: &[u8]) -> Result<Py, String> {
+    // A type the driver does not know (a custom class) reads zero bytes as
+    // None too.
+    if bytes.is_empty() && matches!(ty, CqlType::Custom(_)) {
+        return Ok(Py::None);
+    }
     match Value::deserialize(ty, bytes) {
         Ok(value) => from_value(ty, value),
         // The driver reads zero bytes of a non-string type as None.
