@@ -241,6 +241,7 @@ pub fn analyze(
         multi_lower,
         multi_upper,
         multi_eqs,
+        multi_slice_before_single_slice,
         ..
     } = gathered;
     let null_slice_bound = per_column
@@ -252,6 +253,7 @@ pub fn analyze(
         start,
         lower: multi_lower,
         upper: multi_upper,
+        before_single_slice: multi_slice_before_single_slice,
     });
     let clustering = clustering_selection(
         table,
@@ -284,6 +286,8 @@ struct Gathered {
     token_start: Option<(Token, bool)>,
     /// A `token(...) = x` relation was seen.
     token_eq: bool,
+    /// A single-column clustering slice came after the multi-column slice.
+    multi_slice_before_single_slice: bool,
     token_end: Option<(Token, bool)>,
     has_token: bool,
     filters: Vec<Filter>,
@@ -843,6 +847,7 @@ impl Gathered {
             per_column: vec![ColumnRestriction::default(); table.columns.len()],
             token_start: None,
             token_eq: false,
+            multi_slice_before_single_slice: false,
             token_end: None,
             has_token: false,
             filters: Vec::new(),
@@ -944,6 +949,14 @@ impl Gathered {
                 return Ok(());
             }
         }
+        if column.kind == ColumnKind::Clustering && is_slice_op(op) {
+            // Cassandra words a multi-column restriction that comes before a
+            // slice on an earlier column otherwise.
+            self.multi_eqs
+                .iter_mut()
+                .for_each(|m| m.before_single_slice = true);
+            self.multi_slice_before_single_slice |= self.multi_slice_start.is_some();
+        }
         restrict_key_column(&mut self.per_column[i], column, op, rhs, ctx)
     }
 
@@ -981,6 +994,7 @@ impl Gathered {
                     tuples: vec![tuple],
                     is_in: false,
                     after_slice: self.multi_slice_start.is_some(),
+                    before_single_slice: false,
                 });
             }
             Operator::In => {
@@ -991,6 +1005,7 @@ impl Gathered {
                     tuples,
                     is_in: true,
                     after_slice: self.multi_slice_start.is_some(),
+                    before_single_slice: false,
                 });
             }
             Operator::Gt | Operator::Gte | Operator::Lt | Operator::Lte => {
@@ -1237,6 +1252,8 @@ struct MultiEq {
     is_in: bool,
     /// Whether a multi-column slice came before it in the WHERE clause.
     after_slice: bool,
+    /// Whether it came before a single-column slice in the WHERE clause.
+    before_single_slice: bool,
 }
 
 /// A multi-column slice on clustering columns from position `start`.
@@ -1244,6 +1261,8 @@ struct MultiSlice {
     start: usize,
     lower: Option<(Vec<Vec<u8>>, bool)>,
     upper: Option<(Vec<Vec<u8>>, bool)>,
+    /// Whether it came before a single-column slice in the WHERE clause.
+    before_single_slice: bool,
 }
 
 impl MultiSlice {
@@ -1393,6 +1412,12 @@ impl ClusteringWalk<'_> {
                 continue;
             }
             if let Some(at) = stopped_at {
+                let multi_first = multi_eq.is_some_and(|m| m.before_single_slice)
+                    || (multi_slice_here
+                        && self.multi_slice.is_some_and(|m| m.before_single_slice));
+                if multi_first && walk.slice.is_some() {
+                    return Err(primary_key_after_slice(table, j, at));
+                }
                 let error = gap_error(table, j, at, walk.slice.is_some());
                 if multi_eq.is_some() || multi_slice_here {
                     return Err(error);
@@ -1484,6 +1509,17 @@ fn gap_error(table: &Table, j: usize, stopped_at: usize, after_slice: bool) -> Q
             "PRIMARY KEY column \"{name}\" cannot be restricted as preceding column \"{previous}\" is not restricted"
         ))
     }
+}
+
+/// `gap_error` after a slice, as Cassandra words it for a multi-column
+/// restriction that came before the slice (on the column before it).
+fn primary_key_after_slice(table: &Table, j: usize, stopped_at: usize) -> QueryError {
+    let pk_count = table.partition_key_count;
+    let name = &table.columns[pk_count + j].name;
+    let previous = &table.columns[pk_count + stopped_at.saturating_sub(1)].name;
+    QueryError::invalid(format!(
+        "PRIMARY KEY column \"{name}\" cannot be restricted (preceding column \"{previous}\" is restricted by a non-EQ relation)"
+    ))
 }
 
 /// A column in a multi-column equality may not be restricted again.
