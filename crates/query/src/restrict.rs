@@ -322,7 +322,7 @@ fn equality_and_inequality(columns: &str) -> QueryError {
 /// An IN whose literal list holds one value, as Cassandra reads it: an
 /// equality on that value (so `c IN (1) AND c IN (2)` is refused as two
 /// equalities, and ORDER BY may skip the column).
-fn single_value_in<'a>(op: Operator, rhs: &'a Expr) -> Option<&'a Expr> {
+fn single_value_in(op: Operator, rhs: &Expr) -> Option<&Expr> {
     match (op, rhs) {
         (Operator::In, Expr::Tuple(items) | Expr::List(items)) if items.len() == 1 => items.first(),
         _ => None,
