@@ -16,18 +16,19 @@ scripts/setup-build.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/rocksandra-target}"
 . scripts/rocksdb-env.sh
 export CARGO_TERM_COLOR=never
-echo "== cargo fmt"
+echo "== cargo fmt ($(date +%T))"
 cargo fmt --all -- --check
-echo "== cargo clippy"
+echo "== cargo clippy ($(date +%T))"
 cargo clippy --workspace --all-targets -- -D warnings
 # The test suites' build: nodetool's fault-injection commands compiled in.
 cargo clippy -p rocksandra-cluster -p rocksandra-server --all-targets --features rocksandra-server/fault-injection,rocksandra-cluster/fault-injection -- -D warnings
-echo "== cargo test"
+echo "== cargo test ($(date +%T))"
 cargo test --workspace
-echo "== server suites"
+echo "== server suites ($(date +%T))"
 scripts/test-server.sh
-echo "== benchmark harness (bench/run --smoke: tiny sizes, debug builds, no timing asserted)"
+echo "== benchmark harness (bench/run --smoke: tiny sizes, debug builds, no timing asserted) ($(date +%T))"
 bench/run --smoke
-echo "== packages (scripts/package.sh: release build, tarball, .deb; the .deb installed and run)"
+echo "== packages (scripts/package.sh: release build, tarball, .deb; the .deb installed and run) ($(date +%T))"
 scripts/package.sh
 tests/package/test_package.sh
+echo "== every suite passed ($(date +%T), ${SECONDS} s in all)"

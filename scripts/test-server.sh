@@ -122,19 +122,19 @@ PY
     stop_server "$config_pid" || status=1
     CONFIG_PORT=$((CONFIG_PORT + 1))
 done < <(.venv/bin/python tests/golden/runner.py --list-server-configs)
-echo "== Python driver and cqlsh tests"
+echo "== Python driver and cqlsh tests ($(date +%T))"
 ROCKSANDRA_HOST=127.0.0.1 ROCKSANDRA_PORT="$PORT" .venv/bin/pytest -q -p no:cacheprovider \
     tests/drivers/python || status=1
-echo "== Rust driver (scylla) tests"
+echo "== Rust driver (scylla) tests ($(date +%T))"
 ROCKSANDRA_HOST=127.0.0.1 ROCKSANDRA_PORT="$PORT" CARGO_TARGET_DIR="$HOME/.cache/target-drivers-rust" \
     tests/drivers/rust/run.sh || status=1
-echo "== Go driver (gocql) tests"
+echo "== Go driver (gocql) tests ($(date +%T))"
 ROCKSANDRA_HOST=127.0.0.1 ROCKSANDRA_PORT="$PORT" tests/drivers/go/run.sh || status=1
-echo "== Node.js driver (cassandra-driver) tests"
+echo "== Node.js driver (cassandra-driver) tests ($(date +%T))"
 ROCKSANDRA_HOST=127.0.0.1 ROCKSANDRA_PORT="$PORT" tests/drivers/node/run.sh || status=1
-echo "== Java driver (java-driver-core 4.x) tests"
+echo "== Java driver (java-driver-core 4.x) tests ($(date +%T))"
 ROCKSANDRA_HOST=127.0.0.1 ROCKSANDRA_PORT="$PORT" tests/drivers/java/run.sh || status=1
-echo "== metrics endpoint"
+echo "== metrics endpoint ($(date +%T))"
 python3 - "$METRICS_PORT" <<'PY' || status=1
 import sys, urllib.request
 with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=10) as r:
@@ -146,10 +146,10 @@ assert float(samples["rocksandra_storage_sst_bytes"]) >= 0
 assert float(samples["rocksandra_process_resident_memory_bytes"]) > 0
 print("requests counted, storage and process metrics present")
 PY
-echo "== clean shutdown"
+echo "== clean shutdown ($(date +%T))"
 stop || status=1
-echo "== process tests (restart, kill -9)"
+echo "== process tests (restart, kill -9) ($(date +%T))"
 ROCKSANDRA_BIN="$BIN" .venv/bin/pytest -q -p no:cacheprovider tests/process || status=1
-echo "== cluster tests (real nodes on 127.0.0.11-15)"
+echo "== cluster tests (real nodes on 127.0.0.11-15) ($(date +%T))"
 ROCKSANDRA_BIN="$BIN" .venv/bin/pytest -q -p no:cacheprovider tests/cluster || status=1
 exit $status
