@@ -2274,7 +2274,8 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
     })
 }
 
-/// Refuses an index of no known implementation (a custom class other than
+/// Refuses an index name that is not a word (`IndexMetadata.validate`)
+/// and an index of no known implementation (a custom class other than
 /// SAI); an SAI index's options are checked against its column.
 fn check_index_family(
     current: &Table,
@@ -2282,6 +2283,10 @@ fn check_index_family(
     index: &Index,
     stmt: &CreateIndex,
 ) -> Result<()> {
+    let name = &index.name;
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(QueryError::config(format!("Illegal index name {name}")));
+    }
     // `legacy_local_table` names the legacy index only without CUSTOM.
     let family = match crate::index::family(index) {
         Some(crate::index::IndexFamily::Legacy) if stmt.custom => None,
@@ -2311,6 +2316,12 @@ fn index_target<'t, 's>(
             "Secondary indexes on materialized views aren't supported",
         ));
     }
+    if stmt.targets.len() > 1 && (stmt.custom || stmt.class.is_some()) {
+        // A custom index checks each of its targets first.
+        for target in &stmt.targets {
+            target_column(current, target)?;
+        }
+    }
     let [target] = stmt.targets.as_slice() else {
         return Err(QueryError::invalid(if stmt.targets.is_empty() {
             "Only CUSTOM indexes can be created without specifying a target column"
@@ -2318,6 +2329,15 @@ fn index_target<'t, 's>(
             "Only CUSTOM indexes support multiple columns"
         }));
     };
+    Ok((target_column(current, target)?, target))
+}
+
+/// The column one index target names, checked against the table and the
+/// target's kind.
+fn target_column<'t>(
+    current: &'t Table,
+    target: &rocksandra_cql::ast::IndexTarget,
+) -> Result<&'t Column> {
     let Some(column) = current.column(target.column.as_str()) else {
         if current
             .columns
@@ -2361,7 +2381,7 @@ fn index_target<'t, 's>(
         )));
     }
     crate::index::check_target(column, target.kind)?;
-    Ok((column, target))
+    Ok(column)
 }
 
 /// The index's `target` option: the column, or `keys(c)`, `values(c)`,
@@ -2429,12 +2449,13 @@ pub fn drop_index(
             "System keyspace '{keyspace}' is not user-modifiable"
         )));
     }
-    let ks = existing_keyspace(schema, keyspace)?;
-    let Some(table) = ks
-        .tables
-        .values()
-        .find(|t| t.indexes.iter().any(|ix| ix.name == name))
-    else {
+    // A missing keyspace holds no index: DropIndexStatement names the index.
+    let table = schema.keyspace(keyspace).and_then(|ks| {
+        ks.tables
+            .values()
+            .find(|t| t.indexes.iter().any(|ix| ix.name == name))
+    });
+    let Some(table) = table else {
         let event = change(SchemaChangeType::Updated, keyspace_target(keyspace));
         if if_exists {
             return Ok(DdlOutcome {
@@ -2443,9 +2464,9 @@ pub fn drop_index(
                 effects: StorageEffects::default(),
             });
         }
+        // Cassandra names it as written, unquoted.
         return Err(QueryError::invalid(format!(
-            "Index '{}' doesn't exist'",
-            rocksandra_data::types::qualified_name(keyspace, name)
+            "Index '{keyspace}.{name}' doesn't exist'"
         )));
     };
     let event = change(

@@ -1736,6 +1736,12 @@ pub fn row_matches(table: &Table, row: &CqlRow, filters: &[Filter]) -> Result<bo
             return Ok(false);
         };
         let ty = &column.ty;
+        if actual.is_empty()
+            && f.element_key.is_none()
+            && crate::index::sai_skips_empty(table, f.column, f.op)
+        {
+            return Ok(false);
+        }
         let analyzer =
             crate::index::analyzer_on(table, f.column).filter(|_| f.element_key.is_none());
         let matched = match (f.op, analyzer) {

@@ -245,6 +245,7 @@ pub fn rows(table: &Table, schema: &Schema, node: &NodeInfo, stats: TableStats<'
         ("system", "size_estimates") => estimates::rows(schema, node, stats, None),
         ("system", "IndexInfo") => built_index_rows(schema),
         ("system", "built_views") => built_view_rows(schema),
+        ("system_views", "sai_column_indexes") => sai_column_rows(schema),
         ("system_distributed", "view_build_status") => view_build_status_rows(schema, node),
         ("system", "table_estimates") => {
             let mut rows = estimates::rows(schema, node, stats, Some("primary"));
@@ -689,6 +690,30 @@ fn built_index_rows(schema: &Schema) -> Vec<Cells> {
             let mut row = Cells::default();
             row.text("table_name", &keyspace.name)
                 .text("index_name", &index.name);
+            out.push(row);
+        }
+    }
+    out
+}
+
+/// `system_views.sai_column_indexes`: every SAI index, queryable (CREATE
+/// INDEX builds before it answers), with its column and analyzer.
+fn sai_column_rows(schema: &Schema) -> Vec<Cells> {
+    let mut out = Vec::new();
+    for table in schema_keyspaces(schema).flat_map(|k| k.tables.values()) {
+        for index in &table.indexes {
+            let Some(sai) = crate::index::sai_column(table, index) else {
+                continue;
+            };
+            let mut row = Cells::default();
+            row.text("keyspace_name", &table.keyspace)
+                .text("index_name", &index.name)
+                .text("table_name", &table.name)
+                .text("column_name", sai.column)
+                .set("is_queryable", Value::Boolean(true))
+                .set("is_building", Value::Boolean(false))
+                .set("is_string", Value::Boolean(sai.is_string))
+                .text("analyzer", &sai.analyzer);
             out.push(row);
         }
     }

@@ -685,6 +685,14 @@ impl Parser {
     }
 
     fn relation(&mut self) -> Result<Relation> {
+        let column_tuple = self.is_sym_at(2, ",") || self.is_sym_at(2, ")");
+        if self.is_sym("(") && !column_tuple {
+            // Cassandra's grammar: `relation: ... | '(' relation ')'`.
+            self.advance();
+            let relation = self.relation()?;
+            self.expect_sym(")")?;
+            return Ok(relation);
+        }
         if self.is_sym("(") {
             let columns = self.parenthesized(false, Parser::ident)?;
             return self.compare(

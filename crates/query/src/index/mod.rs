@@ -18,17 +18,21 @@
 //! not looked up: those queries are answered by the filtered scan ALLOW
 //! FILTERING uses, which returns the same rows in the same order.
 
+pub mod analyzer;
 pub mod build;
 pub mod entries;
 pub mod plan;
 pub mod search;
 pub mod vector;
 
+use rocksandra_cql::ast::Operator;
 use rocksandra_data::types::CqlType;
 use rocksandra_data::NativeType;
 
 use crate::error::{QueryError, Result};
 use crate::schema::{Column, Index, Table};
+
+pub use analyzer::Analyzer;
 
 /// Which implementation an index names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -225,6 +229,7 @@ pub fn check_sai(
             ))
         })?;
     }
+    check_sai_value_types(column, options)?;
     match vector {
         Some((element, _)) if *element != CqlType::Native(NativeType::Float) => {
             Err(QueryError::invalid(
@@ -253,6 +258,35 @@ fn indexed_value_type(
         (Some("keys"), CqlType::Map(k, _)) => (**k).clone(),
         (Some("values"), CqlType::List(e) | CqlType::Set(e) | CqlType::Map(_, e)) => (**e).clone(),
         _ => column.ty.clone(),
+    }
+}
+
+/// Cassandra 5.0's check that SAI can hold the indexed values: a native
+/// type of `StorageAttachedIndex.SUPPORTED_TYPES` (every one but blob,
+/// counter and duration) or a frozen value (frozen collection, tuple,
+/// frozen UDT, vector); each side of a map's `entries()` on its own.
+fn check_sai_value_types(
+    column: &Column,
+    options: &std::collections::BTreeMap<String, String>,
+) -> Result<()> {
+    let entries = options
+        .get("target")
+        .is_some_and(|t| t.starts_with("entries("));
+    let types: Vec<CqlType> = match (entries, column.ty.unfrozen()) {
+        (true, CqlType::Map(k, v)) => vec![(**k).clone(), (**v).clone()],
+        _ => vec![indexed_value_type(column, options)],
+    };
+    let supported = |ty: &CqlType| match ty {
+        CqlType::Native(native) => !matches!(
+            native,
+            NativeType::Blob | NativeType::Counter | NativeType::Duration
+        ),
+        CqlType::Frozen(_) | CqlType::Tuple(_) | CqlType::Vector(..) => true,
+        _ => false,
+    };
+    match types.iter().find(|ty| !supported(ty)) {
+        Some(ty) => Err(QueryError::invalid(format!("Unsupported type: {ty}"))),
+        None => Ok(()),
     }
 }
 
@@ -299,41 +333,6 @@ fn check_sai_analyzer(
     Ok(())
 }
 
-/// How an SAI index with `case_sensitive: false` matches text: both the
-/// indexed values and the values looked up are case folded, and so is an
-/// `=` restriction on the column checked on a row. (`normalize` and
-/// `ascii` are accepted and kept, but values are not Unicode-normalized
-/// or ASCII-folded: docs/compatibility.md.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Analyzer {
-    fold_case: bool,
-}
-
-impl Analyzer {
-    /// The analyzer `index` names, if it analyzes.
-    pub fn of(index: &Index) -> Option<Analyzer> {
-        let fold_case = family(index) == Some(IndexFamily::Sai)
-            && index
-                .options
-                .get("case_sensitive")
-                .is_some_and(|v| v.eq_ignore_ascii_case("false"));
-        fold_case.then_some(Analyzer { fold_case })
-    }
-
-    /// The analyzed form of a text value (other bytes unchanged).
-    pub fn apply(&self, value: &[u8]) -> Vec<u8> {
-        match std::str::from_utf8(value) {
-            Ok(text) if self.fold_case => text.to_lowercase().into_bytes(),
-            _ => value.to_vec(),
-        }
-    }
-
-    /// Whether two values are equal once analyzed.
-    pub fn equal(&self, a: &[u8], b: &[u8]) -> bool {
-        self.apply(a) == self.apply(b)
-    }
-}
-
 /// The analyzer of the SAI index on the values of `table`'s column
 /// `column`, if it has one that analyzes.
 pub fn analyzer_on(table: &Table, column: usize) -> Option<Analyzer> {
@@ -343,6 +342,82 @@ pub fn analyzer_on(table: &Table, column: usize) -> Option<Analyzer> {
         .iter()
         .filter(|ix| target(ix) == Some((TargetKind::Simple, name)))
         .find_map(Analyzer::of)
+}
+
+/// Whether `column`'s SAI index answers `op` on it without ever matching an
+/// empty value: SAI does not index the empty value of a non-literal type
+/// (numbers, dates, times, inets, uuids), so neither `v = blobAsInt(0x)`
+/// nor `v < 10` finds a row holding it (text's empty value is a value).
+pub fn sai_skips_empty(table: &Table, column: usize, op: Operator) -> bool {
+    let column = &table.columns[column];
+    let literal = matches!(
+        column.ty,
+        CqlType::Native(NativeType::Text | NativeType::Ascii | NativeType::Boolean)
+    );
+    let served = matches!(
+        op,
+        Operator::Eq | Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte
+    );
+    served
+        && !literal
+        && !column.kind.is_primary_key()
+        && matches!(column.ty, CqlType::Native(_))
+        && table.indexes.iter().any(|ix| {
+            family(ix) == Some(IndexFamily::Sai)
+                && target(ix) == Some((TargetKind::Simple, column.name.as_str()))
+        })
+}
+
+/// What `system_views.sai_column_indexes` shows of an SAI index.
+pub struct SaiColumn<'t> {
+    pub column: &'t str,
+    /// Whether the index holds literal values (`IndexTermType.isLiteral`):
+    /// text, ascii, boolean, frozen values and map entries.
+    pub is_string: bool,
+    /// The analyzer as Cassandra's `toString` prints it.
+    pub analyzer: String,
+}
+
+/// The column and analysis of `index`, when it is an SAI index of `table`.
+pub fn sai_column<'t>(table: &'t Table, index: &Index) -> Option<SaiColumn<'t>> {
+    if family(index) != Some(IndexFamily::Sai) {
+        return None;
+    }
+    let (kind, name) = target(index)?;
+    let column = table.column(name)?;
+    let value_type = indexed_value_type(column, &index.options);
+    let text = matches!(
+        value_type,
+        CqlType::Native(NativeType::Text | NativeType::Ascii)
+    );
+    let is_string = kind == TargetKind::Entries
+        || !matches!(value_type, CqlType::Native(_))
+        || text
+        || value_type == CqlType::Native(NativeType::Boolean);
+    let option = |name: &str, default: bool| {
+        index
+            .options
+            .get(name)
+            .map_or(default, |v| v.eq_ignore_ascii_case("true"))
+    };
+    let analyzed = SAI_ANALYZER_OPTIONS
+        .iter()
+        .any(|o| index.options.contains_key(*o));
+    let analyzer = if text && analyzed {
+        format!(
+            "NonTokenizingAnalyzer{{caseSensitive={}, normalized={}, ascii={}}}",
+            option("case_sensitive", true),
+            option("normalize", false),
+            option("ascii", false)
+        )
+    } else {
+        "NoOpAnalyzer".to_string()
+    };
+    Some(SaiColumn {
+        column: &column.name,
+        is_string,
+        analyzer,
+    })
 }
 
 /// Cassandra's warning when a table has an SAI index on a vector column.

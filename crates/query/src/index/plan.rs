@@ -143,12 +143,17 @@ fn supports(
 }
 
 /// SAI answers ranges on numeric and other non-literal types; text, ascii,
-/// boolean and frozen composite values are equality-only.
+/// boolean, uuid (`IndexTermType.EQ_ONLY_TYPES`) and frozen composite
+/// values are equality-only.
 fn sai_range_type(ty: &CqlType) -> bool {
     match ty {
         CqlType::Native(native) => !matches!(
             native,
-            NativeType::Text | NativeType::Ascii | NativeType::Boolean | NativeType::Blob
+            NativeType::Text
+                | NativeType::Ascii
+                | NativeType::Boolean
+                | NativeType::Blob
+                | NativeType::Uuid
         ),
         _ => false,
     }

@@ -100,6 +100,11 @@ pub fn choose(table: &Table, restrictions: &Restrictions) -> Option<IndexQuery> 
             if target.column != filter.column {
                 continue;
             }
+            if super::family(index) == Some(super::IndexFamily::Sai)
+                && matches_by_value(table, &target)
+            {
+                continue;
+            }
             let Some((mut value, cell_value)) = lookup(table, &target, &filter) else {
                 continue;
             };
@@ -120,6 +125,22 @@ pub fn choose(table: &Table, restrictions: &Restrictions) -> Option<IndexQuery> 
         }
     }
     None
+}
+
+/// Whether an SAI index matches `target`'s values by value rather than by
+/// their bytes: decimals (`1.5` finds `1.50`). Entries are keyed by the
+/// written bytes, so such a lookup is left to filtering, which compares by
+/// type and returns the same rows in the same order.
+fn matches_by_value(table: &Table, target: &Target) -> bool {
+    let ty = table.columns[target.column].ty.unfrozen();
+    let value_type = match (target.indexed, ty) {
+        (Indexed::Value, _) => ty,
+        (Indexed::ElementValue | Indexed::Entry, CqlType::List(e) | CqlType::Map(_, e)) => {
+            e.unfrozen()
+        }
+        _ => return false,
+    };
+    *value_type == CqlType::Native(rocksandra_data::NativeType::Decimal)
 }
 
 /// Clustering columns restricted by `=` through a single slice's common
