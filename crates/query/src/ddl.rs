@@ -785,6 +785,9 @@ fn add_type_field(
     }
     check_written_type(ty)?;
     let resolved = resolve_type(ks, ty)?;
+    if resolved.is_counter() {
+        return Err(QueryError::invalid("A user type cannot contain counters"));
+    }
     if uses_udt(&resolved, keyspace, name) {
         return Err(QueryError::invalid(format!(
             "Cannot add new field '{field}' of type {resolved} to user type {qualified} as it would create a circular reference"
@@ -922,21 +925,28 @@ pub fn drop_type(
             rocksandra_data::types::qualified_name(keyspace, name)
         )));
     }
-    for t in &ks.types {
-        if t.name != name && t.fields.iter().any(|(_, ty)| uses_udt(ty, keyspace, name)) {
-            return Err(QueryError::invalid(format!(
-                "Cannot drop user type '{}' as it is still used by user types {}",
-                rocksandra_data::types::qualified_name(keyspace, name),
-                t.name
-            )));
-        }
+    let user_types: Vec<&str> = ks
+        .types
+        .iter()
+        .filter(|t| t.name != name && t.fields.iter().any(|(_, ty)| uses_udt(ty, keyspace, name)))
+        .map(|t| t.name.as_str())
+        .collect();
+    if !user_types.is_empty() {
+        return Err(QueryError::invalid(format!(
+            "Cannot drop user type '{}' as it is still used by user types {}",
+            rocksandra_data::types::qualified_name(keyspace, name),
+            user_types.join(", ")
+        )));
     }
-    let users: Vec<&str> = ks
+    // Named in the order the tables were created, as Cassandra lists them.
+    let mut user_tables: Vec<&Table> = ks
         .tables
         .values()
         .filter(|t| t.columns.iter().any(|c| uses_udt(&c.ty, keyspace, name)))
-        .map(|t| t.name.as_str())
+        .map(|t| t.as_ref())
         .collect();
+    user_tables.sort_by_key(|t| t.storage_id);
+    let users: Vec<&str> = user_tables.iter().map(|t| t.name.as_str()).collect();
     if !users.is_empty() {
         return Err(QueryError::invalid(format!(
             "Cannot drop user type '{}' as it is still used by tables {}",
@@ -2033,6 +2043,13 @@ fn drop_column(
     if column.kind.is_primary_key() {
         return Err(QueryError::invalid(format!(
             "Cannot drop PRIMARY KEY column {cname}"
+        )));
+    }
+    if matches!(column.ty, CqlType::Udt(_)) {
+        // Dropped columns cannot hold non-frozen UDTs (CASSANDRA-9412).
+        return Err(QueryError::invalid(format!(
+            "Cannot drop non-frozen column {cname} of user type {}",
+            column.ty
         )));
     }
     if table.compact.is_some() && column.kind == ColumnKind::Regular {

@@ -327,8 +327,8 @@ pub fn test_assignment(expr: &Expr, receiver: &CqlType) -> Assignment {
             }
             _ => Assignment::NotAssignable,
         },
-        Expr::Tuple(items) => match unfrozen {
-            CqlType::Tuple(types)
+        Expr::Tuple(items) => match tuple_components(unfrozen).as_deref() {
+            Some(types)
                 if items.len() <= types.len()
                     && items
                         .iter()
@@ -826,6 +826,13 @@ pub(crate) fn contains_bind_marker(expr: &Expr) -> bool {
     }
 }
 
+/// Whether a collection literal's element holds a bind marker the literal
+/// itself refuses: one outside any nested collection literal, which
+/// refuses its own (Cassandra's message names the innermost literal).
+fn direct_bind_marker(item: &Expr) -> bool {
+    !matches!(item, Expr::List(_) | Expr::Set(_) | Expr::Map(_)) && contains_bind_marker(item)
+}
+
 /// An element of a collection literal: neither null nor unset.
 fn element_value(term: Term) -> Result<Vec<u8>> {
     match term {
@@ -858,7 +865,7 @@ fn collection_elements(
     let spec = format!("value({receiver_name})");
     let mut terms = Vec::with_capacity(items.len());
     for item in items {
-        if contains_bind_marker(item) {
+        if direct_bind_marker(item) {
             return Err(QueryError::invalid(format!(
                 "Invalid {what} literal for {receiver_name}: bind variables are not supported inside collection literals"
             )));
@@ -926,7 +933,7 @@ fn evaluate_map(
     );
     let mut terms = Vec::with_capacity(entries.len());
     for (key, value) in entries {
-        if contains_bind_marker(key) || contains_bind_marker(value) {
+        if direct_bind_marker(key) || direct_bind_marker(value) {
             return Err(QueryError::invalid(format!(
                 "Invalid map literal for {receiver_name}: bind variables are not supported inside collection literals"
             )));
@@ -1038,7 +1045,7 @@ fn evaluate_tuple(
     receiver_name: &str,
     ctx: &EvalContext<'_>,
 ) -> Result<Term> {
-    let CqlType::Tuple(types) = receiver.unfrozen() else {
+    let Some(types) = tuple_components(receiver.unfrozen()) else {
         return Err(QueryError::invalid(format!(
             "Invalid tuple type literal for {receiver_name} of type {receiver}"
         )));
@@ -1059,7 +1066,7 @@ fn evaluate_tuple(
         }
     }
     let mut out = Vec::new();
-    for (i, (item, component)) in items.iter().zip(types).enumerate() {
+    for (i, (item, component)) in items.iter().zip(&types).enumerate() {
         match evaluate(item, component, &format!("{receiver_name}[{i}]"), ctx)? {
             Term::Value(bytes) => write_field(Some(&bytes), &mut out),
             Term::Null => write_field(None, &mut out),
@@ -1071,6 +1078,16 @@ fn evaluate_tuple(
         }
     }
     Ok(Term::Value(out))
+}
+
+/// The component types a tuple literal fills in order: a tuple's, or a
+/// user type's fields (Cassandra's `UserType` is a `TupleType`).
+fn tuple_components(ty: &CqlType) -> Option<Vec<CqlType>> {
+    match ty {
+        CqlType::Tuple(types) => Some(types.clone()),
+        CqlType::Udt(udt) => Some(udt.fields.iter().map(|(_, t)| t.clone()).collect()),
+        _ => None,
+    }
 }
 
 fn evaluate_udt(
@@ -1109,12 +1126,9 @@ fn evaluate_udt(
         match term {
             Term::Value(bytes) => write_field(Some(&bytes), &mut out),
             Term::Null => write_field(None, &mut out),
-            Term::Unset => {
-                return Err(QueryError::invalid(format!(
-                    "Invalid unset value for field '{name}' of user defined type {}",
-                    udt.name
-                )))
-            }
+            // Cassandra's unset marker is an empty buffer, which the
+            // literal serializes as the field's empty value.
+            Term::Unset => write_field(Some(&[]), &mut out),
         }
     }
     if let Some((unknown, _)) = fields
