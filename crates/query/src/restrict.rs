@@ -385,6 +385,12 @@ fn reject_unsupported_column_relation(
         | Operator::Like
             if column.ty.is_multi_cell() =>
         {
+            if matches!(column.ty, CqlType::Udt(_)) {
+                return Err(QueryError::invalid(format!(
+                    "Non-frozen UDT column '{name}' ({}) cannot be restricted by any relation",
+                    column.ty
+                )));
+            }
             Err(QueryError::invalid(format!(
                 "Collection column '{name}' ({}) cannot be restricted by a '{}' relation",
                 column.ty,

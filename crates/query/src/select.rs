@@ -292,7 +292,8 @@ fn plan_field(table: &Table, udt: &Expr, field: &str, ctx: &EvalContext<'_>) -> 
             udt: Box::new(sel),
             index,
         },
-        format!("{label}.{}", column_label(field)),
+        // Cassandra names the field unquoted (`u.Tag`).
+        format!("{label}.{field}"),
         u.fields[index].1.clone(),
     ))
 }
