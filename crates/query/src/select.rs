@@ -2464,8 +2464,11 @@ fn partition_keys_in(table: &Table, select: &Select, restrictions: &Restrictions
 fn partition_key_in(table: &Table, relations: &[rocksandra_cql::ast::Relation]) -> bool {
     use rocksandra_cql::ast::{Operator, Relation, RelationLhs};
     relations.iter().any(|r| {
-        matches!(r, Relation::Compare { lhs: RelationLhs::Column(c), op: Operator::In, .. }
-            if table.column(c.as_str()).is_some_and(|c| c.kind == ColumnKind::PartitionKey))
+        // An IN of one value is an `=` to Cassandra.
+        let single = |rhs: &Expr| matches!(rhs, Expr::Tuple(values) if values.len() == 1);
+        matches!(r, Relation::Compare { lhs: RelationLhs::Column(c), op: Operator::In, rhs }
+            if !single(rhs)
+                && table.column(c.as_str()).is_some_and(|c| c.kind == ColumnKind::PartitionKey))
     })
 }
 

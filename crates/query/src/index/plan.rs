@@ -4,7 +4,7 @@
 //! from the index definitions (`index`), so that `restrict` may ask those
 //! (an index's analyzer) without a loop back.
 
-use rocksandra_cql::ast::{Operator, Relation, RelationLhs};
+use rocksandra_cql::ast::{Expr, Operator, Relation, RelationLhs};
 use rocksandra_data::types::CqlType;
 use rocksandra_data::NativeType;
 
@@ -43,8 +43,13 @@ pub fn classify(table: &Table, relations: &[Relation], restrictions: &Restrictio
     let mut families: Vec<Option<IndexFamily>> = Vec::new();
     let mut clustering_indexed = false;
     for relation in relations {
-        let Relation::Compare { lhs, op, .. } = relation else {
+        let Relation::Compare { lhs, op, rhs } = relation else {
             continue;
+        };
+        // An IN of one value is an `=` to Cassandra.
+        let op = match rhs {
+            Expr::Tuple(values) if *op == Operator::In && values.len() == 1 => &Operator::Eq,
+            _ => op,
         };
         let (name, element) = match lhs {
             RelationLhs::Column(name) => (name.as_str(), false),
@@ -56,8 +61,17 @@ pub fn classify(table: &Table, relations: &[Relation], restrictions: &Restrictio
                         .is_some_and(|c| c.kind == ColumnKind::Clustering)
                 });
                 if clustering && clustering_open {
+                    // `(c1, c2) = (...)` is served when SAI indexes each column.
+                    let served = *op == Operator::Eq
+                        && names.iter().all(|n| {
+                            table.column(n.as_str()).is_some_and(|c| {
+                                supporting_index(table, &c.name, &c.ty, Operator::Eq, false)
+                                    == Some(IndexFamily::Sai)
+                            })
+                        });
+                    clustering_indexed |= served;
                     counted += 1;
-                    families.push(None);
+                    families.push(served.then_some(IndexFamily::Sai));
                 }
                 continue;
             }
