@@ -377,10 +377,6 @@ impl Parser {
     }
 
     fn index_target(&mut self) -> Result<IndexTarget> {
-        if self.is_sym("(") {
-            // The target list holds index identifiers, never a tuple.
-            return Err(self.mismatch_ahead("')'", 0));
-        }
         let kind = match self.peek().value.as_str() {
             "keys" => IndexTargetKind::Keys,
             "values" => IndexTargetKind::Values,
