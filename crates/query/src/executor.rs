@@ -616,8 +616,7 @@ impl Executor {
         let ctx = self.ctx();
         authz::authorize_statement(&ctx, &parsed.statement, request)?;
         let ran = self.run_statement(&ctx, parsed, request, values);
-        // A new ctx: the grants follow the schema the statement made.
-        let outcome = ran.map(|outcome| self.grants_after(&self.ctx(), parsed, request, outcome));
+        let outcome = ran.map(|outcome| self.grants_after(parsed, request, outcome));
         // Seen at once on this node, even after a failure that wrote
         // part of a change.
         self.settings
@@ -629,15 +628,16 @@ impl Executor {
     /// The grants a schema change implies (`authz::after_schema_change`).
     fn grants_after(
         &self,
-        ctx: &StatementCtx<'_>,
         parsed: &ParsedStatement,
         request: &Request,
         mut outcome: Outcome,
     ) -> Outcome {
         if outcome.schema_change.is_some() && !request.internal && self.authorizer_enabled() {
             // The schema changed already: a failure here is the client's
-            // warning, not the statement's error.
-            if let Err(e) = authz::after_schema_change(ctx, &parsed.statement, request) {
+            // warning, not the statement's error. A new ctx, built only
+            // here, sees the schema the statement made.
+            let ctx = self.ctx();
+            if let Err(e) = authz::after_schema_change(&ctx, &parsed.statement, request) {
                 outcome.warnings.push(format!(
                     "CassandraAuthorizer failed to update permissions: {e}"
                 ));

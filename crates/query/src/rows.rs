@@ -70,14 +70,10 @@ pub fn partition_key_bytes(components: &[Vec<u8>]) -> Vec<u8> {
 /// `partition_key_bytes` of components the caller no longer needs: a
 /// single component is the key itself, moved rather than copied.
 pub fn partition_key_bytes_owned(mut components: Vec<Vec<u8>>) -> Vec<u8> {
-    match components.pop() {
-        Some(only) if components.is_empty() => only,
-        Some(last) => {
-            components.push(last);
-            partition_key_bytes(&components)
-        }
-        None => Vec::new(),
+    if components.len() == 1 {
+        return components.pop().unwrap_or_default();
     }
+    partition_key_bytes(&components)
 }
 
 /// A partition key given as text, as `nodetool getendpoints` takes it:
