@@ -1069,10 +1069,14 @@ async fn without_throw_on_overload_large_requests_wait_and_complete() {
 /// Runs every EXECUTE inline as a write of one row to the table its id
 /// names (one byte), queued in the connection's `WriteGroup`. Its commit
 /// first drops table 2, as a DROP TABLE racing the queued writes would.
+/// Table 8 is a plain read. While `held` is set, a commit waits until it
+/// is cleared, as a write does behind a stalled disk.
 struct GroupedWrites {
     engine: rocksandra_storage::KvEngine<rocksandra_storage::memory::MemoryStore>,
     commits: std::sync::atomic::AtomicUsize,
     executed: std::sync::atomic::AtomicUsize,
+    held: std::sync::Mutex<bool>,
+    released: std::sync::Condvar,
 }
 
 impl GroupedWrites {
@@ -1096,7 +1100,19 @@ impl GroupedWrites {
             engine,
             commits: Default::default(),
             executed: Default::default(),
+            held: std::sync::Mutex::new(false),
+            released: std::sync::Condvar::new(),
         }
+    }
+
+    fn hold_commits(&self, held: bool) {
+        *self.held.lock().expect("gate") = held;
+        self.released.notify_all();
+    }
+
+    fn wait_while_held(&self) {
+        let held = self.held.lock().expect("gate");
+        let _open = self.released.wait_while(held, |held| *held).expect("gate");
     }
 
     fn row(table: u64, stream: i16) -> rocksandra_storage::Mutation {
@@ -1182,9 +1198,17 @@ impl RequestHandler for GroupedWrites {
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let table = u64::from(*execute.id.first()?);
         if table == 9 {
-            // A read: table 2 is dropped first, so the read's writing of
-            // the group fails for the queued write to table 2.
+            // Read-before-write work: table 2 is dropped first, so its
+            // read's writing of the group fails for the queued write to
+            // table 2.
             let _ = self.engine.drop_table(rocksandra_storage::TableId(2));
+            writes.run(i64::from(context.stream), || {
+                let _direct = rocksandra_storage::DirectWrites::hold();
+                self.stored(1, 1)
+            });
+            return Some(Reply::from(Response::Result(ResultBody::Void)));
+        }
+        if table == 8 {
             writes.run(i64::from(context.stream), || self.stored(1, 1));
             return Some(Reply::from(Response::Result(ResultBody::Void)));
         }
@@ -1202,6 +1226,7 @@ impl RequestHandler for GroupedWrites {
         writes: &mut rocksandra_storage::WriteGroup,
     ) -> Vec<(i16, ErrorResponse)> {
         use rocksandra_storage::{Engine, TableId};
+        self.wait_while_held();
         self.commits
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let _ = self.engine.drop_table(TableId(2));
@@ -1315,6 +1340,50 @@ async fn a_write_that_fails_when_a_later_read_writes_the_group_gets_its_error() 
     // table 2 is gone, so the failure is known before the commit.
     let answers = one_turn(&mut client, &[(1, 1), (2, 2), (4, 9)]).await;
     assert_eq!(answers, vec![(1, true), (2, false), (4, true)]);
+    assert!(handler.stored(1, 1), "the acknowledged write is stored");
+    server.stop().await;
+}
+
+/// A write held up in storage (a stalled disk) holds up neither the reads
+/// of its own connection nor those of others on its core: its group is
+/// written off the serving thread, and only its own answer waits.
+#[tokio::test]
+async fn a_stalled_write_holds_up_no_read() {
+    let handler = Arc::new(GroupedWrites::new());
+    let server = TestServer::start(handler.clone()).await;
+    let mut client = Client::ready(server.address, ProtocolVersion::V4).await;
+    handler.hold_commits(true);
+    let execute = |table: u8| {
+        Request::Execute(Execute {
+            id: Bytes::from(vec![table]),
+            result_metadata_id: None,
+            params: common::params(Vec::new()),
+        })
+    };
+    let write = client.frame(1, execute(1)).to_bytes();
+    client.send_raw(&write).await;
+    for stream in 2..5 {
+        let read = client.frame(stream, execute(8)).to_bytes();
+        client.send_raw(&read).await;
+        let answer = tokio::time::timeout(Duration::from_secs(10), client.recv())
+            .await
+            .expect("a read is answered while a write is held up");
+        assert_eq!(answer.stream, stream);
+        assert!(matches!(
+            answer.response,
+            Response::Result(ResultBody::Void)
+        ));
+    }
+    assert!(!handler.stored(1, 1), "the held write is not written yet");
+    handler.hold_commits(false);
+    let answer = tokio::time::timeout(Duration::from_secs(10), client.recv())
+        .await
+        .expect("the write is answered once written");
+    assert_eq!(answer.stream, 1);
+    assert!(matches!(
+        answer.response,
+        Response::Result(ResultBody::Void)
+    ));
     assert!(handler.stored(1, 1), "the acknowledged write is stored");
     server.stop().await;
 }

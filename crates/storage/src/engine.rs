@@ -109,10 +109,14 @@ impl<S: KvStore> KvEngine<S> {
         }
     }
 
-    /// Before a read on this thread: writes the entries the running
-    /// request's group holds for this engine, so the read sees them.
+    /// Before a read on this thread by read-before-write work (which holds
+    /// `DirectWrites`): writes the entries the running request's group
+    /// holds for this engine, so the read sees them. A plain read leaves
+    /// them queued (`engine::group`).
     fn settle_deferred(&self) {
-        group::with_lent(self.id, |group| self.write_group(group));
+        if group::direct_held() {
+            group::with_lent(self.id, |group| self.write_group(group));
+        }
     }
 
     /// Tells the point cache that stored entries changed in bulk.
@@ -938,7 +942,7 @@ impl<S: KvStore> Engine for KvEngine<S> {
         match group::defer(self.id, ops) {
             Deferred::Queued { full } => {
                 if full {
-                    self.settle_deferred();
+                    self.commit_deferred();
                 }
                 Ok(())
             }
@@ -947,7 +951,7 @@ impl<S: KvStore> Engine for KvEngine<S> {
     }
 
     fn commit_deferred(&self) {
-        self.settle_deferred();
+        group::with_lent(self.id, |group| self.write_group(group));
     }
 
     fn read_partition(&self, read: &PartitionRead, now: LocalTime) -> Result<Partition> {

@@ -209,8 +209,11 @@ struct Connection {
     /// Responses of requests run inline in the read loop, sent together
     /// (one write) once the frames read so far are handled.
     inline_replies: Vec<ResponseEnvelope>,
-    /// The writes of those requests, written together just before their
-    /// responses are sent (`commit_writes`).
+    /// Responses of inline requests that queued writes in `writes`: sent
+    /// once the group is written (`flush_inline`).
+    write_replies: Vec<ResponseEnvelope>,
+    /// The writes of those requests, handed to the committer together
+    /// when the frames read so far are handled.
     writes: WriteGroup,
     /// The request bytes this connection counts against.
     budgets: RequestBudgets,
@@ -262,6 +265,7 @@ impl Connection {
             registered: Vec::new(),
             event_forwarder: None,
             inline_replies: Vec::new(),
+            write_replies: Vec::new(),
             writes: WriteGroup::new(),
             budgets,
             throw_on_overload: false,
@@ -412,30 +416,67 @@ impl Connection {
         let _ = self.outbound.send(item).await;
     }
 
-    /// Writes what the inline requests queued; a request whose write
-    /// failed is answered with its error instead of its result.
-    fn commit_writes(&mut self) {
-        // A read inside a later request may have written the group
-        // already, and recorded a failure to report.
-        if !self.writes.needs_commit() {
-            return;
-        }
-        for (stream, error) in self.shared.handler.commit_inline(&mut self.writes) {
-            if let Some(reply) = self.inline_replies.iter_mut().find(|r| r.stream == stream) {
-                let version = reply.version;
-                *reply = ResponseEnvelope::new(version, stream, Response::Error(error));
-            }
-        }
-    }
-
-    /// Hands the responses of inline requests to the writer, as one item,
-    /// once their writes are written.
+    /// Hands the responses of inline requests to the writer: the reads'
+    /// at once, as one item; the writes' once their group is written. The
+    /// group goes to the committer, so that this thread serves on while it
+    /// is written (`committer`).
     async fn flush_inline(&mut self) {
-        self.commit_writes();
+        self.hand_over_writes().await;
         if !self.inline_replies.is_empty() {
             let replies = std::mem::take(&mut self.inline_replies);
             self.send(Outbound::Responses(replies)).await;
         }
+    }
+
+    /// Hands the queued writes and their responses to the committer; when
+    /// the group was written already, moves their responses with the
+    /// reads'.
+    async fn hand_over_writes(&mut self) {
+        if self.writes.is_pending() {
+            let group = std::mem::take(&mut self.writes);
+            let replies = std::mem::take(&mut self.write_replies);
+            self.commit_later(group, replies).await;
+        } else if !self.write_replies.is_empty() || self.writes.needs_commit() {
+            // Written already (read-before-write work writes the group
+            // first); a failure may wait to be reported.
+            let failures = self.shared.handler.commit_inline(&mut self.writes);
+            answer_failures(&mut self.write_replies, failures);
+            self.inline_replies.append(&mut self.write_replies);
+        }
+    }
+
+    /// Hands `group` to the committer; `replies` leave once it is written
+    /// (the committer has stopped: written here).
+    async fn commit_later(&mut self, group: WriteGroup, mut replies: Vec<ResponseEnvelope>) {
+        let commit = match self.shared.committer.submit(group).await {
+            Ok(commit) => commit,
+            Err(mut group) => {
+                let failures = self.shared.handler.commit_inline(&mut group);
+                answer_failures(&mut replies, failures);
+                self.inline_replies.append(&mut replies);
+                return;
+            }
+        };
+        let outbound = self.outbound.clone();
+        tokio::spawn(async move {
+            match commit.await {
+                Ok(failures) => answer_failures(&mut replies, failures),
+                Err(_) => {
+                    for reply in &mut replies {
+                        let error = ErrorResponse::new(
+                            ErrorKind::ServerError,
+                            "internal error while executing the request",
+                        );
+                        *reply = ResponseEnvelope::new(
+                            reply.version,
+                            reply.stream,
+                            Response::Error(error),
+                        );
+                    }
+                }
+            }
+            let _ = outbound.send(Outbound::Responses(replies)).await;
+        });
     }
 
     async fn respond(&self, version: ProtocolVersion, stream: i16, response: Response) {
@@ -715,6 +756,7 @@ impl Connection {
     ) -> Option<(rocksandra_wire::Execute, RequestTimer)> {
         let handler = &self.shared.handler;
         let writes = &mut self.writes;
+        let queued_before = writes.queued_count();
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             handler.execute_inline(session, context, &execute, writes)
         }));
@@ -730,9 +772,12 @@ impl Connection {
             }
         };
         timer.finish(matches!(reply.response, Response::Error(_)));
-        self.inline_replies
-            .push(envelope(version, context.stream, reply));
-        if self.inline_replies.len() >= INLINE_REPLIES_MAX {
+        let reply = envelope(version, context.stream, reply);
+        match self.writes.queued_count() > queued_before {
+            true => self.write_replies.push(reply),
+            false => self.inline_replies.push(reply),
+        }
+        if self.inline_replies.len() + self.write_replies.len() >= INLINE_REPLIES_MAX {
             self.flush_inline().await;
             // A client that pipelines many requests in one write would
             // otherwise hold the core until its last one ran: the writer
@@ -802,8 +847,9 @@ impl Connection {
             request => (request, timer),
         };
         let stream = context.stream;
-        // What ran inline before this request is written before it runs.
-        self.commit_writes();
+        // What ran inline before this request goes to be written; this
+        // request may run before it is (neither is answered yet).
+        self.hand_over_writes().await;
         let Some(permits) = self.acquire_request_permits() else {
             let error = ErrorResponse::new(ErrorKind::Overloaded, self.overloaded_message());
             self.respond_error(version, stream, error).await;
@@ -869,6 +915,15 @@ impl Connection {
                  {} requests in flight on this node (native_transport_max_concurrent_requests)",
                 limits.max_requests
             )
+        }
+    }
+}
+
+/// Answers each stream of `failures` with its error instead of its result.
+fn answer_failures(replies: &mut [ResponseEnvelope], failures: Vec<(i16, ErrorResponse)>) {
+    for (stream, error) in failures {
+        if let Some(reply) = replies.iter_mut().find(|r| r.stream == stream) {
+            *reply = ResponseEnvelope::new(reply.version, stream, Response::Error(error));
         }
     }
 }

@@ -52,6 +52,7 @@ pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(10);
 pub const MAX_FAILED_LOGINS: u32 = 5;
 
 mod auth;
+mod committer;
 mod connection;
 mod cores;
 pub mod limits;
@@ -184,6 +185,12 @@ pub enum TransportError {
     },
     #[error(transparent)]
     Tls(#[from] TlsConfigError),
+    #[error("cannot start {what}: {source}")]
+    Thread {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Pushes events (SCHEMA_CHANGE, later TOPOLOGY_CHANGE and STATUS_CHANGE) to
@@ -208,6 +215,8 @@ impl EventSender {
 /// State shared by all connections of one server.
 struct Shared {
     handler: Arc<dyn RequestHandler>,
+    /// Writes the groups of inline writes off the serving threads.
+    committer: committer::Committer,
     authenticator: Authenticator,
     limits: TransportLimits,
     requests_in_flight: Arc<Semaphore>,
@@ -246,8 +255,15 @@ impl Server {
             .map_err(bind_error)?;
         let local_addr = listener.local_addr().map_err(bind_error)?;
         let (sender, _) = broadcast::channel(EVENT_QUEUE_EVENTS_MAX);
+        let committer = committer::Committer::start(handler.clone()).map_err(|source| {
+            TransportError::Thread {
+                what: "the CQL committer",
+                source,
+            }
+        })?;
         let shared = Arc::new(Shared {
             handler,
+            committer,
             authenticator: config.authenticator,
             limits: config.limits,
             requests_in_flight: Arc::new(Semaphore::new(config.limits.max_requests)),
@@ -345,6 +361,9 @@ impl Server {
         let _ = stop_sender.send(true);
         tasks.shutdown().await;
         cores.stop(self.shutdown_grace).await;
+        // The groups connections handed over are written before storage
+        // may close.
+        self.shared.committer.stop();
     }
 }
 

@@ -15,12 +15,16 @@
 //! - A queued write is not acknowledged: its response leaves only after
 //!   `commit_group` wrote it. A reader elsewhere that misses it reads as if
 //!   the write had not arrived yet, which it may.
-//! - A read by the engine on the thread while the group holds entries
-//!   writes them first (`KvEngine::settle_deferred`), so a request sees
-//!   every write queued before it, on its own connection too.
+//! - A plain read does not see the group's entries: they belong to
+//!   requests not yet answered, which the client sent without waiting, as
+//!   a read on another thread (or in Cassandra) would not. The group may be
+//!   written on another thread meanwhile (the transport's committer), so
+//!   that a slow write never holds up the reads of its serving thread.
 //! - Read-before-write work (counters, conditional updates, views, list
 //!   indexes) writes directly: it holds `DirectWrites` while it reads and
-//!   writes, so the next reader under its lock sees its write.
+//!   writes, so the next reader under its lock sees its write; its reads
+//!   write the group first (`KvEngine::settle_deferred`), so it sees every
+//!   write queued before it on its connection's turn.
 //! - Each request's entries stay together. When the group's write fails
 //!   for a reason other than IO, each request's entries are written alone,
 //!   so each request gets its own outcome (`take_failures`).
@@ -50,6 +54,9 @@ pub struct WriteGroup {
     bytes: usize,
     /// The request that runs now (`run`).
     current: i64,
+    /// How many times entries were queued, ever: a request queued writes
+    /// when this grew while it ran.
+    queued_count: u64,
     failures: Vec<(i64, StorageError)>,
 }
 
@@ -96,6 +103,17 @@ impl WriteGroup {
         !self.ops.is_empty() || !self.failures.is_empty()
     }
 
+    /// Bytes (keys and values) of the entries waiting.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// How many times entries were queued since the group was made
+    /// (whether written since or not).
+    pub fn queued_count(&self) -> u64 {
+        self.queued_count
+    }
+
     /// The requests whose writes failed, with why, since the last call.
     pub fn take_failures(&mut self) -> Vec<(i64, StorageError)> {
         std::mem::take(&mut self.failures)
@@ -103,6 +121,7 @@ impl WriteGroup {
 
     fn queue(&mut self, engine: u64, ops: Vec<(TableId, KvOp)>) {
         self.engine = engine;
+        self.queued_count += 1;
         self.bytes += ops.iter().map(|(_, op)| op_bytes(op)).sum::<usize>();
         self.ops.extend(ops);
         match self.parts.last_mut() {
@@ -203,6 +222,11 @@ pub(crate) fn with_lent(engine: u64, write: impl FnOnce(&mut WriteGroup)) {
             }
         }
     })
+}
+
+/// Whether this thread holds `DirectWrites` (runs read-before-write work).
+pub(crate) fn direct_held() -> bool {
+    DIRECT.with(|d| d.get() > 0)
 }
 
 /// While held, this thread's engine writes are written at once, never

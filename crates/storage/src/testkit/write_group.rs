@@ -66,11 +66,18 @@ fn case_reads_inside_a_request_see_queued_writes<E: Engine>(engine: &E) {
     let spec = table(engine, 32);
     let mut group = WriteGroup::new();
     group.run(1, || put(engine, &spec, "a", 1, "one"));
-    let seen = group.run(2, || get(engine, &spec, "a"));
-    assert_eq!(seen.as_deref(), Some("one"), "a read inside a request");
+    let plain = group.run(2, || get(engine, &spec, "a"));
+    assert_eq!(plain, None, "a plain read: the write is not answered yet");
+    assert!(group.is_pending(), "a plain read leaves the group queued");
+    let seen = group.run(3, || {
+        let _direct = DirectWrites::hold();
+        get(engine, &spec, "a")
+    });
+    assert_eq!(seen.as_deref(), Some("one"), "a read-before-write read");
     assert!(!group.is_pending(), "the read wrote the group");
-    group.run(3, || put(engine, &spec, "a", 2, "two"));
-    let scanned = group.run(4, || {
+    group.run(4, || put(engine, &spec, "a", 2, "two"));
+    let scanned = group.run(5, || {
+        let _direct = DirectWrites::hold();
         let scan = RangeScan {
             table: spec.id,
             token_start: rocksandra_data::Token(i64::MIN),
