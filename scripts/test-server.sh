@@ -149,7 +149,7 @@ PY
 echo "== clean shutdown ($(date +%T))"
 stop || status=1
 echo "== process tests (restart, kill -9) ($(date +%T))"
-ROCKSANDRA_BIN="$BIN" .venv/bin/pytest -q -p no:cacheprovider tests/process || status=1
+ROCKSANDRA_BIN="$BIN" .venv/bin/pytest -q -p no:cacheprovider --durations=15 tests/process || status=1
 echo "== cluster tests (real nodes on 127.0.0.11-15) ($(date +%T))"
-ROCKSANDRA_BIN="$BIN" .venv/bin/pytest -q -p no:cacheprovider tests/cluster || status=1
+ROCKSANDRA_BIN="$BIN" .venv/bin/pytest -q -p no:cacheprovider --durations=25 tests/cluster || status=1
 exit $status
