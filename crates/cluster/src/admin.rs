@@ -16,7 +16,9 @@ use crate::ring::{MemberStatus, Strategy};
 use crate::stages::Stages;
 use crate::topology::Topology;
 
+mod error;
 pub mod listener;
+pub use error::{AdminError, NodetoolError, RepairArgsError};
 
 mod cluster_info;
 mod gossip_info;
@@ -271,24 +273,24 @@ fn status_of(node: &AdminNode, keyspace: Option<&str>) -> Response {
 /// A snapshot tag names a directory under `<data_dir>/snapshots`: one plain
 /// file name, never a path out of it (`..`, `/`, an absolute path) and never
 /// hidden. The node checks it, whatever the client sent.
-pub(crate) fn check_snapshot_tag(tag: &str) -> Result<(), String> {
+pub(crate) fn check_snapshot_tag(tag: &str) -> Result<(), AdminError> {
     const MAX_TAG_BYTES: usize = 255;
     if tag.is_empty() {
-        return Err("You must supply a snapshot name.".into());
+        return Err(AdminError::NoSnapshotName);
     }
     if tag.len() > MAX_TAG_BYTES {
-        return Err(format!(
-            "Snapshot name is longer than {MAX_TAG_BYTES} bytes"
-        ));
+        return Err(AdminError::SnapshotNameTooLong {
+            max_bytes: MAX_TAG_BYTES,
+        });
     }
     if let Some(c) = tag
         .chars()
         .find(|c| matches!(c, '/' | '\\' | ':' | '\0') || c.is_control())
     {
-        return Err(format!("Snapshot name cannot contain {c:?}"));
+        return Err(AdminError::SnapshotNameCharacter(c));
     }
     if tag.starts_with('.') {
-        return Err(format!("Snapshot name cannot start with '.': {tag}"));
+        return Err(AdminError::HiddenSnapshotName(tag.to_string()));
     }
     Ok(())
 }
@@ -474,15 +476,13 @@ pub fn call(
     command: AdminCommand,
     tls: Option<&crate::tls::InternodeTls>,
     credentials: Option<&Credentials>,
-) -> Result<String, String> {
+) -> Result<String, NodetoolError> {
     let timeout = listener::ADMIN_SILENCE_LIMIT;
     let stream = std::net::TcpStream::connect_timeout(&address, std::time::Duration::from_secs(5))
-        .map_err(|e| format!("Failed to connect to '{address}' - {e}"))?;
-    stream
-        .set_read_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    let local = stream.local_addr().map_err(|e| e.to_string())?.ip();
-    let session = |stream: &mut dyn ReadWrite| -> Result<String, String> {
+        .map_err(|source| NodetoolError::Connect { address, source })?;
+    stream.set_read_timeout(Some(timeout))?;
+    let local = stream.local_addr()?.ip();
+    let session = |stream: &mut dyn ReadWrite| -> Result<String, NodetoolError> {
         let hello = crate::message::Hello {
             magic: crate::message::HELLO_MAGIC,
             cluster_name: String::new(),
@@ -495,13 +495,13 @@ pub fn call(
                 password: c.password.clone(),
             };
             if let Response::Error(e) = exchange(stream, 1, login, address)? {
-                return Err(e.to_string());
+                return Err(NodetoolError::Refused(e));
             }
         }
         match exchange(stream, 2, crate::message::Request::Admin(command), address)? {
             Response::Text(text) => Ok(text),
-            Response::Error(e) => Err(e.to_string()),
-            other => Err(format!("unexpected answer: {other:?}")),
+            Response::Error(e) => Err(NodetoolError::Refused(e)),
+            other => Err(NodetoolError::UnexpectedAnswer(Box::new(other))),
         }
     };
     match tls {
@@ -509,7 +509,7 @@ pub fn call(
         Some(tls) => {
             let server = rustls::pki_types::ServerName::IpAddress(address.ip().into());
             let connection = rustls::ClientConnection::new(tls.client.clone(), server)
-                .map_err(|e| format!("cannot start TLS to {address}: {e}"))?;
+                .map_err(|source| NodetoolError::Tls { address, source })?;
             session(&mut rustls::StreamOwned::new(connection, stream))
         }
     }
@@ -523,11 +523,11 @@ fn send(
     stream: &mut dyn ReadWrite,
     bytes: &[u8],
     address: std::net::SocketAddr,
-) -> Result<(), String> {
+) -> Result<(), NodetoolError> {
     stream
         .write_all(bytes)
         .and_then(|()| stream.flush())
-        .map_err(|e| format!("cannot send to {address}: {e}"))
+        .map_err(|source| NodetoolError::Send { address, source })
 }
 
 /// Sends one request and reads its answer (past the `Running` frames of
@@ -537,7 +537,7 @@ fn exchange(
     id: u64,
     body: crate::message::Request,
     address: std::net::SocketAddr,
-) -> Result<Response, String> {
+) -> Result<Response, NodetoolError> {
     use crate::message::{decode_body, encode_frame, frame_length, Envelope, MAX_FRAME_BYTES};
     send(
         stream,
@@ -548,36 +548,37 @@ fn exchange(
         let mut header = [0u8; 4];
         stream
             .read_exact(&mut header)
-            .map_err(|e| format!("no answer from {address}: {e}"))?;
-        let len = frame_length(header, MAX_FRAME_BYTES).map_err(|e| e.to_string())?;
+            .map_err(|source| NodetoolError::NoAnswer { address, source })?;
+        let len = frame_length(header, MAX_FRAME_BYTES)?;
         let mut body = vec![0u8; len];
-        stream.read_exact(&mut body).map_err(|e| e.to_string())?;
-        match decode_body::<Envelope>(&body).map_err(|e| e.to_string())? {
+        stream.read_exact(&mut body)?;
+        match decode_body::<Envelope>(&body)? {
             Envelope::Response {
                 body: Response::Running,
                 ..
             } => continue,
             Envelope::Response { body, .. } => return Ok(body),
-            other => return Err(format!("unexpected answer: {other:?}")),
+            other => return Err(NodetoolError::UnexpectedFrame(Box::new(other))),
         }
     }
 }
 
 /// `nodetool repair`'s options and names (Cassandra's spellings, `-st`
 /// and `-pr` included) as a command.
-pub fn repair_command(args: &[String]) -> Result<AdminCommand, String> {
+pub fn repair_command(args: &[String]) -> Result<AdminCommand, RepairArgsError> {
     let mut primary_range = false;
     let (mut start, mut end) = (None, None);
     let mut names = Vec::new();
     let mut words = args.iter().map(String::as_str);
     while let Some(word) = words.next() {
-        let mut token = |what: &str| -> Result<i64, String> {
-            let value = words
-                .next()
-                .ok_or_else(|| format!("repair: {word} needs a {what} token"))?;
+        let mut token = |what: &'static str| -> Result<i64, RepairArgsError> {
+            let value = words.next().ok_or_else(|| RepairArgsError::MissingToken {
+                option: word.to_string(),
+                what,
+            })?;
             value
                 .parse()
-                .map_err(|_| format!("repair: {value} is not a token"))
+                .map_err(|_| RepairArgsError::NotAToken(value.to_string()))
         };
         match word {
             "-pr" | "--partitioner-range" => primary_range = true,
@@ -585,7 +586,7 @@ pub fn repair_command(args: &[String]) -> Result<AdminCommand, String> {
             "-st" | "--start-token" => start = Some(token("start")?),
             "-et" | "--end-token" => end = Some(token("end")?),
             option if option.starts_with('-') => {
-                return Err(format!("repair: unsupported option {option}"))
+                return Err(RepairArgsError::UnsupportedOption(option.to_string()))
             }
             name => names.push(name.to_string()),
         }
@@ -596,10 +597,10 @@ pub fn repair_command(args: &[String]) -> Result<AdminCommand, String> {
             start_exclusive: Token(s),
             end_inclusive: Token(e),
         }),
-        _ => return Err("repair: -st and -et go together".into()),
+        _ => return Err(RepairArgsError::HalfRange),
     };
     if primary_range && range.is_some() {
-        return Err("repair: -pr cannot be combined with -st/-et".into());
+        return Err(RepairArgsError::PrimaryRangeWithRange);
     }
     let mut names = names.into_iter();
     Ok(AdminCommand::Repair {
@@ -614,12 +615,10 @@ pub fn repair_command(args: &[String]) -> Result<AdminCommand, String> {
 mod tests {
     use super::*;
 
-    fn parse(words: &str) -> Result<AdminCommand, String> {
+    fn parse(words: &str) -> Result<AdminCommand, RepairArgsError> {
         let args: Vec<String> = words.split_whitespace().map(str::to_string).collect();
-        match args.split_first() {
-            Some((first, rest)) if first == "repair" => repair_command(rest),
-            _ => Err(format!("not a repair: {words}")),
-        }
+        let rest = args.strip_prefix(&["repair".to_string()]);
+        repair_command(rest.expect("a repair command"))
     }
 
     #[test]
@@ -666,7 +665,7 @@ mod tests {
     #[test]
     fn snapshot_tags_stay_inside_the_snapshots_directory() {
         for good in ["1764000000000", "before-upgrade", "nightly_2026.11.25"] {
-            assert_eq!(check_snapshot_tag(good), Ok(()), "{good}");
+            assert!(check_snapshot_tag(good).is_ok(), "{good}");
         }
         let long = "x".repeat(256);
         for bad in [

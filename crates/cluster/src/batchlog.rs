@@ -31,7 +31,7 @@ use rocksandra_storage::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::message::{RemoteError, Request, Response};
+use crate::message::{RecordError, RemoteError, Request, Response};
 
 /// The reserved storage id of the batchlog table (next to the Paxos state
 /// table, `paxos_store::PAXOS_STATE_TABLE`).
@@ -150,7 +150,7 @@ pub fn encode_entry(entry: &BatchEntry) -> Vec<u8> {
     crate::message::encode_versioned(ENTRY_FORMAT_VERSION, entry)
 }
 
-pub fn decode_entry(bytes: &[u8]) -> Result<BatchEntry, String> {
+pub fn decode_entry(bytes: &[u8]) -> Result<BatchEntry, RecordError> {
     crate::message::decode_versioned(ENTRY_FORMAT_VERSION, bytes, "batchlog entry")
 }
 
@@ -187,7 +187,7 @@ pub fn remove(
 }
 
 /// A stored batch, or why its bytes could not be read.
-pub type StoredBatch = (BatchId, Result<BatchEntry, String>);
+pub type StoredBatch = (BatchId, Result<BatchEntry, RecordError>);
 
 /// The stored batches written before `older_than_micros` (at most `limit`).
 pub fn due(

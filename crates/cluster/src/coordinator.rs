@@ -26,10 +26,11 @@ use std::time::{Duration, Instant};
 use rocksandra_data::{LocalTime, Timestamp, Token};
 use rocksandra_query::disk_usage::DiskUsage;
 use rocksandra_query::proxy::{CasDecide, CasOptions, DataProxy, WriteOptions};
-use rocksandra_query::read_thresholds::{self, FailureCounts, ReadMet, ReadThresholdSettings};
+use rocksandra_query::read_thresholds::{ReadMet, ReadThresholdSettings};
 use rocksandra_query::schema::{Schema, Table};
-use rocksandra_query::tombstones::{too_many_tombstones, TombstoneSettings};
+use rocksandra_query::tombstones::TombstoneSettings;
 
+use crate::query_error::{consistency_error, failure_counts, queue_full, read_error, remote_error};
 use crate::read_reports::ReportBook;
 use crate::replica::ReadLimits;
 use rocksandra_query::error::UNKNOWN_FAILURE;
@@ -42,7 +43,7 @@ use rocksandra_storage::{
 use rocksandra_wire::{Consistency, WriteType};
 
 use crate::batchlog::{self, BatchEntry, Candidate};
-use crate::consistency::{requirement, ConsistencyError, Operation, Requirement};
+use crate::consistency::{requirement, Operation, Requirement};
 use crate::hints::Hints;
 use crate::message::{digest, RemoteError, Request, Response};
 use crate::messaging::{Reply, SendError, Transport};
@@ -142,6 +143,13 @@ struct Followup {
     outstanding: HashMap<IpAddr, Vec<Mutation>>,
 }
 
+/// A failpoint name that is not one of `FAILPOINTS`.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown failpoint {name} (known: {})", FAILPOINTS.join(", "))]
+pub struct UnknownFailpoint {
+    pub name: String,
+}
+
 impl Shared {
     pub fn new(
         local: IpAddr,
@@ -193,12 +201,11 @@ impl Shared {
     }
 
     /// Arms the failpoint `name` (one of `FAILPOINTS`).
-    pub fn arm_failpoint(&self, name: &str) -> Result<(), String> {
+    pub fn arm_failpoint(&self, name: &str) -> Result<(), UnknownFailpoint> {
         let Some(i) = FAILPOINTS.iter().position(|f| *f == name) else {
-            return Err(format!(
-                "unknown failpoint {name} (known: {})",
-                FAILPOINTS.join(", ")
-            ));
+            return Err(UnknownFailpoint {
+                name: name.to_string(),
+            });
         };
         self.failpoints.fetch_or(1 << i, Ordering::Relaxed);
         Ok(())
@@ -350,22 +357,6 @@ impl Coordinator {
     }
 }
 
-fn consistency_error(e: ConsistencyError) -> QueryError {
-    match e {
-        ConsistencyError::Unavailable {
-            cl,
-            required,
-            alive,
-            ..
-        } => QueryError::Unavailable {
-            consistency: cl,
-            required,
-            alive,
-        },
-        other => QueryError::Invalid(other.to_string()),
-    }
-}
-
 /// The mutations at `indexes`, copied for one replica.
 fn pick(mutations: &[Mutation], indexes: &[usize]) -> Vec<Mutation> {
     indexes.iter().map(|i| mutations[*i].clone()).collect()
@@ -407,46 +398,6 @@ fn write_failure(
         failed,
         options.write_type.clone(),
     )
-}
-
-fn remote_error(endpoint: IpAddr, e: &RemoteError) -> QueryError {
-    match e {
-        RemoteError::Overloaded(m) => QueryError::Overloaded(format!("{endpoint}: {m}")),
-        RemoteError::Invalid(m) => QueryError::Invalid(format!("{endpoint}: {m}")),
-        other => QueryError::Server(format!("{endpoint}: {other}")),
-    }
-}
-
-/// READ_FAILURE's counts for a read with `received` of the `block_for`
-/// answers it needs.
-fn failure_counts(consistency: Consistency, received: usize, block_for: usize) -> FailureCounts {
-    FailureCounts {
-        consistency,
-        received,
-        block_for,
-    }
-}
-
-/// `remote_error` for a read that had `received` of the `block_for`
-/// answers it needs: a replica that refused it past its tombstone failure
-/// threshold makes it READ_FAILURE, as in Cassandra.
-fn read_error(
-    endpoint: IpAddr,
-    e: &RemoteError,
-    consistency: Consistency,
-    (received, block_for): (usize, usize),
-) -> QueryError {
-    match e {
-        RemoteError::TooManyTombstones { .. } => {
-            too_many_tombstones(consistency, received, block_for, endpoint)
-        }
-        RemoteError::ReadTooLarge { .. } => read_thresholds::read_failure(
-            format!("received {received} responses and 1 failures"),
-            failure_counts(consistency, received, block_for),
-            vec![(endpoint, read_thresholds::READ_SIZE)],
-        ),
-        other => remote_error(endpoint, other),
-    }
 }
 
 /// Err(Unavailable) unless the `live` replicas satisfy `requirement`;
@@ -1596,11 +1547,7 @@ impl Coordinator {
                     let needed = (pages.len(), targets.len());
                     return Err(read_error(e, &err, cl, needed));
                 }
-                Some((_, Err(SendError::QueueFull(e)))) => {
-                    return Err(QueryError::Overloaded(format!(
-                        "too many requests queued for {e}"
-                    )))
-                }
+                Some((_, Err(SendError::QueueFull(e)))) => return Err(queue_full(e)),
                 Some(_) | None => {
                     return Err(QueryError::ReadTimeout {
                         consistency: cl,
@@ -2153,6 +2100,7 @@ impl Coordinator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rocksandra_query::read_thresholds;
     use rocksandra_query::tombstones::READ_TOO_MANY_TOMBSTONES;
 
     fn ip(last: u8) -> IpAddr {

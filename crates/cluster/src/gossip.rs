@@ -228,6 +228,15 @@ pub struct Gossip {
     local: IpAddr,
 }
 
+/// Why gossip could not start: chitchat's error, on the address it was
+/// to listen on.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start gossip on {listen}: {cause}")]
+pub struct GossipStartError {
+    pub listen: SocketAddr,
+    pub cause: anyhow::Error,
+}
+
 impl Gossip {
     /// Joins the cluster through `seeds` (gossip addresses) as
     /// `advertised`, the address peers gossip with, listening on `bind`:
@@ -241,7 +250,7 @@ impl Gossip {
         generation: u64,
         state: &LocalState,
         messaging: &Arc<Messaging>,
-    ) -> Result<Gossip, String> {
+    ) -> Result<Gossip, GossipStartError> {
         debug_assert!(bind.len() <= 2, "{bind:?}: the listen address and one more");
         let listen = bind.first().copied().unwrap_or(advertised);
         let local = advertised.ip();
@@ -279,7 +288,7 @@ impl Gossip {
             };
             spawn_chitchat(config, state.key_values(), &transport).await
         }
-        .map_err(|e| format!("cannot start gossip on {listen}: {e}"))?;
+        .map_err(|cause| GossipStartError { listen, cause })?;
         Ok(Gossip { handle, local })
     }
 

@@ -23,6 +23,7 @@ pub mod node;
 pub mod operations;
 pub mod paxos;
 pub mod paxos_store;
+mod query_error;
 mod read_reports;
 pub mod repair;
 pub mod replica;

@@ -472,6 +472,8 @@ impl std::fmt::Display for RemoteError {
     }
 }
 
+impl std::error::Error for RemoteError {}
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DecodeError {
     #[error("frame of {len} bytes is over the limit of {limit}")]
@@ -525,18 +527,33 @@ pub fn encode_versioned<T: Serialize>(version: u8, value: &T) -> Vec<u8> {
     postcard::to_extend(value, vec![version]).unwrap_or_default()
 }
 
+/// Why a stored record (`decode_versioned`) could not be read; `what`
+/// names the record ("paxos state", "batchlog entry").
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RecordError {
+    #[error("malformed {what}: {detail}")]
+    Malformed { what: &'static str, detail: String },
+    #[error("{what} of unknown format {version}")]
+    UnknownFormat { what: &'static str, version: u8 },
+    #[error("empty {what}")]
+    Empty { what: &'static str },
+}
+
 /// Decodes what `encode_versioned` wrote; `what` names it in errors.
 pub fn decode_versioned<T: for<'de> Deserialize<'de>>(
     version: u8,
     bytes: &[u8],
-    what: &str,
-) -> Result<T, String> {
+    what: &'static str,
+) -> Result<T, RecordError> {
     match bytes.split_first() {
         Some((&v, body)) if v == version => {
-            postcard::from_bytes(body).map_err(|e| format!("malformed {what}: {e}"))
+            postcard::from_bytes(body).map_err(|e| RecordError::Malformed {
+                what,
+                detail: e.to_string(),
+            })
         }
-        Some((v, _)) => Err(format!("{what} of unknown format {v}")),
-        None => Err(format!("empty {what}")),
+        Some((&v, _)) => Err(RecordError::UnknownFormat { what, version: v }),
+        None => Err(RecordError::Empty { what }),
     }
 }
 

@@ -225,11 +225,25 @@ enum ServeError {
     Closed(String),
 }
 
-impl From<String> for ServeError {
-    fn from(message: String) -> ServeError {
-        ServeError::Closed(message)
+impl From<FrameError> for ServeError {
+    fn from(e: FrameError) -> ServeError {
+        ServeError::Closed(e.to_string())
     }
 }
+
+/// Why `Messaging::start` could not listen: the address it could not bind.
+#[derive(Debug, thiserror::Error)]
+#[error("{address}: {source}")]
+pub struct BindError {
+    pub address: SocketAddr,
+    pub source: std::io::Error,
+}
+
+/// Why a probe (`Messaging::probe`) failed, as connection failures are
+/// reported: a refused TLS handshake, another cluster, a timeout.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ProbeError(pub String);
 
 /// Why a frame could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -363,12 +377,12 @@ impl Messaging {
         cluster_name: String,
         handler: Arc<dyn Handler>,
         tls: Option<Arc<InternodeTls>>,
-    ) -> Result<Arc<Messaging>, String> {
+    ) -> Result<Arc<Messaging>, BindError> {
         let mut listeners = Vec::with_capacity(bind.len());
         let mut port = port;
         for ip in bind {
             let address = SocketAddr::new(*ip, port);
-            let failed = |e: std::io::Error| format!("{address}: {e}");
+            let failed = |source| BindError { address, source };
             let listener = TcpListener::bind(address).await.map_err(failed)?;
             port = listener.local_addr().map_err(failed)?.port();
             listeners.push(listener);
@@ -442,7 +456,7 @@ impl Messaging {
     /// why not, reported as any failed connection. A joining node that
     /// hears nothing from its seeds asks this way (without TLS, gossip
     /// travels over UDP, where a refusal is silence).
-    pub async fn probe(&self, peer: IpAddr) -> Result<(), String> {
+    pub async fn probe(&self, peer: IpAddr) -> Result<(), ProbeError> {
         let address = SocketAddr::new(peer, self.port);
         match probe_connection(&self.security, address, &self.hello()).await {
             Ok(()) => {
@@ -452,7 +466,7 @@ impl Messaging {
             Err((cause, refused)) => {
                 self.security
                     .report_outbound(self.local, address, &cause, refused);
-                Err(cause)
+                Err(ProbeError(cause))
             }
         }
     }
@@ -590,10 +604,10 @@ impl Messaging {
         let (mut read, mut write) = tokio::io::split(stream);
         let hello = tokio::time::timeout(
             HANDSHAKE_TIMEOUT,
-            read_frame_typed::<Hello>(&mut read, MAX_HELLO_BYTES),
+            read_frame::<Hello>(&mut read, MAX_HELLO_BYTES),
         )
         .await
-        .map_err(|_| format!("no handshake within {HANDSHAKE_TIMEOUT:?}"))?;
+        .map_err(|_| ServeError::Closed(format!("no handshake within {HANDSHAKE_TIMEOUT:?}")))?;
         let hello = match hello {
             Ok(hello) => hello,
             Err(FrameError::TlsRecord) => {
@@ -609,7 +623,7 @@ impl Messaging {
             },
         };
         if hello.magic != HELLO_MAGIC {
-            return Err("not a Rocksandra node".to_string().into());
+            return Err(ServeError::Closed("not a Rocksandra node".into()));
         }
         // nodetool has its own port (`admin::listener`).
         if hello.cluster_name != self.cluster_name {
@@ -631,7 +645,9 @@ impl Messaging {
         loop {
             let envelope: Envelope = read_frame(&mut read, MAX_FRAME_BYTES).await?;
             let Envelope::Request { id, body } = envelope else {
-                return Err("an answer on an inbound connection".to_string().into());
+                return Err(ServeError::Closed(
+                    "an answer on an inbound connection".into(),
+                ));
             };
             if self.is_isolated(from) {
                 continue;
@@ -675,20 +691,11 @@ impl Messaging {
     }
 }
 
-/// Reads one frame of at most `limit` bytes. The body's buffer grows with
-/// the bytes that arrive, not with the length the peer announced.
+/// Reads one frame of at most `limit` bytes, telling a TLS record (the
+/// peer speaks TLS, this end does not) and IO errors from bad frames. The
+/// body's buffer grows with the bytes that arrive, not with the length the
+/// peer announced.
 pub(crate) async fn read_frame<T: for<'de> serde::Deserialize<'de>>(
-    read: &mut (impl AsyncReadExt + Unpin),
-    limit: usize,
-) -> Result<T, String> {
-    read_frame_typed(read, limit)
-        .await
-        .map_err(|e| e.to_string())
-}
-
-/// `read_frame`, telling a TLS record (the peer speaks TLS, this end
-/// does not) and IO errors from bad frames.
-pub(crate) async fn read_frame_typed<T: for<'de> serde::Deserialize<'de>>(
     read: &mut (impl AsyncReadExt + Unpin),
     limit: usize,
 ) -> Result<T, FrameError> {
@@ -783,7 +790,7 @@ async fn run_outbound(
             // after its alert: read it, to say why.
             let last = tokio::time::timeout(
                 PROBE_WAIT,
-                read_frame_typed::<Envelope>(&mut read, MAX_FRAME_BYTES),
+                read_frame::<Envelope>(&mut read, MAX_FRAME_BYTES),
             );
             if let Ok(Err(e)) = last.await {
                 if let Some(cause) = handshake_cause(&e) {
@@ -799,7 +806,7 @@ async fn run_outbound(
         let mut reader = tokio::spawn(async move {
             let mut answered = false;
             loop {
-                match read_frame_typed::<Envelope>(&mut read, MAX_FRAME_BYTES).await {
+                match read_frame::<Envelope>(&mut read, MAX_FRAME_BYTES).await {
                     Ok(Envelope::Response { id, body }) => {
                         if !answered {
                             answered = true;
@@ -861,7 +868,7 @@ async fn probe_connection(
     let _ = write.flush().await;
     let answer = tokio::time::timeout(
         PROBE_WAIT,
-        read_frame_typed::<Envelope>(&mut read, MAX_FRAME_BYTES),
+        read_frame::<Envelope>(&mut read, MAX_FRAME_BYTES),
     );
     match answer.await {
         Err(_) | Ok(Ok(_)) => Ok(()),
@@ -916,14 +923,18 @@ mod tests {
         let e = read_frame::<Hello>(&mut big.as_slice(), MAX_HELLO_BYTES)
             .await
             .expect_err("too long");
-        assert!(e.contains("over the limit of 4096"), "{e}");
+        assert!(e.to_string().contains("over the limit of 4096"), "{e}");
         // A frame announced at the largest size whose bytes never come ends
         // the connection.
         let short = frame_of(MAX_FRAME_BYTES, &[FORMAT_VERSION, 1, 2, 3]);
         let e = read_frame::<Envelope>(&mut short.as_slice(), MAX_FRAME_BYTES)
             .await
             .expect_err("cut short");
-        assert!(e.contains("after 4 of a frame's 268435456 bytes"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("after 4 of a frame's 268435456 bytes"),
+            "{e}"
+        );
     }
 
     #[tokio::test]
@@ -932,7 +943,7 @@ mod tests {
         // port: both begin with a TLS record header, never a frame's.
         let client_hello = [0x16, 0x03, 0x01, 0x00, 0xc8, 0x01];
         for bytes in [&PROTOCOL_MISMATCH_ALERT[..], &client_hello[..]] {
-            let e = read_frame_typed::<Envelope>(&mut &bytes[..], MAX_FRAME_BYTES)
+            let e = read_frame::<Envelope>(&mut &bytes[..], MAX_FRAME_BYTES)
                 .await
                 .expect_err("not a frame");
             assert!(matches!(e, FrameError::TlsRecord), "{e}");
@@ -940,7 +951,7 @@ mod tests {
             assert!(e.to_string().starts_with("protocol mismatch"), "{e}");
         }
         // A peer that went away is no handshake failure.
-        let e = read_frame_typed::<Envelope>(&mut &[0u8, 0][..], MAX_FRAME_BYTES)
+        let e = read_frame::<Envelope>(&mut &[0u8, 0][..], MAX_FRAME_BYTES)
             .await
             .expect_err("cut short");
         assert_eq!(handshake_cause(&e), None);

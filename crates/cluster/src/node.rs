@@ -20,12 +20,16 @@ use crate::gossip::{Gossip, LocalState, NodeView};
 use crate::hints::Hints;
 use crate::message::{AdminCommand, RemoteError, Request, Response};
 use crate::messaging::{Handler, Messaging};
+use crate::operations::OperationError;
 use crate::replica::Replica;
 use crate::ring::{allocate_tokens, MemberStatus, Ring};
 use crate::schema_exchange::SchemaExchange;
 use crate::stages::{StagedEngine, Stages};
 use crate::tls::InternodeTls;
 use crate::topology::Topology;
+
+mod error;
+pub use error::StartError;
 
 /// How often the membership loop reads gossip.
 pub const MEMBERSHIP_PERIOD: Duration = Duration::from_millis(250);
@@ -167,27 +171,24 @@ impl Handler for NodeHandler {
 }
 
 /// A decommissioned node's data directory cannot join again.
-fn check_not_decommissioned(config: &ClusterConfig) -> Result<(), String> {
+fn check_not_decommissioned(config: &ClusterConfig) -> Result<(), StartError> {
     if config.data_dir.join(DECOMMISSIONED_MARKER).exists() {
-        return Err(format!(
-            "this node was decommissioned; its data directory {} cannot join again (remove it to start a new node)",
-            config.data_dir.display()
-        ));
+        return Err(StartError::Decommissioned(config.data_dir.clone()));
     }
     Ok(())
 }
 
 /// The tables the cluster keeps in local storage: Paxos state, batchlog.
-fn open_cluster_tables(engine: &dyn Engine) -> Result<(), String> {
-    crate::paxos_store::open(engine)
-        .map_err(|e| format!("cannot open the paxos state table: {e}"))?;
-    crate::batchlog::open(engine).map_err(|e| format!("cannot open the batchlog table: {e}"))
+fn open_cluster_tables(engine: &dyn Engine) -> Result<(), StartError> {
+    let table = |table| move |source| StartError::OpenTable { table, source };
+    crate::paxos_store::open(engine).map_err(table("paxos state"))?;
+    crate::batchlog::open(engine).map_err(table("batchlog"))
 }
 
 async fn start_messaging(
     config: &ClusterConfig,
     handler: Arc<NodeHandler>,
-) -> Result<Arc<Messaging>, String> {
+) -> Result<Arc<Messaging>, StartError> {
     Messaging::start(
         config.broadcast_address,
         &config.bind_addresses(),
@@ -197,7 +198,7 @@ async fn start_messaging(
         config.tls.clone(),
     )
     .await
-    .map_err(|e| format!("cannot listen for other nodes on {e}"))
+    .map_err(StartError::Listen)
 }
 
 /// `dc` and `rack` encryption decide by the peers' places as the ring
@@ -258,7 +259,7 @@ async fn settled_ring(
     gossip: &Gossip,
     config: &ClusterConfig,
     messaging: &Messaging,
-) -> Result<Vec<NodeView>, String> {
+) -> Result<Vec<NodeView>, StartError> {
     let local = config.broadcast_address;
     let started = Instant::now();
     let mut probed = false;
@@ -293,21 +294,16 @@ async fn probe_seeds(seeds: &[SocketAddr], local: IpAddr, messaging: &Messaging)
 
 /// Cassandra's "Unable to contact any seeds", with the seeds and, for each
 /// that could not be connected to, why (a refused TLS handshake, say).
-fn no_seed_answered(seeds: &[SocketAddr], messaging: &Messaging) -> String {
-    let listed: Vec<String> = seeds.iter().map(SocketAddr::to_string).collect();
+fn no_seed_answered(seeds: &[SocketAddr], messaging: &Messaging) -> StartError {
     let causes: Vec<String> = seeds
         .iter()
         .filter_map(|s| Some(format!("{s}: {}", messaging.last_failure(s.ip())?)))
         .collect();
-    let mut message = format!(
-        "Unable to contact any seeds: [{}] within {} s",
-        listed.join(", "),
-        SEED_WAIT.as_secs()
-    );
-    if !causes.is_empty() {
-        message.push_str(&format!(" ({})", causes.join("; ")));
+    StartError::NoSeedAnswered {
+        seeds: seeds.to_vec(),
+        causes,
+        waited_secs: SEED_WAIT.as_secs(),
     }
-    message
 }
 
 /// Waits until gossip has settled (the same nodes and tokens for a second),
@@ -344,7 +340,7 @@ async fn until_lower_joiners_chose(
     mut views: Vec<NodeView>,
     local: IpAddr,
     started: Instant,
-) -> Result<Vec<NodeView>, String> {
+) -> Result<Vec<NodeView>, StartError> {
     while started.elapsed() < SEED_WAIT * 2 {
         let waiting_for = views.iter().find(|v| {
             v.member.address < local
@@ -370,7 +366,7 @@ async fn start_gossip(
     config: &ClusterConfig,
     state: &LocalState,
     messaging: &Arc<Messaging>,
-) -> Result<Gossip, String> {
+) -> Result<Gossip, StartError> {
     let generation = (rocksandra_data::time::system_micros() / 1000) as u64;
     let port = messaging.port();
     let bind: Vec<SocketAddr> = config
@@ -388,6 +384,7 @@ async fn start_gossip(
         messaging,
     )
     .await
+    .map_err(StartError::from)
 }
 
 /// The node's tokens, published in gossip: a new node chooses them from
@@ -398,7 +395,7 @@ async fn announce_tokens(
     gossip: &Gossip,
     messaging: &Messaging,
     (new_node, is_seed): (bool, bool),
-) -> Result<Vec<Token>, String> {
+) -> Result<Vec<Token>, StartError> {
     let tokens = if new_node {
         let views = if is_seed {
             gossip.view().await
@@ -437,18 +434,19 @@ fn choose_tokens(config: &ClusterConfig, views: &[NodeView]) -> Vec<Token> {
 }
 
 /// The membership loop, and the hint and batchlog replay threads.
-fn spawn_background_loops(node: &Arc<ClusterNode>) -> Result<(), String> {
+fn spawn_background_loops(node: &Arc<ClusterNode>) -> Result<(), StartError> {
+    let thread = |what| move |source| StartError::Thread { what, source };
     tokio::spawn(membership_loop(Arc::downgrade(node)));
     let weak = Arc::downgrade(node);
     std::thread::Builder::new()
         .name("hint-replay".into())
         .spawn(move || hint_loop(weak))
-        .map_err(|e| format!("cannot start hint replay: {e}"))?;
+        .map_err(thread("hint replay"))?;
     let weak = Arc::downgrade(node);
     std::thread::Builder::new()
         .name("batchlog-replay".into())
         .spawn(move || batchlog_loop(weak))
-        .map_err(|e| format!("cannot start batchlog replay: {e}"))?;
+        .map_err(thread("batchlog replay"))?;
     Ok(())
 }
 
@@ -460,7 +458,7 @@ impl ClusterNode {
         engine: Arc<dyn Engine>,
         executor: Arc<Executor>,
         events: EventSink,
-    ) -> Result<Arc<ClusterNode>, String> {
+    ) -> Result<Arc<ClusterNode>, StartError> {
         check_not_decommissioned(&config)?;
         // What streams left behind when the process last stopped.
         let _ = std::fs::remove_dir_all(config.data_dir.join(STREAMING_DIR));
@@ -486,7 +484,7 @@ impl ClusterNode {
         let tokens = announce_tokens(&config, &gossip, &messaging, joining).await?;
         state.tokens = tokens.clone();
         let hints = Hints::open(&config.hints_dir, config.hint_window)
-            .map_err(|e| format!("cannot open the hints directory: {e}"))?;
+            .map_err(StartError::HintsDirectory)?;
         let topology = Topology::new(local, config.dc.clone(), gossip.view().await);
         let shared = Shared::new(
             local,
@@ -497,7 +495,7 @@ impl ClusterNode {
             Arc::new(rocksandra_data::time::system_micros),
             config.timeouts,
         )
-        .map_err(|e| format!("cannot start the coordinator: {e}"))?;
+        .map_err(StartError::Coordinator)?;
         install_encryption_rule(&config, &messaging, &shared);
         let compaction_throughput_mib = config.compaction_throughput_mib;
         let stream_throughput = config.stream_throughput_bytes;
@@ -533,12 +531,8 @@ impl ClusterNode {
             left: tokio::sync::watch::channel(false).0,
         });
         let _ = handler.node.set(node.clone());
-        executor
-            .set_data_proxy(Arc::new(Coordinator::new(shared)))
-            .map_err(|e| e.to_string())?;
-        executor
-            .set_schema_sync(node.schema.sync())
-            .map_err(|e| e.to_string())?;
+        executor.set_data_proxy(Arc::new(Coordinator::new(shared)))?;
+        executor.set_schema_sync(node.schema.sync())?;
         node.refresh().await;
         if new_node {
             if !is_seed {
@@ -553,7 +547,7 @@ impl ClusterNode {
     /// A new node that is not a seed: waits for another normal node to be
     /// up, takes the newest schema and, with `auto_bootstrap`, streams its
     /// ranges.
-    async fn join_existing_cluster(self: &Arc<Self>) -> Result<(), String> {
+    async fn join_existing_cluster(self: &Arc<Self>) -> Result<(), StartError> {
         let local = self.config.broadcast_address;
         let started = Instant::now();
         loop {
@@ -566,7 +560,7 @@ impl ClusterNode {
                 break;
             }
             if started.elapsed() > SEED_WAIT {
-                return Err("no other node of the cluster is up".into());
+                return Err(StartError::NoOtherNodeUp);
             }
             tokio::time::sleep(MEMBERSHIP_PERIOD).await;
         }
@@ -579,9 +573,7 @@ impl ClusterNode {
                 self.refresh().await;
             }
             let n = self.clone();
-            tokio::task::spawn_blocking(move || n.bootstrap())
-                .await
-                .map_err(|e| e.to_string())??;
+            tokio::task::spawn_blocking(move || n.bootstrap()).await??;
         }
         Ok(())
     }
@@ -844,7 +836,7 @@ impl ClusterNode {
 
     /// Takes the data of this node's ranges from their current replicas
     /// (SST files written by the sources, ingested here).
-    fn bootstrap(&self) -> Result<(), String> {
+    fn bootstrap(&self) -> Result<(), OperationError> {
         let topology = self.shared.topology();
         let schema = self.executor.schema();
         let local = self.config.broadcast_address;
@@ -868,9 +860,9 @@ impl ClusterNode {
 
     /// Runs an operator command (the admin port's handler).
     pub fn admin(self: &Arc<Self>, command: AdminCommand) -> Response {
-        let text = |result: Result<String, String>| match result {
+        let text = |result: crate::operations::Outcome| match result {
             Ok(t) => Response::Text(t),
-            Err(e) => Response::Error(RemoteError::Failed(e)),
+            Err(e) => Response::Error(RemoteError::Failed(e.to_string())),
         };
         if let Some(key) = crate::operations::operation_key(&command) {
             return text(
@@ -899,7 +891,7 @@ impl ClusterNode {
     }
 
     /// Runs one of the commands `operations::operation_key` names.
-    fn long_operation(self: &Arc<Self>, command: AdminCommand) -> Result<String, String> {
+    fn long_operation(self: &Arc<Self>, command: AdminCommand) -> Result<String, OperationError> {
         match command {
             AdminCommand::Decommission { force } => self.decommission(force),
             AdminCommand::RemoveNode { host_id } => self.remove_node(&host_id),
@@ -910,7 +902,7 @@ impl ClusterNode {
                 primary_range,
                 range,
             } => self.repair(keyspace.as_deref(), &tables, primary_range, range),
-            other => Err(format!("{other:?} is not a long operation")),
+            other => Err(OperationError::NotLong(Box::new(other))),
         }
     }
 
@@ -962,7 +954,7 @@ impl ClusterNode {
             }
             AdminCommand::Failpoint { name } => match self.shared.arm_failpoint(&name) {
                 Ok(()) => Response::Text(format!("failpoint {name} armed")),
-                Err(e) => Response::Error(RemoteError::Failed(e)),
+                Err(e) => Response::Error(RemoteError::Failed(e.to_string())),
             },
             AdminCommand::Isolate { peers } => {
                 self.messaging.isolate(&peers);

@@ -15,6 +15,7 @@ use rocksandra_data::LocalTime;
 use rocksandra_query::schema::{Keyspace, Schema};
 use rocksandra_storage::{TableId, TokenRange};
 
+use crate::admin::AdminError;
 use crate::gossip::{STATUS_LEAVING, STATUS_LEFT, STATUS_NORMAL};
 use crate::message::{RemoteError, Request, Response};
 use crate::node::ClusterNode;
@@ -24,8 +25,10 @@ use crate::streaming::Progress;
 use crate::streaming::STREAM_REQUEST_TIMEOUT;
 use crate::topology::replicated_keyspaces;
 
+mod error;
 mod running;
-pub use running::{operation_key, RunningOperations, RUNNING_OPERATIONS_MAX};
+pub use error::OperationError;
+pub use running::{operation_key, Outcome, RunningOperations, RUNNING_OPERATIONS_MAX};
 
 /// How long removenode waits for a node to pull a table's ranges from
 /// another (`StreamFrom`: the whole stream, paced by the puller's source).
@@ -47,7 +50,15 @@ pub struct StreamSession {
     pub files_done: usize,
     pub bytes_done: u64,
     pub started: Instant,
-    pub finished: Option<Result<Duration, String>>,
+    pub finished: Option<Finished>,
+}
+
+/// How a streaming session ended, as `nodetool netstats` tells it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Finished {
+    Completed(Duration),
+    /// Why it failed, as the operation reported it.
+    Failed(String),
 }
 
 /// Running and recently finished sessions of this node.
@@ -96,8 +107,8 @@ impl Sessions {
         peer: IpAddr,
         sending: bool,
         ranges: usize,
-        stream: impl FnOnce(usize) -> Result<u64, String>,
-    ) -> Result<u64, String> {
+        stream: impl FnOnce(usize) -> Result<u64, OperationError>,
+    ) -> Result<u64, OperationError> {
         let id = self.open(operation, peer, sending, ranges);
         let started = Instant::now();
         let result = stream(id);
@@ -105,7 +116,10 @@ impl Sessions {
             if let Ok(bytes) = &result {
                 s.bytes_done = *bytes;
             }
-            s.finished = Some(result.clone().map(|_| started.elapsed()));
+            s.finished = Some(match &result {
+                Ok(_) => Finished::Completed(started.elapsed()),
+                Err(e) => Finished::Failed(e.to_string()),
+            });
         });
         result
     }
@@ -203,7 +217,7 @@ pub fn check_replication_after(
     topology: &crate::topology::Topology,
     schema: &rocksandra_query::schema::Schema,
     leaving: Endpoint,
-) -> Result<(), String> {
+) -> Result<(), OperationError> {
     let remaining: Vec<&crate::gossip::NodeView> = topology
         .nodes
         .values()
@@ -226,11 +240,11 @@ pub fn check_replication_after(
             Strategy::Local => continue,
         };
         if rf > nodes {
-            return Err(format!(
-                "Not enough live nodes to maintain replication factor in keyspace {} (RF = {rf}, N = {}). Perform a forceful decommission to ignore.",
-                keyspace.name,
-                nodes + 1
-            ));
+            return Err(OperationError::NotEnoughNodes {
+                keyspace: keyspace.name.clone(),
+                rf,
+                nodes: nodes + 1,
+            });
         }
     }
     Ok(())
@@ -245,7 +259,7 @@ impl ClusterNode {
         target: IpAddr,
         table: TableId,
         ranges: &[TokenRange],
-    ) -> Result<u64, String> {
+    ) -> Result<u64, OperationError> {
         self.sessions
             .run(operation, target, true, ranges.len(), |id| {
                 let dir = self.streaming_dir("push", table);
@@ -260,7 +274,10 @@ impl ClusterNode {
                             &mut |p| self.sessions.progress(id, p),
                         )
                     })
-                    .map_err(|e| format!("streaming to {target} failed: {e}"));
+                    .map_err(|source| OperationError::StreamTo {
+                        peer: target,
+                        source,
+                    });
                 let _ = std::fs::remove_dir_all(&dir);
                 result.map(|()| self.sessions.bytes_done(id))
             })
@@ -275,7 +292,7 @@ impl ClusterNode {
         source: IpAddr,
         table: TableId,
         ranges: &[TokenRange],
-    ) -> Result<u64, String> {
+    ) -> Result<u64, OperationError> {
         self.sessions
             .run(operation, source, false, ranges.len(), |id| {
                 for range in ranges {
@@ -289,9 +306,13 @@ impl ClusterNode {
                     )
                     .map_err(|e| {
                         let _ = std::fs::remove_dir_all(&dir);
-                        format!("streaming from {source} failed: {e}")
+                        OperationError::StreamFrom {
+                            peer: source,
+                            source: e,
+                        }
                     })?;
-                    crate::streaming::ingest(&*self.shared.engine, table, &files, &dir)?;
+                    crate::streaming::ingest(&*self.shared.engine, table, &files, &dir)
+                        .map_err(OperationError::Ingest)?;
                 }
                 Ok(self.sessions.bytes_done(id))
             })
@@ -300,13 +321,10 @@ impl ClusterNode {
     /// `nodetool decommission [--force]`: this node streams its ranges to
     /// the nodes that take them over, leaves the ring, and stops; without
     /// `force`, not when a keyspace would keep fewer nodes than replicas.
-    pub(crate) fn decommission(self: &Arc<Self>, force: bool) -> Result<String, String> {
+    pub(crate) fn decommission(self: &Arc<Self>, force: bool) -> Result<String, OperationError> {
         let local = self.config().broadcast_address;
         if self.status() != STATUS_NORMAL {
-            return Err(format!(
-                "Node is in {} state; only a NORMAL node can be decommissioned",
-                self.status()
-            ));
+            return Err(OperationError::NotNormal(self.status()));
         }
         let topology = self.shared.topology();
         if !topology
@@ -314,9 +332,7 @@ impl ClusterNode {
             .values()
             .any(|v| v.member.address != local && v.member.status == MemberStatus::Normal)
         {
-            return Err(
-                "no other normal nodes in the ring; decommission would be pointless".into(),
-            );
+            return Err(OperationError::NoOtherNormalNode);
         }
         let schema = self.executor().schema();
         if !force {
@@ -391,20 +407,18 @@ impl ClusterNode {
     /// `nodetool removenode HOST_ID`: the ranges of a dead node are copied
     /// from the remaining replicas to the nodes that take them over, then
     /// the node is out of the ring.
-    pub(crate) fn remove_node(self: &Arc<Self>, host_id: &str) -> Result<String, String> {
+    pub(crate) fn remove_node(self: &Arc<Self>, host_id: &str) -> Result<String, OperationError> {
         let id = crate::gossip::parse_hex16(&host_id.replace('-', ""))
-            .ok_or_else(|| format!("{host_id} is not a host id"))?;
+            .ok_or_else(|| OperationError::NotAHostId(host_id.to_string()))?;
         let topology = self.shared.topology();
         let Some(dead) = topology.endpoint_of_host(id) else {
-            return Err(format!("Host ID not found: {host_id}"));
+            return Err(OperationError::UnknownHostId(host_id.to_string()));
         };
         if dead == self.config().broadcast_address {
-            return Err("Cannot remove self".into());
+            return Err(OperationError::RemoveSelf);
         }
         if topology.is_alive(dead) {
-            return Err(format!(
-                "Node /{dead} is alive and owns this ID. Use decommission command to remove it from the ring"
-            ));
+            return Err(OperationError::RemoveAlive(dead));
         }
         let schema = self.executor().schema();
         self.publish_removal(id, false);
@@ -453,8 +467,14 @@ impl ClusterNode {
                                 STREAM_FROM_TIMEOUT,
                             ) {
                                 Ok(Response::Text(n)) => Ok(n.trim().parse::<u64>().unwrap_or(0)),
-                                Ok(other) => Err(format!("{target} could not stream: {other:?}")),
-                                Err(e) => Err(format!("{target} could not stream: {e}")),
+                                Ok(other) => Err(OperationError::StreamFromAnswer {
+                                    target: *target,
+                                    answer: Box::new(other),
+                                }),
+                                Err(error) => Err(OperationError::StreamFromUnreachable {
+                                    target: *target,
+                                    error,
+                                }),
                             },
                         )?
                     };
@@ -470,7 +490,7 @@ impl ClusterNode {
 
     /// `nodetool rebuild [SOURCE_DC]`: streams every range this node
     /// replicates from another live replica.
-    pub(crate) fn rebuild(&self, source_dc: Option<&str>) -> Result<String, String> {
+    pub(crate) fn rebuild(&self, source_dc: Option<&str>) -> Result<String, OperationError> {
         let topology = self.shared.topology();
         let local = self.config().broadcast_address;
         let schema = self.executor().schema();
@@ -509,7 +529,7 @@ impl ClusterNode {
         tables: &[String],
         primary_range: bool,
         only: Option<TokenRange>,
-    ) -> Result<String, String> {
+    ) -> Result<String, OperationError> {
         let topology = self.shared.topology();
         let local = self.config().broadcast_address;
         let schema = self.executor().schema();
@@ -530,9 +550,7 @@ impl ClusterNode {
                     continue;
                 }
                 if let Some(down) = replicas.iter().find(|e| !topology.is_alive(**e)) {
-                    return Err(format!(
-                        "Repair failed: endpoint /{down} died or is down (range {range:?})"
-                    ));
+                    return Err(OperationError::ReplicaDown { down: *down, range });
                 }
                 for ((name, table), range) in stores
                     .iter()
@@ -545,10 +563,10 @@ impl ClusterNode {
             }
         }
         if let (Some(only), 0) = (only, tally.compared) {
-            return Err(format!(
-                "Requested range ({}, {}] intersects no range this node replicates",
-                only.start_exclusive.0, only.end_inclusive.0
-            ));
+            return Err(OperationError::RangeNotReplicated {
+                start: only.start_exclusive.0,
+                end: only.end_inclusive.0,
+            });
         }
         let out = tally.finish();
         tracing::info!("{}", out.trim_end());
@@ -562,7 +580,7 @@ impl ClusterNode {
         range: TokenRange,
         replicas: &[Endpoint],
         now: LocalTime,
-    ) -> Result<(usize, u64), String> {
+    ) -> Result<(usize, u64), OperationError> {
         let local = self.config().broadcast_address;
         let depth = repair::DEFAULT_DEPTH;
         let mut trees = Vec::new();
@@ -581,8 +599,18 @@ impl ClusterNode {
                     STREAM_REQUEST_TIMEOUT,
                 ) {
                     Ok(Response::Merkle(leaves)) => leaves,
-                    Ok(other) => return Err(format!("no Merkle tree from {replica}: {other:?}")),
-                    Err(e) => return Err(format!("no Merkle tree from {replica}: {e}")),
+                    Ok(other) => {
+                        return Err(OperationError::MerkleAnswer {
+                            replica: *replica,
+                            answer: Box::new(other),
+                        })
+                    }
+                    Err(error) => {
+                        return Err(OperationError::MerkleUnreachable {
+                            replica: *replica,
+                            error,
+                        })
+                    }
                 }
             };
             trees.push((*replica, MerkleTree::new(leaves)));
@@ -615,7 +643,7 @@ impl ClusterNode {
                 source,
             } => match self.pull_ranges("Restore replica count", source, TableId(table), &ranges) {
                 Ok(bytes) => Response::Text(bytes.to_string()),
-                Err(e) => Response::Error(RemoteError::Failed(e)),
+                Err(e) => Response::Error(RemoteError::Failed(e.to_string())),
             },
             other => Response::Error(RemoteError::Invalid(format!(
                 "unexpected request {other:?}"
@@ -643,8 +671,8 @@ impl ClusterNode {
             };
             let state = match &s.finished {
                 None => format!("running for {:.1} s", s.started.elapsed().as_secs_f64()),
-                Some(Ok(d)) => format!("completed in {:.1} s", d.as_secs_f64()),
-                Some(Err(e)) => format!("failed: {e}"),
+                Some(Finished::Completed(d)) => format!("completed in {:.1} s", d.as_secs_f64()),
+                Some(Finished::Failed(e)) => format!("failed: {e}"),
             };
             let _ = writeln!(
                 out,
@@ -660,15 +688,15 @@ impl ClusterNode {
 fn repaired_keyspaces(
     schema: &Schema,
     keyspace: Option<&str>,
-) -> Result<Vec<(Arc<Keyspace>, Strategy)>, String> {
+) -> Result<Vec<(Arc<Keyspace>, Strategy)>, OperationError> {
     let keyspaces: Vec<_> = replicated_keyspaces(schema)
         .into_iter()
         .filter(|(k, _)| keyspace.is_none_or(|name| k.name == name))
         .collect();
     match keyspace {
         Some(name) if keyspaces.is_empty() => Err(match schema.keyspace(name) {
-            Some(_) => format!("Keyspace {name} is not replicated; nothing to repair"),
-            None => format!("Keyspace [{name}] does not exist."),
+            Some(_) => OperationError::NotReplicated(name.to_string()),
+            None => AdminError::UnknownKeyspace(name.to_string()).into(),
         }),
         _ => Ok(keyspaces),
     }
@@ -679,15 +707,16 @@ fn repaired_keyspaces(
 fn repaired_stores(
     keyspace: &Keyspace,
     tables: &[String],
-) -> Result<Vec<(String, TableId)>, String> {
+) -> Result<Vec<(String, TableId)>, OperationError> {
     if let Some(missing) = tables
         .iter()
         .find(|n| !keyspace.tables.values().any(|t| t.name == **n))
     {
-        return Err(format!(
-            "Unknown keyspace/cf pair ({}.{missing})",
-            keyspace.name
-        ));
+        return Err(AdminError::UnknownTable {
+            keyspace: keyspace.name.clone(),
+            table: missing.clone(),
+        }
+        .into());
     }
     let stores = keyspace
         .tables

@@ -21,7 +21,7 @@ use rocksandra_storage::{
     Engine, Mutation, PartitionKey, PartitionRead, RowUpdate, Slice, StorageError, TableId,
 };
 
-use crate::message::{RemoteError, Request, Response};
+use crate::message::{RecordError, RemoteError, Request, Response};
 use crate::paxos::{AcceptorState, PaxosKey, Proposal};
 
 /// The reserved storage id of the acceptor state table (the schema's
@@ -54,7 +54,16 @@ pub fn encode_state(state: &AcceptorState) -> Vec<u8> {
     crate::message::encode_versioned(STATE_FORMAT_VERSION, state)
 }
 
-pub fn decode_state(bytes: &[u8]) -> Result<AcceptorState, String> {
+/// Why an acceptor's stored state could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum PaxosStoreError {
+    #[error("{0}")]
+    Storage(#[from] StorageError),
+    #[error("{0}")]
+    Record(#[from] RecordError),
+}
+
+pub fn decode_state(bytes: &[u8]) -> Result<AcceptorState, RecordError> {
     crate::message::decode_versioned(STATE_FORMAT_VERSION, bytes, "paxos state")
 }
 
@@ -63,7 +72,7 @@ fn load(
     engine: &dyn Engine,
     key: &PaxosKey,
     now: LocalTime,
-) -> Result<(AcceptorState, i64), String> {
+) -> Result<(AcceptorState, i64), PaxosStoreError> {
     let read = PartitionRead {
         table: PAXOS_STATE_TABLE,
         partition: state_key(key),
@@ -72,9 +81,7 @@ fn load(
         include_static: false,
         row_limit: 1,
     };
-    let partition = engine
-        .read_partition(&read, now)
-        .map_err(|e| e.to_string())?;
+    let partition = engine.read_partition(&read, now)?;
     let cell = partition.rows.into_iter().next().and_then(|r| {
         r.content
             .cells
@@ -122,8 +129,8 @@ fn lock(key: &PaxosKey) -> std::sync::MutexGuard<'static, ()> {
     LOCKS[stripe].lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn failed(e: String) -> Response {
-    Response::Error(RemoteError::Failed(e))
+fn failed(e: impl std::fmt::Display) -> Response {
+    Response::Error(RemoteError::Failed(e.to_string()))
 }
 
 /// Answers a Paxos request on this node; Err(request) for other requests.
@@ -142,7 +149,7 @@ pub fn serve(engine: &dyn Engine, request: Request) -> Result<Response, Request>
                     match next.map(|n| {
                         engine.write(&[state_mutation(&key, &n, written, ttl_seconds, now)], now)
                     }) {
-                        Some(Err(e)) => failed(e.to_string()),
+                        Some(Err(e)) => failed(e),
                         _ => Response::PaxosPrepared(answer),
                     }
                 }
@@ -165,7 +172,7 @@ pub fn serve(engine: &dyn Engine, request: Request) -> Result<Response, Request>
                         let m = state_mutation(&key, &next, written, ttl_seconds, now);
                         match engine.write(&[m], now) {
                             Ok(()) => Response::PaxosAccepted(true),
-                            Err(e) => failed(e.to_string()),
+                            Err(e) => failed(e),
                         }
                     }
                     None => Response::PaxosAccepted(false),
@@ -205,14 +212,14 @@ fn commit(
     proposal: &Proposal,
     ttl_seconds: i32,
     now: LocalTime,
-) -> Result<(), String> {
+) -> Result<(), PaxosStoreError> {
     let (state, written) = load(engine, key, now)?;
     let next = state.commit(proposal);
     let mut batch = proposal.mutations.clone();
     if next != state {
         batch.push(state_mutation(key, &next, written, ttl_seconds, now));
     }
-    engine.write(&batch, now).map_err(|e| e.to_string())
+    Ok(engine.write(&batch, now)?)
 }
 
 #[cfg(test)]

@@ -149,6 +149,16 @@ pub fn coalesce(leaves: &[TokenRange], indexes: &[usize]) -> Vec<TokenRange> {
     out
 }
 
+/// Why a replica's Merkle tree leaves could not be computed.
+#[derive(Debug, thiserror::Error)]
+pub enum HashError {
+    #[error("{0}")]
+    Storage(#[from] rocksandra_storage::StorageError),
+    /// A partition read could not be encoded for hashing.
+    #[error("{0}")]
+    Encode(#[from] postcard::Error),
+}
+
 /// This replica's leaf hashes of `table` over `range`: for each slice, the
 /// MD5 of every stored partition's key and stored state, in token order.
 pub fn leaf_hashes(
@@ -157,15 +167,13 @@ pub fn leaf_hashes(
     range: TokenRange,
     depth: u8,
     now: LocalTime,
-) -> Result<Vec<Hash>, String> {
+) -> Result<Vec<Hash>, HashError> {
     let mut hashes = Vec::new();
     for leaf in leaf_ranges(range, depth) {
         let mut context = Md5::new();
         let mut after = None;
         while !is_empty_leaf(range, &leaf) {
-            let keys = engine
-                .partition_keys(table, leaf, after.as_ref(), KEYS_PER_PAGE)
-                .map_err(|e| e.to_string())?;
+            let keys = engine.partition_keys(table, leaf, after.as_ref(), KEYS_PER_PAGE)?;
             for key in &keys {
                 let read = PartitionRead {
                     table,
@@ -175,8 +183,8 @@ pub fn leaf_hashes(
                     include_static: true,
                     row_limit: 0,
                 };
-                let raw = engine.read_raw(&read, now).map_err(|e| e.to_string())?;
-                let bytes = postcard::to_stdvec(&raw.data).map_err(|e| e.to_string())?;
+                let raw = engine.read_raw(&read, now)?;
+                let bytes = postcard::to_stdvec(&raw.data)?;
                 context.update((key.key.len() as u64).to_be_bytes());
                 context.update(&key.key);
                 context.update(Md5::digest(&bytes));

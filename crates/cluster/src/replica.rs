@@ -187,7 +187,7 @@ pub fn serve(
             now,
         } => match crate::repair::leaf_hashes(engine, TableId(table), range, depth, now) {
             Ok(leaves) => Response::Merkle(leaves),
-            Err(e) => Response::Error(RemoteError::Failed(e)),
+            Err(e) => Response::Error(RemoteError::Failed(e.to_string())),
         },
         other => {
             return crate::paxos_store::serve(engine, other)

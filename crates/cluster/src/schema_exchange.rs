@@ -21,6 +21,7 @@ use rocksandra_wire::Event;
 
 use crate::coordinator::Shared;
 use crate::message::{RemoteError, Request, Response, SchemaBlob};
+use crate::messaging::SendError;
 use crate::node::EventSink;
 use crate::replies::Replies;
 use crate::ring::MemberStatus;
@@ -35,6 +36,27 @@ pub const SCHEMA_LOCK_RETRY: Duration = Duration::from_millis(20);
 
 /// Waits `Duration` (a thread sleep on a node; simulated time in tests).
 pub type Pause = Arc<dyn Fn(Duration) + Send + Sync>;
+
+/// Why this node could not take another node's schema.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaPullError {
+    #[error("{0}")]
+    Send(#[from] SendError),
+    #[error("unexpected answer to a schema pull: {0:?}")]
+    Unexpected(Box<Response>),
+    /// Some live nodes did not answer in time.
+    #[error("no schema from {0:?}")]
+    NoAnswer(HashSet<IpAddr>),
+    /// A live node answered otherwise, or could not be asked.
+    #[error("no schema from {address}: {answer:?}")]
+    NoSchema {
+        address: IpAddr,
+        answer: Box<Result<Response, SendError>>,
+    },
+    /// The executor refused the schema.
+    #[error("{0}")]
+    Install(#[from] QueryError),
+}
 
 /// One node's part in spreading schema changes.
 pub struct SchemaExchange {
@@ -82,7 +104,7 @@ impl SchemaExchange {
             }
             Request::SchemaPush { schema } => match self.install(&schema) {
                 Ok(()) => Response::Ack,
-                Err(e) => Response::Error(RemoteError::Failed(e)),
+                Err(e) => Response::Error(RemoteError::Failed(e.to_string())),
             },
             Request::SchemaLock { release } => self.lock_schema(from, release),
             other => return Err(other),
@@ -91,7 +113,7 @@ impl SchemaExchange {
 
     /// Installs the schema of the live node with the highest epoch, if it
     /// is newer than this node's (blocking).
-    pub fn pull_newest(&self) -> Result<(), String> {
+    pub fn pull_newest(&self) -> Result<(), SchemaPullError> {
         let topology = self.shared.topology();
         let (epoch, _, _) = self.executor.schema_blob();
         let newest = topology
@@ -106,23 +128,20 @@ impl SchemaExchange {
     }
 
     /// Installs `address`'s schema if it is newer than this node's.
-    pub fn pull_from(&self, address: IpAddr) -> Result<(), String> {
+    pub fn pull_from(&self, address: IpAddr) -> Result<(), SchemaPullError> {
         match self
             .shared
             .messaging
             .call(address, Request::SchemaPull, SCHEMA_TIMEOUT)
         {
             Ok(Response::Schema(blob)) => self.install(&blob),
-            Ok(other) => Err(format!("unexpected answer to a schema pull: {other:?}")),
-            Err(e) => Err(e.to_string()),
+            Ok(other) => Err(SchemaPullError::Unexpected(Box::new(other))),
+            Err(e) => Err(SchemaPullError::Send(e)),
         }
     }
 
-    fn install(&self, blob: &SchemaBlob) -> Result<(), String> {
-        let changes = self
-            .executor
-            .install_schema(blob.epoch, &blob.json)
-            .map_err(|e| e.to_string())?;
+    fn install(&self, blob: &SchemaBlob) -> Result<(), SchemaPullError> {
+        let changes = self.executor.install_schema(blob.epoch, &blob.json)?;
         for change in changes {
             (self.events)(Event::SchemaChange(change));
         }
@@ -190,9 +209,7 @@ impl SchemaExchange {
                 break leader;
             }
             if self.now_micros() > deadline {
-                return Err(QueryError::Server(format!(
-                    "cannot take the cluster's schema lock from {leader}: {answer:?}"
-                )));
+                return Err(crate::query_error::schema_lock_refused(leader, &answer));
             }
             (self.pause)(SCHEMA_LOCK_RETRY);
         };
@@ -201,21 +218,19 @@ impl SchemaExchange {
         // an epoch another schema has, and the two would never meet.
         if let Err(e) = self.pull_from_live() {
             self.ask_lock(leader, true);
-            return Err(QueryError::Server(format!(
-                "cannot start a schema change: {e}"
-            )));
+            return Err(crate::query_error::schema_change_refused(&e));
         }
         Ok(SchemaLease(u64::from(leader == local)))
     }
 
     /// Asks every other live node for its schema and installs the newest
     /// (if newer than this node's); fails if one does not answer.
-    fn pull_from_live(&self) -> Result<(), String> {
+    fn pull_from_live(&self) -> Result<(), SchemaPullError> {
         let (replies, mut waiting) = self.send_to_live(|| Request::SchemaPull);
         let mut newest: Option<SchemaBlob> = None;
         while !waiting.is_empty() {
             let Some((address, result)) = replies.next() else {
-                return Err(format!("no schema from {waiting:?}"));
+                return Err(SchemaPullError::NoAnswer(waiting));
             };
             match result {
                 Ok(Response::Schema(blob)) => {
@@ -223,7 +238,12 @@ impl SchemaExchange {
                         newest = Some(blob);
                     }
                 }
-                other => return Err(format!("no schema from {address}: {other:?}")),
+                other => {
+                    return Err(SchemaPullError::NoSchema {
+                        address,
+                        answer: Box::new(other),
+                    })
+                }
             }
             waiting.remove(&address);
         }

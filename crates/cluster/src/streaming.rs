@@ -35,7 +35,67 @@ use rocksandra_storage::{Engine, TableId, TokenRange};
 use serde::{Deserialize, Serialize};
 
 use crate::message::{RemoteError, Request, Response};
-use crate::messaging::Transport;
+use crate::messaging::{SendError, Transport};
+
+/// Why a stream (or a piece of one) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    /// A stream file could not be opened, created or sized.
+    #[error("{}: {source}", path.display())]
+    File {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Reading, writing or syncing an open stream file, or making its
+    /// directory.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The engine could not write the ranges to files or ingest them.
+    #[error("{0}")]
+    Storage(#[from] rocksandra_storage::StorageError),
+    /// A chunk asked for past the end of its file.
+    #[error("offset {offset} is past the end of a {size}-byte file")]
+    PastEnd { offset: u64, size: u64 },
+    /// A chunk received out of order.
+    #[error("a chunk at {offset} where {expected} was expected")]
+    OutOfOrder { offset: u64, expected: u64 },
+    /// A chunk received past its file's announced size.
+    #[error("a chunk ending at {end}, past the file's announced {size} bytes")]
+    PastAnnounced { end: u64, size: u64 },
+    /// The peer could not be asked.
+    #[error("{0}")]
+    Send(#[from] SendError),
+    /// The peer refused.
+    #[error("{peer}: {error}")]
+    Refused { peer: IpAddr, error: RemoteError },
+    /// The peer answered something else than the request calls for.
+    #[error("{peer} answered {answer:?}")]
+    Unexpected { peer: IpAddr, answer: Box<Response> },
+    /// The peer sent a chunk of the wrong size.
+    #[error("{peer} sent {len} bytes at {offset} of a {size}-byte file")]
+    BadChunk {
+        peer: IpAddr,
+        len: usize,
+        offset: u64,
+        size: u64,
+    },
+    /// The peer sent a chunk whose CRC32 does not match its bytes.
+    #[error("a chunk from {peer} is corrupt (CRC32 mismatch at {offset} of file {file})")]
+    Corrupt {
+        peer: IpAddr,
+        offset: u64,
+        file: usize,
+    },
+}
+
+impl StreamError {
+    fn file(path: &Path) -> impl FnOnce(std::io::Error) -> StreamError + '_ {
+        move |source| StreamError::File {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
 
 /// The largest piece of a file one message carries.
 pub const STREAM_CHUNK_BYTES: usize = 4 << 20;
@@ -101,29 +161,25 @@ pub fn export(
     table: TableId,
     ranges: &[TokenRange],
     work_dir: &Path,
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, StreamError> {
     let mut files = Vec::new();
     for (i, range) in ranges.iter().enumerate() {
         // One directory per range: a wrapping range is written in two
         // parts whose files may share names.
         let sub = work_dir.join(i.to_string());
-        std::fs::create_dir_all(&sub).map_err(|e| e.to_string())?;
-        files.extend(
-            engine
-                .stream_out(table, *range, &sub)
-                .map_err(|e| e.to_string())?,
-        );
+        std::fs::create_dir_all(&sub)?;
+        files.extend(engine.stream_out(table, *range, &sub)?);
     }
     Ok(files)
 }
 
 /// The sizes of `paths`, as a stream announces them.
-pub fn describe(paths: &[PathBuf]) -> Result<Vec<StreamFile>, String> {
+pub fn describe(paths: &[PathBuf]) -> Result<Vec<StreamFile>, StreamError> {
     paths
         .iter()
         .map(|path| {
             let bytes = std::fs::metadata(path)
-                .map_err(|e| format!("{}: {e}", path.display()))?
+                .map_err(StreamError::file(path))?
                 .len();
             Ok(StreamFile { bytes })
         })
@@ -131,18 +187,15 @@ pub fn describe(paths: &[PathBuf]) -> Result<Vec<StreamFile>, String> {
 }
 
 /// Up to `max` bytes of `path` from `offset`.
-fn read_chunk_at(path: &Path, offset: u64, size: u64, max: usize) -> Result<Vec<u8>, String> {
+fn read_chunk_at(path: &Path, offset: u64, size: u64, max: usize) -> Result<Vec<u8>, StreamError> {
     if offset >= size {
-        return Err(format!(
-            "offset {offset} is past the end of a {size}-byte file"
-        ));
+        return Err(StreamError::PastEnd { offset, size });
     }
     let len = (size - offset).min(max as u64) as usize;
-    let mut file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    file.seek(SeekFrom::Start(offset))
-        .map_err(|e| e.to_string())?;
+    let mut file = File::open(path).map_err(StreamError::file(path))?;
+    file.seek(SeekFrom::Start(offset))?;
     let mut bytes = vec![0; len];
-    file.read_exact(&mut bytes).map_err(|e| e.to_string())?;
+    file.read_exact(&mut bytes)?;
     Ok(bytes)
 }
 
@@ -346,7 +399,7 @@ impl StreamServer {
             Ok(written) => written,
             Err(e) => {
                 self.abandon(id);
-                return Err(RemoteError::Failed(e));
+                return Err(RemoteError::Failed(e.to_string()));
             }
         };
         let out = paths.into_iter().zip(files.iter().map(|f| f.bytes));
@@ -440,7 +493,7 @@ impl StreamServer {
                 self.finish_in(peer, session, now).and_then(|received| {
                     ingest(engine, received.table, &received.files, &received.dir)
                         .map(|()| Response::Ack)
-                        .map_err(RemoteError::Failed)
+                        .map_err(|e| RemoteError::Failed(e.to_string()))
                 })
             }
             other => return Err(other),
@@ -487,8 +540,8 @@ impl StreamServer {
                 "session {id} has no files to read"
             ))),
         })?;
-        let bytes =
-            read_chunk_at(&path, offset, size, self.chunk_bytes).map_err(RemoteError::Failed)?;
+        let bytes = read_chunk_at(&path, offset, size, self.chunk_bytes)
+            .map_err(|e| RemoteError::Failed(e.to_string()))?;
         let crc = checksum(&bytes);
         Ok((bytes, crc))
     }
@@ -515,7 +568,7 @@ impl StreamServer {
             let incoming = files
                 .get_mut(file as usize)
                 .ok_or_else(|| RemoteError::Invalid(format!("no file {file} in session {id}")))?;
-            append(incoming, offset, bytes).map_err(RemoteError::Invalid)
+            append(incoming, offset, bytes).map_err(|e| RemoteError::Invalid(e.to_string()))
         })
     }
 
@@ -563,26 +616,26 @@ impl StreamServer {
 
 /// Appends `bytes` at `offset` of an incoming file: the next piece, and
 /// not past its announced size.
-fn append(file: &mut Incoming, offset: u64, bytes: &[u8]) -> Result<(), String> {
+fn append(file: &mut Incoming, offset: u64, bytes: &[u8]) -> Result<(), StreamError> {
     if offset != file.received {
-        return Err(format!(
-            "a chunk at {offset} where {} was expected",
-            file.received
-        ));
+        return Err(StreamError::OutOfOrder {
+            offset,
+            expected: file.received,
+        });
     }
     let end = offset + bytes.len() as u64;
     if end > file.size {
-        return Err(format!(
-            "a chunk ending at {end}, past the file's announced {} bytes",
-            file.size
-        ));
+        return Err(StreamError::PastAnnounced {
+            end,
+            size: file.size,
+        });
     }
     let mut out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(&file.path)
-        .map_err(|e| format!("{}: {e}", file.path.display()))?;
-    out.write_all(bytes).map_err(|e| e.to_string())?;
+        .map_err(StreamError::file(&file.path))?;
+    out.write_all(bytes)?;
     file.received = end;
     Ok(())
 }
@@ -593,37 +646,46 @@ pub fn ingest(
     table: TableId,
     files: &[PathBuf],
     dir: &Path,
-) -> Result<(), String> {
+) -> Result<(), StreamError> {
     let result = if files.is_empty() {
         Ok(())
     } else {
-        engine.stream_in(table, files).map_err(|e| e.to_string())
+        engine.stream_in(table, files).map_err(StreamError::from)
     };
     let _ = std::fs::remove_dir_all(dir);
     result
 }
 
-fn unexpected(peer: IpAddr, response: Response) -> String {
+fn unexpected(peer: IpAddr, response: Response) -> StreamError {
     match response {
-        Response::Error(e) => format!("{peer}: {e}"),
-        other => format!("{peer} answered {other:?}"),
+        Response::Error(error) => StreamError::Refused { peer, error },
+        other => StreamError::Unexpected {
+            peer,
+            answer: Box::new(other),
+        },
     }
 }
 
-fn call(transport: &dyn Transport, peer: IpAddr, request: Request) -> Result<Response, String> {
+fn call(
+    transport: &dyn Transport,
+    peer: IpAddr,
+    request: Request,
+) -> Result<Response, StreamError> {
     let timeout = match request {
         Request::StreamOut { .. } | Request::StreamCommit { .. } => STREAM_PREPARE_TIMEOUT,
         _ => STREAM_REQUEST_TIMEOUT,
     };
-    transport
-        .call(peer, request, timeout)
-        .map_err(|e| e.to_string())
+    Ok(transport.call(peer, request, timeout)?)
 }
 
 /// `call` for a request that opens a session (`StreamOut`, `StreamBegin`):
 /// while the peer answers Overloaded, asks again after `open_retry_wait`,
 /// for at most `STREAM_OPEN_RETRY_FOR`; then its last answer stands.
-fn open(transport: &dyn Transport, peer: IpAddr, request: Request) -> Result<Response, String> {
+fn open(
+    transport: &dyn Transport,
+    peer: IpAddr,
+    request: Request,
+) -> Result<Response, StreamError> {
     let mut waited = Duration::ZERO;
     let mut attempt = 0;
     loop {
@@ -648,7 +710,7 @@ pub fn fetch(
     (table, ranges): (TableId, &[TokenRange]),
     dir: &Path,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, StreamError> {
     let request = Request::StreamOut {
         table: table.0,
         ranges: ranges.to_vec(),
@@ -659,7 +721,7 @@ pub fn fetch(
     };
     progress(Progress::Files(files.len()));
     let result = std::fs::create_dir_all(dir)
-        .map_err(|e| e.to_string())
+        .map_err(StreamError::from)
         .and_then(|()| fetch_files(transport, source, session, &files, dir, progress));
     // The source drops its files now; a lost close expires.
     let _ = transport.call(
@@ -688,11 +750,11 @@ fn fetch_files(
     files: &[StreamFile],
     dir: &Path,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, StreamError> {
     let mut paths = Vec::with_capacity(files.len());
     for (i, file) in files.iter().enumerate() {
         let path = dir.join(format!("{i}.sst"));
-        let mut out = File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut out = File::create(&path).map_err(StreamError::file(&path))?;
         let mut offset = 0;
         while offset < file.bytes {
             let request = Request::StreamChunk {
@@ -705,22 +767,25 @@ fn fetch_files(
                 other => return Err(unexpected(source, other)),
             };
             if bytes.is_empty() || offset + bytes.len() as u64 > file.bytes {
-                return Err(format!(
-                    "{source} sent {} bytes at {offset} of a {}-byte file",
-                    bytes.len(),
-                    file.bytes
-                ));
+                return Err(StreamError::BadChunk {
+                    peer: source,
+                    len: bytes.len(),
+                    offset,
+                    size: file.bytes,
+                });
             }
             if checksum(&bytes) != crc {
-                return Err(format!(
-                    "a chunk from {source} is corrupt (CRC32 mismatch at {offset} of file {i})"
-                ));
+                return Err(StreamError::Corrupt {
+                    peer: source,
+                    offset,
+                    file: i,
+                });
             }
-            out.write_all(&bytes).map_err(|e| e.to_string())?;
+            out.write_all(&bytes)?;
             offset += bytes.len() as u64;
             progress(Progress::Bytes(bytes.len() as u64));
         }
-        out.sync_all().map_err(|e| e.to_string())?;
+        out.sync_all()?;
         progress(Progress::FileDone);
         paths.push(path);
     }
@@ -737,7 +802,7 @@ pub fn send(
     paths: &[PathBuf],
     (chunk_bytes, throttle): (usize, &Throttle),
     progress: &mut dyn FnMut(Progress),
-) -> Result<(), String> {
+) -> Result<(), StreamError> {
     if paths.is_empty() {
         return Ok(());
     }
@@ -784,7 +849,7 @@ fn send_files(
     files: &[StreamFile],
     (chunk_bytes, throttle): (usize, &Throttle),
     progress: &mut dyn FnMut(Progress),
-) -> Result<(), String> {
+) -> Result<(), StreamError> {
     for (i, (path, file)) in paths.iter().zip(files).enumerate() {
         let mut offset = 0;
         while offset < file.bytes {

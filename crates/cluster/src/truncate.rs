@@ -8,15 +8,12 @@ use std::net::IpAddr;
 use rocksandra_query::QueryError;
 
 use crate::message::Response;
+use crate::query_error::truncate_failed as error;
 use crate::replies::Replies;
 use crate::topology::Topology;
 
 /// Cassandra's default `truncate_request_timeout`.
 pub const TRUNCATE_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
-
-fn error(detail: impl std::fmt::Display) -> QueryError {
-    QueryError::Truncate(format!("Error during truncate: {detail}"))
-}
 
 /// The other nodes a TRUNCATE coordinated by `topology.local` must reach;
 /// an error when any node of the ring is down.

@@ -45,10 +45,8 @@ impl AdminService for NodeAdmin {
         self.executor.auth_config().password_authenticator
     }
 
-    fn login(&self, username: &str, password: &str) -> Result<(), String> {
-        self.executor
-            .authenticate_superuser(username, password)
-            .map_err(|e| e.to_string())
+    fn login(&self, username: &str, password: &str) -> Result<(), rocksandra_query::QueryError> {
+        self.executor.authenticate_superuser(username, password)
     }
 
     /// The logging commands are answered here: the process's logger is

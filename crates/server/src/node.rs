@@ -331,7 +331,8 @@ pub async fn join_cluster(
         node.executor.clone(),
         events,
     )
-    .await?;
+    .await
+    .map_err(|e| e.to_string())?;
     let tokens: Vec<i64> = joined.tokens.iter().map(|t| t.0).collect();
     if tokens != node.identity.tokens {
         NodeIdentity {

@@ -505,7 +505,9 @@ impl NodetoolCommand {
             },
             N::GossipInfo => AdminCommand::GossipInfo,
             N::GarbageCollect(args) => args.into_admin()?,
-            N::Repair { args } => rocksandra_cluster::admin::repair_command(&args)?,
+            N::Repair { args } => {
+                rocksandra_cluster::admin::repair_command(&args).map_err(|e| e.to_string())?
+            }
             N::Rebuild { source_dc } => AdminCommand::Rebuild { source_dc },
             N::Netstats => AdminCommand::Netstats,
             N::GetStreamThroughput { mib, precise } => AdminCommand::GetStreamThroughput {

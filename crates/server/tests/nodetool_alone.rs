@@ -17,10 +17,12 @@ async fn nodetool(
     command: AdminCommand,
     credentials: Option<Credentials>,
 ) -> Result<String, String> {
+    // The answer, or the words nodetool would print.
     let address = node.admin.expect("the admin port is on");
     tokio::task::spawn_blocking(move || call(address, command, None, credentials.as_ref()))
         .await
         .expect("joins")
+        .map_err(|e| e.to_string())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

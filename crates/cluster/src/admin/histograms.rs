@@ -188,7 +188,7 @@ pub(crate) fn table_section(keyspace: &str, table: &str, figures: &TableFigures)
 fn chosen<'s>(
     schema: &'s Schema,
     table: &Option<(String, String)>,
-) -> Result<Vec<(&'s str, &'s Table)>, String> {
+) -> Result<Vec<(&'s str, &'s Table)>, super::AdminError> {
     let Some((keyspace, name)) = table else {
         return Ok(schema
             .keyspaces
@@ -204,7 +204,10 @@ fn chosen<'s>(
         .filter(|(_, t)| !t.is_virtual);
     found
         .map(|t| vec![t])
-        .ok_or_else(|| format!("Unknown table {keyspace}.{name}"))
+        .ok_or_else(|| super::AdminError::UnknownHistogramTable {
+            keyspace: keyspace.clone(),
+            table: name.clone(),
+        })
 }
 
 /// `nodetool tablehistograms [KEYSPACE TABLE | KEYSPACE.TABLE]`.

@@ -23,7 +23,7 @@ use crate::message::{
     encode_frame, AdminCommand, Envelope, Hello, RemoteError, Request, Response, HELLO_MAGIC,
     MAX_HELLO_BYTES,
 };
-use crate::messaging::read_frame;
+use crate::messaging::{read_frame, FrameError};
 use crate::tls::{InternodeStream, InternodeTls};
 
 /// nodetool connections open at once; more are closed as they are accepted.
@@ -53,9 +53,27 @@ pub trait AdminService: Send + Sync + 'static {
     /// A login must come before any command.
     fn login_required(&self) -> bool;
     /// Checks a superuser's credentials (it may take a bcrypt check).
-    fn login(&self, username: &str, password: &str) -> Result<(), String>;
+    fn login(&self, username: &str, password: &str) -> Result<(), rocksandra_query::QueryError>;
     /// Runs one command (it may take minutes: decommission, repair).
     fn run(&self, command: AdminCommand) -> Response;
+}
+
+/// Why a nodetool connection was closed (logged, never answered).
+#[derive(Debug, thiserror::Error)]
+enum ConnectionError {
+    /// The TLS handshake, or writing an answer.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Frame(#[from] FrameError),
+    #[error("not nodetool")]
+    NotNodetool,
+    #[error("no handshake within {ADMIN_HANDSHAKE_TIMEOUT:?}")]
+    HandshakeTimeout,
+    #[error("an answer sent to the admin port")]
+    AnswerReceived,
+    #[error("only nodetool's requests are served on the admin port")]
+    NotAdminRequest,
 }
 
 /// The bound admin port; dropping it stops accepting.
@@ -132,28 +150,28 @@ async fn serve(
     stream: TcpStream,
     tls: Option<Arc<InternodeTls>>,
     service: Arc<dyn AdminService>,
-) -> Result<(), String> {
+) -> Result<(), ConnectionError> {
     let stream = tokio::time::timeout(ADMIN_HANDSHAKE_TIMEOUT, async {
         let stream = match &tls {
-            Some(tls) => tls.accept(stream).await.map_err(|e| e.to_string())?,
+            Some(tls) => tls.accept(stream).await?,
             None => InternodeStream::Plain(stream),
         };
         let (mut read, write) = tokio::io::split(stream);
         let hello: Hello = read_frame(&mut read, MAX_HELLO_BYTES).await?;
         if hello.magic != HELLO_MAGIC {
-            return Err("not nodetool".to_string());
+            return Err(ConnectionError::NotNodetool);
         }
         Ok((read, write))
     })
     .await
-    .map_err(|_| format!("no handshake within {ADMIN_HANDSHAKE_TIMEOUT:?}"))?;
+    .map_err(|_| ConnectionError::HandshakeTimeout)?;
     let (mut read, mut write) = stream?;
     let mut logged_in = !service.login_required();
     loop {
         let Envelope::Request { id, body } =
             read_frame::<Envelope>(&mut read, MAX_ADMIN_REQUEST_BYTES).await?
         else {
-            return Err("an answer sent to the admin port".into());
+            return Err(ConnectionError::AnswerReceived);
         };
         let mut work = std::pin::pin!(answer(&service, &mut logged_in, body));
         let response = loop {
@@ -172,10 +190,10 @@ async fn write_response(
     write: &mut (impl AsyncWriteExt + Unpin),
     id: u64,
     body: Response,
-) -> Result<(), String> {
+) -> Result<(), ConnectionError> {
     let frame = encode_frame(&Envelope::Response { id, body });
-    write.write_all(&frame).await.map_err(|e| e.to_string())?;
-    write.flush().await.map_err(|e| e.to_string())
+    write.write_all(&frame).await?;
+    Ok(write.flush().await?)
 }
 
 /// The answer to one request; an error for requests nodetool never sends.
@@ -183,7 +201,7 @@ async fn answer(
     service: &Arc<dyn AdminService>,
     logged_in: &mut bool,
     request: Request,
-) -> Result<Response, String> {
+) -> Result<Response, ConnectionError> {
     let service = service.clone();
     let blocking = |work: Box<dyn FnOnce() -> Response + Send>| async move {
         tokio::task::spawn_blocking(work)
@@ -195,7 +213,7 @@ async fn answer(
             let response = blocking(Box::new(move || {
                 match service.login(&username, &password) {
                     Ok(()) => Response::Ack,
-                    Err(e) => Response::Error(RemoteError::Failed(e)),
+                    Err(e) => Response::Error(RemoteError::Failed(e.to_string())),
                 }
             }))
             .await;
@@ -206,7 +224,7 @@ async fn answer(
             "Authentication failed! Credentials required (nodetool -u USER -pw PASSWORD)".into(),
         )),
         Request::Admin(command) => blocking(Box::new(move || service.run(command))).await,
-        _ => return Err("only nodetool's requests are served on the admin port".into()),
+        _ => return Err(ConnectionError::NotAdminRequest),
     })
 }
 
@@ -223,7 +241,7 @@ mod tests {
         fn login_required(&self) -> bool {
             false
         }
-        fn login(&self, _: &str, _: &str) -> Result<(), String> {
+        fn login(&self, _: &str, _: &str) -> Result<(), rocksandra_query::QueryError> {
             Ok(())
         }
         fn run(&self, command: AdminCommand) -> Response {
@@ -245,7 +263,7 @@ mod tests {
             .expect("bind");
         let started = std::time::Instant::now();
         let answer = crate::admin::call(listener.local_addr(), AdminCommand::Ring, None, None);
-        assert_eq!(answer, Ok("Ring done".to_string()));
+        assert_eq!(answer.expect("an answer"), "Ring done");
         assert!(started.elapsed() >= work);
     }
 }

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use super::AdminNode;
-use super::{check_snapshot_tag, failed, human_bytes, tables::unknown_keyspace};
+use super::{check_snapshot_tag, failed, human_bytes, tables::unknown_keyspace, AdminError};
 use crate::message::Response;
 
 fn snapshots_dir(node: &AdminNode) -> PathBuf {
@@ -122,15 +122,23 @@ pub(crate) fn aligned<const N: usize>(rows: &[[String; N]]) -> String {
     out
 }
 
-fn read_snapshots(parent: &Path) -> Result<Vec<Details>, String> {
+/// `AdminError::Unreadable` for `path`.
+fn unreadable(path: &Path) -> impl Fn(std::io::Error) -> AdminError + Copy + '_ {
+    move |source| AdminError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn read_snapshots(parent: &Path) -> Result<Vec<Details>, AdminError> {
     let entries = match std::fs::read_dir(parent) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("cannot read {}: {e}", parent.display())),
+        Err(e) => return Err(unreadable(parent)(e)),
     };
     let mut out = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|e| format!("cannot read {}: {e}", parent.display()))?;
+        let entry = entry.map_err(unreadable(parent))?;
         let tag = entry.file_name().to_string_lossy().into_owned();
         if tag.starts_with('.') || !entry.path().is_dir() {
             continue;
@@ -141,9 +149,9 @@ fn read_snapshots(parent: &Path) -> Result<Vec<Details>, String> {
     Ok(out)
 }
 
-fn details(dir: &Path, tag: String) -> Result<Details, String> {
+fn details(dir: &Path, tag: String) -> Result<Details, AdminError> {
     use std::os::unix::fs::MetadataExt;
-    let unreadable = |e: std::io::Error| format!("cannot read {}: {e}", dir.display());
+    let unreadable = unreadable(dir);
     let (mut true_size, mut size_on_disk) = (0, 0);
     for entry in std::fs::read_dir(dir).map_err(unreadable)? {
         let meta = entry.map_err(unreadable)?.metadata().map_err(unreadable)?;
@@ -202,10 +210,13 @@ pub(crate) fn clear(node: &AdminNode, tag: Option<&str>) -> Response {
 
 /// Removes a snapshot directory; one that does not exist is no error (as
 /// in Cassandra).
-fn remove(dir: &Path) -> Result<(), String> {
+fn remove(dir: &Path) -> Result<(), AdminError> {
     match std::fs::remove_dir_all(dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(format!("cannot remove {}: {e}", dir.display())),
+        Err(source) => Err(AdminError::Unremovable {
+            path: dir.to_path_buf(),
+            source,
+        }),
     }
 }

@@ -14,7 +14,7 @@ use rocksandra_storage::TableStorageStats;
 
 use super::histograms::merged;
 use super::AdminNode;
-use super::{failed, tables::unknown_keyspace};
+use super::{failed, tables::unknown_keyspace, AdminError};
 use crate::message::Response;
 
 /// Keyspace name to the tables asked for (None: all of them).
@@ -22,7 +22,7 @@ type Chosen = BTreeMap<String, Option<BTreeSet<String>>>;
 
 /// `names` (`ks` or `ks.table`) as a choice checked against the schema;
 /// every keyspace when empty.
-fn choose(schema: &Schema, names: &[String]) -> Result<Chosen, String> {
+fn choose(schema: &Schema, names: &[String]) -> Result<Chosen, AdminError> {
     let mut chosen = Chosen::new();
     if names.is_empty() {
         chosen.extend(schema.keyspaces.keys().map(|k| (k.clone(), None)));
@@ -43,7 +43,10 @@ fn choose(schema: &Schema, names: &[String]) -> Result<Chosen, String> {
             (Some(_), None) => {}
             (Some(t), Some(set)) => {
                 if !ks.tables.contains_key(t) {
-                    return Err(format!("Unknown keyspace/cf pair ({keyspace}.{t})"));
+                    return Err(AdminError::UnknownTable {
+                        keyspace: keyspace.to_string(),
+                        table: t.to_string(),
+                    });
                 }
                 set.insert(t.to_string());
             }

@@ -6,12 +6,12 @@ use rocksandra_query::schema::Schema;
 use rocksandra_storage::TableId;
 
 use super::failed;
-use super::AdminNode;
+use super::{AdminError, AdminNode};
 use crate::message::{Response, TableSelection};
 
 /// Cassandra's text for a keyspace nodetool was given and does not exist.
-pub(crate) fn unknown_keyspace(name: &str) -> String {
-    format!("Keyspace [{name}] does not exist.")
+pub(crate) fn unknown_keyspace(name: &str) -> AdminError {
+    AdminError::UnknownKeyspace(name.to_string())
 }
 
 /// Where the selected tables (and their indexes) are stored; None when
@@ -19,7 +19,7 @@ pub(crate) fn unknown_keyspace(name: &str) -> String {
 pub(crate) fn storage_ids(
     schema: &Schema,
     selection: &TableSelection,
-) -> Result<Option<Vec<TableId>>, String> {
+) -> Result<Option<Vec<TableId>>, AdminError> {
     let Some(name) = &selection.keyspace else {
         return Ok(None);
     };
@@ -34,7 +34,10 @@ pub(crate) fn storage_ids(
         let found = keyspace
             .tables
             .get(table)
-            .ok_or_else(|| format!("Unknown keyspace/cf pair ({name}.{table})"))?;
+            .ok_or_else(|| AdminError::UnknownTable {
+                keyspace: name.clone(),
+                table: table.clone(),
+            })?;
         tables.push(found);
     }
     let ids = tables

@@ -8,6 +8,7 @@
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
+use super::OperationError;
 use crate::message::AdminCommand;
 
 /// Operations running at once that can be attached to; more run without
@@ -56,9 +57,12 @@ pub fn operation_key(command: &AdminCommand) -> Option<String> {
 struct Operation {
     key: String,
     started: Instant,
-    outcome: Mutex<Option<Result<String, String>>>,
+    outcome: Mutex<Option<Outcome>>,
     ended: Condvar,
 }
+
+/// How an operation ended, shared by the commands attached to it.
+pub type Outcome = Result<String, Arc<OperationError>>;
 
 /// The operations running now.
 #[derive(Default)]
@@ -73,13 +77,13 @@ impl RunningOperations {
     pub fn run_or_attach(
         &self,
         key: String,
-        work: impl FnOnce() -> Result<String, String>,
-    ) -> Result<String, String> {
+        work: impl FnOnce() -> Result<String, OperationError>,
+    ) -> Outcome {
         let operation = match self.join(key) {
             Joined::Attached(running) => return attach(&running),
             Joined::Started(operation) => operation,
         };
-        let outcome = work();
+        let outcome = work().map_err(Arc::new);
         if let Some(operation) = operation {
             *operation.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome.clone());
             operation.ended.notify_all();
@@ -125,27 +129,29 @@ enum Joined {
 
 /// Waits for `operation` to end; its outcome, after a line saying this
 /// command attached to it.
-fn attach(operation: &Operation) -> Result<String, String> {
+fn attach(operation: &Operation) -> Outcome {
     let since = operation.started.elapsed().as_secs();
     tracing::info!(
         "nodetool attached to the {} running for {since} s",
         operation.key
     );
     let mut outcome = operation.outcome.lock().unwrap_or_else(|p| p.into_inner());
-    while outcome.is_none() {
+    let ended = loop {
+        if let Some(ended) = outcome.as_ref() {
+            break ended.clone();
+        }
         outcome = operation
             .ended
             .wait(outcome)
             .unwrap_or_else(|p| p.into_inner());
-    }
+    };
     let header = format!(
         "A {} was running already (started {since} s before this command): attached to it.\n",
         operation.key
     );
-    match outcome.as_ref() {
-        Some(Ok(text)) => Ok(format!("{header}{text}")),
-        Some(Err(e)) => Err(format!("{header}{e}")),
-        None => Err(header),
+    match ended {
+        Ok(text) => Ok(format!("{header}{text}")),
+        Err(failure) => Err(Arc::new(OperationError::Attached { header, failure })),
     }
 }
 
@@ -184,7 +190,10 @@ mod tests {
         std::thread::sleep(Duration::from_millis(100));
         assert!(!second.is_finished());
         finish_tx.send(()).unwrap();
-        assert_eq!(first.join().unwrap(), Ok("Decommissioned.\n".into()));
+        assert_eq!(
+            first.join().unwrap().expect("decommissioned"),
+            "Decommissioned.\n"
+        );
         let attached = second.join().unwrap().expect("the first's outcome");
         assert!(
             attached.starts_with("A decommission was running already"),
@@ -193,8 +202,13 @@ mod tests {
         assert!(attached.ends_with("Decommissioned.\n"), "{attached}");
         // Once ended, the same command starts a new operation.
         assert!(running.running().is_empty());
-        let again = running.run_or_attach("decommission".into(), || Err("not NORMAL".into()));
-        assert_eq!(again, Err("not NORMAL".into()));
+        let again = running.run_or_attach("decommission".into(), || {
+            Err(OperationError::NotNormal("JOINING"))
+        });
+        assert_eq!(
+            again.expect_err("refused").to_string(),
+            "Node is in JOINING state; only a NORMAL node can be decommissioned"
+        );
     }
 
     #[test]
@@ -208,14 +222,14 @@ mod tests {
                 running.run_or_attach("repair of ks".into(), || {
                     started_tx.send(()).unwrap();
                     finish_rx.recv().unwrap();
-                    Err("Repair failed: endpoint /127.0.0.2 died".into())
+                    Err(OperationError::NotReplicated("ks".into()))
                 })
             })
         };
         started_rx.recv().unwrap();
         // Another keyspace's repair is another operation.
         let other = running.run_or_attach("repair of other".into(), || Ok("done\n".into()));
-        assert_eq!(other, Ok("done\n".into()));
+        assert_eq!(other.expect("done"), "done\n");
         let attached = {
             let running = running.clone();
             std::thread::spawn(move || {
@@ -227,7 +241,8 @@ mod tests {
         assert!(repair.join().unwrap().is_err());
         let e = attached.join().unwrap().expect_err("the first's failure");
         assert!(
-            e.ends_with("Repair failed: endpoint /127.0.0.2 died"),
+            e.to_string()
+                .ends_with("Keyspace ks is not replicated; nothing to repair"),
             "{e}"
         );
     }

@@ -199,7 +199,7 @@ fn a_corrupt_chunk_fails_the_pull_and_the_source_drops_its_files() {
     source.corrupt.store(true, Ordering::Relaxed);
     let dir = tempdir("corrupt");
     let error = fetch(&source, SERVER, (TABLE, &ranges()), &dir, &mut |_| {}).expect_err("corrupt");
-    assert!(error.contains("CRC32 mismatch"), "{error}");
+    assert!(error.to_string().contains("CRC32 mismatch"), "{error}");
     assert_eq!(source.server.open_sessions(), 0);
     assert_eq!(entries(&source.base), 0);
 }
