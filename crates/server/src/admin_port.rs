@@ -57,7 +57,7 @@ impl AdminService for NodeAdmin {
             (AdminCommand::SetLoggingLevel { logger, level }, Some(levels)) => {
                 match levels.set(&logger, &level) {
                     Ok(()) => Response::Text(String::new()),
-                    Err(e) => Response::Error(RemoteError::Failed(e)),
+                    Err(e) => Response::Error(RemoteError::Failed(e.to_string())),
                 }
             }
             (
@@ -90,7 +90,7 @@ impl NodeAdmin {
         });
         match text {
             Ok(text) => Response::Text(text),
-            Err(e) => Response::Error(RemoteError::Failed(e)),
+            Err(e) => Response::Error(RemoteError::Failed(e.to_string())),
         }
     }
 
@@ -103,7 +103,7 @@ impl NodeAdmin {
                 tracing::info!("guardrails changed by nodetool: {}", args.join(" "));
                 Response::Text(String::new())
             }
-            Err(e) => Response::Error(RemoteError::Failed(e)),
+            Err(e) => Response::Error(RemoteError::Failed(e.to_string())),
         }
     }
 }

@@ -134,7 +134,7 @@ pub enum ConfigError {
     InvalidValue { key: &'static str, message: String },
     /// A guardrail key's value, in Cassandra's words.
     #[error("Invalid guardrails configuration: {0}")]
-    Guardrails(String),
+    Guardrails(#[from] guardrails::GuardrailError),
     /// Two settings that contradict each other, in Cassandra's words.
     #[error("{0}")]
     Conflict(String),
@@ -145,11 +145,31 @@ pub enum ConfigError {
     },
 }
 
-fn invalid(key: &'static str, message: impl Into<String>) -> ConfigError {
+fn invalid(key: &'static str, message: impl ToString) -> ConfigError {
     ConfigError::InvalidValue {
         key,
-        message: message.into(),
+        message: message.to_string(),
     }
+}
+
+/// A value that does not parse as its kind (a duration, a data size, a
+/// seed address); the key it came from is added by the caller.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ValueError {
+    #[error("'{0}' is not a duration such as 10s or 10000ms")]
+    NotADuration(String),
+    #[error("'{0}' is not a data size such as 16MiB, 512KiB or 100B")]
+    NotADataSize(String),
+    #[error("'{0}' is not a data rate such as 64MiB/s, 512KiB/s or 0B/s")]
+    NotADataRate(String),
+    #[error("'{0}' is too large")]
+    TooLarge(String),
+    #[error("'{0}' is too long")]
+    TooLong(String),
+    #[error("'{0}' is zero: a log size limit must be at least 1B")]
+    ZeroLogSize(String),
+    #[error("seed {0:?} is not an IP address (or address:port)")]
+    NotASeed(String),
 }
 
 /// How the commit log reaches the disk (`commitlog_sync`).
@@ -656,7 +676,7 @@ impl Config {
 
     /// The seeds' internode addresses (`host` or `host:port`; the port
     /// defaults to this node's `storage_port`).
-    pub fn seed_addresses(&self) -> Result<Vec<SocketAddr>, String> {
+    pub fn seed_addresses(&self) -> Result<Vec<SocketAddr>, ValueError> {
         self.seed_provider
             .seeds
             .iter()
@@ -666,7 +686,7 @@ impl Config {
                         s.parse::<IpAddr>()
                             .map(|ip| SocketAddr::new(ip, self.storage_port))
                     })
-                    .map_err(|_| format!("seed {s:?} is not an IP address (or address:port)"))
+                    .map_err(|_| ValueError::NotASeed(s.clone()))
             })
             .collect()
     }
@@ -775,11 +795,9 @@ pub struct Cli {
 }
 
 /// A log size limit: a data size (`50MiB`), not zero.
-fn parse_log_size(text: &str) -> Result<u64, String> {
+fn parse_log_size(text: &str) -> Result<u64, ValueError> {
     match parse_data_size(text)? {
-        0 => Err(format!(
-            "'{text}' is zero: a log size limit must be at least 1B"
-        )),
+        0 => Err(ValueError::ZeroLogSize(text.to_string())),
         bytes => Ok(bytes),
     }
 }
@@ -1976,8 +1994,8 @@ fn split_number(text: &str) -> Option<(u64, &str)> {
 
 /// A Cassandra 4+ duration string: a whole number and one of `d`, `h`, `m`,
 /// `s`, `ms`, `us` (or `µs`), `ns`; units are case-insensitive.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("'{text}' is not a duration such as 10s or 10000ms");
+pub fn parse_duration(text: &str) -> Result<Duration, ValueError> {
+    let bad = || ValueError::NotADuration(text.to_string());
     let (number, unit) = split_number(text).ok_or_else(bad)?;
     let nanos_per_unit: u64 = match unit.to_ascii_lowercase().as_str() {
         "d" => 86_400_000_000_000,
@@ -1991,14 +2009,14 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     };
     let nanos = number
         .checked_mul(nanos_per_unit)
-        .ok_or_else(|| format!("'{text}' is too long"))?;
+        .ok_or_else(|| ValueError::TooLong(text.to_string()))?;
     Ok(Duration::from_nanos(nanos))
 }
 
 /// A Cassandra 4+ data-size string: a whole number and one of `B`, `KiB`,
 /// `MiB`, `GiB` (case-sensitive, as Cassandra's `DataStorageSpec`).
-pub fn parse_data_size(text: &str) -> Result<u64, String> {
-    let bad = || format!("'{text}' is not a data size such as 16MiB, 512KiB or 100B");
+pub fn parse_data_size(text: &str) -> Result<u64, ValueError> {
+    let bad = || ValueError::NotADataSize(text.to_string());
     let (number, unit) = split_number(text).ok_or_else(bad)?;
     let bytes_per_unit: u64 = match unit {
         "B" => 1,
@@ -2009,7 +2027,7 @@ pub fn parse_data_size(text: &str) -> Result<u64, String> {
     };
     number
         .checked_mul(bytes_per_unit)
-        .ok_or_else(|| format!("'{text}' is too large"))
+        .ok_or_else(|| ValueError::TooLarge(text.to_string()))
 }
 
 /// A size threshold as the yaml wrote it (`warn` or `fail`, whichever
@@ -2025,8 +2043,8 @@ fn written_size(bytes: u64, warn: Option<&str>, fail: Option<&str>) -> String {
 
 /// A Cassandra 4+ data rate: a whole number and one of `B/s`, `KiB/s`,
 /// `MiB/s` (as Cassandra's `DataRateSpec`).
-pub fn parse_data_rate(text: &str) -> Result<u64, String> {
-    let bad = || format!("'{text}' is not a data rate such as 64MiB/s, 512KiB/s or 0B/s");
+pub fn parse_data_rate(text: &str) -> Result<u64, ValueError> {
+    let bad = || ValueError::NotADataRate(text.to_string());
     let (number, unit) = split_number(text).ok_or_else(bad)?;
     let bytes_per_unit: u64 = match unit {
         "B/s" => 1,
@@ -2036,7 +2054,7 @@ pub fn parse_data_rate(text: &str) -> Result<u64, String> {
     };
     number
         .checked_mul(bytes_per_unit)
-        .ok_or_else(|| format!("'{text}' is too large"))
+        .ok_or_else(|| ValueError::TooLarge(text.to_string()))
 }
 
 impl fmt::Display for CommitlogSync {

@@ -14,6 +14,33 @@ use rocksandra_query::guardrails::Threshold;
 use rocksandra_query::Executor;
 use rocksandra_storage::Engine;
 
+/// Why the monitor could not start or measure.
+#[derive(Debug, thiserror::Error)]
+pub enum DiskUsageError {
+    /// The data volume's figures could not be read.
+    #[error("{}: {source}", dir.display())]
+    Volume {
+        dir: std::path::PathBuf,
+        source: rustix::io::Errno,
+    },
+    /// Cassandra's message, `written` as the configuration has it.
+    #[error(
+        "Invalid guardrails configuration: Invalid value for data_disk_usage_max_disk_size: \
+         {written} specified, but only {available} are actually available on disk"
+    )]
+    MaxDiskSizeTooLarge { written: String, available: String },
+    #[error("cannot start the disk usage monitor: {0}")]
+    Monitor(#[source] std::io::Error),
+}
+
+/// `statvfs` of `dir`'s volume.
+fn volume(dir: &Path) -> Result<rustix::fs::StatVfs, DiskUsageError> {
+    rustix::fs::statvfs(dir).map_err(|source| DiskUsageError::Volume {
+        dir: dir.to_path_buf(),
+        source,
+    })
+}
+
 /// Cassandra's `cassandra.disk_usage.monitor_interval_ms` default.
 pub const MONITOR_INTERVAL: Duration = Duration::from_secs(30);
 
@@ -24,7 +51,7 @@ pub fn spawn_monitor(
     engine: &Arc<dyn Engine>,
     dir: &Path,
     config: &crate::config::Config,
-) -> Result<(), String> {
+) -> Result<(), DiskUsageError> {
     let guardrails = &config.guardrails;
     let interval = config.disk_usage_monitor_interval;
     let max_disk_size = guardrails.data_disk_usage_max_disk_size;
@@ -56,13 +83,17 @@ pub fn spawn_monitor(
             std::thread::sleep(interval);
         })
         .map(drop)
-        .map_err(|e| format!("cannot start the disk usage monitor: {e}"))
+        .map_err(DiskUsageError::Monitor)
 }
 
 /// The data volume's usage in percent: the data directory's files and the
 /// memtables, out of those files plus the volume's free space (at most
 /// `max_disk_size`).
-fn measure(dir: &Path, engine: &dyn Engine, max_disk_size: Option<u64>) -> Result<u64, String> {
+fn measure(
+    dir: &Path,
+    engine: &dyn Engine,
+    max_disk_size: Option<u64>,
+) -> Result<u64, DiskUsageError> {
     let on_disk = directory_bytes(dir);
     let in_memory = engine.stats().memtable_bytes;
     let free = free_bytes(dir)?;
@@ -92,18 +123,17 @@ pub fn check_max_disk_size(
     dir: &Path,
     max_disk_size: Option<u64>,
     written: &str,
-) -> Result<(), String> {
+) -> Result<(), DiskUsageError> {
     let Some(max) = max_disk_size else {
         return Ok(());
     };
-    let stat = rustix::fs::statvfs(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let stat = volume(dir)?;
     let total = stat.f_blocks.saturating_mul(stat.f_frsize);
     if max > total {
-        return Err(format!(
-            "Invalid guardrails configuration: Invalid value for data_disk_usage_max_disk_size: \
-             {written} specified, but only {} are actually available on disk",
-            file_size_text(total)
-        ));
+        return Err(DiskUsageError::MaxDiskSizeTooLarge {
+            written: written.to_string(),
+            available: file_size_text(total),
+        });
     }
     Ok(())
 }
@@ -131,8 +161,8 @@ fn file_size_text(bytes: u64) -> String {
 
 /// The bytes an unprivileged process may still write on `dir`'s volume
 /// (Java's `FileStore.getUsableSpace`).
-pub fn free_bytes(dir: &Path) -> Result<u64, String> {
-    let stat = rustix::fs::statvfs(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+pub fn free_bytes(dir: &Path) -> Result<u64, DiskUsageError> {
+    let stat = volume(dir)?;
     Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
 }
 

@@ -20,7 +20,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{reload, EnvFilter, Registry};
 
 pub use file::Rotation;
-use levels::{Level, Levels, Logger};
+use levels::{Level, LevelError, Levels, Logger};
 
 /// The environment variable Cassandra's scripts take the log directory
 /// from; `--log-dir` overrides it.
@@ -72,6 +72,17 @@ pub enum LoggingError {
     },
     #[error("cannot install the logger: {0}")]
     Install(#[from] tracing_subscriber::util::TryInitError),
+}
+
+/// Why `nodetool setlogginglevel` changed nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum SetLevelError {
+    #[error("{0}")]
+    Level(#[from] LevelError),
+    #[error("{0}")]
+    Filter(#[from] tracing_subscriber::filter::ParseError),
+    #[error("cannot change the log levels: {0}")]
+    Reload(#[source] tracing_subscriber::reload::Error),
 }
 
 /// The logger as installed: keep it until the process ends (dropping it
@@ -207,7 +218,7 @@ impl LevelControl {
     /// `nodetool setlogginglevel [LOGGER [LEVEL]]`, Cassandra's way: no
     /// logger and no level go back to the configured levels; a logger
     /// without a level loses its own; both set it.
-    pub fn set(&self, logger: &str, level: &str) -> Result<(), String> {
+    pub fn set(&self, logger: &str, level: &str) -> Result<(), SetLevelError> {
         let mut current = self.current();
         let (logger, level) = (logger.trim(), level.trim());
         if logger.is_empty() && level.is_empty() {
@@ -216,13 +227,13 @@ impl LevelControl {
             tracing::info!("log levels reset to the configured ones");
             return Ok(());
         }
-        let parsed = Logger::parse(logger).map_err(|e| e.to_string())?;
+        let parsed = Logger::parse(logger)?;
         let new_level = match level {
             "" => None,
-            level => Some(Level::parse(level).map_err(|e| e.to_string())?),
+            level => Some(Level::parse(level)?),
         };
         let mut next = current.clone();
-        next.set(&parsed, new_level).map_err(|e| e.to_string())?;
+        next.set(&parsed, new_level)?;
         self.apply(&next)?;
         *current = next;
         let level = new_level.map_or("the inherited level", Level::name);
@@ -245,12 +256,12 @@ impl LevelControl {
     /// Swaps the running filter, and raises or lowers the `log` crate's
     /// own maximum with it (its records are filtered before they become
     /// events).
-    fn apply(&self, levels: &Levels) -> Result<(), String> {
-        let filter = EnvFilter::try_new(levels.directives()).map_err(|e| e.to_string())?;
+    fn apply(&self, levels: &Levels) -> Result<(), SetLevelError> {
+        let filter = EnvFilter::try_new(levels.directives())?;
         self.inner
             .handle
             .reload(filter)
-            .map_err(|e| format!("cannot change the log levels: {e}"))?;
+            .map_err(SetLevelError::Reload)?;
         tracing_log::log::set_max_level(LevelFilter::current().as_log());
         Ok(())
     }

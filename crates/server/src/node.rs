@@ -14,7 +14,66 @@ use rocksandra_storage::partition_guard::{
 use rocksandra_storage::{Durability, Engine};
 use serde::{Deserialize, Serialize};
 
-use crate::config::{CommitlogSync, Config};
+use crate::config::{CommitlogSync, Config, ValueError};
+use crate::disk_usage::DiskUsageError;
+
+/// Why a node could not open, join its cluster or start its threads; the
+/// server prints these words before it exits.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error("cannot create {}: {source}", dir.display())]
+    CreateDirectory {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot read {}: {source}", path.display())]
+    IdentityUnreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot read {}: {source}", path.display())]
+    IdentityMalformed {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{0}")]
+    IdentityEncoding(#[source] serde_json::Error),
+    #[error("cannot write {}: {source}", path.display())]
+    IdentityUnwritable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot open storage in {}: {source}", dir.display())]
+    Storage {
+        dir: PathBuf,
+        source: rocksandra_storage::StorageError,
+    },
+    /// The executor could not open (its stored schema).
+    #[error("{0}")]
+    Executor(#[source] rocksandra_query::QueryError),
+    #[error("cannot set up authentication: {0}")]
+    Authentication(#[source] rocksandra_query::QueryError),
+    /// A background thread ("the tombstone purge thread", ...).
+    #[error("cannot start {what}: {source}")]
+    Thread {
+        what: &'static str,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    DiskUsage(#[from] DiskUsageError),
+    #[error("{0}")]
+    Seeds(#[from] ValueError),
+    #[error("{0}")]
+    InternodeTls(#[from] crate::transport::tls::TlsConfigError),
+    #[error("{0}")]
+    Cluster(#[from] rocksandra_cluster::node::StartError),
+}
+
+impl NodeError {
+    fn thread(what: &'static str) -> impl FnOnce(std::io::Error) -> NodeError {
+        move |source| NodeError::Thread { what, source }
+    }
+}
 
 /// What a node keeps about itself across restarts (`node.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,11 +92,11 @@ impl NodeIdentity {
         dir: &Path,
         num_tokens: u32,
         random: &dyn Fn() -> u64,
-    ) -> Result<NodeIdentity, String> {
+    ) -> Result<NodeIdentity, NodeError> {
         let path = dir.join(NODE_FILE);
         match std::fs::read(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|e| format!("cannot read {}: {e}", path.display())),
+                .map_err(|source| NodeError::IdentityMalformed { path, source }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let host_id = rocksandra_data::uuid::random_v4(random);
                 let mut tokens: Vec<i64> = (0..num_tokens)
@@ -50,17 +109,21 @@ impl NodeIdentity {
                 identity.store(dir)?;
                 Ok(identity)
             }
-            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+            Err(source) => Err(NodeError::IdentityUnreadable { path, source }),
         }
     }
 }
 
 impl NodeIdentity {
     /// Writes `node.json` atomically.
-    pub fn store(&self, dir: &Path) -> Result<(), String> {
-        let bytes = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
-        rocksandra_storage::fs::write_atomically(dir, NODE_FILE, &bytes)
-            .map_err(|e| format!("cannot write {}: {e}", dir.join(NODE_FILE).display()))
+    pub fn store(&self, dir: &Path) -> Result<(), NodeError> {
+        let bytes = serde_json::to_vec_pretty(self).map_err(NodeError::IdentityEncoding)?;
+        rocksandra_storage::fs::write_atomically(dir, NODE_FILE, &bytes).map_err(|source| {
+            NodeError::IdentityUnwritable {
+                path: dir.join(NODE_FILE),
+                source,
+            }
+        })
     }
 }
 
@@ -86,7 +149,7 @@ fn local_clock(env: &Env) -> rocksandra_storage::memory::Clock {
 fn spawn_tombstone_purger(
     engine: &Arc<dyn Engine>,
     clock: rocksandra_storage::memory::Clock,
-) -> Result<(), String> {
+) -> Result<(), NodeError> {
     let engine = Arc::downgrade(engine);
     std::thread::Builder::new()
         .name("tombstone-purge".into())
@@ -100,7 +163,7 @@ fn spawn_tombstone_purger(
             }
         })
         .map(drop)
-        .map_err(|e| format!("cannot start the tombstone purge thread: {e}"))
+        .map_err(NodeError::thread("the tombstone purge thread"))
 }
 
 /// An opened node: the executor, and the storage under it (which the
@@ -120,9 +183,12 @@ pub struct Node {
 pub type ApplyGuardrails = Arc<dyn Fn(Guardrails) + Send + Sync>;
 
 /// Opens storage and the executor for `config`.
-pub fn open(config: &Config) -> Result<Node, String> {
+pub fn open(config: &Config) -> Result<Node, NodeError> {
     let dir = data_dir(config);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(|source| NodeError::CreateDirectory {
+        dir: dir.clone(),
+        source,
+    })?;
     let env = Env::system();
     // In a cluster, tokens are allocated once the ring is known.
     let num_tokens = if config.clustered {
@@ -134,8 +200,12 @@ pub fn open(config: &Config) -> Result<Node, String> {
     let clock = local_clock(&env);
     let rocks = rocks_config(config);
     let rocks = Arc::new(
-        rocksandra_storage_rocksdb::open_engine(&dir.join("rocksdb"), rocks, clock)
-            .map_err(|e| format!("cannot open storage in {}: {e}", dir.display()))?,
+        rocksandra_storage_rocksdb::open_engine(&dir.join("rocksdb"), rocks, clock).map_err(
+            |source| NodeError::Storage {
+                dir: dir.clone(),
+                source,
+            },
+        )?,
     );
     let engine: Arc<dyn Engine> = rocks.clone();
     let node = NodeInfo {
@@ -152,8 +222,8 @@ pub fn open(config: &Config) -> Result<Node, String> {
         peers: Vec::new(),
     };
     spawn_tombstone_purger(&engine, local_clock(&env))?;
-    let executor =
-        Executor::open(engine.clone(), Some(dir.clone()), node, env).map_err(|e| e.to_string())?;
+    let executor = Executor::open(engine.clone(), Some(dir.clone()), node, env)
+        .map_err(NodeError::Executor)?;
     executor.enable_password_authentication(rocksandra_query::auth::AuthConfig {
         password_authenticator: config.authenticator == crate::config::Authenticator::Password,
         cassandra_authorizer: config.authorizer == crate::config::Authorizer::Cassandra,
@@ -169,7 +239,7 @@ pub fn open(config: &Config) -> Result<Node, String> {
     if !config.clustered {
         executor
             .setup_default_role()
-            .map_err(|e| format!("cannot set up authentication: {e}"))?;
+            .map_err(NodeError::Authentication)?;
     }
     executor.set_materialized_views_enabled(config.materialized_views_enabled);
     executor.set_drop_compact_storage_enabled(config.drop_compact_storage_enabled);
@@ -249,7 +319,7 @@ const AUTH_REFRESH_WAIT_MAX: Duration = Duration::from_secs(1);
 /// `refreshAfterWrite`), and with `*_cache_active_update` every entry of
 /// those caches every update interval (Cassandra's `CacheRefresher`). It
 /// ends with the executor.
-fn spawn_auth_cache_refresher(executor: &Arc<Executor>) -> Result<(), String> {
+fn spawn_auth_cache_refresher(executor: &Arc<Executor>) -> Result<(), NodeError> {
     let active = executor.auth_cache_refresh_interval();
     let executor = Arc::downgrade(executor);
     let mut last_active = Instant::now();
@@ -269,7 +339,7 @@ fn spawn_auth_cache_refresher(executor: &Arc<Executor>) -> Result<(), String> {
             }
         })
         .map(drop)
-        .map_err(|e| format!("cannot start the auth cache refresher: {e}"))
+        .map_err(NodeError::thread("the auth cache refresher"))
 }
 
 /// What the cluster layer (and nodetool's port) needs of the configuration
@@ -277,7 +347,7 @@ fn spawn_auth_cache_refresher(executor: &Arc<Executor>) -> Result<(), String> {
 pub fn cluster_config(
     config: &Config,
     node: &Node,
-) -> Result<rocksandra_cluster::ClusterConfig, String> {
+) -> Result<rocksandra_cluster::ClusterConfig, NodeError> {
     Ok(rocksandra_cluster::ClusterConfig {
         cluster_name: config.cluster_name.clone(),
         endpoint_snitch: config.endpoint_snitch.clone(),
@@ -311,9 +381,7 @@ pub fn cluster_config(
         compaction_throughput_mib: config.compaction_throughput_bytes.map_or(0, |bytes| {
             u32::try_from(bytes.div_ceil(1 << 20)).unwrap_or(u32::MAX)
         }),
-        tls: crate::transport::tls::internode_tls(&config.server_encryption)
-            .map_err(|e| e.to_string())?
-            .map(Arc::new),
+        tls: crate::transport::tls::internode_tls(&config.server_encryption)?.map(Arc::new),
         stream_throughput_bytes: config.stream_throughput_bytes,
     })
 }
@@ -324,15 +392,14 @@ pub async fn join_cluster(
     cluster: rocksandra_cluster::ClusterConfig,
     node: &Node,
     events: rocksandra_cluster::EventSink,
-) -> Result<Arc<rocksandra_cluster::ClusterNode>, String> {
+) -> Result<Arc<rocksandra_cluster::ClusterNode>, NodeError> {
     let joined = rocksandra_cluster::ClusterNode::start(
         cluster,
         node.storage.clone(),
         node.executor.clone(),
         events,
     )
-    .await
-    .map_err(|e| e.to_string())?;
+    .await?;
     let tokens: Vec<i64> = joined.tokens.iter().map(|t| t.0).collect();
     if tokens != node.identity.tokens {
         NodeIdentity {
@@ -349,10 +416,10 @@ pub async fn join_cluster(
 /// until it succeeds, waiting `delay` again after each failure. `attempt`
 /// returns None once there is nothing left to do it for (the node
 /// stopped). Returns how many attempts ran.
-pub fn retry_after_delay(
+pub fn retry_after_delay<E: std::fmt::Display>(
     delay: std::time::Duration,
     sleep: &mut dyn FnMut(std::time::Duration),
-    attempt: &mut dyn FnMut() -> Option<Result<(), String>>,
+    attempt: &mut dyn FnMut() -> Option<Result<(), E>>,
 ) -> usize {
     let mut attempts = 0;
     loop {
@@ -376,7 +443,7 @@ pub fn retry_after_delay(
 pub fn schedule_default_role_setup(
     executor: &Arc<Executor>,
     delay: std::time::Duration,
-) -> Result<(), String> {
+) -> Result<(), NodeError> {
     if !executor.auth_config().password_authenticator {
         return Ok(());
     }
@@ -386,16 +453,11 @@ pub fn schedule_default_role_setup(
         .spawn(move || {
             retry_after_delay(delay, &mut std::thread::sleep, &mut || {
                 let executor = executor.upgrade()?;
-                Some(
-                    executor
-                        .setup_default_role()
-                        .map(drop)
-                        .map_err(|e| e.to_string()),
-                )
+                Some(executor.setup_default_role().map(drop))
             });
         })
         .map(drop)
-        .map_err(|e| format!("cannot start the default role setup: {e}"))
+        .map_err(NodeError::thread("the default role setup"))
 }
 
 /// The RocksDB settings `config` asks for; the storage defaults for the rest.
@@ -460,8 +522,8 @@ mod default_role_tests {
         let delay = Duration::from_millis(10_000);
         let mut slept = Vec::new();
         let mut answers = vec![
-            Some(Err("some nodes were not ready".to_string())),
-            Some(Err("some nodes were not ready".to_string())),
+            Some(Err("some nodes were not ready")),
+            Some(Err("some nodes were not ready")),
             Some(Ok(())),
         ]
         .into_iter();
@@ -475,7 +537,9 @@ mod default_role_tests {
     #[test]
     fn the_setup_stops_once_the_node_is_gone() {
         let mut slept = 0;
-        let attempts = retry_after_delay(Duration::ZERO, &mut |_| slept += 1, &mut || None);
+        let attempts = retry_after_delay(Duration::ZERO, &mut |_| slept += 1, &mut || {
+            None::<Result<(), &str>>
+        });
         assert_eq!((attempts, slept), (1, 1));
     }
 }

@@ -10,7 +10,67 @@ use rocksandra_cluster::admin::Credentials;
 use rocksandra_cluster::message::{AdminCommand, AuthCacheName, TableSelection, ThroughputUnit};
 use rocksandra_cluster::tls::InternodeTls;
 
-use crate::config::{Config, ADMIN_PORT_DEFAULT};
+use crate::config::guardrails_runtime::GuardrailsCommandError;
+use crate::config::{Config, ConfigError, ADMIN_PORT_DEFAULT};
+use crate::transport::tls::TlsConfigError;
+
+/// A command line that makes no command for the node: Cassandra's
+/// nodetool usage texts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UsageError {
+    #[error("import requires keyspace, table name and directories")]
+    ImportArguments,
+    #[error("--keyspace is required with --table or --all-tables")]
+    KeyspaceRequired,
+    #[error("No resource options allowed without a <role> being specified")]
+    ResourcesWithoutRole,
+    #[error("No resource options specified")]
+    NoResources,
+    #[error(
+        "A single <role> is only supported / you have a typo in the resource options spelling"
+    )]
+    OneRole,
+    #[error("tablehistograms requires keyspace and table name arguments")]
+    HistogramTableName,
+    #[error("tablehistograms requires <keyspace> <table> or <keyspace.table> format argument.")]
+    HistogramArguments,
+    #[error("No enum constant org.apache.cassandra.schema.CompactionParams.TombstoneOption.{0}")]
+    Granularity(String),
+    #[error("refresh requires ks and cf args")]
+    RefreshArguments,
+    #[error(
+        "refresh loads files placed in a table's data directory, and this node keeps no directory per table: restore {keyspace}.{table} from a snapshot with nodetool import {keyspace} {table} SNAPSHOT_DIRECTORY"
+    )]
+    Refresh { keyspace: String, table: String },
+    #[error("You cannot use more than one flag with this command")]
+    OneFlag,
+    #[error(
+        "Snapshots hold every keyspace on this node: clear a whole snapshot (-t TAG or --all) without naming keyspaces ({0})"
+    )]
+    SnapshotKeyspaces(String),
+    #[error("Specify snapshot name or --all")]
+    NoSnapshotName,
+    #[error("Specify only one of snapshot name or --all")]
+    SnapshotNameAndAll,
+    #[error(
+        "Specify only one guardrail name to get the configuration of or no name \
+         to get the configuration of all of them."
+    )]
+    OneGuardrailName,
+    #[error("{0}")]
+    Guardrails(#[from] GuardrailsCommandError),
+    #[error("{0}")]
+    Repair(#[from] rocksandra_cluster::admin::RepairArgsError),
+}
+
+/// Why nodetool could not set up its TLS from `--config FILE`.
+#[derive(Debug, thiserror::Error)]
+pub enum NodetoolTlsError {
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Tls(#[from] TlsConfigError),
+}
 
 /// `rocksandra nodetool [-h HOST] [-p PORT] [-u USER -pw PASSWORD] COMMAND [ARGS...]`.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
@@ -93,12 +153,12 @@ pub struct ImportArgs {
 }
 
 impl ImportArgs {
-    fn into_admin(self) -> Result<AdminCommand, String> {
+    fn into_admin(self) -> Result<AdminCommand, UsageError> {
         let [keyspace, table, dirs @ ..] = self.args.as_slice() else {
-            return Err("import requires keyspace, table name and directories".into());
+            return Err(UsageError::ImportArguments);
         };
         if dirs.is_empty() {
-            return Err("import requires keyspace, table name and directories".into());
+            return Err(UsageError::ImportArguments);
         }
         Ok(AdminCommand::Import {
             keyspace: keyspace.clone(),
@@ -147,7 +207,7 @@ pub struct PermissionsCacheArgs {
 
 impl PermissionsCacheArgs {
     /// The stored names of the resources the options name.
-    fn resources(&self) -> Result<Vec<String>, String> {
+    fn resources(&self) -> Result<Vec<String>, UsageError> {
         let mut names = Vec::new();
         let mut flag = |set: bool, name: &str| {
             if set {
@@ -159,9 +219,7 @@ impl PermissionsCacheArgs {
         flag(self.all_functions, "functions");
         flag(self.all_mbeans, "mbean");
         match (&self.keyspace, &self.table, self.all_tables) {
-            (None, Some(_), _) | (None, None, true) => {
-                return Err("--keyspace is required with --table or --all-tables".into())
-            }
+            (None, Some(_), _) | (None, None, true) => return Err(UsageError::KeyspaceRequired),
             (Some(k), Some(t), _) => names.push(format!("data/{k}/{t}")),
             (Some(k), None, true) => names.push(format!("data/{k}/*")),
             (Some(k), None, false) => names.push(format!("data/{k}")),
@@ -176,16 +234,14 @@ impl PermissionsCacheArgs {
         Ok(names)
     }
 
-    fn into_admin(self) -> Result<AdminCommand, String> {
+    fn into_admin(self) -> Result<AdminCommand, UsageError> {
         let resources = self.resources()?;
         match (self.role.as_slice(), resources.is_empty()) {
             ([], true) => {}
-            ([], false) => {
-                return Err("No resource options allowed without a <role> being specified".into())
-            }
+            ([], false) => return Err(UsageError::ResourcesWithoutRole),
             ([_], false) => {}
-            ([_], true) => return Err("No resource options specified".into()),
-            _ => return Err("A single <role> is only supported / you have a typo in the resource options spelling".into()),
+            ([_], true) => return Err(UsageError::NoResources),
+            _ => return Err(UsageError::OneRole),
         }
         Ok(AdminCommand::InvalidateAuthCache {
             cache: AuthCacheName::Permissions,
@@ -203,18 +259,15 @@ fn absolute(dir: &str) -> String {
 
 /// `tablehistograms`' arguments: `KEYSPACE TABLE`, `KEYSPACE.TABLE`, or
 /// none (every table), with Cassandra's usage errors.
-fn histogram_table(args: &[String]) -> Result<Option<(String, String)>, String> {
+fn histogram_table(args: &[String]) -> Result<Option<(String, String)>, UsageError> {
     match args {
         [] => Ok(None),
         [keyspace, table] => Ok(Some((keyspace.clone(), table.clone()))),
         [name] => match name.split('.').collect::<Vec<_>>().as_slice() {
             [keyspace, table] => Ok(Some((keyspace.to_string(), table.to_string()))),
-            _ => Err("tablehistograms requires keyspace and table name arguments".into()),
+            _ => Err(UsageError::HistogramTableName),
         },
-        _ => Err(
-            "tablehistograms requires <keyspace> <table> or <keyspace.table> format argument."
-                .into(),
-        ),
+        _ => Err(UsageError::HistogramArguments),
     }
 }
 
@@ -237,12 +290,9 @@ pub struct GarbageCollectArgs {
 const GRANULARITIES: [&str; 3] = ["NONE", "ROW", "CELL"];
 
 impl GarbageCollectArgs {
-    fn into_admin(self) -> Result<AdminCommand, String> {
+    fn into_admin(self) -> Result<AdminCommand, UsageError> {
         if !GRANULARITIES.contains(&self.granularity.as_str()) {
-            return Err(format!(
-                "No enum constant org.apache.cassandra.schema.CompactionParams.TombstoneOption.{}",
-                self.granularity
-            ));
+            return Err(UsageError::Granularity(self.granularity));
         }
         Ok(AdminCommand::GarbageCollect {
             selection: self.tables.selection(),
@@ -254,14 +304,14 @@ impl GarbageCollectArgs {
 
 /// Cassandra's refresh loads sstables placed in the table's data
 /// directory; this node keeps no directory per table.
-fn refresh(args: &[String]) -> Result<AdminCommand, String> {
-    if args.len() != 2 {
-        return Err("refresh requires ks and cf args".into());
-    }
-    Err(format!(
-        "refresh loads files placed in a table's data directory, and this node keeps no directory per table: restore {}.{} from a snapshot with nodetool import {} {} SNAPSHOT_DIRECTORY",
-        args[0], args[1], args[0], args[1]
-    ))
+fn refresh(args: &[String]) -> Result<AdminCommand, UsageError> {
+    let [keyspace, table] = args else {
+        return Err(UsageError::RefreshArguments);
+    };
+    Err(UsageError::Refresh {
+        keyspace: keyspace.clone(),
+        table: table.clone(),
+    })
 }
 
 /// The commands, named as Cassandra's.
@@ -458,7 +508,7 @@ impl NodetoolCommand {
     }
 
     /// What the node is asked; errors are Cassandra's usage texts.
-    pub fn into_admin(self) -> Result<AdminCommand, String> {
+    pub fn into_admin(self) -> Result<AdminCommand, UsageError> {
         use NodetoolCommand as N;
         Ok(match self {
             N::Status { keyspace } => AdminCommand::Status { keyspace },
@@ -505,16 +555,12 @@ impl NodetoolCommand {
             },
             N::GossipInfo => AdminCommand::GossipInfo,
             N::GarbageCollect(args) => args.into_admin()?,
-            N::Repair { args } => {
-                rocksandra_cluster::admin::repair_command(&args).map_err(|e| e.to_string())?
-            }
+            N::Repair { args } => rocksandra_cluster::admin::repair_command(&args)?,
             N::Rebuild { source_dc } => AdminCommand::Rebuild { source_dc },
             N::Netstats => AdminCommand::Netstats,
             N::GetStreamThroughput { mib, precise } => AdminCommand::GetStreamThroughput {
                 unit: match (mib, precise) {
-                    (true, true) => {
-                        return Err("You cannot use more than one flag with this command".into())
-                    }
+                    (true, true) => return Err(UsageError::OneFlag),
                     (true, false) => ThroughputUnit::Mebibytes,
                     (false, true) => ThroughputUnit::PreciseMegabits,
                     (false, false) => ThroughputUnit::Megabits,
@@ -571,14 +617,11 @@ fn clear_snapshot(
     tag: Option<String>,
     all: bool,
     keyspaces: &[String],
-) -> Result<AdminCommand, String> {
+) -> Result<AdminCommand, UsageError> {
     match (tag, all) {
-        _ if !keyspaces.is_empty() => Err(format!(
-            "Snapshots hold every keyspace on this node: clear a whole snapshot (-t TAG or --all) without naming keyspaces ({})",
-            keyspaces.join(", ")
-        )),
-        (None, false) => Err("Specify snapshot name or --all".into()),
-        (Some(_), true) => Err("Specify only one of snapshot name or --all".into()),
+        _ if !keyspaces.is_empty() => Err(UsageError::SnapshotKeyspaces(keyspaces.join(", "))),
+        (None, false) => Err(UsageError::NoSnapshotName),
+        (Some(_), true) => Err(UsageError::SnapshotNameAndAll),
         (tag, _) => Ok(AdminCommand::ClearSnapshot { tag }),
     }
 }
@@ -589,20 +632,16 @@ fn get_guardrails_config(
     category: Option<String>,
     expand: bool,
     mut args: Vec<String>,
-) -> Result<AdminCommand, String> {
+) -> Result<AdminCommand, UsageError> {
     if let Some(category) = &category {
         crate::config::guardrails_runtime::Category::parse(category)?;
     }
     if args.len() > 1 {
-        return Err(
-            "Specify only one guardrail name to get the configuration of or no name \
-                    to get the configuration of all of them."
-                .into(),
-        );
+        return Err(UsageError::OneGuardrailName);
     }
     let name = args.pop();
     if name.is_some() && category.is_some() {
-        return Err("Do not specify additional arguments when --category/-c is set.".into());
+        return Err(GuardrailsCommandError::NameWithCategory.into());
     }
     Ok(AdminCommand::GetGuardrailsConfig {
         category,
@@ -650,9 +689,11 @@ pub fn run(args: NodetoolArgs, config: Option<&Path>) -> ExitCode {
 }
 
 /// The storage port's TLS as the configuration file at `path` sets it.
-fn internode_tls(path: &Path) -> Result<Option<InternodeTls>, String> {
-    let config = Config::from_file(path).map_err(|e| e.to_string())?;
-    crate::transport::tls::internode_tls(&config.server_encryption).map_err(|e| e.to_string())
+fn internode_tls(path: &Path) -> Result<Option<InternodeTls>, NodetoolTlsError> {
+    let config = Config::from_file(path)?;
+    Ok(crate::transport::tls::internode_tls(
+        &config.server_encryption,
+    )?)
 }
 
 /// The command line with Cassandra's `-pw` (a flag clap cannot spell) as
@@ -723,11 +764,13 @@ mod tests {
         }
     }
 
+    /// The command, or the words of clap's or nodetool's refusal.
     fn admin(words: &str) -> Result<AdminCommand, String> {
         parse(words)
             .map_err(|e| e.to_string())?
             .command
             .into_admin()
+            .map_err(|e| e.to_string())
     }
 
     fn selection(keyspace: Option<&str>, tables: &[&str]) -> TableSelection {

@@ -51,7 +51,7 @@ impl Service {
         // TLS key material is read first: a bad file stops the node before
         // storage opens.
         let transport = TransportConfig::new(config).map_err(|e| e.to_string())?;
-        let node = crate::node::open(config)?;
+        let node = crate::node::open(config).map_err(|e| e.to_string())?;
         let inline_short_writes = config.commitlog_sync != crate::config::CommitlogSync::Batch;
         // In a cluster, requests may wait for other nodes: none runs on
         // the network thread.
@@ -63,12 +63,16 @@ impl Service {
         // A node joins its cluster before it opens the CQL port, as
         // Cassandra does: clients (and whoever waits for the port) see it
         // only once it owns its ranges. Events before then reach no client.
-        let cluster_config = crate::node::cluster_config(config, &node)?;
+        let cluster_config =
+            crate::node::cluster_config(config, &node).map_err(|e| e.to_string())?;
         let cluster = if config.clustered {
             let events = handler.clone();
             let sink: rocksandra_cluster::EventSink = Arc::new(move |e| events.send_event(e));
-            let joined = crate::node::join_cluster(cluster_config.clone(), &node, sink).await?;
-            crate::node::schedule_default_role_setup(&node.executor, config.superuser_setup_delay)?;
+            let joined = crate::node::join_cluster(cluster_config.clone(), &node, sink)
+                .await
+                .map_err(|e| e.to_string())?;
+            crate::node::schedule_default_role_setup(&node.executor, config.superuser_setup_delay)
+                .map_err(|e| e.to_string())?;
             Some(joined)
         } else {
             None

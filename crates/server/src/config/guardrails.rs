@@ -8,9 +8,61 @@ use rocksandra_query::guardrails::{
 };
 use rocksandra_wire::Consistency;
 
-use super::{parse_data_size, parse_duration, ConfigError, FileConfig};
+use super::{parse_data_size, parse_duration, ConfigError, FileConfig, ValueError};
 
 pub(crate) mod runtime;
+
+/// A guardrail value refused, in the words of Cassandra's
+/// `GuardrailsOptions` (at startup and by `nodetool setguardrailsconfig`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GuardrailError {
+    #[error("Invalid value {value} for {key}: maximum allowed value is {max}")]
+    AboveMaximum { value: i64, key: String, max: i64 },
+    #[error("Invalid value for {key}: 0 is not allowed; if attempting to disable use -1")]
+    Zero { key: String },
+    #[error(
+        "Invalid value {value} for {key}: negative values are not allowed, outside of -1 which disables the guardrail"
+    )]
+    Negative { value: i64, key: String },
+    /// Warn above fail for an upper bound (values as written).
+    #[error(
+        "The warn threshold {warn} for {name}_warn_threshold should be lower than the fail threshold {fail}"
+    )]
+    WarnAboveFail {
+        name: String,
+        warn: String,
+        fail: String,
+    },
+    /// Warn below fail for a lower bound.
+    #[error(
+        "The warn threshold {warn} for {name}_warn_threshold should be greater than the fail threshold {fail}"
+    )]
+    WarnBelowFail { name: String, warn: i64, fail: i64 },
+    #[error(
+        "Invalid value for {key}: 0 is not allowed; if attempting to disable use an empty value"
+    )]
+    ZeroSize { key: String },
+    /// A size or duration that does not parse, or does not fit.
+    #[error("Invalid value for {key}: {source}")]
+    Unparsable { key: String, source: ValueError },
+    #[error("Invalid value for {key}: '{names}' do not parse as valid table properties")]
+    TableProperties { key: String, names: String },
+    #[error("Invalid value for {key}: '{name}' is not a consistency level")]
+    ConsistencyLevel { key: String, name: String },
+    /// The data disk usage guardrails, set at start only.
+    #[error(
+        "the data disk usage guardrails are read when the node starts: \
+         set them in the configuration file and restart"
+    )]
+    StartOnly,
+}
+
+fn unparsable(key: &str) -> impl Fn(ValueError) -> GuardrailError + '_ {
+    move |source| GuardrailError::Unparsable {
+        key: key.to_string(),
+        source,
+    }
+}
 
 /// Cassandra's `default_keyspace_rf`, which bounds the minimum replication
 /// factor's fail threshold (Rocksandra does not read the key: it is always 1).
@@ -20,30 +72,29 @@ const DEFAULT_KEYSPACE_RF: i64 = 1;
 const THRESHOLD_MAX: i64 = i32::MAX as i64;
 
 /// -1 disables a threshold; other values must be positive.
-fn check_value(value: i64, key: &str) -> Result<(), String> {
+fn check_value(value: i64, key: &str) -> Result<(), GuardrailError> {
     check_value_up_to(value, key, THRESHOLD_MAX)
 }
 
 /// `check_value` with the largest value allowed: `THRESHOLD_MAX`, or
 /// `i64::MAX` for Cassandra's long thresholds (`partition_tombstones`).
-fn check_value_up_to(value: i64, key: &str, max: i64) -> Result<(), String> {
+fn check_value_up_to(value: i64, key: &str, max: i64) -> Result<(), GuardrailError> {
+    let key = key.to_string();
     match value {
         -1 => Ok(()),
-        v if v > max => Err(format!(
-            "Invalid value {v} for {key}: maximum allowed value is {max}"
-        )),
-        0 => Err(format!(
-            "Invalid value for {key}: 0 is not allowed; if attempting to disable use -1"
-        )),
-        v if v < 0 => Err(format!(
-            "Invalid value {v} for {key}: negative values are not allowed, outside of -1 which disables the guardrail"
-        )),
+        v if v > max => Err(GuardrailError::AboveMaximum { value, key, max }),
+        0 => Err(GuardrailError::Zero { key }),
+        v if v < 0 => Err(GuardrailError::Negative { value, key }),
         _ => Ok(()),
     }
 }
 
 /// A threshold of `name` from its two keys (unset: -1), each value checked.
-fn threshold(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Threshold, String> {
+fn threshold(
+    name: &str,
+    warn: Option<i64>,
+    fail: Option<i64>,
+) -> Result<Threshold, GuardrailError> {
     let threshold = Threshold {
         warn: warn.unwrap_or(-1),
         fail: fail.unwrap_or(-1),
@@ -54,13 +105,17 @@ fn threshold(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Thresho
 }
 
 /// An upper bound: warn must not be above fail.
-fn maximum(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Threshold, String> {
+fn maximum(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Threshold, GuardrailError> {
     let t = threshold(name, warn, fail)?;
     warn_below_fail(name, t)
 }
 
 /// `maximum` of a Java long (`partition_tombstones`): no int cap.
-fn long_maximum(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Threshold, String> {
+fn long_maximum(
+    name: &str,
+    warn: Option<i64>,
+    fail: Option<i64>,
+) -> Result<Threshold, GuardrailError> {
     let t = Threshold {
         warn: warn.unwrap_or(-1),
         fail: fail.unwrap_or(-1),
@@ -70,36 +125,44 @@ fn long_maximum(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Thre
     warn_below_fail(name, t)
 }
 
-fn warn_below_fail(name: &str, t: Threshold) -> Result<Threshold, String> {
+fn warn_below_fail(name: &str, t: Threshold) -> Result<Threshold, GuardrailError> {
     if t.warn != -1 && t.fail != -1 && t.fail < t.warn {
-        return Err(format!(
-            "The warn threshold {} for {name}_warn_threshold should be lower than the fail threshold {}",
-            t.warn, t.fail
-        ));
+        return Err(GuardrailError::WarnAboveFail {
+            name: name.to_string(),
+            warn: t.warn.to_string(),
+            fail: t.fail.to_string(),
+        });
     }
     Ok(t)
 }
 
 /// A lower bound: warn must not be below fail.
-fn minimum(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Threshold, String> {
+fn minimum(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Threshold, GuardrailError> {
     let t = threshold(name, warn, fail)?;
     if t.warn != -1 && t.fail != -1 && t.fail > t.warn {
-        return Err(format!(
-            "The warn threshold {} for {name}_warn_threshold should be greater than the fail threshold {}",
-            t.warn, t.fail
-        ));
+        return Err(GuardrailError::WarnBelowFail {
+            name: name.to_string(),
+            warn: t.warn,
+            fail: t.fail,
+        });
     }
     Ok(t)
 }
 
 /// A percentage threshold (`data_disk_usage_percentage`): -1 or 1 to 100,
 /// warn not above fail.
-fn percentage(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Threshold, String> {
+fn percentage(
+    name: &str,
+    warn: Option<i64>,
+    fail: Option<i64>,
+) -> Result<Threshold, GuardrailError> {
     for (side, value) in [("warn", warn), ("fail", fail)] {
-        if let Some(v) = value.filter(|v| *v > 100) {
-            return Err(format!(
-                "Invalid value {v} for {name}_{side}_threshold: maximum allowed value is 100"
-            ));
+        if let Some(value) = value.filter(|v| *v > 100) {
+            return Err(GuardrailError::AboveMaximum {
+                value,
+                key: format!("{name}_{side}_threshold"),
+                max: 100,
+            });
         }
     }
     maximum(name, warn, fail)
@@ -108,15 +171,13 @@ fn percentage(name: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Thresh
 /// `data_disk_usage_max_disk_size` in bytes (unset: the volume's size);
 /// 0 is refused. Whether the volume is that large is checked once the
 /// data directory exists (`disk_usage::check_max_disk_size`).
-fn max_disk_size(text: Option<&str>) -> Result<Option<u64>, String> {
+fn max_disk_size(text: Option<&str>) -> Result<Option<u64>, GuardrailError> {
     let key = "data_disk_usage_max_disk_size";
     let Some(text) = text else {
         return Ok(None);
     };
-    match parse_data_size(text).map_err(|e| format!("Invalid value for {key}: {e}"))? {
-        0 => Err(format!(
-            "Invalid value for {key}: 0 is not allowed; if attempting to disable use an empty value"
-        )),
+    match parse_data_size(text).map_err(unparsable(key))? {
+        0 => Err(GuardrailError::ZeroSize { key: key.into() }),
         bytes => Ok(Some(bytes)),
     }
 }
@@ -124,18 +185,20 @@ fn max_disk_size(text: Option<&str>) -> Result<Option<u64>, String> {
 /// A data size threshold (`column_value_size`, `collection_size`) in
 /// bytes, from its two keys (unset: disabled); 0 is refused and warn must
 /// not be above fail, both in Cassandra's words (the sizes as written).
-fn size_maximum(name: &str, warn: Option<&str>, fail: Option<&str>) -> Result<Threshold, String> {
-    let bytes = |text: Option<&str>, key: String| -> Result<i64, String> {
+fn size_maximum(
+    name: &str,
+    warn: Option<&str>,
+    fail: Option<&str>,
+) -> Result<Threshold, GuardrailError> {
+    let bytes = |text: Option<&str>, key: String| -> Result<i64, GuardrailError> {
         let Some(text) = text else {
             return Ok(-1);
         };
-        let size = parse_data_size(text).map_err(|e| format!("Invalid value for {key}: {e}"))?;
+        let size = parse_data_size(text).map_err(unparsable(&key))?;
         if size == 0 {
-            return Err(format!(
-                "Invalid value for {key}: 0 is not allowed; if attempting to disable use an empty value"
-            ));
+            return Err(GuardrailError::ZeroSize { key });
         }
-        i64::try_from(size).map_err(|_| format!("Invalid value for {key}: '{text}' is too large"))
+        i64::try_from(size).map_err(|_| unparsable(&key)(ValueError::TooLarge(text.to_string())))
     };
     let t = Threshold {
         warn: bytes(warn, format!("{name}_warn_threshold"))?,
@@ -143,9 +206,11 @@ fn size_maximum(name: &str, warn: Option<&str>, fail: Option<&str>) -> Result<Th
     };
     if let (Some(w), Some(f)) = (warn, fail) {
         if t.fail < t.warn {
-            return Err(format!(
-                "The warn threshold {w} for {name}_warn_threshold should be lower than the fail threshold {f}"
-            ));
+            return Err(GuardrailError::WarnAboveFail {
+                name: name.to_string(),
+                warn: w.to_string(),
+                fail: f.to_string(),
+            });
         }
     }
     Ok(t)
@@ -159,15 +224,15 @@ fn timestamp_offsets(
     name: &str,
     warn: Option<&str>,
     fail: Option<&str>,
-) -> Result<TimestampOffsets, String> {
-    let micros = |text: Option<&str>, key: String| -> Result<Option<i64>, String> {
+) -> Result<TimestampOffsets, GuardrailError> {
+    let micros = |text: Option<&str>, key: String| -> Result<Option<i64>, GuardrailError> {
         let Some(text) = text else {
             return Ok(None);
         };
-        let duration = parse_duration(text).map_err(|e| format!("Invalid value for {key}: {e}"))?;
+        let duration = parse_duration(text).map_err(unparsable(&key))?;
         i64::try_from(duration.as_micros())
             .map(Some)
-            .map_err(|_| format!("Invalid value for {key}: '{text}' is too long"))
+            .map_err(|_| unparsable(&key)(ValueError::TooLong(text.to_string())))
     };
     let offsets = TimestampOffsets {
         warn_micros: micros(warn, format!("{name}_warn_threshold"))?,
@@ -175,9 +240,11 @@ fn timestamp_offsets(
     };
     if let (Some(w), Some(f)) = (offsets.warn_micros, offsets.fail_micros) {
         if f < w {
-            return Err(format!(
-                "The warn threshold {w} for {name}_warn_threshold should be lower than the fail threshold {f}"
-            ));
+            return Err(GuardrailError::WarnAboveFail {
+                name: name.to_string(),
+                warn: w.to_string(),
+                fail: f.to_string(),
+            });
         }
     }
     Ok(offsets)
@@ -185,7 +252,10 @@ fn timestamp_offsets(
 
 /// A list of table options (any case; unset: empty), refused with
 /// Cassandra's message when one is not a table option.
-fn table_properties(key: &str, names: Option<&[String]>) -> Result<TableProperties, String> {
+fn table_properties(
+    key: &str,
+    names: Option<&[String]>,
+) -> Result<TableProperties, GuardrailError> {
     let mut set = TableProperties::EMPTY;
     let mut unknown: Vec<String> = Vec::new();
     for name in names.unwrap_or_default() {
@@ -201,23 +271,27 @@ fn table_properties(key: &str, names: Option<&[String]>) -> Result<TableProperti
     }
     if !unknown.is_empty() {
         let unknown: Vec<&str> = unknown.iter().map(String::as_str).collect();
-        return Err(format!(
-            "Invalid value for {key}: '{}' do not parse as valid table properties",
-            java_hash_set_text(&unknown)
-        ));
+        return Err(GuardrailError::TableProperties {
+            key: key.to_string(),
+            names: java_hash_set_text(&unknown),
+        });
     }
     Ok(set)
 }
 
 /// A list of consistency levels by Cassandra's names (unset: empty).
-fn consistency_levels(key: &str, names: Option<&[String]>) -> Result<ConsistencyLevels, String> {
+fn consistency_levels(
+    key: &str,
+    names: Option<&[String]>,
+) -> Result<ConsistencyLevels, GuardrailError> {
     let mut levels = ConsistencyLevels::EMPTY;
     for name in names.unwrap_or_default() {
         let level = Consistency::ALL
             .into_iter()
             .find(|c| c.name() == name.as_str())
-            .ok_or_else(|| {
-                format!("Invalid value for {key}: '{name}' is not a consistency level")
+            .ok_or_else(|| GuardrailError::ConsistencyLevel {
+                key: key.to_string(),
+                name: name.clone(),
             })?;
         levels = levels.with(level);
     }
@@ -226,7 +300,7 @@ fn consistency_levels(key: &str, names: Option<&[String]>) -> Result<Consistency
 
 /// The replication factor thresholds (a keyspace of `default_keyspace_rf`
 /// can always be created: a maximum's fail threshold is at least 1).
-fn replication_factors(file: &FileConfig) -> Result<(Threshold, Threshold), String> {
+fn replication_factors(file: &FileConfig) -> Result<(Threshold, Threshold), GuardrailError> {
     let min = minimum(
         "minimum_replication_factor",
         file.minimum_replication_factor_warn_threshold,
@@ -253,13 +327,13 @@ impl FileConfig {
                 "default_keyspace_rf ({DEFAULT_KEYSPACE_RF}) cannot be less than minimum_replication_factor_fail_threshold ({fail})"
             )));
         }
-        self.read_guardrails().map_err(ConfigError::Guardrails)
+        Ok(self.read_guardrails()?)
     }
 
     /// The guardrails the file sets, read and checked in Cassandra's order:
     /// the replication factors, the other thresholds, the lists, the data
     /// disk usage, then the flags.
-    fn read_guardrails(&self) -> Result<Guardrails, String> {
+    fn read_guardrails(&self) -> Result<Guardrails, GuardrailError> {
         let (minimum_replication_factor, maximum_replication_factor) = replication_factors(self)?;
         let g = Guardrails {
             minimum_replication_factor,
@@ -273,7 +347,7 @@ impl FileConfig {
     }
 
     /// The count and size thresholds.
-    fn thresholds(&self, g: Guardrails) -> Result<Guardrails, String> {
+    fn thresholds(&self, g: Guardrails) -> Result<Guardrails, GuardrailError> {
         Ok(Guardrails {
             keyspaces: maximum(
                 "keyspaces",
@@ -355,7 +429,7 @@ impl FileConfig {
     }
 
     /// Table properties, timestamp offsets and consistency levels.
-    fn lists(&self, g: Guardrails) -> Result<Guardrails, String> {
+    fn lists(&self, g: Guardrails) -> Result<Guardrails, GuardrailError> {
         Ok(Guardrails {
             table_properties_warned: table_properties(
                 "table_properties_warned",
@@ -399,7 +473,7 @@ impl FileConfig {
         })
     }
 
-    fn data_disk_usage(&self, g: Guardrails) -> Result<Guardrails, String> {
+    fn data_disk_usage(&self, g: Guardrails) -> Result<Guardrails, GuardrailError> {
         Ok(Guardrails {
             data_disk_usage_percentage: percentage(
                 "data_disk_usage_percentage",

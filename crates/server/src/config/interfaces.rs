@@ -67,24 +67,27 @@ mod tests {
         .collect()
     }
 
-    fn pick(name: &str, prefer_ipv6: bool) -> Result<String, String> {
+    /// The address picked, or the error's words.
+    fn pick(name: &str, prefer_ipv6: bool) -> Result<IpAddr, ConfigError> {
         interface_address("listen_interface", name, prefer_ipv6, &interfaces())
-            .map(|a| a.to_string())
-            .map_err(|e| e.to_string())
+    }
+
+    fn picked(name: &str, prefer_ipv6: bool) -> String {
+        pick(name, prefer_ipv6).expect("an address").to_string()
     }
 
     #[test]
     fn the_first_address_of_the_preferred_family_else_the_first() {
-        assert_eq!(pick("lo", false).as_deref(), Ok("127.0.0.1"));
-        assert_eq!(pick("lo", true).as_deref(), Ok("::1"));
-        assert_eq!(pick("eth0", false).as_deref(), Ok("10.0.0.5"));
-        assert_eq!(pick("eth0", true).as_deref(), Ok("fe80::1"));
-        assert_eq!(pick("v6only", false).as_deref(), Ok("fd00::7"));
+        assert_eq!(picked("lo", false), "127.0.0.1");
+        assert_eq!(picked("lo", true), "::1");
+        assert_eq!(picked("eth0", false), "10.0.0.5");
+        assert_eq!(picked("eth0", true), "fe80::1");
+        assert_eq!(picked("v6only", false), "fd00::7");
     }
 
     #[test]
     fn an_unknown_interface_is_refused_in_cassandra_words() {
-        let error = pick("eth9", false).expect_err("unknown");
+        let error = pick("eth9", false).expect_err("unknown").to_string();
         assert!(
             error.contains("Configured listen_interface \"eth9\" could not be found"),
             "{error}"

@@ -92,7 +92,7 @@ pub async fn tables(
         )
         .await?;
     let types = user_types(client, keyspace).await?;
-    let mut columns: BTreeMap<String, Vec<Result<Column, String>>> = BTreeMap::new();
+    let mut columns: BTreeMap<String, Vec<Result<Column, UnknownType>>> = BTreeMap::new();
     for row in &rows {
         let column = column_of(row, &types)?;
         columns
@@ -104,7 +104,7 @@ pub async fn tables(
     for row in &names {
         let name = text(&row[0], "table_name")?;
         let columns = columns.remove(&name).unwrap_or_default();
-        let columns: Result<Vec<Column>, String> = columns.into_iter().collect();
+        let columns: Result<Vec<Column>, UnknownType> = columns.into_iter().collect();
         out.push(match columns {
             Ok(columns) => Table::new(keyspace, &name, columns),
             Err(why) => Err(MigrateError::Unsupported(format!(
@@ -139,11 +139,19 @@ async fn user_types(
     Ok(types)
 }
 
+/// A column whose type the copy cannot write.
+#[derive(Debug, thiserror::Error)]
+#[error("column {name}: unknown type {type_text}")]
+struct UnknownType {
+    name: String,
+    type_text: String,
+}
+
 /// A column of `system_schema.columns`; `Err` names what the copy cannot write.
 fn column_of(
     row: &[Option<Bytes>],
     types: &BTreeMap<String, Vec<String>>,
-) -> Result<Result<Column, String>, MigrateError> {
+) -> Result<Result<Column, UnknownType>, MigrateError> {
     let name = text(&row[1], "column_name")?;
     let kind_name = text(&row[2], "kind")?;
     let kind = ColumnKind::from_name(&kind_name)
@@ -156,9 +164,9 @@ fn column_of(
     let type_text = text(&row[4], "type")?;
     let (storage, fields) = match Storage::from_type(&type_text) {
         Ok(storage) => (storage, Vec::new()),
-        Err(udt) => match types.get(&udt) {
+        Err(udt) => match types.get(udt.name()) {
             Some(fields) => (Storage::Udt, fields.clone()),
-            None => return Ok(Err(format!("column {name}: unknown type {type_text}"))),
+            None => return Ok(Err(UnknownType { name, type_text })),
         },
     };
     Ok(Ok(Column {

@@ -23,19 +23,38 @@ pub enum Storage {
     Counter,
 }
 
+/// A type whose storage depends on `system_schema.types`: a non-frozen
+/// user-defined type, or text the type parser refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotStoredAlone {
+    #[error("user-defined type {0}")]
+    Udt(String),
+    #[error("type {0}")]
+    Unparsed(String),
+}
+
+impl NotStoredAlone {
+    /// The name to look up among the keyspace's user-defined types.
+    pub fn name(&self) -> &str {
+        match self {
+            NotStoredAlone::Udt(name) | NotStoredAlone::Unparsed(name) => name,
+        }
+    }
+}
+
 impl Storage {
     /// From `system_schema.columns.type` (read by the project's one type
-    /// parser); `Err` with the type's name for a non-frozen UDT (its fields
-    /// are in `system_schema.types`) or the text the parser refused.
-    pub fn from_type(type_text: &str) -> Result<Storage, String> {
-        let parsed =
-            CqlType::parse(type_text, &AnyUdt).map_err(|_| type_text.trim().to_string())?;
+    /// parser); `Err` for a non-frozen UDT (its fields are in
+    /// `system_schema.types`) or the text the parser refused.
+    pub fn from_type(type_text: &str) -> Result<Storage, NotStoredAlone> {
+        let parsed = CqlType::parse(type_text, &AnyUdt)
+            .map_err(|_| NotStoredAlone::Unparsed(type_text.trim().to_string()))?;
         Ok(match parsed {
             CqlType::Native(NativeType::Counter) => Storage::Counter,
             CqlType::Set(_) => Storage::Set,
             CqlType::Map(..) => Storage::Map,
             CqlType::List(_) => Storage::List,
-            CqlType::Udt(udt) => return Err(udt.name),
+            CqlType::Udt(udt) => return Err(NotStoredAlone::Udt(udt.name)),
             _ => Storage::Single,
         })
     }
@@ -228,8 +247,14 @@ mod tests {
         assert_eq!(Storage::from_type("map<int, text>"), Ok(Storage::Map));
         assert_eq!(Storage::from_type("list<int>"), Ok(Storage::List));
         assert_eq!(Storage::from_type("counter"), Ok(Storage::Counter));
-        assert_eq!(Storage::from_type("addr"), Err("addr".to_string()));
-        assert_eq!(Storage::from_type("\"Addr\""), Err("Addr".to_string()));
+        assert_eq!(
+            Storage::from_type("addr"),
+            Err(NotStoredAlone::Udt("addr".into()))
+        );
+        assert_eq!(
+            Storage::from_type("\"Addr\""),
+            Err(NotStoredAlone::Udt("Addr".into()))
+        );
     }
 
     #[test]

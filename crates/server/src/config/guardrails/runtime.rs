@@ -15,8 +15,45 @@ use rocksandra_query::guardrails::{
 
 use super::{
     consistency_levels, long_maximum, maximum, minimum, size_maximum, table_properties,
-    timestamp_offsets,
+    timestamp_offsets, GuardrailError,
 };
+
+/// Why `getguardrailsconfig` or `setguardrailsconfig` answered no, in
+/// Cassandra's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GuardrailsCommandError {
+    #[error(
+        "Illegal value for -c/--category used: '{0}'. \
+         Supported values are values,thresholds,flags,others."
+    )]
+    IllegalCategory(String),
+    #[error("Do not specify additional arguments when --category/-c is set.")]
+    NameWithCategory,
+    #[error("Guardrail {0} not found.")]
+    NotFound(String),
+    #[error("No arguments.")]
+    NoArguments,
+    #[error("{setter} is expecting {expected} argument values. Getting {got} instead.")]
+    ArgumentCount {
+        setter: String,
+        expected: usize,
+        got: usize,
+    },
+    /// A value that does not parse (Cassandra's client refuses it).
+    #[error("Unable to parse value {0}")]
+    NotAnInteger(String),
+    #[error("Use 'true' or 'false' values for booleans")]
+    NotABoolean,
+    /// A value the guardrail refuses (Cassandra's node does).
+    #[error(
+        "Error occured when setting the config for setter {setter} with arguments [{arguments}]: {reason}"
+    )]
+    Refused {
+        setter: String,
+        arguments: String,
+        reason: GuardrailError,
+    },
+}
 
 /// getguardrailsconfig's `-c/--category`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,16 +66,13 @@ pub enum Category {
 
 impl Category {
     /// Cassandra's category names, any case.
-    pub fn parse(text: &str) -> Result<Category, String> {
+    pub fn parse(text: &str) -> Result<Category, GuardrailsCommandError> {
         match text.to_ascii_lowercase().as_str() {
             "values" => Ok(Category::Values),
             "thresholds" => Ok(Category::Thresholds),
             "flags" => Ok(Category::Flags),
             "others" => Ok(Category::Others),
-            _ => Err(format!(
-                "Illegal value for -c/--category used: '{text}'. \
-                 Supported values are values,thresholds,flags,others."
-            )),
+            _ => Err(GuardrailsCommandError::IllegalCategory(text.to_string())),
         }
     }
 }
@@ -290,9 +324,9 @@ pub fn get_config(
     category: Option<Category>,
     expand: bool,
     name: Option<&str>,
-) -> Result<String, String> {
+) -> Result<String, GuardrailsCommandError> {
     if name.is_some() && category.is_some() {
-        return Err("Do not specify additional arguments when --category/-c is set.".into());
+        return Err(GuardrailsCommandError::NameWithCategory);
     }
     let mut buckets: [(Category, Vec<Row>); 4] = [
         (Category::Flags, Vec::new()),
@@ -308,7 +342,7 @@ pub fn get_config(
     }
     let total: usize = buckets.iter().map(|(_, rows)| rows.len()).sum();
     if let Some(name) = name.filter(|_| total == 0) {
-        return Err(format!("Guardrail {name} not found."));
+        return Err(GuardrailsCommandError::NotFound(name.to_string()));
     }
     let rows: Vec<Row> = match category {
         Some(wanted) => buckets
@@ -382,40 +416,42 @@ fn table(rows: &[Row]) -> String {
 /// then its warn value (`null` disables either); a flag `true` or
 /// `false`; a list its items, comma-separated or as several values
 /// (`null` or `[]` empties it).
-pub fn set_config(g: &Guardrails, args: &[String]) -> Result<Guardrails, String> {
+pub fn set_config(g: &Guardrails, args: &[String]) -> Result<Guardrails, GuardrailsCommandError> {
     let Some((setter, values)) = args.split_first() else {
-        return Err("No arguments.".into());
+        return Err(GuardrailsCommandError::NoArguments);
     };
     let entry = ENTRIES
         .iter()
         .find(|e| e.key == setter)
-        .ok_or_else(|| format!("Guardrail {setter} not found."))?;
+        .ok_or_else(|| GuardrailsCommandError::NotFound(setter.clone()))?;
     let values = match entry.kind {
         Kind::Properties(_) | Kind::Levels(_) if values.len() > 1 => vec![values.join(",")],
         _ => values.to_vec(),
     };
     let expected = entry.values(g).len();
     if values.len() != expected {
-        return Err(format!(
-            "{setter} is expecting {expected} argument values. Getting {} instead.",
-            values.len()
-        ));
+        return Err(GuardrailsCommandError::ArgumentCount {
+            setter: setter.clone(),
+            expected,
+            got: values.len(),
+        });
     }
     let changed = apply(*g, entry, &values).map_err(|e| match e {
         SetError::Argument(e) => e,
-        SetError::Refused(reason) => format!(
-            "Error occured when setting the config for setter {setter} with arguments [{}]: {reason}",
-            values.join(", ")
-        ),
+        SetError::Refused(reason) => GuardrailsCommandError::Refused {
+            setter: setter.clone(),
+            arguments: values.join(", "),
+            reason,
+        },
     })?;
     Ok(changed)
 }
 
 enum SetError {
     /// A value that does not parse (Cassandra's client refuses it).
-    Argument(String),
+    Argument(GuardrailsCommandError),
     /// A value the guardrail refuses (Cassandra's node does).
-    Refused(String),
+    Refused(GuardrailError),
 }
 
 /// `g` with `entry` set from `values` (checked in number and form).
@@ -444,23 +480,21 @@ fn apply(mut g: Guardrails, entry: &Entry, values: &[String]) -> Result<Guardrai
             let items = list(&values[0]);
             *field(&mut g) = consistency_levels(entry.key, Some(&items)).map_err(refused)?;
         }
-        Kind::MaxDiskSize => return Err(refused(start_only())),
+        Kind::MaxDiskSize => return Err(refused(GuardrailError::StartOnly)),
     }
     Ok(g)
 }
 
-fn start_only() -> String {
-    "the data disk usage guardrails are read when the node starts: \
-     set them in the configuration file and restart"
-        .into()
-}
-
 /// A count threshold checked as its startup keys are.
-fn count_threshold(base: &str, warn: Option<i64>, fail: Option<i64>) -> Result<Threshold, String> {
+fn count_threshold(
+    base: &str,
+    warn: Option<i64>,
+    fail: Option<i64>,
+) -> Result<Threshold, GuardrailError> {
     match base {
         "minimum_replication_factor" => minimum(base, warn, fail),
         "partition_tombstones" => long_maximum(base, warn, fail),
-        "data_disk_usage_percentage" => Err(start_only()),
+        "data_disk_usage_percentage" => Err(GuardrailError::StartOnly),
         _ => maximum(base, warn, fail),
     }
 }
@@ -472,16 +506,14 @@ fn int(value: &str) -> Result<i64, SetError> {
     }
     value
         .parse()
-        .map_err(|_| SetError::Argument(format!("Unable to parse value {value}")))
+        .map_err(|_| SetError::Argument(GuardrailsCommandError::NotAnInteger(value.to_string())))
 }
 
 fn boolean(value: &str) -> Result<bool, SetError> {
     match value {
         "true" => Ok(true),
         "false" => Ok(false),
-        _ => Err(SetError::Argument(
-            "Use 'true' or 'false' values for booleans".into(),
-        )),
+        _ => Err(SetError::Argument(GuardrailsCommandError::NotABoolean)),
     }
 }
 
@@ -561,7 +593,7 @@ mod tests {
         );
         assert_eq!(
             get("no_such", false),
-            Err("Guardrail no_such not found.".into())
+            Err(GuardrailsCommandError::NotFound("no_such".into()))
         );
         assert!(get_config(&g, Some(Category::Flags), false, Some("x")).is_err());
         let flags = get_config(&g, Some(Category::Flags), false, None).expect("flags");
@@ -572,7 +604,7 @@ mod tests {
             "{flags}"
         );
         assert_eq!(
-            Category::parse("nope"),
+            Category::parse("nope").map_err(|e| e.to_string()),
             Err("Illegal value for -c/--category used: 'nope'. Supported values are values,thresholds,flags,others.".into())
         );
     }
@@ -588,31 +620,36 @@ mod tests {
             Threshold::DISABLED
         );
         assert_eq!(
-            set("keyspaces_threshold 5 10").err(),
+            set("keyspaces_threshold 5 10").err().map(|e| e.to_string()),
             Some("Error occured when setting the config for setter keyspaces_threshold with arguments [5, 10]: \
                   The warn threshold 10 for keyspaces_warn_threshold should be lower than the fail threshold 5"
                 .into())
         );
         assert_eq!(
-            set("keyspaces_threshold 5").err(),
+            set("keyspaces_threshold 5").err().map(|e| e.to_string()),
             Some("keyspaces_threshold is expecting 2 argument values. Getting 1 instead.".into())
         );
         assert_eq!(
-            set("keyspaces_threshold x 1").err(),
+            set("keyspaces_threshold x 1").err().map(|e| e.to_string()),
             Some("Unable to parse value x".into())
         );
         assert_eq!(
-            set("no_such 1").err(),
+            set("no_such 1").err().map(|e| e.to_string()),
             Some("Guardrail no_such not found.".into())
         );
-        assert_eq!(set_config(&g, &[]).err(), Some("No arguments.".into()));
+        assert_eq!(
+            set_config(&g, &[]).err().map(|e| e.to_string()),
+            Some("No arguments.".into())
+        );
         assert!(
             !set("allow_filtering_enabled false")
                 .expect("flag")
                 .allow_filtering_enabled
         );
         assert_eq!(
-            set("allow_filtering_enabled no").err(),
+            set("allow_filtering_enabled no")
+                .err()
+                .map(|e| e.to_string()),
             Some("Use 'true' or 'false' values for booleans".into())
         );
         let sizes = set("column_value_size_threshold 2MiB 1MiB").expect("sizes");
