@@ -23,7 +23,7 @@ pub use exec_handler::ExecutorHandler;
 pub use handler::{
     Credentials, HandlerFuture, NotReadyHandler, Reply, RequestContext, RequestHandler, Session,
 };
-pub use service::Service;
+pub use service::{Service, ServiceError};
 pub use transport::{EventSender, Server, TransportConfig, TransportError, TransportLimits};
 
 /// Completes on the first SIGINT (Ctrl-C) or SIGTERM. If a signal handler

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use rocksandra_server::config::Command;
 use rocksandra_server::logging::{self, LevelControl};
-use rocksandra_server::{nodetool, shutdown_signal, Cli, Config, Service};
+use rocksandra_server::{nodetool, shutdown_signal, Cli, Config, Service, ServiceError};
 use tracing::{error, info, warn};
 
 #[global_allocator]
@@ -74,7 +74,7 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(config: Config, log_levels: LevelControl) -> Result<(), String> {
+async fn run(config: Config, log_levels: LevelControl) -> Result<(), ServiceError> {
     let started = std::time::Instant::now();
     let service = Service::start_with_log_levels(&config, Some(log_levels)).await?;
     info!(

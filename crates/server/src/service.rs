@@ -16,13 +16,33 @@ use crate::admin_port::{AdminTarget, NodeAdmin};
 use crate::config::Config;
 use crate::exec_handler::ExecutorHandler;
 use crate::logging::LevelControl;
-use crate::metrics::http::{MetricsServer, Render};
+use crate::metrics::http::{MetricsError, MetricsServer, Render};
 use crate::metrics::{watch_event_loop, MetricsSource};
-use crate::transport::{Server, TransportConfig};
+use crate::node::NodeError;
+use crate::transport::{Server, TransportConfig, TransportError};
 
 /// How long a node that has left the ring keeps answering the nodetool
 /// connections still open (the decommission's own, any attached to it).
 const ADMIN_CLOSE_GRACE: Duration = Duration::from_secs(10);
+
+/// Why a node could not start, or did not stop cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    #[error(transparent)]
+    Node(#[from] NodeError),
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
+    #[error("cannot listen for nodetool on {address} (admin_port): {source}")]
+    AdminPort {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("flush at shutdown failed: {0}")]
+    Flush(#[source] rocksandra_query::QueryError),
+}
 
 /// A node with its storage open and its listeners bound, ready to `run`.
 pub struct Service {
@@ -38,7 +58,7 @@ pub struct Service {
 impl Service {
     /// Opens storage and binds every listener, so that the ports are known
     /// (and taken) before `run`.
-    pub async fn start(config: &Config) -> Result<Service, String> {
+    pub async fn start(config: &Config) -> Result<Service, ServiceError> {
         Service::start_with_log_levels(config, None).await
     }
 
@@ -47,11 +67,11 @@ impl Service {
     pub async fn start_with_log_levels(
         config: &Config,
         log_levels: Option<LevelControl>,
-    ) -> Result<Service, String> {
+    ) -> Result<Service, ServiceError> {
         // TLS key material is read first: a bad file stops the node before
         // storage opens.
-        let transport = TransportConfig::new(config).map_err(|e| e.to_string())?;
-        let node = crate::node::open(config).map_err(|e| e.to_string())?;
+        let transport = TransportConfig::new(config)?;
+        let node = crate::node::open(config)?;
         let inline_short_writes = config.commitlog_sync != crate::config::CommitlogSync::Batch;
         // In a cluster, requests may wait for other nodes: none runs on
         // the network thread.
@@ -63,24 +83,18 @@ impl Service {
         // A node joins its cluster before it opens the CQL port, as
         // Cassandra does: clients (and whoever waits for the port) see it
         // only once it owns its ranges. Events before then reach no client.
-        let cluster_config =
-            crate::node::cluster_config(config, &node).map_err(|e| e.to_string())?;
+        let cluster_config = crate::node::cluster_config(config, &node)?;
         let cluster = if config.clustered {
             let events = handler.clone();
             let sink: rocksandra_cluster::EventSink = Arc::new(move |e| events.send_event(e));
-            let joined = crate::node::join_cluster(cluster_config.clone(), &node, sink)
-                .await
-                .map_err(|e| e.to_string())?;
-            crate::node::schedule_default_role_setup(&node.executor, config.superuser_setup_delay)
-                .map_err(|e| e.to_string())?;
+            let joined = crate::node::join_cluster(cluster_config.clone(), &node, sink).await?;
+            crate::node::schedule_default_role_setup(&node.executor, config.superuser_setup_delay)?;
             Some(joined)
         } else {
             None
         };
         let admin = bind_admin(config, cluster_config, &node, cluster.clone(), log_levels).await?;
-        let server = Server::bind(transport, handler.clone())
-            .await
-            .map_err(|e| e.to_string())?;
+        let server = Server::bind(transport, handler.clone()).await?;
         handler.set_events(server.events());
         let metrics = match config.prometheus_listen_address() {
             Some(address) => {
@@ -91,9 +105,7 @@ impl Service {
                     cluster: cluster.clone(),
                 };
                 let render: Render = Arc::new(move || source.render());
-                let endpoint = MetricsServer::bind(address, render)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let endpoint = MetricsServer::bind(address, render).await?;
                 Some(endpoint)
             }
             None => None,
@@ -130,7 +142,7 @@ impl Service {
     /// Serves until `shutdown` completes, then stops the transport (letting
     /// in-flight requests finish, up to its grace period) and the metrics
     /// endpoint, and makes everything acknowledged durable.
-    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), String> {
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), ServiceError> {
         // The event-loop probe runs only for the endpoint, its only reader.
         let endpoint = self.metrics.map(|endpoint| {
             let probe = tokio::spawn(watch_event_loop(self.server.metrics(), "main".into()));
@@ -168,9 +180,7 @@ impl Service {
             probe.abort();
             endpoint.abort();
         }
-        self.executor
-            .flush()
-            .map_err(|e| format!("flush at shutdown failed: {e}"))
+        self.executor.flush().map_err(ServiceError::Flush)
     }
 }
 
@@ -181,7 +191,7 @@ async fn bind_admin(
     node: &crate::node::Node,
     cluster: Option<Arc<rocksandra_cluster::ClusterNode>>,
     log_levels: Option<LevelControl>,
-) -> Result<Option<AdminListener>, String> {
+) -> Result<Option<AdminListener>, ServiceError> {
     let Some(address) = config.admin_listen_address() else {
         return Ok(None);
     };
@@ -207,5 +217,5 @@ async fn bind_admin(
     AdminListener::bind(address, tls, service)
         .await
         .map(Some)
-        .map_err(|e| format!("cannot listen for nodetool on {address} (admin_port): {e}"))
+        .map_err(|source| ServiceError::AdminPort { address, source })
 }

@@ -640,8 +640,9 @@ impl Connection {
     ) -> bool {
         let compression = match startup_compression(version, options) {
             Ok(compression) => compression,
-            Err(message) => {
-                self.protocol_error(version, stream, message).await;
+            Err(refused) => {
+                self.protocol_error(version, stream, refused.to_string())
+                    .await;
                 return false;
             }
         };
@@ -973,14 +974,31 @@ fn wire_error_response(error: &WireError) -> ErrorResponse {
     ErrorResponse::new(ErrorKind::ProtocolError, error.to_string())
 }
 
+/// A STARTUP refused, in Cassandra's words (a protocol error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum StartupError {
+    #[error("Missing value CQL_VERSION in STARTUP message")]
+    NoCqlVersion,
+    #[error(
+        "CQL version {0} is not supported by the binary protocol (supported version are >= 3.0.0)"
+    )]
+    OldCqlVersion(String),
+    #[error("Invalid CQL version {0}")]
+    BadCqlVersion(String),
+    #[error("Snappy compression is not supported in protocol V5")]
+    SnappyInV5,
+    #[error("Unknown compression algorithm: {0}")]
+    UnknownCompression(String),
+}
+
 /// Checks STARTUP options as Cassandra's `StartupMessage` does, and returns
 /// the negotiated compression.
 fn startup_compression(
     version: ProtocolVersion,
     options: &StringMap,
-) -> Result<Option<BodyCompression>, String> {
+) -> Result<Option<BodyCompression>, StartupError> {
     let Some(cql_version) = options.get("CQL_VERSION") else {
-        return Err("Missing value CQL_VERSION in STARTUP message".to_string());
+        return Err(StartupError::NoCqlVersion);
     };
     let major = cql_version
         .split('.')
@@ -988,26 +1006,16 @@ fn startup_compression(
         .and_then(|major| major.trim().parse::<u32>().ok());
     match major {
         Some(major) if major >= 3 => {}
-        Some(_) => {
-            return Err(format!(
-                "CQL version {cql_version} is not supported by the binary protocol \
-                 (supported version are >= 3.0.0)"
-            ))
-        }
-        None => return Err(format!("Invalid CQL version {cql_version}")),
+        Some(_) => return Err(StartupError::OldCqlVersion(cql_version.clone())),
+        None => return Err(StartupError::BadCqlVersion(cql_version.clone())),
     }
     let Some(name) = options.get("COMPRESSION").filter(|name| !name.is_empty()) else {
         return Ok(None);
     };
     match BodyCompression::from_startup_name(name) {
-        Some(BodyCompression::Snappy) if version.uses_segments() => {
-            Err("Snappy compression is not supported in protocol V5".to_string())
-        }
+        Some(BodyCompression::Snappy) if version.uses_segments() => Err(StartupError::SnappyInV5),
         Some(compression) => Ok(Some(compression)),
-        None => Err(format!(
-            "Unknown compression algorithm: {}",
-            name.to_ascii_lowercase()
-        )),
+        None => Err(StartupError::UnknownCompression(name.to_ascii_lowercase())),
     }
 }
 
@@ -1084,20 +1092,26 @@ mod tests {
                 v5,
                 &options(&[("CQL_VERSION", "3.0.0"), ("COMPRESSION", "snappy")])
             ),
-            Err("Snappy compression is not supported in protocol V5".to_string())
+            Err(StartupError::SnappyInV5)
         );
         assert_eq!(
             startup_compression(
                 v4,
                 &options(&[("CQL_VERSION", "3.0.0"), ("COMPRESSION", "zstd")])
             ),
-            Err("Unknown compression algorithm: zstd".to_string())
+            Err(StartupError::UnknownCompression("zstd".into()))
         );
         assert_eq!(
             startup_compression(v4, &options(&[])),
-            Err("Missing value CQL_VERSION in STARTUP message".to_string())
+            Err(StartupError::NoCqlVersion)
         );
-        assert!(startup_compression(v4, &options(&[("CQL_VERSION", "2.0.0")])).is_err());
+        assert_eq!(
+            startup_compression(v4, &options(&[("CQL_VERSION", "2.0.0")]))
+                .map_err(|e| e.to_string()),
+            Err("CQL version 2.0.0 is not supported by the binary protocol \
+                 (supported version are >= 3.0.0)"
+                .to_string())
+        );
         assert!(startup_compression(v4, &options(&[("CQL_VERSION", "x")])).is_err());
     }
 

@@ -200,7 +200,7 @@ pub struct Node {
     /// nodetool's port, when the configuration turned it on.
     pub admin: Option<SocketAddr>,
     stop: tokio::sync::oneshot::Sender<()>,
-    running: tokio::task::JoinHandle<Result<(), String>>,
+    running: tokio::task::JoinHandle<Result<(), rocksandra_server::ServiceError>>,
     _data: tempfile::TempDir,
 }
 
