@@ -123,6 +123,21 @@ impl<'a> StatementCtx<'a> {
             ),
             schema: Some(schema),
             random,
+            stand_ins: false,
+        }
+    }
+
+    /// What term evaluation needs at PREPARE, before any value is bound:
+    /// terms evaluate to stand-ins (`EvalContext::stand_ins`).
+    pub(crate) fn prepare_eval_context<'e>(
+        &self,
+        schema: &'e Schema,
+        keyspace: &'e str,
+        random: &'e dyn Fn() -> u64,
+    ) -> EvalContext<'e> {
+        EvalContext {
+            stand_ins: true,
+            ..self.eval_context(schema, keyspace, &[], random)
         }
     }
 

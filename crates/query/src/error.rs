@@ -191,8 +191,8 @@ impl QueryError {
         ))
     }
 
-    /// `Undefined column name X`, without the table: Cassandra's wording in
-    /// view definitions, `token()` and bind markers.
+    /// `Undefined column name X`, without the table: Cassandra's wording
+    /// for `token()` in a selection.
     pub fn undefined_column_name(label: &str) -> QueryError {
         QueryError::Invalid(format!("Undefined column name {label}"))
     }

@@ -526,6 +526,7 @@ impl Executor {
             Statement::Select(s) => select::result_specs(&self.ctx(), &schema, s, keyspace)?,
             _ => Vec::new(),
         };
+        crate::prepare_checks::check(&self.ctx(), &schema, &parsed.statement, keyspace)?;
         let point_read = select::PointRead::compile(&self.ctx(), &schema, &parsed, keyspace);
         let id = statement_id(text, keyspace);
         let result_metadata_id = metadata_id(&result_specs);
@@ -1353,10 +1354,10 @@ fn receiver_spec(
     let column = |name: &str| -> Result<CqlType> {
         let table =
             table.ok_or_else(|| QueryError::invalid("bind marker outside a table statement"))?;
-        table
-            .column(name)
-            .map(|c| c.ty.clone())
-            .ok_or_else(|| QueryError::undefined_column_name(name))
+        table.column(name).map(|c| c.ty.clone()).ok_or_else(|| {
+            let label = rocksandra_data::types::quote_identifier_if_needed(name);
+            QueryError::undefined_column(&label, &table.keyspace, &table.name)
+        })
     };
     Ok(match receiver {
         BindReceiver::Column(c) => (c.as_str().to_string(), column(c.as_str())?),

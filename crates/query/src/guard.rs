@@ -116,6 +116,11 @@ impl<'a> StatementGuard<'a> {
     }
 }
 
+/// Whether `error` refuses a query that needs ALLOW FILTERING.
+pub(crate) fn is_filtering_refusal(error: &QueryError) -> bool {
+    matches!(error, QueryError::Invalid(m) if m.starts_with("Cannot execute this query as it might involve data filtering"))
+}
+
 /// The refusal of a query that needs ALLOW FILTERING, in Cassandra's words
 /// for a user the `allow_filtering` guardrail binds.
 pub(crate) fn filtering_refusal(
@@ -123,8 +128,7 @@ pub(crate) fn filtering_refusal(
     error: QueryError,
     request: &Request,
 ) -> QueryError {
-    let needs_filtering = matches!(&error, QueryError::Invalid(m) if m.starts_with("Cannot execute this query as it might involve data filtering"));
-    if !needs_filtering {
+    if !is_filtering_refusal(&error) {
         return error;
     }
     match guardrails_for(ctx, request, |g| !g.allow_filtering_enabled) {

@@ -22,6 +22,7 @@ pub mod json;
 pub mod metered;
 pub mod metrics;
 pub mod modify;
+pub(crate) mod prepare_checks;
 pub mod prepared_cache;
 pub mod proxy;
 pub mod read_thresholds;

@@ -291,7 +291,12 @@ fn counter_cas(
             return Ok(false);
         }
         let ctx = context.eval_context(&schema, &table.keyspace, values, &*random);
-        let Ok(t) = targets(&table, &update.where_clause, &ctx, "UPDATE") else {
+        let Ok(assigned) = assigned_columns(&table, update) else {
+            return Ok(false);
+        };
+        let static_only = writes_static_only(&table, update, &assigned);
+        let modifying = Modifying::Update { static_only };
+        let Ok(t) = targets(&table, &update.where_clause, &ctx, modifying) else {
             return Ok(false);
         };
         // Each partition (IN lists several) is its own compare-and-set.
@@ -389,6 +394,13 @@ fn conditions_on_regular(
         }),
         _ => false,
     }
+}
+
+/// Whether an UPDATE writes, and conditions on, static columns only (of
+/// `assigned`, its assigned columns): then it names no row.
+fn writes_static_only(table: &Table, update: &Update, assigned: &[&Column]) -> bool {
+    assigned.iter().all(|c| c.kind == ColumnKind::Static)
+        && !conditions_on_regular(table, update.condition.as_ref())
 }
 
 fn has_condition(m: &Modification) -> bool {
@@ -1446,17 +1458,43 @@ impl Targets {
     }
 }
 
+/// Which modification a WHERE clause belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Modifying {
+    /// An UPDATE, which names whole rows unless it writes (and conditions)
+    /// only static columns.
+    Update {
+        static_only: bool,
+    },
+    Delete,
+}
+
+impl Modifying {
+    fn statement(self) -> &'static str {
+        match self {
+            Modifying::Update { .. } => "UPDATE",
+            Modifying::Delete => "DELETE",
+        }
+    }
+}
+
 fn targets(
     table: &Table,
     where_clause: &[rocksandra_cql::ast::Relation],
     ctx: &EvalContext<'_>,
-    statement: &str,
+    modifying: Modifying,
 ) -> Result<Targets> {
+    let statement = modifying.statement();
     for r in where_clause {
         if let rocksandra_cql::ast::Relation::Compare { lhs, op, .. } = r {
             check_modification_relation(table, lhs, *op, statement)?;
         }
     }
+    refuse_missing_partition_key(table, where_clause)?;
+    if let Modifying::Update { static_only } = modifying {
+        refuse_missing_clustering(table, where_clause, static_only)?;
+    }
+    refuse_non_key_relations(table, where_clause)?;
     let r = analyze(table, where_clause, ctx)?;
     if let Some(name) = &r.null_slice_bound {
         return Err(QueryError::invalid(format!(
@@ -1466,12 +1504,14 @@ fn targets(
     if let Some(e) = r.clustering_error {
         return Err(e);
     }
+    let static_only = modifying == Modifying::Update { static_only: true };
+    if static_only && r.clustering_restricted && table.clustering_count > 0 {
+        return Err(QueryError::invalid(
+            "Invalid restrictions on clustering columns since the UPDATE statement modifies only static columns",
+        ));
+    }
     let PartitionSelection::Keys(keys) = r.partition else {
-        let given = column_relation_names(where_clause);
-        return Err(QueryError::invalid(format!(
-            "Some partition key parts are missing: {}",
-            missing(table.partition_key(), &given)
-        )));
+        return Err(missing_partition_key(table, where_clause));
     };
     for key in &keys {
         for (column, v) in table.partition_key().iter().zip(key) {
@@ -1488,6 +1528,44 @@ fn targets(
         exact: r.clustering_is_exact,
         restricted: r.clustering_restricted,
     })
+}
+
+/// At PREPARE: the refusals of an UPDATE's WHERE clause that need no
+/// value (its terms are stand-ins in `ctx`), as Cassandra refuses
+/// them when it prepares the statement.
+pub(crate) fn check_prepared_update(
+    table: &Table,
+    update: &Update,
+    ctx: &EvalContext<'_>,
+) -> Result<()> {
+    debug_assert!(ctx.stand_ins);
+    let assigned = assigned_columns(table, update)?;
+    let static_only = writes_static_only(table, update, &assigned);
+    let modifying = Modifying::Update { static_only };
+    targets(table, &update.where_clause, ctx, modifying).map(|_| ())
+}
+
+/// `check_prepared_update` for a DELETE.
+pub(crate) fn check_prepared_delete(
+    table: &Table,
+    delete: &rocksandra_cql::ast::Delete,
+    ctx: &EvalContext<'_>,
+) -> Result<()> {
+    debug_assert!(ctx.stand_ins);
+    targets(table, &delete.where_clause, ctx, Modifying::Delete).map(|_| ())
+}
+
+/// An UPDATE writes whole rows: no slice of clustering columns.
+fn refuse_update_slice(
+    table: &Table,
+    where_clause: &[rocksandra_cql::ast::Relation],
+) -> Result<()> {
+    if cas::has_clustering_slice(table, where_clause) {
+        return Err(QueryError::invalid(
+            "Slice restrictions are not supported on the clustering columns in UPDATE statements",
+        ));
+    }
+    Ok(())
 }
 
 /// Refuses a relation an UPDATE or DELETE cannot have: CONTAINS (KEY),
@@ -1544,12 +1622,6 @@ fn check_modification_relation(
                 }
                 _ => {}
             }
-            if !column.kind.is_primary_key() {
-                return Err(QueryError::invalid(format!(
-                    "Non PRIMARY KEY columns found in where clause: {} ",
-                    c.as_str()
-                )));
-            }
             if column.kind == ColumnKind::PartitionKey
                 && !matches!(
                     op,
@@ -1561,12 +1633,99 @@ fn check_modification_relation(
                 )));
             }
         }
-        rocksandra_cql::ast::RelationLhs::Token(_) => return Err(QueryError::invalid(
-            "The token function cannot be used in WHERE clauses for UPDATE and DELETE statements",
-        )),
+        rocksandra_cql::ast::RelationLhs::Token(_) => {
+            return Err(QueryError::invalid(format!(
+                "The token function cannot be used in WHERE clauses for {statement} statements"
+            )))
+        }
         _ => {}
     }
     Ok(())
+}
+
+/// An UPDATE or DELETE names every partition key column (with `=` or IN).
+fn refuse_missing_partition_key(
+    table: &Table,
+    where_clause: &[rocksandra_cql::ast::Relation],
+) -> Result<()> {
+    let given = relation_column_names(where_clause);
+    if table
+        .partition_key()
+        .iter()
+        .all(|c| given.contains(&c.name))
+    {
+        return Ok(());
+    }
+    Err(missing_partition_key(table, where_clause))
+}
+
+fn missing_partition_key(
+    table: &Table,
+    where_clause: &[rocksandra_cql::ast::Relation],
+) -> QueryError {
+    let given = column_relation_names(where_clause);
+    QueryError::invalid(format!(
+        "Some partition key parts are missing: {}",
+        missing(table.partition_key(), &given)
+    ))
+}
+
+/// An UPDATE of rows (not only of static columns) names every clustering
+/// column, and Cassandra says so before it looks at how they are
+/// restricted: no slice, then none missing.
+fn refuse_missing_clustering(
+    table: &Table,
+    where_clause: &[rocksandra_cql::ast::Relation],
+    static_only: bool,
+) -> Result<()> {
+    refuse_update_slice(table, where_clause)?;
+    let given = relation_column_names(where_clause);
+    // A compact table's restricted clustering columns are checked as a
+    // SELECT's (Cassandra's `StatementRestrictions`).
+    let compact_restricted =
+        table.compact.is_some() && table.clustering().iter().any(|c| given.contains(&c.name));
+    let missing_any = table.clustering().iter().any(|c| !given.contains(&c.name));
+    if static_only || compact_restricted || !missing_any {
+        return Ok(());
+    }
+    Err(QueryError::invalid(format!(
+        "Some clustering keys are missing: {}",
+        missing(table.clustering(), &given)
+    )))
+}
+
+/// An UPDATE or DELETE restricts only primary key columns.
+fn refuse_non_key_relations(
+    table: &Table,
+    where_clause: &[rocksandra_cql::ast::Relation],
+) -> Result<()> {
+    let non_key = relation_column_names(where_clause)
+        .into_iter()
+        .find(|name| table.column(name).is_some_and(|c| !c.kind.is_primary_key()));
+    match non_key {
+        Some(name) => Err(QueryError::invalid(format!(
+            "Non PRIMARY KEY columns found in where clause: {name} "
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The columns on the left of the WHERE clause's relations, alone or in
+/// a multi-column relation.
+fn relation_column_names(where_clause: &[rocksandra_cql::ast::Relation]) -> Vec<String> {
+    let mut names = Vec::new();
+    for r in where_clause {
+        if let rocksandra_cql::ast::Relation::Compare { lhs, .. } = r {
+            match lhs {
+                rocksandra_cql::ast::RelationLhs::Column(c) => names.push(c.as_str().to_string()),
+                rocksandra_cql::ast::RelationLhs::Columns(cs) => {
+                    names.extend(cs.iter().map(|c| c.as_str().to_string()))
+                }
+                _ => {}
+            }
+        }
+    }
+    names
 }
 
 /// The columns named alone on the left of the WHERE clause's relations.
@@ -1650,20 +1809,14 @@ fn update_mutation(
     request: &Request,
     out: &mut Vec<Mutation>,
 ) -> Result<()> {
-    let t = targets(table, &update.where_clause, ctx, "UPDATE")?;
     let assigned = assigned_columns(table, update)?;
-    if cas::has_clustering_slice(table, &update.where_clause) {
-        return Err(QueryError::invalid(
-            "Slice restrictions are not supported on the clustering columns in UPDATE statements",
-        ));
-    }
-    let static_only = assigned.iter().all(|c| c.kind == ColumnKind::Static)
-        && !conditions_on_regular(table, update.condition.as_ref());
-    if static_only && t.restricted && table.clustering_count > 0 {
-        return Err(QueryError::invalid(
-            "Invalid restrictions on clustering columns since the UPDATE statement modifies only static columns",
-        ));
-    }
+    let static_only = writes_static_only(table, update, &assigned);
+    let t = targets(
+        table,
+        &update.where_clause,
+        ctx,
+        Modifying::Update { static_only },
+    )?;
     if t.selects_no_row() {
         return Ok(());
     }
@@ -2354,7 +2507,7 @@ fn delete_mutation(
     request: &Request,
     out: &mut Vec<Mutation>,
 ) -> Result<()> {
-    let t = targets(table, &delete.where_clause, ctx, "DELETE")?;
+    let t = targets(table, &delete.where_clause, ctx, Modifying::Delete)?;
     if t.selects_no_row() {
         return Ok(());
     }

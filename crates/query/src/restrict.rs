@@ -1557,12 +1557,20 @@ fn check_multi_overlaps(
             if m.after_slice && multi_slice.is_some_and(|s| s.start == j) {
                 return Err(equality_and_inequality(&columns()));
             }
-            let other_multi = multi_eqs
+            // A later multi-column equality on the column merges into
+            // this one, which names the columns they share and its own kind.
+            let later = multi_eqs[n + 1..]
                 .iter()
-                .enumerate()
-                .any(|(k, o)| k != n && (o.start..o.start + o.width).contains(&j))
-                || multi_slice.is_some_and(|s| s.start == j);
-            if other_multi {
+                .find(|o| (o.start..o.start + o.width).contains(&j));
+            if let Some(o) = later {
+                let common: Vec<&str> = (m.start.max(o.start)
+                    ..(m.start + m.width).min(o.start + o.width))
+                    .rev()
+                    .map(|c| table.columns[pk_count + c].name.as_str())
+                    .collect();
+                return Err(restricted_more_than_once(&common.join(" ,"), m.is_in));
+            }
+            if multi_slice.is_some_and(|s| s.start == j) {
                 return Err(restricted_more_than_once(&columns(), false));
             }
         }

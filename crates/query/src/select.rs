@@ -2509,8 +2509,7 @@ fn execute_select(
         let read = (&table, &restrictions, &*schema);
         return execute_ann(context, select, request, read, &outputs, ann, &ctx);
     }
-    ann::refuse_vector_restrictions(&table, select)?;
-    check_where_clause(&table, select, &restrictions)
+    check_restrictions(&table, select, &restrictions)
         .map_err(|e| crate::guard::filtering_refusal(context, e, request))?;
     let shape = Shape::of(context, clauses, request, &outputs, &ctx)?;
     shape_warnings(guardrails, clauses, request, &shape, &mut warnings)?;
@@ -3142,6 +3141,25 @@ fn selected_rows(
                 .collect()
         })
         .collect()
+}
+
+/// At PREPARE: the refusals of a SELECT's WHERE clause that need no
+/// value (its terms are stand-ins in `ctx`), as Cassandra refuses them
+/// when it prepares the statement. An ANN query's are made when it runs.
+pub(crate) fn check_prepared(table: &Table, select: &Select, ctx: &EvalContext<'_>) -> Result<()> {
+    debug_assert!(ctx.stand_ins);
+    let restrictions = analyze(table, &select.where_clause, ctx)?;
+    if ann::ordering(select)?.is_some() {
+        return Ok(());
+    }
+    check_restrictions(table, select, &restrictions)
+}
+
+/// The refusals of a SELECT's analysed restrictions (other than an ANN
+/// query's), at PREPARE and again when it runs.
+fn check_restrictions(table: &Table, select: &Select, restrictions: &Restrictions) -> Result<()> {
+    ann::refuse_vector_restrictions(table, select)?;
+    check_where_clause(table, select, restrictions)
 }
 
 /// Refuses WHERE clauses Cassandra refuses once the restrictions are known:

@@ -51,11 +51,36 @@ pub struct EvalContext<'a> {
     pub schema: Option<&'a crate::schema::Schema>,
     /// Randomness for uuid() and the node part of timeuuids.
     pub random: &'a dyn Fn() -> u64,
+    /// At PREPARE, before any value is bound: each term evaluates to a
+    /// stand-in value of its receiver's type ([`stand_in`], [`evaluate`]),
+    /// so the checks that need no value run when the statement is prepared.
+    pub stand_ins: bool,
 }
 
 /// Evaluates `expr` as a value of type `receiver`, for the column (or bind
 /// variable) named `receiver_name`, with Cassandra's error messages.
+///
+/// With `ctx.stand_ins` (at PREPARE) every term is a stand-in, as
+/// Cassandra checks a term's value (null, empty, too long) only when it
+/// runs the statement; a term without bind markers is evaluated first, as
+/// Cassandra evaluates one when preparing (a literal of the wrong type, a
+/// function failing on literals).
 pub fn evaluate(
+    expr: &Expr,
+    receiver: &CqlType,
+    receiver_name: &str,
+    ctx: &EvalContext<'_>,
+) -> Result<Term> {
+    if !ctx.stand_ins {
+        return evaluate_term(expr, receiver, receiver_name, ctx);
+    }
+    if !contains_bind_marker(expr) {
+        evaluate_term(expr, receiver, receiver_name, ctx)?;
+    }
+    Ok(Term::Value(stand_in(receiver).to_bytes()))
+}
+
+fn evaluate_term(
     expr: &Expr,
     receiver: &CqlType,
     receiver_name: &str,
@@ -548,6 +573,61 @@ fn evaluate_bind(index: usize, receiver: &CqlType, ctx: &EvalContext<'_>) -> Res
             validate(receiver, bytes)?;
             Ok(Term::Value(normalize_bound(receiver, bytes)))
         }
+    }
+}
+
+/// A valid value of `ty`, never null, unset or empty, that stands for a
+/// term's value before the statement runs (`EvalContext::stand_ins`):
+/// zero, `'0'`, an empty collection, a tuple or UDT of stand-ins.
+pub fn stand_in(ty: &CqlType) -> Value {
+    match ty {
+        CqlType::Native(native) => native_stand_in(*native),
+        CqlType::List(_) => Value::List(Vec::new()),
+        CqlType::Set(_) => Value::Set(Vec::new()),
+        CqlType::Map(..) => Value::Map(Vec::new()),
+        CqlType::Tuple(fields) => Value::Tuple(fields.iter().map(|f| Some(stand_in(f))).collect()),
+        CqlType::Udt(udt) => {
+            Value::Udt(udt.fields.iter().map(|(_, f)| Some(stand_in(f))).collect())
+        }
+        CqlType::Vector(element, dimension) => {
+            let element = stand_in(element);
+            Value::Vector(vec![element; *dimension as usize])
+        }
+        CqlType::Frozen(inner) => stand_in(inner),
+        CqlType::Custom(_) => Value::Custom(vec![0]),
+    }
+}
+
+fn native_stand_in(native: NativeType) -> Value {
+    match native {
+        NativeType::Ascii => Value::Ascii("0".to_string()),
+        NativeType::Text => Value::Text("0".to_string()),
+        NativeType::Bigint => Value::Bigint(0),
+        NativeType::Counter => Value::Counter(0),
+        NativeType::Blob => Value::Blob(vec![0]),
+        NativeType::Boolean => Value::Boolean(false),
+        // 1970-01-01.
+        NativeType::Date => Value::Date(1 << 31),
+        NativeType::Decimal => Value::Decimal {
+            unscaled: 0.into(),
+            scale: 0,
+        },
+        NativeType::Double => Value::Double(0.0),
+        NativeType::Duration => Value::Duration {
+            months: 0,
+            days: 0,
+            nanos: 0,
+        },
+        NativeType::Float => Value::Float(0.0),
+        NativeType::Inet => Value::Inet(std::net::Ipv4Addr::UNSPECIFIED.into()),
+        NativeType::Int => Value::Int(0),
+        NativeType::Smallint => Value::Smallint(0),
+        NativeType::Time => Value::Time(0),
+        NativeType::Timestamp => Value::Timestamp(0),
+        NativeType::Timeuuid => Value::Timeuuid(rocksandra_data::uuid::time_v1(0, 0)),
+        NativeType::Tinyint => Value::Tinyint(0),
+        NativeType::Uuid => Value::Uuid([0; 16]),
+        NativeType::Varint => Value::Varint(0.into()),
     }
 }
 

@@ -616,6 +616,7 @@ pub fn view_filter(
         types: crate::schema::KeyspaceTypes(&keyspace.types),
         schema: None,
         random: &|| 0,
+        stand_ins: false,
     };
     let (filters, tuple_filters) = crate::restrict::row_filters(base, relations, &ctx)?;
     Ok(ViewFilter {

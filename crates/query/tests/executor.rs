@@ -2151,3 +2151,82 @@ fn compact_storage_survives_a_restart_with_its_hidden_columns() {
     ]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// What PREPARE answered: `OK`, or the error as `run` shows it.
+fn prepared(h: &Harness, cql: &str) -> String {
+    match h.executor.prepare(cql, h.keyspace.as_deref()) {
+        Ok(_) => "OK".to_string(),
+        Err(e) => {
+            let r = e.to_response();
+            format!("ERROR {:#06x} {}", r.kind.code(), r.message)
+        }
+    }
+}
+
+/// Restrictions Cassandra refuses when it prepares a statement are refused
+/// at PREPARE with the text running them gives; valid ones prepare with
+/// markers of every key type, whose values are only known when executed.
+#[test]
+fn prepare_checks_restrictions_without_values() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TYPE pt (a int, b text)", "OK"),
+        ("CREATE TABLE t (p int, c1 int, c2 int, v int, s int static, m map<int, int>, PRIMARY KEY (p, c1, c2))", "OK"),
+        (
+            "CREATE TABLE keys (k1 timeuuid, k2 decimal, k3 frozen<pt>, k4 frozen<set<inet>>, c1 date, c3 tuple<varint, blob>, c4 vector<float, 2>, v text, \
+             PRIMARY KEY ((k1, k2, k3, k4), c1, c3, c4))",
+            "OK",
+        ),
+    ]);
+    let filtering = "ERROR 0x2200 Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
+    let refused = [
+        ("SELECT * FROM t WHERE v = ?", filtering),
+        ("SELECT * FROM t WHERE p = ? AND c2 = ?", "ERROR 0x2200 PRIMARY KEY column \"c2\" cannot be restricted as preceding column \"c1\" is not restricted"),
+        ("SELECT * FROM t WHERE v != ?", "ERROR 0x2200 Unsupported \"!=\" relation: v != ?"),
+        ("SELECT * FROM t WHERE p = ? AND c1 CONTAINS ?", "ERROR 0x2200 Cannot use CONTAINS on non-collection column c1"),
+        ("SELECT * FROM t WHERE p = ? AND (c1, c2) > (?, ?) AND c1 = ?", "ERROR 0x2200 Column \"c1\" cannot be restricted by both an equality and an inequality relation"),
+        ("UPDATE t SET v = ? WHERE p = ? AND c1 = ?", "ERROR 0x2200 Some clustering keys are missing: c2"),
+        ("UPDATE t SET s = ? WHERE p = ? AND c1 = ?", "ERROR 0x2200 Invalid restrictions on clustering columns since the UPDATE statement modifies only static columns"),
+        ("UPDATE t SET v = ? WHERE p = ? AND c1 = ? AND c2 > ?", "ERROR 0x2200 Slice restrictions are not supported on the clustering columns in UPDATE statements"),
+        ("DELETE FROM t WHERE p = ? AND c2 = ?", "ERROR 0x2200 PRIMARY KEY column \"c2\" cannot be restricted as preceding column \"c1\" is not restricted"),
+        ("DELETE FROM t WHERE token(p) = ?", "ERROR 0x2200 The token function cannot be used in WHERE clauses for DELETE statements"),
+        ("BEGIN BATCH UPDATE t SET v = ? WHERE p = ? AND c1 = ? AND c2 = ?; DELETE FROM t WHERE p = ? AND v = ?; APPLY BATCH", "ERROR 0x2200 Non PRIMARY KEY columns found in where clause: v "),
+    ];
+    for (cql, error) in refused {
+        assert_eq!(prepared(&h, cql), error, "prepared: {cql}");
+        // Unprepared, with values, the same refusal (naming the value).
+        let with_values = cql.replace('?', "0");
+        let error = error.replace("!= ?", "!= 0");
+        assert_eq!(h.run(&with_values), error, "run: {with_values}");
+    }
+    let valid = [
+        "SELECT * FROM t WHERE p = ? AND c1 IN ? AND c2 > ?",
+        "SELECT * FROM t WHERE v = ? ALLOW FILTERING",
+        "SELECT * FROM t WHERE p = ? AND m[?] = ? ALLOW FILTERING",
+        "SELECT * FROM t WHERE token(p) > ? AND token(p) <= ?",
+        "UPDATE t SET s = ? WHERE p = ?",
+        "DELETE FROM t WHERE p = ? AND c1 > ? AND c1 < ?",
+        "SELECT * FROM keys WHERE k1 = ? AND k2 = ? AND k3 = ? AND k4 = ? AND c1 = ? AND c3 = ? AND c4 = ?",
+        "SELECT * FROM keys WHERE k1 IN ? AND k2 = ? AND k3 = ? AND k4 = ? AND (c1, c3) IN ?",
+        "UPDATE keys SET v = ? WHERE k1 = ? AND k2 = ? AND k3 = ? AND k4 = ? AND c1 = ? AND c3 = ? AND c4 = ?",
+        // Values, literal ones too, are checked when the statement runs.
+        "SELECT * FROM t WHERE p = null",
+        "SELECT * FROM t WHERE p IN (null, ?)",
+        "SELECT * FROM t WHERE v = null ALLOW FILTERING",
+        "DELETE FROM t WHERE p = 0 AND c1 > null",
+        "SELECT * FROM t WHERE p = blobAsInt(?)",
+    ];
+    for cql in valid {
+        assert_eq!(prepared(&h, cql), "OK", "{cql}");
+    }
+    assert_eq!(
+        h.run("SELECT * FROM t WHERE p = null"),
+        "ERROR 0x2200 Invalid null value in condition for column p"
+    );
+    // A literal of the wrong type is refused when prepared, as Cassandra does.
+    assert_eq!(
+        prepared(&h, "SELECT * FROM t WHERE p = 'a'"),
+        "ERROR 0x2200 Invalid STRING constant (a) for \"p\" of type int"
+    );
+}

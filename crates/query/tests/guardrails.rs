@@ -590,3 +590,32 @@ fn ignored_table_options_are_dropped_from_the_statement() {
         (&none_read_repair("b"), "1 rows"),
     ]);
 }
+
+/// A prepared query needing ALLOW FILTERING is refused when it runs, in
+/// the words the `allow_filtering` guardrail has for its user: who that is
+/// is unknown when it is prepared.
+#[test]
+fn filtering_refusal_of_a_prepared_query_names_its_user_guardrail() {
+    let h = harness(Guardrails {
+        allow_filtering_enabled: false,
+        ..Guardrails::DEFAULT
+    });
+    let prepared = h
+        .executor
+        .prepare("SELECT * FROM ks.t WHERE v = ?", None)
+        .expect("prepared");
+    let int = |n: i32| rocksandra_wire::Value::Bytes(n.to_be_bytes().to_vec().into());
+    let run_as = |user: &str| {
+        let request = Request {
+            user: Some(user.into()),
+            values: vec![int(1)],
+            ..Request::default()
+        };
+        match h.executor.execute(&prepared.id, request) {
+            Ok(_) => "OK".to_string(),
+            Err(e) => e.to_string(),
+        }
+    };
+    assert_eq!(run_as("app"), "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. Executing this query despite the performance unpredictability with ALLOW FILTERING has been disabled by the allow_filtering_enabled property in cassandra.yaml");
+    assert_eq!(run_as("cassandra"), "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING");
+}

@@ -26,7 +26,7 @@ use rocksandra_wire::{Consistency, WriteType};
 use super::{
     cas_request, collect, collect_checked, merge_mutations, missing, modifiable_table,
     read_before_write_consistency, serial_of, table_name_of, targets, undefined_column, using_of,
-    where_of, write_index_entries, Targets,
+    where_of, write_index_entries, Modifying, Targets,
 };
 use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
@@ -406,13 +406,13 @@ fn conditional_targets(
 ) -> Result<(Targets, Vec<Vec<u8>>)> {
     let delete = matches!(m, Modification::Delete(_));
     let where_clause = where_of(m);
-    let statement = if delete { "DELETE" } else { "UPDATE" };
-    let t = targets(table, where_clause, ctx, statement)?;
-    if !delete && has_clustering_slice(table, where_clause) {
-        return Err(QueryError::invalid(
-            "Slice restrictions are not supported on the clustering columns in UPDATE statements",
-        ));
-    }
+    let (statement, modifying) = if delete {
+        ("DELETE", Modifying::Delete)
+    } else {
+        let static_only = written.static_only;
+        ("UPDATE", Modifying::Update { static_only })
+    };
+    let t = targets(table, where_clause, ctx, modifying)?;
     if written.static_only && t.restricted {
         return Err(QueryError::invalid(format!(
             "Invalid restrictions on clustering columns since the {statement} statement modifies only static columns"

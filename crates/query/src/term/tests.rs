@@ -51,8 +51,52 @@ fn run(ty: &str, term: &str, binds: &[Wire]) -> Result<Term> {
         types: KeyspaceTypes(&types),
         schema: None,
         random: &random,
+        stand_ins: false,
     };
     evaluate(&parse_term(term), &parse_type(ty), "v", &ctx)
+}
+
+/// A bind marker evaluated at PREPARE: a valid, non-empty value of its
+/// receiver's type, whatever the type.
+#[test]
+fn stand_ins_are_valid_non_empty_values() {
+    let mut types: Vec<CqlType> = NativeType::ALL
+        .iter()
+        .map(|t| CqlType::Native(*t))
+        .collect();
+    for text in [
+        "list<int>",
+        "set<frozen<list<text>>>",
+        "map<timeuuid, decimal>",
+        "frozen<map<int, frozen<set<inet>>>>",
+        "tuple<int, text, frozen<address>>",
+        "frozen<address>",
+        "address",
+        "vector<float, 3>",
+        "vector<text, 2>",
+        "'org.apache.cassandra.db.marshal.BytesType'",
+    ] {
+        types.push(parse_type(text));
+    }
+    let random = || 0;
+    let types_of_ks = udts();
+    let ctx = EvalContext {
+        binds: &[],
+        now_micros: NOW_MICROS,
+        keyspace: "ks",
+        types: KeyspaceTypes(&types_of_ks),
+        schema: None,
+        random: &random,
+        stand_ins: true,
+    };
+    let marker = parse_term("?");
+    for ty in &types {
+        let Ok(Term::Value(bytes)) = evaluate(&marker, ty, "v", &ctx) else {
+            panic!("no stand-in value for {ty}");
+        };
+        assert!(!bytes.is_empty(), "{ty}");
+        assert!(validate(ty, &bytes).is_ok(), "{ty}: {bytes:?}");
+    }
 }
 
 fn value(ty: &str, term: &str) -> Vec<u8> {
@@ -686,6 +730,7 @@ mod properties {
                 types: KeyspaceTypes(&[]),
                 schema: None,
                 random: &random,
+                stand_ins: false,
             };
             if let Ok(Term::Value(bytes)) = evaluate(&Expr::Literal(l), &ty, "v", &ctx) {
                 // Whatever evaluation produces is a valid value of the type.

@@ -1,0 +1,83 @@
+//! The checks Cassandra makes when it prepares a statement: the refusals
+//! of a SELECT's, UPDATE's or DELETE's WHERE clause (its
+//! `StatementRestrictions`) that need no value. They are the checks the
+//! statement makes again when it runs (`select::check_prepared`,
+//! `modify::check_prepared_update` and `_delete`), here with a stand-in
+//! value for each term (`EvalContext::stand_ins`): bind markers have no
+//! value yet, and Cassandra checks the values of literals (null, empty)
+//! only when the statement runs.
+
+use rocksandra_cql::ast::{Delete, Modification, QualifiedName, Statement, Update};
+
+use crate::ctx::StatementCtx;
+use crate::error::{QueryError, Result};
+use crate::guard::{guardrails_for, is_filtering_refusal};
+use crate::request::Request;
+use crate::schema::{keyspace_of, Schema, Table};
+use crate::term::EvalContext;
+
+/// Refuses a statement whose restrictions Cassandra refuses at PREPARE.
+/// Other statements, and those on tables no one may write, pass (running
+/// them refuses what there is to refuse).
+pub(crate) fn check(
+    ctx: &StatementCtx<'_>,
+    schema: &Schema,
+    statement: &Statement,
+    session_keyspace: Option<&str>,
+) -> Result<()> {
+    let on_table = |name: &QualifiedName,
+                    check: &dyn Fn(&Table, &EvalContext<'_>) -> Result<()>| {
+        let keyspace = keyspace_of(name, session_keyspace)?;
+        let table = schema.lookup_table(keyspace, name.name.as_str())?;
+        let random = ctx.env.random.clone();
+        let eval = ctx.prepare_eval_context(schema, &table.keyspace, &*random);
+        check(table, &eval)
+    };
+    let writable = |name: &QualifiedName,
+                    check: &dyn Fn(&Table, &EvalContext<'_>) -> Result<()>| {
+        on_table(name, &|table, eval| {
+            let system = crate::schema::is_system_keyspace(&table.keyspace);
+            if table.is_virtual || table.is_view() || system {
+                return Ok(());
+            }
+            check(table, eval)
+        })
+    };
+    let update = |u: &Update| {
+        writable(&u.table, &|table, eval| {
+            crate::modify::check_prepared_update(table, u, eval)
+        })
+    };
+    let delete = |d: &Delete| {
+        writable(&d.table, &|table, eval| {
+            crate::modify::check_prepared_delete(table, d, eval)
+        })
+    };
+    match statement {
+        Statement::Select(select) => on_table(&select.table, &|table, eval| {
+            crate::select::check_prepared(table, select, eval)
+        })
+        .or_else(|e| deferred_filtering_refusal(ctx, e)),
+        Statement::Update(u) => update(u),
+        Statement::Delete(d) => delete(d),
+        Statement::Batch(batch) => batch.statements.iter().try_for_each(|m| match m {
+            Modification::Insert(_) => Ok(()),
+            Modification::Update(u) => update(u),
+            Modification::Delete(d) => delete(d),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// A SELECT that needs ALLOW FILTERING where the `allow_filtering`
+/// guardrail may bind its user: the refusal's text depends on who runs
+/// it, unknown at PREPARE, so it waits for EXECUTE.
+fn deferred_filtering_refusal(ctx: &StatementCtx<'_>, error: QueryError) -> Result<()> {
+    let anyone = Request::default();
+    if is_filtering_refusal(&error)
+        && guardrails_for(ctx, &anyone, |g| !g.allow_filtering_enabled)?.is_some()
+    {
+        return Ok(());
+    }
+    Err(error)
+}
