@@ -1,11 +1,12 @@
 //! The checks Cassandra makes when it prepares a statement: the refusals
 //! of a SELECT's, UPDATE's or DELETE's WHERE clause (its
-//! `StatementRestrictions`) that need no value. They are the checks the
-//! statement makes again when it runs (`select::check_prepared`,
-//! `modify::check_prepared_update` and `_delete`), here with a stand-in
-//! value for each term (`EvalContext::stand_ins`): bind markers have no
-//! value yet, and Cassandra checks the values of literals (null, empty)
-//! only when the statement runs.
+//! `StatementRestrictions`), and of a SELECT's ORDER BY and GROUP BY, that
+//! need no value. They are the checks the statement makes again when it
+//! runs (`select::check_prepared`, `modify::check_prepared_update` and
+//! `_delete`), here with a stand-in value for each term
+//! (`EvalContext::stand_ins`): bind markers have no value yet, and
+//! Cassandra checks the values of literals (null, empty) only when the
+//! statement runs.
 
 use rocksandra_cql::ast::{Delete, Modification, QualifiedName, Statement, Update};
 

@@ -3143,16 +3143,21 @@ fn selected_rows(
         .collect()
 }
 
-/// At PREPARE: the refusals of a SELECT's WHERE clause that need no
-/// value (its terms are stand-ins in `ctx`), as Cassandra refuses them
-/// when it prepares the statement. An ANN query's are made when it runs.
+/// At PREPARE: the refusals of a SELECT's WHERE clause, GROUP BY and
+/// ORDER BY that need no value (its terms are stand-ins in `ctx`), as
+/// Cassandra refuses them when it prepares the statement, in the order
+/// `execute_select` makes them. An ANN query's are made when it runs.
 pub(crate) fn check_prepared(table: &Table, select: &Select, ctx: &EvalContext<'_>) -> Result<()> {
     debug_assert!(ctx.stand_ins);
     let restrictions = analyze(table, &select.where_clause, ctx)?;
     if ann::ordering(select)?.is_some() {
         return Ok(());
     }
-    check_restrictions(table, select, &restrictions)
+    check_restrictions(table, select, &restrictions)?;
+    // The replica a grouping function's result names: none before a read.
+    let no_replica = || (std::net::Ipv4Addr::UNSPECIFIED.into(), Default::default());
+    group_by::plan(table, select, ctx, &no_replica)?;
+    order_by_direction(table, select, &restrictions).map(|_| ())
 }
 
 /// The refusals of a SELECT's analysed restrictions (other than an ANN
@@ -3240,6 +3245,20 @@ fn order_by_reversal(
     restrictions: &Restrictions,
     request: &Request,
 ) -> Result<bool> {
+    let reversed = order_by_direction(table, select, restrictions)?;
+    if let PartitionSelection::Keys(keys) = &restrictions.partition {
+        if keys.len() > 1 && request.page_size.is_some() && !select.order_by.is_empty() {
+            return Err(QueryError::invalid(
+                "Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query",
+            ));
+        }
+    }
+    Ok(reversed)
+}
+
+/// Whether ORDER BY reverses the clustering order, refusing an ORDER BY
+/// Cassandra refuses whatever the request (`order_by_reversal`).
+fn order_by_direction(table: &Table, select: &Select, restrictions: &Restrictions) -> Result<bool> {
     if select.order_by.is_empty() {
         return Ok(false);
     }
@@ -3290,13 +3309,6 @@ fn order_by_reversal(
             }
         }
         direction = Some(rev);
-    }
-    if let PartitionSelection::Keys(keys) = &restrictions.partition {
-        if keys.len() > 1 && request.page_size.is_some() {
-            return Err(QueryError::invalid(
-                "Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query",
-            ));
-        }
     }
     Ok(direction.unwrap_or(false))
 }

@@ -2192,6 +2192,8 @@ fn prepare_checks_restrictions_without_values() {
         ("DELETE FROM t WHERE p = ? AND c2 = ?", "ERROR 0x2200 PRIMARY KEY column \"c2\" cannot be restricted as preceding column \"c1\" is not restricted"),
         ("DELETE FROM t WHERE token(p) = ?", "ERROR 0x2200 The token function cannot be used in WHERE clauses for DELETE statements"),
         ("BEGIN BATCH UPDATE t SET v = ? WHERE p = ? AND c1 = ? AND c2 = ?; DELETE FROM t WHERE p = ? AND v = ?; APPLY BATCH", "ERROR 0x2200 Non PRIMARY KEY columns found in where clause: v "),
+        ("SELECT * FROM t WHERE p = ? ORDER BY c2 DESC", "ERROR 0x2200 Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY"),
+        ("SELECT * FROM t WHERE p = ? GROUP BY c2", "ERROR 0x2200 Group by currently only support groups of columns following their declared order in the PRIMARY KEY"),
     ];
     for (cql, error) in refused {
         assert_eq!(prepared(&h, cql), error, "prepared: {cql}");
@@ -2216,6 +2218,7 @@ fn prepare_checks_restrictions_without_values() {
         "SELECT * FROM t WHERE v = null ALLOW FILTERING",
         "DELETE FROM t WHERE p = 0 AND c1 > null",
         "SELECT * FROM t WHERE p = blobAsInt(?)",
+        "SELECT c1, count(*) FROM t WHERE p = ? GROUP BY c1 ORDER BY c1 DESC",
     ];
     for cql in valid {
         assert_eq!(prepared(&h, cql), "OK", "{cql}");
