@@ -317,6 +317,10 @@ impl RequestHandler for ExecutorHandler {
         Some(self.reply(session, result))
     }
 
+    fn commit_inline_together(&self, groups: &mut [WriteGroup]) -> bool {
+        self.executor.engine().write_groups_together(groups)
+    }
+
     fn commit_inline(&self, writes: &mut WriteGroup) -> Vec<(i16, ErrorResponse)> {
         let engine = self.executor.engine();
         writes.run(0, || engine.commit_deferred());

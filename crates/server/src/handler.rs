@@ -81,6 +81,14 @@ pub trait RequestHandler: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Writes several connections' groups as one store write when it can
+    /// (`Engine::write_groups_together`); false leaves each group whole,
+    /// for `commit_inline`. The default never does.
+    fn commit_inline_together(&self, groups: &mut [WriteGroup]) -> bool {
+        let _ = groups;
+        false
+    }
+
     /// Checks SASL PLAIN credentials when the authenticator is
     /// PasswordAuthenticator. `Ok` logs the user in (the transport records
     /// the user in the session and answers AUTH_SUCCESS); `Err` is sent to

@@ -453,6 +453,15 @@ pub trait Engine: Send + Sync {
     /// engine, recording failures in the group. Every engine that wraps
     /// another forwards it, or queued writes would never be written.
     fn commit_deferred(&self);
+    /// Writes the entries queued in `groups` together, as one store write,
+    /// if every group holds this engine's entries only and that write
+    /// succeeds (true: the groups are then empty). Otherwise writes nothing
+    /// and leaves every entry where it was, for each group to be committed
+    /// alone (false). An engine that cannot says false.
+    fn write_groups_together(&self, groups: &mut [crate::WriteGroup]) -> bool {
+        let _ = groups;
+        false
+    }
     fn read_partition(&self, read: &PartitionRead, now: LocalTime) -> Result<Partition>;
     /// `read_partition`, and the tombstones the read met on its way (what
     /// `tombstone_warn_threshold` and `tombstone_failure_threshold` count,

@@ -954,6 +954,17 @@ impl<S: KvStore> Engine for KvEngine<S> {
         group::with_lent(self.id, |group| self.write_group(group));
     }
 
+    fn write_groups_together(&self, groups: &mut [WriteGroup]) -> bool {
+        let Some(taken) = group::take_all(self.id, groups) else {
+            return false;
+        };
+        if self.write_now(&taken.ops).is_ok() {
+            return true;
+        }
+        taken.put_back(self.id, groups);
+        false
+    }
+
     fn read_partition(&self, read: &PartitionRead, now: LocalTime) -> Result<Partition> {
         Ok(self.read_partition_counted(read, now, u64::MAX)?.0)
     }

@@ -14,7 +14,10 @@
 //!
 //! One thread, in order: groups are written in the order they were handed
 //! over, and never two at a time (RocksDB's write queue would make two
-//! writers take turns leading and waiting). The queue is bounded in bytes
+//! writers take turns leading and waiting). Groups that queued up while
+//! one was written go to the store together, in one write (up to
+//! `WRITE_GROUP_BYTES_MAX`), when none fails; a failing one is then
+//! written alone, so each request gets its own outcome. The queue is bounded in bytes
 //! (`COMMIT_QUEUE_BYTES_MAX`): a connection that would go over it waits
 //! (asynchronously) before it hands over its group.
 
@@ -63,24 +66,9 @@ impl Committer {
         let thread = std::thread::Builder::new()
             .name("cql-committer".into())
             .spawn(move || {
-                for mut job in jobs {
-                    let group = &mut job.group;
-                    let wrote = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        handler.commit_inline(group)
-                    }));
-                    match wrote {
-                        // A group the handler left unwritten is never
-                        // acknowledged.
-                        Ok(_) if job.group.is_pending() => {
-                            error!("a group of writes was left unwritten");
-                        }
-                        Ok(failures) => {
-                            let _ = job.done.send(failures);
-                        }
-                        // Dropping `done` answers the group's requests with
-                        // a server error.
-                        Err(_) => error!("writing a group of requests panicked"),
-                    }
+                while let Ok(first) = jobs.recv() {
+                    let batch = gather(first, &jobs);
+                    commit(&*handler, batch);
                 }
             })?;
         Ok(Committer {
@@ -123,6 +111,62 @@ impl Committer {
                 error!("the CQL committer thread panicked");
             }
         }
+    }
+}
+
+/// `first` and the groups queued behind it, up to `WRITE_GROUP_BYTES_MAX`
+/// of entries: what one store write may take.
+fn gather(first: Job, jobs: &mpsc::Receiver<Job>) -> Vec<Job> {
+    let mut bytes = first.group.bytes();
+    let mut batch = vec![first];
+    while bytes < WRITE_GROUP_BYTES_MAX {
+        let Ok(job) = jobs.try_recv() else {
+            break;
+        };
+        bytes += job.group.bytes();
+        batch.push(job);
+    }
+    batch
+}
+
+/// Writes a batch of groups, together when it can (one store write
+/// instead of one per group), then answers each group's requests.
+fn commit(handler: &dyn RequestHandler, mut batch: Vec<Job>) {
+    if batch.len() > 1 {
+        let mut groups: Vec<WriteGroup> = batch
+            .iter_mut()
+            .map(|job| std::mem::take(&mut job.group))
+            .collect();
+        let together = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            handler.commit_inline_together(&mut groups)
+        }));
+        if together.is_err() {
+            error!("writing groups of requests together panicked");
+        }
+        for (job, group) in batch.iter_mut().zip(groups) {
+            job.group = group;
+        }
+    }
+    for job in batch {
+        commit_one(handler, job);
+    }
+}
+
+/// Writes what is left of a job's group (nothing when it was written
+/// together with others) and answers its requests.
+fn commit_one(handler: &dyn RequestHandler, mut job: Job) {
+    let group = &mut job.group;
+    let wrote = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        handler.commit_inline(group)
+    }));
+    match wrote {
+        // A group the handler left unwritten is never acknowledged.
+        Ok(_) if job.group.is_pending() => error!("a group of writes was left unwritten"),
+        Ok(failures) => {
+            let _ = job.done.send(failures);
+        }
+        // Dropping `done` answers the group's requests with a server error.
+        Err(_) => error!("writing a group of requests panicked"),
     }
 }
 

@@ -151,6 +151,55 @@ impl WriteGroup {
     }
 }
 
+/// The entries of several groups, taken out to be written together, and
+/// where each group's came from.
+pub(crate) struct TakenAll {
+    pub ops: Vec<(TableId, KvOp)>,
+    /// Each group's entry count and parts, in order.
+    origins: Vec<(usize, Vec<(i64, usize)>)>,
+}
+
+/// Takes the entries of `groups` out, all of them, if each group holds
+/// entries of `engine` only (an empty group counts) and one at least holds
+/// some; None, leaving them as they are, otherwise.
+pub(crate) fn take_all(engine: u64, groups: &mut [WriteGroup]) -> Option<TakenAll> {
+    let foreign = |g: &WriteGroup| g.is_pending() && g.engine != engine;
+    if groups.iter().any(foreign) || !groups.iter().any(WriteGroup::is_pending) {
+        return None;
+    }
+    let total = groups.iter().map(|g| g.ops.len()).sum();
+    let mut taken = TakenAll {
+        ops: Vec::with_capacity(total),
+        origins: Vec::with_capacity(groups.len()),
+    };
+    for group in groups.iter_mut() {
+        let (ops, parts) = match group.take(engine) {
+            Some(Taken { ops, parts }) => (ops, parts),
+            None => (Vec::new(), Vec::new()),
+        };
+        taken.origins.push((ops.len(), parts));
+        taken.ops.extend(ops);
+    }
+    Some(taken)
+}
+
+impl TakenAll {
+    /// Puts each group's entries back where they came from (the write
+    /// together failed).
+    pub(crate) fn put_back(self, engine: u64, groups: &mut [WriteGroup]) {
+        let mut ops = self.ops.into_iter();
+        for (group, (count, parts)) in groups.iter_mut().zip(self.origins) {
+            if count == 0 {
+                continue;
+            }
+            group.engine = engine;
+            group.ops = ops.by_ref().take(count).collect();
+            group.bytes = group.ops.iter().map(|(_, op)| op_bytes(op)).sum();
+            group.parts = parts;
+        }
+    }
+}
+
 /// Entries taken out of a group to be written.
 pub(crate) struct Taken {
     pub ops: Vec<(TableId, KvOp)>,

@@ -14,6 +14,7 @@ pub fn run_write_group_suite<E: Engine + Sync>(make: &dyn Fn() -> E) {
     case_direct_and_oversized_writes_are_written_at_once(&make());
     case_a_panicking_request_keeps_the_group(&make());
     case_readers_see_every_committed_write(&make());
+    case_groups_are_written_together_or_left_whole(&make());
 }
 
 fn table<E: Engine>(engine: &E, id: u64) -> TableSpec {
@@ -178,4 +179,42 @@ fn case_readers_see_every_committed_write<E: Engine + Sync>(engine: &E) {
             });
         }
     });
+}
+
+/// Several connections' groups go to the store in one write when they
+/// can; when that write fails, every entry is back in its group, and each
+/// group's commit then gives each request its own outcome.
+fn case_groups_are_written_together_or_left_whole<E: Engine>(engine: &E) {
+    let kept = table(engine, 38);
+    let dropped = table(engine, 39);
+    let mut groups = vec![WriteGroup::new(), WriteGroup::new(), WriteGroup::new()];
+    groups[0].run(1, || put(engine, &kept, "a", 1, "a"));
+    groups[2].run(1, || put(engine, &kept, "b", 1, "b"));
+    assert!(engine.write_groups_together(&mut groups));
+    assert!(groups.iter().all(|g| !g.is_pending()), "written");
+    assert_eq!(get(engine, &kept, "a").as_deref(), Some("a"));
+    assert_eq!(get(engine, &kept, "b").as_deref(), Some("b"));
+    assert!(
+        !engine.write_groups_together(&mut groups),
+        "nothing to write"
+    );
+
+    groups[0].run(1, || put(engine, &kept, "c", 2, "c"));
+    groups[1].run(1, || put(engine, &dropped, "d", 2, "lost"));
+    groups[1].run(2, || put(engine, &kept, "e", 2, "e"));
+    engine.drop_table(dropped.id).expect("drop");
+    assert!(
+        !engine.write_groups_together(&mut groups),
+        "one entry fails"
+    );
+    assert!(groups[0].is_pending() && groups[1].is_pending(), "put back");
+    assert_eq!(get(engine, &kept, "c"), None, "nothing written");
+    assert!(commit(engine, &mut groups[0]).is_empty());
+    let failed: Vec<i64> = commit(engine, &mut groups[1])
+        .iter()
+        .map(|(r, _)| *r)
+        .collect();
+    assert_eq!(failed, vec![1], "only the request on the dropped table");
+    assert_eq!(get(engine, &kept, "c").as_deref(), Some("c"));
+    assert_eq!(get(engine, &kept, "e").as_deref(), Some("e"));
 }
