@@ -102,6 +102,11 @@ impl Engine for StagedEngine {
     fn commit_deferred(&self) {
         self.stages.mutation.run(|| self.inner.commit_deferred())
     }
+    fn write_groups_together(&self, groups: &mut [rocksandra_storage::WriteGroup]) -> bool {
+        self.stages
+            .mutation
+            .run(|| self.inner.write_groups_together(groups))
+    }
     fn read_partition(&self, read: &PartitionRead, now: LocalTime) -> Result<Partition> {
         self.stages
             .read

@@ -78,8 +78,8 @@ impl Committer {
         })
     }
 
-    /// Hands `group` over, once the queue has room for it. None when the
-    /// committer has stopped: the caller writes the group itself.
+    /// Hands `group` over, once the queue has room for it. When the
+    /// committer has stopped, gives the group back: the caller writes it.
     pub(super) async fn submit(&self, group: WriteGroup) -> Result<Commit, WriteGroup> {
         let bytes = group.bytes().min(WRITE_GROUP_BYTES_MAX * 2) + JOB_BYTES;
         let Ok(room) = self.room.clone().acquire_many_owned(bytes as u32).await else {

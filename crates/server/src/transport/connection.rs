@@ -54,6 +54,9 @@ const READ_CHUNK_BYTES: usize = 64 * 1024;
 /// Responses of inline requests kept for one write; more are sent at once,
 /// and the read loop then yields its core to other tasks.
 const INLINE_REPLIES_MAX: usize = 128;
+
+/// What a request answers when its handler panicked or its write was lost.
+const INTERNAL_ERROR: &str = "internal error while executing the request";
 /// After a fatal protocol error, how long unread client bytes are drained so
 /// that closing does not reset the connection before the error is read.
 const CLOSE_LINGER: Duration = Duration::from_millis(500);
@@ -439,10 +442,18 @@ impl Connection {
         } else if !self.write_replies.is_empty() || self.writes.needs_commit() {
             // Written already (read-before-write work writes the group
             // first); a failure may wait to be reported.
-            let failures = self.shared.handler.commit_inline(&mut self.writes);
-            answer_failures(&mut self.write_replies, failures);
-            self.inline_replies.append(&mut self.write_replies);
+            let mut group = std::mem::take(&mut self.writes);
+            let replies = std::mem::take(&mut self.write_replies);
+            self.commit_here(&mut group, replies);
         }
+    }
+
+    /// Writes `group` on this thread (what is left of it) and moves its
+    /// `replies`, failures answered, with the reads'.
+    fn commit_here(&mut self, group: &mut WriteGroup, mut replies: Vec<ResponseEnvelope>) {
+        let failures = self.shared.handler.commit_inline(group);
+        answer_failures(&mut replies, failures);
+        self.inline_replies.append(&mut replies);
     }
 
     /// Hands `group` to the committer; `replies` leave once it is written
@@ -450,12 +461,7 @@ impl Connection {
     async fn commit_later(&mut self, group: WriteGroup, mut replies: Vec<ResponseEnvelope>) {
         let commit = match self.shared.committer.submit(group).await {
             Ok(commit) => commit,
-            Err(mut group) => {
-                let failures = self.shared.handler.commit_inline(&mut group);
-                answer_failures(&mut replies, failures);
-                self.inline_replies.append(&mut replies);
-                return;
-            }
+            Err(mut group) => return self.commit_here(&mut group, replies),
         };
         let outbound = self.outbound.clone();
         tokio::spawn(async move {
@@ -463,10 +469,7 @@ impl Connection {
                 Ok(failures) => answer_failures(&mut replies, failures),
                 Err(_) => {
                     for reply in &mut replies {
-                        let error = ErrorResponse::new(
-                            ErrorKind::ServerError,
-                            "internal error while executing the request",
-                        );
+                        let error = ErrorResponse::new(ErrorKind::ServerError, INTERNAL_ERROR);
                         *reply = ResponseEnvelope::new(
                             reply.version,
                             reply.stream,
@@ -766,10 +769,7 @@ impl Connection {
             Ok(None) => return Some((execute, timer)),
             Err(_) => {
                 error!(stream = context.stream, "request handler panicked");
-                Reply::error(
-                    ErrorKind::ServerError,
-                    "internal error while executing the request",
-                )
+                Reply::error(ErrorKind::ServerError, INTERNAL_ERROR)
             }
         };
         timer.finish(matches!(reply.response, Response::Error(_)));
@@ -876,10 +876,7 @@ impl Connection {
             });
             let reply = work.await.unwrap_or_else(|e| {
                 error!(stream, "request handler failed: {e}");
-                Reply::error(
-                    ErrorKind::ServerError,
-                    "internal error while executing the request",
-                )
+                Reply::error(ErrorKind::ServerError, INTERNAL_ERROR)
             });
             timer.finish(matches!(reply.response, Response::Error(_)));
             let envelope = envelope(version, stream, reply);
