@@ -129,7 +129,15 @@ impl Graph {
                 points.push((vector.as_slice(), rows.len() - 1));
             }
         }
-        self.hnsw.parallel_insert_slice(&points);
+        // The crate links no point inserted while the graph has no entry
+        // point yet: two first points inserted at once would leave one
+        // unreachable. The first goes in alone.
+        if let Some((&first, rest)) = points.split_first().filter(|_| rows.len() == points.len()) {
+            self.hnsw.insert_slice(first);
+            self.hnsw.parallel_insert_slice(&rest.to_vec());
+        } else {
+            self.hnsw.parallel_insert_slice(&points);
+        }
         true
     }
 
@@ -431,6 +439,23 @@ mod tests {
         let _ = graph.nearest(&[0.5, 0.5], 40);
         graph.insert(key(250), &[50.0, 50.0]);
         assert_eq!(graph.nearest(&[50.0, 50.0], 40)[0], key(250));
+    }
+
+    #[test]
+    fn every_point_of_a_small_batch_build_is_reachable() {
+        // The race this guards against (two first points inserted at once)
+        // is rare: many small builds give it its chances.
+        for _ in 0..300 {
+            let graph = Graph::new(Similarity::Euclidean, 2);
+            let batch = (0..7u8)
+                .map(|i| (key(i), vec![f32::from(i), f32::from(i) * 0.5]))
+                .collect();
+            assert!(graph.insert_batch(batch));
+            graph.mark_built();
+            let found: std::collections::HashSet<_> =
+                graph.nearest(&[8.0, 8.0], 7).into_iter().collect();
+            assert_eq!(found, (0..7u8).map(key).collect());
+        }
     }
 
     #[test]

@@ -338,13 +338,42 @@ impl Ranking {
                     best.push((score, best.len(), row));
                 }
             }
-            if best.len() >= self.limit || candidates.len() < k || k >= points {
-                best.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-                best.truncate(self.limit);
-                return Ok(best.into_iter().map(|(_, _, row)| row).collect());
+            match next_step(self.limit, k, points, candidates.len(), best.len()) {
+                Step::Done => {
+                    best.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+                    best.truncate(self.limit);
+                    return Ok(best.into_iter().map(|(_, _, row)| row).collect());
+                }
+                Step::Widen(wider) => k = wider,
+                Step::Scan => return self.top_rows(reader),
             }
-            k = (k * 4).min(points);
         }
+    }
+}
+
+/// What a graph search does after one round of candidates.
+#[derive(Debug, PartialEq)]
+enum Step {
+    /// Enough live rows, or every point was proposed.
+    Done,
+    /// Too few live rows: ask the graph for this many candidates.
+    Widen(usize),
+    /// The graph proposed fewer points than asked for, though it holds
+    /// them (HNSW's recall is not 1, on small graphs too): too few rows
+    /// came back, so every row is ranked by scan, as Cassandra's exact
+    /// search would.
+    Scan,
+}
+
+fn next_step(limit: usize, asked: usize, points: usize, proposed: usize, live: usize) -> Step {
+    if live >= limit {
+        Step::Done
+    } else if proposed < asked {
+        Step::Scan
+    } else if asked >= points {
+        Step::Done
+    } else {
+        Step::Widen((asked * 4).min(points))
     }
 }
 
@@ -358,4 +387,29 @@ fn read_row(reader: &Reader<'_>, (partition, clustering): &RowKey) -> Result<Opt
     Ok(rows
         .into_iter()
         .find(|r| clustering_key(r.clustering.as_deref().unwrap_or_default()) == *clustering))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{next_step, Step};
+
+    #[test]
+    fn enough_live_rows_end_the_search() {
+        assert_eq!(next_step(5, 32, 100, 32, 5), Step::Done);
+        assert_eq!(next_step(5, 32, 100, 10, 7), Step::Done);
+    }
+
+    #[test]
+    fn too_few_rows_widen_the_search_up_to_every_point() {
+        assert_eq!(next_step(5, 32, 100, 32, 2), Step::Widen(100));
+        assert_eq!(next_step(5, 8, 100, 8, 2), Step::Widen(32));
+        assert_eq!(next_step(5, 100, 100, 100, 2), Step::Done);
+    }
+
+    #[test]
+    fn a_graph_that_misses_points_falls_back_to_a_scan() {
+        // Seven points, LIMIT 7: the graph proposed six.
+        assert_eq!(next_step(7, 7, 7, 6, 6), Step::Scan);
+        assert_eq!(next_step(5, 32, 100, 20, 3), Step::Scan);
+    }
 }
