@@ -13,7 +13,8 @@
 //!   and ranked by its current vector and the exact score
 //!   (`select::ann`). Deleted rows, older vectors and duplicates of a row
 //!   drop out there, and more candidates are asked for while too few
-//!   remain. A graph is thrown away and rebuilt once it holds more than
+//!   remain; a graph that proposes fewer points than asked for (a miss)
+//!   hands the query to the exact scan. A graph is thrown away and rebuilt once it holds more than
 //!   twice the points it was built with (plus `GRAPH_SLACK_POINTS`).
 //! - In a cluster, where other coordinators write too, ANN ranks by scan.
 //!
