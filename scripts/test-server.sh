@@ -78,11 +78,12 @@ for version in 3 4 5; do
     .venv/bin/python tests/golden/runner.py --host 127.0.0.1 --port "$PORT" --quiet \
         --protocol-version "$version" --baseline "$(baseline "$version")" || status=1
 done
-# UDFs on too, for auth_udf (recorded against Cassandra started with
-# --auth --yaml 'user_defined_functions_enabled: true').
+# UDFs and column masks on too, for auth_udf and auth_masking (recorded
+# against Cassandra started with --auth --yaml 'user_defined_functions_enabled:
+# true' --yaml 'dynamic_data_masking_enabled: true').
 printf '%s\n' 'authenticator: PasswordAuthenticator' 'authorizer: CassandraAuthorizer' \
     'roles_validity: 0ms' 'permissions_validity: 0ms' 'credentials_validity: 0ms' \
-    'user_defined_functions_enabled: true' >"$WORK/auth.yaml"
+    'user_defined_functions_enabled: true' 'dynamic_data_masking_enabled: true' >"$WORK/auth.yaml"
 start_server auth "$AUTH_PORT" --config "$WORK/auth.yaml" --prometheus-port 0
 AUTH_PID=$SERVER_PID
 # Logged in as PasswordAuthenticator's default superuser, runner.py runs

@@ -516,6 +516,17 @@ pub struct ColumnDefinition {
     pub name: Ident,
     pub ty: TypeExpr,
     pub is_static: bool,
+    /// `MASKED WITH ...` (Cassandra 5.0's dynamic data masking).
+    pub mask: Option<ColumnMask>,
+}
+
+/// A column's mask: a masking function applied to the column's value as
+/// its first argument, the others given here (`MASKED WITH DEFAULT` is
+/// `mask_default()`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ColumnMask {
+    pub function: QualifiedName,
+    pub args: Vec<Expr>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -560,6 +571,12 @@ pub enum AlterTableAction {
     AlterColumnType {
         column: Ident,
         ty: TypeExpr,
+    },
+    /// `ALTER [IF EXISTS] c MASKED WITH ...`, or `DROP MASKED` (None).
+    AlterColumnMask {
+        if_exists: bool,
+        column: Ident,
+        mask: Option<ColumnMask>,
     },
     With(Vec<Property>),
 }

@@ -620,7 +620,19 @@ impl Display for AlterKeyspace {
 impl Display for ColumnDefinition {
     fn fmt(&self, f: Out) -> fmt::Result {
         write!(f, "{} {}", self.name, self.ty)?;
-        flag(f, self.is_static, " STATIC")
+        flag(f, self.is_static, " STATIC")?;
+        match &self.mask {
+            Some(mask) => write!(f, " {mask}"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Display for ColumnMask {
+    fn fmt(&self, f: Out) -> fmt::Result {
+        write!(f, "MASKED WITH {}(", self.function)?;
+        comma_list(f, &self.args)?;
+        f.write_str(")")
     }
 }
 
@@ -734,6 +746,18 @@ impl Display for AlterTable {
             AlterTableAction::DropCompactStorage => f.write_str("DROP COMPACT STORAGE"),
             AlterTableAction::AlterColumnType { column, ty } => {
                 write!(f, "ALTER {column} TYPE {ty}")
+            }
+            AlterTableAction::AlterColumnMask {
+                if_exists,
+                column,
+                mask,
+            } => {
+                f.write_str("ALTER ")?;
+                flag(f, *if_exists, "IF EXISTS ")?;
+                match mask {
+                    Some(mask) => write!(f, "{column} {mask}"),
+                    None => write!(f, "{column} DROP MASKED"),
+                }
             }
             AlterTableAction::With(properties) => {
                 f.write_str("WITH ")?;

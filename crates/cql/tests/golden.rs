@@ -80,6 +80,18 @@ const CASES: &[(&str, &str)] = &[
     ("ALTER TABLE t RENAME IF EXISTS a TO b AND c TO d", "="),
     ("ALTER TABLE t WITH comment = 'c' AND default_time_to_live = 0", "="),
     ("ALTER TABLE t ALTER c TYPE blob", "="),
+    (
+        "CREATE TABLE t (k int PRIMARY KEY, v text MASKED WITH mask_inner(1, null), s int static masked with default)",
+        "CREATE TABLE t (k int, v text MASKED WITH mask_inner(1, null), s int STATIC MASKED WITH mask_default(), PRIMARY KEY (k))",
+    ),
+    (
+        "CREATE TABLE t (k int PRIMARY KEY, masked int MASKED WITH system.mask_null())",
+        "CREATE TABLE t (k int, masked int MASKED WITH system.mask_null(), PRIMARY KEY (k))",
+    ),
+    ("ALTER TABLE t ALTER v MASKED WITH mask_replace('x')", "="),
+    ("ALTER TABLE t ALTER IF EXISTS v MASKED WITH DEFAULT", "ALTER TABLE t ALTER IF EXISTS v MASKED WITH mask_default()"),
+    ("ALTER TABLE t ALTER v DROP MASKED", "="),
+    ("ALTER TABLE t ADD v int MASKED WITH mask_default()", "="),
     ("DROP TABLE IF EXISTS ks.t", "="),
     // ---- types
     ("CREATE TYPE IF NOT EXISTS ks.address (street text, \"Zip\" int, tags frozen<set<text>>)", "="),

@@ -1286,6 +1286,11 @@ fn format_timestamp(millis: i64, cql_literal: bool) -> String {
     }
 }
 
+/// Cassandra's `TimestampType.getString`: `2011-02-03T04:05:00.000Z`.
+pub fn timestamp_iso8601(millis: i64) -> String {
+    format_timestamp(millis, false).replacen(' ', "T", 1)
+}
+
 /// Cassandra's `Duration.toString`: `1y2mo3d4h5m6s7ms8us9ns`, largest units
 /// first, zero units left out.
 fn format_duration(months: i32, days: i32, nanos: i64) -> String {

@@ -1396,6 +1396,7 @@ pub fn create_table(
     keyspace: &str,
     stmt: &CreateTable,
     random: &dyn Fn() -> u64,
+    masking_enabled: bool,
 ) -> Result<DdlOutcome> {
     let name = stmt.name.name.as_str();
     let event = change(SchemaChangeType::Created, table_target(keyspace, name));
@@ -1468,9 +1469,11 @@ pub fn create_table(
         is_virtual: false,
         view: None,
         compact,
+        masks: Default::default(),
         metrics: Default::default(),
     };
     table.sort_value_columns();
+    crate::masking::create(schema, stmt, &mut table, masking_enabled)?;
     let table = Arc::new(table);
     let mut next = schema.clone();
     next.next_table_id += 1;
@@ -1814,7 +1817,7 @@ pub fn alter_table(
     keyspace: &str,
     stmt: &AlterTable,
     now_micros: i64,
-    drop_compact_enabled: bool,
+    (drop_compact_enabled, masking_enabled): (bool, bool),
 ) -> Result<DdlOutcome> {
     let name = stmt.table.name.as_str();
     let event = change(SchemaChangeType::Updated, table_target(keyspace, name));
@@ -1843,6 +1846,7 @@ pub fn alter_table(
     let has_views = crate::schema::views_of(ks, name).next().is_some();
     let mut table = Table::clone(current);
     apply_alter_action(ks, &mut table, &stmt.action, has_views, now_micros)?;
+    crate::masking::alter(schema, &stmt.action, &mut table, masking_enabled)?;
     Ok(DdlOutcome {
         schema: Some(replace_table(schema, table.clone())),
         change: event,
@@ -1894,6 +1898,8 @@ fn apply_alter_action(
             // Every column shows; the flags become an ordinary table's.
             table.compact = None;
         }
+        // `masking::alter`'s.
+        AlterTableAction::AlterColumnMask { .. } => {}
         AlterTableAction::AlterColumnType { .. } => {
             return Err(QueryError::invalid(
                 "Altering column types is no longer supported",

@@ -921,6 +921,10 @@ fn column_lines(
             &cql_type_text(&column.ty),
             column.kind == ColumnKind::Static && !table.is_static_compact(),
         );
+        if let Some(mask) = table.masks.get(&column.id) {
+            line.push_str(" MASKED WITH ");
+            line.push_str(&crate::masking::describe(mask));
+        }
         if single_key && column.kind == ColumnKind::PartitionKey {
             line.push_str(" PRIMARY KEY");
         }

@@ -127,6 +127,8 @@ pub struct Executor {
     settings: Settings,
     /// `materialized_views_enabled` (false by default, as in Cassandra 5.0).
     views_enabled: std::sync::atomic::AtomicBool,
+    /// `dynamic_data_masking_enabled` (false by default, as in Cassandra 5.0).
+    masking_enabled: std::sync::atomic::AtomicBool,
     /// `drop_compact_storage_enabled` (false by default, as in Cassandra 5.0).
     drop_compact_enabled: std::sync::atomic::AtomicBool,
     /// `user_defined_functions_enabled` (false by default, as in Cassandra 5.0).
@@ -204,6 +206,7 @@ impl Executor {
             rmw_lock,
             settings,
             views_enabled: std::sync::atomic::AtomicBool::new(false),
+            masking_enabled: std::sync::atomic::AtomicBool::new(false),
             drop_compact_enabled: std::sync::atomic::AtomicBool::new(false),
             udfs_enabled: std::sync::atomic::AtomicBool::new(false),
             auto_snapshot: RwLock::new(None),
@@ -238,6 +241,17 @@ impl Executor {
     pub fn set_materialized_views_enabled(&self, enabled: bool) {
         self.views_enabled
             .store(enabled, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// `dynamic_data_masking_enabled` from the node's configuration.
+    pub fn set_dynamic_data_masking_enabled(&self, enabled: bool) {
+        self.masking_enabled
+            .store(enabled, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn dynamic_data_masking_enabled(&self) -> bool {
+        self.masking_enabled
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn materialized_views_enabled(&self) -> bool {
@@ -695,7 +709,10 @@ impl Executor {
             Statement::CreateTable(s) => {
                 let keyspace = keyspace_of(&s.name, session_ks)?;
                 let random = self.env.random.clone();
-                self.ddl(guard.wrap(|schema| ddl::create_table(schema, keyspace, s, &*random)))
+                let masking = self.dynamic_data_masking_enabled();
+                self.ddl(
+                    guard.wrap(|schema| ddl::create_table(schema, keyspace, s, &*random, masking)),
+                )
             }
             Statement::AlterTable(s) => {
                 let keyspace = keyspace_of(&s.table, session_ks)?;
@@ -703,9 +720,10 @@ impl Executor {
                 let drop_compact = self
                     .drop_compact_enabled
                     .load(std::sync::atomic::Ordering::Relaxed);
-                self.ddl(guard.wrap(|schema| {
-                    crate::view::alter_table(schema, keyspace, s, now, drop_compact)
-                }))
+                let flags = (drop_compact, self.dynamic_data_masking_enabled());
+                self.ddl(
+                    guard.wrap(|schema| crate::view::alter_table(schema, keyspace, s, now, flags)),
+                )
             }
             Statement::CreateType(s) => {
                 let keyspace = keyspace_of(&s.name, session_ks)?;

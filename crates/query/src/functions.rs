@@ -566,6 +566,24 @@ pub fn resolve_for(
 }
 
 /// Refuses an argument that cannot be passed as its parameter's type.
+/// A constant's type when it is known without a receiver (Cassandra's
+/// `getCompatibleTypeIfKnown`: a string is ascii unless it has other
+/// characters).
+pub(crate) fn constant_type(literal: &rocksandra_cql::ast::Literal) -> Option<NativeType> {
+    use rocksandra_cql::ast::Literal;
+    Some(match literal {
+        Literal::String(text) if text.is_ascii() => NativeType::Ascii,
+        Literal::String(_) => NativeType::Text,
+        Literal::Integer(_) => NativeType::Int,
+        Literal::Float(_) => NativeType::Double,
+        Literal::Boolean(_) => NativeType::Boolean,
+        Literal::Uuid(_) => NativeType::Uuid,
+        Literal::Blob(_) => NativeType::Blob,
+        Literal::Duration(_) => NativeType::Duration,
+        Literal::Null => return None,
+    })
+}
+
 fn check_assignable(name: &str, args: &[Arg<'_>], params: &[CqlType]) -> Result<()> {
     for (i, (arg, param)) in args.iter().zip(params).enumerate() {
         if test_arg(arg, param) == Assignment::NotAssignable {

@@ -182,8 +182,12 @@ mod tests {
             let parsed = rocksandra_cql::parse_statement(text).expect("parses");
             let outcome = match &parsed.statement {
                 Statement::CreateKeyspace(s) => crate::ddl::create_keyspace(&schema, s, &[]),
-                Statement::CreateTable(s) => crate::ddl::create_table(&schema, "ks", s, &|| 7),
-                Statement::AlterTable(s) => crate::ddl::alter_table(&schema, "ks", s, 1, false),
+                Statement::CreateTable(s) => {
+                    crate::ddl::create_table(&schema, "ks", s, &|| 7, false)
+                }
+                Statement::AlterTable(s) => {
+                    crate::ddl::alter_table(&schema, "ks", s, 1, (false, false))
+                }
                 other => panic!("not a schema statement: {other:?}"),
             };
             schema = outcome.expect("applies").schema.expect("a new schema");

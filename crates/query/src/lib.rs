@@ -19,6 +19,7 @@ pub mod guardrails;
 pub mod import;
 pub mod index;
 pub mod json;
+pub(crate) mod masking;
 pub mod metered;
 pub mod metrics;
 pub mod modify;

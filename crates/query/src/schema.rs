@@ -300,8 +300,23 @@ pub struct Table {
     pub view: Option<Arc<ViewDef>>,
     /// Set for a `COMPACT STORAGE` table.
     pub compact: Option<CompactStorage>,
+    /// The columns' dynamic data masks (`MASKED WITH`), by column.
+    pub masks: BTreeMap<ColumnId, ColumnMask>,
     /// What this node measured of the table (not part of its definition).
     pub metrics: crate::metrics::TableMetricsHandle,
+}
+
+/// A column's dynamic data mask (Cassandra 5.0's `MASKED WITH`): a native
+/// masking function (`mask_inner`, ...) called with the column's value as
+/// its first argument and these values as the others.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColumnMask {
+    /// The function's name, in the `system` keyspace.
+    pub function: String,
+    /// The CQL types of the arguments after the first.
+    pub arg_types: Vec<String>,
+    /// Their values (None for null).
+    pub arg_values: Vec<Option<Vec<u8>>>,
 }
 
 /// What makes a table a COMPACT STORAGE one (Cassandra's table flags
@@ -865,6 +880,9 @@ struct StoredTable {
     view: Option<StoredView>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     compact: Option<CompactStorage>,
+    /// Column masks, by column id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    masks: Vec<(u32, ColumnMask)>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -961,6 +979,7 @@ impl Schema {
                                 key_column: v.key_column.clone(),
                             }),
                             compact: t.compact.clone(),
+                            masks: t.masks.iter().map(|(id, m)| (id.0, m.clone())).collect(),
                         })
                         .collect(),
                 })
@@ -1090,6 +1109,11 @@ fn stored_table(keyspace: &str, t: StoredTable, types: &[UdtType]) -> Result<Tab
             None => None,
         },
         compact: t.compact,
+        masks: t
+            .masks
+            .into_iter()
+            .map(|(id, mask)| (ColumnId(id), mask))
+            .collect(),
         metrics: Default::default(),
     })
 }

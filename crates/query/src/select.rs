@@ -1479,6 +1479,8 @@ struct Reader<'a> {
     /// With `read_thresholds_enabled`, the thresholds and what the reads
     /// reported (`read_thresholds.rs`); None (nothing kept) otherwise.
     thresholds: Option<ReadThresholdState>,
+    /// The masks the user reads through (`masking`); None for clear values.
+    masker: Option<crate::masking::Masker>,
 }
 
 /// What a reader keeps with `read_thresholds_enabled`: the reports of its
@@ -1571,6 +1573,7 @@ impl<'a> Reader<'a> {
                     reports: Default::default(),
                     tokens: Default::default(),
                 }),
+            masker: None,
         }
     }
 
@@ -1706,6 +1709,19 @@ impl Reader<'_> {
     /// Reads up to `want` rows after `state`, returning them and the state
     /// after the last one (None when the data is exhausted).
     fn read(&self, state: &PagingState, want: usize) -> Result<(Vec<CqlRow>, Option<PagingState>)> {
+        let (mut rows, next) = self.read_clear(state, want)?;
+        if let Some(masker) = &self.masker {
+            masker.mask(&mut rows)?;
+        }
+        Ok((rows, next))
+    }
+
+    /// [`Reader::read`] before the masks: the values as stored.
+    fn read_clear(
+        &self,
+        state: &PagingState,
+        want: usize,
+    ) -> Result<(Vec<CqlRow>, Option<PagingState>)> {
         if self.table.is_virtual {
             return self.read_virtual(state, want);
         }
@@ -2511,9 +2527,10 @@ fn execute_select(
     }
     check_restrictions(&table, select, &restrictions)
         .map_err(|e| crate::guard::filtering_refusal(context, e, request))?;
+    crate::masking::authorize_where(context, request, &table, select)?;
     let shape = Shape::of(context, clauses, request, &outputs, &ctx)?;
     shape_warnings(guardrails, clauses, request, &shape, &mut warnings)?;
-    let reader = Reader::for_select(
+    let mut reader = Reader::for_select(
         context,
         &table,
         &restrictions,
@@ -2523,6 +2540,7 @@ fn execute_select(
         shape.reversed,
         shape.read_per_partition_limit(select.distinct),
     );
+    reader.masker = crate::masking::Masker::for_read(context, request, &table, &ctx.types)?;
     let query = (&*table, &outputs[..], select);
     answer_select(context, query, request, &reader, &shape, warnings)
 }
@@ -3556,11 +3574,32 @@ fn json_rows(outputs: &[Output], rows: Vec<Vec<Option<Bytes>>>) -> Result<Vec<Ve
     Ok(out)
 }
 
+/// A row's token for `token(k)`: its partition's, or, where a partition
+/// key column is masked, that of the key values as read, masked or not, as
+/// Cassandra's selector computes it.
+fn row_token(table: &Table, row: &CqlRow) -> rocksandra_data::token::Token {
+    let keys = 0..table.partition_key_count;
+    if !table.columns[keys.clone()]
+        .iter()
+        .any(|c| table.masks.contains_key(&c.id))
+    {
+        return row.partition.token;
+    }
+    let values: Vec<&[u8]> = keys
+        .map(|i| row.columns[i].value.as_deref().unwrap_or_default())
+        .collect();
+    let key = match values.as_slice() {
+        [single] => single.to_vec(),
+        many => rocksandra_data::token::serialize_partition_key(many),
+    };
+    rocksandra_data::token::Token::murmur3(&key)
+}
+
 fn eval_sel(table: &Table, sel: &Sel, row: &CqlRow) -> Result<Option<Vec<u8>>> {
     Ok(match sel {
         Sel::Column(i) => row.columns[*i].value.clone(),
         Sel::Metadata(m) => metadata::eval(table, m, row)?,
-        Sel::Token => Some(row.partition.token.0.to_be_bytes().to_vec()),
+        Sel::Token => Some(row_token(table, row).0.to_be_bytes().to_vec()),
         Sel::Field { udt, index } => {
             let Some(bytes) = eval_sel(table, udt, row)? else {
                 return Ok(None);

@@ -196,6 +196,7 @@ fn build_table(def: &def::TableDef) -> Table {
         is_virtual: true,
         view: None,
         compact: None,
+        masks: Default::default(),
         metrics: Default::default(),
     };
     table.sort_value_columns();
@@ -263,6 +264,7 @@ pub fn rows(table: &Table, schema: &Schema, node: &NodeInfo, stats: TableStats<'
         ("system_schema", "tables") => table_rows(schema),
         ("system_schema", "columns") => column_rows(schema, false),
         ("system_schema", "dropped_columns") => dropped_column_rows(schema),
+        ("system_schema", "column_masks") => column_mask_rows(schema),
         ("system_schema", "types") => type_rows(schema),
         ("system_schema", "functions") => function_rows(schema),
         ("system_schema", "aggregates") => aggregate_rows(schema),
@@ -271,8 +273,8 @@ pub fn rows(table: &Table, schema: &Schema, node: &NodeInfo, stats: TableStats<'
         ("system_virtual_schema", "keyspaces") => virtual_keyspace_rows(schema),
         ("system_virtual_schema", "tables") => virtual_table_rows(schema),
         ("system_virtual_schema", "columns") => column_rows(schema, true),
-        // No content kept (yet) for the others: triggers, column masks,
-        // auth, traces, metrics.
+        // No content kept (yet) for the others: triggers, auth, traces,
+        // metrics.
         _ => Vec::new(),
     };
     let mut rows: Vec<Row> = built
@@ -580,6 +582,34 @@ fn dropped_column_rows(schema: &Schema) -> Vec<Cells> {
                     )
                     .text("kind", dropped.kind.name())
                     .text("type", &dropped.type_text);
+                out.push(row.take());
+            }
+        }
+    }
+    out
+}
+
+fn column_mask_rows(schema: &Schema) -> Vec<Cells> {
+    let mut out = Vec::new();
+    for keyspace in schema_keyspaces(schema) {
+        for table in keyspace.tables.values() {
+            for column in &table.columns {
+                let Some(mask) = table.masks.get(&column.id) else {
+                    continue;
+                };
+                let nulls = mask.arg_values.iter().map(|v| Value::Boolean(v.is_none()));
+                let mut row = Cells::default();
+                row.text("keyspace_name", &table.keyspace)
+                    .text("table_name", &table.name)
+                    .text("column_name", &column.name)
+                    .text("function_keyspace", "system")
+                    .text("function_name", &mask.function)
+                    .set("function_argument_nulls", Value::List(nulls.collect()))
+                    .set("function_argument_types", text_list(mask.arg_types.clone()))
+                    .set(
+                        "function_argument_values",
+                        text_list(crate::masking::argument_texts(mask)),
+                    );
                 out.push(row.take());
             }
         }

@@ -132,6 +132,7 @@ pub fn create_view(
             key_column: regular_in_key.map(|s| s.to_string()),
         })),
         compact: None,
+        masks: Default::default(),
         metrics: Default::default(),
     };
     view.sort_value_columns();
@@ -1246,9 +1247,9 @@ pub fn alter_table(
     keyspace: &str,
     stmt: &AlterTable,
     now_micros: i64,
-    drop_compact_enabled: bool,
+    flags: (bool, bool),
 ) -> Result<DdlOutcome> {
-    let mut outcome = ddl::alter_table(schema, keyspace, stmt, now_micros, drop_compact_enabled)?;
+    let mut outcome = ddl::alter_table(schema, keyspace, stmt, now_micros, flags)?;
     let (Some(mut next), Some(table)) = (outcome.schema.take(), outcome.effects.alter.first())
     else {
         return Ok(outcome);

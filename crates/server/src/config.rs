@@ -404,6 +404,9 @@ pub struct Config {
     /// (`user_defined_functions_enabled`, legacy
     /// `enable_user_defined_functions`; off by default, as in Cassandra).
     pub user_defined_functions_enabled: bool,
+    /// Columns may be masked (`MASKED WITH`, `dynamic_data_masking_enabled`;
+    /// off by default, as in Cassandra).
+    pub dynamic_data_masking_enabled: bool,
     /// The prepared-statement cache's bound in bytes
     /// (`prepared_statements_cache_size`, legacy `_mb`; empty is Cassandra's
     /// "auto", 10 MiB here).
@@ -487,6 +490,7 @@ impl Default for Config {
             materialized_views_enabled: false,
             drop_compact_storage_enabled: false,
             user_defined_functions_enabled: false,
+            dynamic_data_masking_enabled: false,
             prepared_statements_cache_bytes: rocksandra_query::prepared_cache::DEFAULT_LIMIT_BYTES,
             commitlog_directory: None,
             hints_directory: None,
@@ -948,6 +952,7 @@ struct FileConfig {
     enable_drop_compact_storage: Option<bool>,
     user_defined_functions_enabled: Option<bool>,
     enable_user_defined_functions: Option<bool>,
+    dynamic_data_masking_enabled: Option<bool>,
     prepared_statements_cache_size: Option<String>,
     prepared_statements_cache_size_mb: Option<u64>,
     commitlog_directory: Option<PathBuf>,
@@ -1163,6 +1168,9 @@ impl FileConfig {
             materialized_views_enabled: flags.materialized_views,
             drop_compact_storage_enabled: flags.drop_compact_storage,
             user_defined_functions_enabled: flags.user_defined_functions,
+            dynamic_data_masking_enabled: self
+                .dynamic_data_masking_enabled
+                .unwrap_or(defaults.dynamic_data_masking_enabled),
             commitlog_directory: storage.commitlog_directory,
             hints_directory: non_empty_dir("hints_directory", self.hints_directory)?,
             memtable_space_bytes: storage.memtable_space_bytes,

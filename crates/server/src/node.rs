@@ -244,6 +244,7 @@ pub fn open(config: &Config) -> Result<Node, NodeError> {
     executor.set_materialized_views_enabled(config.materialized_views_enabled);
     executor.set_drop_compact_storage_enabled(config.drop_compact_storage_enabled);
     executor.set_user_defined_functions_enabled(config.user_defined_functions_enabled);
+    executor.set_dynamic_data_masking_enabled(config.dynamic_data_masking_enabled);
     executor.set_guardrails(config.guardrails);
     executor.set_auto_snapshot(config.auto_snapshot.then(|| dir.join("snapshots")));
     executor.set_tombstone_thresholds(config.tombstone_thresholds);

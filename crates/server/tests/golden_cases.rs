@@ -26,13 +26,14 @@ use common::Node;
 use golden::{block_diff, compare, golden_dir, run_case, Target};
 
 /// The auth_* cases' server, as scripts/test-server.sh starts it.
-const AUTH_YAML: [&str; 6] = [
+const AUTH_YAML: [&str; 7] = [
     "authenticator: PasswordAuthenticator",
     "authorizer: CassandraAuthorizer",
     "roles_validity: 0ms",
     "permissions_validity: 0ms",
     "credentials_validity: 0ms",
     "user_defined_functions_enabled: true",
+    "dynamic_data_masking_enabled: true",
 ];
 
 struct Case {

@@ -4,7 +4,7 @@
 use super::Parser;
 use crate::ast::{
     AlterKeyspace, AlterMaterializedView, AlterTable, AlterTableAction, AlterType, AlterTypeAction,
-    ColumnDefinition, CreateAggregate, CreateFunction, CreateIndex, CreateKeyspace,
+    ColumnDefinition, ColumnMask, CreateAggregate, CreateFunction, CreateIndex, CreateKeyspace,
     CreateMaterializedView, CreateTable, CreateTrigger, CreateType, DropFunction, DropKind,
     DropObject, DropTrigger, Ident, IndexTarget, IndexTargetKind, QualifiedName, Statement,
     TableOptions,
@@ -183,11 +183,31 @@ impl Parser {
         let name = self.ident()?;
         let ty = self.type_expr()?;
         let is_static = self.eat_kw("static");
+        let mask = self.column_mask()?;
         Ok(ColumnDefinition {
             name,
             ty,
             is_static,
+            mask,
         })
+    }
+
+    /// `MASKED WITH DEFAULT` or `MASKED WITH f(args)`, if next.
+    fn column_mask(&mut self) -> Result<Option<ColumnMask>> {
+        if !self.eat_kws(&["masked", "with"]) {
+            return Ok(None);
+        }
+        if self.eat_kw("default") {
+            let function = QualifiedName {
+                keyspace: None,
+                name: Ident::new("mask_default".to_string()),
+            };
+            let args = Vec::new();
+            return Ok(Some(ColumnMask { function, args }));
+        }
+        let function = self.function_name()?;
+        let args = self.parenthesized(true, Parser::term)?;
+        Ok(Some(ColumnMask { function, args }))
     }
 
     /// After `PRIMARY KEY`: `(a, b)` or `((a, b), c)`.
@@ -235,10 +255,7 @@ impl Parser {
             let renames = self.renames()?;
             AlterTableAction::Rename { if_exists, renames }
         } else if self.eat_kw("alter") {
-            let column = self.ident()?;
-            self.expect_kw("type")?;
-            let ty = self.type_expr()?;
-            AlterTableAction::AlterColumnType { column, ty }
+            self.alter_column()?
         } else if self.eat_kw("with") {
             AlterTableAction::With(self.properties()?)
         } else {
@@ -248,6 +265,29 @@ impl Parser {
             if_exists,
             table,
             action,
+        })
+    }
+
+    /// After `ALTER TABLE t ALTER`: `c TYPE t`, `[IF EXISTS] c MASKED
+    /// WITH ...` or `[IF EXISTS] c DROP MASKED`.
+    fn alter_column(&mut self) -> Result<AlterTableAction> {
+        let if_exists = self.if_exists();
+        let column = self.ident()?;
+        if !if_exists && self.eat_kw("type") {
+            let ty = self.type_expr()?;
+            return Ok(AlterTableAction::AlterColumnType { column, ty });
+        }
+        let mask = match self.eat_kws(&["drop", "masked"]) {
+            true => None,
+            false => match self.column_mask()? {
+                Some(mask) => Some(mask),
+                None => return Err(self.no_viable()),
+            },
+        };
+        Ok(AlterTableAction::AlterColumnMask {
+            if_exists,
+            column,
+            mask,
         })
     }
 

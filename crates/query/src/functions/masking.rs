@@ -8,6 +8,8 @@ use rocksandra_data::types::{CqlType, NativeType};
 use sha1::Sha1;
 use sha2::{Digest, Sha256, Sha384, Sha512};
 
+use rocksandra_cql::ast::Expr;
+
 use super::{arg_text, check_assignable, native, Arg, Function, Kind};
 use crate::error::{QueryError, Result};
 
@@ -24,16 +26,15 @@ pub(super) fn mask_kind(name: &str) -> Option<Kind> {
 }
 
 pub(super) fn resolve(name: &str, kind: Kind, args: &[Arg<'_>]) -> Result<Function> {
-    let arity: &[usize] = match kind {
-        Kind::MaskReplace => &[2],
-        Kind::MaskInner | Kind::MaskOuter => &[3, 4],
-        Kind::MaskHash => &[1, 2],
-        _ => &[1],
+    let (arity, parameters): (&[usize], &str) = match kind {
+        Kind::MaskReplace => (&[2], "any, any"),
+        Kind::MaskInner | Kind::MaskOuter => (&[3, 4], "[text|varchar|ascii], int, int, [text]"),
+        Kind::MaskHash => (&[1, 2], "any, [text]"),
+        _ => (&[1], "any"),
     };
     if !arity.contains(&args.len()) {
         return Err(QueryError::invalid(format!(
-            "Invalid number of arguments for function system.{name}: {} given",
-            args.len()
+            "Invalid number of arguments for function system.{name}({parameters})"
         )));
     }
     let Some(Arg::Typed(ty) | Arg::Selector(ty, _)) = args.first() else {
@@ -72,6 +73,9 @@ pub(super) fn resolve(name: &str, kind: Kind, args: &[Arg<'_>]) -> Result<Functi
         }
         _ => (vec![ty.clone()], ty.clone()),
     };
+    if matches!(kind, Kind::MaskInner | Kind::MaskOuter | Kind::MaskHash) {
+        check_options(name, args, &arg_types)?;
+    }
     // The first argument has the parameter's own type.
     check_assignable(name, args, &arg_types)?;
     Ok(Function {
@@ -80,6 +84,28 @@ pub(super) fn resolve(name: &str, kind: Kind, args: &[Arg<'_>]) -> Result<Functi
         arg_types,
         return_type,
     })
+}
+
+/// The lengths and the padding of `mask_inner`/`mask_outer`, the algorithm
+/// of `mask_hash`: a constant of another type is refused in Cassandra's
+/// words for these parameters.
+fn check_options(name: &str, args: &[Arg<'_>], params: &[CqlType]) -> Result<()> {
+    for (arg, param) in args.iter().zip(params).skip(1) {
+        let Arg::Term(Expr::Literal(literal), _) = arg else {
+            continue;
+        };
+        let Some(found) = super::constant_type(literal) else {
+            continue;
+        };
+        if super::test_arg(arg, param) == super::Assignment::NotAssignable {
+            return Err(QueryError::invalid(format!(
+                "Function system.{name} requires an argument of type {param}, but found argument {} of type {}",
+                arg_text(arg),
+                native(found)
+            )));
+        }
+    }
+    Ok(())
 }
 
 pub(super) fn call(f: &Function, args: &[Option<Vec<u8>>]) -> Result<Option<Vec<u8>>> {

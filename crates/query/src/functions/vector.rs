@@ -80,24 +80,9 @@ fn known_type(arg: &Arg<'_>) -> Option<CqlType> {
             Box::new(native(NativeType::Float)),
             u32::try_from(items.len()).unwrap_or(u32::MAX),
         )),
-        Arg::Term(Expr::Literal(literal), _) => literal_type(literal).map(native),
+        Arg::Term(Expr::Literal(literal), _) => super::constant_type(literal).map(native),
         Arg::Term(..) => None,
     }
-}
-
-/// A constant's type when it is known without a receiver (Cassandra's
-/// `getCompatibleTypeIfKnown`: a string is ascii).
-fn literal_type(literal: &Literal) -> Option<NativeType> {
-    Some(match literal {
-        Literal::String(_) => NativeType::Ascii,
-        Literal::Integer(_) => NativeType::Int,
-        Literal::Float(_) => NativeType::Double,
-        Literal::Boolean(_) => NativeType::Boolean,
-        Literal::Uuid(_) => NativeType::Uuid,
-        Literal::Blob(_) => NativeType::Blob,
-        Literal::Duration(_) => NativeType::Duration,
-        Literal::Null => return None,
-    })
 }
 
 /// An argument as Cassandra's messages print it (`NULL` for null).

@@ -278,6 +278,7 @@ pub fn storage_table(table: &Table, index: &Index) -> Option<Table> {
         is_virtual: false,
         view: None,
         compact: None,
+        masks: Default::default(),
         metrics: Default::default(),
     })
 }
@@ -594,6 +595,7 @@ mod tests {
             is_virtual: false,
             view: None,
             compact: None,
+            masks: Default::default(),
             metrics: Default::default(),
         }
     }

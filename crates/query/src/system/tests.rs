@@ -68,6 +68,7 @@ pub(crate) fn user_table(
         is_virtual: false,
         view: None,
         compact: None,
+        masks: Default::default(),
         metrics: Default::default(),
     };
     table.sort_value_columns();

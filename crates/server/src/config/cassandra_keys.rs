@@ -101,7 +101,6 @@ pub const CASSANDRA_ONLY_KEYS: &[&str] = &[
     "disk_optimization_page_cross_chance",
     "disk_optimization_strategy",
     "dump_heap_on_uncaught_exception",
-    "dynamic_data_masking_enabled",
     "dynamic_snitch",
     "dynamic_snitch_badness_threshold",
     "dynamic_snitch_reset_interval",

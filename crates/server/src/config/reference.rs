@@ -206,6 +206,7 @@ pub const KEYS: &[KeyDoc] = &[
         .legacy(&["enable_drop_compact_storage"]),
     key("user_defined_functions_enabled", "false", "Allows CREATE FUNCTION and CREATE AGGREGATE (function bodies: the Java subset of docs/compatibility.md).")
         .legacy(&["enable_user_defined_functions"]),
+    key("dynamic_data_masking_enabled", "false", "Allows column masks (MASKED WITH in CREATE TABLE and ALTER TABLE); users without UNMASK read masked values."),
     key("keyspaces_warn_threshold", "-1", "Guardrail (binds ordinary users: logged in with PasswordAuthenticator, not superusers; -1 disables): warns on CREATE KEYSPACE when there would be more user keyspaces than this."),
     key("keyspaces_fail_threshold", "-1", "Guardrail (ordinary users; -1 disables): refuses CREATE KEYSPACE when there would be more user keyspaces than this."),
     key("tables_warn_threshold", "-1", "Guardrail (ordinary users; -1 disables): warns on CREATE TABLE when there would be more tables and views in user keyspaces than this."),
