@@ -190,7 +190,8 @@ fn holds(
     Ok(subject.holds(permission, &resource))
 }
 
-/// Refuses a SELECT whose WHERE clause restricts masked columns, for a
+/// Refuses a SELECT whose WHERE clause restricts masked columns (or that
+/// orders by a masked column's ANN), for a
 /// user with neither UNMASK nor SELECT_MASKED on the table (Cassandra's
 /// `SelectStatement.authorize`).
 pub(crate) fn authorize_where(
@@ -209,7 +210,9 @@ pub(crate) fn authorize_where(
         .iter()
         .filter(|c| table.masks.contains_key(&c.id))
         .map(|c| c.name.as_str())
-        .filter(|name| select.where_clause.iter().any(|r| restricts(r, name)))
+        .filter(|name| {
+            select.where_clause.iter().any(|r| restricts(r, name)) || orders_by_ann(select, name)
+        })
         .collect();
     if restricted.is_empty() {
         return Ok(());
@@ -222,6 +225,15 @@ pub(crate) fn authorize_where(
         table.name,
         restricted.join(", ")
     )))
+}
+
+/// `ORDER BY column ANN OF ...`, which Cassandra counts as a restriction
+/// of the column.
+fn orders_by_ann(select: &Select, column: &str) -> bool {
+    select
+        .order_by
+        .iter()
+        .any(|o| matches!(o.kind, ast::OrderingKind::Ann(_)) && o.column.as_str() == column)
 }
 
 fn restricts(relation: &Relation, column: &str) -> bool {

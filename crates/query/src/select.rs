@@ -3021,6 +3021,7 @@ fn execute_ann(
     let aggregate = outputs.iter().any(|o| is_aggregate(&o.sel));
     let ranking = ann::plan(table, select, restrictions, ann, (limit, aggregate), ctx)
         .map_err(|e| ann::replica_refusal(context.node().broadcast_address, e))?;
+    crate::masking::authorize_where(context, request, table, select)?;
     let warnings = ann::warnings(request, ranking.limit);
     let at_one = Request {
         consistency: rocksandra_wire::Consistency::One,
@@ -3037,10 +3038,14 @@ fn execute_ann(
         usize::MAX,
     );
     let now = context.local_now(request);
-    let rows = match ann_graph(context, table, restrictions, &ranking, now) {
+    // Ranked by the clear vectors, then masked for the user.
+    let mut rows = match ann_graph(context, table, restrictions, &ranking, now) {
         Some(graph) => ranking.top_rows_from(&graph, &reader)?,
         None => ranking.top_rows(&reader)?,
     };
+    if let Some(masker) = crate::masking::Masker::for_read(context, request, table, &ctx.types)? {
+        masker.mask(&mut rows)?;
+    }
     let read = rows.len();
     let result_rows = selected_rows(table, outputs, &rows, aggregate)?;
     let query = (&**table, outputs, select);
