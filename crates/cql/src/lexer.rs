@@ -169,6 +169,9 @@ impl Lexer<'_> {
         if c.is_ascii_digit() {
             return Ok(self.number());
         }
+        if c == '-' {
+            self.check_signed_named_float()?;
+        }
         match c {
             '\'' => return self.quoted('\'', TokenKind::String),
             '"' => return self.quoted('"', TokenKind::QuotedName),
@@ -219,6 +222,16 @@ impl Lexer<'_> {
 
     /// ANTLR's lexer error at the character `offset` that broke a UUID.
     fn broken_uuid_error(&mut self, offset: usize) -> ParseError {
+        let expected = match UUID_DASH_OFFSETS.contains(&offset) {
+            true => "'-'",
+            false => "set null",
+        };
+        self.mismatched_character(offset, expected)
+    }
+
+    /// ANTLR's lexer error at the character `offset` ahead, which is not
+    /// the `expected` one of the token the lexer had committed to.
+    fn mismatched_character(&mut self, offset: usize, expected: &str) -> ParseError {
         let found = match self.peek(offset) {
             None => "<EOF>".to_string(),
             Some('\n') => "\\n".to_string(),
@@ -226,14 +239,30 @@ impl Lexer<'_> {
             Some('\t') => "\\t".to_string(),
             Some(c) => c.to_string(),
         };
-        let expected = match UUID_DASH_OFFSETS.contains(&offset) {
-            true => "'-'",
-            false => "set null",
-        };
         self.bump_n(offset);
         self.error(format!(
             "mismatched character '{found}' expecting {expected}"
         ))
+    }
+
+    /// Cassandra's lexer takes a '-' followed by an 'n' or an 'i' (in any
+    /// case) for the start of `-NaN` or `-Infinity`, and fails at the first
+    /// character that is not the next of that word: `-i,` and `bad-name`
+    /// are lexer errors (`-ti` is a minus and a name).
+    fn check_signed_named_float(&mut self) -> Result<()> {
+        let word = match self.peek(1) {
+            Some('n' | 'N') => "nan",
+            Some('i' | 'I') => "infinity",
+            _ => return Ok(()),
+        };
+        let broken = word
+            .chars()
+            .enumerate()
+            .find(|(i, w)| !self.peek(i + 1).is_some_and(|c| c.to_ascii_lowercase() == *w));
+        match broken {
+            Some((i, _)) => Err(self.mismatched_character(i + 1, "set null")),
+            None => Ok(()),
+        }
     }
 
     fn word(&mut self) -> (TokenKind, String) {
@@ -268,7 +297,13 @@ impl Lexer<'_> {
 
     fn number(&mut self) -> (TokenKind, String) {
         let start = self.pos;
-        if self.peek(0) == Some('0') && matches!(self.peek(1), Some('x' | 'X')) {
+        // After a '-', Cassandra's lexer reads a signed integer (`-0`), so
+        // `-0x01` is `-0` and the name `x01`.
+        let signed = self
+            .tokens
+            .last()
+            .is_some_and(|t| t.kind == TokenKind::Symbol && t.value == "-" && t.end == start);
+        if !signed && self.peek(0) == Some('0') && matches!(self.peek(1), Some('x' | 'X')) {
             self.bump_n(2);
             while self.peek(0).is_some_and(|c| c.is_ascii_hexdigit()) {
                 self.bump();

@@ -189,7 +189,8 @@ fn is_prefix_or_infix(expr: &Expr) -> bool {
     matches!(expr, Expr::Binary { .. } | Expr::Negate(_))
 }
 
-/// Whether `-` written right before `text` would lex as part of a constant.
+/// Whether `-` written right before `text` would lex as part of a constant
+/// (or, before an 'n' or an 'i', as the start of `-NaN` or `-Infinity`).
 fn would_fuse_with_minus(text: &str) -> bool {
     let chars: Vec<char> = text.chars().collect();
     let Ok(tokens) = tokenize(&chars) else {
@@ -198,8 +199,8 @@ fn would_fuse_with_minus(text: &str) -> bool {
     let first = &tokens[0];
     matches!(
         first.kind,
-        TokenKind::Integer | TokenKind::Float | TokenKind::Duration
-    ) || (first.kind == TokenKind::Ident && first.value == "infinity")
+        TokenKind::Integer | TokenKind::Float | TokenKind::Duration | TokenKind::Hex
+    ) || (first.kind == TokenKind::Ident && first.value.starts_with(['n', 'i']))
         || (first.kind == TokenKind::Symbol && first.value == "-")
 }
 

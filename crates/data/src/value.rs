@@ -1335,7 +1335,12 @@ pub fn java_double(v: f64) -> String {
     let plain = (1e-3..1e7).contains(&v.abs());
     let scientific = match java_integral_digits(v, 53) {
         Some(text) => text,
-        None => format!("{v:e}"),
+        None => java_two_digits_if_one(
+            format!("{v:e}"),
+            format!("{v:.1e}"),
+            java_double_estimate(v),
+            |t| t.parse::<f64>().ok() == Some(v),
+        ),
     };
     java_float_text(&scientific, v == 0.0, plain)
 }
@@ -1351,9 +1356,79 @@ pub fn java_float(v: f32) -> String {
     let plain = (1e-3..1e7).contains(&v.abs());
     let scientific = match java_integral_digits(f64::from(v), 24) {
         Some(text) => text,
-        None => format!("{v:e}"),
+        None => java_two_digits_if_one(
+            format!("{v:e}"),
+            format!("{v:.1e}"),
+            java_float_estimate(v),
+            |t| t.parse::<f32>().ok() == Some(v),
+        ),
     };
     java_float_text(&scientific, v == 0.0, plain)
+}
+
+/// JDK 17's `FloatingDecimal` always generates a second digit after a
+/// first one it placed by its estimate of the decimal exponent: where the
+/// shortest digits that read back as the value are one, Java prints the
+/// two-digit decimal closest to it (`Double.MIN_VALUE`, 4.94e-324, shortest
+/// `5e-324`, is `4.9E-324`). Where the estimate is one too high its first
+/// digit is a zero it drops, and the next one may end the digits (`2 *
+/// Double.MIN_VALUE` is `1.0E-323`). Only subnormals, with few bits left,
+/// have a closest two-digit decimal other than the one digit and a zero.
+/// `shortest` and `two_digits` are Rust's `{:e}` and `{:.1e}` texts of the
+/// value; `estimate` is `FloatingDecimal.estimateDecExp`'s.
+fn java_two_digits_if_one(
+    shortest: String,
+    two_digits: String,
+    estimate: i32,
+    reads_back: impl Fn(&str) -> bool,
+) -> String {
+    let mantissa = shortest.split_once('e').map_or(shortest.as_str(), |(m, _)| m);
+    let one_digit = mantissa.trim_start_matches('-').len() == 1;
+    let (two_mantissa, two_exponent) = two_digits.split_once('e').unwrap_or((&two_digits, ""));
+    let first_digit_placed = two_exponent.parse::<i32>().ok() == Some(estimate);
+    if one_digit && first_digit_placed && !two_mantissa.ends_with('0') && reads_back(&two_digits) {
+        two_digits
+    } else {
+        shortest
+    }
+}
+
+/// `FloatingDecimal.estimateDecExp`: floor of a linear estimate of the
+/// decimal exponent of `significand` (in [1, 2)) times 2^`binary_exponent`.
+fn java_estimated_decimal_exponent(significand: f64, binary_exponent: i32) -> i32 {
+    let estimate = (significand - 1.5) * 0.289529654
+        + 0.176091259
+        + f64::from(binary_exponent) * 0.301029995663981;
+    estimate.floor() as i32
+}
+
+/// A finite value's significand in [1, 2) and binary exponent, from the
+/// `mantissa_bits` stored bits of an IEEE value with `exponent` and exponent
+/// `bias` (subnormals normalized; zero as 1 * 2^0, its estimate unused).
+fn binary_parts(mantissa: u64, exponent: i32, mantissa_bits: u32, bias: i32) -> (f64, i32) {
+    if exponent == 0 && mantissa == 0 {
+        return (1.0, 0);
+    }
+    if exponent == 0 {
+        let top = 63 - mantissa.leading_zeros() as i32;
+        let significand = mantissa as f64 / (1u64 << top) as f64;
+        (significand, top - (bias - 1) - mantissa_bits as i32)
+    } else {
+        let significand = 1.0 + mantissa as f64 / (1u64 << mantissa_bits) as f64;
+        (significand, exponent - bias)
+    }
+}
+
+fn java_double_estimate(v: f64) -> i32 {
+    let bits = v.abs().to_bits();
+    let (significand, binary) = binary_parts(bits & ((1 << 52) - 1), (bits >> 52) as i32, 52, 1023);
+    java_estimated_decimal_exponent(significand, binary)
+}
+
+fn java_float_estimate(v: f32) -> i32 {
+    let bits = u64::from(v.abs().to_bits());
+    let (significand, binary) = binary_parts(bits & ((1 << 23) - 1), (bits >> 23) as i32, 23, 127);
+    java_estimated_decimal_exponent(significand, binary)
 }
 
 /// JDK 17's `FloatingDecimal` prints an integral value in [1, 2^63) from
@@ -2105,6 +2180,31 @@ mod tests {
         assert_eq!(decimal(1, 7), "1E-7");
         assert_eq!(decimal(0, 0), "0");
         assert_eq!(decimal(1, i32::MIN).len(), "1E+2147483648".len());
+    }
+
+    #[test]
+    fn java_prints_two_digits_where_the_shortest_is_one() {
+        // JDK 17's texts of the first multiples of the smallest subnormal.
+        let doubles: Vec<String> = (1..=12)
+            .map(|i| Value::Double(f64::from_bits(i)).to_string())
+            .collect();
+        assert_eq!(
+            doubles.join(" "),
+            "4.9E-324 1.0E-323 1.5E-323 2.0E-323 2.5E-323 3.0E-323 3.5E-323 4.0E-323 4.4E-323 4.9E-323 5.4E-323 5.9E-323"
+        );
+        let floats: Vec<String> = (1..=12)
+            .map(|i| Value::Float(f32::from_bits(i)).to_string())
+            .collect();
+        assert_eq!(
+            floats.join(" "),
+            "1.4E-45 2.8E-45 4.2E-45 5.6E-45 7.0E-45 8.4E-45 9.8E-45 1.1E-44 1.3E-44 1.4E-44 1.5E-44 1.7E-44"
+        );
+        assert_eq!(Value::Double(-f64::from_bits(1)).to_string(), "-4.9E-324");
+        assert_eq!(Value::Double(f64::from_bits(1000)).to_string(), "4.94E-321");
+        // Elsewhere one digit is that digit and a zero.
+        assert_eq!(Value::Double(0.3).to_string(), "0.3");
+        assert_eq!(Value::Double(5e-5).to_string(), "5.0E-5");
+        assert_eq!(Value::Double(4.9e-5).to_string(), "4.9E-5");
     }
 
     #[test]

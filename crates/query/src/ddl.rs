@@ -974,6 +974,25 @@ pub fn existing_keyspace<'a>(schema: &'a Schema, keyspace: &str) -> Result<&'a A
         .ok_or_else(|| QueryError::invalid(format!("Keyspace '{keyspace}' doesn't exist")))
 }
 
+/// The parameters of a new table or view: the defaults with the WITH
+/// properties applied. A table given no `bloom_filter_fp_chance` takes its
+/// compaction strategy's default (`CompactionParams.defaultBloomFilterFbChance`:
+/// 0.1 for LeveledCompactionStrategy, 0.01 otherwise); ALTER keeps the
+/// chance a table has.
+pub fn new_table_params(properties: &[Property]) -> Result<TableParams> {
+    let mut params = TableParams::default();
+    apply_table_properties(&mut params, properties)?;
+    let chance_given = properties
+        .iter()
+        .any(|p| p.name.as_str() == "bloom_filter_fp_chance");
+    let leveled = params.compaction.get("class").map(String::as_str)
+        == Some(LEVELED_COMPACTION_CLASS);
+    if !chance_given && leveled {
+        params.bloom_filter_fp_chance = 0.1;
+    }
+    Ok(params)
+}
+
 /// Applies WITH properties of CREATE/ALTER TABLE to `params`.
 pub fn apply_table_properties(params: &mut TableParams, properties: &[Property]) -> Result<()> {
     check_duplicate_properties(properties)?;
@@ -1149,11 +1168,10 @@ fn apply_table_property(params: &mut TableParams, p: &Property) -> Result<()> {
         "caching" => params.caching = caching_option(p)?,
         "compaction" => params.compaction = compaction_option(p)?,
         "compression" => params.compression = compression_option(p)?,
+        // Cassandra 5.0.6 checks that it is a map and keeps none of it: the
+        // table's extensions stay empty in system_schema and DESCRIBE.
         "extensions" => {
-            params.extensions = property_map(p)?
-                .into_iter()
-                .map(|(k, v)| (k, v.into_bytes()))
-                .collect();
+            property_map(p)?;
         }
         "id" => return Err(QueryError::config("Cannot alter table id.".to_string())),
         other => {
@@ -1205,6 +1223,9 @@ fn caching_option(p: &Property) -> Result<BTreeMap<String, String>> {
         .or_insert_with(|| "NONE".into());
     Ok(m)
 }
+
+/// The full name of the leveled compaction strategy's class.
+const LEVELED_COMPACTION_CLASS: &str = "org.apache.cassandra.db.compaction.LeveledCompactionStrategy";
 
 /// `compaction`: a known strategy class (its full name kept) and the
 /// threshold defaults.
@@ -1447,8 +1468,7 @@ pub fn create_table(
         .filter(|c| c.kind == ColumnKind::Clustering)
         .count();
     let next_id = columns.len() as u32;
-    let mut params = TableParams::default();
-    apply_table_properties(&mut params, &stmt.options.properties)?;
+    let params = new_table_params(&stmt.options.properties)?;
     if counters > 0 && params.default_time_to_live > 0 {
         return Err(QueryError::invalid(
             "Cannot set default_time_to_live on a table with counters",
@@ -2570,6 +2590,28 @@ mod tests {
         assert!(check_written_type(&set_of_nested).is_ok());
         let list_in_frozen_in_set = TypeExpr::Set(Box::new(TypeExpr::Frozen(list(list(int())))));
         assert!(check_written_type(&list_in_frozen_in_set).is_ok());
+    }
+
+    fn created_params(text: &str) -> TableParams {
+        let parsed = rocksandra_cql::parse_statement(text).expect("parses");
+        let rocksandra_cql::Statement::CreateTable(create) = parsed.statement else {
+            panic!("not a CREATE TABLE: {text}");
+        };
+        new_table_params(&create.options.properties).expect("valid properties")
+    }
+
+    #[test]
+    fn a_leveled_table_defaults_to_its_strategys_bloom_filter_chance() {
+        let leveled = "CREATE TABLE t (k int PRIMARY KEY) WITH compaction = {'class': 'LeveledCompactionStrategy'}";
+        assert_eq!(created_params(leveled).bloom_filter_fp_chance, 0.1);
+        let given = format!("{leveled} AND bloom_filter_fp_chance = 0.02");
+        assert_eq!(created_params(&given).bloom_filter_fp_chance, 0.02);
+        let tiered = "CREATE TABLE t (k int PRIMARY KEY) WITH compaction = {'class': 'SizeTieredCompactionStrategy'}";
+        assert_eq!(created_params(tiered).bloom_filter_fp_chance, 0.01);
+        assert_eq!(
+            created_params("CREATE TABLE t (k int PRIMARY KEY)").bloom_filter_fp_chance,
+            0.01
+        );
     }
 
     #[test]

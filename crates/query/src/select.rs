@@ -548,10 +548,12 @@ fn plan_aggregate(
             }
         }
     }
-    let out_ty = if function == Aggregate::Count {
-        CqlType::Native(NativeType::Bigint)
-    } else {
-        ty.clone()
+    let out_ty = match function {
+        Aggregate::Count => CqlType::Native(NativeType::Bigint),
+        Aggregate::Min | Aggregate::Max if ty == CqlType::Native(NativeType::Timeuuid) => {
+            legacy_timeuuid_type()
+        }
+        _ => ty.clone(),
     };
     Ok((
         Sel::Aggregate {
@@ -681,6 +683,13 @@ impl FunctionArgs {
     }
 }
 
+/// The result type Cassandra 5.0.6 gives `blobAsTimeuuid` and the min and
+/// max of a timeuuid: its internal LegacyTimeUUIDType, a custom type that
+/// drivers read as a blob.
+fn legacy_timeuuid_type() -> CqlType {
+    CqlType::Custom("org.apache.cassandra.db.marshal.LegacyTimeUUIDType".into())
+}
+
 /// A native scalar function: the overload chosen from the selector
 /// arguments' types and the terms, whose values are then evaluated as the
 /// chosen parameter types.
@@ -702,9 +711,7 @@ fn plan_scalar_function(
     } = planned;
     let mut ty = resolved.return_type().clone();
     if matches!(fname, "blobastimeuuid" | "blob_as_timeuuid") {
-        // Cassandra 5.0.6 types this function's result with its
-        // internal LegacyTimeUUIDType (drivers see a blob).
-        ty = CqlType::Custom("org.apache.cassandra.db.marshal.LegacyTimeUUIDType".into());
+        ty = legacy_timeuuid_type();
     }
     Ok((
         Sel::Function {

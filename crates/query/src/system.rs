@@ -517,9 +517,8 @@ fn params_row(table: &Table) -> Cells {
     if !p.allow_auto_snapshot {
         row.set("allow_auto_snapshot", Value::Boolean(false));
     }
-    if p.cdc {
-        row.set("cdc", Value::Boolean(true));
-    }
+    // `cdc` is written only on a node with `cdc_enabled: true`, which
+    // Rocksandra, without CDC, never is (DESCRIBE still shows the option).
     if !p.incremental_backups {
         row.set("incremental_backups", Value::Boolean(false));
     }

@@ -393,9 +393,7 @@ fn view_params(stmt: &CreateMaterializedView) -> Result<TableParams> {
             "Cannot set default_time_to_live for a materialized view. Data in a materialized view always expire at the same time than the corresponding data in the parent table.",
         ));
     }
-    let mut params = TableParams::default();
-    ddl::apply_table_properties(&mut params, &stmt.options.properties)?;
-    Ok(params)
+    ddl::new_table_params(&stmt.options.properties)
 }
 
 /// The view's columns: its key in the order given (clustering order from

@@ -3,7 +3,7 @@
 
 use rocksandra_data::types::NativeType;
 
-use super::Parser;
+use super::{Checkpoint, Parser};
 use crate::ast::{
     BinaryOp, BindReceiver, ClusteringOrder, Expr, Ident, Literal, MetadataKind, NestedStep,
     Operator, Property, PropertyValue, QualifiedName, Relation, RelationLhs, TableOptions,
@@ -189,6 +189,7 @@ impl Parser {
     }
 
     fn additive(&mut self, mode: Mode) -> Result<Expr> {
+        let start = self.checkpoint();
         let mut left = self.multiplicative(mode)?;
         loop {
             let op = match self.peek().value.as_str() {
@@ -202,11 +203,25 @@ impl Parser {
             {
                 break;
             }
+            if op == BinaryOp::Subtract && self.negative_literal_follows() {
+                return Err(self.signed_operand_error(mode, start));
+            }
             self.advance();
             let right = self.within(NestedStep::Operand, |p| p.multiplicative(mode))?;
             left = binary(op, left, right);
         }
         Ok(left)
+    }
+
+    /// `1-1`, `k-1`: Cassandra's lexer reads the '-' and the number as one
+    /// signed constant, which no rule takes after an operand. A selector
+    /// of one name fails in the decision that began at that name.
+    fn signed_operand_error(&mut self, mode: Mode, operand: Checkpoint) -> ParseError {
+        if mode == Mode::Selector && operand.pos + 1 == self.checkpoint().pos {
+            self.restore(operand);
+            return self.no_viable_ahead(1);
+        }
+        self.no_viable_signed_number()
     }
 
     fn multiplicative(&mut self, mode: Mode) -> Result<Expr> {
@@ -231,6 +246,7 @@ impl Parser {
     fn group(&mut self, mode: Mode) -> Result<Expr> {
         if self.is_sym("-") {
             if let Some(literal) = self.negative_literal() {
+                let literal = self.finite_float(literal)?;
                 return self.modifiers_if_selector(mode, Expr::Literal(literal));
             }
             self.advance();
@@ -274,6 +290,24 @@ impl Parser {
         };
         self.pos += 2;
         Some(literal)
+    }
+
+    /// A float literal as Cassandra's parser makes it: its preferred type is
+    /// found by comparing the number with `BigDecimal.valueOf` of its double,
+    /// which throws for a number beyond a double's range (`1e309`, `-1e400`:
+    /// `new BigDecimal("Infinity")`), so the whole statement is refused.
+    fn finite_float(&self, literal: Literal) -> Result<Literal> {
+        let Literal::Float(text) = &literal else {
+            return Ok(literal);
+        };
+        let named = matches!(text.as_str(), "NaN" | "Infinity" | "-Infinity");
+        if !named && text.parse::<f64>().is_ok_and(f64::is_infinite) {
+            return Err(self.thrown_by_action(
+                "NumberFormatException",
+                "Character I is neither a decimal digit number, decimal point, nor \"e\" notation exponential mark.",
+            ));
+        }
+        Ok(literal)
     }
 
     /// `.field`, `[key]` and `[from..to]` after a selector.
@@ -344,7 +378,7 @@ impl Parser {
         let literal = match token.kind {
             TokenKind::String => Literal::String(token.value),
             TokenKind::Integer => Literal::Integer(token.value),
-            TokenKind::Float => Literal::Float(token.value),
+            TokenKind::Float => self.finite_float(Literal::Float(token.value))?,
             TokenKind::Uuid => Literal::Uuid(token.value),
             TokenKind::Hex => Literal::Blob(token.value),
             TokenKind::Duration => Literal::Duration(token.value),

@@ -519,9 +519,15 @@ impl Parser {
     /// A grammar action that threw Java's IllegalArgumentException while
     /// parsing: Cassandra answers with the whole statement and the reason.
     pub(crate) fn refused_by_action(&self, reason: &str) -> ParseError {
+        self.thrown_by_action("IllegalArgumentException", reason)
+    }
+
+    /// A grammar action that threw the Java exception `exception` (its
+    /// simple class name) with the message `reason`.
+    pub(crate) fn thrown_by_action(&self, exception: &str, reason: &str) -> ParseError {
         let text: String = self.chars.iter().collect();
         ParseError::unpositioned(format!(
-            "Failed parsing statement: [{text}] reason: IllegalArgumentException {reason}"
+            "Failed parsing statement: [{text}] reason: {exception} {reason}"
         ))
     }
 
@@ -579,7 +585,13 @@ impl Parser {
     /// Whether the token `ahead` is a '-' with a number right after it,
     /// which Cassandra's lexer makes one token (`-00`).
     fn signed_number_at(&self, ahead: usize) -> bool {
-        let (minus, number) = (self.peek_at(ahead), self.peek_at(ahead + 1));
+        self.signed_number_at_index(self.pos + ahead)
+    }
+
+    /// Whether the token at `index` is a '-' with a number right after it.
+    fn signed_number_at_index(&self, index: usize) -> bool {
+        let last = self.tokens.len() - 1;
+        let (minus, number) = (&self.tokens[index.min(last)], &self.tokens[(index + 1).min(last)]);
         minus.kind == TokenKind::Symbol
             && minus.value == "-"
             && number.start == minus.end
@@ -600,10 +612,10 @@ impl Parser {
     /// it reaches. Cassandra's snippet runs two stream tokens past the
     /// offending one (the text between two tokens is one hidden token), but
     /// no further than the parser had read: the token `ahead`.
-    fn snippet_tail(&self, ahead: usize, offending_end: usize) -> (usize, usize) {
+    fn snippet_tail(&self, ahead: usize, offending: usize, offending_end: usize) -> (usize, usize) {
         let mut stream_tokens = 2;
         let mut shown_end = offending_end;
-        let mut last = 0;
+        let mut last = offending;
         while last < ahead {
             let next = self.peek_at(last + 1);
             if next.kind == TokenKind::Eof {
@@ -637,6 +649,25 @@ impl Parser {
             Some(end) if end == self.pos => ahead.max(1),
             _ => ahead,
         };
+        self.snippet_of(ahead, 0)
+    }
+
+    /// ANTLR's "no alternative" error at a '-' with a number right after
+    /// it, which Cassandra's lexer makes one signed token (`1h-1m` is a
+    /// duration and the duration `-1m`, `1-1` two integers).
+    pub(crate) fn no_viable_signed_number(&self) -> ParseError {
+        let (minus, number) = (self.peek(), self.peek_at(1));
+        let text: String = self.chars[minus.start..number.end].iter().collect();
+        self.error_here(format!(
+            "no viable alternative at input '{text}'{}",
+            self.snippet_of(1, 1)
+        ))
+    }
+
+    /// The snippet of an offending token that is the current one and the
+    /// `extra` tokens after it (a signed number), continued up to the token
+    /// `ahead`.
+    fn snippet_of(&self, ahead: usize, extra: usize) -> String {
         let offending = self.peek();
         if offending.kind == TokenKind::Eof {
             return String::new();
@@ -671,6 +702,11 @@ impl Parser {
             index -= 1;
             start = self.tokens[index].start;
             budget -= 1;
+            if index > 0 && self.signed_number_at_index(index - 1) {
+                // `-0`: one token for Cassandra's lexer.
+                index -= 1;
+                start = self.tokens[index].start;
+            }
         }
         let flat = |from: usize, to: usize| -> String {
             self.chars[from..to]
@@ -687,10 +723,13 @@ impl Parser {
         // Cassandra's ErrorCollector measures the token by its text, so an
         // unquoted value shows that many characters of the quoted source.
         let text_end = offending.start + self.token_text(offending).chars().count();
-        let end = text_end.min(offending.end);
+        let end = match extra {
+            0 => text_end.min(offending.end),
+            _ => self.peek_at(extra).end,
+        };
         out.push_str(&flat(offending.start, end));
         out.push(']');
-        let (shown_end, last) = self.snippet_tail(ahead, end);
+        let (shown_end, last) = self.snippet_tail(ahead, extra, end);
         out.push_str(&flat(end, shown_end));
         let last_token = self.peek_at(last);
         let cut = shown_end < last_token.end && shown_end >= last_token.start;
