@@ -240,6 +240,8 @@ const CASES: &[(&str, &str)] = &[
     ("SELECT k FROM h WHERE k = -in", "ERR line 1:29 mismatched character '<EOF>' expecting set null"),
     ("SELECT k FROM h WHERE k = -nine", "ERR line 1:28 mismatched character 'i' expecting set null"),
     ("SELECT k FROM h WHERE k = -Infinity", "="),
+    // An empty tuple type: ANTLR's recovery leaves a null type to an action.
+    ("CREATE TABLE t25 (k int PRIMARY KEY, v tuple<>)", "ERR Failed parsing statement: [CREATE TABLE t25 (k int PRIMARY KEY, v tuple<>)] reason: NullPointerException Cannot invoke \"org.apache.cassandra.cql3.CQL3Type$Raw.supportsFreezing()\" because \"t\" is null"),
 ];
 
 /// Checks one case; returns a description of what went wrong.

@@ -330,6 +330,36 @@ fn not_user_modifiable(name: &str) -> QueryError {
     QueryError::Unauthorized(format!("{name} keyspace is not user-modifiable."))
 }
 
+/// Cassandra's `ClientState.preventSystemKSSchemaModification`: a schema
+/// change in a local system keyspace is refused by name, and in a
+/// replicated one (`system_auth`, ...) as the permission `permission` on
+/// the statement's `resource` (`Cannot CREATE <all tables in system_auth>`).
+fn refuse_system_schema_change(
+    keyspace: &str,
+    permission: &str,
+    resource: impl FnOnce() -> String,
+) -> Result<()> {
+    if !is_system_keyspace(keyspace) {
+        return Ok(());
+    }
+    if crate::schema::REPLICATED_SYSTEM_KEYSPACES.contains(&keyspace) {
+        return Err(QueryError::Unauthorized(format!(
+            "Cannot {permission} {}",
+            resource()
+        )));
+    }
+    Err(not_user_modifiable(keyspace))
+}
+
+/// The resource of every table of a keyspace, as Cassandra prints it.
+fn all_tables_resource(keyspace: &str) -> String {
+    format!("<all tables in {keyspace}>")
+}
+
+fn table_resource(keyspace: &str, table: &str) -> String {
+    format!("<table {keyspace}.{table}>")
+}
+
 pub fn alter_keyspace(
     schema: &Schema,
     stmt: &AlterKeyspace,
@@ -371,9 +401,7 @@ pub fn alter_keyspace(
 
 pub fn drop_keyspace(schema: &Schema, name: &str, if_exists: bool) -> Result<DdlOutcome> {
     let event = change(SchemaChangeType::Dropped, keyspace_target(name));
-    if is_system_keyspace(name) {
-        return Err(not_user_modifiable(name));
-    }
+    refuse_system_schema_change(name, "DROP", || format!("<keyspace {name}>"))?;
     let Some(current) = schema.keyspace(name) else {
         if if_exists {
             return Ok(DdlOutcome {
@@ -596,9 +624,7 @@ fn check_column_type(ty: &CqlType, top: bool) -> Result<()> {
 }
 
 pub fn create_type(schema: &Schema, keyspace: &str, stmt: &CreateType) -> Result<DdlOutcome> {
-    if is_system_keyspace(keyspace) {
-        return Err(not_user_modifiable(keyspace));
-    }
+    refuse_system_schema_change(keyspace, "CREATE", || all_tables_resource(keyspace))?;
     let name = stmt.name.name.as_str();
     let event = change(SchemaChangeType::Created, type_target(keyspace, name));
     let ks = existing_keyspace(schema, keyspace)?;
@@ -702,9 +728,7 @@ fn uses_udt(ty: &CqlType, keyspace: &str, name: &str) -> bool {
 }
 
 pub fn alter_type(schema: &Schema, keyspace: &str, stmt: &AlterType) -> Result<DdlOutcome> {
-    if is_system_keyspace(keyspace) {
-        return Err(not_user_modifiable(keyspace));
-    }
+    refuse_system_schema_change(keyspace, "ALTER", || all_tables_resource(keyspace))?;
     let name = stmt.name.name.as_str();
     let event = change(SchemaChangeType::Updated, type_target(keyspace, name));
     let ks = existing_keyspace(schema, keyspace)?;
@@ -893,9 +917,7 @@ pub fn drop_type(
     name: &str,
     if_exists: bool,
 ) -> Result<DdlOutcome> {
-    if is_system_keyspace(keyspace) {
-        return Err(not_user_modifiable(keyspace));
-    }
+    refuse_system_schema_change(keyspace, "DROP", || all_tables_resource(keyspace))?;
     let event = change(SchemaChangeType::Dropped, type_target(keyspace, name));
     let ks = match schema.keyspace(keyspace) {
         Some(ks) => ks,
@@ -1148,7 +1170,13 @@ fn apply_table_property(params: &mut TableParams, p: &Property) -> Result<()> {
         "read_repair" => {
             let v = property_text(p)?.to_ascii_uppercase();
             if v != "BLOCKING" && v != "NONE" {
-                return Err(QueryError::config(format!("Invalid read_repair value {v}")));
+                // `ReadRepairStrategy.fromString`'s valueOf throws, uncaught.
+                return Err(QueryError::java_exception(
+                    "java.lang.IllegalArgumentException",
+                    Some(&format!(
+                        "No enum constant org.apache.cassandra.service.reads.repair.ReadRepairStrategy.{v}"
+                    )),
+                ));
             }
             params.read_repair = v;
         }
@@ -1421,9 +1449,7 @@ pub fn create_table(
 ) -> Result<DdlOutcome> {
     let name = stmt.name.name.as_str();
     let event = change(SchemaChangeType::Created, table_target(keyspace, name));
-    if is_system_keyspace(keyspace) {
-        return Err(not_user_modifiable(keyspace));
-    }
+    refuse_system_schema_change(keyspace, "CREATE", || all_tables_resource(keyspace))?;
     let ks = existing_keyspace(schema, keyspace)?;
     if ks.tables.contains_key(name) {
         if stmt.if_not_exists {
@@ -1846,9 +1872,7 @@ pub fn alter_table(
         change: event.clone(),
         effects: StorageEffects::default(),
     };
-    if is_system_keyspace(keyspace) {
-        return Err(not_user_modifiable(keyspace));
-    }
+    refuse_system_schema_change(keyspace, "ALTER", || table_resource(keyspace, name))?;
     let current = match schema.table(keyspace, name) {
         Some(t) => t,
         None if stmt.if_exists => return Ok(noop()),
@@ -2162,9 +2186,7 @@ pub fn drop_table(
     if_exists: bool,
 ) -> Result<DdlOutcome> {
     let event = change(SchemaChangeType::Dropped, table_target(keyspace, name));
-    if is_system_keyspace(keyspace) {
-        return Err(not_user_modifiable(keyspace));
-    }
+    refuse_system_schema_change(keyspace, "DROP", || table_resource(keyspace, name))?;
     let Some(table) = schema.table(keyspace, name) else {
         if if_exists {
             return Ok(DdlOutcome {
@@ -2218,9 +2240,7 @@ pub fn create_index(schema: &Schema, keyspace: &str, stmt: &CreateIndex) -> Resu
         SchemaChangeType::Updated,
         table_target(keyspace, table_name),
     );
-    if is_system_keyspace(keyspace) {
-        return Err(not_user_modifiable(keyspace));
-    }
+    refuse_system_schema_change(keyspace, "ALTER", || table_resource(keyspace, table_name))?;
     let ks = existing_keyspace(schema, keyspace)?;
     let Some(current) = ks.tables.get(table_name) else {
         // CreateIndexStatement names the table alone.
@@ -2340,9 +2360,11 @@ fn check_index_family(
             crate::index::check_sai(current, column, &index.options)
         }
         Some(crate::index::IndexFamily::Legacy) => Ok(()),
+        // CUSTOM without USING takes the default implementation's name
+        // (`default_secondary_index`, legacy_local_table) for a class.
         None => Err(QueryError::config(format!(
             "Unable to find custom indexer class '{}'",
-            stmt.class.as_deref().unwrap_or_default()
+            stmt.class.as_deref().unwrap_or("legacy_local_table")
         ))),
     }
 }

@@ -174,6 +174,18 @@ impl QueryError {
         QueryError::Invalid(message.into())
     }
 
+    /// A Java exception Cassandra 5.0.6 lets through where it meets a
+    /// request it cannot serve, which reaches the client as a SERVER_ERROR
+    /// with Java's text: the class's name, then `: message` when it has
+    /// one (`java.lang.UnsupportedOperationException` for a counter
+    /// incremented by `fromJson()`).
+    pub fn java_exception(class: &str, message: Option<&str>) -> QueryError {
+        QueryError::Server(match message {
+            Some(message) => format!("{class}: {message}"),
+            None => class.to_string(),
+        })
+    }
+
     pub fn syntax(message: impl Into<String>) -> QueryError {
         QueryError::Syntax(message.into())
     }

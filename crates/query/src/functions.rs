@@ -1022,12 +1022,18 @@ fn decimal_to_f64(unscaled: &BigInt, scale: i32) -> f64 {
 }
 
 /// `BigDecimal.valueOf(double)`: the decimal of Java's `Double.toString`.
+/// NaN and the infinities throw Java's NumberFormatException, which
+/// Cassandra does not catch (`CAST(NaN AS decimal)` is a server error).
 fn double_to_decimal(value: f64) -> Result<(BigInt, i32)> {
     if !value.is_finite() {
-        return Err(QueryError::invalid(format!(
+        let message = format!(
             "Character {} is neither a decimal digit number, decimal point, nor \"e\" notation exponential mark.",
             if value.is_nan() { "N" } else { "I" }
-        )));
+        );
+        return Err(QueryError::java_exception(
+            "java.lang.NumberFormatException",
+            Some(&message),
+        ));
     }
     let text = Value::Double(value).to_string();
     parse_decimal(&text)

@@ -84,6 +84,15 @@ pub struct Restrictions {
     /// unrestricted or range-restricted one): filters with ALLOW FILTERING,
     /// this error otherwise.
     pub clustering_error: Option<QueryError>,
+    /// The clustering error is a column restricted after an unrestricted
+    /// one (`PRIMARY KEY column ... is not restricted`), which any relation
+    /// with a supporting index lifts in Cassandra (the query then goes to
+    /// the index, and needs ALLOW FILTERING if the index cannot take it).
+    pub clustering_gap: bool,
+    /// A clustering column after a multi-column slice is restricted: it can
+    /// only filter, and an index cannot take the slice with it
+    /// (`Multi-column slice restrictions cannot be used for filtering.`).
+    pub filters_after_multi_slice: bool,
     pub filters: Vec<Filter>,
     /// Multi-column bounds applied to rows (tables with DESC columns).
     pub tuple_filters: Vec<TupleFilter>,
@@ -215,6 +224,12 @@ struct ColumnRestriction {
     null_bound: bool,
 }
 
+impl ColumnRestriction {
+    fn is_restricted(&self) -> bool {
+        self.values.is_some() || self.lower.is_some() || self.upper.is_some()
+    }
+}
+
 /// One side of a single-column slice: the value and whether it is included.
 type SliceSide = Option<(Vec<u8>, bool)>;
 
@@ -269,6 +284,8 @@ pub fn analyze(
         clustering_is_exact: clustering.exact,
         clustering_restricted: clustering.restricted,
         clustering_error: clustering.error,
+        clustering_gap: clustering.gap,
+        filters_after_multi_slice: clustering.filters_after_multi_slice,
         filters,
         tuple_filters: clustering.tuple_filters,
         needs_filtering,
@@ -1288,6 +1305,10 @@ struct ClusteringSelection {
     exact: bool,
     restricted: bool,
     error: Option<QueryError>,
+    /// `Restrictions::clustering_gap`.
+    gap: bool,
+    /// `Restrictions::filters_after_multi_slice`.
+    filters_after_multi_slice: bool,
     tuple_filters: Vec<TupleFilter>,
     /// `Restrictions::clustering_in_sizes`.
     in_sizes: Vec<usize>,
@@ -1313,6 +1334,8 @@ fn clustering_selection(
         exact: ck_count == 0,
         restricted: false,
         error: None,
+        gap: false,
+        filters_after_multi_slice: false,
         tuple_filters: Vec::new(),
         in_sizes: Vec::new(),
     };
@@ -1344,13 +1367,24 @@ fn clustering_selection(
     }
     selection.slices = match (multi_slice, reached_multi_slice) {
         (Some(m), true) => {
-            // Single-column bounds beside a multi-column slice narrow it further.
+            // Single-column bounds beside a multi-column slice narrow it
+            // further; after it, they can only filter.
             for (i, r) in per_column
                 .iter()
                 .enumerate()
                 .take(pk_count + ck_count)
                 .skip(pk_count + m.start)
             {
+                let after = i >= pk_count + m.start + m.width();
+                if after && r.is_restricted() {
+                    let name = &table.columns[i].name;
+                    let first = &table.columns[pk_count + m.start].name;
+                    selection.error.get_or_insert(QueryError::invalid(format!(
+                        "Clustering column \"{name}\" cannot be restricted (preceding column \"{first}\" is restricted by a non-EQ relation)"
+                    )));
+                    selection.filters_after_multi_slice = true;
+                    *needs_filtering = true;
+                }
                 filters.extend(column_filters(i, r));
             }
             multi_slice_slices(table, prefixes, m, &mut selection.tuple_filters)
@@ -1429,6 +1463,9 @@ impl ClusteringWalk<'_> {
                     return Err(error);
                 }
                 // Usable only as a filter (with ALLOW FILTERING in a SELECT).
+                if selection.error.is_none() {
+                    selection.gap = walk.slice.is_none();
+                }
                 selection.error.get_or_insert(error);
                 *needs_filtering = true;
                 filters.extend(column_filters(pk_count + j, r));

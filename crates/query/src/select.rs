@@ -3225,9 +3225,17 @@ fn check_where_clause(table: &Table, select: &Select, restrictions: &Restriction
             "Clustering columns can only be restricted with CONTAINS with a secondary index or filtering",
         ));
     }
+    if restrictions.filters_after_multi_slice
+        && (index_use.uses_index || index_use.clustering_indexed)
+    {
+        return Err(QueryError::invalid(
+            "Multi-column slice restrictions cannot be used for filtering.",
+        ));
+    }
+    let gap_lifted = restrictions.clustering_gap && index_use.queriable;
     if let (Some(e), false) = (
         &restrictions.clustering_error,
-        filtering_allowed || index_use.clustering_indexed,
+        filtering_allowed || index_use.clustering_indexed || gap_lifted,
     ) {
         return Err(e.clone());
     }

@@ -175,6 +175,14 @@ fn evaluate_fromjson(
             e.java()
         ))
     })?;
+    if *receiver == CqlType::Native(NativeType::Counter) {
+        // `CounterColumnType.fromJSONObject` throws, uncaught: `n = n +
+        // fromJson('2')` writes nothing.
+        return Err(QueryError::java_exception(
+            "java.lang.UnsupportedOperationException",
+            None,
+        ));
+    }
     match crate::json::from_json(receiver, &json, ctx.now_micros.div_euclid(1000)) {
         Ok(Some(bytes)) => Ok(Term::Value(bytes)),
         Ok(None) => Ok(Term::Null),

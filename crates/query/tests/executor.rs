@@ -2233,3 +2233,85 @@ fn prepare_checks_restrictions_without_values() {
         "ERROR 0x2200 Invalid STRING constant (a) for \"p\" of type int"
     );
 }
+
+#[test]
+fn table_options_show_as_cassandra_5_0_6_keeps_them() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE lcs (k int PRIMARY KEY) WITH compaction = {'class': 'LeveledCompactionStrategy'}", "OK"),
+        ("CREATE TABLE lcs2 (k int PRIMARY KEY) WITH compaction = {'class': 'LeveledCompactionStrategy'} AND bloom_filter_fp_chance = 0.02", "OK"),
+        ("CREATE TABLE stcs (k int PRIMARY KEY) WITH extensions = {'a': 0x01} AND cdc = true", "OK"),
+        ("ALTER TABLE stcs WITH compaction = {'class': 'LeveledCompactionStrategy'}", "OK"),
+        (
+            "SELECT table_name, bloom_filter_fp_chance, cdc, extensions FROM system_schema.tables WHERE keyspace_name = 'ks'",
+            "'lcs' | 0.1 | null | {}\n'lcs2' | 0.02 | null | {}\n'stcs' | 0.01 | null | {}",
+        ),
+        (
+            "CREATE TABLE system_auth.x (k int PRIMARY KEY)",
+            "ERROR 0x2100 Cannot CREATE <all tables in system_auth>",
+        ),
+        (
+            "DROP TABLE system_auth.roles",
+            "ERROR 0x2100 Cannot DROP <table system_auth.roles>",
+        ),
+        (
+            "CREATE TABLE system.x (k int PRIMARY KEY)",
+            "ERROR 0x2100 system keyspace is not user-modifiable.",
+        ),
+        (
+            "CREATE TABLE rr (k int PRIMARY KEY) WITH read_repair = 'sometimes'",
+            "ERROR 0x0000 java.lang.IllegalArgumentException: No enum constant org.apache.cassandra.service.reads.repair.ReadRepairStrategy.SOMETIMES",
+        ),
+    ]);
+}
+
+#[test]
+fn what_cassandra_refuses_with_an_uncaught_exception() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE cnt (k int PRIMARY KEY, n counter)", "OK"),
+        ("UPDATE cnt SET n = n + 5 WHERE k = 1", "OK"),
+        ("UPDATE cnt SET n = n + fromJson('2') WHERE k = 1", "ERROR 0x0000 java.lang.UnsupportedOperationException"),
+        ("UPDATE cnt SET n = n - fromJson('2') WHERE k = 1", "ERROR 0x0000 java.lang.UnsupportedOperationException"),
+        ("SELECT n FROM cnt WHERE k = 1", "5"),
+        ("CREATE TABLE d (k int PRIMARY KEY, d double)", "OK"),
+        ("INSERT INTO d (k, d) VALUES (1, NaN)", "OK"),
+        (
+            "SELECT CAST(d AS decimal) FROM d WHERE k = 1",
+            "ERROR 0x0000 java.lang.NumberFormatException: Character N is neither a decimal digit number, decimal point, nor \"e\" notation exponential mark.",
+        ),
+    ]);
+}
+
+#[test]
+fn sai_finds_no_empty_value_of_a_descending_clustering_column() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE s (k int, a text, d text, PRIMARY KEY (k, a, d)) WITH CLUSTERING ORDER BY (a ASC, d DESC)", "OK"),
+        ("CREATE INDEX ON s (a) USING 'sai'", "OK"),
+        ("CREATE INDEX ON s (d) USING 'sai'", "OK"),
+        ("INSERT INTO s (k, a, d) VALUES (1, '', '')", "OK"),
+        ("INSERT INTO s (k, a, d) VALUES (2, 'x', 'y')", "OK"),
+        ("SELECT k FROM s WHERE a = ''", "1"),
+        ("SELECT k FROM s WHERE d = ''", ""),
+        ("SELECT k FROM s WHERE d = 'y'", "2"),
+    ]);
+}
+
+#[test]
+fn min_and_max_of_a_timeuuid_are_typed_as_cassandras_legacy_type() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE tu (k int, c int, u timeuuid, PRIMARY KEY (k, c))", "OK"),
+        ("INSERT INTO tu (k, c, u) VALUES (1, 1, 5b5ea8d0-c1f6-11ee-8000-000000000001)", "OK"),
+        // A custom type: drivers read the bytes as a blob.
+        (
+            "SELECT min(u), max(u) FROM tu WHERE k = 1",
+            "0x5b5ea8d0c1f611ee8000000000000001 | 0x5b5ea8d0c1f611ee8000000000000001",
+        ),
+    ]);
+}

@@ -131,6 +131,14 @@ impl Parser {
                 TypeExpr::Map(key, boxed(self)?)
             }
             "tuple" => {
+                if self.is_sym(">") {
+                    // ANTLR recovers from the missing type with a null
+                    // one, which the grammar's action then dereferences.
+                    return Err(self.thrown_by_action(
+                        "NullPointerException",
+                        "Cannot invoke \"org.apache.cassandra.cql3.CQL3Type$Raw.supportsFreezing()\" because \"t\" is null",
+                    ));
+                }
                 let mut items = vec![self.type_expr()?];
                 while self.eat_sym(",") {
                     items.push(self.type_expr()?);

@@ -30,7 +30,7 @@ use rocksandra_data::types::CqlType;
 use rocksandra_data::NativeType;
 
 use crate::error::{QueryError, Result};
-use crate::schema::{Column, Index, Table};
+use crate::schema::{Column, ColumnKind, Index, Table};
 
 pub use analyzer::Analyzer;
 
@@ -347,7 +347,9 @@ pub fn analyzer_on(table: &Table, column: usize) -> Option<Analyzer> {
 /// Whether `column`'s SAI index answers `op` on it without ever matching an
 /// empty value: SAI does not index the empty value of a non-literal type
 /// (numbers, dates, times, inets, uuids), so neither `v = blobAsInt(0x)`
-/// nor `v < 10` finds a row holding it (text's empty value is a value).
+/// nor `v < 10` finds a row holding it (text's empty value is a value), nor
+/// any empty value of a descending clustering column (its reversed type's
+/// empty value: `c = ''` finds no row there, where an ascending one does).
 pub fn sai_skips_empty(table: &Table, column: usize, op: Operator) -> bool {
     let column = &table.columns[column];
     let literal = matches!(
@@ -358,9 +360,10 @@ pub fn sai_skips_empty(table: &Table, column: usize, op: Operator) -> bool {
         op,
         Operator::Eq | Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte
     );
+    let descending_clustering = column.kind == ColumnKind::Clustering && column.descending;
+    let skipped = descending_clustering || (!literal && !column.kind.is_primary_key());
     served
-        && !literal
-        && !column.kind.is_primary_key()
+        && skipped
         && matches!(column.ty, CqlType::Native(_))
         && table.indexes.iter().any(|ix| {
             family(ix) == Some(IndexFamily::Sai)

@@ -25,6 +25,11 @@ pub struct IndexUse {
     /// A clustering column relation has a supporting index: clustering
     /// relations that are not a prefix then filter instead of failing.
     pub clustering_indexed: bool,
+    /// Some single-column relation, needing filtering or not (a partition
+    /// key given whole), has a supporting index: Cassandra's
+    /// `hasQueriableIndex`, which lets clustering relations after an
+    /// unrestricted column go to the index instead of being refused.
+    pub queriable: bool,
 }
 
 /// Decides whether the relations that need filtering are served by indexes.
@@ -42,6 +47,7 @@ pub fn classify(table: &Table, relations: &[Relation], restrictions: &Restrictio
     let mut counted = 0usize;
     let mut families: Vec<Option<IndexFamily>> = Vec::new();
     let mut clustering_indexed = false;
+    let mut queriable = false;
     for relation in relations {
         let Relation::Compare { lhs, op, rhs } = relation else {
             continue;
@@ -80,6 +86,8 @@ pub fn classify(table: &Table, relations: &[Relation], restrictions: &Restrictio
         let Some(column) = table.column(name) else {
             continue;
         };
+        let family = supporting_index(table, &column.name, &column.ty, *op, element);
+        queriable |= family.is_some();
         let counts = match column.kind {
             ColumnKind::PartitionKey => partition_open,
             ColumnKind::Clustering => clustering_open,
@@ -89,7 +97,6 @@ pub fn classify(table: &Table, relations: &[Relation], restrictions: &Restrictio
             continue;
         }
         counted += 1;
-        let family = supporting_index(table, &column.name, &column.ty, *op, element);
         if family.is_some() && column.kind == ColumnKind::Clustering {
             clustering_indexed = true;
         }
@@ -103,6 +110,7 @@ pub fn classify(table: &Table, relations: &[Relation], restrictions: &Restrictio
         uses_index,
         served,
         clustering_indexed,
+        queriable,
     }
 }
 
