@@ -640,11 +640,8 @@ pub fn create_type(schema: &Schema, keyspace: &str, stmt: &CreateType) -> Result
             "A user type with name '{name}' already exists"
         )));
     }
-    if NativeType::from_name(name).is_some() {
-        return Err(QueryError::invalid(format!(
-            "Type name '{name}' is reserved"
-        )));
-    }
+    // A native type's name is a type name only quoted (`CREATE TYPE
+    // "text"`), which Cassandra takes: unquoted, the grammar refuses it.
     let mut fields: Vec<(String, CqlType)> = Vec::new();
     for (field, ty) in &stmt.fields {
         if fields.iter().any(|(n, _)| n == field.as_str()) {
@@ -1003,7 +1000,12 @@ pub fn existing_keyspace<'a>(schema: &'a Schema, keyspace: &str) -> Result<&'a A
 /// chance a table has.
 pub fn new_table_params(properties: &[Property]) -> Result<TableParams> {
     let mut params = TableParams::default();
-    apply_table_properties(&mut params, properties)?;
+    let params_only: Vec<Property> = properties
+        .iter()
+        .filter(|p| p.name.as_str() != "id")
+        .cloned()
+        .collect();
+    apply_table_properties(&mut params, &params_only)?;
     let chance_given = properties
         .iter()
         .any(|p| p.name.as_str() == "bloom_filter_fp_chance");
@@ -1013,6 +1015,17 @@ pub fn new_table_params(properties: &[Property]) -> Result<TableParams> {
         params.bloom_filter_fp_chance = 0.1;
     }
     Ok(params)
+}
+
+/// The id a new table or view is given: `WITH id = <uuid>` (Cassandra's
+/// `TableAttributes.getId`, for recreating a table with its old id), else a
+/// random one. ALTER refuses the option.
+pub fn new_table_id(properties: &[Property], random: &dyn Fn() -> u64) -> Result<[u8; 16]> {
+    let Some(p) = properties.iter().find(|p| p.name.as_str() == "id") else {
+        return Ok(rocksandra_data::uuid::random_v4(random));
+    };
+    rocksandra_data::uuid::parse_text(&property_text(p)?)
+        .ok_or_else(|| QueryError::config("Invalid table id"))
 }
 
 /// Applies WITH properties of CREATE/ALTER TABLE to `params`.
@@ -1503,7 +1516,7 @@ pub fn create_table(
     let mut table = Table {
         keyspace: keyspace.to_string(),
         name: name.to_string(),
-        id: rocksandra_data::uuid::random_v4(random),
+        id: new_table_id(&stmt.options.properties, random)?,
         storage_id: TableId(schema.next_table_id),
         partition_key_count: stmt.partition_key.len(),
         clustering_count,

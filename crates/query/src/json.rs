@@ -551,12 +551,10 @@ pub fn parse(text: &str) -> Result<Json, JsonError> {
     };
     p.skip_whitespace();
     if p.pos >= p.chars.len() {
+        // No token was read, so Jackson's location has no column.
         return Err(JsonError {
             exception: "com.fasterxml.jackson.databind.exc.MismatchedInputException",
-            message: format!(
-                "No content to map due to end-of-input\n at {}",
-                location(1, 1)
-            ),
+            message: "No content to map due to end-of-input\n at [Source: REDACTED (`StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION` disabled); line: 1]".to_string(),
         });
     }
     p.value(0)
@@ -566,16 +564,25 @@ pub fn parse(text: &str) -> Result<Json, JsonError> {
 /// error of anything else is Jackson's for a `Map` target.
 pub fn parse_object(text: &str) -> Result<Json, JsonError> {
     let json = parse(text)?;
+    let start = text.chars().take_while(|c| c.is_whitespace()).count();
     let (what, token) = match &json {
         Json::Map(_) | Json::Null => return Ok(json),
         Json::List(_) => ("Array", "START_ARRAY"),
-        Json::Str(_) => ("String", "VALUE_STRING"),
+        // A string goes to the map's creators first, which take none.
+        Json::Str(value) => {
+            return Err(JsonError {
+                exception: MISMATCH_EXCEPTION,
+                message: format!(
+                    "Cannot construct instance of `java.util.LinkedHashMap` (although at least one Creator exists): no String-argument constructor/factory method to deserialize from String value ('{value}')\n at {}",
+                    location(1, start + 1)
+                ),
+            })
+        }
         Json::Int(_) => ("Integer", "VALUE_NUMBER_INT"),
         Json::Double(_) => ("Floating-point", "VALUE_NUMBER_FLOAT"),
         Json::Bool(true) => ("Boolean", "VALUE_TRUE"),
         Json::Bool(false) => ("Boolean", "VALUE_FALSE"),
     };
-    let start = text.chars().take_while(|c| c.is_whitespace()).count();
     Err(JsonError {
         exception: MISMATCH_EXCEPTION,
         message: format!(
@@ -1024,6 +1031,21 @@ mod tests {
         }
         assert_eq!(column_name("\"Key\""), "Key");
         assert_eq!(column_name("Key"), "key");
+    }
+
+    #[test]
+    fn a_document_that_is_no_object_is_refused_as_jackson_refuses_a_map() {
+        let text = |json: &str| parse_object(json).expect_err("not an object").message;
+        assert_eq!(
+            text(""),
+            "No content to map due to end-of-input\n at [Source: REDACTED (`StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION` disabled); line: 1]"
+        );
+        assert!(
+            text("\"just a string\"").starts_with("Cannot construct instance of `java.util.LinkedHashMap` (although at least one Creator exists): no String-argument constructor/factory method to deserialize from String value ('just a string')\n at [Source: REDACTED"),
+        );
+        assert!(text("5").starts_with(
+            "Cannot deserialize value of type `java.util.LinkedHashMap<java.lang.Object,java.lang.Object>` from Integer value (token `JsonToken.VALUE_NUMBER_INT`)"
+        ));
     }
 
     #[test]

@@ -113,7 +113,7 @@ pub fn create_view(
     let mut view = Table {
         keyspace: keyspace.to_string(),
         name: view_name.to_string(),
-        id: rocksandra_data::uuid::random_v4(random),
+        id: ddl::new_table_id(&stmt.options.properties, random)?,
         storage_id: TableId(schema.next_table_id),
         partition_key_count: stmt.partition_key.len(),
         clustering_count: stmt.clustering_key.len(),
@@ -222,7 +222,7 @@ fn view_selection<'b>(base: &'b Table, stmt: &CreateMaterializedView) -> Result<
                 let Expr::Column(name) = &selector.expr else {
                     return Err(ire(format!(
                         "Can only select columns by name when defining a materialized view (got {})",
-                        selector.expr
+                        java_selectable_text(&selector.expr)
                     )));
                 };
                 let column = base.column(name.as_str()).ok_or_else(|| {
@@ -492,6 +492,34 @@ fn java_hash_set_order(names: &mut [&str]) {
         (h ^ ((h as u32) >> 16) as i32) & 15
     };
     names.sort_by_key(|n| bucket(n));
+}
+
+/// How Cassandra names a selector that is not a column in its refusal of
+/// a view: the parsed `Selectable.Raw` has no text of its own, so Java's
+/// `Object.toString` prints its class and identity hash
+/// (`org.apache.cassandra.cql3.selection.Selectable$WithFunction$Raw@6d4a65c6`).
+/// The hash here is one of the selector's text, as arbitrary as Java's.
+fn java_selectable_text(expr: &Expr) -> String {
+    let class = match expr {
+        Expr::Metadata { .. } => "WritetimeOrTTL",
+        Expr::Cast { .. } => "WithCast",
+        Expr::TypeHint { .. } => "WithTypeHint",
+        Expr::Element { .. } => "WithElementSelection",
+        Expr::Slice { .. } => "WithSliceSelection",
+        Expr::Field { .. } => "WithFieldSelection",
+        Expr::Literal(_) | Expr::Bind(_) => "WithTerm",
+        Expr::List(_) => "WithList",
+        Expr::Set(_) => "WithSet",
+        Expr::Map(_) | Expr::Udt(_) => "WithMapOrUdt",
+        Expr::Tuple(_) => "BetweenParenthesesOrWithTuple",
+        _ => "WithFunction",
+    };
+    let hash = expr
+        .to_string()
+        .bytes()
+        .fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+        & 0x7fff_ffff;
+    format!("org.apache.cassandra.cql3.selection.Selectable${class}$Raw@{hash:x}")
 }
 
 fn selector_text(selector: &rocksandra_cql::ast::Selector) -> String {

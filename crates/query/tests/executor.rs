@@ -617,7 +617,7 @@ fn replicated_system_keyspaces_take_a_new_replication_and_keep_it() {
             ),
             (
                 "DROP KEYSPACE system_auth",
-                "ERROR 0x2100 system_auth keyspace is not user-modifiable.",
+                "ERROR 0x2100 Cannot DROP <keyspace system_auth>",
             ),
         ]);
     }
@@ -2244,16 +2244,43 @@ fn table_options_show_as_cassandra_5_0_6_keeps_them() {
         ("CREATE TABLE stcs (k int PRIMARY KEY) WITH extensions = {'a': 0x01} AND cdc = true", "OK"),
         ("ALTER TABLE stcs WITH compaction = {'class': 'LeveledCompactionStrategy'}", "OK"),
         (
-            "SELECT table_name, bloom_filter_fp_chance, cdc, extensions FROM system_schema.tables WHERE keyspace_name = 'ks'",
+            "SELECT table_name, bloom_filter_fp_chance, cdc, extensions FROM system_schema.tables WHERE keyspace_name = 'ks' AND table_name IN ('lcs', 'lcs2', 'stcs')",
             "'lcs' | 0.1 | null | {}\n'lcs2' | 0.02 | null | {}\n'stcs' | 0.01 | null | {}",
         ),
+        ("CREATE TABLE withid (k int PRIMARY KEY) WITH id = 5b5ea8d0-c1f6-11ee-8000-000000000001", "OK"),
+        (
+            "SELECT id FROM system_schema.tables WHERE keyspace_name = 'ks' AND table_name = 'withid'",
+            "5b5ea8d0-c1f6-11ee-8000-000000000001",
+        ),
+        ("ALTER TABLE withid WITH id = 5b5ea8d0-c1f6-11ee-8000-000000000002", "ERROR 0x2300 Cannot alter table id."),
+        ("CREATE TYPE \"text\" (a int)", "OK"),
+        ("CREATE TABLE usestext (k int PRIMARY KEY, v frozen<\"text\">)", "OK"),
+        ("INSERT INTO usestext (k, v) VALUES (1, {a: 2})", "OK"),
+        ("SELECT v.a FROM usestext WHERE k = 1", "2"),
         (
             "CREATE TABLE system_auth.x (k int PRIMARY KEY)",
             "ERROR 0x2100 Cannot CREATE <all tables in system_auth>",
         ),
+        // As Cassandra 5.0.6 answers them: the permission on the resource.
         (
             "DROP TABLE system_auth.roles",
             "ERROR 0x2100 Cannot DROP <table system_auth.roles>",
+        ),
+        (
+            "ALTER TABLE system_auth.roles WITH comment = 'x'",
+            "ERROR 0x2100 Cannot ALTER <table system_auth.roles>",
+        ),
+        (
+            "CREATE INDEX ON system_auth.roles (can_login)",
+            "ERROR 0x2100 Cannot ALTER <table system_auth.roles>",
+        ),
+        (
+            "DROP TYPE system_auth.t",
+            "ERROR 0x2100 Cannot DROP <all tables in system_auth>",
+        ),
+        (
+            "CREATE TABLE system_distributed.x (k int PRIMARY KEY)",
+            "ERROR 0x2100 Cannot CREATE <all tables in system_distributed>",
         ),
         (
             "CREATE TABLE system.x (k int PRIMARY KEY)",
