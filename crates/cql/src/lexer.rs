@@ -255,10 +255,10 @@ impl Lexer<'_> {
             Some('i' | 'I') => "infinity",
             _ => return Ok(()),
         };
-        let broken = word
-            .chars()
-            .enumerate()
-            .find(|(i, w)| !self.peek(i + 1).is_some_and(|c| c.to_ascii_lowercase() == *w));
+        let broken = word.chars().enumerate().find(|(i, w)| {
+            self.peek(i + 1)
+                .is_none_or(|c| c.to_ascii_lowercase() != *w)
+        });
         match broken {
             Some((i, _)) => Err(self.mismatched_character(i + 1, "set null")),
             None => Ok(()),

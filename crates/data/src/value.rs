@@ -1382,7 +1382,9 @@ fn java_two_digits_if_one(
     estimate: i32,
     reads_back: impl Fn(&str) -> bool,
 ) -> String {
-    let mantissa = shortest.split_once('e').map_or(shortest.as_str(), |(m, _)| m);
+    let mantissa = shortest
+        .split_once('e')
+        .map_or(shortest.as_str(), |(m, _)| m);
     let one_digit = mantissa.trim_start_matches('-').len() == 1;
     let (two_mantissa, two_exponent) = two_digits.split_once('e').unwrap_or((&two_digits, ""));
     let first_digit_placed = two_exponent.parse::<i32>().ok() == Some(estimate);
@@ -1394,7 +1396,9 @@ fn java_two_digits_if_one(
 }
 
 /// `FloatingDecimal.estimateDecExp`: floor of a linear estimate of the
-/// decimal exponent of `significand` (in [1, 2)) times 2^`binary_exponent`.
+/// decimal exponent of `significand` (in [1, 2)) times 2^`binary_exponent`,
+/// with Java's own truncated constants (its floor is what must agree).
+#[allow(clippy::approx_constant)]
 fn java_estimated_decimal_exponent(significand: f64, binary_exponent: i32) -> i32 {
     let estimate = (significand - 1.5) * 0.289529654
         + 0.176091259

@@ -1009,8 +1009,8 @@ pub fn new_table_params(properties: &[Property]) -> Result<TableParams> {
     let chance_given = properties
         .iter()
         .any(|p| p.name.as_str() == "bloom_filter_fp_chance");
-    let leveled = params.compaction.get("class").map(String::as_str)
-        == Some(LEVELED_COMPACTION_CLASS);
+    let leveled =
+        params.compaction.get("class").map(String::as_str) == Some(LEVELED_COMPACTION_CLASS);
     if !chance_given && leveled {
         params.bloom_filter_fp_chance = 0.1;
     }
@@ -1266,7 +1266,8 @@ fn caching_option(p: &Property) -> Result<BTreeMap<String, String>> {
 }
 
 /// The full name of the leveled compaction strategy's class.
-const LEVELED_COMPACTION_CLASS: &str = "org.apache.cassandra.db.compaction.LeveledCompactionStrategy";
+const LEVELED_COMPACTION_CLASS: &str =
+    "org.apache.cassandra.db.compaction.LeveledCompactionStrategy";
 
 /// `compaction`: a known strategy class (its full name kept) and the
 /// threshold defaults.

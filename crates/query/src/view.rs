@@ -514,11 +514,9 @@ fn java_selectable_text(expr: &Expr) -> String {
         Expr::Tuple(_) => "BetweenParenthesesOrWithTuple",
         _ => "WithFunction",
     };
-    let hash = expr
-        .to_string()
-        .bytes()
-        .fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
-        & 0x7fff_ffff;
+    let hash = expr.to_string().bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    }) & 0x7fff_ffff;
     format!("org.apache.cassandra.cql3.selection.Selectable${class}$Raw@{hash:x}")
 }
 

@@ -2333,8 +2333,14 @@ fn min_and_max_of_a_timeuuid_are_typed_as_cassandras_legacy_type() {
     let mut h = harness(None);
     h.check(SETUP);
     h.check(&[
-        ("CREATE TABLE tu (k int, c int, u timeuuid, PRIMARY KEY (k, c))", "OK"),
-        ("INSERT INTO tu (k, c, u) VALUES (1, 1, 5b5ea8d0-c1f6-11ee-8000-000000000001)", "OK"),
+        (
+            "CREATE TABLE tu (k int, c int, u timeuuid, PRIMARY KEY (k, c))",
+            "OK",
+        ),
+        (
+            "INSERT INTO tu (k, c, u) VALUES (1, 1, 5b5ea8d0-c1f6-11ee-8000-000000000001)",
+            "OK",
+        ),
         // A custom type: drivers read the bytes as a blob.
         (
             "SELECT min(u), max(u) FROM tu WHERE k = 1",

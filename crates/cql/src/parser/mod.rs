@@ -591,7 +591,10 @@ impl Parser {
     /// Whether the token at `index` is a '-' with a number right after it.
     fn signed_number_at_index(&self, index: usize) -> bool {
         let last = self.tokens.len() - 1;
-        let (minus, number) = (&self.tokens[index.min(last)], &self.tokens[(index + 1).min(last)]);
+        let (minus, number) = (
+            &self.tokens[index.min(last)],
+            &self.tokens[(index + 1).min(last)],
+        );
         minus.kind == TokenKind::Symbol
             && minus.value == "-"
             && number.start == minus.end
