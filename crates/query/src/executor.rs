@@ -630,7 +630,9 @@ impl Executor {
     ) -> Result<Outcome> {
         let ctx = self.ctx();
         authz::authorize_statement(&ctx, &parsed.statement, request)?;
-        let ran = self.run_statement(&ctx, parsed, request, values);
+        let ran = self
+            .run_statement(&ctx, parsed, request, values)
+            .map_err(|e| self.refusal_when_prepared(&ctx, parsed, request, e));
         let outcome = ran.map(|outcome| self.grants_after(parsed, request, outcome));
         // Seen at once on this node, even after a failure that wrote
         // part of a change.
@@ -638,6 +640,31 @@ impl Executor {
             .auth_caches
             .invalidate_after(&parsed.statement);
         outcome
+    }
+
+    /// Cassandra prepares every statement before it runs it, so where a
+    /// statement run without PREPARE fails on a value (`m[null] = 1`:
+    /// `Unsupported null map key`), the ALLOW FILTERING its preparation
+    /// asks for is the refusal it answers. Checked only on that failure: a
+    /// prepared statement passed these checks at PREPARE. (Only that
+    /// refusal: the stand-in values of the checks can fail where the real
+    /// ones do not get, as in `k = blobAsInt(0x)`.)
+    fn refusal_when_prepared(
+        &self,
+        ctx: &StatementCtx<'_>,
+        parsed: &ParsedStatement,
+        request: &Request,
+        error: QueryError,
+    ) -> QueryError {
+        if !matches!(error, QueryError::Invalid(_)) {
+            return error;
+        }
+        let schema = self.schema();
+        let keyspace = request.keyspace.as_deref();
+        match crate::prepare_checks::check(ctx, &schema, &parsed.statement, keyspace) {
+            Err(refusal) if crate::guard::is_filtering_refusal(&refusal) => refusal,
+            _ => error,
+        }
     }
 
     /// The grants a schema change implies (`authz::after_schema_change`).

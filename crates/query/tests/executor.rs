@@ -2348,3 +2348,21 @@ fn min_and_max_of_a_timeuuid_are_typed_as_cassandras_legacy_type() {
         ),
     ]);
 }
+
+#[test]
+fn a_refusal_made_when_preparing_comes_before_one_made_when_running() {
+    let mut h = harness(None);
+    h.check(SETUP);
+    h.check(&[
+        ("CREATE TABLE co (k int PRIMARY KEY, m map<text, int>)", "OK"),
+        ("CREATE INDEX ON co (values(m)) USING 'sai'", "OK"),
+        (
+            "SELECT k FROM co WHERE m[null] = 1",
+            "ERROR 0x2200 Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING",
+        ),
+        (
+            "SELECT k FROM co WHERE m[null] = 1 ALLOW FILTERING",
+            "ERROR 0x2200 Unsupported null map key for column m",
+        ),
+    ]);
+}
