@@ -533,11 +533,26 @@ impl Parser {
 
     /// ANTLR's "a specific token was expected" error.
     pub(crate) fn mismatch(&self, expected: &str) -> ParseError {
+        if self.signed_number_at(0) {
+            // `LIMIT 1-1`: the offending token is the signed number.
+            let text = self.signed_number_text();
+            return self.error_here(format!(
+                "mismatched input '{text}' expecting {expected}{}",
+                self.snippet_of(1, 1)
+            ));
+        }
         let text = self.token_text(self.peek());
         self.error_here(format!(
             "mismatched input '{text}' expecting {expected}{}",
             self.snippet()
         ))
+    }
+
+    /// The text of a '-' and the number right after it, one token for
+    /// Cassandra's lexer.
+    fn signed_number_text(&self) -> String {
+        let (minus, number) = (self.peek(), self.peek_at(1));
+        self.chars[minus.start..number.end].iter().collect()
     }
 
     /// `mismatch`, with the snippet continued up to the token `ahead` of
@@ -659,8 +674,7 @@ impl Parser {
     /// it, which Cassandra's lexer makes one signed token (`1h-1m` is a
     /// duration and the duration `-1m`, `1-1` two integers).
     pub(crate) fn no_viable_signed_number(&self) -> ParseError {
-        let (minus, number) = (self.peek(), self.peek_at(1));
-        let text: String = self.chars[minus.start..number.end].iter().collect();
+        let text = self.signed_number_text();
         self.error_here(format!(
             "no viable alternative at input '{text}'{}",
             self.snippet_of(1, 1)
