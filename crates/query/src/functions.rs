@@ -437,6 +437,11 @@ fn collection_kind(name: &str) -> Option<Kind> {
     })
 }
 
+/// Whether `name` is one of the native masking functions (`mask_inner`, ...).
+pub(crate) fn is_masking(name: &str) -> bool {
+    masking::mask_kind(name).is_some()
+}
+
 /// Whether `name` is a native scalar function handled here.
 pub fn exists(name: &str) -> bool {
     collection_kind(name).is_some()

@@ -536,10 +536,11 @@ const PARSE_EXCEPTION: &str = "com.fasterxml.jackson.core.JsonParseException";
 const EOF_EXCEPTION: &str = "com.fasterxml.jackson.core.io.JsonEOFException";
 const MISMATCH_EXCEPTION: &str = "com.fasterxml.jackson.databind.exc.MismatchedInputException";
 
+/// Where Jackson's messages say the input came from (Cassandra hides it).
+const SOURCE: &str = "[Source: REDACTED (`StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION` disabled)";
+
 fn location(line: usize, column: usize) -> String {
-    format!(
-        "[Source: REDACTED (`StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION` disabled); line: {line}, column: {column}]"
-    )
+    format!("{SOURCE}; line: {line}, column: {column}]")
 }
 
 /// Parses the first JSON value of a text, as Jackson's `readValue` does
@@ -553,8 +554,8 @@ pub fn parse(text: &str) -> Result<Json, JsonError> {
     if p.pos >= p.chars.len() {
         // No token was read, so Jackson's location has no column.
         return Err(JsonError {
-            exception: "com.fasterxml.jackson.databind.exc.MismatchedInputException",
-            message: "No content to map due to end-of-input\n at [Source: REDACTED (`StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION` disabled); line: 1]".to_string(),
+            exception: MISMATCH_EXCEPTION,
+            message: format!("No content to map due to end-of-input\n at {SOURCE}; line: 1]"),
         });
     }
     p.value(0)

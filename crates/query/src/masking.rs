@@ -7,7 +7,7 @@
 //!
 //! The masking functions themselves are `functions::masking`'s.
 
-use rocksandra_cql::ast::{self, Relation, RelationLhs, Select};
+use rocksandra_cql::ast::{self, Permission, Relation, RelationLhs, Select};
 use rocksandra_data::types::CqlType;
 use rocksandra_data::value::timestamp_iso8601;
 use rocksandra_data::Value;
@@ -15,27 +15,17 @@ use rocksandra_data::Value;
 use crate::authz::{self, Resource};
 use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
+use crate::functions::aggregates::Aggregate;
 use crate::functions::{self, Arg, CallContext, Function};
 use crate::request::Request;
 use crate::rows::CqlRow;
 use crate::schema::{ColumnMask, Table};
 use crate::term::{self, EvalContext, Term};
-use rocksandra_cql::ast::Permission;
 
 /// Cassandra's refusal of a mask while `dynamic_data_masking_enabled` is
 /// false (its default).
 pub(crate) const DISABLED: &str = "Cannot mask columns because dynamic data masking is not \
      enabled. You can enable it with the dynamic_data_masking_enabled property on cassandra.yaml";
-
-const MASKING_FUNCTIONS: [&str; 6] = [
-    "mask_null",
-    "mask_default",
-    "mask_replace",
-    "mask_inner",
-    "mask_outer",
-    "mask_hash",
-];
-const NATIVE_AGGREGATES: [&str; 5] = ["count", "min", "max", "sum", "avg"];
 
 pub(crate) fn ensure_enabled(enabled: bool) -> Result<()> {
     match enabled {
@@ -65,7 +55,7 @@ pub(crate) fn prepare(
         .keyspace
         .as_ref()
         .is_none_or(|k| k.as_str() == "system");
-    if NATIVE_AGGREGATES.contains(&name) && in_system {
+    if in_system && Aggregate::named(name).is_some() {
         return Err(QueryError::invalid(format!(
             "Aggregate function {text} cannot be used for masking table columns"
         )));
@@ -81,7 +71,7 @@ pub(crate) fn prepare(
     let mut args = vec![Arg::Selector(ty, &class)];
     args.extend(mask.args.iter().map(term::term_arg));
     let function = functions::resolve_called(name, &args, mask.function.keyspace.is_some())?;
-    if !MASKING_FUNCTIONS.contains(&name) {
+    if !functions::is_masking(name) {
         return Err(QueryError::invalid(format!(
             "Not-masking function {text} cannot be used for masking table columns"
         )));
@@ -173,38 +163,34 @@ fn arguments(
 /// authorizer (everyone may then unmask, as in Cassandra), an internal
 /// request, or UNMASK held on the table or its keyspace.
 fn unmasks(context: &StatementCtx<'_>, request: &Request, table: &Table) -> Result<bool> {
-    if table.masks.is_empty() || request.internal || !authz::authorizer_enabled(context) {
-        return Ok(true);
-    }
-    holds(context, request, table, Permission::Unmask)
+    holds_any(context, request, table, &[Permission::Unmask])
 }
 
-fn holds(
+/// Whether the user reads clear values (see [`unmasks`]) or holds one of
+/// `permissions` on the table or a parent.
+fn holds_any(
     context: &StatementCtx<'_>,
     request: &Request,
     table: &Table,
-    permission: Permission,
+    permissions: &[Permission],
 ) -> Result<bool> {
+    if table.masks.is_empty() || request.internal || !authz::authorizer_enabled(context) {
+        return Ok(true);
+    }
     let resource = Resource::Table(table.keyspace.clone(), table.name.clone());
     let subject = authz::subject(context, request, std::slice::from_ref(&resource))?;
-    Ok(subject.holds(permission, &resource))
+    Ok(permissions.iter().any(|p| subject.holds(*p, &resource)))
 }
 
 /// Refuses a SELECT whose WHERE clause restricts masked columns (or that
-/// orders by a masked column's ANN), for a
-/// user with neither UNMASK nor SELECT_MASKED on the table (Cassandra's
-/// `SelectStatement.authorize`).
+/// orders by a masked column's ANN), for a user with neither UNMASK nor
+/// SELECT_MASKED on the table (Cassandra's `SelectStatement.authorize`).
 pub(crate) fn authorize_where(
     context: &StatementCtx<'_>,
     request: &Request,
     table: &Table,
     select: &Select,
 ) -> Result<()> {
-    if unmasks(context, request, table)?
-        || holds(context, request, table, Permission::SelectMasked)?
-    {
-        return Ok(());
-    }
     let mut restricted: Vec<&str> = table
         .columns
         .iter()
@@ -214,7 +200,8 @@ pub(crate) fn authorize_where(
             select.where_clause.iter().any(|r| restricts(r, name)) || orders_by_ann(select, name)
         })
         .collect();
-    if restricted.is_empty() {
+    let cleared = [Permission::Unmask, Permission::SelectMasked];
+    if restricted.is_empty() || holds_any(context, request, table, &cleared)? {
         return Ok(());
     }
     restricted.sort_unstable();

@@ -21,6 +21,7 @@ use rocksandra_wire::{ColumnSpec, ColumnsMetadata, Rows, RowsMetadata, TableSpec
 
 use crate::ctx::StatementCtx;
 use crate::error::{QueryError, Result};
+use crate::functions::aggregates::Aggregate;
 use crate::guardrails::Guardrails;
 use crate::index::search::{self, IndexQuery};
 use crate::read_thresholds::{
@@ -185,15 +186,6 @@ enum Sel {
     },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Aggregate {
-    Count,
-    Min,
-    Max,
-    Sum,
-    Avg,
-}
-
 struct Output {
     sel: Sel,
     name: String,
@@ -347,14 +339,7 @@ fn plan_function(
     if fname == "token" && in_system {
         return plan_token_of_columns(table, args);
     }
-    let aggregate = match fname {
-        "count" => Some(Aggregate::Count),
-        "min" => Some(Aggregate::Min),
-        "max" => Some(Aggregate::Max),
-        "sum" => Some(Aggregate::Sum),
-        "avg" => Some(Aggregate::Avg),
-        _ => None,
-    };
+    let aggregate = Aggregate::named(fname);
     if let (Some(Aggregate::Count), [Expr::Literal(_)]) = (aggregate, args) {
         // count(1) counts rows, like count(*).
         return Ok((
@@ -426,11 +411,7 @@ fn plan_token_of_values(table: &Table, args: &[Expr], ctx: &EvalContext<'_>) -> 
         }
     }
     let refs: Vec<&[u8]> = components.iter().map(Vec::as_slice).collect();
-    let key = if refs.len() == 1 {
-        refs[0].to_vec()
-    } else {
-        rocksandra_data::token::serialize_partition_key(&refs)
-    };
+    let key = rocksandra_data::token::serialize_partition_key(&refs);
     let token = rocksandra_data::token::Token::murmur3(&key);
     Ok((
         Sel::Constant(Some(token.0.to_be_bytes().to_vec())),
@@ -3608,11 +3589,9 @@ fn row_token(table: &Table, row: &CqlRow) -> rocksandra_data::token::Token {
     let values: Vec<&[u8]> = keys
         .map(|i| row.columns[i].value.as_deref().unwrap_or_default())
         .collect();
-    let key = match values.as_slice() {
-        [single] => single.to_vec(),
-        many => rocksandra_data::token::serialize_partition_key(many),
-    };
-    rocksandra_data::token::Token::murmur3(&key)
+    rocksandra_data::token::Token::murmur3(&rocksandra_data::token::serialize_partition_key(
+        &values,
+    ))
 }
 
 fn eval_sel(table: &Table, sel: &Sel, row: &CqlRow) -> Result<Option<Vec<u8>>> {

@@ -13,6 +13,30 @@ use rocksandra_data::types::{CqlType, NativeType};
 use super::Num;
 use crate::error::{QueryError, Result};
 
+/// The native aggregates, as a selection calls them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Aggregate {
+    Count,
+    Min,
+    Max,
+    Sum,
+    Avg,
+}
+
+impl Aggregate {
+    /// The native aggregate called `name` (in the `system` keyspace).
+    pub(crate) fn named(name: &str) -> Option<Aggregate> {
+        Some(match name {
+            "count" => Aggregate::Count,
+            "min" => Aggregate::Min,
+            "max" => Aggregate::Max,
+            "sum" => Aggregate::Sum,
+            "avg" => Aggregate::Avg,
+            _ => return None,
+        })
+    }
+}
+
 /// Whether `sum`/`avg` exist for the type.
 pub(crate) fn is_summable(ty: &CqlType) -> bool {
     matches!(ty.unfrozen(), CqlType::Native(t) if t.is_numeric())

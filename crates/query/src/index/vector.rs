@@ -14,8 +14,9 @@
 //!   (`select::ann`). Deleted rows, older vectors and duplicates of a row
 //!   drop out there, and more candidates are asked for while too few
 //!   remain; a graph that proposes fewer points than asked for (a miss)
-//!   hands the query to the exact scan. A graph is thrown away and rebuilt once it holds more than
-//!   twice the points it was built with (plus `GRAPH_SLACK_POINTS`).
+//!   hands the query to the exact scan. A graph is thrown away and
+//!   rebuilt once it holds more than twice the points it was built with
+//!   (plus `GRAPH_SLACK_POINTS`).
 //! - In a cluster, where other coordinators write too, ANN ranks by scan.
 //!
 //! Memory: a graph holds each vector once per write (and 16 links per
@@ -123,6 +124,7 @@ impl Graph {
         if rows.len() + batch.len() > GRAPH_POINTS_MAX {
             return false;
         }
+        let was_empty = rows.is_empty();
         let mut points = Vec::with_capacity(batch.len());
         for (row, vector) in &batch {
             if vector.len() == self.dimension {
@@ -133,12 +135,10 @@ impl Graph {
         // The crate links no point inserted while the graph has no entry
         // point yet: two first points inserted at once would leave one
         // unreachable. The first goes in alone.
-        if let Some((&first, rest)) = points.split_first().filter(|_| rows.len() == points.len()) {
-            self.hnsw.insert_slice(first);
-            self.hnsw.parallel_insert_slice(&rest.to_vec());
-        } else {
-            self.hnsw.parallel_insert_slice(&points);
+        if was_empty && !points.is_empty() {
+            self.hnsw.insert_slice(points.remove(0));
         }
+        self.hnsw.parallel_insert_slice(&points);
         true
     }
 

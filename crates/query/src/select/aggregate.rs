@@ -11,11 +11,10 @@ use bytes::Bytes;
 
 use super::group_by::GroupBy;
 use super::{
-    empty_row, eval_sel, is_aggregate, Aggregate, BatchSize, Output, PagingState, Reader,
-    ResultRows, Sel,
+    empty_row, eval_sel, is_aggregate, BatchSize, Output, PagingState, Reader, ResultRows, Sel,
 };
 use crate::error::{QueryError, Result};
-use crate::functions::aggregates::{is_summable, SumAvg};
+use crate::functions::aggregates::{is_summable, Aggregate, SumAvg};
 use crate::rows::CqlRow;
 use crate::schema::Table;
 

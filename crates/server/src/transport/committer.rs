@@ -16,10 +16,10 @@
 //! over, and never two at a time (RocksDB's write queue would make two
 //! writers take turns leading and waiting). Groups that queued up while
 //! one was written go to the store together, in one write (up to
-//! `WRITE_GROUP_BYTES_MAX`), when none fails; a failing one is then
-//! written alone, so each request gets its own outcome. The queue is bounded in bytes
-//! (`COMMIT_QUEUE_BYTES_MAX`): a connection that would go over it waits
-//! (asynchronously) before it hands over its group.
+//! `WRITE_GROUP_BYTES_MAX`); when that write fails, each group is written
+//! alone, so each request gets its own outcome. The queue is bounded in
+//! bytes (`COMMIT_QUEUE_BYTES_MAX`): a connection that would go over it
+//! waits (asynchronously) before it hands over its group.
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
