@@ -418,6 +418,16 @@ class Rocksandra:
 
 # --- one system's run -------------------------------------------------------
 
+def meminfo_kb(key):
+    """A /proc/meminfo figure in KiB (0 when absent)."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            name, _, rest = line.partition(":")
+            if name == key:
+                return int(rest.split()[0])
+    return 0
+
+
 def machine_busy_seconds():
     """CPU seconds the whole machine spent busy (all but idle and iowait),
     from /proc/stat."""
@@ -433,6 +443,11 @@ def measure(system, loadgen, what, args_list):
     OTHER_CORES_MAX is flagged (`disturbed`) in the report."""
     if hasattr(system, "phase_start"):
         system.phase_start()
+    # Dirty pages left by an earlier phase or by the other system (Cassandra
+    # writes about 1.5 GB) are written back while this phase runs and can
+    # stall its writes; each phase starts with them on disk.
+    os.sync()
+    dirty_kb = meminfo_kb("Dirty") + meminfo_kb("Writeback")
     result_load = os.getloadavg()[0]
     busy0 = machine_busy_seconds()
     cpu0 = cpu_seconds(system.pid)
@@ -446,6 +461,7 @@ def measure(system, loadgen, what, args_list):
     result["server_cpu_seconds"] = cpu1 - cpu0
     result["server_cpu_cores"] = (cpu1 - cpu0) / (t1 - t0)
     result["load_average_before"] = result_load
+    result["dirty_kb_before"] = dirty_kb
     result["machine_busy_cores"] = busy
     client = result.get("client_cpu_cores")
     if client is not None:
@@ -893,7 +909,9 @@ def cmd_report(opts):
       "spawning the server to the first successful `SELECT` (Cassandra: from running its start "
       "script, JVM launch included). Stalls: Cassandra's stop-the-world GC pauses from its GC log "
       "inside the phase window; Rocksandra's RocksDB write-stall time from its metrics endpoint, "
-      "and the longest event-loop pause (a 10 ms timer's lateness) since start.")
+      "and the longest event-loop pause (a 10 ms timer's lateness) since start. Each measured phase "
+      "starts after a `sync` (from 2026-11-29, stop 38), so that no dirty pages of an earlier phase or "
+      "of the other system are written back during it.")
     w("")
     w("## Summary")
     if len(runs) > 1:
