@@ -23,7 +23,25 @@ cargo clippy --workspace --all-targets -- -D warnings
 # The test suites' build: nodetool's fault-injection commands compiled in.
 cargo clippy -p rocksandra-cluster -p rocksandra-server --all-targets --features rocksandra-server/fault-injection,rocksandra-cluster/fault-injection -- -D warnings
 echo "== cargo test ($(date +%T))"
-cargo test --workspace
+cargo test --workspace --no-run
+# The in-process golden suite (tests/golden/cases against a node in the
+# test process, ~45 s, mostly one core and its cases' pauses) runs in the
+# background beside the other test binaries, which cargo runs one by one.
+golden_bin=$(cargo test -p rocksandra-server --test golden_cases --no-run --message-format=json \
+    | python3 -c 'import json, sys
+print(next(m["executable"] for m in map(json.loads, sys.stdin)
+           if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "golden_cases"
+           and m.get("executable")))')
+golden_log=$(mktemp)
+(cd crates/server && exec "$golden_bin") >"$golden_log" 2>&1 &
+golden_pid=$!
+status=0
+cargo test --workspace -- --skip golden_cases_match_at_least_their_baseline || status=1
+echo "== in-process golden suite (crates/server/tests/golden_cases.rs), from the background ($(date +%T))"
+wait "$golden_pid" || status=1
+cat "$golden_log"
+rm -f "$golden_log"
+[ "$status" = 0 ] || { echo "cargo test FAILED"; exit 1; }
 echo "== server suites ($(date +%T))"
 scripts/test-server.sh
 echo "== benchmark harness (bench/run --smoke: tiny sizes, debug builds, no timing asserted) ($(date +%T))"

@@ -4,13 +4,14 @@
 # CQL suite (statement-level baseline in tests/golden/baseline.json), the
 # golden auth_* cases on a second server with PasswordAuthenticator and
 # CassandraAuthorizer (127.0.0.1:9044, ROCKSANDRA_TEST_AUTH_PORT), the
-# Python driver and cqlsh tests, the Rust (scylla) and Go (gocql) driver tests through
-# unmodified clients, scrapes its metrics endpoint, stops it with SIGTERM (a
-# clean shutdown is part of the test), then the process tests (restart,
-# kill -9, PasswordAuthenticator; `rocksandra migrate` from an Apache
-# Cassandra 5.0.6 it starts on 127.0.0.1:9460, fetching its jars first on a
-# new machine as scripts/cassandra/start.sh does; ~90 s)
-# and the multi-process cluster tests (scripts/test-cluster.sh: in shards
+# Python driver and cqlsh tests, the Rust (scylla), Go (gocql), Node.js and
+# Java driver tests through unmodified clients, scrapes its metrics
+# endpoint, stops it with SIGTERM (a clean shutdown is part of the test).
+# Beside the golden runs, the process tests (restart, kill -9,
+# PasswordAuthenticator; `rocksandra migrate` from an Apache Cassandra 5.0.6
+# it starts on 127.0.0.1:9460, fetching its jars first on a new machine as
+# scripts/cassandra/start.sh does; ~90 s alone), on ports of their own.
+# Then the multi-process cluster tests (scripts/test-cluster.sh: in shards
 # at once, each on its own loopback net).
 #
 # The golden runs on the auth server and the per-configuration servers go
@@ -33,6 +34,9 @@ WORK=$(mktemp -d)
 PORT=${ROCKSANDRA_TEST_PORT:-9042}
 # The auth_* golden cases need logins: a second server with the auth yaml.
 AUTH_PORT=${ROCKSANDRA_TEST_AUTH_PORT:-9044}
+# The per-configuration golden servers: CONFIG_PORT, CONFIG_PORT + 1, ...
+# (clear of the process tests' ports, 9043-9058, which run beside them).
+CONFIG_PORT=${ROCKSANDRA_TEST_CONFIG_PORT:-9140}
 port_open() {
     python3 -c "import socket; socket.create_connection(('127.0.0.1', $1), 0.2)" 2>/dev/null
 }
@@ -72,8 +76,10 @@ METRICS_PORT=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.
 start_server main "$PORT" --prometheus-port "$METRICS_PORT"
 PID=$SERVER_PID
 OTHERS_PID=""
+PROCESS_PID=""
 stop() { stop_server "$PID"; }
 trap 'stop || true; [ -z "$OTHERS_PID" ] || { kill -TERM "$OTHERS_PID"; wait "$OTHERS_PID"; } || true
+      [ -z "$PROCESS_PID" ] || { kill -TERM -- "-$PROCESS_PID"; wait "$PROCESS_PID"; } || true
       echo "--- server log (last 40 lines)"; tail -40 "$WORK/main/server.log"; rm -rf "$WORK"' EXIT
 
 status=0
@@ -86,7 +92,7 @@ baseline() { if [ "$1" = 3 ]; then echo tests/golden/baseline-v3.json; else echo
 # server's. Its servers and ports are its own, so it runs beside the main
 # server's golden runs; stopped, it stops the server it has running.
 golden_other_servers() {
-    local status=0 version config yaml yaml_args line config_port=$((AUTH_PORT + 2))
+    local status=0 version config yaml yaml_args line config_port=$CONFIG_PORT
     other_pid=""
     trap '[ -z "$other_pid" ] || stop_server "$other_pid" || true' EXIT
     # UDFs and column masks on too, for auth_udf and auth_masking (recorded
@@ -131,6 +137,14 @@ golden_other_servers() {
     done < <(.venv/bin/python tests/golden/runner.py --list-server-configs)
     return $status
 }
+# The golden runs wait on their cases' pauses (TTLs, index builds) and on
+# one statement at a time: the process tests (their own servers and ports,
+# mostly waiting for restarts) go in the background beside them.
+echo "== process tests (restart, kill -9), in the background ($(date +%T))"
+# setsid: a process group of its own, so that the trap reaches its servers too.
+ROCKSANDRA_BIN="$BIN" setsid .venv/bin/pytest -q -p no:cacheprovider --durations=15 tests/process \
+    >"$WORK/process.log" 2>&1 &
+PROCESS_PID=$!
 echo "== golden cases on other servers (auth, other configurations), in the background ($(date +%T))"
 golden_other_servers >"$WORK/golden-others.log" 2>&1 &
 OTHERS_PID=$!
@@ -168,8 +182,10 @@ print("requests counted, storage and process metrics present")
 PY
 echo "== clean shutdown ($(date +%T))"
 stop || status=1
-echo "== process tests (restart, kill -9) ($(date +%T))"
-ROCKSANDRA_BIN="$BIN" .venv/bin/pytest -q -p no:cacheprovider --durations=15 tests/process || status=1
+echo "== process tests (restart, kill -9), from the background ($(date +%T))"
+wait "$PROCESS_PID" || { status=1; echo "process tests FAILED"; }
+PROCESS_PID=""
+cat "$WORK/process.log"
 # Not beside the process tests: under that load their Apache Cassandra (the
 # migrate test) timed out a query in one run of three shards beside them.
 echo "== cluster tests, in shards at once (scripts/test-cluster.sh) ($(date +%T))"
