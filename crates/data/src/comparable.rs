@@ -100,6 +100,28 @@ pub fn decode(ty: &CqlType, input: &mut &[u8], descending: bool) -> Result<Vec<u
     Ok(value)
 }
 
+/// Whether decoding the encoding of a `ty` value may give other bytes than
+/// the value's: decimals (anywhere in the type) are encoded by value, so
+/// `1.50` decodes as `1.5` (Cassandra compares them equal but keeps the
+/// bytes written).
+pub fn may_normalize(ty: &CqlType) -> bool {
+    ty.references(NativeType::Decimal)
+}
+
+/// The serialized `value` when it is not what decoding its encoding gives
+/// back (only possible where [`may_normalize`]): the written form a store
+/// keeps beside the key.
+pub fn written_form(ty: &CqlType, value: &[u8]) -> Result<Option<Vec<u8>>, ValueError> {
+    if !may_normalize(ty) {
+        return Ok(None);
+    }
+    let mut encoded = Vec::with_capacity(value.len() + 4);
+    encode(ty, value, false, &mut encoded)?;
+    let mut input = encoded.as_slice();
+    let decoded = decode(ty, &mut input, false)?;
+    Ok((decoded != value).then(|| value.to_vec()))
+}
+
 /// Tuples and UDTs have no distinct empty value: zero bytes are a tuple
 /// whose fields are all null, equal to any other all-null tuple.
 fn is_field_sequence(ty: &CqlType) -> bool {
@@ -947,6 +969,51 @@ mod tests {
         let mut negative = hex("00 00 80");
         negative.extend([0; 256]);
         assert_eq!(varint(-(BigInt::from(1) << 2048usize)), negative);
+    }
+
+    #[test]
+    fn only_decimals_may_lose_their_written_form() {
+        let bytes = |text: &str| decimal(text).to_bytes();
+        let dec = CqlType::Native(NativeType::Decimal);
+        let frozen = |t: CqlType| CqlType::Frozen(Box::new(t));
+        let nested = frozen(CqlType::Map(
+            Box::new(CqlType::Native(NativeType::Int)),
+            Box::new(CqlType::Tuple(vec![
+                CqlType::Native(NativeType::Text),
+                dec.clone(),
+            ])),
+        ));
+        assert!(may_normalize(&dec) && may_normalize(&nested));
+        let varints = frozen(CqlType::List(Box::new(CqlType::Native(NativeType::Varint))));
+        assert!(!may_normalize(&varints));
+        // Written otherwise than the key decodes: kept.
+        for text in ["1.50", "100", "0.000", "1.0"] {
+            assert_eq!(
+                written_form(&dec, &bytes(text)).expect("encodes"),
+                Some(bytes(text)),
+                "{text}"
+            );
+        }
+        // Written as the key decodes: nothing to keep.
+        for text in ["1.5", "1e2", "0", "-12.34"] {
+            assert_eq!(
+                written_form(&dec, &bytes(text)).expect("encodes"),
+                None,
+                "{text}"
+            );
+        }
+        let int = CqlType::Native(NativeType::Int);
+        assert_eq!(
+            written_form(&int, &7i32.to_be_bytes()).expect("encodes"),
+            None
+        );
+        let set = frozen(CqlType::Set(Box::new(dec.clone())));
+        let one_fifty = Value::Set(vec![decimal("1.50")]).to_bytes();
+        assert_eq!(
+            written_form(&set, &one_fifty).expect("encodes"),
+            Some(one_fifty)
+        );
+        assert!(written_form(&dec, &[1, 2]).is_err());
     }
 
     #[test]

@@ -196,15 +196,20 @@ impl CqlType {
     /// Whether a duration appears anywhere in the type (Cassandra's
     /// `AbstractType.referencesDuration`).
     pub fn references_duration(&self) -> bool {
+        self.references(NativeType::Duration)
+    }
+
+    /// Whether native type `native` appears anywhere in the type.
+    pub fn references(&self, native: NativeType) -> bool {
         match self {
-            CqlType::Native(NativeType::Duration) => true,
-            CqlType::Native(_) | CqlType::Custom(_) => false,
+            CqlType::Native(t) => *t == native,
+            CqlType::Custom(_) => false,
             CqlType::List(e) | CqlType::Set(e) | CqlType::Frozen(e) | CqlType::Vector(e, _) => {
-                e.references_duration()
+                e.references(native)
             }
-            CqlType::Map(k, v) => k.references_duration() || v.references_duration(),
-            CqlType::Tuple(items) => items.iter().any(CqlType::references_duration),
-            CqlType::Udt(u) => u.fields.iter().any(|(_, t)| t.references_duration()),
+            CqlType::Map(k, v) => k.references(native) || v.references(native),
+            CqlType::Tuple(items) => items.iter().any(|t| t.references(native)),
+            CqlType::Udt(u) => u.fields.iter().any(|(_, t)| t.references(native)),
         }
     }
 

@@ -1371,16 +1371,16 @@ fn add_elements(
         }
         (CqlType::Set(e), Value::Set(items)) => {
             for item in items {
-                let path = paths::element_path(e, &item.to_bytes())?;
+                let key = paths::element_key(e, &item.to_bytes())?;
                 row.cells
-                    .push(params.cell(column, Vec::new()).with_path(path));
+                    .push(params.cell(column, Vec::new()).with_element_key(key));
             }
         }
         (CqlType::Map(k, _), Value::Map(entries)) => {
             for (key, value) in entries {
-                let path = paths::element_path(k, &key.to_bytes())?;
+                let key = paths::element_key(k, &key.to_bytes())?;
                 row.cells
-                    .push(params.cell(column, value.to_bytes()).with_path(path));
+                    .push(params.cell(column, value.to_bytes()).with_element_key(key));
             }
         }
         (CqlType::Udt(_), Value::Udt(fields)) => {
@@ -2113,16 +2113,17 @@ impl AssignedRow<'_> {
 
 /// Pushes an element or field cell at `path`: a live cell for a value, a
 /// tombstone for null, nothing for unset.
+/// `key`: the element's path and written bytes (`paths::element_key`).
 fn push_path_term(
     row: &mut RowUpdate,
     params: WriteParams,
     column: &Column,
-    path: Vec<u8>,
+    key: (Vec<u8>, Option<Vec<u8>>),
     term: Term,
 ) {
     match term {
-        Term::Value(v) => row.cells.push(params.cell(column, v).with_path(path)),
-        Term::Null => row.cells.push(params.tombstone(column).with_path(path)),
+        Term::Value(v) => row.cells.push(params.cell(column, v).with_element_key(key)),
+        Term::Null => row.cells.push(params.tombstone(column).with_path(key.0)),
         Term::Unset => {}
     }
 }
@@ -2393,9 +2394,9 @@ fn set_element(
     match &column.ty {
         CqlType::Map(kt, vt) => {
             let k = map_key(key, kt, name, ctx)?;
-            let path = paths::element_path(kt, &k)?;
+            let key = paths::element_key(kt, &k)?;
             let term = evaluate(&a.value, vt, &format!("value({name})"), ctx)?;
-            push_path_term(row, params, column, path, term);
+            push_path_term(row, params, column, key, term);
             Ok(())
         }
         CqlType::List(et) => {
@@ -2413,7 +2414,7 @@ fn set_element(
             )?;
             let path = path.unwrap_or_default();
             let term = evaluate(&a.value, et, &format!("value({name})"), ctx)?;
-            push_path_term(row, params, column, path, term);
+            push_path_term(row, params, column, (path, None), term);
             Ok(())
         }
         other => {
@@ -2461,7 +2462,7 @@ fn set_field(
     let path = paths::field_path(i);
     let receiver = format!("{name}.{field}");
     let term = evaluate(&a.value, &u.fields[i].1, &receiver, ctx)?;
-    push_path_term(row, params, column, path, term);
+    push_path_term(row, params, column, (path, None), term);
     Ok(())
 }
 

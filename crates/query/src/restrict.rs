@@ -1356,7 +1356,8 @@ fn clustering_selection(
     }
     if !multi_eqs.is_empty() {
         prefixes.sort_by(|a, b| compare_prefix(table, a, b));
-        prefixes.dedup();
+        // Equal values of other forms (decimals `1.5`, `1.50`) select one row.
+        prefixes.dedup_by(|a, b| compare_prefix(table, a, b) == Ordering::Equal);
     }
     let eq_len = prefixes.first().map(Vec::len).unwrap_or(0);
     // An empty IN selects exactly nothing.
@@ -1505,7 +1506,9 @@ impl ClusteringWalk<'_> {
     }
 
     /// The prefixes extended by the distinct values of clustering column
-    /// `j`'s equality or IN, in the column's order.
+    /// `j`'s equality or IN, in the column's order; equal values of other
+    /// forms (decimals `1.5`, `1.50`) count once, as in Cassandra's sorted
+    /// set of clusterings.
     fn extend_in(
         &self,
         prefixes: &[Vec<Vec<u8>>],
@@ -1522,6 +1525,8 @@ impl ClusteringWalk<'_> {
                 o
             }
         });
+        distinct
+            .dedup_by(|a, b| rocksandra_data::value::compare(&column.ty, a, b) == Ordering::Equal);
         extend_product(
             prefixes,
             distinct.iter().map(std::slice::from_ref),

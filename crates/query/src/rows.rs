@@ -193,21 +193,13 @@ fn column_value(column: &Column, cells: &[&Cell], now: LocalTime) -> Result<Colu
         CqlType::Set(e) => {
             put_count(&mut bytes, cells.len());
             for c in cells {
-                let path = c.path.as_deref().unwrap_or_default();
-                put_value(
-                    &mut bytes,
-                    &paths::element_from_path(e, path).map_err(corrupt)?,
-                );
+                put_value(&mut bytes, &paths::element_of(e, c).map_err(corrupt)?);
             }
         }
         CqlType::Map(k, _) => {
             put_count(&mut bytes, cells.len());
             for c in cells {
-                let path = c.path.as_deref().unwrap_or_default();
-                put_value(
-                    &mut bytes,
-                    &paths::element_from_path(k, path).map_err(corrupt)?,
-                );
+                put_value(&mut bytes, &paths::element_of(k, c).map_err(corrupt)?);
                 put_value(&mut bytes, &c.value);
             }
         }

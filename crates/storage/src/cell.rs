@@ -11,6 +11,8 @@ use std::cmp::Ordering;
 use rocksandra_data::{LocalTime, Timestamp};
 use serde::{Deserialize, Serialize};
 
+mod wire;
+
 /// Stable identifier of a column within its table, so dropping and adding
 /// columns needs no rewrite of stored data. A new column gets a new id,
 /// except one added again under a dropped column's name and type, which
@@ -191,13 +193,18 @@ pub enum CellKind {
 /// One cell: a simple column's value, or one element of a non-frozen
 /// collection or UDT (then `path` names the element, in the order-preserving
 /// encoding of its key, list timeuuid or field index).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Deserialize)]
+#[serde(try_from = "wire::CellFields")]
 pub struct Cell {
     pub column: ColumnId,
     pub path: Option<Vec<u8>>,
     pub timestamp: Timestamp,
     pub kind: CellKind,
     pub value: Vec<u8>,
+    /// The set element or map key as written, when `path` decodes to other
+    /// bytes (a decimal `1.50` has the path of `1.5`: Cassandra compares
+    /// them equal but shows the bytes of the cell that wins).
+    pub written_key: Option<Vec<u8>>,
 }
 
 impl Cell {
@@ -208,6 +215,7 @@ impl Cell {
             timestamp: Timestamp(timestamp),
             kind: CellKind::Live,
             value,
+            written_key: None,
         }
     }
 
@@ -227,6 +235,7 @@ impl Cell {
                 local_expiration_time: now.plus_seconds(i64::from(ttl_seconds)),
             },
             value,
+            written_key: None,
         }
     }
 
@@ -239,11 +248,20 @@ impl Cell {
                 local_deletion_time: now,
             },
             value: Vec::new(),
+            written_key: None,
         }
     }
 
     pub fn with_path(mut self, path: Vec<u8>) -> Cell {
         self.path = Some(path);
+        self
+    }
+
+    /// A set element's or map key's path and written bytes
+    /// (`layout::paths::element_key`).
+    pub fn with_element_key(mut self, (path, written): (Vec<u8>, Option<Vec<u8>>)) -> Cell {
+        self.path = Some(path);
+        self.written_key = written;
         self
     }
 
@@ -300,6 +318,7 @@ impl Cell {
                         .plus_seconds(-i64::from(ttl_seconds)),
                 },
                 value: Vec::new(),
+                written_key: None,
             }),
             _ => None,
         }
@@ -342,7 +361,13 @@ pub fn reconcile_cells(left: &Cell, right: &Cell) -> Ordering {
             return left_ldt.cmp(&right_ldt);
         }
     }
-    match left.value.cmp(&right.value) {
+    // Equal keys written alike differ at most in their written bytes: the
+    // larger wins, so that the choice is the same in any merge order.
+    match left
+        .value
+        .cmp(&right.value)
+        .then_with(|| left.written_key.cmp(&right.written_key))
+    {
         Ordering::Less => Ordering::Less,
         _ => Ordering::Greater,
     }
@@ -357,6 +382,42 @@ pub fn reconcile<'a>(left: &'a Cell, right: &'a Cell) -> &'a Cell {
     }
 }
 
+/// How a write spelled the row's clustering values where the key keeps only
+/// their value (decimals: `1.50` and `1.5` are one row, Cassandra's
+/// `DecimalType` compares by value but keeps the bytes written). Every
+/// write to a row of a table with such a clustering column brings one,
+/// stamped with its timestamp; reads show the earliest, as Cassandra shows
+/// the form a row was first written with.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ClusteringForm {
+    pub timestamp: Timestamp,
+    /// `(clustering column index, written bytes)` for each value whose
+    /// bytes are not what its key decodes to, by index; empty when the
+    /// write spelled every value as its key decodes.
+    pub values: Vec<(u16, Vec<u8>)>,
+}
+
+impl ClusteringForm {
+    /// The earlier of two forms (then the smaller, so that the choice is
+    /// the same in any merge order).
+    pub fn merge(a: Option<ClusteringForm>, b: Option<ClusteringForm>) -> Option<ClusteringForm> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, None) => a,
+            (None, b) => b,
+        }
+    }
+
+    /// Puts the written bytes in place of the decoded key values.
+    pub fn apply(&self, clustering: &mut [Vec<u8>]) {
+        for (index, bytes) in &self.values {
+            if let Some(value) = clustering.get_mut(usize::from(*index)) {
+                value.clone_from(bytes);
+            }
+        }
+    }
+}
+
 /// The stored state of one row (or of the static row, a partition deletion or
 /// a range tombstone, which are rows with only a deletion): the unit the merge
 /// operator combines.
@@ -368,6 +429,9 @@ pub struct RowState {
     pub complex_deletions: Vec<(ColumnId, DeletionTime)>,
     /// Sorted by `Cell::position`, one version per position.
     pub cells: Vec<Cell>,
+    /// How the row's clustering values were written, for tables whose
+    /// clustering key may normalize them (`comparable::may_normalize`).
+    pub clustering_form: Option<ClusteringForm>,
 }
 
 impl RowState {
@@ -399,6 +463,7 @@ impl RowState {
             deletion: DeletionTime::merge(self.deletion, other.deletion),
             complex_deletions: complex,
             cells: merge_cells(self.cells, other.cells),
+            clustering_form: ClusteringForm::merge(self.clustering_form, other.clustering_form),
         }
     }
 
@@ -556,6 +621,7 @@ impl RowState {
                 .filter(|(_, d)| !d.is_purgeable(now, gc_grace_seconds))
                 .collect(),
             cells,
+            clustering_form: self.clustering_form,
         }
     }
 }
@@ -642,6 +708,7 @@ impl RowState {
             deletion,
             complex_deletions: complex.complex_deletions,
             cells: unique,
+            clustering_form: None,
         }
     }
 }
@@ -820,6 +887,97 @@ mod tests {
         let view = row.live_view(None, &[], NOW);
         assert_eq!(view.liveness, None);
         assert_eq!(view.cells.len(), 3);
+    }
+
+    fn form(timestamp: i64, values: &[(u16, &[u8])]) -> Option<ClusteringForm> {
+        Some(ClusteringForm {
+            timestamp: Timestamp(timestamp),
+            values: values.iter().map(|(i, v)| (*i, v.to_vec())).collect(),
+        })
+    }
+
+    fn assert_merge_laws(rows: &[RowState]) {
+        for a in rows {
+            assert_eq!(a.clone().merge(a.clone()), *a, "idempotent");
+            for b in rows {
+                let ab = a.clone().merge(b.clone());
+                assert_eq!(ab, b.clone().merge(a.clone()), "commutative");
+                for c in rows {
+                    assert_eq!(
+                        ab.clone().merge(c.clone()),
+                        a.clone().merge(b.clone().merge(c.clone())),
+                        "associative"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_earliest_clustering_form_wins_in_any_merge_order() {
+        let row = |f| RowState {
+            liveness: Some(LivenessInfo::new(1, 0, 0)),
+            clustering_form: f,
+            ..RowState::default()
+        };
+        let rows = [
+            row(None),
+            row(form(5, &[(0, b"1.50")])),
+            row(form(5, &[(0, b"1.500")])),
+            row(form(5, &[])),
+            row(form(3, &[])),
+            row(form(9, &[(0, b"1.5000"), (2, b"x")])),
+        ];
+        assert_merge_laws(&rows);
+        let merged = rows
+            .iter()
+            .cloned()
+            .fold(RowState::default(), RowState::merge);
+        assert_eq!(merged.clustering_form, form(3, &[]));
+        // First written 1.50, then the same row as 1.5: 1.50 stays.
+        let first = row(form(5, &[(0, b"1.50")])).merge(row(form(7, &[])));
+        let mut clustering = vec![b"1.5".to_vec(), b"k".to_vec()];
+        first.clustering_form.expect("form").apply(&mut clustering);
+        assert_eq!(clustering, [b"1.50".to_vec(), b"k".to_vec()]);
+        // The form survives a purge; it is no data of its own.
+        let purged = row(form(5, &[])).purge(NOW, 0);
+        assert_eq!(purged.clustering_form, form(5, &[]));
+        assert!(row(None)
+            .merge(RowState {
+                clustering_form: form(1, &[]),
+                ..RowState::default()
+            })
+            .liveness
+            .is_some());
+    }
+
+    #[test]
+    fn equal_cells_written_with_other_keys_reconcile_in_any_order() {
+        let key = |written: Option<&[u8]>, ts: i64| {
+            Cell::live(col(1), ts, b"v".to_vec())
+                .with_element_key((b"p".to_vec(), written.map(<[u8]>::to_vec)))
+        };
+        let cells = [
+            key(None, 5),
+            key(Some(b"1.50"), 5),
+            key(Some(b"1.500"), 5),
+            key(Some(b"1.50"), 6),
+            Cell::tombstone(col(1), 5, NOW).with_path(b"p".to_vec()),
+        ];
+        let rows: Vec<RowState> = cells
+            .iter()
+            .map(|c| RowState {
+                cells: vec![c.clone()],
+                ..RowState::default()
+            })
+            .collect();
+        assert_merge_laws(&rows);
+        // The later write's key is shown; on a tie of everything else, the
+        // larger written key.
+        assert_eq!(reconcile(&cells[0], &cells[3]), &cells[3]);
+        assert_eq!(reconcile(&cells[1], &cells[2]), &cells[2]);
+        assert_eq!(reconcile(&cells[2], &cells[1]), &cells[2]);
+        assert_eq!(reconcile(&cells[0], &cells[1]), &cells[1]);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! mutations into merge operands and assembles reads from entries; both
 //! backends (RocksDB and in-memory) share this code and so its semantics.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use rocksandra_data::{LocalTime, Token};
 
 use crate::api::*;
-use crate::cell::{DeletionTime, LiveRow, RowState};
+use crate::cell::{ClusteringForm, DeletionTime, LiveRow, RowState};
 use crate::import::{ImportCounts, ImportSource};
 use crate::kv::{KeyRange, KvOp, KvStore};
 use crate::layout::keys::{self, DecodedKey};
@@ -180,6 +180,8 @@ impl<S: KvStore> KvEngine<S> {
         if let Some(update) = &m.static_row {
             merge(keys::static_row_key(&prefix), &row_state(update));
         }
+        let may_normalize = keys::may_normalize(&spec.clustering);
+        let mut formed = HashSet::new();
         for (clustering, update) in &m.rows {
             if clustering.len() != spec.clustering.len() {
                 return Err(StorageError::Invalid(format!(
@@ -189,7 +191,13 @@ impl<S: KvStore> KvEngine<S> {
                 )));
             }
             let key = keys::row_key(&prefix, &spec.clustering, clustering)?;
-            merge(key, &row_state(update));
+            let mut row = row_state(update);
+            // A row written twice by one mutation (a batch) keeps the form
+            // of its first statement, as Cassandra applies them in order.
+            if may_normalize && formed.insert(key.clone()) {
+                row.clustering_form = clustering_form(&spec, clustering, update)?;
+            }
+            merge(key, &row);
         }
         Ok(())
     }
@@ -556,6 +564,34 @@ fn row_state(update: &RowUpdate) -> RowState {
     )
 }
 
+/// How `update` spells the row's clustering values, stamped with its
+/// earliest timestamp (`ClusteringForm`); none for an empty update.
+fn clustering_form(
+    spec: &TableSpec,
+    clustering: &[Vec<u8>],
+    update: &RowUpdate,
+) -> Result<Option<ClusteringForm>> {
+    let timestamps = update
+        .liveness
+        .map(|l| l.timestamp)
+        .into_iter()
+        .chain(update.deletion.map(|d| d.marked_for_delete_at))
+        .chain(
+            update
+                .complex_deletions
+                .iter()
+                .map(|(_, d)| d.marked_for_delete_at),
+        )
+        .chain(update.cells.iter().map(|c| c.timestamp));
+    let Some(timestamp) = timestamps.min() else {
+        return Ok(None);
+    };
+    Ok(Some(ClusteringForm {
+        timestamp,
+        values: keys::written_forms(&spec.clustering, clustering)?,
+    }))
+}
+
 /// The stored state of a row as a write that reproduces it (`read_raw`).
 fn row_update(state: RowState) -> RowUpdate {
     RowUpdate {
@@ -691,11 +727,15 @@ impl PartitionHead {
     ) -> Result<StoredRow, CorruptData> {
         let prefix_len = keys::stored_prefix_len(key)?;
         let suffix = &key[prefix_len..];
-        let DecodedKey::Row { clustering } = keys::decode_after_prefix(&spec.clustering, suffix)?
+        let DecodedKey::Row { mut clustering } =
+            keys::decode_after_prefix(&spec.clustering, suffix)?
         else {
             return Err(CorruptData::new("key", "expected a row"));
         };
         let state = decode_row(value)?;
+        if let Some(form) = &state.clustering_form {
+            form.apply(&mut clustering);
+        }
         let outer = self.coverage.covering(suffix);
         let met = state.tombstones(outer, &spec.dropped, now);
         let (state, mut live) = match self.keep {

@@ -134,6 +134,7 @@ mod tests {
                 .iter()
                 .map(|(c, ts)| Cell::live(ColumnId(*c), *ts, vec![*c as u8]))
                 .collect(),
+            clustering_form: None,
         }
     }
 

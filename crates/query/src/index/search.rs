@@ -516,6 +516,7 @@ impl IndexQuery {
             timestamp: written,
             kind,
             value: value.clone(),
+            written_key: cell.written_key.clone(),
         };
         reconcile_cells(cell, &that_write).is_gt()
     }

@@ -249,6 +249,30 @@ pub fn encode_components(
     Ok(())
 }
 
+/// Whether a row key of these columns may not give back the bytes written
+/// (`comparable::may_normalize`): rows of such tables keep their
+/// `ClusteringForm`.
+pub fn may_normalize(columns: &[ClusteringColumn]) -> bool {
+    columns.iter().any(|c| comparable::may_normalize(&c.ty))
+}
+
+/// The clustering values whose written bytes a row key does not give back,
+/// by column index (`ClusteringForm::values`).
+pub fn written_forms(
+    columns: &[ClusteringColumn],
+    values: &[Vec<u8>],
+) -> Result<Vec<(u16, Vec<u8>)>, CorruptData> {
+    let mut forms = Vec::new();
+    for (index, (column, value)) in columns.iter().zip(values).enumerate() {
+        let written = comparable::written_form(&column.ty, value)
+            .map_err(|e| CorruptData::new("clustering value", e.to_string()))?;
+        if let (Some(bytes), Ok(index)) = (written, u16::try_from(index)) {
+            forms.push((index, bytes));
+        }
+    }
+    Ok(forms)
+}
+
 /// Decodes clustering components until the input ends or a byte other than
 /// the separator follows; returns the values (serialized native form).
 pub fn decode_components(

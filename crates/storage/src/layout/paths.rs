@@ -13,12 +13,33 @@ use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_data::ValueError;
 
 use super::CorruptData;
+use crate::cell::Cell;
 
 /// The path of a set element or map key.
 pub fn element_path(key_type: &CqlType, serialized: &[u8]) -> Result<Vec<u8>, ValueError> {
     let mut out = Vec::with_capacity(serialized.len() + 4);
     comparable::encode(key_type, serialized, false, &mut out)?;
     Ok(out)
+}
+
+/// The path of a set element or map key and, when the path does not give
+/// back the bytes written (`comparable::written_form`), those bytes
+/// (`Cell::with_element_key`).
+pub fn element_key(
+    key_type: &CqlType,
+    serialized: &[u8],
+) -> Result<(Vec<u8>, Option<Vec<u8>>), ValueError> {
+    let path = element_path(key_type, serialized)?;
+    let written = comparable::written_form(key_type, serialized)?;
+    Ok((path, written))
+}
+
+/// The serialized element or key of a set or map cell as written.
+pub fn element_of(key_type: &CqlType, cell: &Cell) -> Result<Vec<u8>, CorruptData> {
+    match &cell.written_key {
+        Some(written) => Ok(written.clone()),
+        None => element_from_path(key_type, cell.path.as_deref().unwrap_or_default()),
+    }
 }
 
 /// The serialized element or key back from its path.
@@ -78,5 +99,24 @@ mod tests {
         assert_eq!(field_index_from_path(&field_path(3)).unwrap(), 3);
         let id = [0x10, 0, 0, 0, 0, 0, 0x11, 0xef, 0x80, 0, 0, 0, 0, 0, 0, 1];
         assert_eq!(list_id_from_path(&list_path(id)).unwrap(), id);
+    }
+
+    #[test]
+    fn a_decimal_key_keeps_its_written_bytes_beside_its_path() {
+        let decimal = CqlType::Native(NativeType::Decimal);
+        // 1.50 (unscaled 150, scale 2) and 1.5 (15, scale 1).
+        let written = [0, 0, 0, 2, 0, 0x96];
+        let normal = [0, 0, 0, 1, 0x0f];
+        let (path, form) = element_key(&decimal, &written).unwrap();
+        assert_eq!(path, element_path(&decimal, &normal).unwrap());
+        assert_eq!(form.as_deref(), Some(&written[..]));
+        assert_eq!(element_key(&decimal, &normal).unwrap().1, None);
+        let int = CqlType::Native(NativeType::Int);
+        assert_eq!(element_key(&int, &7i32.to_be_bytes()).unwrap().1, None);
+        let cell =
+            Cell::live(crate::cell::ColumnId(1), 1, vec![]).with_element_key((path.clone(), form));
+        assert_eq!(element_of(&decimal, &cell).unwrap(), written);
+        let plain = Cell::live(crate::cell::ColumnId(1), 1, vec![]).with_path(path);
+        assert_eq!(element_of(&decimal, &plain).unwrap(), normal);
     }
 }

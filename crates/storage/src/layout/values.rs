@@ -2,15 +2,21 @@
 //! deletion-only entries for partition headers and range tombstones).
 //!
 //! ```text
-//! value    = version (0x01), flags, [liveness], [deletion],
+//! value    = version (0x01), flags, [liveness], [deletion], [form],
 //!            varint count, complex deletion*, varint count, cell*
-//! flags    = bit 0: liveness present, bit 1: deletion present
+//! flags    = bit 0: liveness present, bit 1: deletion present,
+//!            bit 2: clustering form present
 //! liveness = timestamp i64, ttl i32, local expiration i64
 //! deletion = marked-for-delete-at i64, local deletion time i64
+//! form     = timestamp i64, varint count, (varint index, varint length,
+//!            written bytes)* (`ClusteringForm`; only in tables whose
+//!            clustering key may normalize a value, so no other row has it)
 //! complex  = varint column id, deletion
 //! cell     = varint column id, cell flags, [varint path length, path],
+//!            [varint written key length, written key],
 //!            timestamp i64, kind fields, [varint value length, value]
-//! cell flags = bit 0: has path; bits 1-2: 0 live, 1 expiring, 2 tombstone
+//! cell flags = bit 0: has path; bits 1-2: 0 live, 1 expiring, 2 tombstone;
+//!            bit 3: has a written key (`Cell::written_key`, with a path)
 //! kind fields: live none; expiring ttl i32 + local expiration i64;
 //!              tombstone local deletion time i64 (and no value)
 //! ```
@@ -19,16 +25,18 @@
 use rocksandra_data::{LocalTime, Timestamp};
 
 use super::CorruptData;
-use crate::cell::{Cell, CellKind, ColumnId, DeletionTime, LivenessInfo, RowState};
+use crate::cell::{Cell, CellKind, ClusteringForm, ColumnId, DeletionTime, LivenessInfo, RowState};
 
 pub const FORMAT_VERSION: u8 = 1;
 const FLAG_LIVENESS: u8 = 1;
 const FLAG_DELETION: u8 = 2;
+const FLAG_CLUSTERING_FORM: u8 = 4;
 const CELL_HAS_PATH: u8 = 1;
 const CELL_LIVE: u8 = 0;
 const CELL_EXPIRING: u8 = 2;
 const CELL_TOMBSTONE: u8 = 4;
 const CELL_KIND_MASK: u8 = 6;
+const CELL_HAS_WRITTEN_KEY: u8 = 8;
 
 pub fn encode_row(row: &RowState) -> Vec<u8> {
     let mut out = Vec::with_capacity(32 + row.cells.len() * 24);
@@ -45,6 +53,9 @@ pub fn encode_row_into(row: &RowState, out: &mut Vec<u8>) {
     if row.deletion.is_some() {
         flags |= FLAG_DELETION;
     }
+    if row.clustering_form.is_some() {
+        flags |= FLAG_CLUSTERING_FORM;
+    }
     out.push(flags);
     if let Some(l) = row.liveness {
         out.extend_from_slice(&l.timestamp.0.to_be_bytes());
@@ -53,6 +64,9 @@ pub fn encode_row_into(row: &RowState, out: &mut Vec<u8>) {
     }
     if let Some(d) = row.deletion {
         put_deletion(d, out);
+    }
+    if let Some(form) = &row.clustering_form {
+        put_clustering_form(form, out);
     }
     put_varint(row.complex_deletions.len() as u64, out);
     for (column, d) in &row.complex_deletions {
@@ -70,6 +84,16 @@ fn put_deletion(d: DeletionTime, out: &mut Vec<u8>) {
     out.extend_from_slice(&d.local_deletion_time.0.to_be_bytes());
 }
 
+fn put_clustering_form(form: &ClusteringForm, out: &mut Vec<u8>) {
+    out.extend_from_slice(&form.timestamp.0.to_be_bytes());
+    put_varint(form.values.len() as u64, out);
+    for (index, bytes) in &form.values {
+        put_varint(u64::from(*index), out);
+        put_varint(bytes.len() as u64, out);
+        out.extend_from_slice(bytes);
+    }
+}
+
 fn put_cell(cell: &Cell, out: &mut Vec<u8>) {
     put_varint(u64::from(cell.column.0), out);
     let kind = match cell.kind {
@@ -82,10 +106,20 @@ fn put_cell(cell: &Cell, out: &mut Vec<u8>) {
     } else {
         0
     };
-    out.push(kind | has_path);
+    let written_key = cell.written_key.as_ref().filter(|_| cell.path.is_some());
+    let has_written_key = if written_key.is_some() {
+        CELL_HAS_WRITTEN_KEY
+    } else {
+        0
+    };
+    out.push(kind | has_path | has_written_key);
     if let Some(path) = &cell.path {
         put_varint(path.len() as u64, out);
         out.extend_from_slice(path);
+    }
+    if let Some(written) = written_key {
+        put_varint(written.len() as u64, out);
+        out.extend_from_slice(written);
     }
     out.extend_from_slice(&cell.timestamp.0.to_be_bytes());
     match cell.kind {
@@ -182,6 +216,19 @@ impl<'a> Reader<'a> {
     fn deletion(&mut self) -> Result<DeletionTime, CorruptData> {
         Ok(DeletionTime::new(self.i64()?, self.i64()?))
     }
+
+    fn clustering_form(&mut self) -> Result<ClusteringForm, CorruptData> {
+        let timestamp = Timestamp(self.i64()?);
+        let count = self.length()?;
+        let mut values = Vec::with_capacity(count);
+        for _ in 0..count {
+            let index = u16::try_from(self.varint()?)
+                .map_err(|_| CorruptData::new("value", "clustering index"))?;
+            let n = self.length()?;
+            values.push((index, self.take(n)?.to_vec()));
+        }
+        Ok(ClusteringForm { timestamp, values })
+    }
 }
 
 pub fn decode_row(bytes: &[u8]) -> Result<RowState, CorruptData> {
@@ -204,6 +251,11 @@ pub fn decode_row(bytes: &[u8]) -> Result<RowState, CorruptData> {
     } else {
         None
     };
+    let clustering_form = if flags & FLAG_CLUSTERING_FORM != 0 {
+        Some(r.clustering_form()?)
+    } else {
+        None
+    };
     let complex_count = r.length()?;
     let mut complex_deletions = Vec::with_capacity(complex_count);
     for _ in 0..complex_count {
@@ -222,6 +274,7 @@ pub fn decode_row(bytes: &[u8]) -> Result<RowState, CorruptData> {
         deletion,
         complex_deletions,
         cells,
+        clustering_form,
     })
 }
 
@@ -229,6 +282,12 @@ fn read_cell(r: &mut Reader<'_>) -> Result<Cell, CorruptData> {
     let column = r.column()?;
     let flags = r.u8()?;
     let path = if flags & CELL_HAS_PATH != 0 {
+        let n = r.length()?;
+        Some(r.take(n)?.to_vec())
+    } else {
+        None
+    };
+    let written_key = if flags & CELL_HAS_WRITTEN_KEY != 0 && path.is_some() {
         let n = r.length()?;
         Some(r.take(n)?.to_vec())
     } else {
@@ -258,6 +317,7 @@ fn read_cell(r: &mut Reader<'_>) -> Result<Cell, CorruptData> {
         timestamp,
         kind,
         value,
+        written_key,
     })
 }
 
@@ -277,9 +337,42 @@ mod tests {
                 Cell::expiring(ColumnId(2), 9, 60, now, vec![0; 300]),
                 Cell::tombstone(ColumnId(3), 9, now),
                 Cell::live(ColumnId(7), 9, vec![]).with_path(vec![1, 2, 3]),
+                Cell::live(ColumnId(8), 9, b"v".to_vec())
+                    .with_element_key((vec![0x40, 1], Some(vec![0, 0, 0, 1, 0x0f]))),
             ],
+            clustering_form: None,
         };
         assert_eq!(decode_row(&encode_row(&row)).expect("decodes"), row);
+        let with_form = RowState {
+            clustering_form: Some(ClusteringForm {
+                timestamp: Timestamp(-4),
+                values: vec![(0, vec![0, 0, 0, 2, 0x96]), (300, vec![])],
+            }),
+            ..row
+        };
+        let bytes = encode_row(&with_form);
+        assert_eq!(decode_row(&bytes).expect("decodes"), with_form);
+        for cut in 0..bytes.len() {
+            assert!(decode_row(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn a_form_of_normal_values_costs_its_timestamp_and_a_count() {
+        let row = RowState {
+            cells: vec![Cell::live(ColumnId(1), 2, b"x".to_vec())],
+            clustering_form: Some(ClusteringForm {
+                timestamp: Timestamp(2),
+                values: vec![],
+            }),
+            ..Default::default()
+        };
+        let bytes = encode_row(&row);
+        assert_eq!(
+            bytes,
+            [1, 4, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, b'x']
+        );
+        assert_eq!(decode_row(&bytes).expect("decodes"), row);
     }
 
     #[test]
