@@ -145,6 +145,29 @@ fn native_value(literal: &PyLiteral, n: NativeType) -> Option<CqlValue> {
         (PyLiteral::Int(i), NativeType::Double) => CqlValue::Double(*i as f64),
         (PyLiteral::Float(f), NativeType::Float) => CqlValue::Float(*f as f32),
         (PyLiteral::Float(f), NativeType::Double) => CqlValue::Double(*f),
+        (PyLiteral::Int(i), NativeType::Decimal) => CqlValue::Decimal {
+            unscaled: BigInt::from(*i),
+            scale: 0,
+        },
+        (PyLiteral::Str(s), NativeType::Decimal) => python_decimal(s)?,
         _ => return None,
     })
+}
+
+/// `Decimal(s)` for a plain number string (sign, digits, point, exponent),
+/// as the driver serializes a string bound to a decimal: the digits as the
+/// unscaled value, the exponent negated as the scale.
+fn python_decimal(s: &str) -> Option<CqlValue> {
+    let (mantissa, exponent) = match s.find(['e', 'E']) {
+        Some(at) => (&s[..at], s[at + 1..].parse::<i32>().ok()?),
+        None => (s, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{whole}{fraction}");
+    if digits.trim_start_matches(['+', '-']).is_empty() || fraction.contains(['+', '-']) {
+        return None;
+    }
+    let unscaled = digits.parse::<BigInt>().ok()?;
+    let scale = i32::try_from(fraction.len()).ok()?.checked_sub(exponent)?;
+    Some(CqlValue::Decimal { unscaled, scale })
 }
