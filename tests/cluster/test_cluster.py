@@ -288,6 +288,51 @@ class TestThreeNodes:
             scanned = {r.k: r.v for r in s.execute(stmt("SELECT k, v FROM rep3.t", CL.ONE))}
             assert scanned == {k: "v%d" % k for k in keys}, ip
 
+    def test_decimal_keys_keep_their_written_form_across_replicas(self, three):
+        """Map keys, set elements and clustering values written as `1.50`
+        compare equal to `1.5` but read back as written on every replica,
+        through replica writes, reads at ALL and read repair."""
+        sa, sb, sc = (three.pinned[ip] for ip in THREE)
+        create_keyspace(sa, "dec3", 3)
+        sa.execute("CREATE TABLE dec3.t (k int, c decimal, m map<decimal, int>, "
+                   "s set<decimal>, PRIMARY KEY (k, c))")
+
+        def shown(session, k, cl):
+            rows = session.execute(stmt("SELECT c, m, s FROM dec3.t WHERE k = %d" % k, cl))
+            return [(str(r.c), sorted((str(key), v) for key, v in (r.m or {}).items()),
+                     sorted(str(e) for e in (r.s or ()))) for r in rows]
+
+        for k in range(10):
+            sa.execute(stmt("UPDATE dec3.t SET m[1.50] = 1, m[100] = 2, s = s + {1.50, 2.0} "
+                            "WHERE k = %d AND c = 1.50" % k, CL.ALL))
+            sb.execute(stmt("UPDATE dec3.t SET m[1E+2] = 3, s = s + {2.00} "
+                            "WHERE k = %d AND c = 1.5" % k, CL.ALL))
+        want = [("1.50", [("1.50", 1), ("1E+2", 3)], ["1.50", "2.00"])]
+        for ip, session in three.pinned.items():
+            for k in range(10):
+                assert shown(session, k, CL.ONE) == want, (ip, k)
+                assert shown(session, k, CL.ALL) == want, (ip, k)
+        # C misses a write; an ALL read through C repairs it with the
+        # written keys.
+        nodes = three.nodes
+        try:
+            nodes[C].nodetool("isolate", A, B)
+            nodes[A].nodetool("isolate", C)
+            nodes[B].nodetool("isolate", C)
+            for k in range(10):
+                sa.execute(stmt("UPDATE dec3.t SET m[1.500] = 4, s = s + {1.5000} "
+                                "WHERE k = %d AND c = 1.5" % k, CL.QUORUM))
+            assert shown(sc, 0, CL.ONE) == want, "isolated C received writes"
+        finally:
+            for ip in THREE:
+                nodes[ip].nodetool("isolate")
+        nodes.wait_status({ip: "UN" for ip in THREE}, timeout=30)
+        repaired = [("1.50", [("1.500", 4), ("1E+2", 3)], ["1.5000", "2.00"])]
+        for k in range(10):
+            assert shown(sc, k, CL.ALL) == repaired, k
+        for k in range(10):
+            assert shown(sc, k, CL.ONE) == repaired, ("read repair did not write C", k)
+
     def test_materialized_view_across_coordinators(self, three):
         """Each coordinator maintains the view of the writes it coordinates
         (reading the base rows at the write's consistency level), so writes
