@@ -748,11 +748,11 @@ fn verify_batch(
 /// collection or UDT column, per cell 20 bytes plus the value and the element
 /// path as serialized, and 16 per range tombstone plus its bounds' values.
 fn data_size(m: &Mutation, table: Option<&Table>) -> u64 {
-    let path_len = |column: ColumnId, path: &[u8]| -> u64 {
+    let path_len = |cell: &Cell| -> u64 {
         let ty = table
-            .and_then(|t| t.columns.iter().find(|c| c.id == column))
+            .and_then(|t| t.columns.iter().find(|c| c.id == cell.column))
             .map(|c| &c.ty);
-        written::cassandra_path_len(ty, path) as u64
+        written::cassandra_path_len(ty, cell) as u64
     };
     let cells = |row: &RowUpdate| -> u64 {
         let mut complex: BTreeSet<ColumnId> =
@@ -760,9 +760,9 @@ fn data_size(m: &Mutation, table: Option<&Table>) -> u64 {
         let mut size = 0;
         for cell in &row.cells {
             size += 20 + cell.value.len() as u64;
-            if let Some(path) = &cell.path {
+            if cell.path.is_some() {
                 complex.insert(cell.column);
-                size += path_len(cell.column, path);
+                size += path_len(cell);
             }
         }
         size + 12 * complex.len() as u64

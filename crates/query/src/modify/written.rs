@@ -26,11 +26,13 @@ use crate::schema::{Column, Table};
 const CELL_OVERHEAD_BYTES: usize = 20;
 
 /// The size Cassandra gives a cell path: the serialized map key or set
-/// element, a list element's timeuuid, a UDT field's position as a short.
-pub(super) fn cassandra_path_len(ty: Option<&CqlType>, path: &[u8]) -> usize {
+/// element (as written), a list element's timeuuid, a UDT field's position
+/// as a short.
+pub(super) fn cassandra_path_len(ty: Option<&CqlType>, cell: &Cell) -> usize {
+    let path = cell.path.as_deref().unwrap_or_default();
     match ty {
         Some(CqlType::Map(key, _) | CqlType::Set(key)) => {
-            paths::element_from_path(key, path).map_or(path.len(), |v| v.len())
+            paths::element_of(key, cell).map_or(path.len(), |v| v.len())
         }
         Some(CqlType::List(_)) => 16,
         _ => path.len(),
@@ -152,8 +154,8 @@ fn check_cell(
     if !is_tombstone(cell) {
         warnings.extend(g.column_value_size(cell.value.len(), &column.name)?);
     }
-    if let Some(path) = cell.path.as_deref().filter(|_| column.ty.is_multi_cell()) {
-        let bytes = cassandra_path_len(Some(&column.ty), path);
+    if cell.path.is_some() && column.ty.is_multi_cell() {
+        let bytes = cassandra_path_len(Some(&column.ty), cell);
         warnings.extend(g.column_value_size(bytes, &column.name)?);
     }
     Ok(())
@@ -181,10 +183,11 @@ fn check_collection(
     let mut bytes = 0;
     for cell in &live {
         check_cell(g, column, cell, warnings)?;
-        let path = cell
-            .path
-            .as_deref()
-            .map_or(0, |p| cassandra_path_len(Some(&column.ty), p));
+        let path = if cell.path.is_some() {
+            cassandra_path_len(Some(&column.ty), cell)
+        } else {
+            0
+        };
         bytes += CELL_OVERHEAD_BYTES + cell.value.len() + path;
     }
     warnings.extend(g.collection_size(bytes, &column.name)?);
