@@ -3,8 +3,9 @@
 //!
 //! Architecture invariant: `reconcile_cells`, `DeletionTime::supersedes` and
 //! `LivenessInfo::supersedes` are the only last-write-wins rules in the code
-//! base. Reads, the merge operator, the compaction filter, streaming and the
-//! test model all call them.
+//! base (and `ClusteringForm::merge` the only first-write-wins one). Reads,
+//! the merge operator, the compaction filter, streaming and the test model
+//! all call them.
 
 use std::cmp::Ordering;
 
