@@ -399,11 +399,18 @@ pub struct ClusteringForm {
 }
 
 impl ClusteringForm {
-    /// The earlier of two forms (then the smaller, so that the choice is
-    /// the same in any merge order).
+    /// The earlier of two forms; of two as early, the larger (values
+    /// written otherwise beat none), so that the choice is the same in any
+    /// merge order. A row read raw for repair comes back as a write stamped
+    /// with its data's earliest timestamp, which may be later than its
+    /// form's: a tie there keeps the spelled-out form.
     pub fn merge(a: Option<ClusteringForm>, b: Option<ClusteringForm>) -> Option<ClusteringForm> {
         match (a, b) {
-            (Some(a), Some(b)) => Some(a.min(b)),
+            (Some(a), Some(b)) => Some(match a.timestamp.cmp(&b.timestamp) {
+                Ordering::Less => a,
+                Ordering::Greater => b,
+                Ordering::Equal => a.max(b),
+            }),
             (a, None) => a,
             (None, b) => b,
         }
@@ -935,6 +942,11 @@ mod tests {
             .cloned()
             .fold(RowState::default(), RowState::merge);
         assert_eq!(merged.clustering_form, form(3, &[]));
+        // As early: a spelled-out form beats none, then the larger.
+        let tie = row(form(5, &[])).merge(row(form(5, &[(0, b"1.50")])));
+        assert_eq!(tie.clustering_form, form(5, &[(0, b"1.50")]));
+        let tie = row(form(5, &[(0, b"1.500")])).merge(row(form(5, &[(0, b"1.50")])));
+        assert_eq!(tie.clustering_form, form(5, &[(0, b"1.500")]));
         // First written 1.50, then the same row as 1.5: 1.50 stays.
         let first = row(form(5, &[(0, b"1.50")])).merge(row(form(7, &[])));
         let mut clustering = vec![b"1.5".to_vec(), b"k".to_vec()];

@@ -1037,6 +1037,24 @@ fn case_decimal_clustering_keeps_its_written_form<E: Engine>(engine: &E) {
     let raw = engine.read_raw(&read, NOW).expect("raw read");
     assert_eq!(raw.data.rows.len(), 1);
     assert_eq!(raw.data.rows[0].0, row(&d150));
+    // A row whose first write's cells were all overwritten, read raw and
+    // merged with a replica that saw only the later write (what a
+    // coordinator does): the spelled-out form stays.
+    let r = row_write(spec.id, "e", row(&d150), cells(&[(1, 40, "a")]));
+    engine.write(&[r], NOW).expect("write");
+    let r = row_write(spec.id, "e", row(&d15), cells(&[(1, 50, "b")]));
+    engine.write(&[r], NOW).expect("write");
+    let raw = engine
+        .read_raw(&full_read(spec.id, pk("e")), NOW)
+        .expect("raw read");
+    let mut repaired = raw.data;
+    repaired.partition = pk("f");
+    let other = row_write(spec.id, "f", row(&d15), cells(&[(1, 50, "b")]));
+    engine.write(&[other, repaired], NOW).expect("write");
+    for key in ["e", "f"] {
+        let shown = values(&read_full(engine, &spec, key));
+        assert_eq!(shown, vec![(row(&d150), vec![(1, "b".into())])], "{key}");
+    }
 }
 
 /// Partition deletions and range tombstones past gc_grace are purged by a
