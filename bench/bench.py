@@ -25,8 +25,13 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOST = "127.0.0.1"
-PORT = 9042
-METRICS_URL = "http://127.0.0.1:9180/metrics"
+# The systems' ports: the defaults, or others (BENCH_*_PORT) when the
+# benchmark runs beside other servers (the smoke run in scripts/test-all.sh).
+PORT = int(os.environ.get("BENCH_PORT", "9042"))
+METRICS_PORT = int(os.environ.get("BENCH_METRICS_PORT", "9180"))
+ADMIN_PORT = int(os.environ.get("BENCH_ADMIN_PORT", "7199"))
+STORAGE_PORT = int(os.environ.get("BENCH_STORAGE_PORT", "7000"))
+METRICS_URL = "http://127.0.0.1:%d/metrics" % METRICS_PORT
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 # A phase during which other processes used more CPU than this (cores) is
 # flagged as disturbed in the report.
@@ -315,7 +320,8 @@ class Cassandra:
         yaml_args = [arg for line in self.yaml_lines for arg in ("--yaml", line)]
         subprocess.run(
             [os.path.join(ROOT, "scripts/cassandra/start.sh"), "--base", self.base,
-             "--port", str(PORT), "--heap", self.heap, "--timeout", "300"] + yaml_args,
+             "--port", str(PORT), "--storage-port", str(STORAGE_PORT), "--jmx-port", str(ADMIN_PORT),
+             "--heap", self.heap, "--timeout", "300"] + yaml_args,
             check=True, stdout=subprocess.DEVNULL)
         with open(os.path.join(self.base, "cassandra.pid")) as f:
             self.pid = int(f.read().strip())
@@ -362,7 +368,8 @@ class Rocksandra:
             config = ["--config", path]
         self.proc = subprocess.Popen(
             [self.binary, "--data-dir", os.path.join(self.base, "data"),
-             "--listen-address", HOST, "--native-port", str(PORT)] + config,
+             "--listen-address", HOST, "--native-port", str(PORT),
+             "--prometheus-port", str(METRICS_PORT), "--admin-port", str(ADMIN_PORT)] + config,
             stdout=self.log, stderr=subprocess.STDOUT)
         self.pid = self.proc.pid
 
