@@ -54,8 +54,13 @@ jars_base=$(mktemp -d)
 scripts/cassandra/setup.sh --base "$jars_base" >/dev/null
 rm -rf "$jars_base"
 smoke_log=$(mktemp)
-BENCH_PORT=9099 BENCH_METRICS_PORT=9098 BENCH_ADMIN_PORT=7097 BENCH_STORAGE_PORT=7096 \
-    setsid bench/run --smoke >"$smoke_log" 2>&1 &
+# Its server: the plain debug build, copied, since the server suites then
+# build the fault-injection one at the same path.
+cargo build -p rocksandra-server --bin rocksandra
+smoke_dir=$(mktemp -d)
+cp "$CARGO_TARGET_DIR/debug/rocksandra" "$smoke_dir/rocksandra"
+BENCH_SERVER="$smoke_dir/rocksandra" BENCH_PORT=9099 BENCH_METRICS_PORT=9098 BENCH_ADMIN_PORT=7097 \
+    BENCH_STORAGE_PORT=7096 setsid bench/run --smoke >"$smoke_log" 2>&1 &
 smoke_pid=$!
 trap 'kill -TERM -- "-$smoke_pid" 2>/dev/null || true' EXIT
 echo "== server suites ($(date +%T))"
@@ -65,7 +70,7 @@ echo "== benchmark harness (bench/run --smoke), from the background ($(date +%T)
 wait "$smoke_pid" || { status=1; echo "bench/run --smoke FAILED"; }
 trap - EXIT
 cat "$smoke_log"
-rm -f "$smoke_log"
+rm -rf "$smoke_log" "$smoke_dir"
 [ "$status" = 0 ] || exit 1
 echo "== packages (scripts/package.sh: release build, tarball, .deb; the .deb installed and run) ($(date +%T))"
 scripts/package.sh
