@@ -1605,10 +1605,7 @@ impl Coordinator {
                 partition: key.clone(),
                 slices: vec![match resume {
                     Some(after) => rocksandra_storage::Slice {
-                        start: rocksandra_storage::ClusteringBound {
-                            prefix: after,
-                            inclusive: false,
-                        },
+                        start: rocksandra_storage::ClusteringBound::after_row(after),
                         end: rocksandra_storage::ClusteringBound::unbounded(),
                     },
                     None => rocksandra_storage::Slice::all(),

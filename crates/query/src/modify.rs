@@ -29,6 +29,7 @@ use crate::term::{evaluate, EvalContext, Term};
 use rocksandra_wire::{Consistency, WriteType};
 
 mod cas;
+mod named_rows;
 mod written;
 
 /// Longest TTL Cassandra accepts: 20 years.
@@ -1089,7 +1090,8 @@ fn insert_partition_key(
 }
 
 /// Takes an INSERT's clustering values out of `given`, refusing one left
-/// out unless only static columns are set (the row is then not written).
+/// out unless only static columns are set (the row is then not written) or
+/// the trailing ones of a compact table's row (`named_rows`).
 fn insert_clustering(
     table: &Table,
     given: &mut [Option<Term>],
@@ -1108,6 +1110,14 @@ fn insert_clustering(
                     "PRIMARY KEY column \"{}\" cannot be restricted as preceding column \"{}\" is not restricted",
                     later.name, column.name
                 )));
+            }
+            // A compact table's row may have a clustering prefix.
+            if named_rows::insert_names_row(
+                table.allows_clustering_prefix_rows(),
+                j,
+                table.clustering_count,
+            ) {
+                break;
             }
             // Static columns set, and nothing else: the clustering may be
             // left out (UpdateStatement's appliesOnlyToStaticColumns).
@@ -1456,6 +1466,15 @@ impl Targets {
     fn selects_no_row(&self) -> bool {
         self.restricted && self.slices.is_empty()
     }
+
+    /// The clustering of each row the restrictions name, if they name rows.
+    fn named_rows(&self, table: &Table) -> Option<Vec<Vec<Vec<u8>>>> {
+        named_rows::named_rows(
+            table.allows_clustering_prefix_rows(),
+            self.exact,
+            &self.slices,
+        )
+    }
 }
 
 /// Which modification a WHERE clause belongs to.
@@ -1779,24 +1798,23 @@ fn assigned_columns<'t>(table: &'t Table, update: &Update) -> Result<Vec<&'t Col
 
 /// The clustering prefixes of the rows an UPDATE writes: none when it only
 /// sets static columns without restricting clustering columns, else every
-/// row selected, which needs every clustering column restricted exactly.
+/// row selected, which needs every clustering column restricted exactly
+/// (or the leading ones, in a compact table: `named_rows`).
 fn updated_rows(
     table: &Table,
     update: &Update,
     t: &Targets,
     static_only: bool,
 ) -> Result<Vec<Vec<Vec<u8>>>> {
-    Ok(if static_only && !t.restricted {
-        Vec::new()
-    } else {
-        if !t.exact {
-            let given = column_relation_names(&update.where_clause);
-            return Err(QueryError::invalid(format!(
-                "Some clustering keys are missing: {}",
-                missing(table.clustering(), &given)
-            )));
-        }
-        t.slices.iter().map(|s| s.start.prefix.clone()).collect()
+    if static_only && !t.restricted {
+        return Ok(Vec::new());
+    }
+    t.named_rows(table).ok_or_else(|| {
+        let given = column_relation_names(&update.where_clause);
+        QueryError::invalid(format!(
+            "Some clustering keys are missing: {}",
+            missing(table.clustering(), &given)
+        ))
     })
 }
 

@@ -53,11 +53,15 @@ impl TupleFilter {
     pub fn matches(&self, table: &Table, row: &CqlRow) -> bool {
         let mut ordering = Ordering::Equal;
         for (column, expected) in self.columns.iter().zip(&self.values) {
-            let Some(actual) = &row.columns[*column].value else {
-                return false;
+            let definition = &table.columns[*column];
+            ordering = match &row.columns[*column].value {
+                Some(actual) => rocksandra_data::value::compare(&definition.ty, actual, expected),
+                // A compact table's prefix row has no value for its
+                // trailing clustering columns: it sorts first in clustering
+                // order, as Cassandra's nulls do there.
+                None if definition.descending => Ordering::Greater,
+                None => Ordering::Less,
             };
-            ordering =
-                rocksandra_data::value::compare(&table.columns[*column].ty, actual, expected);
             if ordering != Ordering::Equal {
                 break;
             }
@@ -1624,14 +1628,10 @@ fn check_multi_overlaps(
 /// the prefix itself (inclusive) on a side without a bound.
 fn bound_after(prefix: &[Vec<u8>], side: Option<(&[Vec<u8>], bool)>) -> ClusteringBound {
     match side {
-        Some((values, inclusive)) => ClusteringBound {
-            prefix: prefix.iter().chain(values).cloned().collect(),
-            inclusive,
-        },
-        None => ClusteringBound {
-            prefix: prefix.to_vec(),
-            inclusive: true,
-        },
+        Some((values, inclusive)) => {
+            ClusteringBound::around(prefix.iter().chain(values).cloned().collect(), inclusive)
+        }
+        None => ClusteringBound::around(prefix.to_vec(), true),
     }
 }
 
@@ -1770,6 +1770,32 @@ pub fn compare_prefix(table: &Table, a: &[Vec<u8>], b: &[Vec<u8>]) -> Ordering {
         }
     }
     Ordering::Equal
+}
+
+/// Where a clustering lies relative to one end of a slice, in clustering
+/// order: `Less` before it, `Greater` after it (never `Equal`), as the
+/// storage key layout orders them. A row whose clustering is a prefix (a
+/// compact table's) sorts before the rows extending it.
+pub fn compare_to_bound(
+    table: &Table,
+    clustering: &[Vec<u8>],
+    bound: &ClusteringBound,
+    is_start: bool,
+) -> Ordering {
+    let n = bound.prefix.len().min(clustering.len());
+    match compare_prefix(table, &clustering[..n], &bound.prefix) {
+        Ordering::Equal => {
+            // The bound sits before the rows it names, or after them.
+            let before = bound.inclusive == is_start;
+            let extends = clustering.len() > bound.prefix.len();
+            if before || (bound.exact_row && extends) {
+                Ordering::Greater
+            } else {
+                Ordering::Less
+            }
+        }
+        o => o,
+    }
 }
 
 /// Whether a row passes every filter and tuple bound.

@@ -408,6 +408,14 @@ impl Table {
         self.compact.as_ref().is_some_and(|c| !c.dense)
     }
 
+    /// Whether a row may leave out trailing clustering columns: a COMPACT
+    /// STORAGE table with several clustering columns (CASSANDRA-7990), whose
+    /// INSERTs and UPDATEs may name a clustering prefix. Such a row shows
+    /// nulls for the columns it leaves out.
+    pub fn allows_clustering_prefix_rows(&self) -> bool {
+        self.compact.as_ref().is_some_and(|c| c.dense) && self.clustering_count > 1
+    }
+
     pub fn partition_key(&self) -> &[Column] {
         &self.columns[..self.partition_key_count]
     }
@@ -482,6 +490,7 @@ impl Table {
                 bloom_filter_fp_chance: self.params.bloom_filter_fp_chance,
                 default_ttl_seconds: i64::from(self.params.default_time_to_live),
                 strict_liveness: self.view.as_ref().is_some_and(|v| v.key_column.is_some()),
+                clustering_prefix_rows: self.allows_clustering_prefix_rows(),
                 block_bytes: self
                     .params
                     .compression

@@ -28,7 +28,9 @@ use crate::read_thresholds::{
     self, FailureCounts, ReadMet, ReadReports, ReadThresholds, ReplicaMet, ResultSize,
 };
 use crate::request::{Outcome, Request};
-use crate::restrict::{analyze, compare_prefix, PartitionSelection, Restrictions};
+use crate::restrict::{
+    analyze, compare_prefix, compare_to_bound, PartitionSelection, Restrictions,
+};
 use crate::rows::{partition_key_bytes, partition_rows, partition_rows_owned, CqlRow};
 use crate::schema::{ColumnKind, Schema, Table};
 use crate::term::{evaluate, EvalContext, Term};
@@ -1402,7 +1404,6 @@ fn slices_after(table: &Table, slices: &[Slice], last: &[Vec<u8>], reversed: boo
     } else {
         Ordering::Greater
     };
-    let truncated = |bound: &ClusteringBound| &last[..bound.prefix.len().min(last.len())];
     let mut out = Vec::new();
     for s in slices {
         let (near, far) = if reversed {
@@ -1411,33 +1412,24 @@ fn slices_after(table: &Table, slices: &[Slice], last: &[Vec<u8>], reversed: boo
             (&s.start, &s.end)
         };
         // Slices that end at or before `last` are done.
-        if !far.prefix.is_empty() {
-            let o = compare_prefix(table, truncated(far), &far.prefix);
-            if o == later
-                || (o == Ordering::Equal && last.len() == far.prefix.len() && !far.inclusive)
-            {
-                continue;
-            }
+        if compare_to_bound(table, last, far, reversed) == later {
+            continue;
         }
-        // A slice that starts at or before `last` resumes right after it.
-        let started =
-            near.prefix.is_empty() || compare_prefix(table, &near.prefix, truncated(near)) != later;
-        if !started {
+        // A slice that starts after `last` is read whole; one that started
+        // resumes right after the row `last` (before the rows extending it,
+        // when it is a compact table's prefix row).
+        if compare_to_bound(table, last, near, !reversed) != later {
             out.push(s.clone());
             continue;
         }
-        let resume = ClusteringBound {
-            prefix: last.to_vec(),
-            inclusive: false,
-        };
         out.push(if reversed {
             Slice {
                 start: s.start.clone(),
-                end: resume,
+                end: ClusteringBound::before_row(last.to_vec()),
             }
         } else {
             Slice {
-                start: resume,
+                start: ClusteringBound::after_row(last.to_vec()),
                 end: s.end.clone(),
             }
         });
@@ -2434,23 +2426,8 @@ impl Reader<'_> {
 
 fn in_slice(table: &Table, clustering: &[Vec<u8>], slice: &Slice) -> bool {
     use std::cmp::Ordering;
-    let start = &slice.start;
-    if !start.prefix.is_empty() {
-        let n = start.prefix.len().min(clustering.len());
-        let o = compare_prefix(table, &clustering[..n], &start.prefix);
-        if o == Ordering::Less || (o == Ordering::Equal && !start.inclusive) {
-            return false;
-        }
-    }
-    let end = &slice.end;
-    if !end.prefix.is_empty() {
-        let n = end.prefix.len().min(clustering.len());
-        let o = compare_prefix(table, &clustering[..n], &end.prefix);
-        if o == Ordering::Greater || (o == Ordering::Equal && !end.inclusive) {
-            return false;
-        }
-    }
-    true
+    compare_to_bound(table, clustering, &slice.start, true) == Ordering::Greater
+        && compare_to_bound(table, clustering, &slice.end, false) == Ordering::Less
 }
 
 /// How many partitions a SELECT with its partition key restricted by `IN`

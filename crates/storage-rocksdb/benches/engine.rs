@@ -299,10 +299,7 @@ fn slices(c: &mut Criterion) {
         table: bench.spec.id,
         partition: key(0),
         slices: vec![Slice {
-            start: ClusteringBound {
-                prefix: clustering(450, "")[..1].to_vec(),
-                inclusive: true,
-            },
+            start: ClusteringBound::around(clustering(450, "")[..1].to_vec(), true),
             end: ClusteringBound::unbounded(),
         }],
         reversed: false,

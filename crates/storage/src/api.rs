@@ -47,6 +47,10 @@ pub struct TableOptions {
     /// alone do not keep it): Cassandra's rule for a materialized view whose
     /// key holds a regular column of its base table.
     pub strict_liveness: bool,
+    /// Rows may leave out trailing clustering values (a COMPACT STORAGE
+    /// table with clustering columns, CASSANDRA-7990): their keys hold a
+    /// clustering prefix. Elsewhere a row names every clustering column.
+    pub clustering_prefix_rows: bool,
     /// The uncompressed size of a data block, in bytes: the table's
     /// `chunk_length_in_kb` (`compression`), as Cassandra's compression
     /// chunk, 16 KiB by default (`DEFAULT_BLOCK_BYTES`).
@@ -65,6 +69,7 @@ impl Default for TableOptions {
             bloom_filter_fp_chance: 0.01,
             default_ttl_seconds: 0,
             strict_liveness: false,
+            clustering_prefix_rows: false,
             block_bytes: DEFAULT_BLOCK_BYTES,
         }
     }
@@ -191,17 +196,25 @@ impl Slice {
         }
     }
 
+    /// Exactly the row whose clustering is `clustering` (in a compact table,
+    /// a prefix row without the rows extending it).
+    pub fn row(clustering: Vec<Vec<u8>>) -> Slice {
+        let at = |inclusive| ClusteringBound {
+            prefix: clustering.clone(),
+            inclusive,
+            exact_row: true,
+        };
+        Slice {
+            start: at(true),
+            end: at(true),
+        }
+    }
+
     /// Exactly the rows whose clustering starts with `prefix`.
     pub fn prefix(prefix: Vec<Vec<u8>>) -> Slice {
         Slice {
-            start: ClusteringBound {
-                prefix: prefix.clone(),
-                inclusive: true,
-            },
-            end: ClusteringBound {
-                prefix,
-                inclusive: true,
-            },
+            start: ClusteringBound::around(prefix.clone(), true),
+            end: ClusteringBound::around(prefix, true),
         }
     }
 }

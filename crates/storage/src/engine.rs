@@ -40,6 +40,23 @@ pub struct KvEngine<S: KvStore> {
     id: u64,
 }
 
+/// A written row names every clustering column, or, in a table whose rows
+/// may have a clustering prefix, at least the first.
+fn check_row_clustering(spec: &TableSpec, values: usize) -> Result<()> {
+    let columns = spec.clustering.len();
+    let allowed = if spec.options.clustering_prefix_rows && columns > 0 {
+        (1..=columns).contains(&values)
+    } else {
+        values == columns
+    };
+    if allowed {
+        return Ok(());
+    }
+    Err(StorageError::Invalid(format!(
+        "row has {values} clustering values, table has {columns} clustering columns"
+    )))
+}
+
 impl<S: KvStore> KvEngine<S> {
     pub fn new(store: S) -> KvEngine<S> {
         KvEngine {
@@ -170,6 +187,12 @@ impl<S: KvStore> KvEngine<S> {
             merge(keys::partition_header_key(&prefix), &row);
         }
         for rt in &m.range_tombstones {
+            if rt.start.exact_row || rt.end.exact_row {
+                // Exact-row bounds are for reads; a stored bound covers a prefix.
+                return Err(StorageError::Invalid(
+                    "range tombstone bounded at a row".into(),
+                ));
+            }
             let key = keys::range_tombstone_key(&prefix, &spec.clustering, &rt.start, &rt.end)?;
             let row = RowState {
                 deletion: Some(rt.deletion),
@@ -183,13 +206,7 @@ impl<S: KvStore> KvEngine<S> {
         let may_normalize = keys::may_normalize(&spec.clustering);
         let mut formed = HashSet::new();
         for (clustering, update) in &m.rows {
-            if clustering.len() != spec.clustering.len() {
-                return Err(StorageError::Invalid(format!(
-                    "row has {} clustering values, table has {} clustering columns",
-                    clustering.len(),
-                    spec.clustering.len()
-                )));
-            }
+            check_row_clustering(&spec, clustering.len())?;
             let key = keys::row_key(&prefix, &spec.clustering, clustering)?;
             let mut row = row_state(update);
             // A row written twice by one mutation (a batch) keeps the form
@@ -435,10 +452,7 @@ impl<S: KvStore> KvEngine<S> {
                     table: scan.table,
                     partition: position.partition.clone(),
                     slices: vec![Slice {
-                        start: ClusteringBound {
-                            prefix: clustering.clone(),
-                            inclusive: false,
-                        },
+                        start: ClusteringBound::after_row(clustering.clone()),
                         end: ClusteringBound::unbounded(),
                     }],
                     reversed: false,

@@ -18,6 +18,7 @@ use crate::cell::{
 };
 
 mod point_cache;
+mod prefix_rows;
 mod write_group;
 pub use point_cache::run_point_cache_suite;
 pub use write_group::run_write_group_suite;
@@ -332,6 +333,7 @@ pub fn run_conformance_suite<E: Engine>(make: &dyn Fn() -> E) {
     case_read_raw_counts_live_rows(&make());
     case_read_raw_round_trip(&make(), &make());
     case_read_raw_reconciles_replicas(&make(), &[make(), make()], &make());
+    prefix_rows::run(make);
 }
 
 fn setup<E: Engine>(engine: &E) -> TableSpec {
@@ -542,14 +544,8 @@ fn case_deletions_of_every_kind<E: Engine>(engine: &E) {
     };
     let mut range = Mutation::new(spec.id, pk("p"));
     range.range_tombstones.push(RangeTombstone {
-        start: ClusteringBound {
-            prefix: clustering(1, "")[..1].to_vec(),
-            inclusive: false,
-        },
-        end: ClusteringBound {
-            prefix: clustering(3, "")[..1].to_vec(),
-            inclusive: true,
-        },
+        start: ClusteringBound::around(clustering(1, "")[..1].to_vec(), false),
+        end: ClusteringBound::around(clustering(3, "")[..1].to_vec(), true),
         deletion: DeletionTime::new(10, NOW.0),
     });
     range.range_tombstones.push(RangeTombstone {
@@ -721,10 +717,8 @@ fn case_slices_reverse_limits<E: Engine>(engine: &E) {
     engine.write(&writes, NOW).expect("write");
     let mut model = Model::default();
     model.apply(&writes);
-    let bound = |c1: i32, inclusive| ClusteringBound {
-        prefix: vec![c1.to_be_bytes().to_vec()],
-        inclusive,
-    };
+    let bound =
+        |c1: i32, inclusive| ClusteringBound::around(vec![c1.to_be_bytes().to_vec()], inclusive);
     let slices = vec![
         vec![Slice::all()],
         vec![Slice {
@@ -1082,14 +1076,8 @@ fn case_purge_after_gc_grace<E: Engine>(engine: &E) {
         writes.push(deletion);
         let mut range = Mutation::new(spec.id, pk(key));
         range.range_tombstones.push(RangeTombstone {
-            start: ClusteringBound {
-                prefix: clustering(3, "")[..1].to_vec(),
-                inclusive: true,
-            },
-            end: ClusteringBound {
-                prefix: clustering(4, "")[..1].to_vec(),
-                inclusive: true,
-            },
+            start: ClusteringBound::around(clustering(3, "")[..1].to_vec(), true),
+            end: ClusteringBound::around(clustering(4, "")[..1].to_vec(), true),
             deletion: DeletionTime::new(40, deleted_at),
         });
         writes.push(range);
@@ -1171,10 +1159,7 @@ fn case_cleanup_and_truncate<E: Engine>(engine: &E) {
 
 /// A bound on the first clustering column only.
 fn c1_bound(c1: i32, inclusive: bool) -> ClusteringBound {
-    ClusteringBound {
-        prefix: vec![c1.to_be_bytes().to_vec()],
-        inclusive,
-    }
+    ClusteringBound::around(vec![c1.to_be_bytes().to_vec()], inclusive)
 }
 
 /// `read_raw` hands on dead rows met before the limit, counts only the live
@@ -1542,10 +1527,7 @@ fn random_clustering(rng: &mut SplitMix) -> Vec<Vec<u8>> {
 fn random_bound(rng: &mut SplitMix) -> ClusteringBound {
     let full = random_clustering(rng);
     let len = rng.below(3) as usize;
-    ClusteringBound {
-        prefix: full[..len].to_vec(),
-        inclusive: rng.chance(50),
-    }
+    ClusteringBound::around(full[..len].to_vec(), rng.chance(50))
 }
 
 fn random_cell(rng: &mut SplitMix, column: ColumnId, now: LocalTime) -> Cell {
@@ -1630,10 +1612,7 @@ fn random_mutation(rng: &mut SplitMix, spec: &TableSpec, now: LocalTime) -> Muta
 /// none of it, or bounds with empty prefixes (an exclusive start excludes
 /// the row).
 fn random_unclustered_slices(rng: &mut SplitMix) -> Vec<Slice> {
-    let empty_bound = |inclusive| ClusteringBound {
-        prefix: Vec::new(),
-        inclusive,
-    };
+    let empty_bound = |inclusive| ClusteringBound::around(Vec::new(), inclusive);
     match rng.below(5) {
         0 => Vec::new(),
         1 | 2 => vec![Slice {

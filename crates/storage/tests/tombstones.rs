@@ -85,14 +85,8 @@ fn dead_cells_deleted_rows_and_range_tombstone_markers_are_counted() {
     engine.write(&[m], NOW).unwrap();
     let mut rt = Mutation::new(TABLE, pk("p"));
     rt.range_tombstones.push(RangeTombstone {
-        start: ClusteringBound {
-            prefix: vec![3i32.to_be_bytes().to_vec()],
-            inclusive: true,
-        },
-        end: ClusteringBound {
-            prefix: vec![5i32.to_be_bytes().to_vec()],
-            inclusive: true,
-        },
+        start: ClusteringBound::around(vec![3i32.to_be_bytes().to_vec()], true),
+        end: ClusteringBound::around(vec![5i32.to_be_bytes().to_vec()], true),
         deletion: DeletionTime::new(30, NOW.0),
     });
     engine.write(&[rt], NOW).unwrap();
@@ -100,10 +94,7 @@ fn dead_cells_deleted_rows_and_range_tombstone_markers_are_counted() {
     // A slice beyond the range tombstone does not meet its markers.
     let mut beyond = full_read(TABLE, pk("p"));
     beyond.slices = vec![Slice {
-        start: ClusteringBound {
-            prefix: vec![6i32.to_be_bytes().to_vec()],
-            inclusive: true,
-        },
+        start: ClusteringBound::around(vec![6i32.to_be_bytes().to_vec()], true),
         end: ClusteringBound::unbounded(),
     }];
     let (_, met) = engine

@@ -212,10 +212,7 @@ pub struct Entry {
 
 /// The first clustering of the index at or after `token`.
 pub fn token_start(token: Token) -> ClusteringBound {
-    ClusteringBound {
-        prefix: vec![token.0.to_be_bytes().to_vec()],
-        inclusive: true,
-    }
+    ClusteringBound::around(vec![token.0.to_be_bytes().to_vec()], true)
 }
 
 /// The end of the index's entries of tokens up to `token`, inclusive.
@@ -233,18 +230,12 @@ fn partition_prefix(partition: &PartitionKey) -> Vec<Vec<u8>> {
 
 /// The bound at the start of a base partition's entries.
 pub fn partition_start(partition: &PartitionKey) -> ClusteringBound {
-    ClusteringBound {
-        prefix: partition_prefix(partition),
-        inclusive: true,
-    }
+    ClusteringBound::around(partition_prefix(partition), true)
 }
 
 /// The bound right after an entry.
 pub fn after_entry(entry: &Entry) -> ClusteringBound {
-    ClusteringBound {
-        prefix: entry.clustering.clone(),
-        inclusive: false,
-    }
+    ClusteringBound::around(entry.clustering.clone(), false)
 }
 
 /// Reads made for maintenance and search go at the query's consistency,
@@ -277,10 +268,7 @@ impl IndexQuery {
                 .entry_clustering(table, partition, Some(row), None),
             None => partition_prefix(partition),
         };
-        ClusteringBound {
-            prefix,
-            inclusive: false,
-        }
+        ClusteringBound::around(prefix, false)
     }
 
     /// Reads up to `limit` live entries from `start` to `end`, and the

@@ -418,7 +418,10 @@ fn conditional_targets(
             "Invalid restrictions on clustering columns since the {statement} statement modifies only static columns"
         )));
     }
-    let all_clustering = table.clustering_count == 0 || (t.restricted && t.exact);
+    // A compact table's conditional INSERT or UPDATE may name a row by a
+    // clustering prefix; a DELETE of one is a range deletion.
+    let names_rows = t.restricted && (t.exact || (!delete && t.named_rows(table).is_some()));
+    let all_clustering = table.clustering_count == 0 || names_rows;
     if !written.static_only && !all_clustering {
         if !delete {
             return Err(QueryError::invalid(format!(
@@ -1207,7 +1210,7 @@ impl<'a> CasRequest<'a> {
             (
                 self.rows
                     .iter()
-                    .map(|(c, _)| Slice::prefix(c.clone()))
+                    .map(|(c, _)| Slice::row(c.clone()))
                     .collect(),
                 0,
             )

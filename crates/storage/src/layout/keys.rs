@@ -12,8 +12,15 @@
 //! component        = marker (0x40 value, 0x3F/0x41 empty ASC/DESC), then the
 //!                    order-preserving value (`rocksandra_data::comparable`)
 //! bound            = components, then 0x20 (sorts before extensions of its
-//!                    prefix) or 0x60 (sorts after them)
+//!                    prefix) or 0x60 (sorts after them); a bound at one row
+//!                    (`ClusteringBound::exact_row`) ends in 0x37 (just before
+//!                    that row) or 0x39 (just after it, before its extensions)
 //! ```
+//!
+//! A row of a COMPACT STORAGE table may leave out trailing clustering
+//! columns (CASSANDRA-7990): its key holds fewer components, so it sorts
+//! before every row extending its clustering, in ASC and DESC columns
+//! alike, as Cassandra sorts the nulls standing for the missing values.
 //!
 //! Partitions are therefore contiguous and in token order, then in the
 //! unsigned order of their key bytes, as Cassandra orders them; rows sort in
@@ -50,6 +57,11 @@ pub const ROW_TERMINATOR: u8 = 0x38;
 pub const BOUND_BEFORE: u8 = 0x20;
 /// Bound terminator sorting after every key extending the bound's prefix.
 pub const BOUND_AFTER: u8 = 0x60;
+/// Terminator of an exact-row bound sorting just before its row's key.
+pub const ROW_BEFORE: u8 = ROW_TERMINATOR - 1;
+/// Terminator of an exact-row bound sorting just after its row's key, and
+/// before every key extending it (their next byte is a component marker).
+pub const ROW_AFTER: u8 = ROW_TERMINATOR + 1;
 
 /// A clustering column's type and order, as the key layout needs them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -313,15 +325,40 @@ pub fn row_key(
 pub struct ClusteringBound {
     pub prefix: Vec<Vec<u8>>,
     pub inclusive: bool,
+    /// The bound sits at the one row whose clustering is `prefix`, not
+    /// around every row extending it: where a read resumes after a row. A
+    /// compact table's row may have a prefix for its clustering, and the
+    /// rows extending it come after it.
+    pub exact_row: bool,
 }
 
 impl ClusteringBound {
     /// The bound that includes everything (empty prefix).
     pub fn unbounded() -> ClusteringBound {
+        ClusteringBound::around(Vec::new(), true)
+    }
+
+    /// A bound including (or excluding) every row extending `prefix`.
+    pub fn around(prefix: Vec<Vec<u8>>, inclusive: bool) -> ClusteringBound {
         ClusteringBound {
-            prefix: Vec::new(),
-            inclusive: true,
+            prefix,
+            inclusive,
+            exact_row: false,
         }
+    }
+
+    /// The start of the rows after the row whose clustering is `clustering`.
+    pub fn after_row(clustering: Vec<Vec<u8>>) -> ClusteringBound {
+        ClusteringBound {
+            prefix: clustering,
+            inclusive: false,
+            exact_row: true,
+        }
+    }
+
+    /// The end of the rows before the row whose clustering is `clustering`.
+    pub fn before_row(clustering: Vec<Vec<u8>>) -> ClusteringBound {
+        ClusteringBound::after_row(clustering)
     }
 }
 
@@ -337,7 +374,12 @@ pub fn encode_bound(
     // Start inclusive / end exclusive sit before the prefix's rows; start
     // exclusive / end inclusive sit after them.
     let before = bound.inclusive == is_start;
-    out.push(if before { BOUND_BEFORE } else { BOUND_AFTER });
+    out.push(match (bound.exact_row, before) {
+        (false, true) => BOUND_BEFORE,
+        (false, false) => BOUND_AFTER,
+        (true, true) => ROW_BEFORE,
+        (true, false) => ROW_AFTER,
+    });
     Ok(())
 }
 
@@ -351,14 +393,17 @@ pub fn decode_bound(
         .first()
         .ok_or_else(|| CorruptData::new("bound", "missing terminator"))?;
     *input = &input[1..];
-    let before = match terminator {
-        BOUND_BEFORE => true,
-        BOUND_AFTER => false,
+    let (before, exact_row) = match terminator {
+        BOUND_BEFORE => (true, false),
+        BOUND_AFTER => (false, false),
+        ROW_BEFORE => (true, true),
+        ROW_AFTER => (false, true),
         other => return Err(CorruptData::new("bound", format!("terminator {other:#x}"))),
     };
     Ok(ClusteringBound {
         prefix,
         inclusive: before == is_start,
+        exact_row,
     })
 }
 
@@ -587,10 +632,7 @@ mod tests {
         let p = partition_prefix(Token(0), b"k");
         let cols = [int_col(false), int_col(true)];
         let row = |a, b| row_key(&p, &cols, &[int(a), int(b)]).expect("encodes");
-        let bound = |v: i32, inclusive| ClusteringBound {
-            prefix: vec![int(v)],
-            inclusive,
-        };
+        let bound = |v: i32, inclusive| ClusteringBound::around(vec![int(v)], inclusive);
         let (lo, hi) = row_slice(&p, &cols, &bound(1, true), &bound(2, true)).expect("slice");
         for (a, b, inside) in [
             (0, 0, false),
@@ -613,14 +655,8 @@ mod tests {
     fn keys_decode_back() {
         let p = partition_prefix(Token(42), b"pk");
         let cols = [int_col(false), int_col(true)];
-        let start = ClusteringBound {
-            prefix: vec![int(1)],
-            inclusive: false,
-        };
-        let end = ClusteringBound {
-            prefix: vec![int(3), int(4)],
-            inclusive: true,
-        };
+        let start = ClusteringBound::around(vec![int(1)], false);
+        let end = ClusteringBound::around(vec![int(3), int(4)], true);
         let rt = range_tombstone_key(&p, &cols, &start, &end).expect("encodes");
         assert_eq!(
             decode_after_prefix(&cols, &rt[p.len()..]).expect("decodes"),
@@ -633,6 +669,79 @@ mod tests {
                 clustering: vec![int(5), int(-6)]
             }
         );
+    }
+
+    #[test]
+    fn a_prefix_row_sorts_before_the_rows_extending_it_in_any_order() {
+        let p = partition_prefix(Token(0), b"k");
+        for descending in [false, true] {
+            let cols = [int_col(descending), int_col(descending)];
+            let row = |c: &[i32]| {
+                let values: Vec<Vec<u8>> = c.iter().map(|v| int(*v)).collect();
+                row_key(&p, &cols, &values).expect("encodes")
+            };
+            let prefix_row = row(&[1]);
+            for extension in [row(&[1, i32::MIN]), row(&[1, 0]), row(&[1, i32::MAX])] {
+                assert!(prefix_row < extension, "descending: {descending}");
+            }
+            let (before, after) = if descending {
+                (row(&[2, 0]), row(&[0, 0]))
+            } else {
+                (row(&[0, 0]), row(&[2, 0]))
+            };
+            assert!(before < prefix_row && prefix_row < after);
+            assert_eq!(
+                decode_after_prefix(&cols, &prefix_row[p.len()..]).expect("decodes"),
+                DecodedKey::Row {
+                    clustering: vec![int(1)]
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn exact_row_bounds_take_the_row_and_not_its_extensions() {
+        let cols = [int_col(false), int_col(true)];
+        let contains = |start: &ClusteringBound, end: &ClusteringBound, c: &[i32]| {
+            let values: Vec<Vec<u8>> = c.iter().map(|v| int(*v)).collect();
+            bound_contains(&cols, start, end, &values).expect("encodes")
+        };
+        let everything = ClusteringBound::unbounded();
+        let after = ClusteringBound::after_row(vec![int(1)]);
+        assert!(!contains(&after, &everything, &[1]));
+        assert!(contains(&after, &everything, &[1, 7]));
+        assert!(contains(&after, &everything, &[2]));
+        assert!(!contains(&after, &everything, &[0, 7]));
+        let before = ClusteringBound::before_row(vec![int(1)]);
+        assert!(!contains(&everything, &before, &[1]));
+        assert!(!contains(&everything, &before, &[1, 7]));
+        assert!(contains(&everything, &before, &[0, 7]));
+        // A prefix bound of the same values covers the prefix row and its
+        // extensions alike.
+        let around = ClusteringBound::around(vec![int(1)], false);
+        assert!(!contains(&around, &everything, &[1, 7]));
+        // Exact bounds decode back (they never reach a tombstone's key,
+        // but a key is read back whole).
+        for (bound, is_start) in [(&after, true), (&before, false)] {
+            let mut out = Vec::new();
+            encode_bound(&cols, bound, is_start, &mut out).expect("encodes");
+            let decoded = decode_bound(&cols, &mut out.as_slice(), is_start).expect("decodes");
+            assert_eq!(&decoded, bound);
+        }
+    }
+
+    #[test]
+    fn full_clustering_keys_keep_their_bytes() {
+        let p = partition_prefix(Token(9), b"k");
+        let cols = [int_col(false), int_col(true)];
+        let key = row_key(&p, &cols, &[int(1), int(2)]).expect("encodes");
+        let mut expected = p.clone();
+        expected.push(KIND_ROW);
+        for (v, descending) in [(1i32, false), (2, true)] {
+            comparable::encode(&cols[0].ty, &int(v), descending, &mut expected).expect("encodes");
+        }
+        expected.push(ROW_TERMINATOR);
+        assert_eq!(key, expected);
     }
 
     #[test]

@@ -3,9 +3,9 @@
 //! loaded, when it opens the column families. One line per table:
 //!
 //! ```text
-//! <table id> gc_grace=<s> compaction=<leveled|universal|time_window> compression=<none|lz4|zstd> bloom=<p> default_ttl=<s> block=<bytes> [strict_liveness=1]
+//! <table id> gc_grace=<s> compaction=<leveled|universal|time_window> compression=<none|lz4|zstd> bloom=<p> default_ttl=<s> block=<bytes> [strict_liveness=1] [prefix_rows=1]
 //! ```
-//! (`strict_liveness` only when set, so files written before it read the
+//! (`strict_liveness` and `prefix_rows` only when set, so files written before it read the
 //! same; a line without `block` has the default block size.)
 
 use crate::api::{CompactionStyle, Compression, TableId, TableOptions};
@@ -31,6 +31,9 @@ pub fn encode(tables: &[(TableId, TableOptions)]) -> String {
         ));
         if o.strict_liveness {
             out.insert_str(out.len() - 1, " strict_liveness=1");
+        }
+        if o.clustering_prefix_rows {
+            out.insert_str(out.len() - 1, " prefix_rows=1");
         }
     }
     out
@@ -66,6 +69,7 @@ pub fn decode(text: &str) -> Result<Vec<(TableId, TableOptions)>, CorruptData> {
                         .ok_or_else(|| bad(format!("bad block size {word:?}")))?
                 }
                 "strict_liveness" => options.strict_liveness = value == "1",
+                "prefix_rows" => options.clustering_prefix_rows = value == "1",
                 "bloom" => {
                     options.bloom_filter_fp_chance = value
                         .parse()
@@ -113,6 +117,7 @@ mod tests {
                     bloom_filter_fp_chance: 0.1,
                     default_ttl_seconds: 86_400,
                     strict_liveness: true,
+                    clustering_prefix_rows: true,
                     block_bytes: 64 * 1024,
                 },
             ),
