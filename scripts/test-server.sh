@@ -3,7 +3,8 @@
 # starts it on 127.0.0.1:9042 with a fresh data directory, runs the golden
 # CQL suite (statement-level baseline in tests/golden/baseline.json), the
 # golden auth_* cases on a second server with PasswordAuthenticator and
-# CassandraAuthorizer (127.0.0.1:9044, ROCKSANDRA_TEST_AUTH_PORT), the
+# CassandraAuthorizer (127.0.0.1:9044, ROCKSANDRA_TEST_AUTH_PORT; those with
+# `server-yaml` markers on one with those lines too), the
 # Python driver and cqlsh tests, the Rust (scylla), Go (gocql), Node.js and
 # Java driver tests through unmodified clients, scrapes its metrics
 # endpoint, stops it with SIGTERM (a clean shutdown is part of the test).
@@ -135,6 +136,33 @@ golden_other_servers() {
         other_pid=""
         config_port=$((config_port + 1))
     done < <(.venv/bin/python tests/golden/runner.py --list-server-configs)
+    # The auth_* cases written for another configuration (`-- golden:
+    # server-yaml` in an auth case): the auth server's yaml and their lines.
+    while IFS= read -r config; do
+        [ -n "$config" ] || continue
+        yaml="$WORK/golden-auth-$config_port.yaml"
+        python3 -c 'import json, sys; open(sys.argv[2], "w").write("".join(l + "\n" for l in json.loads(sys.argv[1])))' \
+            "$config" "$yaml"
+        yaml_args=()
+        while IFS= read -r line; do yaml_args+=(--server-yaml "$line"); done <"$yaml"
+        cat "$WORK/auth.yaml" >>"$yaml"
+        if port_open "$config_port"; then
+            echo "port $config_port is already in use" >&2; status=1; break
+        fi
+        start_server "auth-config-$config_port" "$config_port" --config "$yaml" --prometheus-port 0
+        other_pid=$SERVER_PID
+        for version in 3 4 5; do
+            echo "== golden auth cases with: $(tr '\n' ' ' <"$yaml")(protocol v$version)"
+            .venv/bin/python tests/golden/runner.py --host 127.0.0.1 --port "$config_port" --quiet \
+                --username cassandra --password cassandra --protocol-version "$version" \
+                --baseline "$(baseline "$version")" "${yaml_args[@]}" \
+                || { status=1; tail -20 "$WORK/auth-config-$config_port/server.log"; }
+        done
+        stop_server "$other_pid" || status=1
+        other_pid=""
+        config_port=$((config_port + 1))
+    done < <(.venv/bin/python tests/golden/runner.py --username cassandra --password cassandra \
+        --list-server-configs)
     return $status
 }
 # The golden runs wait on their cases' pauses (TTLs, index builds) and on

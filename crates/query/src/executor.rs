@@ -531,8 +531,20 @@ impl Executor {
         self.run(&parsed, request, &values)
     }
 
-    /// PREPARE.
+    /// PREPARE, by a client not logged in (or by no one in particular).
     pub fn prepare(&self, text: &str, keyspace: Option<&str>) -> Result<Prepared> {
+        self.prepare_for(text, keyspace, &Request::default())
+    }
+
+    /// PREPARE for `request`'s user: the refusals Cassandra makes when it
+    /// prepares a statement, in the words for that user (the
+    /// `allow_filtering` guardrail binds ordinary users only).
+    pub fn prepare_for(
+        &self,
+        text: &str,
+        keyspace: Option<&str>,
+        request: &Request,
+    ) -> Result<Prepared> {
         let parsed = rocksandra_cql::parse_statement(text)?;
         let schema = self.schema();
         let (bind_specs, pk_indexes) = self.bind_metadata(&schema, &parsed, keyspace)?;
@@ -540,7 +552,8 @@ impl Executor {
             Statement::Select(s) => select::result_specs(&self.ctx(), &schema, s, keyspace)?,
             _ => Vec::new(),
         };
-        crate::prepare_checks::check(&self.ctx(), &schema, &parsed.statement, keyspace)?;
+        let statement = (&parsed.statement, keyspace);
+        crate::prepare_checks::check(&self.ctx(), &schema, statement, request)?;
         let point_read = select::PointRead::compile(&self.ctx(), &schema, &parsed, keyspace);
         let id = statement_id(text, keyspace);
         let result_metadata_id = metadata_id(&result_specs);
@@ -661,7 +674,7 @@ impl Executor {
         }
         let schema = self.schema();
         let keyspace = request.keyspace.as_deref();
-        match crate::prepare_checks::check(ctx, &schema, &parsed.statement, keyspace) {
+        match crate::prepare_checks::check(ctx, &schema, (&parsed.statement, keyspace), request) {
             Err(refusal) if crate::guard::is_filtering_refusal(&refusal) => refusal,
             _ => error,
         }

@@ -121,6 +121,16 @@ pub(crate) fn is_filtering_refusal(error: &QueryError) -> bool {
     matches!(error, QueryError::Invalid(m) if m.starts_with("Cannot execute this query as it might involve data filtering"))
 }
 
+/// A refusal for want of ALLOW FILTERING in Cassandra's words for a user
+/// the `allow_filtering` guardrail binds; other errors unchanged.
+pub(crate) fn filtering_disabled(error: QueryError) -> QueryError {
+    if is_filtering_refusal(&error) {
+        QueryError::invalid(FILTERING_DISABLED_MESSAGE)
+    } else {
+        error
+    }
+}
+
 /// The refusal of a query that needs ALLOW FILTERING, in Cassandra's words
 /// for a user the `allow_filtering` guardrail binds.
 pub(crate) fn filtering_refusal(
@@ -132,7 +142,7 @@ pub(crate) fn filtering_refusal(
         return error;
     }
     match guardrails_for(ctx, request, |g| !g.allow_filtering_enabled) {
-        Ok(Some(_)) => QueryError::invalid(FILTERING_DISABLED_MESSAGE),
+        Ok(Some(_)) => filtering_disabled(error),
         Ok(None) => error,
         Err(e) => e,
     }

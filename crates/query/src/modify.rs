@@ -1561,7 +1561,16 @@ pub(crate) fn check_prepared_update(
     let assigned = assigned_columns(table, update)?;
     let static_only = writes_static_only(table, update, &assigned);
     let modifying = Modifying::Update { static_only };
-    targets(table, &update.where_clause, ctx, modifying).map(|_| ())
+    targets(table, &update.where_clause, ctx, modifying)?;
+    let set = update
+        .assignments
+        .iter()
+        .filter_map(|a| match (&a.target, a.op) {
+            (ColumnTarget::Column(c), AssignOp::Set) => Some((c, &a.value)),
+            _ => None,
+        });
+    check_prepared_calls(table, set, ctx)?;
+    check_prepared_condition_calls(table, update.condition.as_ref(), ctx)
 }
 
 /// `check_prepared_update` for a DELETE.
@@ -1571,7 +1580,79 @@ pub(crate) fn check_prepared_delete(
     ctx: &EvalContext<'_>,
 ) -> Result<()> {
     debug_assert!(ctx.stand_ins);
-    targets(table, &delete.where_clause, ctx, Modifying::Delete).map(|_| ())
+    targets(table, &delete.where_clause, ctx, Modifying::Delete)?;
+    check_prepared_condition_calls(table, delete.condition.as_ref(), ctx)
+}
+
+/// At PREPARE: an INSERT's column list and its key columns, as Cassandra
+/// checks them when it prepares the statement (a partition key part or a
+/// clustering column left out, one named after an unnamed one), and the
+/// function calls among its values.
+pub(crate) fn check_prepared_insert(
+    table: &Table,
+    insert: &Insert,
+    ctx: &EvalContext<'_>,
+) -> Result<()> {
+    debug_assert!(ctx.stand_ins);
+    let InsertValues::Columns { columns, values } = &insert.values else {
+        return Ok(());
+    };
+    if table.is_counter() || columns.len() != values.len() {
+        // Refused when it runs, before anything else is said of it.
+        return Ok(());
+    }
+    let mut given: Vec<Option<Term>> = vec![None; table.columns.len()];
+    for (name, expr) in columns.iter().zip(values) {
+        let Some(i) = table.column_index(name.as_str()) else {
+            return Err(undefined_column(table, name.as_str()));
+        };
+        if given[i].is_some() {
+            return Err(QueryError::invalid("The column names contains duplicates"));
+        }
+        let column = &table.columns[i];
+        given[i] = Some(evaluate(expr, &column.ty, &column.name, ctx)?);
+    }
+    let names: Vec<String> = columns.iter().map(|c| c.as_str().to_string()).collect();
+    insert_partition_key(table, &mut given, &names)?;
+    insert_clustering(table, &mut given, &names).map(|_| ())
+}
+
+/// At PREPARE: the function calls among a write's terms whose arguments
+/// hold bind markers, each going to a column (`term::evaluate` with
+/// stand-ins resolves them as when the statement runs: a call no type
+/// settles is refused as ambiguous when prepared, as in Cassandra).
+fn check_prepared_calls<'e>(
+    table: &Table,
+    terms: impl Iterator<Item = (&'e rocksandra_cql::ast::Ident, &'e Expr)>,
+    ctx: &EvalContext<'_>,
+) -> Result<()> {
+    for (name, expr) in terms {
+        let Some(column) = table.column(name.as_str()) else {
+            continue;
+        };
+        if matches!(expr, Expr::Function { .. }) && crate::term::contains_bind_marker(expr) {
+            evaluate(expr, &column.ty, &column.name, ctx)?;
+        }
+    }
+    Ok(())
+}
+
+/// `check_prepared_calls` of the equalities and comparisons of IF.
+fn check_prepared_condition_calls(
+    table: &Table,
+    condition: Option<&rocksandra_cql::ast::Condition>,
+    ctx: &EvalContext<'_>,
+) -> Result<()> {
+    let Some(rocksandra_cql::ast::Condition::Columns(conditions)) = condition else {
+        return Ok(());
+    };
+    let compared = conditions.iter().filter_map(|c| match (&c.target, c.op) {
+        (ColumnTarget::Column(name), op) if op != rocksandra_cql::ast::Operator::In => {
+            Some((name, &c.value))
+        }
+        _ => None,
+    });
+    check_prepared_calls(table, compared, ctx)
 }
 
 /// An UPDATE writes whole rows: no slice of clustering columns.

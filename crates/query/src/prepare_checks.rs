@@ -6,25 +6,27 @@
 //! `_delete`), here with a stand-in value for each term
 //! (`EvalContext::stand_ins`): bind markers have no value yet, and
 //! Cassandra checks the values of literals (null, empty) only when the
-//! statement runs.
+//! statement runs. A SELECT's checks include an ANN query's that need no
+//! value, and the `allow_filtering` guardrail for an ordinary user.
 
-use rocksandra_cql::ast::{Delete, Modification, QualifiedName, Statement, Update};
+use rocksandra_cql::ast::{Delete, Insert, Modification, QualifiedName, Statement, Update};
 
 use crate::ctx::StatementCtx;
-use crate::error::{QueryError, Result};
-use crate::guard::{guardrails_for, is_filtering_refusal};
+use crate::error::Result;
+use crate::guard::guardrails_for;
 use crate::request::Request;
 use crate::schema::{keyspace_of, Schema, Table};
 use crate::term::EvalContext;
 
-/// Refuses a statement whose restrictions Cassandra refuses at PREPARE.
-/// Other statements, and those on tables no one may write, pass (running
-/// them refuses what there is to refuse).
+/// Refuses a statement whose restrictions Cassandra refuses at PREPARE,
+/// for `request`'s user (the `allow_filtering` guardrail binds ordinary
+/// users: its refusals are theirs). Other statements, and those on tables
+/// no one may write, pass (running them refuses what there is to refuse).
 pub(crate) fn check(
     ctx: &StatementCtx<'_>,
     schema: &Schema,
-    statement: &Statement,
-    session_keyspace: Option<&str>,
+    (statement, session_keyspace): (&Statement, Option<&str>),
+    request: &Request,
 ) -> Result<()> {
     let on_table = |name: &QualifiedName,
                     check: &dyn Fn(&Table, &EvalContext<'_>) -> Result<()>| {
@@ -49,36 +51,31 @@ pub(crate) fn check(
             crate::modify::check_prepared_update(table, u, eval)
         })
     };
+    let insert = |i: &Insert| {
+        writable(&i.table, &|table, eval| {
+            crate::modify::check_prepared_insert(table, i, eval)
+        })
+    };
     let delete = |d: &Delete| {
         writable(&d.table, &|table, eval| {
             crate::modify::check_prepared_delete(table, d, eval)
         })
     };
     match statement {
-        Statement::Select(select) => on_table(&select.table, &|table, eval| {
-            crate::select::check_prepared(table, select, eval)
-        })
-        .or_else(|e| deferred_filtering_refusal(ctx, e)),
+        Statement::Select(select) => {
+            let filtering = guardrails_for(ctx, request, |g| !g.allow_filtering_enabled)?;
+            on_table(&select.table, &|table, eval| {
+                crate::select::check_prepared(table, select, eval, filtering.as_deref())
+            })
+        }
+        Statement::Insert(i) => insert(i),
         Statement::Update(u) => update(u),
         Statement::Delete(d) => delete(d),
         Statement::Batch(batch) => batch.statements.iter().try_for_each(|m| match m {
-            Modification::Insert(_) => Ok(()),
+            Modification::Insert(i) => insert(i),
             Modification::Update(u) => update(u),
             Modification::Delete(d) => delete(d),
         }),
         _ => Ok(()),
     }
-}
-
-/// A SELECT that needs ALLOW FILTERING where the `allow_filtering`
-/// guardrail may bind its user: the refusal's text depends on who runs
-/// it, unknown at PREPARE, so it waits for EXECUTE.
-fn deferred_filtering_refusal(ctx: &StatementCtx<'_>, error: QueryError) -> Result<()> {
-    let anyone = Request::default();
-    if is_filtering_refusal(&error)
-        && guardrails_for(ctx, &anyone, |g| !g.allow_filtering_enabled)?.is_some()
-    {
-        return Ok(());
-    }
-    Err(error)
 }

@@ -2481,6 +2481,11 @@ fn execute_select(
     let random = context.env.random.clone();
     let ctx = context.eval_context(&schema, keyspace, values, &*random);
     let outputs = plan(&table, select, &ctx)?;
+    if let Some(ann) = ann::ordering(select)? {
+        let limit = limit_value(&select.limit, "[limit]", &ctx)?;
+        let aggregate = outputs.iter().any(|o| is_aggregate(&o.sel));
+        ann::check_before_values(&table, select, ann, (limit, aggregate), &ctx)?;
+    }
     let restrictions = analyze(&table, &select.where_clause, &ctx)?;
     let guardrails = crate::guard::guardrails_for(context, request, Guardrails::guards_select)?;
     let guardrails = guardrails.as_deref();
@@ -2490,8 +2495,13 @@ fn execute_select(
         let read = (&table, &restrictions, &*schema);
         return execute_ann(context, select, request, read, &outputs, ann, &ctx);
     }
-    check_restrictions(&table, select, &restrictions)
-        .map_err(|e| crate::guard::filtering_refusal(context, e, request))?;
+    check_restrictions(&table, select, &restrictions).map_err(|e| {
+        if names_filtering_guardrail(&table, select, &restrictions) {
+            crate::guard::filtering_refusal(context, e, request)
+        } else {
+            e
+        }
+    })?;
     crate::masking::authorize_where(context, request, &table, select)?;
     let shape = Shape::of(context, clauses, request, &outputs, &ctx)?;
     shape_warnings(guardrails, clauses, request, &shape, &mut warnings)?;
@@ -3135,13 +3145,31 @@ fn selected_rows(
 /// ORDER BY that need no value (its terms are stand-ins in `ctx`), as
 /// Cassandra refuses them when it prepares the statement, in the order
 /// `execute_select` makes them. An ANN query's are made when it runs.
-pub(crate) fn check_prepared(table: &Table, select: &Select, ctx: &EvalContext<'_>) -> Result<()> {
+pub(crate) fn check_prepared(
+    table: &Table,
+    select: &Select,
+    ctx: &EvalContext<'_>,
+    filtering_guardrail: Option<&Guardrails>,
+) -> Result<()> {
     debug_assert!(ctx.stand_ins);
     let restrictions = analyze(table, &select.where_clause, ctx)?;
-    if ann::ordering(select)?.is_some() {
-        return Ok(());
+    if let Some(g) = filtering_guardrail {
+        if select.allow_filtering && !crate::schema::is_system_keyspace(&table.keyspace) {
+            g.allow_filtering()?;
+        }
     }
-    check_restrictions(table, select, &restrictions)?;
+    if let Some(ann) = ann::ordering(select)? {
+        let aggregate = plan(table, select, ctx)?
+            .iter()
+            .any(|o| is_aggregate(&o.sel));
+        return ann::check_prepared(table, select, &restrictions, ann, aggregate, ctx);
+    }
+    check_restrictions(table, select, &restrictions).map_err(|e| match filtering_guardrail {
+        Some(_) if names_filtering_guardrail(table, select, &restrictions) => {
+            crate::guard::filtering_disabled(e)
+        }
+        _ => e,
+    })?;
     // The replica a grouping function's result names: none before a read.
     let no_replica = || (std::net::Ipv4Addr::UNSPECIFIED.into(), Default::default());
     group_by::plan(table, select, ctx, &no_replica)?;
@@ -3153,6 +3181,21 @@ pub(crate) fn check_prepared(table: &Table, select: &Select, ctx: &EvalContext<'
 fn check_restrictions(table: &Table, select: &Select, restrictions: &Restrictions) -> Result<()> {
     ann::refuse_vector_restrictions(table, select)?;
     check_where_clause(table, select, restrictions)
+}
+
+/// Whether a refusal for want of ALLOW FILTERING is the one Cassandra words
+/// for the `allow_filtering` guardrail's user: filtering on a column
+/// outside the primary key, with no index in use. Filtering that only key
+/// columns need (clustering columns outside a partition, or out of their
+/// prefix), or an index's beside a filter, is refused in the usual words.
+fn names_filtering_guardrail(table: &Table, select: &Select, restrictions: &Restrictions) -> bool {
+    let non_key_filter = restrictions
+        .filters
+        .iter()
+        .any(|f| !table.columns[f.column].kind.is_primary_key());
+    non_key_filter
+        && restrictions.clustering_error.is_none()
+        && !crate::index::plan::classify(table, &select.where_clause, restrictions).uses_index
 }
 
 /// Refuses WHERE clauses Cassandra refuses once the restrictions are known:

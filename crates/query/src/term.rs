@@ -76,8 +76,55 @@ pub fn evaluate(
     }
     if !contains_bind_marker(expr) {
         evaluate_term(expr, receiver, receiver_name, ctx)?;
+    } else if let Expr::Function { name, args } = expr {
+        resolve_stand_in_call(name, args, receiver, receiver_name, ctx)?;
     }
     Ok(Term::Value(stand_in(receiver).to_bytes()))
+}
+
+/// At PREPARE, a native function call with a bind marker among its
+/// arguments: the overload is chosen as when it runs, by its arguments and
+/// its receiver, so a call that no type settles (`floor(?, 1h)` into a
+/// timestamp) is refused as ambiguous when prepared, as in Cassandra; its
+/// arguments are checked in turn against the chosen parameter types.
+fn resolve_stand_in_call(
+    name: &ast::QualifiedName,
+    args: &[Expr],
+    receiver: &CqlType,
+    receiver_name: &str,
+    ctx: &EvalContext<'_>,
+) -> Result<()> {
+    let system = name
+        .keyspace
+        .as_ref()
+        .is_none_or(|k| k.as_str() == "system");
+    if system && name.name.as_str() == "tojson" {
+        if let [Expr::Bind(_)] = args {
+            // toJson takes any type: a bind marker alone has none.
+            return Err(QueryError::invalid(
+                "Cannot infer type of argument ? in call to function system.tojson(any): use type casts to disambiguate",
+            ));
+        }
+    }
+    let function_args: Vec<Arg<'_>> = args.iter().map(term_arg).collect();
+    let is_native = name.name.as_str() != "fromjson"
+        && user_function(name, &function_args, receiver, ctx)?.is_none();
+    if !is_native {
+        return Ok(());
+    }
+    let function = resolve_function(name, &function_args, receiver)?;
+    let return_type = function.return_type();
+    if !is_value_compatible(receiver, return_type) {
+        return Err(QueryError::invalid(format!(
+            "Type error: cannot assign result of function system.{} (type {return_type}) to {receiver_name} (type {receiver})",
+            function.name()
+        )));
+    }
+    for (i, (arg, arg_type)) in args.iter().zip(function.arg_types()).enumerate() {
+        let arg_name = format!("arg{i}(system.{})", function.name());
+        evaluate(arg, arg_type, &arg_name, ctx)?;
+    }
+    Ok(())
 }
 
 fn evaluate_term(

@@ -591,31 +591,51 @@ fn ignored_table_options_are_dropped_from_the_statement() {
     ]);
 }
 
-/// A prepared query needing ALLOW FILTERING is refused when it runs, in
-/// the words the `allow_filtering` guardrail has for its user: who that is
-/// is unknown when it is prepared.
+/// A prepared query needing ALLOW FILTERING is refused when an ordinary
+/// user prepares it, in the words the `allow_filtering` guardrail has for
+/// that user, as Cassandra refuses it; a superuser prepares it, and an
+/// ordinary user running that statement is refused when it runs.
 #[test]
 fn filtering_refusal_of_a_prepared_query_names_its_user_guardrail() {
     let h = harness(Guardrails {
         allow_filtering_enabled: false,
         ..Guardrails::DEFAULT
     });
+    let disabled = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. Executing this query despite the performance unpredictability with ALLOW FILTERING has been disabled by the allow_filtering_enabled property in cassandra.yaml";
+    let usual = "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING";
+    let as_user = |user: &str| Request {
+        user: Some(user.into()),
+        ..Request::default()
+    };
+    let query = "SELECT * FROM ks.t WHERE v = ?";
+    let refusal = |user: &str| match h.executor.prepare_for(query, None, &as_user(user)) {
+        Ok(_) => "OK".to_string(),
+        Err(e) => e.to_string(),
+    };
+    assert_eq!(refusal("app"), disabled);
+    assert_eq!(refusal("cassandra"), usual);
+    let allowing = "SELECT * FROM ks.t WHERE v = ? ALLOW FILTERING";
+    match h.executor.prepare_for(allowing, None, &as_user("app")) {
+        Ok(_) => panic!("ALLOW FILTERING prepared for an ordinary user"),
+        Err(e) => assert!(e
+            .to_string()
+            .starts_with("Guardrail allow_filtering violated")),
+    }
     let prepared = h
         .executor
-        .prepare("SELECT * FROM ks.t WHERE v = ?", None)
-        .expect("prepared");
+        .prepare_for(allowing, None, &as_user("cassandra"))
+        .expect("a superuser prepares it");
     let int = |n: i32| rocksandra_wire::Value::Bytes(n.to_be_bytes().to_vec().into());
     let run_as = |user: &str| {
         let request = Request {
-            user: Some(user.into()),
             values: vec![int(1)],
-            ..Request::default()
+            ..as_user(user)
         };
         match h.executor.execute(&prepared.id, request) {
             Ok(_) => "OK".to_string(),
             Err(e) => e.to_string(),
         }
     };
-    assert_eq!(run_as("app"), "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. Executing this query despite the performance unpredictability with ALLOW FILTERING has been disabled by the allow_filtering_enabled property in cassandra.yaml");
-    assert_eq!(run_as("cassandra"), "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING");
+    assert!(run_as("app").starts_with("Guardrail allow_filtering violated"));
+    assert_eq!(run_as("cassandra"), "OK");
 }

@@ -247,9 +247,14 @@ impl RequestHandler for ExecutorHandler {
         Box::pin(async move {
             let executor = self.executor.clone();
             let keyspace = prepare.keyspace.clone().or_else(|| session.keyspace());
-            let result = blocking(move || executor.prepare(&prepare.query, keyspace.as_deref()))
-                .await
-                .and_then(|r| r);
+            let req = Request {
+                user: session.authenticated_user(),
+                ..Request::default()
+            };
+            let result =
+                blocking(move || executor.prepare_for(&prepare.query, keyspace.as_deref(), &req))
+                    .await
+                    .and_then(|r| r);
             match result {
                 Ok(mut prepared) => {
                     // The result metadata id exists from protocol v5 on.

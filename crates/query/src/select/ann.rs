@@ -77,6 +77,61 @@ pub(super) fn plan(
     (limit, aggregate): (Option<usize>, bool),
     ctx: &EvalContext<'_>,
 ) -> Result<Ranking> {
+    let (column, float_vector) = vector_column(table, name)?;
+    let query = query_vector(column, term, ctx)?;
+    check_ordering(table, select, restrictions, (column, float_vector))?;
+    let limit = check_limits(select, limit, aggregate)?;
+    let similarity = crate::index::vector_similarity(table, &column.name);
+    if similarity == Similarity::Cosine && query.iter().all(|x| *x == 0.0) {
+        return Err(QueryError::invalid(crate::index::ZERO_VECTOR_COSINE));
+    }
+    Ok(Ranking {
+        column: table.column_index(&column.name).unwrap_or_default(),
+        similarity,
+        query,
+        limit,
+    })
+}
+
+/// At PREPARE: the checks of `plan` that need no value, as Cassandra makes
+/// them when it prepares the query. A bind marker's query vector and the
+/// LIMIT's value (at most `ANN_LIMIT_MAX`) are checked when it runs.
+pub(crate) fn check_prepared(
+    table: &Table,
+    select: &Select,
+    restrictions: &Restrictions,
+    (name, term): (&str, &Expr),
+    aggregate: bool,
+    ctx: &EvalContext<'_>,
+) -> Result<()> {
+    let (column, float_vector) = vector_column(table, name)?;
+    if !matches!(term, Expr::Bind(_)) {
+        query_vector(column, term, ctx)?;
+    }
+    check_ordering(table, select, restrictions, (column, float_vector))?;
+    // Some LIMIT, whatever its value: only its absence is known here.
+    let limit = select.limit.as_ref().map(|_| 1);
+    check_limits(select, limit, aggregate).map(|_| ())
+}
+
+/// When the query runs, before its restrictions' values are bound: the
+/// checks that need no value (LIMIT's absence among them: an unset LIMIT
+/// is none), then the query vector, as Cassandra binds it first.
+pub(super) fn check_before_values(
+    table: &Table,
+    select: &Select,
+    (name, term): (&str, &Expr),
+    (limit, aggregate): (Option<usize>, bool),
+    ctx: &EvalContext<'_>,
+) -> Result<()> {
+    let (column, _) = vector_column(table, name)?;
+    check_limits(select, limit.map(|_| 1), aggregate)?;
+    query_vector(column, term, ctx).map(|_| ())
+}
+
+/// The ordering's column, and whether it is a vector of floats; refused
+/// unless a vector or a list.
+fn vector_column<'t>(table: &'t Table, name: &str) -> Result<(&'t Column, bool)> {
     let column = table
         .column(name)
         .ok_or_else(|| QueryError::undefined_column(name, &table.keyspace, &table.name))?;
@@ -89,15 +144,31 @@ pub(super) fn plan(
             )))
         }
     };
-    let query = match evaluate(term, &column.ty, &column.name, ctx)? {
-        Term::Value(bytes) => decode_floats(&bytes)?,
-        Term::Null | Term::Unset => {
-            return Err(QueryError::invalid(format!(
-                "Unsupported null value for column {}",
-                column.name
-            )))
-        }
-    };
+    Ok((column, float_vector))
+}
+
+/// The query vector `term` gives.
+fn query_vector(column: &Column, term: &Expr, ctx: &EvalContext<'_>) -> Result<Vec<f32>> {
+    match evaluate(term, &column.ty, &column.name, ctx)? {
+        Term::Value(bytes) => decode_floats(&bytes),
+        Term::Null => Err(QueryError::invalid(format!(
+            "Unsupported null value for column {}",
+            column.name
+        ))),
+        Term::Unset => Err(QueryError::invalid(format!(
+            "Unsupported unset value for column {}",
+            column.name
+        ))),
+    }
+}
+
+/// The checks of the ordering column and the WHERE clause beside it.
+fn check_ordering(
+    table: &Table,
+    select: &Select,
+    restrictions: &Restrictions,
+    (column, float_vector): (&Column, bool),
+) -> Result<()> {
     check_equality_on(column, select)?;
     if !float_vector {
         return Err(QueryError::invalid(
@@ -118,17 +189,13 @@ pub(super) fn plan(
             "Select on indexed columns and with IN clause for the PRIMARY KEY are not supported",
         ));
     }
-    let limit = check_limits(select, limit, aggregate)?;
-    let similarity = crate::index::vector_similarity(table, &column.name);
-    if similarity == Similarity::Cosine && query.iter().all(|x| *x == 0.0) {
-        return Err(QueryError::invalid(crate::index::ZERO_VECTOR_COSINE));
+    if select.distinct {
+        // Cassandra's ANN ordering restricts the vector column.
+        return Err(QueryError::invalid(
+            "SELECT DISTINCT with WHERE clause only supports restriction by partition key and/or static columns.",
+        ));
     }
-    Ok(Ranking {
-        column: table.column_index(&column.name).unwrap_or_default(),
-        similarity,
-        query,
-        limit,
-    })
+    Ok(())
 }
 
 /// A query without ANN may not restrict an indexed vector column.
@@ -236,6 +303,7 @@ fn check_restricted_columns_indexed(
         )
     };
     let mut partition_restricted = false;
+    let mut clustering_restricted = false;
     for relation in &select.where_clause {
         let names: Vec<&str> = match relation {
             Relation::Compare {
@@ -254,7 +322,7 @@ fn check_restricted_columns_indexed(
             };
             match column.kind {
                 ColumnKind::PartitionKey => partition_restricted = true,
-                ColumnKind::Clustering => {}
+                ColumnKind::Clustering => clustering_restricted = true,
                 _ if !indexed(table, name) => return Err(refused()),
                 _ => {}
             }
@@ -262,7 +330,10 @@ fn check_restricted_columns_indexed(
     }
     let partial_key =
         partition_restricted && matches!(restrictions.partition, PartitionSelection::Tokens { .. });
-    if partial_key {
+    // Clustering columns restricted outside one partition need an index.
+    let clustering_unkeyed =
+        clustering_restricted && !matches!(restrictions.partition, PartitionSelection::Keys(_));
+    if partial_key || clustering_unkeyed {
         return Err(refused());
     }
     Ok(())
