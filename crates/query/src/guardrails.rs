@@ -1434,9 +1434,7 @@ pub(crate) fn select_checks(
     keys_in: Option<usize>,
 ) -> Result<Vec<String>> {
     let (restrictions, consistency) = read;
-    if select.allow_filtering && !is_system_keyspace(&table.keyspace) {
-        g.allow_filtering()?;
-    }
+    allow_filtering_keyword(g, select, table)?;
     if !select.group_by.is_empty() {
         g.group_by()?;
     }
@@ -1456,6 +1454,19 @@ pub(crate) fn select_checks(
         "clustering key",
     )?);
     Ok(warnings)
+}
+
+/// `allow_filtering_enabled` on a SELECT written with ALLOW FILTERING
+/// outside the system keyspaces (at PREPARE and when it runs).
+pub(crate) fn allow_filtering_keyword(
+    g: &Guardrails,
+    select: &rocksandra_cql::ast::Select,
+    table: &crate::schema::Table,
+) -> Result<()> {
+    if select.allow_filtering && !is_system_keyspace(&table.keyspace) {
+        g.allow_filtering()?;
+    }
+    Ok(())
 }
 
 /// `in_select_cartesian_product` on the running sizes of an IN product

@@ -3144,7 +3144,9 @@ fn selected_rows(
 /// At PREPARE: the refusals of a SELECT's WHERE clause, GROUP BY and
 /// ORDER BY that need no value (its terms are stand-ins in `ctx`), as
 /// Cassandra refuses them when it prepares the statement, in the order
-/// `execute_select` makes them. An ANN query's are made when it runs.
+/// `execute_select` makes them, an ANN query's among them
+/// (`ann::check_prepared`). `filtering_guardrail`: the guardrails, when
+/// `allow_filtering_enabled: false` binds the user preparing it.
 pub(crate) fn check_prepared(
     table: &Table,
     select: &Select,
@@ -3154,9 +3156,7 @@ pub(crate) fn check_prepared(
     debug_assert!(ctx.stand_ins);
     let restrictions = analyze(table, &select.where_clause, ctx)?;
     if let Some(g) = filtering_guardrail {
-        if select.allow_filtering && !crate::schema::is_system_keyspace(&table.keyspace) {
-            g.allow_filtering()?;
-        }
+        crate::guardrails::allow_filtering_keyword(g, select, table)?;
     }
     if let Some(ann) = ann::ordering(select)? {
         let aggregate = plan(table, select, ctx)?
