@@ -21,6 +21,7 @@ use crate::request::Request;
 use crate::rows::CqlRow;
 use crate::schema::{ColumnMask, Table};
 use crate::term::{self, EvalContext, Term};
+use crate::udf::UserFunction;
 
 /// Cassandra's refusal of a mask while `dynamic_data_masking_enabled` is
 /// false (its default).
@@ -40,43 +41,31 @@ fn written(mask: &ast::ColumnMask) -> String {
     format!("{}({})", mask.function, args.join(", "))
 }
 
-/// Checks `mask` for the column `column` of type `ty` (Cassandra's
-/// `ColumnMask.Raw.prepare`) and evaluates its arguments.
+/// Checks `mask` for the column `column` of type `ty` of the table
+/// `table` (Cassandra's `ColumnMask.Raw.prepare`) and evaluates its
+/// arguments: a native masking function, or a user-defined function of
+/// the table's keyspace.
 pub(crate) fn prepare(
     mask: &ast::ColumnMask,
-    column: &str,
+    (table, column): (&str, &str),
     ty: &CqlType,
     ctx: &EvalContext<'_>,
 ) -> Result<ColumnMask> {
     let text = written(mask);
-    let name = mask.function.name.as_str();
-    let in_system = mask
-        .function
-        .keyspace
-        .as_ref()
-        .is_none_or(|k| k.as_str() == "system");
-    if in_system && Aggregate::named(name).is_some() {
-        return Err(QueryError::invalid(format!(
-            "Aggregate function {text} cannot be used for masking table columns"
-        )));
-    }
-    if !in_system || !functions::exists(name) {
-        return Err(QueryError::invalid(format!(
-            "Unable to find masking function for {column}, no declared function matches the signature {text}"
-        )));
-    }
     // The column's type stands for the first argument, which Cassandra's
     // messages name by its marshal class.
     let class = rocksandra_wire::types::marshal_name(ty);
     let mut args = vec![Arg::Selector(ty, &class)];
     args.extend(mask.args.iter().map(term::term_arg));
-    let function = functions::resolve_called(name, &args, mask.function.keyspace.is_some())?;
-    if !functions::is_masking(name) {
+    let found = match native(mask) {
+        true => native_mask(mask, &args, &text)?,
+        false => user_mask(mask, &args, &text, ctx)?,
+    };
+    let Some((returned, arg_types, keyspace)) = found else {
         return Err(QueryError::invalid(format!(
-            "Not-masking function {text} cannot be used for masking table columns"
+            "Unable to find masking function for {column}, no declared function matches the signature {text}"
         )));
-    }
-    let returned = function.return_type();
+    };
     if returned.unfrozen() != ty.unfrozen() {
         return Err(QueryError::invalid(format!(
             "Masking function {text} return type is {returned}. This is different to the type of the \
@@ -84,19 +73,160 @@ pub(crate) fn prepare(
              columns if they return the same data type as the masked column."
         )));
     }
-    let arg_types = &function.arg_types()[1..];
-    let mut arg_values = Vec::with_capacity(arg_types.len());
+    if keyspace.as_deref().is_some_and(|k| k != ctx.keyspace) {
+        return Err(QueryError::invalid(format!(
+            "Masking function {text} doesn't belong to the same keyspace as the table {}.{table}",
+            ctx.keyspace
+        )));
+    }
+    let arg_values = argument_values(mask, &arg_types, column, ctx)?;
+    Ok(ColumnMask {
+        keyspace,
+        function: mask.function.name.as_str().to_string(),
+        arg_types: arg_types.iter().map(ToString::to_string).collect(),
+        arg_values,
+    })
+}
+
+/// What a mask's function resolves to: its return type, the types of its
+/// arguments after the column's, and its keyspace (None for a native one);
+/// None when no function has that name.
+type Resolved = Option<(CqlType, Vec<CqlType>, Option<String>)>;
+
+/// Whether the mask names a native function (or aggregate): in `system`,
+/// or unqualified and named as one.
+fn native(mask: &ast::ColumnMask) -> bool {
+    let name = mask.function.name.as_str();
+    match mask.function.keyspace.as_ref().map(|k| k.as_str()) {
+        Some(keyspace) => keyspace == "system",
+        None => functions::exists(name) || Aggregate::named(name).is_some(),
+    }
+}
+
+fn native_mask(mask: &ast::ColumnMask, args: &[Arg<'_>], text: &str) -> Result<Resolved> {
+    let name = mask.function.name.as_str();
+    if Aggregate::named(name).is_some() {
+        return Err(aggregate_refused(text));
+    }
+    if !functions::exists(name) {
+        return Ok(None);
+    }
+    let function = functions::resolve_called(name, args, mask.function.keyspace.is_some())?;
+    if !functions::is_masking(name) {
+        return Err(QueryError::invalid(format!(
+            "Not-masking function {text} cannot be used for masking table columns"
+        )));
+    }
+    let others = function.arg_types()[1..].to_vec();
+    Ok(Some((function.return_type().clone(), others, None)))
+}
+
+/// A user-defined function as a mask, found as a call finds it among the
+/// overloads of its name in its keyspace (the table's when unqualified).
+fn user_mask(
+    mask: &ast::ColumnMask,
+    args: &[Arg<'_>],
+    text: &str,
+    ctx: &EvalContext<'_>,
+) -> Result<Resolved> {
+    use crate::functions::user::{self, Call, Routine};
+    let name = mask.function.name.as_str();
+    let keyspace = mask
+        .function
+        .keyspace
+        .as_ref()
+        .map_or(ctx.keyspace, |k| k.as_str());
+    let Some(ks) = ctx.schema.and_then(|s| s.keyspace(keyspace)) else {
+        return Ok(None);
+    };
+    let overloads = user::overloads(ks, name);
+    if overloads.is_empty() {
+        return Ok(None);
+    }
+    let resolved = format!("{keyspace}.{name}");
+    let call = Call {
+        written: &mask.function.to_string(),
+        resolved: &resolved,
+        receiver: None,
+    };
+    match user::choose(&overloads, args, &call)? {
+        Routine::Aggregate(_) => Err(aggregate_refused(text)),
+        Routine::Scalar(f) => Ok(Some((
+            f.return_type.clone(),
+            f.argument_types[1..].to_vec(),
+            Some(keyspace.to_string()),
+        ))),
+    }
+}
+
+fn aggregate_refused(text: &str) -> QueryError {
+    QueryError::invalid(format!(
+        "Aggregate function {text} cannot be used for masking table columns"
+    ))
+}
+
+/// The values of a mask's arguments after the column's (None for null).
+/// A bind marker fails as it fails in Cassandra 5.0.6, which looks for a
+/// bound value that a schema statement never has.
+fn argument_values(
+    mask: &ast::ColumnMask,
+    arg_types: &[CqlType],
+    column: &str,
+    ctx: &EvalContext<'_>,
+) -> Result<Vec<Option<Vec<u8>>>> {
+    let mut values = Vec::with_capacity(arg_types.len());
     for (expr, arg_type) in mask.args.iter().zip(arg_types) {
-        arg_values.push(match term::evaluate(expr, arg_type, column, ctx)? {
+        if matches!(expr, ast::Expr::Bind(_)) {
+            return Err(QueryError::java_exception(
+                "java.lang.IndexOutOfBoundsException",
+                Some("Index: 0"),
+            ));
+        }
+        values.push(match term::evaluate(expr, arg_type, column, ctx)? {
             Term::Value(bytes) => Some(bytes),
             Term::Null | Term::Unset => None,
         });
     }
-    Ok(ColumnMask {
-        function: name.to_string(),
-        arg_types: arg_types.iter().map(ToString::to_string).collect(),
-        arg_values,
+    Ok(values)
+}
+
+/// A view's columns take the masks of its base table's columns of the
+/// same name, as Cassandra 5.0.6's views do: when the view is created and
+/// whenever the base's masks change.
+pub(crate) fn follow_base(view: &mut Table, base: &Table) {
+    view.masks = view
+        .columns
+        .iter()
+        .filter_map(|column| {
+            let in_base = base.column(&column.name)?;
+            let mask = base.masks.get(&in_base.id)?;
+            Some((column.id, mask.clone()))
+        })
+        .collect();
+}
+
+/// Whether a mask of `table` calls the user-defined `function`.
+pub(crate) fn uses(table: &Table, function: &UserFunction) -> bool {
+    let types = crate::schema::KeyspaceTypes(&[]);
+    table.columns.iter().any(|column| {
+        let Some(mask) = table.masks.get(&column.id) else {
+            return false;
+        };
+        let others = mask.arg_types.iter().map(|t| CqlType::parse(t, &types));
+        mask.keyspace.as_deref() == Some(function.keyspace.as_str())
+            && mask.function == function.name
+            && function.argument_types.len() == 1 + mask.arg_types.len()
+            && function.argument_types[0].unfrozen() == column.ty.unfrozen()
+            && function.argument_types[1..]
+                .iter()
+                .zip(others)
+                .all(|(t, other)| other.is_ok_and(|o| o == *t))
     })
+}
+
+/// The keyspace of a mask's function as the schema names it.
+pub(crate) fn function_keyspace(mask: &ColumnMask) -> &str {
+    mask.keyspace.as_deref().unwrap_or("system")
 }
 
 /// The mask as DESCRIBE shows it: `system.mask_inner(1, null)`, each
@@ -110,7 +240,12 @@ pub(crate) fn describe(mask: &ColumnMask) -> String {
             (None, Some(bytes)) => format!("0x{}", hex::encode(bytes)),
         })
         .collect();
-    format!("system.{}({})", mask.function, args.join(", "))
+    format!(
+        "{}.{}({})",
+        function_keyspace(mask),
+        mask.function,
+        args.join(", ")
+    )
 }
 
 /// The arguments' values as system_schema.column_masks lists them
@@ -243,7 +378,14 @@ pub(crate) struct Masker {
 
 /// A masked column's index in the rows, its masking function and the
 /// values of the function's other arguments.
-type MaskedColumn = (usize, Function, Vec<Option<Vec<u8>>>);
+type MaskedColumn = (usize, MaskFunction, Vec<Option<Vec<u8>>>);
+
+/// A mask's function: native, or user-defined (run by the UDF
+/// interpreter, as a call in a selection runs it).
+enum MaskFunction {
+    Native(Function),
+    User(UserFunction),
+}
 
 impl Masker {
     /// The masks of `table` for the request's user; None when the user
@@ -252,7 +394,7 @@ impl Masker {
         context: &StatementCtx<'_>,
         request: &Request,
         table: &Table,
-        types: &dyn rocksandra_data::types::UdtResolver,
+        ctx: &EvalContext<'_>,
     ) -> Result<Option<Masker>> {
         if unmasks(context, request, table)? {
             return Ok(None);
@@ -262,15 +404,7 @@ impl Masker {
             let Some(mask) = table.masks.get(&column.id) else {
                 continue;
             };
-            let arg_types = mask
-                .arg_types
-                .iter()
-                .map(|t| CqlType::parse(t, types))
-                .collect::<std::result::Result<Vec<_>, _>>()
-                .map_err(|e| QueryError::Server(format!("a stored mask has a bad type: {e}")))?;
-            let mut args = vec![Arg::Typed(&column.ty)];
-            args.extend(arg_types.iter().map(Arg::Typed));
-            let function = functions::resolve(&mask.function, &args)?;
+            let function = mask_function(mask, &column.ty, ctx)?;
             columns.push((index, function, mask.arg_values.clone()));
         }
         Ok(Some(Masker { columns }))
@@ -288,14 +422,55 @@ impl Masker {
                 let Some(cell) = row.columns.get_mut(*index) else {
                     continue;
                 };
-                let mut args = Vec::with_capacity(1 + others.len());
-                args.push(cell.value.take());
-                args.extend(others.iter().cloned());
-                cell.value = function.call(&args, &call)?;
+                let value = cell.value.take();
+                cell.value = match function {
+                    MaskFunction::Native(function) => {
+                        let mut args = Vec::with_capacity(1 + others.len());
+                        args.push(value);
+                        args.extend(others.iter().cloned());
+                        function.call(&args, &call)?
+                    }
+                    MaskFunction::User(function) => {
+                        let mut args = Vec::with_capacity(1 + others.len());
+                        args.push(value.as_deref());
+                        args.extend(others.iter().map(Option::as_deref));
+                        function.call(&args)?
+                    }
+                };
             }
         }
         Ok(())
     }
+}
+
+/// The function a stored mask of a column of type `ty` names.
+fn mask_function(mask: &ColumnMask, ty: &CqlType, ctx: &EvalContext<'_>) -> Result<MaskFunction> {
+    let arg_types = mask
+        .arg_types
+        .iter()
+        .map(|t| CqlType::parse(t, &ctx.types))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| QueryError::Server(format!("a stored mask has a bad type: {e}")))?;
+    let Some(keyspace) = &mask.keyspace else {
+        let mut args = vec![Arg::Typed(ty)];
+        args.extend(arg_types.iter().map(Arg::Typed));
+        return Ok(MaskFunction::Native(functions::resolve(
+            &mask.function,
+            &args,
+        )?));
+    };
+    let mut signature = vec![ty.clone()];
+    signature.extend(arg_types);
+    ctx.schema
+        .and_then(|s| s.keyspace(keyspace))
+        .and_then(|ks| crate::functions::user::find_function(ks, &mask.function, &signature))
+        .map(|f| MaskFunction::User(f.clone()))
+        .ok_or_else(|| {
+            QueryError::Server(format!(
+                "the masking function {keyspace}.{} is missing",
+                mask.function
+            ))
+        })
 }
 
 /// What evaluates a mask's arguments: constants only (no bind markers, no
@@ -396,7 +571,8 @@ fn set(
         return Ok(());
     };
     let (id, ty) = (target.id, target.ty.clone());
-    let prepared = prepare(mask, column, &ty, &constants(schema, &table.keyspace))?;
+    let ctx = constants(schema, &table.keyspace);
+    let prepared = prepare(mask, (&table.name, column), &ty, &ctx)?;
     table.masks.insert(id, prepared);
     Ok(())
 }
@@ -542,6 +718,75 @@ mod tests {
             true
         )
         .is_ok());
+    }
+
+    fn with_functions() -> Schema {
+        let mut schema = with_keyspace();
+        for text in [
+            "CREATE FUNCTION times(v int, n int) RETURNS NULL ON NULL INPUT RETURNS int LANGUAGE java AS 'return v * n;'",
+            "CREATE FUNCTION state(s int, v int) CALLED ON NULL INPUT RETURNS int LANGUAGE java AS 'return s;'",
+        ] {
+            let Statement::CreateFunction(stmt) = parse(text) else {
+                unreachable!()
+            };
+            let outcome = crate::ddl::udf::create_function(&schema, "ks", &stmt);
+            schema = outcome.expect(text).schema.expect("a new schema");
+        }
+        schema
+    }
+
+    #[test]
+    fn a_user_function_of_the_keyspace_is_a_mask_and_cannot_be_dropped() {
+        let schema = with_functions();
+        let text = "CREATE TABLE t (k int PRIMARY KEY, v int MASKED WITH times(3))";
+        let schema = create(&schema, text, true).expect("t");
+        let table = schema.table("ks", "t").expect("t");
+        let mask = table.masks.values().next().expect("a mask");
+        assert_eq!(mask.keyspace.as_deref(), Some("ks"));
+        assert_eq!(describe(mask), "ks.times(3)");
+        let ks = schema.keyspace("ks").expect("ks");
+        let times = ks.functions.iter().find(|f| f.name == "times").expect("f");
+        let state = ks.functions.iter().find(|f| f.name == "state").expect("f");
+        assert!(uses(table, times));
+        assert!(!uses(table, state));
+        let refusal = |definition: &str| {
+            let text = format!("CREATE TABLE t2 (k int PRIMARY KEY, {definition})");
+            message(create(&schema, &text, true))
+        };
+        assert_eq!(
+            refusal("v int MASKED WITH times()"),
+            "Invalid number of arguments in call to function ks.times: 2 required but 1 provided"
+        );
+        assert!(refusal("v bigint MASKED WITH times(1)").starts_with("Type error: "));
+        assert_eq!(
+            refusal("v int MASKED WITH system.times(1)"),
+            "Unable to find masking function for v, no declared function matches the signature system.times(1)"
+        );
+        assert_eq!(
+            refusal("v int MASKED WITH times(?)"),
+            "java.lang.IndexOutOfBoundsException: Index: 0"
+        );
+    }
+
+    #[test]
+    fn a_view_takes_its_base_columns_masks() {
+        let schema = with_keyspace();
+        let text = "CREATE TABLE t (k int PRIMARY KEY, v int MASKED WITH DEFAULT, w int)";
+        let schema = create(&schema, text, true).expect("t");
+        let base = schema.table("ks", "t").expect("t");
+        let mut view = Table::clone(base);
+        view.columns.reverse();
+        for (i, column) in view.columns.iter_mut().enumerate() {
+            column.id = rocksandra_storage::cell::ColumnId(100 + i as u32);
+        }
+        follow_base(&mut view, base);
+        let masked: Vec<&str> = view
+            .columns
+            .iter()
+            .filter(|c| view.masks.contains_key(&c.id))
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(masked, ["v"]);
     }
 
     #[test]

@@ -307,11 +307,16 @@ pub struct Table {
 }
 
 /// A column's dynamic data mask (Cassandra 5.0's `MASKED WITH`): a native
-/// masking function (`mask_inner`, ...) called with the column's value as
-/// its first argument and these values as the others.
+/// masking function (`mask_inner`, ...) or a user-defined one, called
+/// with the column's value as its first argument and these values as the
+/// others.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ColumnMask {
-    /// The function's name, in the `system` keyspace.
+    /// The keyspace of a user-defined function (the table's); None for a
+    /// native masking function, in `system`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyspace: Option<String>,
+    /// The function's name.
     pub function: String,
     /// The CQL types of the arguments after the first.
     pub arg_types: Vec<String>,

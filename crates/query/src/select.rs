@@ -2515,7 +2515,7 @@ fn execute_select(
         shape.reversed,
         shape.read_per_partition_limit(select.distinct),
     );
-    reader.masker = crate::masking::Masker::for_read(context, request, &table, &ctx.types)?;
+    reader.masker = crate::masking::Masker::for_read(context, request, &table, &ctx)?;
     let query = (&*table, &outputs[..], select);
     answer_select(context, query, request, &reader, &shape, warnings)
 }
@@ -3018,7 +3018,7 @@ fn execute_ann(
         Some(graph) => ranking.top_rows_from(&graph, &reader)?,
         None => ranking.top_rows(&reader)?,
     };
-    if let Some(masker) = crate::masking::Masker::for_read(context, request, table, &ctx.types)? {
+    if let Some(masker) = crate::masking::Masker::for_read(context, request, table, ctx)? {
         masker.mask(&mut rows)?;
     }
     let read = rows.len();

@@ -601,7 +601,7 @@ fn column_mask_rows(schema: &Schema) -> Vec<Cells> {
                 row.text("keyspace_name", &table.keyspace)
                     .text("table_name", &table.name)
                     .text("column_name", &column.name)
-                    .text("function_keyspace", "system")
+                    .text("function_keyspace", crate::masking::function_keyspace(mask))
                     .text("function_name", &mask.function)
                     .set("function_argument_nulls", Value::List(nulls.collect()))
                     .set("function_argument_types", text_list(mask.arg_types.clone()))

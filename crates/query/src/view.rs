@@ -136,6 +136,7 @@ pub fn create_view(
         metrics: Default::default(),
     };
     view.sort_value_columns();
+    crate::masking::follow_base(&mut view, base);
     let view = Arc::new(view);
     let mut next = schema.clone();
     next.next_table_id += 1;
@@ -1301,8 +1302,9 @@ pub fn alter_table(
 
 /// A view after an ALTER TABLE of its base (`base` is the altered table):
 /// a `SELECT *` view gains the base's new regular columns, and a renamed
-/// primary key column is renamed in the view and its WHERE clause. None
-/// when the view does not change.
+/// primary key column is renamed in the view and its WHERE clause, and
+/// the view's columns take the base's masks. None when the view does not
+/// change.
 fn follow_base(view: &Table, base: &Table, action: &AlterTableAction) -> Option<Table> {
     let def = view.view.as_ref()?;
     let mut changed = Table::clone(view);
@@ -1336,8 +1338,9 @@ fn follow_base(view: &Table, base: &Table, action: &AlterTableAction) -> Option<
             def.where_clause = where_text(&def.relations);
             changed.view = Some(Arc::new(def));
         }
-        _ => return None,
+        _ => {}
     }
+    crate::masking::follow_base(&mut changed, base);
     (changed != *view).then_some(changed)
 }
 

@@ -26,7 +26,7 @@ use common::Node;
 use golden::{block_diff, compare, golden_dir, run_case, Target};
 
 /// The auth_* cases' server, as scripts/test-server.sh starts it.
-const AUTH_YAML: [&str; 7] = [
+const AUTH_YAML: [&str; 8] = [
     "authenticator: PasswordAuthenticator",
     "authorizer: CassandraAuthorizer",
     "roles_validity: 0ms",
@@ -34,6 +34,7 @@ const AUTH_YAML: [&str; 7] = [
     "credentials_validity: 0ms",
     "user_defined_functions_enabled: true",
     "dynamic_data_masking_enabled: true",
+    "materialized_views_enabled: true",
 ];
 
 struct Case {

@@ -206,7 +206,11 @@ impl Parser {
             return Ok(Some(ColumnMask { function, args }));
         }
         let function = self.function_name()?;
+        // As in Cassandra, a mask's markers are not the statement's: they
+        // are left for the mask's preparation to refuse.
+        let markers = self.binds.len();
         let args = self.parenthesized(true, Parser::term)?;
+        self.binds.truncate(markers);
         Ok(Some(ColumnMask { function, args }))
     }
 

@@ -502,7 +502,7 @@ pub fn drop_function(schema: &Schema, keyspace: &str, stmt: &DropFunction) -> Re
     ))
 }
 
-/// A function an aggregate uses cannot be dropped.
+/// A function an aggregate or a column mask uses cannot be dropped.
 fn check_unused(ks: &Keyspace, function: &UserFunction, shown: &str) -> Result<()> {
     let users: Vec<String> = ks
         .aggregates
@@ -517,11 +517,23 @@ fn check_unused(ks: &Keyspace, function: &UserFunction, shown: &str) -> Result<(
         })
         .map(|a| format!("{}.{}", a.keyspace, a.name))
         .collect();
-    if users.is_empty() {
+    if !users.is_empty() {
+        return Err(QueryError::invalid(format!(
+            "Function '{shown}' is still referenced by aggregates {}",
+            users.join(", ")
+        )));
+    }
+    let masking: Vec<&str> = ks
+        .tables
+        .values()
+        .filter(|t| crate::masking::uses(t, function))
+        .map(|t| t.name.as_str())
+        .collect();
+    if masking.is_empty() {
         return Ok(());
     }
     Err(QueryError::invalid(format!(
-        "Function '{shown}' is still referenced by aggregates {}",
-        users.join(", ")
+        "Function '{shown}' is still referenced by column masks in tables {}",
+        masking.join(", ")
     )))
 }
