@@ -44,8 +44,9 @@ yaml lines per line); scripts/test-server.sh starts a server per
 configuration.
 Cases named auth_*.cql need a server with PasswordAuthenticator and
 CassandraAuthorizer (scripts/cassandra/start.sh --auth; roles and permissions
-caches off): without --username the default case list leaves them out, with
---username it is just them.
+caches off), with user_defined_functions_enabled, dynamic_data_masking_enabled
+and materialized_views_enabled true: without --username the default case
+list leaves them out, with --username it is just them.
 
 Output, per statement: the statement echoed with '> ' prefixes, then
     OK                                  void / schema change / USE
