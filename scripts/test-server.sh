@@ -96,12 +96,14 @@ golden_other_servers() {
     local status=0 version config yaml yaml_args line config_port=$CONFIG_PORT
     other_pid=""
     trap '[ -z "$other_pid" ] || stop_server "$other_pid" || true' EXIT
-    # UDFs and column masks on too, for auth_udf and auth_masking (recorded
-    # against Cassandra started with --auth --yaml 'user_defined_functions_enabled:
-    # true' --yaml 'dynamic_data_masking_enabled: true').
+    # UDFs, column masks and materialized views on too, for auth_udf and the
+    # auth_masking* cases (recorded against Cassandra started with --auth
+    # --yaml 'user_defined_functions_enabled: true' --yaml
+    # 'dynamic_data_masking_enabled: true' --yaml 'materialized_views_enabled: true').
     printf '%s\n' 'authenticator: PasswordAuthenticator' 'authorizer: CassandraAuthorizer' \
         'roles_validity: 0ms' 'permissions_validity: 0ms' 'credentials_validity: 0ms' \
-        'user_defined_functions_enabled: true' 'dynamic_data_masking_enabled: true' >"$WORK/auth.yaml"
+        'user_defined_functions_enabled: true' 'dynamic_data_masking_enabled: true' \
+        'materialized_views_enabled: true' >"$WORK/auth.yaml"
     start_server auth "$AUTH_PORT" --config "$WORK/auth.yaml" --prometheus-port 0
     other_pid=$SERVER_PID
     # Logged in as PasswordAuthenticator's default superuser, runner.py runs
