@@ -24,11 +24,12 @@ cargo clippy --workspace --all-targets -- -D warnings
 # The test suites' build: nodetool's fault-injection commands compiled in.
 cargo clippy -p rocksandra-cluster -p rocksandra-server --all-targets --features rocksandra-server/fault-injection,rocksandra-cluster/fault-injection -- -D warnings
 echo "== cargo test ($(date +%T))"
-cargo test --workspace --no-run
 # The in-process golden suite (tests/golden/cases against a node in the
 # test process, ~45 s, mostly one core and its cases' pauses) runs in the
 # background beside the other test binaries, which cargo runs one by one.
-golden_bin=$(cargo test -p rocksandra-server --test golden_cases --no-run --message-format=json \
+# Its binary is found in the build's own messages (another cargo command,
+# for one package, could unify features otherwise and build again).
+golden_bin=$(cargo test --workspace --no-run --message-format=json-render-diagnostics \
     | python3 -c 'import json, sys
 print(next(m["executable"] for m in map(json.loads, sys.stdin)
            if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "golden_cases"
@@ -54,9 +55,10 @@ jars_base=$(mktemp -d)
 scripts/cassandra/setup.sh --base "$jars_base" >/dev/null
 rm -rf "$jars_base"
 smoke_log=$(mktemp)
-# Its server: the plain debug build, copied, since the server suites then
-# build the fault-injection one at the same path.
-cargo build -p rocksandra-server --bin rocksandra
+# Its server: the server suites' debug build (nodetool's fault-injection
+# commands compiled in, unused here), built once for both and copied, so
+# that no later build can replace it mid-run.
+cargo build -p rocksandra-server --bin rocksandra --features fault-injection
 smoke_dir=$(mktemp -d)
 cp "$CARGO_TARGET_DIR/debug/rocksandra" "$smoke_dir/rocksandra"
 BENCH_SERVER="$smoke_dir/rocksandra" BENCH_PORT=9099 BENCH_METRICS_PORT=9098 BENCH_ADMIN_PORT=7097 \
