@@ -93,13 +93,47 @@ status=0
 # v3 has its own ratchet: it lacks unset values, warnings and v4's error
 # codes, so fewer statements match the output recorded in v4.
 baseline() { if [ "$1" = 3 ]; then echo tests/golden/baseline-v3.json; else echo tests/golden/baseline.json; fi; }
+# A server per configuration the cases name (`-- golden: server-yaml`
+# lines), one after another on config_port and up, each running its cases:
+# `plain` for the cases without login (v4 and v5), `auth` for the auth_*
+# ones, on the auth server's yaml plus their lines (v3, v4 and v5).
+golden_config_servers() {
+    local kind=$1 status=0 config yaml line versions="4 5" label="CQL suite" login=()
+    if [ "$kind" = auth ]; then
+        versions="3 4 5"; label="auth cases"; login=(--username cassandra --password cassandra)
+    fi
+    while IFS= read -r config; do
+        [ -n "$config" ] || continue
+        yaml="$WORK/golden-$kind-$config_port.yaml"
+        python3 -c 'import json, sys; open(sys.argv[2], "w").write("".join(l + "\n" for l in json.loads(sys.argv[1])))' \
+            "$config" "$yaml"
+        local yaml_args=()
+        while IFS= read -r line; do yaml_args+=(--server-yaml "$line"); done <"$yaml"
+        if [ "$kind" = auth ]; then cat "$WORK/auth.yaml" >>"$yaml"; fi
+        if port_open "$config_port"; then
+            echo "port $config_port is already in use" >&2; status=1; break
+        fi
+        start_server "$kind-config-$config_port" "$config_port" --config "$yaml" --prometheus-port 0
+        other_pid=$SERVER_PID
+        for version in $versions; do
+            echo "== golden $label with: $(tr '\n' ' ' <"$yaml")(protocol v$version)"
+            .venv/bin/python tests/golden/runner.py --host 127.0.0.1 --port "$config_port" --quiet \
+                "${login[@]}" --protocol-version "$version" --baseline "$(baseline "$version")" \
+                "${yaml_args[@]}" || { status=1; tail -20 "$WORK/$kind-config-$config_port/server.log"; }
+        done
+        stop_server "$other_pid" || status=1
+        other_pid=""
+        config_port=$((config_port + 1))
+    done < <(.venv/bin/python tests/golden/runner.py "${login[@]}" --list-server-configs)
+    return $status
+}
 # golden_other_servers (run in the background): the auth_* cases on a
 # server with logins, then the cases written for another configuration
-# (`-- golden: server-yaml`) on a server each, on the ports after the auth
-# server's. Its servers and ports are its own, so it runs beside the main
-# server's golden runs; stopped, it stops the server it has running.
+# (`-- golden: server-yaml`) on a server each, on CONFIG_PORT and up. Its
+# servers and ports are its own, so it runs beside the main server's golden
+# runs; stopped, it stops the server it has running.
 golden_other_servers() {
-    local status=0 version config yaml yaml_args line config_port=$CONFIG_PORT
+    local status=0 version config_port=$CONFIG_PORT
     other_pid=""
     trap '[ -z "$other_pid" ] || stop_server "$other_pid" || true' EXIT
     # UDFs, column masks and materialized views on too, for auth_udf and the
@@ -122,55 +156,10 @@ golden_other_servers() {
     done
     stop_server "$other_pid" || status=1
     other_pid=""
-    while IFS= read -r config; do
-        [ -n "$config" ] || continue
-        yaml="$WORK/golden-$config_port.yaml"
-        python3 -c 'import json, sys; open(sys.argv[2], "w").write("".join(l + "\n" for l in json.loads(sys.argv[1])))' \
-            "$config" "$yaml"
-        yaml_args=()
-        while IFS= read -r line; do yaml_args+=(--server-yaml "$line"); done <"$yaml"
-        if port_open "$config_port"; then
-            echo "port $config_port is already in use" >&2; status=1; break
-        fi
-        start_server "config-$config_port" "$config_port" --config "$yaml" --prometheus-port 0
-        other_pid=$SERVER_PID
-        for version in 4 5; do
-            echo "== golden CQL suite with: $(tr '\n' ' ' <"$yaml")(protocol v$version)"
-            .venv/bin/python tests/golden/runner.py --host 127.0.0.1 --port "$config_port" --quiet \
-                --protocol-version "$version" --baseline tests/golden/baseline.json "${yaml_args[@]}" \
-                || { status=1; tail -20 "$WORK/config-$config_port/server.log"; }
-        done
-        stop_server "$other_pid" || status=1
-        other_pid=""
-        config_port=$((config_port + 1))
-    done < <(.venv/bin/python tests/golden/runner.py --list-server-configs)
+    golden_config_servers plain || status=1
     # The auth_* cases written for another configuration (`-- golden:
     # server-yaml` in an auth case): the auth server's yaml and their lines.
-    while IFS= read -r config; do
-        [ -n "$config" ] || continue
-        yaml="$WORK/golden-auth-$config_port.yaml"
-        python3 -c 'import json, sys; open(sys.argv[2], "w").write("".join(l + "\n" for l in json.loads(sys.argv[1])))' \
-            "$config" "$yaml"
-        yaml_args=()
-        while IFS= read -r line; do yaml_args+=(--server-yaml "$line"); done <"$yaml"
-        cat "$WORK/auth.yaml" >>"$yaml"
-        if port_open "$config_port"; then
-            echo "port $config_port is already in use" >&2; status=1; break
-        fi
-        start_server "auth-config-$config_port" "$config_port" --config "$yaml" --prometheus-port 0
-        other_pid=$SERVER_PID
-        for version in 3 4 5; do
-            echo "== golden auth cases with: $(tr '\n' ' ' <"$yaml")(protocol v$version)"
-            .venv/bin/python tests/golden/runner.py --host 127.0.0.1 --port "$config_port" --quiet \
-                --username cassandra --password cassandra --protocol-version "$version" \
-                --baseline "$(baseline "$version")" "${yaml_args[@]}" \
-                || { status=1; tail -20 "$WORK/auth-config-$config_port/server.log"; }
-        done
-        stop_server "$other_pid" || status=1
-        other_pid=""
-        config_port=$((config_port + 1))
-    done < <(.venv/bin/python tests/golden/runner.py --username cassandra --password cassandra \
-        --list-server-configs)
+    golden_config_servers auth || status=1
     return $status
 }
 # The golden runs wait on their cases' pauses (TTLs, index builds) and on
