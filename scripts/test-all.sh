@@ -31,7 +31,9 @@ echo "== cargo test ($(date +%T))"
 # for one package, could unify features otherwise and build again).
 golden_bin=$(cargo test --workspace --no-run --message-format=json-render-diagnostics \
     | python3 -c 'import json, sys
-print(next(m["executable"] for m in map(json.loads, sys.stdin)
+# Every message is read (leaving early would break cargo'"'"'s pipe mid-build).
+messages = [json.loads(line) for line in sys.stdin]
+print(next(m["executable"] for m in messages
            if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "golden_cases"
            and m.get("executable")))')
 golden_log=$(mktemp)
