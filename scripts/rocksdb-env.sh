@@ -9,7 +9,7 @@
 # test`). Compiled once here, optimised (-O3, as the release profile asks)
 # with SSE4.2 and PCLMUL (hardware CRC32C, as RocksDB's own non-portable
 # build), and linked from this directory, tests, clippy, benches and the
-# release binary all use the same library. It takes about 20 minutes on two
+# release binary all use the same library. It takes about 12 minutes on two
 # cores, once per machine.
 #
 # The library depends only on the librocksdb-sys version and the flags
@@ -18,7 +18,7 @@ ROCKSANDRA_ROCKSDB_TAG=${ROCKSANDRA_ROCKSDB_TAG:-librocksdb-sys-0.19.0-O3-sse42}
 ROCKSANDRA_ROCKSDB_DIR="$HOME/.cache/rocksandra-rocksdb/$ROCKSANDRA_ROCKSDB_TAG"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/rocksandra-target}"
 if [ ! -f "$ROCKSANDRA_ROCKSDB_DIR/librocksdb.a" ]; then
-    echo "== building RocksDB (once per machine: about 20 minutes on two cores)"
+    echo "== building RocksDB (once per machine: about 12 minutes on two cores)"
     rocksandra_rocksdb_build="$HOME/.cache/rocksandra-rocksdb/build"
     (
         unset ROCKSDB_LIB_DIR ROCKSDB_STATIC

@@ -4,7 +4,7 @@
 # go to the server (`scripts/run-node.sh --config rocksandra.yaml`).
 #
 # Builds with the machine's one RocksDB library (scripts/rocksdb-env.sh:
-# compiled once, about 20 minutes on two cores) in the shared target
+# compiled once, about 12 minutes on two cores) in the shared target
 # directory under $HOME/.cache, as the tests and benchmarks do.
 set -euo pipefail
 cd "$(dirname "$0")/.."

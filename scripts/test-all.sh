@@ -9,7 +9,7 @@
 # release packages (scripts/package.sh: the release build, a tarball and a
 # .deb), installed with dpkg and used by tests/package/test_package.sh
 # (needs root). Cargo's target directory lives under
-# $HOME/.cache, and RocksDB (about 17 minutes on two cores) is built once per
+# $HOME/.cache, and RocksDB (about 12 minutes on two cores) is built once per
 # machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
