@@ -186,12 +186,17 @@ def context_switches(pid):
     return total
 
 
-def status_kb(pid, key):
-    with open("/proc/%d/status" % pid) as f:
+def proc_kb(path, key):
+    """A `Key:   N kB` figure of a /proc file (0 when absent)."""
+    with open(path) as f:
         for line in f:
             if line.startswith(key + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def status_kb(pid, key):
+    return proc_kb("/proc/%d/status" % pid, key)
 
 
 def du_bytes(path):
@@ -425,16 +430,6 @@ class Rocksandra:
 
 # --- one system's run -------------------------------------------------------
 
-def meminfo_kb(key):
-    """A /proc/meminfo figure in KiB (0 when absent)."""
-    with open("/proc/meminfo") as f:
-        for line in f:
-            name, _, rest = line.partition(":")
-            if name == key:
-                return int(rest.split()[0])
-    return 0
-
-
 def machine_busy_seconds():
     """CPU seconds the whole machine spent busy (all but idle and iowait),
     from /proc/stat."""
@@ -454,7 +449,7 @@ def measure(system, loadgen, what, args_list):
     # writes about 1.5 GB) are written back while this phase runs and can
     # stall its writes; each phase starts with them on disk.
     os.sync()
-    dirty_kb = meminfo_kb("Dirty") + meminfo_kb("Writeback")
+    dirty_kb = proc_kb("/proc/meminfo", "Dirty") + proc_kb("/proc/meminfo", "Writeback")
     result_load = os.getloadavg()[0]
     busy0 = machine_busy_seconds()
     cpu0 = cpu_seconds(system.pid)
