@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use bytes::Bytes;
 use md5::{Digest, Md5};
 use rocksandra_cql::ast::{
-    BatchKind, BindReceiver, CreateAggregate, CreateIndex, CreateMaterializedView, CreateTrigger,
-    DropKind, DropObject, Modification, ParsedStatement, QualifiedName, Statement,
+    BindReceiver, CreateAggregate, CreateIndex, CreateMaterializedView, CreateTrigger, DropKind,
+    DropObject, Modification, ParsedStatement, QualifiedName, Statement,
 };
 use rocksandra_data::types::{CqlType, NativeType};
 use rocksandra_storage::{Engine, TableId};
@@ -507,14 +507,32 @@ impl Executor {
         self.snapshot(&parent.join(format!("{kind}-{millis}-{name}")))
     }
 
-    /// A new trace session id (a timeuuid, as Cassandra uses).
-    pub fn new_trace_id(&self) -> [u8; 16] {
-        crate::trace::new_trace_id(&self.ctx())
-    }
-
-    /// Writes a traced request's session and events.
-    pub fn record_trace(&self, trace: &crate::trace::TraceSession) -> Result<()> {
-        crate::trace::record_trace(&self.ctx(), trace)
+    /// Runs `run` and, when the client asked for tracing, records its
+    /// session and events in system_traces before the reply goes out
+    /// (drivers read them right after); returns the session id then.
+    pub fn traced(
+        &self,
+        trace: Option<crate::trace::TraceRequest>,
+        run: impl FnOnce(&Executor) -> Result<Outcome>,
+    ) -> (Result<Outcome>, Option<[u8; 16]>) {
+        let Some(trace) = trace else {
+            return (run(self), None);
+        };
+        let started_at = self.now_micros();
+        let clock = std::time::Instant::now();
+        let result = run(self);
+        let elapsed = i64::try_from(clock.elapsed().as_micros()).unwrap_or(i64::MAX);
+        let ctx = self.ctx();
+        let session_id = crate::trace::new_trace_id(&ctx);
+        let failure = result.as_ref().err();
+        let session = trace.session(session_id, (started_at, elapsed), failure);
+        match crate::trace::record_trace(&ctx, &session) {
+            Ok(()) => (result, Some(session_id)),
+            Err(e) => {
+                tracing::warn!("cannot record a trace: {e}");
+                (result, None)
+            }
+        }
     }
 
     /// Flushes storage (clean shutdown).
@@ -621,15 +639,19 @@ impl Executor {
         self.run(&prepared.parsed, &request, &values)
     }
 
-    /// A BATCH message: statements with their own values and keyspace
-    /// (`modify::execute_batch_message`).
-    pub fn execute_batch_message(
+    /// A BATCH message: each statement parsed or looked up, bound to its
+    /// own values (`modify::batch_message`), then the whole written as one
+    /// batch (`modify::execute_batch_message`), for `user` in `keyspace`.
+    pub fn execute_batch(
         &self,
-        kind: BatchKind,
-        statements: Vec<(Modification, Vec<rocksandra_wire::Value>, Option<String>)>,
-        request: &Request,
+        batch: rocksandra_wire::Batch,
+        keyspace: Option<String>,
+        user: Option<String>,
     ) -> Result<Outcome> {
-        modify::execute_batch_message(&self.ctx(), kind, statements, request)
+        let kind = modify::batch_message::kind(batch.batch_type);
+        let base = modify::batch_message::base_request(&batch, keyspace, user);
+        let statements = modify::batch_message::bind(batch, &base, |id| self.prepared(id))?;
+        modify::execute_batch_message(&self.ctx(), kind, statements, &base)
     }
 
     /// Runs a parsed statement with its bound values: authorized first

@@ -28,6 +28,7 @@ use crate::schema::{Column, ColumnKind, Table};
 use crate::term::{evaluate, EvalContext, Term};
 use rocksandra_wire::{Consistency, WriteType};
 
+pub mod batch_message;
 mod cas;
 mod named_rows;
 mod written;

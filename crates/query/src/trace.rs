@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use rocksandra_data::Value;
 
 use crate::ctx::StatementCtx;
-use crate::error::Result;
+use crate::error::{QueryError, Result};
 use crate::request::Request;
 
 /// How long trace rows live (Cassandra's `tracetype_query_ttl`, one day).
@@ -34,6 +34,55 @@ pub struct TraceSession {
     pub started_at_micros: i64,
     pub duration_micros: i64,
     pub events: Vec<TraceEvent>,
+}
+
+/// What a traced request records: who sent it, its command (`QUERY`,
+/// `EXECUTE`, `BATCH`) and its text.
+#[derive(Clone, Debug)]
+pub struct TraceRequest {
+    pub client: IpAddr,
+    pub command: &'static str,
+    pub text: String,
+}
+
+impl TraceRequest {
+    /// The session a request makes, started at `started_at` (the clock's
+    /// microseconds) and run for `elapsed` microseconds: parsing, execution
+    /// and, when it failed, its failure, as Cassandra's coordinator
+    /// records them.
+    pub fn session(
+        self,
+        session_id: [u8; 16],
+        (started_at, elapsed): (i64, i64),
+        failure: Option<&QueryError>,
+    ) -> TraceSession {
+        let mut events = vec![
+            TraceEvent {
+                activity: format!("Parsing {}", self.text),
+                elapsed_micros: 0,
+            },
+            TraceEvent {
+                activity: "Executing statement".to_string(),
+                elapsed_micros: 1.min(elapsed),
+            },
+        ];
+        if let Some(e) = failure {
+            events.push(TraceEvent {
+                activity: format!("Request failed: {e}"),
+                elapsed_micros: elapsed,
+            });
+        }
+        TraceSession {
+            session_id,
+            client: self.client,
+            command: self.command.to_string(),
+            request: "Execute CQL3 query".to_string(),
+            parameters: vec![("query".to_string(), self.text)],
+            started_at_micros: started_at,
+            duration_micros: elapsed.max(1),
+            events,
+        }
+    }
 }
 
 fn bytes(b: Vec<u8>) -> rocksandra_wire::Value {
@@ -121,4 +170,46 @@ pub(crate) fn record_trace(ctx: &StatementCtx<'_>, trace: &TraceSession) -> Resu
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> TraceRequest {
+        TraceRequest {
+            client: IpAddr::from([127, 0, 0, 9]),
+            command: "QUERY",
+            text: "SELECT * FROM t".to_string(),
+        }
+    }
+
+    #[test]
+    fn a_session_records_parsing_then_execution() {
+        let s = request().session([7; 16], (1_000, 250), None);
+        assert_eq!(s.session_id, [7; 16]);
+        assert_eq!(s.command, "QUERY");
+        assert_eq!(s.request, "Execute CQL3 query");
+        assert_eq!(
+            s.parameters,
+            vec![("query".into(), "SELECT * FROM t".into())]
+        );
+        assert_eq!((s.started_at_micros, s.duration_micros), (1_000, 250));
+        let activities: Vec<_> = s.events.iter().map(|e| e.activity.as_str()).collect();
+        assert_eq!(
+            activities,
+            ["Parsing SELECT * FROM t", "Executing statement"]
+        );
+        assert_eq!(s.events[1].elapsed_micros, 1);
+    }
+
+    #[test]
+    fn a_failure_is_the_last_event_and_a_session_lasts_at_least_a_microsecond() {
+        let e = QueryError::invalid("no such table");
+        let s = request().session([1; 16], (5, 0), Some(&e));
+        assert_eq!(s.duration_micros, 1);
+        let last = s.events.last().expect("events");
+        assert_eq!(last.activity, "Request failed: no such table");
+        assert_eq!(s.events[1].elapsed_micros, 0);
+    }
 }

@@ -4,14 +4,12 @@
 
 use std::sync::{Arc, OnceLock};
 
-use rocksandra_cql::ast::{BatchKind, Modification, Statement};
-use rocksandra_query::executor::bind_values;
-use rocksandra_query::trace::{TraceEvent, TraceSession};
+use rocksandra_query::trace::TraceRequest;
 use rocksandra_query::{Executor, Outcome, QueryError, Request};
 use rocksandra_storage::WriteGroup;
 use rocksandra_wire::{
-    Batch, BatchQuery, BatchType, BoundValues, Consistency, ErrorKind, ErrorResponse, Event,
-    Execute, Prepare, ProtocolVersion, Query, QueryParameters, Response, ResultBody, WriteType,
+    Batch, BoundValues, Consistency, ErrorKind, ErrorResponse, Event, Execute, Prepare,
+    ProtocolVersion, Query, QueryParameters, Response, ResultBody, WriteType,
 };
 
 use crate::handler::{Credentials, HandlerFuture, Reply, RequestContext, RequestHandler, Session};
@@ -142,13 +140,6 @@ fn request(session: &Session, params: &QueryParameters) -> Request {
 /// A request's outcome and, when it was traced, its trace session id.
 type TracedOutcome = (Result<Outcome, QueryError>, Option<[u8; 16]>);
 
-/// What a traced request records (None when the client did not ask).
-struct TraceRequest {
-    client: std::net::IpAddr,
-    command: &'static str,
-    text: String,
-}
-
 fn trace_request(
     session: &Session,
     context: &RequestContext,
@@ -160,56 +151,6 @@ fn trace_request(
         command,
         text: text.to_string(),
     })
-}
-
-/// Runs `run` and, when traced, records the session and its events in
-/// system_traces before the reply goes out (drivers read them right after).
-fn traced(
-    executor: &Executor,
-    tracing: Option<TraceRequest>,
-    run: impl FnOnce(&Executor) -> Result<Outcome, QueryError>,
-) -> TracedOutcome {
-    let Some(trace) = tracing else {
-        return (run(executor), None);
-    };
-    let started_at = executor.now_micros();
-    let clock = std::time::Instant::now();
-    let result = run(executor);
-    let elapsed = clock.elapsed().as_micros() as i64;
-    let session_id = executor.new_trace_id();
-    let mut events = vec![
-        TraceEvent {
-            activity: format!("Parsing {}", trace.text),
-            elapsed_micros: 0,
-        },
-        TraceEvent {
-            activity: "Executing statement".to_string(),
-            elapsed_micros: 1.min(elapsed),
-        },
-    ];
-    if let Err(e) = &result {
-        events.push(TraceEvent {
-            activity: format!("Request failed: {e}"),
-            elapsed_micros: elapsed,
-        });
-    }
-    let session = TraceSession {
-        session_id,
-        client: trace.client,
-        command: trace.command.to_string(),
-        request: "Execute CQL3 query".to_string(),
-        parameters: vec![("query".to_string(), trace.text)],
-        started_at_micros: started_at,
-        duration_micros: elapsed.max(1),
-        events,
-    };
-    match executor.record_trace(&session) {
-        Ok(()) => (result, Some(session_id)),
-        Err(e) => {
-            tracing::warn!("cannot record a trace: {e}");
-            (result, None)
-        }
-    }
 }
 
 /// Runs blocking work off the async threads.
@@ -233,7 +174,7 @@ impl RequestHandler for ExecutorHandler {
             let req = request(session, &query.params);
             let tracing = trace_request(session, context, "QUERY", &query.query);
             let result =
-                blocking(move || traced(&executor, tracing, |e| e.query(&query.query, &req))).await;
+                blocking(move || executor.traced(tracing, |e| e.query(&query.query, &req))).await;
             self.traced_reply(session, result)
         })
     }
@@ -286,7 +227,7 @@ impl RequestHandler for ExecutorHandler {
                 None
             };
             let run = move |e: &Executor| prepared.and_then(|p| e.execute_prepared(&p, req));
-            let result = blocking(move || traced(&executor, tracing, run)).await;
+            let result = blocking(move || executor.traced(tracing, run)).await;
             self.traced_reply(session, result)
         })
     }
@@ -363,7 +304,7 @@ impl RequestHandler for ExecutorHandler {
             let user = session.authenticated_user();
             let tracing = trace_request(session, context, "BATCH", "BATCH");
             let result = blocking(move || {
-                traced(&executor, tracing, |e| run_batch(e, batch, keyspace, user))
+                executor.traced(tracing, |e| e.execute_batch(batch, keyspace, user))
             })
             .await;
             self.traced_reply(session, result)
@@ -388,67 +329,6 @@ impl RequestHandler for ExecutorHandler {
             })
         })
     }
-}
-
-/// A BATCH message: each statement parsed (or looked up when prepared),
-/// bound to its own values, then written together.
-fn run_batch(
-    executor: &Executor,
-    batch: Batch,
-    keyspace: Option<String>,
-    user: Option<String>,
-) -> Result<Outcome, QueryError> {
-    let kind = match batch.batch_type {
-        BatchType::Logged => BatchKind::Logged,
-        BatchType::Unlogged => BatchKind::Unlogged,
-        BatchType::Counter => BatchKind::Counter,
-    };
-    let base = Request {
-        user,
-        keyspace: keyspace.clone(),
-        timestamp: batch.default_timestamp_micros,
-        now_in_seconds: batch.now_in_seconds,
-        consistency: batch.consistency,
-        serial_consistency: batch.serial_consistency,
-        ..Request::default()
-    };
-    let mut statements = Vec::with_capacity(batch.statements.len());
-    for s in batch.statements {
-        let (parsed, ks) = match &s.query {
-            BatchQuery::Text(text) => (rocksandra_cql::parse_statement(text)?, keyspace.clone()),
-            BatchQuery::Prepared(id) => {
-                let p = executor.prepared(id)?;
-                (p.parsed.clone(), p.keyspace.clone().or(keyspace.clone()))
-            }
-        };
-        // A batch's own wording (capitalised), where QUERY and EXECUTE
-        // say "there were" (Cassandra's BatchMessage and QueryProcessor).
-        let markers = parsed.bind_variables.len();
-        if s.values.len() != markers {
-            return Err(QueryError::invalid(format!(
-                "There were {markers} markers(?) in CQL but {} bound variables",
-                s.values.len()
-            )));
-        }
-        let req = Request {
-            keyspace: ks,
-            values: s.values,
-            ..base.clone()
-        };
-        let values = bind_values(&parsed, &req)?.into_owned();
-        let modification = match parsed.statement {
-            Statement::Insert(i) => Modification::Insert(*i),
-            Statement::Update(u) => Modification::Update(*u),
-            Statement::Delete(d) => Modification::Delete(*d),
-            _ => {
-                return Err(QueryError::invalid(
-                    "Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed.",
-                ))
-            }
-        };
-        statements.push((modification, values, req.keyspace));
-    }
-    executor.execute_batch_message(kind, statements, &base)
 }
 
 #[cfg(test)]
