@@ -773,6 +773,12 @@ impl DataProxy for Coordinator {
         worst
     }
 
+    /// Other coordinators update the same counters: each partition's
+    /// updates run as one compare-and-set.
+    fn counter_writes(&self) -> rocksandra_query::proxy::CounterWrites {
+        rocksandra_query::proxy::CounterWrites::PartitionCas
+    }
+
     fn truncate(
         &self,
         keyspace: &str,

@@ -91,6 +91,10 @@ fn count_tombstones<T>(table: &Table, result: &Result<(T, ReadMet)>) {
 }
 
 impl DataProxy for MeteredProxy {
+    fn counter_writes(&self) -> crate::proxy::CounterWrites {
+        self.inner.counter_writes()
+    }
+
     fn replicas_disk_usage(
         &self,
         schema: &Schema,

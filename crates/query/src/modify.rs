@@ -278,7 +278,7 @@ fn counter_cas(
     batch_using: &[UsingParam],
     write_type: WriteType,
 ) -> Result<bool> {
-    if !context.is_clustered() {
+    if context.data().counter_writes() != crate::proxy::CounterWrites::PartitionCas {
         return Ok(false);
     }
     let schema = context.schema();
@@ -620,9 +620,8 @@ fn execute_unconditional_batch(
     using: &[UsingParam],
     request: &Request,
 ) -> Result<Outcome> {
-    let clustered = context.is_clustered();
     check_batch_kinds(context, kind, statements, using)?;
-    if clustered && counter_cas(context, statements, using, WriteType::Counter)? {
+    if counter_cas(context, statements, using, WriteType::Counter)? {
         return Ok(Outcome::void());
     }
     let mut mutations = Vec::new();

@@ -47,6 +47,18 @@ pub struct CasOptions {
 /// apply, or None when the condition does not hold.
 pub type CasDecide<'a> = dyn FnMut(Option<Timestamp>) -> Result<Option<Vec<Mutation>>> + 'a;
 
+/// How a counter update (read, add, write the sum) is kept from racing
+/// another one of the same counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CounterWrites {
+    /// Under the node's read-before-write lock: every update of the data
+    /// goes through this node.
+    NodeLock,
+    /// Each partition's updates as one compare-and-set without a
+    /// condition: other coordinators update the same counters.
+    PartitionCas,
+}
+
 /// Where user-table writes and reads go.
 pub trait DataProxy: Send + Sync {
     /// The worst data disk usage among the replicas of `mutations`, as
@@ -137,6 +149,10 @@ pub trait DataProxy: Send + Sync {
         options: &CasOptions,
         decide: &mut CasDecide<'_>,
     ) -> Result<()>;
+    /// How counter updates through this proxy keep from racing each other.
+    fn counter_writes(&self) -> CounterWrites {
+        CounterWrites::NodeLock
+    }
     /// TRUNCATE: empties `keyspace.table` (its views too) on every node.
     /// `here` is this node's part (its snapshot and truncation), all a
     /// node alone does; a cluster also asks every other node to run theirs.
