@@ -33,7 +33,7 @@ use crate::index::entries::{stored_ids, stored_tables};
 use crate::metered::MeteredProxy;
 use crate::metrics::ClientRequestMetrics;
 use crate::prepared_cache::PreparedCache;
-pub use crate::request::{Env, Outcome, Request};
+pub use crate::request::{bind_values, Env, Outcome, Request};
 use crate::schema::keyspace_of;
 use crate::schema::{Schema, Table, SCHEMA_FILE};
 use crate::settings::Settings;
@@ -650,7 +650,11 @@ impl Executor {
     ) -> Result<Outcome> {
         let kind = modify::batch_message::kind(batch.batch_type);
         let base = modify::batch_message::base_request(&batch, keyspace, user);
-        let statements = modify::batch_message::bind(batch, &base, |id| self.prepared(id))?;
+        let prepared = |id: &[u8]| {
+            let p = self.prepared(id)?;
+            Ok((p.parsed.clone(), p.keyspace.clone()))
+        };
+        let statements = modify::batch_message::bind(batch, &base, prepared)?;
         modify::execute_batch_message(&self.ctx(), kind, statements, &base)
     }
 
@@ -1613,48 +1617,6 @@ pub fn metadata_id(specs: &[ColumnSpec]) -> Bytes {
         hasher.update(s.cql_type.to_string().as_bytes());
     }
     Bytes::copy_from_slice(&hasher.finalize())
-}
-
-/// The request's values in marker order (named values placed by name);
-/// positional values are used as they are, without a copy.
-pub fn bind_values<'a>(
-    parsed: &ParsedStatement,
-    request: &'a Request,
-) -> Result<std::borrow::Cow<'a, [rocksandra_wire::Value]>> {
-    let count = parsed.bind_variables.len();
-    match &request.names {
-        None => {
-            if request.values.len() != count {
-                return Err(QueryError::invalid(format!(
-                    "there were {count} markers(?) in CQL but {} bound variables",
-                    request.values.len()
-                )));
-            }
-            Ok(std::borrow::Cow::Borrowed(&request.values))
-        }
-        Some(names) => {
-            let mut out = vec![rocksandra_wire::Value::Unset; count];
-            for (var, slot) in parsed.bind_variables.iter().zip(out.iter_mut()) {
-                let Some(name) = &var.name else {
-                    return Err(QueryError::invalid(
-                        "Named values given for a query with positional markers",
-                    ));
-                };
-                let Some(i) = names.iter().position(|n| n == name.as_str()) else {
-                    return Err(QueryError::invalid(format!(
-                        "No value has been specified for bind variable {}",
-                        name.as_str()
-                    )));
-                };
-                *slot = request
-                    .values
-                    .get(i)
-                    .cloned()
-                    .unwrap_or(rocksandra_wire::Value::Unset);
-            }
-            Ok(std::borrow::Cow::Owned(out))
-        }
-    }
 }
 
 /// A schema from a peer may take away only the tables, views and index

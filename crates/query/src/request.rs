@@ -86,3 +86,45 @@ impl Outcome {
         }
     }
 }
+
+/// The request's values in marker order (named values placed by name);
+/// positional values are used as they are, without a copy.
+pub fn bind_values<'a>(
+    parsed: &rocksandra_cql::ParsedStatement,
+    request: &'a Request,
+) -> crate::Result<std::borrow::Cow<'a, [rocksandra_wire::Value]>> {
+    let count = parsed.bind_variables.len();
+    match &request.names {
+        None => {
+            if request.values.len() != count {
+                return Err(crate::QueryError::invalid(format!(
+                    "there were {count} markers(?) in CQL but {} bound variables",
+                    request.values.len()
+                )));
+            }
+            Ok(std::borrow::Cow::Borrowed(&request.values))
+        }
+        Some(names) => {
+            let mut out = vec![rocksandra_wire::Value::Unset; count];
+            for (var, slot) in parsed.bind_variables.iter().zip(out.iter_mut()) {
+                let Some(name) = &var.name else {
+                    return Err(crate::QueryError::invalid(
+                        "Named values given for a query with positional markers",
+                    ));
+                };
+                let Some(i) = names.iter().position(|n| n == name.as_str()) else {
+                    return Err(crate::QueryError::invalid(format!(
+                        "No value has been specified for bind variable {}",
+                        name.as_str()
+                    )));
+                };
+                *slot = request
+                    .values
+                    .get(i)
+                    .cloned()
+                    .unwrap_or(rocksandra_wire::Value::Unset);
+            }
+            Ok(std::borrow::Cow::Owned(out))
+        }
+    }
+}

@@ -2,14 +2,12 @@
 //! looked up when prepared) and bound to its own values, then the whole
 //! written as one batch (`modify::execute_batch_message`).
 
-use std::sync::Arc;
-
 use rocksandra_cql::ast::{BatchKind, Modification, Statement};
+use rocksandra_cql::ParsedStatement;
 use rocksandra_wire::{Batch, BatchQuery, BatchType, Value};
 
 use crate::error::{QueryError, Result};
-use crate::executor::{bind_values, PreparedStatement};
-use crate::request::Request;
+use crate::request::{bind_values, Request};
 
 /// One statement of a batch, bound: the modification, its values and the
 /// keyspace it runs in.
@@ -38,13 +36,17 @@ pub fn base_request(batch: &Batch, keyspace: Option<String>, user: Option<String
     }
 }
 
+/// A prepared statement by id: its parsed form and the keyspace it was
+/// prepared in.
+pub type Prepared = (ParsedStatement, Option<String>);
+
 /// Each statement of `batch` parsed (or found by `prepared`) and bound,
 /// with Cassandra's refusals in its order: a statement's marker count
 /// first, then a statement that is not INSERT, UPDATE or DELETE.
 pub fn bind(
     batch: Batch,
     base: &Request,
-    prepared: impl Fn(&[u8]) -> Result<Arc<PreparedStatement>>,
+    prepared: impl Fn(&[u8]) -> Result<Prepared>,
 ) -> Result<Vec<BoundStatement>> {
     let mut statements = Vec::with_capacity(batch.statements.len());
     for s in batch.statements {
@@ -54,9 +56,8 @@ pub fn bind(
                 base.keyspace.clone(),
             ),
             BatchQuery::Prepared(id) => {
-                let p = prepared(id)?;
-                let keyspace = p.keyspace.clone().or(base.keyspace.clone());
-                (p.parsed.clone(), keyspace)
+                let (parsed, keyspace) = prepared(id)?;
+                (parsed, keyspace.or(base.keyspace.clone()))
             }
         };
         // A batch's own wording (capitalised), where QUERY and EXECUTE
@@ -114,7 +115,7 @@ mod tests {
         }
     }
 
-    fn unknown(id: &[u8]) -> Result<Arc<PreparedStatement>> {
+    fn unknown(id: &[u8]) -> Result<Prepared> {
         Err(QueryError::Unprepared(bytes::Bytes::copy_from_slice(id)))
     }
 
