@@ -32,8 +32,10 @@ def wait_for_port(port, timeout=30):
 
 
 class Node:
-    def __init__(self, data_dir, sync="batch", extra_yaml=""):
+    def __init__(self, data_dir, sync="batch", extra_yaml="", metrics_port=0):
         self.data_dir = data_dir
+        # 0: no metrics endpoint (9180 may be taken by another server here).
+        self.metrics_port = metrics_port
         self.config = os.path.join(data_dir, "rocksandra.yaml")
         with open(self.config, "w") as f:
             f.write("commitlog_sync: %s\n" % sync)
@@ -47,10 +49,11 @@ class Node:
         self.proc = subprocess.Popen(
             [BIN, "--config", self.config, "--data-dir", os.path.join(self.data_dir, "data"),
              "--listen-address", "127.0.0.1", "--native-port", str(PORT),
-             # No metrics endpoint: 9180 may be taken by another server on this host.
-             "--prometheus-port", "0", "--admin-port", "0"],
+             "--prometheus-port", str(self.metrics_port), "--admin-port", "0"],
             stdout=self.log, stderr=self.log)
         wait_for_port(PORT)
+        if self.metrics_port:
+            wait_for_port(self.metrics_port)
 
     def stop(self, sig):
         self.proc.send_signal(sig)
@@ -65,14 +68,19 @@ class Node:
         return cluster, cluster.connect()
 
 
-@pytest.fixture
-def node():
+def node_in_temp_dir(**options):
+    """A Node on a data directory of its own, killed if a test leaves it up."""
     with tempfile.TemporaryDirectory() as d:
-        n = Node(d)
+        n = Node(d, **options)
         yield n
         if n.proc and n.proc.poll() is None:
             n.proc.kill()
             n.proc.wait()
+
+
+@pytest.fixture
+def node():
+    yield from node_in_temp_dir()
 
 
 def create_schema(session):

@@ -9,62 +9,23 @@ the network thread. The server gets its own data directory.
 
 import os
 import signal
-import subprocess
-import tempfile
 
 import pytest
-from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-from cassandra.policies import RoundRobinPolicy
 
-from test_durability import wait_for_port
+from test_durability import node_in_temp_dir
 from test_metrics import free_port, scrape
 
-BIN = os.environ.get("ROCKSANDRA_BIN", "target/debug/rocksandra")
-PORT = int(os.environ.get("ROCKSANDRA_PROCESS_PORT", "9043"))
 MISSES = "rocksandra_storage_memory_only_misses_total"
 ROWS = 2000
 
 
-class Server:
-    def __init__(self, data_dir):
-        self.data_dir = data_dir
-        self.metrics_port = free_port()
-        self.proc = None
-
-    def start(self):
-        self.log = open(os.path.join(self.data_dir, "server.log"), "ab")
-        self.proc = subprocess.Popen(
-            [BIN, "--data-dir", os.path.join(self.data_dir, "data"),
-             "--listen-address", "127.0.0.1", "--native-port", str(PORT),
-             "--prometheus-port", str(self.metrics_port), "--admin-port", "0"],
-            stdout=self.log, stderr=self.log)
-        wait_for_port(PORT)
-        wait_for_port(self.metrics_port)
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(timeout=30)
-        self.log.close()
-        return code
-
-    def session(self):
-        profile = ExecutionProfile(load_balancing_policy=RoundRobinPolicy())
-        cluster = Cluster(["127.0.0.1"], port=PORT, protocol_version=5,
-                          execution_profiles={EXEC_PROFILE_DEFAULT: profile}, connect_timeout=10)
-        return cluster, cluster.connect()
-
-    def misses(self):
-        return scrape(self.metrics_port)[MISSES]
-
-
 @pytest.fixture
 def server():
-    with tempfile.TemporaryDirectory() as d:
-        s = Server(d)
-        yield s
-        if s.proc and s.proc.poll() is None:
-            s.proc.kill()
-            s.proc.wait()
+    yield from node_in_temp_dir(sync="periodic", metrics_port=free_port())
+
+
+def misses(server):
+    return scrape(server.metrics_port)[MISSES]
 
 
 def value(k):
@@ -87,23 +48,23 @@ def test_a_read_of_data_on_disk_is_handed_off_and_answered_right(server):
         session.execute(insert_kv, (k, written[k]))
         session.execute(insert_wide, (k % 20, k, written[k]))
     cluster.shutdown()
-    assert server.stop() == 0  # a clean stop flushes the memtables
+    assert server.stop(signal.SIGTERM) == 0  # a clean stop flushes the memtables
 
     server.start()
     cluster, session = server.session()
-    assert server.misses() == 0
+    assert misses(server) == 0
     by_key = session.prepare("SELECT v FROM ks.kv WHERE k = ?")
     by_partition = session.prepare("SELECT c, v FROM ks.wide WHERE p = ?")
     for k in (7, 1234, 1999):
         assert [r.v for r in session.execute(by_key, (k,))] == [written[k]]
     rows = [(r.c, r.v) for r in session.execute(by_partition, (13,))]
     assert rows == [(c, written[c]) for c in range(13, ROWS, 20)]
-    handed_off = server.misses()
+    handed_off = misses(server)
     assert handed_off >= 4, handed_off
 
     # Cached now: the same reads stay on the network thread.
     for k in (7, 1234, 1999):
         assert [r.v for r in session.execute(by_key, (k,))] == [written[k]]
     assert [(r.c, r.v) for r in session.execute(by_partition, (13,))] == rows
-    assert server.misses() == handed_off
+    assert misses(server) == handed_off
     cluster.shutdown()
