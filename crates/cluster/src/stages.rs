@@ -181,6 +181,9 @@ impl Engine for StagedEngine {
     fn flush(&self) -> Result<()> {
         self.inner.flush()
     }
+    fn latest_sequence_number(&self) -> Option<u64> {
+        self.inner.latest_sequence_number()
+    }
     fn flush_table(&self, table: TableId) -> Result<()> {
         self.inner.flush_table(table)
     }

@@ -1254,6 +1254,10 @@ impl KvStore for RocksStore {
         Ok(())
     }
 
+    fn latest_sequence_number(&self) -> Option<u64> {
+        Some(self.shared.db.latest_sequence_number())
+    }
+
     fn set_write_rate_limit(&self, bytes_per_second: Option<u64>) -> bool {
         self.shared.rate_limit.set(bytes_per_second);
         true

@@ -389,3 +389,34 @@ fn the_compaction_throughput_changes_while_the_store_runs() {
     drop(engine);
     let _ = std::fs::remove_dir_all(root);
 }
+
+#[test]
+fn the_latest_sequence_number_survives_a_reopen_and_grows_with_writes() {
+    let dir = tempdir("rocks-sequence");
+    let spec = test_table(11);
+    let write = |engine: &KvEngine<RocksStore>, value: &[u8]| {
+        let mut m = Mutation::new(spec.id, pk("p"));
+        let row = RowUpdate {
+            cells: vec![Cell::live(ColumnId(1), 10, value.to_vec())],
+            ..Default::default()
+        };
+        m.rows.push((clustering(1, "c"), row));
+        engine.write(&[m], WRITTEN_AT).expect("write");
+    };
+    let at_stop = {
+        let engine = open(&dir, WRITTEN_AT);
+        engine.create_table(spec.clone()).expect("create");
+        let before = engine.latest_sequence_number().expect("a sequence number");
+        write(&engine, b"one");
+        let after = engine.latest_sequence_number().expect("a sequence number");
+        assert!(after > before, "{after} after a write, {before} before");
+        engine.flush().expect("flush");
+        after
+    };
+    let engine = open(&dir, WRITTEN_AT);
+    assert_eq!(engine.latest_sequence_number(), Some(at_stop));
+    engine.create_table(spec.clone()).expect("create again");
+    assert_eq!(engine.latest_sequence_number(), Some(at_stop));
+    write(&engine, b"two");
+    assert!(engine.latest_sequence_number() > Some(at_stop));
+}

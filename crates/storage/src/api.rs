@@ -566,6 +566,13 @@ pub trait Engine: Send + Sync {
     fn snapshot(&self, dir: &Path) -> Result<()>;
     /// Persists everything written so far (memtables, WAL).
     fn flush(&self) -> Result<()>;
+    /// The sequence number of the last write applied, which survives a
+    /// restart unchanged when nothing was written since: what tells a copy
+    /// of derived state (an ANN graph saved at stop) that it is current.
+    /// None from an engine without one (nothing is then taken as current).
+    fn latest_sequence_number(&self) -> Option<u64> {
+        None
+    }
     /// Caps the bytes flushes and compactions write per second
     /// (`compaction_throughput`, `nodetool setcompactionthroughput`; None:
     /// unthrottled) while the engine runs; false when it has no such cap.

@@ -1237,6 +1237,10 @@ impl<S: KvStore> Engine for KvEngine<S> {
         self.store.flush()
     }
 
+    fn latest_sequence_number(&self) -> Option<u64> {
+        self.store.latest_sequence_number()
+    }
+
     fn set_compaction_throughput(&self, bytes_per_second: Option<u64>) -> bool {
         self.store.set_write_rate_limit(bytes_per_second)
     }

@@ -120,6 +120,10 @@ pub trait KvStore: Send + Sync + 'static {
     }
     fn checkpoint(&self, dir: &Path) -> Result<()>;
     fn flush(&self) -> Result<()>;
+    /// `Engine::latest_sequence_number`; None by default.
+    fn latest_sequence_number(&self) -> Option<u64> {
+        None
+    }
     /// Caps the bytes flushes and compactions write per second (None:
     /// unthrottled); false when the backend has no such cap.
     fn set_write_rate_limit(&self, bytes_per_second: Option<u64>) -> bool {
