@@ -295,6 +295,37 @@ impl Executor {
         self.vector_graphs.usable_count()
     }
 
+    /// At start, once the schema is loaded and before any write: the ANN
+    /// graph of every SAI vector index, loaded from the data directory if
+    /// saved there at `sequence_at_open` (the storage engine's sequence
+    /// number when it opened, before the start's own writes), else built
+    /// in the background (`index::vector::persist`). Returns how many
+    /// were loaded.
+    pub fn start_vector_graphs(&self, sequence_at_open: Option<u64>) -> usize {
+        let Some(dir) = &self.schema_dir else {
+            return 0;
+        };
+        let dir = dir.join(crate::index::vector::persist::GRAPHS_DIR);
+        let now = rocksandra_data::LocalTime(self.now_micros().div_euclid(1_000_000));
+        let schema = self.schema();
+        self.vector_graphs
+            .start_all(&dir, &schema, &self.engine, (sequence_at_open, now))
+    }
+
+    /// At a clean stop, once no write runs (the transport has stopped):
+    /// writes every usable ANN graph to the data directory, for the next
+    /// start. Returns how many were saved.
+    pub fn save_vector_graphs(&self) -> usize {
+        let Some(dir) = &self.schema_dir else {
+            return 0;
+        };
+        let dir = dir.join(crate::index::vector::persist::GRAPHS_DIR);
+        // Read before the graphs are written: a write after this makes
+        // them stale (not loaded), never incomplete.
+        let sequence = self.engine.latest_sequence_number();
+        self.vector_graphs.save_all(&dir, &self.schema(), sequence)
+    }
+
     /// What a statement may use of this node while it runs.
     pub(crate) fn ctx(&self) -> StatementCtx<'_> {
         let data: &dyn crate::proxy::DataProxy = match self.cluster.get() {

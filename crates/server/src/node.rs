@@ -208,6 +208,9 @@ pub fn open(config: &Config) -> Result<Node, NodeError> {
         )?,
     );
     let engine: Arc<dyn Engine> = rocks.clone();
+    // Before the start's own writes (system tables, the default role): the
+    // sequence number saved ANN graphs must have been saved at.
+    let sequence_at_open = engine.latest_sequence_number();
     let node = NodeInfo {
         cluster_name: config.cluster_name.clone(),
         listen_address: config.listen_address,
@@ -224,6 +227,10 @@ pub fn open(config: &Config) -> Result<Node, NodeError> {
     spawn_tombstone_purger(&engine, local_clock(&env))?;
     let executor = Executor::open(engine.clone(), Some(dir.clone()), node, env)
         .map_err(NodeError::Executor)?;
+    // A node of a cluster ranks ANN queries by scan: no graph.
+    if !config.clustered {
+        executor.start_vector_graphs(sequence_at_open);
+    }
     executor.enable_password_authentication(rocksandra_query::auth::AuthConfig {
         password_authenticator: config.authenticator == crate::config::Authenticator::Password,
         cassandra_authorizer: config.authorizer == crate::config::Authorizer::Cassandra,

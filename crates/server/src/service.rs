@@ -180,6 +180,9 @@ impl Service {
             probe.abort();
             endpoint.abort();
         }
+        // No request runs any more: the transport's serving threads (and
+        // their blocking pools) have ended.
+        self.executor.save_vector_graphs();
         self.executor.flush().map_err(ServiceError::Flush)
     }
 }

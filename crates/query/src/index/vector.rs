@@ -36,6 +36,8 @@ use rocksandra_storage::{Engine, Mutation, PartitionKey, RangeScan, TableId};
 use crate::functions::vector::{decode_floats, Similarity};
 use crate::schema::{Schema, Table};
 
+pub mod persist;
+
 /// Links kept per point and layer (HNSW's M).
 const GRAPH_CONNECTIONS: usize = 16;
 /// Candidates explored while inserting (HNSW's ef_construction).
@@ -86,15 +88,25 @@ pub struct Graph {
 
 impl Graph {
     fn new(similarity: Similarity, dimension: usize) -> Graph {
+        let hnsw = Hnsw::new(
+            GRAPH_CONNECTIONS,
+            GRAPH_CAPACITY_HINT,
+            GRAPH_LAYERS,
+            GRAPH_EF_CONSTRUCTION,
+            ScoreDistance(similarity),
+        );
+        Graph::with_hnsw(hnsw, Vec::new(), dimension)
+    }
+
+    /// A graph of `hnsw`, whose point i is `rows[i]`'s (not built yet).
+    fn with_hnsw(
+        hnsw: Hnsw<'static, f32, ScoreDistance>,
+        rows: Vec<RowKey>,
+        dimension: usize,
+    ) -> Graph {
         Graph {
-            hnsw: Hnsw::new(
-                GRAPH_CONNECTIONS,
-                GRAPH_CAPACITY_HINT,
-                GRAPH_LAYERS,
-                GRAPH_EF_CONSTRUCTION,
-                ScoreDistance(similarity),
-            ),
-            rows: RwLock::new(Vec::new()),
+            hnsw,
+            rows: RwLock::new(rows),
             ready: AtomicBool::new(false),
             built_with: AtomicUsize::new(0),
             dimension,
@@ -242,13 +254,26 @@ impl Graphs {
             .name("ann-graph-build".into())
             .spawn(move || {
                 let _one_at_a_time = graphs.building.lock().unwrap_or_else(|p| p.into_inner());
-                if let Err(e) = fill(&graph, &*engine, &table, column, now) {
-                    tracing::warn!(
-                        "cannot build the ANN graph of {}.{}: {e}",
-                        table.keyspace,
-                        table.name
-                    );
-                    graphs.forget(key);
+                let started = std::time::Instant::now();
+                match fill(&graph, &*engine, &table, column, now) {
+                    Ok(()) if !graph.ready.load(Ordering::Acquire) => tracing::info!(
+                        "the ANN graph of {} would hold more than {GRAPH_POINTS_MAX} points: ranked by scan",
+                        persist::column_name(&table, column),
+                    ),
+                    Ok(()) => tracing::info!(
+                        "built the ANN graph of {} from storage: {} points in {} ms",
+                        persist::column_name(&table, column),
+                        graph.points(),
+                        started.elapsed().as_millis()
+                    ),
+                    Err(e) => {
+                        tracing::warn!(
+                            "cannot build the ANN graph of {}.{}: {e}",
+                            table.keyspace,
+                            table.name
+                        );
+                        graphs.forget(key);
+                    }
                 }
             });
         if let Err(e) = spawned {
