@@ -3,10 +3,11 @@
 //! [..] LIMIT n` without a WHERE clause, as Cassandra's jvector graph does.
 //!
 //! - A graph is built in the background (thread `ann-graph-build`, one
-//!   build at a time) from a scan of the table's storage, started by the
-//!   first ANN query of its column (again after a restart: it lives in
-//!   memory); queries rank by scan until it is ready. It is registered
-//!   before that scan, so the writes of the meantime reach it.
+//!   build at a time) from a scan of the table's storage, started at start
+//!   (unless `persist` loads the one saved at the last clean stop) or by
+//!   the first ANN query of its column; queries rank by scan until it is
+//!   ready. It is registered before that scan, so the writes of the
+//!   meantime reach it.
 //! - Every write of the column adds a point (`observe`, once the write is
 //!   applied, CAS included); nothing is removed.
 //! - The graph only proposes candidates: each is read back from the table

@@ -227,3 +227,24 @@ fn the_manifest_round_trips_its_rows() {
     assert_eq!(decoded, header);
     assert_eq!(decoded_rows, rows);
 }
+
+#[test]
+fn the_manifest_format_1_is_stable() {
+    let header = Header {
+        key: (TableId(7), ColumnId(2)),
+        similarity: Similarity::Cosine,
+        dimension: 3,
+        sequence: 99,
+        files: [FileSum { bytes: 5, crc: 6 }, FileSum { bytes: 8, crc: 9 }],
+    };
+    let rows = vec![
+        (PartitionKey::new(b"k".to_vec()), None),
+        (PartitionKey::new(b"l".to_vec()), Some(vec![b"c".to_vec()])),
+    ];
+    let bytes = encode(&header, &rows);
+    assert_eq!(hex::encode(&bytes), FORMAT_1_FIXTURE);
+    assert_eq!(decode(&bytes).expect("decode"), (header, rows));
+}
+
+/// A manifest as format 1 writes it (the layout in `persist`'s header).
+const FORMAT_1_FIXTURE: &str = "5256474d01000000070000000000000002000000000300000063000000000000000500000000000000060000000800000000000000090000000200000000000000010000006bffffffff010000006c01000000010000006317a9d590";
