@@ -98,7 +98,10 @@ def test_the_graph_is_saved_at_stop_and_rebuilt_after_kill_9(node):
     assert node.stop(signal.SIGTERM) == 0
     assert "saved the ANN graph of %s: %d points" % (GRAPH, POINTS) in log_text(node)
     graphs = os.path.join(node.data_dir, "data", "vector_graphs")
-    assert sorted(os.listdir(graphs))  # the manifest and the crate's two files
+    # Our manifest and hnsw_rs's two files, of one graph.
+    files = os.listdir(graphs)
+    assert sorted(f.split(".", 1)[1] for f in files) == ["hnsw.data", "hnsw.graph", "manifest"]
+    assert len({f.split(".", 1)[0] for f in files}) == 1
 
     # A clean restart loads it, and deletes the saved files.
     since, cluster, session = restart(node)
@@ -108,9 +111,8 @@ def test_the_graph_is_saved_at_stop_and_rebuilt_after_kill_9(node):
     assert not os.path.exists(graphs)
     assert [ann(session, q) for q in queries] == answers
     # Writes after the restart reach the loaded graph.
-    near = [q * 1.0 for q in queries[0]]
-    stored[POINTS] = near
-    session.execute(insert, (POINTS, near))
+    stored[POINTS] = list(queries[0])
+    session.execute(insert, (POINTS, stored[POINTS]))
     assert ann(session, queries[0])[0] == POINTS
     answers = [exact_top(stored, q) for q in queries]
     assert [ann(session, q) for q in queries] == answers
