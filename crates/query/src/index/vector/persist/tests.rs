@@ -1,3 +1,7 @@
+//! Saved graphs: the round trip (same neighbours, further inserts), and
+//! what is refused (another sequence number, another index, damaged or
+//! truncated files, too many points); the manifest's format 1 fixture.
+
 use super::*;
 
 const TABLE: TableId = TableId(42);
