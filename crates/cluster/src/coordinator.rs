@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use rocksandra_data::{LocalTime, Timestamp, Token};
 use rocksandra_query::disk_usage::DiskUsage;
-use rocksandra_query::proxy::{CasDecide, CasOptions, DataProxy, WriteOptions};
+use rocksandra_query::proxy::{AnnQuery, CasDecide, CasOptions, DataProxy, WriteOptions};
 use rocksandra_query::read_thresholds::{ReadMet, ReadThresholdSettings};
 use rocksandra_query::schema::{Schema, Table};
 use rocksandra_query::tombstones::TombstoneSettings;
@@ -107,6 +107,8 @@ pub struct Shared {
     pub tombstones: Arc<TombstoneSettings>,
     /// `read_thresholds_enabled` and the read size thresholds.
     pub read_thresholds: Arc<ReadThresholdSettings>,
+    /// This node's ANN graphs, which answer `AnnSearch` (None: no graphs).
+    pub vectors: Option<crate::vector_search::VectorReplica>,
     /// How requests reach other nodes (`Messaging`, or a simulated network).
     pub messaging: Arc<dyn Transport>,
     pub topology: RwLock<Arc<Topology>>,
@@ -166,6 +168,7 @@ impl Shared {
             engine: replica.engine,
             tombstones: replica.tombstones,
             read_thresholds: replica.read_thresholds,
+            vectors: replica.vectors,
             messaging,
             topology: RwLock::new(Arc::new(topology)),
             hints,
@@ -305,12 +308,19 @@ impl Shared {
 
     /// Runs `request` here (a local replica) or sends it; local answers go
     /// to the same channel.
-    fn dispatch(&self, endpoint: IpAddr, request: Request, reply: &std::sync::mpsc::Sender<Reply>) {
+    pub(crate) fn dispatch(
+        &self,
+        endpoint: IpAddr,
+        request: Request,
+        reply: &std::sync::mpsc::Sender<Reply>,
+    ) {
         if endpoint == self.local {
-            let response = match replica::serve(&*self.engine, self.read_limits(), request) {
-                Ok(r) => r,
-                Err(_) => Response::Error(RemoteError::Invalid("not a data request".into())),
-            };
+            let vectors = self.vectors.as_ref();
+            let response = crate::vector_search::serve(vectors, &self.engine, request)
+                .or_else(|request| replica::serve(&*self.engine, self.read_limits(), request))
+                .unwrap_or_else(|_| {
+                    Response::Error(RemoteError::Invalid("not a data request".into()))
+                });
             let _ = reply.send((endpoint, Ok(response)));
         } else {
             self.messaging.send(endpoint, request, reply.clone());
@@ -402,7 +412,7 @@ fn write_failure(
 
 /// Err(Unavailable) unless the `live` replicas satisfy `requirement`;
 /// returns them with their data centers.
-fn check_live(
+pub(crate) fn check_live(
     topology: &Topology,
     requirement: &Requirement,
     cl: Consistency,
@@ -416,7 +426,7 @@ fn check_live(
     Ok(with_dcs)
 }
 
-fn keyspace_strategy(schema: &Schema, keyspace: &str) -> Strategy {
+pub(crate) fn keyspace_strategy(schema: &Schema, keyspace: &str) -> Strategy {
     schema
         .keyspace(keyspace)
         .map(|k| Strategy::from_replication(&k.replication))
@@ -990,6 +1000,19 @@ impl DataProxy for Coordinator {
             }
         }
         Ok((page, tombstones))
+    }
+
+    /// One replica per token range answers from its graph
+    /// (`vector_search`).
+    fn ann_top(
+        &self,
+        schema: &Schema,
+        table: &Table,
+        query: &AnnQuery,
+        cl: Consistency,
+        now: LocalTime,
+    ) -> Result<Option<Vec<Partition>>, QueryError> {
+        crate::vector_search::ann_top(&self.shared, (schema, table), query, cl, now)
     }
 
     fn cas(
@@ -1664,7 +1687,7 @@ fn merged_engine(table: &Table, now: LocalTime) -> Result<KvEngine<MemoryStore>,
 
 /// The scan's token interval cut at the ring's tokens, in token order:
 /// (first token, last token, replicas) with both ends inclusive.
-fn scan_pieces(
+pub(crate) fn scan_pieces(
     topology: &Topology,
     strategy: &Strategy,
     scan: &RangeScan,

@@ -42,6 +42,14 @@ pub const KEY_NATIVE_PORT: &str = "native_port";
 pub const KEY_SCHEMA_VERSION: &str = "schema_version";
 pub const KEY_SCHEMA_EPOCH: &str = "schema_epoch";
 pub const KEY_RELEASE: &str = "release_version";
+/// Which internode requests a node understands beyond those of the frame
+/// format (`MESSAGING_VERSION`); a peer that publishes none is older and
+/// is sent none of the newer requests.
+pub const KEY_MESSAGING_VERSION: &str = "messaging_version";
+/// This node's messaging version: 1 adds `Request::AnnSearch`.
+pub const MESSAGING_VERSION: u32 = 1;
+/// The messaging version from which a peer answers `Request::AnnSearch`.
+pub const ANN_SEARCH_VERSION: u32 = 1;
 /// Nodes this node is removing (`nodetool removenode`), as
 /// `hostid=removing` or `hostid=removed`, comma-separated.
 pub const KEY_REMOVALS: &str = "removals";
@@ -72,6 +80,8 @@ pub struct NodeView {
     pub load: Option<u64>,
     /// Its data disk usage, as it last published it.
     pub disk_usage: DiskUsage,
+    /// Its `KEY_MESSAGING_VERSION` (0: it publishes none).
+    pub messaging_version: u32,
 }
 
 /// `KEY_REMOVALS`'s value for these removals.
@@ -138,6 +148,7 @@ impl LocalState {
             (KEY_SCHEMA_VERSION.into(), hex::encode(self.schema_version)),
             (KEY_SCHEMA_EPOCH.into(), self.schema_epoch.to_string()),
             (KEY_RELEASE.into(), rocksandra_query::RELEASE_VERSION.into()),
+            (KEY_MESSAGING_VERSION.into(), MESSAGING_VERSION.to_string()),
         ]
     }
 }
@@ -191,6 +202,9 @@ pub fn parse_view(
         disk_usage: get(KEY_DISK_USAGE)
             .and_then(|d| DiskUsage::from_name(&d))
             .unwrap_or_default(),
+        messaging_version: get(KEY_MESSAGING_VERSION)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
     })
 }
 

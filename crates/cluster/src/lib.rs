@@ -7,7 +7,8 @@
 //! with the acceptors' durable state in `paxos_store`), the node's
 //! membership and bootstrap (`node`), schema agreement (`schema_exchange`), moving token
 //! ranges' data between nodes (`streaming`), decommission, removenode,
-//! rebuild and Merkle-tree repair (`operations`, `repair`) and operator
+//! rebuild and Merkle-tree repair (`operations`, `repair`), ANN queries
+//! answered from each replica's graph (`vector_search`) and operator
 //! commands (`admin`).
 
 pub mod admin;
@@ -35,5 +36,6 @@ pub mod streaming;
 pub mod tls;
 pub mod topology;
 pub mod truncate;
+pub mod vector_search;
 
 pub use node::{ClusterConfig, ClusterNode, EventSink};

@@ -9,7 +9,7 @@
 
 use std::net::IpAddr;
 
-use rocksandra_data::LocalTime;
+use rocksandra_data::{LocalTime, Token};
 use rocksandra_storage::{
     Mutation, Partition, PartitionRead, RangeScan, RawPartition, ScanPage, TokenRange,
 };
@@ -192,6 +192,19 @@ pub enum Request {
     /// Every file of a `StreamBegin` session went: ingest them (`Ack`).
     StreamCommit {
         session: u64,
+    },
+    /// The best `k` rows (at most `ANN_LIMIT_MAX`) of `table` by the
+    /// similarity of column `column` to `vector`, among the rows of
+    /// `ranges` (token intervals, both ends inclusive), from the replica's
+    /// graph (`Response::AnnRows`). Sent only to peers whose gossiped
+    /// messaging version is at least `gossip::ANN_SEARCH_VERSION`.
+    AnnSearch {
+        table: u64,
+        column: u32,
+        vector: Vec<f32>,
+        k: u32,
+        ranges: Vec<(Token, Token)>,
+        now: LocalTime,
     },
 }
 
@@ -434,6 +447,13 @@ pub enum Response {
         #[serde(with = "serde_bytes")]
         bytes: Vec<u8>,
         crc32: u32,
+    },
+    /// The answer to `AnnSearch`: the rows, best first, each a partition
+    /// of one row as a range read returns it; `from_graph`: the replica's
+    /// graph proposed them (else its exact scan of the ranges).
+    AnnRows {
+        rows: Vec<Partition>,
+        from_graph: bool,
     },
 }
 

@@ -59,7 +59,7 @@ impl Verb {
         match request {
             Request::Mutate { .. } => Verb::Mutation,
             Request::Read { .. } | Request::ReadRaw { .. } => Verb::Read,
-            Request::Scan { .. } => Verb::RangeSlice,
+            Request::Scan { .. } | Request::AnnSearch { .. } => Verb::RangeSlice,
             Request::StoreHint { .. } => Verb::Hint,
             Request::BatchStore { .. } => Verb::BatchStore,
             Request::BatchRemove { .. } => Verb::BatchRemove,
@@ -150,6 +150,9 @@ pub struct ClusterSnapshot {
     /// Bytes of hints kept for other nodes, not delivered yet.
     pub hints_pending_bytes: u64,
     pub read_repairs: u64,
+    /// This replica's ANN searches answered from its graph, and by scan.
+    pub ann_searches_graph: u64,
+    pub ann_searches_scan: u64,
     pub streamed_in_bytes: u64,
     pub streamed_out_bytes: u64,
     pub pools: Vec<PoolSnapshot>,

@@ -27,6 +27,7 @@ use crate::schema_exchange::SchemaExchange;
 use crate::stages::{StagedEngine, Stages};
 use crate::tls::InternodeTls;
 use crate::topology::Topology;
+use crate::vector_search::AnnSearchCounts;
 
 mod error;
 pub use error::StartError;
@@ -433,6 +434,17 @@ fn choose_tokens(config: &ClusterConfig, views: &[NodeView]) -> Vec<Token> {
     allocate_tokens(&others, &config.dc, config.num_tokens.max(1), &mut random)
 }
 
+/// What this node's replica answers ANN searches with: the executor's
+/// graphs and schema (held weakly: the executor holds the coordinator).
+fn vector_replica(executor: &Arc<Executor>) -> crate::vector_search::VectorReplica {
+    let weak = Arc::downgrade(executor);
+    crate::vector_search::VectorReplica {
+        graphs: executor.vector_graphs(),
+        schema: Arc::new(move || weak.upgrade().map(|e| e.schema())),
+        counts: Arc::default(),
+    }
+}
+
 /// The membership loop, and the hint and batchlog replay threads.
 fn spawn_background_loops(node: &Arc<ClusterNode>) -> Result<(), StartError> {
     let thread = |what| move |source| StartError::Thread { what, source };
@@ -464,11 +476,13 @@ impl ClusterNode {
         let _ = std::fs::remove_dir_all(config.data_dir.join(STREAMING_DIR));
         open_cluster_tables(&*engine)?;
         let stages = Arc::new(Stages::default());
-        let engine: Arc<dyn Engine> = Arc::new(StagedEngine::new(engine, stages.clone()));
+        let vectors = vector_replica(&executor);
+        let staged = StagedEngine::new(engine, stages.clone()).observing(vectors.graphs.clone());
         let replica = Replica {
-            engine,
+            engine: Arc::new(staged),
             tombstones: executor.tombstone_settings(),
             read_thresholds: executor.read_threshold_settings(),
+            vectors: Some(vectors),
         };
         let handler = Arc::new(NodeHandler {
             node: OnceLock::new(),
@@ -919,10 +933,18 @@ impl ClusterNode {
             hints_delivered: hints.counts.delivered.load(Ordering::Relaxed),
             hints_pending_bytes: hints.pending_bytes(),
             read_repairs: self.shared.read_repairs.load(Ordering::Relaxed),
+            ann_searches_graph: self.ann_searches(|c| &c.graph),
+            ann_searches_scan: self.ann_searches(|c| &c.scan),
             streamed_in_bytes: sessions_in.saturating_add(served_in),
             streamed_out_bytes: sessions_out.saturating_add(served_out),
             pools: self.stages.pools(),
         }
+    }
+
+    /// One count of this replica's ANN searches (`vector_search`).
+    fn ann_searches(&self, count: fn(&AnnSearchCounts) -> &AtomicU64) -> u64 {
+        let counts = self.shared.vectors.as_ref().map(|v| &*v.counts);
+        counts.map_or(0, |c| count(c).load(Ordering::Relaxed))
     }
 
     /// This node as operator commands see it now.

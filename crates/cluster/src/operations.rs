@@ -829,6 +829,7 @@ mod tests {
             removals: Vec::new(),
             load: None,
             disk_usage: Default::default(),
+            messaging_version: crate::gossip::MESSAGING_VERSION,
         };
         let mut joining = member(4, &[150]);
         joining.status = MemberStatus::Joining;

@@ -31,11 +31,19 @@ pub struct Replica {
     /// `read_thresholds_enabled` and the read size thresholds (the
     /// coordinator's side: `read_reports`).
     pub read_thresholds: Arc<rocksandra_query::read_thresholds::ReadThresholdSettings>,
+    /// The node's ANN graphs, which answer `AnnSearch` (None: no graphs).
+    pub vectors: Option<crate::vector_search::VectorReplica>,
 }
 
 impl Replica {
-    /// Runs a data request here (see `serve`).
+    /// Runs a data request here (see `serve`), ANN searches included
+    /// (`vector_search::serve`).
     pub fn serve(&self, request: Request) -> Result<Response, Request> {
+        let request =
+            match crate::vector_search::serve(self.vectors.as_ref(), &self.engine, request) {
+                Ok(answered) => return Ok(answered),
+                Err(other) => other,
+            };
         serve(
             &*self.engine,
             ReadLimits::new(&self.tombstones, &self.read_thresholds),
@@ -437,6 +445,7 @@ mod tests {
             engine: Arc::new(engine_with(1, 5)),
             tombstones: Arc::default(),
             read_thresholds: Arc::default(),
+            vectors: None,
         };
         assert_eq!(tombstones_of(&replica.serve(read(false)).unwrap()), Some(5));
         replica.tombstones.set(LOW);

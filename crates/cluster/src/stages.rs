@@ -3,12 +3,19 @@
 //! writes (`MutationStage`) of local replicas, whether a peer or this
 //! node coordinated them. There are no stage queues: work runs on the
 //! thread that received it, so nothing is ever pending or blocked.
+//!
+//! The same engine is where this node applies every mutation as a replica
+//! (its own coordinator's writes, peers' writes, hints, batchlog replay,
+//! read repair, Paxos commits): the hook that shows them to its ANN graphs
+//! (`observing`), and drops a table's graphs when its data changes by
+//! other ways (streamed or imported files, truncation).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rocksandra_data::LocalTime;
+use rocksandra_query::index::vector::Graphs;
 use rocksandra_storage::{
     Engine, Mutation, Partition, PartitionKey, PartitionRead, RangeScan, RawPartition, Result,
     ScanPage, StorageStats, TableId, TableSpec, TableStorageStats, TokenRange,
@@ -69,15 +76,44 @@ impl Stages {
     }
 }
 
-/// An engine that counts its reads and writes in `Stages`.
+/// An engine that counts its reads and writes in `Stages` (and shows its
+/// writes to the ANN graphs, when `observing`).
 pub struct StagedEngine {
     inner: Arc<dyn Engine>,
     stages: Arc<Stages>,
+    graphs: Option<Arc<Graphs>>,
 }
 
 impl StagedEngine {
     pub fn new(inner: Arc<dyn Engine>, stages: Arc<Stages>) -> StagedEngine {
-        StagedEngine { inner, stages }
+        StagedEngine {
+            inner,
+            stages,
+            graphs: None,
+        }
+    }
+
+    /// Shows every write applied through this engine to `graphs`.
+    pub fn observing(self, graphs: Arc<Graphs>) -> StagedEngine {
+        StagedEngine {
+            graphs: Some(graphs),
+            ..self
+        }
+    }
+
+    /// The write hook: `mutations` were applied (or queued in this
+    /// thread's write group, which commits them).
+    fn applied(&self, mutations: &[Mutation]) {
+        if let Some(graphs) = &self.graphs {
+            graphs.observe_applied(mutations);
+        }
+    }
+
+    /// `table`'s data changed without passing through `write`.
+    fn data_replaced(&self, table: TableId) {
+        if let Some(graphs) = &self.graphs {
+            graphs.forget_table(table);
+        }
     }
 }
 
@@ -92,12 +128,16 @@ impl Engine for StagedEngine {
         self.inner.drop_table(table)
     }
     fn truncate(&self, table: TableId) -> Result<()> {
-        self.inner.truncate(table)
+        let result = self.inner.truncate(table);
+        self.data_replaced(table);
+        result
     }
     fn write(&self, mutations: &[Mutation], now: LocalTime) -> Result<()> {
         self.stages
             .mutation
-            .run(|| self.inner.write(mutations, now))
+            .run(|| self.inner.write(mutations, now))?;
+        self.applied(mutations);
+        Ok(())
     }
     fn commit_deferred(&self) {
         self.stages.mutation.run(|| self.inner.commit_deferred())
@@ -153,7 +193,9 @@ impl Engine for StagedEngine {
         self.inner.stream_out(table, range, dir)
     }
     fn stream_in(&self, table: TableId, files: &[PathBuf]) -> Result<()> {
-        self.inner.stream_in(table, files)
+        let result = self.inner.stream_in(table, files);
+        self.data_replaced(table);
+        result
     }
     fn import(
         &self,
@@ -161,7 +203,9 @@ impl Engine for StagedEngine {
         source: &rocksandra_storage::import::ImportSource,
         work_dir: &Path,
     ) -> Result<rocksandra_storage::import::ImportCounts> {
-        self.inner.import(table, source, work_dir)
+        let result = self.inner.import(table, source, work_dir);
+        self.data_replaced(table);
+        result
     }
     fn partition_keys(
         &self,

@@ -178,6 +178,7 @@ pub(crate) mod tests {
             removals: Vec::new(),
             load: None,
             disk_usage: Default::default(),
+            messaging_version: crate::gossip::MESSAGING_VERSION,
         }
     }
 

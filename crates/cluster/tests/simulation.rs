@@ -710,6 +710,7 @@ impl Sim {
                 engine: engines[&a].clone(),
                 tombstones: Arc::default(),
                 read_thresholds: Arc::default(),
+                vectors: None,
             };
             let shared = Shared::new(
                 a,
@@ -817,6 +818,7 @@ impl Sim {
                 removals: Vec::new(),
                 load: None,
                 disk_usage: Default::default(),
+                messaging_version: rocksandra_cluster::gossip::MESSAGING_VERSION,
             })
             .collect();
         for n in &self.nodes {

@@ -284,9 +284,15 @@ impl Executor {
         self.cluster
             .set(MeteredProxy::new(proxy, self.client_requests.clone()))
             .map_err(|_| QueryError::Server("the data proxy is already set".into()))?;
-        // A cluster ranks ANN queries by scan: no graph to feed.
-        self.vector_graphs.disable();
+        // The cluster's storage hook feeds the graphs from now on.
+        self.vector_graphs.observe_in_storage();
         Ok(())
+    }
+
+    /// This node's ANN graphs, which the cluster's replica feeds and
+    /// searches (`index::vector`).
+    pub fn vector_graphs(&self) -> Arc<crate::index::vector::Graphs> {
+        self.vector_graphs.clone()
     }
 
     /// How many ANN graphs of SAI vector indexes are built and answer

@@ -18,7 +18,7 @@ use smallvec::SmallVec;
 
 use crate::error::{QueryError, Result};
 use crate::metrics::{ClientRequestMetrics, Scope, TableMetrics};
-use crate::proxy::{CasDecide, CasOptions, DataProxy, WriteOptions};
+use crate::proxy::{AnnQuery, CasDecide, CasOptions, DataProxy, WriteOptions};
 use crate::read_thresholds::ReadMet;
 use crate::schema::{Schema, Table};
 
@@ -209,6 +209,24 @@ impl DataProxy for MeteredProxy {
         self.metrics
             .record(Scope::CasWrite, options.serial, started.elapsed(), &result);
         result
+    }
+
+    /// Recorded as a range read, as Cassandra's top-K query is one.
+    fn ann_top(
+        &self,
+        schema: &Schema,
+        table: &Table,
+        query: &AnnQuery,
+        consistency: Consistency,
+        now: LocalTime,
+    ) -> Result<Option<Vec<Partition>>> {
+        let started = Instant::now();
+        let result = self.inner.ann_top(schema, table, query, consistency, now);
+        if matches!(result, Ok(None)) {
+            // Not answered: the caller's scan is recorded instead.
+            return result;
+        }
+        self.recorded_scan(table, consistency, started, result)
     }
 
     fn truncate(&self, keyspace: &str, table: &str, here: &dyn Fn() -> Result<()>) -> Result<()> {

@@ -59,6 +59,17 @@ pub enum CounterWrites {
     PartitionCas,
 }
 
+/// An ANN query the replicas answer from their graphs
+/// (`index::vector_local`): the best `k` rows of a table by the
+/// similarity of `column` to `vector`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AnnQuery {
+    pub column: rocksandra_storage::cell::ColumnId,
+    pub vector: Vec<f32>,
+    /// At most `select::ann::ANN_LIMIT_MAX`.
+    pub k: usize,
+}
+
 /// Where user-table writes and reads go.
 pub trait DataProxy: Send + Sync {
     /// The worst data disk usage among the replicas of `mutations`, as
@@ -152,6 +163,23 @@ pub trait DataProxy: Send + Sync {
     /// How counter updates through this proxy keep from racing each other.
     fn counter_writes(&self) -> CounterWrites {
         CounterWrites::NodeLock
+    }
+    /// An ANN query over the whole of `table`, asked of one replica per
+    /// token range (`consistency` is ONE or LOCAL_ONE: Cassandra runs
+    /// top-K queries at ONE) which answers from its graph: at most `k`
+    /// rows from each, as one-row partitions, for the caller to rank.
+    /// None: this proxy has no such path (a node alone ranks with its own
+    /// graph; peers too old to answer), and the caller ranks by scan.
+    fn ann_top(
+        &self,
+        schema: &Schema,
+        table: &Table,
+        query: &AnnQuery,
+        consistency: Consistency,
+        now: LocalTime,
+    ) -> Result<Option<Vec<Partition>>> {
+        let _ = (schema, table, query, consistency, now);
+        Ok(None)
     }
     /// TRUNCATE: empties `keyspace.table` (its views too) on every node.
     /// `here` is this node's part (its snapshot and truncation), all a

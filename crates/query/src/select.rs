@@ -110,7 +110,7 @@ struct KeyResume {
 pub const UNPAGED_ROWS_MAX: usize = 1_000_000;
 
 mod aggregate;
-mod ann;
+pub(crate) mod ann;
 mod group_by;
 mod metadata;
 mod point;
@@ -2820,6 +2820,30 @@ fn ann_graph(
     graph
 }
 
+/// In a cluster, an ANN query without WHERE clause answered by one
+/// replica per token range from its graph (`DataProxy::ann_top`), the
+/// replies ranked here; None where that path is not open (a node alone, a
+/// WHERE clause, peers too old), for the query to be ranked as before.
+fn ann_replicas(
+    context: &StatementCtx<'_>,
+    (table, restrictions, schema): (&Arc<Table>, &Restrictions, &Schema),
+    ranking: &ann::Ranking,
+    now: rocksandra_data::LocalTime,
+) -> Result<Option<Vec<CqlRow>>> {
+    if !context.is_clustered() || !ann::unrestricted(restrictions) {
+        return Ok(None);
+    }
+    let query = ranking.query(table);
+    let consistency = rocksandra_wire::Consistency::One;
+    match context
+        .data()
+        .ann_top(schema, table, &query, consistency, now)?
+    {
+        Some(replies) => ranking.top_of_replies(table, replies, now).map(Some),
+        None => Ok(None),
+    }
+}
+
 /// A GROUP BY query's page (`aggregate::fold_groups`): its groups folded
 /// as the rows come, read from the start (pages count groups).
 fn execute_grouped(
@@ -3014,9 +3038,12 @@ fn execute_ann(
     );
     let now = context.local_now(request);
     // Ranked by the clear vectors, then masked for the user.
-    let mut rows = match ann_graph(context, table, restrictions, &ranking, now) {
-        Some(graph) => ranking.top_rows_from(&graph, &reader)?,
-        None => ranking.top_rows(&reader)?,
+    let mut rows = match ann_replicas(context, (table, restrictions, schema), &ranking, now)? {
+        Some(rows) => rows,
+        None => match ann_graph(context, table, restrictions, &ranking, now) {
+            Some(graph) => ranking.top_rows_from(&graph, &reader)?,
+            None => ranking.top_rows(&reader)?,
+        },
     };
     if let Some(masker) = crate::masking::Masker::for_read(context, request, table, ctx)? {
         masker.mask(&mut rows)?;

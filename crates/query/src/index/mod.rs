@@ -11,6 +11,8 @@
 //!   looked up, each base row re-read and re-checked, stale entries removed.
 //! - `build`: the index tables a schema change creates and drops, and the
 //!   build of a new index over existing data.
+//! - `vector`: the ANN graphs of SAI vector indexes, a node's own;
+//!   `vector_local`: a replica's ANN search over its data, from its graph.
 //!
 //! Indexes are global: an index's entries are partitioned by the indexed
 //! value, replicated as their keyspace is, written through the same
@@ -24,6 +26,7 @@ pub mod entries;
 pub mod plan;
 pub mod search;
 pub mod vector;
+pub mod vector_local;
 
 use rocksandra_cql::ast::Operator;
 use rocksandra_data::types::CqlType;

@@ -18,7 +18,14 @@
 //!   hands the query to the exact scan. A graph is thrown away and
 //!   rebuilt once it holds more than twice the points it was built with
 //!   (plus `GRAPH_SLACK_POINTS`).
-//! - In a cluster, where other coordinators write too, ANN ranks by scan.
+//! - In a cluster every node keeps the graphs of its own data: the writes
+//!   it applies as a replica (whoever coordinated them, hints, batchlog
+//!   replay, read repair, Paxos commits) are observed where the node
+//!   applies them to storage (`observe_applied`, the cluster's engine
+//!   hook), and data that arrives otherwise (streamed or imported files,
+//!   truncation) drops the table's graphs (`forget_table`), to be rebuilt
+//!   from storage. A replica answers the coordinator's ANN request from
+//!   its graph for the token ranges asked (`index::vector_local`).
 //!
 //! Memory: a graph holds each vector once per write (and 16 links per
 //! point); at most `GRAPH_POINTS_MAX` points per graph, past which the
@@ -197,18 +204,43 @@ pub struct Graphs {
     vector_tables: RwLock<std::collections::HashSet<TableId>>,
     /// One build at a time.
     building: Mutex<()>,
-    /// Set in a cluster, where no graph is built: writes are not copied.
-    disabled: AtomicBool,
+    /// Set in a cluster, where the storage hook observes every write the
+    /// node applies (`observe_applied`): statements do not copy theirs.
+    observed_in_storage: AtomicBool,
 }
 
 impl Graphs {
-    /// No graphs from now on (the node is a cluster member).
-    pub fn disable(&self) {
-        self.disabled.store(true, Ordering::Release);
-        self.graphs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+    /// From now on writes are observed where the node applies them to
+    /// storage (`observe_applied`; the node is a cluster member), not by
+    /// the statements that make them (`to_observe` gives none).
+    pub fn observe_in_storage(&self) {
+        self.observed_in_storage.store(true, Ordering::Release);
+    }
+
+    /// The storage hook: adds the vectors of `mutations`, just applied by
+    /// this node, to its graphs. A table without a vector index costs the
+    /// check of an empty set.
+    pub fn observe_applied(&self, mutations: &[Mutation]) {
+        let observed: Vec<Mutation> = {
+            let tables = self.vector_tables.read().unwrap_or_else(|p| p.into_inner());
+            if tables.is_empty() {
+                return;
+            }
+            mutations
+                .iter()
+                .filter(|m| tables.contains(&m.table))
+                .cloned()
+                .collect()
+        };
+        self.observe(&observed);
+    }
+
+    /// Drops the graphs of `table`, whose data changed without passing
+    /// through `observe_applied` (streamed or imported files, truncation):
+    /// the next ANN query starts a rebuild from storage.
+    pub fn forget_table(&self, table: TableId) {
+        let mut graphs = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
+        graphs.retain(|(t, _), _| *t != table);
     }
 
     /// How many graphs are built and usable.
@@ -291,7 +323,7 @@ impl Graphs {
     /// The mutations of `mutations` that `observe` must see once they are
     /// applied (those of tables with a vector SAI index); usually none.
     pub fn to_observe(&self, mutations: &[Mutation]) -> Vec<Mutation> {
-        if self.disabled.load(Ordering::Acquire) {
+        if self.observed_in_storage.load(Ordering::Acquire) {
             return Vec::new();
         }
         let tables = self.vector_tables.read().unwrap_or_else(|p| p.into_inner());
@@ -502,6 +534,48 @@ mod tests {
                 assert!(v.is_finite() && v >= 0.0, "{s:?} {a:?} {b:?}: {v}");
             }
         }
+    }
+
+    /// Graphs holding a built graph of column 1 of tables 1 and 2.
+    fn graphs_of_two_tables() -> (Graphs, Arc<Graph>) {
+        let graphs = Graphs::default();
+        let graph = Arc::new(Graph::new(Similarity::Euclidean, 1));
+        graph.mark_built();
+        for table in [TableId(1), TableId(2)] {
+            let mut all = graphs.graphs.lock().unwrap();
+            all.insert((table, ColumnId(1)), graph.clone());
+        }
+        (graphs, graph)
+    }
+
+    #[test]
+    fn a_tables_graphs_are_dropped_when_its_data_is_replaced() {
+        let (graphs, _) = graphs_of_two_tables();
+        graphs.forget_table(TableId(1));
+        assert!(graphs.usable(TableId(1), ColumnId(1)).is_none());
+        assert!(graphs.usable(TableId(2), ColumnId(1)).is_some());
+    }
+
+    #[test]
+    fn the_storage_hook_feeds_the_graphs_of_vector_indexed_tables_only() {
+        let (graphs, graph) = graphs_of_two_tables();
+        let mut write = Mutation::new(TableId(1), PartitionKey::new(vec![7]));
+        let cell = rocksandra_storage::cell::Cell::live(ColumnId(1), 1, 2f32.to_be_bytes().into());
+        let update = rocksandra_storage::RowUpdate {
+            cells: vec![cell],
+            ..Default::default()
+        };
+        write.rows.push((Vec::new(), update));
+        // No table has a vector index yet: nothing is copied.
+        graphs.observe_applied(std::slice::from_ref(&write));
+        assert_eq!(graph.points(), 0);
+        graphs.vector_tables.write().unwrap().insert(TableId(1));
+        graphs.observe_in_storage();
+        // Statements leave it to the hook, which adds the point.
+        assert!(graphs.to_observe(std::slice::from_ref(&write)).is_empty());
+        graphs.observe_applied(std::slice::from_ref(&write));
+        assert_eq!(graph.points(), 1);
+        assert_eq!(graph.nearest(&[2.0], 1), vec![key(7)]);
     }
 
     #[test]

@@ -4,10 +4,13 @@
 //! index's similarity function to the query vector (best first, rows
 //! without a vector left out), at most LIMIT of them, in one page.
 //!
-//! The ranking is exact: every selected row is scored, a page of rows at a
-//! time, keeping the best LIMIT. Cassandra answers from an approximate
-//! (HNSW) graph; on the same data both give the same rows unless scores
-//! are nearly tied.
+//! Without a WHERE clause the candidates come from HNSW graphs
+//! (`index::vector`): a node alone its own, a cluster's coordinator the
+//! replies of one replica per token range, each from its graph
+//! (`index::vector_local`), ranked here (`top_of_replies`). Otherwise the
+//! ranking is exact: every selected row is scored, a page of rows at a
+//! time, keeping the best LIMIT. On the same data both give the same rows
+//! unless scores are nearly tied or the graph's recall misses one.
 
 use rocksandra_cql::ast::{Expr, OrderingKind, Relation, RelationLhs, Select};
 
@@ -422,9 +425,50 @@ impl Ranking {
     }
 }
 
+impl Ranking {
+    /// The query the replicas answer (`DataProxy::ann_top`).
+    pub(super) fn query(&self, table: &Table) -> crate::proxy::AnnQuery {
+        crate::proxy::AnnQuery {
+            column: self.column_id(table),
+            vector: self.query.clone(),
+            k: self.limit,
+        }
+    }
+
+    /// The best `limit` rows of the replicas' replies: each row scored by
+    /// its vector, a row answered twice kept once, best first, ties in key
+    /// order (partition, then clustering), as a replica ranks them.
+    pub(super) fn top_of_replies(
+        &self,
+        table: &Table,
+        replies: Vec<rocksandra_storage::Partition>,
+        now: rocksandra_data::LocalTime,
+    ) -> Result<Vec<CqlRow>> {
+        let mut seen = std::collections::HashSet::new();
+        let mut best: Vec<(f32, CqlRow)> = Vec::new();
+        for partition in replies {
+            for row in crate::rows::partition_rows_owned(table, partition, now, false)? {
+                if !seen.insert((row.partition.clone(), row.clustering.clone())) {
+                    continue;
+                }
+                if let Some(score) = self.score(&row) {
+                    best.push((score, row));
+                }
+            }
+        }
+        best.sort_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| a.1.partition.cmp(&b.1.partition))
+                .then_with(|| a.1.clustering.cmp(&b.1.clustering))
+        });
+        best.truncate(self.limit);
+        Ok(best.into_iter().map(|(_, row)| row).collect())
+    }
+}
+
 /// What a graph search does after one round of candidates.
 #[derive(Debug, PartialEq)]
-enum Step {
+pub(crate) enum Step {
     /// Enough live rows, or every point was proposed.
     Done,
     /// Too few live rows: ask the graph for this many candidates.
@@ -436,7 +480,13 @@ enum Step {
     Scan,
 }
 
-fn next_step(limit: usize, asked: usize, points: usize, proposed: usize, live: usize) -> Step {
+pub(crate) fn next_step(
+    limit: usize,
+    asked: usize,
+    points: usize,
+    proposed: usize,
+    live: usize,
+) -> Step {
     if live >= limit {
         Step::Done
     } else if proposed < asked {
@@ -462,7 +512,95 @@ fn read_row(reader: &Reader<'_>, (partition, clustering): &RowKey) -> Result<Opt
 
 #[cfg(test)]
 mod tests {
-    use super::{next_step, Step};
+    use super::{next_step, Ranking, Step};
+    use crate::functions::vector::Similarity;
+    use crate::schema::{Column, ColumnKind, Table};
+    use rocksandra_data::types::CqlType;
+    use rocksandra_data::{LocalTime, NativeType};
+    use rocksandra_storage::cell::{Cell, ColumnId, LiveRow, LivenessInfo};
+    use rocksandra_storage::{Partition, PartitionKey, Row, TableId};
+
+    /// `(k int PRIMARY KEY, v vector<float, 2>)`.
+    fn table() -> Table {
+        let column = |name: &str, ty, kind, id| Column {
+            name: name.into(),
+            ty,
+            kind,
+            position: 0,
+            descending: false,
+            id: ColumnId(id),
+        };
+        let vector = CqlType::Vector(Box::new(CqlType::Native(NativeType::Float)), 2);
+        Table {
+            keyspace: "ks".into(),
+            name: "t".into(),
+            id: [1; 16],
+            storage_id: TableId(5),
+            partition_key_count: 1,
+            clustering_count: 0,
+            next_column_id: 2,
+            columns: vec![
+                column(
+                    "k",
+                    CqlType::Native(NativeType::Int),
+                    ColumnKind::PartitionKey,
+                    0,
+                ),
+                column("v", vector, ColumnKind::Regular, 1),
+            ],
+            params: Default::default(),
+            dropped: Vec::new(),
+            indexes: Vec::new(),
+            is_virtual: false,
+            view: None,
+            compact: None,
+            masks: Default::default(),
+            metrics: Default::default(),
+        }
+    }
+
+    /// A replica's reply row: key `k`, vector `[x, 0]`.
+    fn reply(k: i32, x: f32) -> Partition {
+        let value = [x.to_be_bytes(), 0f32.to_be_bytes()].concat();
+        Partition {
+            key: PartitionKey::new(k.to_be_bytes().to_vec()),
+            static_row: None,
+            rows: vec![Row {
+                clustering: Vec::new(),
+                content: LiveRow {
+                    liveness: Some(LivenessInfo::new(1, 0, 0)),
+                    cells: vec![Cell::live(ColumnId(1), 1, value)],
+                },
+            }],
+        }
+    }
+
+    #[test]
+    fn replies_are_merged_into_the_best_rows_once_each() {
+        let table = table();
+        let ranking = Ranking {
+            column: 1,
+            similarity: Similarity::Euclidean,
+            query: vec![0.0, 0.0],
+            limit: 3,
+        };
+        // Two replicas' replies: key 2 from both, keys 4 and 5 tied.
+        let replies = vec![
+            reply(1, 3.0),
+            reply(2, 1.0),
+            reply(5, 2.0),
+            reply(2, 1.0),
+            reply(4, -2.0),
+            reply(3, 0.5),
+        ];
+        let rows = ranking
+            .top_of_replies(&table, replies, LocalTime(1_700_000_000))
+            .unwrap();
+        let keys: Vec<PartitionKey> = rows.iter().map(|r| r.partition.clone()).collect();
+        let key = |k: i32| PartitionKey::new(k.to_be_bytes().to_vec());
+        let tied = if key(4) < key(5) { key(4) } else { key(5) };
+        assert_eq!(keys, vec![key(3), key(2), tied]);
+    }
 
     #[test]
     fn enough_live_rows_end_the_search() {

@@ -327,6 +327,17 @@ fn render_cluster(out: &mut Families<'_, '_>, snapshot: &Snapshot) -> Result {
         cluster.read_repairs,
     )?;
     out.counters(
+        "ann_searches",
+        "ANN searches this replica answered, by what answered them: its graph, or a scan.",
+        [
+            (
+                [("answered_by", Label("graph"))],
+                cluster.ann_searches_graph,
+            ),
+            ([("answered_by", Label("scan"))], cluster.ann_searches_scan),
+        ],
+    )?;
+    out.counters(
         "streaming_bytes",
         "Bytes of SST files streamed to (outgoing) and from (incoming) other nodes.",
         [

@@ -1,0 +1,306 @@
+//! A replica's ANN search over its own data: the best `k` rows of the
+//! token ranges a coordinator asks for, by the similarity of one vector
+//! column to a query vector. What answers the cluster's `AnnSearch`
+//! request, as each Cassandra replica searches its local SAI index.
+//!
+//! - From the column's graph (`index::vector`) when it is built and
+//!   usable: its candidates are filtered by token range, read back from
+//!   storage and scored by their current vector; more candidates are asked
+//!   for while too few remain (`select::ann::next_step`, up to
+//!   `WIDEN_POINTS_MAX`).
+//! - Otherwise (no graph yet: its build is started; a graph that missed
+//!   points; a search that would have to widen past `WIDEN_POINTS_MAX`)
+//!   by an exact scan of the ranges.
+//!
+//! Rows come back as a range read returns them (one `Partition` per row,
+//! its static row included, cells with their timestamps), best first, ties
+//! in key order; at most `ANN_LIMIT_MAX`.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use rocksandra_data::{LocalTime, Token};
+use rocksandra_storage::cell::ColumnId;
+use rocksandra_storage::{Engine, Partition, PartitionRead, RangeScan, Row, Slice};
+
+use super::vector::{clustering_key, indexed_vector, Graph, Graphs, RowKey};
+use crate::error::{QueryError, Result};
+use crate::functions::vector::{decode_floats, Similarity};
+use crate::schema::Table;
+/// Cassandra's largest LIMIT of an ANN query: the most rows a replica returns.
+pub use crate::select::ann::ANN_LIMIT_MAX;
+use crate::select::ann::{next_step, Step};
+
+/// The most graph points one search asks for; past it the ranges are
+/// scanned instead.
+pub const WIDEN_POINTS_MAX: usize = 65_536;
+
+/// Rows read from storage at a time by the exact scan.
+const SCAN_BATCH_ROWS: usize = 1000;
+
+/// What a coordinator asks of one replica.
+pub struct LocalSearch<'a> {
+    pub table: &'a Arc<Table>,
+    pub column: ColumnId,
+    pub vector: &'a [f32],
+    /// At most `ANN_LIMIT_MAX` rows are returned, whatever is asked.
+    pub k: usize,
+    /// Token intervals, both ends inclusive.
+    pub ranges: &'a [(Token, Token)],
+}
+
+/// A replica's answer: its best rows, and whether its graph gave them.
+#[derive(Debug)]
+pub struct LocalTop {
+    pub rows: Vec<Partition>,
+    pub from_graph: bool,
+}
+
+/// The best rows of `search`'s ranges on this node (see the module doc).
+pub fn search(
+    graphs: &Arc<Graphs>,
+    engine: &Arc<dyn Engine>,
+    search: &LocalSearch<'_>,
+    now: LocalTime,
+) -> Result<LocalTop> {
+    let (similarity, _) = indexed_vector(search.table, search.column).ok_or_else(|| {
+        QueryError::invalid("ANN ordering by vector requires the column to be indexed")
+    })?;
+    let scorer = Scorer {
+        column: search.column,
+        similarity,
+        query: search.vector,
+    };
+    let k = search.k.min(ANN_LIMIT_MAX);
+    let table = search.table;
+    match graphs.usable(table.storage_id, search.column) {
+        Some(graph) => {
+            if let Some(rows) = from_graph(&graph, &**engine, search, &scorer, k, now)? {
+                return Ok(LocalTop {
+                    rows,
+                    from_graph: true,
+                });
+            }
+        }
+        None => graphs.start_build(engine.clone(), table.clone(), search.column, now),
+    }
+    Ok(LocalTop {
+        rows: by_scan(&**engine, search, &scorer, k, now)?,
+        from_graph: false,
+    })
+}
+
+/// Scores a row by its vector cell.
+struct Scorer<'a> {
+    column: ColumnId,
+    similarity: Similarity,
+    query: &'a [f32],
+}
+
+impl Scorer<'_> {
+    fn score(&self, row: &Row) -> Option<f32> {
+        let cell = row
+            .content
+            .cells
+            .iter()
+            .find(|c| c.column == self.column && !c.value.is_empty())?;
+        let vector = decode_floats(&cell.value).ok()?;
+        (vector.len() == self.query.len()).then(|| self.similarity.score(self.query, &vector))
+    }
+}
+
+/// Whether `token` is in one of `ranges` (inclusive intervals).
+pub fn in_ranges(token: Token, ranges: &[(Token, Token)]) -> bool {
+    ranges.iter().any(|(s, e)| *s <= token && token <= *e)
+}
+
+/// The graph's answer, None when the ranges are to be scanned instead.
+fn from_graph(
+    graph: &Graph,
+    engine: &dyn Engine,
+    search: &LocalSearch<'_>,
+    scorer: &Scorer<'_>,
+    k: usize,
+    now: LocalTime,
+) -> Result<Option<Vec<Partition>>> {
+    let points = graph.points().max(1);
+    let mut asked = (k * 4).max(32).min(points);
+    loop {
+        let candidates = graph.nearest(search.vector, asked);
+        let mut seen = HashSet::new();
+        let mut best = Vec::new();
+        let in_range = |key: &&RowKey| in_ranges(key.0.token, search.ranges);
+        for key in candidates.iter().filter(in_range) {
+            if !seen.insert(key) {
+                continue;
+            }
+            let Some(row) = read_row(engine, search.table, key, now)? else {
+                continue;
+            };
+            if let Some(score) = row.rows.first().and_then(|r| scorer.score(r)) {
+                best.push((score, row));
+            }
+        }
+        match next_step(k, asked, points, candidates.len(), best.len()) {
+            Step::Done => return Ok(Some(keep_best(best, k))),
+            Step::Widen(wider) if wider <= WIDEN_POINTS_MAX => asked = wider,
+            Step::Widen(_) | Step::Scan => return Ok(None),
+        }
+    }
+}
+
+/// One row of the table as stored now (with its partition's static row),
+/// None when it is gone.
+fn read_row(
+    engine: &dyn Engine,
+    table: &Table,
+    (partition, clustering): &RowKey,
+    now: LocalTime,
+) -> Result<Option<Partition>> {
+    let slice = match clustering {
+        Some(c) => Slice::prefix(c.clone()),
+        None => Slice::all(),
+    };
+    let read = PartitionRead {
+        table: table.storage_id,
+        partition: partition.clone(),
+        slices: vec![slice],
+        reversed: false,
+        include_static: true,
+        row_limit: 1,
+    };
+    let mut found = engine.read_partition(&read, now)?;
+    found
+        .rows
+        .retain(|r| clustering_key(&r.clustering) == *clustering);
+    Ok((!found.rows.is_empty()).then_some(found))
+}
+
+/// Every row of the ranges scored, the best `k` kept.
+fn by_scan(
+    engine: &dyn Engine,
+    search: &LocalSearch<'_>,
+    scorer: &Scorer<'_>,
+    k: usize,
+    now: LocalTime,
+) -> Result<Vec<Partition>> {
+    let mut best = Vec::new();
+    for (start, end) in search.ranges {
+        let mut scan = RangeScan {
+            table: search.table.storage_id,
+            token_start: *start,
+            token_end: *end,
+            resume_after: None,
+            include_static: true,
+            per_partition_limit: 0,
+            row_limit: SCAN_BATCH_ROWS,
+        };
+        loop {
+            let page = engine.scan(&scan, now)?;
+            for partition in page.partitions {
+                best.extend(scored_rows(partition, scorer));
+            }
+            rank(&mut best, k);
+            match page.next {
+                Some(next) => scan.resume_after = Some(next),
+                None => break,
+            }
+        }
+    }
+    Ok(keep_best(best, k))
+}
+
+/// A partition's rows that have a vector, one partition each.
+fn scored_rows(partition: Partition, scorer: &Scorer<'_>) -> Vec<(f32, Partition)> {
+    let Partition {
+        key,
+        static_row,
+        rows,
+    } = partition;
+    rows.into_iter()
+        .filter_map(|row| {
+            let score = scorer.score(&row)?;
+            let one = Partition {
+                key: key.clone(),
+                static_row: static_row.clone(),
+                rows: vec![row],
+            };
+            Some((score, one))
+        })
+        .collect()
+}
+
+/// The `k` best, best first; ties in key order (partition, clustering).
+pub fn keep_best(mut scored: Vec<(f32, Partition)>, k: usize) -> Vec<Partition> {
+    rank(&mut scored, k);
+    scored.into_iter().map(|(_, p)| p).collect()
+}
+
+/// Sorts best first (ties in key order) and keeps the first `k`.
+fn rank(scored: &mut Vec<(f32, Partition)>, k: usize) {
+    scored.sort_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then_with(|| a.1.key.cmp(&b.1.key))
+            .then_with(|| first_clustering(&a.1).cmp(first_clustering(&b.1)))
+    });
+    scored.truncate(k);
+}
+
+fn first_clustering(p: &Partition) -> &[Vec<u8>] {
+    p.rows
+        .first()
+        .map(|r| r.clustering.as_slice())
+        .unwrap_or(&[])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocksandra_storage::cell::LiveRow;
+    use rocksandra_storage::PartitionKey;
+
+    fn row_partition(key: &[u8], clustering: u8) -> Partition {
+        Partition {
+            key: PartitionKey::new(key.to_vec()),
+            static_row: None,
+            rows: vec![Row {
+                clustering: vec![vec![clustering]],
+                content: LiveRow::default(),
+            }],
+        }
+    }
+
+    #[test]
+    fn candidates_are_kept_only_in_the_ranges_asked() {
+        let ranges = [(Token(-10), Token(-5)), (Token(3), Token(3))];
+        assert!(in_ranges(Token(-10), &ranges));
+        assert!(in_ranges(Token(-5), &ranges));
+        assert!(in_ranges(Token(3), &ranges));
+        assert!(!in_ranges(Token(-4), &ranges));
+        assert!(!in_ranges(Token(4), &ranges));
+        assert!(!in_ranges(Token(0), &[]));
+        let all = [(Token(i64::MIN), Token(i64::MAX))];
+        assert!(in_ranges(Token(i64::MIN), &all) && in_ranges(Token(i64::MAX), &all));
+    }
+
+    #[test]
+    fn the_best_are_kept_best_first_ties_in_key_order() {
+        let a = row_partition(b"a", 1);
+        let b1 = row_partition(b"b", 1);
+        let b2 = row_partition(b"b", 2);
+        let c = row_partition(b"c", 0);
+        let scored = vec![
+            (0.5, b2.clone()),
+            (0.9, c.clone()),
+            (0.5, b1.clone()),
+            (0.1, a.clone()),
+        ];
+        let kept = keep_best(scored.clone(), 3);
+        assert_eq!(kept, vec![c.clone(), b1.clone(), b2.clone()]);
+        // The same rows in another order give the same answer.
+        let mut reversed = scored;
+        reversed.reverse();
+        assert_eq!(keep_best(reversed, 3), kept);
+        assert!(keep_best(Vec::new(), 3).is_empty());
+    }
+}
