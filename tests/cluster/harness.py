@@ -28,7 +28,10 @@ STORAGE_PORT = 7000
 # ROCKSANDRA_CLUSTER_NET=127.0.0.2 puts the nodes on 127.0.0.21-25 instead, so
 # two checkouts can run their cluster tests at once.
 NET = os.environ.get("ROCKSANDRA_CLUSTER_NET", "127.0.0.1")
-ADDRESSES = ["%s%d" % (NET, i) for i in range(1, 6)]
+# ROCKSANDRA_CLUSTER_ADDRESSES=127.0.0.46,127.0.0.47,... names the nodes'
+# addresses outright instead (a test uses as many of the first as it needs).
+LISTED = [a for a in os.environ.get("ROCKSANDRA_CLUSTER_ADDRESSES", "").split(",") if a]
+ADDRESSES = LISTED or ["%s%d" % (NET, i) for i in range(1, 6)]
 SEED = ADDRESSES[0]
 # ROCKSANDRA_CLUSTER_KEEP=1 keeps the data directories and logs for a post-mortem.
 KEEP = os.environ.get("ROCKSANDRA_CLUSTER_KEEP") == "1"
