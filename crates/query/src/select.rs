@@ -2827,14 +2827,13 @@ fn ann_graph(
 fn ann_replicas(
     context: &StatementCtx<'_>,
     (table, restrictions, schema): (&Arc<Table>, &Restrictions, &Schema),
-    ranking: &ann::Ranking,
+    (ranking, consistency): (&ann::Ranking, rocksandra_wire::Consistency),
     now: rocksandra_data::LocalTime,
 ) -> Result<Option<Vec<CqlRow>>> {
     if !context.is_clustered() || !ann::unrestricted(restrictions) {
         return Ok(None);
     }
     let query = ranking.query(table);
-    let consistency = rocksandra_wire::Consistency::One;
     match context
         .data()
         .ann_top(schema, table, &query, consistency, now)?
@@ -3023,7 +3022,7 @@ fn execute_ann(
     crate::masking::authorize_where(context, request, table, select)?;
     let warnings = ann::warnings(request, ranking.limit);
     let at_one = Request {
-        consistency: rocksandra_wire::Consistency::One,
+        consistency: ann::run_at(request.consistency),
         ..request.clone()
     };
     let reader = Reader::for_select(
@@ -3038,7 +3037,8 @@ fn execute_ann(
     );
     let now = context.local_now(request);
     // Ranked by the clear vectors, then masked for the user.
-    let mut rows = match ann_replicas(context, (table, restrictions, schema), &ranking, now)? {
+    let run_at = (&ranking, at_one.consistency);
+    let mut rows = match ann_replicas(context, (table, restrictions, schema), run_at, now)? {
         Some(rows) => rows,
         None => match ann_graph(context, table, restrictions, &ranking, now) {
             Some(graph) => ranking.top_rows_from(&graph, &reader)?,

@@ -271,6 +271,19 @@ pub(super) fn replica_refusal(node: std::net::IpAddr, e: QueryError) -> QueryErr
     )
 }
 
+/// The level a top-K query runs at: ONE or LOCAL_ONE as asked, any other
+/// level downgraded as Cassandra does (LOCAL_ONE for a level local to the
+/// data center, else ONE).
+pub(super) fn run_at(consistency: rocksandra_wire::Consistency) -> rocksandra_wire::Consistency {
+    use rocksandra_wire::Consistency;
+    match consistency {
+        Consistency::LocalOne | Consistency::LocalQuorum | Consistency::LocalSerial => {
+            Consistency::LocalOne
+        }
+        _ => Consistency::One,
+    }
+}
+
 /// Cassandra's warnings for what an ANN query cannot have: a page smaller
 /// than LIMIT, a consistency level above ONE (both then widened/lowered).
 pub(super) fn warnings(request: &crate::request::Request, limit: usize) -> Vec<String> {
@@ -286,8 +299,9 @@ pub(super) fn warnings(request: &crate::request::Request, limit: usize) -> Vec<S
         Consistency::One | Consistency::LocalOne
     ) {
         out.push(format!(
-            "Top-K queries can only be run with consistency level ONE / LOCAL_ONE / NODE_LOCAL. Consistency level {} was requested. Downgrading the consistency level to ONE.",
-            request.consistency.name()
+            "Top-K queries can only be run with consistency level ONE / LOCAL_ONE / NODE_LOCAL. Consistency level {} was requested. Downgrading the consistency level to {}.",
+            request.consistency.name(),
+            run_at(request.consistency).name()
         ));
     }
     out
@@ -572,6 +586,21 @@ mod tests {
                     cells: vec![Cell::live(ColumnId(1), 1, value)],
                 },
             }],
+        }
+    }
+
+    #[test]
+    fn top_k_queries_run_at_one_or_local_one() {
+        use rocksandra_wire::Consistency;
+        for (asked, run) in [
+            (Consistency::One, Consistency::One),
+            (Consistency::Quorum, Consistency::One),
+            (Consistency::All, Consistency::One),
+            (Consistency::EachQuorum, Consistency::One),
+            (Consistency::LocalOne, Consistency::LocalOne),
+            (Consistency::LocalQuorum, Consistency::LocalOne),
+        ] {
+            assert_eq!(super::run_at(asked), run, "{asked:?}");
         }
     }
 
