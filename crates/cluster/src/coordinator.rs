@@ -316,7 +316,8 @@ impl Shared {
     ) {
         if endpoint == self.local {
             let vectors = self.vectors.as_ref();
-            let response = crate::vector_search::serve(vectors, &self.engine, request)
+            let thresholds = self.tombstones.get();
+            let response = crate::vector_search::serve(vectors, &self.engine, thresholds, request)
                 .or_else(|request| replica::serve(&*self.engine, self.read_limits(), request))
                 .unwrap_or_else(|_| {
                     Response::Error(RemoteError::Invalid("not a data request".into()))

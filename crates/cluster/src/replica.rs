@@ -39,11 +39,13 @@ impl Replica {
     /// Runs a data request here (see `serve`), ANN searches included
     /// (`vector_search::serve`).
     pub fn serve(&self, request: Request) -> Result<Response, Request> {
-        let request =
-            match crate::vector_search::serve(self.vectors.as_ref(), &self.engine, request) {
-                Ok(answered) => return Ok(answered),
-                Err(other) => other,
-            };
+        let vectors = self.vectors.as_ref();
+        let thresholds = self.tombstones.get();
+        let request = match crate::vector_search::serve(vectors, &self.engine, thresholds, request)
+        {
+            Ok(answered) => return Ok(answered),
+            Err(other) => other,
+        };
         serve(
             &*self.engine,
             ReadLimits::new(&self.tombstones, &self.read_thresholds),
@@ -99,6 +101,11 @@ fn failed(e: StorageError) -> Response {
 pub(crate) enum ReadQuery<'a> {
     Partition(&'a PartitionRead),
     Scan(&'a RangeScan),
+    /// An ANN search of a table over some token ranges (`vector_search`).
+    Ann {
+        table: TableId,
+        ranges: usize,
+    },
 }
 
 impl fmt::Display for ReadQuery<'_> {
@@ -113,6 +120,11 @@ impl fmt::Display for ReadQuery<'_> {
                 f,
                 "a scan of table {} over tokens [{}, {}]",
                 scan.table.0, scan.token_start.0, scan.token_end.0
+            ),
+            ReadQuery::Ann { table, ranges } => write!(
+                f,
+                "an ANN search of table {} over {ranges} token ranges",
+                table.0
             ),
         }
     }

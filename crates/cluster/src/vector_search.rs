@@ -25,6 +25,7 @@ use rocksandra_query::index::vector::Graphs;
 use rocksandra_query::index::vector_local::{self, LocalSearch, ANN_LIMIT_MAX};
 use rocksandra_query::proxy::AnnQuery;
 use rocksandra_query::schema::{Schema, Table};
+use rocksandra_query::tombstones::TombstoneThresholds;
 use rocksandra_query::QueryError;
 use rocksandra_storage::cell::ColumnId;
 use rocksandra_storage::{Engine, Partition, RangeScan, TableId};
@@ -34,6 +35,7 @@ use crate::coordinator::Shared;
 use crate::message::{RemoteError, Request, Response};
 use crate::messaging::SendError;
 use crate::query_error::{queue_full, read_error};
+use crate::replica::{judge, ReadQuery};
 use crate::replies::Replies;
 use crate::topology::Topology;
 
@@ -57,11 +59,13 @@ pub struct AnnSearchCounts {
     pub scan: AtomicU64,
 }
 
-/// Answers an `AnnSearch` (Err(request) for any other request). A node
-/// without graphs (`vectors` None) refuses it.
+/// Answers an `AnnSearch` (Err(request) for any other request), held to
+/// the node's tombstone `thresholds` as a range read is. A node without
+/// graphs (`vectors` None) refuses it.
 pub fn serve(
     vectors: Option<&VectorReplica>,
     engine: &Arc<dyn Engine>,
+    thresholds: TombstoneThresholds,
     request: Request,
 ) -> Result<Response, Request> {
     let Request::AnnSearch {
@@ -85,7 +89,7 @@ pub fn serve(
         k: k as usize,
         ranges: &ranges,
     };
-    Ok(vectors.answer(engine, &search, now))
+    Ok(vectors.answer(engine, &search, (thresholds, now)))
 }
 
 fn refused(why: impl Into<String>) -> Response {
@@ -102,7 +106,12 @@ struct Search<'a> {
 }
 
 impl VectorReplica {
-    fn answer(&self, engine: &Arc<dyn Engine>, search: &Search<'_>, now: LocalTime) -> Response {
+    fn answer(
+        &self,
+        engine: &Arc<dyn Engine>,
+        search: &Search<'_>,
+        (thresholds, now): (TombstoneThresholds, LocalTime),
+    ) -> Response {
         if search.k > ANN_LIMIT_MAX {
             return refused(format!("an ANN search of more than {ANN_LIMIT_MAX} rows"));
         }
@@ -119,9 +128,17 @@ impl VectorReplica {
             vector: search.vector,
             k: search.k,
             ranges: search.ranges,
+            stop_past: thresholds.failure,
         };
         match vector_local::search(&self.graphs, engine, &local, now) {
             Ok(top) => {
+                let query = ReadQuery::Ann {
+                    table: search.table,
+                    ranges: search.ranges.len(),
+                };
+                if let Err(refused) = judge(thresholds, top.tombstones, top.rows.len(), query) {
+                    return Response::Error(refused);
+                }
                 let count = match top.from_graph {
                     true => &self.counts.graph,
                     false => &self.counts.scan,

@@ -14,7 +14,9 @@
 //!
 //! Rows come back as a range read returns them (one `Partition` per row,
 //! its static row included, cells with their timestamps), best first, ties
-//! in key order; at most `ANN_LIMIT_MAX`.
+//! in key order; at most `ANN_LIMIT_MAX`. The tombstones the reads met are
+//! counted as a range read's are, and the search stops once past
+//! `stop_past` (the replica then refuses it, as a range read).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -47,6 +49,9 @@ pub struct LocalSearch<'a> {
     pub k: usize,
     /// Token intervals, both ends inclusive.
     pub ranges: &'a [(Token, Token)],
+    /// The tombstones after which the search stops (the replica's
+    /// `tombstone_failure_threshold`).
+    pub stop_past: u64,
 }
 
 /// A replica's answer: its best rows, and whether its graph gave them.
@@ -54,6 +59,9 @@ pub struct LocalSearch<'a> {
 pub struct LocalTop {
     pub rows: Vec<Partition>,
     pub from_graph: bool,
+    /// The tombstones the reads met (past `stop_past`: the search stopped
+    /// there and its rows are incomplete).
+    pub tombstones: u64,
 }
 
 /// The best rows of `search`'s ranges on this node (see the module doc).
@@ -73,21 +81,55 @@ pub fn search(
     };
     let k = search.k.min(ANN_LIMIT_MAX);
     let table = search.table;
+    let mut tombstones = Tombstones::new(search.stop_past);
     match graphs.usable(table.storage_id, search.column) {
         Some(graph) => {
-            if let Some(rows) = from_graph(&graph, &**engine, search, &scorer, k, now)? {
-                return Ok(LocalTop {
-                    rows,
-                    from_graph: true,
-                });
+            let graph_search = (&*graph, &scorer, k);
+            let found = from_graph(graph_search, &**engine, search, &mut tombstones, now)?;
+            if let Some(rows) = found.filter(|_| !tombstones.past()) {
+                return Ok(tombstones.top(rows, true));
             }
         }
         None => graphs.start_build(engine.clone(), table.clone(), search.column, now),
     }
-    Ok(LocalTop {
-        rows: by_scan(&**engine, search, &scorer, k, now)?,
-        from_graph: false,
-    })
+    if tombstones.past() {
+        return Ok(tombstones.top(Vec::new(), false));
+    }
+    let rows = by_scan(&**engine, search, (&scorer, k), &mut tombstones, now)?;
+    Ok(tombstones.top(rows, false))
+}
+
+/// The tombstones a search met, against where it stops.
+struct Tombstones {
+    met: u64,
+    stop_past: u64,
+}
+
+impl Tombstones {
+    fn new(stop_past: u64) -> Tombstones {
+        Tombstones { met: 0, stop_past }
+    }
+
+    fn add(&mut self, met: u64) {
+        self.met = self.met.saturating_add(met);
+    }
+
+    fn past(&self) -> bool {
+        self.met > self.stop_past
+    }
+
+    /// What is left to a read of this search (never 0: a read stops past it).
+    fn left(&self) -> u64 {
+        self.stop_past.saturating_sub(self.met)
+    }
+
+    fn top(&self, rows: Vec<Partition>, from_graph: bool) -> LocalTop {
+        LocalTop {
+            rows,
+            from_graph,
+            tombstones: self.met,
+        }
+    }
 }
 
 /// Scores a row by its vector cell.
@@ -116,11 +158,10 @@ pub fn in_ranges(token: Token, ranges: &[(Token, Token)]) -> bool {
 
 /// The graph's answer, None when the ranges are to be scanned instead.
 fn from_graph(
-    graph: &Graph,
+    (graph, scorer, k): (&Graph, &Scorer<'_>, usize),
     engine: &dyn Engine,
     search: &LocalSearch<'_>,
-    scorer: &Scorer<'_>,
-    k: usize,
+    tombstones: &mut Tombstones,
     now: LocalTime,
 ) -> Result<Option<Vec<Partition>>> {
     let points = graph.points().max(1);
@@ -134,7 +175,12 @@ fn from_graph(
             if !seen.insert(key) {
                 continue;
             }
-            let Some(row) = read_row(engine, search.table, key, now)? else {
+            let (row, met) = read_row(engine, search.table, key, (tombstones.left(), now))?;
+            tombstones.add(met);
+            if tombstones.past() {
+                return Ok(None);
+            }
+            let Some(row) = row else {
                 continue;
             };
             if let Some(score) = row.rows.first().and_then(|r| scorer.score(r)) {
@@ -150,13 +196,13 @@ fn from_graph(
 }
 
 /// One row of the table as stored now (with its partition's static row),
-/// None when it is gone.
+/// None when it is gone; and the tombstones the read met.
 fn read_row(
     engine: &dyn Engine,
     table: &Table,
     (partition, clustering): &RowKey,
-    now: LocalTime,
-) -> Result<Option<Partition>> {
+    (stop_past, now): (u64, LocalTime),
+) -> Result<(Option<Partition>, u64)> {
     let slice = match clustering {
         Some(c) => Slice::prefix(c.clone()),
         None => Slice::all(),
@@ -169,19 +215,19 @@ fn read_row(
         include_static: true,
         row_limit: 1,
     };
-    let mut found = engine.read_partition(&read, now)?;
+    let (mut found, met) = engine.read_partition_counted(&read, now, stop_past)?;
     found
         .rows
         .retain(|r| clustering_key(&r.clustering) == *clustering);
-    Ok((!found.rows.is_empty()).then_some(found))
+    Ok(((!found.rows.is_empty()).then_some(found), met))
 }
 
 /// Every row of the ranges scored, the best `k` kept.
 fn by_scan(
     engine: &dyn Engine,
     search: &LocalSearch<'_>,
-    scorer: &Scorer<'_>,
-    k: usize,
+    (scorer, k): (&Scorer<'_>, usize),
+    tombstones: &mut Tombstones,
     now: LocalTime,
 ) -> Result<Vec<Partition>> {
     let mut best = Vec::new();
@@ -196,7 +242,11 @@ fn by_scan(
             row_limit: SCAN_BATCH_ROWS,
         };
         loop {
-            let page = engine.scan(&scan, now)?;
+            let (page, met) = engine.scan_counted(&scan, now, tombstones.left())?;
+            tombstones.add(met);
+            if tombstones.past() {
+                return Ok(Vec::new());
+            }
             for partition in page.partitions {
                 best.extend(scored_rows(partition, scorer));
             }
@@ -256,8 +306,162 @@ fn first_clustering(p: &Partition) -> &[Vec<u8>] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rocksandra_storage::cell::LiveRow;
-    use rocksandra_storage::PartitionKey;
+    use crate::schema::{Column, ColumnKind, Index};
+    use rocksandra_data::types::CqlType;
+    use rocksandra_data::NativeType;
+    use rocksandra_storage::cell::{Cell, DeletionTime, LiveRow, LivenessInfo};
+    use rocksandra_storage::memory::MemoryStore;
+    use rocksandra_storage::{KvEngine, Mutation, PartitionKey, RowUpdate, TableId};
+
+    const NOW: LocalTime = LocalTime(1_700_000_000);
+
+    /// `(k int, c int, v vector<float, 1>, PRIMARY KEY (k, c))`, v under an
+    /// SAI index with euclidean similarity.
+    fn table() -> Arc<Table> {
+        let column = |name: &str, ty, kind, id| Column {
+            name: name.into(),
+            ty,
+            kind,
+            position: 0,
+            descending: false,
+            id: ColumnId(id),
+        };
+        let int = || CqlType::Native(NativeType::Int);
+        let vector = CqlType::Vector(Box::new(CqlType::Native(NativeType::Float)), 1);
+        let options = [
+            ("class_name", "StorageAttachedIndex"),
+            ("target", "v"),
+            ("similarity_function", "euclidean"),
+        ];
+        let index = Index {
+            name: "v_index".into(),
+            kind: "CUSTOM".into(),
+            options: options
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            storage_id: None,
+            built: true,
+        };
+        Arc::new(Table {
+            keyspace: "ks".into(),
+            name: "t".into(),
+            id: [1; 16],
+            storage_id: TableId(5),
+            partition_key_count: 1,
+            clustering_count: 1,
+            next_column_id: 3,
+            columns: vec![
+                column("k", int(), ColumnKind::PartitionKey, 0),
+                column("c", int(), ColumnKind::Clustering, 1),
+                column("v", vector, ColumnKind::Regular, 2),
+            ],
+            params: Default::default(),
+            dropped: Vec::new(),
+            indexes: vec![index],
+            is_virtual: false,
+            view: None,
+            compact: None,
+            masks: Default::default(),
+            metrics: Default::default(),
+        })
+    }
+
+    /// Rows (k, 0) with v = [k] for k in 0..live, and rows (0, 1..=dead)
+    /// deleted.
+    fn engine(table: &Table, live: i32, dead: i32) -> Arc<dyn Engine> {
+        let engine = KvEngine::new(MemoryStore::new(Arc::new(|| NOW)));
+        engine.create_table(table.storage_spec()).unwrap();
+        let key = |k: i32| PartitionKey::new(k.to_be_bytes().to_vec());
+        for k in 0..live {
+            let mut m = Mutation::new(table.storage_id, key(k));
+            let v = (k as f32).to_be_bytes().to_vec();
+            let update = RowUpdate {
+                liveness: Some(LivenessInfo::new(10, 0, 0)),
+                cells: vec![Cell::live(ColumnId(2), 10, v)],
+                ..RowUpdate::default()
+            };
+            m.rows.push((vec![0i32.to_be_bytes().to_vec()], update));
+            engine.write(&[m], NOW).unwrap();
+        }
+        let mut m = Mutation::new(table.storage_id, key(0));
+        for c in 1..=dead {
+            let update = RowUpdate {
+                deletion: Some(DeletionTime::new(10, NOW.0)),
+                ..RowUpdate::default()
+            };
+            m.rows.push((vec![c.to_be_bytes().to_vec()], update));
+        }
+        engine.write(&[m], NOW).unwrap();
+        Arc::new(engine)
+    }
+
+    fn keys(top: &LocalTop) -> Vec<Vec<u8>> {
+        top.rows.iter().map(|p| p.key.key.clone()).collect()
+    }
+
+    #[test]
+    fn without_a_graph_the_ranges_are_ranked_by_scan() {
+        let table = table();
+        let engine = engine(&table, 40, 0);
+        let graphs = Arc::new(Graphs::default());
+        let all = [(Token(i64::MIN), Token(i64::MAX))];
+        let mut search = LocalSearch {
+            table: &table,
+            column: ColumnId(2),
+            vector: &[10.2],
+            k: 3,
+            ranges: &all,
+            stop_past: u64::MAX,
+        };
+        let top = super::search(&graphs, &engine, &search, NOW).unwrap();
+        assert!(!top.from_graph);
+        let want: Vec<Vec<u8>> = [10i32, 11, 9]
+            .iter()
+            .map(|k| k.to_be_bytes().to_vec())
+            .collect();
+        assert_eq!(keys(&top), want);
+        // Only the rows of the ranges asked: those of 10's token left out.
+        let token = PartitionKey::new(10i32.to_be_bytes().to_vec()).token;
+        let around = [
+            (Token(i64::MIN), Token(token.0 - 1)),
+            (Token(token.0 + 1), Token(i64::MAX)),
+        ];
+        search.ranges = &around;
+        let top = super::search(&graphs, &engine, &search, NOW).unwrap();
+        let want: Vec<Vec<u8>> = [11i32, 9, 12]
+            .iter()
+            .map(|k| k.to_be_bytes().to_vec())
+            .collect();
+        assert_eq!(keys(&top), want);
+    }
+
+    #[test]
+    fn a_search_stops_once_past_its_tombstones() {
+        let table = table();
+        let engine = engine(&table, 5, 20);
+        let graphs = Arc::new(Graphs::default());
+        let all = [(Token(i64::MIN), Token(i64::MAX))];
+        let search = LocalSearch {
+            table: &table,
+            column: ColumnId(2),
+            vector: &[1.0],
+            k: 3,
+            ranges: &all,
+            stop_past: 4,
+        };
+        let top = super::search(&graphs, &engine, &search, NOW).unwrap();
+        assert!(top.tombstones > 4, "{top:?}");
+        let search = LocalSearch {
+            stop_past: 100,
+            ..search
+        };
+        // New graphs: the scan again (the first search started a build).
+        let graphs = Arc::new(Graphs::default());
+        let top = super::search(&graphs, &engine, &search, NOW).unwrap();
+        assert_eq!(top.tombstones, 20);
+        assert_eq!(top.rows.len(), 3);
+    }
 
     fn row_partition(key: &[u8], clustering: u8) -> Partition {
         Partition {
