@@ -6,7 +6,9 @@ gives, from every coordinator and at every consistency level (Cassandra
 runs top-K queries at ONE and warns when another level was asked for),
 from the graphs once built (each node's `ann_searches` counter says which
 answered), with the writes made after the first query, and a range without
-a live replica fails the query with Unavailable. See harness.py.
+a live replica fails the query with Unavailable. Rows a replica receives as
+streamed files (repair) bypass the write hook: its graph is dropped and
+rebuilt, and finds them. See harness.py.
 
     ROCKSANDRA_CLUSTER_ADDRESSES=127.0.0.46,127.0.0.47,127.0.0.48 \\
     ROCKSANDRA_ANN_METRICS_PORTS=9261,9262,9263 \\
@@ -202,3 +204,63 @@ def test_ann_queries_are_answered_from_each_replicas_graph(cluster):
     for cl in (CL.ONE, CL.ALL):
         with pytest.raises(Unavailable):
             ann(first, target, cl)
+
+
+def test_streamed_rows_reach_the_graph_after_a_repair():
+    """Rows a replica receives as files (repair streams them) bypass the
+    write hook: its graph is dropped and rebuilt from storage, so it finds
+    them. RF=3 at ONE: each coordinator asks only itself."""
+    nodes = Nodes()
+    config = os.path.join(nodes.root, "no-hints.yaml")
+    with open(config, "w") as f:
+        f.write("hinted_handoff_enabled: false\n")
+    try:
+        for ip, port in zip(THREE, metrics_ports()):
+            nodes.add(ip, metrics_port=port, extra=["--config", config])
+            nodes.start(ip)
+        nodes.wait_status({ip: "UN" for ip in THREE})
+        a, c = THREE[0], THREE[2]
+        sa = nodes.connect(a)
+        sa.execute("CREATE KEYSPACE vs WITH replication = "
+                   "{'class': 'SimpleStrategy', 'replication_factor': 3}")
+        sa.execute("CREATE TABLE vs.t (k int, c int, v vector<float, %d>, PRIMARY KEY (k, c))"
+                   % DIMENSION)
+        sa.execute("CREATE CUSTOM INDEX ON vs.t (v) USING 'StorageAttachedIndex' "
+                   "WITH OPTIONS = {'similarity_function': 'euclidean'}")
+        rng = random.Random(47)
+        data = {(k, 0): random_vector(rng) for k in range(1000)}
+        write(sa, [(k, c_, v) for (k, c_), v in data.items()])
+        target = random_vector(rng)
+
+        def answered_by_graph(ip, expect):
+            """Waits until `ip`'s graph answers its own query, then checks it."""
+            session = nodes.connect(ip)
+
+            def graph_answers():
+                before = searches(nodes[ip]).get("graph", 0)
+                rows, _ = ann(session, target)
+                return (searches(nodes[ip]).get("graph", 0) > before) or rows
+            wait_until(graph_answers, 120, interval=1, what="%s answering from its graph" % ip)
+            rows, _ = ann(session, target)
+            check_top(rows, expect, target)
+            return rows
+
+        answered_by_graph(c, data)
+        # C misses rows written next to the target; no hint will bring them.
+        nodes[c].terminate()
+        nodes.wait_status({c: "DN"}, askers=THREE[:2])
+        fresh = {(2000 + i, 0): [f32(x + 0.001 * (i + 1)) for x in target] for i in range(5)}
+        write(sa, [(k, c_, v) for (k, c_), v in fresh.items()])
+        nodes[c].start()
+        nodes.wait_status({ip: "UN" for ip in THREE})
+        # Its graph, rebuilt at its first query after the restart, has the
+        # rows it holds: not the fresh ones.
+        stale = answered_by_graph(c, data)
+        assert not set(stale) & set(fresh), stale
+        out = nodes[c].nodetool("repair", "vs", timeout=120)
+        assert "Repair completed" in out.stdout, out.stdout + out.stderr
+        data.update(fresh)
+        rows = answered_by_graph(c, data)
+        assert set(fresh) <= set(rows), rows
+    finally:
+        nodes.close()
