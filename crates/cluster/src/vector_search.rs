@@ -190,16 +190,21 @@ pub fn ann_top(
     let Some(plan) = plan(&topology, schema, table, cl)? else {
         return Ok(None);
     };
-    let speaks = |e: &IpAddr| {
+    if !all_answer_ann(&topology, plan.keys()) {
+        return Ok(None);
+    }
+    ask(shared, plan, (table, query), cl, now).map(Some)
+}
+
+/// Whether every one of `replicas` publishes a messaging version that
+/// knows `AnnSearch` (an older peer would close the connection on it).
+fn all_answer_ann<'a>(topology: &Topology, mut replicas: impl Iterator<Item = &'a IpAddr>) -> bool {
+    replicas.all(|e| {
         topology
             .nodes
             .get(e)
             .is_some_and(|v| v.messaging_version >= crate::gossip::ANN_SEARCH_VERSION)
-    };
-    if !plan.keys().all(speaks) {
-        return Ok(None);
-    }
-    ask(shared, plan, (table, query), cl, now).map(Some)
+    })
 }
 
 /// Which replica is asked for which ranges; None at a level that needs
@@ -345,6 +350,18 @@ mod tests {
         assert_eq!(plan[&ip(2)].len(), 2, "{plan:?}");
         assert_eq!(plan[&ip(3)], vec![(Token(1), Token(50))]);
         assert!(!plan.contains_key(&ip(1)));
+    }
+
+    #[test]
+    fn peers_that_do_not_know_ann_search_are_not_asked() {
+        let mut older = crate::topology::tests::view(2, 200);
+        older.messaging_version = 0;
+        let views = vec![crate::topology::tests::view(1, 100), older];
+        let topology = Topology::new(ip(1), "dc1".into(), views);
+        assert!(all_answer_ann(&topology, [ip(1)].iter()));
+        assert!(!all_answer_ann(&topology, [ip(1), ip(2)].iter()));
+        // A node the topology does not know is not asked either.
+        assert!(!all_answer_ann(&topology, [ip(9)].iter()));
     }
 
     #[test]
