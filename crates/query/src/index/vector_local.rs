@@ -18,7 +18,7 @@
 //! counted as a range read's are, and the search stops once past
 //! `stop_past` (the replica then refuses it, as a range read).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use rocksandra_data::{LocalTime, Token};
@@ -157,6 +157,7 @@ pub fn in_ranges(token: Token, ranges: &[(Token, Token)]) -> bool {
 }
 
 /// The graph's answer, None when the ranges are to be scanned instead.
+/// Each candidate row is read once, however often the search widens.
 fn from_graph(
     (graph, scorer, k): (&Graph, &Scorer<'_>, usize),
     engine: &dyn Engine,
@@ -166,13 +167,13 @@ fn from_graph(
 ) -> Result<Option<Vec<Partition>>> {
     let points = graph.points().max(1);
     let mut asked = (k * 4).max(32).min(points);
+    let mut read: HashMap<RowKey, Option<(f32, Partition)>> = HashMap::new();
     loop {
         let candidates = graph.nearest(search.vector, asked);
-        let mut seen = HashSet::new();
-        let mut best = Vec::new();
+        let mut round = HashSet::new();
         let in_range = |key: &&RowKey| in_ranges(key.0.token, search.ranges);
         for key in candidates.iter().filter(in_range) {
-            if !seen.insert(key) {
+            if !round.insert(key) || read.contains_key(key) {
                 continue;
             }
             let (row, met) = read_row(engine, search.table, key, (tombstones.left(), now))?;
@@ -180,15 +181,19 @@ fn from_graph(
             if tombstones.past() {
                 return Ok(None);
             }
-            let Some(row) = row else {
-                continue;
-            };
-            if let Some(score) = row.rows.first().and_then(|r| scorer.score(r)) {
-                best.push((score, row));
-            }
+            let scored = row.and_then(|r| Some((r.rows.first().and_then(|x| scorer.score(x))?, r)));
+            read.insert(key.clone(), scored);
         }
-        match next_step(k, asked, points, candidates.len(), best.len()) {
-            Step::Done => return Ok(Some(keep_best(best, k))),
+        let live = round
+            .iter()
+            .filter(|key| matches!(read.get(**key), Some(Some(_))));
+        match next_step(k, asked, points, candidates.len(), live.count()) {
+            Step::Done => {
+                let best = round
+                    .into_iter()
+                    .filter_map(|key| read.remove(key).flatten());
+                return Ok(Some(keep_best(best.collect(), k)));
+            }
             Step::Widen(wider) if wider <= WIDEN_POINTS_MAX => asked = wider,
             Step::Widen(_) | Step::Scan => return Ok(None),
         }
@@ -433,6 +438,19 @@ mod tests {
             .iter()
             .map(|k| k.to_be_bytes().to_vec())
             .collect();
+        assert_eq!(keys(&top), want);
+        // The first search started the graph's build: once it is ready,
+        // the graph answers, with the same rows.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while graphs.usable(table.storage_id, ColumnId(2)).is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the graph was not built"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let top = super::search(&graphs, &engine, &search, NOW).unwrap();
+        assert!(top.from_graph);
         assert_eq!(keys(&top), want);
     }
 
