@@ -18,6 +18,7 @@ FILE_S = {
     "test_streaming.py": 147,
     "test_cluster.py": 76,
     "test_auth_cluster.py": 53,
+    "test_vector_search.py": 37,
     "test_scylla_cluster.py": 20,
     "test_internode_tls_membership.py": 20,
     "test_secondary_index.py": 16,
