@@ -253,8 +253,8 @@ def test_streamed_rows_reach_the_graph_after_a_repair():
         write(sa, [(k, c_, v) for (k, c_), v in fresh.items()])
         nodes[c].start()
         nodes.wait_status({ip: "UN" for ip in THREE})
-        # Its graph, rebuilt at its first query after the restart, has the
-        # rows it holds: not the fresh ones.
+        # Its graph (saved at its stop and loaded at its start, or rebuilt)
+        # has the rows it holds: not the fresh ones.
         stale = answered_by_graph(c, data)
         assert not set(stale) & set(fresh), stale
         out = nodes[c].nodetool("repair", "vs", timeout=120)

@@ -227,10 +227,10 @@ pub fn open(config: &Config) -> Result<Node, NodeError> {
     spawn_tombstone_purger(&engine, local_clock(&env))?;
     let executor = Executor::open(engine.clone(), Some(dir.clone()), node, env)
         .map_err(NodeError::Executor)?;
-    // A node of a cluster ranks ANN queries by scan: no graph.
-    if !config.clustered {
-        executor.start_vector_graphs(sequence_at_open);
-    }
+    // Every node keeps the graphs of its own data, in a cluster too (its
+    // replica answers ANN searches from them; the cluster's engine hook
+    // feeds them once it starts).
+    executor.start_vector_graphs(sequence_at_open);
     executor.enable_password_authentication(rocksandra_query::auth::AuthConfig {
         password_authenticator: config.authenticator == crate::config::Authenticator::Password,
         cassandra_authorizer: config.authorizer == crate::config::Authorizer::Cassandra,

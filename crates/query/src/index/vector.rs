@@ -1,6 +1,7 @@
 //! Approximate nearest-neighbour graphs (HNSW, the `hnsw_rs` crate) for
-//! the SAI vector indexes of a node alone: what answers `ORDER BY v ANN OF
-//! [..] LIMIT n` without a WHERE clause, as Cassandra's jvector graph does.
+//! the SAI vector indexes, over this node's own data: what answers `ORDER
+//! BY v ANN OF [..] LIMIT n` without a WHERE clause, as Cassandra's
+//! jvector graph does (in a cluster, each replica's for its ranges).
 //!
 //! - A graph is built in the background (thread `ann-graph-build`, one
 //!   build at a time) from a scan of the table's storage, started at start
