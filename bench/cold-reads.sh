@@ -8,7 +8,7 @@
 #   bench/cold-reads.sh SERVER_BIN LOADGEN_BIN OUT_DIR [ROWS] [HOT_RATE] [COLD_RATE]
 #
 # Needs root (drop_caches) and a quiet machine. Writes OUT_DIR/{hot,cold}-N.json
-# and OUT_DIR/summary.txt; ports 9300 (CQL) and 9301 (metrics).
+# OUT_DIR/summary.txt and the server's log; ports 9300 (CQL) and 9301 (metrics).
 set -euo pipefail
 server=$1 loadgen=$2 out=$3
 rows=${4:-1000000} hot_rate=${5:-5000} cold_rate=${6:-400}
@@ -28,7 +28,7 @@ start() {
     "$loadgen" ready --host 127.0.0.1:$port > /dev/null
 }
 stop() { kill -TERM "$pid"; wait "$pid" || true; }
-trap 'kill -9 $pid 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill -9 $pid 2>/dev/null || true; cp "$work/server.log" "$out/" 2>/dev/null; rm -rf "$work"' EXIT
 misses() {
     curl -s http://127.0.0.1:$metrics/metrics | awk '/^rocksandra_storage_memory_only_misses_total/ {print $2}'
 }
