@@ -5,7 +5,7 @@
 # A short read runs on the network thread; this measures what a disk read
 # there does to the reads of the same thread.
 #
-#   bench/cold-reads.sh SERVER_BIN LOADGEN_BIN OUT_DIR [ROWS] [HOT_RATE] [COLD_RATE]
+#   bench/cold-reads.sh SERVER_BIN LOADGEN_BIN OUT_DIR [ROWS] [HOT_RATE] [COLD_RATE|max]
 #
 # Needs root (drop_caches) and a quiet machine. Writes OUT_DIR/{hot,cold}-N.json
 # OUT_DIR/summary.txt and the server's log; ports 9300 (CQL) and 9301 (metrics).
@@ -13,6 +13,13 @@ set -euo pipefail
 server=$1 loadgen=$2 out=$3
 rows=${4:-1000000} hot_rate=${5:-5000} cold_rate=${6:-400}
 duration=30 hot_rows=1000 port=9300 metrics=9301
+# COLD_RATE "max": the cold reads closed-loop at full speed (128 readers),
+# their throughput then being the figure.
+if [ "$cold_rate" = max ]; then
+    cold_load=(--max-rate --writers 0)
+else
+    cold_load=(--read-rate "$cold_rate" --write-rate 0)
+fi
 work=$(mktemp -d /tmp/cold-reads.XXXXXX)
 mkdir -p "$out"
 cat > "$work/rocksandra.yaml" <<YAML
@@ -46,7 +53,7 @@ for run in 1 2 3; do
     sync; echo 3 > /proc/sys/vm/drop_caches
     before=$(misses)
     "$loadgen" run --host 127.0.0.1:$port --rows "$rows" --duration-s $duration \
-        --read-rate "$cold_rate" --write-rate 0 > "$out/cold-$run.json" &
+        "${cold_load[@]}" > "$out/cold-$run.json" &
     cold=$!
     "$loadgen" run --host 127.0.0.1:$port --rows $hot_rows --duration-s $duration \
         --read-rate "$hot_rate" --write-rate 0 > "$out/hot-$run.json"
