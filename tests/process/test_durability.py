@@ -32,10 +32,8 @@ def wait_for_port(port, timeout=30):
 
 
 class Node:
-    def __init__(self, data_dir, sync="batch", extra_yaml="", metrics_port=0):
+    def __init__(self, data_dir, sync="batch", extra_yaml=""):
         self.data_dir = data_dir
-        # 0: no metrics endpoint (9180 may be taken by another server here).
-        self.metrics_port = metrics_port
         self.config = os.path.join(data_dir, "rocksandra.yaml")
         with open(self.config, "w") as f:
             f.write("commitlog_sync: %s\n" % sync)
@@ -49,11 +47,10 @@ class Node:
         self.proc = subprocess.Popen(
             [BIN, "--config", self.config, "--data-dir", os.path.join(self.data_dir, "data"),
              "--listen-address", "127.0.0.1", "--native-port", str(PORT),
-             "--prometheus-port", str(self.metrics_port), "--admin-port", "0"],
+             # No metrics endpoint: 9180 may be taken by another server on this host.
+             "--prometheus-port", "0", "--admin-port", "0"],
             stdout=self.log, stderr=self.log)
         wait_for_port(PORT)
-        if self.metrics_port:
-            wait_for_port(self.metrics_port)
 
     def stop(self, sig):
         self.proc.send_signal(sig)
@@ -68,19 +65,14 @@ class Node:
         return cluster, cluster.connect()
 
 
-def node_in_temp_dir(**options):
-    """A Node on a data directory of its own, killed if a test leaves it up."""
+@pytest.fixture
+def node():
     with tempfile.TemporaryDirectory() as d:
-        n = Node(d, **options)
+        n = Node(d)
         yield n
         if n.proc and n.proc.poll() is None:
             n.proc.kill()
             n.proc.wait()
-
-
-@pytest.fixture
-def node():
-    yield from node_in_temp_dir()
 
 
 def create_schema(session):

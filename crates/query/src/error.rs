@@ -70,11 +70,6 @@ pub enum QueryError {
     /// (`QueryError::replica_write_failure`).
     #[error("{0}")]
     Storage(String),
-    /// A read limited to memory (`rocksandra_storage::memory_only`, the
-    /// network thread's inline reads) needed the disk: the request is to
-    /// run again where it may wait. Never sent to a client as such.
-    #[error("the data read is not in memory")]
-    NotInMemory,
     /// A function failed on its arguments (FUNCTION_FAILURE).
     #[error("{message}")]
     FunctionFailure {
@@ -303,9 +298,7 @@ impl QueryError {
             QueryError::Truncate(_) => ErrorKind::TruncateError,
             QueryError::BadCredentials(_) => ErrorKind::BadCredentials,
             QueryError::Overloaded(_) => ErrorKind::Overloaded,
-            QueryError::Server(_) | QueryError::Storage(_) | QueryError::NotInMemory => {
-                ErrorKind::ServerError
-            }
+            QueryError::Server(_) | QueryError::Storage(_) => ErrorKind::ServerError,
             QueryError::FunctionFailure {
                 keyspace,
                 function,
@@ -399,7 +392,6 @@ impl From<StorageError> for QueryError {
     fn from(e: StorageError) -> QueryError {
         match e {
             StorageError::Invalid(m) => QueryError::Invalid(m),
-            StorageError::NotInMemory => QueryError::NotInMemory,
             e if e.is_storage_failure() => QueryError::Storage(e.to_string()),
             other => QueryError::Server(other.to_string()),
         }

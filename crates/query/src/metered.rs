@@ -16,7 +16,7 @@ use rocksandra_storage::{
 use rocksandra_wire::Consistency;
 use smallvec::SmallVec;
 
-use crate::error::{QueryError, Result};
+use crate::error::Result;
 use crate::metrics::{ClientRequestMetrics, Scope, TableMetrics};
 use crate::proxy::{AnnQuery, CasDecide, CasOptions, DataProxy, WriteOptions};
 use crate::read_thresholds::ReadMet;
@@ -243,10 +243,6 @@ impl MeteredProxy {
         result: Result<T>,
     ) -> Result<T> {
         let elapsed = started.elapsed();
-        // Runs again where it may wait for the disk, and is counted then.
-        if matches!(result, Err(QueryError::NotInMemory)) {
-            return result;
-        }
         if !IN_CAS.with(Cell::get) {
             self.metrics
                 .record(Scope::of_read(consistency), consistency, elapsed, &result);
@@ -263,9 +259,6 @@ impl MeteredProxy {
         result: Result<T>,
     ) -> Result<T> {
         let elapsed = started.elapsed();
-        if matches!(result, Err(QueryError::NotInMemory)) {
-            return result;
-        }
         self.metrics
             .record(Scope::RangeSlice, consistency, elapsed, &result);
         table.metrics.range.record(elapsed);

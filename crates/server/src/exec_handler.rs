@@ -234,9 +234,8 @@ impl RequestHandler for ExecutorHandler {
 
     /// Single-partition reads and unconditional writes run on the network
     /// thread, in the connection's read loop: a task or a hand-off to the
-    /// blocking pool costs more than the work itself. Reads there read
-    /// only memory; one that needs the disk, and everything else (scans,
-    /// LWT, DDL, tracing, unknown ids), goes through `execute`.
+    /// blocking pool costs more than the work itself. Everything else
+    /// (scans, LWT, DDL, tracing, unknown ids) goes through `execute`.
     fn execute_inline(
         &self,
         session: &Session,
@@ -248,9 +247,9 @@ impl RequestHandler for ExecutorHandler {
             return None;
         }
         let prepared = self.executor.prepared(&execute.id).ok()?;
-        let read = self.inline_short_reads && prepared.is_short_read();
-        let write = self.inline_short_writes && prepared.is_short_write();
-        if !(read || write) {
+        let short = (self.inline_short_reads && prepared.is_short_read())
+            || (self.inline_short_writes && prepared.is_short_write());
+        if !short {
             return None;
         }
         let req = request(session, &execute.params);
@@ -258,16 +257,9 @@ impl RequestHandler for ExecutorHandler {
             stream: context.stream,
             consistency: execute.params.consistency,
         };
-        let run = || self.executor.execute_prepared(&prepared, req);
-        let result = match read {
-            // A read that would wait for the disk goes to the blocking
-            // pool (`execute`) rather than hold the thread's connections.
-            true => rocksandra_storage::memory_only(run),
-            false => writes.run(tag.encode(), run),
-        };
-        if matches!(result, Err(QueryError::NotInMemory)) {
-            return None;
-        }
+        let result = writes.run(tag.encode(), || {
+            self.executor.execute_prepared(&prepared, req)
+        });
         Some(self.reply(session, result))
     }
 

@@ -23,7 +23,7 @@ use rocksdb::statistics::{StatsLevel, Ticker};
 use rocksdb::{
     BlockBasedIndexType, BlockBasedOptions, BottommostLevelCompaction, Cache,
     ColumnFamilyDescriptor, CompactOptions, DBCompactionStyle, DBCompressionType, DBWithThreadMode,
-    DataBlockIndexType, IngestExternalFileOptions, MultiThreaded, Options, ReadOptions, ReadTier,
+    DataBlockIndexType, IngestExternalFileOptions, MultiThreaded, Options, ReadOptions,
     SliceTransform, SstFileWriter, WriteBatch, WriteOptions,
 };
 
@@ -40,7 +40,7 @@ use rocksandra_storage::layout::table_options as table_options_file;
 use rocksandra_storage::memory::Clock;
 use rocksandra_storage::merge::{filter_entry_counted, merge_entry, FilterDecision};
 use rocksandra_storage::partition_guard::{PartitionGuard, PartitionTally};
-use rocksandra_storage::{reads_memory_only, KvEngine};
+use rocksandra_storage::KvEngine;
 
 mod rate_limit;
 mod read_sample;
@@ -141,11 +141,6 @@ struct Shared {
     /// The read options of every point lookup, made once: creating and
     /// destroying RocksDB's `ReadOptions` per read was 1% of a read's CPU.
     point_read_options: ReadOptions,
-    /// `point_read_options` limited to memtables and the block cache, for
-    /// a thread whose reads must not wait for the disk (`memory_only`).
-    memory_read_options: ReadOptions,
-    /// Reads limited to memory that needed the disk.
-    memory_only_misses: AtomicU64,
     /// The write rate of flushes and compactions (`compaction_throughput`).
     rate_limit: RateLimit,
     /// SST files per sampled partition read, by table (`read_sample`);
@@ -297,26 +292,8 @@ fn open_checkpoint(source: &Path, table: TableId, scratch: &Path) -> Result<Db> 
         .map_err(rocks_error("opening a snapshot"))
 }
 
-/// Read options that read only memtables and the block cache: a read
-/// that needs the disk fails with `Incomplete`.
-fn memory_read_options() -> ReadOptions {
-    let mut options = ReadOptions::default();
-    options.set_read_tier(ReadTier::BlockCache);
-    options
-}
-
-/// Limits an iterator's reads to memory when the thread's are.
-fn limit_to_memory(options: &mut ReadOptions) {
-    if reads_memory_only() {
-        options.set_read_tier(ReadTier::BlockCache);
-    }
-}
-
 fn rocks_error(action: &'static str) -> impl Fn(rocksdb::Error) -> StorageError {
     move |e| {
-        if e.kind() == rocksdb::ErrorKind::Incomplete && reads_memory_only() {
-            return StorageError::NotInMemory;
-        }
         let detail = e.to_string();
         if is_no_space(&detail) {
             StorageError::NoSpace { action, detail }
@@ -341,24 +318,6 @@ fn is_earlier_error(error: &str) -> bool {
 }
 
 impl RocksStore {
-    /// `get_many` limited to memory: a lookup per key, as RocksDB's
-    /// batched MultiGet reads the disk whatever the read tier says.
-    fn get_each_in_memory(
-        &self,
-        cf: &Arc<rocksdb::BoundColumnFamily<'_>>,
-        keys: &[&[u8]],
-        visit: &mut KeysVisitor<'_>,
-    ) -> Result<()> {
-        let db = &self.shared.db;
-        for (i, key) in keys.iter().enumerate() {
-            let found = db.get_pinned_cf_opt(cf, key, &self.shared.memory_read_options);
-            if let Some(value) = found.map_err(self.shared.read_error("reading"))? {
-                visit(i, &value);
-            }
-        }
-        Ok(())
-    }
-
     /// Sets the `partition_size` and `partition_tombstones` guardrails
     /// that the compactions starting from now on check (None: none).
     pub fn set_partition_guard(&self, guard: Option<PartitionGuard>) {
@@ -453,8 +412,6 @@ impl RocksStore {
             table_options: Mutex::new(stored),
             dir: dir.to_path_buf(),
             point_read_options: ReadOptions::default(),
-            memory_read_options: memory_read_options(),
-            memory_only_misses: AtomicU64::new(0),
             rate_limit,
             sstables_per_read: Mutex::default(),
         });
@@ -486,25 +443,6 @@ impl RocksStore {
 }
 
 impl Shared {
-    /// `rocks_error` for reads, counting those refused as not in memory.
-    fn read_error(&self, action: &'static str) -> impl Fn(rocksdb::Error) -> StorageError + '_ {
-        move |e| {
-            let error = rocks_error(action)(e);
-            if matches!(error, StorageError::NotInMemory) {
-                self.memory_only_misses.fetch_add(1, Ordering::Relaxed);
-            }
-            error
-        }
-    }
-
-    /// The options of a point lookup on this thread (`memory_only`).
-    fn point_options(&self) -> &ReadOptions {
-        match reads_memory_only() {
-            true => &self.memory_read_options,
-            false => &self.point_read_options,
-        }
-    }
-
     fn options_lock(&self) -> Result<std::sync::MutexGuard<'_, BTreeMap<TableId, TableOptions>>> {
         self.table_options
             .lock()
@@ -1018,8 +956,8 @@ impl KvStore for RocksStore {
         let cf = self.cf(table)?;
         self.shared
             .db
-            .get_cf_opt(&cf, key, self.shared.point_options())
-            .map_err(self.shared.read_error("reading"))
+            .get_cf_opt(&cf, key, &self.shared.point_read_options)
+            .map_err(rocks_error("reading"))
     }
 
     fn scan(
@@ -1031,7 +969,6 @@ impl KvStore for RocksStore {
     ) -> Result<()> {
         let cf = self.cf(table)?;
         let mut read_options = ReadOptions::default();
-        limit_to_memory(&mut read_options);
         // Any range, across partitions: not limited by the prefix extractor.
         read_options.set_total_order_seek(true);
         read_options.set_iterate_lower_bound(range.start.clone());
@@ -1057,14 +994,11 @@ impl KvStore for RocksStore {
                 iter.next();
             }
         }
-        iter.status().map_err(self.shared.read_error("scanning"))
+        iter.status().map_err(rocks_error("scanning"))
     }
 
     fn get_many(&self, table: TableId, keys: &[&[u8]], visit: &mut KeysVisitor<'_>) -> Result<()> {
         let cf = self.cf(table)?;
-        if reads_memory_only() {
-            return self.get_each_in_memory(&cf, keys, visit);
-        }
         let sample = Sample::start();
         // Sorted keys of one partition: one MultiGet, which looks each sorted
         // run up once for all of them, with values pinned (not copied).
@@ -1076,7 +1010,7 @@ impl KvStore for RocksStore {
         );
         self.shared.record_sample(table, sample);
         for (i, value) in found.into_iter().enumerate() {
-            if let Some(value) = value.map_err(self.shared.read_error("reading"))? {
+            if let Some(value) = value.map_err(rocks_error("reading"))? {
                 visit(i, &value);
             }
         }
@@ -1092,7 +1026,6 @@ impl KvStore for RocksStore {
     ) -> Result<()> {
         let cf = self.cf(table)?;
         let mut read_options = ReadOptions::default();
-        limit_to_memory(&mut read_options);
         // Within one partition: seeks use the partition prefix blooms.
         read_options.set_prefix_same_as_start(true);
         read_options.set_iterate_lower_bound(within.start.clone());
@@ -1135,7 +1068,7 @@ impl KvStore for RocksStore {
                 }
                 if visit(i, key, value).is_break() {
                     self.shared.record_sample(table, sample);
-                    return iter.status().map_err(self.shared.read_error("scanning"));
+                    return iter.status().map_err(rocks_error("scanning"));
                 }
                 if *reverse {
                     iter.prev();
@@ -1143,7 +1076,7 @@ impl KvStore for RocksStore {
                     iter.next();
                 }
             }
-            iter.status().map_err(self.shared.read_error("scanning"))?;
+            iter.status().map_err(rocks_error("scanning"))?;
             forward_end = if *reverse { None } else { range.end.as_deref() };
             if let Some(sample) = sample.as_mut() {
                 sample.lookup_done();
@@ -1308,7 +1241,6 @@ impl KvStore for RocksStore {
             write_stall_micros: ticker(Ticker::StallMicros),
             block_cache_hits: ticker(Ticker::BlockCacheHit),
             block_cache_misses: ticker(Ticker::BlockCacheMiss),
-            memory_only_misses: shared.memory_only_misses.load(Ordering::Relaxed),
             block_cache_usage_bytes: shared.cache.get_usage() as u64,
             compaction_pending_bytes: shared
                 .property_of_all_tables(properties::ESTIMATE_PENDING_COMPACTION_BYTES),

@@ -340,10 +340,6 @@ pub enum StorageError {
     },
     #[error("invalid request: {0}")]
     Invalid(String),
-    /// A read limited to memory (`memory_only`) needed the disk. Not a
-    /// failure: the read is to run again where it may wait.
-    #[error("the data read is not in memory")]
-    NotInMemory,
 }
 
 impl StorageError {
@@ -369,9 +365,6 @@ pub struct StorageStats {
     pub write_stall_micros: u64,
     pub block_cache_hits: u64,
     pub block_cache_misses: u64,
-    /// Reads limited to memory (`memory_only`) that needed the disk and
-    /// were refused, to run again where they may wait.
-    pub memory_only_misses: u64,
     pub block_cache_usage_bytes: u64,
     /// Point reads answered by the engine's point cache, and the others.
     pub point_cache_hits: u64,

@@ -12,8 +12,6 @@
 //!
 //! - `fs`: the one atomic file write.
 //! - `import`: a snapshot table's stored values rewritten for a live table.
-//! - `memory_only`: a thread's reads limited to memory (the network
-//!   thread's inline reads), which backends that read a disk obey.
 //!
 //! Architecture invariant: this crate does not link RocksDB and does no IO
 //! except writing stream and snapshot files of the in-memory backend and
@@ -27,7 +25,6 @@ pub mod import;
 pub mod kv;
 pub mod layout;
 pub mod memory;
-pub mod memory_only;
 pub mod merge;
 pub mod partition_guard;
 #[cfg(any(test, feature = "testkit"))]
@@ -36,4 +33,3 @@ pub mod testkit;
 pub use api::*;
 pub use engine::group::{DirectWrites, WriteGroup, WRITE_GROUP_BYTES_MAX};
 pub use engine::KvEngine;
-pub use memory_only::{memory_only, reads_memory_only};

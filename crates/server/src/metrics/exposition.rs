@@ -388,7 +388,7 @@ fn render_storage(out: &mut Families<'_, '_>, storage: &StorageStats) -> Result 
         "Time writes were delayed or stopped for flushes and compactions to catch up.",
         storage.write_stall_micros as f64 / MICROS_PER_SECOND,
     )?;
-    let counters: [(&str, &str, u64); 6] = [
+    let counters: [(&str, &str, u64); 5] = [
         (
             "storage_rate_limited_bytes",
             "Bytes flushes and compactions wrote through the compaction_throughput cap.",
@@ -403,11 +403,6 @@ fn render_storage(out: &mut Families<'_, '_>, storage: &StorageStats) -> Result 
             "storage_block_cache_misses",
             "Block cache lookups that read the block from disk.",
             storage.block_cache_misses,
-        ),
-        (
-            "storage_memory_only_misses",
-            "Reads run on a network thread that needed the disk, handed to the blocking pool.",
-            storage.memory_only_misses,
         ),
         (
             "storage_point_cache_hits",
