@@ -946,18 +946,7 @@ impl DataProxy for Coordinator {
                 j += 1;
             }
             i = j;
-            let mut live: Vec<IpAddr> = replicas
-                .iter()
-                .copied()
-                .filter(|e| topology.is_alive(*e))
-                .collect();
-            let dc_of = |e: IpAddr| topology.dc_of(e);
-            crate::consistency::sort_by_proximity(
-                &mut live,
-                topology.local,
-                &topology.local_dc,
-                &dc_of,
-            );
+            let live = topology.live_by_proximity(&replicas);
             let with_dcs = check_live(&topology, &requirement, cl, &live)?;
             let candidates: Vec<IpAddr> = with_dcs
                 .iter()

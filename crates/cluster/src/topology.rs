@@ -101,9 +101,14 @@ impl Topology {
 
     /// The live natural replicas of `token`, closest first.
     pub fn live_replicas_by_proximity(&self, strategy: &Strategy, token: Token) -> Vec<Endpoint> {
-        let mut live: Vec<Endpoint> = self
-            .replicas(strategy, token)
-            .into_iter()
+        self.live_by_proximity(&self.replicas(strategy, token))
+    }
+
+    /// The live ones of `endpoints`, closest first.
+    pub fn live_by_proximity(&self, endpoints: &[Endpoint]) -> Vec<Endpoint> {
+        let mut live: Vec<Endpoint> = endpoints
+            .iter()
+            .copied()
             .filter(|e| self.is_alive(*e))
             .collect();
         let dc_of = |e: Endpoint| self.dc_of(e);

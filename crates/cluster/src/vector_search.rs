@@ -237,18 +237,7 @@ fn plan(
     };
     let pieces = crate::coordinator::scan_pieces(topology, &strategy, &whole);
     let choose = |replicas: &[IpAddr]| {
-        let mut live: Vec<IpAddr> = replicas
-            .iter()
-            .copied()
-            .filter(|e| topology.is_alive(*e))
-            .collect();
-        let dc_of = |e: IpAddr| topology.dc_of(e);
-        crate::consistency::sort_by_proximity(
-            &mut live,
-            topology.local,
-            &topology.local_dc,
-            &dc_of,
-        );
+        let live = topology.live_by_proximity(replicas);
         let with_dcs = crate::coordinator::check_live(topology, &requirement, cl, &live)?;
         let first = with_dcs.iter().find(|(_, d)| requirement.counts(d));
         first
