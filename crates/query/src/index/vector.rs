@@ -222,18 +222,7 @@ impl Graphs {
     /// this node, to its graphs. A table without a vector index costs the
     /// check of an empty set.
     pub fn observe_applied(&self, mutations: &[Mutation]) {
-        let observed: Vec<Mutation> = {
-            let tables = self.vector_tables.read().unwrap_or_else(|p| p.into_inner());
-            if tables.is_empty() {
-                return;
-            }
-            mutations
-                .iter()
-                .filter(|m| tables.contains(&m.table))
-                .cloned()
-                .collect()
-        };
-        self.observe(&observed);
+        self.observe(&self.of_vector_tables(mutations));
     }
 
     /// Drops the graphs of `table`, whose data changed without passing
@@ -327,6 +316,12 @@ impl Graphs {
         if self.observed_in_storage.load(Ordering::Acquire) {
             return Vec::new();
         }
+        self.of_vector_tables(mutations)
+    }
+
+    /// The mutations of tables with a vector SAI index (copies; usually
+    /// none, at the cost of the check of an empty set).
+    fn of_vector_tables(&self, mutations: &[Mutation]) -> Vec<Mutation> {
         let tables = self.vector_tables.read().unwrap_or_else(|p| p.into_inner());
         if tables.is_empty() {
             return Vec::new();
