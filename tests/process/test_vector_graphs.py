@@ -11,12 +11,10 @@ import os
 import random
 import re
 import signal
-import tempfile
 import time
 
-import pytest
-
-from test_durability import Node
+# `node`: a server on a data directory of its own (test_durability's fixture).
+from test_durability import node  # noqa: F401
 
 POINTS = 400
 DIMENSION = 8
@@ -59,14 +57,18 @@ def wait_for_log(node, pattern, since, timeout=60):
     raise AssertionError("no log line %r within %ds" % (pattern, timeout))
 
 
-@pytest.fixture
-def node():
-    with tempfile.TemporaryDirectory() as d:
-        n = Node(d)
-        yield n
-        if n.proc and n.proc.poll() is None:
-            n.proc.kill()
-            n.proc.wait()
+def create_filled_table(session, seed, count):
+    """ks.t with a vector SAI index and `count` rows: ({p: vector}, the
+    prepared INSERT)."""
+    session.execute("CREATE KEYSPACE ks WITH replication = "
+                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+    session.execute("CREATE TABLE ks.t (p int PRIMARY KEY, v vector<float, %d>)" % DIMENSION)
+    session.execute("CREATE INDEX ON ks.t (v) USING 'sai'")
+    insert = session.prepare("INSERT INTO ks.t (p, v) VALUES (?, ?)")
+    stored = dict(enumerate(vectors(seed, count)))
+    for p, v in stored.items():
+        session.execute(insert, (p, v))
+    return stored, insert
 
 
 def restart(node):
@@ -79,14 +81,7 @@ def restart(node):
 def test_the_graph_is_saved_at_stop_and_rebuilt_after_kill_9(node):
     node.start()
     cluster, session = node.session()
-    session.execute("CREATE KEYSPACE ks WITH replication = "
-                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
-    session.execute("CREATE TABLE ks.t (p int PRIMARY KEY, v vector<float, %d>)" % DIMENSION)
-    session.execute("CREATE INDEX ON ks.t (v) USING 'sai'")
-    insert = session.prepare("INSERT INTO ks.t (p, v) VALUES (?, ?)")
-    stored = dict(enumerate(vectors(1, POINTS)))
-    for p, v in stored.items():
-        session.execute(insert, (p, v))
+    stored, insert = create_filled_table(session, 1, POINTS)
     queries = vectors(2, 5)
     # The first ANN query starts the build; it answers by scan meanwhile.
     first = [ann(session, q) for q in queries]
@@ -136,14 +131,7 @@ def test_a_graph_saved_before_later_writes_is_not_loaded(node):
     import shutil
     node.start()
     cluster, session = node.session()
-    session.execute("CREATE KEYSPACE ks WITH replication = "
-                    "{'class': 'SimpleStrategy', 'replication_factor': 1}")
-    session.execute("CREATE TABLE ks.t (p int PRIMARY KEY, v vector<float, %d>)" % DIMENSION)
-    session.execute("CREATE INDEX ON ks.t (v) USING 'sai'")
-    insert = session.prepare("INSERT INTO ks.t (p, v) VALUES (?, ?)")
-    stored = dict(enumerate(vectors(3, 100)))
-    for p, v in stored.items():
-        session.execute(insert, (p, v))
+    stored, insert = create_filled_table(session, 3, 100)
     queries = vectors(4, 3)
     ann(session, queries[0])
     wait_for_log(node, r"built the ANN graph of %s from storage: 100 points" % GRAPH, 0)
